@@ -1,0 +1,144 @@
+//! The raw representations of a filter body: bytes and lowercase hex, and decoding
+//! them back with every check the wire format demands.
+
+use super::{Filter, FilterError, HashScheme, Params};
+
+const HEX: &[u8; 16] = b"0123456789abcdef";
+
+/// Lowercase hex, two characters per byte, in byte order.
+pub fn to_hex(bytes: &[u8]) -> String {
+    let mut out = Vec::with_capacity(bytes.len() * 2);
+    for &b in bytes {
+        out.push(HEX[usize::from(b >> 4)]);
+        out.push(HEX[usize::from(b & 15)]);
+    }
+    // Every pushed byte is ASCII.
+    String::from_utf8(out).expect("hex is ASCII")
+}
+
+/// Parses hex (lowercase on the wire; uppercase is accepted too).
+///
+/// # Errors
+/// [`FilterError::OddHexLength`] or [`FilterError::BadHex`] naming the first bad character.
+pub fn from_hex(hex: &str) -> Result<Vec<u8>, FilterError> {
+    let raw = hex.as_bytes();
+    if raw.len() % 2 != 0 {
+        return Err(FilterError::OddHexLength(raw.len()));
+    }
+    let nibble = |i: usize| -> Result<u8, FilterError> {
+        match raw[i] {
+            c @ b'0'..=b'9' => Ok(c - b'0'),
+            c @ b'a'..=b'f' => Ok(c - b'a' + 10),
+            c @ b'A'..=b'F' => Ok(c - b'A' + 10),
+            _ => Err(FilterError::BadHex { index: i }),
+        }
+    };
+    (0..raw.len() / 2)
+        .map(|i| Ok((nibble(2 * i)? << 4) | nibble(2 * i + 1)?))
+        .collect()
+}
+
+impl Filter {
+    /// The body as lowercase hex.
+    pub fn to_hex(&self) -> String {
+        to_hex(&self.to_bytes())
+    }
+
+    /// Decodes a body of raw bytes with its parameters (from headers or a document).
+    ///
+    /// # Errors
+    /// m or k out of range, an unknown hash, a length that does not fit m, or bits set past m.
+    pub fn decode_bytes(m: u64, k: u64, hash: &str, bytes: &[u8]) -> Result<Filter, FilterError> {
+        let params = Params::new(m, k)?;
+        let hash = HashScheme::parse(hash).ok_or_else(|| FilterError::UnknownHash(hash.into()))?;
+        Filter::from_le_bytes(params, hash, bytes)
+    }
+
+    /// Decodes a hex body with its parameters.
+    ///
+    /// # Errors
+    /// As [`Filter::decode_bytes`], plus bad hex.
+    pub fn decode_hex(m: u64, k: u64, hash: &str, hex: &str) -> Result<Filter, FilterError> {
+        // Check the cheap things first so the error names the real problem.
+        let params = Params::new(m, k)?;
+        let expected = params.byte_len();
+        if hex.len() != expected * 2 && hex.len() % 2 == 0 {
+            return Err(FilterError::WrongLength {
+                m: params.m,
+                expected,
+                actual: hex.len() / 2,
+            });
+        }
+        Filter::decode_bytes(m, k, hash, &from_hex(hex)?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hex_is_lowercase_in_byte_order() {
+        assert_eq!(to_hex(&[0x00, 0x0f, 0xa0, 0xff]), "000fa0ff");
+        assert_eq!(from_hex("000fa0ff").unwrap(), vec![0x00, 0x0f, 0xa0, 0xff]);
+        assert_eq!(from_hex("ABcd").unwrap(), vec![0xab, 0xcd]);
+    }
+
+    #[test]
+    fn bad_hex_names_the_character() {
+        assert_eq!(from_hex("0g"), Err(FilterError::BadHex { index: 1 }));
+        assert_eq!(from_hex("abc"), Err(FilterError::OddHexLength(3)));
+    }
+
+    #[test]
+    fn decoding_rejects_each_kind_of_bad_input() {
+        let ok = "00";
+        assert!(Filter::decode_hex(8, 1, "sha1-km32", ok).is_ok());
+        assert!(matches!(
+            Filter::decode_hex(8, 1, "md5", ok),
+            Err(FilterError::UnknownHash(_))
+        ));
+        assert!(matches!(
+            Filter::decode_hex(7, 1, "sha1-km32", ok),
+            Err(FilterError::MOutOfRange(7))
+        ));
+        assert!(matches!(
+            Filter::decode_hex(8, 65, "sha1-km32", ok),
+            Err(FilterError::KOutOfRange(65))
+        ));
+        assert!(matches!(
+            Filter::decode_hex(16, 1, "sha1-km32", ok),
+            Err(FilterError::WrongLength {
+                expected: 2,
+                actual: 1,
+                ..
+            })
+        ));
+        assert!(matches!(
+            Filter::decode_hex(9, 1, "sha1-km32", "0002"),
+            Err(FilterError::BitsPastM { m: 9 })
+        ));
+        assert!(Filter::decode_hex(9, 1, "sha1-km32", "ff01").is_ok());
+        assert!(matches!(
+            Filter::decode_bytes(70, 1, "sha1-km32", &[0, 0, 0, 0, 0, 0, 0, 0, 0x40]),
+            Err(FilterError::BitsPastM { m: 70 })
+        ));
+    }
+
+    #[test]
+    fn bytes_and_hex_round_trip() {
+        let mut f = Filter::with_capacity(50, 0.01).unwrap();
+        for i in 0..50 {
+            f.insert(&format!("{i}"));
+        }
+        let (m, k) = (u64::from(f.m()), u64::from(f.k()));
+        assert_eq!(
+            Filter::decode_bytes(m, k, "sha1-km32", &f.to_bytes()).unwrap(),
+            f
+        );
+        assert_eq!(
+            Filter::decode_hex(m, k, "sha1-km32", &f.to_hex()).unwrap(),
+            f
+        );
+    }
+}

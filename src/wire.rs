@@ -1,0 +1,259 @@
+//! Wire format v1: the JSON document and the raw representations' headers.
+//!
+//! Pure: values in, values out. The server renders with it, the SDK and CLI parse
+//! with it, and `docs/PROTOCOL.md` describes exactly this.
+
+use crate::bloom::{Filter, FilterError};
+use serde::{Deserialize, Serialize};
+
+/// Response headers that describe a raw (hex or binary) body.
+pub const HEADER_M: &str = "bloom-m";
+pub const HEADER_K: &str = "bloom-k";
+pub const HEADER_HASH: &str = "bloom-hash";
+pub const HEADER_COUNT: &str = "bloom-count";
+pub const HEADER_COMPLETE: &str = "bloom-complete";
+/// Extensions: the time range a raw body covers (RFC 3339 hour starts, inclusive).
+pub const HEADER_FROM: &str = "bloom-from";
+pub const HEADER_TO: &str = "bloom-to";
+pub const HEADER_HOUR: &str = "bloom-hour";
+pub const HEADER_FPP: &str = "bloom-fpp";
+
+/// A filter's JSON document (v1). Hourly filters carry `hour`; unions carry
+/// `from` and `to` instead.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Document {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hour: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub to: Option<String>,
+    /// `true` once the covered time is over and the content can never change.
+    pub complete: bool,
+    /// Distinct IDs recorded.
+    pub count: u64,
+    pub m: u64,
+    pub k: u64,
+    pub hash: String,
+    /// Estimated false-positive probability at this fill.
+    pub fpp: f64,
+    /// The body as lowercase hex.
+    pub filter: String,
+}
+
+/// What a document or a raw response says about its filter, besides the bits.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Meta {
+    pub hour: Option<String>,
+    pub from: Option<String>,
+    pub to: Option<String>,
+    pub complete: bool,
+    pub count: u64,
+}
+
+impl Meta {
+    /// Metadata of one hour's filter.
+    pub fn hour(hour: String, complete: bool, count: u64) -> Meta {
+        Meta {
+            hour: Some(hour),
+            from: None,
+            to: None,
+            complete,
+            count,
+        }
+    }
+
+    /// Metadata of a union over `from..=to`.
+    pub fn range(from: String, to: String, complete: bool, count: u64) -> Meta {
+        Meta {
+            hour: None,
+            from: Some(from),
+            to: Some(to),
+            complete,
+            count,
+        }
+    }
+
+    /// The raw representations' headers for this metadata and filter.
+    pub fn headers(&self, filter: &Filter) -> Vec<(&'static str, String)> {
+        let mut out = vec![
+            (HEADER_M, filter.m().to_string()),
+            (HEADER_K, filter.k().to_string()),
+            (HEADER_HASH, filter.hash().name().to_owned()),
+            (HEADER_COUNT, self.count.to_string()),
+            (HEADER_COMPLETE, self.complete.to_string()),
+            (HEADER_FPP, filter.fpp().to_string()),
+        ];
+        if let Some(h) = &self.hour {
+            out.push((HEADER_HOUR, h.clone()));
+        }
+        if let Some(f) = &self.from {
+            out.push((HEADER_FROM, f.clone()));
+        }
+        if let Some(t) = &self.to {
+            out.push((HEADER_TO, t.clone()));
+        }
+        out
+    }
+}
+
+impl Document {
+    pub fn new(meta: Meta, filter: &Filter) -> Document {
+        Document {
+            hour: meta.hour,
+            from: meta.from,
+            to: meta.to,
+            complete: meta.complete,
+            count: meta.count,
+            m: u64::from(filter.m()),
+            k: u64::from(filter.k()),
+            hash: filter.hash().name().to_owned(),
+            fpp: filter.fpp(),
+            filter: filter.to_hex(),
+        }
+    }
+
+    /// Serialises to compact JSON.
+    pub fn to_json(&self) -> Vec<u8> {
+        serde_json::to_vec(self).expect("a document always serialises")
+    }
+
+    /// Parses and validates a JSON document.
+    ///
+    /// # Errors
+    /// [`FilterError::BadDocument`] for JSON that is not a v1 document, or any
+    /// decoding error of the filter itself.
+    pub fn parse(json: &[u8]) -> Result<(Meta, Filter), FilterError> {
+        let doc: Document =
+            serde_json::from_slice(json).map_err(|e| FilterError::BadDocument(e.to_string()))?;
+        doc.into_parts()
+    }
+
+    /// Validates this document's filter and splits it from its metadata.
+    ///
+    /// # Errors
+    /// Any decoding error of the filter.
+    pub fn into_parts(self) -> Result<(Meta, Filter), FilterError> {
+        let filter = Filter::decode_hex(self.m, self.k, &self.hash, &self.filter)?;
+        let meta = Meta {
+            hour: self.hour,
+            from: self.from,
+            to: self.to,
+            complete: self.complete,
+            count: self.count,
+        };
+        Ok((meta, filter))
+    }
+}
+
+/// Decodes a raw body (hex when `hex`, else bytes) with its headers, looked up by
+/// lowercase name through `header`.
+///
+/// # Errors
+/// [`FilterError::BadDocument`] for a missing or unreadable header, or any decoding error.
+pub fn decode_raw<'h>(
+    header: impl Fn(&str) -> Option<&'h str>,
+    body: &[u8],
+    hex: bool,
+) -> Result<(Meta, Filter), FilterError> {
+    let need = |name: &str| {
+        header(name).ok_or_else(|| FilterError::BadDocument(format!("missing header {name}")))
+    };
+    let number = |name: &str| -> Result<u64, FilterError> {
+        need(name)?
+            .trim()
+            .parse()
+            .map_err(|_| FilterError::BadDocument(format!("header {name} is not a number")))
+    };
+    let (m, k, count) = (number(HEADER_M)?, number(HEADER_K)?, number(HEADER_COUNT)?);
+    let hash = need(HEADER_HASH)?.trim();
+    let complete = match need(HEADER_COMPLETE)?.trim() {
+        "true" => true,
+        "false" => false,
+        other => {
+            return Err(FilterError::BadDocument(format!(
+                "header {HEADER_COMPLETE} must be true or false, got {other:?}"
+            )))
+        }
+    };
+    let filter = if hex {
+        let text = std::str::from_utf8(body)
+            .map_err(|_| FilterError::BadDocument("hex body is not UTF-8".into()))?;
+        Filter::decode_hex(m, k, hash, text.trim_end())?
+    } else {
+        Filter::decode_bytes(m, k, hash, body)?
+    };
+    let owned = |name: &str| header(name).map(str::to_owned);
+    let meta = Meta {
+        hour: owned(HEADER_HOUR),
+        from: owned(HEADER_FROM),
+        to: owned(HEADER_TO),
+        complete,
+        count,
+    };
+    Ok((meta, filter))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn sample() -> (Meta, Filter) {
+        let mut f = Filter::with_capacity(100, 0.01).unwrap();
+        for id in ["a", "b", "c"] {
+            f.insert(id);
+        }
+        (Meta::hour("2008-09-03T13:00:00Z".into(), true, 3), f)
+    }
+
+    #[test]
+    fn json_has_the_v1_fields() {
+        let (meta, f) = sample();
+        let json: serde_json::Value =
+            serde_json::from_slice(&Document::new(meta, &f).to_json()).unwrap();
+        for field in [
+            "hour", "complete", "count", "m", "k", "hash", "fpp", "filter",
+        ] {
+            assert!(json.get(field).is_some(), "missing {field}");
+        }
+        assert!(json.get("from").is_none());
+        assert_eq!(json["hash"], "sha1-km32");
+        assert_eq!(json["hour"], "2008-09-03T13:00:00Z");
+    }
+
+    #[test]
+    fn json_round_trips() {
+        let (meta, f) = sample();
+        let (meta2, f2) = Document::parse(&Document::new(meta.clone(), &f).to_json()).unwrap();
+        assert_eq!((meta2, f2), (meta, f));
+    }
+
+    #[test]
+    fn raw_round_trips_through_headers() {
+        let (meta, f) = sample();
+        let headers: HashMap<&str, String> = meta.headers(&f).into_iter().collect();
+        let get = |n: &str| headers.get(n).map(String::as_str);
+        assert_eq!(
+            decode_raw(get, f.to_hex().as_bytes(), true).unwrap(),
+            (meta.clone(), f.clone())
+        );
+        assert_eq!(decode_raw(get, &f.to_bytes(), false).unwrap(), (meta, f));
+    }
+
+    #[test]
+    fn documents_with_bad_parts_are_rejected() {
+        assert!(matches!(
+            Document::parse(b"{}"),
+            Err(FilterError::BadDocument(_))
+        ));
+        assert!(matches!(
+            Document::parse(b"not json"),
+            Err(FilterError::BadDocument(_))
+        ));
+        let (meta, f) = sample();
+        let mut doc = Document::new(meta, &f);
+        doc.hash = "sha256".into();
+        assert!(matches!(doc.into_parts(), Err(FilterError::UnknownHash(_))));
+    }
+}
