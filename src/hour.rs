@@ -139,6 +139,11 @@ impl Day {
         Ok(Day((date - epoch).num_days()))
     }
 
+    /// The day containing the hour with this index.
+    pub fn from_hour_index(hour: i64) -> Day {
+        Day(hour.div_euclid(24))
+    }
+
     pub fn first_hour(self) -> Hour {
         Hour(self.0 * 24)
     }

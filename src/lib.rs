@@ -1,9 +1,21 @@
-//! bloomcast: hourly Bloom filters of what changed, published over HTTP.
+//! bloomcast: hourly Bloom filters of what changed, published over HTTP, so clients
+//! stop polling thousands of resources one by one.
 //!
-//! - [`bloom`]: the filter math (pure).
-//! - [`wire`]: wire format v1 (JSON document, raw headers).
+//! - [`bloom`]: the filter math (pure): hashing, sizing, the filter, encodings.
+//! - [`wire`]: wire format v1: the JSON document and raw headers (pure).
 //! - [`hour`]: UTC hours and days as validated values.
+//! - [`store`]: storage behind one trait; the embedded SQLite store.
+//! - [`service`]: ingest, publication, sealing and pruning, independent of HTTP.
+//! - [`http`]: the router and thin handlers; [`startup`]: building and running it.
 
 pub mod bloom;
+pub mod clock;
+pub mod config;
 pub mod hour;
+pub mod http;
+pub mod render;
+pub mod service;
+pub mod startup;
+pub mod store;
+pub mod telemetry;
 pub mod wire;

@@ -1,0 +1,80 @@
+//! Time, injected. The server asks a [`Clock`] for "now"; production uses the system
+//! clock and tests use a [`ManualClock`] they move by hand, so hour rollover is tested
+//! without sleeping for an hour.
+
+use chrono::{DateTime, Duration, TimeZone, Utc};
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::Arc;
+
+use crate::hour::Hour;
+
+pub trait Clock: Send + Sync + 'static {
+    fn now(&self) -> DateTime<Utc>;
+
+    /// The hour containing now: the open hour.
+    fn current_hour(&self) -> Hour {
+        Hour::containing(self.now())
+    }
+}
+
+/// The system's wall clock.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now(&self) -> DateTime<Utc> {
+        Utc::now()
+    }
+}
+
+/// A clock that stands still until told to move. Clones share the same time.
+#[derive(Debug, Clone)]
+pub struct ManualClock {
+    millis: Arc<AtomicI64>,
+}
+
+impl ManualClock {
+    pub fn new(start: DateTime<Utc>) -> ManualClock {
+        ManualClock {
+            millis: Arc::new(AtomicI64::new(start.timestamp_millis())),
+        }
+    }
+
+    /// A clock at the start of `hour` plus `offset`.
+    pub fn at(hour: Hour, offset: Duration) -> ManualClock {
+        ManualClock::new(hour.start() + offset)
+    }
+
+    pub fn set(&self, t: DateTime<Utc>) {
+        self.millis.store(t.timestamp_millis(), Ordering::SeqCst);
+    }
+
+    pub fn advance(&self, by: Duration) {
+        self.millis
+            .fetch_add(by.num_milliseconds(), Ordering::SeqCst);
+    }
+}
+
+impl Clock for ManualClock {
+    fn now(&self) -> DateTime<Utc> {
+        Utc.timestamp_millis_opt(self.millis.load(Ordering::SeqCst))
+            .single()
+            .unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hour::hour_of;
+
+    #[test]
+    fn manual_clock_moves_only_when_told_and_clones_share_it() {
+        let h = hour_of(2008, 9, 3, 13).unwrap();
+        let clock = ManualClock::at(h, Duration::minutes(59));
+        let other = clock.clone();
+        assert_eq!(clock.current_hour(), h);
+        other.advance(Duration::minutes(1));
+        assert_eq!(clock.current_hour(), h.next());
+    }
+}

@@ -1,0 +1,112 @@
+//! The HTTP layer's one error type: every failure a client can see, with its status
+//! and a JSON body `{"error": ..., "message": ...}`. Server errors are logged in full
+//! and reported to the client without internals.
+
+use crate::service::ServiceError;
+use crate::store::StoreError;
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde_json::json;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    #[error("{0}")]
+    BadRequest(String),
+    #[error("{0}")]
+    InvalidHour(String),
+    #[error("missing or invalid bearer token")]
+    Unauthorized,
+    #[error("{0}")]
+    NotFound(String),
+    #[error("{0}")]
+    Gone(String),
+    #[error("body is larger than the limit of {0} bytes")]
+    PayloadTooLarge(usize),
+    #[error("{0}")]
+    UnsupportedMediaType(String),
+    #[error("the request took too long; send it faster or in smaller parts")]
+    Timeout,
+    #[error("the store is unavailable; retry later")]
+    Unavailable,
+    #[error("internal error")]
+    Internal(String),
+}
+
+pub type Result<T, E = ApiError> = std::result::Result<T, E>;
+
+impl ApiError {
+    pub fn status(&self) -> StatusCode {
+        match self {
+            ApiError::BadRequest(_) | ApiError::InvalidHour(_) => StatusCode::BAD_REQUEST,
+            ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
+            ApiError::NotFound(_) => StatusCode::NOT_FOUND,
+            ApiError::Gone(_) => StatusCode::GONE,
+            ApiError::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            ApiError::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            ApiError::Timeout => StatusCode::REQUEST_TIMEOUT,
+            ApiError::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
+            ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+
+    /// The machine-readable `error` field.
+    pub fn code(&self) -> &'static str {
+        match self {
+            ApiError::BadRequest(_) => "bad_request",
+            ApiError::InvalidHour(_) => "invalid_hour",
+            ApiError::Unauthorized => "unauthorized",
+            ApiError::NotFound(_) => "not_found",
+            ApiError::Gone(_) => "gone",
+            ApiError::PayloadTooLarge(_) => "payload_too_large",
+            ApiError::UnsupportedMediaType(_) => "unsupported_media_type",
+            ApiError::Timeout => "timeout",
+            ApiError::Unavailable => "unavailable",
+            ApiError::Internal(_) => "internal",
+        }
+    }
+}
+
+impl From<ServiceError> for ApiError {
+    fn from(e: ServiceError) -> Self {
+        match e {
+            ServiceError::NotFound(m) => ApiError::NotFound(m),
+            ServiceError::Gone(m) => ApiError::Gone(m),
+            ServiceError::BadRange(m) => ApiError::InvalidHour(m),
+            ServiceError::Store(StoreError::Unavailable(m)) => {
+                tracing::warn!(error = %m, "store unavailable");
+                ApiError::Unavailable
+            }
+            other => ApiError::Internal(other.to_string()),
+        }
+    }
+}
+
+impl From<crate::hour::HourError> for ApiError {
+    fn from(e: crate::hour::HourError) -> Self {
+        ApiError::InvalidHour(e.to_string())
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        if let ApiError::Internal(detail) = &self {
+            tracing::error!(%detail, "request failed");
+        }
+        let status = self.status();
+        let body = Json(json!({ "error": self.code(), "message": self.to_string() }));
+        let mut response = (status, body).into_response();
+        let headers = response.headers_mut();
+        match self {
+            ApiError::Unauthorized => {
+                headers.insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+            }
+            ApiError::Unavailable => {
+                headers.insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+            }
+            _ => {}
+        }
+        headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+        response
+    }
+}

@@ -1,0 +1,196 @@
+//! `POST /updates`: authenticated ingest of a batch of IDs into the current hour.
+
+use super::error::{ApiError, Result};
+use super::AppState;
+use crate::bloom::Key;
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::State;
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::Json;
+use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
+
+/// The longest ID accepted, in bytes of UTF-8.
+pub const MAX_ID_BYTES: usize = 1024;
+
+/// Bodies above this are hashed on the blocking pool rather than the async runtime.
+const INLINE_HASH_LIMIT: usize = 256 * 1024;
+
+#[derive(Debug, Serialize)]
+pub struct IngestReply {
+    pub hour: String,
+    pub accepted: usize,
+}
+
+#[tracing::instrument(skip_all, fields(bytes = body.as_ref().map_or(0, |b| b.len())))]
+pub async fn post_updates(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    body: std::result::Result<Bytes, BytesRejection>,
+) -> Result<(StatusCode, Json<IngestReply>)> {
+    state.auth.check(&headers)?;
+    let kind = BodyKind::of(&headers)?;
+    let body = body.map_err(|rejection| {
+        if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            ApiError::PayloadTooLarge(state.body_limit)
+        } else {
+            ApiError::BadRequest(rejection.body_text())
+        }
+    })?;
+    let keys = if body.len() <= INLINE_HASH_LIMIT {
+        decode_keys(kind, &body)?
+    } else {
+        tokio::task::spawn_blocking(move || decode_keys(kind, &body))
+            .await
+            .map_err(|e| ApiError::Internal(e.to_string()))??
+    };
+    let receipt = state.service.ingest(&keys).await?;
+    state.metrics.ids_ingested(keys.len());
+    Ok((
+        StatusCode::OK,
+        Json(IngestReply {
+            hour: receipt.hour.rfc3339(),
+            accepted: receipt.accepted,
+        }),
+    ))
+}
+
+/// The accepted body formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BodyKind {
+    /// `application/json`: `{"ids": ["a", "b"]}`.
+    Json,
+    /// `text/plain`: one ID per line, LF or CRLF, blank lines ignored.
+    Lines,
+}
+
+impl BodyKind {
+    /// # Errors
+    /// 415 for a missing or other content type.
+    pub fn of(headers: &HeaderMap) -> Result<BodyKind> {
+        let raw = headers
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("");
+        let essence = raw
+            .split(';')
+            .next()
+            .unwrap_or("")
+            .trim()
+            .to_ascii_lowercase();
+        match essence.as_str() {
+            "application/json" => Ok(BodyKind::Json),
+            "text/plain" => Ok(BodyKind::Lines),
+            _ => Err(ApiError::UnsupportedMediaType(format!(
+                "content type {raw:?} is not accepted: send application/json {{\"ids\": [...]}} \
+                 or text/plain with one ID per line"
+            ))),
+        }
+    }
+}
+
+#[derive(Deserialize)]
+struct IdsBody<'a> {
+    #[serde(borrow)]
+    ids: Vec<Cow<'a, str>>,
+}
+
+/// Parses and validates a whole body into keys: all or nothing.
+///
+/// # Errors
+/// 400 naming the first problem: invalid UTF-8, malformed JSON, a non-string, empty or
+/// over-long ID.
+pub fn decode_keys(kind: BodyKind, body: &[u8]) -> Result<Vec<Key>> {
+    let text = std::str::from_utf8(body).map_err(|e| {
+        ApiError::BadRequest(format!(
+            "body is not valid UTF-8 (at byte {})",
+            e.valid_up_to()
+        ))
+    })?;
+    match kind {
+        BodyKind::Json => {
+            let parsed: IdsBody = serde_json::from_str(text).map_err(|e| {
+                ApiError::BadRequest(format!(
+                    "malformed JSON body, expected {{\"ids\": [\"...\"]}}: {e}"
+                ))
+            })?;
+            parsed
+                .ids
+                .iter()
+                .enumerate()
+                .map(|(i, id)| checked_key(id, || format!("ids[{i}]")))
+                .collect()
+        }
+        BodyKind::Lines => text
+            .split('\n')
+            .enumerate()
+            .map(|(i, line)| (i, line.strip_suffix('\r').unwrap_or(line)))
+            .filter(|(_, line)| !line.trim().is_empty())
+            .map(|(i, id)| checked_key(id, || format!("line {}", i + 1)))
+            .collect(),
+    }
+}
+
+fn checked_key(id: &str, place: impl Fn() -> String) -> Result<Key> {
+    if id.is_empty() {
+        return Err(ApiError::BadRequest(format!("{} is an empty ID", place())));
+    }
+    if id.len() > MAX_ID_BYTES {
+        return Err(ApiError::BadRequest(format!(
+            "{} is {} bytes; IDs are at most {MAX_ID_BYTES} bytes",
+            place(),
+            id.len()
+        )));
+    }
+    Ok(Key::of(id))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn keys(ids: &[&str]) -> Vec<Key> {
+        ids.iter().map(|id| Key::of(id)).collect()
+    }
+
+    #[test]
+    fn json_bodies_decode_with_escapes() {
+        let got = decode_keys(BodyKind::Json, br#"{"ids": ["a", "caf\u00e9", "x\ny"]}"#).unwrap();
+        assert_eq!(got, keys(&["a", "café", "x\ny"]));
+    }
+
+    #[test]
+    fn lines_accept_lf_crlf_and_skip_blank_lines() {
+        let got = decode_keys(BodyKind::Lines, b"a\r\nb\n\n  \nc d\n").unwrap();
+        assert_eq!(got, keys(&["a", "b", "c d"]));
+    }
+
+    #[test]
+    fn bad_bodies_name_the_problem() {
+        let cases: &[(BodyKind, &[u8], &str)] = &[
+            (BodyKind::Json, b"{\"ids\": [1]}", "malformed JSON"),
+            (
+                BodyKind::Json,
+                b"{\"ids\": [\"\"]}",
+                "ids[0] is an empty ID",
+            ),
+            (BodyKind::Json, b"[\"a\"]", "malformed JSON"),
+            (BodyKind::Json, b"{\"ids\": [\"a\"", "malformed JSON"),
+            (BodyKind::Lines, b"ok\n\xff\xfe\n", "not valid UTF-8"),
+        ];
+        for (kind, body, expected) in cases {
+            let err = decode_keys(*kind, body).unwrap_err().to_string();
+            assert!(
+                err.contains(expected),
+                "{err:?} should contain {expected:?}"
+            );
+        }
+        let long = "x".repeat(MAX_ID_BYTES + 1);
+        let err = decode_keys(BodyKind::Lines, long.as_bytes())
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("line 1 is 1025 bytes"), "{err}");
+        assert!(decode_keys(BodyKind::Lines, "x".repeat(MAX_ID_BYTES).as_bytes()).is_ok());
+    }
+}

@@ -1,0 +1,86 @@
+//! The HTTP layer: routing, shared state and thin handlers over [`Service`].
+
+mod auth;
+mod error;
+mod filters;
+mod ingest;
+mod meta;
+mod metrics;
+mod negotiate;
+
+pub use auth::Auth;
+pub use error::ApiError;
+pub use ingest::{decode_keys, BodyKind, MAX_ID_BYTES};
+pub use metrics::Metrics;
+
+use crate::service::Service;
+use axum::error_handling::HandleErrorLayer;
+use axum::extract::DefaultBodyLimit;
+use axum::http::{header, HeaderName, Method};
+use axum::routing::{get, post};
+use axum::Router;
+use std::sync::Arc;
+use std::time::Duration;
+use tower_http::cors::{Any, CorsLayer};
+use tower_http::trace::{DefaultMakeSpan, DefaultOnResponse, TraceLayer};
+use tracing::Level;
+
+/// Everything a handler needs, cloned per request (all shared behind `Arc`s).
+#[derive(Clone)]
+pub struct AppState {
+    pub service: Arc<Service>,
+    pub auth: Arc<Auth>,
+    pub metrics: Arc<Metrics>,
+    pub body_limit: usize,
+    pub open_max_age: u64,
+}
+
+/// How long a request may take before it is answered 408 (slow clients included).
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+
+pub fn router(state: AppState) -> Router {
+    let cors = CorsLayer::new()
+        .allow_origin(Any)
+        .allow_methods([Method::GET, Method::HEAD])
+        .allow_headers([header::ACCEPT, header::IF_NONE_MATCH])
+        .expose_headers([
+            header::ETAG,
+            header::LINK,
+            HeaderName::from_static("bloom-m"),
+            HeaderName::from_static("bloom-k"),
+            HeaderName::from_static("bloom-hash"),
+            HeaderName::from_static("bloom-count"),
+            HeaderName::from_static("bloom-complete"),
+            HeaderName::from_static("bloom-fpp"),
+            HeaderName::from_static("bloom-hour"),
+            HeaderName::from_static("bloom-from"),
+            HeaderName::from_static("bloom-to"),
+        ]);
+    Router::new()
+        .route("/", get(meta::index))
+        .route("/healthz", get(meta::healthz))
+        .route("/metrics", get(meta::metrics))
+        .route("/updates", post(ingest::post_updates))
+        .route("/since/{y}/{mo}/{d}/{h}", get(filters::get_since))
+        .route("/{y}/{mo}/{d}/{h}", get(filters::get_hour))
+        .route("/{y}/{mo}/{d}", get(filters::get_day))
+        .fallback(meta::not_found)
+        .method_not_allowed_fallback(meta::method_not_allowed)
+        .layer(DefaultBodyLimit::max(state.body_limit))
+        .layer(axum::middleware::from_fn_with_state(
+            state.metrics.clone(),
+            metrics::track,
+        ))
+        .layer(cors)
+        .layer(
+            tower::ServiceBuilder::new()
+                .layer(HandleErrorLayer::new(meta::timed_out))
+                .timeout(REQUEST_TIMEOUT),
+        )
+        .layer(
+            TraceLayer::new_for_http()
+                .make_span_with(DefaultMakeSpan::new().level(Level::DEBUG))
+                .on_response(DefaultOnResponse::new().level(Level::DEBUG)),
+        )
+        .with_state(state)
+}

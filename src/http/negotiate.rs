@@ -1,0 +1,112 @@
+//! Content negotiation: which representation (`Accept`) and whether to gzip
+//! (`Accept-Encoding`), honouring q-values.
+
+use crate::render::Repr;
+use axum::http::{header, HeaderMap};
+
+/// Splits `type;q=0.5` into the lowercased media range and its quality.
+fn ranges(value: &str) -> impl Iterator<Item = (String, f32)> + '_ {
+    value.split(',').filter_map(|part| {
+        let mut pieces = part.split(';');
+        let range = pieces.next()?.trim().to_ascii_lowercase();
+        if range.is_empty() {
+            return None;
+        }
+        let q = pieces
+            .filter_map(|p| p.trim().strip_prefix("q="))
+            .find_map(|q| q.trim().parse::<f32>().ok())
+            .unwrap_or(1.0);
+        Some((range, q))
+    })
+}
+
+/// The representation the client prefers; JSON when it has no preference we serve.
+pub fn choose_repr(headers: &HeaderMap) -> Repr {
+    let Some(accept) = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()) else {
+        return Repr::Json;
+    };
+    let mut best: Option<(Repr, f32)> = None;
+    for (range, q) in ranges(accept) {
+        let repr = match range.as_str() {
+            "application/json" | "application/*" | "*/*" => Repr::Json,
+            "text/plain" | "text/*" => Repr::Hex,
+            "application/octet-stream" => Repr::Bin,
+            _ => continue,
+        };
+        // Exact types beat wildcards at equal quality.
+        let q = if range.contains('*') { q - 0.0001 } else { q };
+        if q > 0.0 && best.is_none_or(|(_, bq)| q > bq) {
+            best = Some((repr, q));
+        }
+    }
+    best.map_or(Repr::Json, |(r, _)| r)
+}
+
+/// Whether the client takes gzip.
+pub fn accepts_gzip(headers: &HeaderMap) -> bool {
+    headers
+        .get_all(header::ACCEPT_ENCODING)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(ranges)
+        .any(|(coding, q)| q > 0.0 && matches!(coding.as_str(), "gzip" | "x-gzip" | "*"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::http::HeaderValue;
+
+    fn headers(name: header::HeaderName, value: &str) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        h.insert(name, HeaderValue::from_str(value).unwrap());
+        h
+    }
+
+    #[test]
+    fn accept_picks_the_highest_quality_representation() {
+        assert_eq!(choose_repr(&HeaderMap::new()), Repr::Json);
+        assert_eq!(
+            choose_repr(&headers(header::ACCEPT, "text/plain")),
+            Repr::Hex
+        );
+        assert_eq!(
+            choose_repr(&headers(header::ACCEPT, "application/octet-stream")),
+            Repr::Bin
+        );
+        assert_eq!(
+            choose_repr(&headers(
+                header::ACCEPT,
+                "application/json;q=0.5, text/plain"
+            )),
+            Repr::Hex
+        );
+        assert_eq!(
+            choose_repr(&headers(header::ACCEPT, "*/*, application/octet-stream")),
+            Repr::Bin
+        );
+        assert_eq!(
+            choose_repr(&headers(header::ACCEPT, "image/png")),
+            Repr::Json
+        );
+        assert_eq!(
+            choose_repr(&headers(header::ACCEPT, "text/plain;q=0")),
+            Repr::Json
+        );
+    }
+
+    #[test]
+    fn gzip_needs_a_positive_quality() {
+        assert!(accepts_gzip(&headers(
+            header::ACCEPT_ENCODING,
+            "gzip, deflate, br"
+        )));
+        assert!(accepts_gzip(&headers(
+            header::ACCEPT_ENCODING,
+            "br;q=1, GZIP;q=0.5"
+        )));
+        assert!(!accepts_gzip(&headers(header::ACCEPT_ENCODING, "gzip;q=0")));
+        assert!(!accepts_gzip(&headers(header::ACCEPT_ENCODING, "identity")));
+        assert!(!accepts_gzip(&HeaderMap::new()));
+    }
+}

@@ -1,0 +1,182 @@
+//! Rendering a filter into the bytes a client receives: each representation once,
+//! with its gzip form and its ETag, so serving is a memory copy.
+
+use crate::bloom::Filter;
+use crate::wire::{Document, Meta};
+use bytes::Bytes;
+use flate2::{write::GzEncoder, Compression};
+use sha1::{Digest, Sha1};
+use std::io::Write;
+
+/// The three representations of a filter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Repr {
+    /// The v1 JSON document (`application/json`, the default; suffix `.json`).
+    Json,
+    /// Raw lowercase hex (`text/plain`, suffix `.hex`) with `Bloom-*` headers.
+    Hex,
+    /// Raw bytes (`application/octet-stream`, suffix `.bin`) with `Bloom-*` headers.
+    Bin,
+}
+
+impl Repr {
+    pub const ALL: [Repr; 3] = [Repr::Json, Repr::Hex, Repr::Bin];
+
+    pub fn content_type(self) -> &'static str {
+        match self {
+            Repr::Json => "application/json",
+            Repr::Hex => "text/plain; charset=utf-8",
+            Repr::Bin => "application/octet-stream",
+        }
+    }
+
+    /// The URL suffix that selects this representation.
+    pub fn suffix(self) -> &'static str {
+        match self {
+            Repr::Json => "json",
+            Repr::Hex => "hex",
+            Repr::Bin => "bin",
+        }
+    }
+
+    pub fn from_suffix(s: &str) -> Option<Repr> {
+        Repr::ALL.into_iter().find(|r| r.suffix() == s)
+    }
+
+    pub fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// How fast to compress: closed hours are compressed once, so they get the best.
+#[derive(Debug, Clone, Copy)]
+pub enum Effort {
+    Fast,
+    Best,
+}
+
+/// One representation of one filter, ready to send.
+#[derive(Debug)]
+pub struct Rendered {
+    pub repr: Repr,
+    pub identity: Bytes,
+    pub gzip: Bytes,
+    /// Strong ETag of the identity bytes, quoted.
+    pub etag: String,
+    /// Strong ETag of the gzip bytes, quoted: the identity tag with a `-gz` suffix.
+    pub etag_gzip: String,
+    /// `Bloom-*` headers (raw representations only).
+    pub bloom_headers: Vec<(&'static str, String)>,
+    pub complete: bool,
+}
+
+impl Rendered {
+    /// Bytes held in memory, for the cache's budget.
+    pub fn size(&self) -> usize {
+        self.identity.len() + self.gzip.len() + 256
+    }
+
+    /// Whether an `If-None-Match` value matches this representation in either
+    /// encoding (weak comparison, as RFC 9110 prescribes for `If-None-Match`).
+    pub fn matches(&self, if_none_match: &str) -> bool {
+        if_none_match.split(',').map(str::trim).any(|tag| {
+            let tag = tag.strip_prefix("W/").unwrap_or(tag);
+            tag == "*" || tag == self.etag || tag == self.etag_gzip
+        })
+    }
+}
+
+/// Renders a filter with its metadata.
+pub fn render(meta: &Meta, filter: &Filter, repr: Repr, effort: Effort) -> Rendered {
+    let (identity, bloom_headers) = match repr {
+        Repr::Json => (Document::new(meta.clone(), filter).to_json(), Vec::new()),
+        Repr::Hex => (filter.to_hex().into_bytes(), meta.headers(filter)),
+        Repr::Bin => (filter.to_bytes(), meta.headers(filter)),
+    };
+    let gzip = gzip(&identity, effort);
+    let digest = Sha1::digest(&identity);
+    let tag = crate::bloom::to_hex(&digest[..10]);
+    Rendered {
+        repr,
+        etag: format!("\"{tag}\""),
+        etag_gzip: format!("\"{tag}-gz\""),
+        identity: Bytes::from(identity),
+        gzip: Bytes::from(gzip),
+        bloom_headers,
+        complete: meta.complete,
+    }
+}
+
+fn gzip(data: &[u8], effort: Effort) -> Vec<u8> {
+    let level = match effort {
+        Effort::Fast => Compression::fast(),
+        Effort::Best => Compression::best(),
+    };
+    let mut enc = GzEncoder::new(Vec::with_capacity(data.len() / 2 + 64), level);
+    enc.write_all(data).expect("writing to a Vec cannot fail");
+    enc.finish().expect("writing to a Vec cannot fail")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use flate2::read::GzDecoder;
+    use std::io::Read;
+
+    fn sample(complete: bool) -> (Meta, Filter) {
+        let mut f = Filter::with_capacity(100, 0.01).unwrap();
+        f.insert("x");
+        (Meta::hour("2008-09-03T13:00:00Z".into(), complete, 1), f)
+    }
+
+    #[test]
+    fn gzip_decompresses_to_the_identity_bytes() {
+        let (meta, f) = sample(true);
+        for repr in Repr::ALL {
+            let r = render(&meta, &f, repr, Effort::Best);
+            let mut out = Vec::new();
+            GzDecoder::new(&r.gzip[..]).read_to_end(&mut out).unwrap();
+            assert_eq!(out, r.identity.to_vec(), "{repr:?}");
+        }
+    }
+
+    #[test]
+    fn etags_are_stable_and_differ_by_content_and_encoding() {
+        let (meta, f) = sample(true);
+        let a = render(&meta, &f, Repr::Json, Effort::Best);
+        let b = render(&meta, &f, Repr::Json, Effort::Fast);
+        assert_eq!(
+            a.etag, b.etag,
+            "the tag depends on content, not compression effort"
+        );
+        assert_ne!(a.etag, a.etag_gzip);
+        let mut g = f.clone();
+        g.insert("y");
+        assert_ne!(render(&meta, &g, Repr::Json, Effort::Best).etag, a.etag);
+        assert_ne!(render(&meta, &f, Repr::Hex, Effort::Best).etag, a.etag);
+    }
+
+    #[test]
+    fn if_none_match_accepts_lists_weak_tags_and_star() {
+        let (meta, f) = sample(false);
+        let r = render(&meta, &f, Repr::Hex, Effort::Fast);
+        assert!(r.matches(&r.etag));
+        assert!(r.matches(&format!("\"other\", W/{}", r.etag_gzip)));
+        assert!(r.matches("*"));
+        assert!(!r.matches("\"other\""));
+    }
+
+    #[test]
+    fn raw_representations_carry_bloom_headers() {
+        let (meta, f) = sample(false);
+        assert!(render(&meta, &f, Repr::Json, Effort::Fast)
+            .bloom_headers
+            .is_empty());
+        let hex = render(&meta, &f, Repr::Hex, Effort::Fast);
+        assert!(hex
+            .bloom_headers
+            .iter()
+            .any(|(n, v)| *n == "bloom-m" && v == &f.m().to_string()));
+        assert_eq!(hex.identity, Bytes::from(f.to_hex()));
+    }
+}

@@ -1,0 +1,260 @@
+//! Building and running the server: open the store, bind (port 0 works), serve until
+//! told to stop, then drain within a deadline.
+
+use crate::clock::{Clock, SystemClock};
+use crate::config::{ConfigError, Settings};
+use crate::http::{router, AppState, Auth, Metrics};
+use crate::service::{Service, ServiceError, Tuning};
+use crate::store::{SqliteStore, Store, StoreError};
+use axum::Router;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+use thiserror::Error;
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+
+#[derive(Debug, Error)]
+pub enum StartError {
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Service(#[from] ServiceError),
+    #[error("{context}: {source}")]
+    Io {
+        context: String,
+        source: std::io::Error,
+    },
+}
+
+/// A bound, ready-to-run server.
+pub struct Application {
+    listener: TcpListener,
+    state: AppState,
+    shutdown_timeout: Duration,
+}
+
+impl Application {
+    /// Builds the server from settings with the system clock.
+    ///
+    /// # Errors
+    /// The store cannot be opened, the token file cannot be written, or the address
+    /// cannot be bound.
+    pub async fn build(settings: Settings) -> Result<Application, StartError> {
+        Application::build_with_clock(settings, Arc::new(SystemClock)).await
+    }
+
+    /// As [`Application::build`] with a given clock (tests move time by hand).
+    ///
+    /// # Errors
+    /// As [`Application::build`].
+    pub async fn build_with_clock(
+        settings: Settings,
+        clock: Arc<dyn Clock>,
+    ) -> Result<Application, StartError> {
+        let store = open_store(&settings, clock.as_ref()).await?;
+        Application::build_with(settings, clock, store).await
+    }
+
+    /// As [`Application::build`] with a given clock and store.
+    ///
+    /// # Errors
+    /// As [`Application::build`].
+    pub async fn build_with(
+        settings: Settings,
+        clock: Arc<dyn Clock>,
+        store: Arc<dyn Store>,
+    ) -> Result<Application, StartError> {
+        let tokens = ingest_tokens(&settings)?;
+        let tuning = Tuning {
+            capacity: settings.capacity,
+            target_fpp: settings.target_fpp,
+            retention_hours: settings.retention_hours,
+            cache_bytes: settings.cache_bytes,
+            refresh: Duration::from_millis(settings.refresh_ms),
+        };
+        let service = Arc::new(Service::new(store, clock, tuning).await?);
+        // Seal whatever closed while the server was down before answering anyone.
+        if let Err(e) = service.tick().await {
+            tracing::warn!(error = %e, "startup housekeeping failed; it will be retried");
+        }
+        let listener =
+            TcpListener::bind(settings.listen)
+                .await
+                .map_err(|source| StartError::Io {
+                    context: format!("cannot listen on {}", settings.listen),
+                    source,
+                })?;
+        let state = AppState {
+            service,
+            auth: Arc::new(Auth::new(&tokens)),
+            metrics: Arc::new(Metrics::default()),
+            body_limit: settings.body_limit,
+            open_max_age: settings.open_max_age,
+        };
+        Ok(Application {
+            listener,
+            state,
+            shutdown_timeout: Duration::from_secs(settings.shutdown_timeout),
+        })
+    }
+
+    pub fn local_addr(&self) -> SocketAddr {
+        self.listener
+            .local_addr()
+            .expect("a bound listener has an address")
+    }
+
+    pub fn port(&self) -> u16 {
+        self.local_addr().port()
+    }
+
+    pub fn service(&self) -> Arc<Service> {
+        self.state.service.clone()
+    }
+
+    /// The router, for in-process tests (`tower::ServiceExt::oneshot`).
+    pub fn router(&self) -> Router {
+        router(self.state.clone())
+    }
+
+    /// Serves until `shutdown` resolves, then stops accepting, lets in-flight requests
+    /// finish (at most the configured shutdown timeout) and stops housekeeping.
+    ///
+    /// # Errors
+    /// An I/O error of the listener.
+    pub async fn run_until(
+        self,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> std::io::Result<()> {
+        let (stop_tx, stop_rx) = watch::channel(false);
+        let stopped = move |mut rx: watch::Receiver<bool>| async move {
+            let _ = rx.wait_for(|stop| *stop).await;
+        };
+        let housekeeping = tokio::spawn(
+            self.state
+                .service
+                .clone()
+                .run_housekeeping(stopped(stop_rx.clone())),
+        );
+        tokio::spawn(async move {
+            shutdown.await;
+            tracing::info!("shutting down: draining in-flight requests");
+            let _ = stop_tx.send(true);
+        });
+        tracing::info!(addr = %self.local_addr(), "bloomcast listening");
+        let app = router(self.state.clone());
+        let server =
+            axum::serve(self.listener, app).with_graceful_shutdown(stopped(stop_rx.clone()));
+        let deadline = {
+            let timeout = self.shutdown_timeout;
+            let rx = stop_rx.clone();
+            async move {
+                stopped(rx).await;
+                tokio::time::sleep(timeout).await;
+            }
+        };
+        let result = tokio::select! {
+            r = server => r,
+            _ = deadline => {
+                tracing::warn!("shutdown timeout reached; closing remaining connections");
+                Ok(())
+            }
+        };
+        let _ = housekeeping.await;
+        tracing::info!("stopped");
+        result
+    }
+}
+
+/// Opens the configured store: PostgreSQL when a database URL is set, else the embedded one.
+///
+/// # Errors
+/// The store cannot be opened.
+pub async fn open_store(
+    settings: &Settings,
+    clock: &dyn Clock,
+) -> Result<Arc<dyn Store>, StartError> {
+    let now = clock.current_hour();
+    let dir = settings.data_dir.clone();
+    let store = tokio::task::spawn_blocking(move || SqliteStore::open(&dir, now))
+        .await
+        .map_err(|e| StoreError::Failed(e.to_string()))??;
+    tracing::info!(dir = %settings.data_dir.display(), "embedded store opened");
+    Ok(Arc::new(store))
+}
+
+/// The configured tokens, or the one kept in the data dir (generated on first start),
+/// so that ingest is never open to everyone.
+fn ingest_tokens(settings: &Settings) -> Result<Vec<String>, StartError> {
+    if !settings.ingest_tokens.is_empty() {
+        return Ok(settings.ingest_tokens.clone());
+    }
+    let path = settings.data_dir.join("ingest-token");
+    let io = |context: String| move |source| StartError::Io { context, source };
+    match std::fs::read_to_string(&path) {
+        Ok(token) if !token.trim().is_empty() => {
+            tracing::info!(file = %path.display(), "using the ingest token kept in the data dir");
+            return Ok(vec![token.trim().to_owned()]);
+        }
+        Ok(_) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(io(format!("cannot read {}", path.display()))(e)),
+    }
+    let token = generate_token();
+    std::fs::create_dir_all(&settings.data_dir)
+        .map_err(io(format!("cannot create {}", settings.data_dir.display())))?;
+    write_private(&path, &token).map_err(io(format!("cannot write {}", path.display())))?;
+    tracing::warn!(
+        file = %path.display(),
+        "no ingest token configured (BLOOMCAST_INGEST_TOKENS): generated one and saved it in this file"
+    );
+    Ok(vec![token])
+}
+
+fn generate_token() -> String {
+    let mut bytes = [0u8; 24];
+    getrandom::fill(&mut bytes).expect("the OS provides randomness");
+    crate::bloom::to_hex(&bytes)
+}
+
+fn write_private(path: &Path, contents: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    let mut file = options.open(path)?;
+    file.write_all(contents.as_bytes())?;
+    file.write_all(b"\n")?;
+    file.sync_all()
+}
+
+/// Resolves on Ctrl-C or SIGTERM.
+pub async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        _ = ctrl_c => {},
+        _ = terminate => {},
+    }
+}

@@ -1,0 +1,551 @@
+//! The embedded store: one SQLite file (WAL, `synchronous=FULL`), no setup.
+//!
+//! All writes go through one writer thread that drains every request waiting for it
+//! into a single transaction: concurrent ingests share one commit and one fsync
+//! (group commit). Reads use their own connections and never wait for the writer.
+
+use super::{
+    blob_to_keys, distinct, keys_to_blob, KeysPage, Result, SealedHour, Store, StoreError,
+};
+use crate::bloom::{Key, SHA1_KM32};
+use crate::hour::Hour;
+use async_trait::async_trait;
+use rusqlite::{params, Connection, OptionalExtension};
+use std::path::{Path, PathBuf};
+use std::sync::{mpsc, Arc, Mutex};
+use tokio::sync::oneshot;
+
+/// Most write commands folded into one transaction.
+const MAX_GROUP: usize = 1024;
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
+-- Appended keys of hours not yet sealed: one row per ingest request, 8 bytes a key.
+CREATE TABLE IF NOT EXISTS batches (
+    seq  INTEGER PRIMARY KEY,
+    hour INTEGER NOT NULL,
+    keys BLOB NOT NULL
+);
+CREATE INDEX IF NOT EXISTS batches_by_hour ON batches (hour, seq);
+-- Sealed hours: the final filter and the sorted distinct keys it was built from.
+CREATE TABLE IF NOT EXISTS hours (
+    hour   INTEGER PRIMARY KEY,
+    count  INTEGER NOT NULL,
+    m      INTEGER NOT NULL,
+    k      INTEGER NOT NULL,
+    hash   TEXT NOT NULL,
+    filter BLOB NOT NULL,
+    keys   BLOB NOT NULL
+);
+";
+
+enum Command {
+    Append {
+        hour: Hour,
+        blob: Vec<u8>,
+        reply: oneshot::Sender<Result<Hour>>,
+    },
+    Close {
+        hour: Hour,
+        reply: oneshot::Sender<Result<()>>,
+    },
+    Seal {
+        sealed: SealedHour,
+        keys: Vec<u8>,
+        reply: oneshot::Sender<Result<()>>,
+    },
+    Prune {
+        before: Hour,
+        reply: oneshot::Sender<Result<u64>>,
+    },
+}
+
+/// SQLite-backed [`Store`].
+pub struct SqliteStore {
+    writer: Mutex<mpsc::Sender<Command>>,
+    readers: Arc<Mutex<Vec<Connection>>>,
+    path: PathBuf,
+    genesis: Hour,
+}
+
+fn failed(e: impl std::fmt::Display) -> StoreError {
+    StoreError::Failed(e.to_string())
+}
+
+fn open_connection(path: &Path) -> Result<Connection> {
+    let conn = Connection::open(path).map_err(failed)?;
+    conn.busy_timeout(std::time::Duration::from_secs(10))
+        .map_err(failed)?;
+    conn.execute_batch("PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL;")
+        .map_err(failed)?;
+    Ok(conn)
+}
+
+impl SqliteStore {
+    /// Opens (or creates) the store in `dir`, fixing genesis at `now` on first open.
+    ///
+    /// # Errors
+    /// [`StoreError::Failed`] if the directory or database cannot be created or read.
+    pub fn open(dir: &Path, now: Hour) -> Result<SqliteStore> {
+        std::fs::create_dir_all(dir).map_err(|e| failed(format!("{}: {e}", dir.display())))?;
+        let path = dir.join("bloomcast.sqlite3");
+        let conn = open_connection(&path)?;
+        conn.execute_batch(SCHEMA).map_err(failed)?;
+        conn.execute(
+            "INSERT OR IGNORE INTO meta (name, value) VALUES ('genesis', ?1)",
+            [now.index()],
+        )
+        .map_err(failed)?;
+        let get = |name: &str| -> Result<Option<i64>> {
+            conn.query_row("SELECT value FROM meta WHERE name = ?1", [name], |r| {
+                r.get(0)
+            })
+            .optional()
+            .map_err(failed)
+        };
+        let genesis = Hour::from_index(get("genesis")?.expect("genesis was just inserted"));
+        let closed_through = get("closed_through")?.map(Hour::from_index);
+
+        let (tx, rx) = mpsc::channel();
+        std::thread::Builder::new()
+            .name("bloomcast-sqlite-writer".into())
+            .spawn(move || writer_loop(conn, rx, closed_through))
+            .map_err(failed)?;
+        Ok(SqliteStore {
+            writer: Mutex::new(tx),
+            readers: Arc::new(Mutex::new(Vec::new())),
+            path,
+            genesis,
+        })
+    }
+
+    async fn command<T>(
+        &self,
+        make: impl FnOnce(oneshot::Sender<Result<T>>) -> Command,
+    ) -> Result<T> {
+        let (reply, answer) = oneshot::channel();
+        self.writer
+            .lock()
+            .expect("writer sender lock")
+            .send(make(reply))
+            .map_err(|_| failed("the SQLite writer thread has stopped"))?;
+        answer
+            .await
+            .map_err(|_| failed("the SQLite writer thread dropped a request"))?
+    }
+
+    /// Runs a read on a pooled connection off the async runtime.
+    async fn read<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&Connection) -> Result<T> + Send + 'static,
+    ) -> Result<T> {
+        let readers = self.readers.clone();
+        let path = self.path.clone();
+        tokio::task::spawn_blocking(move || {
+            let pooled = readers.lock().expect("reader pool lock").pop();
+            let conn = match pooled {
+                Some(c) => c,
+                None => open_connection(&path)?,
+            };
+            let out = f(&conn);
+            readers.lock().expect("reader pool lock").push(conn);
+            out
+        })
+        .await
+        .map_err(failed)?
+    }
+}
+
+fn writer_loop(
+    mut conn: Connection,
+    rx: mpsc::Receiver<Command>,
+    mut closed_through: Option<Hour>,
+) {
+    while let Ok(first) = rx.recv() {
+        let mut group = vec![first];
+        while group.len() < MAX_GROUP {
+            match rx.try_recv() {
+                Ok(cmd) => group.push(cmd),
+                Err(_) => break,
+            }
+        }
+        let before = closed_through;
+        let outcome = apply_group(&mut conn, &group, &mut closed_through);
+        if outcome.is_err() {
+            closed_through = before;
+        }
+        reply_all(group, outcome);
+    }
+}
+
+/// What each command of a committed group answers.
+enum Answer {
+    Hour(Hour),
+    Unit,
+    Count(u64),
+}
+
+fn apply_group(
+    conn: &mut Connection,
+    group: &[Command],
+    closed_through: &mut Option<Hour>,
+) -> Result<Vec<Answer>> {
+    let tx = conn.transaction().map_err(failed)?;
+    let mut answers = Vec::with_capacity(group.len());
+    {
+        let mut insert = tx
+            .prepare_cached("INSERT INTO batches (hour, keys) VALUES (?1, ?2)")
+            .map_err(failed)?;
+        for cmd in group {
+            let answer = match cmd {
+                Command::Append { hour, blob, .. } => {
+                    let hour = match *closed_through {
+                        Some(closed) if *hour <= closed => closed.next(),
+                        _ => *hour,
+                    };
+                    insert
+                        .execute(params![hour.index(), blob])
+                        .map_err(failed)?;
+                    Answer::Hour(hour)
+                }
+                Command::Close { hour, .. } => {
+                    if closed_through.is_none_or(|c| c < *hour) {
+                        *closed_through = Some(*hour);
+                        tx.execute(
+                            "INSERT INTO meta (name, value) VALUES ('closed_through', ?1)
+                             ON CONFLICT (name) DO UPDATE SET value = excluded.value",
+                            [hour.index()],
+                        )
+                        .map_err(failed)?;
+                    }
+                    Answer::Unit
+                }
+                Command::Seal { sealed, keys, .. } => {
+                    tx.execute(
+                        "INSERT OR IGNORE INTO hours (hour, count, m, k, hash, filter, keys)
+                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                        params![
+                            sealed.hour.index(),
+                            sealed.count as i64,
+                            sealed.m,
+                            sealed.k,
+                            SHA1_KM32,
+                            sealed.filter,
+                            keys
+                        ],
+                    )
+                    .map_err(failed)?;
+                    tx.execute("DELETE FROM batches WHERE hour = ?1", [sealed.hour.index()])
+                        .map_err(failed)?;
+                    Answer::Unit
+                }
+                Command::Prune { before, .. } => {
+                    let gone = tx
+                        .execute("DELETE FROM hours WHERE hour < ?1", [before.index()])
+                        .map_err(failed)?;
+                    tx.execute("DELETE FROM batches WHERE hour < ?1", [before.index()])
+                        .map_err(failed)?;
+                    Answer::Count(gone as u64)
+                }
+            };
+            answers.push(answer);
+        }
+    }
+    tx.commit().map_err(failed)?;
+    Ok(answers)
+}
+
+fn reply_all(group: Vec<Command>, outcome: Result<Vec<Answer>>) {
+    match outcome {
+        Ok(answers) => {
+            for (cmd, answer) in group.into_iter().zip(answers) {
+                // A dropped receiver means the request was abandoned; nothing to do.
+                let _ = match (cmd, answer) {
+                    (Command::Append { reply, .. }, Answer::Hour(h)) => {
+                        reply.send(Ok(h)).map_err(drop)
+                    }
+                    (Command::Close { reply, .. }, Answer::Unit) => {
+                        reply.send(Ok(())).map_err(drop)
+                    }
+                    (Command::Seal { reply, .. }, Answer::Unit) => reply.send(Ok(())).map_err(drop),
+                    (Command::Prune { reply, .. }, Answer::Count(n)) => {
+                        reply.send(Ok(n)).map_err(drop)
+                    }
+                    _ => unreachable!("answers follow their commands"),
+                };
+            }
+        }
+        Err(e) => {
+            tracing::error!(error = %e, "SQLite write group failed");
+            let err = || failed(&e);
+            for cmd in group {
+                let _ = match cmd {
+                    Command::Append { reply, .. } => reply.send(Err(err())).map_err(drop),
+                    Command::Close { reply, .. } | Command::Seal { reply, .. } => {
+                        reply.send(Err(err())).map_err(drop)
+                    }
+                    Command::Prune { reply, .. } => reply.send(Err(err())).map_err(drop),
+                };
+            }
+        }
+    }
+}
+
+#[async_trait]
+impl Store for SqliteStore {
+    async fn genesis(&self) -> Result<Hour> {
+        Ok(self.genesis)
+    }
+
+    async fn append(&self, hour: Hour, keys: &[Key]) -> Result<Hour> {
+        let blob = keys_to_blob(keys);
+        self.command(|reply| Command::Append { hour, blob, reply })
+            .await
+    }
+
+    async fn close_through(&self, hour: Hour) -> Result<()> {
+        self.command(|reply| Command::Close { hour, reply }).await
+    }
+
+    async fn keys_after(&self, hour: Hour, cursor: i64) -> Result<KeysPage> {
+        self.read(move |conn| {
+            let mut stmt = conn
+                .prepare_cached(
+                    "SELECT seq, keys FROM batches WHERE hour = ?1 AND seq > ?2 ORDER BY seq",
+                )
+                .map_err(failed)?;
+            let mut rows = stmt.query(params![hour.index(), cursor]).map_err(failed)?;
+            let mut page = KeysPage {
+                keys: Vec::new(),
+                cursor,
+            };
+            while let Some(row) = rows.next().map_err(failed)? {
+                page.cursor = row.get(0).map_err(failed)?;
+                let blob: Vec<u8> = row.get(1).map_err(failed)?;
+                blob_to_keys(&blob, &mut page.keys)?;
+            }
+            Ok(page)
+        })
+        .await
+    }
+
+    async fn keys(&self, hour: Hour) -> Result<Vec<Key>> {
+        let sealed: Option<Vec<u8>> = self
+            .read(move |conn| {
+                conn.query_row(
+                    "SELECT keys FROM hours WHERE hour = ?1",
+                    [hour.index()],
+                    |r| r.get(0),
+                )
+                .optional()
+                .map_err(failed)
+            })
+            .await?;
+        match sealed {
+            Some(blob) => {
+                let mut keys = Vec::with_capacity(blob.len() / 8);
+                blob_to_keys(&blob, &mut keys)?;
+                Ok(keys)
+            }
+            None => Ok(distinct(self.keys_after(hour, 0).await?.keys)),
+        }
+    }
+
+    async fn seal(&self, sealed: &SealedHour, keys: &[Key]) -> Result<()> {
+        let sealed = sealed.clone();
+        let keys = keys_to_blob(keys);
+        self.command(|reply| Command::Seal {
+            sealed,
+            keys,
+            reply,
+        })
+        .await
+    }
+
+    async fn sealed(&self, hour: Hour) -> Result<Option<SealedHour>> {
+        self.read(move |conn| {
+            conn.query_row(
+                "SELECT count, m, k, filter FROM hours WHERE hour = ?1",
+                [hour.index()],
+                |r| {
+                    Ok(SealedHour {
+                        hour,
+                        count: r.get::<_, i64>(0)? as u64,
+                        m: r.get(1)?,
+                        k: r.get(2)?,
+                        filter: r.get(3)?,
+                    })
+                },
+            )
+            .optional()
+            .map_err(failed)
+        })
+        .await
+    }
+
+    async fn last_sealed(&self) -> Result<Option<Hour>> {
+        self.read(|conn| {
+            conn.query_row("SELECT max(hour) FROM hours", [], |r| {
+                r.get::<_, Option<i64>>(0)
+            })
+            .map(|h| h.map(Hour::from_index))
+            .map_err(failed)
+        })
+        .await
+    }
+
+    async fn sealed_counts(&self, from: Hour, to: Hour) -> Result<Vec<(Hour, u64)>> {
+        self.read(move |conn| {
+            let mut stmt = conn
+                .prepare_cached(
+                    "SELECT hour, count FROM hours WHERE hour BETWEEN ?1 AND ?2 ORDER BY hour",
+                )
+                .map_err(failed)?;
+            let rows = stmt
+                .query_map([from.index(), to.index()], |r| {
+                    Ok((Hour::from_index(r.get(0)?), r.get::<_, i64>(1)? as u64))
+                })
+                .map_err(failed)?;
+            rows.collect::<rusqlite::Result<Vec<_>>>().map_err(failed)
+        })
+        .await
+    }
+
+    async fn prune_before(&self, before: Hour) -> Result<u64> {
+        self.command(|reply| Command::Prune { before, reply }).await
+    }
+
+    async fn ping(&self) -> Result<()> {
+        self.read(|conn| conn.query_row("SELECT 1", [], |_| Ok(())).map_err(failed))
+            .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hour::hour_of;
+
+    fn keys(ids: &[&str]) -> Vec<Key> {
+        ids.iter().map(|id| Key::of(id)).collect()
+    }
+
+    #[tokio::test]
+    async fn appends_survive_reopening() {
+        let dir = tempfile::tempdir().unwrap();
+        let h = hour_of(2008, 9, 3, 13).unwrap();
+        {
+            let store = SqliteStore::open(dir.path(), h).unwrap();
+            assert_eq!(store.append(h, &keys(&["a", "b"])).await.unwrap(), h);
+            assert_eq!(store.append(h, &keys(&["b", "c"])).await.unwrap(), h);
+        }
+        let store = SqliteStore::open(dir.path(), h.next()).unwrap();
+        assert_eq!(
+            store.genesis().await.unwrap(),
+            h,
+            "genesis is fixed at first open"
+        );
+        assert_eq!(
+            store.keys(h).await.unwrap(),
+            distinct(keys(&["a", "b", "c"]))
+        );
+    }
+
+    #[tokio::test]
+    async fn appends_to_a_closed_hour_go_to_the_next_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let h = hour_of(2008, 9, 3, 13).unwrap();
+        let store = SqliteStore::open(dir.path(), h).unwrap();
+        store.close_through(h).await.unwrap();
+        assert_eq!(store.append(h, &keys(&["late"])).await.unwrap(), h.next());
+        assert!(store.keys(h).await.unwrap().is_empty());
+        drop(store);
+        let store = SqliteStore::open(dir.path(), h).unwrap();
+        assert_eq!(
+            store.append(h, &keys(&["later"])).await.unwrap(),
+            h.next(),
+            "closing is durable"
+        );
+    }
+
+    #[tokio::test]
+    async fn sealing_keeps_the_first_seal_and_compacts_batches() {
+        let dir = tempfile::tempdir().unwrap();
+        let h = hour_of(2008, 9, 3, 13).unwrap();
+        let store = SqliteStore::open(dir.path(), h).unwrap();
+        store.append(h, &keys(&["a"])).await.unwrap();
+        let sealed = SealedHour {
+            hour: h,
+            count: 1,
+            m: 8,
+            k: 1,
+            filter: vec![1],
+        };
+        store.seal(&sealed, &keys(&["a"])).await.unwrap();
+        let again = SealedHour {
+            filter: vec![2],
+            ..sealed.clone()
+        };
+        store.seal(&again, &keys(&["a"])).await.unwrap();
+        assert_eq!(store.sealed(h).await.unwrap(), Some(sealed));
+        assert_eq!(store.keys(h).await.unwrap(), keys(&["a"]));
+        assert!(store.keys_after(h, 0).await.unwrap().keys.is_empty());
+        assert_eq!(store.last_sealed().await.unwrap(), Some(h));
+        assert_eq!(store.sealed_counts(h, h).await.unwrap(), vec![(h, 1)]);
+    }
+
+    #[tokio::test]
+    async fn keys_after_pages_by_cursor() {
+        let dir = tempfile::tempdir().unwrap();
+        let h = hour_of(2008, 9, 3, 13).unwrap();
+        let store = SqliteStore::open(dir.path(), h).unwrap();
+        store.append(h, &keys(&["a"])).await.unwrap();
+        let first = store.keys_after(h, 0).await.unwrap();
+        store.append(h, &keys(&["b"])).await.unwrap();
+        let second = store.keys_after(h, first.cursor).await.unwrap();
+        assert_eq!(first.keys, keys(&["a"]));
+        assert_eq!(second.keys, keys(&["b"]));
+    }
+
+    #[tokio::test]
+    async fn pruning_removes_old_hours() {
+        let dir = tempfile::tempdir().unwrap();
+        let h = hour_of(2008, 9, 3, 13).unwrap();
+        let store = SqliteStore::open(dir.path(), h).unwrap();
+        for hour in [h, h.next()] {
+            store
+                .seal(
+                    &SealedHour {
+                        hour,
+                        count: 0,
+                        m: 8,
+                        k: 1,
+                        filter: vec![0],
+                    },
+                    &[],
+                )
+                .await
+                .unwrap();
+        }
+        assert_eq!(store.prune_before(h.next()).await.unwrap(), 1);
+        assert_eq!(store.sealed(h).await.unwrap(), None);
+        assert!(store.sealed(h.next()).await.unwrap().is_some());
+    }
+
+    #[tokio::test]
+    async fn concurrent_appends_share_commits_and_all_land() {
+        let dir = tempfile::tempdir().unwrap();
+        let h = hour_of(2008, 9, 3, 13).unwrap();
+        let store = Arc::new(SqliteStore::open(dir.path(), h).unwrap());
+        let tasks: Vec<_> = (0..64)
+            .map(|i| {
+                let store = store.clone();
+                tokio::spawn(async move { store.append(h, &[Key::of(&i.to_string())]).await })
+            })
+            .collect();
+        for t in tasks {
+            t.await.unwrap().unwrap();
+        }
+        assert_eq!(store.keys(h).await.unwrap().len(), 64);
+    }
+}
