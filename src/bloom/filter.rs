@@ -4,6 +4,7 @@
 //! `j / 64`; written out little-endian, that is bit `j % 8` of byte `j / 8`, exactly
 //! the wire layout. Words make union, intersection and popcount word-wide.
 
+use super::hash::Modulus;
 use super::{sizing, FilterError, HashScheme, Key, Params};
 
 /// A Bloom filter with the "sha1-km32" scheme. It also counts its set bits, so fill
@@ -15,6 +16,8 @@ pub struct Filter {
     words: Vec<u64>,
     /// Number of set bits, kept exact on every insert and combine.
     ones: u64,
+    /// `params.m` prepared for division-free reduction of every key's hashes.
+    modulus: Modulus,
 }
 
 impl Filter {
@@ -25,6 +28,7 @@ impl Filter {
             hash: HashScheme::Sha1Km32,
             words: vec![0; (params.m as usize).div_ceil(64)],
             ones: 0,
+            modulus: Modulus::new(params.m),
         }
     }
 
@@ -105,6 +109,7 @@ impl Filter {
             hash,
             words,
             ones,
+            modulus: Modulus::new(params.m),
         })
     }
 
@@ -117,14 +122,15 @@ impl Filter {
     /// Adds a pre-hashed ID. Returns `true` if any bit changed.
     #[inline]
     pub fn insert_key(&mut self, key: Key) -> bool {
-        let before = self.ones;
-        for pos in key.positions(self.params.m, self.params.k) {
+        let mut newly_set = 0;
+        for pos in key.positions_mod(self.modulus, self.params.k) {
             let word = &mut self.words[(pos >> 6) as usize];
             let bit = 1u64 << (pos & 63);
-            self.ones += u64::from(*word & bit == 0);
+            newly_set += u64::from(*word & bit == 0);
             *word |= bit;
         }
-        self.ones != before
+        self.ones += newly_set;
+        newly_set != 0
     }
 
     /// `false` means the ID was never inserted; `true` means it may have been.
@@ -136,7 +142,7 @@ impl Filter {
     /// [`Filter::contains`] for a pre-hashed ID.
     #[inline]
     pub fn contains_key(&self, key: Key) -> bool {
-        key.positions(self.params.m, self.params.k)
+        key.positions_mod(self.modulus, self.params.k)
             .all(|pos| self.words[(pos >> 6) as usize] & (1u64 << (pos & 63)) != 0)
     }
 

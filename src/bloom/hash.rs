@@ -106,6 +106,46 @@ impl Key {
             left: k,
         }
     }
+
+    /// [`Key::positions`] with the two divisions replaced by multiplications, for
+    /// filters that reduce many keys by the same m.
+    #[inline]
+    pub(crate) fn positions_mod(self, modulus: Modulus, k: u32) -> Positions {
+        Positions {
+            next: modulus.reduce(self.h1),
+            step: modulus.reduce(self.h2),
+            m: modulus.m,
+            left: k,
+        }
+    }
+}
+
+/// `x mod m` for a fixed m by two multiplications instead of a division (Lemire,
+/// Kaser and Kurz, "Faster remainder by direct computation", 2019). Exact for every
+/// u32 `x` and every nonzero u32 `m`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Modulus {
+    m: u32,
+    /// `floor((2^64 - 1) / m) + 1`: the fraction 1/m in 0.64 fixed point, rounded up.
+    magic: u64,
+}
+
+impl Modulus {
+    pub(crate) fn new(m: u32) -> Modulus {
+        debug_assert!(m > 0);
+        Modulus {
+            m,
+            magic: (u64::MAX / u64::from(m)).wrapping_add(1),
+        }
+    }
+
+    #[inline]
+    pub(crate) fn reduce(self, x: u32) -> u32 {
+        // The low 64 bits of x/m in fixed point are the fractional part of x/m; times m,
+        // its integer part is the remainder.
+        let fraction = self.magic.wrapping_mul(u64::from(x));
+        ((u128::from(fraction) * u128::from(self.m)) >> 64) as u32
+    }
 }
 
 /// Iterator over a key's bit positions; see [`Key::positions`].
@@ -172,6 +212,62 @@ mod tests {
                     .map(|i| ((u64::from(key.h1) + i * u64::from(key.h2)) % u64::from(m)) as u32)
                     .collect();
                 let got: Vec<u32> = key.positions(m, k).collect();
+                assert_eq!(got, expected, "id {id:?} m {m} k {k}");
+            }
+        }
+    }
+
+    #[test]
+    fn modulus_reduces_exactly_like_the_remainder_operator() {
+        let ms = [
+            1u32,
+            2,
+            3,
+            7,
+            8,
+            9,
+            64,
+            959,
+            28_756,
+            9_585_059,
+            (1 << 31) - 1,
+            1 << 31,
+            (1 << 31) + 1,
+            u32::MAX - 1,
+            u32::MAX,
+        ];
+        let mut x: u32 = 0x9e37_79b9;
+        for m in ms {
+            let modulus = Modulus::new(m);
+            let edges = [
+                0,
+                1,
+                m - 1,
+                m,
+                m.wrapping_add(1),
+                m.wrapping_mul(2),
+                u32::MAX,
+            ];
+            for x in edges {
+                assert_eq!(modulus.reduce(x), x % m, "{x} mod {m}");
+            }
+            for _ in 0..10_000 {
+                // xorshift32: cheap, deterministic coverage of the whole u32 range.
+                x ^= x << 13;
+                x ^= x >> 17;
+                x ^= x << 5;
+                assert_eq!(modulus.reduce(x), x % m, "{x} mod {m}");
+            }
+        }
+    }
+
+    #[test]
+    fn positions_with_a_prepared_modulus_are_the_same_positions() {
+        for id in ["", "a", "flickr:12345", "ünïcødé"] {
+            let key = Key::of(id);
+            for (m, k) in [(8u32, 1u32), (959, 7), (u32::MAX, 64), (1_000_003, 13)] {
+                let expected: Vec<u32> = key.positions(m, k).collect();
+                let got: Vec<u32> = key.positions_mod(Modulus::new(m), k).collect();
                 assert_eq!(got, expected, "id {id:?} m {m} k {k}");
             }
         }
