@@ -1,5 +1,6 @@
 //! Logging setup: `tracing` to stderr, filtered by `RUST_LOG` (default `info`).
 
+use std::io::IsTerminal;
 use tracing_subscriber::EnvFilter;
 
 pub fn init() {
@@ -7,5 +8,6 @@ pub fn init() {
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
         .try_init();
 }

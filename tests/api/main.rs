@@ -1,0 +1,8 @@
+//! API tests: the real router and store, driven in-process.
+
+mod caching;
+mod errors;
+mod helpers;
+mod ingest;
+mod publication;
+mod rollover;
