@@ -5,7 +5,7 @@ use crate::clock::{Clock, SystemClock};
 use crate::config::{ConfigError, Settings};
 use crate::http::{router, AppState, Auth, Metrics};
 use crate::service::{Service, ServiceError, Tuning};
-use crate::store::{SqliteStore, Store, StoreError};
+use crate::store::{PgStore, SqliteStore, Store, StoreError};
 use axum::Router;
 use std::future::Future;
 use std::net::SocketAddr;
@@ -180,6 +180,12 @@ pub async fn open_store(
     clock: &dyn Clock,
 ) -> Result<Arc<dyn Store>, StartError> {
     let now = clock.current_hour();
+    if !settings.database_url.is_empty() {
+        let store =
+            PgStore::connect(&settings.database_url, &settings.database_schema, now).await?;
+        tracing::info!(schema = %settings.database_schema, "PostgreSQL store connected");
+        return Ok(Arc::new(store));
+    }
     let dir = settings.data_dir.clone();
     let store = tokio::task::spawn_blocking(move || SqliteStore::open(&dir, now))
         .await

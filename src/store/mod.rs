@@ -5,8 +5,10 @@
 //! the next open hour) and then *sealed* (its final filter and distinct keys stored,
 //! never to change). Only the 8-byte keys are stored, never the IDs themselves.
 
+mod postgres;
 mod sqlite;
 
+pub use postgres::PgStore;
 pub use sqlite::SqliteStore;
 
 use crate::bloom::Key;

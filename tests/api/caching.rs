@@ -9,12 +9,23 @@ async fn gzip_is_served_when_accepted_with_vary() {
     app.ingest(&["a"]).await;
     let plain = app.get("/2008/09/03/13").await;
     assert_eq!(plain.header("content-encoding"), None);
-    let gz = app.get_with("/2008/09/03/13", &[("accept-encoding", "gzip")]).await;
+    let gz = app
+        .get_with("/2008/09/03/13", &[("accept-encoding", "gzip")])
+        .await;
     assert_eq!(gz.header("content-encoding"), Some("gzip"));
     assert!(gz.header("vary").unwrap().contains("Accept-Encoding"));
     assert_eq!(gunzip(&gz.body), plain.body);
-    assert!(gz.body.len() < plain.body.len() / 4, "{} vs {}", gz.body.len(), plain.body.len());
-    assert_ne!(gz.header("etag"), plain.header("etag"), "encodings have their own tags");
+    assert!(
+        gz.body.len() < plain.body.len() / 4,
+        "{} vs {}",
+        gz.body.len(),
+        plain.body.len()
+    );
+    assert_ne!(
+        gz.header("etag"),
+        plain.header("etag"),
+        "encodings have their own tags"
+    );
 }
 
 #[tokio::test]
@@ -23,16 +34,25 @@ async fn the_open_hour_revalidates_and_its_etag_follows_content() {
     app.ingest(&["a"]).await;
     let first = app.get("/2008/09/03/13").await;
     let etag = first.header("etag").unwrap().to_owned();
-    let again = app.get_with("/2008/09/03/13", &[("if-none-match", &etag)]).await;
+    let again = app
+        .get_with("/2008/09/03/13", &[("if-none-match", &etag)])
+        .await;
     assert_eq!(again.status, 304);
     assert!(again.body.is_empty());
     assert_eq!(again.header("etag"), Some(etag.as_str()));
 
     app.ingest(&["a"]).await; // nothing new: same content, same tag
-    assert_eq!(app.get_with("/2008/09/03/13", &[("if-none-match", &etag)]).await.status, 304);
+    assert_eq!(
+        app.get_with("/2008/09/03/13", &[("if-none-match", &etag)])
+            .await
+            .status,
+        304
+    );
 
     app.ingest(&["b"]).await;
-    let changed = app.get_with("/2008/09/03/13", &[("if-none-match", &etag)]).await;
+    let changed = app
+        .get_with("/2008/09/03/13", &[("if-none-match", &etag)])
+        .await;
     assert_eq!(changed.status, 200);
     assert_ne!(changed.header("etag"), Some(etag.as_str()));
 }
@@ -42,7 +62,8 @@ async fn the_open_hour_max_age_is_short_and_never_runs_past_the_hour() {
     let app = TestApp::spawn_with(|s| s.open_max_age = 120).await;
     let cc = |r: &Reply| r.header("cache-control").unwrap().to_owned();
     assert_eq!(cc(&app.get("/2008/09/03/13").await), "public, max-age=120");
-    app.clock.advance(Duration::minutes(49) + Duration::seconds(30)); // 13:59:30
+    app.clock
+        .advance(Duration::minutes(49) + Duration::seconds(30)); // 13:59:30
     assert_eq!(cc(&app.get("/2008/09/03/13").await), "public, max-age=30");
     let doc = app.get("/2008/09/03/13").await.json();
     assert_eq!(doc["complete"], false);
@@ -53,16 +74,33 @@ async fn a_closed_hour_is_immutable_with_a_strong_etag() {
     let app = TestApp::spawn().await;
     app.ingest(&["a", "b"]).await;
     app.next_hour().await;
-    let reply = app.get_with("/2008/09/03/13", &[("accept-encoding", "gzip")]).await;
-    assert_eq!(reply.header("cache-control"), Some("public, max-age=31536000, immutable"));
+    let reply = app
+        .get_with("/2008/09/03/13", &[("accept-encoding", "gzip")])
+        .await;
+    assert_eq!(
+        reply.header("cache-control"),
+        Some("public, max-age=31536000, immutable")
+    );
     let etag = reply.header("etag").unwrap().to_owned();
-    assert!(etag.starts_with('"') && !etag.starts_with("W/"), "strong: {etag}");
-    assert_eq!(serde_json::from_slice::<serde_json::Value>(&gunzip(&reply.body)).unwrap()["complete"], true);
+    assert!(
+        etag.starts_with('"') && !etag.starts_with("W/"),
+        "strong: {etag}"
+    );
+    assert_eq!(
+        serde_json::from_slice::<serde_json::Value>(&gunzip(&reply.body)).unwrap()["complete"],
+        true
+    );
     let revalidated = app
-        .get_with("/2008/09/03/13", &[("accept-encoding", "gzip"), ("if-none-match", &etag)])
+        .get_with(
+            "/2008/09/03/13",
+            &[("accept-encoding", "gzip"), ("if-none-match", &etag)],
+        )
         .await;
     assert_eq!(revalidated.status, 304);
-    assert_eq!(revalidated.header("cache-control"), Some("public, max-age=31536000, immutable"));
+    assert_eq!(
+        revalidated.header("cache-control"),
+        Some("public, max-age=31536000, immutable")
+    );
 }
 
 #[tokio::test]
@@ -70,10 +108,14 @@ async fn a_closed_hour_has_identical_bytes_across_restarts() {
     let app = TestApp::spawn().await;
     app.ingest(&["x", "y", "z"]).await;
     app.next_hour().await;
-    let before = app.get_with("/2008/09/03/13.bin", &[("accept-encoding", "gzip")]).await;
+    let before = app
+        .get_with("/2008/09/03/13.bin", &[("accept-encoding", "gzip")])
+        .await;
     let json_before = app.get("/2008/09/03/13").await;
     let app = app.restart().await;
-    let after = app.get_with("/2008/09/03/13.bin", &[("accept-encoding", "gzip")]).await;
+    let after = app
+        .get_with("/2008/09/03/13.bin", &[("accept-encoding", "gzip")])
+        .await;
     assert_eq!(after.body, before.body);
     assert_eq!(after.header("etag"), before.header("etag"));
     assert_eq!(app.get("/2008/09/03/13").await.body, json_before.body);

@@ -6,10 +6,14 @@ use crate::helpers::*;
 async fn ingest_without_a_valid_token_is_401() {
     let app = TestApp::spawn().await;
     let body = br#"{"ids": ["a"]}"#.to_vec();
-    let missing = app.post_raw(Some("application/json"), None, body.clone()).await;
+    let missing = app
+        .post_raw(Some("application/json"), None, body.clone())
+        .await;
     missing.assert_error(401, "unauthorized");
     assert_eq!(missing.header("www-authenticate"), Some("Bearer"));
-    app.post_raw(Some("application/json"), Some("wrong-token-xyz"), body).await.assert_error(401, "unauthorized");
+    app.post_raw(Some("application/json"), Some("wrong-token-xyz"), body)
+        .await
+        .assert_error(401, "unauthorized");
 }
 
 #[tokio::test]
@@ -29,7 +33,10 @@ async fn malformed_bodies_are_400() {
         ("text/plain", "y".repeat(1025).into_bytes()),
     ];
     for (ct, body) in cases {
-        let shown = String::from_utf8_lossy(&body).chars().take(40).collect::<String>();
+        let shown = String::from_utf8_lossy(&body)
+            .chars()
+            .take(40)
+            .collect::<String>();
         let reply = app.post_raw(Some(ct), Some(TOKEN), body).await;
         assert_eq!(reply.status, 400, "{ct} {shown:?}");
         reply.assert_error(400, "bad_request");
@@ -40,7 +47,12 @@ async fn malformed_bodies_are_400() {
 #[tokio::test]
 async fn other_content_types_are_415() {
     let app = TestApp::spawn().await;
-    for ct in [None, Some("application/xml"), Some("application/x-www-form-urlencoded"), Some("")] {
+    for ct in [
+        None,
+        Some("application/xml"),
+        Some("application/x-www-form-urlencoded"),
+        Some(""),
+    ] {
         let reply = app.post_raw(ct, Some(TOKEN), b"a\n".to_vec()).await;
         reply.assert_error(415, "unsupported_media_type");
     }
@@ -52,29 +64,56 @@ async fn bodies_over_the_limit_are_413() {
     let ids: Vec<String> = (0..200).map(|i| format!("id-{i}")).collect();
     let body = serde_json::to_vec(&serde_json::json!({ "ids": ids })).unwrap();
     assert!(body.len() > 1000);
-    app.post_raw(Some("application/json"), Some(TOKEN), body).await.assert_error(413, "payload_too_large");
+    app.post_raw(Some("application/json"), Some(TOKEN), body)
+        .await
+        .assert_error(413, "payload_too_large");
     // Just under the limit is fine.
-    let small = app.post_raw(Some("text/plain"), Some(TOKEN), "a\n".repeat(400).into_bytes()).await;
+    let small = app
+        .post_raw(
+            Some("text/plain"),
+            Some(TOKEN),
+            "a\n".repeat(400).into_bytes(),
+        )
+        .await;
     assert_eq!(small.status, 200);
 }
 
 #[tokio::test]
 async fn impossible_dates_are_400() {
     let app = TestApp::spawn().await;
-    for path in ["/2008/13/01/00", "/2008/02/30/00", "/2008/09/03/24", "/2008/9/3/1", "/abcd/09/03/13", "/2008/00/10/00"] {
+    for path in [
+        "/2008/13/01/00",
+        "/2008/02/30/00",
+        "/2008/09/03/24",
+        "/2008/9/3/1",
+        "/abcd/09/03/13",
+        "/2008/00/10/00",
+    ] {
         app.get(path).await.assert_error(400, "invalid_hour");
     }
-    app.get("/2008/02/30").await.assert_error(400, "invalid_hour");
-    app.get("/since/2008/02/30/00").await.assert_error(400, "invalid_hour");
+    app.get("/2008/02/30")
+        .await
+        .assert_error(400, "invalid_hour");
+    app.get("/since/2008/02/30/00")
+        .await
+        .assert_error(400, "invalid_hour");
 }
 
 #[tokio::test]
 async fn future_hours_and_hours_before_genesis_are_404() {
     let app = TestApp::spawn().await;
-    app.get("/2008/09/03/14").await.assert_error(404, "not_found");
-    app.get("/2030/01/01/00").await.assert_error(404, "not_found");
-    app.get("/2008/09/03/12").await.assert_error(404, "not_found");
-    app.get("/2001/01/01/00").await.assert_error(404, "not_found");
+    app.get("/2008/09/03/14")
+        .await
+        .assert_error(404, "not_found");
+    app.get("/2030/01/01/00")
+        .await
+        .assert_error(404, "not_found");
+    app.get("/2008/09/03/12")
+        .await
+        .assert_error(404, "not_found");
+    app.get("/2001/01/01/00")
+        .await
+        .assert_error(404, "not_found");
     app.get("/2008/09/04").await.assert_error(404, "not_found");
 }
 
@@ -92,10 +131,18 @@ async fn hours_past_retention_are_410() {
 #[tokio::test]
 async fn unknown_paths_suffixes_and_methods_get_json_errors() {
     let app = TestApp::spawn().await;
-    app.get("/nothing/here").await.assert_error(404, "not_found");
-    app.get("/2008/09/03/13.xml").await.assert_error(404, "not_found");
+    app.get("/nothing/here")
+        .await
+        .assert_error(404, "not_found");
+    app.get("/2008/09/03/13.xml")
+        .await
+        .assert_error(404, "not_found");
     let reply = app
-        .request(axum::http::Request::delete("/2008/09/03/13").body(axum::body::Body::empty()).unwrap())
+        .request(
+            axum::http::Request::delete("/2008/09/03/13")
+                .body(axum::body::Body::empty())
+                .unwrap(),
+        )
         .await;
     assert_eq!(reply.status, 405);
     assert_eq!(reply.json()["error"], "method_not_allowed");
@@ -104,5 +151,7 @@ async fn unknown_paths_suffixes_and_methods_get_json_errors() {
 #[tokio::test]
 async fn since_in_the_future_is_400() {
     let app = TestApp::spawn().await;
-    app.get("/since/2008/09/03/14").await.assert_error(400, "invalid_hour");
+    app.get("/since/2008/09/03/14")
+        .await
+        .assert_error(400, "invalid_hour");
 }

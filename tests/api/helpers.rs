@@ -49,10 +49,18 @@ impl Reply {
 
     /// Asserts a JSON error body with this `error` code and a non-empty message.
     pub fn assert_error(&self, status: u16, code: &str) {
-        assert_eq!(self.status.as_u16(), status, "body: {}", String::from_utf8_lossy(&self.body));
+        assert_eq!(
+            self.status.as_u16(),
+            status,
+            "body: {}",
+            String::from_utf8_lossy(&self.body)
+        );
         let json = self.json();
         assert_eq!(json["error"], code, "{json}");
-        assert!(json["message"].as_str().is_some_and(|m| !m.is_empty()), "{json}");
+        assert!(
+            json["message"].as_str().is_some_and(|m| !m.is_empty()),
+            "{json}"
+        );
     }
 }
 
@@ -79,7 +87,11 @@ impl TestApp {
         TestApp::build(s, clock, Some(dir)).await
     }
 
-    pub async fn build(settings: Settings, clock: ManualClock, dir: Option<Arc<TempDir>>) -> TestApp {
+    pub async fn build(
+        settings: Settings,
+        clock: ManualClock,
+        dir: Option<Arc<TempDir>>,
+    ) -> TestApp {
         let app = Application::build_with_clock(settings.clone(), Arc::new(clock.clone()))
             .await
             .expect("app builds");
@@ -94,7 +106,14 @@ impl TestApp {
 
     /// A new app over the same data directory and clock, as after a restart.
     pub async fn restart(self) -> TestApp {
-        let TestApp { settings, clock, _dir, router, service, .. } = self;
+        let TestApp {
+            settings,
+            clock,
+            _dir,
+            router,
+            service,
+            ..
+        } = self;
         drop(router);
         drop(service);
         // Let the old store's writer thread see its channel close.
@@ -106,8 +125,18 @@ impl TestApp {
         let response = self.router.clone().oneshot(req).await.unwrap();
         let status = response.status();
         let headers = response.headers().clone();
-        let body = response.into_body().collect().await.unwrap().to_bytes().to_vec();
-        Reply { status, headers, body }
+        let body = response
+            .into_body()
+            .collect()
+            .await
+            .unwrap()
+            .to_bytes()
+            .to_vec();
+        Reply {
+            status,
+            headers,
+            body,
+        }
     }
 
     pub async fn get(&self, path: &str) -> Reply {
@@ -122,7 +151,12 @@ impl TestApp {
         self.request(req.body(Body::empty()).unwrap()).await
     }
 
-    pub async fn post_raw(&self, content_type: Option<&str>, token: Option<&str>, body: Vec<u8>) -> Reply {
+    pub async fn post_raw(
+        &self,
+        content_type: Option<&str>,
+        token: Option<&str>,
+        body: Vec<u8>,
+    ) -> Reply {
         let mut req = Request::post("/updates");
         if let Some(ct) = content_type {
             req = req.header("content-type", ct);
@@ -136,8 +170,15 @@ impl TestApp {
     /// Ingests IDs as JSON with the valid token, asserting success.
     pub async fn ingest(&self, ids: &[&str]) -> serde_json::Value {
         let body = serde_json::to_vec(&serde_json::json!({ "ids": ids })).unwrap();
-        let reply = self.post_raw(Some("application/json"), Some(TOKEN), body).await;
-        assert_eq!(reply.status, StatusCode::OK, "{}", String::from_utf8_lossy(&reply.body));
+        let reply = self
+            .post_raw(Some("application/json"), Some(TOKEN), body)
+            .await;
+        assert_eq!(
+            reply.status,
+            StatusCode::OK,
+            "{}",
+            String::from_utf8_lossy(&reply.body)
+        );
         reply.json()
     }
 
@@ -150,7 +191,12 @@ impl TestApp {
     /// The parsed filter at `path` (JSON).
     pub async fn filter(&self, path: &str) -> (bloomcast::wire::Meta, bloomcast::bloom::Filter) {
         let reply = self.get(path).await;
-        assert_eq!(reply.status, StatusCode::OK, "{path}: {}", String::from_utf8_lossy(&reply.body));
+        assert_eq!(
+            reply.status,
+            StatusCode::OK,
+            "{path}: {}",
+            String::from_utf8_lossy(&reply.body)
+        );
         bloomcast::wire::Document::parse(&reply.body).unwrap()
     }
 }
@@ -158,6 +204,8 @@ impl TestApp {
 pub fn gunzip(bytes: &[u8]) -> Vec<u8> {
     use std::io::Read;
     let mut out = Vec::new();
-    flate2::read::GzDecoder::new(bytes).read_to_end(&mut out).unwrap();
+    flate2::read::GzDecoder::new(bytes)
+        .read_to_end(&mut out)
+        .unwrap();
     out
 }

@@ -15,12 +15,18 @@ async fn json_ingest_replies_with_the_hour_and_count() {
 async fn text_ingest_takes_one_id_per_line() {
     let app = TestApp::spawn().await;
     let reply = app
-        .post_raw(Some("text/plain; charset=utf-8"), Some(TOKEN), b"one\r\ntwo\n\nthree four\n".to_vec())
+        .post_raw(
+            Some("text/plain; charset=utf-8"),
+            Some(TOKEN),
+            b"one\r\ntwo\n\nthree four\n".to_vec(),
+        )
         .await;
     assert_eq!(reply.status, 200);
     assert_eq!(reply.json()["accepted"], 3);
     let (_, filter) = app.filter("/2008/09/03/13").await;
-    assert!(["one", "two", "three four"].iter().all(|id| filter.contains(id)));
+    assert!(["one", "two", "three four"]
+        .iter()
+        .all(|id| filter.contains(id)));
 }
 
 #[tokio::test]
@@ -37,7 +43,9 @@ async fn unicode_and_maximum_length_ids_are_found() {
 async fn a_rejected_request_records_nothing() {
     let app = TestApp::spawn().await;
     let body = br#"{"ids": ["good-id", ""]}"#.to_vec();
-    let reply = app.post_raw(Some("application/json"), Some(TOKEN), body).await;
+    let reply = app
+        .post_raw(Some("application/json"), Some(TOKEN), body)
+        .await;
     reply.assert_error(400, "bad_request");
     let (meta, filter) = app.filter("/2008/09/03/13").await;
     assert_eq!(meta.count, 0);
@@ -52,5 +60,8 @@ async fn metrics_count_ingested_ids_and_requests() {
     let text = String::from_utf8(app.get("/metrics").await.body).unwrap();
     assert!(text.contains("bloomcast_ids_ingested_total 2"), "{text}");
     assert!(text.contains("bloomcast_current_hour_ids 2"), "{text}");
-    assert!(text.contains(r#"bloomcast_http_requests_total{route="/updates",status="200"} 1"#), "{text}");
+    assert!(
+        text.contains(r#"bloomcast_http_requests_total{route="/updates",status="200"} 1"#),
+        "{text}"
+    );
 }

@@ -30,11 +30,17 @@ async fn raw_hex_and_binary_agree_with_json() {
         assert_eq!(reply.status, 200, "{path}");
         let (raw_meta, raw_filter) = decode_raw(|n| reply.header(n), &reply.body, hex).unwrap();
         assert_eq!(raw_filter, filter, "{path} {accept:?}");
-        assert_eq!((raw_meta.count, raw_meta.complete), (meta.count, meta.complete));
+        assert_eq!(
+            (raw_meta.count, raw_meta.complete),
+            (meta.count, meta.complete)
+        );
         assert_eq!(reply.header("bloom-hash"), Some("sha1-km32"));
     }
     let json = app.get("/2008/09/03/13.json").await;
-    assert_eq!(bloomcast::wire::Document::parse(&json.body).unwrap().1, filter);
+    assert_eq!(
+        bloomcast::wire::Document::parse(&json.body).unwrap().1,
+        filter
+    );
 }
 
 #[tokio::test]
@@ -42,7 +48,11 @@ async fn head_answers_like_get_without_a_body() {
     let app = TestApp::spawn().await;
     let get = app.get("/2008/09/03/13").await;
     let head = app
-        .request(axum::http::Request::head("/2008/09/03/13").body(axum::body::Body::empty()).unwrap())
+        .request(
+            axum::http::Request::head("/2008/09/03/13")
+                .body(axum::body::Body::empty())
+                .unwrap(),
+        )
         .await;
     assert_eq!(head.status, 200);
     assert!(head.body.is_empty());
@@ -52,9 +62,14 @@ async fn head_answers_like_get_without_a_body() {
 #[tokio::test]
 async fn reads_are_public_with_cors() {
     let app = TestApp::spawn().await;
-    let reply = app.get_with("/2008/09/03/13", &[("origin", "https://example.org")]).await;
+    let reply = app
+        .get_with("/2008/09/03/13", &[("origin", "https://example.org")])
+        .await;
     assert_eq!(reply.header("access-control-allow-origin"), Some("*"));
-    assert!(reply.header("access-control-expose-headers").unwrap().contains("etag"));
+    assert!(reply
+        .header("access-control-expose-headers")
+        .unwrap()
+        .contains("etag"));
 }
 
 #[tokio::test]
@@ -65,7 +80,12 @@ async fn growth_past_capacity_keeps_fpp_under_target_open_and_closed() {
         let refs: Vec<&str> = chunk.iter().map(String::as_str).collect();
         app.ingest(&refs).await;
         let (meta, filter) = app.filter("/2008/09/03/13").await;
-        assert!(filter.fpp() <= 0.01, "open fpp {} at count {}", filter.fpp(), meta.count);
+        assert!(
+            filter.fpp() <= 0.01,
+            "open fpp {} at count {}",
+            filter.fpp(),
+            meta.count
+        );
         let doc = app.get("/2008/09/03/13").await.json();
         assert!(doc["fpp"].as_f64().unwrap() <= 0.01);
     }
@@ -77,9 +97,18 @@ async fn growth_past_capacity_keeps_fpp_under_target_open_and_closed() {
     assert!(closed.fpp() <= 0.01);
     assert!(ids.iter().all(|id| closed.contains(id)));
     let optimal = bloomcast::bloom::Params::optimal(3000, 0.01).unwrap();
-    assert!(closed.m() >= optimal.m && closed.m() < optimal.m * 2, "sized for its count: {}", closed.m());
-    let absent = (0..20_000).filter(|i| closed.contains(&format!("absent:{i}"))).count();
-    assert!((absent as f64 / 20_000.0) < 0.015, "measured fp rate {absent}/20000");
+    assert!(
+        closed.m() >= optimal.m && closed.m() < optimal.m * 2,
+        "sized for its count: {}",
+        closed.m()
+    );
+    let absent = (0..20_000)
+        .filter(|i| closed.contains(&format!("absent:{i}")))
+        .count();
+    assert!(
+        (absent as f64 / 20_000.0) < 0.015,
+        "measured fp rate {absent}/20000"
+    );
 }
 
 #[tokio::test]
@@ -95,8 +124,14 @@ async fn the_index_lists_recent_hours_newest_first() {
     let hours = index["hours"].as_array().unwrap();
     assert_eq!(hours.len(), 2);
     assert_eq!(hours[0]["url"], "/2008/09/03/14");
-    assert_eq!((hours[0]["count"].as_u64(), hours[0]["complete"].as_bool()), (Some(1), Some(false)));
-    assert_eq!((hours[1]["count"].as_u64(), hours[1]["complete"].as_bool()), (Some(2), Some(true)));
+    assert_eq!(
+        (hours[0]["count"].as_u64(), hours[0]["complete"].as_bool()),
+        (Some(1), Some(false))
+    );
+    assert_eq!(
+        (hours[1]["count"].as_u64(), hours[1]["complete"].as_bool()),
+        (Some(2), Some(true))
+    );
 }
 
 #[tokio::test]
@@ -106,7 +141,11 @@ async fn filters_link_to_the_previous_hour() {
     let reply = app.get("/2008/09/03/14").await;
     assert_eq!(reply.header("link"), Some("</2008/09/03/13>; rel=\"prev\""));
     let first = app.get("/2008/09/03/13.hex").await;
-    assert_eq!(first.header("link"), Some("</2008/09/03/14.hex>; rel=\"next\""), "genesis has no prev");
+    assert_eq!(
+        first.header("link"),
+        Some("</2008/09/03/14.hex>; rel=\"next\""),
+        "genesis has no prev"
+    );
 }
 
 #[tokio::test]

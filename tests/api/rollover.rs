@@ -69,7 +69,10 @@ async fn the_day_union_covers_every_hour_and_completes_when_the_day_ends() {
     app.clock.advance(Duration::hours(10)); // next day
     app.service.tick().await.unwrap();
     let reply = app.get("/2008/09/03").await;
-    assert_eq!(reply.header("cache-control"), Some("public, max-age=31536000, immutable"));
+    assert_eq!(
+        reply.header("cache-control"),
+        Some("public, max-age=31536000, immutable")
+    );
     let (meta, filter) = app.filter("/2008/09/03").await;
     assert!(meta.complete && filter.contains("h13") && filter.contains("h14"));
     assert_eq!(meta.to.as_deref(), Some("2008-09-03T23:00:00Z"));
@@ -88,5 +91,8 @@ async fn since_covers_that_hour_through_the_current_one() {
     assert!(filter.contains("h14") && filter.contains("h15"));
     assert!(filter.fpp() <= 0.01);
     let reply = app.get("/since/2008/09/03/14").await;
-    assert!(reply.header("cache-control").unwrap().starts_with("public, max-age="));
+    assert!(reply
+        .header("cache-control")
+        .unwrap()
+        .starts_with("public, max-age="));
 }

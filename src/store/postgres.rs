@@ -1,0 +1,400 @@
+//! The cluster store: PostgreSQL, shared by any number of stateless nodes.
+//!
+//! Tables live in the configured schema and are created by versioned migrations run
+//! under an advisory lock at start. Filters are stored as `bytea` in wire order, so
+//! `get_bit(filter, j)` reads filter bit j, and the `hour_bits` view exposes them as
+//! `bit varying` for `bit_or` unions in SQL.
+//!
+//! The hour boundary: every append reads the `closed_through` row `FOR SHARE` and
+//! writes to the first hour after it, in one statement; closing an hour updates that
+//! row, which waits for every append holding it and makes every later append see the
+//! new value. So an append racing the close of H lands in H or H+1, never nowhere, and
+//! once the close commits, H's keys are final.
+
+use super::{
+    blob_to_keys, distinct, keys_to_blob, KeysPage, Result, SealedHour, Store, StoreError,
+};
+use crate::bloom::{Key, SHA1_KM32};
+use crate::hour::Hour;
+use async_trait::async_trait;
+use deadpool_postgres::{Manager, ManagerConfig, Pool, PoolError, RecyclingMethod, Runtime};
+use std::time::Duration;
+use tokio_postgres::NoTls;
+
+/// Migrations, applied in order once each; `{s}` is the quoted schema.
+const MIGRATIONS: &[(i32, &str)] = &[(
+    1,
+    r#"
+CREATE TABLE {s}.meta (name text PRIMARY KEY, value bigint NOT NULL);
+-- Appended keys of hours not yet sealed: one row per ingest request, 8 bytes a key.
+-- xid orders rows by transaction so readers can page without missing late commits.
+CREATE TABLE {s}.batches (
+    seq  bigserial PRIMARY KEY,
+    hour bigint NOT NULL,
+    keys bytea NOT NULL,
+    xid  xid8 NOT NULL DEFAULT pg_current_xact_id()
+);
+CREATE INDEX batches_by_hour ON {s}.batches (hour, xid);
+-- Sealed hours: the final filter (wire order) and the sorted distinct keys.
+CREATE TABLE {s}.hours (
+    hour      bigint PRIMARY KEY,
+    starts_at timestamptz NOT NULL,
+    count     bigint NOT NULL,
+    m         integer NOT NULL,
+    k         integer NOT NULL,
+    hash      text NOT NULL,
+    filter    bytea NOT NULL,
+    keys      bytea NOT NULL,
+    sealed_at timestamptz NOT NULL DEFAULT now()
+);
+-- The filters as bit strings, for bit_or unions of equal m in SQL.
+CREATE VIEW {s}.hour_bits AS
+    SELECT hour, starts_at, count, m, k, ('x' || encode(filter, 'hex'))::bit varying AS bits
+    FROM {s}.hours;
+"#,
+)];
+
+/// PostgreSQL-backed [`Store`].
+pub struct PgStore {
+    pool: Pool,
+    /// The quoted schema name, ready to prefix table names.
+    schema: String,
+    genesis: Hour,
+}
+
+fn failed(e: impl std::fmt::Display) -> StoreError {
+    StoreError::Failed(e.to_string())
+}
+
+/// Connection trouble is `Unavailable` (retry later); SQL errors are `Failed`.
+fn pg_error(e: tokio_postgres::Error) -> StoreError {
+    // The Display of a server error is only "db error"; the detail is in the DbError.
+    let text = match e.as_db_error() {
+        Some(db) => format!("{}: {}", db.code().code(), db.message()),
+        None => e.to_string(),
+    };
+    match e.code() {
+        Some(code) => {
+            let class = &code.code()[..2];
+            // 08: connection exception; 57: operator intervention (shutdown); 53: resources.
+            if matches!(class, "08" | "57" | "53") {
+                StoreError::Unavailable(text)
+            } else {
+                StoreError::Failed(text)
+            }
+        }
+        None if e.is_closed() || io_caused(&e) => StoreError::Unavailable(text),
+        None => StoreError::Failed(text),
+    }
+}
+
+fn io_caused(e: &tokio_postgres::Error) -> bool {
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        if s.is::<std::io::Error>() {
+            return true;
+        }
+        source = s.source();
+    }
+    // Connection setup failures (refused, timed out) carry no SQLSTATE either.
+    e.to_string().contains("connect")
+}
+
+fn pool_error(e: PoolError) -> StoreError {
+    match e {
+        PoolError::Backend(e) => pg_error(e),
+        other => StoreError::Unavailable(other.to_string()),
+    }
+}
+
+impl PgStore {
+    /// Connects, migrates the schema and fixes genesis at `now` on first use.
+    ///
+    /// # Errors
+    /// A malformed URL, an unreachable server, or a failed migration.
+    pub async fn connect(url: &str, schema: &str, now: Hour) -> Result<PgStore> {
+        let mut config: tokio_postgres::Config = url
+            .parse()
+            .map_err(|e| failed(format!("invalid database_url: {e}")))?;
+        config.connect_timeout(Duration::from_secs(3));
+        let manager = Manager::from_config(
+            config,
+            NoTls,
+            ManagerConfig {
+                recycling_method: RecyclingMethod::Fast,
+            },
+        );
+        let pool = Pool::builder(manager)
+            .max_size(16)
+            .runtime(Runtime::Tokio1)
+            .wait_timeout(Some(Duration::from_secs(5)))
+            .create_timeout(Some(Duration::from_secs(3)))
+            .recycle_timeout(Some(Duration::from_secs(3)))
+            .build()
+            .map_err(failed)?;
+        let schema = format!("\"{}\"", schema.replace('"', ""));
+        migrate(&pool, &schema).await?;
+        let client = pool.get().await.map_err(pool_error)?;
+        let meta = format!(
+            "INSERT INTO {schema}.meta (name, value) VALUES ('genesis', $1), ('closed_through', $1 - 1)
+             ON CONFLICT (name) DO NOTHING"
+        );
+        client
+            .execute(&meta, &[&now.index()])
+            .await
+            .map_err(pg_error)?;
+        let row = client
+            .query_one(
+                &format!("SELECT value FROM {schema}.meta WHERE name = 'genesis'"),
+                &[],
+            )
+            .await
+            .map_err(pg_error)?;
+        let genesis = Hour::from_index(row.get(0));
+        drop(client);
+        Ok(PgStore {
+            pool,
+            schema,
+            genesis,
+        })
+    }
+
+    async fn client(&self) -> Result<deadpool_postgres::Object> {
+        self.pool.get().await.map_err(pool_error)
+    }
+
+    fn sql(&self, template: &str) -> String {
+        template.replace("{s}", &self.schema)
+    }
+}
+
+async fn migrate(pool: &Pool, schema: &str) -> Result<()> {
+    let mut client = pool.get().await.map_err(pool_error)?;
+    let tx = client.transaction().await.map_err(pg_error)?;
+    // One migrator at a time, whichever node starts first.
+    tx.execute(
+        "SELECT pg_advisory_xact_lock(hashtext('bloomcast-migrate:' || $1))",
+        &[&schema],
+    )
+    .await
+    .map_err(pg_error)?;
+    tx.batch_execute(&format!(
+        "CREATE SCHEMA IF NOT EXISTS {schema};
+         CREATE TABLE IF NOT EXISTS {schema}.schema_migrations (
+             version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now());"
+    ))
+    .await
+    .map_err(pg_error)?;
+    let applied: Vec<i32> = tx
+        .query(
+            &format!("SELECT version FROM {schema}.schema_migrations"),
+            &[],
+        )
+        .await
+        .map_err(pg_error)?
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    for (version, sql) in MIGRATIONS {
+        if applied.contains(version) {
+            continue;
+        }
+        tx.batch_execute(&sql.replace("{s}", schema))
+            .await
+            .map_err(pg_error)?;
+        tx.execute(
+            &format!("INSERT INTO {schema}.schema_migrations (version) VALUES ($1)"),
+            &[version],
+        )
+        .await
+        .map_err(pg_error)?;
+        tracing::info!(version, %schema, "applied migration");
+    }
+    tx.commit().await.map_err(pg_error)
+}
+
+#[async_trait]
+impl Store for PgStore {
+    async fn genesis(&self) -> Result<Hour> {
+        Ok(self.genesis)
+    }
+
+    /// One statement, one round trip: lock the boundary row shared, insert after it.
+    async fn append(&self, hour: Hour, keys: &[Key]) -> Result<Hour> {
+        let client = self.client().await?;
+        let sql = self.sql(
+            "INSERT INTO {s}.batches (hour, keys)
+             SELECT GREATEST($1::bigint, m.value + 1), $2 FROM {s}.meta m
+             WHERE m.name = 'closed_through' FOR SHARE OF m
+             RETURNING hour",
+        );
+        let stmt = client.prepare_cached(&sql).await.map_err(pg_error)?;
+        let row = client
+            .query_one(&stmt, &[&hour.index(), &keys_to_blob(keys)])
+            .await
+            .map_err(pg_error)?;
+        Ok(Hour::from_index(row.get(0)))
+    }
+
+    async fn close_through(&self, hour: Hour) -> Result<()> {
+        let client = self.client().await?;
+        let sql = self
+            .sql("UPDATE {s}.meta SET value = GREATEST(value, $1) WHERE name = 'closed_through'");
+        client
+            .execute(&sql, &[&hour.index()])
+            .await
+            .map_err(pg_error)?;
+        Ok(())
+    }
+
+    /// The cursor is the oldest transaction still running when the page was read:
+    /// every row of an older transaction was visible then, so the next page starts at
+    /// it and can miss nothing that commits late.
+    async fn keys_after(&self, hour: Hour, cursor: i64) -> Result<KeysPage> {
+        let client = self.client().await?;
+        let sql = self.sql(
+            "SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint, b.keys
+             FROM (SELECT 1) AS one
+             LEFT JOIN {s}.batches b ON b.hour = $1 AND b.xid >= $2::text::xid8",
+        );
+        let stmt = client.prepare_cached(&sql).await.map_err(pg_error)?;
+        let rows = client
+            .query(&stmt, &[&hour.index(), &cursor.to_string()])
+            .await
+            .map_err(pg_error)?;
+        let mut page = KeysPage {
+            keys: Vec::new(),
+            cursor,
+        };
+        for row in rows {
+            page.cursor = row.get(0);
+            if let Some(blob) = row.get::<_, Option<Vec<u8>>>(1) {
+                blob_to_keys(&blob, &mut page.keys)?;
+            }
+        }
+        Ok(page)
+    }
+
+    async fn keys(&self, hour: Hour) -> Result<Vec<Key>> {
+        let client = self.client().await?;
+        // One statement, one snapshot: either the sealed keys or the batches, never a
+        // moment between a seal's insert and its delete.
+        let sql = self.sql(
+            "SELECT true, keys FROM {s}.hours WHERE hour = $1
+             UNION ALL
+             SELECT false, keys FROM {s}.batches WHERE hour = $1",
+        );
+        let rows = client
+            .query(&sql, &[&hour.index()])
+            .await
+            .map_err(pg_error)?;
+        let mut keys = Vec::new();
+        if let Some(sealed) = rows.iter().find(|r| r.get::<_, bool>(0)) {
+            blob_to_keys(sealed.get(1), &mut keys)?;
+            return Ok(keys);
+        }
+        for row in &rows {
+            blob_to_keys(row.get(1), &mut keys)?;
+        }
+        Ok(distinct(keys))
+    }
+
+    /// The first seal wins (primary key, `ON CONFLICT DO NOTHING`); every node builds
+    /// the same bytes from the same closed key set anyway.
+    async fn seal(&self, sealed: &SealedHour, keys: &[Key]) -> Result<()> {
+        let mut client = self.client().await?;
+        let tx = client.transaction().await.map_err(pg_error)?;
+        let insert = self.sql(
+            "INSERT INTO {s}.hours (hour, starts_at, count, m, k, hash, filter, keys)
+             VALUES ($1::bigint, to_timestamp($1::bigint * 3600), $2, $3, $4, $5, $6, $7)
+             ON CONFLICT (hour) DO NOTHING",
+        );
+        tx.execute(
+            &insert,
+            &[
+                &sealed.hour.index(),
+                &(sealed.count as i64),
+                &(sealed.m as i32),
+                &(sealed.k as i32),
+                &SHA1_KM32,
+                &sealed.filter,
+                &keys_to_blob(keys),
+            ],
+        )
+        .await
+        .map_err(pg_error)?;
+        tx.execute(
+            &self.sql("DELETE FROM {s}.batches WHERE hour = $1"),
+            &[&sealed.hour.index()],
+        )
+        .await
+        .map_err(pg_error)?;
+        tx.commit().await.map_err(pg_error)
+    }
+
+    async fn sealed(&self, hour: Hour) -> Result<Option<SealedHour>> {
+        let client = self.client().await?;
+        let sql = self.sql("SELECT count, m, k, filter FROM {s}.hours WHERE hour = $1");
+        let stmt = client.prepare_cached(&sql).await.map_err(pg_error)?;
+        let row = client
+            .query_opt(&stmt, &[&hour.index()])
+            .await
+            .map_err(pg_error)?;
+        Ok(row.map(|r| SealedHour {
+            hour,
+            count: r.get::<_, i64>(0) as u64,
+            m: r.get::<_, i32>(1) as u32,
+            k: r.get::<_, i32>(2) as u32,
+            filter: r.get(3),
+        }))
+    }
+
+    async fn last_sealed(&self) -> Result<Option<Hour>> {
+        let client = self.client().await?;
+        let row = client
+            .query_one(&self.sql("SELECT max(hour) FROM {s}.hours"), &[])
+            .await
+            .map_err(pg_error)?;
+        Ok(row.get::<_, Option<i64>>(0).map(Hour::from_index))
+    }
+
+    async fn sealed_counts(&self, from: Hour, to: Hour) -> Result<Vec<(Hour, u64)>> {
+        let client = self.client().await?;
+        let sql = self
+            .sql("SELECT hour, count FROM {s}.hours WHERE hour BETWEEN $1 AND $2 ORDER BY hour");
+        let rows = client
+            .query(&sql, &[&from.index(), &to.index()])
+            .await
+            .map_err(pg_error)?;
+        Ok(rows
+            .iter()
+            .map(|r| (Hour::from_index(r.get(0)), r.get::<_, i64>(1) as u64))
+            .collect())
+    }
+
+    async fn prune_before(&self, hour: Hour) -> Result<u64> {
+        let mut client = self.client().await?;
+        let tx = client.transaction().await.map_err(pg_error)?;
+        let gone = tx
+            .execute(
+                &self.sql("DELETE FROM {s}.hours WHERE hour < $1"),
+                &[&hour.index()],
+            )
+            .await
+            .map_err(pg_error)?;
+        tx.execute(
+            &self.sql("DELETE FROM {s}.batches WHERE hour < $1"),
+            &[&hour.index()],
+        )
+        .await
+        .map_err(pg_error)?;
+        tx.commit().await.map_err(pg_error)?;
+        Ok(gone)
+    }
+
+    async fn ping(&self) -> Result<()> {
+        let client = self.client().await?;
+        client.simple_query("SELECT 1").await.map_err(pg_error)?;
+        Ok(())
+    }
+}

@@ -1,0 +1,103 @@
+//! Helpers for tests that run the real `bloomcast` binary.
+
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+pub const TOKEN: &str = "process-test-token";
+
+/// A running `bloomcast serve`; killed when dropped.
+pub struct Server {
+    pub child: Child,
+    pub base: String,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Starts `bloomcast serve` on a free port over `data_dir`, with extra environment,
+/// and waits until it reports the address it listens on.
+pub fn start(data_dir: &Path, env: &[(&str, &str)]) -> Server {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_bloomcast"));
+    cmd.arg("serve")
+        .env("BLOOMCAST_LISTEN", "127.0.0.1:0")
+        .env("BLOOMCAST_DATA_DIR", data_dir)
+        .env("BLOOMCAST_INGEST_TOKENS", TOKEN)
+        .env("RUST_LOG", "info")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let mut child = cmd.spawn().expect("the binary starts");
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if let Some(addr) = line.split("addr=").nth(1) {
+                let _ = tx.send(addr.split_whitespace().next().unwrap_or("").to_owned());
+            }
+            if line.contains("ERROR") {
+                eprintln!("server: {line}");
+            }
+        }
+    });
+    let addr = rx
+        .recv_timeout(Duration::from_secs(30))
+        .expect("server reports its address");
+    Server {
+        child,
+        base: format!("http://{addr}"),
+    }
+}
+
+/// SIGKILL, and reap.
+pub fn kill9(server: &mut Server) {
+    let pid = server.child.id().to_string();
+    let status = Command::new("kill").args(["-9", &pid]).status().unwrap();
+    assert!(status.success());
+    server.child.wait().unwrap();
+}
+
+/// Posts a batch; `Some(hour)` when acknowledged.
+pub async fn post_ids(http: &reqwest::Client, base: &str, ids: &[String]) -> Result<String, u16> {
+    let reply = http
+        .post(format!("{base}/updates"))
+        .bearer_auth(TOKEN)
+        .json(&serde_json::json!({ "ids": ids }))
+        .send()
+        .await
+        .map_err(|_| 0u16)?;
+    let status = reply.status().as_u16();
+    if status != 200 {
+        return Err(status);
+    }
+    let body: serde_json::Value = reply.json().await.map_err(|_| 0u16)?;
+    Ok(body["hour"].as_str().unwrap().to_owned())
+}
+
+/// The URL path of an RFC 3339 hour.
+pub fn path_of(hour: &str) -> String {
+    chrono::DateTime::parse_from_rfc3339(hour)
+        .unwrap()
+        .format("/%Y/%m/%d/%H")
+        .to_string()
+}
+
+/// Fetches and decodes an hour's JSON filter.
+pub async fn fetch(
+    http: &reqwest::Client,
+    base: &str,
+    path: &str,
+) -> (bloomcast::wire::Meta, bloomcast::bloom::Filter) {
+    let reply = http.get(format!("{base}{path}")).send().await.unwrap();
+    assert_eq!(reply.status(), 200, "{path}");
+    bloomcast::wire::Document::parse(&reply.bytes().await.unwrap()).unwrap()
+}
