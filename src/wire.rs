@@ -82,7 +82,12 @@ impl Meta {
             (HEADER_HASH, filter.hash().name().to_owned()),
             (HEADER_COUNT, self.count.to_string()),
             (HEADER_COMPLETE, self.complete.to_string()),
-            (HEADER_FPP, filter.fpp().to_string()),
+            // The shortest round-tripping form, as in JSON (e.g. `1.2e-22`, not 22 zeros).
+            (
+                HEADER_FPP,
+                serde_json::Number::from_f64(filter.fpp())
+                    .map_or_else(|| "0".to_owned(), |n| n.to_string()),
+            ),
         ];
         if let Some(h) = &self.hour {
             out.push((HEADER_HOUR, h.clone()));
@@ -239,6 +244,15 @@ mod tests {
             (meta.clone(), f.clone())
         );
         assert_eq!(decode_raw(get, &f.to_bytes(), false).unwrap(), (meta, f));
+    }
+
+    #[test]
+    fn the_fpp_header_is_short_for_tiny_probabilities() {
+        let (meta, f) = sample();
+        let headers: HashMap<&str, String> = meta.headers(&f).into_iter().collect();
+        let fpp = &headers[HEADER_FPP];
+        assert!(fpp.len() < 30 && fpp.contains("e-"), "{fpp}");
+        assert_eq!(fpp.parse::<f64>().unwrap(), f.fpp());
     }
 
     #[test]
