@@ -18,6 +18,7 @@ use common::{fetch, kill9, path_of, post_ids, start, TOKEN};
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::process::Command;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -111,20 +112,44 @@ async fn three_nodes_lose_nothing_across_an_hour_boundary() {
     }
     let http = reqwest::Client::new();
     let acked: Arc<Mutex<HashMap<String, Vec<String>>>> = Arc::default();
+    let advanced = Arc::new(AtomicBool::new(false));
     let mut writers = Vec::new();
     for w in 0..6 {
-        let (http, base, acked) = (http.clone(), nodes[w % 3].base.clone(), acked.clone());
+        let (http, base, acked, advanced) = (
+            http.clone(),
+            nodes[w % 3].base.clone(),
+            acked.clone(),
+            advanced.clone(),
+        );
         writers.push(tokio::spawn(async move {
-            for batch in 0..40 {
+            // Keep writing until this writer has had batches acknowledged after the
+            // clock moved, so ingest straddles the boundary however fast the machine is.
+            let mut after = 0;
+            let mut batch = 0;
+            while after < 8 {
+                let late = advanced.load(Ordering::SeqCst);
                 let ids: Vec<String> = (0..50).map(|i| format!("w{w}-b{batch}-{i}")).collect();
                 let hour = post_ids(&http, &base, &ids).await.expect("ingest succeeds");
                 acked.lock().unwrap().entry(hour).or_default().extend(ids);
+                batch += 1;
+                if late {
+                    after += 1;
+                }
             }
         }));
     }
-    // Cross the boundary mid-ingest and let every node's housekeeping race to seal.
-    tokio::time::sleep(std::time::Duration::from_millis(150)).await;
+    // Cross the boundary once every writer is under way, and let every node's
+    // housekeeping race to seal while ingest continues.
+    let started = Instant::now();
+    while acked.lock().unwrap().values().map(Vec::len).sum::<usize>() < 6 * 5 * 50 {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(30),
+            "ingest made no progress"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
     clock.advance(Duration::minutes(1));
+    advanced.store(true, Ordering::SeqCst);
     let ticks: Vec<_> = nodes
         .iter()
         .map(|n| {
