@@ -20,6 +20,7 @@ use crate::wire::Meta;
 use cache::RenderCache;
 use chrono::{DateTime, Utc};
 use ledger::{Ledger, OpenHour};
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use thiserror::Error;
@@ -99,7 +100,17 @@ pub struct Service {
     /// Serialises sealing so an hour is built once per node.
     seal_lock: tokio::sync::Mutex<()>,
     refresh_lock: tokio::sync::Mutex<()>,
+    /// Unions that end in the open hour (`since`, today), each with the open hour's
+    /// version it was built from: pollers asking for the same range between two ingests
+    /// share one build instead of each re-reading every hour's keys.
+    open_unions: Mutex<HashMap<UnionKey, (OpenStamp, Arc<Rendered>)>>,
 }
+
+type UnionKey = (i64, i64, Repr);
+/// The open hour and its content version.
+type OpenStamp = (i64, u64);
+/// Open unions kept at most (each a few KB to a few MB); the map is cleared when full.
+const OPEN_UNIONS: usize = 64;
 
 impl Service {
     /// # Errors
@@ -119,6 +130,7 @@ impl Service {
             ledger: Mutex::new(Ledger::default()),
             seal_lock: tokio::sync::Mutex::new(()),
             refresh_lock: tokio::sync::Mutex::new(()),
+            open_unions: Mutex::new(HashMap::new()),
         })
     }
 
@@ -348,7 +360,24 @@ impl Service {
             }
         }
         let now = self.clock.current_hour();
+        if to == now {
+            self.refresh(now).await?;
+            let version = self
+                .ledger
+                .lock()
+                .expect("ledger lock")
+                .hours
+                .get(&now)
+                .map(|o| o.version);
+            let unions = self.open_unions.lock().expect("unions lock");
+            if let Some((stamp, r)) = unions.get(&key) {
+                if Some(*stamp) == version.map(|v| (now.index(), v)) {
+                    return Ok(r.clone());
+                }
+            }
+        }
         let mut keys = Vec::new();
+        let mut stamp = None;
         let mut h = from;
         while h <= to {
             if h == now {
@@ -356,6 +385,8 @@ impl Service {
                 let ledger = self.ledger.lock().expect("ledger lock");
                 if let Some(open) = ledger.hours.get(&h) {
                     keys.extend(open.keys());
+                    // Taken with the keys, so the stamp never claims newer content.
+                    stamp = Some((h.index(), open.version));
                 }
             } else {
                 if self.store.sealed(h).await?.is_none() {
@@ -378,6 +409,14 @@ impl Service {
         let rendered = Arc::new(rendered);
         if complete {
             self.cache.insert(key, rendered.clone());
+        } else if let Some(stamp) = stamp {
+            let mut unions = self.open_unions.lock().expect("unions lock");
+            // Unions from earlier open hours can never be asked for again.
+            unions.retain(|_, (s, _)| s.0 == stamp.0);
+            if unions.len() >= OPEN_UNIONS {
+                unions.clear();
+            }
+            unions.insert(key, (stamp, rendered.clone()));
         }
         Ok(rendered)
     }

@@ -96,3 +96,21 @@ async fn since_covers_that_hour_through_the_current_one() {
         .unwrap()
         .starts_with("public, max-age="));
 }
+
+#[tokio::test]
+async fn a_since_union_served_once_still_takes_later_ingests() {
+    let app = TestApp::spawn().await;
+    app.ingest(&["early"]).await;
+    app.next_hour().await;
+    app.ingest(&["a"]).await;
+    let first = app.get("/since/2008/09/03/13").await;
+    let again = app.get("/since/2008/09/03/13").await;
+
+    app.ingest(&["late"]).await;
+    let (meta, filter) = app.filter("/since/2008/09/03/13").await;
+
+    assert_eq!(first.body, again.body);
+    assert_eq!(first.header("etag"), again.header("etag"));
+    assert_eq!(meta.count, 3);
+    assert!(["early", "a", "late"].iter().all(|id| filter.contains(id)));
+}
