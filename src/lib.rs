@@ -6,9 +6,12 @@
 //! - [`hour`]: UTC hours and days as validated values.
 //! - [`store`]: storage behind one trait; the embedded SQLite store.
 //! - [`service`]: ingest, publication, sealing and pruning, independent of HTTP.
+//! - [`client`]: the Rust SDK: fetch filters, ask what changed, publish.
 //! - [`http`]: the router and thin handlers; [`startup`]: building and running it.
 
 pub mod bloom;
+pub mod cli;
+pub mod client;
 pub mod clock;
 pub mod config;
 pub mod hour;

@@ -1,0 +1,102 @@
+//! The SDK's one error type.
+
+use crate::bloom::FilterError;
+use std::time::Duration;
+
+/// What can go wrong talking to a bloomcast server.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    /// The server answered with an error status and (usually) a JSON error body.
+    #[error("{status} {code}: {message}")]
+    Status {
+        status: u16,
+        /// The body's machine-readable `error` code (`not_found`, `gone`, ...), or the
+        /// status's reason phrase when the body was not a bloomcast error.
+        code: String,
+        message: String,
+        /// The server's `Retry-After`, when it sent one (503 while the store is down).
+        retry_after: Option<Duration>,
+    },
+    /// The request never got an answer: connection refused, reset, timed out.
+    #[error("cannot reach the server: {}", with_causes(.0))]
+    Transport(#[from] reqwest::Error),
+    /// The answer came but is not a filter this client can read.
+    #[error("unreadable filter: {0}")]
+    Decode(#[from] FilterError),
+    /// The answer came but does not follow the protocol.
+    #[error("unexpected response: {0}")]
+    Protocol(String),
+    /// The caller asked for something no server can answer (a `since` in the future).
+    #[error("{0}")]
+    Argument(String),
+    /// The base URL or a path cannot form a request URL.
+    #[error("bad URL {0:?}")]
+    Url(String),
+}
+
+/// reqwest's message alone ("error sending request") hides why; add the causes.
+fn with_causes(e: &reqwest::Error) -> String {
+    let mut out = e.to_string();
+    let mut source = std::error::Error::source(e);
+    while let Some(cause) = source {
+        out.push_str(": ");
+        out.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    out
+}
+
+impl ClientError {
+    /// The HTTP status, when the server answered with an error.
+    pub fn status(&self) -> Option<u16> {
+        match self {
+            ClientError::Status { status, .. } => Some(*status),
+            _ => None,
+        }
+    }
+
+    /// Whether repeating the same request later may succeed: transport failures,
+    /// timeouts, throttling and 5xx. A 4xx is the request's fault and will fail again.
+    pub fn is_transient(&self) -> bool {
+        match self {
+            ClientError::Transport(_) => true,
+            ClientError::Status { status, .. } => {
+                matches!(status, 408 | 429) || (500..600).contains(status)
+            }
+            _ => false,
+        }
+    }
+
+    /// How long the server asked us to wait before retrying, if it did.
+    pub fn retry_after(&self) -> Option<Duration> {
+        match self {
+            ClientError::Status { retry_after, .. } => *retry_after,
+            _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn status(status: u16) -> ClientError {
+        ClientError::Status {
+            status,
+            code: "x".into(),
+            message: "y".into(),
+            retry_after: None,
+        }
+    }
+
+    #[test]
+    fn server_faults_and_throttling_are_transient_client_faults_are_not() {
+        for s in [408, 429, 500, 502, 503, 504] {
+            assert!(status(s).is_transient(), "{s}");
+        }
+        for s in [400, 401, 404, 410, 413, 415] {
+            assert!(!status(s).is_transient(), "{s}");
+        }
+        assert!(!ClientError::Protocol("x".into()).is_transient());
+    }
+}

@@ -1,0 +1,163 @@
+//! The SDK's requests: filters (with the validator cache), the index and ingest.
+
+use super::{Client, ClientError, Fetched, Index, Receipt, Result};
+use crate::wire::{self, Document};
+use reqwest::header::{self, HeaderMap};
+use reqwest::{RequestBuilder, Response, StatusCode};
+use std::io::Read;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The path of a filter's raw-bytes representation: the fewest bytes on the wire.
+pub(crate) fn bin_path(path: &str) -> String {
+    format!("{path}.bin")
+}
+
+impl Client {
+    /// Fetches the filter at `path` (`/2008/09/03/13`, `/2008/09/03`,
+    /// `/since/2008/09/03/13`; a `.json`, `.hex` or `.bin` suffix is also accepted),
+    /// answering from the cache when the filter is complete, revalidating otherwise.
+    ///
+    /// # Errors
+    /// [`ClientError::Status`] for an error status, transport and decoding errors.
+    pub async fn filter(&self, path: &str) -> Result<Arc<Fetched>> {
+        let has_suffix = [".json", ".hex", ".bin"].iter().any(|s| path.ends_with(s));
+        let path = if has_suffix {
+            path.to_owned()
+        } else {
+            bin_path(path)
+        };
+        let cached = self.cache.get(&path);
+        if let Some(hit) = cached.as_ref().filter(|c| c.meta.complete) {
+            self.counters.cache_hits.fetch_add(1, Ordering::Relaxed);
+            return Ok(Arc::clone(hit));
+        }
+        let mut request = self.get(&path);
+        if let Some(etag) = cached.as_ref().and_then(|c| c.etag.as_deref()) {
+            request = request.header(header::IF_NONE_MATCH, etag);
+        }
+        let response = self.send(request).await?;
+        if response.status() == StatusCode::NOT_MODIFIED {
+            self.counters.not_modified.fetch_add(1, Ordering::Relaxed);
+            return cached.ok_or_else(|| ClientError::Protocol("304 without a request".into()));
+        }
+        let response = check(response).await?;
+        let headers = response.headers().clone();
+        let body = self.body(response).await?;
+        let fetched = Arc::new(decode(&path, &headers, &body)?);
+        self.cache.put(&path, Arc::clone(&fetched));
+        Ok(fetched)
+    }
+
+    /// The server's index (`GET /`).
+    ///
+    /// # Errors
+    /// Transport errors, an error status, or a body that is not an index.
+    pub async fn index(&self) -> Result<Index> {
+        let response = check(self.send(self.get("/")).await?).await?;
+        let body = self.body(response).await?;
+        serde_json::from_slice(&body).map_err(|e| ClientError::Protocol(format!("index: {e}")))
+    }
+
+    /// Records `ids` in the server's current hour; returns once they are durable.
+    ///
+    /// A batch is all-or-nothing, so on any error it is safe to send it again.
+    ///
+    /// # Errors
+    /// [`ClientError::Status`] 401 without a valid token ([`super::ClientBuilder::token`]),
+    /// 400 for an empty or over-long ID, 413 for a batch over the server's body limit,
+    /// 503 (transient) while the server cannot store; transport errors.
+    pub async fn ingest<S: AsRef<str>>(&self, ids: &[S]) -> Result<Receipt> {
+        let ids: Vec<&str> = ids.iter().map(AsRef::as_ref).collect();
+        let mut request = self
+            .http
+            .post(format!("{}/updates", self.base))
+            .json(&serde_json::json!({ "ids": ids }));
+        if let Some(token) = &self.token {
+            request = request.bearer_auth(token);
+        }
+        let response = check(self.send(request).await?).await?;
+        let body = self.body(response).await?;
+        serde_json::from_slice(&body).map_err(|e| ClientError::Protocol(format!("receipt: {e}")))
+    }
+
+    fn get(&self, path: &str) -> RequestBuilder {
+        self.http
+            .get(format!("{}{path}", self.base))
+            .header(header::ACCEPT_ENCODING, "gzip")
+    }
+
+    async fn send(&self, request: RequestBuilder) -> Result<Response> {
+        self.counters.requests.fetch_add(1, Ordering::Relaxed);
+        Ok(request.send().await?)
+    }
+
+    /// Reads the body, counting its wire bytes, and gunzips it if it was compressed.
+    async fn body(&self, response: Response) -> Result<Vec<u8>> {
+        let gzip = response
+            .headers()
+            .get(header::CONTENT_ENCODING)
+            .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"gzip"));
+        let wire = response.bytes().await?;
+        self.counters
+            .body_bytes
+            .fetch_add(wire.len() as u64, Ordering::Relaxed);
+        if !gzip {
+            return Ok(wire.to_vec());
+        }
+        let mut out = Vec::with_capacity(wire.len() * 2);
+        flate2::read::GzDecoder::new(&wire[..])
+            .read_to_end(&mut out)
+            .map_err(|e| ClientError::Protocol(format!("bad gzip body: {e}")))?;
+        Ok(out)
+    }
+}
+
+/// Turns an error status into [`ClientError::Status`], reading the JSON error body.
+async fn check(response: Response) -> Result<Response> {
+    let status = response.status();
+    if status.is_success() {
+        return Ok(response);
+    }
+    let retry_after = response
+        .headers()
+        .get(header::RETRY_AFTER)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse().ok())
+        .map(Duration::from_secs);
+    let text = response.text().await.unwrap_or_default();
+    #[derive(serde::Deserialize)]
+    struct ErrorBody {
+        error: String,
+        message: String,
+    }
+    let (code, message) = match serde_json::from_str::<ErrorBody>(&text) {
+        Ok(body) => (body.error, body.message),
+        Err(_) => (
+            status.canonical_reason().unwrap_or("error").to_owned(),
+            text.chars().take(200).collect(),
+        ),
+    };
+    Err(ClientError::Status {
+        status: status.as_u16(),
+        code,
+        message,
+        retry_after,
+    })
+}
+
+/// Decodes a filter body in whichever representation `path` asked for.
+fn decode(path: &str, headers: &HeaderMap, body: &[u8]) -> Result<Fetched> {
+    let etag = headers
+        .get(header::ETAG)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    let (meta, filter) = if path.ends_with(".json") {
+        Document::parse(body)?
+    } else {
+        wire::decode_raw(header, body, path.ends_with(".hex"))?
+    };
+    Ok(Fetched { meta, filter, etag })
+}

@@ -1,0 +1,403 @@
+//! The Rust SDK: fetch filters from a bloomcast server and answer "which of my IDs may
+//! have changed since I last looked?".
+//!
+//! ```no_run
+//! # async fn run() -> Result<(), bloomcast::client::ClientError> {
+//! use bloomcast::client::Client;
+//! use bloomcast::hour::Hour;
+//!
+//! let client = Client::new("http://127.0.0.1:8080")?;
+//! let since = Hour::parse_flexible("2008-09-03T05").expect("a valid hour");
+//! let followed = ["user:1", "user:2", "user:3"];
+//! for change in client.changed_since(&followed, since).await? {
+//!     println!("{}..{}: fetch {:?}", change.from, change.to, change.ids);
+//! }
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! The client keeps every filter it fetched with its ETag: a complete filter is never
+//! fetched twice and an open one is revalidated with `If-None-Match`, so polling hourly
+//! costs one small request per new hour. Filters travel as gzip-compressed raw bytes,
+//! the smallest representation.
+
+mod cache;
+mod error;
+mod fetch;
+mod plan;
+mod publish;
+
+pub use error::ClientError;
+pub use plan::Strategy;
+pub use publish::{PublishOptions, PublishSummary};
+
+use crate::bloom::{Filter, Key};
+use crate::hour::{Day, Hour};
+use crate::wire::Meta;
+use cache::EtagCache;
+use serde::Deserialize;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+pub type Result<T, E = ClientError> = std::result::Result<T, E>;
+
+/// A filter as fetched from the server, with what the server said about it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Fetched {
+    pub meta: Meta,
+    pub filter: Filter,
+    /// The validator the server sent; the client revalidates with it.
+    pub etag: Option<String>,
+}
+
+impl Fetched {
+    /// The first and last hour the filter covers (the same hour for an hourly filter).
+    ///
+    /// # Errors
+    /// [`ClientError::Protocol`] when the server named no readable hour or range.
+    pub fn range(&self) -> Result<(Hour, Hour)> {
+        let parse = |s: &Option<String>| s.as_deref().and_then(|s| Hour::parse_flexible(s).ok());
+        match (
+            parse(&self.meta.hour),
+            parse(&self.meta.from),
+            parse(&self.meta.to),
+        ) {
+            (Some(h), _, _) => Ok((h, h)),
+            (None, Some(from), Some(to)) => Ok((from, to)),
+            _ => Err(ClientError::Protocol(
+                "filter names no hour or range".into(),
+            )),
+        }
+    }
+}
+
+/// IDs that may have changed between `from` and `to` (inclusive; equal for one hour).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Changed {
+    pub from: Hour,
+    pub to: Hour,
+    pub ids: Vec<String>,
+}
+
+/// The server's index (`GET /`): parameters, the current hour and recent hours.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Index {
+    pub version: String,
+    pub protocol: u32,
+    pub hash: String,
+    pub target_fpp: f64,
+    pub capacity: u64,
+    pub retention_hours: u64,
+    pub genesis: String,
+    pub current: IndexHour,
+    /// Newest first.
+    pub hours: Vec<IndexHour>,
+}
+
+/// One hour as the index lists it.
+#[derive(Debug, Clone, Deserialize)]
+pub struct IndexHour {
+    pub hour: String,
+    pub url: String,
+    #[serde(default)]
+    pub count: Option<u64>,
+    #[serde(default)]
+    pub complete: Option<bool>,
+}
+
+impl Index {
+    /// The server's current hour.
+    ///
+    /// # Errors
+    /// [`ClientError::Protocol`] when the index names an unreadable hour.
+    pub fn current_hour(&self) -> Result<Hour> {
+        Hour::parse_flexible(&self.current.hour)
+            .map_err(|e| ClientError::Protocol(format!("index current hour: {e}")))
+    }
+
+    /// The oldest hour the server has (its genesis).
+    ///
+    /// # Errors
+    /// [`ClientError::Protocol`] when the index names an unreadable hour.
+    pub fn genesis_hour(&self) -> Result<Hour> {
+        Hour::parse_flexible(&self.genesis)
+            .map_err(|e| ClientError::Protocol(format!("index genesis: {e}")))
+    }
+}
+
+/// The server's reply to an accepted ingest batch.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct Receipt {
+    /// RFC 3339 start of the hour the IDs went into.
+    pub hour: String,
+    pub accepted: u64,
+}
+
+/// What this client has spent so far.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// HTTP requests sent (answers from the local cache of complete filters are free).
+    pub requests: u64,
+    /// Response body bytes as they crossed the wire (compressed).
+    pub body_bytes: u64,
+    /// Requests answered 304 Not Modified.
+    pub not_modified: u64,
+    /// Filters answered from the local cache without a request.
+    pub cache_hits: u64,
+}
+
+#[derive(Debug, Default)]
+struct Counters {
+    requests: AtomicU64,
+    body_bytes: AtomicU64,
+    not_modified: AtomicU64,
+    cache_hits: AtomicU64,
+}
+
+/// An async bloomcast client. Cheap to share: wrap it in an `Arc` or clone the parts.
+#[derive(Debug)]
+pub struct Client {
+    http: reqwest::Client,
+    base: String,
+    token: Option<String>,
+    cache: EtagCache,
+    counters: Counters,
+}
+
+/// Configures a [`Client`].
+#[derive(Debug, Clone)]
+pub struct ClientBuilder {
+    base: String,
+    token: Option<String>,
+    timeout: Duration,
+    connect_timeout: Duration,
+    cache_entries: usize,
+}
+
+impl ClientBuilder {
+    /// The bearer token for [`Client::ingest`].
+    pub fn token(mut self, token: impl Into<String>) -> Self {
+        self.token = Some(token.into());
+        self
+    }
+
+    /// The whole-request timeout (default 30 s).
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// How many fetched filters to keep for revalidation (default 1024; 0 disables).
+    pub fn cache_entries(mut self, entries: usize) -> Self {
+        self.cache_entries = entries;
+        self
+    }
+
+    /// Builds the client.
+    ///
+    /// # Errors
+    /// [`ClientError::Url`] for a base URL that is not `http://` or `https://`;
+    /// [`ClientError::Transport`] when the TLS backend cannot start.
+    pub fn build(self) -> Result<Client> {
+        let base = self.base.trim_end_matches('/').to_owned();
+        let parsed = reqwest::Url::parse(&base).map_err(|_| ClientError::Url(base.clone()))?;
+        if !matches!(parsed.scheme(), "http" | "https") || parsed.host().is_none() {
+            return Err(ClientError::Url(base));
+        }
+        let http = reqwest::Client::builder()
+            // We send Accept-Encoding ourselves and gunzip by hand, so that the bytes
+            // counted in `Stats` are the bytes that crossed the wire.
+            .no_gzip()
+            .timeout(self.timeout)
+            .connect_timeout(self.connect_timeout)
+            .user_agent(concat!("bloomcast-client/", env!("CARGO_PKG_VERSION")))
+            .build()?;
+        Ok(Client {
+            http,
+            base,
+            token: self.token,
+            cache: EtagCache::new(self.cache_entries),
+            counters: Counters::default(),
+        })
+    }
+}
+
+impl Client {
+    /// A client for the server at `base` (e.g. `http://127.0.0.1:8080`) with defaults.
+    ///
+    /// # Errors
+    /// As [`ClientBuilder::build`].
+    pub fn new(base: &str) -> Result<Client> {
+        Client::builder(base).build()
+    }
+
+    /// Starts configuring a client for the server at `base`.
+    pub fn builder(base: &str) -> ClientBuilder {
+        ClientBuilder {
+            base: base.to_owned(),
+            token: None,
+            timeout: Duration::from_secs(30),
+            connect_timeout: Duration::from_secs(5),
+            cache_entries: 1024,
+        }
+    }
+
+    /// The server's base URL, without a trailing slash.
+    pub fn base(&self) -> &str {
+        &self.base
+    }
+
+    /// What this client has spent so far.
+    pub fn stats(&self) -> Stats {
+        let c = &self.counters;
+        Stats {
+            requests: c.requests.load(Ordering::Relaxed),
+            body_bytes: c.body_bytes.load(Ordering::Relaxed),
+            not_modified: c.not_modified.load(Ordering::Relaxed),
+            cache_hits: c.cache_hits.load(Ordering::Relaxed),
+        }
+    }
+
+    /// The filter of one hour.
+    ///
+    /// ```no_run
+    /// # async fn run() -> Result<(), bloomcast::client::ClientError> {
+    /// use bloomcast::hour::Hour;
+    /// let client = bloomcast::client::Client::new("http://127.0.0.1:8080")?;
+    /// let hour = Hour::parse_flexible("2008-09-03T13").expect("a valid hour");
+    /// let fetched = client.hour(hour).await?;
+    /// if fetched.filter.contains("user:42") {
+    ///     // user:42 probably changed in that hour: fetch its feed.
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    /// [`ClientError::Status`] with 404 for a future hour or one before the server's
+    /// genesis, 410 past retention; transport and decoding errors.
+    pub async fn hour(&self, hour: Hour) -> Result<Arc<Fetched>> {
+        self.filter(&hour.path()).await
+    }
+
+    /// The union of one day's hours.
+    ///
+    /// # Errors
+    /// As [`Client::hour`].
+    pub async fn day(&self, day: Day) -> Result<Arc<Fetched>> {
+        let path = day.first_hour().start().format("/%Y/%m/%d").to_string();
+        self.filter(&path).await
+    }
+
+    /// The union from `hour` through the server's current hour.
+    ///
+    /// # Errors
+    /// As [`Client::hour`], and 400 for an hour in the future.
+    pub async fn since(&self, hour: Hour) -> Result<Arc<Fetched>> {
+        self.filter(&format!("/since{}", hour.path())).await
+    }
+
+    /// Which of `ids` may have changed from `since` through the server's current hour,
+    /// per hour when that costs fewer bytes, else as one range ([`Strategy::Auto`]).
+    ///
+    /// Every ID that changed in the range is returned (no false negatives); an ID that
+    /// did not is returned with the filters' false-positive probability.
+    ///
+    /// # Errors
+    /// As [`Client::since`].
+    pub async fn changed_since<S: AsRef<str>>(
+        &self,
+        ids: &[S],
+        since: Hour,
+    ) -> Result<Vec<Changed>> {
+        self.changed_since_with(ids, since, Strategy::Auto).await
+    }
+
+    /// [`Client::changed_since`] with a chosen [`Strategy`].
+    ///
+    /// # Errors
+    /// As [`Client::since`].
+    pub async fn changed_since_with<S: AsRef<str>>(
+        &self,
+        ids: &[S],
+        since: Hour,
+        strategy: Strategy,
+    ) -> Result<Vec<Changed>> {
+        let index = self.index().await?;
+        let now = index.current_hour()?;
+        if since > now {
+            return Err(ClientError::Argument(format!(
+                "since {since} is after the server's current hour {now}"
+            )));
+        }
+        let keys: Vec<Key> = ids.iter().map(|id| Key::of(id.as_ref())).collect();
+        let pick = |filter: &Filter| -> Vec<String> {
+            keys.iter()
+                .zip(ids)
+                .filter(|(key, _)| filter.contains_key(**key))
+                .map(|(_, id)| id.as_ref().to_owned())
+                .collect()
+        };
+        let hourly = match strategy {
+            Strategy::Hourly => true,
+            Strategy::Union => false,
+            Strategy::Auto => plan::hourly_is_cheaper(&self.plan_inputs(&index, since, now)),
+        };
+        if !hourly {
+            let fetched = self.since(since).await?;
+            let (_, to) = fetched.range()?;
+            let ids = pick(&fetched.filter);
+            return Ok(if ids.is_empty() {
+                vec![]
+            } else {
+                vec![Changed {
+                    from: since,
+                    to,
+                    ids,
+                }]
+            });
+        }
+        let mut out = Vec::new();
+        let mut hour = since;
+        while hour <= now {
+            let fetched = self.hour(hour).await?;
+            let ids = pick(&fetched.filter);
+            if !ids.is_empty() {
+                out.push(Changed {
+                    from: hour,
+                    to: hour,
+                    ids,
+                });
+            }
+            hour = hour.next();
+        }
+        Ok(out)
+    }
+
+    /// What the planner needs: per hour, whether we hold it complete and its count.
+    fn plan_inputs(&self, index: &Index, since: Hour, now: Hour) -> plan::Inputs {
+        let counts: std::collections::HashMap<String, u64> = index
+            .hours
+            .iter()
+            .filter_map(|h| Some((h.hour.clone(), h.count?)))
+            .collect();
+        let mut hours = Vec::new();
+        let mut hour = since;
+        while hour <= now {
+            let cached = self.cache.get(&fetch::bin_path(&hour.path()));
+            hours.push(plan::HourInput {
+                count: counts.get(&hour.rfc3339()).copied(),
+                cached_complete: cached.as_ref().is_some_and(|f| f.meta.complete),
+                cached_count: cached.map(|f| f.meta.count),
+                open: hour == now,
+            });
+            hour = hour.next();
+        }
+        plan::Inputs {
+            hours,
+            target_fpp: index.target_fpp,
+            capacity: index.capacity,
+        }
+    }
+}

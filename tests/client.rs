@@ -1,0 +1,296 @@
+//! The Rust SDK against the real server on a real socket (port 0), with a clock the
+//! tests move by hand so that hours close without waiting.
+
+use bloomcast::client::{Client, ClientError, PublishOptions, Strategy};
+use bloomcast::clock::ManualClock;
+use bloomcast::config::Settings;
+use bloomcast::hour::{hour_of, Hour};
+use bloomcast::startup::Application;
+use chrono::Duration;
+use std::collections::HashSet;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use tempfile::TempDir;
+use tokio::sync::oneshot;
+
+const TOKEN: &str = "client-test-token";
+
+struct Server {
+    base: String,
+    clock: ManualClock,
+    _stop: oneshot::Sender<()>,
+    _dir: TempDir,
+}
+
+fn start_hour() -> Hour {
+    hour_of(2008, 9, 3, 5).unwrap()
+}
+
+async fn serve_on(listen: SocketAddr, tweak: impl FnOnce(&mut Settings)) -> Server {
+    let dir = tempfile::tempdir().unwrap();
+    let mut settings = Settings {
+        listen,
+        data_dir: dir.path().to_owned(),
+        ingest_tokens: vec![TOKEN.into()],
+        refresh_ms: 0,
+        ..Settings::default()
+    };
+    tweak(&mut settings);
+    let clock = ManualClock::at(start_hour(), Duration::minutes(1));
+    let app = Application::build_with_clock(settings, Arc::new(clock.clone()))
+        .await
+        .expect("the server builds");
+    let base = format!("http://{}", app.local_addr());
+    let (stop, stopped) = oneshot::channel::<()>();
+    tokio::spawn(app.run_until(async {
+        let _ = stopped.await;
+    }));
+    Server {
+        base,
+        clock,
+        _stop: stop,
+        _dir: dir,
+    }
+}
+
+async fn serve() -> Server {
+    serve_on("127.0.0.1:0".parse().unwrap(), |_| {}).await
+}
+
+fn ids(prefix: &str, n: usize) -> Vec<String> {
+    (0..n).map(|i| format!("{prefix}:{i}")).collect()
+}
+
+fn publisher(server: &Server) -> Client {
+    Client::builder(&server.base).token(TOKEN).build().unwrap()
+}
+
+/// Three hours of updates: 100 IDs in each, and the current hour open.
+async fn three_hours(server: &Server) -> Vec<Vec<String>> {
+    let client = publisher(server);
+    let mut hours = Vec::new();
+    for h in 0..3 {
+        let batch = ids(&format!("h{h}"), 100);
+        let receipt = client.ingest(&batch).await.unwrap();
+        assert_eq!(receipt.accepted, 100);
+        hours.push(batch);
+        if h < 2 {
+            server.clock.advance(Duration::hours(1));
+        }
+    }
+    hours
+}
+
+#[tokio::test]
+async fn changed_since_finds_every_updated_id_in_its_hour() {
+    let server = serve().await;
+    let updated = three_hours(&server).await;
+    let client = Client::new(&server.base).unwrap();
+    let mut followed: Vec<String> = updated.concat();
+    followed.extend(ids("quiet", 1000));
+
+    let changes = client
+        .changed_since_with(&followed, start_hour(), Strategy::Hourly)
+        .await
+        .unwrap();
+
+    for (h, batch) in updated.iter().enumerate() {
+        let hour = Hour::from_index(start_hour().index() + h as i64);
+        let found = changes
+            .iter()
+            .find(|c| c.from == hour && c.to == hour)
+            .unwrap_or_else(|| panic!("no result for {hour}"));
+        let found: HashSet<&String> = found.ids.iter().collect();
+        assert!(
+            batch.iter().all(|id| found.contains(id)),
+            "{hour} missed IDs"
+        );
+    }
+    let flagged_quiet = changes
+        .iter()
+        .flat_map(|c| &c.ids)
+        .filter(|id| id.starts_with("quiet"))
+        .count();
+    // 3 hours x 1000 quiet IDs at fpp <= 0.01: well under 100 expected.
+    assert!(flagged_quiet < 100, "{flagged_quiet} false positives");
+}
+
+#[tokio::test]
+async fn the_union_strategy_answers_in_one_request_for_the_whole_range() {
+    let server = serve().await;
+    let updated = three_hours(&server).await;
+    let client = Client::new(&server.base).unwrap();
+    let followed = updated.concat();
+
+    let changes = client
+        .changed_since_with(&followed, start_hour(), Strategy::Union)
+        .await
+        .unwrap();
+
+    assert_eq!(changes.len(), 1);
+    assert_eq!(changes[0].from, start_hour());
+    assert_eq!(changes[0].to, Hour::from_index(start_hour().index() + 2));
+    assert_eq!(changes[0].ids, followed);
+    // The index, then one union.
+    assert_eq!(client.stats().requests, 2);
+}
+
+#[tokio::test]
+async fn complete_hours_come_from_the_cache_and_open_ones_revalidate() {
+    let server = serve().await;
+    three_hours(&server).await;
+    let client = Client::new(&server.base).unwrap();
+    let closed = start_hour();
+    let open = Hour::from_index(start_hour().index() + 2);
+
+    let first = client.hour(closed).await.unwrap();
+    let again = client.hour(closed).await.unwrap();
+    client.hour(open).await.unwrap();
+    let open_again = client.hour(open).await.unwrap();
+
+    assert!(first.meta.complete && Arc::ptr_eq(&first, &again));
+    assert!(!open_again.meta.complete);
+    let stats = client.stats();
+    assert_eq!(stats.requests, 3, "{stats:?}");
+    assert_eq!(stats.cache_hits, 1, "{stats:?}");
+    assert_eq!(stats.not_modified, 1, "{stats:?}");
+}
+
+#[tokio::test]
+async fn an_open_hour_that_grew_is_fetched_again() {
+    let server = serve().await;
+    let client = publisher(&server);
+    client.ingest(&["a"]).await.unwrap();
+    let before = client.hour(start_hour()).await.unwrap();
+
+    client.ingest(&["b"]).await.unwrap();
+    let after = client.hour(start_hour()).await.unwrap();
+
+    assert_eq!((before.meta.count, after.meta.count), (1, 2));
+    assert!(after.filter.contains("b"));
+    assert_eq!(client.stats().not_modified, 0);
+}
+
+#[tokio::test]
+async fn day_and_since_unions_hold_every_hour() {
+    let server = serve().await;
+    let updated = three_hours(&server).await;
+    let client = Client::new(&server.base).unwrap();
+
+    let day = client.day(start_hour().day()).await.unwrap();
+    let since = client.since(start_hour().next()).await.unwrap();
+
+    assert!(updated.concat().iter().all(|id| day.filter.contains(id)));
+    assert!(updated[1..]
+        .concat()
+        .iter()
+        .all(|id| since.filter.contains(id)));
+    assert_eq!(day.meta.count, 300);
+    assert_eq!(since.range().unwrap().0, start_hour().next());
+}
+
+#[tokio::test]
+async fn http_errors_arrive_typed() {
+    let server = serve().await;
+    let client = Client::new(&server.base).unwrap();
+
+    let future = client.hour(start_hour().next()).await.unwrap_err();
+    let before = client.hour(start_hour().prev()).await.unwrap_err();
+    let unauthorized = client.ingest(&["x"]).await.unwrap_err();
+    let bad_id = publisher(&server).ingest(&[""]).await.unwrap_err();
+    let since_future = client
+        .changed_since(&["x"], start_hour().next())
+        .await
+        .unwrap_err();
+
+    for (err, status, code) in [
+        (&future, 404, "not_found"),
+        (&before, 404, "not_found"),
+        (&unauthorized, 401, "unauthorized"),
+        (&bad_id, 400, "bad_request"),
+    ] {
+        match err {
+            ClientError::Status {
+                status: s, code: c, ..
+            } => assert_eq!((*s, c.as_str()), (status, code), "{err}"),
+            other => panic!("expected a status error, got {other}"),
+        }
+        assert!(!err.is_transient());
+    }
+    assert!(matches!(since_future, ClientError::Argument(_)));
+}
+
+#[tokio::test]
+async fn an_unreachable_server_is_a_transient_transport_error() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let client = Client::new(&format!("http://127.0.0.1:{port}")).unwrap();
+
+    let err = client.index().await.unwrap_err();
+
+    assert!(matches!(err, ClientError::Transport(_)), "{err}");
+    assert!(err.is_transient());
+}
+
+#[tokio::test]
+async fn bad_base_urls_are_refused() {
+    for base in ["", "ftp://x", "127.0.0.1:8080", "http://"] {
+        assert!(
+            matches!(Client::new(base), Err(ClientError::Url(_))),
+            "{base:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn publish_splits_a_batch_the_server_finds_too_large() {
+    let server = serve_on("127.0.0.1:0".parse().unwrap(), |s| s.body_limit = 4096).await;
+    let client = publisher(&server);
+    let batch = ids("big", 2000);
+
+    let summary = client
+        .publish(&batch, &PublishOptions::default())
+        .await
+        .unwrap();
+
+    assert_eq!(summary.ids, 2000);
+    assert!(summary.requests > 1, "{summary:?}");
+    let hour = client.hour(start_hour()).await.unwrap();
+    assert_eq!(hour.meta.count, 2000);
+    assert!(batch.iter().all(|id| hour.filter.contains(id)));
+}
+
+#[tokio::test]
+async fn publish_retries_until_the_server_comes_up() {
+    let addr = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let client = Client::builder(&format!("http://{addr}"))
+        .token(TOKEN)
+        .build()
+        .unwrap();
+    let batch = ids("late", 10);
+    let options = PublishOptions {
+        attempts: 20,
+        first_backoff: std::time::Duration::from_millis(50),
+        max_backoff: std::time::Duration::from_millis(200),
+    };
+
+    let publishing = tokio::spawn(async move { client.publish(&batch, &options).await });
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    let server = serve_on(addr, |_| {}).await;
+    let summary = publishing.await.unwrap().unwrap();
+
+    assert_eq!(summary.ids, 10);
+    assert!(summary.retries >= 1, "{summary:?}");
+    let hour = Client::new(&server.base)
+        .unwrap()
+        .hour(start_hour())
+        .await
+        .unwrap();
+    assert_eq!(hour.meta.count, 10);
+}
