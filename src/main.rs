@@ -1,5 +1,6 @@
 //! The `bloomcast` binary: parses the command line and calls into the library.
 
+use bloomcast::cli::{finish, CheckArgs, IngestArgs, InspectArgs};
 use bloomcast::config::Settings;
 use bloomcast::startup::{shutdown_signal, Application};
 use clap::{Parser, Subcommand};
@@ -20,14 +21,28 @@ struct Cli {
 enum Command {
     /// Run the server (configuration: config/*.toml and BLOOMCAST_* variables).
     Serve,
+    /// Print which of the given IDs may have changed since an hour.
+    Check(CheckArgs),
+    /// Publish IDs into the server's current hour, in batches, with retries.
+    Ingest(IngestArgs),
+    /// Show a filter's parameters, count, fill and fpp (from a URL or a file).
+    Inspect(InspectArgs),
 }
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    bloomcast::telemetry::init();
     let cli = Cli::parse();
+    if !matches!(cli.command, Command::Serve) {
+        bloomcast::telemetry::init_cli();
+    }
     match cli.command {
-        Command::Serve => serve().await,
+        Command::Serve => {
+            bloomcast::telemetry::init();
+            serve().await
+        }
+        Command::Check(args) => finish(args.run().await),
+        Command::Ingest(args) => finish(args.run().await),
+        Command::Inspect(args) => finish(args.run().await),
     }
 }
 

@@ -3,8 +3,19 @@
 use std::io::IsTerminal;
 use tracing_subscriber::EnvFilter;
 
+/// For the server: `info` unless `RUST_LOG` says otherwise.
 pub fn init() {
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    init_with_default("info");
+}
+
+/// For the client verbs, whose output is their result: only warnings (retries) and
+/// errors unless `RUST_LOG` says otherwise.
+pub fn init_cli() {
+    init_with_default("warn");
+}
+
+fn init_with_default(level: &str) {
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(level));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)

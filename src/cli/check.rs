@@ -1,0 +1,118 @@
+//! `bloomcast check`: which of these IDs may have changed since an hour?
+
+use super::{client, collect_ids, CliError};
+use crate::client::Strategy;
+use crate::hour::Hour;
+use clap::{Args, ValueEnum};
+use serde_json::json;
+use std::collections::HashSet;
+use std::io::Write;
+
+/// Print the IDs that may have changed (exit code 0 whether or not any did).
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// The server's base URL, e.g. http://127.0.0.1:8080.
+    #[arg(long, env = "BLOOMCAST_SERVER")]
+    server: String,
+    /// The first hour to look at, e.g. 2008-09-03T05 (UTC).
+    #[arg(long, conflicts_with = "hours", value_parser = parse_hour)]
+    since: Option<Hour>,
+    /// Look at the last N hours, the current one included [default: 24].
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    hours: Option<u32>,
+    /// Fetch per hour, one union, or whichever costs fewer bytes.
+    #[arg(long, value_enum, default_value = "auto")]
+    strategy: StrategyArg,
+    /// Print one JSON object (per-hour results, requests and bytes) instead of lines.
+    #[arg(long)]
+    json: bool,
+    /// IDs to check; `-` reads one per line from stdin.
+    #[arg(required = true)]
+    ids: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum StrategyArg {
+    Auto,
+    Hourly,
+    Union,
+}
+
+fn parse_hour(s: &str) -> Result<Hour, String> {
+    Hour::parse_flexible(s).map_err(|e| format!("{e} (expected e.g. 2008-09-03T05)"))
+}
+
+impl CheckArgs {
+    /// Runs the check and prints the result.
+    ///
+    /// # Errors
+    /// Unreadable IDs, an unreachable server, an error status (e.g. 404 for a `since`
+    /// before the server's first hour, 410 past its retention).
+    pub async fn run(self) -> Result<(), CliError> {
+        let ids = collect_ids(&self.ids)?;
+        let client = client(&self.server, None)?;
+        let since = match self.since {
+            Some(hour) => hour,
+            None => {
+                // A window of hours reaching back before the server's first hour, or
+                // past its retention, starts at the oldest hour it can answer for.
+                let index = client.index().await?;
+                let now = index.current_hour()?;
+                let back = i64::from(self.hours.unwrap_or(24)) - 1;
+                let retained = now.index() - index.retention_hours as i64 + 1;
+                let oldest = index.genesis_hour()?.index().max(retained);
+                let wanted = now.index() - back;
+                if wanted < oldest {
+                    eprintln!(
+                        "bloomcast: note: the server has hours from {} on; checking from there",
+                        Hour::from_index(oldest).rfc3339()
+                    );
+                }
+                Hour::from_index(wanted.max(oldest))
+            }
+        };
+        let strategy = match self.strategy {
+            StrategyArg::Auto => Strategy::Auto,
+            StrategyArg::Hourly => Strategy::Hourly,
+            StrategyArg::Union => Strategy::Union,
+        };
+        let changes = client.changed_since_with(&ids, since, strategy).await?;
+
+        // Each ID once, in the order given, however many hours it appears in.
+        let flagged: HashSet<&str> = changes
+            .iter()
+            .flat_map(|c| c.ids.iter().map(String::as_str))
+            .collect();
+        let mut seen = HashSet::new();
+        let changed: Vec<&str> = ids
+            .iter()
+            .map(String::as_str)
+            .filter(|id| flagged.contains(id) && seen.insert(*id))
+            .collect();
+
+        let mut out = std::io::stdout().lock();
+        let written = if self.json {
+            let stats = client.stats();
+            let doc = json!({
+                "server": client.base(),
+                "since": since.rfc3339(),
+                "checked": ids.len(),
+                "changed": changed,
+                "ranges": changes.iter().map(|c| json!({
+                    "from": c.from.rfc3339(),
+                    "to": c.to.rfc3339(),
+                    "ids": c.ids,
+                })).collect::<Vec<_>>(),
+                "requests": stats.requests,
+                "bytes": stats.body_bytes,
+            });
+            writeln!(out, "{doc}")
+        } else {
+            changed.iter().try_for_each(|id| writeln!(out, "{id}"))
+        };
+        written.map_err(|source| CliError::Io {
+            context: "cannot write to stdout".into(),
+            source,
+        })
+    }
+}

@@ -1,0 +1,121 @@
+//! `bloomcast inspect`: a filter's parameters, count, fill and fpp, from a URL or a file.
+
+use super::{client, CliError};
+use crate::bloom::Filter;
+use crate::wire::{Document, Meta};
+use clap::Args;
+use serde_json::json;
+use std::io::Read;
+
+/// Show a filter's parameters, count, fill and estimated false-positive probability.
+#[derive(Debug, Args)]
+pub struct InspectArgs {
+    /// A filter URL (http://host:port/2008/09/03/13) or a file holding a JSON document
+    /// (optionally gzip-compressed), or raw hex or bytes with --m and --k.
+    target: String,
+    /// m, for a raw hex or binary file (which carries no parameters of its own).
+    #[arg(long, requires = "k")]
+    m: Option<u64>,
+    /// k, for a raw hex or binary file.
+    #[arg(long, requires = "m")]
+    k: Option<u64>,
+    /// Print one JSON object instead of lines.
+    #[arg(long)]
+    json: bool,
+}
+
+impl InspectArgs {
+    /// Fetches or reads the filter and prints what it says about itself.
+    ///
+    /// # Errors
+    /// An unreachable URL, an error status, an unreadable file or filter.
+    pub async fn run(self) -> Result<(), CliError> {
+        let (meta, filter) =
+            if self.target.starts_with("http://") || self.target.starts_with("https://") {
+                fetch(&self.target).await?
+            } else {
+                read_file(&self.target, self.m.zip(self.k))?
+            };
+        // A raw file says nothing about its time or exact count.
+        let covers = meta
+            .as_ref()
+            .map(|meta| match (&meta.hour, &meta.from, &meta.to) {
+                (Some(h), _, _) => h.clone(),
+                (None, Some(f), Some(t)) => format!("{f} .. {t}"),
+                _ => "unknown".into(),
+            });
+        let fields: Vec<(&str, serde_json::Value)> = vec![
+            ("covers", json!(covers)),
+            ("complete", json!(meta.as_ref().map(|m| m.complete))),
+            ("count", json!(meta.as_ref().map(|m| m.count))),
+            ("m", json!(filter.m())),
+            ("k", json!(filter.k())),
+            ("hash", json!(filter.hash().name())),
+            ("bytes", json!(filter.params().byte_len())),
+            ("bits_set", json!(filter.ones())),
+            ("fill", json!(filter.fill_ratio())),
+            ("fpp", json!(filter.fpp())),
+            ("estimated_count", json!(filter.estimated_count().round())),
+        ];
+        if self.json {
+            let object: serde_json::Map<String, serde_json::Value> = fields
+                .into_iter()
+                .map(|(name, value)| (name.to_owned(), value))
+                .collect();
+            println!("{}", serde_json::Value::Object(object));
+        } else {
+            for (name, value) in fields {
+                let shown = match value {
+                    serde_json::Value::Null => "unknown (raw file)".to_owned(),
+                    serde_json::Value::String(s) => s,
+                    other => other.to_string(),
+                };
+                println!("{name:<16}{shown}");
+            }
+        }
+        Ok(())
+    }
+}
+
+async fn fetch(url: &str) -> Result<(Option<Meta>, Filter), CliError> {
+    let parsed =
+        reqwest::Url::parse(url).map_err(|_| CliError::Input(format!("bad URL {url:?}")))?;
+    let base = &url[..url.len() - parsed.path().len() - parsed.query().map_or(0, |q| q.len() + 1)];
+    let fetched = client(base, None)?.filter(parsed.path()).await?;
+    Ok((Some(fetched.meta.clone()), fetched.filter.clone()))
+}
+
+fn read_file(path: &str, params: Option<(u64, u64)>) -> Result<(Option<Meta>, Filter), CliError> {
+    let io = |source| CliError::Io {
+        context: format!("cannot read {path}"),
+        source,
+    };
+    let mut bytes = std::fs::read(path).map_err(io)?;
+    if bytes.starts_with(&[0x1f, 0x8b]) {
+        let mut plain = Vec::new();
+        flate2::read::GzDecoder::new(&bytes[..])
+            .read_to_end(&mut plain)
+            .map_err(io)?;
+        bytes = plain;
+    }
+    let bad = |e: crate::bloom::FilterError| CliError::Input(format!("{path}: {e}"));
+    let first = bytes.iter().find(|b| !b.is_ascii_whitespace());
+    if first == Some(&b'{') {
+        let (meta, filter) = Document::parse(&bytes).map_err(bad)?;
+        return Ok((Some(meta), filter));
+    }
+    let Some((m, k)) = params else {
+        return Err(CliError::Input(format!(
+            "{path} is not a JSON document; a raw hex or binary filter needs --m and --k"
+        )));
+    };
+    let text = std::str::from_utf8(&bytes).ok().map(str::trim);
+    let filter = match text {
+        Some(hex) if hex.len() as u64 == m.div_ceil(8) * 2 => {
+            Filter::decode_hex(m, k, crate::bloom::SHA1_KM32, hex)
+        }
+        _ => Filter::decode_bytes(m, k, crate::bloom::SHA1_KM32, &bytes),
+    }
+    .map_err(bad)?;
+    Ok((None, filter))
+}

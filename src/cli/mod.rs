@@ -1,0 +1,142 @@
+//! The command-line client: `check`, `ingest` and `inspect`, over [`crate::client`].
+//!
+//! Each verb is a clap `Args` struct with a `run` that returns the process exit code;
+//! `src/main.rs` only dispatches.
+
+mod check;
+mod ingest;
+mod inspect;
+
+pub use check::CheckArgs;
+pub use ingest::IngestArgs;
+pub use inspect::InspectArgs;
+
+use crate::client::{Client, ClientError};
+use std::io::BufRead;
+use std::process::ExitCode;
+
+/// The longest ID the server accepts, in bytes of UTF-8 (checked before sending).
+pub const MAX_ID_BYTES: usize = 1024;
+
+/// A CLI failure: printed as `bloomcast: <message>`, exit code 1.
+#[derive(Debug, thiserror::Error)]
+pub enum CliError {
+    #[error(transparent)]
+    Client(#[from] ClientError),
+    #[error("{0}")]
+    Input(String),
+    #[error("{context}: {source}")]
+    Io {
+        context: String,
+        source: std::io::Error,
+    },
+}
+
+/// Prints a failure the way every verb does and turns it into the exit code.
+pub fn finish(result: Result<(), CliError>) -> ExitCode {
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("bloomcast: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn client(server: &str, token: Option<&str>) -> Result<Client, CliError> {
+    let mut builder = Client::builder(server);
+    if let Some(token) = token {
+        builder = builder.token(token);
+    }
+    Ok(builder.build()?)
+}
+
+/// Reads one ID per line from `input` (LF or CRLF; blank lines skipped), as the
+/// server's `text/plain` ingest does, and hands each to `each` with its line number.
+///
+/// # Errors
+/// [`CliError::Input`] naming the line of invalid UTF-8 or an over-long ID.
+fn read_ids(
+    input: impl BufRead,
+    mut each: impl FnMut(String) -> Result<(), CliError>,
+) -> Result<(), CliError> {
+    for (n, line) in input.split(b'\n').enumerate() {
+        let line = line.map_err(|source| CliError::Io {
+            context: "cannot read IDs".into(),
+            source,
+        })?;
+        let line = line.strip_suffix(b"\r").unwrap_or(&line);
+        let id = String::from_utf8(line.to_vec())
+            .map_err(|_| CliError::Input(format!("line {}: not valid UTF-8", n + 1)))?;
+        if id.trim().is_empty() {
+            continue;
+        }
+        check_id(&id).map_err(|e| CliError::Input(format!("line {}: {e}", n + 1)))?;
+        each(id)?;
+    }
+    Ok(())
+}
+
+fn check_id(id: &str) -> Result<(), String> {
+    if id.is_empty() {
+        return Err("empty ID".into());
+    }
+    if id.len() > MAX_ID_BYTES {
+        return Err(format!(
+            "ID of {} bytes is longer than {MAX_ID_BYTES}",
+            id.len()
+        ));
+    }
+    Ok(())
+}
+
+/// The IDs named on the command line, where `-` stands for every line of stdin.
+fn collect_ids(args: &[String]) -> Result<Vec<String>, CliError> {
+    let mut ids = Vec::new();
+    for arg in args {
+        if arg == "-" {
+            read_ids(std::io::stdin().lock(), |id| {
+                ids.push(id);
+                Ok(())
+            })?;
+        } else {
+            check_id(arg).map_err(|e| CliError::Input(format!("{arg:?}: {e}")))?;
+            ids.push(arg.clone());
+        }
+    }
+    if ids.is_empty() {
+        return Err(CliError::Input(
+            "no IDs: pass them as arguments, or - to read one per line from stdin".into(),
+        ));
+    }
+    Ok(ids)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ids_of(input: &[u8]) -> Result<Vec<String>, CliError> {
+        let mut out = Vec::new();
+        read_ids(input, |id| {
+            out.push(id);
+            Ok(())
+        })?;
+        Ok(out)
+    }
+
+    #[test]
+    fn lines_are_read_like_the_server_reads_text_bodies() {
+        let ids = ids_of(b"a\r\n\r\n  \nb c\nd").unwrap();
+        assert_eq!(ids, ["a", "b c", "d"]);
+    }
+
+    #[test]
+    fn bad_lines_are_named() {
+        let err = ids_of(b"ok\n\xff\n").unwrap_err().to_string();
+        assert!(err.contains("line 2") && err.contains("UTF-8"), "{err}");
+        let long = format!("ok\n{}\n", "x".repeat(MAX_ID_BYTES + 1));
+        let err = ids_of(long.as_bytes()).unwrap_err().to_string();
+        assert!(err.contains("line 2") && err.contains("1025"), "{err}");
+    }
+}

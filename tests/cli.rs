@@ -1,0 +1,218 @@
+//! The `check`, `ingest` and `inspect` verbs of the real binary against a real server.
+
+mod common;
+
+use std::io::Write;
+use std::process::{Command, Output, Stdio};
+
+/// Runs `bloomcast <args>` with `stdin` piped in.
+fn bloomcast(args: &[&str], stdin: &str) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_bloomcast"))
+        .args(args)
+        .env_remove("BLOOMCAST_SERVER")
+        .env_remove("BLOOMCAST_TOKEN")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the binary runs");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.as_bytes())
+        .unwrap();
+    child.wait_with_output().unwrap()
+}
+
+fn lines(out: &Output) -> Vec<String> {
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// The server's current hour in the CLI's form, read after it started.
+fn now_hour() -> String {
+    chrono::Utc::now().format("%Y-%m-%dT%H").to_string()
+}
+
+#[test]
+fn ids_ingested_from_stdin_are_reported_by_check() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = common::start(dir.path(), &[]);
+    let since = now_hour();
+    let ids: Vec<String> = (0..2500).map(|i| format!("feed/{i}")).collect();
+
+    let ingest = bloomcast(
+        &[
+            "ingest",
+            "--server",
+            &server.base,
+            "--token",
+            common::TOKEN,
+            "--batch",
+            "300",
+            "-",
+        ],
+        &ids.join("\n"),
+    );
+    let check = bloomcast(
+        &[
+            "check",
+            "--server",
+            &server.base,
+            "--since",
+            &since,
+            "feed/7",
+            "-",
+            "feed/7",
+        ],
+        &ids[..100].join("\r\n"),
+    );
+
+    assert!(ingest.status.success(), "{}", stderr(&ingest));
+    assert!(
+        stderr(&ingest).contains("ingested 2500 IDs in 9 requests"),
+        "{}",
+        stderr(&ingest)
+    );
+    assert!(check.status.success(), "{}", stderr(&check));
+    let mut expected = vec!["feed/7".to_owned()];
+    expected.extend(ids[..100].iter().filter(|id| *id != "feed/7").cloned());
+    assert_eq!(lines(&check), expected, "each ID once, in the order given");
+}
+
+#[test]
+fn check_exits_zero_when_nothing_changed_and_json_says_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = common::start(dir.path(), &[]);
+
+    let out = bloomcast(
+        &[
+            "check",
+            "--server",
+            &server.base,
+            "--hours",
+            "1",
+            "--json",
+            "never-seen",
+        ],
+        "",
+    );
+
+    assert!(out.status.success(), "{}", stderr(&out));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["checked"], 1);
+    assert_eq!(doc["changed"], serde_json::json!([]));
+    assert!(doc["requests"].as_u64().unwrap() >= 2, "{doc}");
+}
+
+#[test]
+fn inspect_reads_a_url_and_a_saved_document() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = common::start(dir.path(), &[]);
+    let ingest = bloomcast(
+        &[
+            "ingest",
+            "--server",
+            &server.base,
+            "--token",
+            common::TOKEN,
+            "a",
+            "b",
+            "c",
+        ],
+        "",
+    );
+    let hour_url = format!(
+        "{}/{}",
+        server.base,
+        chrono::Utc::now().format("%Y/%m/%d/%H")
+    );
+    let saved = dir.path().join("hour.json");
+    let body = get_body(&hour_url);
+    std::fs::write(&saved, &body).unwrap();
+
+    let from_url = bloomcast(&["inspect", "--json", &hour_url], "");
+    let from_file = bloomcast(&["inspect", "--json", saved.to_str().unwrap()], "");
+
+    assert!(ingest.status.success(), "{}", stderr(&ingest));
+    for out in [&from_url, &from_file] {
+        assert!(out.status.success(), "{}", stderr(out));
+        let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(doc["count"], 3, "{doc}");
+        assert_eq!(doc["hash"], "sha1-km32");
+        assert!(doc["fpp"].as_f64().unwrap() < 0.01, "{doc}");
+        assert!(doc["bits_set"].as_u64().unwrap() > 0);
+    }
+}
+
+#[test]
+fn failures_exit_nonzero_with_a_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = common::start(dir.path(), &[]);
+    let long = "x".repeat(1025);
+
+    let bad_token = bloomcast(
+        &[
+            "ingest",
+            "--server",
+            &server.base,
+            "--token",
+            "wrong-token-123",
+            "a",
+        ],
+        "",
+    );
+    let bad_line = bloomcast(
+        &[
+            "ingest",
+            "--server",
+            &server.base,
+            "--token",
+            common::TOKEN,
+            "-",
+        ],
+        &format!("ok\n{long}\n"),
+    );
+    let before_genesis = bloomcast(
+        &[
+            "check",
+            "--server",
+            &server.base,
+            "--since",
+            "2008-09-03T05",
+            "a",
+        ],
+        "",
+    );
+    let not_a_filter = bloomcast(&["inspect", dir.path().to_str().unwrap()], "");
+
+    for (out, needle) in [
+        (&bad_token, "401"),
+        (&bad_line, "line 2"),
+        (&before_genesis, "404"),
+        (&not_a_filter, "cannot read"),
+    ] {
+        assert_eq!(out.status.code(), Some(1), "{}", stderr(out));
+        assert!(stderr(out).contains(needle), "{needle}: {}", stderr(out));
+    }
+}
+
+/// The identity JSON of a filter, fetched without the SDK.
+fn get_body(url: &str) -> Vec<u8> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let reply = reqwest::get(url).await.unwrap();
+        assert_eq!(reply.status(), 200);
+        reply.bytes().await.unwrap().to_vec()
+    })
+}
