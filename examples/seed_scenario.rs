@@ -1,0 +1,218 @@
+//! The 2008 case that started it all, replayed over HTTP: 45,754 followed users, 6,721
+//! of whom update during one day, and one aggregator that wants to know whose feeds to
+//! fetch.
+//!
+//! ```text
+//! cargo run --release --example seed_scenario [-- --users 45754 --updated 6721 --feed-bytes 10240]
+//! ```
+//!
+//! A real bloomcast server runs in this process on a loopback port over a real embedded
+//! store in a temporary directory; only its clock is ours, so the day passes in a
+//! second instead of 24 hours. The publisher and the pollers use the SDK over HTTP, and
+//! every request and byte they spend is counted by the SDK as it crosses the wire.
+//!
+//! Three pollers are compared:
+//! - polling every feed every hour with conditional GETs (what FriendFeed did, more
+//!   gently: it made 2.9 million requests that day);
+//! - an hourly bloomcast poller: right after each hour closes, fetch that hour's
+//!   filter, then fetch only the feeds it flags;
+//! - a daily bloomcast poller: once, after the day, fetch the day's union.
+
+use bloomcast::client::{Client, PublishOptions};
+use bloomcast::clock::ManualClock;
+use bloomcast::config::Settings;
+use bloomcast::hour::{hour_of, Hour};
+use bloomcast::startup::Application;
+use std::collections::HashSet;
+use std::sync::Arc;
+
+const TOKEN: &str = "seed-scenario-token";
+
+struct Args {
+    users: usize,
+    updated: usize,
+    feed_bytes: u64,
+    not_modified_bytes: u64,
+}
+
+fn args() -> Args {
+    let mut a = Args {
+        users: 45_754,
+        updated: 6_721,
+        feed_bytes: 10_240,
+        not_modified_bytes: 300,
+    };
+    let argv: Vec<String> = std::env::args().skip(1).collect();
+    for pair in argv.chunks(2) {
+        let value = || pair.get(1).and_then(|v| v.parse().ok()).expect("a number");
+        match pair[0].as_str() {
+            "--users" => a.users = value() as usize,
+            "--updated" => a.updated = value() as usize,
+            "--feed-bytes" => a.feed_bytes = value(),
+            "--not-modified-bytes" => a.not_modified_bytes = value(),
+            other => panic!("unknown option {other}"),
+        }
+    }
+    assert!(a.updated <= a.users, "--updated must not exceed --users");
+    a
+}
+
+/// splitmix64: a fixed, dependency-free sequence, so every run replays the same day.
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+}
+
+/// A poller's day: requests and bytes, and its feed fetches split by outcome.
+#[derive(Default)]
+struct Tally {
+    filter_requests: u64,
+    filter_bytes: u64,
+    useful: u64,
+    wasted: u64,
+    predicted_wasted: f64,
+}
+
+#[tokio::main]
+async fn main() {
+    let a = args();
+    let day = hour_of(2008, 9, 3, 0).expect("a valid hour");
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let clock = ManualClock::at(day, chrono::Duration::minutes(1));
+    let settings = Settings {
+        listen: "127.0.0.1:0".parse().expect("an address"),
+        data_dir: dir.path().to_owned(),
+        ingest_tokens: vec![TOKEN.into()],
+        refresh_ms: 0,
+        ..Settings::default()
+    };
+    let app = Application::build_with_clock(settings.clone(), Arc::new(clock.clone()))
+        .await
+        .expect("the server starts");
+    let base = format!("http://{}", app.local_addr());
+    tokio::spawn(app.run_until(std::future::pending()));
+
+    // Who updates, and in which hour.
+    let users: Vec<String> = (0..a.users).map(|i| format!("flickr-user:{i}")).collect();
+    let mut rng = Rng(20_080_903);
+    let mut order: Vec<usize> = (0..a.users).collect();
+    for i in (1..order.len()).rev() {
+        order.swap(i, (rng.next() % (i as u64 + 1)) as usize);
+    }
+    let mut by_hour: Vec<Vec<String>> = vec![Vec::new(); 24];
+    for &u in &order[..a.updated] {
+        by_hour[(rng.next() % 24) as usize].push(users[u].clone());
+    }
+
+    let publisher = Client::builder(&base)
+        .token(TOKEN)
+        .build()
+        .expect("a client");
+    let hourly_client = Client::new(&base).expect("a client");
+    let mut hourly = Tally::default();
+    for (h, updates) in by_hour.iter().enumerate() {
+        let hour = Hour::from_index(day.index() + h as i64);
+        clock.set(hour.start() + chrono::Duration::minutes(30));
+        publisher
+            .publish(updates, &PublishOptions::default())
+            .await
+            .expect("the updates are acknowledged");
+        // One minute past the hour: the poller fetches the hour that just closed.
+        clock.set(hour.end() + chrono::Duration::minutes(1));
+        let fetched = hourly_client.hour(hour).await.expect("the closed hour");
+        assert!(fetched.meta.complete, "{hour} should be closed");
+        let truth: HashSet<&str> = updates.iter().map(String::as_str).collect();
+        for id in fetched
+            .filter
+            .maybe_present(users.iter().map(String::as_str))
+        {
+            if truth.contains(id) {
+                hourly.useful += 1;
+            } else {
+                hourly.wasted += 1;
+            }
+        }
+        assert!(
+            updates.iter().all(|id| fetched.filter.contains(id)),
+            "false negative"
+        );
+        hourly.predicted_wasted += (a.users - updates.len()) as f64 * fetched.filter.fpp();
+    }
+    let stats = hourly_client.stats();
+    hourly.filter_requests = stats.requests;
+    hourly.filter_bytes = stats.body_bytes;
+
+    // The daily poller, after the day: one union.
+    let daily_client = Client::new(&base).expect("a client");
+    let union = daily_client.day(day.day()).await.expect("the day's union");
+    let truth: HashSet<&str> = by_hour.iter().flatten().map(String::as_str).collect();
+    let mut daily = Tally::default();
+    for id in union.filter.maybe_present(users.iter().map(String::as_str)) {
+        if truth.contains(id) {
+            daily.useful += 1;
+        } else {
+            daily.wasted += 1;
+        }
+    }
+    daily.predicted_wasted = (a.users - truth.len()) as f64 * union.filter.fpp();
+    let stats = daily_client.stats();
+    (daily.filter_requests, daily.filter_bytes) = (stats.requests, stats.body_bytes);
+
+    report(&a, &hourly, &daily, union.meta.count);
+}
+
+fn report(a: &Args, hourly: &Tally, daily: &Tally, distinct: u64) {
+    let polls = a.users as u64 * 24;
+    let poll_bytes =
+        a.updated as u64 * a.feed_bytes + (polls - a.updated as u64) * a.not_modified_bytes;
+    let cost = |t: &Tally| {
+        let requests = t.filter_requests + t.useful + t.wasted;
+        let bytes = t.filter_bytes + t.useful * a.feed_bytes + t.wasted * a.not_modified_bytes;
+        (requests, bytes)
+    };
+    let (hr, hb) = cost(hourly);
+    let (dr, db) = cost(daily);
+    let mb = |b: u64| b as f64 / 1e6;
+    println!(
+        "The 2008 scenario: {} followed users, {} updated ({} distinct) over 24 hours",
+        a.users, a.updated, distinct
+    );
+    println!(
+        "assumed: a changed feed is {} bytes; an unchanged conditional GET (304) costs {} bytes",
+        a.feed_bytes, a.not_modified_bytes
+    );
+    println!();
+    println!("| poller | requests/day | MB/day | filter requests | filter bytes | useful fetches | wasted fetches (measured) | wasted (predicted) |");
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|");
+    println!(
+        "| poll every feed hourly | {polls} | {:.1} | - | - | {} | 0 | - |",
+        mb(poll_bytes),
+        a.updated
+    );
+    for (name, t, r, b) in [
+        ("bloomcast, hourly", hourly, hr, hb),
+        ("bloomcast, daily union", daily, dr, db),
+    ] {
+        println!(
+            "| {name} | {r} | {:.1} | {} | {} | {} | {} | {:.0} |",
+            mb(b),
+            t.filter_requests,
+            t.filter_bytes,
+            t.useful,
+            t.wasted,
+            t.predicted_wasted
+        );
+    }
+    println!();
+    println!(
+        "hourly bloomcast: {:.0}x fewer requests and {:.1}x fewer bytes than polling every feed; no update missed",
+        polls as f64 / hr as f64,
+        poll_bytes as f64 / hb as f64
+    );
+}
