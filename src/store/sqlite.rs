@@ -7,16 +7,16 @@
 use super::{
     blob_to_keys, distinct, keys_to_blob, KeysPage, Result, SealedHour, Store, StoreError,
 };
-use crate::bloom::{Key, SHA1_KM32};
+use crate::bloom::Key;
 use crate::hour::Hour;
 use async_trait::async_trait;
 use rusqlite::{params, Connection, OptionalExtension};
 use std::path::{Path, PathBuf};
 use std::sync::{mpsc, Arc, Mutex};
 use tokio::sync::oneshot;
+use writer::{writer_loop, Command};
 
-/// Most write commands folded into one transaction.
-const MAX_GROUP: usize = 1024;
+mod writer;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
@@ -38,27 +38,6 @@ CREATE TABLE IF NOT EXISTS hours (
     keys   BLOB NOT NULL
 );
 ";
-
-enum Command {
-    Append {
-        hour: Hour,
-        blob: Vec<u8>,
-        reply: oneshot::Sender<Result<Hour>>,
-    },
-    Close {
-        hour: Hour,
-        reply: oneshot::Sender<Result<()>>,
-    },
-    Seal {
-        sealed: SealedHour,
-        keys: Vec<u8>,
-        reply: oneshot::Sender<Result<()>>,
-    },
-    Prune {
-        before: Hour,
-        reply: oneshot::Sender<Result<u64>>,
-    },
-}
 
 /// SQLite-backed [`Store`].
 pub struct SqliteStore {
@@ -153,141 +132,6 @@ impl SqliteStore {
         })
         .await
         .map_err(failed)?
-    }
-}
-
-fn writer_loop(
-    mut conn: Connection,
-    rx: mpsc::Receiver<Command>,
-    mut closed_through: Option<Hour>,
-) {
-    while let Ok(first) = rx.recv() {
-        let mut group = vec![first];
-        while group.len() < MAX_GROUP {
-            match rx.try_recv() {
-                Ok(cmd) => group.push(cmd),
-                Err(_) => break,
-            }
-        }
-        let before = closed_through;
-        let outcome = apply_group(&mut conn, &group, &mut closed_through);
-        if outcome.is_err() {
-            closed_through = before;
-        }
-        reply_all(group, outcome);
-    }
-}
-
-/// What each command of a committed group answers.
-enum Answer {
-    Hour(Hour),
-    Unit,
-    Count(u64),
-}
-
-fn apply_group(
-    conn: &mut Connection,
-    group: &[Command],
-    closed_through: &mut Option<Hour>,
-) -> Result<Vec<Answer>> {
-    let tx = conn.transaction().map_err(failed)?;
-    let mut answers = Vec::with_capacity(group.len());
-    {
-        let mut insert = tx
-            .prepare_cached("INSERT INTO batches (hour, keys) VALUES (?1, ?2)")
-            .map_err(failed)?;
-        for cmd in group {
-            let answer = match cmd {
-                Command::Append { hour, blob, .. } => {
-                    let hour = match *closed_through {
-                        Some(closed) if *hour <= closed => closed.next(),
-                        _ => *hour,
-                    };
-                    insert
-                        .execute(params![hour.index(), blob])
-                        .map_err(failed)?;
-                    Answer::Hour(hour)
-                }
-                Command::Close { hour, .. } => {
-                    if closed_through.is_none_or(|c| c < *hour) {
-                        *closed_through = Some(*hour);
-                        tx.execute(
-                            "INSERT INTO meta (name, value) VALUES ('closed_through', ?1)
-                             ON CONFLICT (name) DO UPDATE SET value = excluded.value",
-                            [hour.index()],
-                        )
-                        .map_err(failed)?;
-                    }
-                    Answer::Unit
-                }
-                Command::Seal { sealed, keys, .. } => {
-                    tx.execute(
-                        "INSERT OR IGNORE INTO hours (hour, count, m, k, hash, filter, keys)
-                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-                        params![
-                            sealed.hour.index(),
-                            sealed.count as i64,
-                            sealed.m,
-                            sealed.k,
-                            SHA1_KM32,
-                            sealed.filter,
-                            keys
-                        ],
-                    )
-                    .map_err(failed)?;
-                    tx.execute("DELETE FROM batches WHERE hour = ?1", [sealed.hour.index()])
-                        .map_err(failed)?;
-                    Answer::Unit
-                }
-                Command::Prune { before, .. } => {
-                    let gone = tx
-                        .execute("DELETE FROM hours WHERE hour < ?1", [before.index()])
-                        .map_err(failed)?;
-                    tx.execute("DELETE FROM batches WHERE hour < ?1", [before.index()])
-                        .map_err(failed)?;
-                    Answer::Count(gone as u64)
-                }
-            };
-            answers.push(answer);
-        }
-    }
-    tx.commit().map_err(failed)?;
-    Ok(answers)
-}
-
-fn reply_all(group: Vec<Command>, outcome: Result<Vec<Answer>>) {
-    match outcome {
-        Ok(answers) => {
-            for (cmd, answer) in group.into_iter().zip(answers) {
-                // A dropped receiver means the request was abandoned; nothing to do.
-                let _ = match (cmd, answer) {
-                    (Command::Append { reply, .. }, Answer::Hour(h)) => {
-                        reply.send(Ok(h)).map_err(drop)
-                    }
-                    (Command::Close { reply, .. }, Answer::Unit) => {
-                        reply.send(Ok(())).map_err(drop)
-                    }
-                    (Command::Seal { reply, .. }, Answer::Unit) => reply.send(Ok(())).map_err(drop),
-                    (Command::Prune { reply, .. }, Answer::Count(n)) => {
-                        reply.send(Ok(n)).map_err(drop)
-                    }
-                    _ => unreachable!("answers follow their commands"),
-                };
-            }
-        }
-        Err(e) => {
-            tracing::error!(error = %e, "SQLite write group failed");
-            let err = || failed(&e);
-            for cmd in group {
-                let _ = match cmd {
-                    Command::Append { reply, .. } => reply.send(Err(err())).map_err(drop),
-                    Command::Close { reply, .. } | Command::Seal { reply, .. } => {
-                        reply.send(Err(err())).map_err(drop)
-                    }
-                    Command::Prune { reply, .. } => reply.send(Err(err())).map_err(drop),
-                };
-            }
-        }
     }
 }
 

@@ -1,0 +1,85 @@
+//! The schema, as versioned migrations applied once each, by whichever node starts
+//! first (under an advisory lock), in the configured schema.
+
+use super::{pg_error, pool_error};
+use crate::store::Result;
+use deadpool_postgres::Pool;
+
+/// Migrations, applied in order once each; `{s}` is the quoted schema.
+const MIGRATIONS: &[(i32, &str)] = &[(
+    1,
+    r#"
+CREATE TABLE {s}.meta (name text PRIMARY KEY, value bigint NOT NULL);
+-- Appended keys of hours not yet sealed: one row per ingest request, 8 bytes a key.
+-- xid orders rows by transaction so readers can page without missing late commits.
+CREATE TABLE {s}.batches (
+    seq  bigserial PRIMARY KEY,
+    hour bigint NOT NULL,
+    keys bytea NOT NULL,
+    xid  xid8 NOT NULL DEFAULT pg_current_xact_id()
+);
+CREATE INDEX batches_by_hour ON {s}.batches (hour, xid);
+-- Sealed hours: the final filter (wire order) and the sorted distinct keys.
+CREATE TABLE {s}.hours (
+    hour      bigint PRIMARY KEY,
+    starts_at timestamptz NOT NULL,
+    count     bigint NOT NULL,
+    m         integer NOT NULL,
+    k         integer NOT NULL,
+    hash      text NOT NULL,
+    filter    bytea NOT NULL,
+    keys      bytea NOT NULL,
+    sealed_at timestamptz NOT NULL DEFAULT now()
+);
+-- The filters as bit strings, for bit_or unions of equal m in SQL.
+CREATE VIEW {s}.hour_bits AS
+    SELECT hour, starts_at, count, m, k, ('x' || encode(filter, 'hex'))::bit varying AS bits
+    FROM {s}.hours;
+"#,
+)];
+
+/// Creates the schema if needed and applies the migrations it lacks.
+pub(super) async fn migrate(pool: &Pool, schema: &str) -> Result<()> {
+    let mut client = pool.get().await.map_err(pool_error)?;
+    let tx = client.transaction().await.map_err(pg_error)?;
+    // One migrator at a time, whichever node starts first.
+    tx.execute(
+        "SELECT pg_advisory_xact_lock(hashtext('bloomcast-migrate:' || $1))",
+        &[&schema],
+    )
+    .await
+    .map_err(pg_error)?;
+    tx.batch_execute(&format!(
+        "CREATE SCHEMA IF NOT EXISTS {schema};
+         CREATE TABLE IF NOT EXISTS {schema}.schema_migrations (
+             version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now());"
+    ))
+    .await
+    .map_err(pg_error)?;
+    let applied: Vec<i32> = tx
+        .query(
+            &format!("SELECT version FROM {schema}.schema_migrations"),
+            &[],
+        )
+        .await
+        .map_err(pg_error)?
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    for (version, sql) in MIGRATIONS {
+        if applied.contains(version) {
+            continue;
+        }
+        tx.batch_execute(&sql.replace("{s}", schema))
+            .await
+            .map_err(pg_error)?;
+        tx.execute(
+            &format!("INSERT INTO {schema}.schema_migrations (version) VALUES ($1)"),
+            &[version],
+        )
+        .await
+        .map_err(pg_error)?;
+        tracing::info!(version, %schema, "applied migration");
+    }
+    tx.commit().await.map_err(pg_error)
+}
