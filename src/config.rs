@@ -222,6 +222,14 @@ impl Settings {
         if self.ingest_tokens.iter().any(|t| t.len() < 8) {
             return invalid("ingest_tokens", "each token must be at least 8 characters");
         }
+        if !self.database_url.is_empty() && self.ingest_tokens.is_empty() {
+            // A token generated per node would make ingest depend on which node answers.
+            return invalid(
+                "ingest_tokens",
+                "cluster mode (database_url set) needs the same ingest tokens on every node: \
+                 set BLOOMCAST_INGEST_TOKENS",
+            );
+        }
         if !self
             .database_schema
             .chars()
@@ -310,6 +318,12 @@ mod tests {
                 ..
             })
         ));
+        s = Settings {
+            database_url: "postgres://db/bloom".into(),
+            ..Settings::default()
+        };
+        let err = s.validate().unwrap_err();
+        assert!(err.to_string().contains("BLOOMCAST_INGEST_TOKENS"), "{err}");
     }
 
     #[test]
