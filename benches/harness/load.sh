@@ -6,6 +6,7 @@
 #
 #   benches/harness/load.sh               # 60 s (after a 5 s warm-up)
 #   SECS=5 benches/harness/load.sh        # a quick smoke run
+#   MIX=8,0,2,2 benches/harness/load.sh   # weights: closed, open, 304, ingest (default 8,8,2,2)
 #
 # The server runs on core 0, wrk (one thread) on core 1. Expects a release build
 # (run.sh builds one).
@@ -14,6 +15,8 @@ source "$(dirname "$0")/common.sh"
 SECS="${SECS:-60}"
 N="${N:-3000}"
 BATCH="${BATCH:-100}"
+# Weights of closed-hour GETs, open-hour GETs, 304 revalidations and ingests (mix.lua).
+MIX="${MIX:-8,8,2,2}"
 ensure_tools wrk:wrk
 make_work
 
@@ -32,7 +35,7 @@ statuses() { curl -sf "$bc/metrics" | sed -n 's/^bloomcast_http_requests_total{.
 ingested() { curl -sf "$bc/metrics" | awk '$1 == "bloomcast_ids_ingested_total" {print $2}'; }
 wrk_mix() { # wrk_mix SECONDS OUTPUT
   taskset -c "$CLIENT_CPU" wrk -t1 -c256 -d"$1s" --timeout 10s --latency -s "$ROOT/benches/harness/mix.lua" \
-    "$bc" -- "$closed" "$open" "$TOKEN" "$etag" "load$$-$1" "$BATCH" >"$2"
+    "$bc" -- "$closed" "$open" "$TOKEN" "$etag" "load$$-$1" "$BATCH" "$MIX" >"$2"
 }
 
 rss_start=$(rss_kb "$SERVER_PID")
@@ -57,7 +60,7 @@ read -r _ _ _ warm_errors < <(parse_wrk "$WORK/wrk-warmup")
 requests=$(awk '/requests in/ {print $1}' "$WORK/wrk-load")
 bad_status=$(statuses | awk '$1 != 200 && $1 != 304 {n += $2} END {print n + 0}')
 echo
-echo "### Load (wrk -t1 -c256 -d${SECS}s, 8 closed : 8 open : 2 revalidations : 2 ingests of $BATCH IDs)"
+echo "### Load (wrk -t1 -c256 -d${SECS}s --timeout 10s; closed : open : revalidations : ingests of $BATCH IDs = ${MIX//,/ : })"
 echo
 echo "| requests | req/s | p50 ms | p99 ms | wrk errors (socket, timeout, non-2xx/3xx) | server statuses other than 200/304 | IDs ingested | RSS start | RSS before | RSS after | RSS 5 s later |"
 echo "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
