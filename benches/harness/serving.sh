@@ -1,0 +1,140 @@
+#!/usr/bin/env bash
+# Serving: bloomcast against nginx serving the same bytes as static precompressed files.
+#
+#   benches/harness/serving.sh            # 10 s per wrk run (the default)
+#   SECS=2 benches/harness/serving.sh     # a quick smoke run
+#
+# Three requests at 64 connections: a closed hour (gzip JSON), the open hour (gzip JSON)
+# and a 304 revalidation of the closed hour. bloomcast serves them from its embedded
+# store; nginx (one worker) serves the very bytes bloomcast sent, saved as closed.json.gz
+# and open.json.gz, with gzip_static and ETags. The servers run on core 0, wrk (one
+# thread) on core 1. Each bloomcast run is followed by the same nginx run, the pair
+# repeated three times; the table has the medians. Expects a release build
+# (run.sh builds one).
+set -euo pipefail
+source "$(dirname "$0")/common.sh"
+SECS="${SECS:-10}"
+N="${N:-3000}"
+ensure_tools wrk:wrk nginx:nginx-light
+make_work
+
+# bloomcast, with a closed hour of N IDs (seeded through the store before it starts) and
+# an open hour of N IDs (ingested over HTTP).
+data="$WORK/data"
+closed=$("$EXAMPLES/seed_closed_hour" "$data" "$N" 2)
+ensure_hour_lasts $((6 * 3 * (SECS + 2) + 30))
+port=$(free_port)
+start_bloomcast "$data" "$port"
+post_ids "$port" open "$N"
+open=$(current_path "$port")
+bc="http://127.0.0.1:$port"
+
+# The exact gzip bytes bloomcast serves, for nginx to serve.
+www="$WORK/www"
+mkdir -p "$www"
+for name in closed open; do
+  path=${!name}
+  curl -sf -H 'Accept-Encoding: gzip' -o "$www/$name.json.gz" "$bc$path"
+  curl -sf -o "$www/$name.json" "$bc$path"
+done
+chmod -R a+rX "$WORK"
+etag=$(curl -sf -D - -o /dev/null -H 'Accept-Encoding: gzip' "$bc$closed" | awk -F': ' 'tolower($1) == "etag" {print $2}' | tr -d '\r')
+
+nport=$(free_port)
+cat >"$WORK/nginx.conf" <<EOF
+worker_processes 1;
+daemon off;
+pid $WORK/nginx.pid;
+error_log $WORK/nginx-error.log warn;
+events { worker_connections 1024; }
+http {
+  include /etc/nginx/mime.types;
+  access_log off;
+  client_body_temp_path $WORK/nginx-body;
+  proxy_temp_path $WORK/nginx-proxy;
+  fastcgi_temp_path $WORK/nginx-fastcgi;
+  uwsgi_temp_path $WORK/nginx-uwsgi;
+  scgi_temp_path $WORK/nginx-scgi;
+  sendfile on;
+  tcp_nopush on;
+  keepalive_timeout 75s;
+  keepalive_requests 100000000;
+  server {
+    listen 127.0.0.1:$nport;
+    root $www;
+    etag on;
+    gzip_static on;
+    add_header Vary "Accept, Accept-Encoding";
+    location = /closed.json { add_header Cache-Control "public, max-age=31536000, immutable"; add_header Vary "Accept, Accept-Encoding"; }
+    location = /open.json { add_header Cache-Control "public, max-age=30"; add_header Vary "Accept, Accept-Encoding"; }
+  }
+}
+EOF
+taskset -c "$SERVER_CPU" nginx -c "$WORK/nginx.conf" -e "$WORK/nginx-error.log" 2>>"$WORK/nginx-error.log" &
+PIDS+=("$!")
+ng="http://127.0.0.1:$nport"
+wait_http "$ng/closed.json" || die "nginx did not start: $(cat "$WORK/nginx-error.log")"
+netag=$(curl -sf -D - -o /dev/null -H 'Accept-Encoding: gzip' "$ng/closed.json" | awk -F': ' 'tolower($1) == "etag" {print $2}' | tr -d '\r')
+
+# Both servers send the same body bytes, and both answer the revalidation with 304.
+for name in closed open; do
+  path=${!name}
+  cmp -s <(curl -sf -H 'Accept-Encoding: gzip' "$bc$path") <(curl -sf -H 'Accept-Encoding: gzip' "$ng/$name.json") ||
+    die "bloomcast and nginx send different bytes for the $name hour"
+done
+[[ $(curl -s -o /dev/null -w '%{http_code}' -H 'Accept-Encoding: gzip' -H "If-None-Match: $etag" "$bc$closed") == 304 ]] || die "bloomcast did not answer 304"
+[[ $(curl -s -o /dev/null -w '%{http_code}' -H 'Accept-Encoding: gzip' -H "If-None-Match: $netag" "$ng/closed.json") == 304 ]] || die "nginx did not answer 304"
+
+run_wrk() { # run_wrk OUTPUT URL [HEADER ...]
+  local out="$1" url="$2" args=()
+  shift 2
+  local h
+  for h in "$@"; do args+=(-H "$h"); done
+  taskset -c "$CLIENT_CPU" wrk -t1 -c64 -d"${SECS}s" --latency -H 'Accept-Encoding: gzip' "${args[@]}" "$url" >"$out"
+}
+
+declare -A R
+kinds=(closed open revalidate)
+for rep in 1 2 3; do
+  for kind in "${kinds[@]}"; do
+    case $kind in
+      closed) bargs=("$bc$closed") nargs=("$ng/closed.json") ;;
+      open) bargs=("$bc$open") nargs=("$ng/open.json") ;;
+      revalidate) bargs=("$bc$closed" "If-None-Match: $etag") nargs=("$ng/closed.json" "If-None-Match: $netag") ;;
+    esac
+    log "run $rep/3: $kind, bloomcast then nginx (${SECS}s each)"
+    run_wrk "$WORK/wrk-bc-$kind-$rep" "${bargs[@]}"
+    run_wrk "$WORK/wrk-ng-$kind-$rep" "${nargs[@]}"
+    for s in bc ng; do
+      read -r rps p50 p99 err < <(parse_wrk "$WORK/wrk-$s-$kind-$rep")
+      ((err == 0)) || die "$s $kind run $rep: $err errors or non-2xx/3xx responses: $(cat "$WORK/wrk-$s-$kind-$rep")"
+      R[$s-$kind-rps]+="$rps " R[$s-$kind-p50]+="$p50 " R[$s-$kind-p99]+="$p99 "
+    done
+  done
+done
+
+size() { stat -c %s "$www/$1.json.gz"; }
+echo
+echo "### Serving vs nginx ($N IDs per hour; wrk -t1 -c64 -d${SECS}s; median of 3 interleaved pairs)"
+echo
+echo "| request | body bytes | bloomcast req/s | p50 ms | p99 ms | nginx req/s | p50 ms | p99 ms | bloomcast/nginx req/s |"
+echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|"
+for kind in "${kinds[@]}"; do
+  case $kind in
+    closed) label="closed hour, gzip JSON" bytes=$(size closed) ;;
+    open) label="open hour, gzip JSON" bytes=$(size open) ;;
+    revalidate) label="304 revalidation (closed hour)" bytes=0 ;;
+  esac
+  declare -A M=()
+  for s in bc ng; do
+    for f in rps p50 p99; do
+      # shellcheck disable=SC2086
+      M[$s-$f]=$(median ${R[$s-$kind-$f]})
+    done
+  done
+  ratio=$(awk -v a="${M[bc-rps]}" -v b="${M[ng-rps]}" 'BEGIN {printf "%.2f", a / b}')
+  printf '| %s | %s | %.0f | %s | %s | %.0f | %s | %s | %s |\n' "$label" "$bytes" \
+    "${M[bc-rps]}" "${M[bc-p50]}" "${M[bc-p99]}" "${M[ng-rps]}" "${M[ng-p50]}" "${M[ng-p99]}" "$ratio"
+done
+echo
+echo "Runs (req/s): $(for k in "${kinds[@]}"; do printf '%s bloomcast [%s] nginx [%s]; ' "$k" "${R[bc-$k-rps]% }" "${R[ng-$k-rps]% }"; done)"

@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# Wire size: gzip bytes per ID of each representation of a closed hour at n = 3000,
+# 30,000 and 300,000, next to the floor log2(1/p)/8 (examples/wire_size.rs).
+set -euo pipefail
+source "$(dirname "$0")/common.sh"
+echo
+echo "### Wire size (closed hour as served: sized_within at target_fpp, best gzip; ratio = gzip B/ID / floor)"
+echo
+(cd "$ROOT" && "$EXAMPLES/wire_size" "$@")
