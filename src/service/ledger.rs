@@ -43,9 +43,11 @@ pub struct OpenHour {
     /// Store cursor: everything appended up to it is in `keys`.
     pub cursor: i64,
     pub refreshed_at: Option<Instant>,
-    /// Bumped whenever the content changes; rendered forms are valid for one version.
+    /// Bumped whenever the content changes.
     pub version: u64,
-    pub rendered: [Option<Arc<Rendered>>; 3],
+    /// The newest rendering per representation, with the version it shows; current
+    /// while that version is.
+    pub rendered: [Option<(u64, Arc<Rendered>)>; 3],
 }
 
 impl OpenHour {
@@ -76,7 +78,6 @@ impl OpenHour {
         if new > 0 {
             self.grow_if_needed();
             self.version += 1;
-            self.rendered = [None, None, None];
         }
         new
     }

@@ -102,6 +102,10 @@ pub struct Service {
     /// Serialises sealing so an hour is built once per node.
     seal_lock: tokio::sync::Mutex<()>,
     refresh_lock: tokio::sync::Mutex<()>,
+    /// One open-hour render per representation at a time.
+    render_locks: [tokio::sync::Mutex<()>; 3],
+    /// One union build at a time.
+    union_lock: tokio::sync::Mutex<()>,
     /// Unions that end in the open hour (`since`, today), each with the open hour's
     /// version it was built from: pollers asking for the same range between two ingests
     /// share one build instead of each re-reading every hour's keys.
@@ -132,6 +136,8 @@ impl Service {
             ledger: Mutex::new(Ledger::default()),
             seal_lock: tokio::sync::Mutex::new(()),
             refresh_lock: tokio::sync::Mutex::new(()),
+            render_locks: Default::default(),
+            union_lock: tokio::sync::Mutex::new(()),
             open_unions: Mutex::new(HashMap::new()),
         })
     }

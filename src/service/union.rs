@@ -1,7 +1,7 @@
 //! Unions of hours (a day, or a since-range): rebuilt from the hours' keys at a size fit
 //! for their distinct count, never OR-ed from hourly filters of different sizes.
 
-use super::{Result, Service, OPEN_UNIONS};
+use super::{OpenStamp, Result, Service, OPEN_UNIONS};
 use crate::bloom::Filter;
 use crate::hour::Hour;
 use crate::render::{render, Effort, Rendered, Repr};
@@ -20,27 +20,31 @@ impl Service {
         complete: bool,
     ) -> Result<Arc<Rendered>> {
         let key = (from.index(), to.index(), repr);
-        if complete {
-            if let Some(r) = self.cache.get(&key) {
-                return Ok(r);
-            }
-        }
         let now = self.clock.current_hour();
+        let cached = |fresh: &dyn Fn(OpenStamp) -> bool| -> Option<Arc<Rendered>> {
+            if complete {
+                return self.cache.get(&key);
+            }
+            let unions = self.open_unions.lock().expect("unions lock");
+            unions
+                .get(&key)
+                .filter(|(s, _)| fresh(*s))
+                .map(|(_, r)| r.clone())
+        };
+        let mut wanted = (now.index(), 0);
         if to == now {
             self.refresh(now).await?;
-            let version = self
-                .ledger
-                .lock()
-                .expect("ledger lock")
-                .hours
-                .get(&now)
-                .map(|o| o.version);
-            let unions = self.open_unions.lock().expect("unions lock");
-            if let Some((stamp, r)) = unions.get(&key) {
-                if Some(*stamp) == version.map(|v| (now.index(), v)) {
-                    return Ok(r.clone());
-                }
-            }
+            let ledger = self.ledger.lock().expect("ledger lock");
+            wanted.1 = ledger.hours.get(&now).map_or(0, |o| o.version);
+        }
+        if let Some(r) = cached(&|s| s == wanted) {
+            return Ok(r);
+        }
+        // One build at a time: readers arriving while ingest keeps changing the open hour
+        // share the next build instead of each starting their own.
+        let _one_build = self.union_lock.lock().await;
+        if let Some(r) = cached(&|s| s.0 == wanted.0 && s.1 >= wanted.1) {
+            return Ok(r);
         }
         let mut keys = Vec::new();
         let mut stamp = None;

@@ -73,13 +73,28 @@ impl Service {
         }
     }
 
+    /// The open hour, rendered at least as new as when the request arrived. One render
+    /// per representation runs at a time: readers arriving while ingest keeps changing
+    /// the hour share the next render instead of each starting their own.
     async fn open_view(&self, hour: Hour, repr: Repr) -> Result<Arc<Rendered>> {
         self.refresh(hour).await?;
+        let slot = repr.index();
+        let wanted = {
+            let mut ledger = self.ledger.lock().expect("ledger lock");
+            let open = self.open_entry(&mut ledger, hour);
+            match &open.rendered[slot] {
+                Some((v, r)) if *v == open.version => return Ok(r.clone()),
+                _ => open.version,
+            }
+        };
+        let _one_render = self.render_locks[slot].lock().await;
         let (meta, filter, version) = {
             let mut ledger = self.ledger.lock().expect("ledger lock");
             let open = self.open_entry(&mut ledger, hour);
-            if let Some(r) = &open.rendered[repr.index()] {
-                return Ok(r.clone());
+            if let Some((v, r)) = &open.rendered[slot] {
+                if *v >= wanted {
+                    return Ok(r.clone());
+                }
             }
             let meta = Meta::hour(hour.rfc3339(), false, open.count());
             (meta, open.filter().clone(), open.version)
@@ -87,8 +102,11 @@ impl Service {
         let rendered = Arc::new(render_off_thread(meta, filter, repr, Effort::Fast).await);
         let mut ledger = self.ledger.lock().expect("ledger lock");
         if let Some(open) = ledger.hours.get_mut(&hour) {
-            if open.version == version {
-                open.rendered[repr.index()] = Some(rendered.clone());
+            if open.rendered[slot]
+                .as_ref()
+                .is_none_or(|(v, _)| *v < version)
+            {
+                open.rendered[slot] = Some((version, rendered.clone()));
             }
         }
         Ok(rendered)

@@ -120,3 +120,47 @@ async fn a_closed_hour_has_identical_bytes_across_restarts() {
     assert_eq!(after.header("etag"), before.header("etag"));
     assert_eq!(app.get("/2008/09/03/13").await.body, json_before.body);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn readers_racing_ingest_see_every_id_acknowledged_before_they_asked() {
+    let app = std::sync::Arc::new(TestApp::spawn_with(|s| s.capacity = 500).await);
+    let acked = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let writers: Vec<_> = (0..3)
+        .map(|w| {
+            let (app, acked) = (app.clone(), acked.clone());
+            tokio::spawn(async move {
+                for b in 0..30 {
+                    let ids: Vec<String> = (0..40).map(|i| format!("w{w}-{b}-{i}")).collect();
+                    let refs: Vec<&str> = ids.iter().map(String::as_str).collect();
+                    app.ingest(&refs).await;
+                    acked.lock().unwrap().extend(ids);
+                }
+            })
+        })
+        .collect();
+    let readers: Vec<_> = ["/2008/09/03/13", "/since/2008/09/03/13", "/2008/09/03"]
+        .into_iter()
+        .flat_map(|path| [path; 2])
+        .map(|path| {
+            let (app, acked) = (app.clone(), acked.clone());
+            tokio::spawn(async move {
+                let mut reads = 0;
+                while acked.lock().unwrap().len() < 3 * 30 * 40 {
+                    let before = acked.lock().unwrap().clone();
+                    let (meta, filter) = app.filter(path).await;
+                    let missing = before.iter().filter(|id| !filter.contains(id)).count();
+                    assert_eq!(missing, 0, "{path} lacks acknowledged IDs");
+                    assert!(meta.count >= before.len() as u64, "{path}: {meta:?}");
+                    reads += 1;
+                }
+                reads
+            })
+        })
+        .collect();
+    for w in writers {
+        w.await.unwrap();
+    }
+    for r in readers {
+        assert!(r.await.unwrap() > 0);
+    }
+}
