@@ -13,6 +13,12 @@ use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
+/// Headers a request may carry: plenty for any real client; more is answered 431.
+const MAX_HEADERS: usize = 100;
+/// Bytes of a request head (request line and headers); more is answered 431. Checked on
+/// the parsed head, so the answer does not depend on how the bytes arrived.
+const MAX_HEAD_BYTES: usize = 64 * 1024;
+
 /// How the connections are served.
 #[derive(Debug, Clone, Copy)]
 pub struct ConnLimits {
@@ -35,7 +41,9 @@ pub async fn serve(
     let mut builder = http1::Builder::new();
     builder
         .timer(TokioTimer::new())
-        .header_read_timeout(limits.header_read_timeout);
+        .header_read_timeout(limits.header_read_timeout)
+        .max_headers(MAX_HEADERS)
+        .max_header_size(MAX_HEAD_BYTES);
     tokio::pin!(shutdown);
     loop {
         let (stream, peer) = tokio::select! {
