@@ -9,3 +9,4 @@ mod headers;
 mod helpers;
 mod ingest;
 mod paths;
+mod raw;
