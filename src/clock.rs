@@ -27,6 +27,28 @@ impl Clock for SystemClock {
     }
 }
 
+/// The system clock shifted by a fixed offset, so that a whole process can be run
+/// "at" another time (the crash script uses it to straddle an hour boundary).
+#[derive(Debug, Clone, Copy)]
+pub struct OffsetClock {
+    offset: Duration,
+}
+
+impl OffsetClock {
+    /// A system clock running `seconds` ahead (negative: behind).
+    pub fn new(seconds: i64) -> OffsetClock {
+        OffsetClock {
+            offset: Duration::seconds(seconds),
+        }
+    }
+}
+
+impl Clock for OffsetClock {
+    fn now(&self) -> DateTime<Utc> {
+        Utc::now() + self.offset
+    }
+}
+
 /// A clock that stands still until told to move. Clones share the same time.
 #[derive(Debug, Clone)]
 pub struct ManualClock {
@@ -76,5 +98,19 @@ mod tests {
         assert_eq!(clock.current_hour(), h);
         other.advance(Duration::minutes(1));
         assert_eq!(clock.current_hour(), h.next());
+    }
+
+    #[test]
+    fn offset_clock_is_the_system_clock_shifted() {
+        let ahead = OffsetClock::new(7200).now() - Utc::now();
+        assert!(
+            (ahead - Duration::hours(2)).num_seconds().abs() <= 1,
+            "{ahead}"
+        );
+        let behind = OffsetClock::new(-90).now() - Utc::now();
+        assert!(
+            (behind + Duration::seconds(90)).num_seconds().abs() <= 1,
+            "{behind}"
+        );
     }
 }

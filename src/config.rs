@@ -45,6 +45,13 @@ pub struct Settings {
     pub database_url: String,
     pub database_schema: String,
     pub refresh_ms: u64,
+    /// Seconds a whole request (body included) may take before it is answered 408.
+    pub request_timeout_seconds: u64,
+    /// Seconds a client has to send a request's headers (slow-loris defence); the
+    /// connection is closed when they do not arrive in time. Also bounds idle keep-alive.
+    pub header_read_timeout_seconds: u64,
+    /// Shifts the server's notion of now (testing: run a whole process at another time).
+    pub clock_offset_seconds: i64,
 }
 
 impl Default for Settings {
@@ -63,6 +70,9 @@ impl Default for Settings {
             database_url: String::new(),
             database_schema: "bloomcast".into(),
             refresh_ms: 1000,
+            request_timeout_seconds: 30,
+            header_read_timeout_seconds: 5,
+            clock_offset_seconds: 0,
         }
     }
 }
@@ -86,6 +96,12 @@ impl std::fmt::Debug for Settings {
             .field("database_url", &redact_url(&self.database_url))
             .field("database_schema", &self.database_schema)
             .field("refresh_ms", &self.refresh_ms)
+            .field("request_timeout_seconds", &self.request_timeout_seconds)
+            .field(
+                "header_read_timeout_seconds",
+                &self.header_read_timeout_seconds,
+            )
+            .field("clock_offset_seconds", &self.clock_offset_seconds)
             .finish()
     }
 }
@@ -185,6 +201,12 @@ impl Settings {
         env!(database_url, "BLOOMCAST_DATABASE_URL");
         env!(database_schema, "BLOOMCAST_DATABASE_SCHEMA");
         env!(refresh_ms, "BLOOMCAST_REFRESH_MS");
+        env!(request_timeout_seconds, "BLOOMCAST_REQUEST_TIMEOUT_SECONDS");
+        env!(
+            header_read_timeout_seconds,
+            "BLOOMCAST_HEADER_READ_TIMEOUT_SECONDS"
+        );
+        env!(clock_offset_seconds, "BLOOMCAST_CLOCK_OFFSET_SECONDS");
         if let Some(v) = get("BLOOMCAST_INGEST_TOKENS") {
             self.ingest_tokens = v
                 .split(',')
@@ -218,6 +240,12 @@ impl Settings {
         }
         if self.body_limit == 0 {
             return invalid("body_limit", "must be at least 1 byte");
+        }
+        if self.request_timeout_seconds == 0 {
+            return invalid("request_timeout_seconds", "must be at least 1 second");
+        }
+        if self.header_read_timeout_seconds == 0 {
+            return invalid("header_read_timeout_seconds", "must be at least 1 second");
         }
         if self.ingest_tokens.iter().any(|t| t.len() < 8) {
             return invalid("ingest_tokens", "each token must be at least 8 characters");
@@ -278,8 +306,14 @@ mod tests {
             ("BLOOMCAST_DATA_DIR", "/var/lib/bloomcast"),
             ("BLOOMCAST_INGEST_TOKENS", "token-one-x, token-two-y,"),
             ("BLOOMCAST_CAPACITY", "5000"),
+            ("BLOOMCAST_REQUEST_TIMEOUT_SECONDS", "7"),
+            ("BLOOMCAST_HEADER_READ_TIMEOUT_SECONDS", "2"),
+            ("BLOOMCAST_CLOCK_OFFSET_SECONDS", "-3600"),
         ]))
         .unwrap();
+        assert_eq!(s.request_timeout_seconds, 7);
+        assert_eq!(s.header_read_timeout_seconds, 2);
+        assert_eq!(s.clock_offset_seconds, -3600);
         assert_eq!(s.listen.port(), 9999);
         assert_eq!(s.data_dir, PathBuf::from("/var/lib/bloomcast"));
         assert_eq!(s.ingest_tokens, vec!["token-one-x", "token-two-y"]);

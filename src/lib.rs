@@ -7,7 +7,8 @@
 //! - [`store`]: storage behind one trait; the embedded SQLite store.
 //! - [`service`]: ingest, publication, sealing and pruning, independent of HTTP.
 //! - [`client`]: the Rust SDK: fetch filters, ask what changed, publish.
-//! - [`http`]: the router and thin handlers; [`startup`]: building and running it.
+//! - [`http`]: the router and thin handlers; [`server`]: the accept loop with its
+//!   connection timeouts; [`startup`]: building and running it.
 
 pub mod bloom;
 pub mod cli;
@@ -17,6 +18,7 @@ pub mod config;
 pub mod hour;
 pub mod http;
 pub mod render;
+pub mod server;
 pub mod service;
 pub mod startup;
 pub mod store;

@@ -1,9 +1,10 @@
 //! Building and running the server: open the store, bind (port 0 works), serve until
 //! told to stop, then drain within a deadline.
 
-use crate::clock::{Clock, SystemClock};
+use crate::clock::{Clock, OffsetClock, SystemClock};
 use crate::config::{ConfigError, Settings};
 use crate::http::{router, AppState, Auth, Metrics};
+use crate::server::{self, ConnLimits};
 use crate::service::{Service, ServiceError, Tuning};
 use crate::store::{PgStore, SqliteStore, Store, StoreError};
 use axum::Router;
@@ -35,17 +36,29 @@ pub enum StartError {
 pub struct Application {
     listener: TcpListener,
     state: AppState,
+    limits: ConnLimits,
     shutdown_timeout: Duration,
 }
 
 impl Application {
-    /// Builds the server from settings with the system clock.
+    /// Builds the server from settings with the system clock (shifted by
+    /// `clock_offset_seconds` when that is set).
     ///
     /// # Errors
     /// The store cannot be opened, the token file cannot be written, or the address
     /// cannot be bound.
     pub async fn build(settings: Settings) -> Result<Application, StartError> {
-        Application::build_with_clock(settings, Arc::new(SystemClock)).await
+        let clock: Arc<dyn Clock> = match settings.clock_offset_seconds {
+            0 => Arc::new(SystemClock),
+            offset => {
+                tracing::warn!(
+                    offset_seconds = offset,
+                    "clock_offset_seconds is set: this server's clock is shifted (testing only)"
+                );
+                Arc::new(OffsetClock::new(offset))
+            }
+        };
+        Application::build_with_clock(settings, clock).await
     }
 
     /// As [`Application::build`] with a given clock (tests move time by hand).
@@ -95,10 +108,14 @@ impl Application {
             metrics: Arc::new(Metrics::default()),
             body_limit: settings.body_limit,
             open_max_age: settings.open_max_age,
+            request_timeout: Duration::from_secs(settings.request_timeout_seconds),
         };
         Ok(Application {
             listener,
             state,
+            limits: ConnLimits {
+                header_read_timeout: Duration::from_secs(settings.header_read_timeout_seconds),
+            },
             shutdown_timeout: Duration::from_secs(settings.shutdown_timeout),
         })
     }
@@ -126,7 +143,7 @@ impl Application {
     /// finish (at most the configured shutdown timeout) and stops housekeeping.
     ///
     /// # Errors
-    /// An I/O error of the listener.
+    /// None today (accept errors are logged and retried); kept for callers' `?`.
     pub async fn run_until(
         self,
         shutdown: impl Future<Output = ()> + Send + 'static,
@@ -148,8 +165,7 @@ impl Application {
         });
         tracing::info!(addr = %self.local_addr(), "bloomcast listening");
         let app = router(self.state.clone());
-        let server =
-            axum::serve(self.listener, app).with_graceful_shutdown(stopped(stop_rx.clone()));
+        let server = server::serve(self.listener, app, self.limits, stopped(stop_rx.clone()));
         let deadline = {
             let timeout = self.shutdown_timeout;
             let rx = stop_rx.clone();
@@ -158,16 +174,15 @@ impl Application {
                 tokio::time::sleep(timeout).await;
             }
         };
-        let result = tokio::select! {
-            r = server => r,
-            _ = deadline => {
+        tokio::select! {
+            () = server => {}
+            () = deadline => {
                 tracing::warn!("shutdown timeout reached; closing remaining connections");
-                Ok(())
             }
-        };
+        }
         let _ = housekeeping.await;
         tracing::info!("stopped");
-        result
+        Ok(())
     }
 }
 

@@ -19,6 +19,8 @@ pub enum ApiError {
     Unauthorized,
     #[error("{0}")]
     NotFound(String),
+    #[error("method not allowed on this resource")]
+    MethodNotAllowed,
     #[error("{0}")]
     Gone(String),
     #[error("body is larger than the limit of {0} bytes")]
@@ -41,6 +43,7 @@ impl ApiError {
             ApiError::BadRequest(_) | ApiError::InvalidHour(_) => StatusCode::BAD_REQUEST,
             ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
             ApiError::NotFound(_) => StatusCode::NOT_FOUND,
+            ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             ApiError::Gone(_) => StatusCode::GONE,
             ApiError::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
@@ -57,6 +60,7 @@ impl ApiError {
             ApiError::InvalidHour(_) => "invalid_hour",
             ApiError::Unauthorized => "unauthorized",
             ApiError::NotFound(_) => "not_found",
+            ApiError::MethodNotAllowed => "method_not_allowed",
             ApiError::Gone(_) => "gone",
             ApiError::PayloadTooLarge(_) => "payload_too_large",
             ApiError::UnsupportedMediaType(_) => "unsupported_media_type",

@@ -3,8 +3,8 @@
 
 use super::error::{ApiError, Result};
 use super::negotiate::{accepts_gzip, choose_repr};
+use super::paths::{day_segments, hour_segments};
 use super::AppState;
-use crate::hour::{Day, Hour};
 use crate::render::Repr;
 use crate::service::{Target, View};
 use axum::extract::rejection::PathRejection;
@@ -23,8 +23,7 @@ pub async fn get_hour(
     headers: HeaderMap,
 ) -> Result<Response> {
     let Path((y, mo, d, h)) = path.map_err(|e| ApiError::InvalidHour(e.body_text()))?;
-    let (h, suffix) = split_suffix(&h)?;
-    let hour = Hour::from_parts(&y, &mo, &d, h)?;
+    let (hour, suffix) = hour_segments(&y, &mo, &d, &h)?;
     serve(&state, Target::Hour(hour), suffix, &headers).await
 }
 
@@ -34,8 +33,7 @@ pub async fn get_day(
     headers: HeaderMap,
 ) -> Result<Response> {
     let Path((y, mo, d)) = path.map_err(|e| ApiError::InvalidHour(e.body_text()))?;
-    let (d, suffix) = split_suffix(&d)?;
-    let day = Day::from_parts(&y, &mo, d)?;
+    let (day, suffix) = day_segments(&y, &mo, &d)?;
     serve(&state, Target::Day(day), suffix, &headers).await
 }
 
@@ -45,22 +43,8 @@ pub async fn get_since(
     headers: HeaderMap,
 ) -> Result<Response> {
     let Path((y, mo, d, h)) = path.map_err(|e| ApiError::InvalidHour(e.body_text()))?;
-    let (h, suffix) = split_suffix(&h)?;
-    let hour = Hour::from_parts(&y, &mo, &d, h)?;
+    let (hour, suffix) = hour_segments(&y, &mo, &d, &h)?;
     serve(&state, Target::Since(hour), suffix, &headers).await
-}
-
-/// `13.hex` → (`13`, Some(Hex)). An unknown suffix is a resource that does not exist.
-fn split_suffix(segment: &str) -> Result<(&str, Option<Repr>)> {
-    match segment.split_once('.') {
-        None => Ok((segment, None)),
-        Some((head, ext)) => match Repr::from_suffix(ext) {
-            Some(repr) => Ok((head, Some(repr))),
-            None => Err(ApiError::NotFound(format!(
-                "unknown representation .{ext}: use .json, .hex or .bin"
-            ))),
-        },
-    }
 }
 
 async fn serve(

@@ -3,11 +3,11 @@
 use super::error::{ApiError, Result};
 use super::AppState;
 use crate::bloom::Key;
-use axum::body::Bytes;
-use axum::extract::rejection::BytesRejection;
+use axum::body::{Body, Bytes};
 use axum::extract::State;
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::Json;
+use http_body_util::{BodyExt, LengthLimitError, Limited};
 use serde::{Deserialize, Serialize};
 use std::borrow::Cow;
 
@@ -23,21 +23,18 @@ pub struct IngestReply {
     pub accepted: usize,
 }
 
-#[tracing::instrument(skip_all, fields(bytes = body.as_ref().map_or(0, |b| b.len())))]
+/// Checks everything a request's head can tell (token, content type, declared length)
+/// before reading a byte of the body, so a rejected client costs no more than its headers.
+#[tracing::instrument(skip_all)]
 pub async fn post_updates(
     State(state): State<AppState>,
     headers: HeaderMap,
-    body: std::result::Result<Bytes, BytesRejection>,
+    body: Body,
 ) -> Result<(StatusCode, Json<IngestReply>)> {
     state.auth.check(&headers)?;
     let kind = BodyKind::of(&headers)?;
-    let body = body.map_err(|rejection| {
-        if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
-            ApiError::PayloadTooLarge(state.body_limit)
-        } else {
-            ApiError::BadRequest(rejection.body_text())
-        }
-    })?;
+    let body = read_body(&headers, body, state.body_limit).await?;
+    tracing::debug!(bytes = body.len(), "ingest body read");
     let keys = if body.len() <= INLINE_HASH_LIMIT {
         decode_keys(kind, &body)?
     } else {
@@ -54,6 +51,26 @@ pub async fn post_updates(
             accepted: receipt.accepted,
         }),
     ))
+}
+
+/// Reads the body, at most `limit` bytes: a declared `Content-Length` over the limit is
+/// refused before reading, and an undeclared (chunked) body as soon as it passes it.
+///
+/// # Errors
+/// 413 over the limit; 400 when the body breaks off (a truncated or malformed upload).
+async fn read_body(headers: &HeaderMap, body: Body, limit: usize) -> Result<Bytes> {
+    let declared = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    if declared.is_some_and(|n| n > limit as u64) {
+        return Err(ApiError::PayloadTooLarge(limit));
+    }
+    match Limited::new(body, limit).collect().await {
+        Ok(collected) => Ok(collected.to_bytes()),
+        Err(e) if e.is::<LengthLimitError>() => Err(ApiError::PayloadTooLarge(limit)),
+        Err(e) => Err(ApiError::BadRequest(format!("cannot read the body: {e}"))),
+    }
 }
 
 /// The accepted body formats.

@@ -58,11 +58,8 @@ pub async fn not_found() -> ApiError {
     )
 }
 
-pub async fn method_not_allowed() -> impl IntoResponse {
-    let body = Json(
-        json!({ "error": "method_not_allowed", "message": "method not allowed on this resource" }),
-    );
-    (StatusCode::METHOD_NOT_ALLOWED, body)
+pub async fn method_not_allowed() -> ApiError {
+    ApiError::MethodNotAllowed
 }
 
 /// Answers a request that overran the request timeout (a slow or stalled client).

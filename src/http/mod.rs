@@ -7,11 +7,13 @@ mod ingest;
 mod meta;
 mod metrics;
 mod negotiate;
+mod paths;
 
 pub use auth::Auth;
 pub use error::ApiError;
 pub use ingest::{decode_keys, BodyKind, MAX_ID_BYTES};
 pub use metrics::Metrics;
+pub use paths::{canonical_path, day_segments, hour_segments, parse_filter_path, FilterPath};
 
 use crate::service::Service;
 use axum::error_handling::HandleErrorLayer;
@@ -33,10 +35,10 @@ pub struct AppState {
     pub metrics: Arc<Metrics>,
     pub body_limit: usize,
     pub open_max_age: u64,
+    /// How long a request may take, body included, before it is answered 408: a client
+    /// trickling its body cannot hold a connection and a handler forever.
+    pub request_timeout: Duration,
 }
-
-/// How long a request may take before it is answered 408 (slow clients included).
-const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 
 pub fn router(state: AppState) -> Router {
     let cors = CorsLayer::new()
@@ -75,7 +77,7 @@ pub fn router(state: AppState) -> Router {
         .layer(
             tower::ServiceBuilder::new()
                 .layer(HandleErrorLayer::new(meta::timed_out))
-                .timeout(REQUEST_TIMEOUT),
+                .timeout(state.request_timeout),
         )
         .layer(
             TraceLayer::new_for_http()

@@ -144,8 +144,8 @@ async fn unknown_paths_suffixes_and_methods_get_json_errors() {
                 .unwrap(),
         )
         .await;
-    assert_eq!(reply.status, 405);
-    assert_eq!(reply.json()["error"], "method_not_allowed");
+    reply.assert_error(405, "method_not_allowed");
+    assert_eq!(reply.header("cache-control"), Some("no-store"));
 }
 
 #[tokio::test]

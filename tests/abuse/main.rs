@@ -1,0 +1,12 @@
+//! The bad-input corpus: a real server on a real socket, fed malformed paths, headers,
+//! bodies and tokens, slow clients and floods of tiny requests over raw TCP. Every case
+//! gets its documented status (with the JSON error body when the request reached the
+//! API), and afterwards the server still serves the open hour correctly with every
+//! acknowledged ID in it.
+
+mod connections;
+mod headers;
+mod helpers;
+mod ingest;
+mod paths;
+mod raw;
