@@ -104,12 +104,16 @@ impl Hour {
 
     /// RFC 3339 start of the hour, e.g. `2008-09-03T13:00:00Z`.
     pub fn rfc3339(self) -> String {
-        self.start().format("%Y-%m-%dT%H:00:00Z").to_string()
+        let t = self.start();
+        let (y, mo, d, h) = (t.year(), t.month(), t.day(), t.hour());
+        format!("{y:04}-{mo:02}-{d:02}T{h:02}:00:00Z")
     }
 
     /// The hour's URL path, e.g. `/2008/09/03/13`.
     pub fn path(self) -> String {
-        self.start().format("/%Y/%m/%d/%H").to_string()
+        let t = self.start();
+        let (y, mo, d, h) = (t.year(), t.month(), t.day(), t.hour());
+        format!("/{y:04}/{mo:02}/{d:02}/{h:02}")
     }
 }
 
@@ -154,7 +158,8 @@ impl Day {
 
     /// The day's URL path, e.g. `/2008/09/03`.
     pub fn path(self) -> String {
-        self.first_hour().start().format("/%Y/%m/%d").to_string()
+        let t = self.first_hour().start();
+        format!("/{:04}/{:02}/{:02}", t.year(), t.month(), t.day())
     }
 }
 

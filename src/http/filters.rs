@@ -8,7 +8,7 @@ use super::AppState;
 use crate::render::Repr;
 use crate::service::{Target, View};
 use axum::extract::rejection::PathRejection;
-use axum::extract::{Path, State};
+use axum::extract::{Path, Request, State};
 use axum::http::{header, HeaderMap, HeaderName, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 
@@ -20,31 +20,31 @@ const IMMUTABLE: &str = "public, max-age=31536000, immutable";
 pub async fn get_hour(
     State(state): State<AppState>,
     path: Segments4,
-    headers: HeaderMap,
+    request: Request,
 ) -> Result<Response> {
     let Path((y, mo, d, h)) = path.map_err(|e| ApiError::InvalidHour(e.body_text()))?;
     let (hour, suffix) = hour_segments(&y, &mo, &d, &h)?;
-    serve(&state, Target::Hour(hour), suffix, &headers).await
+    serve(&state, Target::Hour(hour), suffix, request.headers()).await
 }
 
 pub async fn get_day(
     State(state): State<AppState>,
     path: Segments3,
-    headers: HeaderMap,
+    request: Request,
 ) -> Result<Response> {
     let Path((y, mo, d)) = path.map_err(|e| ApiError::InvalidHour(e.body_text()))?;
     let (day, suffix) = day_segments(&y, &mo, &d)?;
-    serve(&state, Target::Day(day), suffix, &headers).await
+    serve(&state, Target::Day(day), suffix, request.headers()).await
 }
 
 pub async fn get_since(
     State(state): State<AppState>,
     path: Segments4,
-    headers: HeaderMap,
+    request: Request,
 ) -> Result<Response> {
     let Path((y, mo, d, h)) = path.map_err(|e| ApiError::InvalidHour(e.body_text()))?;
     let (hour, suffix) = hour_segments(&y, &mo, &d, &h)?;
-    serve(&state, Target::Since(hour), suffix, &headers).await
+    serve(&state, Target::Since(hour), suffix, request.headers()).await
 }
 
 async fn serve(
