@@ -245,13 +245,13 @@ async fn main() -> ExitCode {
                 ))
             })
             .collect();
-        // Plain: anywhere in the first 1.5 s. Across the hour: from 1 s before the
-        // boundary to 1.5 s after it, so the kill lands on either side.
+        // Plain: anywhere in the first 1.5 s. Across the hour: from 0.5 s before the
+        // boundary to 2 s after it, so the kill lands on either side (mostly after).
         let started = Instant::now();
         let kill_at = if args.across_hour {
             let boundary = UNIX_EPOCH + Duration::from_secs(boundary_at as u64);
             let delta = Duration::from_millis(next(&mut rng) % 2500);
-            boundary + delta - Duration::from_secs(1)
+            boundary + delta - Duration::from_millis(500)
         } else {
             SystemTime::now() + Duration::from_millis(100 + next(&mut rng) % 1400)
         };
@@ -260,6 +260,7 @@ async fn main() -> ExitCode {
             .unwrap_or_default();
         tokio::time::sleep(wait).await;
         server.kill9();
+        let killed_after = started.elapsed();
         for w in writers {
             unanswered_total += w.await.expect("a writer finishes");
         }
@@ -279,7 +280,7 @@ async fn main() -> ExitCode {
         let new: usize = total - before.values().sum::<usize>();
         println!(
             "cycle {cycle:>2}: killed after {:>4} ms, acknowledged {new:>6} ({}), total {total}, lost {lost}",
-            started.elapsed().as_millis(),
+            killed_after.as_millis(),
             by_hour.join(", ")
         );
     }

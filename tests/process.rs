@@ -113,3 +113,28 @@ async fn without_configured_tokens_a_private_token_is_generated() {
         0o600
     );
 }
+
+#[tokio::test]
+async fn clock_offset_shifts_the_servers_current_hour() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start(dir.path(), &[("BLOOMCAST_CLOCK_OFFSET_SECONDS", "-86400")]);
+    let index: serde_json::Value = reqwest::get(format!("{}/", server.base))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let current = index["current"]["hour"].as_str().unwrap();
+    // A day behind the wall clock (either side of an hour boundary crossed meanwhile).
+    let expected: Vec<String> = [-5, 0, 5]
+        .iter()
+        .map(|s| {
+            let t = chrono::Utc::now() - chrono::Duration::days(1) + chrono::Duration::seconds(*s);
+            bloomcast::hour::Hour::containing(t).rfc3339()
+        })
+        .collect();
+    assert!(
+        expected.iter().any(|h| h == current),
+        "{current} not in {expected:?}"
+    );
+}

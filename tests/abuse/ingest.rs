@@ -174,6 +174,29 @@ async fn token_type_and_declared_length_are_judged_before_the_body() {
     assert_healthy(server.addr, &[]).await;
 }
 
+#[tokio::test]
+async fn a_client_expecting_100_continue_is_refused_without_it() {
+    let server = spawn().await;
+    let head = |auth: &str| {
+        format!(
+            "POST /updates HTTP/1.1\r\nHost: t\r\n{auth}Content-Type: text/plain\r\n\
+             Expect: 100-continue\r\nContent-Length: 8\r\n\r\n"
+        )
+    };
+    let mut refused = connect(server.addr).await;
+    refused.write_all(head("").as_bytes()).await.unwrap();
+    let reply = read_reply(&mut refused).await.expect("a reply");
+    reply.assert_error(401, "unauthorized");
+    let mut welcome = connect(server.addr).await;
+    welcome.write_all(head(&bearer()).as_bytes()).await.unwrap();
+    let interim = read_reply(&mut welcome).await.expect("100 Continue");
+    assert_eq!(interim.status, 100, "{}", interim.head);
+    welcome.write_all(b"expect-1").await.unwrap();
+    let reply = read_reply(&mut welcome).await.expect("a reply");
+    assert_eq!(reply.status, 200, "{}", reply.head);
+    assert_healthy(server.addr, &["expect-1".into()]).await;
+}
+
 /// A chunked POST of `body`, cut into chunks of `chunk` bytes.
 fn chunked(body: &[u8], chunk: usize) -> Vec<u8> {
     let mut raw = format!(
