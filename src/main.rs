@@ -32,14 +32,12 @@ enum Command {
 #[tokio::main]
 async fn main() -> ExitCode {
     let cli = Cli::parse();
-    if !matches!(cli.command, Command::Serve) {
-        bloomcast::telemetry::init_cli();
+    match cli.command {
+        Command::Serve => bloomcast::telemetry::init(),
+        _ => bloomcast::telemetry::init_cli(),
     }
     match cli.command {
-        Command::Serve => {
-            bloomcast::telemetry::init();
-            serve().await
-        }
+        Command::Serve => serve().await,
         Command::Check(args) => finish(args.run().await),
         Command::Ingest(args) => finish(args.run().await),
         Command::Inspect(args) => finish(args.run().await),
@@ -63,11 +61,6 @@ async fn serve() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match app.run_until(shutdown_signal()).await {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            tracing::error!(error = %e, "server failed");
-            ExitCode::FAILURE
-        }
-    }
+    app.run_until(shutdown_signal()).await;
+    ExitCode::SUCCESS
 }

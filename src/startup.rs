@@ -141,13 +141,9 @@ impl Application {
 
     /// Serves until `shutdown` resolves, then stops accepting, lets in-flight requests
     /// finish (at most the configured shutdown timeout) and stops housekeeping.
-    ///
-    /// # Errors
-    /// None today (accept errors are logged and retried); kept for callers' `?`.
-    pub async fn run_until(
-        self,
-        shutdown: impl Future<Output = ()> + Send + 'static,
-    ) -> std::io::Result<()> {
+    /// Accept errors (out of file descriptors and the like) are logged and retried,
+    /// so serving itself cannot fail.
+    pub async fn run_until(self, shutdown: impl Future<Output = ()> + Send + 'static) {
         let (stop_tx, stop_rx) = watch::channel(false);
         let stopped = move |mut rx: watch::Receiver<bool>| async move {
             let _ = rx.wait_for(|stop| *stop).await;
@@ -182,7 +178,6 @@ impl Application {
         }
         let _ = housekeeping.await;
         tracing::info!("stopped");
-        Ok(())
     }
 }
 

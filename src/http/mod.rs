@@ -17,7 +17,6 @@ pub use paths::{canonical_path, day_segments, hour_segments, parse_filter_path, 
 
 use crate::service::Service;
 use axum::error_handling::HandleErrorLayer;
-use axum::extract::DefaultBodyLimit;
 use axum::http::{header, HeaderName, Method};
 use axum::routing::{get, post};
 use axum::Router;
@@ -68,7 +67,6 @@ pub fn router(state: AppState) -> Router {
         .route("/{y}/{mo}/{d}", get(filters::get_day))
         .fallback(meta::not_found)
         .method_not_allowed_fallback(meta::method_not_allowed)
-        .layer(DefaultBodyLimit::max(state.body_limit))
         .layer(axum::middleware::from_fn_with_state(
             state.metrics.clone(),
             metrics::track,
