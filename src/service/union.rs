@@ -1,7 +1,7 @@
 //! Unions of hours (a day, or a since-range): rebuilt from the hours' keys at a size fit
 //! for their distinct count, never OR-ed from hourly filters of different sizes.
 
-use super::{OpenStamp, Result, Service, OPEN_UNIONS};
+use super::{Result, Service, OPEN_UNIONS};
 use crate::bloom::Filter;
 use crate::hour::Hour;
 use crate::render::{render, Effort, Rendered, Repr};
@@ -21,29 +21,29 @@ impl Service {
     ) -> Result<Arc<Rendered>> {
         let key = (from.index(), to.index(), repr);
         let now = self.clock.current_hour();
-        let cached = |fresh: &dyn Fn(OpenStamp) -> bool| -> Option<Arc<Rendered>> {
-            if complete {
-                return self.cache.get(&key);
-            }
-            let unions = self.open_unions.lock().expect("unions lock");
-            unions
-                .get(&key)
-                .filter(|(s, _)| fresh(*s))
-                .map(|(_, r)| r.clone())
-        };
+        // The open hour's version this request arrived after (0 when the range is closed).
         let mut wanted = (now.index(), 0);
         if to == now {
             self.refresh(now).await?;
             let ledger = self.ledger.lock().expect("ledger lock");
             wanted.1 = ledger.hours.get(&now).map_or(0, |o| o.version);
         }
-        if let Some(r) = cached(&|s| s == wanted) {
+        // A cached union serves if it shows at least that version (versions only grow).
+        let cached = || -> Option<Arc<Rendered>> {
+            if complete {
+                return self.cache.get(&key);
+            }
+            let unions = self.open_unions.lock().expect("unions lock");
+            let (stamp, r) = unions.get(&key)?;
+            (stamp.0 == wanted.0 && stamp.1 >= wanted.1).then(|| r.clone())
+        };
+        if let Some(r) = cached() {
             return Ok(r);
         }
         // One build at a time: readers arriving while ingest keeps changing the open hour
         // share the next build instead of each starting their own.
         let _one_build = self.union_lock.lock().await;
-        if let Some(r) = cached(&|s| s.0 == wanted.0 && s.1 >= wanted.1) {
+        if let Some(r) = cached() {
             return Ok(r);
         }
         let mut keys = Vec::new();
@@ -51,7 +51,7 @@ impl Service {
         let mut h = from;
         while h <= to {
             if h == now {
-                self.refresh(h).await?;
+                // Refreshed above; what this node acknowledged since is already in the ledger.
                 let ledger = self.ledger.lock().expect("ledger lock");
                 if let Some(open) = ledger.hours.get(&h) {
                     keys.extend(open.keys());
