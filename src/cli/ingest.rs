@@ -113,7 +113,7 @@ fn batch_sources(sources: &[String], size: usize, tx: &mpsc::Sender<Batch>) {
         if source == "-" {
             read_ids(std::io::stdin().lock(), &mut push)
         } else {
-            check_id(source).map_err(|e| CliError::Input(format!("{source:?}: {e}")))?;
+            check_id(source).map_err(|e| CliError::Input(format!("{source:?} {e}")))?;
             push(source.clone())
         }
     });

@@ -12,11 +12,11 @@ pub use ingest::IngestArgs;
 pub use inspect::InspectArgs;
 
 use crate::client::{Client, ClientError};
+use crate::wire::check_id;
 use std::io::BufRead;
 use std::process::ExitCode;
 
-/// The longest ID the server accepts, in bytes of UTF-8 (checked before sending).
-pub const MAX_ID_BYTES: usize = 1024;
+pub use crate::wire::MAX_ID_BYTES;
 
 /// A CLI failure: printed as `bloomcast: <message>`, exit code 1.
 #[derive(Debug, thiserror::Error)]
@@ -71,21 +71,8 @@ fn read_ids(
         if id.trim().is_empty() {
             continue;
         }
-        check_id(&id).map_err(|e| CliError::Input(format!("line {}: {e}", n + 1)))?;
+        check_id(&id).map_err(|e| CliError::Input(format!("line {}: the ID {e}", n + 1)))?;
         each(id)?;
-    }
-    Ok(())
-}
-
-fn check_id(id: &str) -> Result<(), String> {
-    if id.is_empty() {
-        return Err("empty ID".into());
-    }
-    if id.len() > MAX_ID_BYTES {
-        return Err(format!(
-            "ID of {} bytes is longer than {MAX_ID_BYTES}",
-            id.len()
-        ));
     }
     Ok(())
 }
@@ -100,7 +87,7 @@ fn collect_ids(args: &[String]) -> Result<Vec<String>, CliError> {
                 Ok(())
             })?;
         } else {
-            check_id(arg).map_err(|e| CliError::Input(format!("{arg:?}: {e}")))?;
+            check_id(arg).map_err(|e| CliError::Input(format!("{arg:?} {e}")))?;
             ids.push(arg.clone());
         }
     }

@@ -3,6 +3,8 @@
 use super::error::{ApiError, Result};
 use super::AppState;
 use crate::bloom::Key;
+use crate::wire::check_id;
+pub use crate::wire::MAX_ID_BYTES;
 use axum::body::{Body, Bytes};
 use axum::extract::State;
 use axum::http::{header, HeaderMap, StatusCode};
@@ -10,9 +12,6 @@ use axum::Json;
 use http_body_util::{BodyExt, LengthLimitError, Limited};
 use serde::{Deserialize, Serialize};
 use std::borrow::Cow;
-
-/// The longest ID accepted, in bytes of UTF-8.
-pub const MAX_ID_BYTES: usize = 1024;
 
 /// Bodies above this are hashed on the blocking pool rather than the async runtime.
 const INLINE_HASH_LIMIT: usize = 256 * 1024;
@@ -150,16 +149,7 @@ pub fn decode_keys(kind: BodyKind, body: &[u8]) -> Result<Vec<Key>> {
 }
 
 fn checked_key(id: &str, place: impl Fn() -> String) -> Result<Key> {
-    if id.is_empty() {
-        return Err(ApiError::BadRequest(format!("{} is an empty ID", place())));
-    }
-    if id.len() > MAX_ID_BYTES {
-        return Err(ApiError::BadRequest(format!(
-            "{} is {} bytes; IDs are at most {MAX_ID_BYTES} bytes",
-            place(),
-            id.len()
-        )));
-    }
+    check_id(id).map_err(|e| ApiError::BadRequest(format!("{} {e}", place())))?;
     Ok(Key::of(id))
 }
 
