@@ -1,6 +1,7 @@
 //! The SDK's requests: filters (with the validator cache), the index and ingest.
 
 use super::{Client, ClientError, Fetched, Index, Receipt, Result};
+use crate::render::Repr;
 use crate::wire::{self, Document};
 use reqwest::header::{self, HeaderMap};
 use reqwest::{RequestBuilder, Response, StatusCode};
@@ -22,11 +23,9 @@ impl Client {
     /// # Errors
     /// [`ClientError::Status`] for an error status, transport and decoding errors.
     pub async fn filter(&self, path: &str) -> Result<Arc<Fetched>> {
-        let has_suffix = [".json", ".hex", ".bin"].iter().any(|s| path.ends_with(s));
-        let path = if has_suffix {
-            path.to_owned()
-        } else {
-            bin_path(path)
+        let (path, repr) = match suffix_of(path) {
+            Some(repr) => (path.to_owned(), repr),
+            None => (bin_path(path), Repr::Bin),
         };
         let cached = self.cache.get(&path);
         if let Some(hit) = cached.as_ref().filter(|c| c.meta.complete) {
@@ -45,7 +44,7 @@ impl Client {
         let response = check(response).await?;
         let headers = response.headers().clone();
         let body = self.body(response).await?;
-        let fetched = Arc::new(decode(&path, &headers, &body)?);
+        let fetched = Arc::new(decode(repr, &headers, &body)?);
         self.cache.put(&path, Arc::clone(&fetched));
         Ok(fetched)
     }
@@ -147,17 +146,23 @@ async fn check(response: Response) -> Result<Response> {
     })
 }
 
-/// Decodes a filter body in whichever representation `path` asked for.
-fn decode(path: &str, headers: &HeaderMap, body: &[u8]) -> Result<Fetched> {
+/// The representation a path's suffix names (`/2008/09/03/13.hex`), if any.
+fn suffix_of(path: &str) -> Option<Repr> {
+    let last = path.rsplit('/').next()?;
+    Repr::from_suffix(last.rsplit_once('.')?.1)
+}
+
+/// Decodes a filter body in the representation that was asked for.
+fn decode(repr: Repr, headers: &HeaderMap, body: &[u8]) -> Result<Fetched> {
     let etag = headers
         .get(header::ETAG)
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
     let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
-    let (meta, filter) = if path.ends_with(".json") {
-        Document::parse(body)?
-    } else {
-        wire::decode_raw(header, body, path.ends_with(".hex"))?
+    let (meta, filter) = match repr {
+        Repr::Json => Document::parse(body)?,
+        Repr::Hex => wire::decode_raw(header, body, true)?,
+        Repr::Bin => wire::decode_raw(header, body, false)?,
     };
     Ok(Fetched { meta, filter, etag })
 }
