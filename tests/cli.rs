@@ -2,27 +2,17 @@
 
 mod common;
 
-use std::io::Write;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 
 /// Runs `bloomcast <args>` with `stdin` piped in.
 fn bloomcast(args: &[&str], stdin: &str) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_bloomcast"))
-        .args(args)
-        .env_remove("BLOOMCAST_SERVER")
-        .env_remove("BLOOMCAST_TOKEN")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("the binary runs");
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(stdin.as_bytes())
-        .unwrap();
-    child.wait_with_output().unwrap()
+    common::run_with_stdin(
+        Command::new(env!("CARGO_BIN_EXE_bloomcast"))
+            .args(args)
+            .env_remove("BLOOMCAST_SERVER")
+            .env_remove("BLOOMCAST_TOKEN"),
+        stdin,
+    )
 }
 
 fn lines(out: &Output) -> Vec<String> {

@@ -5,9 +5,8 @@
 
 mod common;
 
-use std::io::Write;
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 const CLIENT: &str = "examples/python/bloomcast_client.py";
 
@@ -34,19 +33,7 @@ fn root() -> PathBuf {
 
 /// Runs a command with `stdin`, asserting success; returns stdout's lines.
 fn run(cmd: &mut Command, stdin: &str) -> Vec<String> {
-    let mut child = cmd
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(stdin.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
+    let out = common::run_with_stdin(cmd, stdin);
     assert!(
         out.status.success(),
         "{cmd:?}: {}",

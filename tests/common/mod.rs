@@ -2,9 +2,9 @@
 
 #![allow(dead_code)]
 
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command, Output, Stdio};
 use std::time::Duration;
 
 pub const TOKEN: &str = "process-test-token";
@@ -100,4 +100,21 @@ pub async fn fetch(
     let reply = http.get(format!("{base}{path}")).send().await.unwrap();
     assert_eq!(reply.status(), 200, "{path}");
     bloomcast::wire::Document::parse(&reply.bytes().await.unwrap()).unwrap()
+}
+
+/// Runs `cmd` to the end with `stdin` piped in and its output captured.
+pub fn run_with_stdin(cmd: &mut Command, stdin: &str) -> Output {
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{cmd:?} runs: {e}"));
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.as_bytes())
+        .unwrap();
+    child.wait_with_output().unwrap()
 }
