@@ -207,9 +207,8 @@ impl ClientBuilder {
             return Err(ClientError::Url(base));
         }
         let http = reqwest::Client::builder()
-            // We send Accept-Encoding ourselves and gunzip by hand, so that the bytes
-            // counted in `Stats` are the bytes that crossed the wire.
-            .no_gzip()
+            // reqwest's own gzip is not built in: we send Accept-Encoding ourselves and
+            // gunzip by hand, so that the bytes counted in `Stats` crossed the wire.
             .timeout(self.timeout)
             .connect_timeout(self.connect_timeout)
             .user_agent(concat!("bloomcast-client/", env!("CARGO_PKG_VERSION")))
