@@ -52,6 +52,16 @@ pub struct Settings {
     pub header_read_timeout_seconds: u64,
     /// Shifts the server's notion of now (testing: run a whole process at another time).
     pub clock_offset_seconds: i64,
+    /// Distinct IDs one hour may hold; ingest past it answers 507 `hour_full`. Bounds the
+    /// open hour's memory (about 25-40 bytes per distinct ID).
+    pub max_hour_ids: u64,
+    /// Connections served at once; further connections wait in the listen backlog.
+    pub max_connections: usize,
+    /// Ingest requests whose bodies are read at once (each up to `body_limit` bytes);
+    /// more answer 503 `busy` with Retry-After at once.
+    pub ingest_concurrency: usize,
+    /// Write requests that may wait for the embedded store's writer; more answer 503 `busy`.
+    pub write_queue_depth: usize,
 }
 
 impl Default for Settings {
@@ -73,6 +83,10 @@ impl Default for Settings {
             request_timeout_seconds: 30,
             header_read_timeout_seconds: 5,
             clock_offset_seconds: 0,
+            max_hour_ids: 50_000_000,
+            max_connections: 4096,
+            ingest_concurrency: 32,
+            write_queue_depth: 256,
         }
     }
 }
@@ -102,6 +116,10 @@ impl std::fmt::Debug for Settings {
                 &self.header_read_timeout_seconds,
             )
             .field("clock_offset_seconds", &self.clock_offset_seconds)
+            .field("max_hour_ids", &self.max_hour_ids)
+            .field("max_connections", &self.max_connections)
+            .field("ingest_concurrency", &self.ingest_concurrency)
+            .field("write_queue_depth", &self.write_queue_depth)
             .finish()
     }
 }
@@ -207,6 +225,10 @@ impl Settings {
             "BLOOMCAST_HEADER_READ_TIMEOUT_SECONDS"
         );
         env!(clock_offset_seconds, "BLOOMCAST_CLOCK_OFFSET_SECONDS");
+        env!(max_hour_ids, "BLOOMCAST_MAX_HOUR_IDS");
+        env!(max_connections, "BLOOMCAST_MAX_CONNECTIONS");
+        env!(ingest_concurrency, "BLOOMCAST_INGEST_CONCURRENCY");
+        env!(write_queue_depth, "BLOOMCAST_WRITE_QUEUE_DEPTH");
         if let Some(v) = get("BLOOMCAST_INGEST_TOKENS") {
             self.ingest_tokens = v
                 .split(',')
@@ -234,6 +256,42 @@ impl Settings {
         }
         if self.capacity == 0 {
             return invalid("capacity", "must be at least 1");
+        }
+        // Every count up to max_hour_ids must get a filter the wire format can carry
+        // (m below 2^32 bits) at the target; checked here, not by a panic at ingest.
+        if self.max_hour_ids == 0 {
+            return invalid("max_hour_ids", "must be at least 1");
+        }
+        for (name, n) in [
+            ("capacity", self.capacity),
+            ("max_hour_ids", self.max_hour_ids),
+        ] {
+            if crate::bloom::Params::optimal(n.saturating_mul(2), self.target_fpp).is_err() {
+                return invalid(
+                    name,
+                    &format!(
+                        "{n} IDs at target_fpp {} need a filter larger than the wire format's \
+                         2^32 bits; lower it or raise target_fpp",
+                        self.target_fpp
+                    ),
+                );
+            }
+        }
+        if self.capacity > self.max_hour_ids {
+            return invalid("capacity", "must not exceed max_hour_ids");
+        }
+        for (name, value) in [
+            ("max_connections", self.max_connections),
+            ("ingest_concurrency", self.ingest_concurrency),
+            ("write_queue_depth", self.write_queue_depth),
+            ("cache_bytes", self.cache_bytes),
+        ] {
+            if value == 0 {
+                return invalid(name, "must be at least 1");
+            }
+        }
+        if self.refresh_ms > 3_600_000 {
+            return invalid("refresh_ms", "must be at most an hour (3600000)");
         }
         if self.retention_hours == 0 {
             return invalid("retention_hours", "must be at least 1");

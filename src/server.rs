@@ -25,6 +25,9 @@ pub struct ConnLimits {
     /// Time a client has to send a request's headers, counted from when the server
     /// starts waiting for them (so it also bounds an idle keep-alive connection).
     pub header_read_timeout: Duration,
+    /// Connections served at once: past it the loop stops accepting, so new connections
+    /// wait in the kernel's listen backlog instead of each costing memory and a task.
+    pub max_connections: usize,
 }
 
 /// Serves `router` on `listener` until `shutdown` resolves, then drains: no new
@@ -44,8 +47,13 @@ pub async fn serve(
         .header_read_timeout(limits.header_read_timeout)
         .max_headers(MAX_HEADERS)
         .max_header_size(MAX_HEAD_BYTES);
+    let slots = std::sync::Arc::new(tokio::sync::Semaphore::new(limits.max_connections.max(1)));
     tokio::pin!(shutdown);
     loop {
+        let slot = tokio::select! {
+            slot = slots.clone().acquire_owned() => slot.expect("the semaphore is never closed"),
+            () = &mut shutdown => break,
+        };
         let (stream, peer) = tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok(conn) => conn,
@@ -76,6 +84,7 @@ pub async fn serve(
                 tracing::debug!(%peer, error = %e, "connection ended with an error");
             }
             drop(drain);
+            drop(slot);
         });
     }
     drop(listener);

@@ -89,12 +89,15 @@ impl Application {
             retention_hours: settings.retention_hours,
             cache_bytes: settings.cache_bytes,
             refresh: Duration::from_millis(settings.refresh_ms),
+            max_hour_ids: settings.max_hour_ids,
         };
         let service = Arc::new(Service::new(store, clock, tuning).await?);
-        // Seal whatever closed while the server was down before answering anyone.
-        if let Err(e) = service.tick().await {
-            tracing::warn!(error = %e, "startup housekeeping failed; it will be retried");
-        }
+        // Seal whatever closed while the server was down and load the open hour, in the
+        // background: the port opens at once and `/healthz` says `loading` meanwhile.
+        tokio::spawn({
+            let service = service.clone();
+            async move { service.load().await }
+        });
         let listener =
             TcpListener::bind(settings.listen)
                 .await
@@ -109,12 +112,14 @@ impl Application {
             body_limit: settings.body_limit,
             open_max_age: settings.open_max_age,
             request_timeout: Duration::from_secs(settings.request_timeout_seconds),
+            ingest_permits: Arc::new(tokio::sync::Semaphore::new(settings.ingest_concurrency)),
         };
         Ok(Application {
             listener,
             state,
             limits: ConnLimits {
                 header_read_timeout: Duration::from_secs(settings.header_read_timeout_seconds),
+                max_connections: settings.max_connections,
             },
             shutdown_timeout: Duration::from_secs(settings.shutdown_timeout),
         })
@@ -197,9 +202,10 @@ pub async fn open_store(
         return Ok(Arc::new(store));
     }
     let dir = settings.data_dir.clone();
-    let store = tokio::task::spawn_blocking(move || SqliteStore::open(&dir, now))
+    let queue = settings.write_queue_depth;
+    let store = tokio::task::spawn_blocking(move || SqliteStore::open_with(&dir, now, queue))
         .await
-        .map_err(|e| StoreError::Failed(e.to_string()))??;
+        .map_err(|e| StoreError::failed("opening the store panicked", e))??;
     tracing::info!(dir = %settings.data_dir.display(), "embedded store opened");
     Ok(Arc::new(store))
 }

@@ -425,7 +425,7 @@ async fn postgres_going_away_gives_503_and_the_node_recovers() {
     assert_eq!(refused.status(), 503);
     assert!(refused.headers().contains_key("retry-after"));
     let body: serde_json::Value = refused.json().await.unwrap();
-    assert_eq!(body["error"], "unavailable");
+    assert_eq!(body["error"], "store_unavailable");
     assert_eq!(
         http.get(format!("{}/healthz", node.base))
             .send()

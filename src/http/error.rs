@@ -3,7 +3,7 @@
 //! and reported to the client without internals.
 
 use crate::service::ServiceError;
-use crate::store::StoreError;
+use crate::store::{full_message, StoreError};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
@@ -29,8 +29,18 @@ pub enum ApiError {
     UnsupportedMediaType(String),
     #[error("the request took too long; send it faster or in smaller parts")]
     Timeout,
-    #[error("the store is unavailable; retry later")]
+    /// The store cannot write (disk full, I/O error, read-only, locked) or be reached.
+    #[error("the store cannot take writes right now; nothing was recorded; retry later")]
     Unavailable,
+    /// A queue or pool is full: retry shortly.
+    #[error("{0}")]
+    Busy(String),
+    /// The hour holds `max_hour_ids` distinct IDs; nothing of the batch was recorded.
+    #[error("{0}")]
+    HourFull(String),
+    /// Stored data failed verification and cannot be rebuilt: never served as a filter.
+    #[error("{0}")]
+    Corrupt(String),
     #[error("internal error")]
     Internal(String),
 }
@@ -48,8 +58,9 @@ impl ApiError {
             ApiError::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ApiError::Timeout => StatusCode::REQUEST_TIMEOUT,
-            ApiError::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
-            ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+            ApiError::Unavailable | ApiError::Busy(_) => StatusCode::SERVICE_UNAVAILABLE,
+            ApiError::HourFull(_) => StatusCode::INSUFFICIENT_STORAGE,
+            ApiError::Corrupt(_) | ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
 
@@ -65,7 +76,10 @@ impl ApiError {
             ApiError::PayloadTooLarge(_) => "payload_too_large",
             ApiError::UnsupportedMediaType(_) => "unsupported_media_type",
             ApiError::Timeout => "timeout",
-            ApiError::Unavailable => "unavailable",
+            ApiError::Unavailable => "store_unavailable",
+            ApiError::Busy(_) => "busy",
+            ApiError::HourFull(_) => "hour_full",
+            ApiError::Corrupt(_) => "corrupt",
             ApiError::Internal(_) => "internal",
         }
     }
@@ -77,11 +91,23 @@ impl From<ServiceError> for ApiError {
             ServiceError::NotFound(m) => ApiError::NotFound(m),
             ServiceError::Gone(m) => ApiError::Gone(m),
             ServiceError::BadRange(m) => ApiError::InvalidHour(m),
-            ServiceError::Store(StoreError::Unavailable(m)) => {
-                tracing::warn!(error = %m, "store unavailable");
+            full @ ServiceError::HourFull { .. } => ApiError::HourFull(format!(
+                "{full}; nothing of this batch was recorded (setting max_hour_ids)"
+            )),
+            ServiceError::Store(e @ StoreError::Unavailable { .. }) => {
+                tracing::warn!(error = %full_message(&e), "store unavailable");
                 ApiError::Unavailable
             }
-            other => ApiError::Internal(other.to_string()),
+            ServiceError::Store(StoreError::Busy(m)) => ApiError::Busy(m),
+            ServiceError::Store(e @ StoreError::Corrupt(_)) => {
+                tracing::error!(error = %e, "stored data failed verification");
+                ApiError::Corrupt(
+                    "this filter's stored data failed verification and is not served; \
+                     the operator has been alerted"
+                        .into(),
+                )
+            }
+            other => ApiError::Internal(full_message(&other)),
         }
     }
 }
@@ -106,6 +132,9 @@ impl IntoResponse for ApiError {
                 headers.insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
             }
             ApiError::Unavailable => {
+                headers.insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
+            }
+            ApiError::Busy(_) => {
                 headers.insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
             }
             _ => {}

@@ -32,6 +32,16 @@ pub async fn post_updates(
 ) -> Result<(StatusCode, Json<IngestReply>)> {
     state.auth.check(&headers)?;
     let kind = BodyKind::of(&headers)?;
+    // Held until the keys are durable: bounds the memory that uploads can hold.
+    let _permit = state
+        .ingest_permits
+        .clone()
+        .try_acquire_owned()
+        .map_err(|_| {
+            ApiError::Busy(
+                "too many uploads at once; retry shortly (setting ingest_concurrency)".into(),
+            )
+        })?;
     let body = read_body(&headers, body, state.body_limit).await?;
     tracing::debug!(bytes = body.len(), "ingest body read");
     let keys = if body.len() <= INLINE_HASH_LIMIT {
@@ -39,7 +49,7 @@ pub async fn post_updates(
     } else {
         tokio::task::spawn_blocking(move || decode_keys(kind, &body))
             .await
-            .map_err(|e| ApiError::Internal(e.to_string()))??
+            .map_err(|e| ApiError::Internal(format!("decoding the body failed: {e}")))??
     };
     let receipt = state.service.ingest(&keys).await?;
     state.metrics.ids_ingested(keys.len());

@@ -38,12 +38,17 @@ pub async fn index(State(state): State<AppState>) -> Result<impl IntoResponse> {
     Ok(([(header::CACHE_CONTROL, "no-cache")], Json(body)))
 }
 
-pub async fn healthz(State(state): State<AppState>) -> Result<impl IntoResponse> {
-    state.service.health().await.map_err(|e| {
-        tracing::warn!(error = %e, "health check failed");
-        ApiError::Unavailable
-    })?;
-    Ok((StatusCode::OK, Json(json!({ "status": "ok" }))))
+/// 200 while this node serves (`ok`, or `degraded` when some hours failed
+/// verification), 503 while the store takes no writes (`unavailable`) or the open hour
+/// is still loading (`loading`), always with the JSON report.
+pub async fn healthz(State(state): State<AppState>) -> impl IntoResponse {
+    let report = state.service.health().await;
+    let status = if report.is_serving() {
+        StatusCode::OK
+    } else {
+        StatusCode::SERVICE_UNAVAILABLE
+    };
+    (status, [(header::CACHE_CONTROL, "no-store")], Json(report))
 }
 
 pub async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
@@ -69,4 +74,14 @@ pub async fn timed_out(err: tower::BoxError) -> ApiError {
     } else {
         ApiError::Internal(err.to_string())
     }
+}
+
+/// Answers a request whose handler panicked.
+pub fn panicked(panic: Box<dyn std::any::Any + Send + 'static>) -> axum::response::Response {
+    let detail = panic
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic with no message".to_owned());
+    ApiError::Internal(format!("a request handler panicked: {detail}")).into_response()
 }

@@ -4,6 +4,7 @@ mod auth;
 mod error;
 mod filters;
 mod ingest;
+mod loading;
 mod meta;
 mod metrics;
 mod negotiate;
@@ -37,6 +38,8 @@ pub struct AppState {
     /// How long a request may take, body included, before it is answered 408: a client
     /// trickling its body cannot hold a connection and a handler forever.
     pub request_timeout: Duration,
+    /// Ingest bodies read at once: bounds the memory uploads can hold.
+    pub ingest_permits: Arc<tokio::sync::Semaphore>,
 }
 
 pub fn router(state: AppState) -> Router {
@@ -77,6 +80,16 @@ pub fn router(state: AppState) -> Router {
                 .layer(HandleErrorLayer::new(meta::timed_out))
                 .timeout(state.request_timeout),
         )
+        // Outside the timeout: waiting for the open hour to load is never a 408.
+        .layer(axum::middleware::from_fn_with_state(
+            state.service.clone(),
+            loading::wait_until_loaded,
+        ))
+        // A panic in a handler is answered 500 `internal` and logged, never a dropped
+        // connection; shared state guards against half-finished updates itself.
+        .layer(tower_http::catch_panic::CatchPanicLayer::custom(
+            meta::panicked,
+        ))
         .layer(
             TraceLayer::new_for_http()
                 .make_span_with(DefaultMakeSpan::new().level(Level::DEBUG))

@@ -45,6 +45,9 @@ pub struct OpenHour {
     pub refreshed_at: Option<Instant>,
     /// Bumped whenever the content changes.
     pub version: u64,
+    /// Room held for batches being appended (their keys not yet here), so concurrent
+    /// ingests cannot together pass `max_hour_ids`.
+    pub reserved: u64,
     /// The newest rendering per representation, with the version it shows; current
     /// while that version is.
     pub rendered: [Option<(u64, Arc<Rendered>)>; 3],
@@ -52,7 +55,8 @@ pub struct OpenHour {
 
 impl OpenHour {
     pub fn new(capacity: u64, target_fpp: f64) -> OpenHour {
-        let params = Params::optimal(capacity, target_fpp).expect("settings are validated");
+        // Settings are validated so that this fits; never panic under the ledger lock.
+        let params = Params::optimal(capacity, target_fpp).unwrap_or_else(|_| max_params());
         OpenHour {
             keys: KeySet::default(),
             filter: Filter::new(params),
@@ -61,8 +65,18 @@ impl OpenHour {
             cursor: 0,
             refreshed_at: None,
             version: 0,
+            reserved: 0,
             rendered: [None, None, None],
         }
+    }
+
+    /// How many of `keys` are not in the hour yet (each counted once).
+    pub fn count_new(&self, keys: &[Key]) -> u64 {
+        let mut seen = KeySet::default();
+        keys.iter()
+            .map(|k| k.to_u64())
+            .filter(|k| !self.keys.contains(k) && seen.insert(*k))
+            .count() as u64
     }
 
     /// Adds keys; grows the filter when the count passes capacity or the fill pushes
@@ -86,8 +100,8 @@ impl OpenHour {
         let count = self.keys.len() as u64;
         while count > self.capacity || self.filter.fpp() > self.target_fpp {
             self.capacity = (self.capacity * 2).max(count);
-            let params = Params::optimal(self.capacity, self.target_fpp)
-                .unwrap_or_else(|_| Params::new(u64::from(u32::MAX), 1).expect("max params"));
+            let params =
+                Params::optimal(self.capacity, self.target_fpp).unwrap_or_else(|_| max_params());
             let mut filter = Filter::new(params);
             for &k in &self.keys {
                 filter.insert_key(Key::from_u64(k));
@@ -111,6 +125,11 @@ impl OpenHour {
     pub fn keys(&self) -> impl Iterator<Item = Key> + '_ {
         self.keys.iter().map(|&k| Key::from_u64(k))
     }
+}
+
+/// The largest filter the wire format allows, for sizes past what the target reaches.
+fn max_params() -> Params {
+    Params::for_count(0, u32::MAX)
 }
 
 /// All open hours (normally one, two around the turn of an hour).

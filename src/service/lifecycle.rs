@@ -1,12 +1,24 @@
-//! An hour's life after it closes: sealing (once, whichever node gets there first),
-//! pruning past retention, and the housekeeping loop that runs both at each boundary.
+//! An hour's life after it closes: sealing (once, whichever node gets there first, and
+//! retried with backoff when the store cannot take it), pruning past retention, loading
+//! the open hour at start, and the housekeeping loop that runs them at each boundary.
 
-use super::{Result, Service};
-use crate::bloom::Filter;
+use super::{lock, Result, Service, ServiceError};
+use crate::bloom::{Filter, Key};
 use crate::hour::Hour;
 use crate::store::{SealedHour, StoreError};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
+
+/// First wait after a failed seal; it doubles up to [`MAX_BACKOFF`].
+const FIRST_BACKOFF: Duration = Duration::from_secs(1);
+const MAX_BACKOFF: Duration = Duration::from_secs(60);
+
+/// When a failed seal of an hour may be tried again.
+pub(super) struct Retry {
+    pub next: Instant,
+    delay: Duration,
+}
 
 impl Service {
     /// Closes and seals `hour`: its final filter, sized for its actual count so the
@@ -20,16 +32,12 @@ impl Service {
             self.forget_open(hour);
             return Ok(sealed);
         }
-        self.store.close_through(hour).await?;
-        let keys = self.store.keys(hour).await?;
-        let p = self.tuning.target_fpp;
-        let (keys, filter) = tokio::task::spawn_blocking(move || {
-            let filter = Filter::sized_within(&keys, p);
-            (keys, filter)
-        })
-        .await
-        .map_err(|e| StoreError::Failed(e.to_string()))?;
-        let filter = filter?;
+        let closed = self.store.close_through(hour).await;
+        self.note_write(closed)?;
+        self.closed_through
+            .fetch_max(hour.index(), Ordering::AcqRel);
+        let keys = self.closed_keys(hour).await?;
+        let (keys, filter) = self.build(keys).await?;
         let sealed = SealedHour {
             hour,
             count: keys.len() as u64,
@@ -37,66 +45,176 @@ impl Service {
             k: filter.k(),
             filter: filter.to_bytes(),
         };
-        self.store.seal(&sealed, &keys).await?;
+        let written = self.store.seal(&sealed, &keys).await;
+        self.note_write(written)?;
         self.forget_open(hour);
         tracing::info!(%hour, count = sealed.count, m = sealed.m, k = sealed.k, "sealed hour");
         // Another node may have sealed first; what is stored is what everyone serves.
         Ok(self.store.sealed(hour).await?.unwrap_or(sealed))
     }
 
+    /// The distinct keys of a closed hour, verified; an hour whose keys fail
+    /// verification is recorded as corrupt.
+    pub(super) async fn closed_keys(&self, hour: Hour) -> Result<Vec<Key>> {
+        match self.store.keys(hour).await {
+            Err(e @ StoreError::Corrupt(_)) => {
+                self.note_corrupt(hour, &e);
+                Err(e.into())
+            }
+            other => Ok(other?),
+        }
+    }
+
+    /// The final filter of a key set (what sealing stores), built off the runtime.
+    pub(super) async fn build(&self, keys: Vec<Key>) -> Result<(Vec<Key>, Filter)> {
+        let p = self.tuning.target_fpp;
+        let (keys, filter) = tokio::task::spawn_blocking(move || {
+            let filter = Filter::sized_within(&keys, p);
+            (keys, filter)
+        })
+        .await?;
+        Ok((keys, filter?))
+    }
+
+    /// Seals `hour` unless an attempt failed recently: then it fails at once, and the
+    /// housekeeping loop tries again when the backoff runs out. A failing store costs
+    /// one attempt per backoff, not one per request.
+    ///
+    /// # Errors
+    /// As [`Service::seal`], or the store is unavailable while the backoff runs.
+    pub(super) async fn seal_or_backoff(&self, hour: Hour) -> Result<SealedHour> {
+        if let Some(retry) = lock(&self.seal_retry).get(&hour) {
+            let left = retry.next.saturating_duration_since(Instant::now());
+            if !left.is_zero() {
+                return Err(ServiceError::Store(StoreError::Unavailable {
+                    what: format!(
+                        "sealing {hour} failed; retrying in the background in {} s",
+                        left.as_secs() + 1
+                    ),
+                    source: None,
+                }));
+            }
+        }
+        match self.seal(hour).await {
+            Ok(sealed) => {
+                lock(&self.seal_retry).remove(&hour);
+                Ok(sealed)
+            }
+            Err(e) => {
+                let mut retries = lock(&self.seal_retry);
+                let delay = retries
+                    .get(&hour)
+                    .map_or(FIRST_BACKOFF, |r| (r.delay * 2).min(MAX_BACKOFF));
+                tracing::warn!(%hour, error = %e, retry_in = ?delay, "sealing failed");
+                retries.insert(
+                    hour,
+                    Retry {
+                        next: Instant::now() + delay,
+                        delay,
+                    },
+                );
+                Err(e)
+            }
+        }
+    }
+
     pub(super) fn forget_open(&self, hour: Hour) {
-        let mut ledger = self.ledger.lock().expect("ledger lock");
+        let mut ledger = self.ledger();
         ledger.hours.retain(|h, _| *h > hour);
         if ledger.sealed_through.is_none_or(|s| s < hour) {
             ledger.sealed_through = Some(hour);
         }
     }
 
-    /// Housekeeping, run at every hour boundary (and at start): seal every closed hour
-    /// not yet sealed, and prune hours past retention.
+    /// Housekeeping, run at every hour boundary (and at start): learn the store's marks,
+    /// seal every closed hour not yet sealed, and prune hours past retention.
     ///
     /// # Errors
-    /// Store failures; the next tick tries again.
+    /// Store failures; the next tick tries again. An hour that cannot be sealed does not
+    /// hold up the hours after it.
     pub async fn tick(&self) -> Result<()> {
-        let now = self.clock.current_hour();
+        self.read_marks().await?;
+        let now = self.current_hour();
         let earliest = self.earliest(now);
         let mut hour = match self.store.last_sealed().await? {
             Some(last) => last.next().max(earliest),
             None => earliest,
         };
+        let mut failed = None;
         while hour < now {
-            self.seal(hour).await?;
+            if let Err(e) = self.seal_or_backoff(hour).await {
+                failed.get_or_insert(e);
+            }
             hour = hour.next();
         }
         if earliest > self.genesis {
-            let pruned = self.store.prune_before(earliest).await?;
+            let pruned = self.store.prune_before(earliest).await;
+            let pruned = self.note_write(pruned)?;
             if pruned > 0 {
                 tracing::info!(pruned, before = %earliest, "pruned hours past retention");
             }
             self.cache.forget_before(earliest.index());
+            lock(&self.seal_retry).retain(|h, _| *h >= earliest);
         }
-        Ok(())
+        failed.map_or(Ok(()), Err)
     }
 
-    /// Runs [`Service::tick`] at every hour boundary until `shutdown` resolves.
+    /// Brings the service up to date after a start: seals what closed while it was down
+    /// and loads the open hour, then lets waiting requests in. Runs in the background so
+    /// the port opens at once; `/healthz` says `loading` meanwhile.
+    pub async fn load(&self) {
+        let started = Instant::now();
+        if let Err(e) = self.tick().await {
+            tracing::warn!(error = %e, "startup housekeeping failed; it will be retried");
+        }
+        let now = self.current_hour();
+        match self.refresh(now).await {
+            Ok(()) => tracing::info!(
+                hour = %now,
+                ids = self.current_count(),
+                took = ?started.elapsed(),
+                "open hour loaded"
+            ),
+            Err(ServiceError::Store(e @ StoreError::Corrupt(_))) => self.note_corrupt(now, &e),
+            // Served lazily then, as each read refreshes the open hour.
+            Err(e) => tracing::warn!(error = %e, "cannot load the open hour yet"),
+        }
+        self.set_loaded();
+    }
+
+    /// Runs [`Service::tick`] at every hour boundary (and sooner while a seal waits for
+    /// its retry) until `shutdown` resolves.
     pub async fn run_housekeeping(
         self: Arc<Self>,
         shutdown: impl std::future::Future<Output = ()>,
     ) {
         tokio::pin!(shutdown);
         loop {
-            if let Err(e) = self.tick().await {
-                tracing::warn!(error = %e, "housekeeping failed; retrying soon");
-            }
-            let until_boundary = (self.current_hour().end() - self.now())
-                .to_std()
-                .unwrap_or_default()
-                + Duration::from_millis(50);
-            let wait = until_boundary.min(Duration::from_secs(60));
+            let wait = self.next_housekeeping();
             tokio::select! {
                 _ = tokio::time::sleep(wait) => {}
                 _ = &mut shutdown => return,
             }
+            if let Err(e) = self.tick().await {
+                tracing::warn!(error = %e, "housekeeping failed; retrying soon");
+            }
+            self.warn_if_clock_behind();
         }
+    }
+
+    /// Until the next boundary (just after it), the next seal retry, or a minute.
+    fn next_housekeeping(&self) -> Duration {
+        let until_boundary = (self.current_hour().end() - self.now())
+            .to_std()
+            .unwrap_or_default()
+            + Duration::from_millis(50);
+        let retry = lock(&self.seal_retry)
+            .values()
+            .map(|r| r.next.saturating_duration_since(Instant::now()))
+            .min()
+            .unwrap_or(Duration::MAX);
+        until_boundary
+            .min(retry.saturating_add(Duration::from_millis(10)))
+            .min(Duration::from_secs(60))
     }
 }

@@ -5,14 +5,25 @@
 //! Invariants it keeps:
 //! - every acknowledged key is in the store before `ingest` returns, and the store puts
 //!   it in an hour that is still open, so it is in that hour's sealed filter;
-//! - no filter is ever served for an hour before genesis or in the future;
+//! - time only moves forward: the current hour is the later of the clock's hour and the
+//!   newest hour the store has opened (its high-water mark), so a clock stepped back
+//!   never reopens, re-seals or hides an hour;
+//! - no filter is ever served for an hour before genesis or in the future, and nothing
+//!   read back from the store unverified is served as a filter;
 //! - every served filter's false-positive estimate is at most the target.
+//!
+//! Lock order: `ledger` (std mutex, never held across an await) is innermost; the tokio
+//! locks (`seal_lock`, `refresh_lock`, `render_locks`, `union_lock`) are taken before
+//! it and never while holding it.
 
 mod cache;
+mod health;
 mod ledger;
 mod lifecycle;
 mod union;
 mod views;
+
+pub use health::{HealthReport, HealthStatus};
 
 use crate::bloom::{FilterError, Key};
 use crate::clock::Clock;
@@ -23,8 +34,9 @@ use cache::RenderCache;
 use chrono::{DateTime, Utc};
 use ledger::{Ledger, OpenHour};
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 use thiserror::Error;
 
 #[derive(Debug, Error)]
@@ -35,10 +47,17 @@ pub enum ServiceError {
     Gone(String),
     #[error("{0}")]
     BadRange(String),
+    /// The batch would take the hour past `max_hour_ids` distinct IDs; nothing was recorded.
+    #[error("the hour {hour} is full: it holds {count} distinct IDs and the limit is {max}")]
+    HourFull { hour: Hour, count: u64, max: u64 },
     #[error(transparent)]
     Store(#[from] StoreError),
-    #[error("stored filter is corrupt: {0}")]
-    Corrupt(#[from] FilterError),
+    /// A filter could not be built or read back (a stored filter that fails to decode).
+    #[error("filter error: {0}")]
+    Filter(#[from] FilterError),
+    /// A background task the request waited on failed (a panic while building).
+    #[error("background task failed: {0}")]
+    Task(#[from] tokio::task::JoinError),
 }
 
 pub type Result<T, E = ServiceError> = std::result::Result<T, E>;
@@ -52,6 +71,8 @@ pub struct Tuning {
     pub cache_bytes: usize,
     /// How stale the view of the open hour may be (other nodes' appends).
     pub refresh: Duration,
+    /// Distinct IDs an hour may hold; ingest beyond it is refused (507).
+    pub max_hour_ids: u64,
 }
 
 /// What an ingest acknowledged.
@@ -97,7 +118,18 @@ pub struct Service {
     clock: Arc<dyn Clock>,
     tuning: Tuning,
     genesis: Hour,
+    /// The newest hour the store has opened (an hour index): the current hour never goes
+    /// back before it, whatever the clock says.
+    high_water: AtomicI64,
+    /// The newest hour durably closed in the store (an hour index; `i64::MIN` for none).
+    closed_through: AtomicI64,
+    /// When the marks were last read from the store (other nodes move them too).
+    marks_read_at: Mutex<Option<Instant>>,
     ledger: Mutex<Ledger>,
+    health: health::Health,
+    /// Hours whose seal failed, with when to try again (backoff), so a failing seal is
+    /// retried in the background rather than on every request.
+    seal_retry: Mutex<HashMap<Hour, lifecycle::Retry>>,
     cache: RenderCache,
     /// Serialises sealing so an hour is built once per node.
     seal_lock: tokio::sync::Mutex<()>,
@@ -127,19 +159,27 @@ impl Service {
         tuning: Tuning,
     ) -> Result<Service> {
         let genesis = store.genesis().await?;
-        Ok(Service {
+        let marks = store.marks().await?;
+        let service = Service {
             cache: RenderCache::new(tuning.cache_bytes),
             store,
             clock,
             tuning,
             genesis,
+            high_water: AtomicI64::new(marks.high_water.index()),
+            closed_through: AtomicI64::new(marks.closed_through.map_or(i64::MIN, Hour::index)),
+            marks_read_at: Mutex::new(Some(Instant::now())),
             ledger: Mutex::new(Ledger::default()),
+            health: health::Health::default(),
+            seal_retry: Mutex::new(HashMap::new()),
             seal_lock: tokio::sync::Mutex::new(()),
             refresh_lock: tokio::sync::Mutex::new(()),
             render_locks: Default::default(),
             union_lock: tokio::sync::Mutex::new(()),
             open_unions: Mutex::new(HashMap::new()),
-        })
+        };
+        service.warn_if_clock_behind();
+        Ok(service)
     }
 
     pub fn tuning(&self) -> &Tuning {
@@ -150,12 +190,93 @@ impl Service {
         self.genesis
     }
 
+    /// The service's current (open) hour: the later of the clock's hour and the newest
+    /// hour the store has opened, so that time only moves forward for the service.
     pub fn current_hour(&self) -> Hour {
-        self.clock.current_hour()
+        self.clock.current_hour().max(self.high_water())
+    }
+
+    fn high_water(&self) -> Hour {
+        Hour::from_index(self.high_water.load(Ordering::Acquire))
+    }
+
+    /// The newest hour durably closed to appends, if any.
+    fn closed_through(&self) -> Option<Hour> {
+        match self.closed_through.load(Ordering::Acquire) {
+            i64::MIN => None,
+            h => Some(Hour::from_index(h)),
+        }
     }
 
     pub fn now(&self) -> DateTime<Utc> {
         self.clock.now()
+    }
+
+    /// How far the clock is behind the start of the current hour (0 when it is not):
+    /// non-zero after a clock step back, until the clock catches up.
+    pub fn clock_behind_seconds(&self) -> i64 {
+        let start = self.high_water().start();
+        (start - self.clock.now()).num_seconds().max(0)
+    }
+
+    fn warn_if_clock_behind(&self) {
+        let behind = self.clock_behind_seconds();
+        if behind > 0 {
+            tracing::warn!(
+                behind_seconds = behind,
+                current = %self.current_hour(),
+                "the clock is behind the newest hour the store has opened: ingest stays in that \
+                 hour until the clock passes its end"
+            );
+        }
+    }
+
+    /// Reads the marks from the store (other nodes move them) and takes the later of
+    /// each; time never moves back.
+    ///
+    /// # Errors
+    /// Store failures.
+    pub(super) async fn read_marks(&self) -> Result<()> {
+        let marks = self.store.marks().await?;
+        self.raise_high_water(marks.high_water);
+        if let Some(closed) = marks.closed_through {
+            self.closed_through
+                .fetch_max(closed.index(), Ordering::AcqRel);
+        }
+        *lock(&self.marks_read_at) = Some(Instant::now());
+        Ok(())
+    }
+
+    /// As [`Service::read_marks`], at most once per refresh interval.
+    pub(super) async fn read_marks_if_due(&self) -> Result<()> {
+        let due = lock(&self.marks_read_at).is_none_or(|t| t.elapsed() >= self.tuning.refresh);
+        if due {
+            self.read_marks().await?;
+        }
+        Ok(())
+    }
+
+    fn raise_high_water(&self, hour: Hour) {
+        let before = self.high_water.fetch_max(hour.index(), Ordering::AcqRel);
+        if hour.index() > before && self.clock.current_hour() < hour {
+            self.warn_if_clock_behind();
+        }
+    }
+
+    /// The ledger of open hours. A panic while it was held may have left it half
+    /// updated: it is then emptied, and every open hour reloads from the store (the
+    /// truth) on its next read, instead of every later request failing on the poison.
+    fn ledger(&self) -> MutexGuard<'_, Ledger> {
+        match self.ledger.lock() {
+            Ok(guard) => guard,
+            Err(poisoned) => {
+                tracing::error!("a panic interrupted an update of the open hours; reloading them from the store");
+                let mut guard = poisoned.into_inner();
+                *guard = Ledger::default();
+                self.ledger.clear_poison();
+                guard
+            }
+        }
     }
 
     /// The oldest hour still served: genesis or the retention horizon, whichever is later.
@@ -167,13 +288,23 @@ impl Service {
     /// Records keys in the current hour. Returns once they are durable.
     ///
     /// # Errors
-    /// [`ServiceError::Store`] if the store could not make them durable; nothing was
-    /// acknowledged then, and the caller may retry.
+    /// [`ServiceError::HourFull`] past `max_hour_ids`; [`ServiceError::Store`] if the
+    /// store could not make them durable. Nothing was acknowledged then, and the caller
+    /// may retry.
     pub async fn ingest(&self, keys: &[Key]) -> Result<Receipt> {
-        let hour = self.store.append(self.clock.current_hour(), keys).await?;
-        let mut ledger = self.ledger.lock().expect("ledger lock");
-        if ledger.sealed_through.is_none_or(|s| hour > s) {
-            self.open_entry(&mut ledger, hour).add(keys);
+        self.wait_loaded().await;
+        let now = self.current_hour();
+        let reserved = self.reserve(now, keys)?;
+        let appended = self.store.append(now, keys).await;
+        let hour = self.note_write(appended);
+        let mut ledger = self.ledger();
+        if let Some(open) = ledger.hours.get_mut(&now) {
+            open.reserved -= reserved;
+        }
+        let hour = hour?;
+        self.raise_high_water(hour);
+        if let Some(open) = self.open_entry(&mut ledger, hour) {
+            open.add(keys);
         }
         Ok(Receipt {
             hour,
@@ -181,18 +312,46 @@ impl Service {
         })
     }
 
-    fn open_entry<'l>(&self, ledger: &'l mut Ledger, hour: Hour) -> &'l mut OpenHour {
-        ledger
-            .hours
-            .entry(hour)
-            .or_insert_with(|| OpenHour::new(self.tuning.capacity, self.tuning.target_fpp))
+    /// Holds room in `hour` for the batch's new keys, or refuses it whole when the hour
+    /// would pass `max_hour_ids`. Returns the room held, to release once appended.
+    fn reserve(&self, hour: Hour, keys: &[Key]) -> Result<u64> {
+        let max = self.tuning.max_hour_ids;
+        let mut ledger = self.ledger();
+        let Some(open) = self.open_entry(&mut ledger, hour) else {
+            return Ok(0); // closed meanwhile: the store puts the keys in a later hour
+        };
+        let new = open.count_new(keys);
+        let count = open.count() + open.reserved;
+        if count + new > max {
+            return Err(ServiceError::HourFull { hour, count, max });
+        }
+        open.reserved += new;
+        Ok(new)
+    }
+
+    /// The open entry of `hour`, created if needed, unless the hour is closed: a closed
+    /// hour's entry is never recreated (a reader racing the seal must serve the seal).
+    fn open_entry<'l>(&self, ledger: &'l mut Ledger, hour: Hour) -> Option<&'l mut OpenHour> {
+        let closed = ledger
+            .sealed_through
+            .into_iter()
+            .chain(self.closed_through())
+            .max();
+        if closed.is_some_and(|c| hour <= c) {
+            return None;
+        }
+        Some(
+            ledger
+                .hours
+                .entry(hour)
+                .or_insert_with(|| OpenHour::new(self.tuning.capacity, self.tuning.target_fpp)),
+        )
     }
 
     /// The distinct-key count of the current hour as this node sees it.
     pub fn current_count(&self) -> u64 {
-        let now = self.clock.current_hour();
-        let ledger = self.ledger.lock().expect("ledger lock");
-        ledger.hours.get(&now).map_or(0, OpenHour::count)
+        let now = self.current_hour();
+        self.ledger().hours.get(&now).map_or(0, OpenHour::count)
     }
 
     /// Checks that `hour` is one the service can speak for.
@@ -222,7 +381,7 @@ impl Service {
     /// # Errors
     /// Store failures.
     pub async fn recent(&self, limit: usize) -> Result<Vec<HourSummary>> {
-        let now = self.clock.current_hour();
+        let now = self.current_hour();
         let earliest = self.earliest(now);
         self.refresh(now).await?;
         let mut out = vec![HourSummary {
@@ -236,25 +395,27 @@ impl Service {
             let sealed = self.store.sealed_counts(oldest, now.prev()).await?;
             let mut hour = now.prev();
             while hour >= oldest {
-                let count = match sealed.iter().find(|(h, _)| *h == hour) {
-                    Some((_, c)) => *c,
-                    None => self.seal(hour).await?.count,
+                let (count, complete) = match sealed.iter().find(|(h, _)| *h == hour) {
+                    Some((_, c)) => (*c, true),
+                    None => self.closed_count(hour).await?,
                 };
                 out.push(HourSummary {
                     hour: hour.rfc3339(),
                     url: hour.path(),
                     count,
-                    complete: true,
+                    complete,
                 });
                 hour = hour.prev();
             }
         }
         Ok(out)
     }
+}
 
-    /// # Errors
-    /// The store is not usable.
-    pub async fn health(&self) -> Result<()> {
-        Ok(self.store.ping().await?)
-    }
+/// Locks a mutex whose data stays consistent even if a holder panicked (plain maps of
+/// finished values), so one panic never makes every later request fail.
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }

@@ -1,11 +1,11 @@
 //! Unions of hours (a day, or a since-range): rebuilt from the hours' keys at a size fit
 //! for their distinct count, never OR-ed from hourly filters of different sizes.
 
-use super::{Result, Service, OPEN_UNIONS};
+use super::{lock, Result, Service, ServiceError, OPEN_UNIONS};
 use crate::bloom::Filter;
 use crate::hour::Hour;
 use crate::render::{render, Effort, Rendered, Repr};
-use crate::store::{distinct, StoreError};
+use crate::store::distinct;
 use crate::wire::Meta;
 use std::sync::Arc;
 
@@ -18,54 +18,62 @@ impl Service {
         to: Hour,
         repr: Repr,
         complete: bool,
-    ) -> Result<Arc<Rendered>> {
+    ) -> Result<(Arc<Rendered>, bool)> {
         let key = (from.index(), to.index(), repr);
-        let now = self.clock.current_hour();
+        let now = self.current_hour();
         // The open hour's version this request arrived after (0 when the range is closed).
         let mut wanted = (now.index(), 0);
         if to == now {
             self.refresh(now).await?;
-            let ledger = self.ledger.lock().expect("ledger lock");
-            wanted.1 = ledger.hours.get(&now).map_or(0, |o| o.version);
+            wanted.1 = self.ledger().hours.get(&now).map_or(0, |o| o.version);
         }
         // A cached union serves if it shows at least that version (versions only grow).
         let cached = || -> Option<Arc<Rendered>> {
             if complete {
                 return self.cache.get(&key);
             }
-            let unions = self.open_unions.lock().expect("unions lock");
+            let unions = lock(&self.open_unions);
             let (stamp, r) = unions.get(&key)?;
             (stamp.0 == wanted.0 && stamp.1 >= wanted.1).then(|| r.clone())
         };
         if let Some(r) = cached() {
-            return Ok(r);
+            return Ok((r, complete));
         }
         // One build at a time: readers arriving while ingest keeps changing the open hour
         // share the next build instead of each starting their own.
         let _one_build = self.union_lock.lock().await;
         if let Some(r) = cached() {
-            return Ok(r);
+            return Ok((r, complete));
         }
         let mut keys = Vec::new();
         let mut stamp = None;
+        // Final only if every past hour in it is: one the store cannot seal yet is read
+        // from its keys, and the union is then not cached as complete.
+        let mut fin = true;
+        let sealed = self.store.sealed_counts(from, to.min(now.prev())).await?;
         let mut h = from;
         while h <= to {
             if h == now {
                 // Refreshed above; what this node acknowledged since is already in the ledger.
-                let ledger = self.ledger.lock().expect("ledger lock");
+                let ledger = self.ledger();
                 if let Some(open) = ledger.hours.get(&h) {
                     keys.extend(open.keys());
                     // Taken with the keys, so the stamp never claims newer content.
                     stamp = Some((h.index(), open.version));
                 }
             } else {
-                if self.store.sealed(h).await?.is_none() {
-                    self.seal(h).await?;
+                if !sealed.iter().any(|(s, _)| *s == h) {
+                    match self.seal_or_backoff(h).await {
+                        Ok(_) => {}
+                        Err(ServiceError::Store(e)) if e.is_transient() => fin = false,
+                        Err(e) => return Err(e),
+                    }
                 }
-                keys.extend(self.store.keys(h).await?);
+                keys.extend(self.closed_keys(h).await?);
             }
             h = h.next();
         }
+        let complete = complete && fin;
         let p = self.tuning.target_fpp;
         let meta_of = move |count| Meta::range(from.rfc3339(), to.rfc3339(), complete, count);
         let effort = if complete { Effort::Best } else { Effort::Fast };
@@ -74,13 +82,12 @@ impl Service {
             Filter::sized_within(&keys, p)
                 .map(|f| render(&meta_of(keys.len() as u64), &f, repr, effort))
         })
-        .await
-        .map_err(|e| StoreError::Failed(e.to_string()))??;
+        .await??;
         let rendered = Arc::new(rendered);
         if complete {
             self.cache.insert(key, rendered.clone());
         } else if let Some(stamp) = stamp {
-            let mut unions = self.open_unions.lock().expect("unions lock");
+            let mut unions = lock(&self.open_unions);
             // Unions from earlier open hours can never be asked for again.
             unions.retain(|_, (s, _)| s.0 == stamp.0);
             if unions.len() >= OPEN_UNIONS {
@@ -88,6 +95,6 @@ impl Service {
             }
             unions.insert(key, (stamp, rendered.clone()));
         }
-        Ok(rendered)
+        Ok((rendered, complete))
     }
 }

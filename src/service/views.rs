@@ -1,12 +1,15 @@
 //! Publishing: any hour, day or since-range as a rendered filter, from the render cache,
-//! the open hour's in-memory keys, or the store's sealed filter.
+//! the open hour's in-memory keys, or the store's sealed filter (verified; rebuilt from
+//! the hour's keys when it fails verification or cannot be sealed yet).
 
 use super::ledger::Ledger;
 use super::{Result, Service, ServiceError, Target, View};
 use crate::bloom::{Filter, SHA1_KM32};
 use crate::hour::{Day, Hour};
 use crate::render::{render, Effort, Rendered, Repr};
+use crate::store::StoreError;
 use crate::wire::Meta;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -17,18 +20,33 @@ impl Service {
     /// `NotFound` for the future or before genesis, `Gone` past retention, `BadRange`
     /// for a union that starts in the future, and store failures.
     pub async fn view(&self, target: Target, repr: Repr) -> Result<View> {
-        let now = self.clock.current_hour();
+        let mut now = self.current_hour();
+        let asked = match target {
+            Target::Hour(h) | Target::Since(h) => h,
+            Target::Day(d) => d.first_hour(),
+        };
+        if asked > now {
+            // Another node may have opened a later hour: learn it before saying "future".
+            self.read_marks_if_due().await?;
+            now = self.current_hour();
+        }
         match target {
             Target::Hour(hour) => {
                 self.check(hour, now)?;
-                let rendered = if hour == now {
+                let open = if hour == now {
                     self.open_view(hour, repr).await?
                 } else {
-                    self.sealed_view(hour, repr).await?
+                    None
                 };
+                let (rendered, complete) = match open {
+                    Some(rendered) => (rendered, false),
+                    // A past hour, or the open hour sealed while this request waited.
+                    None => self.closed_view(hour, repr).await?,
+                };
+                let now = self.current_hour();
                 Ok(View {
                     rendered,
-                    open_until: (hour == now).then(|| hour.end()),
+                    open_until: (!complete).then(|| now.end()),
                     prev: (hour.prev() >= self.earliest(now)).then(|| hour.prev().path()),
                     next: (hour < now).then(|| hour.next().path()),
                 })
@@ -37,7 +55,7 @@ impl Service {
                 let (first, last) = (day.first_hour(), day.last_hour());
                 if first > now {
                     return Err(ServiceError::NotFound(format!(
-                        "{} is in the future",
+                        "{} is in the future; the current hour is {now}",
                         day.path()
                     )));
                 }
@@ -45,14 +63,13 @@ impl Service {
                 self.check(last.min(now), now)?;
                 let from = first.max(self.earliest(now));
                 let to = last.min(now);
-                let complete = last < now;
-                let rendered = self.union_view(from, to, repr, complete).await?;
+                let (rendered, complete) = self.union_view(from, to, repr, last < now).await?;
                 let prev_day = Day::from_hour_index(first.index() - 24);
                 Ok(View {
                     rendered,
                     open_until: (!complete).then(|| now.end()),
                     prev: (prev_day.last_hour() >= self.earliest(now)).then(|| prev_day.path()),
-                    next: complete.then(|| Day::from_hour_index(first.index() + 24).path()),
+                    next: (last < now).then(|| Day::from_hour_index(first.index() + 24).path()),
                 })
             }
             Target::Since(from) => {
@@ -62,7 +79,7 @@ impl Service {
                     )));
                 }
                 self.check(from, now)?;
-                let rendered = self.union_view(from, now, repr, false).await?;
+                let (rendered, _) = self.union_view(from, now, repr, false).await?;
                 Ok(View {
                     rendered,
                     open_until: Some(now.end()),
@@ -73,34 +90,39 @@ impl Service {
         }
     }
 
-    /// The open hour, rendered at least as new as when the request arrived. One render
-    /// per representation runs at a time: readers arriving while ingest keeps changing
-    /// the hour share the next render instead of each starting their own.
-    async fn open_view(&self, hour: Hour, repr: Repr) -> Result<Arc<Rendered>> {
+    /// The open hour, rendered at least as new as when the request arrived; `None` once
+    /// the hour is closed (the caller serves its seal). One render per representation
+    /// runs at a time: readers arriving while ingest keeps changing the hour share the
+    /// next render instead of each starting their own.
+    async fn open_view(&self, hour: Hour, repr: Repr) -> Result<Option<Arc<Rendered>>> {
         self.refresh(hour).await?;
         let slot = repr.index();
         let wanted = {
-            let mut ledger = self.ledger.lock().expect("ledger lock");
-            let open = self.open_entry(&mut ledger, hour);
+            let mut ledger = self.ledger();
+            let Some(open) = self.open_entry(&mut ledger, hour) else {
+                return Ok(None);
+            };
             match &open.rendered[slot] {
-                Some((v, r)) if *v == open.version => return Ok(r.clone()),
+                Some((v, r)) if *v == open.version => return Ok(Some(r.clone())),
                 _ => open.version,
             }
         };
         let _one_render = self.render_locks[slot].lock().await;
         let (meta, filter, version) = {
-            let mut ledger = self.ledger.lock().expect("ledger lock");
-            let open = self.open_entry(&mut ledger, hour);
+            let mut ledger = self.ledger();
+            let Some(open) = self.open_entry(&mut ledger, hour) else {
+                return Ok(None);
+            };
             if let Some((v, r)) = &open.rendered[slot] {
                 if *v >= wanted {
-                    return Ok(r.clone());
+                    return Ok(Some(r.clone()));
                 }
             }
             let meta = Meta::hour(hour.rfc3339(), false, open.count());
             (meta, open.filter().clone(), open.version)
         };
-        let rendered = Arc::new(render_off_thread(meta, filter, repr, Effort::Fast).await);
-        let mut ledger = self.ledger.lock().expect("ledger lock");
+        let rendered = Arc::new(render_off_thread(meta, filter, repr, Effort::Fast).await?);
+        let mut ledger = self.ledger();
         if let Some(open) = ledger.hours.get_mut(&hour) {
             if open.rendered[slot]
                 .as_ref()
@@ -109,37 +131,49 @@ impl Service {
                 open.rendered[slot] = Some((version, rendered.clone()));
             }
         }
-        Ok(rendered)
+        Ok(Some(rendered))
     }
 
-    /// Pulls keys other nodes appended to the open hour, at most once per `refresh`.
+    /// Pulls keys other nodes appended to the open hour (and the store's marks), at most
+    /// once per `refresh`. A closed hour is left alone.
     pub(super) async fn refresh(&self, hour: Hour) -> Result<()> {
         let due = |ledger: &mut Ledger| {
-            let open = self.open_entry(ledger, hour);
+            let open = self.open_entry(ledger, hour)?;
             let due = open
                 .refreshed_at
                 .is_none_or(|t| t.elapsed() >= self.tuning.refresh);
-            (due, open.cursor, open.refreshed_at.is_some())
+            Some((due, open.cursor, open.refreshed_at.is_some()))
         };
-        if !due(&mut self.ledger.lock().expect("ledger lock")).0 {
+        if !due(&mut self.ledger()).is_some_and(|(due, ..)| due) {
             return Ok(());
         }
         let _one_at_a_time = self.refresh_lock.lock().await;
-        let (is_due, cursor, ever) = due(&mut self.ledger.lock().expect("ledger lock"));
-        if !is_due {
+        let Some((true, cursor, ever)) = due(&mut self.ledger()) else {
             return Ok(());
+        };
+        let page = self.store.keys_after(hour, cursor).await;
+        if page.is_ok() {
+            // Other nodes move the marks too; learn them with the keys.
+            if let Err(e) = self.read_marks_if_due().await {
+                tracing::warn!(error = %e, "cannot read the store's hour marks");
+            }
         }
-        match self.store.keys_after(hour, cursor).await {
+        match page {
             Ok(page) => {
-                let mut ledger = self.ledger.lock().expect("ledger lock");
-                let open = self.open_entry(&mut ledger, hour);
-                open.add(&page.keys);
-                open.cursor = open.cursor.max(page.cursor);
-                open.refreshed_at = Some(Instant::now());
+                let mut ledger = self.ledger();
+                if let Some(open) = self.open_entry(&mut ledger, hour) {
+                    open.add(&page.keys);
+                    open.cursor = open.cursor.max(page.cursor);
+                    open.refreshed_at = Some(Instant::now());
+                }
                 Ok(())
             }
+            Err(e @ StoreError::Corrupt(_)) => {
+                self.note_corrupt(hour, &e);
+                Err(e.into())
+            }
             // A view that was current once may be served a little stale while the store is away.
-            Err(e) if ever => {
+            Err(e) if ever && e.is_transient() => {
                 tracing::warn!(error = %e, %hour, "refresh of the open hour failed; serving the last view");
                 Ok(())
             }
@@ -147,30 +181,80 @@ impl Service {
         }
     }
 
-    async fn sealed_view(&self, hour: Hour, repr: Repr) -> Result<Arc<Rendered>> {
+    /// A past hour: its sealed filter, verified. Returns whether it is complete.
+    ///
+    /// When the seal cannot be read back intact, or the hour cannot be sealed yet (the
+    /// store takes no writes), it is served from its verified keys with the bytes its
+    /// seal has or will have; complete only once the hour is durably closed.
+    async fn closed_view(&self, hour: Hour, repr: Repr) -> Result<(Arc<Rendered>, bool)> {
         let key = (hour.index(), hour.index(), repr);
         if let Some(r) = self.cache.get(&key) {
-            return Ok(r);
+            return Ok((r, true));
         }
-        let sealed = match self.store.sealed(hour).await? {
-            Some(s) => s,
-            None => self.seal(hour).await?,
+        let sealed = match self.store.sealed(hour).await {
+            Ok(Some(sealed)) => Some(sealed),
+            Ok(None) => match self.seal_or_backoff(hour).await {
+                Ok(sealed) => Some(sealed),
+                Err(ServiceError::Store(e)) if e.is_transient() => None,
+                Err(e) => return Err(e),
+            },
+            Err(e @ StoreError::Corrupt(_)) => {
+                tracing::error!(%hour, error = %e, "a sealed filter failed verification; rebuilding it from the hour's keys");
+                self.health.corrupt_found.fetch_add(1, Ordering::Relaxed);
+                None
+            }
+            Err(e) => return Err(e.into()),
         };
-        let filter =
-            Filter::decode_bytes(sealed.m.into(), sealed.k.into(), SHA1_KM32, &sealed.filter)?;
-        let meta = Meta::hour(hour.rfc3339(), true, sealed.count);
-        let rendered = Arc::new(render_off_thread(meta, filter, repr, Effort::Best).await);
-        self.cache.insert(key, rendered.clone());
-        Ok(rendered)
+        let decoded = sealed.and_then(|s| {
+            let decoded = Filter::decode_bytes(s.m.into(), s.k.into(), SHA1_KM32, &s.filter);
+            match decoded {
+                Ok(filter) => Some((filter, s.count)),
+                Err(e) => {
+                    tracing::error!(%hour, error = %e, "a sealed filter does not decode; rebuilding it from the hour's keys");
+                    self.health.corrupt_found.fetch_add(1, Ordering::Relaxed);
+                    None
+                }
+            }
+        });
+        let (filter, count, complete) = match decoded {
+            Some((filter, count)) => (filter, count, true),
+            None => {
+                let keys = self.closed_keys(hour).await?;
+                let (keys, filter) = self.build(keys).await?;
+                let closed = self.closed_through().is_some_and(|c| hour <= c);
+                (filter, keys.len() as u64, closed)
+            }
+        };
+        let meta = Meta::hour(hour.rfc3339(), complete, count);
+        let rendered = Arc::new(render_off_thread(meta, filter, repr, Effort::Best).await?);
+        if complete {
+            self.cache.insert(key, rendered.clone());
+        }
+        Ok((rendered, complete))
+    }
+
+    /// A past hour's count for the index, and whether it is complete (as `closed_view`).
+    pub(super) async fn closed_count(&self, hour: Hour) -> Result<(u64, bool)> {
+        match self.seal_or_backoff(hour).await {
+            Ok(sealed) => Ok((sealed.count, true)),
+            Err(ServiceError::Store(e)) if e.is_transient() => {
+                let count = self.closed_keys(hour).await?.len() as u64;
+                Ok((count, self.closed_through().is_some_and(|c| hour <= c)))
+            }
+            Err(e) => Err(e),
+        }
     }
 }
 
 /// Renders on the blocking pool when the filter is large enough to stall the runtime.
-async fn render_off_thread(meta: Meta, filter: Filter, repr: Repr, effort: Effort) -> Rendered {
+async fn render_off_thread(
+    meta: Meta,
+    filter: Filter,
+    repr: Repr,
+    effort: Effort,
+) -> Result<Rendered> {
     if filter.m() < 1 << 19 {
-        return render(&meta, &filter, repr, effort);
+        return Ok(render(&meta, &filter, repr, effort));
     }
-    tokio::task::spawn_blocking(move || render(&meta, &filter, repr, effort))
-        .await
-        .expect("rendering does not panic")
+    Ok(tokio::task::spawn_blocking(move || render(&meta, &filter, repr, effort)).await?)
 }

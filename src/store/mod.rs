@@ -16,14 +16,79 @@ use crate::hour::Hour;
 use async_trait::async_trait;
 use thiserror::Error;
 
+/// The cause of a store error, kept for logs (`#[source]`), never shown to clients.
+pub type Cause = Box<dyn std::error::Error + Send + Sync + 'static>;
+
+/// What went wrong in the store. The variant, not the message, decides what a caller
+/// does: retry later ([`StoreError::Unavailable`], [`StoreError::Busy`]), refuse to
+/// serve the data ([`StoreError::Corrupt`]), or report a bug ([`StoreError::Failed`]).
 #[derive(Debug, Error)]
 pub enum StoreError {
-    /// The backend cannot be reached right now; the caller may retry later.
-    #[error("store unavailable: {0}")]
-    Unavailable(String),
-    /// Anything else: a bug, corruption, or a failed disk.
-    #[error("store failure: {0}")]
-    Failed(String),
+    /// The backend cannot write or be reached right now (disk full, I/O error, read-only
+    /// file system, locked database, lost connection); nothing was done; retry later.
+    #[error("store unavailable: {what}")]
+    Unavailable {
+        what: String,
+        #[source]
+        source: Option<Cause>,
+    },
+    /// The write queue is full: the store is healthy but behind; retry shortly.
+    #[error("store busy: {0}")]
+    Busy(String),
+    /// Data read back failed verification (checksum mismatch, malformed row, a file
+    /// that is not bloomcast's): never served as a filter.
+    #[error("corrupt data in the store: {0}")]
+    Corrupt(String),
+    /// Anything else: a bug or a failure that retrying will not fix.
+    #[error("store failure: {what}")]
+    Failed {
+        what: String,
+        #[source]
+        source: Option<Cause>,
+    },
+}
+
+impl StoreError {
+    /// A retryable failure, keeping its cause.
+    pub fn unavailable(what: impl Into<String>, source: impl Into<Cause>) -> StoreError {
+        StoreError::Unavailable {
+            what: what.into(),
+            source: Some(source.into()),
+        }
+    }
+
+    /// A non-retryable failure, keeping its cause.
+    pub fn failed(what: impl Into<String>, source: impl Into<Cause>) -> StoreError {
+        StoreError::Failed {
+            what: what.into(),
+            source: Some(source.into()),
+        }
+    }
+
+    /// A non-retryable failure with no underlying error.
+    pub fn bug(what: impl Into<String>) -> StoreError {
+        StoreError::Failed {
+            what: what.into(),
+            source: None,
+        }
+    }
+
+    /// An error of the same kind, for each of several requests that one failure failed
+    /// (a group commit): the message carries the cause's text.
+    pub fn same_kind(&self) -> StoreError {
+        let what = full_message(self);
+        match self {
+            StoreError::Unavailable { .. } => StoreError::Unavailable { what, source: None },
+            StoreError::Busy(_) => StoreError::Busy(what),
+            StoreError::Corrupt(_) => StoreError::Corrupt(what),
+            StoreError::Failed { .. } => StoreError::Failed { what, source: None },
+        }
+    }
+
+    /// Whether retrying later may succeed.
+    pub fn is_transient(&self) -> bool {
+        matches!(self, StoreError::Unavailable { .. } | StoreError::Busy(_))
+    }
 }
 
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;
@@ -48,10 +113,24 @@ pub struct KeysPage {
     pub cursor: i64,
 }
 
+/// Where the store's hours stand: what a restarted node (or one whose clock stepped
+/// back) needs to know so that time only moves forward for the service.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Marks {
+    /// Every hour up to and including this one is closed to appends.
+    pub closed_through: Option<Hour>,
+    /// The newest hour the store has opened: the later of the hour after
+    /// `closed_through` and the newest hour holding appended keys (at least genesis).
+    pub high_water: Hour,
+}
+
 #[async_trait]
 pub trait Store: Send + Sync + 'static {
     /// The first hour this store served: hours before it are unknown, not empty.
     async fn genesis(&self) -> Result<Hour>;
+
+    /// The closed and high-water marks, persisted (shared by every node in cluster mode).
+    async fn marks(&self) -> Result<Marks>;
 
     /// Durably appends keys to `hour`, or to the first hour after it that is still
     /// open if `hour` was closed meanwhile. Returns the hour the keys went into; once
@@ -86,6 +165,18 @@ pub trait Store: Send + Sync + 'static {
     async fn ping(&self) -> Result<()>;
 }
 
+/// An error and its causes, one line: `what: cause: cause`.
+pub fn full_message(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        text.push_str(": ");
+        text.push_str(&s.to_string());
+        source = s.source();
+    }
+    text
+}
+
 /// Keys as stored: 8 bytes each, `h1` then `h2`, big-endian.
 pub fn keys_to_blob(keys: &[Key]) -> Vec<u8> {
     let mut blob = Vec::with_capacity(keys.len() * 8);
@@ -98,7 +189,7 @@ pub fn keys_to_blob(keys: &[Key]) -> Vec<u8> {
 /// Inverse of [`keys_to_blob`]; a trailing partial key (corruption) is an error.
 pub fn blob_to_keys(blob: &[u8], out: &mut Vec<Key>) -> Result<()> {
     if blob.len() % 8 != 0 {
-        return Err(StoreError::Failed(format!(
+        return Err(StoreError::Corrupt(format!(
             "key blob of {} bytes is not a multiple of 8",
             blob.len()
         )));

@@ -12,7 +12,7 @@
 //! once the close commits, H's keys are final.
 
 use super::{
-    blob_to_keys, distinct, keys_to_blob, KeysPage, Result, SealedHour, Store, StoreError,
+    blob_to_keys, distinct, keys_to_blob, KeysPage, Marks, Result, SealedHour, Store, StoreError,
 };
 use crate::bloom::{Key, SHA1_KM32};
 use crate::hour::Hour;
@@ -32,32 +32,33 @@ pub struct PgStore {
     genesis: Hour,
 }
 
-fn failed(e: impl std::fmt::Display) -> StoreError {
-    StoreError::Failed(e.to_string())
-}
-
-/// Connection trouble is `Unavailable` (retry later); SQL errors are `Failed`.
+/// Classifies a PostgreSQL error by its SQLSTATE class or, without one, by whether the
+/// connection failed, keeping it as the cause: connection trouble, shutdown, a full disk
+/// or exhausted resources are retryable; SQL errors are not.
 fn pg_error(e: tokio_postgres::Error) -> StoreError {
-    // The Display of a server error is only "db error"; the detail is in the DbError.
-    let text = match e.as_db_error() {
-        Some(db) => format!("{}: {}", db.code().code(), db.message()),
-        None => e.to_string(),
-    };
-    match e.code() {
+    let retryable = match e.code() {
+        // 08: connection exception; 57: operator intervention (shutdown, cancel);
+        // 53: insufficient resources (disk full, out of memory, too many connections);
+        // 58: system error (I/O); 40001/40P01: serialization failure, deadlock.
         Some(code) => {
-            let class = &code.code()[..2];
-            // 08: connection exception; 57: operator intervention (shutdown); 53: resources.
-            if matches!(class, "08" | "57" | "53") {
-                StoreError::Unavailable(text)
-            } else {
-                StoreError::Failed(text)
-            }
+            matches!(&code.code()[..2], "08" | "57" | "53" | "58")
+                || matches!(code.code(), "40001" | "40P01")
         }
-        None if e.is_closed() || io_caused(&e) => StoreError::Unavailable(text),
-        None => StoreError::Failed(text),
+        None => e.is_closed() || io_caused(&e),
+    };
+    let what = match e.as_db_error() {
+        // The Display of a server error is only "db error"; the detail is in the DbError.
+        Some(db) => format!("PostgreSQL {}: {}", db.code().code(), db.message()),
+        None => "PostgreSQL".to_owned(),
+    };
+    if retryable {
+        StoreError::unavailable(what, e)
+    } else {
+        StoreError::failed(what, e)
     }
 }
 
+/// Whether an I/O error (refused, reset, timed out) is among the causes.
 fn io_caused(e: &tokio_postgres::Error) -> bool {
     let mut source = std::error::Error::source(e);
     while let Some(s) = source {
@@ -66,14 +67,13 @@ fn io_caused(e: &tokio_postgres::Error) -> bool {
         }
         source = s.source();
     }
-    // Connection setup failures (refused, timed out) carry no SQLSTATE either.
-    e.to_string().contains("connect")
+    false
 }
 
 fn pool_error(e: PoolError) -> StoreError {
     match e {
         PoolError::Backend(e) => pg_error(e),
-        other => StoreError::Unavailable(other.to_string()),
+        other => StoreError::unavailable("no PostgreSQL connection available", other),
     }
 }
 
@@ -85,7 +85,7 @@ impl PgStore {
     pub async fn connect(url: &str, schema: &str, now: Hour) -> Result<PgStore> {
         let mut config: tokio_postgres::Config = url
             .parse()
-            .map_err(|e| failed(format!("invalid database_url: {e}")))?;
+            .map_err(|e| StoreError::failed("invalid database_url", e))?;
         config.connect_timeout(Duration::from_secs(3));
         let manager = Manager::from_config(
             config,
@@ -101,7 +101,7 @@ impl PgStore {
             .create_timeout(Some(Duration::from_secs(3)))
             .recycle_timeout(Some(Duration::from_secs(3)))
             .build()
-            .map_err(failed)?;
+            .map_err(|e| StoreError::failed("cannot build the PostgreSQL pool", e))?;
         let schema = format!("\"{}\"", schema.replace('"', ""));
         migrate(&pool, &schema).await?;
         let client = pool.get().await.map_err(pool_error)?;
@@ -113,6 +113,14 @@ impl PgStore {
             .execute(&meta, &[&now.index()])
             .await
             .map_err(pg_error)?;
+        // Genesis is never later than an hour holding keys (schemas written before this
+        // rule could acknowledge keys into an hour before it).
+        let lower = format!(
+            "UPDATE {schema}.meta SET value = LEAST(value,
+                 (SELECT min(hour) FROM {schema}.batches), (SELECT min(hour) FROM {schema}.hours))
+             WHERE name = 'genesis'"
+        );
+        client.execute(&lower, &[]).await.map_err(pg_error)?;
         let row = client
             .query_one(
                 &format!("SELECT value FROM {schema}.meta WHERE name = 'genesis'"),
@@ -142,6 +150,27 @@ impl PgStore {
 impl Store for PgStore {
     async fn genesis(&self) -> Result<Hour> {
         Ok(self.genesis)
+    }
+
+    async fn marks(&self) -> Result<Marks> {
+        let client = self.client().await?;
+        let sql = self.sql(
+            "SELECT (SELECT value FROM {s}.meta WHERE name = 'closed_through'),
+                    (SELECT max(hour) FROM {s}.batches)",
+        );
+        let stmt = client.prepare_cached(&sql).await.map_err(pg_error)?;
+        let row = client.query_one(&stmt, &[]).await.map_err(pg_error)?;
+        let closed_through = row.get::<_, Option<i64>>(0).map(Hour::from_index);
+        let newest = row.get::<_, Option<i64>>(1).map(Hour::from_index);
+        let high_water = [Some(self.genesis), closed_through.map(Hour::next), newest]
+            .into_iter()
+            .flatten()
+            .max()
+            .unwrap_or(self.genesis);
+        Ok(Marks {
+            closed_through: closed_through.filter(|c| *c >= self.genesis),
+            high_water,
+        })
     }
 
     /// One statement, one round trip: lock the boundary row shared, insert after it.

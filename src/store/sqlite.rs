@@ -5,7 +5,7 @@
 //! (group commit). Reads use their own connections and never wait for the writer.
 
 use super::{
-    blob_to_keys, distinct, keys_to_blob, KeysPage, Result, SealedHour, Store, StoreError,
+    blob_to_keys, distinct, keys_to_blob, KeysPage, Marks, Result, SealedHour, Store, StoreError,
 };
 use crate::bloom::Key;
 use crate::hour::Hour;
@@ -41,57 +41,111 @@ CREATE TABLE IF NOT EXISTS hours (
 
 /// SQLite-backed [`Store`].
 pub struct SqliteStore {
-    writer: Mutex<mpsc::Sender<Command>>,
+    /// Bounded: a full queue answers [`StoreError::Busy`] instead of holding the request.
+    writer: mpsc::SyncSender<Command>,
     readers: Arc<Mutex<Vec<Connection>>>,
     path: PathBuf,
     genesis: Hour,
 }
 
-fn failed(e: impl std::fmt::Display) -> StoreError {
-    StoreError::Failed(e.to_string())
+/// Write commands that may wait for the writer thread by default; beyond that, writes
+/// are refused as busy rather than queued without bound (each may hold a 16 MiB batch).
+pub const DEFAULT_WRITE_QUEUE: usize = 256;
+
+/// Classifies a SQLite error by its result code, keeping it as the cause: what a full
+/// disk, an I/O error, a read-only file or a lock answers is retryable; corruption is not.
+pub(super) fn sql_error(e: rusqlite::Error) -> StoreError {
+    use rusqlite::ffi::ErrorCode as C;
+    let code = match &e {
+        rusqlite::Error::SqliteFailure(f, _) => Some(f.code),
+        _ => None,
+    };
+    match code {
+        Some(
+            C::DiskFull
+            | C::SystemIoFailure
+            | C::ReadOnly
+            | C::DatabaseBusy
+            | C::DatabaseLocked
+            | C::CannotOpen
+            | C::OutOfMemory
+            | C::PermissionDenied
+            | C::FileLockingProtocolFailed,
+        ) => StoreError::unavailable("the SQLite database cannot be written or read", e),
+        Some(C::DatabaseCorrupt | C::NotADatabase) => StoreError::Corrupt(format!("SQLite: {e}")),
+        _ => StoreError::failed("SQLite", e),
+    }
 }
 
 fn open_connection(path: &Path) -> Result<Connection> {
-    let conn = Connection::open(path).map_err(failed)?;
+    let conn = Connection::open(path).map_err(sql_error)?;
     conn.busy_timeout(std::time::Duration::from_secs(10))
-        .map_err(failed)?;
+        .map_err(sql_error)?;
     conn.execute_batch("PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL;")
-        .map_err(failed)?;
+        .map_err(sql_error)?;
     Ok(conn)
 }
 
 impl SqliteStore {
-    /// Opens (or creates) the store in `dir`, fixing genesis at `now` on first open.
+    /// Opens (or creates) the store in `dir`, fixing genesis at `now` on first open,
+    /// with the default write queue.
     ///
     /// # Errors
-    /// [`StoreError::Failed`] if the directory or database cannot be created or read.
+    /// As [`SqliteStore::open_with`].
     pub fn open(dir: &Path, now: Hour) -> Result<SqliteStore> {
-        std::fs::create_dir_all(dir).map_err(|e| failed(format!("{}: {e}", dir.display())))?;
+        SqliteStore::open_with(dir, now, DEFAULT_WRITE_QUEUE)
+    }
+
+    /// Opens (or creates) the store in `dir`, fixing genesis at `now` on first open;
+    /// at most `write_queue` write requests wait for the writer thread.
+    ///
+    /// # Errors
+    /// The directory or database cannot be created, read or written.
+    pub fn open_with(dir: &Path, now: Hour, write_queue: usize) -> Result<SqliteStore> {
+        std::fs::create_dir_all(dir).map_err(|e| {
+            StoreError::failed(
+                format!("cannot create the data directory {}", dir.display()),
+                e,
+            )
+        })?;
         let path = dir.join("bloomcast.sqlite3");
         let conn = open_connection(&path)?;
-        conn.execute_batch(SCHEMA).map_err(failed)?;
+        conn.execute_batch(SCHEMA).map_err(sql_error)?;
         conn.execute(
             "INSERT OR IGNORE INTO meta (name, value) VALUES ('genesis', ?1)",
             [now.index()],
         )
-        .map_err(failed)?;
+        .map_err(sql_error)?;
+        // Genesis is never later than an hour holding keys (stores written before this
+        // rule could acknowledge keys into an hour before it).
+        conn.execute(
+            "UPDATE meta SET value = (SELECT min(h) FROM (
+                 SELECT value AS h FROM meta WHERE name = 'genesis'
+                 UNION ALL SELECT min(hour) FROM batches
+                 UNION ALL SELECT min(hour) FROM hours))
+             WHERE name = 'genesis'",
+            [],
+        )
+        .map_err(sql_error)?;
         let get = |name: &str| -> Result<Option<i64>> {
             conn.query_row("SELECT value FROM meta WHERE name = ?1", [name], |r| {
                 r.get(0)
             })
             .optional()
-            .map_err(failed)
+            .map_err(sql_error)
         };
-        let genesis = Hour::from_index(get("genesis")?.expect("genesis was just inserted"));
+        let genesis = Hour::from_index(
+            get("genesis")?.ok_or_else(|| StoreError::Corrupt("no genesis row".into()))?,
+        );
         let closed_through = get("closed_through")?.map(Hour::from_index);
 
-        let (tx, rx) = mpsc::channel();
+        let (tx, rx) = mpsc::sync_channel(write_queue.max(1));
         std::thread::Builder::new()
             .name("bloomcast-sqlite-writer".into())
             .spawn(move || writer_loop(conn, rx, closed_through))
-            .map_err(failed)?;
+            .map_err(|e| StoreError::failed("cannot start the SQLite writer thread", e))?;
         Ok(SqliteStore {
-            writer: Mutex::new(tx),
+            writer: tx,
             readers: Arc::new(Mutex::new(Vec::new())),
             path,
             genesis,
@@ -103,14 +157,17 @@ impl SqliteStore {
         make: impl FnOnce(oneshot::Sender<Result<T>>) -> Command,
     ) -> Result<T> {
         let (reply, answer) = oneshot::channel();
-        self.writer
-            .lock()
-            .expect("writer sender lock")
-            .send(make(reply))
-            .map_err(|_| failed("the SQLite writer thread has stopped"))?;
+        self.writer.try_send(make(reply)).map_err(|e| match e {
+            mpsc::TrySendError::Full(_) => {
+                StoreError::Busy("the write queue is full; retry shortly".into())
+            }
+            mpsc::TrySendError::Disconnected(_) => {
+                StoreError::bug("the SQLite writer thread has stopped")
+            }
+        })?;
         answer
             .await
-            .map_err(|_| failed("the SQLite writer thread dropped a request"))?
+            .map_err(|_| StoreError::bug("the SQLite writer thread dropped a request"))?
     }
 
     /// Runs a read on a pooled connection off the async runtime.
@@ -121,17 +178,17 @@ impl SqliteStore {
         let readers = self.readers.clone();
         let path = self.path.clone();
         tokio::task::spawn_blocking(move || {
-            let pooled = readers.lock().expect("reader pool lock").pop();
+            let pooled = readers.lock().unwrap_or_else(|p| p.into_inner()).pop();
             let conn = match pooled {
                 Some(c) => c,
                 None => open_connection(&path)?,
             };
             let out = f(&conn);
-            readers.lock().expect("reader pool lock").push(conn);
+            readers.lock().unwrap_or_else(|p| p.into_inner()).push(conn);
             out
         })
         .await
-        .map_err(failed)?
+        .map_err(|e| StoreError::failed("a SQLite read task failed", e))?
     }
 }
 
@@ -139,6 +196,35 @@ impl SqliteStore {
 impl Store for SqliteStore {
     async fn genesis(&self) -> Result<Hour> {
         Ok(self.genesis)
+    }
+
+    async fn marks(&self) -> Result<Marks> {
+        let genesis = self.genesis;
+        self.read(move |conn| {
+            let (closed, newest): (Option<i64>, Option<i64>) = conn
+                .query_row(
+                    "SELECT (SELECT value FROM meta WHERE name = 'closed_through'),
+                            (SELECT max(hour) FROM batches)",
+                    [],
+                    |r| Ok((r.get(0)?, r.get(1)?)),
+                )
+                .map_err(sql_error)?;
+            let closed_through = closed.map(Hour::from_index);
+            let high_water = [
+                Some(genesis),
+                closed_through.map(Hour::next),
+                newest.map(Hour::from_index),
+            ]
+            .into_iter()
+            .flatten()
+            .max()
+            .unwrap_or(genesis);
+            Ok(Marks {
+                closed_through,
+                high_water,
+            })
+        })
+        .await
     }
 
     async fn append(&self, hour: Hour, keys: &[Key]) -> Result<Hour> {
@@ -157,15 +243,17 @@ impl Store for SqliteStore {
                 .prepare_cached(
                     "SELECT seq, keys FROM batches WHERE hour = ?1 AND seq > ?2 ORDER BY seq",
                 )
-                .map_err(failed)?;
-            let mut rows = stmt.query(params![hour.index(), cursor]).map_err(failed)?;
+                .map_err(sql_error)?;
+            let mut rows = stmt
+                .query(params![hour.index(), cursor])
+                .map_err(sql_error)?;
             let mut page = KeysPage {
                 keys: Vec::new(),
                 cursor,
             };
-            while let Some(row) = rows.next().map_err(failed)? {
-                page.cursor = row.get(0).map_err(failed)?;
-                let blob: Vec<u8> = row.get(1).map_err(failed)?;
+            while let Some(row) = rows.next().map_err(sql_error)? {
+                page.cursor = row.get(0).map_err(sql_error)?;
+                let blob: Vec<u8> = row.get(1).map_err(sql_error)?;
                 blob_to_keys(&blob, &mut page.keys)?;
             }
             Ok(page)
@@ -182,7 +270,7 @@ impl Store for SqliteStore {
                     |r| r.get(0),
                 )
                 .optional()
-                .map_err(failed)
+                .map_err(sql_error)
             })
             .await?;
         match sealed {
@@ -222,7 +310,7 @@ impl Store for SqliteStore {
                 },
             )
             .optional()
-            .map_err(failed)
+            .map_err(sql_error)
         })
         .await
     }
@@ -233,7 +321,7 @@ impl Store for SqliteStore {
                 r.get::<_, Option<i64>>(0)
             })
             .map(|h| h.map(Hour::from_index))
-            .map_err(failed)
+            .map_err(sql_error)
         })
         .await
     }
@@ -244,13 +332,14 @@ impl Store for SqliteStore {
                 .prepare_cached(
                     "SELECT hour, count FROM hours WHERE hour BETWEEN ?1 AND ?2 ORDER BY hour",
                 )
-                .map_err(failed)?;
+                .map_err(sql_error)?;
             let rows = stmt
                 .query_map([from.index(), to.index()], |r| {
                     Ok((Hour::from_index(r.get(0)?), r.get::<_, i64>(1)? as u64))
                 })
-                .map_err(failed)?;
-            rows.collect::<rusqlite::Result<Vec<_>>>().map_err(failed)
+                .map_err(sql_error)?;
+            rows.collect::<rusqlite::Result<Vec<_>>>()
+                .map_err(sql_error)
         })
         .await
     }
@@ -259,9 +348,10 @@ impl Store for SqliteStore {
         self.command(|reply| Command::Prune { before, reply }).await
     }
 
+    /// A heartbeat written through the writer thread, as an append would be: fails when
+    /// the writer is gone or the disk cannot take a commit.
     async fn ping(&self) -> Result<()> {
-        self.read(|conn| conn.query_row("SELECT 1", [], |_| Ok(())).map_err(failed))
-            .await
+        self.command(|reply| Command::Heartbeat { reply }).await
     }
 }
 

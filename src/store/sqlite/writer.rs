@@ -2,10 +2,10 @@
 //! thread wakes is folded into one transaction, so concurrent ingests share one commit
 //! and one fsync. A failed group fails every request in it; none is acknowledged.
 
-use super::failed;
+use super::sql_error;
 use crate::bloom::SHA1_KM32;
 use crate::hour::Hour;
-use crate::store::{Result, SealedHour};
+use crate::store::{Result, SealedHour, StoreError};
 use rusqlite::{params, Connection};
 use std::sync::mpsc;
 use tokio::sync::oneshot;
@@ -33,6 +33,8 @@ pub(super) enum Command {
         before: Hour,
         reply: oneshot::Sender<Result<u64>>,
     },
+    /// A no-op write (a heartbeat row) that proves the thread and the disk take commits.
+    Heartbeat { reply: oneshot::Sender<Result<()>> },
 }
 
 pub(super) fn writer_loop(
@@ -49,7 +51,21 @@ pub(super) fn writer_loop(
             }
         }
         let before = closed_through;
-        let outcome = apply_group(&mut conn, &group, &mut closed_through);
+        // A panic fails the group (its transaction rolls back on unwind) but never the
+        // thread: every later write would fail while health checks still passed.
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            apply_group(&mut conn, &group, &mut closed_through)
+        }))
+        .unwrap_or_else(|panic| {
+            let what = panic
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_owned())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_default();
+            Err(StoreError::bug(format!(
+                "the SQLite writer panicked: {what}"
+            )))
+        });
         if outcome.is_err() {
             closed_through = before;
         }
@@ -69,12 +85,12 @@ fn apply_group(
     group: &[Command],
     closed_through: &mut Option<Hour>,
 ) -> Result<Vec<Answer>> {
-    let tx = conn.transaction().map_err(failed)?;
+    let tx = conn.transaction().map_err(sql_error)?;
     let mut answers = Vec::with_capacity(group.len());
     {
         let mut insert = tx
             .prepare_cached("INSERT INTO batches (hour, keys) VALUES (?1, ?2)")
-            .map_err(failed)?;
+            .map_err(sql_error)?;
         for cmd in group {
             let answer = match cmd {
                 Command::Append { hour, blob, .. } => {
@@ -84,7 +100,7 @@ fn apply_group(
                     };
                     insert
                         .execute(params![hour.index(), blob])
-                        .map_err(failed)?;
+                        .map_err(sql_error)?;
                     Answer::Hour(hour)
                 }
                 Command::Close { hour, .. } => {
@@ -95,7 +111,7 @@ fn apply_group(
                              ON CONFLICT (name) DO UPDATE SET value = excluded.value",
                             [hour.index()],
                         )
-                        .map_err(failed)?;
+                        .map_err(sql_error)?;
                     }
                     Answer::Unit
                 }
@@ -113,24 +129,33 @@ fn apply_group(
                             keys
                         ],
                     )
-                    .map_err(failed)?;
+                    .map_err(sql_error)?;
                     tx.execute("DELETE FROM batches WHERE hour = ?1", [sealed.hour.index()])
-                        .map_err(failed)?;
+                        .map_err(sql_error)?;
+                    Answer::Unit
+                }
+                Command::Heartbeat { .. } => {
+                    tx.execute(
+                        "INSERT INTO meta (name, value) VALUES ('heartbeat', unixepoch())
+                         ON CONFLICT (name) DO UPDATE SET value = excluded.value",
+                        [],
+                    )
+                    .map_err(sql_error)?;
                     Answer::Unit
                 }
                 Command::Prune { before, .. } => {
                     let gone = tx
                         .execute("DELETE FROM hours WHERE hour < ?1", [before.index()])
-                        .map_err(failed)?;
+                        .map_err(sql_error)?;
                     tx.execute("DELETE FROM batches WHERE hour < ?1", [before.index()])
-                        .map_err(failed)?;
+                        .map_err(sql_error)?;
                     Answer::Count(gone as u64)
                 }
             };
             answers.push(answer);
         }
     }
-    tx.commit().map_err(failed)?;
+    tx.commit().map_err(sql_error)?;
     Ok(answers)
 }
 
@@ -146,7 +171,9 @@ fn reply_all(group: Vec<Command>, outcome: Result<Vec<Answer>>) {
                     (Command::Close { reply, .. }, Answer::Unit) => {
                         reply.send(Ok(())).map_err(drop)
                     }
-                    (Command::Seal { reply, .. }, Answer::Unit) => reply.send(Ok(())).map_err(drop),
+                    (Command::Seal { reply, .. } | Command::Heartbeat { reply }, Answer::Unit) => {
+                        reply.send(Ok(())).map_err(drop)
+                    }
                     (Command::Prune { reply, .. }, Answer::Count(n)) => {
                         reply.send(Ok(n)).map_err(drop)
                     }
@@ -155,14 +182,14 @@ fn reply_all(group: Vec<Command>, outcome: Result<Vec<Answer>>) {
             }
         }
         Err(e) => {
-            tracing::error!(error = %e, "SQLite write group failed");
-            let err = || failed(&e);
+            tracing::error!(error = %e, cause = ?std::error::Error::source(&e), "SQLite write group failed");
+            let err = || e.same_kind();
             for cmd in group {
                 let _ = match cmd {
                     Command::Append { reply, .. } => reply.send(Err(err())).map_err(drop),
-                    Command::Close { reply, .. } | Command::Seal { reply, .. } => {
-                        reply.send(Err(err())).map_err(drop)
-                    }
+                    Command::Close { reply, .. }
+                    | Command::Seal { reply, .. }
+                    | Command::Heartbeat { reply } => reply.send(Err(err())).map_err(drop),
                     Command::Prune { reply, .. } => reply.send(Err(err())).map_err(drop),
                 };
             }
