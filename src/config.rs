@@ -419,6 +419,37 @@ mod tests {
     }
 
     #[test]
+    fn settings_that_cannot_work_are_refused_with_their_name() {
+        for (name, tweak) in [
+            (
+                "capacity",
+                Box::new(|s: &mut Settings| s.capacity = 500_000_000) as Box<dyn Fn(&mut Settings)>,
+            ),
+            (
+                "max_hour_ids",
+                Box::new(|s: &mut Settings| s.max_hour_ids = u64::MAX / 4),
+            ),
+            (
+                "max_connections",
+                Box::new(|s: &mut Settings| s.max_connections = 0),
+            ),
+            (
+                "write_queue_depth",
+                Box::new(|s: &mut Settings| s.write_queue_depth = 0),
+            ),
+        ] {
+            let mut s = Settings::default();
+            tweak(&mut s);
+            let err = s.validate().unwrap_err();
+            assert!(
+                matches!(&err, ConfigError::Invalid { name: n, .. } if *n == name),
+                "{name}: {err}"
+            );
+        }
+        assert!(Settings::default().validate().is_ok());
+    }
+
+    #[test]
     fn debug_output_never_shows_secrets() {
         let s = Settings {
             ingest_tokens: vec!["super-secret-token".into()],

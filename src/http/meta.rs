@@ -8,6 +8,7 @@ use axum::http::{header, StatusCode};
 use axum::response::IntoResponse;
 use axum::Json;
 use serde_json::{json, Value};
+use std::fmt::Write as _;
 
 /// How many recent hours the index lists.
 const INDEX_HOURS: usize = 24;
@@ -52,7 +53,19 @@ pub async fn healthz(State(state): State<AppState>) -> impl IntoResponse {
 }
 
 pub async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
-    let text = state.metrics.render(state.service.current_count());
+    let service = &state.service;
+    let mut text = state.metrics.render(service.current_count());
+    let _ = write!(
+        text,
+        "# HELP bloomcast_clock_behind_seconds How far the clock is behind the newest hour the store has opened (a clock stepped back).\n\
+         # TYPE bloomcast_clock_behind_seconds gauge\n\
+         bloomcast_clock_behind_seconds {}\n\
+         # HELP bloomcast_corrupt_total Stored data that failed verification (sealed filters rebuilt from keys included).\n\
+         # TYPE bloomcast_corrupt_total counter\n\
+         bloomcast_corrupt_total {}\n",
+        service.clock_behind_seconds(),
+        service.corrupt_found(),
+    );
     ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], text)
 }
 

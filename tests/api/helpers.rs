@@ -104,6 +104,25 @@ impl TestApp {
         }
     }
 
+    /// An app over a given store (wrapped for fault injection), with its clock.
+    pub async fn build_with_store(
+        settings: Settings,
+        clock: ManualClock,
+        store: Arc<dyn bloomcast::store::Store>,
+        dir: Option<Arc<TempDir>>,
+    ) -> TestApp {
+        let app = Application::build_with(settings.clone(), Arc::new(clock.clone()), store)
+            .await
+            .expect("app builds");
+        TestApp {
+            router: app.router(),
+            service: app.service(),
+            clock,
+            settings,
+            _dir: dir,
+        }
+    }
+
     /// A new app over the same data directory and clock, as after a restart.
     pub async fn restart(self) -> TestApp {
         let TestApp {

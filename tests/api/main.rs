@@ -2,7 +2,9 @@
 
 mod caching;
 mod errors;
+mod faults;
 mod helpers;
 mod ingest;
 mod publication;
 mod rollover;
+mod wrapped;

@@ -1,0 +1,114 @@
+//! Stores wrapped for fault tests: one that holds chosen calls at a gate until the test
+//! lets them go (to drive interleavings deterministically), and one that panics once.
+
+use async_trait::async_trait;
+use bloomcast::bloom::Key;
+use bloomcast::hour::Hour;
+use bloomcast::store::{KeysPage, Marks, Result, SealedHour, Store};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use tokio::sync::{Notify, Semaphore};
+
+/// A gate: while armed, a call waits at it until released; the test can wait for a call
+/// to arrive.
+pub struct Gate {
+    armed: AtomicBool,
+    arrived: Notify,
+    release: Semaphore,
+}
+
+impl Default for Gate {
+    fn default() -> Self {
+        Gate {
+            armed: AtomicBool::new(false),
+            arrived: Notify::new(),
+            release: Semaphore::new(0),
+        }
+    }
+}
+
+impl Gate {
+    pub fn arm(&self) {
+        self.armed.store(true, Ordering::SeqCst);
+    }
+
+    /// Resolves once a call is waiting at the gate.
+    pub async fn arrived(&self) {
+        self.arrived.notified().await;
+    }
+
+    /// Lets every waiting and later call through.
+    pub fn release(&self) {
+        self.armed.store(false, Ordering::SeqCst);
+        self.release.add_permits(1 << 20);
+    }
+
+    async fn pass(&self) {
+        if self.armed.load(Ordering::SeqCst) {
+            self.arrived.notify_one();
+            let _ = self.release.acquire().await.map(|p| p.forget());
+        }
+    }
+}
+
+/// Delegates to an inner store; `keys_after` (the open hour's refresh and load) waits at
+/// `refresh_gate`, and `sealed` panics once when `panic_on_sealed` is set.
+pub struct Wrapped {
+    pub inner: Arc<dyn Store>,
+    pub refresh_gate: Gate,
+    pub panic_on_sealed: AtomicBool,
+}
+
+impl Wrapped {
+    pub fn new(inner: Arc<dyn Store>) -> Arc<Wrapped> {
+        Arc::new(Wrapped {
+            inner,
+            refresh_gate: Gate::default(),
+            panic_on_sealed: AtomicBool::new(false),
+        })
+    }
+}
+
+#[async_trait]
+impl Store for Wrapped {
+    async fn genesis(&self) -> Result<Hour> {
+        self.inner.genesis().await
+    }
+    async fn marks(&self) -> Result<Marks> {
+        self.inner.marks().await
+    }
+    async fn append(&self, hour: Hour, keys: &[Key]) -> Result<Hour> {
+        self.inner.append(hour, keys).await
+    }
+    async fn close_through(&self, hour: Hour) -> Result<()> {
+        self.inner.close_through(hour).await
+    }
+    async fn keys_after(&self, hour: Hour, cursor: i64) -> Result<KeysPage> {
+        self.refresh_gate.pass().await;
+        self.inner.keys_after(hour, cursor).await
+    }
+    async fn keys(&self, hour: Hour) -> Result<Vec<Key>> {
+        self.inner.keys(hour).await
+    }
+    async fn seal(&self, sealed: &SealedHour, keys: &[Key]) -> Result<()> {
+        self.inner.seal(sealed, keys).await
+    }
+    async fn sealed(&self, hour: Hour) -> Result<Option<SealedHour>> {
+        if self.panic_on_sealed.swap(false, Ordering::SeqCst) {
+            panic!("injected panic in Store::sealed");
+        }
+        self.inner.sealed(hour).await
+    }
+    async fn last_sealed(&self) -> Result<Option<Hour>> {
+        self.inner.last_sealed().await
+    }
+    async fn sealed_counts(&self, from: Hour, to: Hour) -> Result<Vec<(Hour, u64)>> {
+        self.inner.sealed_counts(from, to).await
+    }
+    async fn prune_before(&self, hour: Hour) -> Result<u64> {
+        self.inner.prune_before(hour).await
+    }
+    async fn ping(&self) -> Result<()> {
+        self.inner.ping().await
+    }
+}
