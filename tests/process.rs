@@ -138,3 +138,85 @@ async fn clock_offset_shifts_the_servers_current_hour() {
         "{current} not in {expected:?}"
     );
 }
+
+/// Starts a server `offset` seconds off the wall clock over `dir`, ingests a batch,
+/// records it under its receipt's hour and kills the server with SIGKILL.
+async fn ingest_at_offset(
+    dir: &std::path::Path,
+    offset: i64,
+    tag: &str,
+    acked: &mut HashMap<String, Vec<String>>,
+) -> String {
+    let http = reqwest::Client::new();
+    let mut server = start(
+        dir,
+        &[("BLOOMCAST_CLOCK_OFFSET_SECONDS", &offset.to_string())],
+    );
+    let ids: Vec<String> = (0..200).map(|i| format!("{tag}-{i}")).collect();
+    let hour = post_ids(&http, &server.base, &ids).await.unwrap();
+    acked.entry(hour.clone()).or_default().extend(ids);
+    kill9(&mut server);
+    hour
+}
+
+/// Every receipt's hour is served by a server at `offset` and holds its IDs.
+async fn assert_all_served(
+    dir: &std::path::Path,
+    offset: i64,
+    acked: &HashMap<String, Vec<String>>,
+) {
+    let http = reqwest::Client::new();
+    let server = start(
+        dir,
+        &[("BLOOMCAST_CLOCK_OFFSET_SECONDS", &offset.to_string())],
+    );
+    for (hour, ids) in acked {
+        let (_, filter) = fetch(&http, &server.base, &path_of(hour)).await;
+        let lost = ids.iter().filter(|id| !filter.contains(id)).count();
+        assert_eq!(lost, 0, "{lost} of {} lost in {hour}", ids.len());
+    }
+}
+
+#[tokio::test]
+async fn restarts_with_the_clock_stepped_back_lose_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut acked = HashMap::new();
+    let first = ingest_at_offset(dir.path(), 0, "now", &mut acked).await;
+
+    let behind = ingest_at_offset(dir.path(), -7200, "behind", &mut acked).await;
+
+    assert_eq!(
+        behind, first,
+        "a clock 2 h behind keeps ingest in the newest hour"
+    );
+    assert_all_served(dir.path(), -7200, &acked).await;
+    assert_all_served(dir.path(), 0, &acked).await;
+}
+
+#[tokio::test]
+async fn restarts_with_the_clock_forward_then_back_lose_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut acked = HashMap::new();
+    ingest_at_offset(dir.path(), 0, "now", &mut acked).await;
+    let ahead = ingest_at_offset(dir.path(), 7200, "ahead", &mut acked).await;
+
+    let back = ingest_at_offset(dir.path(), 0, "back", &mut acked).await;
+
+    assert_eq!(
+        back, ahead,
+        "the hour opened 2 h ahead stays the current one"
+    );
+    assert_all_served(dir.path(), 0, &acked).await;
+}
+
+#[tokio::test]
+async fn a_fresh_store_restarted_behind_its_first_hour_acknowledges_into_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut acked = HashMap::new();
+    let genesis = ingest_at_offset(dir.path(), 3 * 3600, "first", &mut acked).await;
+
+    let behind = ingest_at_offset(dir.path(), 0, "behind", &mut acked).await;
+
+    assert_eq!(behind, genesis);
+    assert_all_served(dir.path(), 0, &acked).await;
+}

@@ -1,0 +1,110 @@
+//! A full disk, for real: the embedded store on a small tmpfs that the test fills. Needs
+//! root (to mount); elsewhere it is skipped with the reason, and with CI set it fails.
+
+use crate::helpers::*;
+use axum::http::StatusCode;
+use bloomcast::clock::ManualClock;
+use chrono::Duration;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// A tmpfs mounted for the test's life.
+struct Tmpfs(PathBuf);
+
+impl Tmpfs {
+    fn mount(at: &Path, size: &str) -> Result<Tmpfs, String> {
+        std::fs::create_dir_all(at).map_err(|e| e.to_string())?;
+        let out = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(at)
+            .output()
+            .map_err(|e| format!("cannot run mount: {e}"))?;
+        if !out.status.success() {
+            return Err(String::from_utf8_lossy(&out.stderr).trim().to_owned());
+        }
+        Ok(Tmpfs(at.to_owned()))
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg("-l").arg(&self.0).status();
+    }
+}
+
+/// Writes a file until the file system is full; returns its path.
+fn fill(dir: &Path) -> PathBuf {
+    let path = dir.join("filler");
+    let mut file = std::fs::File::create(&path).unwrap();
+    let chunk = vec![0xA5u8; 16 * 1024];
+    while file
+        .write_all(&chunk)
+        .and_then(|()| file.sync_data())
+        .is_ok()
+    {}
+    path
+}
+
+fn ids(prefix: &str, n: usize) -> Vec<String> {
+    (0..n).map(|i| format!("{prefix}-{i}")).collect()
+}
+
+async fn post(app: &TestApp, ids: &[String]) -> Reply {
+    let body = ids.join("\n").into_bytes();
+    app.post_raw(Some("text/plain"), Some(TOKEN), body).await
+}
+
+#[tokio::test]
+async fn a_full_disk_answers_503_reads_go_on_and_everything_acknowledged_survives() {
+    let root = tempfile::tempdir().unwrap();
+    let mnt = root.path().join("mnt");
+    let tmpfs = match Tmpfs::mount(&mnt, "4m") {
+        Ok(t) => t,
+        Err(why) if std::env::var_os("CI").is_none() => {
+            eprintln!("SKIPPED: cannot mount a tmpfs ({why}); run as root to test a full disk");
+            return;
+        }
+        Err(why) => panic!("CI must run the full-disk test, but mounting a tmpfs failed: {why}"),
+    };
+    let data = mnt.join("data");
+    let clock = ManualClock::at(start_hour(), Duration::minutes(10));
+    let app = TestApp::build(settings(data.clone()), clock.clone(), None).await;
+    app.service.wait_loaded().await;
+    let before = ids("before", 200);
+    assert_eq!(post(&app, &before).await.status, StatusCode::OK);
+
+    let filler = fill(&mnt);
+    let refused = post(&app, &ids("while-full", 20_000)).await;
+
+    refused.assert_error(503, "store_unavailable");
+    assert!(refused.header("retry-after").is_some());
+    let health = app.get("/healthz").await;
+    assert_eq!(health.status, StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(health.json()["status"], "unavailable");
+    // The hour closes while the disk is full: it cannot be sealed, but it is served
+    // from its keys, with every acknowledged ID.
+    clock.advance(Duration::hours(1));
+    let _ = app.service.tick().await;
+    let (_, filter) = app.filter("/2008/09/03/13").await;
+    assert!(before.iter().all(|id| filter.contains(id)));
+
+    std::fs::remove_file(filler).unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(1100)).await; // next heartbeat
+    assert_eq!(app.get("/healthz").await.status, StatusCode::OK);
+    let after = ids("after", 200);
+    assert_eq!(post(&app, &after).await.status, StatusCode::OK);
+    tokio::time::sleep(std::time::Duration::from_millis(1100)).await; // seal backoff
+    app.service.tick().await.unwrap();
+    let (meta, filter) = app.filter("/2008/09/03/13").await;
+    assert!(meta.complete && before.iter().all(|id| filter.contains(id)));
+
+    // Every 200 is durable: a new process over the same files finds them all.
+    let app = app.restart().await;
+    let (_, filter13) = app.filter("/2008/09/03/13").await;
+    let (_, filter14) = app.filter("/2008/09/03/14").await;
+    assert!(before.iter().all(|id| filter13.contains(id)));
+    assert!(after.iter().all(|id| filter14.contains(id)));
+    drop(app);
+    drop(tmpfs);
+}
