@@ -480,3 +480,50 @@ async fn postgres_going_away_gives_503_and_the_node_recovers() {
     );
     assert!(filter.contains("after-recovery"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_nodes_whose_clocks_disagree_by_an_hour_lose_nothing() {
+    let Some(url) = database_url().await else {
+        return;
+    };
+    let schema = unique_schema();
+    let dir = tempfile::tempdir().unwrap();
+    let h = hour_of(2008, 9, 3, 13).unwrap();
+    let ahead_clock = ManualClock::at(h.next(), Duration::minutes(10));
+    let behind_clock = ManualClock::at(h, Duration::minutes(10));
+    let ahead = node(
+        node_settings(&url, &schema, dir.path().to_owned()),
+        &ahead_clock,
+    )
+    .await;
+    let behind = node(
+        node_settings(&url, &schema, dir.path().to_owned()),
+        &behind_clock,
+    )
+    .await;
+    let http = reqwest::Client::new();
+    let mut acked: HashMap<String, Vec<String>> = HashMap::new();
+    for round in 0..6 {
+        for (name, base) in [("ahead", &ahead.base), ("behind", &behind.base)] {
+            let ids: Vec<String> = (0..50).map(|i| format!("{name}-{round}-{i}")).collect();
+            let hour = post_ids(&http, base, &ids).await.unwrap();
+            acked.entry(hour).or_default().extend(ids);
+        }
+        if round == 2 {
+            // The node ahead closes the hour the other one still calls current.
+            ahead.service.tick().await.unwrap();
+        }
+    }
+
+    for base in [&ahead.base, &behind.base] {
+        for (hour, ids) in &acked {
+            let (_, filter) = fetch(&http, base, &path_of(hour)).await;
+            let lost = ids.iter().filter(|id| !filter.contains(id)).count();
+            assert_eq!(lost, 0, "{base}: {lost} of {} lost in {hour}", ids.len());
+        }
+    }
+    // Once the node behind learns the marks it serves the newest hour as current too.
+    behind.service.tick().await.unwrap();
+    assert_eq!(behind.service.current_hour(), h.next());
+    drop_schema(&url, &schema).await;
+}
