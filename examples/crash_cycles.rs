@@ -7,11 +7,15 @@
 //! cargo build --release --bin bloomcast --example crash_cycles
 //! target/release/examples/crash_cycles --binary target/release/bloomcast --cycles 20
 //! target/release/examples/crash_cycles --binary target/release/bloomcast --cycles 5 --across-hour
+//! target/release/examples/crash_cycles --binary target/release/bloomcast --cycles 12 --clock-steps
 //! ```
 //!
 //! `--across-hour` starts each cycle's server a few seconds before the top of an hour
 //! (through `BLOOMCAST_CLOCK_OFFSET_SECONDS`), so ingest, kill and restart straddle the
-//! boundary. Exits 1 when any acknowledged ID is missing. `benches/harness/crash.sh`
+//! boundary. `--clock-steps` restarts each cycle's server with its clock stepped (back 2 h,
+//! forward 1 h, back 3 h, ...) through the same setting, as an NTP correction or a
+//! restored VM would, and checks every acknowledged ID in the hour its receipt named.
+//! Exits 1 when any acknowledged ID is missing. `benches/harness/crash.sh`
 //! builds and runs it.
 
 use bloomcast::wire::Document;
@@ -29,13 +33,18 @@ struct Args {
     binary: PathBuf,
     cycles: usize,
     across_hour: bool,
+    clock_steps: bool,
 }
+
+/// `--clock-steps`: each cycle's clock offset in hours, in turn.
+const CLOCK_STEPS: [i64; 6] = [0, -2, 1, -1, -3, 2];
 
 fn parse_args() -> Result<Args, String> {
     let mut args = Args {
         binary: PathBuf::from("target/release/bloomcast"),
         cycles: 20,
         across_hour: false,
+        clock_steps: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
@@ -46,6 +55,7 @@ fn parse_args() -> Result<Args, String> {
                 args.cycles = n.parse().map_err(|_| format!("bad --cycles {n}"))?;
             }
             "--across-hour" => args.across_hour = true,
+            "--clock-steps" => args.clock_steps = true,
             other => return Err(format!("unknown argument {other}")),
         }
     }
@@ -196,7 +206,7 @@ async fn main() -> ExitCode {
     let args = match parse_args() {
         Ok(a) => a,
         Err(e) => {
-            eprintln!("crash_cycles: {e}\nusage: crash_cycles [--binary PATH] [--cycles N] [--across-hour]");
+            eprintln!("crash_cycles: {e}\nusage: crash_cycles [--binary PATH] [--cycles N] [--across-hour | --clock-steps]");
             return ExitCode::from(2);
         }
     };
@@ -212,10 +222,10 @@ async fn main() -> ExitCode {
         .as_nanos() as u64;
     let (mut offset, mut lost_total, mut unanswered_total) = (0i64, 0u64, 0u64);
     let mut boundary_at = 0i64;
-    let mode = if args.across_hour {
-        "across the hour"
-    } else {
-        "plain"
+    let mode = match (args.across_hour, args.clock_steps) {
+        (true, _) => "across the hour",
+        (false, true) => "clock stepped between restarts",
+        (false, false) => "plain",
     };
     println!(
         "crash cycles ({mode}): {} cycles, {WRITERS} writers, data in {}",
@@ -225,6 +235,8 @@ async fn main() -> ExitCode {
     for cycle in 1..=args.cycles {
         if args.across_hour {
             (offset, boundary_at) = offset_before_boundary(unix_now() + offset, 3);
+        } else if args.clock_steps {
+            offset = CLOCK_STEPS[(cycle - 1) % CLOCK_STEPS.len()] * 3600;
         }
         let server = Server::start(&args.binary, dir.path(), offset);
         let before: BTreeMap<String, usize> = acked
@@ -279,7 +291,8 @@ async fn main() -> ExitCode {
             .collect();
         let new: usize = total - before.values().sum::<usize>();
         println!(
-            "cycle {cycle:>2}: killed after {:>4} ms, acknowledged {new:>6} ({}), total {total}, lost {lost}",
+            "cycle {cycle:>2}: clock {:+} h, killed after {:>4} ms, acknowledged {new:>6} ({}), total {total}, lost {lost}",
+            offset / 3600,
             killed_after.as_millis(),
             by_hour.join(", ")
         );

@@ -11,6 +11,10 @@
 //! When `bloomcast serve` then starts on the directory with the real clock, its startup
 //! housekeeping closes and seals that hour (and the empty ones after it) exactly as it
 //! would after a restart. Prints the hour's path, e.g. `/2026/11/22/05`.
+//!
+//! `hours-ago` 0 seeds the current hour instead: the server then loads it as its open
+//! hour at start (`benches/harness/bighour.sh` measures that load). IDs are appended in
+//! batches of 10,000, as a publisher's batches would be stored.
 
 use bloomcast::bloom::Key;
 use bloomcast::clock::{Clock, SystemClock};
@@ -25,14 +29,21 @@ async fn main() {
     let dir = PathBuf::from(argv.first().expect(usage));
     let n: u64 = argv.get(1).and_then(|s| s.parse().ok()).expect(usage);
     let ago: i64 = argv.get(2).map_or(2, |s| s.parse().expect(usage));
-    assert!(ago >= 1, "the hour must be in the past: hours-ago >= 1");
+    assert!(ago >= 0, "hours-ago must not be negative");
     let hour = Hour::from_index(SystemClock.current_hour().index() - ago);
     let store = SqliteStore::open(&dir, hour).expect("the store opens");
-    let keys: Vec<Key> = (0..n).map(|i| Key::of(&format!("closed:{i}"))).collect();
-    let landed = store
-        .append(hour, &keys)
-        .await
-        .expect("the append is durable");
-    assert_eq!(landed, hour, "the store had already closed {hour}");
+    let mut next = 0;
+    while next < n {
+        let end = (next + 10_000).min(n);
+        let keys: Vec<Key> = (next..end)
+            .map(|i| Key::of(&format!("closed:{i}")))
+            .collect();
+        let landed = store
+            .append(hour, &keys)
+            .await
+            .expect("the append is durable");
+        assert_eq!(landed, hour, "the store had already closed {hour}");
+        next = end;
+    }
     println!("{}", hour.path());
 }

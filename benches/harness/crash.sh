@@ -7,6 +7,8 @@
 #   benches/harness/crash.sh 5 --across-hour # 5 cycles, each straddling an hour boundary
 #                                            # (the server's clock is shifted with
 #                                            # BLOOMCAST_CLOCK_OFFSET_SECONDS)
+#   benches/harness/crash.sh 12 --clock-steps # restarts with the clock stepped back and
+#                                            # forward (0, -2 h, +1 h, -1 h, -3 h, +2 h)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 cycles="${1:-20}"

@@ -118,7 +118,8 @@ impl PgStore {
         let lower = format!(
             "UPDATE {schema}.meta SET value = LEAST(value,
                  (SELECT min(hour) FROM {schema}.batches), (SELECT min(hour) FROM {schema}.hours))
-             WHERE name = 'genesis'"
+             WHERE name = 'genesis' AND value > LEAST(
+                 (SELECT min(hour) FROM {schema}.batches), (SELECT min(hour) FROM {schema}.hours))"
         );
         client.execute(&lower, &[]).await.map_err(pg_error)?;
         let row = client

@@ -118,12 +118,12 @@ impl SqliteStore {
         .map_err(sql_error)?;
         // Genesis is never later than an hour holding keys (stores written before this
         // rule could acknowledge keys into an hour before it).
+        // Only when it changes: a start on a full disk must not need a write.
         conn.execute(
             "UPDATE meta SET value = (SELECT min(h) FROM (
-                 SELECT value AS h FROM meta WHERE name = 'genesis'
-                 UNION ALL SELECT min(hour) FROM batches
-                 UNION ALL SELECT min(hour) FROM hours))
-             WHERE name = 'genesis'",
+                 SELECT min(hour) AS h FROM batches UNION ALL SELECT min(hour) FROM hours))
+             WHERE name = 'genesis' AND value > (SELECT min(h) FROM (
+                 SELECT min(hour) AS h FROM batches UNION ALL SELECT min(hour) FROM hours))",
             [],
         )
         .map_err(sql_error)?;

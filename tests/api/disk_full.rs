@@ -99,6 +99,19 @@ async fn a_full_disk_answers_503_reads_go_on_and_everything_acknowledged_survive
     let (meta, filter) = app.filter("/2008/09/03/13").await;
     assert!(meta.complete && before.iter().all(|id| filter.contains(id)));
 
+    // A restart on a full disk: it starts, reads of the hour that closed meanwhile are
+    // served from its keys (its seal waits for space), and ingest says 503.
+    let filler = fill(&mnt);
+    clock.advance(Duration::hours(1)); // 15:10: hour 14 closed while down
+    let app = app.restart().await;
+    app.service.wait_loaded().await;
+    let (_, filter14) = app.filter("/2008/09/03/14").await;
+    assert!(after.iter().all(|id| filter14.contains(id)));
+    post(&app, &ids("full-again", 20_000))
+        .await
+        .assert_error(503, "store_unavailable");
+    std::fs::remove_file(filler).unwrap();
+
     // Every 200 is durable: a new process over the same files finds them all.
     let app = app.restart().await;
     let (_, filter13) = app.filter("/2008/09/03/13").await;

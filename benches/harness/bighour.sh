@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Big open hours: how long a restarted server takes to load an open hour of N distinct IDs
+# (until /healthz answers 200), and its memory per ID once loaded.
+#
+#   benches/harness/bighour.sh              # N = 1M, 10M and 50M
+#   SIZES="1000000" benches/harness/bighour.sh
+#
+# Each size gets a fresh data dir seeded through the store API (examples/seed_closed_hour.rs
+# with hours-ago 0: the current hour, in batches of 10,000). The server is then started on
+# it, pinned to core 0; the port opens at once and /healthz says "loading" until the hour is
+# in memory. RSS is read from /proc once loaded (VmRSS, and VmHWM for the peak).
+set -euo pipefail
+source "$(dirname "$0")/common.sh"
+SIZES="${SIZES:-1000000 10000000 50000000}"
+make_work
+
+rows=()
+for n in $SIZES; do
+  data="$WORK/data-$n"
+  log "seeding $n IDs into the current hour"
+  "$EXAMPLES/seed_closed_hour" "$data" "$n" 0 >/dev/null
+  db_mb=$(du -sm "$data" | cut -f1)
+  port=$(free_port)
+  started=$(date +%s.%N)
+  (cd "$ROOT" && exec env RUST_LOG=warn BLOOMCAST_LISTEN="127.0.0.1:$port" \
+      BLOOMCAST_DATA_DIR="$data" BLOOMCAST_INGEST_TOKENS="$TOKEN" \
+      taskset -c "$SERVER_CPU" "$BIN" serve) 2>>"$WORK/bloomcast-$port.log" &
+  SERVER_PID=$!
+  PIDS+=("$SERVER_PID")
+  first_status=""
+  while :; do
+    status=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/healthz" || true)
+    [[ -z "$first_status" && "$status" != "000" ]] && first_status="$status" && port_open=$(date +%s.%N)
+    [[ "$status" == "200" ]] && break
+    sleep 0.05
+  done
+  loaded=$(date +%s.%N)
+  rss_kb=$(awk '/^VmRSS/ {print $2}' "/proc/$SERVER_PID/status")
+  hwm_kb=$(awk '/^VmHWM/ {print $2}' "/proc/$SERVER_PID/status")
+  count=$(curl -s "http://127.0.0.1:$port/" | sed -n 's/.*"hours":\[{[^}]*"count":\([0-9]*\).*/\1/p')
+  stop_pid "$SERVER_PID"
+  rm -rf "$data"
+  rows+=("$(awk -v n="$n" -v db="$db_mb" -v s="$started" -v o="$port_open" -v l="$loaded" \
+      -v rss="$rss_kb" -v hwm="$hwm_kb" -v first="$first_status" -v c="$count" 'BEGIN {
+    printf "| %\047d | %d | %.2f (%s) | %.1f | %d | %.1f | %d | %.1f | %s |", n, db, o - s, first, l - s,
+      rss / 1024, rss * 1024 / n, hwm / 1024, hwm * 1024 / n, c }')")
+done
+
+echo
+echo "### Loading a big open hour at start (release build, server pinned to core $SERVER_CPU)"
+echo
+echo "| distinct IDs | store MB | port open s (first /healthz) | loaded s | RSS MiB | RSS B/ID | peak RSS MiB | peak B/ID | count served |"
+echo "|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+printf '%s\n' "${rows[@]}"
