@@ -39,6 +39,17 @@ impl Acked {
     }
 }
 
+/// An app over a store wrapped for fault injection, at 13:10.
+async fn spawn_wrapped() -> (TestApp, ManualClock, Arc<Wrapped>) {
+    let dir = Arc::new(tempfile::tempdir().unwrap());
+    let clock = ManualClock::at(start_hour(), Duration::minutes(10));
+    let store: Arc<dyn Store> = Arc::new(SqliteStore::open(dir.path(), start_hour()).unwrap());
+    let wrapped = Wrapped::new(store);
+    let settings = settings(dir.path().to_owned());
+    let app = TestApp::build_with_store(settings, clock.clone(), wrapped.clone(), Some(dir)).await;
+    (app, clock, wrapped)
+}
+
 /// The `.bin` bytes and ETag of a closed hour, to check they never change.
 async fn sealed_bytes(app: &TestApp, path: &str) -> (Vec<u8>, String) {
     let reply = app.get(&format!("{path}.bin")).await;
@@ -146,17 +157,7 @@ async fn a_fresh_store_never_acknowledges_into_an_hour_before_its_first() {
 
 #[tokio::test]
 async fn a_reader_racing_the_seal_never_recreates_the_closed_hour() {
-    let dir = Arc::new(tempfile::tempdir().unwrap());
-    let clock = ManualClock::at(start_hour(), Duration::minutes(10));
-    let store: Arc<dyn Store> = Arc::new(SqliteStore::open(dir.path(), start_hour()).unwrap());
-    let wrapped = Wrapped::new(store);
-    let app = TestApp::build_with_store(
-        settings(dir.path().to_owned()),
-        clock.clone(),
-        wrapped.clone(),
-        Some(dir),
-    )
-    .await;
+    let (app, clock, wrapped) = spawn_wrapped().await;
     app.service.wait_loaded().await;
     app.ingest(&["in-13"]).await;
 
@@ -218,17 +219,7 @@ async fn an_hour_at_max_hour_ids_refuses_a_batch_whole() {
 
 #[tokio::test]
 async fn a_panic_in_a_request_is_a_500_and_the_server_keeps_serving() {
-    let dir = Arc::new(tempfile::tempdir().unwrap());
-    let clock = ManualClock::at(start_hour(), Duration::minutes(10));
-    let store: Arc<dyn Store> = Arc::new(SqliteStore::open(dir.path(), start_hour()).unwrap());
-    let wrapped = Wrapped::new(store);
-    let app = TestApp::build_with_store(
-        settings(dir.path().to_owned()),
-        clock.clone(),
-        wrapped.clone(),
-        Some(dir),
-    )
-    .await;
+    let (app, _clock, wrapped) = spawn_wrapped().await;
     app.ingest(&["a"]).await;
     app.next_hour().await;
     wrapped

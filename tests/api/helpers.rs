@@ -95,13 +95,7 @@ impl TestApp {
         let app = Application::build_with_clock(settings.clone(), Arc::new(clock.clone()))
             .await
             .expect("app builds");
-        TestApp {
-            router: app.router(),
-            service: app.service(),
-            clock,
-            settings,
-            _dir: dir,
-        }
+        TestApp::of(app, settings, clock, dir)
     }
 
     /// An app over a given store (wrapped for fault injection), with its clock.
@@ -114,6 +108,15 @@ impl TestApp {
         let app = Application::build_with(settings.clone(), Arc::new(clock.clone()), store)
             .await
             .expect("app builds");
+        TestApp::of(app, settings, clock, dir)
+    }
+
+    fn of(
+        app: Application,
+        settings: Settings,
+        clock: ManualClock,
+        dir: Option<Arc<TempDir>>,
+    ) -> TestApp {
         TestApp {
             router: app.router(),
             service: app.service(),
