@@ -62,6 +62,9 @@ pub struct Settings {
     pub ingest_concurrency: usize,
     /// Write requests that may wait for the embedded store's writer; more answer 503 `busy`.
     pub write_queue_depth: usize,
+    /// Union filters (days, since-ranges) of different ranges built at once; a request
+    /// needing another build answers 503 `busy` at once. Requests for one range share a build.
+    pub union_builds: usize,
 }
 
 impl Default for Settings {
@@ -87,6 +90,7 @@ impl Default for Settings {
             max_connections: 4096,
             ingest_concurrency: 32,
             write_queue_depth: 256,
+            union_builds: 1,
         }
     }
 }
@@ -120,6 +124,7 @@ impl std::fmt::Debug for Settings {
             .field("max_connections", &self.max_connections)
             .field("ingest_concurrency", &self.ingest_concurrency)
             .field("write_queue_depth", &self.write_queue_depth)
+            .field("union_builds", &self.union_builds)
             .finish()
     }
 }
@@ -229,6 +234,7 @@ impl Settings {
         env!(max_connections, "BLOOMCAST_MAX_CONNECTIONS");
         env!(ingest_concurrency, "BLOOMCAST_INGEST_CONCURRENCY");
         env!(write_queue_depth, "BLOOMCAST_WRITE_QUEUE_DEPTH");
+        env!(union_builds, "BLOOMCAST_UNION_BUILDS");
         if let Some(v) = get("BLOOMCAST_INGEST_TOKENS") {
             self.ingest_tokens = v
                 .split(',')
@@ -284,6 +290,7 @@ impl Settings {
             ("max_connections", self.max_connections),
             ("ingest_concurrency", self.ingest_concurrency),
             ("write_queue_depth", self.write_queue_depth),
+            ("union_builds", self.union_builds),
             ("cache_bytes", self.cache_bytes),
         ] {
             if value == 0 {

@@ -90,6 +90,7 @@ impl Application {
             cache_bytes: settings.cache_bytes,
             refresh: Duration::from_millis(settings.refresh_ms),
             max_hour_ids: settings.max_hour_ids,
+            union_builds: settings.union_builds,
         };
         let service = Arc::new(Service::new(store, clock, tuning).await?);
         // Seal whatever closed while the server was down and load the open hour, in the

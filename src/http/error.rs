@@ -98,7 +98,7 @@ impl From<ServiceError> for ApiError {
                 tracing::warn!(error = %full_message(&e), "store unavailable");
                 ApiError::Unavailable
             }
-            ServiceError::Store(StoreError::Busy(m)) => ApiError::Busy(m),
+            ServiceError::Store(StoreError::Busy(m)) | ServiceError::Busy(m) => ApiError::Busy(m),
             ServiceError::Store(e @ StoreError::Corrupt(_)) => {
                 tracing::error!(error = %e, "stored data failed verification");
                 ApiError::Corrupt(

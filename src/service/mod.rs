@@ -13,7 +13,8 @@
 //! - every served filter's false-positive estimate is at most the target.
 //!
 //! Lock order: `ledger` (std mutex, never held across an await) is innermost; the tokio
-//! locks (`seal_lock`, `refresh_lock`, `render_locks`, `union_lock`) are taken before
+//! locks (`seal_lock`, `refresh_lock`, `render_locks`, a union range's lock, then a
+//! `union_pool` slot) are taken before
 //! it and never while holding it.
 
 mod cache;
@@ -50,6 +51,9 @@ pub enum ServiceError {
     /// The batch would take the hour past `max_hour_ids` distinct IDs; nothing was recorded.
     #[error("the hour {hour} is full: it holds {count} distinct IDs and the limit is {max}")]
     HourFull { hour: Hour, count: u64, max: u64 },
+    /// A bounded pool is full; retry shortly.
+    #[error("{0}")]
+    Busy(String),
     #[error(transparent)]
     Store(#[from] StoreError),
     /// A filter could not be built or read back (a stored filter that fails to decode).
@@ -73,6 +77,8 @@ pub struct Tuning {
     pub refresh: Duration,
     /// Distinct IDs an hour may hold; ingest beyond it is refused (507).
     pub max_hour_ids: u64,
+    /// Union builds of different ranges at once; more are refused (503 busy).
+    pub union_builds: usize,
 }
 
 /// What an ingest acknowledged.
@@ -136,8 +142,10 @@ pub struct Service {
     refresh_lock: tokio::sync::Mutex<()>,
     /// One open-hour render per representation at a time.
     render_locks: [tokio::sync::Mutex<()>; 3],
-    /// One union build at a time.
-    union_lock: tokio::sync::Mutex<()>,
+    /// One build at a time per union range: readers of a range share its next build.
+    union_ranges: Mutex<HashMap<UnionKey, Arc<tokio::sync::Mutex<()>>>>,
+    /// Union builds of different ranges running at once; past it, 503 `busy`.
+    union_pool: tokio::sync::Semaphore,
     /// Unions that end in the open hour (`since`, today), each with the open hour's
     /// version it was built from: pollers asking for the same range between two ingests
     /// share one build instead of each re-reading every hour's keys.
@@ -160,6 +168,7 @@ impl Service {
     ) -> Result<Service> {
         let genesis = store.genesis().await?;
         let marks = store.marks().await?;
+        let union_builds = tuning.union_builds.max(1);
         let service = Service {
             cache: RenderCache::new(tuning.cache_bytes),
             store,
@@ -175,7 +184,8 @@ impl Service {
             seal_lock: tokio::sync::Mutex::new(()),
             refresh_lock: tokio::sync::Mutex::new(()),
             render_locks: Default::default(),
-            union_lock: tokio::sync::Mutex::new(()),
+            union_ranges: Mutex::new(HashMap::new()),
+            union_pool: tokio::sync::Semaphore::new(union_builds),
             open_unions: Mutex::new(HashMap::new()),
         };
         service.warn_if_clock_behind();

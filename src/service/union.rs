@@ -39,12 +39,37 @@ impl Service {
         if let Some(r) = cached() {
             return Ok((r, complete));
         }
-        // One build at a time: readers arriving while ingest keeps changing the open hour
-        // share the next build instead of each starting their own.
-        let _one_build = self.union_lock.lock().await;
+        // Readers of one range share its next build instead of each starting their own;
+        // builds of different ranges run on a bounded pool, and past it a request is
+        // refused at once (503 busy) rather than queued into a 408.
+        let range = lock(&self.union_ranges).entry(key).or_default().clone();
+        let _same_range = range.lock().await;
         if let Some(r) = cached() {
             return Ok((r, complete));
         }
+        let _slot = self.union_pool.try_acquire().map_err(|_| {
+            ServiceError::Busy(
+                "every union build slot is taken; retry shortly (setting union_builds)".into(),
+            )
+        })?;
+        let built = self.build_union(from, to, repr, complete).await;
+        // The last one out forgets the range's lock, and any left by cancelled requests.
+        lock(&self.union_ranges).retain(|_, l| {
+            let holders = Arc::strong_count(l) - 1 - usize::from(Arc::ptr_eq(l, &range));
+            holders > 0
+        });
+        built
+    }
+
+    async fn build_union(
+        &self,
+        from: Hour,
+        to: Hour,
+        repr: Repr,
+        complete: bool,
+    ) -> Result<(Arc<Rendered>, bool)> {
+        let key = (from.index(), to.index(), repr);
+        let now = self.current_hour();
         let mut keys = Vec::new();
         let mut stamp = None;
         // Final only if every past hour in it is: one the store cannot seal yet is read

@@ -275,3 +275,41 @@ async fn while_the_open_hour_loads_health_says_so_and_ingest_waits_without_a_408
     let (meta, filter) = app.filter("/2008/09/03/13").await;
     assert!(meta.count == 2 && filter.contains("before") && filter.contains("after"));
 }
+
+#[tokio::test]
+async fn a_full_union_pool_answers_busy_at_once_and_hours_and_ingest_go_on() {
+    let (app, _clock, wrapped) = spawn_wrapped().await;
+    app.ingest(&["a"]).await;
+    app.next_hour().await; // 13:00 sealed
+    wrapped.keys_gate.arm(); // the next union build stops reading 13's keys
+    let get = |path: &'static str| {
+        let router = app.router.clone();
+        tokio::spawn(async move {
+            use tower::ServiceExt;
+            let req = axum::http::Request::get(path)
+                .body(axum::body::Body::empty())
+                .unwrap();
+            router.oneshot(req).await.unwrap().status()
+        })
+    };
+    let building = get("/since/2008/09/03/13");
+    wrapped.keys_gate.arrived().await;
+    let same_range = get("/since/2008/09/03/13");
+
+    let other = app.get("/since/2008/09/03/14").await; // another range
+
+    other.assert_error(503, "busy");
+    assert!(other.header("retry-after").is_some());
+    assert!(app.filter("/2008/09/03/13").await.1.contains("a"));
+    assert_eq!(app.get("/healthz").await.status, StatusCode::OK);
+    app.ingest(&["b"]).await;
+    wrapped.keys_gate.release();
+    assert_eq!(building.await.unwrap(), StatusCode::OK);
+    assert_eq!(
+        same_range.await.unwrap(),
+        StatusCode::OK,
+        "one range shares its build"
+    );
+    let (meta, filter) = app.filter("/2008/09/03").await; // the same range as /since/13
+    assert!(meta.count == 2 && filter.contains("a") && filter.contains("b"));
+}

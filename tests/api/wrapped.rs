@@ -52,10 +52,12 @@ impl Gate {
 }
 
 /// Delegates to an inner store; `keys_after` (the open hour's refresh and load) waits at
-/// `refresh_gate`, and `sealed` panics once when `panic_on_sealed` is set.
+/// `refresh_gate`, `keys` (sealing, unions) at `keys_gate`, and `sealed` panics once when
+/// `panic_on_sealed` is set.
 pub struct Wrapped {
     pub inner: Arc<dyn Store>,
     pub refresh_gate: Gate,
+    pub keys_gate: Gate,
     pub panic_on_sealed: AtomicBool,
 }
 
@@ -64,6 +66,7 @@ impl Wrapped {
         Arc::new(Wrapped {
             inner,
             refresh_gate: Gate::default(),
+            keys_gate: Gate::default(),
             panic_on_sealed: AtomicBool::new(false),
         })
     }
@@ -88,6 +91,7 @@ impl Store for Wrapped {
         self.inner.keys_after(hour, cursor).await
     }
     async fn keys(&self, hour: Hour) -> Result<Vec<Key>> {
+        self.keys_gate.pass().await;
         self.inner.keys(hour).await
     }
     async fn seal(&self, sealed: &SealedHour, keys: &[Key]) -> Result<()> {
