@@ -8,7 +8,7 @@
 mod postgres;
 mod sqlite;
 
-pub use postgres::PgStore;
+pub use postgres::{LinkError, PgLink, PgStore, SslMode, TlsSetupError};
 pub use sqlite::SqliteStore;
 
 use crate::bloom::Key;
@@ -21,12 +21,30 @@ pub enum StoreError {
     /// The backend cannot be reached right now; the caller may retry later.
     #[error("store unavailable: {0}")]
     Unavailable(String),
+    /// The first connection at start failed (server unreachable, TLS handshake or
+    /// certificate refused, authentication): the store was never reached. The cause is
+    /// kept for the log.
+    #[error("store unavailable: cannot connect to the database: {}", with_causes(.0.as_ref()))]
+    Connect(#[source] Box<dyn std::error::Error + Send + Sync>),
     /// Anything else: a bug, corruption, or a failed disk.
     #[error("store failure: {0}")]
     Failed(String),
 }
 
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;
+
+/// An error's message followed by its causes': drivers' top messages ("error performing
+/// TLS handshake") leave out why, which is what an operator reading the log needs.
+fn with_causes(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut out = e.to_string();
+    let mut source = e.source();
+    while let Some(cause) = source {
+        out.push_str(": ");
+        out.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    out
+}
 
 /// A closed hour's final filter, as stored and served.
 #[derive(Debug, Clone, PartialEq, Eq)]
