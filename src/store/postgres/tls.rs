@@ -130,15 +130,12 @@ fn verifier(
         });
         WebPkiServerVerifier::builder_with_provider(Arc::new(store), provider.clone()).build()
     };
-    Ok(match (mode, ca) {
-        (SslMode::Disable | SslMode::Prefer, _) | (SslMode::Require, None) => {
-            Arc::new(AnyCertificate {
-                provider: provider.clone(),
-            })
-        }
-        (SslMode::Require | SslMode::VerifyCa, ca) => Arc::new(ChainOnly(webpki(ca)?)),
-        (SslMode::VerifyFull, ca) => webpki(ca)?,
-    })
+    let check = match (mode, ca) {
+        (SslMode::Disable | SslMode::Prefer, _) | (SslMode::Require, None) => Check::Nothing,
+        (SslMode::Require | SslMode::VerifyCa, ca) => Check::Chain(webpki(ca)?),
+        (SslMode::VerifyFull, ca) => Check::ChainAndName(webpki(ca)?),
+    };
+    Ok(Arc::new(ModeVerifier { check, provider }))
 }
 
 /// Reads every certificate of a PEM file into a root store.
@@ -170,67 +167,29 @@ pub fn load_ca_file(path: &Path) -> Result<RootCertStore, TlsSetupError> {
     Ok(store)
 }
 
-/// `prefer`/`require` without a CA: any certificate is accepted, but the handshake's
-/// signatures are still checked so the session keys belong to that certificate.
+/// What is checked of the server's certificate.
 #[derive(Debug)]
-struct AnyCertificate {
+enum Check {
+    /// `prefer`/`require` without a CA: any certificate (the handshake signatures are
+    /// still checked, so the session keys belong to the certificate presented).
+    Nothing,
+    /// `verify-ca`: the full WebPKI check (chain, validity, usage) but the host name.
+    /// rustls checks the chain before the name, so a name mismatch is only ever
+    /// reported for a certificate whose chain verified.
+    Chain(Arc<WebPkiServerVerifier>),
+    /// `verify-full`: WebPKI as browsers do it, host name included.
+    ChainAndName(Arc<WebPkiServerVerifier>),
+}
+
+/// The verifier of every mode: one [`Check`] of the certificate, and the provider's
+/// algorithms for the handshake signatures (what WebPKI's own verifier uses too).
+#[derive(Debug)]
+struct ModeVerifier {
+    check: Check,
     provider: Arc<CryptoProvider>,
 }
 
-impl ServerCertVerifier for AnyCertificate {
-    fn verify_server_cert(
-        &self,
-        _end_entity: &CertificateDer<'_>,
-        _intermediates: &[CertificateDer<'_>],
-        _server_name: &ServerName<'_>,
-        _ocsp_response: &[u8],
-        _now: UnixTime,
-    ) -> Result<ServerCertVerified, TlsError> {
-        Ok(ServerCertVerified::assertion())
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, TlsError> {
-        verify_tls12_signature(
-            message,
-            cert,
-            dss,
-            &self.provider.signature_verification_algorithms,
-        )
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, TlsError> {
-        verify_tls13_signature(
-            message,
-            cert,
-            dss,
-            &self.provider.signature_verification_algorithms,
-        )
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.provider
-            .signature_verification_algorithms
-            .supported_schemes()
-    }
-}
-
-/// `verify-ca`: the full WebPKI check (chain, validity, usage) except the host name.
-/// rustls checks the chain before the name, so a name mismatch is only reported for a
-/// certificate whose chain already verified.
-#[derive(Debug)]
-struct ChainOnly(Arc<WebPkiServerVerifier>);
-
-impl ServerCertVerifier for ChainOnly {
+impl ServerCertVerifier for ModeVerifier {
     fn verify_server_cert(
         &self,
         end_entity: &CertificateDer<'_>,
@@ -239,14 +198,21 @@ impl ServerCertVerifier for ChainOnly {
         ocsp_response: &[u8],
         now: UnixTime,
     ) -> Result<ServerCertVerified, TlsError> {
-        match self
-            .0
-            .verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now)
-        {
-            Err(TlsError::InvalidCertificate(
-                CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
-            )) => Ok(ServerCertVerified::assertion()),
-            other => other,
+        let webpki = match &self.check {
+            Check::Nothing => return Ok(ServerCertVerified::assertion()),
+            Check::Chain(webpki) | Check::ChainAndName(webpki) => webpki,
+        };
+        let verdict =
+            webpki.verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now);
+        match (verdict, &self.check) {
+            (
+                Err(TlsError::InvalidCertificate(
+                    CertificateError::NotValidForName
+                    | CertificateError::NotValidForNameContext { .. },
+                )),
+                Check::Chain(_),
+            ) => Ok(ServerCertVerified::assertion()),
+            (verdict, _) => verdict,
         }
     }
 
@@ -256,7 +222,8 @@ impl ServerCertVerifier for ChainOnly {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, TlsError> {
-        self.0.verify_tls12_signature(message, cert, dss)
+        let algorithms = &self.provider.signature_verification_algorithms;
+        verify_tls12_signature(message, cert, dss, algorithms)
     }
 
     fn verify_tls13_signature(
@@ -265,11 +232,14 @@ impl ServerCertVerifier for ChainOnly {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, TlsError> {
-        self.0.verify_tls13_signature(message, cert, dss)
+        let algorithms = &self.provider.signature_verification_algorithms;
+        verify_tls13_signature(message, cert, dss, algorithms)
     }
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.supported_verify_schemes()
+        self.provider
+            .signature_verification_algorithms
+            .supported_schemes()
     }
 }
 
