@@ -35,7 +35,7 @@ pub type Result<T, E = StoreError> = std::result::Result<T, E>;
 
 /// An error's message followed by its causes': drivers' top messages ("error performing
 /// TLS handshake") leave out why, which is what an operator reading the log needs.
-fn with_causes(e: &(dyn std::error::Error + 'static)) -> String {
+pub(crate) fn with_causes(e: &(dyn std::error::Error + 'static)) -> String {
     let mut out = e.to_string();
     let mut source = e.source();
     while let Some(cause) = source {

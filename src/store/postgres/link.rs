@@ -23,7 +23,7 @@ pub enum LinkError {
     SystemRootsNeedVerifyFull(String),
     #[error("invalid database_url: {0}")]
     Syntax(String),
-    #[error("invalid database_url: {0}")]
+    #[error("invalid database_url: {}", crate::store::with_causes(.0))]
     Parse(#[source] tokio_postgres::Error),
     #[error("invalid {setting}: {source}")]
     Tls {

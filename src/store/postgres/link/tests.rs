@@ -153,3 +153,15 @@ fn a_bad_percent_encoding_is_a_syntax_error() {
         .unwrap();
     assert!(matches!(err, LinkError::Syntax(_)), "{err}");
 }
+
+#[test]
+fn what_tokio_postgres_rejects_is_named_in_the_message() {
+    let err = PgLink::new("postgres://db/bloom?sslcert=/etc/client.pem", Path::new(""))
+        .err()
+        .unwrap();
+    let text = err.to_string();
+    assert!(
+        text.contains("database_url") && text.contains("sslcert"),
+        "{text}"
+    );
+}
