@@ -44,6 +44,9 @@ pub struct Settings {
     pub shutdown_timeout: u64,
     pub database_url: String,
     pub database_schema: String,
+    /// PEM file of the CA(s) that sign the PostgreSQL server's certificate, checked with
+    /// `sslmode=verify-ca`/`verify-full` in `database_url`; empty: the public web roots.
+    pub database_ca_file: PathBuf,
     pub refresh_ms: u64,
     /// Seconds a whole request (body included) may take before it is answered 408.
     pub request_timeout_seconds: u64,
@@ -82,6 +85,7 @@ impl Default for Settings {
             shutdown_timeout: 10,
             database_url: String::new(),
             database_schema: "bloomcast".into(),
+            database_ca_file: PathBuf::new(),
             refresh_ms: 1000,
             request_timeout_seconds: 30,
             header_read_timeout_seconds: 5,
@@ -113,6 +117,7 @@ impl std::fmt::Debug for Settings {
             .field("shutdown_timeout", &self.shutdown_timeout)
             .field("database_url", &redact_url(&self.database_url))
             .field("database_schema", &self.database_schema)
+            .field("database_ca_file", &self.database_ca_file)
             .field("refresh_ms", &self.refresh_ms)
             .field("request_timeout_seconds", &self.request_timeout_seconds)
             .field(
@@ -223,6 +228,7 @@ impl Settings {
         env!(shutdown_timeout, "BLOOMCAST_SHUTDOWN_TIMEOUT");
         env!(database_url, "BLOOMCAST_DATABASE_URL");
         env!(database_schema, "BLOOMCAST_DATABASE_SCHEMA");
+        env!(database_ca_file, "BLOOMCAST_DATABASE_CA_FILE");
         env!(refresh_ms, "BLOOMCAST_REFRESH_MS");
         env!(request_timeout_seconds, "BLOOMCAST_REQUEST_TIMEOUT_SECONDS");
         env!(
@@ -374,8 +380,13 @@ mod tests {
             ("BLOOMCAST_REQUEST_TIMEOUT_SECONDS", "7"),
             ("BLOOMCAST_HEADER_READ_TIMEOUT_SECONDS", "2"),
             ("BLOOMCAST_CLOCK_OFFSET_SECONDS", "-3600"),
+            ("BLOOMCAST_DATABASE_CA_FILE", "/etc/bloomcast/db-ca.pem"),
         ]))
         .unwrap();
+        assert_eq!(
+            s.database_ca_file,
+            PathBuf::from("/etc/bloomcast/db-ca.pem")
+        );
         assert_eq!(s.request_timeout_seconds, 7);
         assert_eq!(s.header_read_timeout_seconds, 2);
         assert_eq!(s.clock_offset_seconds, -3600);

@@ -6,7 +6,7 @@ use crate::config::{ConfigError, Settings};
 use crate::http::{router, AppState, Auth, Metrics};
 use crate::server::{self, ConnLimits};
 use crate::service::{Service, ServiceError, Tuning};
-use crate::store::{PgStore, SqliteStore, Store, StoreError};
+use crate::store::{LinkError, PgLink, PgStore, SqliteStore, Store, StoreError};
 use axum::Router;
 use std::future::Future;
 use std::net::SocketAddr;
@@ -23,6 +23,8 @@ pub enum StartError {
     Config(#[from] ConfigError),
     #[error(transparent)]
     Store(#[from] StoreError),
+    #[error(transparent)]
+    Link(#[from] LinkError),
     #[error(transparent)]
     Service(#[from] ServiceError),
     #[error("{context}: {source}")]
@@ -197,9 +199,15 @@ pub async fn open_store(
 ) -> Result<Arc<dyn Store>, StartError> {
     let now = clock.current_hour();
     if !settings.database_url.is_empty() {
-        let store =
-            PgStore::connect(&settings.database_url, &settings.database_schema, now).await?;
-        tracing::info!(schema = %settings.database_schema, "PostgreSQL store connected");
+        let link = PgLink::new(&settings.database_url, &settings.database_ca_file)?;
+        let (mode, ca_file) = (link.mode(), link.ca_file().map(|p| p.display().to_string()));
+        let store = PgStore::connect(link, &settings.database_schema, now).await?;
+        tracing::info!(
+            schema = %settings.database_schema,
+            sslmode = ?mode,
+            ca_file = ca_file.as_deref().unwrap_or("none"),
+            "PostgreSQL store connected"
+        );
         return Ok(Arc::new(store));
     }
     let dir = settings.data_dir.clone();

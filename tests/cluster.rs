@@ -3,7 +3,8 @@
 //! Needs PostgreSQL at `BLOOMCAST_TEST_DATABASE_URL` (default
 //! `postgres://postgres@127.0.0.1:5432/test`). Without it the tests skip with a message,
 //! unless `CI` is set, where a missing database fails the run. Each test works in its
-//! own schema; the test that stops PostgreSQL starts a private cluster of its own.
+//! own schema; the test that stops PostgreSQL starts a private cluster of its own
+//! (`common::pg`).
 
 #![cfg(unix)]
 
@@ -14,10 +15,10 @@ use bloomcast::config::Settings;
 use bloomcast::hour::hour_of;
 use bloomcast::startup::Application;
 use chrono::Duration;
+use common::pg::{skip_or_fail, PrivateCluster};
 use common::{fetch, kill9, path_of, post_ids, start, TOKEN};
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -255,114 +256,18 @@ async fn a_node_killed_mid_ingest_loses_nothing_and_the_others_carry_on() {
     drop_schema(&url, &schema).await;
 }
 
-/// A private PostgreSQL cluster in a temporary directory, on its own port.
-struct PrivateCluster {
-    dir: tempfile::TempDir,
-    port: u16,
-    bin: PathBuf,
-}
-
-impl PrivateCluster {
-    fn create() -> Option<PrivateCluster> {
-        let bin = std::fs::read_dir("/usr/lib/postgresql")
-            .ok()?
-            .filter_map(Result::ok)
-            .map(|e| e.path().join("bin"))
-            .find(|p| p.join("initdb").exists())?;
-        let dir = tempfile::tempdir().unwrap();
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let cluster = PrivateCluster { dir, port, bin };
-        // initdb refuses to run as root: run it as the postgres user then.
-        if is_root() {
-            Command::new("chown")
-                .args(["-R", "postgres:postgres"])
-                .arg(cluster.dir.path())
-                .status()
-                .ok()?;
-        }
-        let data = cluster.data().display().to_string();
-        let ok = cluster.pg(
-            "initdb",
-            &["-D", &data, "-A", "trust", "-U", "postgres", "--no-sync"],
-        );
-        (ok && cluster.start()).then_some(cluster)
-    }
-
-    fn data(&self) -> PathBuf {
-        self.dir.path().join("data")
-    }
-
-    fn url(&self) -> String {
-        format!("postgres://postgres@127.0.0.1:{}/postgres", self.port)
-    }
-
-    fn pg(&self, tool: &str, args: &[&str]) -> bool {
-        let exe = self.bin.join(tool).display().to_string();
-        let mut cmd = if is_root() {
-            let mut c = Command::new("runuser");
-            c.args(["-u", "postgres", "--", &exe]);
-            c
-        } else {
-            Command::new(&exe)
-        };
-        cmd.args(args)
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null());
-        cmd.status().map(|s| s.success()).unwrap_or(false)
-    }
-
-    fn start(&self) -> bool {
-        let data = self.data().display().to_string();
-        let opts = format!(
-            "-p {} -c listen_addresses=127.0.0.1 -k {}",
-            self.port,
-            self.dir.path().display()
-        );
-        let log = self.dir.path().join("log").display().to_string();
-        self.pg(
-            "pg_ctl",
-            &["-D", &data, "-o", &opts, "-l", &log, "-w", "start"],
-        )
-    }
-
-    fn stop(&self) -> bool {
-        let data = self.data().display().to_string();
-        self.pg("pg_ctl", &["-D", &data, "-m", "immediate", "-w", "stop"])
-    }
-}
-
-impl Drop for PrivateCluster {
-    fn drop(&mut self) {
-        self.stop();
-    }
-}
-
-fn is_root() -> bool {
-    Command::new("id")
-        .arg("-u")
-        .output()
-        .map(|o| o.stdout.starts_with(b"0\n"))
-        .unwrap_or(false)
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_going_away_gives_503_and_the_node_recovers() {
     if database_url().await.is_none() {
         return;
     }
-    let Some(cluster) = PrivateCluster::create() else {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "CI could not start a private PostgreSQL cluster"
-        );
-        eprintln!(
-            "SKIPPED: could not start a private PostgreSQL cluster (initdb/pg_ctl not found)"
-        );
-        return;
+    let cluster = match PrivateCluster::create() {
+        Ok(cluster) => cluster,
+        Err(reason) => {
+            return skip_or_fail(&format!(
+                "could not start a private PostgreSQL cluster: {reason}"
+            ))
+        }
     };
     let dir = tempfile::tempdir().unwrap();
     let h = hour_of(2008, 9, 3, 13).unwrap();
@@ -413,7 +318,7 @@ async fn postgres_going_away_gives_503_and_the_node_recovers() {
         })
     };
     tokio::time::sleep(std::time::Duration::from_millis(300)).await;
-    assert!(cluster.stop(), "stop the private cluster");
+    cluster.stop().expect("stop the private cluster");
 
     let refused = http
         .post(format!("{}/updates", node.base))
@@ -441,7 +346,7 @@ async fn postgres_going_away_gives_503_and_the_node_recovers() {
     );
 
     tokio::time::sleep(std::time::Duration::from_millis(300)).await;
-    assert!(cluster.start(), "restart the private cluster");
+    cluster.start().expect("restart the private cluster");
     let started = Instant::now();
     loop {
         let ok = post_ids(&http, &node.base, &["after-recovery".to_owned()])

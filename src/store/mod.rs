@@ -8,7 +8,7 @@
 mod postgres;
 mod sqlite;
 
-pub use postgres::PgStore;
+pub use postgres::{LinkError, PgLink, PgStore, SslMode, TlsSetupError};
 pub use sqlite::SqliteStore;
 
 use crate::bloom::Key;
@@ -165,7 +165,9 @@ pub trait Store: Send + Sync + 'static {
     async fn ping(&self) -> Result<()>;
 }
 
-/// An error and its causes, one line: `what: cause: cause`.
+/// An error and its causes, one line: `what: cause: cause`. Drivers' top messages
+/// ("error performing TLS handshake") leave out why, which is what an operator reading
+/// the log needs.
 pub fn full_message(e: &dyn std::error::Error) -> String {
     let mut text = e.to_string();
     let mut source = e.source();

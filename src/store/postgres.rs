@@ -20,9 +20,13 @@ use async_trait::async_trait;
 use deadpool_postgres::{Manager, ManagerConfig, Pool, PoolError, RecyclingMethod, Runtime};
 use migrate::migrate;
 use std::time::Duration;
-use tokio_postgres::NoTls;
 
+mod link;
 mod migrate;
+mod tls;
+
+pub use link::{LinkError, PgLink};
+pub use tls::{SslMode, TlsSetupError};
 
 /// PostgreSQL-backed [`Store`].
 pub struct PgStore {
@@ -77,19 +81,30 @@ fn pool_error(e: PoolError) -> StoreError {
     }
 }
 
+/// A failed first connection, with the driver's error (not the pool's wrapper) as cause.
+fn connect_error(e: PoolError) -> StoreError {
+    let what = "cannot connect to the database";
+    match e {
+        PoolError::Backend(e) => StoreError::unavailable(what, e),
+        other => StoreError::unavailable(what, other),
+    }
+}
+
 impl PgStore {
-    /// Connects, migrates the schema and fixes genesis at `now` on first use.
+    /// Connects over `link` (TLS as its `sslmode` says), migrates the schema and fixes
+    /// genesis at `now` on first use.
     ///
     /// # Errors
-    /// A malformed URL, an unreachable server, or a failed migration.
-    pub async fn connect(url: &str, schema: &str, now: Hour) -> Result<PgStore> {
-        let mut config: tokio_postgres::Config = url
-            .parse()
-            .map_err(|e| StoreError::failed("invalid database_url", e))?;
+    /// [`StoreError::Unavailable`] when no connection can be made (unreachable server, TLS
+    /// handshake or certificate refused, authentication); a failed migration.
+    pub async fn connect(link: PgLink, schema: &str, now: Hour) -> Result<PgStore> {
+        let PgLink {
+            mut config, tls, ..
+        } = link;
         config.connect_timeout(Duration::from_secs(3));
         let manager = Manager::from_config(
             config,
-            NoTls,
+            tls,
             ManagerConfig {
                 recycling_method: RecyclingMethod::Fast,
             },
@@ -102,6 +117,9 @@ impl PgStore {
             .recycle_timeout(Some(Duration::from_secs(3)))
             .build()
             .map_err(|e| StoreError::failed("cannot build the PostgreSQL pool", e))?;
+        // The first connection says whether the link works at all; its error keeps
+        // the cause (e.g. the certificate not valid for the host name).
+        drop(pool.get().await.map_err(connect_error)?);
         let schema = format!("\"{}\"", schema.replace('"', ""));
         migrate(&pool, &schema).await?;
         let client = pool.get().await.map_err(pool_error)?;

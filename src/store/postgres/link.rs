@@ -1,0 +1,253 @@
+//! The cluster store's link: `database_url` and `database_ca_file` turned into a
+//! tokio-postgres config and the TLS connector its `sslmode` asks for.
+//!
+//! tokio-postgres parses `sslmode` only as `disable`/`prefer`/`require` and rejects
+//! libpq's `sslrootcert`, so both are taken out of the URL here (its `postgres://` form
+//! or libpq's `key=value` form) before the rest is handed to tokio-postgres.
+
+use super::tls::{self, Roots, SslMode, TlsSetupError};
+use std::path::Path;
+use thiserror::Error;
+use tokio_postgres_rustls::MakeRustlsConnect;
+
+/// A database URL that cannot be used, or a CA file that cannot; the message names
+/// the setting to fix. Never shows the URL's password.
+#[derive(Debug, Error)]
+pub enum LinkError {
+    #[error("invalid database_url: sslmode={0:?} is not one of {names}", names = SslMode::NAMES)]
+    UnknownSslMode(String),
+    #[error(
+        "invalid database_url: sslrootcert=system checks host names, so it needs \
+         sslmode=verify-full (or no sslmode), not {0}"
+    )]
+    SystemRootsNeedVerifyFull(String),
+    #[error("invalid database_url: {0}")]
+    Syntax(String),
+    #[error("invalid database_url: {}", crate::store::full_message(.0))]
+    Parse(#[source] tokio_postgres::Error),
+    #[error("invalid {setting}: {source}")]
+    Tls {
+        setting: &'static str,
+        #[source]
+        source: TlsSetupError,
+    },
+}
+
+/// Everything a pool needs to open connections to the cluster database.
+pub struct PgLink {
+    pub(super) config: tokio_postgres::Config,
+    pub(super) tls: MakeRustlsConnect,
+    mode: SslMode,
+    roots: Roots,
+}
+
+impl PgLink {
+    /// Reads `sslmode` (default `prefer`, as in libpq) and `sslrootcert` from the URL,
+    /// and loads the CA file (`sslrootcert`, else `ca_file` unless empty) whatever the
+    /// mode, so a bad file fails at start and not at the first verified connection.
+    ///
+    /// # Errors
+    /// [`LinkError`] naming the setting at fault.
+    pub fn new(database_url: &str, ca_file: &Path) -> Result<PgLink, LinkError> {
+        let params = take_ssl_params(database_url)?;
+        let mut config: tokio_postgres::Config = params.rest.parse().map_err(LinkError::Parse)?;
+        let system = params.sslrootcert.as_deref() == Some("system");
+        let mode = match params.sslmode.as_deref() {
+            None if system => SslMode::VerifyFull,
+            None => SslMode::Prefer,
+            Some(v) => SslMode::parse(v).ok_or_else(|| LinkError::UnknownSslMode(v.to_owned()))?,
+        };
+        if system && mode != SslMode::VerifyFull {
+            return Err(LinkError::SystemRootsNeedVerifyFull(
+                params.sslmode.unwrap_or_default(),
+            ));
+        }
+        let (roots, setting) = match params.sslrootcert {
+            Some(s) if s == "system" => (Roots::Public, "database_url"),
+            Some(path) => (Roots::File(path.into()), "database_url (sslrootcert)"),
+            None if ca_file.as_os_str().is_empty() => (Roots::Public, "database_ca_file"),
+            None => (Roots::File(ca_file.to_owned()), "database_ca_file"),
+        };
+        let tls =
+            tls::connector(mode, &roots).map_err(|source| LinkError::Tls { setting, source })?;
+        if matches!(roots, Roots::File(_)) && matches!(mode, SslMode::Disable | SslMode::Prefer) {
+            tracing::warn!(
+                ?mode,
+                "a CA file is set but sslmode does not check certificates: \
+                 use sslmode=verify-full in database_url"
+            );
+        }
+        config.ssl_mode(mode.negotiation());
+        Ok(PgLink {
+            config,
+            tls,
+            mode,
+            roots,
+        })
+    }
+
+    /// One connection over this link, outside any pool: for diagnostics and tests
+    /// that look at the connection itself (e.g. `pg_stat_ssl`).
+    ///
+    /// # Errors
+    /// The driver's error: unreachable, TLS refused, authentication failed.
+    pub async fn connect(&self) -> Result<tokio_postgres::Client, tokio_postgres::Error> {
+        let (client, connection) = self.config.connect(self.tls.clone()).await?;
+        tokio::spawn(async move {
+            if let Err(e) = connection.await {
+                tracing::debug!(error = %e, "diagnostic database connection ended");
+            }
+        });
+        Ok(client)
+    }
+
+    /// The `sslmode` in force, for logs.
+    pub fn mode(&self) -> SslMode {
+        self.mode
+    }
+
+    /// The CA file checked against, if any (`None`: the public web roots, or no check).
+    pub fn ca_file(&self) -> Option<&Path> {
+        match &self.roots {
+            Roots::File(path) => Some(path),
+            Roots::Public => None,
+        }
+    }
+}
+
+/// A URL with `sslmode` and `sslrootcert` taken out, and their values.
+#[derive(Debug, PartialEq, Eq)]
+struct SslParams {
+    rest: String,
+    sslmode: Option<String>,
+    sslrootcert: Option<String>,
+}
+
+fn take_ssl_params(url: &str) -> Result<SslParams, LinkError> {
+    let mut params = SslParams {
+        rest: url.to_owned(),
+        sslmode: None,
+        sslrootcert: None,
+    };
+    // Records an SSL parameter; false for any other, which stays in the URL.
+    let mut take = |key: &str, value: String| {
+        match key {
+            "sslmode" => params.sslmode = Some(value),
+            "sslrootcert" => params.sslrootcert = Some(value),
+            _ => return false,
+        }
+        true
+    };
+    let rest = if let Some(scheme_end) = ["postgres://", "postgresql://"]
+        .iter()
+        .find(|p| url.starts_with(*p))
+        .map(|p| p.len())
+    {
+        // As tokio-postgres: credentials end at the first '@', the query starts after.
+        let host_start = url[scheme_end..]
+            .find('@')
+            .map_or(scheme_end, |at| scheme_end + at + 1);
+        let Some(q) = url[host_start..].find('?') else {
+            return Ok(params);
+        };
+        let (base, query) = (&url[..host_start + q], &url[host_start + q + 1..]);
+        let mut kept = Vec::new();
+        for pair in query.split('&').filter(|p| !p.is_empty()) {
+            let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
+            if !take(&percent_decode(key)?, percent_decode(value)?) {
+                kept.push(pair);
+            }
+        }
+        match kept.is_empty() {
+            true => base.to_owned(),
+            false => format!("{base}?{}", kept.join("&")),
+        }
+    } else {
+        // Malformed key=value text is left whole for tokio-postgres to report.
+        let Some(pairs) = key_value_pairs(url) else {
+            return Ok(params);
+        };
+        let mut kept = Vec::new();
+        for (key, value, raw) in pairs {
+            if !take(key, value) {
+                kept.push(raw);
+            }
+        }
+        kept.join(" ")
+    };
+    params.rest = rest;
+    Ok(params)
+}
+
+fn percent_decode(s: &str) -> Result<String, LinkError> {
+    let bad = || LinkError::Syntax(format!("bad percent-encoding in {s:?}"));
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = s.get(i + 1..i + 3).ok_or_else(bad)?;
+            out.push(u8::from_str_radix(hex, 16).map_err(|_| bad())?);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).map_err(|_| bad())
+}
+
+/// libpq's `key = value` pairs (values optionally single-quoted, `\` escapes), each
+/// with its raw text; `None` if the text does not follow that grammar.
+fn key_value_pairs(s: &str) -> Option<Vec<(&str, String, &str)>> {
+    let mut pairs = Vec::new();
+    let mut it = s.char_indices().peekable();
+    let skip_ws = |it: &mut std::iter::Peekable<std::str::CharIndices>| {
+        while it.next_if(|(_, c)| c.is_whitespace()).is_some() {}
+    };
+    loop {
+        skip_ws(&mut it);
+        let Some(&(start, _)) = it.peek() else {
+            return Some(pairs);
+        };
+        let mut key_end = start;
+        while let Some((i, c)) = it.next_if(|(_, c)| !c.is_whitespace() && *c != '=') {
+            key_end = i + c.len_utf8();
+        }
+        skip_ws(&mut it);
+        if key_end == start || it.next()?.1 != '=' {
+            return None;
+        }
+        skip_ws(&mut it);
+        let quoted = it.next_if(|(_, c)| *c == '\'').is_some();
+        let mut value = String::new();
+        let mut end = s.len();
+        loop {
+            match it.peek().copied() {
+                None if quoted => return None,
+                None => break,
+                Some((i, '\'')) if quoted => {
+                    it.next();
+                    end = i + 1;
+                    break;
+                }
+                Some((i, c)) if c.is_whitespace() && !quoted => {
+                    end = i;
+                    break;
+                }
+                Some((_, c)) => {
+                    it.next();
+                    let c = if c == '\\' { it.next()?.1 } else { c };
+                    value.push(c);
+                }
+            }
+        }
+        if value.is_empty() && !quoted {
+            return None;
+        }
+        pairs.push((&s[start..key_end], value, &s[start..end]));
+    }
+}
+
+#[cfg(test)]
+mod tests;
