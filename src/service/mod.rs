@@ -11,6 +11,7 @@
 mod cache;
 mod ledger;
 mod lifecycle;
+mod stats;
 mod union;
 mod views;
 
@@ -22,6 +23,7 @@ use crate::store::{Store, StoreError};
 use cache::RenderCache;
 use chrono::{DateTime, Utc};
 use ledger::{Ledger, OpenHour};
+pub use stats::{CacheStats, HourStats};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

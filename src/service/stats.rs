@@ -1,0 +1,115 @@
+//! Figures for operators (`GET /stats`, the dashboard): per-hour size, fill and
+//! false-positive estimate of the filters the service serves, and what its caches hold.
+//! Read-only: it looks at the same state the filter views use and changes nothing.
+
+use super::{Result, Service, OPEN_UNIONS};
+use crate::hour::Hour;
+use serde::Serialize;
+
+/// One hour's filter as served: what it holds and how full and precise it is.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct HourStats {
+    pub hour: String,
+    pub url: String,
+    /// Distinct IDs recorded (exact).
+    pub count: u64,
+    pub m: u32,
+    pub k: u32,
+    /// Set bits of the body.
+    pub ones: u64,
+    /// `ones / m`.
+    pub fill: f64,
+    /// `(ones / m)^k`, as the filter's own `fpp`.
+    pub fpp: f64,
+    /// `false` for the open hour.
+    pub complete: bool,
+}
+
+impl HourStats {
+    fn new(hour: Hour, count: u64, m: u32, k: u32, ones: u64, complete: bool) -> HourStats {
+        let fill = ones as f64 / f64::from(m);
+        HourStats {
+            hour: hour.rfc3339(),
+            url: hour.path(),
+            count,
+            m,
+            k,
+            ones,
+            fill,
+            fpp: fill.powi(k as i32),
+            complete,
+        }
+    }
+}
+
+/// What the in-memory caches hold now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct CacheStats {
+    /// Rendered closed hours and day unions kept.
+    pub entries: usize,
+    pub bytes: usize,
+    pub budget_bytes: usize,
+    /// Unions ending in the open hour (`since`, today) kept for pollers to share.
+    pub open_unions: usize,
+    pub open_unions_max: usize,
+}
+
+impl Service {
+    /// The `limit` most recent served hours, oldest first, ending with the open hour.
+    ///
+    /// # Errors
+    /// Store failures.
+    pub async fn hour_stats(&self, limit: usize) -> Result<Vec<HourStats>> {
+        let now = self.clock.current_hour();
+        let earliest = self.earliest(now);
+        let oldest =
+            Hour::from_index((now.index() - limit.max(1) as i64 + 1).max(earliest.index()));
+        let mut out = Vec::new();
+        let mut hour = oldest;
+        while hour < now {
+            let sealed = match self.store.sealed(hour).await? {
+                Some(sealed) => sealed,
+                None => self.seal(hour).await?,
+            };
+            let ones = sealed
+                .filter
+                .iter()
+                .map(|b| u64::from(b.count_ones()))
+                .sum();
+            out.push(HourStats::new(
+                hour,
+                sealed.count,
+                sealed.m,
+                sealed.k,
+                ones,
+                true,
+            ));
+            hour = hour.next();
+        }
+        self.refresh(now).await?;
+        let mut ledger = self.ledger.lock().expect("ledger lock");
+        let open = self.open_entry(&mut ledger, now);
+        let filter = open.filter();
+        out.push(HourStats::new(
+            now,
+            open.count(),
+            filter.m(),
+            filter.k(),
+            filter.ones(),
+            false,
+        ));
+        Ok(out)
+    }
+
+    /// What the render cache and the open-union map hold.
+    pub fn cache_stats(&self) -> CacheStats {
+        let (entries, bytes) = self.cache.usage();
+        CacheStats {
+            entries,
+            bytes,
+            budget_bytes: self.tuning.cache_bytes,
+            open_unions: self.open_unions.lock().expect("open unions lock").len(),
+            open_unions_max: OPEN_UNIONS,
+        }
+    }
+}
