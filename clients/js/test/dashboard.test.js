@@ -125,6 +125,10 @@ test("controls are labelled and reachable by keyboard", { skip }, async () => {
 test("screenshots at 1280x800 and phone size", { skip }, async () => {
   const { page } = browser;
   mkdirSync(targetDir, { recursive: true });
+  // Some reads, then a fresh refresh, so the traffic plots have something to show.
+  for (let i = 0; i < 20; i++) await new Client(server.base).hour((await client.index()).current.hour);
+  await page.eval(`delete document.body.dataset.refreshed; document.getElementById("refresh").click()`);
+  await page.waitFor("document.body.dataset.refreshed", "a refresh");
   await page.eval(`window.scrollTo(0, 0)`);
   const wide = await page.send("Page.captureScreenshot", { format: "png" });
   writeFileSync(`${targetDir}dashboard.png`, Buffer.from(wide.data, "base64"));
