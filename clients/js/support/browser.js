@@ -23,6 +23,16 @@ export function chromiumPath() {
   return null;
 }
 
+/** `null` when a WebSocket client is at hand (Node 22+, or `ws` after `npm ci`), else why not. */
+export async function noWebSocket() {
+  try {
+    await webSocketClass();
+    return null;
+  } catch {
+    return "no WebSocket client: use Node 22+, or run `npm ci` in clients/js (installs ws)";
+  }
+}
+
 async function webSocketClass() {
   if (typeof globalThis.WebSocket === "function") return globalThis.WebSocket;
   return (await import("ws")).default;

@@ -8,9 +8,10 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { Client } from "../bloomcast.js";
 import { startServer, binary, skipUnless, NO_BINARY, TOKEN } from "../support/server.js";
-import { launch, chromiumPath, NO_CHROMIUM } from "../support/browser.js";
+import { launch, chromiumPath, noWebSocket, NO_CHROMIUM } from "../support/browser.js";
 
-const skip = skipUnless(binary(), NO_BINARY) || skipUnless(chromiumPath(), NO_CHROMIUM);
+const noWs = await noWebSocket();
+const skip = skipUnless(binary(), NO_BINARY) || skipUnless(chromiumPath(), NO_CHROMIUM) || skipUnless(!noWs, noWs);
 const targetDir = fileURLToPath(new URL("../../../target/", import.meta.url));
 /** Distinct IDs ingested in each past hour, oldest first (the server's clock is shifted back). */
 const HISTORY = [40, 120, 75];
