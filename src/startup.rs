@@ -162,6 +162,11 @@ impl Application {
                 .clone()
                 .run_housekeeping(stopped(stop_rx.clone())),
         );
+        // Rates for /stats and the dashboard: sample the counters off the request path.
+        tokio::spawn(crate::http::run_sampler(
+            self.state.metrics.clone(),
+            stopped(stop_rx.clone()),
+        ));
         tokio::spawn(async move {
             shutdown.await;
             tracing::info!("shutting down: draining in-flight requests");

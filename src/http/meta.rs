@@ -33,6 +33,8 @@ pub async fn index(State(state): State<AppState>) -> Result<impl IntoResponse> {
             "day": "/YYYY/MM/DD[.json|.hex|.bin]",
             "since": "/since/YYYY/MM/DD/HH[.json|.hex|.bin]",
             "ingest": "POST /updates",
+            "dashboard": "/dashboard",
+            "stats": "/stats",
         },
         "hours": hours,
     });

@@ -9,6 +9,18 @@ use std::fmt::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 
+/// The cumulative counters at one moment, for rates (see [`super::series`]).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct Totals {
+    pub ids_ingested: u64,
+    /// Requests of every route.
+    pub requests: u64,
+    /// Requests of the filter routes (hour, day, since).
+    pub reads: u64,
+    pub not_modified: u64,
+    pub bytes_served: u64,
+}
+
 #[derive(Default)]
 pub struct Metrics {
     ids_ingested: AtomicU64,
@@ -16,6 +28,8 @@ pub struct Metrics {
     bytes_served: AtomicU64,
     /// route → status → count
     requests: RwLock<HashMap<String, HashMap<u16, AtomicU64>>>,
+    /// The last hour of [`Totals`], sampled off the request path.
+    pub series: super::series::Series,
 }
 
 impl Metrics {
@@ -45,6 +59,37 @@ impl Metrics {
             .entry(status)
             .or_default()
             .fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The counters now (a few atomic loads and one pass over the routes).
+    pub fn totals(&self) -> Totals {
+        let mut totals = Totals {
+            ids_ingested: self.ids_ingested.load(Ordering::Relaxed),
+            not_modified: self.not_modified.load(Ordering::Relaxed),
+            bytes_served: self.bytes_served.load(Ordering::Relaxed),
+            ..Totals::default()
+        };
+        for (route, by_status) in self.requests.read().expect("metrics lock").iter() {
+            let n: u64 = by_status.values().map(|c| c.load(Ordering::Relaxed)).sum();
+            totals.requests += n;
+            if route.starts_with("/{y}") || route.starts_with("/since/") {
+                totals.reads += n;
+            }
+        }
+        totals
+    }
+
+    /// The totals now, stamped with the wall clock.
+    pub fn reading(&self) -> super::series::Sample {
+        super::series::Sample {
+            at: chrono::Utc::now().timestamp(),
+            totals: self.totals(),
+        }
+    }
+
+    /// Records the totals now in the last hour's series.
+    pub fn sample(&self) {
+        self.series.push(self.reading());
     }
 
     /// The Prometheus text exposition.

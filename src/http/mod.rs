@@ -1,6 +1,7 @@
 //! The HTTP layer: routing, shared state and thin handlers over [`Service`].
 
 mod auth;
+mod dashboard;
 mod error;
 mod filters;
 mod ingest;
@@ -9,12 +10,15 @@ mod meta;
 mod metrics;
 mod negotiate;
 mod paths;
+mod series;
+mod stats;
 
 pub use auth::Auth;
 pub use error::ApiError;
 pub use ingest::{decode_keys, BodyKind, MAX_ID_BYTES};
-pub use metrics::Metrics;
+pub use metrics::{Metrics, Totals};
 pub use paths::{canonical_path, day_segments, hour_segments, parse_filter_path, FilterPath};
+pub use series::run_sampler;
 
 use crate::service::Service;
 use axum::error_handling::HandleErrorLayer;
@@ -64,6 +68,11 @@ pub fn router(state: AppState) -> Router {
         .route("/", get(meta::index))
         .route("/healthz", get(meta::healthz))
         .route("/metrics", get(meta::metrics))
+        .route("/stats", get(stats::stats))
+        .route("/dashboard", get(dashboard::page))
+        .route("/dashboard/app.js", get(dashboard::app))
+        .route("/dashboard/style.css", get(dashboard::style))
+        .route("/dashboard/bloomcast.js", get(dashboard::client))
         .route("/updates", post(ingest::post_updates))
         .route("/since/{y}/{mo}/{d}/{h}", get(filters::get_since))
         .route("/{y}/{mo}/{d}/{h}", get(filters::get_hour))

@@ -74,6 +74,12 @@ impl RenderCache {
         }
     }
 
+    /// `(entries, bytes)` held now, for operators.
+    pub fn usage(&self) -> (usize, usize) {
+        let inner = self.inner.lock().expect("cache lock");
+        (inner.entries.len(), inner.bytes)
+    }
+
     /// Drops everything of hours before `hour` (after pruning).
     pub fn forget_before(&self, hour: i64) {
         let mut inner = self.inner.lock().expect("cache lock");

@@ -21,6 +21,7 @@ mod cache;
 mod health;
 mod ledger;
 mod lifecycle;
+mod stats;
 mod union;
 mod views;
 
@@ -34,6 +35,7 @@ use crate::store::{Store, StoreError};
 use cache::RenderCache;
 use chrono::{DateTime, Utc};
 use ledger::{Ledger, OpenHour};
+pub use stats::{CacheStats, HourStats};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -133,6 +135,8 @@ pub struct Service {
     marks_read_at: Mutex<Option<Instant>>,
     ledger: Mutex<Ledger>,
     health: health::Health,
+    /// Figures of sealed hours for `/stats`, read once each (they never change).
+    sealed_stats: Mutex<std::collections::BTreeMap<Hour, stats::HourStats>>,
     /// Hours whose seal failed, with when to try again (backoff), so a failing seal is
     /// retried in the background rather than on every request.
     seal_retry: Mutex<HashMap<Hour, lifecycle::Retry>>,
@@ -181,6 +185,7 @@ impl Service {
             ledger: Mutex::new(Ledger::default()),
             health: health::Health::default(),
             seal_retry: Mutex::new(HashMap::new()),
+            sealed_stats: Mutex::new(std::collections::BTreeMap::new()),
             seal_lock: tokio::sync::Mutex::new(()),
             refresh_lock: tokio::sync::Mutex::new(()),
             render_locks: Default::default(),

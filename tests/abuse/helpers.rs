@@ -76,6 +76,7 @@ pub async fn spawn_with(tweak: impl FnOnce(&mut Settings)) -> Server {
         .await
         .expect("app builds");
     let addr = app.local_addr();
+    app.service().wait_loaded().await;
     let (stop, stopped) = oneshot::channel::<()>();
     let running = tokio::spawn(app.run_until(async move {
         let _ = stopped.await;

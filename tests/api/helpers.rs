@@ -95,10 +95,13 @@ impl TestApp {
         let app = Application::build_with_clock(settings.clone(), Arc::new(clock.clone()))
             .await
             .expect("app builds");
+        // As a load balancer would: traffic once /healthz says the open hour is loaded.
+        app.service().wait_loaded().await;
         TestApp::of(app, settings, clock, dir)
     }
 
-    /// An app over a given store (wrapped for fault injection), with its clock.
+    /// An app over a given store (wrapped for fault injection), with its clock; it may
+    /// still be loading the open hour when this returns.
     pub async fn build_with_store(
         settings: Settings,
         clock: ManualClock,

@@ -1,6 +1,7 @@
 //! API tests: the real router and store, driven in-process.
 
 mod caching;
+mod dashboard;
 mod disk_full;
 mod errors;
 mod faults;

@@ -54,10 +54,33 @@ pub fn start(data_dir: &Path, env: &[(&str, &str)]) -> Server {
     let addr = rx
         .recv_timeout(Duration::from_secs(30))
         .expect("server reports its address");
+    wait_ready(&addr);
     Server {
         child,
         base: format!("http://{addr}"),
     }
+}
+
+/// Waits until `/healthz` answers 200 (the open hour is loaded), as a load balancer would
+/// before sending traffic.
+fn wait_ready(addr: &str) {
+    use std::io::{Read, Write};
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while std::time::Instant::now() < deadline {
+        if let Ok(mut conn) = std::net::TcpStream::connect(addr) {
+            let request =
+                format!("GET /healthz HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
+            let mut reply = String::new();
+            if conn.write_all(request.as_bytes()).is_ok()
+                && conn.read_to_string(&mut reply).is_ok()
+                && reply.starts_with("HTTP/1.1 200")
+            {
+                return;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    panic!("the server at {addr} did not become ready within 30 s");
 }
 
 /// SIGKILL, and reap.

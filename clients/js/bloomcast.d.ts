@@ -1,0 +1,104 @@
+// Types for bloomcast.js (the bloomcast client for browsers and Node 20+).
+
+export const SHA1_KM32: "sha1-km32";
+
+/** The two 32-bit hash halves of an ID. */
+export interface Key { h1: number; h2: number }
+
+export class BloomcastError extends Error {
+  /** Machine-readable: the server's `error` code, or "decode", "protocol", "transport", "argument". */
+  code: string;
+}
+export class StatusError extends BloomcastError {
+  status: number;
+  serverMessage: string;
+  /** Seconds, from `Retry-After`. */
+  retryAfter: number | null;
+}
+export class DecodeError extends BloomcastError {}
+export class ProtocolError extends BloomcastError {}
+
+export function keyOf(id: string): Promise<Key>;
+export function positions(key: Key, m: number, k: number): number[];
+export function optimalParams(n: number, p: number): { m: number; k: number };
+export function hourPath(hour: Date | string): string;
+export function dayPath(day: Date | string): string;
+export function sincePath(hour: Date | string): string;
+
+export class Filter {
+  constructor(m: number, k: number, bytes: Uint8Array, hash?: string);
+  readonly m: number;
+  readonly k: number;
+  readonly hash: string;
+  readonly bytes: Uint8Array;
+  static empty(m: number, k: number): Filter;
+  static fromHex(hex: string, m: number, k: number, options?: { lenient?: boolean; hash?: string }): Filter;
+  insertKey(key: Key): void;
+  containsKey(key: Key): boolean;
+  insert(id: string): Promise<void>;
+  mayContain(id: string): Promise<boolean>;
+  toHex(): string;
+  setBits(): number;
+  fpp(): number;
+  estimateCount(): number;
+}
+
+export interface Meta {
+  hour?: string;
+  from?: string;
+  to?: string;
+  complete: boolean;
+  count: number;
+  m: number;
+  k: number;
+  hash: string;
+  fpp: number;
+}
+
+export class Fetched {
+  meta: Meta;
+  filter: Filter;
+  etag: string | null;
+  range(): { from: string; to: string };
+  mayContain(id: string): Promise<boolean>;
+}
+
+export function parseDocument(doc: unknown): { meta: Meta; filter: Filter };
+export function parseHeaders(headers: Headers): Meta;
+
+export interface IndexHour { hour: string; url: string; count?: number; complete?: boolean }
+export interface Index {
+  service: string;
+  version: string;
+  protocol: number;
+  hash: string;
+  target_fpp: number;
+  capacity: number;
+  retention_hours: number;
+  genesis: string;
+  current: IndexHour;
+  urls: Record<string, string>;
+  hours: IndexHour[];
+}
+
+export interface Changed { from: string; to: string; ids: string[] }
+
+export class Client {
+  constructor(
+    base: string,
+    options?: { token?: string; repr?: "json" | "hex" | "bin"; fetch?: typeof fetch },
+  );
+  readonly base: string;
+  stats: { requests: number; notModified: number; cacheHits: number };
+  index(): Promise<Index>;
+  filter(path: string): Promise<Fetched>;
+  hour(hour: Date | string): Promise<Fetched>;
+  day(day: Date | string): Promise<Fetched>;
+  since(hour: Date | string): Promise<Fetched>;
+  ingest(ids: string[]): Promise<{ hour: string; accepted: number }>;
+  changedSince(
+    ids: string[],
+    since: Date | string,
+    options?: { strategy?: "union" | "hourly" },
+  ): Promise<Changed[]>;
+}

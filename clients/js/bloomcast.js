@@ -1,0 +1,414 @@
+// bloomcast client: an ES module with no dependencies that runs unchanged in browsers and
+// in Node 20+. Written from docs/PROTOCOL.md alone: SHA-1 through WebCrypto
+// (`crypto.subtle`), gzip left to `fetch` (the server's Content-Encoding), `fetch` with
+// ETag revalidation for open filters and a memory cache for complete ones.
+//
+// Vocabulary mirrors the Rust SDK (`bloomcast::client`): `Client#hour`, `#day`, `#since`,
+// `#filter`, `#index`, `#ingest`, `#changedSince`; a fetched filter answers `mayContain`.
+// Types: bloomcast.d.ts.
+
+/** The only hash scheme of protocol version 1. */
+export const SHA1_KM32 = "sha1-km32";
+
+const MAX_M = 4294967295;
+const HEX = /^[0-9a-f]*$/;
+const HEX_LENIENT = /^[0-9a-fA-F]*$/;
+
+/** Base of every error this module throws; `code` is machine-readable. */
+export class BloomcastError extends Error {
+  constructor(code, message) {
+    super(message);
+    this.name = "BloomcastError";
+    this.code = code;
+  }
+}
+
+/** The server answered with an error status; `code` is its JSON `error` field. */
+export class StatusError extends BloomcastError {
+  constructor(status, code, message, retryAfter) {
+    super(code, `${status} ${code}: ${message}`);
+    this.name = "StatusError";
+    this.status = status;
+    this.serverMessage = message;
+    /** Seconds, from `Retry-After` (503), else null. */
+    this.retryAfter = retryAfter;
+  }
+}
+
+/** A filter that breaks a decoding rule of section 6; it must not be used. */
+export class DecodeError extends BloomcastError {
+  constructor(message) {
+    super("decode", message);
+    this.name = "DecodeError";
+  }
+}
+
+/** An answer that does not follow the protocol, or a question no server can answer. */
+export class ProtocolError extends BloomcastError {
+  constructor(message) {
+    super("protocol", message);
+    this.name = "ProtocolError";
+  }
+}
+
+const encoder = new TextEncoder();
+
+/** The two hash halves of an ID: SHA-1 of its exact UTF-8 bytes, big-endian words 0 and 1. */
+export async function keyOf(id) {
+  if (typeof id !== "string") throw new TypeError("an ID is a string");
+  const digest = new DataView(await crypto.subtle.digest("SHA-1", encoder.encode(id)));
+  return { h1: digest.getUint32(0, false), h2: digest.getUint32(4, false) };
+}
+
+/** The `k` bit positions of a key in a filter of `m` bits (exact: below 2^38 < 2^53). */
+export function positions(key, m, k) {
+  const out = new Array(k);
+  for (let i = 0; i < k; i++) out[i] = (key.h1 + i * key.h2) % m;
+  return out;
+}
+
+/** `m` and `k` for `n` IDs at false-positive probability `p` (section 3). */
+export function optimalParams(n, p) {
+  if (!(p > 0 && p < 1)) throw new RangeError("p must be in (0, 1)");
+  const count = Math.max(n, 1);
+  const m = Math.max(8, Math.ceil((-count * Math.log(p)) / (Math.LN2 * Math.LN2)));
+  const k = Math.min(64, Math.max(1, Math.round((m / count) * Math.LN2)));
+  return { m, k };
+}
+
+function checkParams(m, k, hash) {
+  if (hash !== SHA1_KM32) throw new DecodeError(`unknown hash ${JSON.stringify(hash)}`);
+  if (!Number.isInteger(m) || m < 8 || m > MAX_M) throw new DecodeError(`m out of range: ${m}`);
+  if (!Number.isInteger(k) || k < 1 || k > 64) throw new DecodeError(`k out of range: ${k}`);
+}
+
+function popcount8(b) {
+  b = b - ((b >> 1) & 0x55);
+  b = (b & 0x33) + ((b >> 2) & 0x33);
+  return (b + (b >> 4)) & 0x0f;
+}
+
+/** A Bloom filter of `m` bits and `k` positions per ID, in the wire bit layout. */
+export class Filter {
+  /** Checks every rule of section 6 except the hex ones (see `fromHex`). */
+  constructor(m, k, bytes, hash = SHA1_KM32) {
+    checkParams(m, k, hash);
+    const want = Math.ceil(m / 8);
+    if (!(bytes instanceof Uint8Array) || bytes.length !== want) {
+      throw new DecodeError(`body is ${bytes?.length} bytes; m = ${m} needs ${want}`);
+    }
+    const pad = 8 * want - m;
+    if (pad > 0 && bytes[want - 1] >> (8 - pad)) {
+      throw new DecodeError(`bits past m = ${m} are set`);
+    }
+    this.m = m;
+    this.k = k;
+    this.hash = hash;
+    this.bytes = bytes;
+  }
+
+  /** An empty filter, for building one's own. */
+  static empty(m, k) {
+    return new Filter(m, k, new Uint8Array(Math.ceil(m / 8)));
+  }
+
+  /** Decodes a hex body; `lenient` accepts A-F and trailing whitespace (raw `.hex`). */
+  static fromHex(hex, m, k, { lenient = false, hash = SHA1_KM32 } = {}) {
+    if (typeof hex !== "string") throw new DecodeError("filter is not a string");
+    const body = lenient ? hex.trimEnd() : hex;
+    if (body.length % 2 !== 0) throw new DecodeError("odd number of hex digits");
+    if (!(lenient ? HEX_LENIENT : HEX).test(body)) throw new DecodeError("bad hex digit");
+    checkParams(m, k, hash);
+    if (body.length !== 2 * Math.ceil(m / 8)) {
+      throw new DecodeError(`hex body is ${body.length / 2} bytes; m = ${m} needs ${Math.ceil(m / 8)}`);
+    }
+    const bytes = new Uint8Array(body.length / 2);
+    for (let i = 0; i < bytes.length; i++) bytes[i] = parseInt(body.substr(2 * i, 2), 16);
+    return new Filter(m, k, bytes, hash);
+  }
+
+  insertKey(key) {
+    for (const j of positions(key, this.m, this.k)) this.bytes[j >>> 3] |= 1 << (j & 7);
+  }
+
+  containsKey(key) {
+    for (let i = 0; i < this.k; i++) {
+      const j = (key.h1 + i * key.h2) % this.m;
+      if ((this.bytes[Math.floor(j / 8)] & (1 << (j % 8))) === 0) return false;
+    }
+    return true;
+  }
+
+  async insert(id) {
+    this.insertKey(await keyOf(id));
+  }
+
+  /** `false` is certain; `true` is wrong with probability about `fpp()`. */
+  async mayContain(id) {
+    return this.containsKey(await keyOf(id));
+  }
+
+  toHex() {
+    let out = "";
+    for (const b of this.bytes) out += b.toString(16).padStart(2, "0");
+    return out;
+  }
+
+  /** Population count of the body. */
+  setBits() {
+    let n = 0;
+    for (const b of this.bytes) n += popcount8(b);
+    return n;
+  }
+
+  /** `(X/m)^k`: the false-positive probability at this fill (section 8). */
+  fpp() {
+    return (this.setBits() / this.m) ** this.k;
+  }
+
+  /** Swamidass–Baldi estimate of the distinct IDs inserted (section 8). */
+  estimateCount() {
+    const x = this.setBits();
+    return x === this.m ? Infinity : (-this.m / this.k) * Math.log(1 - x / this.m);
+  }
+}
+
+/** A filter as fetched, with what the server said about it (JSON fields or `Bloom-*` headers). */
+export class Fetched {
+  constructor(meta, filter, etag) {
+    /** `{hour?, from?, to?, complete, count, m, k, hash, fpp}` */
+    this.meta = meta;
+    this.filter = filter;
+    this.etag = etag;
+  }
+
+  /** First and last hour covered, as RFC 3339 strings (equal for an hourly filter). */
+  range() {
+    if (this.meta.hour) return { from: this.meta.hour, to: this.meta.hour };
+    if (this.meta.from && this.meta.to) return { from: this.meta.from, to: this.meta.to };
+    throw new ProtocolError("filter names no hour or range");
+  }
+
+  mayContain(id) {
+    return this.filter.mayContain(id);
+  }
+}
+
+function field(doc, name, type) {
+  if (typeof doc[name] !== type) throw new DecodeError(`field ${name} missing or not a ${type}`);
+  return doc[name];
+}
+
+/** Decodes a JSON filter document (section 4). */
+export function parseDocument(doc) {
+  if (doc === null || typeof doc !== "object") throw new DecodeError("document is not an object");
+  const meta = {
+    complete: field(doc, "complete", "boolean"),
+    count: field(doc, "count", "number"),
+    m: field(doc, "m", "number"),
+    k: field(doc, "k", "number"),
+    hash: field(doc, "hash", "string"),
+    fpp: field(doc, "fpp", "number"),
+  };
+  for (const name of ["hour", "from", "to"]) if (typeof doc[name] === "string") meta[name] = doc[name];
+  const filter = Filter.fromHex(field(doc, "filter", "string"), meta.m, meta.k, { hash: meta.hash });
+  return { meta, filter };
+}
+
+function headerInt(headers, name) {
+  const v = headers.get(name)?.trim();
+  if (!v || !/^\d+$/.test(v)) throw new DecodeError(`header ${name} missing or not an integer`);
+  return Number(v);
+}
+
+/** Decodes the parameters of a raw (`.hex` / `.bin`) response from its `Bloom-*` headers. */
+export function parseHeaders(headers) {
+  const complete = headers.get("bloom-complete")?.trim();
+  if (complete !== "true" && complete !== "false") throw new DecodeError("Bloom-Complete is not true/false");
+  const meta = {
+    complete: complete === "true",
+    count: headerInt(headers, "bloom-count"),
+    m: headerInt(headers, "bloom-m"),
+    k: headerInt(headers, "bloom-k"),
+    hash: headers.get("bloom-hash")?.trim() ?? "",
+    fpp: Number(headers.get("bloom-fpp") ?? NaN),
+  };
+  for (const name of ["hour", "from", "to"]) {
+    const v = headers.get(`bloom-${name}`);
+    if (v) meta[name] = v.trim();
+  }
+  checkParams(meta.m, meta.k, meta.hash);
+  return meta;
+}
+
+const pad = (n, w = 2) => String(n).padStart(w, "0");
+
+function toDate(hour) {
+  const date = hour instanceof Date ? hour : new Date(hour);
+  if (Number.isNaN(date.getTime())) throw new TypeError(`not a time: ${hour}`);
+  return date;
+}
+
+/** The URL path of the UTC hour containing `hour` (a Date or an RFC 3339 string): `/YYYY/MM/DD/HH`. */
+export function hourPath(hour) {
+  const d = toDate(hour);
+  return `/${pad(d.getUTCFullYear(), 4)}/${pad(d.getUTCMonth() + 1)}/${pad(d.getUTCDate())}/${pad(d.getUTCHours())}`;
+}
+
+/** The URL path of the UTC day containing `day`: `/YYYY/MM/DD`. */
+export function dayPath(day) {
+  return hourPath(day).slice(0, -3);
+}
+
+/** The URL path of the union from `hour` through the current hour: `/since/YYYY/MM/DD/HH`. */
+export function sincePath(hour) {
+  return `/since${hourPath(hour)}`;
+}
+
+const SUFFIX = { json: "", hex: ".hex", bin: ".bin" };
+
+/** A client of one bloomcast server. */
+export class Client {
+  /**
+   * @param {string} base  the server's base URL, e.g. `http://127.0.0.1:8080`
+   * @param {{token?: string, repr?: "json"|"hex"|"bin", fetch?: typeof fetch}} [options]
+   */
+  constructor(base, { token, repr = "json", fetch: fetchImpl } = {}) {
+    if (!(repr in SUFFIX)) throw new TypeError(`repr is json, hex or bin, not ${repr}`);
+    this.base = String(base).replace(/\/+$/, "");
+    this.token = token;
+    this.repr = repr;
+    this.fetchImpl = fetchImpl ?? globalThis.fetch.bind(globalThis);
+    /** path → Fetched: complete filters forever, open ones to revalidate. */
+    this.cache = new Map();
+    this.stats = { requests: 0, notModified: 0, cacheHits: 0 };
+  }
+
+  async request(path, init = {}) {
+    this.stats.requests++;
+    let response;
+    try {
+      response = await this.fetchImpl(this.base + path, init);
+    } catch (e) {
+      throw new BloomcastError("transport", `cannot reach ${this.base}: ${e.message}`);
+    }
+    if (response.status >= 400) {
+      let code = response.statusText || "error";
+      let message = "";
+      try {
+        const body = await response.json();
+        if (typeof body.error === "string") code = body.error;
+        if (typeof body.message === "string") message = body.message;
+      } catch {
+        // not a bloomcast error body: keep the reason phrase
+      }
+      const retry = response.headers.get("retry-after");
+      throw new StatusError(response.status, code, message, retry ? Number(retry) : null);
+    }
+    return response;
+  }
+
+  /** The index (`GET /`): parameters, the server's current hour and recent hours. */
+  async index() {
+    const response = await this.request("/", { headers: { accept: "application/json" } });
+    return response.json();
+  }
+
+  /** Any filter by path (`/YYYY/MM/DD/HH`, `/YYYY/MM/DD`, `/since/...`), revalidated by ETag. */
+  async filter(path) {
+    const url = path + SUFFIX[this.repr];
+    const cached = this.cache.get(url);
+    if (cached?.meta.complete) {
+      this.stats.cacheHits++;
+      return cached;
+    }
+    const headers = {};
+    if (cached?.etag) headers["if-none-match"] = cached.etag;
+    const response = await this.request(url, { headers, cache: "no-store" });
+    if (response.status === 304) {
+      if (!cached) throw new ProtocolError(`304 for ${url} without a cached copy`);
+      this.stats.notModified++;
+      return cached;
+    }
+    if (response.status !== 200) throw new ProtocolError(`${url}: unexpected status ${response.status}`);
+    let fetched;
+    const etag = response.headers.get("etag");
+    if (this.repr === "json") {
+      let doc;
+      try {
+        doc = await response.json();
+      } catch (e) {
+        throw new DecodeError(`${url}: body is not JSON: ${e.message}`);
+      }
+      const { meta, filter } = parseDocument(doc);
+      fetched = new Fetched(meta, filter, etag);
+    } else {
+      const meta = parseHeaders(response.headers);
+      const filter =
+        this.repr === "hex"
+          ? Filter.fromHex(await response.text(), meta.m, meta.k, { lenient: true })
+          : new Filter(meta.m, meta.k, new Uint8Array(await response.arrayBuffer()));
+      fetched = new Fetched(meta, filter, etag);
+    }
+    this.cache.set(url, fetched);
+    return fetched;
+  }
+
+  /** The filter of one UTC hour (a Date or RFC 3339 string inside it). */
+  hour(hour) {
+    return this.filter(hourPath(hour));
+  }
+
+  /** The union of one UTC day's hours. */
+  day(day) {
+    return this.filter(dayPath(day));
+  }
+
+  /** The union from `hour` through the server's current hour. */
+  since(hour) {
+    return this.filter(sincePath(hour));
+  }
+
+  /** Publishes IDs into the current hour (needs a token); resolves once they are durable. */
+  async ingest(ids) {
+    if (!this.token) throw new BloomcastError("argument", "ingest needs a token");
+    const response = await this.request("/updates", {
+      method: "POST",
+      headers: { authorization: `Bearer ${this.token}`, "content-type": "application/json" },
+      body: JSON.stringify({ ids }),
+    });
+    return response.json();
+  }
+
+  /**
+   * Which of `ids` may have changed from `since` through the server's current hour:
+   * `[{from, to, ids}]`, one entry per range with hits. Every ID that changed is returned
+   * (no false negatives); one that did not is returned with about the filters' fpp.
+   * `strategy`: "union" (one `/since` filter, the default) or "hourly" (each hour's filter).
+   */
+  async changedSince(ids, since, { strategy = "union" } = {}) {
+    const index = await this.index();
+    const now = toDate(index.current.hour);
+    const from = toDate(since);
+    from.setUTCMinutes(0, 0, 0);
+    if (from > now) {
+      throw new ProtocolError(`since ${from.toISOString()} is after the server's current hour ${index.current.hour}`);
+    }
+    const keys = await Promise.all(ids.map(keyOf));
+    const pick = (filter) => ids.filter((_, i) => filter.containsKey(keys[i]));
+    if (strategy === "union") {
+      const fetched = await this.since(from);
+      const hits = pick(fetched.filter);
+      const range = fetched.range();
+      return hits.length ? [{ ...range, ids: hits }] : [];
+    }
+    if (strategy !== "hourly") throw new TypeError(`strategy is union or hourly, not ${strategy}`);
+    const out = [];
+    for (let t = from.getTime(); t <= now.getTime(); t += 3600e3) {
+      const fetched = await this.hour(new Date(t));
+      const hits = pick(fetched.filter);
+      if (hits.length) out.push({ ...fetched.range(), ids: hits });
+    }
+    return out;
+  }
+}

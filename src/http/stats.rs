@@ -1,0 +1,121 @@
+//! `GET /stats`: the figures the dashboard plots, as documented JSON (PROTOCOL.md,
+//! "Operator figures") rather than scraped from the Prometheus text.
+
+use super::error::{ApiError, Result};
+use super::series::{Sample, SAMPLE_EVERY, WINDOW_SECONDS};
+use super::AppState;
+use axum::extract::{RawQuery, State};
+use axum::http::header;
+use axum::response::IntoResponse;
+use axum::Json;
+use serde_json::{json, Value};
+
+/// Hours listed when the request does not say.
+const DEFAULT_HOURS: u64 = 48;
+
+pub async fn stats(
+    State(state): State<AppState>,
+    RawQuery(query): RawQuery,
+) -> Result<impl IntoResponse> {
+    let service = &state.service;
+    let tuning = service.tuning();
+    let hours = hours_param(query.as_deref())?.clamp(1, tuning.retention_hours);
+    let per_hour = service.hour_stats(hours as usize).await?;
+    let now = service.current_hour();
+    let reading = state.metrics.reading();
+    let samples = state.metrics.series.with(reading);
+    let body: Value = json!({
+        "now": service.now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+        "target_fpp": tuning.target_fpp,
+        "capacity": tuning.capacity,
+        "retention_hours": tuning.retention_hours,
+        "current": { "hour": now.rfc3339(), "url": now.path() },
+        "hours": per_hour,
+        "rates": {
+            "window_seconds": WINDOW_SECONDS,
+            "sample_seconds": SAMPLE_EVERY.as_secs(),
+            "points": rates(&samples),
+        },
+        "totals": reading.totals,
+        "cache": service.cache_stats(),
+    });
+    Ok(([(header::CACHE_CONTROL, "no-store")], Json(body)))
+}
+
+/// `hours=N` from the query string; other parameters are ignored.
+fn hours_param(query: Option<&str>) -> Result<u64> {
+    let Some(value) = query
+        .unwrap_or("")
+        .split('&')
+        .find_map(|pair| pair.strip_prefix("hours="))
+    else {
+        return Ok(DEFAULT_HOURS);
+    };
+    value.parse().map_err(|_| {
+        ApiError::BadRequest(format!("hours must be a positive integer, not {value:?}"))
+    })
+}
+
+/// One rate point per pair of neighbouring samples, stamped with the later one.
+fn rates(samples: &[Sample]) -> Vec<Value> {
+    samples
+        .windows(2)
+        .filter(|w| w[1].at > w[0].at)
+        .map(|w| {
+            let (a, b) = (w[0].totals, w[1].totals);
+            let secs = (w[1].at - w[0].at) as f64;
+            let per_sec = |x: u64, y: u64| y.saturating_sub(x) as f64 / secs;
+            let reads = b.reads.saturating_sub(a.reads);
+            let not_modified = b.not_modified.saturating_sub(a.not_modified);
+            json!({
+                "at": chrono::DateTime::from_timestamp(w[1].at, 0)
+                    .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)),
+                "seconds": w[1].at - w[0].at,
+                "ids_per_second": per_sec(a.ids_ingested, b.ids_ingested),
+                "requests_per_second": per_sec(a.requests, b.requests),
+                "reads_per_second": per_sec(a.reads, b.reads),
+                "bytes_per_second": per_sec(a.bytes_served, b.bytes_served),
+                "not_modified_share": if reads == 0 { 0.0 } else { (not_modified.min(reads)) as f64 / reads as f64 },
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::http::metrics::Totals;
+
+    #[test]
+    fn hours_parameter_defaults_and_rejects_garbage() {
+        assert_eq!(hours_param(None).unwrap(), DEFAULT_HOURS);
+        assert_eq!(hours_param(Some("x=1&hours=5")).unwrap(), 5);
+        assert!(matches!(
+            hours_param(Some("hours=-1")),
+            Err(ApiError::BadRequest(_))
+        ));
+    }
+
+    #[test]
+    fn rates_are_differences_over_time() {
+        let sample = |at, reads, not_modified, bytes| Sample {
+            at,
+            totals: Totals {
+                reads,
+                requests: reads,
+                not_modified,
+                bytes_served: bytes,
+                ids_ingested: 0,
+            },
+        };
+        let points = rates(&[
+            sample(0, 0, 0, 0),
+            sample(10, 100, 25, 5000),
+            sample(10, 100, 25, 5000),
+        ]);
+        assert_eq!(points.len(), 1);
+        assert_eq!(points[0]["reads_per_second"], 10.0);
+        assert_eq!(points[0]["bytes_per_second"], 500.0);
+        assert_eq!(points[0]["not_modified_share"], 0.25);
+    }
+}

@@ -1,0 +1,126 @@
+//! Figures for operators (`GET /stats`, the dashboard): per-hour size, fill and
+//! false-positive estimate of the filters the service serves, and what its caches hold.
+//! Read-only: it looks at the same state the filter views use and changes nothing.
+
+use super::{lock, Result, Service, ServiceError, OPEN_UNIONS};
+use crate::hour::Hour;
+use serde::Serialize;
+
+/// One hour's filter as served: what it holds and how full and precise it is.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct HourStats {
+    pub hour: String,
+    pub url: String,
+    /// Distinct IDs recorded (exact).
+    pub count: u64,
+    pub m: u32,
+    pub k: u32,
+    /// Set bits of the body.
+    pub ones: u64,
+    /// `ones / m`.
+    pub fill: f64,
+    /// `(ones / m)^k`, as the filter's own `fpp`.
+    pub fpp: f64,
+    /// `false` for the open hour.
+    pub complete: bool,
+}
+
+impl HourStats {
+    fn new(hour: Hour, count: u64, m: u32, k: u32, ones: u64, complete: bool) -> HourStats {
+        let fill = ones as f64 / f64::from(m);
+        HourStats {
+            hour: hour.rfc3339(),
+            url: hour.path(),
+            count,
+            m,
+            k,
+            ones,
+            fill,
+            fpp: fill.powi(k as i32),
+            complete,
+        }
+    }
+}
+
+/// What the in-memory caches hold now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct CacheStats {
+    /// Rendered closed hours and day unions kept.
+    pub entries: usize,
+    pub bytes: usize,
+    pub budget_bytes: usize,
+    /// Unions ending in the open hour (`since`, today) kept for pollers to share.
+    pub open_unions: usize,
+    pub open_unions_max: usize,
+}
+
+impl Service {
+    /// The `limit` most recent served hours, oldest first, ending with the open hour.
+    ///
+    /// # Errors
+    /// Store failures.
+    pub async fn hour_stats(&self, limit: usize) -> Result<Vec<HourStats>> {
+        let now = self.current_hour();
+        let earliest = self.earliest(now);
+        let oldest =
+            Hour::from_index((now.index() - limit.max(1) as i64 + 1).max(earliest.index()));
+        lock(&self.sealed_stats).retain(|h, _| *h >= earliest);
+        let mut out = Vec::new();
+        let mut hour = oldest;
+        while hour < now {
+            // A sealed hour's figures never change: each is read from the store once.
+            if let Some(stats) = lock(&self.sealed_stats).get(&hour) {
+                out.push(stats.clone());
+                hour = hour.next();
+                continue;
+            }
+            let sealed = match self.store.sealed(hour).await? {
+                Some(sealed) => sealed,
+                None => match self.seal_or_backoff(hour).await {
+                    Ok(sealed) => sealed,
+                    // Not sealable yet (the store takes no writes): left out for now.
+                    Err(ServiceError::Store(e)) if e.is_transient() => {
+                        hour = hour.next();
+                        continue;
+                    }
+                    Err(e) => return Err(e),
+                },
+            };
+            let ones = sealed
+                .filter
+                .iter()
+                .map(|b| u64::from(b.count_ones()))
+                .sum();
+            let stats = HourStats::new(hour, sealed.count, sealed.m, sealed.k, ones, true);
+            lock(&self.sealed_stats).insert(hour, stats.clone());
+            out.push(stats);
+            hour = hour.next();
+        }
+        self.refresh(now).await?;
+        let mut ledger = self.ledger();
+        if let Some(open) = self.open_entry(&mut ledger, now) {
+            let filter = open.filter();
+            out.push(HourStats::new(
+                now,
+                open.count(),
+                filter.m(),
+                filter.k(),
+                filter.ones(),
+                false,
+            ));
+        }
+        Ok(out)
+    }
+
+    /// What the render cache and the open-union map hold.
+    pub fn cache_stats(&self) -> CacheStats {
+        let (entries, bytes) = self.cache.usage();
+        CacheStats {
+            entries,
+            bytes,
+            budget_bytes: self.tuning.cache_bytes,
+            open_unions: lock(&self.open_unions).len(),
+            open_unions_max: OPEN_UNIONS,
+        }
+    }
+}
