@@ -2,6 +2,8 @@
 
 #![allow(dead_code)]
 
+pub mod needs;
+
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
