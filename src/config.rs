@@ -1,8 +1,20 @@
 //! Configuration: `config/` files layered with `BLOOMCAST_*` environment overrides.
 //!
-//! Secrets (ingest tokens, the database URL's password) are never logged: `Debug`
-//! redacts them.
+//! Every setting is declared once, in the `settings!` block below: its doc comment, name,
+//! type and default. From that one declaration come the struct, its `Default`, the
+//! environment variable `BLOOMCAST_<NAME>` and how it is parsed (by the type, see
+//! [`SettingValue`]), `Debug` with secrets redacted, `bloomcast serve --help` and the
+//! generated reference docs/CONFIG.md (kept in sync by a test). Adding a setting is one
+//! entry there, plus its line in config/default.toml (a test checks the two agree).
+//!
+//! Secrets (ingest tokens, the database URL) are `secrecy` types: never logged, exposed
+//! only where they are used.
 
+mod value;
+
+pub use value::{redact_url, SettingValue};
+
+use secrecy::{ExposeSecret, SecretString};
 use serde::Deserialize;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -27,195 +39,230 @@ pub enum ConfigError {
     Invalid { name: &'static str, message: String },
 }
 
-/// Every setting of the server. Field names are the config keys; each has an
-/// environment override `BLOOMCAST_<NAME>`.
-#[derive(Clone, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct Settings {
-    pub listen: SocketAddr,
-    pub data_dir: PathBuf,
-    pub ingest_tokens: Vec<String>,
-    pub capacity: u64,
-    pub target_fpp: f64,
-    pub retention_hours: u64,
-    pub open_max_age: u64,
-    pub body_limit: usize,
-    pub cache_bytes: usize,
-    pub shutdown_timeout: u64,
-    pub database_url: String,
-    pub database_schema: String,
-    pub refresh_ms: u64,
-    /// Seconds a whole request (body included) may take before it is answered 408.
-    pub request_timeout_seconds: u64,
-    /// Seconds a client has to send a request's headers (slow-loris defence); the
-    /// connection is closed when they do not arrive in time. Also bounds idle keep-alive.
-    pub header_read_timeout_seconds: u64,
-    /// Shifts the server's notion of now (testing: run a whole process at another time).
-    pub clock_offset_seconds: i64,
+/// One setting as documented: key, environment variable, default (as shown) and doc.
+#[derive(Clone, Debug)]
+pub struct SettingDoc {
+    pub key: &'static str,
+    pub env: String,
+    pub default: String,
+    pub doc: String,
 }
 
-impl Default for Settings {
-    fn default() -> Self {
-        Settings {
-            listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
-            data_dir: PathBuf::from("data"),
-            ingest_tokens: Vec::new(),
-            capacity: 3000,
-            target_fpp: 0.01,
-            retention_hours: 720,
-            open_max_age: 30,
-            body_limit: 16 * 1024 * 1024,
-            cache_bytes: 256 * 1024 * 1024,
-            shutdown_timeout: 10,
-            database_url: String::new(),
-            database_schema: "bloomcast".into(),
-            refresh_ms: 1000,
-            request_timeout_seconds: 30,
-            header_read_timeout_seconds: 5,
-            clock_offset_seconds: 0,
+/// Declares the settings; see the module doc.
+macro_rules! settings {
+    ($( $(#[doc = $doc:literal])+ $name:ident : $ty:ty = $default:expr, )+) => {
+        /// Every setting of the server. Field names are the config keys; each has an
+        /// environment override `BLOOMCAST_<NAME>`.
+        #[derive(Clone, Deserialize)]
+        #[serde(deny_unknown_fields, default)]
+        pub struct Settings {
+            $( $(#[doc = $doc])+ pub $name: $ty, )+
         }
-    }
-}
 
-impl std::fmt::Debug for Settings {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Settings")
-            .field("listen", &self.listen)
-            .field("data_dir", &self.data_dir)
-            .field(
-                "ingest_tokens",
-                &format!("<{} redacted>", self.ingest_tokens.len()),
-            )
-            .field("capacity", &self.capacity)
-            .field("target_fpp", &self.target_fpp)
-            .field("retention_hours", &self.retention_hours)
-            .field("open_max_age", &self.open_max_age)
-            .field("body_limit", &self.body_limit)
-            .field("cache_bytes", &self.cache_bytes)
-            .field("shutdown_timeout", &self.shutdown_timeout)
-            .field("database_url", &redact_url(&self.database_url))
-            .field("database_schema", &self.database_schema)
-            .field("refresh_ms", &self.refresh_ms)
-            .field("request_timeout_seconds", &self.request_timeout_seconds)
-            .field(
-                "header_read_timeout_seconds",
-                &self.header_read_timeout_seconds,
-            )
-            .field("clock_offset_seconds", &self.clock_offset_seconds)
-            .finish()
-    }
-}
-
-/// `postgres://user:secret@host/db` → `postgres://user:***@host/db`.
-fn redact_url(url: &str) -> String {
-    match (url.find("://"), url.rfind('@')) {
-        (Some(scheme), Some(at)) if at > scheme => {
-            let creds = &url[scheme + 3..at];
-            match creds.find(':') {
-                Some(colon) => format!(
-                    "{}{}:***{}",
-                    &url[..scheme + 3],
-                    &creds[..colon],
-                    &url[at..]
-                ),
-                None => url.to_owned(),
+        impl Default for Settings {
+            fn default() -> Self {
+                Settings { $( $name: $default, )+ }
             }
         }
-        _ => url.to_owned(),
-    }
+
+        impl std::fmt::Debug for Settings {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                let mut s = f.debug_struct("Settings");
+                $( s.field(stringify!($name), &format_args!("{}", self.$name.show())); )+
+                s.finish()
+            }
+        }
+
+        impl Settings {
+            /// Every setting with its variable, default and doc, in declaration order.
+            pub fn reference() -> Vec<SettingDoc> {
+                let defaults = Settings::default();
+                vec![$(
+                    SettingDoc {
+                        key: stringify!($name),
+                        env: env_name(stringify!($name)),
+                        default: defaults.$name.show(),
+                        doc: [$($doc),+].map(str::trim).join(" "),
+                    },
+                )+]
+            }
+
+            /// Applies `BLOOMCAST_*` overrides read through `get` (the environment in
+            /// production), one variable per setting.
+            ///
+            /// # Errors
+            /// [`ConfigError::Env`] naming the variable whose value does not parse.
+            pub fn apply_env(
+                &mut self,
+                get: impl Fn(&str) -> Option<String>,
+            ) -> Result<(), ConfigError> {
+                $(
+                    let name = env_name(stringify!($name));
+                    if let Some(value) = get(&name) {
+                        self.$name = SettingValue::from_env(&value)
+                            .map_err(|message| ConfigError::Env { name, value, message })?;
+                    }
+                )+
+                Ok(())
+            }
+        }
+    };
+}
+
+settings! {
+    /// Address and port to listen on.
+    listen: SocketAddr = SocketAddr::from(([127, 0, 0, 1], 8080)),
+    /// Where the embedded store (a SQLite file) and the generated ingest token live.
+    /// A relative path is taken from the working directory (the resolved path is logged).
+    data_dir: PathBuf = PathBuf::from("data"),
+    /// Bearer tokens accepted by POST /updates, comma-separated in the environment.
+    /// Empty: a random token is generated on first start and kept in <data_dir>/ingest-token.
+    /// Required in cluster mode (the same on every node).
+    ingest_tokens: Vec<SecretString> = Vec::new(),
+    /// Distinct IDs an hour's filter is sized for before it grows.
+    capacity: u64 = 3000,
+    /// False-positive probability no served filter ever exceeds.
+    target_fpp: f64 = 0.01,
+    /// Hours kept; older hours answer 410 Gone and are pruned.
+    retention_hours: u64 = 720,
+    /// Cache-Control max-age (seconds) for the open hour; never runs past the end of the hour.
+    open_max_age: u64 = 30,
+    /// Largest accepted ingest body, in bytes.
+    body_limit: usize = 16 * 1024 * 1024,
+    /// Bytes of rendered closed-hour responses kept in memory.
+    cache_bytes: usize = 256 * 1024 * 1024,
+    /// Seconds to let in-flight requests finish on shutdown (SIGTERM, Ctrl-C).
+    shutdown_timeout: u64 = 10,
+    /// PostgreSQL URL for cluster mode (postgres://user@host:port/db); empty uses the
+    /// embedded store.
+    database_url: SecretString = SecretString::default(),
+    /// PostgreSQL schema for cluster mode (created and migrated by the service).
+    database_schema: String = "bloomcast".into(),
+    /// How stale (milliseconds) a cluster node's view of the open hour may be.
+    refresh_ms: u64 = 1000,
+    /// Seconds a whole request (body included) may take before it is answered 408.
+    request_timeout_seconds: u64 = 30,
+    /// Seconds a client has to send a request's headers (slow-loris defence); the
+    /// connection is closed when they do not arrive in time. Also bounds idle keep-alive.
+    header_read_timeout_seconds: u64 = 5,
+    /// Shifts the server's clock by this many seconds, signed (testing only, e.g. to cross
+    /// an hour boundary on purpose; a warning is logged when set).
+    clock_offset_seconds: i64 = 0,
+    /// Log one line per request at info level (remote address, method, path, status,
+    /// bytes, duration). Off by default: it costs a little on every request.
+    access_log: bool = false,
+}
+
+/// `data_dir` → `BLOOMCAST_DATA_DIR`.
+pub fn env_name(key: &str) -> String {
+    format!("BLOOMCAST_{}", key.to_ascii_uppercase())
+}
+
+/// Settings as loaded, with where they came from (logged at startup).
+#[derive(Debug)]
+pub struct Loaded {
+    pub settings: Settings,
+    /// The config files read, in order (absolute paths).
+    pub files: Vec<PathBuf>,
 }
 
 impl Settings {
-    /// Loads `config/default.toml`, `config/local.toml` and `$BLOOMCAST_CONFIG` (each
-    /// if present) from `base`, then applies the process environment.
+    /// Loads `config/default.toml` and `config/local.toml` from `base` if present, then
+    /// the file named by `BLOOMCAST_CONFIG` (which must exist), then applies the process
+    /// environment. A relative `data_dir` (or `BLOOMCAST_CONFIG`) is resolved against `base`.
     ///
     /// # Errors
-    /// An unreadable or malformed file, a malformed environment value, or a setting
-    /// out of range.
+    /// An unreadable or malformed file (naming the file, and the line for syntax and type
+    /// errors), a malformed environment value, or a setting out of range.
     pub fn load(base: &Path) -> Result<Settings, ConfigError> {
-        let mut files = vec![
-            base.join("config/default.toml"),
-            base.join("config/local.toml"),
+        Settings::load_from(base, |name| std::env::var(name).ok()).map(|l| l.settings)
+    }
+
+    /// As [`Settings::load`], with the environment read through `get`, also returning
+    /// the files read.
+    ///
+    /// # Errors
+    /// As [`Settings::load`].
+    pub fn load_from(
+        base: &Path,
+        get: impl Fn(&str) -> Option<String>,
+    ) -> Result<Loaded, ConfigError> {
+        let base = std::path::absolute(base).unwrap_or_else(|_| base.to_owned());
+        let mut candidates = vec![
+            (base.join("config/default.toml"), false),
+            (base.join("config/local.toml"), false),
         ];
-        if let Ok(extra) = std::env::var("BLOOMCAST_CONFIG") {
-            files.push(PathBuf::from(extra));
+        if let Some(extra) = get("BLOOMCAST_CONFIG").filter(|p| !p.is_empty()) {
+            candidates.push((base.join(extra), true));
         }
         let mut table = toml::Table::new();
-        for path in files {
+        let mut files = Vec::new();
+        for (path, required) in candidates {
             let text = match std::fs::read_to_string(&path) {
                 Ok(text) => text,
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound && !required => continue,
                 Err(source) => return Err(ConfigError::Read { path, source }),
             };
-            let layer: toml::Table =
-                text.parse()
-                    .map_err(|e: toml::de::Error| ConfigError::Parse {
-                        path: path.clone(),
-                        message: e.to_string(),
-                    })?;
-            table.extend(layer);
+            // Each file on its own first, so an error names its file and line.
+            let parse = |e: toml::de::Error| ConfigError::Parse {
+                path: path.clone(),
+                message: e.to_string().trim_end().to_owned(),
+            };
+            toml::from_str::<Settings>(&text).map_err(parse)?;
+            table.extend(text.parse::<toml::Table>().map_err(parse)?);
+            files.push(path);
         }
         let mut settings: Settings =
             toml::Value::Table(table)
                 .try_into()
                 .map_err(|e: toml::de::Error| ConfigError::Parse {
-                    path: base.join("config"),
+                    path: files.last().cloned().unwrap_or_else(|| base.join("config")),
                     message: e.to_string(),
                 })?;
-        settings.apply_env(|name| std::env::var(name).ok())?;
+        settings.apply_env(get)?;
+        settings.data_dir = base.join(&settings.data_dir);
         settings.validate()?;
-        Ok(settings)
+        Ok(Loaded { settings, files })
     }
 
-    /// Applies `BLOOMCAST_*` overrides read through `get` (the environment in production).
-    ///
-    /// # Errors
-    /// [`ConfigError::Env`] naming the variable whose value does not parse.
-    pub fn apply_env(&mut self, get: impl Fn(&str) -> Option<String>) -> Result<(), ConfigError> {
-        fn parse<T: std::str::FromStr>(name: &str, value: &str) -> Result<T, ConfigError>
-        where
-            T::Err: std::fmt::Display,
-        {
-            value.trim().parse().map_err(|e: T::Err| ConfigError::Env {
-                name: name.into(),
-                value: value.into(),
-                message: e.to_string(),
-            })
-        }
-        macro_rules! env {
-            ($field:ident, $name:literal) => {
-                if let Some(v) = get($name) {
-                    self.$field = parse($name, &v)?;
-                }
-            };
-        }
-        env!(listen, "BLOOMCAST_LISTEN");
-        env!(data_dir, "BLOOMCAST_DATA_DIR");
-        env!(capacity, "BLOOMCAST_CAPACITY");
-        env!(target_fpp, "BLOOMCAST_TARGET_FPP");
-        env!(retention_hours, "BLOOMCAST_RETENTION_HOURS");
-        env!(open_max_age, "BLOOMCAST_OPEN_MAX_AGE");
-        env!(body_limit, "BLOOMCAST_BODY_LIMIT");
-        env!(cache_bytes, "BLOOMCAST_CACHE_BYTES");
-        env!(shutdown_timeout, "BLOOMCAST_SHUTDOWN_TIMEOUT");
-        env!(database_url, "BLOOMCAST_DATABASE_URL");
-        env!(database_schema, "BLOOMCAST_DATABASE_SCHEMA");
-        env!(refresh_ms, "BLOOMCAST_REFRESH_MS");
-        env!(request_timeout_seconds, "BLOOMCAST_REQUEST_TIMEOUT_SECONDS");
-        env!(
-            header_read_timeout_seconds,
-            "BLOOMCAST_HEADER_READ_TIMEOUT_SECONDS"
+    /// Every setting as shown by `bloomcast serve --help`.
+    pub fn help() -> String {
+        let mut out = String::from(
+            "Settings: config/default.toml, then config/local.toml, then the file named by \
+             BLOOMCAST_CONFIG, then the environment (BLOOMCAST_<KEY>). Reference: docs/CONFIG.md.\n",
         );
-        env!(clock_offset_seconds, "BLOOMCAST_CLOCK_OFFSET_SECONDS");
-        if let Some(v) = get("BLOOMCAST_INGEST_TOKENS") {
-            self.ingest_tokens = v
-                .split(',')
-                .map(str::trim)
-                .filter(|t| !t.is_empty())
-                .map(str::to_owned)
-                .collect();
+        for s in Settings::reference() {
+            out.push_str(&format!(
+                "\n  {} / {} [default: {}]\n      {}\n",
+                s.key, s.env, s.default, s.doc
+            ));
         }
-        Ok(())
+        out
+    }
+
+    /// The reference page docs/CONFIG.md (generated; a test keeps the file in sync).
+    pub fn reference_markdown() -> String {
+        let mut out = String::from(
+            "# Configuration reference\n\n\
+             Generated from `src/config.rs` (`cargo test --lib config` checks it; \
+             `BLOOMCAST_BLESS=1 cargo test --lib config` rewrites it).\n\n\
+             Files are read in order, later ones winning: `config/default.toml`, \
+             `config/local.toml` (if present, not committed), the file named by \
+             `BLOOMCAST_CONFIG` (an error if it is missing), then the environment. \
+             Relative paths are taken from the working directory; the resolved data \
+             directory and the files read are logged at startup.\n\n\
+             | Key | Environment variable | Default | Meaning |\n| --- | --- | --- | --- |\n",
+        );
+        for s in Settings::reference() {
+            out.push_str(&format!(
+                "| `{}` | `{}` | `{}` | {} |\n",
+                s.key,
+                s.env,
+                s.default,
+                s.doc.replace('|', "\\|")
+            ));
+        }
+        out
     }
 
     /// Checks ranges that would otherwise fail later and less clearly.
@@ -247,10 +294,14 @@ impl Settings {
         if self.header_read_timeout_seconds == 0 {
             return invalid("header_read_timeout_seconds", "must be at least 1 second");
         }
-        if self.ingest_tokens.iter().any(|t| t.len() < 8) {
+        if self
+            .ingest_tokens
+            .iter()
+            .any(|t| t.expose_secret().len() < 8)
+        {
             return invalid("ingest_tokens", "each token must be at least 8 characters");
         }
-        if !self.database_url.is_empty() && self.ingest_tokens.is_empty() {
+        if !self.database_url.expose_secret().is_empty() && self.ingest_tokens.is_empty() {
             // A token generated per node would make ingest depend on which node answers.
             return invalid(
                 "ingest_tokens",
@@ -286,6 +337,156 @@ mod tests {
         move |name| map.get(name).cloned()
     }
 
+    /// These names are a contract: renaming a setting would silently drop a deployment's
+    /// override.
+    #[test]
+    fn every_documented_environment_variable_still_exists() {
+        let names: Vec<String> = Settings::reference().into_iter().map(|s| s.env).collect();
+        for name in [
+            "BLOOMCAST_LISTEN",
+            "BLOOMCAST_DATA_DIR",
+            "BLOOMCAST_INGEST_TOKENS",
+            "BLOOMCAST_CAPACITY",
+            "BLOOMCAST_TARGET_FPP",
+            "BLOOMCAST_RETENTION_HOURS",
+            "BLOOMCAST_OPEN_MAX_AGE",
+            "BLOOMCAST_BODY_LIMIT",
+            "BLOOMCAST_CACHE_BYTES",
+            "BLOOMCAST_SHUTDOWN_TIMEOUT",
+            "BLOOMCAST_DATABASE_URL",
+            "BLOOMCAST_DATABASE_SCHEMA",
+            "BLOOMCAST_REFRESH_MS",
+            "BLOOMCAST_REQUEST_TIMEOUT_SECONDS",
+            "BLOOMCAST_HEADER_READ_TIMEOUT_SECONDS",
+            "BLOOMCAST_CLOCK_OFFSET_SECONDS",
+            "BLOOMCAST_ACCESS_LOG",
+        ] {
+            assert!(names.iter().any(|n| n == name), "{name} is gone");
+        }
+    }
+
+    #[test]
+    fn every_setting_is_in_the_committed_default_file() {
+        let text =
+            std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/config/default.toml"))
+                .unwrap();
+        let table: toml::Table = text.parse().unwrap();
+        for s in Settings::reference() {
+            assert!(
+                table.contains_key(s.key),
+                "config/default.toml lacks {}",
+                s.key
+            );
+        }
+    }
+
+    #[test]
+    fn docs_config_md_is_generated_from_the_settings() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/CONFIG.md");
+        let generated = Settings::reference_markdown();
+        if std::env::var_os("BLOOMCAST_BLESS").is_some() {
+            std::fs::write(path, &generated).unwrap();
+        }
+        let committed = std::fs::read_to_string(path).unwrap_or_default();
+        assert!(
+            committed == generated,
+            "docs/CONFIG.md is out of date: run BLOOMCAST_BLESS=1 cargo test --lib config"
+        );
+    }
+
+    #[test]
+    fn help_lists_every_setting_with_its_variable_and_default() {
+        let help = Settings::help();
+        for s in Settings::reference() {
+            assert!(help.contains(&format!("{} / {} [default: {}]", s.key, s.env, s.default)));
+        }
+        assert!(help.contains("access_log / BLOOMCAST_ACCESS_LOG [default: false]"));
+    }
+
+    fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+        let path = dir.join(name);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
+    #[test]
+    fn a_missing_bloomcast_config_file_is_an_error_naming_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let err =
+            Settings::load_from(dir.path(), env(&[("BLOOMCAST_CONFIG", "nope.toml")])).unwrap_err();
+        assert!(matches!(err, ConfigError::Read { .. }), "{err}");
+        assert!(err.to_string().contains("nope.toml"), "{err}");
+    }
+
+    #[test]
+    fn a_syntax_error_names_the_file_and_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let local = write(
+            dir.path(),
+            "config/local.toml",
+            "capacity = 10\nlisten = [\n",
+        );
+        let err = Settings::load_from(dir.path(), env(&[])).unwrap_err();
+        let shown = err.to_string();
+        assert!(shown.contains(&local.display().to_string()), "{shown}");
+        assert!(shown.contains("line 2"), "{shown}");
+    }
+
+    #[test]
+    fn a_wrong_type_or_unknown_key_names_the_file_and_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let extra = write(dir.path(), "extra.toml", "capacity = 10\n\ncapacty = 5\n");
+        let err = Settings::load_from(dir.path(), env(&[("BLOOMCAST_CONFIG", "extra.toml")]))
+            .unwrap_err();
+        let shown = err.to_string();
+        assert!(shown.contains(&extra.display().to_string()), "{shown}");
+        assert!(
+            shown.contains("line 3") && shown.contains("capacty"),
+            "{shown}"
+        );
+        write(dir.path(), "extra.toml", "capacity = \"many\"\n");
+        let shown = Settings::load_from(dir.path(), env(&[("BLOOMCAST_CONFIG", "extra.toml")]))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            shown.contains("line 1") && shown.contains("capacity"),
+            "{shown}"
+        );
+    }
+
+    #[test]
+    fn files_layer_in_order_then_the_environment_and_paths_resolve_against_the_base() {
+        let dir = tempfile::tempdir().unwrap();
+        write(
+            dir.path(),
+            "config/default.toml",
+            "capacity = 10\nopen_max_age = 5\n",
+        );
+        write(dir.path(), "config/local.toml", "capacity = 20\n");
+        write(
+            dir.path(),
+            "extra.toml",
+            "capacity = 30\naccess_log = true\n",
+        );
+        let loaded = Settings::load_from(
+            dir.path(),
+            env(&[
+                ("BLOOMCAST_CONFIG", "extra.toml"),
+                ("BLOOMCAST_OPEN_MAX_AGE", "7"),
+                // A numeric-looking token stays a string.
+                ("BLOOMCAST_INGEST_TOKENS", "12345678"),
+            ]),
+        )
+        .unwrap();
+        let s = loaded.settings;
+        assert_eq!((s.capacity, s.open_max_age, s.access_log), (30, 7, true));
+        assert_eq!(s.ingest_tokens[0].expose_secret(), "12345678");
+        assert_eq!(loaded.files.len(), 3);
+        assert!(s.data_dir.is_absolute() && s.data_dir.ends_with("data"));
+        assert!(s.data_dir.starts_with(dir.path()));
+    }
+
     #[test]
     fn the_committed_default_file_parses_to_the_defaults() {
         let text =
@@ -316,7 +517,8 @@ mod tests {
         assert_eq!(s.clock_offset_seconds, -3600);
         assert_eq!(s.listen.port(), 9999);
         assert_eq!(s.data_dir, PathBuf::from("/var/lib/bloomcast"));
-        assert_eq!(s.ingest_tokens, vec!["token-one-x", "token-two-y"]);
+        let tokens: Vec<&str> = s.ingest_tokens.iter().map(|t| t.expose_secret()).collect();
+        assert_eq!(tokens, vec!["token-one-x", "token-two-y"]);
         assert_eq!(s.capacity, 5000);
     }
 

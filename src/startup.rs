@@ -8,6 +8,7 @@ use crate::server::{self, ConnLimits};
 use crate::service::{Service, ServiceError, Tuning};
 use crate::store::{PgStore, SqliteStore, Store, StoreError};
 use axum::Router;
+use secrecy::ExposeSecret;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::path::Path;
@@ -190,9 +191,9 @@ pub async fn open_store(
     clock: &dyn Clock,
 ) -> Result<Arc<dyn Store>, StartError> {
     let now = clock.current_hour();
-    if !settings.database_url.is_empty() {
-        let store =
-            PgStore::connect(&settings.database_url, &settings.database_schema, now).await?;
+    let database_url = settings.database_url.expose_secret();
+    if !database_url.is_empty() {
+        let store = PgStore::connect(database_url, &settings.database_schema, now).await?;
         tracing::info!(schema = %settings.database_schema, "PostgreSQL store connected");
         return Ok(Arc::new(store));
     }
@@ -208,7 +209,11 @@ pub async fn open_store(
 /// so that ingest is never open to everyone.
 fn ingest_tokens(settings: &Settings) -> Result<Vec<String>, StartError> {
     if !settings.ingest_tokens.is_empty() {
-        return Ok(settings.ingest_tokens.clone());
+        return Ok(settings
+            .ingest_tokens
+            .iter()
+            .map(|t| t.expose_secret().to_owned())
+            .collect());
     }
     let path = settings.data_dir.join("ingest-token");
     let io = |context: String| move |source| StartError::Io { context, source };
