@@ -110,6 +110,7 @@ impl Application {
             body_limit: settings.body_limit,
             open_max_age: settings.open_max_age,
             request_timeout: Duration::from_secs(settings.request_timeout_seconds),
+            access_log: settings.access_log,
         };
         Ok(Application {
             listener,
@@ -161,6 +162,9 @@ impl Application {
             let _ = stop_tx.send(true);
         });
         tracing::info!(addr = %self.local_addr(), "bloomcast listening");
+        if !self.state.access_log {
+            tracing::info!("no line per request: set access_log = true (BLOOMCAST_ACCESS_LOG=true) for an access log");
+        }
         let app = router(self.state.clone());
         let server = server::serve(self.listener, app, self.limits, stopped(stop_rx.clone()));
         let deadline = {

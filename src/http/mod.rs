@@ -1,5 +1,6 @@
 //! The HTTP layer: routing, shared state and thin handlers over [`Service`].
 
+mod access_log;
 mod auth;
 mod error;
 mod filters;
@@ -37,6 +38,8 @@ pub struct AppState {
     /// How long a request may take, body included, before it is answered 408: a client
     /// trickling its body cannot hold a connection and a handler forever.
     pub request_timeout: Duration,
+    /// Whether to log one line per request (setting `access_log`).
+    pub access_log: bool,
 }
 
 pub fn router(state: AppState) -> Router {
@@ -57,7 +60,8 @@ pub fn router(state: AppState) -> Router {
             HeaderName::from_static("bloom-from"),
             HeaderName::from_static("bloom-to"),
         ]);
-    Router::new()
+    let access_log = state.access_log;
+    let router = Router::new()
         .route("/", get(meta::index))
         .route("/healthz", get(meta::healthz))
         .route("/metrics", get(meta::metrics))
@@ -82,5 +86,10 @@ pub fn router(state: AppState) -> Router {
                 .make_span_with(DefaultMakeSpan::new().level(Level::DEBUG))
                 .on_response(DefaultOnResponse::new().level(Level::DEBUG)),
         )
-        .with_state(state)
+        .with_state(state);
+    if access_log {
+        router.layer(axum::middleware::from_fn(access_log::log))
+    } else {
+        router
+    }
 }

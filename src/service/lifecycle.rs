@@ -53,7 +53,7 @@ impl Service {
     }
 
     /// Housekeeping, run at every hour boundary (and at start): seal every closed hour
-    /// not yet sealed, and prune hours past retention.
+    /// not yet sealed, prune hours past retention, and refresh the open hour.
     ///
     /// # Errors
     /// Store failures; the next tick tries again.
@@ -75,7 +75,9 @@ impl Service {
             }
             self.cache.forget_before(earliest.index());
         }
-        Ok(())
+        // Load the open hour from the store, so its count (the metrics gauge, the index)
+        // is right from the first scrape after a restart, not only after the first read.
+        self.refresh(now).await
     }
 
     /// Runs [`Service::tick`] at every hour boundary until `shutdown` resolves.

@@ -15,6 +15,8 @@ pub const TOKEN: &str = "process-test-token";
 pub struct Server {
     pub child: Child,
     pub base: String,
+    /// Every line the server wrote to stderr so far.
+    pub log: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
 }
 
 impl Drop for Server {
@@ -41,8 +43,11 @@ pub fn start(data_dir: &Path, env: &[(&str, &str)]) -> Server {
     let mut child = cmd.spawn().expect("the binary starts");
     let stderr = child.stderr.take().unwrap();
     let (tx, rx) = std::sync::mpsc::channel();
+    let log = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let keep = log.clone();
     std::thread::spawn(move || {
         for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            keep.lock().unwrap().push(line.clone());
             if let Some(addr) = line.split("addr=").nth(1) {
                 let _ = tx.send(addr.split_whitespace().next().unwrap_or("").to_owned());
             }
@@ -57,6 +62,7 @@ pub fn start(data_dir: &Path, env: &[(&str, &str)]) -> Server {
     Server {
         child,
         base: format!("http://{addr}"),
+        log,
     }
 }
 
