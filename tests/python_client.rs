@@ -1,5 +1,7 @@
 //! A second language from the spec alone: the standard-library Python client in
-//! `examples/python/` reads what the real server publishes after the real CLI ingested.
+//! `clients/python/` (run from the source tree as `python3 -m bloomcast_client`, the
+//! same as the installed `bloomcast-py`) reads what the real server publishes after the
+//! real CLI ingested. Its own unit tests are the pytest suite that `.ci/run` runs.
 //!
 //! Reported ignored, with the reason, where `python3` is missing; fails instead in CI
 //! (`CI` set). See `tests/common/needs.rs`.
@@ -10,7 +12,13 @@ use common::needs::{self, Need};
 use std::path::PathBuf;
 use std::process::Command;
 
-const CLIENT: &str = "examples/python/bloomcast_client.py";
+/// `python3 -m bloomcast_client` from the source tree.
+fn client(python: &str) -> Command {
+    let mut cmd = Command::new(python);
+    cmd.env("PYTHONPATH", root().join("clients/python"))
+        .args(["-m", "bloomcast_client"]);
+    cmd
+}
 
 fn main() {
     needs::run(vec![
@@ -50,8 +58,7 @@ fn the_python_client_passes_the_published_test_vectors() {
     let python = Need::Python3.found();
 
     let out = run(
-        Command::new(&python)
-            .arg(root().join(CLIENT))
+        client(&python)
             .arg("selftest")
             .arg(root().join("docs/test-vectors.json")),
         "",
@@ -82,14 +89,7 @@ fn the_python_client_finds_every_id_the_cli_ingested() {
         &updated.join("\n"),
     );
     let flagged = run(
-        Command::new(&python).arg(root().join(CLIENT)).args([
-            "check",
-            "--server",
-            &server.base,
-            "--since",
-            &since,
-            "-",
-        ]),
+        client(&python).args(["check", "--server", &server.base, "--since", &since, "-"]),
         &[updated.join("\n"), absent.join("\n")].join("\n"),
     );
 
