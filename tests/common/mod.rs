@@ -34,12 +34,17 @@ pub fn start(data_dir: &Path, env: &[(&str, &str)]) -> Server {
         .env("BLOOMCAST_LISTEN", "127.0.0.1:0")
         .env("BLOOMCAST_DATA_DIR", data_dir)
         .env("BLOOMCAST_INGEST_TOKENS", TOKEN)
-        .env("RUST_LOG", "info")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped());
+        .env("RUST_LOG", "info");
     for (k, v) in env {
         cmd.env(k, v);
     }
+    start_command(cmd)
+}
+
+/// Spawns a prepared `bloomcast serve` command (which must listen on port 0 or a free
+/// port) and waits until it reports the address it listens on.
+pub fn start_command(mut cmd: Command) -> Server {
+    cmd.stdout(Stdio::null()).stderr(Stdio::piped());
     let mut child = cmd.spawn().expect("the binary starts");
     let stderr = child.stderr.take().unwrap();
     let (tx, rx) = std::sync::mpsc::channel();

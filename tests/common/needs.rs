@@ -1,4 +1,4 @@
-//! What a test needs from the machine (PostgreSQL, python3, node, Chromium), probed once,
+//! What a test needs from the machine (PostgreSQL, python3, node, curl, Chromium), probed once,
 //! and the rule for when it is missing: the test is reported **ignored** in the runner's
 //! own summary line (`test result: ok. N passed; 0 failed; M ignored`) with the reason and
 //! how to enable it, never as passed; with `CI` set (to anything but `0`/`false`) it fails.
@@ -44,6 +44,8 @@ pub enum Need {
     Python3,
     /// Node.js; found: the program name.
     Node,
+    /// `curl` (the README's examples use it); found: the program name.
+    Curl,
     /// A Chromium or Chrome binary for browser tests; found: its path or name.
     Chromium,
 }
@@ -72,6 +74,10 @@ impl Need {
             Need::Node => probe_program(
                 &["node", "nodejs"],
                 "node not found on PATH; install Node.js (apt-get install nodejs)",
+            ),
+            Need::Curl => probe_program(
+                &["curl"],
+                "curl not found on PATH; install it (apt-get install curl)",
             ),
             Need::Chromium => probe_chromium(),
         };
