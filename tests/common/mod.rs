@@ -1,4 +1,6 @@
-//! Helpers for tests that run the real `bloomcast` binary.
+//! Helpers for tests that run the real `bloomcast` binary. What a test needs from the
+//! machine (PostgreSQL, python3, node, curl, Chromium) and how a missing need is reported
+//! (ignored with the reason; failed in CI) is [`needs`].
 
 #![allow(dead_code)]
 
