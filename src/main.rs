@@ -20,6 +20,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Run the server (configuration: config/*.toml and BLOOMCAST_* variables).
+    #[command(after_long_help = Settings::help(), after_help = "Run `bloomcast serve --help` for every setting, its variable and default (also docs/CONFIG.md).")]
     Serve,
     /// Print which of the given IDs may have changed since an hour.
     Check(CheckArgs),
@@ -46,13 +47,20 @@ async fn main() -> ExitCode {
 
 async fn serve() -> ExitCode {
     let base = std::env::current_dir().unwrap_or_default();
-    let settings = match Settings::load(&base) {
-        Ok(s) => s,
+    let loaded = match Settings::load_from(&base, |name| std::env::var(name).ok()) {
+        Ok(loaded) => loaded,
         Err(e) => {
             eprintln!("bloomcast: {e}");
             return ExitCode::from(2);
         }
     };
+    let settings = loaded.settings;
+    tracing::info!(
+        working_dir = %base.display(),
+        config_files = ?loaded.files,
+        data_dir = %settings.data_dir.display(),
+        "configuration loaded"
+    );
     tracing::info!(?settings, "starting");
     let app = match Application::build(settings).await {
         Ok(app) => app,

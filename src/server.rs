@@ -4,6 +4,7 @@
 //! the router. On shutdown the loop stops accepting, asks every connection to finish its
 //! in-flight request and close, and returns once all have.
 
+use axum::extract::ConnectInfo;
 use axum::Router;
 use hyper::server::conn::http1;
 use hyper_util::rt::{TokioIo, TokioTimer};
@@ -12,6 +13,7 @@ use std::future::Future;
 use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
+use tower::ServiceExt;
 
 /// Headers a request may carry: plenty for any real client; more is answered 431.
 const MAX_HEADERS: usize = 100;
@@ -67,7 +69,13 @@ pub async fn serve(
             () = &mut shutdown => break,
         };
         let _ = stream.set_nodelay(true);
-        let service = TowerToHyperService::new(router.clone());
+        // The peer's address, for the access log (`ConnectInfo`, as axum::serve gives it).
+        let service = TowerToHyperService::new(router.clone().map_request(
+            move |mut request: axum::extract::Request<hyper::body::Incoming>| {
+                request.extensions_mut().insert(ConnectInfo(peer));
+                request
+            },
+        ));
         let conn = builder.serve_connection(TokioIo::new(stream), service);
         let mut drain = drain_rx.clone();
         tokio::spawn(async move {

@@ -8,6 +8,7 @@ use crate::server::{self, ConnLimits};
 use crate::service::{Service, ServiceError, Tuning};
 use crate::store::{LinkError, PgLink, PgStore, SqliteStore, Store, StoreError};
 use axum::Router;
+use secrecy::ExposeSecret;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::path::Path;
@@ -116,6 +117,7 @@ impl Application {
             open_max_age: settings.open_max_age,
             request_timeout: Duration::from_secs(settings.request_timeout_seconds),
             ingest_permits: Arc::new(tokio::sync::Semaphore::new(settings.ingest_concurrency)),
+            access_log: settings.access_log,
         };
         Ok(Application {
             listener,
@@ -173,6 +175,9 @@ impl Application {
             let _ = stop_tx.send(true);
         });
         tracing::info!(addr = %self.local_addr(), "bloomcast listening");
+        if !self.state.access_log {
+            tracing::info!("no line per request: set access_log = true (BLOOMCAST_ACCESS_LOG=true) for an access log");
+        }
         let app = router(self.state.clone());
         let server = server::serve(self.listener, app, self.limits, stopped(stop_rx.clone()));
         let deadline = {
@@ -203,8 +208,9 @@ pub async fn open_store(
     clock: &dyn Clock,
 ) -> Result<Arc<dyn Store>, StartError> {
     let now = clock.current_hour();
-    if !settings.database_url.is_empty() {
-        let link = PgLink::new(&settings.database_url, &settings.database_ca_file)?;
+    let database_url = settings.database_url.expose_secret();
+    if !database_url.is_empty() {
+        let link = PgLink::new(database_url, &settings.database_ca_file)?;
         let (mode, ca_file) = (link.mode(), link.ca_file().map(|p| p.display().to_string()));
         let store = PgStore::connect(link, &settings.database_schema, now).await?;
         tracing::info!(
@@ -228,7 +234,11 @@ pub async fn open_store(
 /// so that ingest is never open to everyone.
 fn ingest_tokens(settings: &Settings) -> Result<Vec<String>, StartError> {
     if !settings.ingest_tokens.is_empty() {
-        return Ok(settings.ingest_tokens.clone());
+        return Ok(settings
+            .ingest_tokens
+            .iter()
+            .map(|t| t.expose_secret().to_owned())
+            .collect());
     }
     let path = settings.data_dir.join("ingest-token");
     let io = |context: String| move |source| StartError::Io { context, source };

@@ -194,6 +194,91 @@ fn failures_exit_nonzero_with_a_reason() {
     }
 }
 
+#[test]
+fn the_server_may_be_given_as_host_and_port() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = common::start(dir.path(), &[]);
+    let host_port = server.base.trim_start_matches("http://");
+
+    let ingest = bloomcast(
+        &[
+            "ingest",
+            "--server",
+            host_port,
+            "--token",
+            common::TOKEN,
+            "seen",
+        ],
+        "",
+    );
+    let check = bloomcast(
+        &[
+            "check", "--server", host_port, "--hours", "1", "seen", "unseen",
+        ],
+        "",
+    );
+
+    assert!(ingest.status.success(), "{}", stderr(&ingest));
+    assert_eq!(lines(&check), ["seen"], "{}", stderr(&check));
+}
+
+#[test]
+fn rejected_arguments_are_named_as_typed() {
+    let since = bloomcast(
+        &[
+            "check",
+            "--server",
+            "127.0.0.1:9",
+            "--since",
+            "yesterday",
+            "a",
+        ],
+        "",
+    );
+    let server = bloomcast(&["check", "--server", "ftp://x", "a"], "");
+
+    assert_eq!(since.status.code(), Some(2));
+    assert!(
+        stderr(&since).contains("\"yesterday\""),
+        "{}",
+        stderr(&since)
+    );
+    assert!(!stderr(&since).contains("yes/erday"), "{}", stderr(&since));
+    assert_eq!(server.status.code(), Some(1));
+    assert!(
+        stderr(&server).contains("\"ftp://x\""),
+        "{}",
+        stderr(&server)
+    );
+}
+
+#[test]
+fn nothing_listening_fails_at_once_with_one_line_naming_the_server() {
+    // A port just freed: nothing listens there.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let server = format!("127.0.0.1:{port}");
+    let started = std::time::Instant::now();
+
+    let out = bloomcast(
+        &["ingest", "--server", &server, "--token", common::TOKEN, "a"],
+        "",
+    );
+
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains(&format!("http://{server}")), "{err}");
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(5),
+        "took {:?}: retried a refused connection?",
+        started.elapsed()
+    );
+}
+
 /// The identity JSON of a filter, fetched without the SDK.
 fn get_body(url: &str) -> Vec<u8> {
     let rt = tokio::runtime::Builder::new_current_thread()

@@ -232,17 +232,27 @@ async fn an_unreachable_server_is_a_transient_transport_error() {
     let err = client.index().await.unwrap_err();
 
     assert!(matches!(err, ClientError::Transport(_)), "{err}");
-    assert!(err.is_transient());
+    assert!(err.is_transient() && err.is_refused());
 }
 
 #[tokio::test]
 async fn bad_base_urls_are_refused() {
-    for base in ["", "ftp://x", "127.0.0.1:8080", "http://"] {
+    for base in ["", "ftp://x", "http://", "no such host:80"] {
         assert!(
             matches!(Client::new(base), Err(ClientError::Url(_))),
             "{base:?}"
         );
     }
+}
+
+#[tokio::test]
+async fn a_base_without_a_scheme_is_plain_http() {
+    let server = serve_on("127.0.0.1:0".parse().unwrap(), |_| {}).await;
+    let host_port = server.base.trim_start_matches("http://");
+
+    let index = Client::new(host_port).unwrap().index().await;
+
+    assert!(index.is_ok(), "{index:?}");
 }
 
 #[tokio::test]
@@ -278,6 +288,7 @@ async fn publish_retries_until_the_server_comes_up() {
         attempts: 20,
         first_backoff: std::time::Duration::from_millis(50),
         max_backoff: std::time::Duration::from_millis(200),
+        retry_refused: true,
     };
 
     let publishing = tokio::spawn(async move { client.publish(&batch, &options).await });

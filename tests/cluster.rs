@@ -1,8 +1,9 @@
 //! Cluster mode: several nodes on one real PostgreSQL.
 //!
 //! Needs PostgreSQL at `BLOOMCAST_TEST_DATABASE_URL` (default
-//! `postgres://postgres@127.0.0.1:5432/test`). Without it the tests skip with a message,
-//! unless `CI` is set, where a missing database fails the run. Each test works in its
+//! `postgres://postgres@127.0.0.1:5432/test`), and for the outage test PostgreSQL's server
+//! programs. Without them the tests are reported ignored with the reason (see
+//! `tests/common/needs.rs`), unless `CI` is set, where they fail. Each test works in its
 //! own schema; the test that stops PostgreSQL starts a private cluster of its own
 //! (`common::pg`).
 
@@ -15,7 +16,8 @@ use bloomcast::config::Settings;
 use bloomcast::hour::hour_of;
 use bloomcast::startup::Application;
 use chrono::Duration;
-use common::pg::{skip_or_fail, PrivateCluster};
+use common::needs::{self, Need};
+use common::pg::PrivateCluster;
 use common::{fetch, kill9, path_of, post_ids, start, TOKEN};
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -23,28 +25,29 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-const DEFAULT_URL: &str = "postgres://postgres@127.0.0.1:5432/test";
-
-/// The test database URL, or `None` (with a message) when PostgreSQL is not there.
-async fn database_url() -> Option<String> {
-    let url = std::env::var("BLOOMCAST_TEST_DATABASE_URL").unwrap_or_else(|_| DEFAULT_URL.into());
-    match tokio_postgres::connect(&url, tokio_postgres::NoTls).await {
-        Ok((client, conn)) => {
-            tokio::spawn(conn);
-            drop(client);
-            Some(url)
-        }
-        Err(e) if std::env::var_os("CI").is_some() => {
-            panic!("CI needs PostgreSQL at {url} for the cluster tests: {e}")
-        }
-        Err(e) => {
-            eprintln!(
-                "SKIPPED: PostgreSQL is not reachable at {url} ({e}). Start PostgreSQL or set \
-                 BLOOMCAST_TEST_DATABASE_URL=postgres://user@host:port/db to run the cluster tests."
-            );
-            None
-        }
-    }
+fn main() {
+    needs::run(vec![
+        needs::trial(
+            "three_nodes_lose_nothing_across_an_hour_boundary",
+            &[Need::Postgres],
+            || needs::block_on(three_nodes_lose_nothing_across_an_hour_boundary()),
+        ),
+        needs::trial(
+            "a_node_killed_mid_ingest_loses_nothing_and_the_others_carry_on",
+            &[Need::Postgres],
+            || needs::block_on(a_node_killed_mid_ingest_loses_nothing_and_the_others_carry_on()),
+        ),
+        needs::trial(
+            "two_nodes_whose_clocks_disagree_by_an_hour_lose_nothing",
+            &[Need::Postgres],
+            || needs::block_on(two_nodes_whose_clocks_disagree_by_an_hour_lose_nothing()),
+        ),
+        needs::trial(
+            "postgres_going_away_gives_503_and_the_node_recovers",
+            &[Need::Postgres, Need::PostgresServer],
+            || needs::block_on(postgres_going_away_gives_503_and_the_node_recovers()),
+        ),
+    ]);
 }
 
 fn unique_schema() -> String {
@@ -98,11 +101,8 @@ async fn node(settings: Settings, clock: &ManualClock) -> Node {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_nodes_lose_nothing_across_an_hour_boundary() {
-    let Some(url) = database_url().await else {
-        return;
-    };
+    let url = Need::Postgres.found();
     let schema = unique_schema();
     let dir = tempfile::tempdir().unwrap();
     let h = hour_of(2008, 9, 3, 13).unwrap();
@@ -199,11 +199,8 @@ async fn three_nodes_lose_nothing_across_an_hour_boundary() {
     drop_schema(&url, &schema).await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_node_killed_mid_ingest_loses_nothing_and_the_others_carry_on() {
-    let Some(url) = database_url().await else {
-        return;
-    };
+    let url = Need::Postgres.found();
     let schema = unique_schema();
     let env = [
         ("BLOOMCAST_DATABASE_URL", url.as_str()),
@@ -256,19 +253,9 @@ async fn a_node_killed_mid_ingest_loses_nothing_and_the_others_carry_on() {
     drop_schema(&url, &schema).await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_going_away_gives_503_and_the_node_recovers() {
-    if database_url().await.is_none() {
-        return;
-    }
-    let cluster = match PrivateCluster::create() {
-        Ok(cluster) => cluster,
-        Err(reason) => {
-            return skip_or_fail(&format!(
-                "could not start a private PostgreSQL cluster: {reason}"
-            ))
-        }
-    };
+    let cluster = PrivateCluster::create()
+        .unwrap_or_else(|why| panic!("initdb and pg_ctl start a private cluster: {why}"));
     let dir = tempfile::tempdir().unwrap();
     let h = hour_of(2008, 9, 3, 13).unwrap();
     let clock = ManualClock::at(h, Duration::minutes(10));
@@ -386,11 +373,8 @@ async fn postgres_going_away_gives_503_and_the_node_recovers() {
     assert!(filter.contains("after-recovery"));
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_nodes_whose_clocks_disagree_by_an_hour_lose_nothing() {
-    let Some(url) = database_url().await else {
-        return;
-    };
+    let url = Need::Postgres.found();
     let schema = unique_schema();
     let dir = tempfile::tempdir().unwrap();
     let h = hour_of(2008, 9, 3, 13).unwrap();

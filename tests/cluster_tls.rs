@@ -3,7 +3,8 @@
 //! `localhost` only).
 //!
 //! Each test starts its own cluster (`common::pg`); without PostgreSQL's server
-//! binaries they skip with a message, and fail when `CI` is set.
+//! binaries they are reported ignored with the reason (`tests/common/needs.rs`), and fail
+//! when `CI` is set.
 
 #![cfg(unix)]
 
@@ -13,7 +14,8 @@ use bloomcast::config::Settings;
 use bloomcast::hour::hour_of;
 use bloomcast::startup::Application;
 use bloomcast::store::{PgLink, PgStore, SslMode, StoreError};
-use common::pg::{skip_or_fail, PrivateCluster};
+use common::needs::{self, Need};
+use common::pg::PrivateCluster;
 use common::{fetch, path_of, post_ids, TOKEN};
 use rcgen::{
     BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
@@ -26,6 +28,62 @@ use std::path::{Path, PathBuf};
 const TLS_ONLY_ROLE: &str = "tls_only";
 
 /// A running TLS server and the CA files a client may be given.
+
+fn main() {
+    needs::run(vec![
+        needs::trial(
+            "sslmode_disable_connects_in_plain_text_to_a_tls_server",
+            &[Need::PostgresServer],
+            || needs::block_on(sslmode_disable_connects_in_plain_text_to_a_tls_server()),
+        ),
+        needs::trial(
+            "sslmode_require_and_the_default_prefer_encrypt_without_a_ca",
+            &[Need::PostgresServer],
+            || needs::block_on(sslmode_require_and_the_default_prefer_encrypt_without_a_ca()),
+        ),
+        needs::trial(
+            "verify_ca_accepts_the_right_ca_whatever_the_host_name",
+            &[Need::PostgresServer],
+            || needs::block_on(verify_ca_accepts_the_right_ca_whatever_the_host_name()),
+        ),
+        needs::trial(
+            "verify_full_connects_to_the_name_in_the_certificate",
+            &[Need::PostgresServer],
+            || needs::block_on(verify_full_connects_to_the_name_in_the_certificate()),
+        ),
+        needs::trial(
+            "verify_full_refuses_a_host_name_the_certificate_does_not_name",
+            &[Need::PostgresServer],
+            || needs::block_on(verify_full_refuses_a_host_name_the_certificate_does_not_name()),
+        ),
+        needs::trial(
+            "a_certificate_from_another_ca_is_refused_by_verify_ca_and_by_require_with_a_ca",
+            &[Need::PostgresServer],
+            || {
+                needs::block_on(
+                    a_certificate_from_another_ca_is_refused_by_verify_ca_and_by_require_with_a_ca(
+                    ),
+                )
+            },
+        ),
+        needs::trial(
+            "a_tls_only_rule_in_pg_hba_refuses_sslmode_disable",
+            &[Need::PostgresServer],
+            || needs::block_on(a_tls_only_rule_in_pg_hba_refuses_sslmode_disable()),
+        ),
+        needs::trial(
+            "a_node_on_verify_full_ingests_and_serves_over_tls_only",
+            &[Need::PostgresServer],
+            || needs::block_on(a_node_on_verify_full_ingests_and_serves_over_tls_only()),
+        ),
+        needs::trial(
+            "a_bad_sslmode_or_ca_file_stops_start_naming_the_setting",
+            &[Need::PostgresServer],
+            || needs::block_on(a_bad_sslmode_or_ca_file_stops_start_naming_the_setting()),
+        ),
+    ]);
+}
+
 struct TlsServer {
     cluster: PrivateCluster,
     /// The CA that signed the server's certificate.
@@ -122,12 +180,7 @@ async fn try_tls_server() -> Result<TlsServer, String> {
 async fn tls_server() -> Option<TlsServer> {
     match try_tls_server().await {
         Ok(server) => Some(server),
-        Err(reason) => {
-            skip_or_fail(&format!(
-                "could not start a private PostgreSQL cluster with TLS: {reason}"
-            ));
-            None
-        }
+        Err(reason) => panic!("could not start a private PostgreSQL cluster with TLS: {reason}"),
     }
 }
 
@@ -161,7 +214,6 @@ async fn refusal(url: &str, ca_file: &Path) -> String {
     }
 }
 
-#[tokio::test]
 async fn sslmode_disable_connects_in_plain_text_to_a_tls_server() {
     let Some(server) = tls_server().await else {
         return;
@@ -171,7 +223,6 @@ async fn sslmode_disable_connects_in_plain_text_to_a_tls_server() {
     assert!(!encrypted(&client).await);
 }
 
-#[tokio::test]
 async fn sslmode_require_and_the_default_prefer_encrypt_without_a_ca() {
     let Some(server) = tls_server().await else {
         return;
@@ -183,7 +234,6 @@ async fn sslmode_require_and_the_default_prefer_encrypt_without_a_ca() {
     }
 }
 
-#[tokio::test]
 async fn verify_ca_accepts_the_right_ca_whatever_the_host_name() {
     let Some(server) = tls_server().await else {
         return;
@@ -194,7 +244,6 @@ async fn verify_ca_accepts_the_right_ca_whatever_the_host_name() {
     assert!(encrypted(&client).await);
 }
 
-#[tokio::test]
 async fn verify_full_connects_to_the_name_in_the_certificate() {
     let Some(server) = tls_server().await else {
         return;
@@ -206,7 +255,6 @@ async fn verify_full_connects_to_the_name_in_the_certificate() {
     assert!(encrypted(&client).await);
 }
 
-#[tokio::test]
 async fn verify_full_refuses_a_host_name_the_certificate_does_not_name() {
     let Some(server) = tls_server().await else {
         return;
@@ -219,7 +267,6 @@ async fn verify_full_refuses_a_host_name_the_certificate_does_not_name() {
     );
 }
 
-#[tokio::test]
 async fn a_certificate_from_another_ca_is_refused_by_verify_ca_and_by_require_with_a_ca() {
     let Some(server) = tls_server().await else {
         return;
@@ -235,7 +282,6 @@ async fn a_certificate_from_another_ca_is_refused_by_verify_ca_and_by_require_wi
     }
 }
 
-#[tokio::test]
 async fn a_tls_only_rule_in_pg_hba_refuses_sslmode_disable() {
     let Some(server) = tls_server().await else {
         return;
@@ -253,7 +299,6 @@ async fn a_tls_only_rule_in_pg_hba_refuses_sslmode_disable() {
     assert!(encrypted(&client).await);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_node_on_verify_full_ingests_and_serves_over_tls_only() {
     let Some(server) = tls_server().await else {
         return;
@@ -263,7 +308,9 @@ async fn a_node_on_verify_full_ingests_and_serves_over_tls_only() {
         listen: "127.0.0.1:0".parse().unwrap(),
         data_dir: dir.path().to_owned(),
         ingest_tokens: vec![TOKEN.into()],
-        database_url: server.url(TLS_ONLY_ROLE, "localhost", "sslmode=verify-full"),
+        database_url: server
+            .url(TLS_ONLY_ROLE, "localhost", "sslmode=verify-full")
+            .into(),
         database_ca_file: server.ca_file.clone(),
         refresh_ms: 0,
         ..Settings::default()
@@ -308,7 +355,6 @@ async fn a_node_on_verify_full_ingests_and_serves_over_tls_only() {
     running.await.unwrap();
 }
 
-#[tokio::test]
 async fn a_bad_sslmode_or_ca_file_stops_start_naming_the_setting() {
     // Fails before any connection is tried, so no server is needed.
     let dir = tempfile::tempdir().unwrap();
@@ -328,7 +374,7 @@ async fn a_bad_sslmode_or_ca_file_stops_start_naming_the_setting() {
             listen: "127.0.0.1:0".parse().unwrap(),
             data_dir: dir.path().to_owned(),
             ingest_tokens: vec![TOKEN.into()],
-            database_url: format!("postgres://postgres@127.0.0.1:9/none?{query}"),
+            database_url: format!("postgres://postgres@127.0.0.1:9/none?{query}").into(),
             database_ca_file: ca_file,
             ..Settings::default()
         };

@@ -220,3 +220,69 @@ async fn a_fresh_store_restarted_behind_its_first_hour_acknowledges_into_it() {
     assert_eq!(behind, genesis);
     assert_all_served(dir.path(), 0, &acked).await;
 }
+
+#[tokio::test]
+async fn the_current_hour_gauge_is_right_from_the_first_scrape_after_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let http = reqwest::Client::new();
+    let ids: Vec<String> = (0..50).map(|i| format!("gauge-{i}")).collect();
+    let mut server = start(dir.path(), &[]);
+    let hour = post_ids(&http, &server.base, &ids).await.unwrap();
+    kill9(&mut server);
+
+    let server = start(dir.path(), &[]);
+    let metrics = http
+        .get(format!("{}/metrics", server.base))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+
+    // Unless the hour turned meanwhile, when the new hour is rightly empty.
+    let now = bloomcast::hour::Hour::containing(chrono::Utc::now()).rfc3339();
+    let expected = if now == hour { 50 } else { 0 };
+    assert!(
+        metrics.contains(&format!("bloomcast_current_hour_ids {expected}\n")),
+        "{metrics}"
+    );
+}
+
+#[tokio::test]
+async fn the_access_log_writes_one_line_per_request_when_enabled() {
+    let dir = tempfile::tempdir().unwrap();
+    let quiet = start(dir.path().join("a").as_path(), &[]);
+    let logged = start(
+        dir.path().join("b").as_path(),
+        &[("BLOOMCAST_ACCESS_LOG", "true")],
+    );
+
+    for server in [&quiet, &logged] {
+        let reply = reqwest::get(format!("{}/healthz?probe=1", server.base))
+            .await
+            .unwrap();
+        assert_eq!(reply.status(), 200);
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+
+    let access = |server: &common::Server| -> Vec<String> {
+        let log = server.log.lock().unwrap();
+        log.iter()
+            // Not start()'s own readiness probe of /healthz.
+            .filter(|l| l.contains("bloomcast::access") && l.contains("probe=1"))
+            .cloned()
+            .collect()
+    };
+    assert!(access(&quiet).is_empty(), "{:?}", access(&quiet));
+    let lines = access(&logged);
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert!(
+        lines[0].contains("INFO")
+            && lines[0].contains("127.0.0.1:")
+            && lines[0].contains("GET /healthz?probe=1 HTTP/1.1")
+            && lines[0].contains(" 200 "),
+        "{}",
+        lines[0]
+    );
+}

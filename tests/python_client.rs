@@ -1,30 +1,38 @@
 //! A second language from the spec alone: the standard-library Python client in
-//! `examples/python/` reads what the real server publishes after the real CLI ingested.
+//! `clients/python/` (run from the source tree as `python3 -m bloomcast_client`, the
+//! same as the installed `bloomcast-py`) reads what the real server publishes after the
+//! real CLI ingested. Its own unit tests are the pytest suite that `.ci/run` runs.
 //!
-//! Skipped with a message where `python3` is missing, except in CI (`CI` set).
+//! Reported ignored, with the reason, where `python3` is missing; fails instead in CI
+//! (`CI` set). See `tests/common/needs.rs`.
 
 mod common;
 
+use common::needs::{self, Need};
 use std::path::PathBuf;
 use std::process::Command;
 
-const CLIENT: &str = "examples/python/bloomcast_client.py";
+/// `python3 -m bloomcast_client` from the source tree.
+fn client(python: &str) -> Command {
+    let mut cmd = Command::new(python);
+    cmd.env("PYTHONPATH", root().join("clients/python"))
+        .args(["-m", "bloomcast_client"]);
+    cmd
+}
 
-fn python() -> Option<&'static str> {
-    let found = Command::new("python3")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    match found {
-        true => Some("python3"),
-        false if std::env::var_os("CI").is_some() => panic!("CI needs python3"),
-        false => {
-            eprintln!(
-                "skipped: python3 not found; install Python 3 to run the Python client tests"
-            );
-            None
-        }
-    }
+fn main() {
+    needs::run(vec![
+        needs::trial(
+            "the_python_client_passes_the_published_test_vectors",
+            &[Need::Python3],
+            the_python_client_passes_the_published_test_vectors,
+        ),
+        needs::trial(
+            "the_python_client_finds_every_id_the_cli_ingested",
+            &[Need::Python3],
+            the_python_client_finds_every_id_the_cli_ingested,
+        ),
+    ]);
 }
 
 fn root() -> PathBuf {
@@ -46,13 +54,11 @@ fn run(cmd: &mut Command, stdin: &str) -> Vec<String> {
         .collect()
 }
 
-#[test]
 fn the_python_client_passes_the_published_test_vectors() {
-    let Some(python) = python() else { return };
+    let python = Need::Python3.found();
 
     let out = run(
-        Command::new(python)
-            .arg(root().join(CLIENT))
+        client(&python)
             .arg("selftest")
             .arg(root().join("docs/test-vectors.json")),
         "",
@@ -62,9 +68,8 @@ fn the_python_client_passes_the_published_test_vectors() {
     assert!(out[0].starts_with("ok: "), "{out:?}");
 }
 
-#[test]
 fn the_python_client_finds_every_id_the_cli_ingested() {
-    let Some(python) = python() else { return };
+    let python = Need::Python3.found();
     let dir = tempfile::tempdir().unwrap();
     let server = common::start(dir.path(), &[]);
     let since = chrono::Utc::now().format("%Y-%m-%dT%H").to_string();
@@ -84,14 +89,7 @@ fn the_python_client_finds_every_id_the_cli_ingested() {
         &updated.join("\n"),
     );
     let flagged = run(
-        Command::new(python).arg(root().join(CLIENT)).args([
-            "check",
-            "--server",
-            &server.base,
-            "--since",
-            &since,
-            "-",
-        ]),
+        client(&python).args(["check", "--server", &server.base, "--since", &since, "-"]),
         &[updated.join("\n"), absent.join("\n")].join("\n"),
     );
 

@@ -2,7 +2,7 @@
 
 use super::{client, collect_ids, CliError};
 use crate::client::Strategy;
-use crate::hour::Hour;
+use crate::hour::{Hour, HourError};
 use clap::{Args, ValueEnum};
 use serde_json::json;
 use std::collections::HashSet;
@@ -11,7 +11,7 @@ use std::io::Write;
 /// Print the IDs that may have changed (exit code 0 whether or not any did).
 #[derive(Debug, Args)]
 pub struct CheckArgs {
-    /// The server's base URL, e.g. http://127.0.0.1:8080.
+    /// The server's base URL, e.g. http://127.0.0.1:8080 (or 127.0.0.1:8080).
     #[arg(long, env = "BLOOMCAST_SERVER")]
     server: String,
     /// The first hour to look at, e.g. 2008-09-03T05 (UTC).
@@ -39,7 +39,13 @@ enum StrategyArg {
 }
 
 fn parse_hour(s: &str) -> Result<Hour, String> {
-    Hour::parse_flexible(s).map_err(|e| format!("{e} (expected e.g. 2008-09-03T05)"))
+    Hour::parse_flexible(s).map_err(|e| match e {
+        // The parser's own message shows its normalised text, not what was typed.
+        HourError::Malformed(_) => {
+            format!("{s:?} is not an hour: expected e.g. 2008-09-03T05 (UTC), 2008-09-03T05:00:00Z or 2008/09/03/05")
+        }
+        other => format!("{s:?}: {other}"),
+    })
 }
 
 impl CheckArgs {

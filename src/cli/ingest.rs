@@ -10,7 +10,7 @@ use tokio::sync::mpsc;
 /// Publish IDs (from arguments, or `-` for stdin) into the server's current hour.
 #[derive(Debug, Args)]
 pub struct IngestArgs {
-    /// The server's base URL, e.g. http://127.0.0.1:8080.
+    /// The server's base URL, e.g. http://127.0.0.1:8080 (or 127.0.0.1:8080).
     #[arg(long, env = "BLOOMCAST_SERVER")]
     server: String,
     /// A bearer token the server accepts.

@@ -18,7 +18,7 @@ pub enum ClientError {
         retry_after: Option<Duration>,
     },
     /// The request never got an answer: connection refused, reset, timed out.
-    #[error("cannot reach the server: {}", with_causes(.0))]
+    #[error("{}", transport_message(.0))]
     Transport(#[from] reqwest::Error),
     /// The answer came but is not a filter this client can read.
     #[error("unreadable filter: {0}")]
@@ -30,8 +30,28 @@ pub enum ClientError {
     #[error("{0}")]
     Argument(String),
     /// The base URL or a path cannot form a request URL.
-    #[error("bad URL {0:?}")]
+    #[error("bad server URL {0:?}: expected http://HOST:PORT, https://HOST:PORT or HOST:PORT")]
     Url(String),
+}
+
+/// One line naming the server and why it did not answer; a refused connection says so
+/// plainly rather than through reqwest's chain of wrappers.
+fn transport_message(e: &reqwest::Error) -> String {
+    let server = e.url().map_or_else(
+        || "the server".to_owned(),
+        |u| u.origin().ascii_serialization(),
+    );
+    let mut root: &dyn std::error::Error = e;
+    while let Some(cause) = root.source() {
+        root = cause;
+    }
+    if e.is_timeout() {
+        format!("no answer from {server} in time: {root}")
+    } else if e.is_connect() {
+        format!("cannot connect to {server}: {root} (is the server running there?)")
+    } else {
+        format!("cannot reach {server}: {}", with_causes(e))
+    }
 }
 
 /// reqwest's message alone ("error sending request") hides why; add the causes.
@@ -65,6 +85,14 @@ impl ClientError {
             }
             _ => false,
         }
+    }
+
+    /// Whether no connection could be made at all (nothing listening, unknown host), as
+    /// opposed to one that timed out or broke: usually a wrong address or a stopped
+    /// server, so [`Client::publish`](super::Client::publish) does not wait for it unless
+    /// told to ([`PublishOptions::retry_refused`](super::PublishOptions::retry_refused)).
+    pub fn is_refused(&self) -> bool {
+        matches!(self, ClientError::Transport(e) if e.is_connect() && !e.is_timeout())
     }
 
     /// How long the server asked us to wait before retrying, if it did.

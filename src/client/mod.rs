@@ -198,13 +198,19 @@ impl ClientBuilder {
     /// Builds the client.
     ///
     /// # Errors
-    /// [`ClientError::Url`] for a base URL that is not `http://` or `https://`;
+    /// [`ClientError::Url`] for a base that is neither `http://`/`https://` nor
+    /// `host:port` (taken as `http://host:port`);
     /// [`ClientError::Transport`] when the TLS backend cannot start.
     pub fn build(self) -> Result<Client> {
-        let base = self.base.trim_end_matches('/').to_owned();
-        let parsed = reqwest::Url::parse(&base).map_err(|_| ClientError::Url(base.clone()))?;
+        // `host:port` (no scheme) means plain HTTP, as curl takes it.
+        let base = match self.base.contains("://") {
+            true => self.base.trim_end_matches('/').to_owned(),
+            false => format!("http://{}", self.base.trim_end_matches('/')),
+        };
+        let bad = || ClientError::Url(self.base.clone());
+        let parsed = reqwest::Url::parse(&base).map_err(|_| bad())?;
         if !matches!(parsed.scheme(), "http" | "https") || parsed.host().is_none() {
-            return Err(ClientError::Url(base));
+            return Err(bad());
         }
         let http = reqwest::Client::builder()
             // reqwest's own gzip is not built in: we send Accept-Encoding ourselves and

@@ -19,6 +19,10 @@ pub struct PublishOptions {
     /// replaced by the server's `Retry-After` when it sends one.
     pub first_backoff: Duration,
     pub max_backoff: Duration,
+    /// Also retry when the connection is refused (a server expected to come up soon,
+    /// e.g. during a restart). Off by default: a wrong address or a stopped server then
+    /// fails at once instead of after every attempt's backoff.
+    pub retry_refused: bool,
 }
 
 impl Default for PublishOptions {
@@ -27,6 +31,7 @@ impl Default for PublishOptions {
             attempts: 8,
             first_backoff: Duration::from_millis(100),
             max_backoff: Duration::from_secs(10),
+            retry_refused: false,
         }
     }
 }
@@ -115,7 +120,11 @@ impl Client {
         loop {
             match self.ingest(batch).await {
                 Ok(receipt) => return Ok(receipt),
-                Err(e) if e.is_transient() && attempt < options.attempts.max(1) => {
+                Err(e)
+                    if e.is_transient()
+                        && (options.retry_refused || !e.is_refused())
+                        && attempt < options.attempts.max(1) =>
+                {
                     let wait = e.retry_after().unwrap_or(backoff).min(options.max_backoff);
                     tracing::warn!(error = %e, attempt, ?wait, "ingest failed; retrying");
                     summary.retries += 1;

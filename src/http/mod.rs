@@ -1,5 +1,6 @@
 //! The HTTP layer: routing, shared state and thin handlers over [`Service`].
 
+mod access_log;
 mod auth;
 mod dashboard;
 mod error;
@@ -44,6 +45,8 @@ pub struct AppState {
     pub request_timeout: Duration,
     /// Ingest bodies read at once: bounds the memory uploads can hold.
     pub ingest_permits: Arc<tokio::sync::Semaphore>,
+    /// Whether to log one line per request (setting `access_log`).
+    pub access_log: bool,
 }
 
 pub fn router(state: AppState) -> Router {
@@ -64,7 +67,8 @@ pub fn router(state: AppState) -> Router {
             HeaderName::from_static("bloom-from"),
             HeaderName::from_static("bloom-to"),
         ]);
-    Router::new()
+    let access_log = state.access_log;
+    let router = Router::new()
         .route("/", get(meta::index))
         .route("/healthz", get(meta::healthz))
         .route("/metrics", get(meta::metrics))
@@ -104,5 +108,10 @@ pub fn router(state: AppState) -> Router {
                 .make_span_with(DefaultMakeSpan::new().level(Level::DEBUG))
                 .on_response(DefaultOnResponse::new().level(Level::DEBUG)),
         )
-        .with_state(state)
+        .with_state(state);
+    if access_log {
+        router.layer(axum::middleware::from_fn(access_log::log))
+    } else {
+        router
+    }
 }

@@ -127,7 +127,8 @@ impl Service {
     }
 
     /// Housekeeping, run at every hour boundary (and at start): learn the store's marks,
-    /// seal every closed hour not yet sealed, and prune hours past retention.
+    /// seal every closed hour not yet sealed, prune hours past retention, and refresh the
+    /// open hour (so its count in `/metrics` follows other nodes' writes too).
     ///
     /// # Errors
     /// Store failures; the next tick tries again. An hour that cannot be sealed does not
@@ -156,7 +157,10 @@ impl Service {
             self.cache.forget_before(earliest.index());
             lock(&self.seal_retry).retain(|h, _| *h >= earliest);
         }
-        failed.map_or(Ok(()), Err)
+        if let Some(e) = failed {
+            return Err(e);
+        }
+        self.refresh(now).await
     }
 
     /// Brings the service up to date after a start: seals what closed while it was down

@@ -180,10 +180,15 @@ async fn a_reader_racing_the_seal_never_recreates_the_closed_hour() {
     wrapped.refresh_gate.arrived().await;
     // ... while housekeeping closes and seals that hour ...
     clock.advance(Duration::hours(1));
-    app.service.tick().await.unwrap();
+    let service = app.service.clone();
+    let housekeeping = tokio::spawn(async move { service.tick().await });
+    while wrapped.inner.sealed(start_hour()).await.unwrap().is_none() {
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
     // ... and then goes on.
     wrapped.refresh_gate.release();
     let (status, body) = reader.await.unwrap();
+    housekeeping.await.unwrap().unwrap();
 
     assert_eq!(status, StatusCode::OK);
     let (meta, filter) = bloomcast::wire::Document::parse(&body).unwrap();

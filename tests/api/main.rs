@@ -2,7 +2,6 @@
 
 mod caching;
 mod dashboard;
-mod disk_full;
 mod errors;
 mod faults;
 mod helpers;

@@ -9,8 +9,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use tokio::sync::{Notify, Semaphore};
 
-/// A gate: while armed, a call waits at it until released; the test can wait for a call
-/// to arrive.
+/// A gate: once armed, the next call waits at it until released; the test can wait for
+/// that call to arrive.
 pub struct Gate {
     armed: AtomicBool,
     arrived: Notify,
@@ -37,14 +37,15 @@ impl Gate {
         self.arrived.notified().await;
     }
 
-    /// Lets every waiting and later call through.
+    /// Lets the waiting call through.
     pub fn release(&self) {
         self.armed.store(false, Ordering::SeqCst);
-        self.release.add_permits(1 << 20);
+        self.release.add_permits(1);
     }
 
+    /// The first call after `arm` waits here until `release`; every other call passes.
     async fn pass(&self) {
-        if self.armed.load(Ordering::SeqCst) {
+        if self.armed.swap(false, Ordering::SeqCst) {
             self.arrived.notify_one();
             let _ = self.release.acquire().await.map(|p| p.forget());
         }

@@ -1,7 +1,10 @@
-//! Helpers for tests that run the real `bloomcast` binary.
+//! Helpers for tests that run the real `bloomcast` binary. What a test needs from the
+//! machine (PostgreSQL, python3, node, curl, Chromium) and how a missing need is reported
+//! (ignored with the reason; failed in CI) is [`needs`].
 
 #![allow(dead_code)]
 
+pub mod needs;
 pub mod pg;
 
 use std::io::{BufRead, BufReader, Write};
@@ -15,6 +18,8 @@ pub const TOKEN: &str = "process-test-token";
 pub struct Server {
     pub child: Child,
     pub base: String,
+    /// Every line the server wrote to stderr so far.
+    pub log: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
 }
 
 impl Drop for Server {
@@ -32,17 +37,25 @@ pub fn start(data_dir: &Path, env: &[(&str, &str)]) -> Server {
         .env("BLOOMCAST_LISTEN", "127.0.0.1:0")
         .env("BLOOMCAST_DATA_DIR", data_dir)
         .env("BLOOMCAST_INGEST_TOKENS", TOKEN)
-        .env("RUST_LOG", "info")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped());
+        .env("RUST_LOG", "info");
     for (k, v) in env {
         cmd.env(k, v);
     }
+    start_command(cmd)
+}
+
+/// Spawns a prepared `bloomcast serve` command (which must listen on port 0 or a free
+/// port) and waits until it reports the address it listens on.
+pub fn start_command(mut cmd: Command) -> Server {
+    cmd.stdout(Stdio::null()).stderr(Stdio::piped());
     let mut child = cmd.spawn().expect("the binary starts");
     let stderr = child.stderr.take().unwrap();
     let (tx, rx) = std::sync::mpsc::channel();
+    let log = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let keep = log.clone();
     std::thread::spawn(move || {
         for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            keep.lock().unwrap().push(line.clone());
             if let Some(addr) = line.split("addr=").nth(1) {
                 let _ = tx.send(addr.split_whitespace().next().unwrap_or("").to_owned());
             }
@@ -58,6 +71,7 @@ pub fn start(data_dir: &Path, env: &[(&str, &str)]) -> Server {
     Server {
         child,
         base: format!("http://{addr}"),
+        log,
     }
 }
 

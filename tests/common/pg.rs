@@ -8,19 +8,6 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// Skips the calling test with the reason and how to enable it, or fails it when `CI`
-/// is set (CI must run every test). The one place this convention lives for private
-/// clusters; the caller returns right after.
-pub fn skip_or_fail(reason: &str) {
-    if std::env::var_os("CI").is_some() {
-        panic!("CI must run this test but cannot: {reason}");
-    }
-    eprintln!(
-        "SKIPPED: {reason}. Install PostgreSQL's server binaries (Debian: apt-get install \
-         postgresql) or set BLOOMCAST_TEST_PG_BIN to the directory holding initdb and pg_ctl."
-    );
-}
-
 /// A PostgreSQL server of the test's own; stopped (and its files removed) on drop.
 pub struct PrivateCluster {
     dir: tempfile::TempDir,

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """A bloomcast client in standard-library Python, written from docs/PROTOCOL.md alone.
 
     from bloomcast_client import Client
@@ -6,12 +5,8 @@
     for first, last, ids in client.changed_since(["user:1", "user:2"], "2008-09-03T05"):
         print(first, last, ids)      # fetch these feeds: they may have changed
 
-Also a command line:
-
-    python3 bloomcast_client.py check --server URL --since 2008-09-03T05 [--per-hour] ID... | -
-    python3 bloomcast_client.py selftest docs/test-vectors.json
-
-No dependencies beyond the standard library (urllib, hashlib, gzip, json).
+The command line `bloomcast-py` (check, ingest, inspect, selftest) is in
+bloomcast_client.cli. No dependencies beyond the standard library.
 """
 
 import datetime
@@ -19,7 +14,8 @@ import gzip
 import hashlib
 import json
 import math
-import sys
+import socket
+import time
 import urllib.error
 import urllib.request
 
@@ -33,9 +29,23 @@ class ProtocolError(Exception):
 class HTTPError(Exception):
     """The server answered with an error status and a JSON error body."""
 
-    def __init__(self, status, code, message):
+    def __init__(self, status, code, message, retry_after=None):
         super().__init__(f"{status} {code}: {message}")
         self.status, self.code, self.message = status, code, message
+        self.retry_after = retry_after
+
+    def is_transient(self):
+        """Worth retrying later: the store is away (503) or the request timed out (408)."""
+        return self.status in (408, 503)
+
+
+class ConnectionFailed(Exception):
+    """No answer: nothing listening, an unknown host, or a timeout."""
+
+    def __init__(self, base, reason, timed_out=False):
+        what = "no answer from" if timed_out else "cannot connect to"
+        super().__init__(f"{what} {base}: {reason}")
+        self.timed_out = timed_out
 
 
 # --- Section 1: hash scheme sha1-km32 -------------------------------------------------
@@ -111,19 +121,47 @@ class Filter:
 
 # --- Section 9: the HTTP API -------------------------------------------------------------
 
+def parse_hour(text):
+    """'2008-09-03T05', an RFC 3339 time or '2008/09/03/05' -> an aware UTC datetime
+    at the start of the hour. ValueError naming the text as given otherwise."""
+    t = text.strip()
+    try:
+        if len(t) == 13 and t[4] == "-" and t[10] in "Tt":
+            hour = datetime.datetime.strptime(t.upper(), "%Y-%m-%dT%H")
+        elif "/" in t:
+            hour = datetime.datetime.strptime(t.strip("/"), "%Y/%m/%d/%H")
+        else:
+            hour = datetime.datetime.fromisoformat(t.replace("Z", "+00:00"))
+    except ValueError:
+        raise ValueError(f"{text!r} is not an hour: expected e.g. 2008-09-03T05 (UTC), "
+                         "2008-09-03T05:00:00Z or 2008/09/03/05") from None
+    if hour.tzinfo is None:
+        hour = hour.replace(tzinfo=datetime.timezone.utc)
+    return hour.astimezone(datetime.timezone.utc).replace(minute=0, second=0, microsecond=0)
+
+
 def hour_path(hour):
     """'2008-09-03T05' (or an RFC 3339 time, or a datetime) -> '/2008/09/03/05'."""
     if isinstance(hour, str):
-        hour = datetime.datetime.fromisoformat(hour.replace("Z", "+00:00")) \
-            if len(hour) > 13 else datetime.datetime.strptime(hour, "%Y-%m-%dT%H")
+        hour = parse_hour(hour)
     return hour.strftime("/%Y/%m/%d/%H")
+
+
+def server_base(server):
+    """The base URL; 'host:port' without a scheme means http://host:port."""
+    base = server if "://" in server else "http://" + server
+    scheme, _, rest = base.partition("://")
+    if scheme not in ("http", "https") or not rest.strip("/"):
+        raise ValueError(f"bad server URL {server!r}: expected http://HOST:PORT, "
+                         "https://HOST:PORT or HOST:PORT")
+    return base.rstrip("/")
 
 
 class Client:
     """Fetches filters with gzip, keeps ETags, and never refetches a complete filter."""
 
     def __init__(self, base, timeout=30):
-        self.base = base.rstrip("/")
+        self.base = server_base(base)
         self.timeout = timeout
         self.cache = {}  # path -> (etag, document)
         self.requests = 0
@@ -139,11 +177,19 @@ class Client:
             if e.code == 304:
                 return 304, e.headers, b""
             payload = self._read(e)
+            retry_after = e.headers.get("Retry-After")
+            retry_after = int(retry_after) if retry_after and retry_after.isdigit() else None
             try:
                 err = json.loads(payload)
-                raise HTTPError(e.code, err["error"], err["message"]) from None
+                code, message = err["error"], err["message"]
             except (ValueError, KeyError, TypeError):
-                raise HTTPError(e.code, "http_error", payload[:200].decode("utf-8", "replace")) from None
+                code, message = "http_error", payload[:200].decode("utf-8", "replace")
+            raise HTTPError(e.code, code, message, retry_after) from None
+        except urllib.error.URLError as e:
+            timed_out = isinstance(e.reason, (socket.timeout, TimeoutError))
+            raise ConnectionFailed(self.base, e.reason, timed_out) from None
+        except (socket.timeout, TimeoutError) as e:
+            raise ConnectionFailed(self.base, e, timed_out=True) from None
 
     def _read(self, resp):
         raw = resp.read()
@@ -190,8 +236,8 @@ class Client:
             f = Filter.from_document(doc)
             found = [i for i in ids if f.contains(i)]
             return [(doc["from"], doc["to"], found)] if found else []
-        now = datetime.datetime.fromisoformat(self.index()["current"]["hour"].replace("Z", "+00:00"))
-        hour = datetime.datetime.strptime(since_path, "/%Y/%m/%d/%H").replace(tzinfo=datetime.timezone.utc)
+        now = parse_hour(self.index()["current"]["hour"])
+        hour = parse_hour(since_path)
         out = []
         while hour <= now:
             doc = self.document(hour_path(hour))
@@ -208,8 +254,29 @@ class Client:
         headers = {"Authorization": "Bearer " + token, "Content-Type": "application/json"}
         return json.loads(self._request("/updates", headers, body)[2])
 
+    def publish_with_retries(self, ids, token, attempts=8, backoff=0.1, max_backoff=10.0):
+        """publish, sending the same batch again after a 503, a 408 or a timeout (at most
+        `attempts` tries, waiting Retry-After or a doubling backoff). A refused connection
+        or any other error is raised at once. Returns (receipt, retries)."""
+        for attempt in range(1, attempts + 1):
+            try:
+                return self.publish(ids, token), attempt - 1
+            except (HTTPError, ConnectionFailed) as e:
+                transient = e.is_transient() if isinstance(e, HTTPError) else e.timed_out
+                if not transient or attempt == attempts:
+                    raise
+                wait = getattr(e, "retry_after", None) or backoff
+                time.sleep(min(wait, max_backoff))
+                backoff = min(backoff * 2, max_backoff)
+        raise AssertionError("unreachable")
 
-# --- Command line ----------------------------------------------------------------------
+
+# --- Test vectors ------------------------------------------------------------------------
+
+def _expect(holds, vector):
+    if not holds:
+        raise ProtocolError(f"test vector mismatch: {vector!r}")
+
 
 def selftest(path):
     """Checks this implementation against docs/test-vectors.json; returns the count."""
@@ -217,53 +284,17 @@ def selftest(path):
         vectors = json.load(f)
     checked = 0
     for v in vectors["keys"]:
-        assert key(v["id"]) == (v["h1"], v["h2"]), v["id"]
-        assert positions(v["id"], v["m"], v["k"]) == v["positions"], v["id"]
+        _expect(key(v["id"]) == (v["h1"], v["h2"]), v["id"])
+        _expect(positions(v["id"], v["m"], v["k"]) == v["positions"], v["id"])
         checked += 1
     for v in vectors["filters"]:
         f = Filter(v["m"], v["k"])
         for id_ in v["ids"]:
             f.add(id_)
-        assert f.hex() == v["hex"], v["ids"]
-        assert Filter.from_hex(v["m"], v["k"], v["hex"]).data == f.data
+        _expect(f.hex() == v["hex"], v["ids"])
+        _expect(Filter.from_hex(v["m"], v["k"], v["hex"]).data == f.data, v["ids"])
         checked += 1
     for v in vectors["sizing"]:
-        assert optimal(v["n"], v["p"]) == (v["m"], v["k"]), v
+        _expect(optimal(v["n"], v["p"]) == (v["m"], v["k"]), v)
         checked += 1
     return checked
-
-
-def main(argv):
-    if len(argv) >= 1 and argv[0] == "selftest":
-        n = selftest(argv[1] if len(argv) > 1 else "docs/test-vectors.json")
-        print(f"ok: {n} vectors")
-        return 0
-    if not argv or argv[0] != "check":
-        print(__doc__, file=sys.stderr)
-        return 2
-    args, ids, opts = argv[1:], [], {}
-    while args:
-        a = args.pop(0)
-        if a in ("--server", "--since"):
-            opts[a] = args.pop(0)
-        elif a == "--per-hour":
-            opts[a] = True
-        elif a == "-":
-            ids.extend(line.rstrip("\r\n") for line in sys.stdin if line.strip())
-        else:
-            ids.append(a)
-    client = Client(opts["--server"])
-    since = opts.get("--since") or client.index()["current"]["hour"]
-    flagged = set()
-    for _, _, found in client.changed_since(ids, since, per_hour=opts.get("--per-hour", False)):
-        flagged.update(found)
-    seen = set()
-    for id_ in ids:  # each once, in the order given
-        if id_ in flagged and id_ not in seen:
-            seen.add(id_)
-            print(id_)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))

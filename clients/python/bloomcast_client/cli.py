@@ -1,0 +1,229 @@
+"""bloomcast-py: the command line of the Python client, with the Rust CLI's verbs and
+defaults (check the last 24 hours; ingest in batches of 1000 with 8 attempts).
+
+Every failure is one line on stderr, `bloomcast-py: <what went wrong>`, and exit code 1
+(2 for a bad command line, as argparse does).
+"""
+
+import argparse
+import datetime
+import json
+import math
+import os
+import sys
+
+from . import (Client, ConnectionFailed, Filter, HTTPError, ProtocolError, hour_path,
+               parse_hour, selftest)
+
+PROG = "bloomcast-py"
+
+
+class Failure(Exception):
+    """A failure to report in one line."""
+
+
+def read_ids(args):
+    """IDs from the arguments, where '-' stands for every non-blank line of stdin."""
+    ids = []
+    for arg in args:
+        if arg == "-":
+            ids.extend(line.rstrip("\r\n") for line in sys.stdin if line.strip())
+        else:
+            ids.append(arg)
+    if not ids:
+        raise Failure("no IDs: pass them as arguments, or - to read one per line from stdin")
+    return ids
+
+
+def hour_arg(text):
+    try:
+        return parse_hour(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def positive(text):
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of at least 1")
+    return n
+
+
+def rfc3339(hour):
+    return hour.strftime("%Y-%m-%dT%H:00:00Z")
+
+
+def window_start(client, hours):
+    """The first of the last `hours` hours, no earlier than the oldest the server keeps."""
+    index = client.index()
+    now = parse_hour(index["current"]["hour"])
+    oldest = max(parse_hour(index["genesis"]),
+                 now - datetime.timedelta(hours=index["retention_hours"] - 1))
+    wanted = now - datetime.timedelta(hours=hours - 1)
+    if wanted < oldest:
+        print(f"{PROG}: note: the server has hours from {rfc3339(oldest)} on; "
+              "checking from there", file=sys.stderr)
+    return max(wanted, oldest)
+
+
+def cmd_check(args):
+    ids = read_ids(args.ids)
+    client = Client(args.server)
+    since = args.since or window_start(client, args.hours or 24)
+    per_hour = args.strategy == "hourly"
+    changes = client.changed_since(ids, since, per_hour=per_hour)
+    flagged = {i for _, _, found in changes for i in found}
+    seen, changed = set(), []
+    for id_ in ids:  # each once, in the order given
+        if id_ in flagged and id_ not in seen:
+            seen.add(id_)
+            changed.append(id_)
+    if args.json:
+        print(json.dumps({
+            "server": client.base, "since": rfc3339(since), "checked": len(ids),
+            "changed": changed,
+            "ranges": [{"from": f, "to": t, "ids": found} for f, t, found in changes],
+            "requests": client.requests, "bytes": client.wire_bytes,
+        }))
+    else:
+        for id_ in changed:
+            print(id_)
+
+
+def cmd_ingest(args):
+    if not args.token:
+        raise Failure("no token: pass --token or set BLOOMCAST_TOKEN")
+    ids = read_ids(args.ids)
+    client = Client(args.server)
+    done, retries, hours = 0, 0, {}
+    for start in range(0, len(ids), args.batch):
+        batch = ids[start:start + args.batch]
+        try:
+            receipt, tries = client.publish_with_retries(batch, args.token, args.attempts)
+        except (HTTPError, ConnectionFailed) as e:
+            raise Failure(f"{e} ({done} IDs were acknowledged before this; "
+                          "the rest were not)") from None
+        done += receipt["accepted"]
+        retries += tries
+        hours[receipt["hour"]] = hours.get(receipt["hour"], 0) + receipt["accepted"]
+    by_hour = ", ".join(f"{h}: {n}" for h, n in sorted(hours.items()))
+    print(f"ingested {done} IDs in {client.requests} requests ({retries} retries); "
+          f"by hour: {by_hour}", file=sys.stderr)
+
+
+def cmd_inspect(args):
+    target = args.target
+    if target.startswith(("http://", "https://")):
+        scheme, _, rest = target.partition("://")
+        host, slash, path = rest.partition("/")
+        doc = Client(f"{scheme}://{host}").document(slash + path)
+    else:
+        try:
+            with open(target, encoding="utf-8") as f:
+                doc = json.load(f)
+        except OSError as e:
+            raise Failure(f"cannot read {target}: {e.strerror}") from None
+        except ValueError as e:
+            raise Failure(f"{target}: not a JSON filter document ({e})") from None
+    f = Filter.from_document(doc)
+    ones = sum(bin(b).count("1") for b in f.data)
+    fill = ones / f.m
+    fields = {
+        "covers": doc.get("hour") or f"{doc.get('from')} .. {doc.get('to')}",
+        "complete": doc["complete"], "count": doc["count"], "m": f.m, "k": f.k,
+        "hash": doc["hash"], "bytes": len(f.data), "bits_set": ones, "fill": fill,
+        "fpp": fill ** f.k,
+        "estimated_count": round(-f.m / f.k * math.log(1 - fill)) if ones < f.m else None,
+    }
+    if args.json:
+        print(json.dumps(fields))
+    else:
+        for name, value in fields.items():
+            print(f"{name:<16}{json.dumps(value) if not isinstance(value, str) else value}")
+
+
+def cmd_selftest(args):
+    print(f"ok: {selftest(args.vectors)} vectors")
+
+
+def parser():
+    server_help = ("the server's base URL, e.g. http://127.0.0.1:8080 or 127.0.0.1:8080 "
+                   "(default: $BLOOMCAST_SERVER)")
+    p = argparse.ArgumentParser(
+        prog=PROG, description="Hourly Bloom filters of what changed: a standard-library "
+        "Python client of bloomcast, written from docs/PROTOCOL.md.")
+    verbs = p.add_subparsers(dest="verb", required=True, metavar="VERB")
+
+    check = verbs.add_parser(
+        "check", help="print which of the given IDs may have changed",
+        description="Print the IDs that may have changed (exit 0 whether or not any did).")
+    check.add_argument("--server", default=os.environ.get("BLOOMCAST_SERVER"),
+                       help=server_help)
+    window = check.add_mutually_exclusive_group()
+    window.add_argument("--since", type=hour_arg, metavar="HOUR",
+                        help="the first hour to look at, e.g. 2008-09-03T05 (UTC)")
+    window.add_argument("--hours", type=positive, metavar="N",
+                        help="look at the last N hours, the current one included "
+                        "[default: 24]")
+    check.add_argument("--strategy", choices=["auto", "hourly", "union"], default="auto",
+                       help="fetch per hour, or one union (auto: one union) [default: auto]")
+    check.add_argument("--json", action="store_true",
+                       help="print one JSON object (ranges, requests, bytes) instead of lines")
+    check.add_argument("ids", nargs="+", metavar="ID",
+                       help="IDs to check; - reads one per line from stdin")
+    check.set_defaults(run=cmd_check, needs_server=True)
+
+    ingest = verbs.add_parser(
+        "ingest", help="publish IDs into the server's current hour",
+        description="Publish IDs in batches; 503s and timeouts are retried, a refused "
+        "connection fails at once.")
+    ingest.add_argument("--server", default=os.environ.get("BLOOMCAST_SERVER"),
+                        help=server_help)
+    ingest.add_argument("--token", default=os.environ.get("BLOOMCAST_TOKEN"),
+                        help="a bearer token the server accepts (default: $BLOOMCAST_TOKEN)")
+    ingest.add_argument("--batch", type=positive, default=1000,
+                        help="IDs per request [default: 1000]")
+    ingest.add_argument("--attempts", type=positive, default=8,
+                        help="attempts per batch on 503s and timeouts [default: 8]")
+    ingest.add_argument("ids", nargs="+", metavar="ID",
+                        help="IDs to publish; - reads one per line from stdin")
+    ingest.set_defaults(run=cmd_ingest, needs_server=True)
+
+    inspect = verbs.add_parser(
+        "inspect", help="show a filter's parameters, count, fill and fpp",
+        description="Show a filter's parameters, count, fill and false-positive "
+        "probability, from a URL or a saved JSON document.")
+    inspect.add_argument("target", help="a filter URL (http://host:port/2008/09/03/13) "
+                         "or a file holding a JSON filter document")
+    inspect.add_argument("--json", action="store_true", help="print one JSON object")
+    inspect.set_defaults(run=cmd_inspect, needs_server=False)
+
+    test = verbs.add_parser(
+        "selftest", help="check this client against the published test vectors",
+        description="Check hashing, encoding and sizing against docs/test-vectors.json.")
+    test.add_argument("vectors", nargs="?", default="docs/test-vectors.json",
+                      help="the test vectors file [default: docs/test-vectors.json]")
+    test.set_defaults(run=cmd_selftest, needs_server=False)
+    return p
+
+
+def main(argv=None):
+    p = parser()
+    args = p.parse_args(argv)
+    if args.needs_server and not args.server:
+        p.error("--server is required (or set BLOOMCAST_SERVER)")
+    try:
+        args.run(args)
+    except (Failure, HTTPError, ConnectionFailed, ProtocolError, ValueError, OSError) as e:
+        print(f"{PROG}: {e}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,273 @@
+//! Tests of the settings: layering, errors naming files and lines, the environment
+//! names (a contract), secrets, and the generated reference.
+
+use super::*;
+use std::collections::HashMap;
+
+fn env(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+    let map: HashMap<String, String> = pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    move |name| map.get(name).cloned()
+}
+
+/// These names are a contract: renaming a setting would silently drop a deployment's
+/// override.
+#[test]
+fn every_documented_environment_variable_still_exists() {
+    let names: Vec<String> = Settings::reference().into_iter().map(|s| s.env).collect();
+    for name in [
+        "BLOOMCAST_LISTEN",
+        "BLOOMCAST_DATA_DIR",
+        "BLOOMCAST_INGEST_TOKENS",
+        "BLOOMCAST_CAPACITY",
+        "BLOOMCAST_TARGET_FPP",
+        "BLOOMCAST_RETENTION_HOURS",
+        "BLOOMCAST_OPEN_MAX_AGE",
+        "BLOOMCAST_BODY_LIMIT",
+        "BLOOMCAST_CACHE_BYTES",
+        "BLOOMCAST_SHUTDOWN_TIMEOUT",
+        "BLOOMCAST_DATABASE_URL",
+        "BLOOMCAST_DATABASE_SCHEMA",
+        "BLOOMCAST_REFRESH_MS",
+        "BLOOMCAST_REQUEST_TIMEOUT_SECONDS",
+        "BLOOMCAST_HEADER_READ_TIMEOUT_SECONDS",
+        "BLOOMCAST_CLOCK_OFFSET_SECONDS",
+        "BLOOMCAST_ACCESS_LOG",
+    ] {
+        assert!(names.iter().any(|n| n == name), "{name} is gone");
+    }
+}
+
+#[test]
+fn every_setting_is_in_the_committed_default_file() {
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/config/default.toml"))
+        .unwrap();
+    let table: toml::Table = text.parse().unwrap();
+    for s in Settings::reference() {
+        assert!(
+            table.contains_key(s.key),
+            "config/default.toml lacks {}",
+            s.key
+        );
+    }
+}
+
+#[test]
+fn docs_config_md_is_generated_from_the_settings() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/CONFIG.md");
+    let generated = Settings::reference_markdown();
+    if std::env::var_os("BLOOMCAST_BLESS").is_some() {
+        std::fs::write(path, &generated).unwrap();
+    }
+    let committed = std::fs::read_to_string(path).unwrap_or_default();
+    assert!(
+        committed == generated,
+        "docs/CONFIG.md is out of date: run BLOOMCAST_BLESS=1 cargo test --lib config"
+    );
+}
+
+#[test]
+fn help_lists_every_setting_with_its_variable_and_default() {
+    let help = Settings::help();
+    for s in Settings::reference() {
+        assert!(help.contains(&format!("{} / {} [default: {}]", s.key, s.env, s.default)));
+    }
+    assert!(help.contains("access_log / BLOOMCAST_ACCESS_LOG [default: false]"));
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+#[test]
+fn a_missing_bloomcast_config_file_is_an_error_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let err =
+        Settings::load_from(dir.path(), env(&[("BLOOMCAST_CONFIG", "nope.toml")])).unwrap_err();
+    assert!(matches!(err, ConfigError::Read { .. }), "{err}");
+    assert!(err.to_string().contains("nope.toml"), "{err}");
+}
+
+#[test]
+fn a_syntax_error_names_the_file_and_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let local = write(
+        dir.path(),
+        "config/local.toml",
+        "capacity = 10\nlisten = [\n",
+    );
+    let err = Settings::load_from(dir.path(), env(&[])).unwrap_err();
+    let shown = err.to_string();
+    assert!(shown.contains(&local.display().to_string()), "{shown}");
+    assert!(shown.contains("line 2"), "{shown}");
+}
+
+#[test]
+fn a_wrong_type_or_unknown_key_names_the_file_and_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let extra = write(dir.path(), "extra.toml", "capacity = 10\n\ncapacty = 5\n");
+    let err =
+        Settings::load_from(dir.path(), env(&[("BLOOMCAST_CONFIG", "extra.toml")])).unwrap_err();
+    let shown = err.to_string();
+    assert!(shown.contains(&extra.display().to_string()), "{shown}");
+    assert!(
+        shown.contains("line 3") && shown.contains("capacty"),
+        "{shown}"
+    );
+    write(dir.path(), "extra.toml", "capacity = \"many\"\n");
+    let shown = Settings::load_from(dir.path(), env(&[("BLOOMCAST_CONFIG", "extra.toml")]))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        shown.contains("line 1") && shown.contains("capacity"),
+        "{shown}"
+    );
+}
+
+#[test]
+fn files_layer_in_order_then_the_environment_and_paths_resolve_against_the_base() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "config/default.toml",
+        "capacity = 10\nopen_max_age = 5\n",
+    );
+    write(dir.path(), "config/local.toml", "capacity = 20\n");
+    write(
+        dir.path(),
+        "extra.toml",
+        "capacity = 30\naccess_log = true\n",
+    );
+    let loaded = Settings::load_from(
+        dir.path(),
+        env(&[
+            ("BLOOMCAST_CONFIG", "extra.toml"),
+            ("BLOOMCAST_OPEN_MAX_AGE", "7"),
+            // A numeric-looking token stays a string.
+            ("BLOOMCAST_INGEST_TOKENS", "12345678"),
+        ]),
+    )
+    .unwrap();
+    let s = loaded.settings;
+    assert_eq!((s.capacity, s.open_max_age, s.access_log), (30, 7, true));
+    assert_eq!(s.ingest_tokens[0].expose_secret(), "12345678");
+    assert_eq!(loaded.files.len(), 3);
+    assert!(s.data_dir.is_absolute() && s.data_dir.ends_with("data"));
+    assert!(s.data_dir.starts_with(dir.path()));
+}
+
+#[test]
+fn the_committed_default_file_parses_to_the_defaults() {
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/config/default.toml"))
+        .unwrap();
+    let from_file: Settings = toml::from_str(&text).unwrap();
+    assert_eq!(
+        format!("{from_file:?}"),
+        format!("{:?}", Settings::default())
+    );
+}
+
+#[test]
+fn environment_overrides_the_documented_names() {
+    let mut s = Settings::default();
+    s.apply_env(env(&[
+        ("BLOOMCAST_LISTEN", "0.0.0.0:9999"),
+        ("BLOOMCAST_DATA_DIR", "/var/lib/bloomcast"),
+        ("BLOOMCAST_INGEST_TOKENS", "token-one-x, token-two-y,"),
+        ("BLOOMCAST_CAPACITY", "5000"),
+        ("BLOOMCAST_REQUEST_TIMEOUT_SECONDS", "7"),
+        ("BLOOMCAST_HEADER_READ_TIMEOUT_SECONDS", "2"),
+        ("BLOOMCAST_CLOCK_OFFSET_SECONDS", "-3600"),
+    ]))
+    .unwrap();
+    assert_eq!(s.request_timeout_seconds, 7);
+    assert_eq!(s.header_read_timeout_seconds, 2);
+    assert_eq!(s.clock_offset_seconds, -3600);
+    assert_eq!(s.listen.port(), 9999);
+    assert_eq!(s.data_dir, PathBuf::from("/var/lib/bloomcast"));
+    let tokens: Vec<&str> = s.ingest_tokens.iter().map(|t| t.expose_secret()).collect();
+    assert_eq!(tokens, vec!["token-one-x", "token-two-y"]);
+    assert_eq!(s.capacity, 5000);
+}
+
+#[test]
+fn a_bad_environment_value_names_the_variable() {
+    let err = Settings::default()
+        .apply_env(env(&[("BLOOMCAST_LISTEN", "nowhere")]))
+        .unwrap_err();
+    assert!(err.to_string().contains("BLOOMCAST_LISTEN"), "{err}");
+}
+
+#[test]
+fn validation_rejects_out_of_range_settings() {
+    let mut s = Settings {
+        target_fpp: 1.5,
+        ..Settings::default()
+    };
+    assert!(matches!(
+        s.validate(),
+        Err(ConfigError::Invalid {
+            name: "target_fpp",
+            ..
+        })
+    ));
+    s = Settings {
+        ingest_tokens: vec!["short".into()],
+        ..Settings::default()
+    };
+    assert!(matches!(
+        s.validate(),
+        Err(ConfigError::Invalid {
+            name: "ingest_tokens",
+            ..
+        })
+    ));
+    s = Settings {
+        database_url: "postgres://db/bloom".into(),
+        ..Settings::default()
+    };
+    let err = s.validate().unwrap_err();
+    assert!(err.to_string().contains("BLOOMCAST_INGEST_TOKENS"), "{err}");
+}
+
+#[test]
+fn debug_output_never_shows_secrets() {
+    let s = Settings {
+        ingest_tokens: vec!["super-secret-token".into()],
+        database_url: "postgres://app:hunter2@db/bloom".into(),
+        ..Settings::default()
+    };
+    let shown = format!("{s:?}");
+    assert!(
+        !shown.contains("super-secret-token") && !shown.contains("hunter2"),
+        "{shown}"
+    );
+    assert!(shown.contains("postgres://app:***@db/bloom"));
+}
+
+#[test]
+fn settings_that_cannot_work_are_refused_with_their_name() {
+    type Tweak = Box<dyn Fn(&mut Settings)>;
+    let cases: Vec<(&str, Tweak)> = vec![
+        ("capacity", Box::new(|s| s.capacity = 500_000_000)),
+        ("max_hour_ids", Box::new(|s| s.max_hour_ids = u64::MAX / 4)),
+        ("max_connections", Box::new(|s| s.max_connections = 0)),
+        ("write_queue_depth", Box::new(|s| s.write_queue_depth = 0)),
+        ("union_builds", Box::new(|s| s.union_builds = 0)),
+    ];
+    for (name, tweak) in cases {
+        let mut s = Settings::default();
+        tweak(&mut s);
+        let err = s.validate().unwrap_err();
+        assert!(
+            matches!(&err, ConfigError::Invalid { name: n, .. } if *n == name),
+            "{name}: {err}"
+        );
+    }
+    assert!(Settings::default().validate().is_ok());
+}

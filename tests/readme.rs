@@ -1,0 +1,285 @@
+//! The README cannot rot: its shell examples run verbatim, in order, against a fresh
+//! server, and print what the README says they print.
+//!
+//! Fenced blocks whose info string starts with `sh`, `bash`, `shell` or `console` are
+//! shell blocks. Each runs, in order, in one `bash -e` session (variables and files carry
+//! over), unless its info string also says `no-run` (a server start, an install, Docker,
+//! a placeholder cluster URL: things that must not run here). A block tagged `python`
+//! needs python3, one tagged `node` Node.js. Inside a block, a line `#> PATTERN` is output the commands before it
+//! must print: the block's stdout must contain lines matching its patterns in order,
+//! where `...` in a pattern matches any text.
+//!
+//! The server is the real binary, started as the quick start starts it (`bloomcast
+//! serve`, no token configured, data in `./data`) in a temporary directory that is also
+//! the shell's working directory, on a free port passed to the blocks as
+//! `BLOOMCAST_SERVER`. `bloomcast` is on `PATH`; `bloomcast-py` runs the Python package
+//! from `clients/python` (what its installed entry point runs). Needs curl (and python3
+//! for `python` blocks): reported ignored without them, failed in CI.
+
+mod common;
+
+use common::needs::{self, Need};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+const SHELLS: [&str; 4] = ["sh", "bash", "shell", "console"];
+const TAGS: [&str; 3] = ["no-run", "python", "node"];
+
+/// One fenced shell block of the README.
+#[derive(Debug)]
+struct Block {
+    /// 1-based line of the opening fence.
+    line: usize,
+    tags: Vec<String>,
+    code: String,
+}
+
+impl Block {
+    fn runs(&self) -> bool {
+        !self.tags.iter().any(|t| t == "no-run")
+    }
+
+    /// The `#> ` patterns, in order.
+    fn expected(&self) -> Vec<&str> {
+        self.code
+            .lines()
+            .filter_map(|l| l.trim_start().strip_prefix("#> "))
+            .collect()
+    }
+}
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The shell blocks of a Markdown text.
+fn shell_blocks(markdown: &str) -> Vec<Block> {
+    let mut out = Vec::new();
+    let mut open: Option<(usize, Option<Vec<String>>, String)> = None;
+    for (n, line) in markdown.lines().enumerate() {
+        let fence = line.trim_start().strip_prefix("```");
+        match (&mut open, fence) {
+            (None, Some(info)) => {
+                let mut words = info.split_whitespace();
+                let shell = words.next().is_some_and(|w| SHELLS.contains(&w));
+                let tags = shell.then(|| words.map(str::to_owned).collect());
+                open = Some((n + 1, tags, String::new()));
+            }
+            (Some(_), Some(_)) => {
+                let (line, tags, code) = open.take().unwrap();
+                if let Some(tags) = tags {
+                    out.push(Block { line, tags, code });
+                }
+            }
+            (Some((_, _, code)), None) => {
+                code.push_str(line);
+                code.push('\n');
+            }
+            (None, None) => {}
+        }
+    }
+    assert!(open.is_none(), "an unclosed code fence");
+    out
+}
+
+/// Whether `line` matches `pattern`, where `...` matches any text.
+fn matches(pattern: &str, line: &str) -> bool {
+    let pieces: Vec<&str> = pattern.trim_end().split("...").collect();
+    let line = line.trim_end();
+    let (first, last) = (pieces[0], pieces[pieces.len() - 1]);
+    if pieces.len() == 1 {
+        return line == first;
+    }
+    if !line.starts_with(first) || !line[first.len()..].ends_with(last) {
+        return false;
+    }
+    let mut rest = &line[first.len()..line.len() - last.len()];
+    for piece in &pieces[1..pieces.len() - 1] {
+        match rest.find(piece) {
+            Some(at) => rest = &rest[at + piece.len()..],
+            None => return false,
+        }
+    }
+    true
+}
+
+fn readme() -> String {
+    std::fs::read_to_string(root().join("README.md")).expect("README.md")
+}
+
+fn main() {
+    let blocks = shell_blocks(&readme());
+    let mut run_needs = vec![Need::Curl];
+    if blocks
+        .iter()
+        .any(|b| b.runs() && b.tags.iter().any(|t| t == "python"))
+    {
+        run_needs.push(Need::Python3);
+    }
+    if blocks
+        .iter()
+        .any(|b| b.runs() && b.tags.iter().any(|t| t == "node"))
+    {
+        run_needs.push(Need::Node);
+    }
+    needs::run(vec![
+        needs::trial(
+            "every_readme_shell_block_is_run_or_marked_no_run",
+            &[],
+            every_readme_shell_block_is_run_or_marked_no_run,
+        ),
+        needs::trial(
+            "the_readme_shell_blocks_run_verbatim_and_print_what_they_say",
+            &run_needs,
+            the_readme_shell_blocks_run_verbatim_and_print_what_they_say,
+        ),
+        needs::trial("output_patterns_match_as_documented", &[], || {
+            assert!(matches("a...c", "abc") && matches("a...c", "ac"));
+            assert!(matches("{\"n\":...}", "{\"n\":12}"));
+            assert!(!matches("a...c", "abd") && !matches("304", "3045"));
+            assert!(matches("x...y...z", "x1y2z") && !matches("x...y...z", "x1z"));
+        }),
+    ]);
+}
+
+fn every_readme_shell_block_is_run_or_marked_no_run() {
+    let blocks = shell_blocks(&readme());
+    for block in &blocks {
+        for tag in &block.tags {
+            assert!(
+                TAGS.contains(&tag.as_str()),
+                "README.md line {}: unknown tag {tag:?} (known: {TAGS:?})",
+                block.line
+            );
+        }
+    }
+    let run = blocks.iter().filter(|b| b.runs()).count();
+    assert!(run >= 4, "only {run} README blocks run: {blocks:#?}");
+    assert!(blocks
+        .iter()
+        .filter(|b| b.runs())
+        .all(|b| !b.expected().is_empty()));
+}
+
+/// `bloomcast` and a `bloomcast-py` that runs the package from the source tree.
+fn tools_dir(dir: &Path) -> String {
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_bloomcast"), bin.join("bloomcast")).unwrap();
+    let shim = bin.join("bloomcast-py");
+    std::fs::write(
+        &shim,
+        format!(
+            "#!/bin/sh\nPYTHONPATH='{}' exec python3 -m bloomcast_client \"$@\"\n",
+            root().join("clients/python").display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&shim, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = std::env::var("PATH").unwrap_or_default();
+    format!("{}:{path}", bin.display())
+}
+
+/// A command with none of the caller's `BLOOMCAST_*` settings.
+fn clean(program: &str) -> Command {
+    let mut cmd = Command::new(program);
+    for (name, _) in std::env::vars() {
+        if name.starts_with("BLOOMCAST_") {
+            cmd.env_remove(name);
+        }
+    }
+    cmd
+}
+
+fn the_readme_shell_blocks_run_verbatim_and_print_what_they_say() {
+    let blocks: Vec<Block> = shell_blocks(&readme())
+        .into_iter()
+        .filter(Block::runs)
+        .collect();
+    // The README's counts assume one hour: do not start within a minute of its end.
+    let into_hour = chrono::Utc::now().timestamp().rem_euclid(3600);
+    if into_hour > 3540 {
+        std::thread::sleep(Duration::from_secs((3601 - into_hour) as u64));
+    }
+    let tools = tempfile::tempdir().unwrap();
+    let path = tools_dir(tools.path());
+    let work = tempfile::tempdir().unwrap();
+    // The working directory stands for a fresh clone: its sources, a data dir of its own.
+    std::os::unix::fs::symlink(root().join("clients"), work.path().join("clients")).unwrap();
+    // As the quick start: `bloomcast serve` in the working directory, no token set.
+    let mut serve = clean(env!("CARGO_BIN_EXE_bloomcast"));
+    serve
+        .arg("serve")
+        .current_dir(work.path())
+        .env("BLOOMCAST_LISTEN", "127.0.0.1:0")
+        .env("RUST_LOG", "info");
+    let server = common::start_command(serve);
+
+    let mut script = String::new();
+    for (i, block) in blocks.iter().enumerate() {
+        script.push_str(&format!("printf '\\n::block {i}::\\n'\n{}\n", block.code));
+    }
+    std::fs::write(tools.path().join("readme.sh"), &script).unwrap();
+    let mut bash = clean("bash");
+    bash.args(["--noprofile", "--norc", "-e"])
+        .arg(tools.path().join("readme.sh"))
+        .current_dir(work.path())
+        .env("PATH", &path)
+        .env("BLOOMCAST_SERVER", &server.base)
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let child = bash.spawn().expect("bash runs");
+    let pid = child.id();
+    let watchdog = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_secs(180));
+        let _ = Command::new("kill").arg(pid.to_string()).status();
+    });
+    let out = child.wait_with_output().unwrap();
+    drop(watchdog);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+
+    // stdout per block, split at the markers.
+    let mut outputs: Vec<Vec<&str>> = vec![Vec::new(); blocks.len()];
+    let mut current = None;
+    for line in stdout.lines() {
+        if let Some(i) = line
+            .strip_prefix("::block ")
+            .and_then(|r| r.strip_suffix("::"))
+        {
+            current = Some(i.parse::<usize>().unwrap());
+        } else if let Some(i) = current {
+            outputs[i].push(line);
+        }
+    }
+    let reached = current.map_or(0, |i| i + 1);
+    let failed_at = |i: usize| {
+        format!(
+            "README.md block at line {}:\n{}\n--- its stdout:\n{}\n--- stderr of the run:\n{stderr}",
+            blocks[i].line,
+            blocks[i].code,
+            outputs[i].join("\n")
+        )
+    };
+    assert!(
+        out.status.success(),
+        "the README's shell blocks failed ({}) in {}",
+        out.status,
+        failed_at(reached.saturating_sub(1))
+    );
+    assert_eq!(reached, blocks.len(), "not every block ran: {stdout}");
+    for (i, block) in blocks.iter().enumerate() {
+        let mut lines = outputs[i].iter();
+        for pattern in block.expected() {
+            assert!(
+                lines.any(|line| matches(pattern, line)),
+                "no output line matches `#> {pattern}` (in order) in {}",
+                failed_at(i)
+            );
+        }
+    }
+}
