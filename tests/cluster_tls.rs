@@ -27,8 +27,6 @@ use std::path::{Path, PathBuf};
 /// The role that pg_hba.conf lets in over TLS only.
 const TLS_ONLY_ROLE: &str = "tls_only";
 
-/// A running TLS server and the CA files a client may be given.
-
 fn main() {
     needs::run(vec![
         needs::trial(
@@ -84,6 +82,7 @@ fn main() {
     ]);
 }
 
+/// A running TLS server and the CA files a client may be given.
 struct TlsServer {
     cluster: PrivateCluster,
     /// The CA that signed the server's certificate.
