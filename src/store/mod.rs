@@ -379,3 +379,6 @@ pub fn distinct(mut keys: Vec<Key>) -> Vec<Key> {
     keys.dedup();
     keys
 }
+
+#[cfg(test)]
+mod tests;

@@ -371,4 +371,6 @@ impl Store for SqliteStore {
 }
 
 #[cfg(test)]
+mod integrity_tests;
+#[cfg(test)]
 mod tests;

@@ -35,6 +35,11 @@ async fn appends_to_a_closed_hour_go_to_the_next_one() {
     store.close_through(h).await.unwrap();
     assert_eq!(store.append(h, &keys(&["late"])).await.unwrap(), h.next());
     assert!(store.keys(h).await.unwrap().is_empty());
+    assert_eq!(
+        store.keys(h.next()).await.unwrap(),
+        keys(&["late"]),
+        "checksummed for the hour it went to"
+    );
     drop(store);
     let store = SqliteStore::open(dir.path(), h).unwrap();
     assert_eq!(
