@@ -52,7 +52,13 @@ pub async fn healthz(State(state): State<AppState>) -> impl IntoResponse {
 }
 
 pub async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
-    let text = state.metrics.render(state.service.current_count());
+    let mut text = state.metrics.render(state.service.current_count());
+    // Kept by the service (it finds them); a sealed filter rebuilt from intact keys counts too.
+    text.push_str(&format!(
+        "# HELP bloomcast_corrupt_found_total Stored rows that failed verification on read.\n\
+         # TYPE bloomcast_corrupt_found_total counter\nbloomcast_corrupt_found_total {}\n",
+        state.service.corrupt_found()
+    ));
     ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], text)
 }
 

@@ -1,6 +1,7 @@
 //! API tests: the real router and store, driven in-process.
 
 mod caching;
+mod corruption;
 mod errors;
 mod helpers;
 mod ingest;
