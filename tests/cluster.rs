@@ -480,3 +480,6 @@ async fn postgres_going_away_gives_503_and_the_node_recovers() {
     );
     assert!(filter.contains("after-recovery"));
 }
+
+#[path = "cluster/checksums.rs"]
+mod checksums;
