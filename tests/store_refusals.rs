@@ -81,12 +81,8 @@ fn assert_refused(dir: &Path, parts: &[&str]) {
 
 #[test]
 fn a_foreign_sqlite_database_is_refused_and_left_alone() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = sqlite_file("CREATE TABLE customers (id INTEGER PRIMARY KEY, name TEXT);");
     let path = dir.path().join(DB);
-    rusqlite::Connection::open(&path)
-        .unwrap()
-        .execute_batch("CREATE TABLE customers (id INTEGER PRIMARY KEY, name TEXT);")
-        .unwrap();
     let before = std::fs::read(&path).unwrap();
     assert_refused(
         dir.path(),
@@ -101,6 +97,32 @@ fn a_foreign_sqlite_database_is_refused_and_left_alone() {
         before,
         "not one byte changed"
     );
+}
+
+/// A SQLite file in a new data dir, set up by `sql`.
+fn sqlite_file(sql: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    rusqlite::Connection::open(dir.path().join(DB))
+        .unwrap()
+        .execute_batch(sql)
+        .unwrap();
+    dir
+}
+
+#[test]
+fn another_applications_database_is_refused_even_without_tables() {
+    let dir = sqlite_file("PRAGMA application_id = 1234;");
+    assert_refused(
+        dir.path(),
+        &["is not a bloomcast database (application_id 0x000004d2, no tables)"],
+    );
+}
+
+#[test]
+fn a_database_from_a_newer_bloomcast_is_refused() {
+    // 0x626C6F6D ("blom") is bloomcast's application_id; schema version 99 is the future.
+    let dir = sqlite_file("PRAGMA application_id = 1651273581; PRAGMA user_version = 99;");
+    assert_refused(dir.path(), &["newer bloomcast (schema version 99"]);
 }
 
 #[test]
@@ -220,10 +242,14 @@ fn write_store(dir: &Path) {
 #[test]
 fn a_read_only_data_directory_is_refused_naming_it() {
     let base = tempfile::tempdir().unwrap();
-    let cases: [(&str, fn(&Path)); 2] = [("empty", |_| {}), ("existing", write_store)];
-    for (name, fill) in cases {
+    for name in ["empty", "existing"] {
         let dir = base.path().join(name);
         std::fs::create_dir(&dir).unwrap();
+        let fill = |d: &Path| {
+            if name == "existing" {
+                write_store(d);
+            }
+        };
         let Some(_ro) = ReadOnly::new(&dir, fill) else {
             return;
         };

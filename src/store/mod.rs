@@ -11,7 +11,7 @@ mod sqlite;
 pub use postgres::PgStore;
 pub use sqlite::SqliteStore;
 
-use crate::bloom::{Key, Params};
+use crate::bloom::{Filter, Key, Params};
 use crate::hour::Hour;
 use async_trait::async_trait;
 use thiserror::Error;
@@ -103,6 +103,19 @@ pub struct SealedHour {
     pub k: u32,
     /// The filter body in wire order.
     pub filter: Vec<u8>,
+}
+
+impl SealedHour {
+    /// The seal of `hour`: `count` distinct keys, all in `filter`.
+    pub fn new(hour: Hour, count: u64, filter: &Filter) -> SealedHour {
+        SealedHour {
+            hour,
+            count,
+            m: filter.m(),
+            k: filter.k(),
+            filter: filter.to_bytes(),
+        }
+    }
 }
 
 /// New keys of an open hour since a cursor, for keeping an in-memory view current.

@@ -371,6 +371,6 @@ impl Store for SqliteStore {
 }
 
 #[cfg(test)]
-mod integrity_tests;
+mod schema_tests;
 #[cfg(test)]
 mod tests;

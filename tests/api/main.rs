@@ -7,3 +7,4 @@ mod helpers;
 mod ingest;
 mod publication;
 mod rollover;
+mod store_integrity;

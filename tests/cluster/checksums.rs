@@ -33,13 +33,7 @@ fn assert_corrupt<T: std::fmt::Debug>(result: bloomcast::store::Result<T>, namin
 async fn sealed_hour(store: &PgStore, hour: Hour, ids: &[&str]) -> SealedHour {
     let ks = bloomcast::store::distinct(keys(ids));
     let filter = Filter::sized_within(&ks, 0.01).unwrap();
-    let sealed = SealedHour {
-        hour,
-        count: ks.len() as u64,
-        m: filter.m(),
-        k: filter.k(),
-        filter: filter.to_bytes(),
-    };
+    let sealed = SealedHour::new(hour, ks.len() as u64, &filter);
     store.close_through(hour).await.unwrap();
     store.seal(&sealed, &ks).await.unwrap();
     sealed
