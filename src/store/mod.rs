@@ -168,7 +168,8 @@ pub trait Store: Send + Sync + 'static {
     /// The newest sealed hour, if any.
     async fn last_sealed(&self) -> Result<Option<Hour>>;
 
-    /// `(hour, count)` of the sealed hours in `from..=to`.
+    /// `(hour, count)` of the sealed hours in `from..=to`, each count checked against
+    /// the length of the hour's stored keys (a mismatch is [`StoreError::Corrupt`]).
     async fn sealed_counts(&self, from: Hour, to: Hour) -> Result<Vec<(Hour, u64)>>;
 
     /// Deletes everything of hours before `hour`; returns how many hours went.
@@ -320,12 +321,7 @@ impl SealedRow {
                 params.byte_len()
             )));
         }
-        if count.checked_mul(8) != u64::try_from(self.key_bytes).ok() {
-            return Err(corrupt(format!(
-                "count {count} but {} bytes of keys",
-                self.key_bytes
-            )));
-        }
+        check_count(&row, self.count, self.key_bytes)?;
         Ok(sealed)
     }
 }
@@ -343,15 +339,24 @@ pub fn verify_sealed_keys(
 ) -> Result<Vec<Key>> {
     let row = format!("the sealed keys of hour {hour}");
     check_sum(&row, stored, sealed_keys_checksum(hour, blob))?;
-    if i64::try_from(blob.len()).ok() != count.checked_mul(8) {
-        return Err(StoreError::Corrupt(format!(
-            "{row}: count {count} but {} bytes of keys",
-            blob.len()
-        )));
-    }
+    check_count(&row, count, i64::try_from(blob.len()).unwrap_or(i64::MAX))?;
     let mut keys = Vec::with_capacity(blob.len() / 8);
     blob_to_keys(blob, &mut keys).map_err(|e| in_row(&row, e))?;
     Ok(keys)
+}
+
+/// Checks a sealed hour's count against the length of its stored keys (8 bytes each),
+/// which it always equals as written; returns the count.
+///
+/// # Errors
+/// [`StoreError::Corrupt`] naming `row` when they disagree.
+pub fn check_count(row: &str, count: i64, key_bytes: i64) -> Result<u64> {
+    match u64::try_from(count) {
+        Ok(n) if count.checked_mul(8) == Some(key_bytes) => Ok(n),
+        _ => Err(StoreError::Corrupt(format!(
+            "{row}: count {count} but {key_bytes} bytes of keys"
+        ))),
+    }
 }
 
 /// A corruption error with the row it was found in prefixed.

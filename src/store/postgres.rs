@@ -12,8 +12,9 @@
 //! once the close commits, H's keys are final.
 
 use super::{
-    batch_checksum, distinct, filter_checksum, keys_to_blob, sealed_keys_checksum, verify_batch,
-    verify_sealed_keys, KeysPage, Marks, Result, SealedHour, SealedRow, Store, StoreError,
+    batch_checksum, check_count, distinct, filter_checksum, keys_to_blob, sealed_keys_checksum,
+    verify_batch, verify_sealed_keys, KeysPage, Marks, Result, SealedHour, SealedRow, Store,
+    StoreError,
 };
 use crate::bloom::{Key, SHA1_KM32};
 use crate::hour::Hour;
@@ -346,16 +347,21 @@ impl Store for PgStore {
 
     async fn sealed_counts(&self, from: Hour, to: Hour) -> Result<Vec<(Hour, u64)>> {
         let client = self.client().await?;
-        let sql = self
-            .sql("SELECT hour, count FROM {s}.hours WHERE hour BETWEEN $1 AND $2 ORDER BY hour");
+        let sql = self.sql(
+            "SELECT hour, count, octet_length(keys)::bigint FROM {s}.hours
+                  WHERE hour BETWEEN $1 AND $2 ORDER BY hour",
+        );
         let rows = client
             .query(&sql, &[&from.index(), &to.index()])
             .await
             .map_err(pg_error)?;
-        Ok(rows
-            .iter()
-            .map(|r| (Hour::from_index(r.get(0)), r.get::<_, i64>(1) as u64))
-            .collect())
+        rows.iter()
+            .map(|r| {
+                let hour = Hour::from_index(r.get(0));
+                let row = format!("the sealed count of hour {hour}");
+                Ok((hour, check_count(&row, r.get(1), r.get(2))?))
+            })
+            .collect()
     }
 
     async fn prune_before(&self, hour: Hour) -> Result<u64> {

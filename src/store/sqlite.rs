@@ -5,8 +5,9 @@
 //! (group commit). Reads use their own connections and never wait for the writer.
 
 use super::{
-    batch_checksum, distinct, filter_checksum, keys_to_blob, sealed_keys_checksum, verify_batch,
-    verify_sealed_keys, KeysPage, Marks, Result, SealedHour, SealedRow, Store, StoreError,
+    batch_checksum, check_count, distinct, filter_checksum, keys_to_blob, sealed_keys_checksum,
+    verify_batch, verify_sealed_keys, KeysPage, Marks, Result, SealedHour, SealedRow, Store,
+    StoreError,
 };
 use crate::bloom::Key;
 use crate::hour::Hour;
@@ -345,16 +346,22 @@ impl Store for SqliteStore {
         self.read(move |conn| {
             let mut stmt = conn
                 .prepare_cached(
-                    "SELECT hour, count FROM hours WHERE hour BETWEEN ?1 AND ?2 ORDER BY hour",
+                    "SELECT hour, count, length(keys) FROM hours
+                     WHERE hour BETWEEN ?1 AND ?2 ORDER BY hour",
                 )
                 .map_err(sql_error)?;
             let rows = stmt
                 .query_map([from.index(), to.index()], |r| {
-                    Ok((Hour::from_index(r.get(0)?), r.get::<_, i64>(1)? as u64))
+                    Ok((Hour::from_index(r.get(0)?), r.get(1)?, r.get(2)?))
                 })
                 .map_err(sql_error)?;
-            rows.collect::<rusqlite::Result<Vec<_>>>()
-                .map_err(sql_error)
+            let mut counts = Vec::new();
+            for row in rows {
+                let (hour, count, key_bytes) = row.map_err(sql_error)?;
+                let row = format!("the sealed count of hour {hour}");
+                counts.push((hour, check_count(&row, count, key_bytes)?));
+            }
+            Ok(counts)
         })
         .await
     }

@@ -118,6 +118,22 @@ async fn damaged_sealed_keys_fail_while_the_filter_stays_readable() {
 }
 
 #[tokio::test]
+async fn a_sealed_count_that_disagrees_with_its_keys_is_corrupt() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = sealed_store(dir.path()).await;
+    assert_eq!(store.sealed_counts(h(), h()).await.unwrap(), vec![(h(), 2)]);
+    tamper(dir.path(), "UPDATE hours SET count = 3");
+    assert_corrupt(
+        store.sealed_counts(h(), h()).await,
+        &[
+            "sealed count of hour 2008-09-03T13:00:00Z",
+            "count 3 but 16 bytes",
+        ],
+    );
+    assert_corrupt(store.sealed(h()).await, &["checksum mismatch"]);
+}
+
+#[tokio::test]
 async fn a_value_of_the_wrong_type_is_corrupt() {
     let dir = tempfile::tempdir().unwrap();
     let store = sealed_store(dir.path()).await;

@@ -126,7 +126,7 @@ fn not_writable(what: &str, path: &Path, e: &std::io::Error) -> String {
         _ => "cannot be written",
     };
     format!(
-        "{what} {} {why}; bloomcast keeps its database there and must write to it",
+        "{what} {} {why}; bloomcast must be able to write there to keep its database",
         path.display()
     )
 }
