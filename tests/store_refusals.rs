@@ -116,6 +116,12 @@ fn another_applications_database_is_refused_even_without_tables() {
         dir.path(),
         &["is not a bloomcast database (application_id 0x000004d2, no tables)"],
     );
+    // No application id but a schema version of its own: someone else's too.
+    let dir = sqlite_file("PRAGMA user_version = 7;");
+    assert_refused(
+        dir.path(),
+        &["is not a bloomcast database (application_id 0x00000000, no tables)"],
+    );
 }
 
 #[test]

@@ -12,7 +12,7 @@ use super::sql_error;
 use crate::hour::Hour;
 use crate::store::{batch_checksum, filter_checksum, sealed_keys_checksum, Result};
 use crate::store::{SealedHour, StoreError};
-use rusqlite::{params, Connection, OptionalExtension, Transaction};
+use rusqlite::{Connection, OptionalExtension, Transaction};
 use std::path::Path;
 
 /// `PRAGMA application_id` of a bloomcast database: the ASCII bytes "blom".
@@ -156,8 +156,9 @@ pub(super) fn prepare(conn: &mut Connection, path: &Path) -> Result<()> {
             )))
         }
         APPLICATION_ID => version,
-        0 if tables.is_empty() => 0,
-        0 if is_v1(&tx, &tables)? => 1,
+        // Nothing set and nothing in it: new. (SQLite reports an empty file the same way.)
+        0 if version == 0 && tables.is_empty() => 0,
+        0 if version == 0 && is_v1(&tx, &tables)? => 1,
         _ => {
             let found = if tables.is_empty() {
                 "no tables".to_owned()
@@ -238,48 +239,53 @@ fn is_v1(tx: &Transaction, tables: &[String]) -> Result<bool> {
 
 /// Computes the checksum of every existing row (migration to version 2).
 fn backfill_checksums(tx: &Transaction) -> Result<()> {
-    {
-        let mut read = tx
-            .prepare("SELECT seq, hour, keys FROM batches")
-            .map_err(sql_error)?;
-        let mut write = tx
-            .prepare("UPDATE batches SET checksum = ?2 WHERE seq = ?1")
-            .map_err(sql_error)?;
-        let mut rows = read.query([]).map_err(sql_error)?;
-        while let Some(row) = rows.next().map_err(sql_error)? {
-            let (seq, hour, keys): (i64, i64, Vec<u8>) = (
-                row.get(0).map_err(sql_error)?,
-                row.get(1).map_err(sql_error)?,
-                row.get(2).map_err(sql_error)?,
-            );
-            write
-                .execute(params![seq, batch_checksum(Hour::from_index(hour), &keys)])
-                .map_err(sql_error)?;
-        }
-    }
-    let mut read = tx
-        .prepare("SELECT hour, count, m, k, filter, keys FROM hours")
-        .map_err(sql_error)?;
-    let mut write = tx
-        .prepare("UPDATE hours SET checksum = ?2, keys_checksum = ?3 WHERE hour = ?1")
-        .map_err(sql_error)?;
-    let mut rows = read.query([]).map_err(sql_error)?;
-    while let Some(row) = rows.next().map_err(sql_error)? {
-        let hour = Hour::from_index(row.get(0).map_err(sql_error)?);
-        let sealed = SealedHour {
-            hour,
-            count: row.get::<_, i64>(1).map_err(sql_error)? as u64,
-            m: row.get(2).map_err(sql_error)?,
-            k: row.get(3).map_err(sql_error)?,
-            filter: row.get(4).map_err(sql_error)?,
-        };
-        let keys: Vec<u8> = row.get(5).map_err(sql_error)?;
-        write
-            .execute(params![
+    rewrite_rows(
+        tx,
+        "SELECT seq, hour, keys FROM batches",
+        "UPDATE batches SET checksum = ?2 WHERE seq = ?1",
+        |r| {
+            let hour = Hour::from_index(r.get(1)?);
+            Ok([r.get(0)?, batch_checksum(hour, &r.get::<_, Vec<u8>>(2)?)])
+        },
+    )?;
+    rewrite_rows(
+        tx,
+        "SELECT hour, count, m, k, filter, keys FROM hours",
+        "UPDATE hours SET checksum = ?2, keys_checksum = ?3 WHERE hour = ?1",
+        |r| {
+            let hour = Hour::from_index(r.get(0)?);
+            let sealed = SealedHour {
+                hour,
+                count: r.get::<_, i64>(1)? as u64,
+                m: r.get(2)?,
+                k: r.get(3)?,
+                filter: r.get(4)?,
+            };
+            let keys: Vec<u8> = r.get(5)?;
+            Ok([
                 hour.index(),
                 filter_checksum(&sealed),
-                sealed_keys_checksum(hour, &keys)
+                sealed_keys_checksum(hour, &keys),
             ])
+        },
+    )
+}
+
+/// Runs `update` once for each row `select` returns, with the parameters `compute`
+/// makes of it. Rows are streamed, not collected: an open hour may hold gigabytes.
+fn rewrite_rows<const N: usize>(
+    tx: &Transaction,
+    select: &str,
+    update: &str,
+    compute: impl Fn(&rusqlite::Row) -> rusqlite::Result<[i64; N]>,
+) -> Result<()> {
+    let mut read = tx.prepare(select).map_err(sql_error)?;
+    let mut write = tx.prepare(update).map_err(sql_error)?;
+    let mut rows = read.query([]).map_err(sql_error)?;
+    while let Some(row) = rows.next().map_err(sql_error)? {
+        let values = compute(row).map_err(sql_error)?;
+        write
+            .execute(rusqlite::params_from_iter(values))
             .map_err(sql_error)?;
     }
     Ok(())
