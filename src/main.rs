@@ -65,6 +65,8 @@ async fn serve() -> ExitCode {
     let app = match Application::build(settings).await {
         Ok(app) => app,
         Err(e) => {
+            // The whole cause chain, on stderr whatever the log filter says: this is
+            // what an operator reads when the server refuses to start.
             let why = bloomcast::store::full_message(&e);
             tracing::error!(error = %why, "cannot start");
             eprintln!("bloomcast: cannot start: {why}");

@@ -28,7 +28,8 @@ pub enum StartError {
     Link(#[from] LinkError),
     #[error(transparent)]
     Service(#[from] ServiceError),
-    #[error("{context}: {source}")]
+    /// Shown with its cause by [`crate::store::full_message`], as `bloomcast serve` does.
+    #[error("{context}")]
     Io {
         context: String,
         source: std::io::Error,

@@ -43,6 +43,25 @@ fn main() {
             || needs::block_on(two_nodes_whose_clocks_disagree_by_an_hour_lose_nothing()),
         ),
         needs::trial(
+            "flipped_bits_in_postgres_rows_are_corrupt_never_data",
+            &[Need::Postgres],
+            || needs::block_on(checksums::flipped_bits_in_postgres_rows_are_corrupt_never_data()),
+        ),
+        needs::trial(
+            "rows_written_before_migration_2_are_read_unverified_and_new_ones_verified",
+            &[Need::Postgres],
+            || {
+                needs::block_on(
+                    checksums::rows_written_before_migration_2_are_read_unverified_and_new_ones_verified(),
+                )
+            },
+        ),
+        needs::trial(
+            "a_schema_that_is_not_bloomcasts_is_refused_untouched",
+            &[Need::Postgres],
+            || needs::block_on(checksums::a_schema_that_is_not_bloomcasts_is_refused_untouched()),
+        ),
+        needs::trial(
             "postgres_going_away_gives_503_and_the_node_recovers",
             &[Need::Postgres, Need::PostgresServer],
             || needs::block_on(postgres_going_away_gives_503_and_the_node_recovers()),
@@ -416,3 +435,6 @@ async fn two_nodes_whose_clocks_disagree_by_an_hour_lose_nothing() {
     assert_eq!(behind.service.current_hour(), h.next());
     drop_schema(&url, &schema).await;
 }
+
+#[path = "cluster/checksums.rs"]
+mod checksums;

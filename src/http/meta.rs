@@ -57,14 +57,21 @@ pub async fn healthz(State(state): State<AppState>) -> impl IntoResponse {
 pub async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
     let service = &state.service;
     let mut text = state.metrics.render(service.current_count());
+    // Kept by the service (it finds them); a sealed filter rebuilt from intact keys counts too.
     let _ = write!(
         text,
-        "# HELP bloomcast_clock_behind_seconds How far the clock is behind the newest hour the store has opened (a clock stepped back).\n\
-         # TYPE bloomcast_clock_behind_seconds gauge\n\
-         bloomcast_clock_behind_seconds {}\n\
-         # HELP bloomcast_corrupt_total Stored data that failed verification (sealed filters rebuilt from keys included).\n\
-         # TYPE bloomcast_corrupt_total counter\n\
-         bloomcast_corrupt_total {}\n",
+        "# HELP bloomcast_clock_behind_seconds How far the clock is behind the newest hour the store has opened (a clock stepped back).
+\
+         # TYPE bloomcast_clock_behind_seconds gauge
+\
+         bloomcast_clock_behind_seconds {}
+\
+         # HELP bloomcast_corrupt_found_total Stored rows that failed verification on read.
+\
+         # TYPE bloomcast_corrupt_found_total counter
+\
+         bloomcast_corrupt_found_total {}
+",
         service.clock_behind_seconds(),
         service.corrupt_found(),
     );

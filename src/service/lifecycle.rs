@@ -28,9 +28,28 @@ impl Service {
     /// Store failures; the hour stays unsealed and the next attempt starts over.
     pub async fn seal(&self, hour: Hour) -> Result<SealedHour> {
         let _one_at_a_time = self.seal_lock.lock().await;
-        if let Some(sealed) = self.store.sealed(hour).await? {
-            self.forget_open(hour);
-            return Ok(sealed);
+        match self.store.sealed(hour).await {
+            Ok(Some(sealed)) => {
+                self.forget_open(hour);
+                return Ok(sealed);
+            }
+            Ok(None) => {}
+            // Sealed, but the row fails verification: what it holds is rebuilt from the
+            // hour's verified keys (the same bytes), never trusted.
+            Err(e @ StoreError::Corrupt(_)) => {
+                tracing::error!(%hour, error = %e, "a sealed hour failed verification; rebuilding it from its keys");
+                self.health.corrupt_found.fetch_add(1, Ordering::Relaxed);
+                self.forget_open(hour);
+                let (keys, filter) = self.build(self.closed_keys(hour).await?).await?;
+                return Ok(SealedHour {
+                    hour,
+                    count: keys.len() as u64,
+                    m: filter.m(),
+                    k: filter.k(),
+                    filter: filter.to_bytes(),
+                });
+            }
+            Err(e) => return Err(e.into()),
         }
         let closed = self.store.close_through(hour).await;
         self.note_write(closed)?;

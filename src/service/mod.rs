@@ -407,7 +407,7 @@ impl Service {
         }];
         let oldest = Hour::from_index((now.index() - limit as i64 + 1).max(earliest.index()));
         if oldest < now {
-            let sealed = self.store.sealed_counts(oldest, now.prev()).await?;
+            let sealed = self.sealed_counts(oldest, now.prev()).await?;
             let mut hour = now.prev();
             while hour >= oldest {
                 let (count, complete) = match sealed.iter().find(|(h, _)| *h == hour) {
@@ -424,6 +424,20 @@ impl Service {
             }
         }
         Ok(out)
+    }
+}
+
+impl Service {
+    /// `(hour, count)` of the sealed hours in `from..=to`; when a row fails verification,
+    /// none (each hour is then read on its own, and a corrupt one rebuilt from its keys).
+    async fn sealed_counts(&self, from: Hour, to: Hour) -> Result<Vec<(Hour, u64)>> {
+        match self.store.sealed_counts(from, to).await {
+            Err(StoreError::Corrupt(why)) => {
+                tracing::error!(%from, %to, %why, "a sealed hour's count failed verification");
+                Ok(Vec::new())
+            }
+            other => Ok(other?),
+        }
     }
 }
 

@@ -75,7 +75,7 @@ impl Service {
         // Final only if every past hour in it is: one the store cannot seal yet is read
         // from its keys, and the union is then not cached as complete.
         let mut fin = true;
-        let sealed = self.store.sealed_counts(from, to.min(now.prev())).await?;
+        let sealed = self.sealed_counts(from, to.min(now.prev())).await?;
         let mut h = from;
         while h <= to {
             if h == now {

@@ -12,7 +12,9 @@
 //! once the close commits, H's keys are final.
 
 use super::{
-    blob_to_keys, distinct, keys_to_blob, KeysPage, Marks, Result, SealedHour, Store, StoreError,
+    batch_checksum, check_count, distinct, filter_checksum, keys_to_blob, sealed_keys_checksum,
+    verify_batch, verify_sealed_keys, KeysPage, Marks, Result, SealedHour, SealedRow, Store,
+    StoreError,
 };
 use crate::bloom::{Key, SHA1_KM32};
 use crate::hour::Hour;
@@ -192,21 +194,39 @@ impl Store for PgStore {
         })
     }
 
-    /// One statement, one round trip: lock the boundary row shared, insert after it.
+    /// One statement, one round trip when `hour` is open: lock the boundary row shared
+    /// and insert only if it is still after it. The checksum covers the hour, so when the
+    /// hour was closed meanwhile the batch is checksummed again for the first open hour
+    /// and the insert retried, guarded the same way.
     async fn append(&self, hour: Hour, keys: &[Key]) -> Result<Hour> {
         let client = self.client().await?;
-        let sql = self.sql(
-            "INSERT INTO {s}.batches (hour, keys)
-             SELECT GREATEST($1::bigint, m.value + 1), $2 FROM {s}.meta m
-             WHERE m.name = 'closed_through' FOR SHARE OF m
+        let insert = self.sql(
+            "INSERT INTO {s}.batches (hour, keys, checksum)
+             SELECT $1::bigint, $2, $3 FROM {s}.meta m
+             WHERE m.name = 'closed_through' AND m.value < $1::bigint FOR SHARE OF m
              RETURNING hour",
         );
-        let stmt = client.prepare_cached(&sql).await.map_err(pg_error)?;
-        let row = client
-            .query_one(&stmt, &[&hour.index(), &keys_to_blob(keys)])
-            .await
-            .map_err(pg_error)?;
-        Ok(Hour::from_index(row.get(0)))
+        let insert = client.prepare_cached(&insert).await.map_err(pg_error)?;
+        let closed = self.sql("SELECT value FROM {s}.meta WHERE name = 'closed_through'");
+        let blob = keys_to_blob(keys);
+        let mut target = hour;
+        // Each retry means another node closed an hour meanwhile: a handful at most.
+        for _ in 0..16 {
+            let checksum = batch_checksum(target, &blob);
+            let row = client
+                .query_opt(&insert, &[&target.index(), &blob, &checksum])
+                .await
+                .map_err(pg_error)?;
+            if let Some(row) = row {
+                return Ok(Hour::from_index(row.get(0)));
+            }
+            let row = client.query_one(&closed, &[]).await.map_err(pg_error)?;
+            target = target.max(Hour::from_index(row.get::<_, i64>(0) + 1));
+        }
+        Err(StoreError::Unavailable {
+            what: format!("hours kept closing while a batch was appended (last tried {target})"),
+            source: None,
+        })
     }
 
     async fn close_through(&self, hour: Hour) -> Result<()> {
@@ -226,7 +246,8 @@ impl Store for PgStore {
     async fn keys_after(&self, hour: Hour, cursor: i64) -> Result<KeysPage> {
         let client = self.client().await?;
         let sql = self.sql(
-            "SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint, b.keys
+            "SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint, b.seq, b.keys,
+                    b.checksum
              FROM (SELECT 1) AS one
              LEFT JOIN {s}.batches b ON b.hour = $1 AND b.xid >= $2::text::xid8",
         );
@@ -241,8 +262,8 @@ impl Store for PgStore {
         };
         for row in rows {
             page.cursor = row.get(0);
-            if let Some(blob) = row.get::<_, Option<Vec<u8>>>(1) {
-                blob_to_keys(&blob, &mut page.keys)?;
+            if let Some(seq) = row.get::<_, Option<i64>>(1) {
+                verify_batch(hour, seq, row.get(2), row.get(3), &mut page.keys)?;
             }
         }
         Ok(page)
@@ -253,21 +274,20 @@ impl Store for PgStore {
         // One statement, one snapshot: either the sealed keys or the batches, never a
         // moment between a seal's insert and its delete.
         let sql = self.sql(
-            "SELECT true, keys FROM {s}.hours WHERE hour = $1
+            "SELECT true, count, keys, keys_checksum FROM {s}.hours WHERE hour = $1
              UNION ALL
-             SELECT false, keys FROM {s}.batches WHERE hour = $1",
+             SELECT false, seq, keys, checksum FROM {s}.batches WHERE hour = $1",
         );
         let rows = client
             .query(&sql, &[&hour.index()])
             .await
             .map_err(pg_error)?;
-        let mut keys = Vec::new();
         if let Some(sealed) = rows.iter().find(|r| r.get::<_, bool>(0)) {
-            blob_to_keys(sealed.get(1), &mut keys)?;
-            return Ok(keys);
+            return verify_sealed_keys(hour, sealed.get(1), sealed.get(2), sealed.get(3));
         }
+        let mut keys = Vec::new();
         for row in &rows {
-            blob_to_keys(row.get(1), &mut keys)?;
+            verify_batch(hour, row.get(1), row.get(2), row.get(3), &mut keys)?;
         }
         Ok(distinct(keys))
     }
@@ -278,10 +298,12 @@ impl Store for PgStore {
         let mut client = self.client().await?;
         let tx = client.transaction().await.map_err(pg_error)?;
         let insert = self.sql(
-            "INSERT INTO {s}.hours (hour, starts_at, count, m, k, hash, filter, keys)
-             VALUES ($1::bigint, to_timestamp($1::bigint * 3600), $2, $3, $4, $5, $6, $7)
+            "INSERT INTO {s}.hours
+                 (hour, starts_at, count, m, k, hash, filter, keys, checksum, keys_checksum)
+             VALUES ($1::bigint, to_timestamp($1::bigint * 3600), $2, $3, $4, $5, $6, $7, $8, $9)
              ON CONFLICT (hour) DO NOTHING",
         );
+        let blob = keys_to_blob(keys);
         tx.execute(
             &insert,
             &[
@@ -291,7 +313,9 @@ impl Store for PgStore {
                 &(sealed.k as i32),
                 &SHA1_KM32,
                 &sealed.filter,
-                &keys_to_blob(keys),
+                &blob,
+                &filter_checksum(sealed),
+                &sealed_keys_checksum(sealed.hour, &blob),
             ],
         )
         .await
@@ -307,19 +331,28 @@ impl Store for PgStore {
 
     async fn sealed(&self, hour: Hour) -> Result<Option<SealedHour>> {
         let client = self.client().await?;
-        let sql = self.sql("SELECT count, m, k, filter FROM {s}.hours WHERE hour = $1");
+        let sql = self.sql(
+            "SELECT count, m, k, filter, octet_length(keys)::bigint, checksum
+             FROM {s}.hours WHERE hour = $1",
+        );
         let stmt = client.prepare_cached(&sql).await.map_err(pg_error)?;
         let row = client
             .query_opt(&stmt, &[&hour.index()])
             .await
             .map_err(pg_error)?;
-        Ok(row.map(|r| SealedHour {
-            hour,
-            count: r.get::<_, i64>(0) as u64,
-            m: r.get::<_, i32>(1) as u32,
-            k: r.get::<_, i32>(2) as u32,
-            filter: r.get(3),
-        }))
+        row.map(|r| {
+            SealedRow {
+                hour,
+                count: r.get(0),
+                m: r.get::<_, i32>(1).into(),
+                k: r.get::<_, i32>(2).into(),
+                filter: r.get(3),
+                key_bytes: r.get(4),
+                checksum: r.get(5),
+            }
+            .verify()
+        })
+        .transpose()
     }
 
     async fn last_sealed(&self) -> Result<Option<Hour>> {
@@ -333,16 +366,21 @@ impl Store for PgStore {
 
     async fn sealed_counts(&self, from: Hour, to: Hour) -> Result<Vec<(Hour, u64)>> {
         let client = self.client().await?;
-        let sql = self
-            .sql("SELECT hour, count FROM {s}.hours WHERE hour BETWEEN $1 AND $2 ORDER BY hour");
+        let sql = self.sql(
+            "SELECT hour, count, octet_length(keys)::bigint FROM {s}.hours
+                  WHERE hour BETWEEN $1 AND $2 ORDER BY hour",
+        );
         let rows = client
             .query(&sql, &[&from.index(), &to.index()])
             .await
             .map_err(pg_error)?;
-        Ok(rows
-            .iter()
-            .map(|r| (Hour::from_index(r.get(0)), r.get::<_, i64>(1) as u64))
-            .collect())
+        rows.iter()
+            .map(|r| {
+                let hour = Hour::from_index(r.get(0));
+                let row = format!("the sealed count of hour {hour}");
+                Ok((hour, check_count(&row, r.get(1), r.get(2))?))
+            })
+            .collect()
     }
 
     async fn prune_before(&self, hour: Hour) -> Result<u64> {

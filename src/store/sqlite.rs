@@ -5,39 +5,22 @@
 //! (group commit). Reads use their own connections and never wait for the writer.
 
 use super::{
-    blob_to_keys, distinct, keys_to_blob, KeysPage, Marks, Result, SealedHour, Store, StoreError,
+    batch_checksum, check_count, distinct, filter_checksum, keys_to_blob, sealed_keys_checksum,
+    verify_batch, verify_sealed_keys, KeysPage, Marks, Result, SealedHour, SealedRow, Store,
+    StoreError,
 };
 use crate::bloom::Key;
 use crate::hour::Hour;
 use async_trait::async_trait;
 use rusqlite::{params, Connection, OptionalExtension};
+use schema::{check_files, meta, prepare};
 use std::path::{Path, PathBuf};
 use std::sync::{mpsc, Arc, Mutex};
 use tokio::sync::oneshot;
 use writer::{writer_loop, Command};
 
+mod schema;
 mod writer;
-
-const SCHEMA: &str = "
-CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
--- Appended keys of hours not yet sealed: one row per ingest request, 8 bytes a key.
-CREATE TABLE IF NOT EXISTS batches (
-    seq  INTEGER PRIMARY KEY,
-    hour INTEGER NOT NULL,
-    keys BLOB NOT NULL
-);
-CREATE INDEX IF NOT EXISTS batches_by_hour ON batches (hour, seq);
--- Sealed hours: the final filter and the sorted distinct keys it was built from.
-CREATE TABLE IF NOT EXISTS hours (
-    hour   INTEGER PRIMARY KEY,
-    count  INTEGER NOT NULL,
-    m      INTEGER NOT NULL,
-    k      INTEGER NOT NULL,
-    hash   TEXT NOT NULL,
-    filter BLOB NOT NULL,
-    keys   BLOB NOT NULL
-);
-";
 
 /// SQLite-backed [`Store`].
 pub struct SqliteStore {
@@ -73,18 +56,45 @@ pub(super) fn sql_error(e: rusqlite::Error) -> StoreError {
             | C::FileLockingProtocolFailed,
         ) => StoreError::unavailable("the SQLite database cannot be written or read", e),
         Some(C::DatabaseCorrupt | C::NotADatabase) => StoreError::Corrupt(format!("SQLite: {e}")),
+        // A value of the wrong type or range in bloomcast's own tables: rot in a record.
+        _ if matches!(
+            e,
+            rusqlite::Error::InvalidColumnType(..)
+                | rusqlite::Error::IntegralValueOutOfRange(..)
+                | rusqlite::Error::FromSqlConversionFailure(..)
+        ) =>
+        {
+            StoreError::Corrupt(format!("SQLite: a stored value is malformed: {e}"))
+        }
         _ => StoreError::failed("SQLite", e),
     }
 }
 
-fn open_connection(path: &Path) -> Result<Connection> {
+/// A connection that waits for locks and commits durably, before the journal mode is set.
+fn connect(path: &Path) -> Result<Connection> {
     let conn = Connection::open(path).map_err(sql_error)?;
     conn.busy_timeout(std::time::Duration::from_secs(10))
         .map_err(sql_error)?;
-    conn.execute_batch("PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL;")
+    conn.execute_batch("PRAGMA synchronous = FULL;")
         .map_err(sql_error)?;
     Ok(conn)
 }
+
+/// Write-ahead logging: readers never wait for the writer. Set once the file is known
+/// to be bloomcast's, since it changes the file's header.
+fn use_wal(conn: &Connection) -> Result<()> {
+    conn.execute_batch("PRAGMA journal_mode = WAL;")
+        .map_err(sql_error)
+}
+
+fn open_connection(path: &Path) -> Result<Connection> {
+    let conn = connect(path)?;
+    use_wal(&conn)?;
+    Ok(conn)
+}
+
+/// The database file in a data directory.
+pub const FILE_NAME: &str = "bloomcast.sqlite3";
 
 impl SqliteStore {
     /// Opens (or creates) the store in `dir`, fixing genesis at `now` on first open,
@@ -100,17 +110,16 @@ impl SqliteStore {
     /// at most `write_queue` write requests wait for the writer thread.
     ///
     /// # Errors
-    /// The directory or database cannot be created, read or written.
+    /// The directory or database cannot be created, read or written (a read-only
+    /// directory or file is named as such); the file is empty, not a SQLite database,
+    /// not bloomcast's, or written by a newer version: it is refused, never changed.
     pub fn open_with(dir: &Path, now: Hour, write_queue: usize) -> Result<SqliteStore> {
-        std::fs::create_dir_all(dir).map_err(|e| {
-            StoreError::failed(
-                format!("cannot create the data directory {}", dir.display()),
-                e,
-            )
-        })?;
-        let path = dir.join("bloomcast.sqlite3");
-        let conn = open_connection(&path)?;
-        conn.execute_batch(SCHEMA).map_err(sql_error)?;
+        let path = dir.join(FILE_NAME);
+        check_files(dir, &path)?;
+        let mut conn = connect(&path)?;
+        // Recognised (and created or migrated) before anything else touches the file.
+        prepare(&mut conn, &path)?;
+        use_wal(&conn)?;
         conn.execute(
             "INSERT OR IGNORE INTO meta (name, value) VALUES ('genesis', ?1)",
             [now.index()],
@@ -127,17 +136,10 @@ impl SqliteStore {
             [],
         )
         .map_err(sql_error)?;
-        let get = |name: &str| -> Result<Option<i64>> {
-            conn.query_row("SELECT value FROM meta WHERE name = ?1", [name], |r| {
-                r.get(0)
-            })
-            .optional()
-            .map_err(sql_error)
-        };
         let genesis = Hour::from_index(
-            get("genesis")?.ok_or_else(|| StoreError::Corrupt("no genesis row".into()))?,
+            meta(&conn, "genesis")?.ok_or_else(|| StoreError::Corrupt("no genesis row".into()))?,
         );
-        let closed_through = get("closed_through")?.map(Hour::from_index);
+        let closed_through = meta(&conn, "closed_through")?.map(Hour::from_index);
 
         let (tx, rx) = mpsc::sync_channel(write_queue.max(1));
         std::thread::Builder::new()
@@ -229,8 +231,15 @@ impl Store for SqliteStore {
 
     async fn append(&self, hour: Hour, keys: &[Key]) -> Result<Hour> {
         let blob = keys_to_blob(keys);
-        self.command(|reply| Command::Append { hour, blob, reply })
-            .await
+        // Computed here, off the writer thread; it recomputes it only for a closed hour.
+        let checksum = batch_checksum(hour, &blob);
+        self.command(|reply| Command::Append {
+            hour,
+            blob,
+            checksum,
+            reply,
+        })
+        .await
     }
 
     async fn close_through(&self, hour: Hour) -> Result<()> {
@@ -241,7 +250,8 @@ impl Store for SqliteStore {
         self.read(move |conn| {
             let mut stmt = conn
                 .prepare_cached(
-                    "SELECT seq, keys FROM batches WHERE hour = ?1 AND seq > ?2 ORDER BY seq",
+                    "SELECT seq, keys, checksum FROM batches
+                     WHERE hour = ?1 AND seq > ?2 ORDER BY seq",
                 )
                 .map_err(sql_error)?;
             let mut rows = stmt
@@ -254,7 +264,8 @@ impl Store for SqliteStore {
             while let Some(row) = rows.next().map_err(sql_error)? {
                 page.cursor = row.get(0).map_err(sql_error)?;
                 let blob: Vec<u8> = row.get(1).map_err(sql_error)?;
-                blob_to_keys(&blob, &mut page.keys)?;
+                let checksum: i64 = row.get(2).map_err(sql_error)?;
+                verify_batch(hour, page.cursor, &blob, Some(checksum), &mut page.keys)?;
             }
             Ok(page)
         })
@@ -262,23 +273,19 @@ impl Store for SqliteStore {
     }
 
     async fn keys(&self, hour: Hour) -> Result<Vec<Key>> {
-        let sealed: Option<Vec<u8>> = self
+        let sealed = self
             .read(move |conn| {
                 conn.query_row(
-                    "SELECT keys FROM hours WHERE hour = ?1",
+                    "SELECT count, keys, keys_checksum FROM hours WHERE hour = ?1",
                     [hour.index()],
-                    |r| r.get(0),
+                    |r| Ok((r.get::<_, i64>(0)?, r.get::<_, Vec<u8>>(1)?, r.get(2)?)),
                 )
                 .optional()
                 .map_err(sql_error)
             })
             .await?;
         match sealed {
-            Some(blob) => {
-                let mut keys = Vec::with_capacity(blob.len() / 8);
-                blob_to_keys(&blob, &mut keys)?;
-                Ok(keys)
-            }
+            Some((count, blob, checksum)) => verify_sealed_keys(hour, count, &blob, Some(checksum)),
             None => Ok(distinct(self.keys_after(hour, 0).await?.keys)),
         }
     }
@@ -286,33 +293,42 @@ impl Store for SqliteStore {
     async fn seal(&self, sealed: &SealedHour, keys: &[Key]) -> Result<()> {
         let sealed = sealed.clone();
         let keys = keys_to_blob(keys);
+        let checksums = (
+            filter_checksum(&sealed),
+            sealed_keys_checksum(sealed.hour, &keys),
+        );
         self.command(|reply| Command::Seal {
             sealed,
             keys,
+            checksums,
             reply,
         })
         .await
     }
 
     async fn sealed(&self, hour: Hour) -> Result<Option<SealedHour>> {
-        self.read(move |conn| {
-            conn.query_row(
-                "SELECT count, m, k, filter FROM hours WHERE hour = ?1",
-                [hour.index()],
-                |r| {
-                    Ok(SealedHour {
-                        hour,
-                        count: r.get::<_, i64>(0)? as u64,
-                        m: r.get(1)?,
-                        k: r.get(2)?,
-                        filter: r.get(3)?,
-                    })
-                },
-            )
-            .optional()
-            .map_err(sql_error)
-        })
-        .await
+        let row = self
+            .read(move |conn| {
+                conn.query_row(
+                    "SELECT count, m, k, filter, length(keys), checksum FROM hours WHERE hour = ?1",
+                    [hour.index()],
+                    |r| {
+                        Ok(SealedRow {
+                            hour,
+                            count: r.get(0)?,
+                            m: r.get(1)?,
+                            k: r.get(2)?,
+                            filter: r.get(3)?,
+                            key_bytes: r.get(4)?,
+                            checksum: Some(r.get(5)?),
+                        })
+                    },
+                )
+                .optional()
+                .map_err(sql_error)
+            })
+            .await?;
+        row.map(SealedRow::verify).transpose()
     }
 
     async fn last_sealed(&self) -> Result<Option<Hour>> {
@@ -330,16 +346,22 @@ impl Store for SqliteStore {
         self.read(move |conn| {
             let mut stmt = conn
                 .prepare_cached(
-                    "SELECT hour, count FROM hours WHERE hour BETWEEN ?1 AND ?2 ORDER BY hour",
+                    "SELECT hour, count, length(keys) FROM hours
+                     WHERE hour BETWEEN ?1 AND ?2 ORDER BY hour",
                 )
                 .map_err(sql_error)?;
             let rows = stmt
                 .query_map([from.index(), to.index()], |r| {
-                    Ok((Hour::from_index(r.get(0)?), r.get::<_, i64>(1)? as u64))
+                    Ok((Hour::from_index(r.get(0)?), r.get(1)?, r.get(2)?))
                 })
                 .map_err(sql_error)?;
-            rows.collect::<rusqlite::Result<Vec<_>>>()
-                .map_err(sql_error)
+            let mut counts = Vec::new();
+            for row in rows {
+                let (hour, count, key_bytes) = row.map_err(sql_error)?;
+                let row = format!("the sealed count of hour {hour}");
+                counts.push((hour, check_count(&row, count, key_bytes)?));
+            }
+            Ok(counts)
         })
         .await
     }
@@ -356,130 +378,6 @@ impl Store for SqliteStore {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::hour::hour_of;
-
-    fn keys(ids: &[&str]) -> Vec<Key> {
-        ids.iter().map(|id| Key::of(id)).collect()
-    }
-
-    #[tokio::test]
-    async fn appends_survive_reopening() {
-        let dir = tempfile::tempdir().unwrap();
-        let h = hour_of(2008, 9, 3, 13).unwrap();
-        {
-            let store = SqliteStore::open(dir.path(), h).unwrap();
-            assert_eq!(store.append(h, &keys(&["a", "b"])).await.unwrap(), h);
-            assert_eq!(store.append(h, &keys(&["b", "c"])).await.unwrap(), h);
-        }
-        let store = SqliteStore::open(dir.path(), h.next()).unwrap();
-        assert_eq!(
-            store.genesis().await.unwrap(),
-            h,
-            "genesis is fixed at first open"
-        );
-        assert_eq!(
-            store.keys(h).await.unwrap(),
-            distinct(keys(&["a", "b", "c"]))
-        );
-    }
-
-    #[tokio::test]
-    async fn appends_to_a_closed_hour_go_to_the_next_one() {
-        let dir = tempfile::tempdir().unwrap();
-        let h = hour_of(2008, 9, 3, 13).unwrap();
-        let store = SqliteStore::open(dir.path(), h).unwrap();
-        store.close_through(h).await.unwrap();
-        assert_eq!(store.append(h, &keys(&["late"])).await.unwrap(), h.next());
-        assert!(store.keys(h).await.unwrap().is_empty());
-        drop(store);
-        let store = SqliteStore::open(dir.path(), h).unwrap();
-        assert_eq!(
-            store.append(h, &keys(&["later"])).await.unwrap(),
-            h.next(),
-            "closing is durable"
-        );
-    }
-
-    #[tokio::test]
-    async fn sealing_keeps_the_first_seal_and_compacts_batches() {
-        let dir = tempfile::tempdir().unwrap();
-        let h = hour_of(2008, 9, 3, 13).unwrap();
-        let store = SqliteStore::open(dir.path(), h).unwrap();
-        store.append(h, &keys(&["a"])).await.unwrap();
-        let sealed = SealedHour {
-            hour: h,
-            count: 1,
-            m: 8,
-            k: 1,
-            filter: vec![1],
-        };
-        store.seal(&sealed, &keys(&["a"])).await.unwrap();
-        let again = SealedHour {
-            filter: vec![2],
-            ..sealed.clone()
-        };
-        store.seal(&again, &keys(&["a"])).await.unwrap();
-        assert_eq!(store.sealed(h).await.unwrap(), Some(sealed));
-        assert_eq!(store.keys(h).await.unwrap(), keys(&["a"]));
-        assert!(store.keys_after(h, 0).await.unwrap().keys.is_empty());
-        assert_eq!(store.last_sealed().await.unwrap(), Some(h));
-        assert_eq!(store.sealed_counts(h, h).await.unwrap(), vec![(h, 1)]);
-    }
-
-    #[tokio::test]
-    async fn keys_after_pages_by_cursor() {
-        let dir = tempfile::tempdir().unwrap();
-        let h = hour_of(2008, 9, 3, 13).unwrap();
-        let store = SqliteStore::open(dir.path(), h).unwrap();
-        store.append(h, &keys(&["a"])).await.unwrap();
-        let first = store.keys_after(h, 0).await.unwrap();
-        store.append(h, &keys(&["b"])).await.unwrap();
-        let second = store.keys_after(h, first.cursor).await.unwrap();
-        assert_eq!(first.keys, keys(&["a"]));
-        assert_eq!(second.keys, keys(&["b"]));
-    }
-
-    #[tokio::test]
-    async fn pruning_removes_old_hours() {
-        let dir = tempfile::tempdir().unwrap();
-        let h = hour_of(2008, 9, 3, 13).unwrap();
-        let store = SqliteStore::open(dir.path(), h).unwrap();
-        for hour in [h, h.next()] {
-            store
-                .seal(
-                    &SealedHour {
-                        hour,
-                        count: 0,
-                        m: 8,
-                        k: 1,
-                        filter: vec![0],
-                    },
-                    &[],
-                )
-                .await
-                .unwrap();
-        }
-        assert_eq!(store.prune_before(h.next()).await.unwrap(), 1);
-        assert_eq!(store.sealed(h).await.unwrap(), None);
-        assert!(store.sealed(h.next()).await.unwrap().is_some());
-    }
-
-    #[tokio::test]
-    async fn concurrent_appends_share_commits_and_all_land() {
-        let dir = tempfile::tempdir().unwrap();
-        let h = hour_of(2008, 9, 3, 13).unwrap();
-        let store = Arc::new(SqliteStore::open(dir.path(), h).unwrap());
-        let tasks: Vec<_> = (0..64)
-            .map(|i| {
-                let store = store.clone();
-                tokio::spawn(async move { store.append(h, &[Key::of(&i.to_string())]).await })
-            })
-            .collect();
-        for t in tasks {
-            t.await.unwrap().unwrap();
-        }
-        assert_eq!(store.keys(h).await.unwrap().len(), 64);
-    }
-}
+mod schema_tests;
+#[cfg(test)]
+mod tests;

@@ -1,6 +1,7 @@
 //! API tests: the real router and store, driven in-process.
 
 mod caching;
+mod corruption;
 mod dashboard;
 mod errors;
 mod faults;
@@ -8,4 +9,5 @@ mod helpers;
 mod ingest;
 mod publication;
 mod rollover;
+mod store_integrity;
 mod wrapped;

@@ -151,8 +151,15 @@ async fn filters_link_to_the_previous_hour() {
 #[tokio::test]
 async fn health_is_ok_when_the_store_is_usable() {
     let app = TestApp::spawn().await;
+    // The open hour loads in the background; until then /healthz says `loading` (503).
+    app.service.wait_loaded().await;
     let reply = app.get("/healthz").await;
-    assert_eq!(reply.status, 200);
+    assert_eq!(
+        reply.status,
+        200,
+        "{}",
+        String::from_utf8_lossy(&reply.body)
+    );
     assert_eq!(reply.json()["status"], "ok");
 }
 

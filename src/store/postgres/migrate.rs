@@ -3,12 +3,14 @@
 
 use super::{pg_error, pool_error};
 use crate::store::Result;
-use deadpool_postgres::Pool;
+use crate::store::StoreError;
+use deadpool_postgres::{Pool, Transaction};
 
 /// Migrations, applied in order once each; `{s}` is the quoted schema.
-const MIGRATIONS: &[(i32, &str)] = &[(
-    1,
-    r#"
+const MIGRATIONS: &[(i32, &str)] = &[
+    (
+        1,
+        r#"
 CREATE TABLE {s}.meta (name text PRIMARY KEY, value bigint NOT NULL);
 -- Appended keys of hours not yet sealed: one row per ingest request, 8 bytes a key.
 -- xid orders rows by transaction so readers can page without missing late commits.
@@ -36,7 +38,19 @@ CREATE VIEW {s}.hour_bits AS
     SELECT hour, starts_at, count, m, k, ('x' || encode(filter, 'hex'))::bit varying AS bits
     FROM {s}.hours;
 "#,
-)];
+    ),
+    (
+        2,
+        r#"
+-- Checksums (see crate::store::batch_checksum): written by every append and seal and
+-- verified on every read. NULL marks a row written before this migration: it is
+-- accepted unverified, as there is no trusted copy to compute its checksum from
+-- (every such row is gone once its hour is sealed or pruned).
+ALTER TABLE {s}.batches ADD COLUMN checksum bigint;
+ALTER TABLE {s}.hours ADD COLUMN checksum bigint, ADD COLUMN keys_checksum bigint;
+"#,
+    ),
+];
 
 /// Creates the schema if needed and applies the migrations it lacks.
 pub(super) async fn migrate(pool: &Pool, schema: &str) -> Result<()> {
@@ -49,6 +63,7 @@ pub(super) async fn migrate(pool: &Pool, schema: &str) -> Result<()> {
     )
     .await
     .map_err(pg_error)?;
+    refuse_foreign(&tx, schema).await?;
     tx.batch_execute(&format!(
         "CREATE SCHEMA IF NOT EXISTS {schema};
          CREATE TABLE IF NOT EXISTS {schema}.schema_migrations (
@@ -64,8 +79,9 @@ pub(super) async fn migrate(pool: &Pool, schema: &str) -> Result<()> {
         .await
         .map_err(pg_error)?
         .iter()
-        .map(|r| r.get(0))
-        .collect();
+        .map(|r| r.try_get(0))
+        .collect::<Result<_, _>>()
+        .map_err(pg_error)?;
     for (version, sql) in MIGRATIONS {
         if applied.contains(version) {
             continue;
@@ -82,4 +98,36 @@ pub(super) async fn migrate(pool: &Pool, schema: &str) -> Result<()> {
         tracing::info!(version, %schema, "applied migration");
     }
     tx.commit().await.map_err(pg_error)
+}
+
+/// Refuses a schema that exists and holds tables but not bloomcast's migration table
+/// (with its columns): it belongs to something else, and bloomcast adds no tables to it.
+async fn refuse_foreign(tx: &Transaction<'_>, schema: &str) -> Result<()> {
+    let name = schema.trim_matches('"');
+    let row = tx
+        .query_one(
+            "SELECT
+                 (SELECT string_agg(c.relname, ', ' ORDER BY c.relname)
+                  FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+                  WHERE n.nspname = $1 AND c.relkind IN ('r', 'p', 'v', 'm', 'f')),
+                 (SELECT string_agg(column_name || ' ' || data_type, ', ' ORDER BY column_name)
+                  FROM information_schema.columns
+                  WHERE table_schema = $1 AND table_name = 'schema_migrations')",
+            &[&name],
+        )
+        .await
+        .map_err(pg_error)?;
+    let (tables, ours): (Option<String>, Option<String>) = (row.get(0), row.get(1));
+    match (tables, ours.as_deref()) {
+        (None, _) => Ok(()),
+        (Some(_), Some("applied_at timestamp with time zone, version integer")) => Ok(()),
+        (Some(tables), migrations) => Err(StoreError::bug(format!(
+            "PostgreSQL schema {schema} is not bloomcast's: it holds {tables} but {}; \
+             refusing to add tables to it (set database_schema to a schema of bloomcast's own)",
+            match migrations {
+                None => "no schema_migrations table".to_owned(),
+                Some(columns) => format!("a schema_migrations table of another kind ({columns})"),
+            }
+        ))),
+    }
 }

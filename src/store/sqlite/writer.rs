@@ -5,7 +5,7 @@
 use super::sql_error;
 use crate::bloom::SHA1_KM32;
 use crate::hour::Hour;
-use crate::store::{Result, SealedHour, StoreError};
+use crate::store::{batch_checksum, Result, SealedHour, StoreError};
 use rusqlite::{params, Connection};
 use std::sync::mpsc;
 use tokio::sync::oneshot;
@@ -18,6 +18,8 @@ pub(super) enum Command {
     Append {
         hour: Hour,
         blob: Vec<u8>,
+        /// The batch's checksum for `hour`, computed by the caller.
+        checksum: i64,
         reply: oneshot::Sender<Result<Hour>>,
     },
     Close {
@@ -27,6 +29,8 @@ pub(super) enum Command {
     Seal {
         sealed: SealedHour,
         keys: Vec<u8>,
+        /// The filter row's and the keys' checksums.
+        checksums: (i64, i64),
         reply: oneshot::Sender<Result<()>>,
     },
     Prune {
@@ -89,17 +93,25 @@ fn apply_group(
     let mut answers = Vec::with_capacity(group.len());
     {
         let mut insert = tx
-            .prepare_cached("INSERT INTO batches (hour, keys) VALUES (?1, ?2)")
+            .prepare_cached("INSERT INTO batches (hour, keys, checksum) VALUES (?1, ?2, ?3)")
             .map_err(sql_error)?;
         for cmd in group {
             let answer = match cmd {
-                Command::Append { hour, blob, .. } => {
-                    let hour = match *closed_through {
-                        Some(closed) if *hour <= closed => closed.next(),
-                        _ => *hour,
+                Command::Append {
+                    hour,
+                    blob,
+                    checksum,
+                    ..
+                } => {
+                    let (hour, checksum) = match *closed_through {
+                        // The checksum covers the hour: recompute it for the hour it goes to.
+                        Some(closed) if *hour <= closed => {
+                            (closed.next(), batch_checksum(closed.next(), blob))
+                        }
+                        _ => (*hour, *checksum),
                     };
                     insert
-                        .execute(params![hour.index(), blob])
+                        .execute(params![hour.index(), blob, checksum])
                         .map_err(sql_error)?;
                     Answer::Hour(hour)
                 }
@@ -115,10 +127,16 @@ fn apply_group(
                     }
                     Answer::Unit
                 }
-                Command::Seal { sealed, keys, .. } => {
+                Command::Seal {
+                    sealed,
+                    keys,
+                    checksums,
+                    ..
+                } => {
                     tx.execute(
-                        "INSERT OR IGNORE INTO hours (hour, count, m, k, hash, filter, keys)
-                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                        "INSERT OR IGNORE INTO hours
+                             (hour, count, m, k, hash, filter, keys, checksum, keys_checksum)
+                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
                         params![
                             sealed.hour.index(),
                             sealed.count as i64,
@@ -126,7 +144,9 @@ fn apply_group(
                             sealed.k,
                             SHA1_KM32,
                             sealed.filter,
-                            keys
+                            keys,
+                            checksums.0,
+                            checksums.1
                         ],
                     )
                     .map_err(sql_error)?;

@@ -1,0 +1,166 @@
+//! The PostgreSQL store verifies what it reads back exactly as the embedded one does,
+//! accepts rows written before checksums existed, and refuses a schema that is not
+//! bloomcast's.
+
+use super::{drop_schema, unique_schema};
+use crate::common::needs::Need;
+use bloomcast::bloom::{Filter, Key};
+use bloomcast::hour::{hour_of, Hour};
+use bloomcast::store::{full_message, PgStore, SealedHour, Store, StoreError};
+
+fn h() -> Hour {
+    hour_of(2008, 9, 3, 13).unwrap()
+}
+
+fn keys(ids: &[&str]) -> Vec<Key> {
+    ids.iter().map(|id| Key::of(id)).collect()
+}
+
+/// The link a node would make from the test's URL (no CA file).
+fn link(url: &str) -> bloomcast::store::PgLink {
+    bloomcast::store::PgLink::new(url, std::path::Path::new("")).unwrap()
+}
+
+async fn sql(url: &str, statements: &str) {
+    let (client, conn) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(conn);
+    client.batch_execute(statements).await.unwrap();
+}
+
+fn assert_corrupt<T: std::fmt::Debug>(result: bloomcast::store::Result<T>, naming: &str) {
+    match result {
+        Err(StoreError::Corrupt(m)) => assert!(m.contains(naming), "{m:?} lacks {naming:?}"),
+        other => panic!("expected Corrupt naming {naming:?}, got {other:?}"),
+    }
+}
+
+async fn sealed_hour(store: &PgStore, hour: Hour, ids: &[&str]) -> SealedHour {
+    let ks = bloomcast::store::distinct(keys(ids));
+    let filter = Filter::sized_within(&ks, 0.01).unwrap();
+    let sealed = SealedHour::new(hour, ks.len() as u64, &filter);
+    store.close_through(hour).await.unwrap();
+    store.seal(&sealed, &ks).await.unwrap();
+    sealed
+}
+
+pub async fn flipped_bits_in_postgres_rows_are_corrupt_never_data() {
+    let url = Need::Postgres.found();
+    let schema = unique_schema();
+    let store = PgStore::connect(link(&url), &schema, h()).await.unwrap();
+    sealed_hour(&store, h(), &["a", "b"]).await;
+    let open = h().next();
+    assert_eq!(store.append(open, &keys(&["c", "d"])).await.unwrap(), open);
+    // An append to the closed hour goes to the next, checksummed for that hour.
+    assert_eq!(store.append(h(), &keys(&["late"])).await.unwrap(), open);
+    assert_eq!(store.keys(open).await.unwrap().len(), 3);
+
+    let s = format!("\"{schema}\"");
+    sql(
+        &url,
+        &format!(
+            "UPDATE {s}.hours SET filter = set_byte(filter, 0, get_byte(filter, 0) # 16);
+             UPDATE {s}.batches SET keys = set_byte(keys, 3, get_byte(keys, 3) # 1)
+                 WHERE seq = (SELECT min(seq) FROM {s}.batches);"
+        ),
+    )
+    .await;
+    assert_corrupt(
+        store.sealed(h()).await,
+        "sealed filter of hour 2008-09-03T13:00:00Z",
+    );
+    assert_eq!(
+        store.keys(h()).await.unwrap().len(),
+        2,
+        "the sealed keys are intact"
+    );
+    assert_corrupt(
+        store.keys_after(open, 0).await,
+        "of hour 2008-09-03T14:00:00Z",
+    );
+    assert_corrupt(store.keys(open).await, "checksum mismatch");
+    sql(
+        &url,
+        &format!("UPDATE {s}.hours SET keys = set_byte(keys, 9, get_byte(keys, 9) # 4)"),
+    )
+    .await;
+    assert_corrupt(
+        store.keys(h()).await,
+        "sealed keys of hour 2008-09-03T13:00:00Z",
+    );
+    drop_schema(&url, &schema).await;
+}
+
+pub async fn rows_written_before_migration_2_are_read_unverified_and_new_ones_verified() {
+    let url = Need::Postgres.found();
+    let schema = unique_schema();
+    let s = format!("\"{schema}\"");
+    drop(PgStore::connect(link(&url), &schema, h()).await.unwrap());
+    // Back to the schema as migration 1 left it, with rows written then.
+    sql(
+        &url,
+        &format!(
+            "ALTER TABLE {s}.batches DROP COLUMN checksum;
+             ALTER TABLE {s}.hours DROP COLUMN checksum, DROP COLUMN keys_checksum;
+             DELETE FROM {s}.schema_migrations WHERE version = 2;
+             INSERT INTO {s}.batches (hour, keys) VALUES ({}, '\\x0102030405060708');",
+            h().index()
+        ),
+    )
+    .await;
+    let store = PgStore::connect(link(&url), &schema, h()).await.unwrap();
+    assert_eq!(
+        store.keys(h()).await.unwrap().len(),
+        1,
+        "an old row is accepted"
+    );
+    store.append(h(), &keys(&["new"])).await.unwrap();
+    assert_eq!(store.keys(h()).await.unwrap().len(), 2);
+    sql(
+        &url,
+        &format!(
+            "UPDATE {s}.batches SET keys = set_byte(keys, 0, get_byte(keys, 0) # 1)
+             WHERE checksum IS NOT NULL"
+        ),
+    )
+    .await;
+    assert_corrupt(store.keys(h()).await, "checksum mismatch");
+    drop_schema(&url, &schema).await;
+}
+
+pub async fn a_schema_that_is_not_bloomcasts_is_refused_untouched() {
+    let url = Need::Postgres.found();
+    let schema = unique_schema();
+    let s = format!("\"{schema}\"");
+    sql(
+        &url,
+        &format!("CREATE SCHEMA {s}; CREATE TABLE {s}.orders (id int PRIMARY KEY);"),
+    )
+    .await;
+    let e = match PgStore::connect(link(&url), &schema, h()).await {
+        Ok(_) => panic!("a foreign schema must be refused"),
+        Err(e) => full_message(&e),
+    };
+    assert!(
+        e.contains(&format!("schema {s} is not bloomcast's"))
+            && e.contains("orders")
+            && e.contains("no schema_migrations table")
+            && e.contains("refusing to add tables"),
+        "{e}"
+    );
+    let (client, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(conn);
+    let tables: i64 = client
+        .query_one(
+            "SELECT count(*) FROM pg_tables WHERE schemaname = $1",
+            &[&schema],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(tables, 1, "no table was added");
+    drop_schema(&url, &schema).await;
+}
