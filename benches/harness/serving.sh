@@ -3,26 +3,34 @@
 #
 #   benches/harness/serving.sh            # 10 s per wrk run (the default)
 #   SECS=2 benches/harness/serving.sh     # a quick smoke run
+#   CORES=both benches/harness/serving.sh # servers and wrk on both cores, nginx 2 workers
 #
-# Three requests at 64 connections: a closed hour (gzip JSON), the open hour (gzip JSON)
-# and a 304 revalidation of the closed hour. bloomcast serves them from its embedded
-# store; nginx (one worker) serves the very bytes bloomcast sent, saved as closed.json.gz
-# and open.json.gz, with gzip_static and ETags. The servers run on core 0, wrk (one
-# thread) on core 1. Each bloomcast run is followed by the same nginx run, the pair
-# repeated three times; the table has the medians. Expects a release build
-# (run.sh builds one).
+# Four requests at 64 connections: a closed hour (gzip JSON), the same hour without gzip
+# (identity JSON), the open hour (gzip JSON, between two ingests) and a 304 revalidation
+# of the closed hour. bloomcast serves them from its embedded store; nginx serves the very
+# bytes bloomcast sent, saved as closed.json[.gz] and open.json[.gz], with gzip_static and
+# ETags. By default (CORES=pinned) the servers run on core 0 (nginx with one worker), wrk
+# (one thread) on core 1; CORES=both puts the servers and wrk (two threads) on both cores
+# and gives nginx two workers. Each bloomcast run is followed by the same nginx run, the
+# pair repeated three times; the table has the medians, and the runs line the load average
+# before each pair. Expects a release build (run.sh builds one).
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
 SECS="${SECS:-10}"
 N="${N:-3000}"
 ensure_tools wrk:wrk nginx:nginx-light
 make_work
+case "${CORES:-pinned}" in
+  pinned) NGINX_WORKERS=1 WRK_THREADS=1 ;;
+  both) SERVER_CPU=0,1 CLIENT_CPU=0,1 NGINX_WORKERS=2 WRK_THREADS=2 ;;
+  *) die "CORES is pinned or both, not ${CORES}" ;;
+esac
 
 # bloomcast, with a closed hour of N IDs (seeded through the store before it starts) and
 # an open hour of N IDs (ingested over HTTP).
 data="$WORK/data"
 closed=$("$EXAMPLES/seed_closed_hour" "$data" "$N" 2)
-ensure_hour_lasts $((6 * 3 * (SECS + 2) + 30))
+ensure_hour_lasts $((8 * 3 * (SECS + 2) + 30))
 port=$(free_port)
 start_bloomcast "$data" "$port"
 post_ids "$port" open "$N"
@@ -42,7 +50,7 @@ etag=$(curl -sf -D - -o /dev/null -H 'Accept-Encoding: gzip' "$bc$closed" | awk 
 
 nport=$(free_port)
 cat >"$WORK/nginx.conf" <<EOF
-worker_processes 1;
+worker_processes $NGINX_WORKERS;
 daemon off;
 pid $WORK/nginx.pid;
 error_log $WORK/nginx-error.log warn;
@@ -81,6 +89,8 @@ for name in closed open; do
   path=${!name}
   cmp -s <(curl -sf -H 'Accept-Encoding: gzip' "$bc$path") <(curl -sf -H 'Accept-Encoding: gzip' "$ng/$name.json") ||
     die "bloomcast and nginx send different bytes for the $name hour"
+  cmp -s <(curl -sf "$bc$path") <(curl -sf "$ng/$name.json") ||
+    die "bloomcast and nginx send different identity bytes for the $name hour"
 done
 [[ $(curl -s -o /dev/null -w '%{http_code}' -H 'Accept-Encoding: gzip' -H "If-None-Match: $etag" "$bc$closed") == 304 ]] || die "bloomcast did not answer 304"
 [[ $(curl -s -o /dev/null -w '%{http_code}' -H 'Accept-Encoding: gzip' -H "If-None-Match: $netag" "$ng/closed.json") == 304 ]] || die "nginx did not answer 304"
@@ -90,18 +100,21 @@ run_wrk() { # run_wrk OUTPUT URL [HEADER ...]
   shift 2
   local h
   for h in "$@"; do args+=(-H "$h"); done
-  taskset -c "$CLIENT_CPU" wrk -t1 -c64 -d"${SECS}s" --latency -H 'Accept-Encoding: gzip' "${args[@]}" "$url" >"$out"
+  taskset -c "$CLIENT_CPU" wrk -t"$WRK_THREADS" -c64 -d"${SECS}s" --latency "${args[@]}" "$url" >"$out"
 }
 
 declare -A R
-kinds=(closed open revalidate)
+kinds=(closed identity open revalidate)
+gz='Accept-Encoding: gzip'
 for rep in 1 2 3; do
   for kind in "${kinds[@]}"; do
     case $kind in
-      closed) bargs=("$bc$closed") nargs=("$ng/closed.json") ;;
-      open) bargs=("$bc$open") nargs=("$ng/open.json") ;;
-      revalidate) bargs=("$bc$closed" "If-None-Match: $etag") nargs=("$ng/closed.json" "If-None-Match: $netag") ;;
+      closed) bargs=("$bc$closed" "$gz") nargs=("$ng/closed.json" "$gz") ;;
+      identity) bargs=("$bc$closed") nargs=("$ng/closed.json") ;;
+      open) bargs=("$bc$open" "$gz") nargs=("$ng/open.json" "$gz") ;;
+      revalidate) bargs=("$bc$closed" "$gz" "If-None-Match: $etag") nargs=("$ng/closed.json" "$gz" "If-None-Match: $netag") ;;
     esac
+    R[load-$kind]+="$(cut -d' ' -f1 /proc/loadavg) "
     log "run $rep/3: $kind, bloomcast then nginx (${SECS}s each)"
     run_wrk "$WORK/wrk-bc-$kind-$rep" "${bargs[@]}"
     run_wrk "$WORK/wrk-ng-$kind-$rep" "${nargs[@]}"
@@ -113,16 +126,17 @@ for rep in 1 2 3; do
   done
 done
 
-size() { stat -c %s "$www/$1.json.gz"; }
+size() { stat -c %s "$www/$1"; }
 echo
-echo "### Serving vs nginx ($N IDs per hour; wrk -t1 -c64 -d${SECS}s; median of 3 interleaved pairs)"
+echo "### Serving vs nginx ($N IDs per hour; CORES=${CORES:-pinned}: servers on cpu $SERVER_CPU, nginx $NGINX_WORKERS worker(s), wrk -t$WRK_THREADS -c64 -d${SECS}s on cpu $CLIENT_CPU; median of 3 interleaved pairs)"
 echo
 echo "| request | body bytes | bloomcast req/s | p50 ms | p99 ms | nginx req/s | p50 ms | p99 ms | bloomcast/nginx req/s |"
 echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|"
 for kind in "${kinds[@]}"; do
   case $kind in
-    closed) label="closed hour, gzip JSON" bytes=$(size closed) ;;
-    open) label="open hour, gzip JSON" bytes=$(size open) ;;
+    closed) label="closed hour, gzip JSON" bytes=$(size closed.json.gz) ;;
+    identity) label="closed hour, identity JSON" bytes=$(size closed.json) ;;
+    open) label="open hour, gzip JSON" bytes=$(size open.json.gz) ;;
     revalidate) label="304 revalidation (closed hour)" bytes=0 ;;
   esac
   declare -A M=()
@@ -137,4 +151,4 @@ for kind in "${kinds[@]}"; do
     "${M[bc-rps]}" "${M[bc-p50]}" "${M[bc-p99]}" "${M[ng-rps]}" "${M[ng-p50]}" "${M[ng-p99]}" "$ratio"
 done
 echo
-echo "Runs (req/s): $(for k in "${kinds[@]}"; do printf '%s bloomcast [%s] nginx [%s]; ' "$k" "${R[bc-$k-rps]% }" "${R[ng-$k-rps]% }"; done)"
+echo "Runs (req/s): $(for k in "${kinds[@]}"; do printf '%s bloomcast [%s] nginx [%s] load [%s]; ' "$k" "${R[bc-$k-rps]% }" "${R[ng-$k-rps]% }" "${R[load-$k]% }"; done)"
