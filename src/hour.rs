@@ -109,11 +109,23 @@ impl Hour {
         format!("{y:04}-{mo:02}-{d:02}T{h:02}:00:00Z")
     }
 
-    /// The hour's URL path, e.g. `/2008/09/03/13`.
+    /// The hour's URL path, e.g. `/2008/09/03/13`. Written digit by digit: every served
+    /// filter's `Link` header names two of these.
     pub fn path(self) -> String {
         let t = self.start();
         let (y, mo, d, h) = (t.year(), t.month(), t.day(), t.hour());
-        format!("/{y:04}/{mo:02}/{d:02}/{h:02}")
+        let Ok(year) = u32::try_from(y) else {
+            return format!("/{y:04}/{mo:02}/{d:02}/{h:02}");
+        };
+        if year > 9999 {
+            return format!("/{y:04}/{mo:02}/{d:02}/{h:02}");
+        }
+        let mut path = String::with_capacity(14);
+        for (value, width) in [(year, 4), (mo, 2), (d, 2), (h, 2)] {
+            path.push('/');
+            push_digits(&mut path, value, width);
+        }
+        path
     }
 }
 
@@ -168,6 +180,14 @@ fn digits(s: &str, width: usize) -> Option<u32> {
     (s.len() == width && s.bytes().all(|b| b.is_ascii_digit()))
         .then(|| s.parse().ok())
         .flatten()
+}
+
+/// Appends `value` as exactly `width` decimal digits (it has at most that many).
+fn push_digits(out: &mut String, value: u32, width: u32) {
+    for place in (0..width).rev() {
+        let digit = (value / 10u32.pow(place)) % 10;
+        out.push(char::from(b'0' + digit as u8));
+    }
 }
 
 /// Convenience for tests and tools: the hour of a calendar date and hour of day.

@@ -8,43 +8,73 @@ use super::AppState;
 use crate::render::Repr;
 use crate::service::{Target, View};
 use axum::extract::rejection::PathRejection;
-use axum::extract::{Path, Request, State};
+use axum::extract::{FromRequestParts, Path, Request, State};
+use axum::http::request::Parts;
 use axum::http::{header, HeaderMap, HeaderName, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 
-type Segments4 = std::result::Result<Path<(String, String, String, String)>, PathRejection>;
-type Segments3 = std::result::Result<Path<(String, String, String)>, PathRejection>;
-
 const IMMUTABLE: &str = "public, max-age=31536000, immutable";
 
-pub async fn get_hour(
-    State(state): State<AppState>,
-    path: Segments4,
-    request: Request,
-) -> Result<Response> {
-    let Path((y, mo, d, h)) = path.map_err(|e| ApiError::InvalidHour(e.body_text()))?;
-    let (hour, suffix) = hour_segments(&y, &mo, &d, &h)?;
-    serve(&state, Target::Hour(hour), suffix, request.headers()).await
+pub async fn get_hour(State(state): State<AppState>, request: Request) -> Result<Response> {
+    let (mut parts, _) = request.into_parts();
+    let (hour, suffix) = match segments::<4>(parts.uri.path(), "/") {
+        Some([y, mo, d, h]) => hour_segments(y, mo, d, h)?,
+        None => {
+            let (y, mo, d, h): (String, String, String, String) =
+                decoded(&mut parts, &state).await?;
+            hour_segments(&y, &mo, &d, &h)?
+        }
+    };
+    serve(&state, Target::Hour(hour), suffix, &parts.headers).await
 }
 
-pub async fn get_day(
-    State(state): State<AppState>,
-    path: Segments3,
-    request: Request,
-) -> Result<Response> {
-    let Path((y, mo, d)) = path.map_err(|e| ApiError::InvalidHour(e.body_text()))?;
-    let (day, suffix) = day_segments(&y, &mo, &d)?;
-    serve(&state, Target::Day(day), suffix, request.headers()).await
+pub async fn get_day(State(state): State<AppState>, request: Request) -> Result<Response> {
+    let (mut parts, _) = request.into_parts();
+    let (day, suffix) = match segments::<3>(parts.uri.path(), "/") {
+        Some([y, mo, d]) => day_segments(y, mo, d)?,
+        None => {
+            let (y, mo, d): (String, String, String) = decoded(&mut parts, &state).await?;
+            day_segments(&y, &mo, &d)?
+        }
+    };
+    serve(&state, Target::Day(day), suffix, &parts.headers).await
 }
 
-pub async fn get_since(
-    State(state): State<AppState>,
-    path: Segments4,
-    request: Request,
-) -> Result<Response> {
-    let Path((y, mo, d, h)) = path.map_err(|e| ApiError::InvalidHour(e.body_text()))?;
-    let (hour, suffix) = hour_segments(&y, &mo, &d, &h)?;
-    serve(&state, Target::Since(hour), suffix, request.headers()).await
+pub async fn get_since(State(state): State<AppState>, request: Request) -> Result<Response> {
+    let (mut parts, _) = request.into_parts();
+    let (hour, suffix) = match segments::<4>(parts.uri.path(), "/since/") {
+        Some([y, mo, d, h]) => hour_segments(y, mo, d, h)?,
+        None => {
+            let (y, mo, d, h): (String, String, String, String) =
+                decoded(&mut parts, &state).await?;
+            hour_segments(&y, &mo, &d, &h)?
+        }
+    };
+    serve(&state, Target::Since(hour), suffix, &parts.headers).await
+}
+
+/// The path's segments after `prefix`, read in place (the router has matched the path,
+/// so this is where its parameters are). `None` when a segment is percent-encoded: the
+/// caller then has the `Path` extractor decode them, with its errors.
+fn segments<'p, const N: usize>(path: &'p str, prefix: &str) -> Option<[&'p str; N]> {
+    let rest = path.strip_prefix(prefix)?;
+    if rest.contains('%') {
+        return None;
+    }
+    let mut parts = rest.split('/');
+    let out: [&str; N] = std::array::from_fn(|_| parts.next().unwrap_or(""));
+    (parts.next().is_none() && out.iter().all(|s| !s.is_empty())).then_some(out)
+}
+
+/// The percent-decoded path parameters, as the `Path` extractor gives them.
+async fn decoded<T>(parts: &mut Parts, state: &AppState) -> Result<T>
+where
+    T: serde::de::DeserializeOwned + Send,
+{
+    let Path(segments) = Path::<T>::from_request_parts(parts, state)
+        .await
+        .map_err(|e: PathRejection| ApiError::InvalidHour(e.body_text()))?;
+    Ok(segments)
 }
 
 async fn serve(
@@ -66,7 +96,7 @@ fn respond(state: &AppState, view: &View, suffix: Option<Repr>, request: &Header
         Some(until) => {
             let left = (until - state.service.now()).num_seconds().max(0) as u64;
             let max_age = left.min(state.open_max_age);
-            HeaderValue::from_str(&format!("public, max-age={max_age}")).expect("ascii")
+            HeaderValue::try_from(format!("public, max-age={max_age}")).expect("ascii")
         }
     };
     let etag = if gzip { &r.etag_gzip } else { &r.etag };
@@ -108,12 +138,21 @@ fn respond(state: &AppState, view: &View, suffix: Option<Repr>, request: &Header
 }
 
 fn link_header(view: &View, suffix: Option<Repr>) -> Option<HeaderValue> {
-    let ext = suffix
-        .map(|s| format!(".{}", s.suffix()))
-        .unwrap_or_default();
-    let links: Vec<String> = [(&view.prev, "prev"), (&view.next, "next")]
-        .into_iter()
-        .filter_map(|(path, rel)| path.as_ref().map(|p| format!("<{p}{ext}>; rel=\"{rel}\"")))
-        .collect();
-    (!links.is_empty()).then(|| HeaderValue::from_str(&links.join(", ")).expect("ascii links"))
+    let mut links = String::new();
+    for (path, rel) in [(&view.prev, "prev"), (&view.next, "next")] {
+        let Some(path) = path else { continue };
+        if !links.is_empty() {
+            links.push_str(", ");
+        }
+        links.push('<');
+        links.push_str(path);
+        if let Some(repr) = suffix {
+            links.push('.');
+            links.push_str(repr.suffix());
+        }
+        links.push_str(">; rel=\"");
+        links.push_str(rel);
+        links.push('"');
+    }
+    (!links.is_empty()).then(|| HeaderValue::try_from(links).expect("ascii links"))
 }
