@@ -212,6 +212,17 @@ mod tests {
     }
 
     #[test]
+    fn paths_are_zero_padded_at_every_width() {
+        assert_eq!(Hour::from_index(0).path(), "/1970/01/01/00");
+        assert_eq!(Hour::from_index(-1).path(), "/1969/12/31/23");
+        assert_eq!(hour_of(999, 1, 2, 3).unwrap().path(), "/0999/01/02/03");
+        assert_eq!(hour_of(9999, 12, 31, 23).unwrap().path(), "/9999/12/31/23");
+        // Outside four digits, the same text `format!` gives.
+        assert_eq!(hour_of(10000, 1, 1, 0).unwrap().path(), "/10000/01/01/00");
+        assert_eq!(hour_of(-1, 1, 1, 0).unwrap().path(), "/-001/01/01/00");
+    }
+
+    #[test]
     fn rejects_impossible_dates_and_hours() {
         assert!(matches!(
             Hour::parse_path("/2008/13/01/00"),

@@ -31,7 +31,9 @@ struct Headers {
 /// [`CorsLayer`] with the actual-request headers computed once.
 #[derive(Clone)]
 pub struct FastCorsLayer {
-    cors: CorsLayer,
+    /// For preflights; behind an `Arc` because axum clones a route's whole service stack
+    /// per request, and a `CorsLayer` clone allocates.
+    cors: Arc<CorsLayer>,
     headers: Arc<Headers>,
 }
 
@@ -62,7 +64,7 @@ impl FastCorsLayer {
         );
         FastCorsLayer {
             headers: Arc::new(Headers::from(with_origin)),
-            cors,
+            cors: Arc::new(cors),
         }
     }
 }
@@ -146,7 +148,7 @@ where
     fn call(&mut self, request: Request) -> Self::Future {
         if request.method() == Method::OPTIONS {
             let inner = BoxCloneSyncService::new(self.inner.clone());
-            let preflight = self.layer.cors.clone().layer(inner).oneshot(request);
+            let preflight = self.layer.cors.layer(inner).oneshot(request);
             return CorsFuture::Preflight {
                 future: Box::pin(preflight),
             };

@@ -7,11 +7,12 @@ use super::paths::{day_segments, hour_segments};
 use super::AppState;
 use crate::render::Repr;
 use crate::service::{Target, View};
+use axum::body::Body;
 use axum::extract::rejection::PathRejection;
 use axum::extract::{FromRequestParts, Path, Request, State};
 use axum::http::request::Parts;
 use axum::http::{header, HeaderMap, HeaderName, HeaderValue, StatusCode};
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 
 const IMMUTABLE: &str = "public, max-age=31536000, immutable";
 
@@ -100,26 +101,36 @@ fn respond(state: &AppState, view: &View, suffix: Option<Repr>, request: &Header
         }
     };
     let etag = if gzip { &r.etag_gzip } else { &r.etag };
-    let mut out = HeaderMap::with_capacity(12);
-    out.insert(header::ETAG, HeaderValue::from_str(etag).expect("hex etag"));
-    out.insert(header::CACHE_CONTROL, cache_control);
-    out.insert(
-        header::VARY,
-        HeaderValue::from_static("Accept, Accept-Encoding"),
-    );
+    let etag = HeaderValue::from_str(etag).expect("hex etag");
+    let vary = HeaderValue::from_static("Accept, Accept-Encoding");
 
+    // The response is built in place (no second header map merged into it), its
+    // headers in the order they always had: content type first on a 200.
     let not_modified = request
         .get(header::IF_NONE_MATCH)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| r.matches(v));
     if not_modified {
-        return (StatusCode::NOT_MODIFIED, out).into_response();
+        let mut response = Response::new(Body::empty());
+        *response.status_mut() = StatusCode::NOT_MODIFIED;
+        let out = response.headers_mut();
+        out.insert(header::ETAG, etag);
+        out.insert(header::CACHE_CONTROL, cache_control);
+        out.insert(header::VARY, vary);
+        return response;
     }
 
+    let body = if gzip { &r.gzip } else { &r.identity };
+    let mut response = Response::new(Body::from(body.clone()));
+    let out = response.headers_mut();
+    out.reserve(8 + r.bloom_headers.len());
     out.insert(
         header::CONTENT_TYPE,
         HeaderValue::from_static(r.repr.content_type()),
     );
+    out.insert(header::ETAG, etag);
+    out.insert(header::CACHE_CONTROL, cache_control);
+    out.insert(header::VARY, vary);
     for (name, value) in &r.bloom_headers {
         if let Ok(value) = HeaderValue::from_str(value) {
             out.insert(HeaderName::from_static(name), value);
@@ -128,13 +139,10 @@ fn respond(state: &AppState, view: &View, suffix: Option<Repr>, request: &Header
     if let Some(link) = link_header(view, suffix) {
         out.insert(header::LINK, link);
     }
-    let body = if gzip {
+    if gzip {
         out.insert(header::CONTENT_ENCODING, HeaderValue::from_static("gzip"));
-        r.gzip.clone()
-    } else {
-        r.identity.clone()
-    };
-    (StatusCode::OK, out, body).into_response()
+    }
+    response
 }
 
 fn link_header(view: &View, suffix: Option<Repr>) -> Option<HeaderValue> {
