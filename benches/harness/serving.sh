@@ -8,12 +8,14 @@
 # Four requests at 64 connections: a closed hour (gzip JSON), the same hour without gzip
 # (identity JSON), the open hour (gzip JSON, between two ingests) and a 304 revalidation
 # of the closed hour. bloomcast serves them from its embedded store; nginx serves the very
-# bytes bloomcast sent, saved as closed.json[.gz] and open.json[.gz], with gzip_static and
-# ETags. By default (CORES=pinned) the servers run on core 0 (nginx with one worker), wrk
-# (one thread) on core 1; CORES=both puts the servers and wrk (two threads) on both cores
-# and gives nginx two workers. Each bloomcast run is followed by the same nginx run, the
+# bytes bloomcast sent, saved as closed.json[.gz] and open.json[.gz], with gzip_static,
+# open_file_cache, sendfile, no access log and ETags. By default (CORES=pinned) the
+# servers run on core 0 (nginx with one worker), wrk (one thread) on core 1; CORES=both
+# puts the servers and wrk (two threads) on both cores and gives nginx two workers. Each bloomcast run is followed by the same nginx run, the
 # pair repeated three times; the table has the medians, and the runs line the load average
-# before each pair. Expects a release build (run.sh builds one).
+# before each pair. Besides requests per second, each run records the server's CPU time
+# (user + system, all its threads or worker processes) per request served: on a machine
+# other work shares, that is the comparison the other work does not distort. Expects a release build (run.sh builds one).
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
 SECS="${SECS:-10}"
@@ -65,6 +67,8 @@ http {
   scgi_temp_path $WORK/nginx-scgi;
   sendfile on;
   tcp_nopush on;
+  open_file_cache max=1000 inactive=60s;
+  open_file_cache_valid 3600s;
   keepalive_timeout 75s;
   keepalive_requests 100000000;
   server {
@@ -79,7 +83,8 @@ http {
 }
 EOF
 taskset -c "$SERVER_CPU" nginx -c "$WORK/nginx.conf" -e "$WORK/nginx-error.log" 2>>"$WORK/nginx-error.log" &
-PIDS+=("$!")
+NGINX_PID=$!
+PIDS+=("$NGINX_PID")
 ng="http://127.0.0.1:$nport"
 wait_http "$ng/closed.json" || die "nginx did not start: $(cat "$WORK/nginx-error.log")"
 netag=$(curl -sf -D - -o /dev/null -H 'Accept-Encoding: gzip' "$ng/closed.json" | awk -F': ' 'tolower($1) == "etag" {print $2}' | tr -d '\r')
@@ -95,12 +100,28 @@ done
 [[ $(curl -s -o /dev/null -w '%{http_code}' -H 'Accept-Encoding: gzip' -H "If-None-Match: $etag" "$bc$closed") == 304 ]] || die "bloomcast did not answer 304"
 [[ $(curl -s -o /dev/null -w '%{http_code}' -H 'Accept-Encoding: gzip' -H "If-None-Match: $netag" "$ng/closed.json") == 304 ]] || die "nginx did not answer 304"
 
-run_wrk() { # run_wrk OUTPUT URL [HEADER ...]
-  local out="$1" url="$2" args=()
-  shift 2
+# CPU time (user + system, clock ticks) of a process and its children, threads included:
+# the server's own cost, which other work on the machine does not inflate the way it
+# inflates wall-clock rates.
+cpu_ticks() {
+  local pid="$1" t=0 p
+  for p in "$pid" $(pgrep -P "$pid"); do
+    t=$((t + $(awk '{print $14 + $15}' "/proc/$p/stat")))
+  done
+  echo "$t"
+}
+TICKS=$(getconf CLK_TCK)
+
+run_wrk() { # run_wrk OUTPUT SERVER_PID URL [HEADER ...]; appends the server's CPU µs per request
+  local out="$1" pid="$2" url="$3" args=() before after n
+  shift 3
   local h
   for h in "$@"; do args+=(-H "$h"); done
+  before=$(cpu_ticks "$pid")
   taskset -c "$CLIENT_CPU" wrk -t"$WRK_THREADS" -c64 -d"${SECS}s" --latency "${args[@]}" "$url" >"$out"
+  after=$(cpu_ticks "$pid")
+  n=$(awk '/requests in/ {print $1}' "$out")
+  awk -v t=$((after - before)) -v hz="$TICKS" -v n="$n" 'BEGIN {printf "cpu_us_per_request %.1f\n", t * 1e6 / hz / n}' >>"$out"
 }
 
 declare -A R
@@ -116,12 +137,13 @@ for rep in 1 2 3; do
     esac
     R[load-$kind]+="$(cut -d' ' -f1 /proc/loadavg) "
     log "run $rep/3: $kind, bloomcast then nginx (${SECS}s each)"
-    run_wrk "$WORK/wrk-bc-$kind-$rep" "${bargs[@]}"
-    run_wrk "$WORK/wrk-ng-$kind-$rep" "${nargs[@]}"
+    run_wrk "$WORK/wrk-bc-$kind-$rep" "$SERVER_PID" "${bargs[@]}"
+    run_wrk "$WORK/wrk-ng-$kind-$rep" "$NGINX_PID" "${nargs[@]}"
     for s in bc ng; do
       read -r rps p50 p99 err < <(parse_wrk "$WORK/wrk-$s-$kind-$rep")
       ((err == 0)) || die "$s $kind run $rep: $err errors or non-2xx/3xx responses: $(cat "$WORK/wrk-$s-$kind-$rep")"
-      R[$s-$kind-rps]+="$rps " R[$s-$kind-p50]+="$p50 " R[$s-$kind-p99]+="$p99 "
+      cpu=$(awk '$1 == "cpu_us_per_request" {print $2}' "$WORK/wrk-$s-$kind-$rep")
+      R[$s-$kind-rps]+="$rps " R[$s-$kind-p50]+="$p50 " R[$s-$kind-p99]+="$p99 " R[$s-$kind-cpu]+="$cpu "
     done
   done
 done
@@ -130,8 +152,8 @@ size() { stat -c %s "$www/$1"; }
 echo
 echo "### Serving vs nginx ($N IDs per hour; CORES=${CORES:-pinned}: servers on cpu $SERVER_CPU, nginx $NGINX_WORKERS worker(s), wrk -t$WRK_THREADS -c64 -d${SECS}s on cpu $CLIENT_CPU; median of 3 interleaved pairs)"
 echo
-echo "| request | body bytes | bloomcast req/s | p50 ms | p99 ms | nginx req/s | p50 ms | p99 ms | bloomcast/nginx req/s |"
-echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|"
+echo "| request | body bytes | bloomcast req/s | p50 ms | p99 ms | CPU µs/req | nginx req/s | p50 ms | p99 ms | CPU µs/req | bloomcast/nginx req/s | nginx/bloomcast CPU per req |"
+echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 for kind in "${kinds[@]}"; do
   case $kind in
     closed) label="closed hour, gzip JSON" bytes=$(size closed.json.gz) ;;
@@ -141,14 +163,17 @@ for kind in "${kinds[@]}"; do
   esac
   declare -A M=()
   for s in bc ng; do
-    for f in rps p50 p99; do
+    for f in rps p50 p99 cpu; do
       # shellcheck disable=SC2086
       M[$s-$f]=$(median ${R[$s-$kind-$f]})
     done
   done
   ratio=$(awk -v a="${M[bc-rps]}" -v b="${M[ng-rps]}" 'BEGIN {printf "%.2f", a / b}')
-  printf '| %s | %s | %.0f | %s | %s | %.0f | %s | %s | %s |\n' "$label" "$bytes" \
-    "${M[bc-rps]}" "${M[bc-p50]}" "${M[bc-p99]}" "${M[ng-rps]}" "${M[ng-p50]}" "${M[ng-p99]}" "$ratio"
+  cratio=$(awk -v a="${M[ng-cpu]}" -v b="${M[bc-cpu]}" 'BEGIN {printf "%.2f", a / b}')
+  printf '| %s | %s | %.0f | %s | %s | %s | %.0f | %s | %s | %s | %s | %s |\n' "$label" "$bytes" \
+    "${M[bc-rps]}" "${M[bc-p50]}" "${M[bc-p99]}" "${M[bc-cpu]}" "${M[ng-rps]}" "${M[ng-p50]}" "${M[ng-p99]}" "${M[ng-cpu]}" "$ratio" "$cratio"
 done
 echo
 echo "Runs (req/s): $(for k in "${kinds[@]}"; do printf '%s bloomcast [%s] nginx [%s] load [%s]; ' "$k" "${R[bc-$k-rps]% }" "${R[ng-$k-rps]% }" "${R[load-$k]% }"; done)"
+echo
+echo "Runs (server CPU µs per request): $(for k in "${kinds[@]}"; do printf '%s bloomcast [%s] nginx [%s]; ' "$k" "${R[bc-$k-cpu]% }" "${R[ng-$k-cpu]% }"; done)"
