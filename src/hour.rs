@@ -109,11 +109,23 @@ impl Hour {
         format!("{y:04}-{mo:02}-{d:02}T{h:02}:00:00Z")
     }
 
-    /// The hour's URL path, e.g. `/2008/09/03/13`.
+    /// The hour's URL path, e.g. `/2008/09/03/13`. Written digit by digit: every served
+    /// filter's `Link` header names two of these.
     pub fn path(self) -> String {
         let t = self.start();
         let (y, mo, d, h) = (t.year(), t.month(), t.day(), t.hour());
-        format!("/{y:04}/{mo:02}/{d:02}/{h:02}")
+        let Ok(year) = u32::try_from(y) else {
+            return format!("/{y:04}/{mo:02}/{d:02}/{h:02}");
+        };
+        if year > 9999 {
+            return format!("/{y:04}/{mo:02}/{d:02}/{h:02}");
+        }
+        let mut path = String::with_capacity(14);
+        for (value, width) in [(year, 4), (mo, 2), (d, 2), (h, 2)] {
+            path.push('/');
+            push_digits(&mut path, value, width);
+        }
+        path
     }
 }
 
@@ -170,6 +182,14 @@ fn digits(s: &str, width: usize) -> Option<u32> {
         .flatten()
 }
 
+/// Appends `value` as exactly `width` decimal digits (it has at most that many).
+fn push_digits(out: &mut String, value: u32, width: u32) {
+    for place in (0..width).rev() {
+        let digit = (value / 10u32.pow(place)) % 10;
+        out.push(char::from(b'0' + digit as u8));
+    }
+}
+
 /// Convenience for tests and tools: the hour of a calendar date and hour of day.
 pub fn hour_of(year: i32, month: u32, day: u32, hour: u32) -> Option<Hour> {
     let t = Utc
@@ -189,6 +209,17 @@ mod tests {
         assert_eq!(h.rfc3339(), "2008-09-03T13:00:00Z");
         assert_eq!(h.path(), "/2008/09/03/13");
         assert_eq!(h, hour_of(2008, 9, 3, 13).unwrap());
+    }
+
+    #[test]
+    fn paths_are_zero_padded_at_every_width() {
+        assert_eq!(Hour::from_index(0).path(), "/1970/01/01/00");
+        assert_eq!(Hour::from_index(-1).path(), "/1969/12/31/23");
+        assert_eq!(hour_of(999, 1, 2, 3).unwrap().path(), "/0999/01/02/03");
+        assert_eq!(hour_of(9999, 12, 31, 23).unwrap().path(), "/9999/12/31/23");
+        // Outside four digits, the same text `format!` gives.
+        assert_eq!(hour_of(10000, 1, 1, 0).unwrap().path(), "/10000/01/01/00");
+        assert_eq!(hour_of(-1, 1, 1, 0).unwrap().path(), "/-001/01/01/00");
     }
 
     #[test]

@@ -3,26 +3,36 @@
 #
 #   benches/harness/serving.sh            # 10 s per wrk run (the default)
 #   SECS=2 benches/harness/serving.sh     # a quick smoke run
+#   CORES=both benches/harness/serving.sh # servers and wrk on both cores, nginx 2 workers
 #
-# Three requests at 64 connections: a closed hour (gzip JSON), the open hour (gzip JSON)
-# and a 304 revalidation of the closed hour. bloomcast serves them from its embedded
-# store; nginx (one worker) serves the very bytes bloomcast sent, saved as closed.json.gz
-# and open.json.gz, with gzip_static and ETags. The servers run on core 0, wrk (one
-# thread) on core 1. Each bloomcast run is followed by the same nginx run, the pair
-# repeated three times; the table has the medians. Expects a release build
-# (run.sh builds one).
+# Four requests at 64 connections: a closed hour (gzip JSON), the same hour without gzip
+# (identity JSON), the open hour (gzip JSON, between two ingests) and a 304 revalidation
+# of the closed hour. bloomcast serves them from its embedded store; nginx serves the very
+# bytes bloomcast sent, saved as closed.json[.gz] and open.json[.gz], with gzip_static,
+# open_file_cache, sendfile, no access log and ETags. By default (CORES=pinned) the
+# servers run on core 0 (nginx with one worker), wrk (one thread) on core 1; CORES=both
+# puts the servers and wrk (two threads) on both cores and gives nginx two workers. Each bloomcast run is followed by the same nginx run, the
+# pair repeated three times; the table has the medians, and the runs line the load average
+# before each pair. Besides requests per second, each run records the server's CPU time
+# (user + system, all its threads or worker processes) per request served: on a machine
+# other work shares, that is the comparison the other work does not distort. Expects a release build (run.sh builds one).
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
 SECS="${SECS:-10}"
 N="${N:-3000}"
 ensure_tools wrk:wrk nginx:nginx-light
 make_work
+case "${CORES:-pinned}" in
+  pinned) NGINX_WORKERS=1 WRK_THREADS=1 ;;
+  both) SERVER_CPU=0,1 CLIENT_CPU=0,1 NGINX_WORKERS=2 WRK_THREADS=2 ;;
+  *) die "CORES is pinned or both, not ${CORES}" ;;
+esac
 
 # bloomcast, with a closed hour of N IDs (seeded through the store before it starts) and
 # an open hour of N IDs (ingested over HTTP).
 data="$WORK/data"
 closed=$("$EXAMPLES/seed_closed_hour" "$data" "$N" 2)
-ensure_hour_lasts $((6 * 3 * (SECS + 2) + 30))
+ensure_hour_lasts $((8 * 3 * (SECS + 2) + 30))
 port=$(free_port)
 start_bloomcast "$data" "$port"
 post_ids "$port" open "$N"
@@ -42,7 +52,7 @@ etag=$(curl -sf -D - -o /dev/null -H 'Accept-Encoding: gzip' "$bc$closed" | awk 
 
 nport=$(free_port)
 cat >"$WORK/nginx.conf" <<EOF
-worker_processes 1;
+worker_processes $NGINX_WORKERS;
 daemon off;
 pid $WORK/nginx.pid;
 error_log $WORK/nginx-error.log warn;
@@ -57,6 +67,8 @@ http {
   scgi_temp_path $WORK/nginx-scgi;
   sendfile on;
   tcp_nopush on;
+  open_file_cache max=1000 inactive=60s;
+  open_file_cache_valid 3600s;
   keepalive_timeout 75s;
   keepalive_requests 100000000;
   server {
@@ -71,7 +83,8 @@ http {
 }
 EOF
 taskset -c "$SERVER_CPU" nginx -c "$WORK/nginx.conf" -e "$WORK/nginx-error.log" 2>>"$WORK/nginx-error.log" &
-PIDS+=("$!")
+NGINX_PID=$!
+PIDS+=("$NGINX_PID")
 ng="http://127.0.0.1:$nport"
 wait_http "$ng/closed.json" || die "nginx did not start: $(cat "$WORK/nginx-error.log")"
 netag=$(curl -sf -D - -o /dev/null -H 'Accept-Encoding: gzip' "$ng/closed.json" | awk -F': ' 'tolower($1) == "etag" {print $2}' | tr -d '\r')
@@ -81,60 +94,86 @@ for name in closed open; do
   path=${!name}
   cmp -s <(curl -sf -H 'Accept-Encoding: gzip' "$bc$path") <(curl -sf -H 'Accept-Encoding: gzip' "$ng/$name.json") ||
     die "bloomcast and nginx send different bytes for the $name hour"
+  cmp -s <(curl -sf "$bc$path") <(curl -sf "$ng/$name.json") ||
+    die "bloomcast and nginx send different identity bytes for the $name hour"
 done
 [[ $(curl -s -o /dev/null -w '%{http_code}' -H 'Accept-Encoding: gzip' -H "If-None-Match: $etag" "$bc$closed") == 304 ]] || die "bloomcast did not answer 304"
 [[ $(curl -s -o /dev/null -w '%{http_code}' -H 'Accept-Encoding: gzip' -H "If-None-Match: $netag" "$ng/closed.json") == 304 ]] || die "nginx did not answer 304"
 
-run_wrk() { # run_wrk OUTPUT URL [HEADER ...]
-  local out="$1" url="$2" args=()
-  shift 2
+# CPU time (user + system, clock ticks) of a process and its children, threads included:
+# the server's own cost, which other work on the machine does not inflate the way it
+# inflates wall-clock rates.
+cpu_ticks() {
+  local pid="$1" t=0 p
+  for p in "$pid" $(pgrep -P "$pid"); do
+    t=$((t + $(awk '{print $14 + $15}' "/proc/$p/stat")))
+  done
+  echo "$t"
+}
+TICKS=$(getconf CLK_TCK)
+
+run_wrk() { # run_wrk OUTPUT SERVER_PID URL [HEADER ...]; appends the server's CPU µs per request
+  local out="$1" pid="$2" url="$3" args=() before after n
+  shift 3
   local h
   for h in "$@"; do args+=(-H "$h"); done
-  taskset -c "$CLIENT_CPU" wrk -t1 -c64 -d"${SECS}s" --latency -H 'Accept-Encoding: gzip' "${args[@]}" "$url" >"$out"
+  before=$(cpu_ticks "$pid")
+  taskset -c "$CLIENT_CPU" wrk -t"$WRK_THREADS" -c64 -d"${SECS}s" --latency "${args[@]}" "$url" >"$out"
+  after=$(cpu_ticks "$pid")
+  n=$(awk '/requests in/ {print $1}' "$out")
+  awk -v t=$((after - before)) -v hz="$TICKS" -v n="$n" 'BEGIN {printf "cpu_us_per_request %.1f\n", t * 1e6 / hz / n}' >>"$out"
 }
 
 declare -A R
-kinds=(closed open revalidate)
+kinds=(closed identity open revalidate)
+gz='Accept-Encoding: gzip'
 for rep in 1 2 3; do
   for kind in "${kinds[@]}"; do
     case $kind in
-      closed) bargs=("$bc$closed") nargs=("$ng/closed.json") ;;
-      open) bargs=("$bc$open") nargs=("$ng/open.json") ;;
-      revalidate) bargs=("$bc$closed" "If-None-Match: $etag") nargs=("$ng/closed.json" "If-None-Match: $netag") ;;
+      closed) bargs=("$bc$closed" "$gz") nargs=("$ng/closed.json" "$gz") ;;
+      identity) bargs=("$bc$closed") nargs=("$ng/closed.json") ;;
+      open) bargs=("$bc$open" "$gz") nargs=("$ng/open.json" "$gz") ;;
+      revalidate) bargs=("$bc$closed" "$gz" "If-None-Match: $etag") nargs=("$ng/closed.json" "$gz" "If-None-Match: $netag") ;;
     esac
+    R[load-$kind]+="$(cut -d' ' -f1 /proc/loadavg) "
     log "run $rep/3: $kind, bloomcast then nginx (${SECS}s each)"
-    run_wrk "$WORK/wrk-bc-$kind-$rep" "${bargs[@]}"
-    run_wrk "$WORK/wrk-ng-$kind-$rep" "${nargs[@]}"
+    run_wrk "$WORK/wrk-bc-$kind-$rep" "$SERVER_PID" "${bargs[@]}"
+    run_wrk "$WORK/wrk-ng-$kind-$rep" "$NGINX_PID" "${nargs[@]}"
     for s in bc ng; do
       read -r rps p50 p99 err < <(parse_wrk "$WORK/wrk-$s-$kind-$rep")
       ((err == 0)) || die "$s $kind run $rep: $err errors or non-2xx/3xx responses: $(cat "$WORK/wrk-$s-$kind-$rep")"
-      R[$s-$kind-rps]+="$rps " R[$s-$kind-p50]+="$p50 " R[$s-$kind-p99]+="$p99 "
+      cpu=$(awk '$1 == "cpu_us_per_request" {print $2}' "$WORK/wrk-$s-$kind-$rep")
+      R[$s-$kind-rps]+="$rps " R[$s-$kind-p50]+="$p50 " R[$s-$kind-p99]+="$p99 " R[$s-$kind-cpu]+="$cpu "
     done
   done
 done
 
-size() { stat -c %s "$www/$1.json.gz"; }
+size() { stat -c %s "$www/$1"; }
 echo
-echo "### Serving vs nginx ($N IDs per hour; wrk -t1 -c64 -d${SECS}s; median of 3 interleaved pairs)"
+echo "### Serving vs nginx ($N IDs per hour; CORES=${CORES:-pinned}: servers on cpu $SERVER_CPU, nginx $NGINX_WORKERS worker(s), wrk -t$WRK_THREADS -c64 -d${SECS}s on cpu $CLIENT_CPU; median of 3 interleaved pairs)"
 echo
-echo "| request | body bytes | bloomcast req/s | p50 ms | p99 ms | nginx req/s | p50 ms | p99 ms | bloomcast/nginx req/s |"
-echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|"
+echo "| request | body bytes | bloomcast req/s | p50 ms | p99 ms | CPU µs/req | nginx req/s | p50 ms | p99 ms | CPU µs/req | bloomcast/nginx req/s | nginx/bloomcast CPU per req |"
+echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 for kind in "${kinds[@]}"; do
   case $kind in
-    closed) label="closed hour, gzip JSON" bytes=$(size closed) ;;
-    open) label="open hour, gzip JSON" bytes=$(size open) ;;
+    closed) label="closed hour, gzip JSON" bytes=$(size closed.json.gz) ;;
+    identity) label="closed hour, identity JSON" bytes=$(size closed.json) ;;
+    open) label="open hour, gzip JSON" bytes=$(size open.json.gz) ;;
     revalidate) label="304 revalidation (closed hour)" bytes=0 ;;
   esac
   declare -A M=()
   for s in bc ng; do
-    for f in rps p50 p99; do
+    for f in rps p50 p99 cpu; do
       # shellcheck disable=SC2086
       M[$s-$f]=$(median ${R[$s-$kind-$f]})
     done
   done
   ratio=$(awk -v a="${M[bc-rps]}" -v b="${M[ng-rps]}" 'BEGIN {printf "%.2f", a / b}')
-  printf '| %s | %s | %.0f | %s | %s | %.0f | %s | %s | %s |\n' "$label" "$bytes" \
-    "${M[bc-rps]}" "${M[bc-p50]}" "${M[bc-p99]}" "${M[ng-rps]}" "${M[ng-p50]}" "${M[ng-p99]}" "$ratio"
+  cratio=$(awk -v a="${M[ng-cpu]}" -v b="${M[bc-cpu]}" 'BEGIN {printf "%.2f", a / b}')
+  printf '| %s | %s | %.0f | %s | %s | %s | %.0f | %s | %s | %s | %s | %s |\n' "$label" "$bytes" \
+    "${M[bc-rps]}" "${M[bc-p50]}" "${M[bc-p99]}" "${M[bc-cpu]}" "${M[ng-rps]}" "${M[ng-p50]}" "${M[ng-p99]}" "${M[ng-cpu]}" "$ratio" "$cratio"
 done
 echo
-echo "Runs (req/s): $(for k in "${kinds[@]}"; do printf '%s bloomcast [%s] nginx [%s]; ' "$k" "${R[bc-$k-rps]% }" "${R[ng-$k-rps]% }"; done)"
+echo "Runs (req/s): $(for k in "${kinds[@]}"; do printf '%s bloomcast [%s] nginx [%s] load [%s]; ' "$k" "${R[bc-$k-rps]% }" "${R[ng-$k-rps]% }" "${R[load-$k]% }"; done)"
+echo
+echo "Runs (server CPU µs per request): $(for k in "${kinds[@]}"; do printf '%s bloomcast [%s] nginx [%s]; ' "$k" "${R[bc-$k-cpu]% }" "${R[ng-$k-cpu]% }"; done)"

@@ -7,44 +7,75 @@ use super::paths::{day_segments, hour_segments};
 use super::AppState;
 use crate::render::Repr;
 use crate::service::{Target, View};
+use axum::body::Body;
 use axum::extract::rejection::PathRejection;
-use axum::extract::{Path, Request, State};
+use axum::extract::{FromRequestParts, Path, Request, State};
+use axum::http::request::Parts;
 use axum::http::{header, HeaderMap, HeaderName, HeaderValue, StatusCode};
-use axum::response::{IntoResponse, Response};
-
-type Segments4 = std::result::Result<Path<(String, String, String, String)>, PathRejection>;
-type Segments3 = std::result::Result<Path<(String, String, String)>, PathRejection>;
+use axum::response::Response;
 
 const IMMUTABLE: &str = "public, max-age=31536000, immutable";
 
-pub async fn get_hour(
-    State(state): State<AppState>,
-    path: Segments4,
-    request: Request,
-) -> Result<Response> {
-    let Path((y, mo, d, h)) = path.map_err(|e| ApiError::InvalidHour(e.body_text()))?;
-    let (hour, suffix) = hour_segments(&y, &mo, &d, &h)?;
-    serve(&state, Target::Hour(hour), suffix, request.headers()).await
+pub async fn get_hour(State(state): State<AppState>, request: Request) -> Result<Response> {
+    let (mut parts, _) = request.into_parts();
+    let (hour, suffix) = match segments::<4>(parts.uri.path(), "/") {
+        Some([y, mo, d, h]) => hour_segments(y, mo, d, h)?,
+        None => {
+            let (y, mo, d, h): (String, String, String, String) =
+                decoded(&mut parts, &state).await?;
+            hour_segments(&y, &mo, &d, &h)?
+        }
+    };
+    serve(&state, Target::Hour(hour), suffix, &parts.headers).await
 }
 
-pub async fn get_day(
-    State(state): State<AppState>,
-    path: Segments3,
-    request: Request,
-) -> Result<Response> {
-    let Path((y, mo, d)) = path.map_err(|e| ApiError::InvalidHour(e.body_text()))?;
-    let (day, suffix) = day_segments(&y, &mo, &d)?;
-    serve(&state, Target::Day(day), suffix, request.headers()).await
+pub async fn get_day(State(state): State<AppState>, request: Request) -> Result<Response> {
+    let (mut parts, _) = request.into_parts();
+    let (day, suffix) = match segments::<3>(parts.uri.path(), "/") {
+        Some([y, mo, d]) => day_segments(y, mo, d)?,
+        None => {
+            let (y, mo, d): (String, String, String) = decoded(&mut parts, &state).await?;
+            day_segments(&y, &mo, &d)?
+        }
+    };
+    serve(&state, Target::Day(day), suffix, &parts.headers).await
 }
 
-pub async fn get_since(
-    State(state): State<AppState>,
-    path: Segments4,
-    request: Request,
-) -> Result<Response> {
-    let Path((y, mo, d, h)) = path.map_err(|e| ApiError::InvalidHour(e.body_text()))?;
-    let (hour, suffix) = hour_segments(&y, &mo, &d, &h)?;
-    serve(&state, Target::Since(hour), suffix, request.headers()).await
+pub async fn get_since(State(state): State<AppState>, request: Request) -> Result<Response> {
+    let (mut parts, _) = request.into_parts();
+    let (hour, suffix) = match segments::<4>(parts.uri.path(), "/since/") {
+        Some([y, mo, d, h]) => hour_segments(y, mo, d, h)?,
+        None => {
+            let (y, mo, d, h): (String, String, String, String) =
+                decoded(&mut parts, &state).await?;
+            hour_segments(&y, &mo, &d, &h)?
+        }
+    };
+    serve(&state, Target::Since(hour), suffix, &parts.headers).await
+}
+
+/// The path's segments after `prefix`, read in place (the router has matched the path,
+/// so this is where its parameters are). `None` when a segment is percent-encoded: the
+/// caller then has the `Path` extractor decode them, with its errors.
+fn segments<'p, const N: usize>(path: &'p str, prefix: &str) -> Option<[&'p str; N]> {
+    let rest = path.strip_prefix(prefix)?;
+    if rest.contains('%') {
+        return None;
+    }
+    let mut parts = rest.split('/');
+    let out: [&str; N] = std::array::from_fn(|_| parts.next().unwrap_or(""));
+    (parts.next().is_none() && out.iter().all(|s| !s.is_empty())).then_some(out)
+}
+
+/// The percent-decoded path parameters, as the `Path` extractor gives them.
+async fn decoded<T>(parts: &mut Parts, state: &AppState) -> Result<T>
+where
+    T: serde::de::DeserializeOwned + Send,
+{
+    let Path(segments) = Path::<T>::from_request_parts(parts, state)
+        .await
+        .map_err(|e: PathRejection| ApiError::InvalidHour(e.body_text()))?;
+    Ok(segments)
 }
 
 async fn serve(
@@ -66,30 +97,40 @@ fn respond(state: &AppState, view: &View, suffix: Option<Repr>, request: &Header
         Some(until) => {
             let left = (until - state.service.now()).num_seconds().max(0) as u64;
             let max_age = left.min(state.open_max_age);
-            HeaderValue::from_str(&format!("public, max-age={max_age}")).expect("ascii")
+            HeaderValue::try_from(format!("public, max-age={max_age}")).expect("ascii")
         }
     };
     let etag = if gzip { &r.etag_gzip } else { &r.etag };
-    let mut out = HeaderMap::with_capacity(12);
-    out.insert(header::ETAG, HeaderValue::from_str(etag).expect("hex etag"));
-    out.insert(header::CACHE_CONTROL, cache_control);
-    out.insert(
-        header::VARY,
-        HeaderValue::from_static("Accept, Accept-Encoding"),
-    );
+    let etag = HeaderValue::from_str(etag).expect("hex etag");
+    let vary = HeaderValue::from_static("Accept, Accept-Encoding");
 
+    // The response is built in place (no second header map merged into it), its
+    // headers in the order they always had: content type first on a 200.
     let not_modified = request
         .get(header::IF_NONE_MATCH)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| r.matches(v));
     if not_modified {
-        return (StatusCode::NOT_MODIFIED, out).into_response();
+        let mut response = Response::new(Body::empty());
+        *response.status_mut() = StatusCode::NOT_MODIFIED;
+        let out = response.headers_mut();
+        out.insert(header::ETAG, etag);
+        out.insert(header::CACHE_CONTROL, cache_control);
+        out.insert(header::VARY, vary);
+        return response;
     }
 
+    let body = if gzip { &r.gzip } else { &r.identity };
+    let mut response = Response::new(Body::from(body.clone()));
+    let out = response.headers_mut();
+    out.reserve(8 + r.bloom_headers.len());
     out.insert(
         header::CONTENT_TYPE,
         HeaderValue::from_static(r.repr.content_type()),
     );
+    out.insert(header::ETAG, etag);
+    out.insert(header::CACHE_CONTROL, cache_control);
+    out.insert(header::VARY, vary);
     for (name, value) in &r.bloom_headers {
         if let Ok(value) = HeaderValue::from_str(value) {
             out.insert(HeaderName::from_static(name), value);
@@ -98,22 +139,28 @@ fn respond(state: &AppState, view: &View, suffix: Option<Repr>, request: &Header
     if let Some(link) = link_header(view, suffix) {
         out.insert(header::LINK, link);
     }
-    let body = if gzip {
+    if gzip {
         out.insert(header::CONTENT_ENCODING, HeaderValue::from_static("gzip"));
-        r.gzip.clone()
-    } else {
-        r.identity.clone()
-    };
-    (StatusCode::OK, out, body).into_response()
+    }
+    response
 }
 
 fn link_header(view: &View, suffix: Option<Repr>) -> Option<HeaderValue> {
-    let ext = suffix
-        .map(|s| format!(".{}", s.suffix()))
-        .unwrap_or_default();
-    let links: Vec<String> = [(&view.prev, "prev"), (&view.next, "next")]
-        .into_iter()
-        .filter_map(|(path, rel)| path.as_ref().map(|p| format!("<{p}{ext}>; rel=\"{rel}\"")))
-        .collect();
-    (!links.is_empty()).then(|| HeaderValue::from_str(&links.join(", ")).expect("ascii links"))
+    let mut links = String::new();
+    for (path, rel) in [(&view.prev, "prev"), (&view.next, "next")] {
+        let Some(path) = path else { continue };
+        if !links.is_empty() {
+            links.push_str(", ");
+        }
+        links.push('<');
+        links.push_str(path);
+        if let Some(repr) = suffix {
+            links.push('.');
+            links.push_str(repr.suffix());
+        }
+        links.push_str(">; rel=\"");
+        links.push_str(rel);
+        links.push('"');
+    }
+    (!links.is_empty()).then(|| HeaderValue::try_from(links).expect("ascii links"))
 }

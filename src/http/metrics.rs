@@ -1,13 +1,65 @@
-//! Prometheus metrics: counters kept in atomics, rendered as text on `GET /metrics`.
+//! Prometheus metrics: counters kept per thread, summed and rendered as text on
+//! `GET /metrics`.
+//!
+//! Every request is counted by route and status, so the counting must not be what stops
+//! the read path from scaling with cores: each thread counts into a shard of its own
+//! (its own cache lines, an uncontended atomic add), and `/metrics` sums the shards. The
+//! routes and statuses the server answers are slots known in advance; anything else (a
+//! route another module adds, an unusual status) is counted in a locked map, off the
+//! hot path.
 
 use axum::body::HttpBody as _;
-use axum::extract::{MatchedPath, Request, State};
-use axum::middleware::Next;
+use axum::extract::{MatchedPath, Request};
 use axum::response::Response;
-use std::collections::HashMap;
+use std::cell::Cell;
+use std::collections::BTreeMap;
 use std::fmt::Write;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, RwLock};
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+
+/// The router's routes (as `MatchedPath` spells them), each a counter slot; the last is
+/// requests no route matched. The first three are the filter reads.
+const ROUTES: [&str; 9] = [
+    "/{y}/{mo}/{d}/{h}",
+    "/since/{y}/{mo}/{d}/{h}",
+    "/{y}/{mo}/{d}",
+    "/",
+    "/healthz",
+    "/metrics",
+    "/updates",
+    "/stats",
+    UNMATCHED,
+];
+/// How many of [`ROUTES`], from the first, are filter reads (hour, since, day).
+const READ_ROUTES: usize = 3;
+const UNMATCHED: &str = "unmatched";
+/// The statuses the server answers, each a counter slot.
+const STATUSES: [u16; 15] = [
+    200, 304, 400, 401, 404, 405, 408, 410, 413, 415, 431, 500, 503, 507, 204,
+];
+/// Shards: threads beyond this many share one (still correct, only slower).
+const SHARDS: usize = 32;
+
+/// One thread's counters, aligned so that no two shards share a cache line.
+#[repr(align(128))]
+struct Shard {
+    bytes_served: AtomicU64,
+    not_modified: AtomicU64,
+    requests: [[AtomicU64; STATUSES.len()]; ROUTES.len()],
+}
+
+impl Default for Shard {
+    fn default() -> Shard {
+        Shard {
+            bytes_served: AtomicU64::new(0),
+            not_modified: AtomicU64::new(0),
+            requests: std::array::from_fn(|_| std::array::from_fn(|_| AtomicU64::new(0))),
+        }
+    }
+}
 
 /// The cumulative counters at one moment, for rates (see [`super::series`]).
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -21,56 +73,106 @@ pub struct Totals {
     pub bytes_served: u64,
 }
 
-#[derive(Default)]
+/// The server's counters. Cheap to update from any thread; read by [`Metrics::render`].
 pub struct Metrics {
     ids_ingested: AtomicU64,
-    not_modified: AtomicU64,
-    bytes_served: AtomicU64,
-    /// route → status → count
-    requests: RwLock<HashMap<String, HashMap<u16, AtomicU64>>>,
+    shards: Box<[Shard]>,
+    /// Requests whose route or status has no slot: route → status → count.
+    other: Mutex<BTreeMap<(String, u16), u64>>,
     /// The last hour of [`Totals`], sampled off the request path.
     pub series: super::series::Series,
 }
 
+impl Default for Metrics {
+    fn default() -> Metrics {
+        Metrics {
+            ids_ingested: AtomicU64::new(0),
+            shards: (0..SHARDS).map(|_| Shard::default()).collect(),
+            other: Mutex::new(BTreeMap::new()),
+            series: super::series::Series::default(),
+        }
+    }
+}
+
+/// The route slot of a matched path, if it has one.
+fn route_slot(route: Option<&MatchedPath>) -> Option<usize> {
+    let route = route.map_or(UNMATCHED, MatchedPath::as_str);
+    ROUTES.iter().position(|r| *r == route)
+}
+
+/// This thread's shard: threads are numbered in the order they first count.
+fn shard_index() -> usize {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    thread_local! {
+        static INDEX: Cell<usize> = const { Cell::new(usize::MAX) };
+    }
+    INDEX.with(|index| {
+        if index.get() == usize::MAX {
+            index.set(NEXT.fetch_add(1, Ordering::Relaxed) % SHARDS);
+        }
+        index.get()
+    })
+}
+
 impl Metrics {
+    /// Counts IDs acknowledged by an ingest (once per batch, so one shared counter).
     pub fn ids_ingested(&self, n: usize) {
         self.ids_ingested.fetch_add(n as u64, Ordering::Relaxed);
     }
 
+    #[cfg(test)]
     fn record(&self, route: &str, status: u16, bytes: u64) {
-        self.bytes_served.fetch_add(bytes, Ordering::Relaxed);
-        if status == 304 {
-            self.not_modified.fetch_add(1, Ordering::Relaxed);
-        }
-        if let Some(counter) = self
-            .requests
-            .read()
-            .expect("metrics lock")
-            .get(route)
-            .and_then(|by_status| by_status.get(&status))
-        {
-            counter.fetch_add(1, Ordering::Relaxed);
-            return;
-        }
-        let mut requests = self.requests.write().expect("metrics lock");
-        requests
-            .entry(route.to_owned())
-            .or_default()
-            .entry(status)
-            .or_default()
-            .fetch_add(1, Ordering::Relaxed);
+        self.record_slot(
+            ROUTES.iter().position(|r| *r == route),
+            route,
+            status,
+            bytes,
+        );
     }
 
-    /// The counters now (a few atomic loads and one pass over the routes).
+    fn record_slot(&self, slot: Option<usize>, route: &str, status: u16, bytes: u64) {
+        let shard = &self.shards[shard_index()];
+        shard.bytes_served.fetch_add(bytes, Ordering::Relaxed);
+        if status == 304 {
+            shard.not_modified.fetch_add(1, Ordering::Relaxed);
+        }
+        let status_slot = STATUSES.iter().position(|s| *s == status);
+        match (slot, status_slot) {
+            (Some(r), Some(s)) => {
+                shard.requests[r][s].fetch_add(1, Ordering::Relaxed);
+            }
+            _ => {
+                let mut other = self.other.lock().expect("metrics lock");
+                *other.entry((route.to_owned(), status)).or_default() += 1;
+            }
+        }
+    }
+
+    fn sum(&self, field: impl Fn(&Shard) -> &AtomicU64) -> u64 {
+        self.shards
+            .iter()
+            .map(|s| field(s).load(Ordering::Relaxed))
+            .sum()
+    }
+
+    /// The counters now: one pass over the shards (read off the request path).
     pub fn totals(&self) -> Totals {
         let mut totals = Totals {
             ids_ingested: self.ids_ingested.load(Ordering::Relaxed),
-            not_modified: self.not_modified.load(Ordering::Relaxed),
-            bytes_served: self.bytes_served.load(Ordering::Relaxed),
+            not_modified: self.sum(|s| &s.not_modified),
+            bytes_served: self.sum(|s| &s.bytes_served),
             ..Totals::default()
         };
-        for (route, by_status) in self.requests.read().expect("metrics lock").iter() {
-            let n: u64 = by_status.values().map(|c| c.load(Ordering::Relaxed)).sum();
+        for r in 0..ROUTES.len() {
+            let n: u64 = (0..STATUSES.len())
+                .map(|s| self.sum(|shard| &shard.requests[r][s]))
+                .sum();
+            totals.requests += n;
+            if r < READ_ROUTES {
+                totals.reads += n;
+            }
+        }
+        for ((route, _), n) in self.other.lock().expect("metrics lock").iter() {
             totals.requests += n;
             if route.starts_with("/{y}") || route.starts_with("/since/") {
                 totals.reads += n;
@@ -79,7 +181,7 @@ impl Metrics {
         totals
     }
 
-    /// The totals now, stamped with the wall clock.
+    /// The totals now, stamped, for the series.
     pub fn reading(&self) -> super::series::Sample {
         super::series::Sample {
             at: chrono::Utc::now().timestamp(),
@@ -111,13 +213,13 @@ impl Metrics {
             &mut out,
             "bloomcast_http_not_modified_total",
             "Responses 304 Not Modified.",
-            self.not_modified.load(Ordering::Relaxed),
+            self.sum(|s| &s.not_modified),
         );
         counter(
             &mut out,
             "bloomcast_http_response_body_bytes_total",
             "Response body bytes sent.",
-            self.bytes_served.load(Ordering::Relaxed),
+            self.sum(|s| &s.bytes_served),
         );
         let _ = writeln!(
             out,
@@ -129,33 +231,105 @@ impl Metrics {
             "# HELP bloomcast_http_requests_total HTTP requests by route and status."
         );
         let _ = writeln!(out, "# TYPE bloomcast_http_requests_total counter");
-        let requests = self.requests.read().expect("metrics lock");
-        let mut routes: Vec<_> = requests.iter().collect();
-        routes.sort_by(|a, b| a.0.cmp(b.0));
-        for (route, by_status) in routes {
-            let mut statuses: Vec<_> = by_status.iter().collect();
-            statuses.sort_by_key(|(s, _)| **s);
-            for (status, n) in statuses {
-                let route = route.replace('\\', "\\\\").replace('"', "\\\"");
-                let _ = writeln!(
-                    out,
-                    "bloomcast_http_requests_total{{route=\"{route}\",status=\"{status}\"}} {}",
-                    n.load(Ordering::Relaxed)
-                );
+        let mut requests = self.other.lock().expect("metrics lock").clone();
+        for (r, route) in ROUTES.iter().enumerate() {
+            for (s, status) in STATUSES.iter().enumerate() {
+                let n = self.sum(|shard| &shard.requests[r][s]);
+                if n > 0 {
+                    *requests.entry(((*route).to_owned(), *status)).or_default() += n;
+                }
             }
+        }
+        for ((route, status), n) in requests {
+            let route = route.replace('\\', "\\\\").replace('"', "\\\"");
+            let _ = writeln!(
+                out,
+                "bloomcast_http_requests_total{{route=\"{route}\",status=\"{status}\"}} {n}"
+            );
         }
         out
     }
 }
 
-/// Middleware counting every request by matched route and status, and body bytes.
-pub async fn track(State(metrics): State<Arc<Metrics>>, request: Request, next: Next) -> Response {
-    let route = request.extensions().get::<MatchedPath>().cloned();
-    let response = next.run(request).await;
-    let bytes = response.body().size_hint().exact().unwrap_or(0);
-    let route = route.as_ref().map_or("unmatched", MatchedPath::as_str);
-    metrics.record(route, response.status().as_u16(), bytes);
-    response
+/// Counts every request by matched route and status, and body bytes (a layer rather than
+/// `from_fn`, so a request costs no boxed future and no clone of the route name).
+#[derive(Clone)]
+pub struct TrackLayer(pub Arc<Metrics>);
+
+impl<S> tower::Layer<S> for TrackLayer {
+    type Service = Track<S>;
+
+    fn layer(&self, inner: S) -> Track<S> {
+        Track {
+            inner,
+            metrics: self.0.clone(),
+        }
+    }
+}
+
+/// The service of [`TrackLayer`].
+#[derive(Clone)]
+pub struct Track<S> {
+    inner: S,
+    metrics: Arc<Metrics>,
+}
+
+impl<S> tower::Service<Request> for Track<S>
+where
+    S: tower::Service<Request, Response = Response>,
+{
+    type Response = Response;
+    type Error = S::Error;
+    type Future = Tracked<S::Future>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: Request) -> Self::Future {
+        let matched = request.extensions().get::<MatchedPath>();
+        let slot = route_slot(matched);
+        // A route without a slot keeps its name for the locked map (rare by design).
+        let name = match slot {
+            Some(_) => None,
+            None => matched.map(|m| m.as_str().to_owned()),
+        };
+        Tracked {
+            inner: self.inner.call(request),
+            metrics: Some(self.metrics.clone()),
+            slot,
+            name,
+        }
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// The response future of [`Track`]: counts the response when it is ready.
+    pub struct Tracked<F> {
+        #[pin]
+        inner: F,
+        metrics: Option<Arc<Metrics>>,
+        slot: Option<usize>,
+        name: Option<String>,
+    }
+}
+
+impl<F, E> Future for Tracked<F>
+where
+    F: Future<Output = Result<Response, E>>,
+{
+    type Output = Result<Response, E>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.project();
+        let result = std::task::ready!(this.inner.poll(cx));
+        if let (Ok(response), Some(metrics)) = (&result, this.metrics.take()) {
+            let bytes = response.body().size_hint().exact().unwrap_or(0);
+            let name = this.name.as_deref().unwrap_or(UNMATCHED);
+            metrics.record_slot(*this.slot, name, response.status().as_u16(), bytes);
+        }
+        Poll::Ready(result)
+    }
 }
 
 #[cfg(test)]
@@ -177,5 +351,37 @@ mod tests {
         assert!(text.contains(
             "bloomcast_http_requests_total{route=\"/{y}/{mo}/{d}/{h}\",status=\"200\"} 2"
         ));
+    }
+
+    #[test]
+    fn counts_from_every_thread_and_routes_without_a_slot() {
+        let m = Arc::new(Metrics::default());
+        let threads: Vec<_> = (0..4)
+            .map(|_| {
+                let m = m.clone();
+                std::thread::spawn(move || {
+                    for _ in 0..1000 {
+                        m.record("/updates", 200, 1);
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        m.record("/dashboard", 200, 0);
+        m.record("/updates", 418, 0);
+        let text = m.render(0);
+        assert!(text.contains("bloomcast_http_response_body_bytes_total 4000"));
+        assert!(
+            text.contains(r#"bloomcast_http_requests_total{route="/updates",status="200"} 4000"#)
+        );
+        assert!(
+            text.contains(r#"bloomcast_http_requests_total{route="/dashboard",status="200"} 1"#)
+        );
+        assert!(text.contains(r#"bloomcast_http_requests_total{route="/updates",status="418"} 1"#));
+        let dashboard = text.find("/dashboard").unwrap();
+        let updates = text.find("route=\"/updates\"").unwrap();
+        assert!(dashboard < updates, "sorted by route: {text}");
     }
 }

@@ -4,11 +4,12 @@
 use crate::render::Repr;
 use axum::http::{header, HeaderMap};
 
-/// Splits `type;q=0.5` into the lowercased media range and its quality.
-fn ranges(value: &str) -> impl Iterator<Item = (String, f32)> + '_ {
+/// Splits `type;q=0.5` into the media range (as sent: compare it ignoring ASCII case)
+/// and its quality.
+fn ranges(value: &str) -> impl Iterator<Item = (&str, f32)> + '_ {
     value.split(',').filter_map(|part| {
         let mut pieces = part.split(';');
-        let range = pieces.next()?.trim().to_ascii_lowercase();
+        let range = pieces.next()?.trim();
         if range.is_empty() {
             return None;
         }
@@ -27,11 +28,15 @@ pub fn choose_repr(headers: &HeaderMap) -> Repr {
     };
     let mut best: Option<(Repr, f32)> = None;
     for (range, q) in ranges(accept) {
-        let repr = match range.as_str() {
-            "application/json" | "application/*" | "*/*" => Repr::Json,
-            "text/plain" | "text/*" => Repr::Hex,
-            "application/octet-stream" => Repr::Bin,
-            _ => continue,
+        let is = |name: &str| range.eq_ignore_ascii_case(name);
+        let repr = if is("application/json") || is("application/*") || is("*/*") {
+            Repr::Json
+        } else if is("text/plain") || is("text/*") {
+            Repr::Hex
+        } else if is("application/octet-stream") {
+            Repr::Bin
+        } else {
+            continue;
         };
         // Exact types beat wildcards at equal quality.
         let q = if range.contains('*') { q - 0.0001 } else { q };
@@ -49,7 +54,12 @@ pub fn accepts_gzip(headers: &HeaderMap) -> bool {
         .iter()
         .filter_map(|v| v.to_str().ok())
         .flat_map(ranges)
-        .any(|(coding, q)| q > 0.0 && matches!(coding.as_str(), "gzip" | "x-gzip" | "*"))
+        .any(|(coding, q)| {
+            q > 0.0
+                && (coding.eq_ignore_ascii_case("gzip")
+                    || coding.eq_ignore_ascii_case("x-gzip")
+                    || coding == "*")
+        })
 }
 
 #[cfg(test)]

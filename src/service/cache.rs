@@ -1,48 +1,57 @@
 //! Rendered responses of closed hours and day unions, kept in memory within a byte
 //! budget. They never change, so they are rendered and compressed once.
+//!
+//! Reading is the hot path of every poll, so a read takes no lock and writes nothing
+//! shared in the common case: the map is an immutable snapshot swapped whole on insert
+//! (`arc-swap`; inserts are once per rendering), and recency is approximate: an entry
+//! records the insert epoch it was last read in, so a read writes its entry's stamp at
+//! most once between two inserts.
 
 use crate::render::{Rendered, Repr};
+use arc_swap::ArcSwap;
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// What a cached response is of: `(first hour index, last hour index, representation)`.
 pub type CacheKey = (i64, i64, Repr);
 
+type Map = HashMap<CacheKey, Arc<Entry>>;
+
 struct Entry {
     value: Arc<Rendered>,
-    last_used: u64,
+    /// The insert epoch of the last read (or, for an entry never read, the epoch before
+    /// its insert): eviction takes the smallest.
+    last_used: AtomicU64,
 }
 
-/// A least-recently-used cache bounded by bytes.
+/// A least-recently-used cache bounded by bytes, read without locks.
 pub struct RenderCache {
-    inner: Mutex<Inner>,
+    map: ArcSwap<Map>,
+    /// Bytes held; the lock also serialises writers (insert, forget).
+    bytes: Mutex<usize>,
+    /// The insert epoch: bumped by every insert, read by every hit.
+    epoch: AtomicU64,
     budget: usize,
-}
-
-struct Inner {
-    entries: HashMap<CacheKey, Entry>,
-    bytes: usize,
-    tick: u64,
 }
 
 impl RenderCache {
     pub fn new(budget: usize) -> RenderCache {
         RenderCache {
-            inner: Mutex::new(Inner {
-                entries: HashMap::new(),
-                bytes: 0,
-                tick: 0,
-            }),
+            map: ArcSwap::from_pointee(Map::new()),
+            bytes: Mutex::new(0),
+            epoch: AtomicU64::new(1),
             budget,
         }
     }
 
     pub fn get(&self, key: &CacheKey) -> Option<Arc<Rendered>> {
-        let mut inner = self.inner.lock().expect("cache lock");
-        inner.tick += 1;
-        let tick = inner.tick;
-        let entry = inner.entries.get_mut(key)?;
-        entry.last_used = tick;
+        let map = self.map.load();
+        let entry = map.get(key)?;
+        let epoch = self.epoch.load(Ordering::Relaxed);
+        if entry.last_used.load(Ordering::Relaxed) < epoch {
+            entry.last_used.store(epoch, Ordering::Relaxed);
+        }
         Some(entry.value.clone())
     }
 
@@ -51,49 +60,52 @@ impl RenderCache {
         if size > self.budget {
             return;
         }
-        let mut inner = self.inner.lock().expect("cache lock");
-        inner.tick += 1;
-        let tick = inner.tick;
-        if let Some(old) = inner.entries.insert(
-            key,
-            Entry {
-                value,
-                last_used: tick,
-            },
-        ) {
-            inner.bytes -= old.value.size();
+        let mut bytes = self.bytes.lock().expect("cache lock");
+        let mut map = Map::clone(&self.map.load());
+        // Never read yet: ranks below everything read since the last insert.
+        let stamp = self.epoch.fetch_add(1, Ordering::Relaxed);
+        let entry = Entry {
+            value,
+            last_used: AtomicU64::new(stamp),
+        };
+        if let Some(old) = map.insert(key, Arc::new(entry)) {
+            *bytes -= old.value.size();
         }
-        inner.bytes += size;
-        while inner.bytes > self.budget {
-            let Some((&oldest, _)) = inner.entries.iter().min_by_key(|(_, e)| e.last_used) else {
+        *bytes += size;
+        // The new entry fits alone (checked above); it is never the one to go.
+        while *bytes > self.budget {
+            let Some((&oldest, _)) = map
+                .iter()
+                .filter(|(k, _)| **k != key)
+                .min_by_key(|(_, e)| e.last_used.load(Ordering::Relaxed))
+            else {
                 break;
             };
-            if let Some(gone) = inner.entries.remove(&oldest) {
-                inner.bytes -= gone.value.size();
+            if let Some(gone) = map.remove(&oldest) {
+                *bytes -= gone.value.size();
             }
         }
+        self.map.store(Arc::new(map));
     }
 
     /// `(entries, bytes)` held now, for operators.
     pub fn usage(&self) -> (usize, usize) {
-        let inner = self.inner.lock().expect("cache lock");
-        (inner.entries.len(), inner.bytes)
+        let bytes = *self.bytes.lock().unwrap_or_else(|p| p.into_inner());
+        (self.map.load().len(), bytes)
     }
 
     /// Drops everything of hours before `hour` (after pruning).
     pub fn forget_before(&self, hour: i64) {
-        let mut inner = self.inner.lock().expect("cache lock");
-        let stale: Vec<CacheKey> = inner
-            .entries
-            .keys()
-            .filter(|k| k.0 < hour)
-            .copied()
-            .collect();
-        for key in stale {
-            if let Some(gone) = inner.entries.remove(&key) {
-                inner.bytes -= gone.value.size();
+        let mut bytes = self.bytes.lock().expect("cache lock");
+        let mut map = Map::clone(&self.map.load());
+        map.retain(|key, entry| {
+            let keep = key.0 >= hour;
+            if !keep {
+                *bytes -= entry.value.size();
             }
-        }
+            keep
+        });
+        self.map.store(Arc::new(map));
     }
 }
 

@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# Instructions per request: bloomcast and nginx under callgrind, exact and unaffected by
+# other work on the machine (userland only; the kernel's part is not counted).
+#
+#   benches/harness/callgrind.sh            # N=2000 requests per kind
+#   BIN=path/to/bloomcast benches/harness/callgrind.sh
+#
+# Each server runs under `valgrind --tool=callgrind` on core 0 with the same data as
+# serving.sh (a closed hour and an open hour of 3000 IDs; nginx serves the very bytes
+# bloomcast sent, one process, gzip_static, open_file_cache, sendfile). For each kind of
+# request a one-connection keep-alive client sends 200 warm-up requests, the counters are
+# zeroed, it sends N more, and the counters are dumped: instructions / N. KEEP=1 keeps the
+# callgrind files (in target/harness/run.*) for callgrind_annotate.
+set -euo pipefail
+source "$(dirname "$0")/common.sh"
+N="${N:-2000}"
+ensure_tools valgrind:valgrind nginx:nginx-light python3:python3
+make_work
+client="$(dirname "$0")/keepalive_client.py"
+
+data="$WORK/data"
+closed=$("$EXAMPLES/seed_closed_hour" "$data" 3000 2)
+ensure_hour_lasts 300
+
+# measure NAME PID URL_PREFIX CLOSED OPEN ETAG: one line per kind.
+measure() {
+  local name="$1" pid="$2" base="$3" closed="$4" open="$5" etag="$6" kind f ir
+  run() {
+    local kind="$1" path="$2"
+    shift 2
+    python3 "$client" "${base##*:}" "$path" 200 "$@" >/dev/null
+    callgrind_control -z "$pid" >/dev/null 2>&1
+    python3 "$client" "${base##*:}" "$path" "$N" "$@" >/dev/null
+    callgrind_control -d "$kind" "$pid" >/dev/null 2>&1
+  }
+  run closed "$closed" 'Accept-Encoding: gzip'
+  run identity "$closed"
+  run open "$open" 'Accept-Encoding: gzip'
+  run revalidate "$closed" 'Accept-Encoding: gzip' "If-None-Match: $etag"
+  for kind in closed identity open revalidate; do
+    f=$(grep -l "^desc: Trigger: dump $kind\$" "$WORK/$name".cg.*)
+    ir=$(sed -n 's/^summary: //p' "$f")
+    printf '| %s | %s | %d |\n' "$name" "$kind" $((ir / N))
+  done
+}
+
+port=$(free_port)
+(cd "$ROOT" && exec env RUST_LOG=warn BLOOMCAST_LISTEN="127.0.0.1:$port" BLOOMCAST_DATA_DIR="$data" \
+  BLOOMCAST_INGEST_TOKENS="$TOKEN" taskset -c "$SERVER_CPU" valgrind --tool=callgrind \
+  --callgrind-out-file="$WORK/bloomcast.cg.%p" "$BIN" serve) 2>>"$WORK/bloomcast.log" &
+bpid=$!
+PIDS+=("$bpid")
+for _ in $(seq 1 300); do curl -sf -o /dev/null "http://127.0.0.1:$port/healthz" && break; sleep 0.2; done
+post_ids "$port" open 3000
+open=$(current_path "$port")
+bc="http://127.0.0.1:$port"
+www="$WORK/www"
+mkdir -p "$www"
+for name in closed open; do
+  path=${!name}
+  curl -sf -H 'Accept-Encoding: gzip' -o "$www/$name.json.gz" "$bc$path"
+  curl -sf -o "$www/$name.json" "$bc$path"
+done
+chmod -R a+rX "$WORK"
+etag=$(curl -sf -D - -o /dev/null -H 'Accept-Encoding: gzip' "$bc$closed" | awk -F': ' 'tolower($1) == "etag" {print $2}' | tr -d '\r')
+
+echo "### Instructions per request (callgrind, $N keep-alive requests per kind, one connection)"
+echo
+echo "| server | request | instructions per request |"
+echo "|---|---|---:|"
+measure bloomcast "$bpid" "$bc" "$closed" "$open" "$etag"
+stop_pid "$bpid"
+
+nport=$(free_port)
+cat >"$WORK/nginx.conf" <<CONF
+worker_processes 1;
+master_process off;
+daemon off;
+pid $WORK/nginx.pid;
+error_log $WORK/nginx-error.log warn;
+events { worker_connections 1024; }
+http {
+  include /etc/nginx/mime.types;
+  access_log off;
+  client_body_temp_path $WORK/nb; proxy_temp_path $WORK/np; fastcgi_temp_path $WORK/nf;
+  uwsgi_temp_path $WORK/nu; scgi_temp_path $WORK/ns;
+  sendfile on; tcp_nopush on; keepalive_timeout 75s; keepalive_requests 100000000;
+  open_file_cache max=1000 inactive=60s; open_file_cache_valid 3600s;
+  server {
+    listen 127.0.0.1:$nport;
+    root $www;
+    etag on; gzip_static on;
+    add_header Vary "Accept, Accept-Encoding";
+    location = /closed.json { add_header Cache-Control "public, max-age=31536000, immutable"; add_header Vary "Accept, Accept-Encoding"; }
+    location = /open.json { add_header Cache-Control "public, max-age=30"; add_header Vary "Accept, Accept-Encoding"; }
+  }
+}
+CONF
+taskset -c "$SERVER_CPU" valgrind --tool=callgrind --callgrind-out-file="$WORK/nginx.cg.%p" \
+  nginx -c "$WORK/nginx.conf" -e "$WORK/nginx-error.log" 2>>"$WORK/nginx-valgrind.log" &
+npid=$!
+PIDS+=("$npid")
+ng="http://127.0.0.1:$nport"
+for _ in $(seq 1 300); do curl -sf -o /dev/null "$ng/closed.json" && break; sleep 0.2; done
+netag=$(curl -sf -D - -o /dev/null -H 'Accept-Encoding: gzip' "$ng/closed.json" | awk -F': ' 'tolower($1) == "etag" {print $2}' | tr -d '\r')
+measure nginx "$npid" "$ng" /closed.json /open.json "$netag"
+stop_pid "$npid"
