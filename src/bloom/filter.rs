@@ -5,7 +5,7 @@
 //! the wire layout. Words make union, intersection and popcount word-wide.
 
 use super::hash::Modulus;
-use super::{sizing, FilterError, HashScheme, Key, Params};
+use super::{build, sizing, FilterError, HashScheme, Key, Params};
 
 /// A Bloom filter with the "sha1-km32" scheme. It also counts its set bits, so fill
 /// and the false-positive estimate cost nothing to read.
@@ -59,20 +59,42 @@ impl Filter {
     /// As [`Params::optimal`], or [`FilterError::MOutOfRange`] if no filter below
     /// 2^32 bits reaches `p`.
     pub fn sized_within(keys: &[Key], p: f64) -> Result<Filter, FilterError> {
-        let n = keys.len() as u64;
-        let base = Params::optimal(n, p)?;
-        let mut m = u64::from(base.m);
-        let mut params = base;
+        Filter::sized_over(keys.len() as u64, &[keys], p)
+    }
+
+    /// [`Filter::sized_within`] for `n` distinct keys given as several sets, which
+    /// may overlap and repeat keys: the bits do not depend on order or repetition,
+    /// only the count does, so the caller counts and this builds.
+    ///
+    /// Each candidate size is built in full, because only the actual fill decides
+    /// whether it passes; [`build::set_keys`] makes each build cheap instead.
+    pub(crate) fn sized_over(n: u64, sets: &[&[Key]], p: f64) -> Result<Filter, FilterError> {
+        let mut params = Params::optimal(n, p)?;
         loop {
-            let filter = Filter::from_keys(params, keys);
+            let mut words = vec![0u64; (params.m as usize).div_ceil(64)];
+            build::set_keys(&mut words, Modulus::new(params.m), params.k, sets);
+            let filter = Filter::from_words(params, words);
             if filter.fpp() <= p {
                 return Ok(filter);
             }
-            m += (m / 32).max(1);
+            let m = u64::from(params.m);
+            let m = m + (m / 32).max(1);
             if m >= 1 << 32 {
                 return Err(FilterError::MOutOfRange(m));
             }
             params = Params::for_count(n, m as u32);
+        }
+    }
+
+    /// A filter over bits set elsewhere, counting them once.
+    fn from_words(params: Params, words: Vec<u64>) -> Filter {
+        let ones = words.iter().map(|w| u64::from(w.count_ones())).sum();
+        Filter {
+            params,
+            hash: HashScheme::Sha1Km32,
+            words,
+            ones,
+            modulus: Modulus::new(params.m),
         }
     }
 

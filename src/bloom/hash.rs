@@ -139,6 +139,12 @@ impl Modulus {
         }
     }
 
+    /// The modulus itself.
+    #[inline]
+    pub(crate) fn m(self) -> u32 {
+        self.m
+    }
+
     #[inline]
     pub(crate) fn reduce(self, x: u32) -> u32 {
         // The low 64 bits of x/m in fixed point are the fractional part of x/m; times m,

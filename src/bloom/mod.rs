@@ -2,14 +2,17 @@
 //! encodings. No I/O, no clock, no globals; the server, the client SDK and the CLI
 //! all build on it.
 
+mod build;
 mod encode;
 mod error;
 mod filter;
 mod hash;
 mod sizing;
+mod union;
 
 pub use encode::{from_hex, to_hex};
 pub use error::FilterError;
 pub use filter::Filter;
 pub use hash::{HashScheme, Key, Positions, SHA1_KM32};
 pub use sizing::{estimated_cardinality, fpp_at_fill, Params, MAX_K, MIN_M};
+pub use union::{distinct_count, union_of};

@@ -1,0 +1,176 @@
+//! Keys per second of a union built from stored keys (issue 11: at least 30M keys/s on
+//! one core), next to the time to decode those keys from the store's blobs.
+//!
+//! ```text
+//! cargo bench --bench union            # all sizes
+//! cargo bench --bench union -- 9.6M    # one size
+//! ```
+//!
+//! Each size is 24 hours of keys, as sealed hours come from the store: sorted and
+//! distinct per hour, with 1/8 of each hour's keys also in the hour before (IDs that
+//! change again). Keys are splitmix64 outputs, uniform over `u64` like the SHA-1
+//! prefixes they stand for (hashing 58.7M IDs would take longer than the bench).
+//! Throughput counts the keys read (what the store hands over), not the distinct ones.
+//!
+//! - `decode`: `store::blob_to_keys` over every hour's blob, the floor set by reading.
+//! - `old`: what unions did before: concatenate, `store::distinct` (sort + dedup),
+//!   then the sizing loop inserting key by key at every size it tries. Skipped at
+//!   58.7M keys, where one run takes about 25 s (the issue measured 23.7 CPU-s).
+//! - `count`: `bloom::distinct_count` alone; `union_of`: count and build, the new path.
+//!
+//! Times are CPU time of the benchmarking thread (Linux `schedstat`), not wall clock:
+//! the machine is shared, and a union's cost to the server is CPU. Elsewhere they
+//! fall back to wall clock.
+
+use bloomcast::bloom::{distinct_count, union_of, Filter, FilterError, Key, Params};
+use bloomcast::store::{blob_to_keys, distinct, keys_to_blob};
+use criterion::measurement::{Measurement, ValueFormatter, WallTime};
+use criterion::{black_box, criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use std::time::{Duration, Instant};
+
+const P: f64 = 0.01;
+const HOURS: usize = 24;
+
+/// `total` keys as 24 sorted distinct hours, each sharing an eighth with the one before.
+fn hours(total: usize, seed: u64) -> Vec<Vec<Key>> {
+    let per_hour = total / HOURS;
+    let mut state = seed;
+    let mut next = move || {
+        state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        Key::from_u64(z ^ (z >> 31))
+    };
+    let mut hours: Vec<Vec<Key>> = Vec::with_capacity(HOURS);
+    for h in 0..HOURS {
+        let mut keys: Vec<Key> = match h {
+            0 => Vec::with_capacity(per_hour),
+            _ => hours[h - 1].iter().step_by(8).copied().collect(),
+        };
+        while keys.len() < per_hour {
+            keys.push(next());
+        }
+        hours.push(distinct(keys));
+    }
+    hours
+}
+
+/// The sizing loop as it was: a full key-by-key build at every size it tries.
+fn old_sized_within(keys: &[Key], p: f64) -> Result<Filter, FilterError> {
+    let n = keys.len() as u64;
+    let mut params = Params::optimal(n, p)?;
+    loop {
+        let filter = Filter::from_keys(params, keys);
+        if filter.fpp() <= p {
+            return Ok(filter);
+        }
+        let m = u64::from(params.m);
+        params = Params::for_count(n, (m + (m / 32).max(1)) as u32);
+    }
+}
+
+/// CPU time of the calling thread, in nanoseconds.
+struct CpuTime;
+
+static WALL: WallTime = WallTime;
+
+impl CpuTime {
+    /// Nanoseconds on CPU from `/proc/thread-self/schedstat`'s first field; wall clock
+    /// since an arbitrary start where that file is missing.
+    fn now() -> f64 {
+        std::fs::read_to_string("/proc/thread-self/schedstat")
+            .ok()
+            .and_then(|s| s.split_whitespace().next()?.parse::<f64>().ok())
+            .unwrap_or_else(|| {
+                static START: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
+                START.get_or_init(Instant::now).elapsed().as_nanos() as f64
+            })
+    }
+}
+
+impl Measurement for CpuTime {
+    type Intermediate = f64;
+    type Value = f64;
+
+    fn start(&self) -> f64 {
+        CpuTime::now()
+    }
+    fn end(&self, start: f64) -> f64 {
+        CpuTime::now() - start
+    }
+    fn add(&self, a: &f64, b: &f64) -> f64 {
+        a + b
+    }
+    fn zero(&self) -> f64 {
+        0.0
+    }
+    fn to_f64(&self, value: &f64) -> f64 {
+        *value
+    }
+    fn formatter(&self) -> &dyn ValueFormatter {
+        // Values are nanoseconds, as wall time's are, so its formatting applies.
+        WALL.formatter()
+    }
+}
+
+fn bench_size(c: &mut Criterion<CpuTime>, label: &str, total: usize, old: bool) {
+    let hours = hours(total, total as u64);
+    let sets: Vec<&[Key]> = hours.iter().map(Vec::as_slice).collect();
+    let read: usize = sets.iter().map(|s| s.len()).sum();
+    let blobs: Vec<Vec<u8>> = sets.iter().map(|s| keys_to_blob(s)).collect();
+    let mut group = c.benchmark_group(format!("union/{label}"));
+    group.throughput(Throughput::Elements(read as u64));
+    group.sample_size(10);
+
+    group.bench_function("decode", |b| {
+        b.iter(|| {
+            let mut keys = Vec::new();
+            for blob in &blobs {
+                let mut hour = Vec::new();
+                blob_to_keys(black_box(blob), &mut hour).expect("whole keys");
+                keys.push(hour);
+            }
+            keys
+        })
+    });
+    if old {
+        group.bench_function("old", |b| {
+            b.iter(|| {
+                let keys = distinct(sets.concat());
+                old_sized_within(&keys, P).expect("sizable")
+            })
+        });
+    }
+    group.bench_function("count", |b| b.iter(|| distinct_count(black_box(&sets))));
+    group.bench_function(BenchmarkId::new("union_of", label), |b| {
+        b.iter(|| union_of(black_box(&sets), P).expect("sizable"))
+    });
+    group.finish();
+
+    let (filter, count) = union_of(&sets, P).expect("sizable");
+    println!(
+        "union/{label}: {read} keys read, {count} distinct, m = {}, k = {}, fpp {:.5}",
+        filter.m(),
+        filter.k(),
+        filter.fpp()
+    );
+}
+
+fn union(c: &mut Criterion<CpuTime>) {
+    bench_size(c, "1M", 1_000_000, true);
+    bench_size(c, "9.6M", 9_600_000, true);
+    bench_size(c, "58.7M", 58_700_000, false);
+}
+
+criterion_group! {
+    name = benches;
+    // Few, long samples: one union of 9.6M keys is a large fraction of a second, and the
+    // machine is shared, so medians over 10 samples are what to read.
+    config = Criterion::default()
+        .with_measurement(CpuTime)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(5));
+    targets = union
+}
+criterion_main!(benches);

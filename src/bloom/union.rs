@@ -1,0 +1,239 @@
+//! One filter over several key sets (the hours of a day or a since-range), built
+//! without concatenating, sorting or rebuilding per size step.
+//!
+//! A union needs two things: the exact distinct count of its keys (it is published,
+//! and it sizes the filter) and the bits of every key. The bits do not care about
+//! duplicates, so the sets are handed to the builder as they are; only the count
+//! needs deduplication. Keys are SHA-1 prefixes, uniform over `u64`, so the count is
+//! taken bucket by bucket over the keys' top bits: each bucket gathers its slice of
+//! every set (found by binary search in sorted sets, by one counting-sort pass in the
+//! others) and counts them in a hash table small enough to stay in cache. Linear in
+//! the keys, where sorting the concatenation was `n log n` and missed cache at every
+//! level.
+
+use super::{Filter, FilterError, Key};
+
+/// Keys per bucket the count aims at: a table of twice that many `u64` slots is
+/// 64 KiB, in L2 with room to spare.
+const BUCKET_KEYS: usize = 1 << 12;
+
+/// The filter [`Filter::sized_within`] would build from the sorted distinct union of
+/// `sets` at target `p`, bit for bit, and that union's exact distinct count.
+///
+/// Each set may be in any order and hold repeats; sets may overlap. Sets that are
+/// strictly increasing (as sealed hours come from the store) are used in place; any
+/// other set is copied once, bucketed, so cost stays linear in the total keys.
+///
+/// # Errors
+/// As [`Filter::sized_within`].
+///
+/// ```
+/// use bloomcast::bloom::{union_of, Key};
+/// let sealed: Vec<Key> = {
+///     let mut k: Vec<Key> = (0..100).map(|i| Key::of(&format!("a{i}"))).collect();
+///     k.sort_unstable();
+///     k
+/// };
+/// let open = vec![Key::of("b1"), Key::of("a7"), Key::of("b1")];
+/// let (filter, count) = union_of(&[&sealed, &open], 0.01).unwrap();
+/// assert_eq!(count, 101);
+/// assert!(filter.contains("a7") && filter.contains("b1"));
+/// assert!(filter.fpp() <= 0.01);
+/// ```
+pub fn union_of(sets: &[&[Key]], p: f64) -> Result<(Filter, u64), FilterError> {
+    let count = distinct_count(sets);
+    Filter::sized_over(count, sets, p).map(|filter| (filter, count))
+}
+
+/// The number of distinct keys across `sets`, in any order, with repeats and overlaps.
+pub fn distinct_count(sets: &[&[Key]]) -> u64 {
+    let total: usize = sets.iter().map(|s| s.len()).sum();
+    if total == 0 {
+        return 0;
+    }
+    let nonempty: Vec<&[Key]> = sets.iter().copied().filter(|s| !s.is_empty()).collect();
+    if let [only] = nonempty[..] {
+        if strictly_increasing(only) {
+            return only.len() as u64;
+        }
+    }
+    // Top bits of the key choose the bucket; about BUCKET_KEYS keys land in each.
+    let bits = (total / BUCKET_KEYS).max(1).ilog2().min(24);
+    let buckets = 1usize << bits;
+    let bucketed: Vec<Bucketed> = nonempty
+        .iter()
+        .map(|set| Bucketed::new(set, bits))
+        .collect();
+    let mut table = Table::default();
+    let mut count = 0u64;
+    let mut slices: Vec<&[Key]> = Vec::with_capacity(bucketed.len());
+    for bucket in 0..buckets {
+        slices.clear();
+        let mut distinct_sets = 0;
+        for set in &bucketed {
+            let slice = set.bucket(bucket);
+            if !slice.is_empty() {
+                slices.push(slice);
+                distinct_sets += usize::from(set.distinct);
+            }
+        }
+        count += match slices[..] {
+            [] => 0,
+            // A strictly increasing set's slice holds no repeats, and nothing else
+            // shares the bucket: no table needed.
+            [only] if distinct_sets == 1 => only.len() as u64,
+            _ => table.count(&slices),
+        };
+    }
+    count
+}
+
+fn strictly_increasing(keys: &[Key]) -> bool {
+    keys.windows(2).all(|w| w[0] < w[1])
+}
+
+/// A set cut into buckets by the top `bits` of its keys.
+struct Bucketed<'a> {
+    keys: std::borrow::Cow<'a, [Key]>,
+    /// `bounds[b]..bounds[b + 1]` is bucket `b` of `keys`.
+    bounds: Vec<usize>,
+    /// Strictly increasing, so no bucket of it repeats a key.
+    distinct: bool,
+}
+
+impl<'a> Bucketed<'a> {
+    fn new(keys: &'a [Key], bits: u32) -> Bucketed<'a> {
+        let buckets = 1usize << bits;
+        let bucket_of = |key: &Key| (key.to_u64().checked_shr(64 - bits).unwrap_or(0)) as usize;
+        if strictly_increasing(keys) {
+            // Sorted: each bucket is a contiguous run, found by binary search.
+            let bounds = (0..=buckets)
+                .map(|b| keys.partition_point(|key| bucket_of(key) < b))
+                .collect();
+            return Bucketed {
+                keys: keys.into(),
+                bounds,
+                distinct: true,
+            };
+        }
+        // Otherwise one counting sort by bucket: a copy, but linear.
+        let mut bounds = vec![0usize; buckets + 1];
+        for key in keys {
+            bounds[bucket_of(key) + 1] += 1;
+        }
+        for b in 0..buckets {
+            bounds[b + 1] += bounds[b];
+        }
+        let mut next = bounds.clone();
+        let mut sorted = vec![Key { h1: 0, h2: 0 }; keys.len()];
+        for key in keys {
+            let slot = &mut next[bucket_of(key)];
+            sorted[*slot] = *key;
+            *slot += 1;
+        }
+        Bucketed {
+            keys: sorted.into(),
+            bounds,
+            distinct: false,
+        }
+    }
+
+    fn bucket(&self, b: usize) -> &[Key] {
+        &self.keys[self.bounds[b]..self.bounds[b + 1]]
+    }
+}
+
+/// An open-addressing set of `u64` keys, reused bucket after bucket. Slot value 0
+/// means empty, so key 0 is tracked on the side.
+#[derive(Default)]
+struct Table {
+    slots: Vec<u64>,
+}
+
+impl Table {
+    /// Distinct keys across `slices`.
+    fn count(&mut self, slices: &[&[Key]]) -> u64 {
+        let total: usize = slices.iter().map(|s| s.len()).sum();
+        // At most half full, so probes stay short.
+        let bits = (total * 2).next_power_of_two().trailing_zeros().max(4);
+        let len = 1usize << bits;
+        self.slots.clear();
+        self.slots.resize(len, 0);
+        let mask = len - 1;
+        let mut zero = false;
+        let mut count = 0;
+        for key in slices.iter().flat_map(|s| s.iter()) {
+            let key = key.to_u64();
+            if key == 0 {
+                zero = true;
+                continue;
+            }
+            // Keys are uniform, but mix anyway so structured keys (tests, or
+            // shared prefixes) cannot pile onto one slot.
+            let mut slot = (key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - bits)) as usize;
+            loop {
+                let held = self.slots[slot];
+                if held == 0 {
+                    self.slots[slot] = key;
+                    count += 1;
+                    break;
+                }
+                if held == key {
+                    break;
+                }
+                slot = (slot + 1) & mask;
+            }
+        }
+        count + u64::from(zero)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashSet;
+
+    fn keys(range: std::ops::Range<u32>) -> Vec<Key> {
+        range.map(|i| Key::of(&i.to_string())).collect()
+    }
+
+    fn sorted(mut keys: Vec<Key>) -> Vec<Key> {
+        keys.sort_unstable();
+        keys.dedup();
+        keys
+    }
+
+    fn expected(sets: &[&[Key]]) -> u64 {
+        sets.iter()
+            .flat_map(|s| s.iter())
+            .collect::<HashSet<_>>()
+            .len() as u64
+    }
+
+    #[test]
+    fn overlapping_sorted_and_unsorted_sets_count_each_key_once() {
+        let a = sorted(keys(0..20_000));
+        let b = sorted(keys(15_000..40_000));
+        let mut c = keys(39_000..45_000);
+        c.extend(keys(39_000..39_500));
+        let sets: &[&[Key]] = &[&a, &b, &c, &[], &a[..10]];
+        assert_eq!(distinct_count(sets), 45_000);
+        assert_eq!(distinct_count(sets), expected(sets));
+    }
+
+    #[test]
+    fn key_zero_and_structured_keys_count_exactly() {
+        let zero = Key { h1: 0, h2: 0 };
+        let structured: Vec<Key> = (0..5000).map(|i| Key { h1: 0, h2: i }).collect();
+        let sets: &[&[Key]] = &[&structured, &[zero, zero], &structured[..7]];
+        assert_eq!(distinct_count(sets), 5000);
+        assert_eq!(distinct_count(&[&[zero]]), 1);
+        assert_eq!(distinct_count(&[&[zero, zero]]), 1);
+    }
+
+    #[test]
+    fn nothing_counts_zero() {
+        assert_eq!(distinct_count(&[]), 0);
+        assert_eq!(distinct_count(&[&[], &[]]), 0);
+    }
+}

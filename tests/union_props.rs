@@ -1,0 +1,135 @@
+//! The union builder against the definition it replaces: deduplicate every key of
+//! every hour, then size with the key-by-key loop `Filter::sized_within` used to run.
+//! Sealed hours and closed unions were published from that loop's bytes, so the new
+//! path must reproduce them bit for bit, with the exact distinct count.
+
+use bloomcast::bloom::{distinct_count, union_of, Filter, FilterError, Key, Params};
+use proptest::prelude::*;
+
+/// The sizing loop as it was before the fast build: every candidate size rebuilt key
+/// by key from the sorted distinct keys.
+fn reference(keys: &[Key], p: f64) -> Result<Filter, FilterError> {
+    let n = keys.len() as u64;
+    let mut params = Params::optimal(n, p)?;
+    loop {
+        let filter = Filter::from_keys(params, keys);
+        if filter.fpp() <= p {
+            return Ok(filter);
+        }
+        let m = u64::from(params.m);
+        let m = m + (m / 32).max(1);
+        if m >= 1 << 32 {
+            return Err(FilterError::MOutOfRange(m));
+        }
+        params = Params::for_count(n, m as u32);
+    }
+}
+
+fn distinct_sorted(sets: &[Vec<Key>]) -> Vec<Key> {
+    let mut all: Vec<Key> = sets.concat();
+    all.sort_unstable();
+    all.dedup();
+    all
+}
+
+/// Keys drawn from a small pool, so hours overlap and repeat keys.
+fn key(pool: u64) -> impl Strategy<Value = Key> {
+    (0..pool).prop_map(|i| Key::of(&format!("id:{i}")))
+}
+
+/// An hour as the union sees it: sealed hours sorted and distinct, the open hour (or
+/// any other caller's set) in arbitrary order with repeats.
+fn hour(pool: u64) -> impl Strategy<Value = Vec<Key>> {
+    (prop::collection::vec(key(pool), 0..400), any::<bool>()).prop_map(|(mut keys, sealed)| {
+        if sealed {
+            keys.sort_unstable();
+            keys.dedup();
+        }
+        keys
+    })
+}
+
+fn as_slices(sets: &[Vec<Key>]) -> Vec<&[Key]> {
+    sets.iter().map(Vec::as_slice).collect()
+}
+
+/// splitmix64: uniform keys without hashing a million IDs in a debug build.
+fn uniform_keys(n: usize, seed: u64) -> Vec<Key> {
+    let mut state = seed;
+    (0..n)
+        .map(|_| {
+            state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+            let mut z = state;
+            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+            Key::from_u64(z ^ (z >> 31))
+        })
+        .collect()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(128))]
+
+    #[test]
+    fn a_union_is_bit_identical_to_sizing_its_distinct_keys(
+        sets in prop::collection::vec(hour(1500), 0..8),
+        p in prop_oneof![Just(0.01), 1e-6..0.5f64],
+    ) {
+        let keys = distinct_sorted(&sets);
+        let (filter, count) = union_of(&as_slices(&sets), p).expect("sizable");
+        prop_assert_eq!(count, keys.len() as u64);
+        let expected = reference(&keys, p).expect("sizable");
+        prop_assert_eq!(filter.to_bytes(), expected.to_bytes());
+        prop_assert_eq!(&filter, &expected);
+        prop_assert!(filter.fpp() <= p);
+        prop_assert!(keys.iter().all(|k| filter.contains_key(*k)));
+    }
+
+    #[test]
+    fn the_distinct_count_ignores_order_repeats_and_overlap(
+        sets in prop::collection::vec(hour(3000), 0..12),
+    ) {
+        prop_assert_eq!(distinct_count(&as_slices(&sets)), distinct_sorted(&sets).len() as u64);
+    }
+
+    #[test]
+    fn sized_within_is_unchanged_for_any_order(
+        mut keys in prop::collection::vec(key(5000), 0..3000),
+        p in 1e-4..0.3f64,
+    ) {
+        keys.sort_unstable();
+        keys.dedup();
+        let expected = reference(&keys, p).expect("sizable");
+        keys.reverse();
+        prop_assert_eq!(Filter::sized_within(&keys, p).expect("sizable"), expected);
+    }
+}
+
+#[test]
+fn a_union_too_big_for_cache_is_bit_identical_too() {
+    // Over a million keys: the filter outgrows L2, so the partitioned build runs, with
+    // its chunks and regions; at p = 0.01 the first size fails, so two sizes are built.
+    let hours: Vec<Vec<Key>> = (0..3)
+        .map(|h| {
+            let mut keys = uniform_keys(450_000, h);
+            // Each hour repeats some keys of the one before.
+            keys.extend(uniform_keys(50_000, h.saturating_sub(1)));
+            keys.sort_unstable();
+            keys.dedup();
+            keys
+        })
+        .collect();
+    let keys = distinct_sorted(&hours);
+    let (filter, count) = union_of(&as_slices(&hours), 0.01).expect("sizable");
+    assert_eq!(count, keys.len() as u64);
+    let expected = reference(&keys, 0.01).expect("sizable");
+    assert!(
+        expected.m() > Params::optimal(count, 0.01).unwrap().m,
+        "the loop grew m"
+    );
+    assert_eq!(filter, expected);
+    assert_eq!(
+        Filter::sized_within(&keys, 0.01).expect("sizable"),
+        expected
+    );
+}
