@@ -1,11 +1,11 @@
-//! Unions of hours (a day, or a since-range): rebuilt from the hours' keys at a size fit
-//! for their distinct count, never OR-ed from hourly filters of different sizes.
+//! Unions of hours (a day, or a since-range): built from the hours' keys at a size fit for
+//! their distinct count (`bloom::union_of`), never OR-ed from hourly filters of different
+//! sizes.
 
 use super::{lock, Result, Service, ServiceError, OPEN_UNIONS};
-use crate::bloom::Filter;
+use crate::bloom::{union_of, Key};
 use crate::hour::Hour;
 use crate::render::{render, Effort, Rendered, Repr};
-use crate::store::distinct;
 use crate::wire::Meta;
 use std::sync::Arc;
 
@@ -70,7 +70,9 @@ impl Service {
     ) -> Result<(Arc<Rendered>, bool)> {
         let key = (from.index(), to.index(), repr);
         let now = self.current_hour();
-        let mut keys = Vec::new();
+        // One key set per hour: sealed hours' come sorted and distinct, and the union is
+        // built from the sets as they are (no concatenated copy, no sort).
+        let mut hours: Vec<Vec<Key>> = Vec::new();
         let mut stamp = None;
         // Final only if every past hour in it is: one the store cannot seal yet is read
         // from its keys, and the union is then not cached as complete.
@@ -82,7 +84,7 @@ impl Service {
                 // Refreshed above; what this node acknowledged since is already in the ledger.
                 let ledger = self.ledger();
                 if let Some(open) = ledger.hours.get(&h) {
-                    keys.extend(open.keys());
+                    hours.push(open.keys().collect());
                     // Taken with the keys, so the stamp never claims newer content.
                     stamp = Some((h.index(), open.version));
                 }
@@ -94,7 +96,7 @@ impl Service {
                         Err(e) => return Err(e),
                     }
                 }
-                keys.extend(self.closed_keys(h).await?);
+                hours.push(self.closed_keys(h).await?);
             }
             h = h.next();
         }
@@ -103,9 +105,8 @@ impl Service {
         let meta_of = move |count| Meta::range(from.rfc3339(), to.rfc3339(), complete, count);
         let effort = if complete { Effort::Best } else { Effort::Fast };
         let rendered = tokio::task::spawn_blocking(move || {
-            let keys = distinct(keys);
-            Filter::sized_within(&keys, p)
-                .map(|f| render(&meta_of(keys.len() as u64), &f, repr, effort))
+            let sets: Vec<&[Key]> = hours.iter().map(Vec::as_slice).collect();
+            union_of(&sets, p).map(|(filter, count)| render(&meta_of(count), &filter, repr, effort))
         })
         .await??;
         let rendered = Arc::new(rendered);
