@@ -7,7 +7,7 @@ use crate::hour::Hour;
 use crate::store::{full_message, StoreError};
 use serde::Serialize;
 use std::collections::BTreeSet;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 use tokio::sync::watch;
@@ -23,7 +23,9 @@ pub(super) struct Health {
     corrupt: Mutex<BTreeSet<Hour>>,
     /// Verification failures found (including those repaired from intact keys).
     pub corrupt_found: AtomicU64,
-    /// The open hour has been loaded from the store since start.
+    /// The open hour has been loaded from the store since start: the flag is what every
+    /// request reads (a plain load, nothing shared written), the channel wakes waiters.
+    loaded_flag: AtomicBool,
     loaded: watch::Sender<bool>,
     /// Set while a heartbeat is running or recent, so a flood of probes costs one write.
     last_heartbeat: tokio::sync::Mutex<Option<Instant>>,
@@ -35,6 +37,7 @@ impl Default for Health {
             write_failure: Mutex::new(None),
             corrupt: Mutex::new(BTreeSet::new()),
             corrupt_found: AtomicU64::new(0),
+            loaded_flag: AtomicBool::new(false),
             loaded: watch::Sender::new(false),
             last_heartbeat: tokio::sync::Mutex::new(None),
         }
@@ -106,15 +109,19 @@ impl Service {
 
     /// Marks the open hour loaded: waiting requests proceed, `/healthz` stops saying so.
     pub(super) fn set_loaded(&self) {
+        self.health.loaded_flag.store(true, Ordering::Release);
         self.health.loaded.send_replace(true);
     }
 
     pub fn is_loaded(&self) -> bool {
-        *self.health.loaded.borrow()
+        self.health.loaded_flag.load(Ordering::Acquire)
     }
 
     /// Resolves once the open hour is loaded (at once in steady state).
     pub async fn wait_loaded(&self) {
+        if self.is_loaded() {
+            return;
+        }
         let mut rx = self.health.loaded.subscribe();
         let _ = rx.wait_for(|loaded| *loaded).await;
     }

@@ -21,6 +21,7 @@ mod cache;
 mod health;
 mod ledger;
 mod lifecycle;
+mod open_unions;
 mod stats;
 mod union;
 mod views;
@@ -30,7 +31,7 @@ pub use health::{HealthReport, HealthStatus};
 use crate::bloom::{FilterError, Key};
 use crate::clock::Clock;
 use crate::hour::{Day, Hour};
-use crate::render::{Rendered, Repr};
+use crate::render::Rendered;
 use crate::store::{Store, StoreError};
 use cache::RenderCache;
 use chrono::{DateTime, Utc};
@@ -153,14 +154,10 @@ pub struct Service {
     /// Unions that end in the open hour (`since`, today), each with the open hour's
     /// version it was built from: pollers asking for the same range between two ingests
     /// share one build instead of each re-reading every hour's keys.
-    open_unions: Mutex<HashMap<UnionKey, (OpenStamp, Arc<Rendered>)>>,
+    open_unions: Mutex<open_unions::OpenUnions>,
 }
 
-type UnionKey = (i64, i64, Repr);
-/// The open hour and its content version.
-type OpenStamp = (i64, u64);
-/// Open unions kept at most (each a few KB to a few MB); the map is cleared when full.
-const OPEN_UNIONS: usize = 64;
+use open_unions::{UnionKey, OPEN_UNIONS};
 
 impl Service {
     /// # Errors
@@ -173,6 +170,7 @@ impl Service {
         let genesis = store.genesis().await?;
         let marks = store.marks().await?;
         let union_builds = tuning.union_builds.max(1);
+        let open_union_bytes = tuning.cache_bytes / 4;
         let service = Service {
             cache: RenderCache::new(tuning.cache_bytes),
             store,
@@ -191,7 +189,7 @@ impl Service {
             render_locks: Default::default(),
             union_ranges: Mutex::new(HashMap::new()),
             union_pool: tokio::sync::Semaphore::new(union_builds),
-            open_unions: Mutex::new(HashMap::new()),
+            open_unions: Mutex::new(open_unions::OpenUnions::new(open_union_bytes)),
         };
         service.warn_if_clock_behind();
         Ok(service)

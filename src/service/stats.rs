@@ -52,6 +52,9 @@ pub struct CacheStats {
     /// Unions ending in the open hour (`since`, today) kept for pollers to share.
     pub open_unions: usize,
     pub open_unions_max: usize,
+    /// Bytes the open unions hold, of their budget (a quarter of `cache_bytes`).
+    pub open_unions_bytes: usize,
+    pub open_unions_budget_bytes: usize,
 }
 
 impl Service {
@@ -115,11 +118,14 @@ impl Service {
     /// What the render cache and the open-union map hold.
     pub fn cache_stats(&self) -> CacheStats {
         let (entries, bytes) = self.cache.usage();
+        let unions = lock(&self.open_unions);
         CacheStats {
             entries,
             bytes,
             budget_bytes: self.tuning.cache_bytes,
-            open_unions: lock(&self.open_unions).len(),
+            open_unions: unions.usage().0,
+            open_unions_bytes: unions.usage().1,
+            open_unions_budget_bytes: unions.budget(),
             open_unions_max: OPEN_UNIONS,
         }
     }

@@ -2,7 +2,7 @@
 //! their distinct count (`bloom::union_of`), never OR-ed from hourly filters of different
 //! sizes.
 
-use super::{lock, Result, Service, ServiceError, OPEN_UNIONS};
+use super::{lock, Result, Service, ServiceError};
 use crate::bloom::{union_of, Key};
 use crate::hour::Hour;
 use crate::render::{render, Effort, Rendered, Repr};
@@ -32,9 +32,7 @@ impl Service {
             if complete {
                 return self.cache.get(&key);
             }
-            let unions = lock(&self.open_unions);
-            let (stamp, r) = unions.get(&key)?;
-            (stamp.0 == wanted.0 && stamp.1 >= wanted.1).then(|| r.clone())
+            lock(&self.open_unions).get(&key, wanted)
         };
         if let Some(r) = cached() {
             return Ok((r, complete));
@@ -113,13 +111,7 @@ impl Service {
         if complete {
             self.cache.insert(key, rendered.clone());
         } else if let Some(stamp) = stamp {
-            let mut unions = lock(&self.open_unions);
-            // Unions from earlier open hours can never be asked for again.
-            unions.retain(|_, (s, _)| s.0 == stamp.0);
-            if unions.len() >= OPEN_UNIONS {
-                unions.clear();
-            }
-            unions.insert(key, (stamp, rendered.clone()));
+            lock(&self.open_unions).insert(key, stamp, rendered.clone());
         }
         Ok((rendered, complete))
     }
