@@ -2,10 +2,9 @@
 # Build stage: compile the release binary.
 FROM rust:1-slim-bookworm AS build
 WORKDIR /src
-COPY Cargo.toml Cargo.lock ./
-COPY src ./src
-COPY benches ./benches
-COPY config ./config
+# The whole source tree (see .dockerignore): the manifest names test and bench targets,
+# and the dashboard embeds the JavaScript client from clients/js.
+COPY . .
 RUN cargo build --release --locked --bin bloomcast
 
 # Runtime stage: a slim image with the binary, its default config and a non-root user.
