@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# Unions at scale, as an anonymous client would try them: a store holding 24 past hours of
+# HOUR_IDS distinct IDs each (default 400,000: 9.6M IDs), and one reader per pattern.
+#
+#   benches/harness/unions.sh                 # 24 x 400,000 IDs
+#   HOUR_IDS=100000 benches/harness/unions.sh # a quicker run
+#   BIN=/path/to/other/bloomcast benches/harness/unions.sh   # measure another build
+#
+# Prints, each measured from the server process's own CPU time (/proc/PID/stat) and peak
+# RSS (VmHWM):
+# - one `GET /since/<24 hours ago>.bin` (a cold build), then the same again (cached);
+# - the JSON form of the same union after the .bin one;
+# - a reader looping on that since-union for TRICKLE_SECS while a publisher posts 100 IDs
+#   every 0.5 s, next to the same trickle with no reader: the union's share of a core;
+# - 50 concurrent distinct since-ranges: how many were answered 200, 503 busy or 408.
+# The past hours are seeded through the store API (examples/seed_closed_hour.rs), oldest
+# first, so the server's startup seals them. The server runs pinned to core 0.
+set -euo pipefail
+source "$(dirname "$0")/common.sh"
+HOUR_IDS="${HOUR_IDS:-400000}"
+TRICKLE_SECS="${TRICKLE_SECS:-30}"
+make_work
+
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+hwm_mib() { awk '/^VmHWM/ { printf "%.0f", $2 / 1024 }' "/proc/$1/status"; }
+tick_hz=$(getconf CLK_TCK)
+cpu_s() { awk -v t="$1" -v hz="$tick_hz" 'BEGIN { printf "%.2f", t / hz }'; }
+
+data="$WORK/data"
+log "seeding 24 past hours of $HOUR_IDS IDs"
+for ago in $(seq 24 -1 1); do
+  "$EXAMPLES/seed_closed_hour" "$data" "$HOUR_IDS" "$ago" >/dev/null
+done
+port=$(free_port)
+base="http://127.0.0.1:$port"
+(cd "$ROOT" && exec env RUST_LOG=warn BLOOMCAST_LISTEN="127.0.0.1:$port" \
+    BLOOMCAST_DATA_DIR="$data" BLOOMCAST_INGEST_TOKENS="$TOKEN" \
+    taskset -c "$SERVER_CPU" "$BIN" serve) 2>>"$WORK/bloomcast-$port.log" &
+pid=$!
+PIDS+=("$pid")
+# Until /healthz is 200: the startup housekeeping has sealed the 24 hours.
+for _ in $(seq 1 1200); do
+  [ "$(curl -s -o /dev/null -w '%{http_code}' "$base/healthz")" = 200 ] && break
+  sleep 0.5
+done
+since=$(date -u -d '-24 hours' +%Y/%m/%d/%H)
+
+measure() { # label, then curl arguments
+  local label="$1"; shift
+  local before after status
+  before=$(cpu_ticks "$pid")
+  status=$(curl -s -o /dev/null -w '%{http_code}' "$@")
+  after=$(cpu_ticks "$pid")
+  rows+=("| $label | $status | $(cpu_s $((after - before))) | $(hwm_mib "$pid") |")
+}
+rows=()
+measure "since 24 h, .bin, cold" "$base/since/$since.bin"
+measure "since 24 h, .bin, again" "$base/since/$since.bin"
+measure "since 24 h, JSON after .bin" "$base/since/$since.json"
+
+trickle() { # seconds
+  local end=$((SECONDS + $1)) i=0
+  while [ $SECONDS -lt $end ]; do
+    seq 1 100 | sed "s/^/trickle-$RANDOM-$i-/" | curl -s -o /dev/null -X POST "$base/updates" \
+      -H "Authorization: Bearer $TOKEN" -H 'Content-Type: text/plain' --data-binary @-
+    i=$((i + 1))
+    sleep 0.5
+  done
+}
+before=$(cpu_ticks "$pid"); trickle "$TRICKLE_SECS"; after=$(cpu_ticks "$pid")
+alone=$((after - before))
+before=$(cpu_ticks "$pid")
+trickle "$TRICKLE_SECS" &
+trickler=$!
+end=$((SECONDS + TRICKLE_SECS)); reads=0
+while [ $SECONDS -lt $end ]; do
+  curl -s -o /dev/null "$base/since/$since.bin"; reads=$((reads + 1))
+done
+wait "$trickler"
+after=$(cpu_ticks "$pid")
+with_reader=$((after - before))
+
+statuses=$(for h in $(seq 1 50); do
+  from=$(date -u -d "-$((h % 24 + 1)) hours -$h minutes" +%Y/%m/%d/%H)
+  # Distinct ranges: hour and representation vary.
+  repr=(bin hex json); r=${repr[$((h % 3))]}
+  curl -s -o /dev/null -w '%{http_code}\n' --max-time 60 "$base/since/$from.$r" &
+done; wait)
+stop_pid "$pid"
+
+echo
+echo "### Unions over 24 hours of $HOUR_IDS IDs (server pinned to core $SERVER_CPU)"
+echo
+echo "| request | status | server CPU s | peak RSS MiB |"
+echo "|---|---:|---:|---:|"
+printf '%s\n' "${rows[@]}"
+echo
+awk -v a="$alone" -v w="$with_reader" -v s="$TRICKLE_SECS" -v hz="$tick_hz" -v n="$reads" 'BEGIN {
+  printf "Trickle of 100 IDs every 0.5 s for %d s: %.2f CPU-s alone (%.1f%% of a core); ", s, a / hz, 100 * a / hz / s
+  printf "with a reader looping on the union (%d reads): %.2f CPU-s (%.1f%% of a core)\n", n, w / hz, 100 * w / hz / s }'
+echo "50 concurrent distinct since-ranges: $(sort <<<"$statuses" | uniq -c | awk '{ printf "%s x %s, ", $1, $2 }' | sed 's/, $//')"
