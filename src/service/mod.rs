@@ -155,6 +155,8 @@ pub struct Service {
     /// version it was built from: pollers asking for the same range between two ingests
     /// share one build instead of each re-reading every hour's keys.
     open_unions: Mutex<open_unions::OpenUnions>,
+    /// The newest union filters built, so each representation renders one build.
+    built_unions: Mutex<std::collections::VecDeque<union::BuiltUnion>>,
 }
 
 use open_unions::{UnionKey, OPEN_UNIONS};
@@ -190,6 +192,7 @@ impl Service {
             union_ranges: Mutex::new(HashMap::new()),
             union_pool: tokio::sync::Semaphore::new(union_builds),
             open_unions: Mutex::new(open_unions::OpenUnions::new(open_union_bytes)),
+            built_unions: Mutex::new(std::collections::VecDeque::new()),
         };
         service.warn_if_clock_behind();
         Ok(service)

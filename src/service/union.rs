@@ -2,8 +2,9 @@
 //! their distinct count (`bloom::union_of`), never OR-ed from hourly filters of different
 //! sizes.
 
+use super::open_unions::{OpenStamp, UnionKey};
 use super::{lock, Result, Service, ServiceError};
-use crate::bloom::{union_of, Key};
+use crate::bloom::{union_of, Filter, Key};
 use crate::hour::Hour;
 use crate::render::{render, Effort, Rendered, Repr};
 use crate::wire::Meta;
@@ -68,6 +69,21 @@ impl Service {
     ) -> Result<(Arc<Rendered>, bool)> {
         let key = (from.index(), to.index(), repr);
         let now = self.current_hour();
+        // Another representation of a union just built: render the same filter again.
+        let current = (to == now).then(|| {
+            (
+                now.index(),
+                self.ledger().hours.get(&now).map_or(0, |o| o.version),
+            )
+        });
+        if let Some(built) = self.built_union(from, to, current, complete) {
+            let meta = Meta::range(from.rfc3339(), to.rfc3339(), complete, built.count);
+            let effort = if complete { Effort::Best } else { Effort::Fast };
+            let filter = built.filter.clone();
+            let rendered =
+                tokio::task::spawn_blocking(move || render(&meta, &filter, repr, effort)).await?;
+            return Ok(self.keep_union(key, complete, built.stamp, rendered));
+        }
         // One key set per hour: sealed hours' come sorted and distinct, and the union is
         // built from the sets as they are (no concatenated copy, no sort).
         let mut hours: Vec<Vec<Key>> = Vec::new();
@@ -102,17 +118,85 @@ impl Service {
         let p = self.tuning.target_fpp;
         let meta_of = move |count| Meta::range(from.rfc3339(), to.rfc3339(), complete, count);
         let effort = if complete { Effort::Best } else { Effort::Fast };
-        let rendered = tokio::task::spawn_blocking(move || {
+        let (rendered, filter, count) = tokio::task::spawn_blocking(move || {
             let sets: Vec<&[Key]> = hours.iter().map(Vec::as_slice).collect();
-            union_of(&sets, p).map(|(filter, count)| render(&meta_of(count), &filter, repr, effort))
+            union_of(&sets, p).map(|(filter, count)| {
+                let rendered = render(&meta_of(count), &filter, repr, effort);
+                (rendered, Arc::new(filter), count)
+            })
         })
         .await??;
+        self.remember_union(BuiltUnion {
+            range: (from.index(), to.index()),
+            stamp,
+            complete,
+            filter,
+            count,
+        });
+        Ok(self.keep_union(key, complete, stamp, rendered))
+    }
+
+    /// Caches a rendering: immutable ones in the render cache, open ones with their stamp.
+    fn keep_union(
+        &self,
+        key: UnionKey,
+        complete: bool,
+        stamp: Option<OpenStamp>,
+        rendered: Rendered,
+    ) -> (Arc<Rendered>, bool) {
         let rendered = Arc::new(rendered);
         if complete {
             self.cache.insert(key, rendered.clone());
         } else if let Some(stamp) = stamp {
             lock(&self.open_unions).insert(key, stamp, rendered.clone());
         }
-        Ok((rendered, complete))
+        (rendered, complete)
     }
+
+    /// A union filter built for `from..=to` showing exactly `current` (the open hour and
+    /// its version; `None` for a range of closed hours), if one is kept.
+    fn built_union(
+        &self,
+        from: Hour,
+        to: Hour,
+        current: Option<OpenStamp>,
+        complete: bool,
+    ) -> Option<BuiltUnion> {
+        lock(&self.built_unions)
+            .iter()
+            .find(|b| {
+                b.range == (from.index(), to.index())
+                    && b.stamp == current
+                    && b.complete == complete
+            })
+            .cloned()
+    }
+
+    /// Keeps the newest few built filters (within a quarter of the cache budget each), so
+    /// each representation of a union is a rendering of one build.
+    fn remember_union(&self, built: BuiltUnion) {
+        if built.filter.m() as usize / 8 > self.tuning.cache_bytes / 4 {
+            return;
+        }
+        let mut kept = lock(&self.built_unions);
+        kept.retain(|b| b.range != built.range);
+        if kept.len() >= BUILT_UNIONS {
+            kept.pop_front();
+        }
+        kept.push_back(built);
+    }
+}
+
+/// Built union filters kept for their other representations.
+const BUILT_UNIONS: usize = 4;
+
+/// One built union filter and what it shows.
+#[derive(Clone)]
+pub(super) struct BuiltUnion {
+    range: (i64, i64),
+    /// The open hour and version it includes; `None` for a range of closed hours.
+    stamp: Option<OpenStamp>,
+    complete: bool,
+    filter: Arc<Filter>,
+    count: u64,
 }

@@ -114,3 +114,29 @@ async fn a_since_union_served_once_still_takes_later_ingests() {
     assert_eq!(meta.count, 3);
     assert!(["early", "a", "late"].iter().all(|id| filter.contains(id)));
 }
+
+#[tokio::test]
+async fn every_representation_of_a_union_is_the_same_filter_open_or_complete() {
+    let app = TestApp::spawn().await;
+    app.ingest(&["h13-a", "h13-b"]).await;
+    app.next_hour().await;
+    app.ingest(&["h14"]).await;
+    assert_representations_agree(&app, "/since/2008/09/03/13", false).await;
+    app.clock.advance(Duration::hours(10)); // the day is over
+    app.service.tick().await.unwrap();
+    assert_representations_agree(&app, "/2008/09/03", true).await;
+}
+
+/// The JSON, hex and bin forms of `path` hold the same filter, count and completeness.
+async fn assert_representations_agree(app: &TestApp, path: &str, complete: bool) {
+    let (meta, filter) = app.filter(&format!("{path}.json")).await;
+    assert_eq!((meta.count, meta.complete), (3, complete), "{path}");
+    for (suffix, hex) in [("hex", true), ("bin", false)] {
+        let reply = app.get(&format!("{path}.{suffix}")).await;
+        assert_eq!(reply.status, 200, "{path}.{suffix}");
+        let (raw_meta, raw) =
+            bloomcast::wire::decode_raw(|n| reply.header(n), &reply.body, hex).unwrap();
+        assert_eq!(raw, filter, "{path}.{suffix}");
+        assert_eq!((raw_meta.count, raw_meta.complete), (3, complete));
+    }
+}
