@@ -1,6 +1,6 @@
 //! The `bloomcast` binary: parses the command line and calls into the library.
 
-use bloomcast::cli::{finish, CheckArgs, IngestArgs, InspectArgs};
+use bloomcast::cli::{finish, CheckArgs, EstimateArgs, IngestArgs, InspectArgs};
 use bloomcast::config::Settings;
 use bloomcast::startup::{shutdown_signal, Application};
 use clap::{Parser, Subcommand};
@@ -34,6 +34,8 @@ enum Command {
     Ingest(IngestArgs),
     /// Show a filter's parameters, count, fill and fpp (from a URL or a file).
     Inspect(InspectArgs),
+    /// Estimate |A ∩ B| and |A ∪ B| from two filters of the same shape.
+    Estimate(EstimateArgs),
 }
 
 #[tokio::main]
@@ -48,6 +50,7 @@ async fn main() -> ExitCode {
         Command::Check(args) => finish(args.run().await),
         Command::Ingest(args) => finish(args.run().await),
         Command::Inspect(args) => finish(args.run().await),
+        Command::Estimate(args) => finish(args.run().await),
     }
 }
 

@@ -30,6 +30,10 @@ pub enum FilterError {
         left: (u32, u32, &'static str),
         right: (u32, u32, &'static str),
     },
+    #[error(
+        "a partitioned filter needs m >= k (m = {m}, k = {k}): each of the k ranges needs a bit"
+    )]
+    PartitionTooSmall { m: u32, k: u32 },
     #[error("malformed filter document: {0}")]
     BadDocument(String),
 }

@@ -200,13 +200,34 @@ impl Filter {
         self.combine(other, |a, b| a & b)
     }
 
-    fn combine(&mut self, other: &Filter, op: impl Fn(u64, u64) -> u64) -> Result<(), FilterError> {
+    /// Estimates of `|A|`, `|B|`, `|A ∪ B|` and `|A ∩ B|` from this filter (A) and
+    /// `other` (B), without combining them; see [`super::Overlap`].
+    ///
+    /// # Errors
+    /// [`FilterError::Incompatible`] unless m, k and hash are equal.
+    pub fn overlap(&self, other: &Filter) -> Result<super::Overlap, FilterError> {
+        self.check_shape(other)?;
+        let union_ones = super::estimate::or_ones(&self.words, &other.words);
+        let estimate = |ones| sizing::estimated_cardinality(ones, self.params);
+        Ok(super::Overlap::from_estimates(
+            estimate(self.ones),
+            estimate(other.ones),
+            estimate(union_ones),
+        ))
+    }
+
+    fn check_shape(&self, other: &Filter) -> Result<(), FilterError> {
         if self.params != other.params || self.hash != other.hash {
             return Err(FilterError::Incompatible {
                 left: (self.params.m, self.params.k, self.hash.name()),
                 right: (other.params.m, other.params.k, other.hash.name()),
             });
         }
+        Ok(())
+    }
+
+    fn combine(&mut self, other: &Filter, op: impl Fn(u64, u64) -> u64) -> Result<(), FilterError> {
+        self.check_shape(other)?;
         let mut ones = 0;
         for (a, b) in self.words.iter_mut().zip(&other.words) {
             *a = op(*a, *b);

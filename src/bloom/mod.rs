@@ -5,14 +5,20 @@
 mod build;
 mod encode;
 mod error;
+mod estimate;
 mod filter;
 mod hash;
+mod partitioned;
 mod sizing;
 mod union;
 
 pub use encode::{from_hex, to_hex};
 pub use error::FilterError;
+pub use estimate::Overlap;
 pub use filter::Filter;
 pub use hash::{HashScheme, Key, Positions, SHA1_KM32};
-pub use sizing::{estimated_cardinality, fpp_at_fill, Params, MAX_K, MIN_M};
+pub use partitioned::PartitionedFilter;
+pub use sizing::{
+    estimated_cardinality, estimated_cardinality_partitioned, fpp_at_fill, Params, MAX_K, MIN_M,
+};
 pub use union::{distinct_count, union_of};

@@ -97,6 +97,16 @@ pub fn estimated_cardinality(ones: u64, params: Params) -> f64 {
     -(m / k) * (1.0 - ones as f64 / m).ln()
 }
 
+/// The partitioned filter's estimate: each ID sets exactly one bit in each of the k
+/// ranges of `p = floor(m/k)` bits, so each range alone gives `-p ln(1 - X_i/p)`;
+/// pooling the ranges' fills, `n ≈ -p ln(1 - X/(k p))` for `X` set bits in all.
+/// Infinite when every used bit is set.
+pub fn estimated_cardinality_partitioned(ones: u64, params: Params) -> f64 {
+    let p = f64::from(params.m / params.k);
+    let used = p * f64::from(params.k);
+    -p * (1.0 - ones as f64 / used).ln()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

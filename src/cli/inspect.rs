@@ -1,4 +1,5 @@
-//! `bloomcast inspect`: a filter's parameters, count, fill and fpp, from a URL or a file.
+//! `bloomcast inspect`: a filter's parameters, count (exact and estimated), fill and
+//! fpp, from a URL or a file.
 
 use super::{client, CliError};
 use crate::bloom::Filter;
@@ -30,12 +31,7 @@ impl InspectArgs {
     /// # Errors
     /// An unreachable URL, an error status, an unreadable file or filter.
     pub async fn run(self) -> Result<(), CliError> {
-        let (meta, filter) =
-            if self.target.starts_with("http://") || self.target.starts_with("https://") {
-                fetch(&self.target).await?
-            } else {
-                read_file(&self.target, self.m.zip(self.k))?
-            };
+        let (meta, filter) = load(&self.target, self.m.zip(self.k)).await?;
         // A raw file says nothing about its time or exact count.
         let covers = meta
             .as_ref()
@@ -48,6 +44,8 @@ impl InspectArgs {
             ("covers", json!(covers)),
             ("complete", json!(meta.as_ref().map(|m| m.complete))),
             ("count", json!(meta.as_ref().map(|m| m.count))),
+            // Swamidass–Baldi, from the bits alone: beside the exact count to compare.
+            ("estimated_count", json!(filter.estimated_count().round())),
             ("m", json!(filter.m())),
             ("k", json!(filter.k())),
             ("hash", json!(filter.hash().name())),
@@ -55,7 +53,6 @@ impl InspectArgs {
             ("bits_set", json!(filter.ones())),
             ("fill", json!(filter.fill_ratio())),
             ("fpp", json!(filter.fpp())),
-            ("estimated_count", json!(filter.estimated_count().round())),
         ];
         if self.json {
             let object: serde_json::Map<String, serde_json::Value> = fields
@@ -74,6 +71,19 @@ impl InspectArgs {
             }
         }
         Ok(())
+    }
+}
+
+/// A filter from a URL or a file (raw files need `(m, k)`), with its metadata when
+/// the source carries any.
+pub(super) async fn load(
+    target: &str,
+    raw: Option<(u64, u64)>,
+) -> Result<(Option<Meta>, Filter), CliError> {
+    if target.starts_with("http://") || target.starts_with("https://") {
+        fetch(target).await
+    } else {
+        read_file(target, raw)
     }
 }
 
