@@ -19,6 +19,7 @@
 
 mod cache;
 mod health;
+mod history;
 mod ledger;
 mod lifecycle;
 mod stats;
@@ -26,6 +27,7 @@ mod union;
 mod views;
 
 pub use health::{HealthReport, HealthStatus};
+pub use history::History;
 
 use crate::bloom::{FilterError, Key};
 use crate::clock::Clock;
@@ -154,6 +156,8 @@ pub struct Service {
     /// version it was built from: pollers asking for the same range between two ingests
     /// share one build instead of each re-reading every hour's keys.
     open_unions: Mutex<HashMap<UnionKey, (OpenStamp, Arc<Rendered>)>>,
+    /// Decoded filters of complete hours for [`Service::history`].
+    history: history::HistoryFilters,
 }
 
 type UnionKey = (i64, i64, Repr);
@@ -173,6 +177,7 @@ impl Service {
         let genesis = store.genesis().await?;
         let marks = store.marks().await?;
         let union_builds = tuning.union_builds.max(1);
+        let tuning_history_budget = tuning.cache_bytes;
         let service = Service {
             cache: RenderCache::new(tuning.cache_bytes),
             store,
@@ -192,6 +197,7 @@ impl Service {
             union_ranges: Mutex::new(HashMap::new()),
             union_pool: tokio::sync::Semaphore::new(union_builds),
             open_unions: Mutex::new(HashMap::new()),
+            history: history::HistoryFilters::new(tuning_history_budget),
         };
         service.warn_if_clock_behind();
         Ok(service)
