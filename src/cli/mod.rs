@@ -1,13 +1,15 @@
-//! The command-line client: `check`, `ingest` and `inspect`, over [`crate::client`].
+//! The command-line client: `check`, `history`, `ingest` and `inspect`, over [`crate::client`].
 //!
 //! Each verb is a clap `Args` struct with a `run` that returns the process exit code;
 //! `src/main.rs` only dispatches.
 
 mod check;
+mod history;
 mod ingest;
 mod inspect;
 
 pub use check::CheckArgs;
+pub use history::HistoryArgs;
 pub use ingest::IngestArgs;
 pub use inspect::InspectArgs;
 
