@@ -34,6 +34,15 @@ fn main() {
             &[Need::Postgres],
             || needs::block_on(changed_in_over_a_followed_table_returns_what_the_sdk_returns()),
         ),
+        needs::trial(
+            "a_role_that_may_not_create_pgcrypto_starts_without_the_functions_until_a_dba_does",
+            &[Need::Postgres],
+            || {
+                needs::block_on(
+                    a_role_that_may_not_create_pgcrypto_starts_without_the_functions_until_a_dba_does(),
+                )
+            },
+        ),
     ]);
 }
 
@@ -250,4 +259,91 @@ async fn changed_in_over_a_followed_table_returns_what_the_sdk_returns() {
     db.batch_execute(&format!("DROP SCHEMA \"{schema}\" CASCADE"))
         .await
         .unwrap();
+}
+
+/// `url` (`postgres://user[:password]@host:port/db[?params]`) for another database and,
+/// optionally, another user.
+fn url_for(url: &str, user: Option<&str>, db: &str) -> String {
+    let (scheme, rest) = url.split_once("://").expect("a postgres:// URL");
+    let (auth, rest) = rest.rsplit_once('@').map_or(("", rest), |(a, r)| (a, r));
+    let (host, tail) = rest.split_once('/').unwrap_or((rest, ""));
+    let params = tail
+        .split_once('?')
+        .map_or(String::new(), |(_, p)| format!("?{p}"));
+    let auth = user.unwrap_or(auth);
+    let at = if auth.is_empty() { "" } else { "@" };
+    format!("{scheme}://{auth}{at}{host}/{db}{params}")
+}
+
+async fn migrations(db: &tokio_postgres::Client, schema: &str) -> Vec<i32> {
+    db.query(
+        &format!("SELECT version FROM {schema}.schema_migrations ORDER BY version"),
+        &[],
+    )
+    .await
+    .unwrap()
+    .iter()
+    .map(|r| r.get(0))
+    .collect()
+}
+
+async fn a_role_that_may_not_create_pgcrypto_starts_without_the_functions_until_a_dba_does() {
+    let url = Need::Postgres.found();
+    // One name for a fresh database (without pgcrypto), a role and the schema.
+    let name = unique_schema();
+    let admin = connect(&url).await;
+    for statement in [
+        format!("CREATE DATABASE {name}"),
+        format!("CREATE ROLE {name} LOGIN PASSWORD 'not-a-secret'"),
+    ] {
+        admin.batch_execute(&statement).await.unwrap();
+    }
+    let dba = connect(&url_for(&url, None, &name)).await;
+    // As a DBA would: the role owns its schema but may not create in the database.
+    dba.batch_execute(&format!(
+        "REVOKE CREATE ON DATABASE {name} FROM PUBLIC;
+         CREATE SCHEMA {name} AUTHORIZATION {name};"
+    ))
+    .await
+    .unwrap();
+    let role_url = url_for(&url, Some(&format!("{name}:not-a-secret")), &name);
+    let clock = ManualClock::at(hour_of(2008, 9, 3, 13).unwrap(), Duration::minutes(5));
+
+    let first = node(&role_url, &name, &clock).await;
+    assert_eq!(migrations(&dba, &name).await, [1, 2]);
+    let installed = format!(
+        "SELECT count(*) FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+         WHERE n.nspname = '{name}' AND p.proname IN ('may_contain', 'changed_in', 'changed_since')"
+    );
+    let count: i64 = dba.query_one(&installed, &[]).await.unwrap().get(0);
+    assert_eq!(count, 0);
+    drop(first);
+
+    // The DBA installs pgcrypto; the next start installs the functions.
+    dba.batch_execute("CREATE EXTENSION pgcrypto")
+        .await
+        .unwrap();
+    let second = node(&role_url, &name, &clock).await;
+    assert_eq!(migrations(&dba, &name).await, [1, 2, 3]);
+    let count: i64 = dba.query_one(&installed, &[]).await.unwrap().get(0);
+    assert_eq!(count, 3);
+    let abc: bool = dba
+        .query_one(
+            &format!(
+                "SELECT {name}.may_contain('\\x04001040400001000400100000'::bytea, 100, 7, 'abc')"
+            ),
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert!(abc, "the PROTOCOL's worked example");
+    drop(second);
+    drop(dba);
+    for statement in [
+        format!("DROP DATABASE {name} WITH (FORCE)"),
+        format!("DROP ROLE {name}"),
+    ] {
+        admin.batch_execute(&statement).await.unwrap();
+    }
 }

@@ -66,9 +66,23 @@ pub(super) async fn migrate(pool: &Pool, schema: &str) -> Result<()> {
     .await
     .map_err(pg_error)?;
     refuse_foreign(&tx, schema).await?;
+    // A schema a DBA created for a role without CREATE on the database is used as it
+    // is: `CREATE SCHEMA IF NOT EXISTS` would need that privilege even then.
+    let exists = tx
+        .query_opt(
+            "SELECT 1 FROM pg_namespace WHERE nspname = $1",
+            &[&schema.trim_matches('"')],
+        )
+        .await
+        .map_err(pg_error)?
+        .is_some();
+    if !exists {
+        tx.batch_execute(&format!("CREATE SCHEMA {schema}"))
+            .await
+            .map_err(pg_error)?;
+    }
     tx.batch_execute(&format!(
-        "CREATE SCHEMA IF NOT EXISTS {schema};
-         CREATE TABLE IF NOT EXISTS {schema}.schema_migrations (
+        "CREATE TABLE IF NOT EXISTS {schema}.schema_migrations (
              version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now());"
     ))
     .await
