@@ -2,9 +2,11 @@
 //! real PostgreSQL, against the protocol's test vectors and the SDK's own answers.
 //!
 //! Needs PostgreSQL at `BLOOMCAST_TEST_DATABASE_URL` (default
-//! `postgres://postgres@127.0.0.1:5432/test`) with pgcrypto available (Debian:
-//! postgresql-contrib); without it the tests are reported ignored with the reason, unless
-//! `CI` is set, where they fail. Each test works in its own schema.
+//! `postgres://postgres@127.0.0.1:5432/test`), as a superuser (one test creates a database
+//! and a role), with the pgcrypto contrib module available (Debian's postgresql package has
+//! it). Without a reachable PostgreSQL the tests are reported ignored with the reason,
+//! unless `CI` is set, where they fail; without pgcrypto they fail. Each test works in its
+//! own schema (or database).
 
 #![cfg(unix)]
 

@@ -139,8 +139,9 @@ pub(super) async fn install(tx: &mut Transaction<'_>, schema: &str) -> Result<bo
             %schema,
             "the SQL functions may_contain, changed_in and changed_since are not installed: \
              the extension pgcrypto is missing and this role may not create it; have a DBA \
-             run `CREATE EXTENSION pgcrypto;` in database {database} (Debian: the \
-             postgresql-contrib package), then restart any node"
+             run `CREATE EXTENSION pgcrypto;` in database {database} (pgcrypto is a \
+             contrib module: in Debian's postgresql-NN package, elsewhere often \
+             postgresql-contrib), then restart any node"
         );
         return Ok(false);
     };
