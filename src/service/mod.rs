@@ -156,7 +156,8 @@ pub struct Service {
     /// version it was built from: pollers asking for the same range between two ingests
     /// share one build instead of each re-reading every hour's keys.
     open_unions: Mutex<HashMap<UnionKey, (OpenStamp, Arc<Rendered>)>>,
-    /// Decoded filters of complete hours for [`Service::history`].
+    /// Decoded filters of complete hours for [`Service::history`], within a budget of
+    /// `cache_bytes` counted apart from the render cache's.
     history: history::HistoryFilters,
 }
 
