@@ -1,6 +1,6 @@
 //! The `bloomcast` binary: parses the command line and calls into the library.
 
-use bloomcast::cli::{finish, CheckArgs, EstimateArgs, IngestArgs, InspectArgs};
+use bloomcast::cli::{finish, CheckArgs, EstimateArgs, HistoryArgs, IngestArgs, InspectArgs};
 use bloomcast::config::Settings;
 use bloomcast::startup::{shutdown_signal, Application};
 use clap::{Parser, Subcommand};
@@ -30,6 +30,8 @@ enum Command {
     Serve,
     /// Print which of the given IDs may have changed since an hour.
     Check(CheckArgs),
+    /// Print, for each ID, the hours in which it may have changed.
+    History(HistoryArgs),
     /// Publish IDs into the server's current hour, in batches, with retries.
     Ingest(IngestArgs),
     /// Show a filter's parameters, count, fill and fpp (from a URL or a file).
@@ -48,6 +50,7 @@ async fn main() -> ExitCode {
     match cli.command {
         Command::Serve => serve().await,
         Command::Check(args) => finish(args.run().await),
+        Command::History(args) => finish(args.run().await),
         Command::Ingest(args) => finish(args.run().await),
         Command::Inspect(args) => finish(args.run().await),
         Command::Estimate(args) => finish(args.run().await),

@@ -38,7 +38,7 @@ enum StrategyArg {
     Union,
 }
 
-fn parse_hour(s: &str) -> Result<Hour, String> {
+pub(super) fn parse_hour(s: &str) -> Result<Hour, String> {
     Hour::parse_flexible(s).map_err(|e| match e {
         // The parser's own message shows its normalised text, not what was typed.
         HourError::Malformed(_) => {

@@ -1,15 +1,17 @@
-//! The command-line client: `check`, `ingest`, `inspect` and `estimate`, over [`crate::client`].
+//! The command-line client: `check`, `history`, `ingest`, `inspect` and `estimate`, over [`crate::client`].
 //!
 //! Each verb is a clap `Args` struct with a `run` that returns the process exit code;
 //! `src/main.rs` only dispatches.
 
 mod check;
 mod estimate;
+mod history;
 mod ingest;
 mod inspect;
 
 pub use check::CheckArgs;
 pub use estimate::EstimateArgs;
+pub use history::HistoryArgs;
 pub use ingest::IngestArgs;
 pub use inspect::InspectArgs;
 

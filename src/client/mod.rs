@@ -25,10 +25,12 @@ mod cache;
 mod changed;
 mod error;
 mod fetch;
+mod history;
 mod plan;
 mod publish;
 
 pub use error::ClientError;
+pub use history::{default_cache_dir, IdHistory};
 pub use plan::Strategy;
 pub use publish::{PublishOptions, PublishSummary};
 
@@ -164,6 +166,8 @@ pub struct Client {
     token: Option<String>,
     cache: EtagCache,
     counters: Counters,
+    /// Where [`Client::history`] keeps complete hours' filters across runs, if anywhere.
+    cache_dir: Option<std::path::PathBuf>,
 }
 
 /// Configures a [`Client`].
@@ -174,6 +178,7 @@ pub struct ClientBuilder {
     timeout: Duration,
     connect_timeout: Duration,
     cache_entries: usize,
+    cache_dir: Option<std::path::PathBuf>,
 }
 
 impl ClientBuilder {
@@ -192,6 +197,14 @@ impl ClientBuilder {
     /// How many fetched filters to keep for revalidation (default 1024; 0 disables).
     pub fn cache_entries(mut self, entries: usize) -> Self {
         self.cache_entries = entries;
+        self
+    }
+
+    /// A directory where [`Client::history`] keeps complete hours' filters, so a later
+    /// process fetches only hours it has not seen complete (default: none, memory only;
+    /// [`default_cache_dir`] is the conventional place).
+    pub fn cache_dir(mut self, dir: impl Into<std::path::PathBuf>) -> Self {
+        self.cache_dir = Some(dir.into());
         self
     }
 
@@ -225,6 +238,7 @@ impl ClientBuilder {
             token: self.token,
             cache: EtagCache::new(self.cache_entries),
             counters: Counters::default(),
+            cache_dir: self.cache_dir,
         })
     }
 }
@@ -246,6 +260,7 @@ impl Client {
             timeout: Duration::from_secs(30),
             connect_timeout: Duration::from_secs(5),
             cache_entries: 1024,
+            cache_dir: None,
         }
     }
 

@@ -6,6 +6,7 @@ mod cors;
 mod dashboard;
 mod error;
 mod filters;
+mod history;
 mod ingest;
 mod loading;
 mod meta;
@@ -79,6 +80,7 @@ pub fn router(state: AppState) -> Router {
         .route("/dashboard/style.css", get(dashboard::style))
         .route("/dashboard/bloomcast.js", get(dashboard::client))
         .route("/updates", post(ingest::post_updates))
+        .route("/history", get(history::get_history))
         .route("/since/{y}/{mo}/{d}/{h}", get(filters::get_since))
         .route("/{y}/{mo}/{d}/{h}", get(filters::get_hour))
         .route("/{y}/{mo}/{d}", get(filters::get_day))

@@ -19,6 +19,7 @@
 
 mod cache;
 mod health;
+mod history;
 mod ledger;
 mod lifecycle;
 mod open_unions;
@@ -27,6 +28,7 @@ mod union;
 mod views;
 
 pub use health::{HealthReport, HealthStatus};
+pub use history::History;
 
 use crate::bloom::{FilterError, Key};
 use crate::clock::Clock;
@@ -157,6 +159,9 @@ pub struct Service {
     open_unions: Mutex<open_unions::OpenUnions>,
     /// The newest union filters built, so each representation renders one build.
     built_unions: Mutex<std::collections::VecDeque<union::BuiltUnion>>,
+    /// Decoded filters of complete hours for [`Service::history`], within a budget of
+    /// `cache_bytes` counted apart from the render cache's.
+    history: history::HistoryFilters,
 }
 
 use open_unions::{UnionKey, OPEN_UNIONS};
@@ -173,6 +178,7 @@ impl Service {
         let marks = store.marks().await?;
         let union_builds = tuning.union_builds.max(1);
         let open_union_bytes = tuning.cache_bytes / 4;
+        let tuning_history_budget = tuning.cache_bytes;
         let service = Service {
             cache: RenderCache::new(tuning.cache_bytes),
             store,
@@ -193,6 +199,7 @@ impl Service {
             union_pool: tokio::sync::Semaphore::new(union_builds),
             open_unions: Mutex::new(open_unions::OpenUnions::new(open_union_bytes)),
             built_unions: Mutex::new(std::collections::VecDeque::new()),
+            history: history::HistoryFilters::new(tuning_history_budget),
         };
         service.warn_if_clock_behind();
         Ok(service)

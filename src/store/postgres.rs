@@ -25,6 +25,7 @@ use std::time::Duration;
 
 mod link;
 mod migrate;
+mod sqlfns;
 mod tls;
 
 pub use link::{LinkError, PgLink};

@@ -6,6 +6,7 @@ mod dashboard;
 mod errors;
 mod faults;
 mod helpers;
+mod history;
 mod ingest;
 mod publication;
 mod rollover;

@@ -1,7 +1,9 @@
 //! The schema, as versioned migrations applied once each, by whichever node starts
-//! first (under an advisory lock), in the configured schema.
+//! first (under an advisory lock), in the configured schema. Migration 3, the SQL
+//! functions over the filters, lives in [`super::sqlfns`]: it needs pgcrypto, and is
+//! tried again at every start until it could be applied.
 
-use super::{pg_error, pool_error};
+use super::{pg_error, pool_error, sqlfns};
 use crate::store::Result;
 use crate::store::StoreError;
 use deadpool_postgres::{Pool, Transaction};
@@ -55,7 +57,7 @@ ALTER TABLE {s}.hours ADD COLUMN checksum bigint, ADD COLUMN keys_checksum bigin
 /// Creates the schema if needed and applies the migrations it lacks.
 pub(super) async fn migrate(pool: &Pool, schema: &str) -> Result<()> {
     let mut client = pool.get().await.map_err(pool_error)?;
-    let tx = client.transaction().await.map_err(pg_error)?;
+    let mut tx = client.transaction().await.map_err(pg_error)?;
     // One migrator at a time, whichever node starts first.
     tx.execute(
         "SELECT pg_advisory_xact_lock(hashtext('bloomcast-migrate:' || $1))",
@@ -64,9 +66,23 @@ pub(super) async fn migrate(pool: &Pool, schema: &str) -> Result<()> {
     .await
     .map_err(pg_error)?;
     refuse_foreign(&tx, schema).await?;
+    // A schema a DBA created for a role without CREATE on the database is used as it
+    // is: `CREATE SCHEMA IF NOT EXISTS` would need that privilege even then.
+    let exists = tx
+        .query_opt(
+            "SELECT 1 FROM pg_namespace WHERE nspname = $1",
+            &[&schema.trim_matches('"')],
+        )
+        .await
+        .map_err(pg_error)?
+        .is_some();
+    if !exists {
+        tx.batch_execute(&format!("CREATE SCHEMA {schema}"))
+            .await
+            .map_err(pg_error)?;
+    }
     tx.batch_execute(&format!(
-        "CREATE SCHEMA IF NOT EXISTS {schema};
-         CREATE TABLE IF NOT EXISTS {schema}.schema_migrations (
+        "CREATE TABLE IF NOT EXISTS {schema}.schema_migrations (
              version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now());"
     ))
     .await
@@ -96,6 +112,15 @@ pub(super) async fn migrate(pool: &Pool, schema: &str) -> Result<()> {
         .await
         .map_err(pg_error)?;
         tracing::info!(version, %schema, "applied migration");
+    }
+    if !applied.contains(&sqlfns::VERSION) && sqlfns::install(&mut tx, schema).await? {
+        tx.execute(
+            &format!("INSERT INTO {schema}.schema_migrations (version) VALUES ($1)"),
+            &[&sqlfns::VERSION],
+        )
+        .await
+        .map_err(pg_error)?;
+        tracing::info!(version = sqlfns::VERSION, %schema, "applied migration");
     }
     tx.commit().await.map_err(pg_error)
 }

@@ -1,0 +1,130 @@
+//! `GET /history?id=...`: the hours of the retention window in which each ID may have
+//! changed, for publishers only. It needs the ingest token: answering it publicly would
+//! let anyone probe IDs without downloading a filter.
+
+use super::error::{ApiError, Result};
+use super::AppState;
+use crate::hour::Hour;
+use crate::wire::check_id;
+use axum::extract::{RawQuery, State};
+use axum::http::{header, HeaderMap};
+use axum::response::{IntoResponse, Response};
+use serde_json::json;
+
+/// How many IDs one request may ask about.
+pub const MAX_HISTORY_IDS: usize = 1000;
+
+/// Answers from the service's filters; 401 without a valid token, 400 for no IDs, too
+/// many, or an unreadable `since`.
+#[tracing::instrument(skip_all)]
+pub async fn get_history(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    RawQuery(query): RawQuery,
+) -> Result<Response> {
+    state.auth.check(&headers)?;
+    let (ids, since) = parse_query(query.as_deref().unwrap_or(""))?;
+    let history = state.service.history(&ids, since).await?;
+    let body = json!({
+        "from": history.from.rfc3339(),
+        "to": history.to.rfc3339(),
+        "ids": history.ids.iter().map(|(id, hours)| json!({
+            "id": id,
+            "hours": hours.iter().map(|h| h.rfc3339()).collect::<Vec<_>>(),
+        })).collect::<Vec<_>>(),
+    });
+    Ok((
+        [(header::CACHE_CONTROL, "private, no-store")],
+        axum::Json(body),
+    )
+        .into_response())
+}
+
+/// The repeated `id` parameters and the optional `since`, percent-decoded.
+fn parse_query(query: &str) -> Result<(Vec<String>, Option<Hour>)> {
+    let mut ids = Vec::new();
+    let mut since = None;
+    for pair in query.split('&').filter(|p| !p.is_empty()) {
+        let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
+        let value = percent_decode(value).ok_or_else(|| {
+            ApiError::BadRequest(format!("{name}: not valid percent-encoded UTF-8"))
+        })?;
+        match name {
+            "id" => {
+                check_id(&value).map_err(|e| ApiError::BadRequest(format!("id {value:?} {e}")))?;
+                ids.push(value);
+            }
+            "since" => {
+                let hour = Hour::parse_flexible(&value)
+                    .map_err(|e| ApiError::BadRequest(format!("since {value:?}: {e}")))?;
+                since = Some(hour);
+            }
+            other => {
+                return Err(ApiError::BadRequest(format!(
+                    "unknown parameter {other:?}: expected id (repeatable) and since"
+                )))
+            }
+        }
+    }
+    if ids.is_empty() {
+        return Err(ApiError::BadRequest(
+            "no IDs: pass one or more id= parameters".into(),
+        ));
+    }
+    if ids.len() > MAX_HISTORY_IDS {
+        return Err(ApiError::BadRequest(format!(
+            "{} IDs in one request; the limit is {MAX_HISTORY_IDS}",
+            ids.len()
+        )));
+    }
+    Ok((ids, since))
+}
+
+/// `application/x-www-form-urlencoded` decoding: `+` is a space, `%XX` a byte.
+fn percent_decode(s: &str) -> Option<String> {
+    let mut out = Vec::with_capacity(s.len());
+    let mut bytes = s.bytes();
+    while let Some(b) = bytes.next() {
+        match b {
+            b'+' => out.push(b' '),
+            b'%' => {
+                let hex = [bytes.next()?, bytes.next()?];
+                let hex = std::str::from_utf8(&hex).ok()?;
+                out.push(u8::from_str_radix(hex, 16).ok()?);
+            }
+            b => out.push(b),
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn repeated_ids_are_percent_decoded_in_order() {
+        let (ids, since) = parse_query("id=user%3A1&id=caf%C3%A9&id=a+b").unwrap();
+        assert_eq!(ids, ["user:1", "café", "a b"]);
+        assert_eq!(since, None);
+        let (_, since) = parse_query("id=x&since=2008-09-03T13").unwrap();
+        assert_eq!(since, Some(crate::hour::hour_of(2008, 9, 3, 13).unwrap()));
+    }
+
+    #[test]
+    fn no_ids_bad_escapes_and_unknown_parameters_are_refused() {
+        for bad in [
+            "",
+            "since=2008-09-03T13",
+            "id=%zz",
+            "id=%ff",
+            "id=x&who=y",
+            "id=x&since=later",
+        ] {
+            assert!(
+                matches!(parse_query(bad), Err(ApiError::BadRequest(_))),
+                "{bad}"
+            );
+        }
+    }
+}
