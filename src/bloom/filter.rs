@@ -146,10 +146,7 @@ impl Filter {
     pub fn insert_key(&mut self, key: Key) -> bool {
         let mut newly_set = 0;
         for pos in key.positions_mod(self.modulus, self.params.k) {
-            let word = &mut self.words[(pos >> 6) as usize];
-            let bit = 1u64 << (pos & 63);
-            newly_set += u64::from(*word & bit == 0);
-            *word |= bit;
+            newly_set += super::bits::set(&mut self.words, pos);
         }
         self.ones += newly_set;
         newly_set != 0
@@ -165,7 +162,7 @@ impl Filter {
     #[inline]
     pub fn contains_key(&self, key: Key) -> bool {
         key.positions_mod(self.modulus, self.params.k)
-            .all(|pos| self.words[(pos >> 6) as usize] & (1u64 << (pos & 63)) != 0)
+            .all(|pos| super::bits::get(&self.words, pos))
     }
 
     /// The IDs that are definitely absent: they were certainly never inserted.
@@ -217,23 +214,12 @@ impl Filter {
     }
 
     fn check_shape(&self, other: &Filter) -> Result<(), FilterError> {
-        if self.params != other.params || self.hash != other.hash {
-            return Err(FilterError::Incompatible {
-                left: (self.params.m, self.params.k, self.hash.name()),
-                right: (other.params.m, other.params.k, other.hash.name()),
-            });
-        }
-        Ok(())
+        super::bits::same_shape((self.params, self.hash), (other.params, other.hash))
     }
 
     fn combine(&mut self, other: &Filter, op: impl Fn(u64, u64) -> u64) -> Result<(), FilterError> {
         self.check_shape(other)?;
-        let mut ones = 0;
-        for (a, b) in self.words.iter_mut().zip(&other.words) {
-            *a = op(*a, *b);
-            ones += u64::from(a.count_ones());
-        }
-        self.ones = ones;
+        self.ones = super::bits::combine(&mut self.words, &other.words, op);
         Ok(())
     }
 

@@ -2,6 +2,7 @@
 //! encodings. No I/O, no clock, no globals; the server, the client SDK and the CLI
 //! all build on it.
 
+mod bits;
 mod build;
 mod encode;
 mod error;

@@ -88,10 +88,7 @@ impl PartitionedFilter {
         let p = self.part.m();
         for (i, offset) in key.positions_mod(self.part, self.params.k).enumerate() {
             let pos = i as u32 * p + offset;
-            let word = &mut self.words[(pos >> 6) as usize];
-            let bit = 1u64 << (pos & 63);
-            newly_set += u64::from(*word & bit == 0);
-            *word |= bit;
+            newly_set += super::bits::set(&mut self.words, pos);
         }
         self.ones += newly_set;
         newly_set != 0
@@ -111,7 +108,7 @@ impl PartitionedFilter {
             .enumerate()
             .all(|(i, offset)| {
                 let pos = i as u32 * p + offset;
-                self.words[(pos >> 6) as usize] & (1u64 << (pos & 63)) != 0
+                super::bits::get(&self.words, pos)
             })
     }
 
@@ -137,23 +134,12 @@ impl PartitionedFilter {
         op: impl Fn(u64, u64) -> u64,
     ) -> Result<(), FilterError> {
         self.check_shape(other)?;
-        let mut ones = 0;
-        for (a, b) in self.words.iter_mut().zip(&other.words) {
-            *a = op(*a, *b);
-            ones += u64::from(a.count_ones());
-        }
-        self.ones = ones;
+        self.ones = super::bits::combine(&mut self.words, &other.words, op);
         Ok(())
     }
 
     fn check_shape(&self, other: &PartitionedFilter) -> Result<(), FilterError> {
-        if self.params != other.params || self.hash != other.hash {
-            return Err(FilterError::Incompatible {
-                left: (self.params.m, self.params.k, self.hash.name()),
-                right: (other.params.m, other.params.k, other.hash.name()),
-            });
-        }
-        Ok(())
+        super::bits::same_shape((self.params, self.hash), (other.params, other.hash))
     }
 
     /// Estimates of `|A|`, `|B|`, `|A ∪ B|` and `|A ∩ B|` from this filter (A) and
