@@ -12,7 +12,7 @@ use super::{Result, Service, Target};
 use crate::bloom::{Filter, Key};
 use crate::hour::Hour;
 use crate::render::Repr;
-use crate::wire::Document;
+use crate::wire::decode_raw;
 use std::collections::btree_map::Entry;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -125,10 +125,20 @@ impl Service {
         let mut hour = from;
         while hour <= now {
             if let Entry::Vacant(slot) = filters.entry(hour) {
-                let view = self.view(Target::Hour(hour), Repr::Json).await?;
-                let (_, filter) = Document::parse(&view.rendered.identity)?;
+                // The raw form: its body is the filter's bytes, with no hex or JSON to
+                // encode for this and parse back.
+                let view = self.view(Target::Hour(hour), Repr::Bin).await?;
+                let rendered = &view.rendered;
+                let header = |name: &str| {
+                    rendered
+                        .bloom_headers
+                        .iter()
+                        .find(|(n, _)| *n == name)
+                        .map(|(_, v)| v.as_str())
+                };
+                let (_, filter) = decode_raw(header, &rendered.identity, false)?;
                 let filter = Arc::new(filter);
-                if view.rendered.complete {
+                if rendered.complete {
                     self.history.keep(hour, filter.clone());
                 }
                 slot.insert(filter);
