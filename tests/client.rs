@@ -1,56 +1,26 @@
 //! The Rust SDK against the real server on a real socket (port 0), with a clock the
 //! tests move by hand so that hours close without waiting.
 
+mod common;
+
 use bloomcast::client::{Client, ClientError, PublishOptions, Strategy};
-use bloomcast::clock::ManualClock;
 use bloomcast::config::Settings;
 use bloomcast::hour::{hour_of, Hour};
-use bloomcast::startup::Application;
 use chrono::Duration;
 use std::collections::HashSet;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use tempfile::TempDir;
-use tokio::sync::oneshot;
 
 const TOKEN: &str = "client-test-token";
 
-struct Server {
-    base: String,
-    clock: ManualClock,
-    _stop: oneshot::Sender<()>,
-    _dir: TempDir,
-}
+type Server = common::inproc::InProcess;
 
 fn start_hour() -> Hour {
     hour_of(2008, 9, 3, 5).unwrap()
 }
 
 async fn serve_on(listen: SocketAddr, tweak: impl FnOnce(&mut Settings)) -> Server {
-    let dir = tempfile::tempdir().unwrap();
-    let mut settings = Settings {
-        listen,
-        data_dir: dir.path().to_owned(),
-        ingest_tokens: vec![TOKEN.into()],
-        refresh_ms: 0,
-        ..Settings::default()
-    };
-    tweak(&mut settings);
-    let clock = ManualClock::at(start_hour(), Duration::minutes(1));
-    let app = Application::build_with_clock(settings, Arc::new(clock.clone()))
-        .await
-        .expect("the server builds");
-    let base = format!("http://{}", app.local_addr());
-    let (stop, stopped) = oneshot::channel::<()>();
-    tokio::spawn(app.run_until(async {
-        let _ = stopped.await;
-    }));
-    Server {
-        base,
-        clock,
-        _stop: stop,
-        _dir: dir,
-    }
+    common::inproc::serve(listen, TOKEN, start_hour(), tweak).await
 }
 
 async fn serve() -> Server {

@@ -2,54 +2,24 @@
 //! with a clock moved by hand: every hour is answered, and complete hours are fetched
 //! once across processes through the cache directory.
 
+mod common;
+
 use bloomcast::client::Client;
-use bloomcast::clock::ManualClock;
-use bloomcast::config::Settings;
 use bloomcast::hour::{hour_of, Hour};
-use bloomcast::startup::Application;
 use chrono::Duration;
 use std::path::Path;
 use std::process::Command;
-use std::sync::Arc;
-use tokio::sync::oneshot;
 
 const TOKEN: &str = "history-test-token";
 
-struct Server {
-    base: String,
-    clock: ManualClock,
-    _stop: oneshot::Sender<()>,
-    _dir: tempfile::TempDir,
-}
+type Server = common::inproc::InProcess;
 
 fn start_hour() -> Hour {
     hour_of(2008, 9, 3, 5).unwrap()
 }
 
 async fn serve() -> Server {
-    let dir = tempfile::tempdir().unwrap();
-    let settings = Settings {
-        listen: "127.0.0.1:0".parse().unwrap(),
-        data_dir: dir.path().to_owned(),
-        ingest_tokens: vec![TOKEN.into()],
-        refresh_ms: 0,
-        ..Settings::default()
-    };
-    let clock = ManualClock::at(start_hour(), Duration::minutes(1));
-    let app = Application::build_with_clock(settings, Arc::new(clock.clone()))
-        .await
-        .expect("the server builds");
-    let base = format!("http://{}", app.local_addr());
-    let (stop, stopped) = oneshot::channel::<()>();
-    tokio::spawn(app.run_until(async {
-        let _ = stopped.await;
-    }));
-    Server {
-        base,
-        clock,
-        _stop: stop,
-        _dir: dir,
-    }
+    common::inproc::serve("127.0.0.1:0".parse().unwrap(), TOKEN, start_hour(), |_| {}).await
 }
 
 /// `a` changes in hours 0 and 2, `b` in hour 1; hour 2 is left open.

@@ -4,6 +4,7 @@
 
 #![allow(dead_code)]
 
+pub mod inproc;
 pub mod needs;
 pub mod pg;
 
