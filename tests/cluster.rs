@@ -12,15 +12,13 @@
 mod common;
 
 use bloomcast::clock::ManualClock;
-use bloomcast::config::Settings;
 use bloomcast::hour::hour_of;
-use bloomcast::startup::Application;
 use chrono::Duration;
 use common::needs::{self, Need};
+use common::nodes::{drop_schema, node, node_settings, unique_schema};
 use common::pg::PrivateCluster;
 use common::{fetch, kill9, path_of, post_ids, start, TOKEN};
 use std::collections::HashMap;
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -67,57 +65,6 @@ fn main() {
             || needs::block_on(postgres_going_away_gives_503_and_the_node_recovers()),
         ),
     ]);
-}
-
-fn unique_schema() -> String {
-    let mut bytes = [0u8; 6];
-    getrandom::fill(&mut bytes).unwrap();
-    format!("bc_test_{}", bloomcast::bloom::to_hex(&bytes))
-}
-
-async fn drop_schema(url: &str, schema: &str) {
-    if let Ok((client, conn)) = tokio_postgres::connect(url, tokio_postgres::NoTls).await {
-        tokio::spawn(conn);
-        let _ = client
-            .batch_execute(&format!("DROP SCHEMA IF EXISTS \"{schema}\" CASCADE"))
-            .await;
-    }
-}
-
-fn node_settings(url: &str, schema: &str, dir: PathBuf) -> Settings {
-    Settings {
-        listen: "127.0.0.1:0".parse().unwrap(),
-        data_dir: dir,
-        ingest_tokens: vec![TOKEN.into()],
-        database_url: url.into(),
-        database_schema: schema.into(),
-        refresh_ms: 0,
-        ..Settings::default()
-    }
-}
-
-/// An in-process node serving on a real socket.
-struct Node {
-    base: String,
-    service: Arc<bloomcast::service::Service>,
-    _stop: tokio::sync::oneshot::Sender<()>,
-}
-
-async fn node(settings: Settings, clock: &ManualClock) -> Node {
-    let app = Application::build_with_clock(settings, Arc::new(clock.clone()))
-        .await
-        .expect("node starts");
-    let base = format!("http://{}", app.local_addr());
-    let service = app.service();
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    tokio::spawn(app.run_until(async move {
-        let _ = stopped.await;
-    }));
-    Node {
-        base,
-        service,
-        _stop: stop,
-    }
 }
 
 async fn three_nodes_lose_nothing_across_an_hour_boundary() {

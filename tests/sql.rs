@@ -15,14 +15,12 @@ mod common;
 use bloomcast::bloom::Filter;
 use bloomcast::client::Client;
 use bloomcast::clock::ManualClock;
-use bloomcast::config::Settings;
 use bloomcast::hour::hour_of;
-use bloomcast::startup::Application;
 use chrono::Duration;
 use common::needs::{self, Need};
-use common::{post_ids, TOKEN};
+use common::nodes::unique_schema;
+use common::post_ids;
 use std::collections::BTreeSet;
-use std::sync::Arc;
 
 fn main() {
     needs::run(vec![
@@ -48,12 +46,6 @@ fn main() {
     ]);
 }
 
-fn unique_schema() -> String {
-    let mut bytes = [0u8; 6];
-    getrandom::fill(&mut bytes).unwrap();
-    format!("bc_sql_{}", bloomcast::bloom::to_hex(&bytes))
-}
-
 async fn connect(url: &str) -> tokio_postgres::Client {
     let (client, conn) = tokio_postgres::connect(url, tokio_postgres::NoTls)
         .await
@@ -63,39 +55,8 @@ async fn connect(url: &str) -> tokio_postgres::Client {
 }
 
 /// A node on its own schema (whose start runs the migrations), serving on a real socket.
-struct Node {
-    base: String,
-    service: Arc<bloomcast::service::Service>,
-    _stop: tokio::sync::oneshot::Sender<()>,
-    _dir: tempfile::TempDir,
-}
-
-async fn node(url: &str, schema: &str, clock: &ManualClock) -> Node {
-    let dir = tempfile::tempdir().unwrap();
-    let settings = Settings {
-        listen: "127.0.0.1:0".parse().unwrap(),
-        data_dir: dir.path().to_owned(),
-        ingest_tokens: vec![TOKEN.into()],
-        database_url: url.into(),
-        database_schema: schema.into(),
-        refresh_ms: 0,
-        ..Settings::default()
-    };
-    let app = Application::build_with_clock(settings, Arc::new(clock.clone()))
-        .await
-        .expect("node starts");
-    let base = format!("http://{}", app.local_addr());
-    let service = app.service();
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    tokio::spawn(app.run_until(async move {
-        let _ = stopped.await;
-    }));
-    Node {
-        base,
-        service,
-        _stop: stop,
-        _dir: dir,
-    }
+async fn node(url: &str, schema: &str, clock: &ManualClock) -> common::nodes::Node {
+    common::nodes::node_in_own_dir(url, schema, clock).await
 }
 
 async fn may_contain_agrees_with_every_filter_test_vector() {

@@ -6,6 +6,7 @@
 
 pub mod inproc;
 pub mod needs;
+pub mod nodes;
 pub mod pg;
 
 use std::io::{BufRead, BufReader, Write};

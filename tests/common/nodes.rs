@@ -1,0 +1,73 @@
+//! Cluster-mode nodes for tests: in-process servers on a real socket over a PostgreSQL
+//! schema of the test's own, with a clock the test moves.
+
+use bloomcast::clock::ManualClock;
+use bloomcast::config::Settings;
+use bloomcast::startup::Application;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// A schema name no other test uses.
+pub fn unique_schema() -> String {
+    let mut bytes = [0u8; 6];
+    getrandom::fill(&mut bytes).unwrap();
+    format!("bc_test_{}", bloomcast::bloom::to_hex(&bytes))
+}
+
+/// Drops a test's schema (best effort: a test that failed may have left it half made).
+pub async fn drop_schema(url: &str, schema: &str) {
+    if let Ok((client, conn)) = tokio_postgres::connect(url, tokio_postgres::NoTls).await {
+        tokio::spawn(conn);
+        let _ = client
+            .batch_execute(&format!("DROP SCHEMA IF EXISTS \"{schema}\" CASCADE"))
+            .await;
+    }
+}
+
+/// A node's settings: cluster mode on `url` and `schema`, the test token, any port.
+pub fn node_settings(url: &str, schema: &str, dir: PathBuf) -> Settings {
+    Settings {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        data_dir: dir,
+        ingest_tokens: vec![super::TOKEN.into()],
+        database_url: url.into(),
+        database_schema: schema.into(),
+        refresh_ms: 0,
+        ..Settings::default()
+    }
+}
+
+/// An in-process node serving on a real socket; it stops when dropped.
+pub struct Node {
+    pub base: String,
+    pub service: Arc<bloomcast::service::Service>,
+    _stop: tokio::sync::oneshot::Sender<()>,
+    _dir: Option<tempfile::TempDir>,
+}
+
+/// Starts a node with `settings` (its start runs the migrations).
+pub async fn node(settings: Settings, clock: &ManualClock) -> Node {
+    let app = Application::build_with_clock(settings, Arc::new(clock.clone()))
+        .await
+        .expect("node starts");
+    let base = format!("http://{}", app.local_addr());
+    let service = app.service();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(app.run_until(async move {
+        let _ = stopped.await;
+    }));
+    Node {
+        base,
+        service,
+        _stop: stop,
+        _dir: None,
+    }
+}
+
+/// As [`node`], with the default node settings and a data dir of its own.
+pub async fn node_in_own_dir(url: &str, schema: &str, clock: &ManualClock) -> Node {
+    let dir = tempfile::tempdir().unwrap();
+    let mut node = node(node_settings(url, schema, dir.path().to_owned()), clock).await;
+    node._dir = Some(dir);
+    node
+}
