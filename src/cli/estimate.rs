@@ -1,7 +1,7 @@
 //! `bloomcast estimate --intersect A B`: how many IDs two filters hold in common and
 //! together, estimated from their bits alone (see [`crate::bloom::Overlap`]).
 
-use super::inspect::load;
+use super::inspect::{load, RawShape};
 use super::CliError;
 use crate::bloom::{Filter, FilterError};
 use crate::wire::Meta;
@@ -15,12 +15,8 @@ pub struct EstimateArgs {
     /// reads them.
     #[arg(long, num_args = 2, value_names = ["A", "B"], required = true)]
     intersect: Vec<String>,
-    /// m, for raw hex or binary files (which carry no parameters of their own).
-    #[arg(long, requires = "k")]
-    m: Option<u64>,
-    /// k, for raw hex or binary files.
-    #[arg(long, requires = "m")]
-    k: Option<u64>,
+    #[command(flatten)]
+    raw: RawShape,
     /// Print one JSON object instead of lines.
     #[arg(long)]
     json: bool,
@@ -32,7 +28,7 @@ impl EstimateArgs {
     /// # Errors
     /// Anything `inspect` refuses, or two filters of different shapes (both named).
     pub async fn run(self) -> Result<(), CliError> {
-        let raw = self.m.zip(self.k);
+        let raw = self.raw.get();
         let (meta_a, a) = load(&self.intersect[0], raw).await?;
         let (meta_b, b) = load(&self.intersect[1], raw).await?;
         let overlap = a.overlap(&b).map_err(|e| match e {

@@ -14,15 +14,30 @@ pub struct InspectArgs {
     /// A filter URL (http://host:port/2008/09/03/13) or a file holding a JSON document
     /// (optionally gzip-compressed), or raw hex or bytes with --m and --k.
     target: String,
-    /// m, for a raw hex or binary file (which carries no parameters of its own).
+    #[command(flatten)]
+    raw: RawShape,
+    /// Print one JSON object instead of lines.
+    #[arg(long)]
+    json: bool,
+}
+
+/// The parameters of raw hex or binary files, which carry none of their own (shared by
+/// the verbs that read filters from files).
+#[derive(Debug, Args)]
+pub struct RawShape {
+    /// m, for a raw hex or binary file.
     #[arg(long, requires = "k")]
     m: Option<u64>,
     /// k, for a raw hex or binary file.
     #[arg(long, requires = "m")]
     k: Option<u64>,
-    /// Print one JSON object instead of lines.
-    #[arg(long)]
-    json: bool,
+}
+
+impl RawShape {
+    /// `(m, k)` when both were given.
+    pub fn get(&self) -> Option<(u64, u64)> {
+        self.m.zip(self.k)
+    }
 }
 
 impl InspectArgs {
@@ -31,7 +46,7 @@ impl InspectArgs {
     /// # Errors
     /// An unreachable URL, an error status, an unreadable file or filter.
     pub async fn run(self) -> Result<(), CliError> {
-        let (meta, filter) = load(&self.target, self.m.zip(self.k)).await?;
+        let (meta, filter) = load(&self.target, self.raw.get()).await?;
         // A raw file says nothing about its time or exact count.
         let covers = meta
             .as_ref()
