@@ -23,6 +23,8 @@ mod history;
 mod ledger;
 mod lifecycle;
 mod open_unions;
+mod ready;
+pub use ready::ReadyHour;
 mod stats;
 mod union;
 mod views;
@@ -144,6 +146,8 @@ pub struct Service {
     /// retried in the background rather than on every request.
     seal_retry: Mutex<HashMap<Hour, lifecycle::Retry>>,
     cache: RenderCache,
+    /// The open hour's latest renderings, for the read path's fast lane.
+    board: ready::Board,
     /// Serialises sealing so an hour is built once per node.
     seal_lock: tokio::sync::Mutex<()>,
     refresh_lock: tokio::sync::Mutex<()>,
@@ -181,6 +185,7 @@ impl Service {
         let tuning_history_budget = tuning.cache_bytes;
         let service = Service {
             cache: RenderCache::new(tuning.cache_bytes),
+            board: ready::Board::new(),
             store,
             clock,
             tuning,
@@ -296,6 +301,7 @@ impl Service {
                 tracing::error!("a panic interrupted an update of the open hours; reloading them from the store");
                 let mut guard = poisoned.into_inner();
                 *guard = Ledger::default();
+                self.board.changed();
                 self.ledger.clear_poison();
                 guard
             }
@@ -327,7 +333,9 @@ impl Service {
         let hour = hour?;
         self.raise_high_water(hour);
         if let Some(open) = self.open_entry(&mut ledger, hour) {
-            open.add(keys);
+            if open.add(keys) > 0 {
+                self.board.changed();
+            }
         }
         Ok(Receipt {
             hour,

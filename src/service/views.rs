@@ -103,12 +103,18 @@ impl Service {
                 return Ok(None);
             };
             match &open.rendered[slot] {
-                Some((v, r)) if *v == open.version => return Ok(Some(r.clone())),
+                Some((v, r)) if *v == open.version => {
+                    if let Some(at) = open.refreshed_at {
+                        self.board.refreshed(at, self.tuning.refresh);
+                    }
+                    self.board.publish(hour, self.board.generation(), r);
+                    return Ok(Some(r.clone()));
+                }
                 _ => open.version,
             }
         };
         let _one_render = self.render_locks[slot].lock().await;
-        let (meta, filter, version) = {
+        let (meta, filter, version, generation) = {
             let mut ledger = self.ledger();
             let Some(open) = self.open_entry(&mut ledger, hour) else {
                 return Ok(None);
@@ -119,7 +125,8 @@ impl Service {
                 }
             }
             let meta = Meta::hour(hour.rfc3339(), false, open.count());
-            (meta, open.filter().clone(), open.version)
+            let generation = self.board.generation();
+            (meta, open.filter().clone(), open.version, generation)
         };
         let rendered = Arc::new(render_off_thread(meta, filter, repr, Effort::Fast).await?);
         let mut ledger = self.ledger();
@@ -129,6 +136,7 @@ impl Service {
                 .is_none_or(|(v, _)| *v < version)
             {
                 open.rendered[slot] = Some((version, rendered.clone()));
+                self.board.publish(hour, generation, &rendered);
             }
         }
         Ok(Some(rendered))
@@ -162,9 +170,12 @@ impl Service {
             Ok(page) => {
                 let mut ledger = self.ledger();
                 if let Some(open) = self.open_entry(&mut ledger, hour) {
-                    open.add(&page.keys);
+                    if open.add(&page.keys) > 0 {
+                        self.board.changed();
+                    }
                     open.cursor = open.cursor.max(page.cursor);
                     open.refreshed_at = Some(Instant::now());
+                    self.board.refreshed(Instant::now(), self.tuning.refresh);
                 }
                 Ok(())
             }
