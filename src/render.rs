@@ -79,6 +79,10 @@ impl Rendered {
     /// Whether an `If-None-Match` value matches this representation in either
     /// encoding (weak comparison, as RFC 9110 prescribes for `If-None-Match`).
     pub fn matches(&self, if_none_match: &str) -> bool {
+        // The common case first: a client sending back the one tag it was given.
+        if if_none_match == self.etag || if_none_match == self.etag_gzip {
+            return true;
+        }
         if_none_match.split(',').map(str::trim).any(|tag| {
             let tag = tag.strip_prefix("W/").unwrap_or(tag);
             tag == "*" || tag == self.etag || tag == self.etag_gzip

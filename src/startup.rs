@@ -179,7 +179,7 @@ impl Application {
         if !self.state.access_log {
             tracing::info!("no line per request: set access_log = true (BLOOMCAST_ACCESS_LOG=true) for an access log");
         }
-        let app = router(self.state.clone());
+        let app = crate::http::app(self.state.clone());
         let server = server::serve(self.listener, app, self.limits, stopped(stop_rx.clone()));
         let deadline = {
             let timeout = self.shutdown_timeout;

@@ -4,6 +4,7 @@ mod caching;
 mod corruption;
 mod dashboard;
 mod errors;
+mod fast_lane;
 mod faults;
 mod helpers;
 mod history;
