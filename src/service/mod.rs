@@ -18,6 +18,7 @@
 //! it and never while holding it.
 
 mod cache;
+mod chain;
 mod health;
 mod history;
 mod ledger;
@@ -27,6 +28,7 @@ mod stats;
 mod union;
 mod views;
 
+pub use chain::{ChainPage, SignedLink, MAX_CHAIN_PAGE};
 pub use health::{HealthReport, HealthStatus};
 pub use history::History;
 
@@ -84,6 +86,8 @@ pub struct Tuning {
     pub max_hour_ids: u64,
     /// Union builds of different ranges at once; more are refused (503 busy).
     pub union_builds: usize,
+    /// The key that signs each sealed hour's chain link; `None` publishes unsigned.
+    pub signer: Option<crate::chain::Signer>,
 }
 
 /// What an ingest acknowledged.
@@ -144,6 +148,8 @@ pub struct Service {
     /// retried in the background rather than on every request.
     seal_retry: Mutex<HashMap<Hour, lifecycle::Retry>>,
     cache: RenderCache,
+    /// Signatures of chain links, made once per hour (64 bytes each).
+    signatures: Mutex<HashMap<(Hour, crate::chain::Hash), [u8; 64]>>,
     /// Serialises sealing so an hour is built once per node.
     seal_lock: tokio::sync::Mutex<()>,
     refresh_lock: tokio::sync::Mutex<()>,
@@ -181,6 +187,7 @@ impl Service {
         let tuning_history_budget = tuning.cache_bytes;
         let service = Service {
             cache: RenderCache::new(tuning.cache_bytes),
+            signatures: Mutex::new(HashMap::new()),
             store,
             clock,
             tuning,
