@@ -20,7 +20,9 @@ pub const TOKEN: &str = "mirror-test-token";
 pub enum Tamper {
     /// Serves what the publisher serves.
     None,
-    /// Flips the lowest bit of the first body byte of responses whose path starts with this.
+    /// Flips one bit of the filter in responses whose path starts with this: the lowest
+    /// bit of the first byte of a raw body, of the first hex digit of a JSON document's
+    /// `filter` (so the document still parses).
     FlipBit(String),
     /// Answers requests for the first path with the publisher's response to the second.
     Swap(String, String),
@@ -157,7 +159,18 @@ async fn proxy(request: Request, origin: String, tamper: Arc<Mutex<Tamper>>) -> 
     let mut body = upstream.bytes().await.unwrap().to_vec();
     match &tamper {
         Tamper::FlipBit(prefix) if asked.starts_with(prefix.as_str()) && !body.is_empty() => {
-            body[0] ^= 1;
+            let json = headers
+                .get("content-type")
+                .is_some_and(|v| v.as_bytes().starts_with(b"application/json"));
+            if json {
+                let mut doc: serde_json::Value = serde_json::from_slice(&body).unwrap();
+                let hex = doc["filter"].as_str().unwrap().to_owned();
+                let first = u8::from_str_radix(&hex[..1], 16).unwrap() ^ 1;
+                doc["filter"] = format!("{first:x}{}", &hex[1..]).into();
+                body = serde_json::to_vec(&doc).unwrap();
+            } else {
+                body[0] ^= 1;
+            }
         }
         Tamper::DropFromChain if asked.starts_with("/chain/") => {
             let mut list: Vec<serde_json::Value> = serde_json::from_slice(&body).unwrap();
