@@ -210,3 +210,28 @@ async fn a_configured_key_file_is_used_and_a_bad_one_refused() {
     .await;
     assert!(built.is_err(), "a file that is not a key is refused");
 }
+
+/// As after `kill -9` between an hour's seal and its link, or a store from before the
+/// chain: a sealed hour without a link is linked by the next seal, with the same header.
+#[tokio::test]
+async fn a_sealed_hour_left_without_its_link_is_linked_by_the_next_seal() {
+    let app = three_sealed_hours().await;
+    let before = app.get("/chain/2008/09/03/13").await.json();
+    let db = app.settings.data_dir.join("bloomcast.sqlite3");
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    let gone = conn
+        .execute(
+            "DELETE FROM chain WHERE hour >= ?1",
+            [bloomcast::hour::hour_of(2008, 9, 3, 14).unwrap().index()],
+        )
+        .unwrap();
+    assert_eq!(gone, 2);
+    drop(conn);
+    let app = app.restart().await;
+    app.next_hour().await;
+    let after = app.get("/chain/2008/09/03/13").await.json();
+    let after = after.as_array().unwrap();
+    assert_eq!(after.len(), 4, "14 and 15 linked again, then 16: {after:?}");
+    assert_eq!(&after[..3], before.as_array().unwrap().as_slice());
+    assert_eq!(after[3]["prev"], after[2]["header"]);
+}
