@@ -5,7 +5,7 @@
 use super::{lock, Result, Service, ServiceError};
 use crate::chain::{self, PublicKey};
 use crate::hour::Hour;
-use crate::store::ChainLink;
+use crate::store::{ChainLink, StoreError};
 
 /// Most links one `GET /chain/...` page holds.
 pub const MAX_CHAIN_PAGE: usize = 1000;
@@ -94,8 +94,15 @@ impl Service {
         hour: Hour,
         digest: &chain::Hash,
     ) -> Result<Vec<(&'static str, String)>> {
-        let Some(signed) = self.signed_link(hour).await? else {
-            return Ok(Vec::new());
+        let signed = match self.signed_link(hour).await {
+            Ok(Some(signed)) => signed,
+            Ok(None) => return Ok(Vec::new()),
+            // Served unsigned (clients that verify refuse it), never unserved.
+            Err(ServiceError::Store(e @ StoreError::Corrupt(_))) => {
+                self.note_corrupt(hour, &e);
+                return Ok(Vec::new());
+            }
+            Err(e) => return Err(e),
         };
         if &signed.link.digest != digest {
             tracing::error!(%hour, "the filter served differs from the one the hour chain covers; serving it unsigned");

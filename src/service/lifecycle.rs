@@ -34,11 +34,17 @@ impl Service {
         // Hours before the served range that never got a link stay without one: the
         // chain restarts from the genesis value after them.
         let earliest = self.earliest(self.current_hour());
-        let mut before = match self.store.last_link(hour).await? {
-            Some(link) => link.hour.next(),
-            None => self.genesis,
-        }
-        .max(earliest);
+        let newest = match self.store.last_link(hour).await {
+            Ok(newest) => newest.map_or(self.genesis, |link| link.hour.next()),
+            // A link that fails verification is not followed (nor served): this hour
+            // is linked on its own.
+            Err(e @ StoreError::Corrupt(_)) => {
+                self.note_corrupt(hour, &e);
+                hour
+            }
+            Err(e) => return Err(e.into()),
+        };
+        let mut before = newest.max(earliest);
         while before < hour {
             match self.seal_linked(before).await {
                 Ok(_) => {}
@@ -53,10 +59,18 @@ impl Service {
         self.seal_linked(hour).await
     }
 
-    /// Seals `hour` and makes sure it has its chain link.
+    /// Seals `hour` and makes sure it has its chain link. A link that cannot be made
+    /// for good (corrupt rows) leaves the hour sealed and served unsigned, never
+    /// unserved; a transient failure fails the seal, to be tried again.
     async fn seal_linked(&self, hour: Hour) -> Result<SealedHour> {
         let sealed = self.seal_one(hour).await?;
-        self.link(&sealed).await?;
+        match self.link(&sealed).await {
+            Ok(_) => {}
+            Err(ServiceError::Store(e)) if e.is_transient() => return Err(e.into()),
+            Err(e) => {
+                tracing::error!(%hour, error = %e, "cannot link a sealed hour into the chain; it is served unsigned")
+            }
+        }
         Ok(sealed)
     }
 
@@ -65,7 +79,13 @@ impl Service {
     /// genesis or has none) and stored; the first link stored for an hour stays.
     async fn link(&self, sealed: &SealedHour) -> Result<ChainLink> {
         let hour = sealed.hour;
-        let newest = self.store.last_link(hour.next()).await?;
+        let newest = match self.store.last_link(hour.next()).await {
+            Err(e @ StoreError::Corrupt(_)) => {
+                self.note_corrupt(hour, &e);
+                None
+            }
+            other => other?,
+        };
         let prev = match newest {
             Some(link) if link.hour == hour => return Ok(link),
             Some(link) if link.hour == hour.prev() => link.header,

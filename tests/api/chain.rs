@@ -235,3 +235,32 @@ async fn a_sealed_hour_left_without_its_link_is_linked_by_the_next_seal() {
     assert_eq!(&after[..3], before.as_array().unwrap().as_slice());
     assert_eq!(after[3]["prev"], after[2]["header"]);
 }
+
+/// A chain row that fails its checksum is never served: the hour is served unsigned (a
+/// verifying client refuses it) and the listing answers 500 `corrupt`.
+#[tokio::test]
+async fn a_rotted_link_is_not_served_and_its_hour_goes_unsigned() {
+    let app = three_sealed_hours().await;
+    let db = app.settings.data_dir.join("bloomcast.sqlite3");
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    let changed = conn
+        .execute(
+            "UPDATE chain SET digest = zeroblob(32) WHERE hour = ?1",
+            [bloomcast::hour::hour_of(2008, 9, 3, 14).unwrap().index()],
+        )
+        .unwrap();
+    assert_eq!(changed, 1);
+    drop(conn);
+    let app = app.restart().await;
+    let hour = app.get("/2008/09/03/14.bin").await;
+    assert_eq!(hour.status, 200, "the filter itself is intact");
+    assert!(hour.header("bloom-signature").is_none());
+    app.get("/chain/2008/09/03/13")
+        .await
+        .assert_error(500, "corrupt");
+    let next = app.get("/2008/09/03/15.bin").await;
+    assert!(
+        next.header("bloom-signature").is_some(),
+        "other hours stay signed"
+    );
+}
