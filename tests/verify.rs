@@ -149,3 +149,43 @@ async fn the_cli_verifies_through_a_mirror_and_refuses_tampering() {
     assert!(honest.status.success());
     assert_eq!(String::from_utf8_lossy(&honest.stdout).trim(), "h0:1");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_sdk_pins_the_key_on_first_use_and_refuses_another_later() {
+    let m = mirror::start();
+    let cache = tempfile::tempdir().unwrap();
+    let pinned = || {
+        Client::builder(&m.base)
+            .cache_dir(cache.path())
+            .pin_on_first_use()
+            .build()
+            .unwrap()
+    };
+    pinned().hour(hour(0)).await.unwrap();
+    let files: Vec<_> = walk(cache.path());
+    let pin = files
+        .iter()
+        .find(|p| p.ends_with("pubkey"))
+        .expect("a pinned key");
+    assert_eq!(std::fs::read_to_string(pin).unwrap().trim(), m.pubkey);
+
+    m.set(Tamper::FlipBit(hour(1).path()));
+    assert_refused(pinned().hour(hour(1)).await, hour(1));
+    // Another key pinned (as if the first use had met an impostor): refused.
+    m.set(Tamper::None);
+    std::fs::write(pin, other_key()).unwrap();
+    assert_refused(pinned().hour(hour(2)).await, hour(2));
+}
+
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            out.extend(walk(&path));
+        } else {
+            out.push(path);
+        }
+    }
+    out
+}

@@ -46,7 +46,7 @@ impl Client {
         let body = self.body(response).await?;
         let fetched = Arc::new(decode(repr, &headers, &body)?);
         // Before it is cached: a tampered hour is refused, never kept.
-        self.check_signed(&path, &headers, &fetched)?;
+        self.check_signed(&path, &headers, &fetched).await?;
         self.cache.put(&path, Arc::clone(&fetched));
         Ok(fetched)
     }

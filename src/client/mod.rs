@@ -172,6 +172,10 @@ pub struct Client {
     cache_dir: Option<std::path::PathBuf>,
     /// The publisher's key: when set, every closed hour fetched is verified.
     pubkey: Option<crate::chain::PublicKey>,
+    /// Trust on first use: pin the server's key in `cache_dir` and verify with it.
+    pin: bool,
+    /// The pinned key, read or fetched once (`None`: the server does not sign).
+    pinned: tokio::sync::OnceCell<Option<crate::chain::PublicKey>>,
     /// Hours verified so far: index → (previous header, header), to check chain links.
     verified:
         std::sync::Mutex<std::collections::HashMap<i64, (crate::chain::Hash, crate::chain::Hash)>>,
@@ -187,9 +191,20 @@ pub struct ClientBuilder {
     cache_entries: usize,
     cache_dir: Option<std::path::PathBuf>,
     pubkey: Option<crate::chain::PublicKey>,
+    pin: bool,
 }
 
 impl ClientBuilder {
+    /// Trust on first use, without a key given: the server's public key is read from
+    /// `/.well-known/bloomcast.json` once and pinned in the [`cache_dir`](Self::cache_dir)
+    /// (`<dir>/<server>/pubkey`); every closed hour is then verified against the pinned
+    /// key, in this process and later ones, as with [`pubkey`](Self::pubkey). A server
+    /// (or a mirror) that later signs with another key is refused. Needs a cache dir.
+    pub fn pin_on_first_use(mut self) -> Self {
+        self.pin = true;
+        self
+    }
+
     /// The publisher's public key (`GET /.well-known/bloomcast.json`, printed by the
     /// server at start): every closed hour fetched is then verified (digest, chain link,
     /// signature) and a tampered one refused with [`ClientError::Unverified`]. Unions
@@ -265,6 +280,8 @@ impl ClientBuilder {
             counters: Counters::default(),
             cache_dir: self.cache_dir,
             pubkey: self.pubkey,
+            pin: self.pin,
+            pinned: tokio::sync::OnceCell::new(),
             verified: std::sync::Mutex::default(),
         })
     }
@@ -289,6 +306,7 @@ impl Client {
             cache_entries: 1024,
             cache_dir: None,
             pubkey: None,
+            pin: false,
         }
     }
 

@@ -3,7 +3,7 @@
 //! [`crate::chain`]), and whole ranges of the chain for `bloomcast verify`.
 
 use super::{Client, ClientError, Fetched, Result};
-use crate::chain::{self, ChainError, Claim, Hash};
+use crate::chain::{self, ChainError, Claim, Hash, PublicKey};
 use crate::hour::Hour;
 use reqwest::header::HeaderMap;
 use serde::Deserialize;
@@ -39,15 +39,16 @@ impl Client {
     /// complete hour must carry a valid signature over its bytes' digest and link up
     /// with the neighbouring hours this client verified before. Unions and the open
     /// hour are not signed (they are not part of the chain) and pass unchecked.
-    pub(super) fn check_signed(
+    pub(super) async fn check_signed(
         &self,
         path: &str,
         headers: &HeaderMap,
         fetched: &Fetched,
     ) -> Result<()> {
-        let Some(key) = &self.pubkey else {
+        let Some(key) = self.key().await? else {
             return Ok(());
         };
+        let key = &key;
         let stem = path.rsplit_once('.').map_or(path, |(stem, _)| stem);
         let Ok(hour) = Hour::parse_path(stem) else {
             return Ok(());
@@ -101,7 +102,7 @@ impl Client {
     /// naming the first hour that fails (a changed byte, a missing or swapped hour, a
     /// broken link, another key); transport errors and error statuses.
     pub async fn verify_chain(&self, since: Hour) -> Result<ChainReport> {
-        let Some(key) = self.pubkey else {
+        let Some(key) = self.key().await? else {
             return Err(ClientError::Argument(
                 "verifying needs the publisher's public key (--pubkey)".into(),
             ));
@@ -162,6 +163,52 @@ impl Client {
         }
         report.header = last.map(|(_, h)| h);
         Ok(report)
+    }
+
+    /// The key to verify with: the one given, else (with pinning) the one pinned in the
+    /// cache directory, pinned from the server's `/.well-known/bloomcast.json` on first
+    /// use; `None` when not verifying.
+    async fn key(&self) -> Result<Option<PublicKey>> {
+        if self.pubkey.is_some() {
+            return Ok(self.pubkey);
+        }
+        let Some(file) = self.pin_file() else {
+            return Ok(None);
+        };
+        let key = self
+            .pinned
+            .get_or_try_init(|| async {
+                if let Ok(text) = std::fs::read_to_string(&file) {
+                    return text.trim().parse().map(Some).map_err(ClientError::Unverified);
+                }
+                let response = super::fetch::check(
+                    self.send(self.get("/.well-known/bloomcast.json")).await?,
+                )
+                .await?;
+                let body = self.body(response).await?;
+                let doc: serde_json::Value = serde_json::from_slice(&body)
+                    .map_err(|e| ClientError::Protocol(format!("/.well-known/bloomcast.json: {e}")))?;
+                let Some(text) = doc["public_key"].as_str() else {
+                    // The server does not sign: nothing to pin, nothing to check.
+                    return Ok(None);
+                };
+                let key: PublicKey = text.parse().map_err(ClientError::Unverified)?;
+                if let Some(dir) = file.parent() {
+                    let _ = std::fs::create_dir_all(dir);
+                }
+                if let Err(e) = std::fs::write(&file, format!("{key}\n")) {
+                    tracing::warn!(file = %file.display(), error = %e, "cannot pin the server's key");
+                }
+                Ok(Some(key))
+            })
+            .await?;
+        Ok(*key)
+    }
+
+    /// `<cache dir>/<server>/pubkey` when pinning is on.
+    fn pin_file(&self) -> Option<std::path::PathBuf> {
+        let dir = self.cache_dir.as_deref().filter(|_| self.pin)?;
+        Some(self.server_dir(dir).join("pubkey"))
     }
 
     /// One page of the chain and the path of the next one (`Link: rel="next"`).
