@@ -264,3 +264,49 @@ async fn a_rotted_link_is_not_served_and_its_hour_goes_unsigned() {
         "other hours stay signed"
     );
 }
+
+/// The clock faults of the faults issue: stepped back, the chain never changes; jumped
+/// past retention, the hours never sealed leave a gap and the chain restarts from the
+/// genesis value after it, which a verifying client accepts (and only there).
+#[tokio::test]
+async fn clock_steps_never_change_the_chain_and_a_jump_past_retention_restarts_it() {
+    let app = TestApp::spawn_with(|s| s.retention_hours = 3).await;
+    app.ingest(&["a"]).await;
+    app.next_hour().await;
+    app.next_hour().await; // 15:10; 13 and 14 sealed
+    let before = app.get("/chain/2008/09/03/13").await.body;
+    app.clock.advance(chrono::Duration::hours(-2));
+    app.service.tick().await.unwrap();
+    app.ingest(&["b"]).await;
+    assert_eq!(app.get("/chain/2008/09/03/13").await.body, before);
+
+    // 15 holds "b"; jump to 23:10: 15..=20 fall out of retention unsealed (as before the
+    // chain: they are past retention), 21 and 22 are sealed and linked anew.
+    app.clock.advance(chrono::Duration::hours(10));
+    app.service.tick().await.unwrap();
+    let links = app.get("/chain/2008/09/03/13").await.json();
+    let hours: Vec<&str> = links
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["hour"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        hours,
+        [
+            "2008-09-03T13:00:00Z",
+            "2008-09-03T14:00:00Z",
+            "2008-09-03T21:00:00Z",
+            "2008-09-03T22:00:00Z"
+        ]
+    );
+    assert_eq!(links[1]["prev"], links[0]["header"], "14 follows 13");
+    assert_eq!(
+        links[2]["prev"],
+        "00".repeat(32),
+        "21 restarts after the gap"
+    );
+    assert_eq!(links[3]["prev"], links[2]["header"]);
+    let (_, twenty_one) = app.filter("/2008/09/03/21").await;
+    assert!(!twenty_one.contains("b"));
+}
