@@ -67,6 +67,12 @@ pub struct Rendered {
     pub etag_gzip: String,
     /// `Bloom-*` headers (raw representations only).
     pub bloom_headers: Vec<(&'static str, String)>,
+    /// `Repr-Digest` (RFC 9530) of the identity bytes and of the gzip bytes.
+    pub repr_digest: String,
+    pub repr_digest_gzip: String,
+    /// The hour chain's headers (`Bloom-Prev-Header`, `Bloom-Signature`) of a sealed
+    /// hour, in every representation; empty otherwise.
+    pub chain_headers: Vec<(&'static str, String)>,
     pub complete: bool,
 }
 
@@ -102,6 +108,9 @@ pub fn render(meta: &Meta, filter: &Filter, repr: Repr, effort: Effort) -> Rende
     let tag = crate::bloom::to_hex(&digest[..10]);
     Rendered {
         repr,
+        repr_digest: crate::chain::repr_digest(&identity),
+        repr_digest_gzip: crate::chain::repr_digest(&gzip),
+        chain_headers: Vec::new(),
         etag: format!("\"{tag}\""),
         etag_gzip: format!("\"{tag}-gz\""),
         identity: Bytes::from(identity),
@@ -142,6 +151,15 @@ mod tests {
             GzDecoder::new(&r.gzip[..]).read_to_end(&mut out).unwrap();
             assert_eq!(out, r.identity.to_vec(), "{repr:?}");
         }
+    }
+
+    #[test]
+    fn repr_digests_cover_the_bytes_of_each_encoding() {
+        let (meta, f) = sample(true);
+        let r = render(&meta, &f, Repr::Bin, Effort::Best);
+        assert_eq!(r.repr_digest, crate::chain::repr_digest(&r.identity));
+        assert_eq!(r.repr_digest_gzip, crate::chain::repr_digest(&r.gzip));
+        assert_ne!(r.repr_digest, r.repr_digest_gzip);
     }
 
     #[test]

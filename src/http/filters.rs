@@ -115,10 +115,14 @@ pub(super) fn respond(
         return response;
     }
 
-    let body = if gzip { &r.gzip } else { &r.identity };
+    let (body, digest) = if gzip {
+        (&r.gzip, &r.repr_digest_gzip)
+    } else {
+        (&r.identity, &r.repr_digest)
+    };
     let mut response = Response::new(Body::from(body.clone()));
     let out = response.headers_mut();
-    out.reserve(8 + r.bloom_headers.len());
+    out.reserve(9 + r.bloom_headers.len() + r.chain_headers.len());
     out.insert(
         header::CONTENT_TYPE,
         HeaderValue::from_static(r.repr.content_type()),
@@ -126,10 +130,16 @@ pub(super) fn respond(
     out.insert(header::ETAG, etag);
     out.insert(header::CACHE_CONTROL, cache_control);
     out.insert(header::VARY, vary);
-    for (name, value) in &r.bloom_headers {
+    for (name, value) in r.bloom_headers.iter().chain(&r.chain_headers) {
         if let Ok(value) = HeaderValue::from_str(value) {
             out.insert(HeaderName::from_static(name), value);
         }
+    }
+    if let Ok(value) = HeaderValue::from_str(digest) {
+        out.insert(
+            HeaderName::from_static(crate::chain::HEADER_REPR_DIGEST),
+            value,
+        );
     }
     if let Some(link) = link_header(view, suffix) {
         out.insert(header::LINK, link);

@@ -2,6 +2,7 @@
 
 mod access_log;
 mod auth;
+mod chain;
 mod cors;
 mod dashboard;
 mod error;
@@ -86,6 +87,9 @@ fn cors_config() -> CorsLayer {
             HeaderName::from_static("bloom-hour"),
             HeaderName::from_static("bloom-from"),
             HeaderName::from_static("bloom-to"),
+            HeaderName::from_static("bloom-prev-header"),
+            HeaderName::from_static("bloom-signature"),
+            HeaderName::from_static("repr-digest"),
         ])
 }
 
@@ -103,6 +107,8 @@ fn routes(state: AppState, cors: cors::FastCorsLayer) -> Router {
         .route("/dashboard/bloomcast.js", get(dashboard::client))
         .route("/updates", post(ingest::post_updates))
         .route("/history", get(history::get_history))
+        .route("/.well-known/bloomcast.json", get(chain::well_known))
+        .route("/chain/{y}/{mo}/{d}/{h}", get(chain::get_chain))
         .route("/since/{y}/{mo}/{d}/{h}", get(filters::get_since))
         .route("/{y}/{mo}/{d}/{h}", get(filters::get_hour))
         .route("/{y}/{mo}/{d}", get(filters::get_day))

@@ -18,6 +18,7 @@
 //! it and never while holding it.
 
 mod cache;
+mod chain;
 mod health;
 mod history;
 mod ledger;
@@ -29,6 +30,7 @@ mod stats;
 mod union;
 mod views;
 
+pub use chain::{ChainPage, SignedLink, MAX_CHAIN_PAGE};
 pub use health::{HealthReport, HealthStatus};
 pub use history::History;
 
@@ -86,6 +88,8 @@ pub struct Tuning {
     pub max_hour_ids: u64,
     /// Union builds of different ranges at once; more are refused (503 busy).
     pub union_builds: usize,
+    /// The key that signs each sealed hour's chain link; `None` publishes unsigned.
+    pub signer: Option<crate::chain::Signer>,
 }
 
 /// What an ingest acknowledged.
@@ -148,6 +152,8 @@ pub struct Service {
     cache: RenderCache,
     /// The open hour's latest renderings, for the read path's fast lane.
     board: ready::Board,
+    /// Signatures of chain links, made once per hour (64 bytes each).
+    signatures: Mutex<HashMap<(Hour, crate::chain::Hash), [u8; 64]>>,
     /// Serialises sealing so an hour is built once per node.
     seal_lock: tokio::sync::Mutex<()>,
     refresh_lock: tokio::sync::Mutex<()>,
@@ -186,6 +192,7 @@ impl Service {
         let service = Service {
             cache: RenderCache::new(tuning.cache_bytes),
             board: ready::Board::new(),
+            signatures: Mutex::new(HashMap::new()),
             store,
             clock,
             tuning,

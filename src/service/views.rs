@@ -236,9 +236,19 @@ impl Service {
                 (filter, keys.len() as u64, closed)
             }
         };
+        let chain_headers = if complete {
+            let digest = crate::chain::digest(&filter.to_bytes());
+            self.chain_headers(hour, &digest).await?
+        } else {
+            Vec::new()
+        };
         let meta = Meta::hour(hour.rfc3339(), complete, count);
-        let rendered = Arc::new(render_off_thread(meta, filter, repr, Effort::Best).await?);
-        if complete {
+        let mut rendered = render_off_thread(meta, filter, repr, Effort::Best).await?;
+        rendered.chain_headers = chain_headers;
+        let rendered = Arc::new(rendered);
+        // A sealed hour not yet linked (its seal is pending) is rendered again once it is.
+        let linked = !rendered.chain_headers.is_empty() || self.tuning.signer.is_none();
+        if complete && linked {
             self.cache.insert(key, rendered.clone());
         }
         Ok((rendered, complete))

@@ -1,6 +1,7 @@
 //! API tests: the real router and store, driven in-process.
 
 mod caching;
+mod chain;
 mod corruption;
 mod dashboard;
 mod errors;
