@@ -3,6 +3,7 @@
 mod caching;
 mod corruption;
 mod dashboard;
+mod deltas;
 mod errors;
 mod fast_lane;
 mod faults;
