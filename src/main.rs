@@ -1,6 +1,8 @@
 //! The `bloomcast` binary: parses the command line and calls into the library.
 
-use bloomcast::cli::{finish, CheckArgs, EstimateArgs, HistoryArgs, IngestArgs, InspectArgs};
+use bloomcast::cli::{
+    finish, CheckArgs, EstimateArgs, HistoryArgs, IngestArgs, InspectArgs, WatchArgs,
+};
 use bloomcast::config::Settings;
 use bloomcast::startup::{shutdown_signal, Application};
 use clap::{Parser, Subcommand};
@@ -38,6 +40,9 @@ enum Command {
     Inspect(InspectArgs),
     /// Estimate |A ∩ B| and |A ∪ B| from two filters of the same shape.
     Estimate(EstimateArgs),
+    /// Follow the open hour (and the next ones) and print each given ID the first time it
+    /// may have changed, polling with deltas, until interrupted.
+    Watch(WatchArgs),
 }
 
 #[tokio::main]
@@ -54,6 +59,7 @@ async fn main() -> ExitCode {
         Command::Ingest(args) => finish(args.run().await),
         Command::Inspect(args) => finish(args.run().await),
         Command::Estimate(args) => finish(args.run().await),
+        Command::Watch(args) => finish(args.run().await),
     }
 }
 

@@ -1,4 +1,4 @@
-//! The command-line client: `check`, `history`, `ingest`, `inspect` and `estimate`, over [`crate::client`].
+//! The command-line client: `check`, `history`, `ingest`, `inspect`, `estimate` and `watch`, over [`crate::client`].
 //!
 //! Each verb is a clap `Args` struct with a `run` that returns the process exit code;
 //! `src/main.rs` only dispatches.
@@ -8,12 +8,14 @@ mod estimate;
 mod history;
 mod ingest;
 mod inspect;
+mod watch;
 
 pub use check::CheckArgs;
 pub use estimate::EstimateArgs;
 pub use history::HistoryArgs;
 pub use ingest::IngestArgs;
 pub use inspect::InspectArgs;
+pub use watch::{Event, WatchArgs, Watcher};
 
 use crate::client::{Client, ClientError};
 use crate::wire::check_id;
