@@ -1,9 +1,9 @@
 //! Open-hour deltas (issue 15): bytes per poll with and without RFC 9842 `dcz` deltas,
 //! for an hour filling at a steady rate, polled every P seconds, and the CPU of a delta
-//! next to a full response.
+//! next to a full response (the server makes deltas at zstd level 3).
 //!
 //! ```text
-//! cargo run --release --example delta_bytes [-- 30000 300000]
+//! cargo run --release --example delta_bytes [-- [--cpu] 30000 300000]
 //! ```
 //!
 //! The real server runs in this process on a socket, with a clock moved by hand: every
@@ -118,31 +118,39 @@ fn cpu(n: u64) {
     }
     let gzip_ms = start.elapsed().as_secs_f64() * 1e3 / f64::from(reps);
     let r1 = r1.unwrap();
-    let start = Instant::now();
-    let mut body = Vec::new();
-    for _ in 0..reps {
-        body = bloomcast::dcz::encode(&r0.identity, &r0.sha256, &r1.identity, 19).unwrap();
+    for level in [3, 9, 19] {
+        let start = Instant::now();
+        let mut body = Vec::new();
+        for _ in 0..reps {
+            body = bloomcast::dcz::encode(&r0.identity, &r0.sha256, &r1.identity, level).unwrap();
+        }
+        let dcz_ms = start.elapsed().as_secs_f64() * 1e3 / f64::from(reps);
+        let start = Instant::now();
+        for _ in 0..reps {
+            bloomcast::dcz::decode(&r0.identity, &body).unwrap();
+        }
+        let decode_ms = start.elapsed().as_secs_f64() * 1e3 / f64::from(reps);
+        println!(
+            "| {n} | {} | {} | {:.2} | {level} | {} | {:.2} | {:.2} |",
+            r1.identity.len(),
+            r1.gzip.len(),
+            gzip_ms,
+            body.len(),
+            dcz_ms,
+            decode_ms
+        );
     }
-    let dcz_ms = start.elapsed().as_secs_f64() * 1e3 / f64::from(reps);
-    let start = Instant::now();
-    for _ in 0..reps {
-        bloomcast::dcz::decode(&r0.identity, &body).unwrap();
-    }
-    let decode_ms = start.elapsed().as_secs_f64() * 1e3 / f64::from(reps);
-    println!(
-        "| {n} | {} | {} | {:.2} | {} | {:.2} | {:.2} |",
-        r1.identity.len(),
-        r1.gzip.len(),
-        gzip_ms,
-        body.len(),
-        dcz_ms,
-        decode_ms
-    );
 }
 
 #[tokio::main]
 async fn main() {
-    let sizes: Vec<u64> = match std::env::args().skip(1).collect::<Vec<_>>() {
+    // `--cpu`: only the CPU table.
+    let cpu_only = std::env::args().any(|a| a == "--cpu");
+    let sizes: Vec<u64> = match std::env::args()
+        .skip(1)
+        .filter(|a| a != "--cpu")
+        .collect::<Vec<_>>()
+    {
         a if a.is_empty() => vec![30_000, 300_000],
         a => a
             .iter()
@@ -151,7 +159,7 @@ async fn main() {
     };
     println!("| IDs in the hour | poll every | capacity | polls | full gzip bytes | with deltas | ratio | polls answered dcz |");
     println!("|---|---|---|---|---|---|---|---|");
-    for &n in &sizes {
+    for &n in sizes.iter().filter(|_| !cpu_only) {
         for every in [60, 10] {
             for capacity in [3000, n] {
                 let r = run(n, every, capacity).await;
@@ -167,8 +175,8 @@ async fn main() {
         }
     }
     println!();
-    println!("| IDs | .bin bytes | gzip bytes | gzip render ms | dcz bytes (30 s of IDs) | zstd -19 delta ms | decode ms |");
-    println!("|---|---|---|---|---|---|---|");
+    println!("| IDs | .bin bytes | gzip bytes | gzip render ms | zstd level | dcz bytes (30 s of IDs) | delta ms | decode ms |");
+    println!("|---|---|---|---|---|---|---|---|");
     for &n in &sizes {
         cpu(n);
     }

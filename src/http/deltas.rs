@@ -21,9 +21,9 @@ use rustc_hash::FxHashMap;
 use std::collections::VecDeque;
 use std::sync::Mutex;
 
-/// zstd level of a delta: deltas are made once per (dictionary, version) and polled
-/// many times, so a high level pays (see docs/BENCHMARKS.md).
-const LEVEL: i32 = 19;
+/// zstd level of a delta: 3 makes deltas as small as 19 here (sparse bit changes
+/// against the previous version) at a hundredth of the CPU (docs/BENCHMARKS.md).
+const LEVEL: i32 = 3;
 
 /// One open hour's representation: what a dictionary may serve for.
 type Resource = (Hour, Repr);
