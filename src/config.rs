@@ -132,6 +132,12 @@ settings! {
     retention_hours: u64 = 720,
     /// Cache-Control max-age (seconds) for the open hour; never runs past the end of the hour.
     open_max_age: u64 = 30,
+    /// Bytes of open-hour versions kept as compression dictionaries (RFC 9842 `dcz`
+    /// deltas for pollers); the oldest go first. 0 turns deltas off.
+    delta_bytes: usize = 64 * 1024 * 1024,
+    /// New IDs after which a served open-hour version is kept as a dictionary before
+    /// open_max_age seconds have passed since the last one kept (0: only by time).
+    delta_ids: u64 = 5000,
     /// Largest accepted ingest body, in bytes.
     body_limit: usize = 16 * 1024 * 1024,
     /// Bytes of rendered closed-hour responses kept in memory.

@@ -17,6 +17,7 @@ pub mod cli;
 pub mod client;
 pub mod clock;
 pub mod config;
+pub mod dcz;
 pub mod hour;
 pub mod http;
 pub mod render;

@@ -1,7 +1,7 @@
 //! The `bloomcast` binary: parses the command line and calls into the library.
 
 use bloomcast::cli::{
-    finish, CheckArgs, EstimateArgs, HistoryArgs, IngestArgs, InspectArgs, VerifyArgs,
+    finish, CheckArgs, EstimateArgs, HistoryArgs, IngestArgs, InspectArgs, VerifyArgs, WatchArgs,
 };
 use bloomcast::config::Settings;
 use bloomcast::startup::{shutdown_signal, Application};
@@ -43,6 +43,9 @@ enum Command {
     /// Verify the hour chain and each hour's filter against the publisher's key, from
     /// any base URL (a mirror).
     Verify(VerifyArgs),
+    /// Follow the open hour (and the next ones) and print each given ID the first time it
+    /// may have changed, polling with deltas, until interrupted.
+    Watch(WatchArgs),
 }
 
 #[tokio::main]
@@ -60,6 +63,7 @@ async fn main() -> ExitCode {
         Command::Inspect(args) => finish(args.run().await),
         Command::Estimate(args) => finish(args.run().await),
         Command::Verify(args) => finish(args.run().await),
+        Command::Watch(args) => finish(args.run().await),
     }
 }
 

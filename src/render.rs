@@ -74,6 +74,12 @@ pub struct Rendered {
     /// hour, in every representation; empty otherwise.
     pub chain_headers: Vec<(&'static str, String)>,
     pub complete: bool,
+    /// SHA-256 of the identity bytes: this version's name as a compression dictionary
+    /// (RFC 9842 `Available-Dictionary`).
+    pub sha256: [u8; 32],
+    /// The filter's size in bits and its count of IDs (a delta needs the same `m`).
+    pub m: u64,
+    pub count: u64,
 }
 
 impl Rendered {
@@ -91,8 +97,18 @@ impl Rendered {
         }
         if_none_match.split(',').map(str::trim).any(|tag| {
             let tag = tag.strip_prefix("W/").unwrap_or(tag);
-            tag == "*" || tag == self.etag || tag == self.etag_gzip
+            tag == "*" || tag == self.etag || tag == self.etag_gzip || self.is_dcz_tag(tag)
         })
+    }
+
+    /// Strong ETag of a `dcz` (dictionary-compressed) response of these bytes, quoted.
+    pub fn etag_dcz(&self) -> String {
+        format!("{}-dcz\"", &self.etag[..self.etag.len() - 1])
+    }
+
+    fn is_dcz_tag(&self, tag: &str) -> bool {
+        let base = &self.etag[..self.etag.len() - 1];
+        tag.strip_prefix(base) == Some("-dcz\"")
     }
 }
 
@@ -104,6 +120,7 @@ pub fn render(meta: &Meta, filter: &Filter, repr: Repr, effort: Effort) -> Rende
         Repr::Bin => (filter.to_bytes(), meta.headers(filter)),
     };
     let gzip = gzip(&identity, effort);
+    let sha256 = crate::dcz::sha256(&identity);
     let digest = Sha1::digest(&identity);
     let tag = crate::bloom::to_hex(&digest[..10]);
     Rendered {
@@ -117,6 +134,9 @@ pub fn render(meta: &Meta, filter: &Filter, repr: Repr, effort: Effort) -> Rende
         gzip: Bytes::from(gzip),
         bloom_headers,
         complete: meta.complete,
+        sha256,
+        m: filter.m().into(),
+        count: meta.count,
     }
 }
 
@@ -185,7 +205,9 @@ mod tests {
         assert!(r.matches(&r.etag));
         assert!(r.matches(&format!("\"other\", W/{}", r.etag_gzip)));
         assert!(r.matches("*"));
+        assert!(r.matches(&r.etag_dcz()));
         assert!(!r.matches("\"other\""));
+        assert!(!r.matches("\"other-dcz\""));
     }
 
     #[test]

@@ -5,6 +5,7 @@ mod signing;
 
 use crate::clock::{Clock, OffsetClock, SystemClock};
 use crate::config::{ConfigError, Settings};
+use crate::http::deltas::Deltas;
 use crate::http::{router, AppState, Auth, Metrics};
 use crate::server::{self, ConnLimits};
 use crate::service::{Service, ServiceError, Tuning};
@@ -123,6 +124,11 @@ impl Application {
             request_timeout: Duration::from_secs(settings.request_timeout_seconds),
             ingest_permits: Arc::new(tokio::sync::Semaphore::new(settings.ingest_concurrency)),
             access_log: settings.access_log,
+            deltas: Arc::new(Deltas::new(
+                settings.delta_bytes,
+                settings.open_max_age,
+                settings.delta_ids,
+            )),
         };
         Ok(Application {
             listener,

@@ -1,5 +1,5 @@
-//! The command-line client: `check`, `history`, `ingest`, `inspect`, `estimate` and
-//! `verify`, over [`crate::client`].
+//! The command-line client: `check`, `history`, `ingest`, `inspect`, `estimate`,
+//! `verify` and `watch`, over [`crate::client`].
 //!
 //! Each verb is a clap `Args` struct with a `run` that returns the process exit code;
 //! `src/main.rs` only dispatches.
@@ -10,6 +10,7 @@ mod history;
 mod ingest;
 mod inspect;
 mod verify;
+mod watch;
 
 pub use check::CheckArgs;
 pub use estimate::EstimateArgs;
@@ -17,6 +18,7 @@ pub use history::HistoryArgs;
 pub use ingest::IngestArgs;
 pub use inspect::InspectArgs;
 pub use verify::VerifyArgs;
+pub use watch::{Event, WatchArgs, Watcher};
 
 use crate::client::{Client, ClientError};
 use crate::wire::check_id;

@@ -1,5 +1,6 @@
 //! The SDK's requests: filters (with the validator cache), the index and ingest.
 
+use super::dictionaries::Dictionary;
 use super::{Client, ClientError, Fetched, Index, Receipt, Result};
 use crate::render::Repr;
 use crate::wire::{self, Document};
@@ -32,7 +33,15 @@ impl Client {
             self.counters.cache_hits.fetch_add(1, Ordering::Relaxed);
             return Ok(Arc::clone(hit));
         }
-        let mut request = self.get(&path);
+        let dictionary = self.dictionaries.get(&path);
+        let mut request = match &dictionary {
+            Some(d) => self
+                .http
+                .get(format!("{}{path}", self.base))
+                .header(header::ACCEPT_ENCODING, "dcz, gzip")
+                .header("available-dictionary", d.offer()),
+            None => self.get(&path),
+        };
         if let Some(etag) = cached.as_ref().and_then(|c| c.etag.as_deref()) {
             request = request.header(header::IF_NONE_MATCH, etag);
         }
@@ -43,10 +52,15 @@ impl Client {
         }
         let response = check(response).await?;
         let headers = response.headers().clone();
-        let body = self.body(response).await?;
+        let body = self.body(response, dictionary.as_deref()).await?;
         let fetched = Arc::new(decode(repr, &headers, &body)?);
         // Before it is cached: a tampered hour is refused, never kept.
         self.check_signed(&path, &headers, &fetched).await?;
+        if fetched.meta.complete {
+            self.dictionaries.remove(&path);
+        } else if headers.contains_key("use-as-dictionary") {
+            self.dictionaries.put(&path, Dictionary::new(body));
+        }
         self.cache.put(&path, Arc::clone(&fetched));
         Ok(fetched)
     }
@@ -57,7 +71,7 @@ impl Client {
     /// Transport errors, an error status, or a body that is not an index.
     pub async fn index(&self) -> Result<Index> {
         let response = check(self.send(self.get("/")).await?).await?;
-        let body = self.body(response).await?;
+        let body = self.body(response, None).await?;
         serde_json::from_slice(&body).map_err(|e| ClientError::Protocol(format!("index: {e}")))
     }
 
@@ -79,7 +93,7 @@ impl Client {
             request = request.bearer_auth(token);
         }
         let response = check(self.send(request).await?).await?;
-        let body = self.body(response).await?;
+        let body = self.body(response, None).await?;
         serde_json::from_slice(&body).map_err(|e| ClientError::Protocol(format!("receipt: {e}")))
     }
 
@@ -94,24 +108,35 @@ impl Client {
         Ok(request.send().await?)
     }
 
-    /// Reads the body, counting its wire bytes, and gunzips it if it was compressed.
-    pub(super) async fn body(&self, response: Response) -> Result<Vec<u8>> {
-        let gzip = response
+    /// Reads the body, counting its wire bytes, and gunzips it, or decodes a delta with
+    /// the `dictionary` it was asked with.
+    pub(super) async fn body(&self, response: Response, dictionary: Option<&Dictionary>) -> Result<Vec<u8>> {
+        let encoding = response
             .headers()
             .get(header::CONTENT_ENCODING)
-            .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"gzip"));
+            .map(|v| v.as_bytes().to_ascii_lowercase());
         let wire = response.bytes().await?;
         self.counters
             .body_bytes
             .fetch_add(wire.len() as u64, Ordering::Relaxed);
-        if !gzip {
-            return Ok(wire.to_vec());
+        match encoding.as_deref() {
+            Some(b"gzip") => {
+                let mut out = Vec::with_capacity(wire.len() * 2);
+                flate2::read::GzDecoder::new(&wire[..])
+                    .read_to_end(&mut out)
+                    .map_err(|e| ClientError::Protocol(format!("bad gzip body: {e}")))?;
+                Ok(out)
+            }
+            Some(b"dcz") => {
+                let dictionary = dictionary
+                    .ok_or_else(|| ClientError::Protocol("dcz body without a dictionary".into()))?;
+                let out = crate::dcz::decode(&dictionary.bytes, &wire)
+                    .map_err(|e| ClientError::Protocol(format!("bad dcz body: {e}")))?;
+                self.counters.deltas.fetch_add(1, Ordering::Relaxed);
+                Ok(out)
+            }
+            _ => Ok(wire.to_vec()),
         }
-        let mut out = Vec::with_capacity(wire.len() * 2);
-        flate2::read::GzDecoder::new(&wire[..])
-            .read_to_end(&mut out)
-            .map_err(|e| ClientError::Protocol(format!("bad gzip body: {e}")))?;
-        Ok(out)
     }
 }
 

@@ -19,10 +19,12 @@
 //! The client keeps every filter it fetched with its ETag: a complete filter is never
 //! fetched twice and an open one is revalidated with `If-None-Match`, so polling hourly
 //! costs one small request per new hour. Filters travel as gzip-compressed raw bytes,
-//! the smallest representation.
+//! the smallest representation; a followed open hour travels as a delta (RFC 9842
+//! `dcz`) against the last version of it the server offered as a dictionary.
 
 mod cache;
 mod changed;
+mod dictionaries;
 mod error;
 mod fetch;
 mod history;
@@ -150,6 +152,8 @@ pub struct Stats {
     pub not_modified: u64,
     /// Filters answered from the local cache without a request.
     pub cache_hits: u64,
+    /// Responses that came as a delta against a version this client kept (RFC 9842 `dcz`).
+    pub deltas: u64,
 }
 
 #[derive(Debug, Default)]
@@ -158,6 +162,7 @@ struct Counters {
     body_bytes: AtomicU64,
     not_modified: AtomicU64,
     cache_hits: AtomicU64,
+    deltas: AtomicU64,
 }
 
 /// An async bloomcast client. Cheap to share: wrap it in an `Arc` or clone the parts.
@@ -167,6 +172,8 @@ pub struct Client {
     base: String,
     token: Option<String>,
     cache: EtagCache,
+    /// The last version of each open resource the server offered as a dictionary.
+    dictionaries: dictionaries::Dictionaries,
     counters: Counters,
     /// Where [`Client::history`] keeps complete hours' filters across runs, if anywhere.
     cache_dir: Option<std::path::PathBuf>,
@@ -277,6 +284,7 @@ impl ClientBuilder {
             base,
             token: self.token,
             cache: EtagCache::new(self.cache_entries),
+            dictionaries: dictionaries::Dictionaries::default(),
             counters: Counters::default(),
             cache_dir: self.cache_dir,
             pubkey: self.pubkey,
@@ -323,6 +331,7 @@ impl Client {
             body_bytes: c.body_bytes.load(Ordering::Relaxed),
             not_modified: c.not_modified.load(Ordering::Relaxed),
             cache_hits: c.cache_hits.load(Ordering::Relaxed),
+            deltas: c.deltas.load(Ordering::Relaxed),
         }
     }
 

@@ -185,7 +185,7 @@ impl Client {
                     self.send(self.get("/.well-known/bloomcast.json")).await?,
                 )
                 .await?;
-                let body = self.body(response).await?;
+                let body = self.body(response, None).await?;
                 let doc: serde_json::Value = serde_json::from_slice(&body)
                     .map_err(|e| ClientError::Protocol(format!("/.well-known/bloomcast.json: {e}")))?;
                 let Some(text) = doc["public_key"].as_str() else {
@@ -223,7 +223,7 @@ impl Client {
                     .find(|l| l.contains("rel=\"next\""))
                     .and_then(|l| Some(l.split_once('<')?.1.split_once('>')?.0.to_owned()))
             });
-        let body = self.body(response).await?;
+        let body = self.body(response, None).await?;
         let page = serde_json::from_slice(&body)
             .map_err(|e| ClientError::Protocol(format!("chain page {path}: {e}")))?;
         Ok((page, next))

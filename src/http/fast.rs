@@ -12,7 +12,7 @@
 
 use super::cors::CorsHeaders;
 use super::filters::not_modified;
-use super::negotiate::{accepts_gzip, choose_repr};
+use super::negotiate::{accepts_gzip, choose_repr, AVAILABLE_DICTIONARY};
 use super::paths::plain_hour_path;
 use super::prepared::{self, Variant};
 use super::AppState;
@@ -55,6 +55,11 @@ impl App {
     /// The response, if the fast lane can give it.
     fn answer<B>(&self, request: &Request<B>) -> Option<Response> {
         if request.method() != Method::GET || self.state.access_log || tracing_requests() {
+            return None;
+        }
+        // A poller asking for a delta (RFC 9842) takes the router: prepared responses
+        // are whole bodies.
+        if request.headers().contains_key(AVAILABLE_DICTIONARY) {
             return None;
         }
         let (hour, suffix) = plain_hour_path(request.uri().path())?;

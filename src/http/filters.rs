@@ -2,7 +2,7 @@
 //! the negotiated representation and encoding, with validators and cache headers.
 
 use super::error::{ApiError, Result};
-use super::negotiate::{accepts_gzip, choose_repr};
+use super::negotiate::{accepts_gzip, choose_repr, dcz_dictionary};
 use super::paths::{day_segments, hour_segments};
 use super::AppState;
 use crate::render::{Rendered, Repr};
@@ -101,7 +101,10 @@ pub(super) fn respond(
     let cache_control = cache_control(state, view.open_until);
     let etag = if gzip { &r.etag_gzip } else { &r.etag };
     let etag = HeaderValue::from_str(etag).expect("hex etag");
-    let vary = HeaderValue::from_static("Accept, Accept-Encoding");
+    let vary = HeaderValue::from_static(match view.open_hour {
+        Some(_) => "Accept, Accept-Encoding, Available-Dictionary",
+        None => "Accept, Accept-Encoding",
+    });
 
     // The response is built in place (no second header map merged into it), its
     // headers in the order they always had: content type first on a 200.
@@ -115,10 +118,21 @@ pub(super) fn respond(
         return response;
     }
 
-    let (body, digest) = if gzip {
-        (&r.gzip, &r.repr_digest_gzip)
-    } else {
-        (&r.identity, &r.repr_digest)
+    let (dictionary, delta) = open_hour_delta(state, view, suffix, request);
+    let etag = match delta {
+        Some(_) => HeaderValue::try_from(r.etag_dcz()).expect("hex etag"),
+        None => etag,
+    };
+    // `Repr-Digest` covers the bytes sent: a delta's own (made per delta, not per
+    // rendering, as deltas are), else the rendering's.
+    let delta_digest;
+    let (body, digest) = match &delta {
+        Some(delta) => {
+            delta_digest = crate::chain::repr_digest(delta);
+            (delta, &delta_digest)
+        }
+        None if gzip => (&r.gzip, &r.repr_digest_gzip),
+        None => (&r.identity, &r.repr_digest),
     };
     let mut response = Response::new(Body::from(body.clone()));
     let out = response.headers_mut();
@@ -144,10 +158,39 @@ pub(super) fn respond(
     if let Some(link) = link_header(view, suffix) {
         out.insert(header::LINK, link);
     }
-    if gzip {
+    if let Some(dictionary) = dictionary {
+        out.insert(HeaderName::from_static("use-as-dictionary"), dictionary);
+    }
+    if delta.is_some() {
+        out.insert(header::CONTENT_ENCODING, HeaderValue::from_static("dcz"));
+    } else if gzip {
         out.insert(header::CONTENT_ENCODING, HeaderValue::from_static("gzip"));
     }
     response
+}
+
+/// RFC 9842 for the open hour: its `Use-As-Dictionary` value when this version is kept
+/// as a dictionary, and the `dcz` body when the request offers a kept dictionary and
+/// accepts `dcz` (see [`super::deltas`]).
+fn open_hour_delta(
+    state: &AppState,
+    view: &View,
+    suffix: Option<Repr>,
+    request: &HeaderMap,
+) -> (Option<HeaderValue>, Option<bytes::Bytes>) {
+    let Some(hour) = view.open_hour else {
+        return (None, None);
+    };
+    let r = &view.rendered;
+    let kept = state.deltas.offer(hour, r, state.service.now());
+    let delta = dcz_dictionary(request).and_then(|d| state.deltas.delta(hour, r, &d));
+    let dictionary = kept.then(|| {
+        let suffix = suffix.map_or(String::new(), |repr| format!(".{}", repr.suffix()));
+        let id = r.etag.trim_matches('"');
+        let value = format!("match=\"{}{suffix}\", id=\"{id}\"", hour.path());
+        HeaderValue::try_from(value).expect("ascii")
+    });
+    (dictionary, delta)
 }
 
 /// Whether the request's `If-None-Match` names this representation (either encoding).

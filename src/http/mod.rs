@@ -5,6 +5,7 @@ mod auth;
 mod chain;
 mod cors;
 mod dashboard;
+pub mod deltas;
 mod error;
 mod fast;
 mod filters;
@@ -53,6 +54,8 @@ pub struct AppState {
     pub ingest_permits: Arc<tokio::sync::Semaphore>,
     /// Whether to log one line per request (setting `access_log`).
     pub access_log: bool,
+    /// Open-hour versions kept as compression dictionaries, and the deltas made from them.
+    pub deltas: Arc<deltas::Deltas>,
 }
 
 /// The application as one `Router`, for in-process tests (`oneshot`): the fast lane

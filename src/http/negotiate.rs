@@ -85,6 +85,29 @@ fn gzip_in<'v>(values: impl Iterator<Item = &'v axum::http::HeaderValue>) -> boo
         })
 }
 
+/// The dictionary a client offers for a delta (RFC 9842): the SHA-256 in its
+/// `Available-Dictionary` (a structured-field byte sequence, `:BASE64:`), when its
+/// `Accept-Encoding` lists `dcz`. Anything malformed is no offer.
+pub fn dcz_dictionary(headers: &HeaderMap) -> Option<[u8; 32]> {
+    use base64::Engine as _;
+    let value = headers.get(AVAILABLE_DICTIONARY)?.to_str().ok()?.trim();
+    let dcz = headers
+        .get_all(header::ACCEPT_ENCODING)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(ranges)
+        .any(|(coding, q)| q > 0.0 && coding.eq_ignore_ascii_case("dcz"));
+    if !dcz {
+        return None;
+    }
+    let b64 = value.strip_prefix(':')?.strip_suffix(':')?;
+    let bytes = base64::engine::general_purpose::STANDARD.decode(b64).ok()?;
+    bytes.try_into().ok()
+}
+
+/// The request header naming a client's dictionary (RFC 9842).
+pub const AVAILABLE_DICTIONARY: &str = "available-dictionary";
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -141,6 +164,27 @@ mod tests {
         assert!(!accepts_gzip(&headers(header::ACCEPT_ENCODING, "gzip;q=0")));
         assert!(!accepts_gzip(&headers(header::ACCEPT_ENCODING, "identity")));
         assert!(!accepts_gzip(&HeaderMap::new()));
+    }
+
+    #[test]
+    fn a_dictionary_is_offered_with_dcz_and_a_32_byte_sequence() {
+        let sha = ":".to_owned() + &"A".repeat(43) + "=:";
+        let mut h = headers(header::ACCEPT_ENCODING, "dcz, gzip");
+        h.insert(AVAILABLE_DICTIONARY, HeaderValue::from_str(&sha).unwrap());
+        assert_eq!(dcz_dictionary(&h), Some([0; 32]));
+        h.insert(
+            header::ACCEPT_ENCODING,
+            HeaderValue::from_static("gzip, dcz;q=0"),
+        );
+        assert_eq!(dcz_dictionary(&h), None, "dcz refused");
+        h.insert(
+            header::ACCEPT_ENCODING,
+            HeaderValue::from_static("gzip, dcz"),
+        );
+        for bad in ["AAAA", ":AAAA:", ":!!:", "::"] {
+            h.insert(AVAILABLE_DICTIONARY, HeaderValue::from_static(bad));
+            assert_eq!(dcz_dictionary(&h), None, "{bad}");
+        }
     }
 
     #[test]

@@ -119,6 +119,9 @@ pub struct View {
     pub prev: Option<String>,
     /// Path of the next hour or day, if it exists yet.
     pub next: Option<String>,
+    /// The open hour this view shows, whose versions may serve as compression
+    /// dictionaries for later ones (RFC 9842); `None` for closed hours and unions.
+    pub open_hour: Option<Hour>,
 }
 
 /// One line of the index.

@@ -122,6 +122,7 @@ impl ReadyHour<'_> {
             open_until: self.open_until,
             prev: self.prev.then(|| self.hour.prev().path()),
             next: self.next.then(|| self.hour.next().path()),
+            open_hour: self.open_until.map(|_| self.hour),
         }
     }
 }

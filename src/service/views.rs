@@ -49,6 +49,7 @@ impl Service {
                     open_until: (!complete).then(|| now.end()),
                     prev: (hour.prev() >= self.earliest(now)).then(|| hour.prev().path()),
                     next: (hour < now).then(|| hour.next().path()),
+                    open_hour: (!complete).then_some(hour),
                 })
             }
             Target::Day(day) => {
@@ -70,6 +71,7 @@ impl Service {
                     open_until: (!complete).then(|| now.end()),
                     prev: (prev_day.last_hour() >= self.earliest(now)).then(|| prev_day.path()),
                     next: (last < now).then(|| Day::from_hour_index(first.index() + 24).path()),
+                    open_hour: None,
                 })
             }
             Target::Since(from) => {
@@ -85,6 +87,7 @@ impl Service {
                     open_until: Some(now.end()),
                     prev: None,
                     next: None,
+                    open_hour: None,
                 })
             }
         }

@@ -174,6 +174,40 @@ async fn the_open_hour_is_answered_alike_and_never_older_than_an_acknowledgement
 }
 
 #[tokio::test]
+async fn a_request_offering_a_dictionary_takes_the_router_and_gets_its_delta() {
+    use base64::Engine as _;
+    let app = TestApp::spawn_with(|s| {
+        s.refresh_ms = 3_600_000;
+        s.delta_ids = 1;
+    })
+    .await;
+    let path = format!("{}.bin", start_hour().path());
+    app.ingest(&["a", "b"]).await;
+    let dictionary = app.get(&path).await;
+    assert!(dictionary.header("use-as-dictionary").is_some());
+    app.ingest(&["c"]).await;
+    let sha = bloomcast::dcz::sha256(&dictionary.body);
+    let offer = format!(
+        ":{}:",
+        base64::engine::general_purpose::STANDARD.encode(sha)
+    );
+    let headers = [
+        ("accept-encoding", "dcz, gzip"),
+        ("available-dictionary", offer.as_str()),
+    ];
+    app.get_with(&path, &headers).await;
+    let before = fast_reads(&app).await;
+    // The rendering is ready now: a plain read would be the fast lane's.
+    let delta = app.get_with(&path, &headers).await;
+    assert_eq!(fast_reads(&app).await, before, "the router answers");
+    assert_eq!(delta.header("content-encoding"), Some("dcz"));
+    let current = app.get(&path).await;
+    assert_eq!(fast_reads(&app).await, before + 1, "a plain read is fast");
+    let decoded = bloomcast::dcz::decode(&dictionary.body, &delta.body).unwrap();
+    assert_eq!(decoded, current.body);
+}
+
+#[tokio::test]
 async fn head_and_other_methods_still_take_the_router() {
     let app = TestApp::spawn().await;
     app.ingest(&["a"]).await;

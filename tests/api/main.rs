@@ -4,6 +4,7 @@ mod caching;
 mod chain;
 mod corruption;
 mod dashboard;
+mod deltas;
 mod errors;
 mod fast_lane;
 mod faults;

@@ -6,9 +6,12 @@
         print(first, last, ids)      # fetch these feeds: they may have changed
 
 The command line `bloomcast-py` (check, ingest, inspect, selftest) is in
-bloomcast_client.cli. No dependencies beyond the standard library.
+bloomcast_client.cli. No dependencies beyond the standard library; with the optional
+`zstandard` package (extra `dcz`), a followed open hour is polled as RFC 9842 `dcz` deltas
+against the last version the server offered as a dictionary (gzip without it).
 """
 
+import base64
 import datetime
 import gzip
 import hashlib
@@ -22,6 +25,34 @@ import urllib.request
 HASH = "sha1-km32"
 
 from .verify import MissingDependency, VerificationError  # noqa: E402  (re-exported)
+try:  # Optional: deltas of the open hour (RFC 9842 dcz) need zstd.
+    import zstandard
+except ImportError:  # pragma: no cover - depends on the environment
+    zstandard = None
+
+DCZ_MAGIC = bytes([0x5E, 0x2A, 0x4D, 0x18, 0x20, 0x00, 0x00, 0x00])
+
+
+def dcz_decode(dictionary, body):
+    """The identity bytes of a dcz body (PROTOCOL.md, deltas): a 40-byte header (8 magic
+    bytes, the dictionary's SHA-256), then a zstd frame made with the dictionary as raw
+    content. Needs the zstandard package."""
+    if zstandard is None:
+        raise ProtocolError("a dcz body needs the zstandard package")
+    if len(body) < 40 or body[:8] != DCZ_MAGIC:
+        raise ProtocolError("not a dcz body")
+    if body[8:40] != hashlib.sha256(dictionary).digest():
+        raise ProtocolError("dcz body made with another dictionary")
+    d = zstandard.ZstdCompressionDict(dictionary, dict_type=zstandard.DICT_TYPE_RAWCONTENT)
+    try:
+        return zstandard.ZstdDecompressor(dict_data=d).decompress(body[40:])
+    except zstandard.ZstdError as e:
+        raise ProtocolError(f"bad dcz body: {e}") from None
+
+
+def available_dictionary(dictionary):
+    """The Available-Dictionary value naming these bytes: :BASE64(SHA-256):."""
+    return ":" + base64.b64encode(hashlib.sha256(dictionary).digest()).decode() + ":"
 
 
 class ProtocolError(Exception):
@@ -173,15 +204,17 @@ class Client:
             from .verify import Verifier
             self.verifier = Verifier(pubkey)
         self.cache = {}  # path -> (etag, document)
+        self.dictionaries = {}  # path -> identity bytes the server offered as a dictionary
         self.requests = 0
         self.wire_bytes = 0
+        self.deltas = 0
 
-    def _request(self, path, headers=None, body=None):
+    def _request(self, path, headers=None, body=None, dictionary=None):
         req = urllib.request.Request(self.base + path, data=body, headers=headers or {})
         self.requests += 1
         try:
             with urllib.request.urlopen(req, timeout=self.timeout) as resp:
-                return resp.status, resp.headers, self._read(resp)
+                return resp.status, resp.headers, self._read(resp, dictionary)
         except urllib.error.HTTPError as e:
             if e.code == 304:
                 return 304, e.headers, b""
@@ -200,11 +233,17 @@ class Client:
         except (socket.timeout, TimeoutError) as e:
             raise ConnectionFailed(self.base, e, timed_out=True) from None
 
-    def _read(self, resp):
+    def _read(self, resp, dictionary=None):
         raw = resp.read()
         self.wire_bytes += len(raw)
-        if (resp.headers.get("Content-Encoding") or "").lower() == "gzip":
+        encoding = (resp.headers.get("Content-Encoding") or "").lower()
+        if encoding == "gzip":
             return gzip.decompress(raw)
+        if encoding == "dcz":
+            if dictionary is None:
+                raise ProtocolError("a dcz body without a dictionary")
+            self.deltas += 1
+            return dcz_decode(dictionary, raw)
         return raw
 
     def document(self, path):
@@ -215,7 +254,11 @@ class Client:
         headers = {"Accept": "application/json", "Accept-Encoding": "gzip"}
         if cached:
             headers["If-None-Match"] = cached[0]
-        status, resp_headers, body = self._request(path, headers)
+        dictionary = self.dictionaries.get(path) if zstandard is not None else None
+        if dictionary is not None:
+            headers["Accept-Encoding"] = "dcz, gzip"
+            headers["Available-Dictionary"] = available_dictionary(dictionary)
+        status, resp_headers, body = self._request(path, headers, dictionary=dictionary)
         if status == 304:
             return cached[1]
         doc = json.loads(body)
@@ -225,6 +268,10 @@ class Client:
                                 resp_headers.get("Bloom-Signature"), doc.get("digest"))
         if resp_headers.get("ETag"):
             self.cache[path] = (resp_headers["ETag"], doc)
+        if doc["complete"]:
+            self.dictionaries.pop(path, None)
+        elif resp_headers.get("Use-As-Dictionary") and zstandard is not None:
+            self.dictionaries[path] = body
         return doc
 
     def filter(self, path):

@@ -1,0 +1,217 @@
+//! `bloomcast watch`: follow the open hour, and the next one at its boundary, printing
+//! each of the given IDs the first time a version of the hour says it may have changed.
+//!
+//! Polls travel as deltas (RFC 9842 `dcz`) against the last version the server offered
+//! as a dictionary, so following an hour costs a little more than what changed in it.
+
+use super::{client, collect_ids, read_ids, CliError};
+use crate::client::{Client, ClientError};
+use crate::hour::Hour;
+use clap::Args;
+use serde_json::json;
+use std::collections::HashSet;
+use std::io::Write;
+use std::time::Duration;
+
+/// Follow the open hour and print each ID the first time it may have changed in it
+/// (until interrupted).
+#[derive(Debug, Args)]
+pub struct WatchArgs {
+    /// The server's base URL, e.g. http://127.0.0.1:8080 (or 127.0.0.1:8080).
+    #[arg(long, env = "BLOOMCAST_SERVER")]
+    server: String,
+    /// Seconds between polls.
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..))]
+    every: u64,
+    /// A file of IDs, one per line (as `-` reads stdin).
+    #[arg(long)]
+    file: Option<std::path::PathBuf>,
+    /// Print one JSON object per event (`version` and `changed`, each with the hour,
+    /// the version and the bytes transferred) instead of ID lines.
+    #[arg(long)]
+    json: bool,
+    /// IDs to watch; `-` reads one per line from stdin.
+    ids: Vec<String>,
+}
+
+/// What a poll found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Event {
+    /// A new version of the hour: its ETag (without encoding suffix), its count, the
+    /// body bytes that crossed the wire for it and whether it came as a delta.
+    Version {
+        hour: Hour,
+        version: String,
+        count: u64,
+        bytes: u64,
+        delta: bool,
+    },
+    /// An ID the version may contain, reported once per hour.
+    Changed {
+        hour: Hour,
+        version: String,
+        id: String,
+        bytes: u64,
+    },
+}
+
+impl Event {
+    /// The event as one JSON line's object.
+    pub fn to_json(&self) -> serde_json::Value {
+        match self {
+            Event::Version {
+                hour,
+                version,
+                count,
+                bytes,
+                delta,
+            } => json!({
+                "event": "version", "hour": hour.rfc3339(), "version": version,
+                "count": count, "bytes": bytes, "delta": delta,
+            }),
+            Event::Changed {
+                hour,
+                version,
+                id,
+                bytes,
+            } => json!({
+                "event": "changed", "hour": hour.rfc3339(), "version": version,
+                "id": id, "bytes": bytes,
+            }),
+        }
+    }
+}
+
+/// Follows the open hour for a set of IDs, one poll at a time.
+pub struct Watcher {
+    client: Client,
+    ids: Vec<String>,
+    hour: Hour,
+    version: Option<String>,
+    reported: HashSet<String>,
+}
+
+impl Watcher {
+    /// Starts at the server's current hour.
+    ///
+    /// # Errors
+    /// The server's index cannot be read.
+    pub async fn start(client: Client, ids: Vec<String>) -> Result<Watcher, ClientError> {
+        let hour = client.index().await?.current_hour()?;
+        Ok(Watcher {
+            client,
+            ids,
+            hour,
+            version: None,
+            reported: HashSet::new(),
+        })
+    }
+
+    /// The hour followed now.
+    pub fn hour(&self) -> Hour {
+        self.hour
+    }
+
+    /// Polls the hour once; moves to the next hour once this one is complete (its
+    /// final bytes read first, so nothing of its end is missed).
+    ///
+    /// # Errors
+    /// Transport errors and error statuses.
+    pub async fn poll(&mut self) -> Result<Vec<Event>, ClientError> {
+        let before = self.client.stats();
+        let fetched = self.client.hour(self.hour).await?;
+        let after = self.client.stats();
+        let bytes = after.body_bytes - before.body_bytes;
+        let version = fetched
+            .etag
+            .as_deref()
+            .map(|t| {
+                let t = t.trim_start_matches("W/").trim_matches('"');
+                let t = t.strip_suffix("-gz").unwrap_or(t);
+                t.strip_suffix("-dcz").unwrap_or(t).to_owned()
+            })
+            .unwrap_or_default();
+        let mut events = Vec::new();
+        if self.version.as_deref() != Some(version.as_str()) {
+            events.push(Event::Version {
+                hour: self.hour,
+                version: version.clone(),
+                count: fetched.meta.count,
+                bytes,
+                delta: after.deltas > before.deltas,
+            });
+            for id in &self.ids {
+                if !self.reported.contains(id) && fetched.filter.contains(id) {
+                    self.reported.insert(id.clone());
+                    events.push(Event::Changed {
+                        hour: self.hour,
+                        version: version.clone(),
+                        id: id.clone(),
+                        bytes,
+                    });
+                }
+            }
+            self.version = Some(version);
+        }
+        if fetched.meta.complete {
+            self.hour = self.hour.next();
+            self.version = None;
+            self.reported.clear();
+        }
+        Ok(events)
+    }
+}
+
+impl WatchArgs {
+    /// Watches until interrupted (Ctrl-C or SIGTERM ends it with exit code 0).
+    ///
+    /// # Errors
+    /// Unreadable IDs, an unreachable server, an error status, an unwritable stdout.
+    pub async fn run(self) -> Result<(), CliError> {
+        let mut ids = if self.ids.is_empty() {
+            Vec::new()
+        } else {
+            collect_ids(&self.ids)?
+        };
+        if let Some(path) = &self.file {
+            let file = std::fs::File::open(path).map_err(|source| CliError::Io {
+                context: format!("cannot open {}", path.display()),
+                source,
+            })?;
+            read_ids(std::io::BufReader::new(file), |id| {
+                ids.push(id);
+                Ok(())
+            })?;
+        }
+        if ids.is_empty() {
+            return Err(CliError::Input(
+                "no IDs: pass them as arguments, - to read stdin, or --file".into(),
+            ));
+        }
+        let mut watcher = Watcher::start(client(&self.server, None)?, ids).await?;
+        let interrupted = tokio::signal::ctrl_c();
+        tokio::pin!(interrupted);
+        loop {
+            let events = watcher.poll().await?;
+            let mut out = std::io::stdout().lock();
+            for event in &events {
+                let written = match (self.json, event) {
+                    (true, e) => writeln!(out, "{}", e.to_json()),
+                    (false, Event::Changed { id, .. }) => writeln!(out, "{id}"),
+                    (false, Event::Version { .. }) => Ok(()),
+                };
+                written
+                    .and_then(|()| out.flush())
+                    .map_err(|source| CliError::Io {
+                        context: "cannot write to stdout".into(),
+                        source,
+                    })?;
+            }
+            drop(out);
+            tokio::select! {
+                _ = &mut interrupted => return Ok(()),
+                () = tokio::time::sleep(Duration::from_secs(self.every)) => {}
+            }
+        }
+    }
+}

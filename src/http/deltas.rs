@@ -1,0 +1,237 @@
+//! Open-hour deltas (RFC 9842, Compression Dictionary Transport): which served versions
+//! of the open hour are kept as dictionaries, and the `dcz` bodies made from them.
+//!
+//! The served body of the open hour is always current (a reader after an acknowledged
+//! ingest sees the ID). What is throttled is which versions are *kept*: the first one
+//! served for an (hour, representation), then one at most every `open_max_age` seconds
+//! or after `delta_ids` new IDs, bounded in bytes (the oldest go first). Only a kept
+//! version's response says `Use-As-Dictionary`, so a client's dictionary is one the
+//! server holds until it expires. A version of another `m` than the current one is
+//! dropped: a filter that grew is sent whole once.
+//!
+//! A `dcz` body is the current version compressed against a kept one, made once per
+//! (dictionary, current version) and shared by every poller holding that dictionary.
+
+use crate::dcz;
+use crate::hour::Hour;
+use crate::render::{Rendered, Repr};
+use bytes::Bytes;
+use chrono::{DateTime, Utc};
+use rustc_hash::FxHashMap;
+use std::collections::VecDeque;
+use std::sync::Mutex;
+
+/// zstd level of a delta: 3 makes deltas as small as 19 here (sparse bit changes
+/// against the previous version) at a hundredth of the CPU (docs/BENCHMARKS.md).
+const LEVEL: i32 = 3;
+
+/// One open hour's representation: what a dictionary may serve for.
+type Resource = (Hour, Repr);
+
+/// Kept versions and made deltas.
+pub struct Deltas {
+    budget: usize,
+    every_seconds: i64,
+    every_ids: u64,
+    inner: Mutex<Inner>,
+}
+
+#[derive(Default)]
+struct Inner {
+    /// Oldest first.
+    versions: VecDeque<Version>,
+    bytes: usize,
+    /// `dcz` bodies by (dictionary, current version); cleared when over a quarter of
+    /// the budget (they are remade on demand).
+    made: FxHashMap<(Resource, [u8; 32], [u8; 32]), Bytes>,
+    made_bytes: usize,
+}
+
+struct Version {
+    resource: Resource,
+    sha256: [u8; 32],
+    identity: Bytes,
+    m: u64,
+    count: u64,
+    at: DateTime<Utc>,
+}
+
+impl Deltas {
+    /// Keeps at most `budget` bytes of versions; a new one at most every
+    /// `every_seconds` (`open_max_age`) unless `every_ids` new IDs arrived (0: never).
+    pub fn new(budget: usize, every_seconds: u64, every_ids: u64) -> Deltas {
+        Deltas {
+            budget,
+            every_seconds: every_seconds.min(3600) as i64,
+            every_ids,
+            inner: Mutex::new(Inner::default()),
+        }
+    }
+
+    fn inner(&self) -> std::sync::MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Offers a version of the open `hour` served at `now`: whether it is kept as a
+    /// dictionary (its response then says `Use-As-Dictionary`).
+    pub fn offer(&self, hour: Hour, r: &Rendered, now: DateTime<Utc>) -> bool {
+        if self.budget == 0 || r.identity.len() > self.budget {
+            return false;
+        }
+        let resource = (hour, r.repr);
+        let mut inner = self.inner();
+        let newest = inner.versions.iter().rev().find(|v| v.resource == resource);
+        if let Some(v) = newest {
+            if v.sha256 == r.sha256 {
+                return true;
+            }
+            let due = (now - v.at).num_seconds() >= self.every_seconds
+                || (self.every_ids > 0 && r.count >= v.count + self.every_ids)
+                || v.m != r.m;
+            if !due {
+                return inner.versions.iter().any(|v| v.sha256 == r.sha256);
+            }
+        }
+        // Versions of another `m` can no longer serve this resource; earlier hours' go
+        // by age with the budget.
+        let inner = &mut *inner;
+        let before = inner.versions.len();
+        inner
+            .versions
+            .retain(|v| v.resource != resource || v.m == r.m);
+        inner.versions.push_back(Version {
+            resource,
+            sha256: r.sha256,
+            identity: r.identity.clone(),
+            m: r.m,
+            count: r.count,
+            at: now,
+        });
+        inner.bytes = inner.versions.iter().map(|v| v.identity.len()).sum();
+        while inner.bytes > self.budget {
+            let Some(old) = inner.versions.pop_front() else {
+                break;
+            };
+            inner.bytes -= old.identity.len();
+        }
+        if inner.versions.len() <= before {
+            // Some went: no delta made from them may be served any more.
+            inner.made.clear();
+            inner.made_bytes = 0;
+        }
+        true
+    }
+
+    /// The current version `r` of the open `hour` as a `dcz` body against the kept
+    /// version named `dictionary`; `None` when that version is unknown, expired or of
+    /// another filter size (the caller then answers as without a dictionary).
+    pub fn delta(&self, hour: Hour, r: &Rendered, dictionary: &[u8; 32]) -> Option<Bytes> {
+        let resource = (hour, r.repr);
+        let base = {
+            let inner = self.inner();
+            if let Some(made) = inner.made.get(&(resource, *dictionary, r.sha256)) {
+                return Some(made.clone());
+            }
+            let v = inner
+                .versions
+                .iter()
+                .find(|v| v.sha256 == *dictionary && v.resource == resource && v.m == r.m)?;
+            v.identity.clone()
+        };
+        let body = Bytes::from(dcz::encode(&base, dictionary, &r.identity, LEVEL)?);
+        let mut inner = self.inner();
+        if inner.made_bytes + body.len() > self.budget / 4 {
+            inner.made.clear();
+            inner.made_bytes = 0;
+        }
+        inner.made_bytes += body.len();
+        inner
+            .made
+            .insert((resource, *dictionary, r.sha256), body.clone());
+        Some(body)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bloom::Filter;
+    use crate::render::{render, Effort};
+    use crate::wire::Meta;
+
+    fn version(ids: std::ops::Range<u32>, capacity: u64) -> Rendered {
+        let mut f = Filter::with_capacity(capacity, 0.01).unwrap();
+        for i in ids.clone() {
+            f.insert(&i.to_string());
+        }
+        let meta = Meta::hour("2026-11-23T13:00:00Z".into(), false, ids.len() as u64);
+        render(&meta, &f, Repr::Bin, Effort::Fast)
+    }
+
+    fn at(seconds: i64) -> DateTime<Utc> {
+        DateTime::from_timestamp(1_795_000_000 + seconds, 0).unwrap()
+    }
+
+    #[test]
+    fn keeps_versions_by_time_or_new_ids_and_deltas_decode() {
+        let hour = Hour::from_index(500_000);
+        let deltas = Deltas::new(1 << 20, 30, 40);
+        let v0 = version(0..1000, 3000);
+        let v1 = version(0..1010, 3000);
+        let v2 = version(0..1050, 3000);
+        assert!(deltas.offer(hour, &v0, at(0)));
+        assert!(
+            deltas.offer(hour, &v0, at(1)),
+            "the same version stays kept"
+        );
+        assert!(
+            !deltas.offer(hour, &v1, at(10)),
+            "too soon, too few new IDs"
+        );
+        assert!(deltas.offer(hour, &v2, at(11)), "enough new IDs");
+        assert!(deltas.offer(hour, &v1, at(60)), "enough time");
+        for (dict, current) in [(&v0, &v2), (&v1, &v2), (&v0, &v1)] {
+            let body = deltas.delta(hour, current, &dict.sha256).unwrap();
+            assert_eq!(
+                dcz::decode(&dict.identity, &body).unwrap(),
+                current.identity
+            );
+            assert!(body.len() < current.gzip.len() / 4, "{}", body.len());
+        }
+        assert!(deltas.delta(hour.next(), &v2, &v0.sha256).is_none());
+        assert!(deltas.delta(hour, &v2, &[7; 32]).is_none());
+    }
+
+    #[test]
+    fn a_resized_filter_or_the_budget_expires_versions() {
+        let hour = Hour::from_index(500_000);
+        let small = version(0..100, 200);
+        let grown = version(0..500, 3000);
+        assert_ne!(small.m, grown.m);
+        let deltas = Deltas::new(1 << 20, 30, 0);
+        assert!(deltas.offer(hour, &small, at(0)));
+        assert!(
+            deltas.delta(hour, &grown, &small.sha256).is_none(),
+            "another m"
+        );
+        assert!(deltas.offer(hour, &grown, at(1)), "a new m is kept at once");
+        assert!(deltas.delta(hour, &grown, &small.sha256).is_none());
+
+        let a = version(0..100, 3000);
+        let b = version(0..200, 3000);
+        let deltas = Deltas::new(a.identity.len() + 1, 0, 0);
+        assert!(deltas.offer(hour, &a, at(0)));
+        let c = version(0..150, 3000);
+        assert!(deltas.delta(hour, &c, &a.sha256).is_some());
+        assert!(deltas.offer(hour, &b, at(1)));
+        assert!(
+            deltas.delta(hour, &c, &a.sha256).is_none(),
+            "made from an expired one"
+        );
+        assert!(deltas.delta(hour, &b, &a.sha256).is_none(), "a went for b");
+        assert!(
+            !Deltas::new(0, 0, 0).offer(hour, &a, at(0)),
+            "0 turns deltas off"
+        );
+    }
+}
