@@ -35,6 +35,11 @@ for n in $SIZES; do
     sleep 0.05
   done
   loaded=$(date +%s.%N)
+  # mimalloc hands freed pages back to the OS a second after they are freed, on the next
+  # allocator activity: the load's transient is still counted right after it. Give it
+  # that second and some requests before reading the steady RSS.
+  sleep 2
+  for _ in 1 2 3 4 5; do curl -s -o /dev/null "http://127.0.0.1:$port/"; sleep 0.3; done
   rss_kb=$(awk '/^VmRSS/ {print $2}' "/proc/$SERVER_PID/status")
   hwm_kb=$(awk '/^VmHWM/ {print $2}' "/proc/$SERVER_PID/status")
   count=$(curl -s "http://127.0.0.1:$port/" | sed -n 's/.*"hours":\[{[^}]*"count":\([0-9]*\).*/\1/p')

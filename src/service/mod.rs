@@ -20,6 +20,7 @@
 mod cache;
 mod health;
 mod history;
+mod keyset;
 mod ledger;
 mod lifecycle;
 mod open_unions;
