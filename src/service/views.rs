@@ -94,7 +94,7 @@ impl Service {
     /// the hour is closed (the caller serves its seal). One render per representation
     /// runs at a time: readers arriving while ingest keeps changing the hour share the
     /// next render instead of each starting their own.
-    async fn open_view(&self, hour: Hour, repr: Repr) -> Result<Option<Arc<Rendered>>> {
+    pub(super) async fn open_view(&self, hour: Hour, repr: Repr) -> Result<Option<Arc<Rendered>>> {
         self.refresh(hour).await?;
         let slot = repr.index();
         let wanted = {
@@ -186,7 +186,11 @@ impl Service {
     /// When the seal cannot be read back intact, or the hour cannot be sealed yet (the
     /// store takes no writes), it is served from its verified keys with the bytes its
     /// seal has or will have; complete only once the hour is durably closed.
-    async fn closed_view(&self, hour: Hour, repr: Repr) -> Result<(Arc<Rendered>, bool)> {
+    pub(super) async fn closed_view(
+        &self,
+        hour: Hour,
+        repr: Repr,
+    ) -> Result<(Arc<Rendered>, bool)> {
         let key = (hour.index(), hour.index(), repr);
         if let Some(r) = self.cache.get(&key) {
             return Ok((r, true));
