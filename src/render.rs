@@ -93,7 +93,7 @@ pub fn render(meta: &Meta, filter: &Filter, repr: Repr, effort: Effort) -> Rende
         Repr::Hex => (filter.to_hex().into_bytes(), meta.headers(filter)),
         Repr::Bin => (filter.to_bytes(), meta.headers(filter)),
     };
-    let gzip = gzip(&identity, effort);
+    let gzip = gzip(&identity, repr, effort);
     let digest = Sha1::digest(&identity);
     let tag = crate::bloom::to_hex(&digest[..10]);
     Rendered {
@@ -107,10 +107,14 @@ pub fn render(meta: &Meta, filter: &Filter, repr: Repr, effort: Effort) -> Rende
     }
 }
 
-fn gzip(data: &[u8], effort: Effort) -> Vec<u8> {
-    let level = match effort {
-        Effort::Fast => Compression::fast(),
-        Effort::Best => Compression::best(),
+fn gzip(data: &[u8], repr: Repr, effort: Effort) -> Vec<u8> {
+    let level = match (repr, effort) {
+        // A filter's bits are close to random at its fill, so deflate gains nothing on
+        // the raw form (measured: 100.03% of the input at the fastest level, in 0.28 s for
+        // an 11.5 MB union). Content that changes is therefore only framed as gzip.
+        (Repr::Bin, Effort::Fast) => Compression::none(),
+        (_, Effort::Fast) => Compression::fast(),
+        (_, Effort::Best) => Compression::best(),
     };
     let mut enc = GzEncoder::new(Vec::with_capacity(data.len() / 2 + 64), level);
     enc.write_all(data).expect("writing to a Vec cannot fail");
@@ -133,11 +137,22 @@ mod tests {
     fn gzip_decompresses_to_the_identity_bytes() {
         let (meta, f) = sample(true);
         for repr in Repr::ALL {
-            let r = render(&meta, &f, repr, Effort::Best);
-            let mut out = Vec::new();
-            GzDecoder::new(&r.gzip[..]).read_to_end(&mut out).unwrap();
-            assert_eq!(out, r.identity.to_vec(), "{repr:?}");
+            for effort in [Effort::Best, Effort::Fast] {
+                let r = render(&meta, &f, repr, effort);
+                let mut out = Vec::new();
+                GzDecoder::new(&r.gzip[..]).read_to_end(&mut out).unwrap();
+                assert_eq!(out, r.identity.to_vec(), "{repr:?} {effort:?}");
+            }
         }
+    }
+
+    #[test]
+    fn the_raw_form_of_changing_content_is_stored_not_deflated() {
+        let (meta, f) = sample(false);
+        let r = render(&meta, &f, Repr::Bin, Effort::Fast);
+        // Stored blocks: the bytes plus the gzip frame and 5 bytes per 64 KiB block.
+        assert!(r.gzip.len() > r.identity.len());
+        assert!(r.gzip.len() <= r.identity.len() + 64 + 5 * r.identity.len().div_ceil(65535));
     }
 
     #[test]
