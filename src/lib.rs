@@ -17,6 +17,7 @@ pub mod clock;
 pub mod config;
 pub mod hour;
 pub mod http;
+pub mod memory;
 pub mod render;
 pub mod server;
 pub mod service;

@@ -160,11 +160,19 @@ impl Service {
         }
         match page {
             Ok(page) => {
-                let mut ledger = self.ledger();
-                if let Some(open) = self.open_entry(&mut ledger, hour) {
-                    open.add(&page.keys);
-                    open.cursor = open.cursor.max(page.cursor);
-                    open.refreshed_at = Some(Instant::now());
+                let large = page.keys.len() >= crate::memory::LARGE_BATCH;
+                {
+                    let mut ledger = self.ledger();
+                    if let Some(open) = self.open_entry(&mut ledger, hour) {
+                        open.add(&page.keys);
+                        open.cursor = open.cursor.max(page.cursor);
+                        open.refreshed_at = Some(Instant::now());
+                    }
+                }
+                if large {
+                    // The load at start: its batch is gone, give it back (see `memory`).
+                    drop(page);
+                    crate::memory::release_freed();
                 }
                 Ok(())
             }
