@@ -14,7 +14,7 @@ extern "C" {
 }
 
 /// Keys read at once past which [`release_freed`] is worth its cost (a walk of the heap).
-pub const LARGE_BATCH: usize = 1 << 20;
+pub const LARGE_BATCH: usize = 1 << 16;
 
 /// Returns freed memory to the OS now. Harmless when another allocator is in use:
 /// mimalloc's own heap is then empty.
