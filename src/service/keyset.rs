@@ -66,10 +66,22 @@ impl CompactKeys {
         if self.in_runs(key) || !self.tail.insert(key) {
             return false;
         }
+        self.merge_if_due();
+        true
+    }
+
+    /// Adds `key`, known not to be in the set (a Bloom filter of the set said no), without
+    /// searching for it.
+    pub fn insert_absent(&mut self, key: u64) {
+        debug_assert!(!self.contains(key));
+        self.tail.insert(key);
+        self.merge_if_due();
+    }
+
+    fn merge_if_due(&mut self) {
         if self.tail.len() > (self.in_runs / TAIL_FRACTION).max(MIN_TAIL) {
             self.merge();
         }
-        true
     }
 
     /// Every key, in no particular order.
@@ -84,19 +96,32 @@ impl CompactKeys {
         }
     }
 
-    /// Moves the tail into the runs (keeping the tail's memory for the next keys).
+    /// Moves the tail into the runs (keeping the tail's memory for the next keys): the
+    /// tail is placed by shard (one counting pass), then each shard's part is sorted and
+    /// merged into its run.
     fn merge(&mut self) {
-        let mut add: Vec<u64> = self.tail.drain().collect();
-        add.sort_unstable();
         if self.runs.is_empty() {
             self.runs = (0..SHARDS).map(|_| Vec::new()).collect();
         }
-        self.in_runs += add.len();
-        let mut rest = &add[..];
+        let mut bounds = vec![0usize; SHARDS + 1];
+        for &key in &self.tail {
+            bounds[shard_of(key) + 1] += 1;
+        }
+        for shard in 0..SHARDS {
+            bounds[shard + 1] += bounds[shard];
+        }
+        let mut next = bounds.clone();
+        let mut placed = vec![0u64; self.tail.len()];
+        for key in self.tail.drain() {
+            let slot = &mut next[shard_of(key)];
+            placed[*slot] = key;
+            *slot += 1;
+        }
+        self.in_runs += placed.len();
         for (shard, run) in self.runs.iter_mut().enumerate() {
-            let (mine, later) = rest.split_at(rest.partition_point(|&k| shard_of(k) <= shard));
-            rest = later;
+            let mine = &mut placed[bounds[shard]..bounds[shard + 1]];
             if !mine.is_empty() {
+                mine.sort_unstable();
                 merge_into(run, mine);
             }
         }
@@ -107,25 +132,23 @@ fn shard_of(key: u64) -> usize {
     (key >> (64 - SHARD_BITS)) as usize
 }
 
-/// Merges `add` (sorted, none in `run`) into the sorted `run`, from the back, in place;
-/// the run grows by exactly `add.len()`.
+/// Merges `add` (sorted, none in `run`) into the sorted `run`, in one pass into an
+/// allocation of exactly the merged length.
 fn merge_into(run: &mut Vec<u64>, add: &[u64]) {
-    let old = run.len();
-    run.reserve_exact(add.len());
-    run.resize(old + add.len(), 0);
-    let (mut i, mut j) = (old, add.len());
-    for w in (0..run.len()).rev() {
-        if j == 0 {
-            break; // what is left of the run is already in place
-        }
-        if i > 0 && run[i - 1] > add[j - 1] {
-            run[w] = run[i - 1];
-            i -= 1;
+    let mut merged = Vec::with_capacity(run.len() + add.len());
+    let (mut i, mut j) = (0, 0);
+    while i < run.len() && j < add.len() {
+        if run[i] < add[j] {
+            merged.push(run[i]);
+            i += 1;
         } else {
-            run[w] = add[j - 1];
-            j -= 1;
+            merged.push(add[j]);
+            j += 1;
         }
     }
+    merged.extend_from_slice(&run[i..]);
+    merged.extend_from_slice(&add[j..]);
+    *run = merged;
 }
 
 /// Whether the sorted `run` (keys of one shard) holds `key`: starts where a uniform key
@@ -196,6 +219,16 @@ mod tests {
         let mut want: Vec<u64> = uniform(n, 1).collect();
         want.sort_unstable();
         assert_eq!(all, want);
+    }
+
+    #[test]
+    fn keys_known_absent_are_added_without_a_search() {
+        let mut set = CompactKeys::default();
+        for k in uniform(2 * MIN_TAIL as u64, 3) {
+            set.insert_absent(k);
+        }
+        assert_eq!(set.len(), 2 * MIN_TAIL);
+        assert!(uniform(2 * MIN_TAIL as u64, 3).all(|k| set.contains(k) && !set.insert(k)));
     }
 
     #[test]
