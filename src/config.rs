@@ -120,6 +120,10 @@ settings! {
     /// Empty: a random token is generated on first start and kept in <data_dir>/ingest-token.
     /// Required in cluster mode (the same on every node).
     ingest_tokens: Vec<SecretString> = Vec::new(),
+    /// File holding the Ed25519 key that signs each sealed hour (64 hex digits, a seed).
+    /// Empty: generated on first start into <data_dir>/signing-key (mode 0600). Cluster
+    /// mode: give every node the same file, or hours are published unsigned.
+    signing_key_file: PathBuf = PathBuf::new(),
     /// Distinct IDs an hour's filter is sized for before it grows.
     capacity: u64 = 3000,
     /// False-positive probability no served filter ever exceeds.
@@ -240,6 +244,9 @@ impl Settings {
                 })?;
         settings.apply_env(get)?;
         settings.data_dir = base.join(&settings.data_dir);
+        if !settings.signing_key_file.as_os_str().is_empty() {
+            settings.signing_key_file = base.join(&settings.signing_key_file);
+        }
         settings.validate()?;
         Ok(Loaded { settings, files })
     }

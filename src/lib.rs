@@ -2,6 +2,7 @@
 //! stop polling thousands of resources one by one.
 //!
 //! - [`bloom`]: the filter math (pure): hashing, sizing, the filter, encodings.
+//! - [`chain`]: verifiable history (pure): digests, the hour chain, signatures.
 //! - [`wire`]: wire format v1: the JSON document and raw headers (pure).
 //! - [`hour`]: UTC hours and days as validated values.
 //! - [`store`]: storage behind one trait; the embedded SQLite store.
@@ -11,6 +12,7 @@
 //!   connection timeouts; [`startup`]: building and running it.
 
 pub mod bloom;
+pub mod chain;
 pub mod cli;
 pub mod client;
 pub mod clock;

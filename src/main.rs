@@ -1,6 +1,8 @@
 //! The `bloomcast` binary: parses the command line and calls into the library.
 
-use bloomcast::cli::{finish, CheckArgs, EstimateArgs, HistoryArgs, IngestArgs, InspectArgs};
+use bloomcast::cli::{
+    finish, CheckArgs, EstimateArgs, HistoryArgs, IngestArgs, InspectArgs, VerifyArgs,
+};
 use bloomcast::config::Settings;
 use bloomcast::startup::{shutdown_signal, Application};
 use clap::{Parser, Subcommand};
@@ -38,6 +40,9 @@ enum Command {
     Inspect(InspectArgs),
     /// Estimate |A ∩ B| and |A ∪ B| from two filters of the same shape.
     Estimate(EstimateArgs),
+    /// Verify the hour chain and each hour's filter against the publisher's key, from
+    /// any base URL (a mirror).
+    Verify(VerifyArgs),
 }
 
 #[tokio::main]
@@ -54,6 +59,7 @@ async fn main() -> ExitCode {
         Command::Ingest(args) => finish(args.run().await),
         Command::Inspect(args) => finish(args.run().await),
         Command::Estimate(args) => finish(args.run().await),
+        Command::Verify(args) => finish(args.run().await),
     }
 }
 

@@ -67,6 +67,12 @@ pub struct Rendered {
     pub etag_gzip: String,
     /// `Bloom-*` headers (raw representations only).
     pub bloom_headers: Vec<(&'static str, String)>,
+    /// `Repr-Digest` (RFC 9530) of the identity bytes and of the gzip bytes.
+    pub repr_digest: String,
+    pub repr_digest_gzip: String,
+    /// The hour chain's headers (`Bloom-Prev-Header`, `Bloom-Signature`) of a sealed
+    /// hour, in every representation; empty otherwise.
+    pub chain_headers: Vec<(&'static str, String)>,
     pub complete: bool,
 }
 
@@ -79,6 +85,10 @@ impl Rendered {
     /// Whether an `If-None-Match` value matches this representation in either
     /// encoding (weak comparison, as RFC 9110 prescribes for `If-None-Match`).
     pub fn matches(&self, if_none_match: &str) -> bool {
+        // The common case first: a client sending back the one tag it was given.
+        if if_none_match == self.etag || if_none_match == self.etag_gzip {
+            return true;
+        }
         if_none_match.split(',').map(str::trim).any(|tag| {
             let tag = tag.strip_prefix("W/").unwrap_or(tag);
             tag == "*" || tag == self.etag || tag == self.etag_gzip
@@ -98,6 +108,9 @@ pub fn render(meta: &Meta, filter: &Filter, repr: Repr, effort: Effort) -> Rende
     let tag = crate::bloom::to_hex(&digest[..10]);
     Rendered {
         repr,
+        repr_digest: crate::chain::repr_digest(&identity),
+        repr_digest_gzip: crate::chain::repr_digest(&gzip),
+        chain_headers: Vec::new(),
         etag: format!("\"{tag}\""),
         etag_gzip: format!("\"{tag}-gz\""),
         identity: Bytes::from(identity),
@@ -191,6 +204,15 @@ mod tests {
         // Stored blocks: the bytes plus the gzip frame and 5 bytes per 64 KiB block.
         assert!(r.gzip.len() > r.identity.len());
         assert!(r.gzip.len() <= r.identity.len() + 64 + 5 * r.identity.len().div_ceil(65535));
+    }
+
+    #[test]
+    fn repr_digests_cover_the_bytes_of_each_encoding() {
+        let (meta, f) = sample(true);
+        let r = render(&meta, &f, Repr::Bin, Effort::Best);
+        assert_eq!(r.repr_digest, crate::chain::repr_digest(&r.identity));
+        assert_eq!(r.repr_digest_gzip, crate::chain::repr_digest(&r.gzip));
+        assert_ne!(r.repr_digest, r.repr_digest_gzip);
     }
 
     #[test]

@@ -4,8 +4,7 @@
 //! the router. On shutdown the loop stops accepting, asks every connection to finish its
 //! in-flight request and close, and returns once all have.
 
-use axum::extract::ConnectInfo;
-use axum::Router;
+use crate::http::App;
 use hyper::server::conn::http1;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
@@ -13,7 +12,6 @@ use std::future::Future;
 use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
-use tower::ServiceExt;
 
 /// Headers a request may carry: plenty for any real client; more is answered 431.
 const MAX_HEADERS: usize = 100;
@@ -32,12 +30,12 @@ pub struct ConnLimits {
     pub max_connections: usize,
 }
 
-/// Serves `router` on `listener` until `shutdown` resolves, then drains: no new
+/// Serves `app` on `listener` until `shutdown` resolves, then drains: no new
 /// connections, in-flight requests finish, idle connections close. Resolves once every
 /// connection is gone (the caller bounds that with its shutdown timeout).
 pub async fn serve(
     listener: TcpListener,
-    router: Router,
+    app: App,
     limits: ConnLimits,
     shutdown: impl Future<Output = ()> + Send,
 ) {
@@ -69,13 +67,8 @@ pub async fn serve(
             () = &mut shutdown => break,
         };
         let _ = stream.set_nodelay(true);
-        // The peer's address, for the access log (`ConnectInfo`, as axum::serve gives it).
-        let service = TowerToHyperService::new(router.clone().map_request(
-            move |mut request: axum::extract::Request<hyper::body::Incoming>| {
-                request.extensions_mut().insert(ConnectInfo(peer));
-                request
-            },
-        ));
+        // The peer's address, for the access log.
+        let service = TowerToHyperService::new(app.for_peer(peer));
         let conn = builder.serve_connection(TokioIo::new(stream), service);
         let mut drain = drain_rx.clone();
         tokio::spawn(async move {

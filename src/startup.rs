@@ -1,6 +1,8 @@
 //! Building and running the server: open the store, bind (port 0 works), serve until
 //! told to stop, then drain within a deadline.
 
+mod signing;
+
 use crate::clock::{Clock, OffsetClock, SystemClock};
 use crate::config::{ConfigError, Settings};
 use crate::http::{router, AppState, Auth, Metrics};
@@ -9,6 +11,7 @@ use crate::service::{Service, ServiceError, Tuning};
 use crate::store::{LinkError, PgLink, PgStore, SqliteStore, Store, StoreError};
 use axum::Router;
 use secrecy::ExposeSecret;
+pub use signing::KEY_FILE as SIGNING_KEY_FILE;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::path::Path;
@@ -95,6 +98,7 @@ impl Application {
             refresh: Duration::from_millis(settings.refresh_ms),
             max_hour_ids: settings.max_hour_ids,
             union_builds: settings.union_builds,
+            signer: signing::signer(&settings)?,
         };
         let service = Arc::new(Service::new(store, clock, tuning).await?);
         // Seal whatever closed while the server was down and load the open hour, in the
@@ -179,7 +183,7 @@ impl Application {
         if !self.state.access_log {
             tracing::info!("no line per request: set access_log = true (BLOOMCAST_ACCESS_LOG=true) for an access log");
         }
-        let app = router(self.state.clone());
+        let app = crate::http::app(self.state.clone());
         let server = server::serve(self.listener, app, self.limits, stopped(stop_rx.clone()));
         let deadline = {
             let timeout = self.shutdown_timeout;

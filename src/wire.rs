@@ -64,6 +64,10 @@ pub struct Document {
     pub fpp: f64,
     /// The body as lowercase hex.
     pub filter: String,
+    /// SHA-256 of the filter's bytes (the `.bin` body), lowercase hex: the digest the
+    /// hour chain covers. Absent from documents of servers before it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub digest: Option<String>,
 }
 
 /// What a document or a raw response says about its filter, besides the bits.
@@ -140,6 +144,7 @@ impl Document {
             hash: filter.hash().name().to_owned(),
             fpp: filter.fpp(),
             filter: filter.to_hex(),
+            digest: Some(crate::chain::hex(&crate::chain::digest(&filter.to_bytes()))),
         }
     }
 
@@ -159,12 +164,22 @@ impl Document {
         doc.into_parts()
     }
 
-    /// Validates this document's filter and splits it from its metadata.
+    /// Validates this document's filter (and its digest, when it has one) and splits it
+    /// from its metadata.
     ///
     /// # Errors
-    /// Any decoding error of the filter.
+    /// Any decoding error of the filter; [`FilterError::BadDocument`] when the digest
+    /// is not the filter's.
     pub fn into_parts(self) -> Result<(Meta, Filter), FilterError> {
         let filter = Filter::decode_hex(self.m, self.k, &self.hash, &self.filter)?;
+        if let Some(digest) = &self.digest {
+            let actual = crate::chain::hex(&crate::chain::digest(&filter.to_bytes()));
+            if !digest.eq_ignore_ascii_case(&actual) {
+                return Err(FilterError::BadDocument(format!(
+                    "the document's digest {digest} is not its filter's ({actual})"
+                )));
+            }
+        }
         let meta = Meta {
             hour: self.hour,
             from: self.from,
@@ -255,7 +270,7 @@ mod tests {
         let json: serde_json::Value =
             serde_json::from_slice(&Document::new(meta, &f).to_json()).unwrap();
         for field in [
-            "hour", "complete", "count", "m", "k", "hash", "fpp", "filter",
+            "hour", "complete", "count", "m", "k", "hash", "fpp", "filter", "digest",
         ] {
             assert!(json.get(field).is_some(), "missing {field}");
         }
@@ -306,5 +321,9 @@ mod tests {
         let mut doc = Document::new(meta, &f);
         doc.hash = "sha256".into();
         assert!(matches!(doc.into_parts(), Err(FilterError::UnknownHash(_))));
+        let (meta, f) = sample();
+        let mut doc = Document::new(meta, &f);
+        doc.digest = Some("00".repeat(32));
+        assert!(matches!(doc.into_parts(), Err(FilterError::BadDocument(_))));
     }
 }

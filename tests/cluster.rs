@@ -60,6 +60,16 @@ fn main() {
             || needs::block_on(checksums::a_schema_that_is_not_bloomcasts_is_refused_untouched()),
         ),
         needs::trial(
+            "nodes_sealing_at_once_publish_one_identical_signed_chain",
+            &[Need::Postgres],
+            || needs::block_on(chain::nodes_sealing_at_once_publish_one_identical_signed_chain()),
+        ),
+        needs::trial(
+            "a_cluster_without_a_key_file_publishes_unsigned",
+            &[Need::Postgres],
+            || needs::block_on(chain::a_cluster_without_a_key_file_publishes_unsigned()),
+        ),
+        needs::trial(
             "postgres_going_away_gives_503_and_the_node_recovers",
             &[Need::Postgres, Need::PostgresServer],
             || needs::block_on(postgres_going_away_gives_503_and_the_node_recovers()),
@@ -385,3 +395,6 @@ async fn two_nodes_whose_clocks_disagree_by_an_hour_lose_nothing() {
 
 #[path = "cluster/checksums.rs"]
 mod checksums;
+
+#[path = "cluster/chain.rs"]
+mod chain;

@@ -28,6 +28,11 @@ fn main() {
             the_python_client_passes_the_published_test_vectors,
         ),
         needs::trial(
+            "the_python_client_verifies_through_a_mirror_and_refuses_tampering",
+            &[Need::PythonCryptography],
+            the_python_client_verifies_through_a_mirror_and_refuses_tampering,
+        ),
+        needs::trial(
             "the_python_client_finds_every_id_the_cli_ingested",
             &[Need::Python3],
             the_python_client_finds_every_id_the_cli_ingested,
@@ -107,4 +112,60 @@ fn the_python_client_finds_every_id_the_cli_ingested() {
         "{false_positives} false positives in {} absent IDs",
         absent.len()
     );
+}
+
+/// Runs the Python client expecting a refusal naming `hour`.
+fn assert_refuses(cmd: &mut Command, hour: &str) {
+    let out = cmd.output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "accepted: {stderr}");
+    assert!(stderr.contains(&format!("hour {hour}: ")), "{stderr}");
+}
+
+fn the_python_client_verifies_through_a_mirror_and_refuses_tampering() {
+    use common::mirror::{self, Tamper};
+    let python = Need::PythonCryptography.found();
+    let m = mirror::start();
+    let hour = |n: i64| bloomcast::hour::Hour::from_index(mirror::first_hour().index() + n);
+    let since = hour(0).rfc3339();
+    let verify = |key: &str| {
+        let mut cmd = client(&python);
+        cmd.args([
+            "verify", "--pubkey", key, "--since", &since, "--url", &m.base,
+        ]);
+        cmd
+    };
+    let check = || {
+        let mut cmd = client(&python);
+        cmd.args(["check", "--server", &m.base, "--since", &since]);
+        cmd.args(["--pubkey", &m.pubkey, "h1:3"]);
+        cmd
+    };
+    let out = run(&mut verify(&m.pubkey), "");
+    assert_eq!(
+        out.last().map(String::as_str),
+        Some("verified 3 hours"),
+        "{out:?}"
+    );
+    assert_eq!(run(&mut check(), ""), ["h1:3"]);
+
+    m.set(Tamper::FlipBit(hour(1).path()));
+    assert_refuses(&mut check(), &hour(1).rfc3339());
+    assert_refuses(&mut verify(&m.pubkey), &hour(1).rfc3339());
+    let mut inspect = client(&python);
+    let url = format!("{}{}", m.base, hour(1).path());
+    inspect.args(["inspect", &url, "--pubkey", &m.pubkey]);
+    assert_refuses(&mut inspect, &hour(1).rfc3339());
+
+    m.set(Tamper::Swap(hour(1).path(), hour(2).path()));
+    assert_refuses(&mut check(), &hour(1).rfc3339());
+
+    m.set(Tamper::DropFromChain);
+    assert_refuses(&mut verify(&m.pubkey), &hour(2).rfc3339());
+
+    m.set(Tamper::None);
+    let other = bloomcast::chain::Signer::from_seed(&[9; 32])
+        .public_key()
+        .to_string();
+    assert_refuses(&mut verify(&other), &hour(0).rfc3339());
 }

@@ -1,6 +1,6 @@
 //! `bloomcast check`: which of these IDs may have changed since an hour?
 
-use super::{client, collect_ids, CliError};
+use super::{collect_ids, verifying_client, CliError};
 use crate::client::Strategy;
 use crate::hour::{Hour, HourError};
 use clap::{Args, ValueEnum};
@@ -26,6 +26,10 @@ pub struct CheckArgs {
     /// Print one JSON object (per-hour results, requests and bytes) instead of lines.
     #[arg(long)]
     json: bool,
+    /// Verify every closed hour against the publisher's public key (64 hex digits) and
+    /// refuse a tampered one; reads hour by hour (unions are not signed).
+    #[arg(long, value_parser = super::verify::parse_pubkey)]
+    pubkey: Option<crate::chain::PublicKey>,
     /// IDs to check; `-` reads one per line from stdin.
     #[arg(required = true)]
     ids: Vec<String>,
@@ -56,7 +60,7 @@ impl CheckArgs {
     /// before the server's first hour, 410 past its retention).
     pub async fn run(self) -> Result<(), CliError> {
         let ids = collect_ids(&self.ids)?;
-        let client = client(&self.server, None)?;
+        let client = verifying_client(&self.server, None, self.pubkey)?;
         let since = match self.since {
             Some(hour) => hour,
             None => {

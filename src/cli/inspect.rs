@@ -1,7 +1,7 @@
 //! `bloomcast inspect`: a filter's parameters, count (exact and estimated), fill and
 //! fpp, from a URL or a file.
 
-use super::{client, CliError};
+use super::{verifying_client, CliError};
 use crate::bloom::Filter;
 use crate::wire::{Document, Meta};
 use clap::Args;
@@ -19,6 +19,9 @@ pub struct InspectArgs {
     /// Print one JSON object instead of lines.
     #[arg(long)]
     json: bool,
+    /// Verify a closed hour fetched from a URL against the publisher's public key.
+    #[arg(long, value_parser = super::verify::parse_pubkey)]
+    pubkey: Option<crate::chain::PublicKey>,
 }
 
 /// The parameters of raw hex or binary files, which carry none of their own (shared by
@@ -46,7 +49,7 @@ impl InspectArgs {
     /// # Errors
     /// An unreachable URL, an error status, an unreadable file or filter.
     pub async fn run(self) -> Result<(), CliError> {
-        let (meta, filter) = load(&self.target, self.raw.get()).await?;
+        let (meta, filter) = load(&self.target, self.raw.get(), self.pubkey).await?;
         // A raw file says nothing about its time or exact count.
         let covers = meta
             .as_ref()
@@ -94,19 +97,25 @@ impl InspectArgs {
 pub(super) async fn load(
     target: &str,
     raw: Option<(u64, u64)>,
+    pubkey: Option<crate::chain::PublicKey>,
 ) -> Result<(Option<Meta>, Filter), CliError> {
     if target.starts_with("http://") || target.starts_with("https://") {
-        fetch(target).await
+        fetch(target, pubkey).await
     } else {
         read_file(target, raw)
     }
 }
 
-async fn fetch(url: &str) -> Result<(Option<Meta>, Filter), CliError> {
+async fn fetch(
+    url: &str,
+    pubkey: Option<crate::chain::PublicKey>,
+) -> Result<(Option<Meta>, Filter), CliError> {
     let parsed =
         reqwest::Url::parse(url).map_err(|_| CliError::Input(format!("bad URL {url:?}")))?;
     let base = &url[..url.len() - parsed.path().len() - parsed.query().map_or(0, |q| q.len() + 1)];
-    let fetched = client(base, None)?.filter(parsed.path()).await?;
+    let fetched = verifying_client(base, None, pubkey)?
+        .filter(parsed.path())
+        .await?;
     Ok((Some(fetched.meta.clone()), fetched.filter.clone()))
 }
 

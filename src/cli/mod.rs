@@ -1,4 +1,5 @@
-//! The command-line client: `check`, `history`, `ingest`, `inspect` and `estimate`, over [`crate::client`].
+//! The command-line client: `check`, `history`, `ingest`, `inspect`, `estimate` and
+//! `verify`, over [`crate::client`].
 //!
 //! Each verb is a clap `Args` struct with a `run` that returns the process exit code;
 //! `src/main.rs` only dispatches.
@@ -8,12 +9,14 @@ mod estimate;
 mod history;
 mod ingest;
 mod inspect;
+mod verify;
 
 pub use check::CheckArgs;
 pub use estimate::EstimateArgs;
 pub use history::HistoryArgs;
 pub use ingest::IngestArgs;
 pub use inspect::InspectArgs;
+pub use verify::VerifyArgs;
 
 use crate::client::{Client, ClientError};
 use crate::wire::check_id;
@@ -48,9 +51,21 @@ pub fn finish(result: Result<(), CliError>) -> ExitCode {
 }
 
 fn client(server: &str, token: Option<&str>) -> Result<Client, CliError> {
+    verifying_client(server, token, None)
+}
+
+/// A client that verifies every closed hour against `pubkey`, when given.
+fn verifying_client(
+    server: &str,
+    token: Option<&str>,
+    pubkey: Option<crate::chain::PublicKey>,
+) -> Result<Client, CliError> {
     let mut builder = Client::builder(server);
     if let Some(token) = token {
         builder = builder.token(token);
+    }
+    if let Some(key) = pubkey {
+        builder = builder.pubkey(key);
     }
     Ok(builder.build()?)
 }

@@ -48,6 +48,8 @@ impl Client {
                 .collect()
         };
         let hourly = match strategy {
+            // Unions are not signed: a verifying client reads hour by hour.
+            _ if self.pubkey.is_some() || self.pin => true,
             Strategy::Hourly => true,
             Strategy::Union => false,
             Strategy::Auto => plan::hourly_is_cheaper(&self.plan_inputs(&index, since, now)),

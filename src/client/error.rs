@@ -23,6 +23,10 @@ pub enum ClientError {
     /// The answer came but is not a filter this client can read.
     #[error("unreadable filter: {0}")]
     Decode(#[from] FilterError),
+    /// A closed hour failed verification against the publisher's key: its bytes, its
+    /// chain link or its signature. The message names the hour; nothing of it is used.
+    #[error("refusing a filter that does not verify: {0}")]
+    Unverified(#[from] crate::chain::ChainError),
     /// The answer came but does not follow the protocol.
     #[error("unexpected response: {0}")]
     Protocol(String),

@@ -45,6 +45,8 @@ impl Client {
         let headers = response.headers().clone();
         let body = self.body(response).await?;
         let fetched = Arc::new(decode(repr, &headers, &body)?);
+        // Before it is cached: a tampered hour is refused, never kept.
+        self.check_signed(&path, &headers, &fetched).await?;
         self.cache.put(&path, Arc::clone(&fetched));
         Ok(fetched)
     }
@@ -81,19 +83,19 @@ impl Client {
         serde_json::from_slice(&body).map_err(|e| ClientError::Protocol(format!("receipt: {e}")))
     }
 
-    fn get(&self, path: &str) -> RequestBuilder {
+    pub(super) fn get(&self, path: &str) -> RequestBuilder {
         self.http
             .get(format!("{}{path}", self.base))
             .header(header::ACCEPT_ENCODING, "gzip")
     }
 
-    async fn send(&self, request: RequestBuilder) -> Result<Response> {
+    pub(super) async fn send(&self, request: RequestBuilder) -> Result<Response> {
         self.counters.requests.fetch_add(1, Ordering::Relaxed);
         Ok(request.send().await?)
     }
 
     /// Reads the body, counting its wire bytes, and gunzips it if it was compressed.
-    async fn body(&self, response: Response) -> Result<Vec<u8>> {
+    pub(super) async fn body(&self, response: Response) -> Result<Vec<u8>> {
         let gzip = response
             .headers()
             .get(header::CONTENT_ENCODING)
@@ -114,7 +116,7 @@ impl Client {
 }
 
 /// Turns an error status into [`ClientError::Status`], reading the JSON error body.
-async fn check(response: Response) -> Result<Response> {
+pub(super) async fn check(response: Response) -> Result<Response> {
     let status = response.status();
     if status.is_success() {
         return Ok(response);

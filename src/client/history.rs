@@ -102,11 +102,17 @@ impl Client {
         Ok(fetched.filter.clone())
     }
 
-    /// `<dir>/<server>/<YYYY-MM-DDTHH>.json`, the server named by a digest of its URL.
+    /// `<dir>/<server>/<YYYY-MM-DDTHH>.json`.
     fn cache_file(&self, dir: &Path, hour: Hour) -> PathBuf {
-        let server = crate::bloom::to_hex(&Sha1::digest(self.base.as_bytes())[..8]);
-        dir.join(server)
+        self.server_dir(dir)
             .join(hour.start().format("%Y-%m-%dT%H.json").to_string())
+    }
+
+    /// `<dir>/<server>`, the server named by a digest of its URL.
+    pub(super) fn server_dir(&self, dir: &Path) -> PathBuf {
+        dir.join(crate::bloom::to_hex(
+            &Sha1::digest(self.base.as_bytes())[..8],
+        ))
     }
 }
 

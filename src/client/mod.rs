@@ -28,11 +28,13 @@ mod fetch;
 mod history;
 mod plan;
 mod publish;
+mod verify;
 
 pub use error::ClientError;
 pub use history::{default_cache_dir, IdHistory};
 pub use plan::Strategy;
 pub use publish::{PublishOptions, PublishSummary};
+pub use verify::ChainReport;
 
 use crate::bloom::Filter;
 use crate::hour::{Day, Hour};
@@ -168,6 +170,15 @@ pub struct Client {
     counters: Counters,
     /// Where [`Client::history`] keeps complete hours' filters across runs, if anywhere.
     cache_dir: Option<std::path::PathBuf>,
+    /// The publisher's key: when set, every closed hour fetched is verified.
+    pubkey: Option<crate::chain::PublicKey>,
+    /// Trust on first use: pin the server's key in `cache_dir` and verify with it.
+    pin: bool,
+    /// The pinned key, read or fetched once (`None`: the server does not sign).
+    pinned: tokio::sync::OnceCell<Option<crate::chain::PublicKey>>,
+    /// Hours verified so far: index → (previous header, header), to check chain links.
+    verified:
+        std::sync::Mutex<std::collections::HashMap<i64, (crate::chain::Hash, crate::chain::Hash)>>,
 }
 
 /// Configures a [`Client`].
@@ -179,9 +190,38 @@ pub struct ClientBuilder {
     connect_timeout: Duration,
     cache_entries: usize,
     cache_dir: Option<std::path::PathBuf>,
+    pubkey: Option<crate::chain::PublicKey>,
+    pin: bool,
 }
 
 impl ClientBuilder {
+    /// Trust on first use, without a key given: the server's public key is read from
+    /// `/.well-known/bloomcast.json` once and pinned in the [`cache_dir`](Self::cache_dir)
+    /// (`<dir>/<server>/pubkey`); every closed hour is then verified against the pinned
+    /// key, in this process and later ones, as with [`pubkey`](Self::pubkey). A server
+    /// (or a mirror) that later signs with another key is refused. Needs a cache dir.
+    pub fn pin_on_first_use(mut self) -> Self {
+        self.pin = true;
+        self
+    }
+
+    /// The publisher's public key (`GET /.well-known/bloomcast.json`, printed by the
+    /// server at start): every closed hour fetched is then verified (digest, chain link,
+    /// signature) and a tampered one refused with [`ClientError::Unverified`]. Unions
+    /// are not signed, so [`Client::changed_since`] fetches hour by hour.
+    ///
+    /// ```
+    /// let key = "d75a980182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a";
+    /// let client = bloomcast::client::Client::builder("http://127.0.0.1:8080")
+    ///     .pubkey(key.parse().expect("a public key"))
+    ///     .build();
+    /// assert!(client.is_ok());
+    /// ```
+    pub fn pubkey(mut self, key: crate::chain::PublicKey) -> Self {
+        self.pubkey = Some(key);
+        self
+    }
+
     /// The bearer token for [`Client::ingest`].
     pub fn token(mut self, token: impl Into<String>) -> Self {
         self.token = Some(token.into());
@@ -239,6 +279,10 @@ impl ClientBuilder {
             cache: EtagCache::new(self.cache_entries),
             counters: Counters::default(),
             cache_dir: self.cache_dir,
+            pubkey: self.pubkey,
+            pin: self.pin,
+            pinned: tokio::sync::OnceCell::new(),
+            verified: std::sync::Mutex::default(),
         })
     }
 }
@@ -261,6 +305,8 @@ impl Client {
             connect_timeout: Duration::from_secs(5),
             cache_entries: 1024,
             cache_dir: None,
+            pubkey: None,
+            pin: false,
         }
     }
 

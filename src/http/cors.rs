@@ -23,7 +23,7 @@ use tower::{Layer, Service, ServiceExt};
 use tower_http::cors::CorsLayer;
 
 /// The headers `Cors` adds to an actual request's response, in its order.
-struct Headers {
+pub struct CorsHeaders {
     vary: Option<HeaderValue>,
     others: Vec<(HeaderName, HeaderValue)>,
 }
@@ -34,7 +34,7 @@ pub struct FastCorsLayer {
     /// For preflights; behind an `Arc` because axum clones a route's whole service stack
     /// per request, and a `CorsLayer` clone allocates.
     cors: Arc<CorsLayer>,
-    headers: Arc<Headers>,
+    headers: Arc<CorsHeaders>,
 }
 
 impl FastCorsLayer {
@@ -63,21 +63,41 @@ impl FastCorsLayer {
             "FastCorsLayer needs request-independent CORS headers"
         );
         FastCorsLayer {
-            headers: Arc::new(Headers::from(with_origin)),
+            headers: Arc::new(CorsHeaders::from(with_origin)),
             cors: Arc::new(cors),
         }
     }
 }
 
-impl From<HeaderMap> for Headers {
-    fn from(map: HeaderMap) -> Headers {
+impl FastCorsLayer {
+    /// The headers added to every actual request's response.
+    pub fn headers(&self) -> Arc<CorsHeaders> {
+        self.headers.clone()
+    }
+}
+
+impl CorsHeaders {
+    /// Adds the headers to a response's, as `Cors` does: `Vary` appended to the
+    /// handler's, the others replaced.
+    pub fn apply(&self, out: &mut HeaderMap) {
+        if let Some(vary) = &self.vary {
+            out.append(header::VARY, vary.clone());
+        }
+        for (name, value) in &self.others {
+            out.insert(name.clone(), value.clone());
+        }
+    }
+}
+
+impl From<HeaderMap> for CorsHeaders {
+    fn from(map: HeaderMap) -> CorsHeaders {
         // In the map's order, which is the order `Cors` leaves them in.
         let others = map
             .iter()
             .filter(|(name, _)| *name != header::VARY)
             .map(|(name, value)| (name.clone(), interned(value)))
             .collect();
-        Headers {
+        CorsHeaders {
             vary: map.get(header::VARY).map(interned),
             others,
         }
@@ -164,7 +184,7 @@ pin_project_lite::pin_project! {
     /// The response future of [`FastCors`].
     #[project = CorsProj]
     pub enum CorsFuture<F> {
-        Actual { #[pin] future: F, headers: Arc<Headers> },
+        Actual { #[pin] future: F, headers: Arc<CorsHeaders> },
         Preflight { future: BoxedResponse },
     }
 }
@@ -179,14 +199,7 @@ where
         match self.project() {
             CorsProj::Actual { future, headers } => {
                 let mut response = std::task::ready!(future.poll(cx))?;
-                let out = response.headers_mut();
-                // As `Cors` does: `Vary` appended to the handler's, the others replaced.
-                if let Some(vary) = &headers.vary {
-                    out.append(header::VARY, vary.clone());
-                }
-                for (name, value) in &headers.others {
-                    out.insert(name.clone(), value.clone());
-                }
+                headers.apply(response.headers_mut());
                 Poll::Ready(Ok(response))
             }
             CorsProj::Preflight { future } => future.as_mut().poll(cx),

@@ -5,7 +5,7 @@ use super::error::{ApiError, Result};
 use super::negotiate::{accepts_gzip, choose_repr};
 use super::paths::{day_segments, hour_segments};
 use super::AppState;
-use crate::render::Repr;
+use crate::render::{Rendered, Repr};
 use crate::service::{Target, View};
 use axum::body::Body;
 use axum::extract::rejection::PathRejection;
@@ -13,6 +13,7 @@ use axum::extract::{FromRequestParts, Path, Request, State};
 use axum::http::request::Parts;
 use axum::http::{header, HeaderMap, HeaderName, HeaderValue, StatusCode};
 use axum::response::Response;
+use chrono::{DateTime, Utc};
 
 const IMMUTABLE: &str = "public, max-age=31536000, immutable";
 
@@ -89,28 +90,22 @@ async fn serve(
     Ok(respond(state, &view, suffix, headers))
 }
 
-fn respond(state: &AppState, view: &View, suffix: Option<Repr>, request: &HeaderMap) -> Response {
+pub(super) fn respond(
+    state: &AppState,
+    view: &View,
+    suffix: Option<Repr>,
+    request: &HeaderMap,
+) -> Response {
     let r = &view.rendered;
     let gzip = accepts_gzip(request);
-    let cache_control = match view.open_until {
-        None => HeaderValue::from_static(IMMUTABLE),
-        Some(until) => {
-            let left = (until - state.service.now()).num_seconds().max(0) as u64;
-            let max_age = left.min(state.open_max_age);
-            HeaderValue::try_from(format!("public, max-age={max_age}")).expect("ascii")
-        }
-    };
+    let cache_control = cache_control(state, view.open_until);
     let etag = if gzip { &r.etag_gzip } else { &r.etag };
     let etag = HeaderValue::from_str(etag).expect("hex etag");
     let vary = HeaderValue::from_static("Accept, Accept-Encoding");
 
     // The response is built in place (no second header map merged into it), its
     // headers in the order they always had: content type first on a 200.
-    let not_modified = request
-        .get(header::IF_NONE_MATCH)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| r.matches(v));
-    if not_modified {
+    if not_modified(r, request) {
         let mut response = Response::new(Body::empty());
         *response.status_mut() = StatusCode::NOT_MODIFIED;
         let out = response.headers_mut();
@@ -120,10 +115,14 @@ fn respond(state: &AppState, view: &View, suffix: Option<Repr>, request: &Header
         return response;
     }
 
-    let body = if gzip { &r.gzip } else { &r.identity };
+    let (body, digest) = if gzip {
+        (&r.gzip, &r.repr_digest_gzip)
+    } else {
+        (&r.identity, &r.repr_digest)
+    };
     let mut response = Response::new(Body::from(body.clone()));
     let out = response.headers_mut();
-    out.reserve(8 + r.bloom_headers.len());
+    out.reserve(9 + r.bloom_headers.len() + r.chain_headers.len());
     out.insert(
         header::CONTENT_TYPE,
         HeaderValue::from_static(r.repr.content_type()),
@@ -131,10 +130,16 @@ fn respond(state: &AppState, view: &View, suffix: Option<Repr>, request: &Header
     out.insert(header::ETAG, etag);
     out.insert(header::CACHE_CONTROL, cache_control);
     out.insert(header::VARY, vary);
-    for (name, value) in &r.bloom_headers {
+    for (name, value) in r.bloom_headers.iter().chain(&r.chain_headers) {
         if let Ok(value) = HeaderValue::from_str(value) {
             out.insert(HeaderName::from_static(name), value);
         }
+    }
+    if let Ok(value) = HeaderValue::from_str(digest) {
+        out.insert(
+            HeaderName::from_static(crate::chain::HEADER_REPR_DIGEST),
+            value,
+        );
     }
     if let Some(link) = link_header(view, suffix) {
         out.insert(header::LINK, link);
@@ -144,6 +149,36 @@ fn respond(state: &AppState, view: &View, suffix: Option<Repr>, request: &Header
     }
     response
 }
+
+/// Whether the request's `If-None-Match` names this representation (either encoding).
+pub(super) fn not_modified(r: &Rendered, request: &HeaderMap) -> bool {
+    request
+        .get(header::IF_NONE_MATCH)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| r.matches(v))
+}
+
+/// `Cache-Control` of a filter: immutable when complete, else a max-age that never runs
+/// past the end of the open hour (nor past `open_max_age`).
+pub(super) fn cache_control(state: &AppState, open_until: Option<DateTime<Utc>>) -> HeaderValue {
+    let Some(until) = open_until else {
+        return HeaderValue::from_static(IMMUTABLE);
+    };
+    let left = (until - state.service.now()).num_seconds().max(0) as u64;
+    let max_age = left.min(state.open_max_age);
+    match MAX_AGES.get(max_age as usize) {
+        Some(value) => HeaderValue::from_static(value),
+        None => HeaderValue::try_from(format!("public, max-age={max_age}")).expect("ascii"),
+    }
+}
+
+/// `public, max-age=N` for every N an open hour can have (at most an hour), made once:
+/// a static value is cloned without allocating or touching a shared reference count.
+static MAX_AGES: std::sync::LazyLock<Vec<&'static str>> = std::sync::LazyLock::new(|| {
+    (0..=3600)
+        .map(|n| &*Box::leak(format!("public, max-age={n}").into_boxed_str()))
+        .collect()
+});
 
 fn link_header(view: &View, suffix: Option<Repr>) -> Option<HeaderValue> {
     let mut links = String::new();

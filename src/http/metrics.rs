@@ -48,6 +48,8 @@ const SHARDS: usize = 32;
 struct Shard {
     bytes_served: AtomicU64,
     not_modified: AtomicU64,
+    /// Hour reads answered by the fast lane (from a ready rendering).
+    fast: AtomicU64,
     requests: [[AtomicU64; STATUSES.len()]; ROUTES.len()],
 }
 
@@ -56,6 +58,7 @@ impl Default for Shard {
         Shard {
             bytes_served: AtomicU64::new(0),
             not_modified: AtomicU64::new(0),
+            fast: AtomicU64::new(0),
             requests: std::array::from_fn(|_| std::array::from_fn(|_| AtomicU64::new(0))),
         }
     }
@@ -128,6 +131,14 @@ impl Metrics {
             status,
             bytes,
         );
+    }
+
+    /// Counts a response of the hour route (`GET /YYYY/MM/DD/HH`) given by the fast lane.
+    pub fn record_fast_hour_read(&self, status: u16, bytes: u64) {
+        self.shards[shard_index()]
+            .fast
+            .fetch_add(1, Ordering::Relaxed);
+        self.record_slot(Some(0), ROUTES[0], status, bytes);
     }
 
     fn record_slot(&self, slot: Option<usize>, route: &str, status: u16, bytes: u64) {
@@ -220,6 +231,12 @@ impl Metrics {
             "bloomcast_http_response_body_bytes_total",
             "Response body bytes sent.",
             self.sum(|s| &s.bytes_served),
+        );
+        counter(
+            &mut out,
+            "bloomcast_http_fast_responses_total",
+            "Hour reads answered from a ready rendering, without the router (also counted in bloomcast_http_requests_total).",
+            self.sum(|s| &s.fast),
         );
         let _ = writeln!(
             out,

@@ -2,9 +2,11 @@
 
 mod access_log;
 mod auth;
+mod chain;
 mod cors;
 mod dashboard;
 mod error;
+mod fast;
 mod filters;
 mod history;
 mod ingest;
@@ -13,11 +15,13 @@ mod meta;
 mod metrics;
 mod negotiate;
 mod paths;
+mod prepared;
 mod series;
 mod stats;
 
 pub use auth::Auth;
 pub use error::ApiError;
+pub use fast::App;
 pub use ingest::{decode_keys, BodyKind, MAX_ID_BYTES};
 pub use metrics::{Metrics, Totals};
 pub use paths::{canonical_path, day_segments, hour_segments, parse_filter_path, FilterPath};
@@ -51,8 +55,23 @@ pub struct AppState {
     pub access_log: bool,
 }
 
+/// The application as one `Router`, for in-process tests (`oneshot`): the fast lane
+/// in front of the routes, as [`app`] serves them.
 pub fn router(state: AppState) -> Router {
-    let cors = CorsLayer::new()
+    Router::new().fallback_service(app(state))
+}
+
+/// The application as the server runs it: the read path's fast lane ([`App`]) in front
+/// of the routes.
+pub fn app(state: AppState) -> App {
+    let cors = cors::FastCorsLayer::new(cors_config());
+    let headers = cors.headers();
+    App::new(routes(state.clone(), cors), state, headers)
+}
+
+/// Any origin may read every response, its validators and `Bloom-*` headers included.
+fn cors_config() -> CorsLayer {
+    CorsLayer::new()
         .allow_origin(Any)
         .allow_methods([Method::GET, Method::HEAD])
         .allow_headers([header::ACCEPT, header::IF_NONE_MATCH])
@@ -68,7 +87,14 @@ pub fn router(state: AppState) -> Router {
             HeaderName::from_static("bloom-hour"),
             HeaderName::from_static("bloom-from"),
             HeaderName::from_static("bloom-to"),
-        ]);
+            HeaderName::from_static("bloom-prev-header"),
+            HeaderName::from_static("bloom-signature"),
+            HeaderName::from_static("repr-digest"),
+        ])
+}
+
+/// Every route, behind one stack of layers.
+fn routes(state: AppState, cors: cors::FastCorsLayer) -> Router {
     let access_log = state.access_log;
     let router = Router::new()
         .route("/", get(meta::index))
@@ -81,6 +107,8 @@ pub fn router(state: AppState) -> Router {
         .route("/dashboard/bloomcast.js", get(dashboard::client))
         .route("/updates", post(ingest::post_updates))
         .route("/history", get(history::get_history))
+        .route("/.well-known/bloomcast.json", get(chain::well_known))
+        .route("/chain/{y}/{mo}/{d}/{h}", get(chain::get_chain))
         .route("/since/{y}/{mo}/{d}/{h}", get(filters::get_since))
         .route("/{y}/{mo}/{d}/{h}", get(filters::get_hour))
         .route("/{y}/{mo}/{d}", get(filters::get_day))
@@ -108,7 +136,7 @@ pub fn router(state: AppState) -> Router {
                 ))
                 .layer(HandleErrorLayer::new(meta::timed_out))
                 .timeout(state.request_timeout)
-                .layer(cors::FastCorsLayer::new(cors))
+                .layer(cors)
                 .layer(metrics::TrackLayer(state.metrics.clone())),
         )
         .with_state(state);

@@ -49,9 +49,32 @@ pub fn choose_repr(headers: &HeaderMap) -> Repr {
 
 /// Whether the client takes gzip.
 pub fn accepts_gzip(headers: &HeaderMap) -> bool {
-    headers
-        .get_all(header::ACCEPT_ENCODING)
-        .iter()
+    let mut values = headers.get_all(header::ACCEPT_ENCODING).iter();
+    match (values.next(), values.next()) {
+        (None, _) => false,
+        // One value, as clients send it: a client repeats the same value on every
+        // request, so this thread remembers the last answer instead of parsing again.
+        (Some(value), None) => LAST_ACCEPT_ENCODING.with(|last| {
+            let mut last = last.borrow_mut();
+            if last.0 != value.as_bytes() {
+                last.0.clear();
+                last.0.extend_from_slice(value.as_bytes());
+                last.1 = gzip_in([value].into_iter());
+            }
+            last.1
+        }),
+        _ => gzip_in(headers.get_all(header::ACCEPT_ENCODING).iter()),
+    }
+}
+
+thread_local! {
+    /// The last single `Accept-Encoding` value this thread read, and its answer.
+    static LAST_ACCEPT_ENCODING: std::cell::RefCell<(Vec<u8>, bool)> =
+        const { std::cell::RefCell::new((Vec::new(), false)) };
+}
+
+fn gzip_in<'v>(values: impl Iterator<Item = &'v axum::http::HeaderValue>) -> bool {
+    values
         .filter_map(|v| v.to_str().ok())
         .flat_map(ranges)
         .any(|(coding, q)| {
@@ -118,5 +141,27 @@ mod tests {
         assert!(!accepts_gzip(&headers(header::ACCEPT_ENCODING, "gzip;q=0")));
         assert!(!accepts_gzip(&headers(header::ACCEPT_ENCODING, "identity")));
         assert!(!accepts_gzip(&HeaderMap::new()));
+    }
+
+    #[test]
+    fn the_remembered_answer_follows_the_value() {
+        // One thread, values alternating: each answer is the value's own.
+        for _ in 0..2 {
+            for (value, gzip) in [
+                ("gzip", true),
+                ("gzip;q=0", false),
+                ("gzip", true),
+                ("br", false),
+            ] {
+                assert_eq!(
+                    accepts_gzip(&headers(header::ACCEPT_ENCODING, value)),
+                    gzip,
+                    "{value}"
+                );
+            }
+        }
+        let mut two = headers(header::ACCEPT_ENCODING, "br");
+        two.append(header::ACCEPT_ENCODING, "gzip".parse().unwrap());
+        assert!(accepts_gzip(&two));
     }
 }

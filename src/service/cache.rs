@@ -16,7 +16,9 @@ use std::sync::{Arc, Mutex};
 /// What a cached response is of: `(first hour index, last hour index, representation)`.
 pub type CacheKey = (i64, i64, Repr);
 
-type Map = HashMap<CacheKey, Arc<Entry>>;
+/// Keys are hours within retention, chosen by the service, not by clients: a fast
+/// non-keyed hash is safe here, and it is on every poll's path.
+type Map = HashMap<CacheKey, Arc<Entry>, rustc_hash::FxBuildHasher>;
 
 struct Entry {
     value: Arc<Rendered>,
@@ -38,7 +40,7 @@ pub struct RenderCache {
 impl RenderCache {
     pub fn new(budget: usize) -> RenderCache {
         RenderCache {
-            map: ArcSwap::from_pointee(Map::new()),
+            map: ArcSwap::from_pointee(Map::default()),
             bytes: Mutex::new(0),
             epoch: AtomicU64::new(1),
             budget,
@@ -46,13 +48,18 @@ impl RenderCache {
     }
 
     pub fn get(&self, key: &CacheKey) -> Option<Arc<Rendered>> {
+        self.with(key, Arc::clone)
+    }
+
+    /// Calls `f` with the cached value, borrowed: no reference count is touched.
+    pub fn with<R>(&self, key: &CacheKey, f: impl FnOnce(&Arc<Rendered>) -> R) -> Option<R> {
         let map = self.map.load();
         let entry = map.get(key)?;
         let epoch = self.epoch.load(Ordering::Relaxed);
         if entry.last_used.load(Ordering::Relaxed) < epoch {
             entry.last_used.store(epoch, Ordering::Relaxed);
         }
-        Some(entry.value.clone())
+        Some(f(&entry.value))
     }
 
     pub fn insert(&self, key: CacheKey, value: Arc<Rendered>) {

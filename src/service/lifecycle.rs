@@ -4,8 +4,9 @@
 
 use super::{lock, Result, Service, ServiceError};
 use crate::bloom::{Filter, Key};
+use crate::chain;
 use crate::hour::Hour;
-use crate::store::{SealedHour, StoreError};
+use crate::store::{ChainLink, SealedHour, StoreError};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -28,6 +29,87 @@ impl Service {
     /// Store failures; the hour stays unsealed and the next attempt starts over.
     pub async fn seal(&self, hour: Hour) -> Result<SealedHour> {
         let _one_at_a_time = self.seal_lock.lock().await;
+        // The hour chain: an hour's link needs the one before it, so any unlinked hour
+        // between the newest link and this one is sealed (and linked) first, in order.
+        // Hours before the served range that never got a link stay without one: the
+        // chain restarts from the genesis value after them.
+        let earliest = self.earliest(self.current_hour());
+        let newest = match self.store.last_link(hour).await {
+            Ok(newest) => newest.map_or(self.genesis, |link| link.hour.next()),
+            // A link that fails verification is not followed (nor served): this hour
+            // is linked on its own.
+            Err(e @ StoreError::Corrupt(_)) => {
+                self.note_corrupt(hour, &e);
+                hour
+            }
+            Err(e) => return Err(e.into()),
+        };
+        let mut before = newest.max(earliest);
+        while before < hour {
+            match self.seal_linked(before).await {
+                Ok(_) => {}
+                Err(ServiceError::Store(e)) if e.is_transient() => return Err(e.into()),
+                // Never sealable (its keys fail verification): the chain goes on
+                // without it rather than stopping every later hour.
+                Err(e) => tracing::error!(hour = %before, error = %e,
+                    "an hour cannot be sealed; the chain restarts after it"),
+            }
+            before = before.next();
+        }
+        self.seal_linked(hour).await
+    }
+
+    /// Seals `hour` and makes sure it has its chain link. A link that cannot be made
+    /// for good (corrupt rows) leaves the hour sealed and served unsigned, never
+    /// unserved; a transient failure fails the seal, to be tried again.
+    async fn seal_linked(&self, hour: Hour) -> Result<SealedHour> {
+        let sealed = self.seal_one(hour).await?;
+        match self.link(&sealed).await {
+            Ok(_) => {}
+            Err(ServiceError::Store(e)) if e.is_transient() => return Err(e.into()),
+            Err(e) => {
+                tracing::error!(%hour, error = %e, "cannot link a sealed hour into the chain; it is served unsigned")
+            }
+        }
+        Ok(sealed)
+    }
+
+    /// The chain link of a sealed hour: the stored one, or else made from the sealed
+    /// bytes and the previous hour's link (the genesis value when that hour is before
+    /// genesis or has none) and stored; the first link stored for an hour stays.
+    async fn link(&self, sealed: &SealedHour) -> Result<ChainLink> {
+        let hour = sealed.hour;
+        let newest = match self.store.last_link(hour.next()).await {
+            Err(e @ StoreError::Corrupt(_)) => {
+                self.note_corrupt(hour, &e);
+                None
+            }
+            other => other?,
+        };
+        let prev = match newest {
+            Some(link) if link.hour == hour => return Ok(link),
+            Some(link) if link.hour == hour.prev() => link.header,
+            _ => {
+                if hour > self.genesis {
+                    tracing::warn!(%hour, "the hour before has no chain link; this hour's link starts from the genesis value");
+                }
+                chain::GENESIS
+            }
+        };
+        self.store
+            .put_link(&ChainLink::new(hour, &sealed.filter, prev))
+            .await?;
+        // Another node may have linked it first: what is stored is what everyone serves.
+        match self.store.last_link(hour.next()).await? {
+            Some(link) if link.hour == hour => Ok(link),
+            _ => Err(ServiceError::Store(StoreError::bug(format!(
+                "the chain link of {hour} is not there after writing it"
+            )))),
+        }
+    }
+
+    /// Seals `hour` (see [`Service::seal`]), without its chain link.
+    async fn seal_one(&self, hour: Hour) -> Result<SealedHour> {
         match self.store.sealed(hour).await {
             Ok(Some(sealed)) => {
                 self.forget_open(hour);

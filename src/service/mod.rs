@@ -20,6 +20,7 @@
 //! while taking another lock.
 
 mod cache;
+mod chain;
 mod health;
 mod history;
 mod incremental;
@@ -27,10 +28,13 @@ mod keyset;
 mod ledger;
 mod lifecycle;
 mod open_unions;
+mod ready;
+pub use ready::ReadyHour;
 mod stats;
 mod union;
 mod views;
 
+pub use chain::{ChainPage, SignedLink, MAX_CHAIN_PAGE};
 pub use health::{HealthReport, HealthStatus};
 pub use history::History;
 
@@ -88,6 +92,8 @@ pub struct Tuning {
     pub max_hour_ids: u64,
     /// Union builds of different ranges at once; more are refused (503 busy).
     pub union_builds: usize,
+    /// The key that signs each sealed hour's chain link; `None` publishes unsigned.
+    pub signer: Option<crate::chain::Signer>,
 }
 
 /// What an ingest acknowledged.
@@ -148,6 +154,10 @@ pub struct Service {
     /// retried in the background rather than on every request.
     seal_retry: Mutex<HashMap<Hour, lifecycle::Retry>>,
     cache: RenderCache,
+    /// The open hour's latest renderings, for the read path's fast lane.
+    board: ready::Board,
+    /// Signatures of chain links, made once per hour (64 bytes each).
+    signatures: Mutex<HashMap<(Hour, crate::chain::Hash), [u8; 64]>>,
     /// Serialises sealing so an hour is built once per node.
     seal_lock: tokio::sync::Mutex<()>,
     refresh_lock: tokio::sync::Mutex<()>,
@@ -190,6 +200,8 @@ impl Service {
         let sealed_keys_budget = tuning.cache_bytes / 8;
         let service = Service {
             cache: RenderCache::new(tuning.cache_bytes),
+            board: ready::Board::new(),
+            signatures: Mutex::new(HashMap::new()),
             store,
             clock,
             tuning,
@@ -306,6 +318,7 @@ impl Service {
                 tracing::error!("a panic interrupted an update of the open hours; reloading them from the store");
                 let mut guard = poisoned.into_inner();
                 *guard = Ledger::default();
+                self.board.changed();
                 self.ledger.clear_poison();
                 guard
             }
@@ -337,7 +350,9 @@ impl Service {
         let hour = hour?;
         self.raise_high_water(hour);
         if let Some(open) = self.open_entry(&mut ledger, hour) {
-            open.add(keys);
+            if open.add(keys) > 0 {
+                self.board.changed();
+            }
         }
         Ok(Receipt {
             hour,

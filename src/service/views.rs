@@ -103,12 +103,18 @@ impl Service {
                 return Ok(None);
             };
             match &open.rendered[slot] {
-                Some((v, r)) if *v == open.version => return Ok(Some(r.clone())),
+                Some((v, r)) if *v == open.version => {
+                    if let Some(at) = open.refreshed_at {
+                        self.board.refreshed(at, self.tuning.refresh);
+                    }
+                    self.board.publish(hour, self.board.generation(), r);
+                    return Ok(Some(r.clone()));
+                }
                 _ => open.version,
             }
         };
         let _one_render = self.render_locks[slot].lock().await;
-        let (meta, filter, version) = {
+        let (meta, filter, version, generation) = {
             let mut ledger = self.ledger();
             let Some(open) = self.open_entry(&mut ledger, hour) else {
                 return Ok(None);
@@ -119,7 +125,8 @@ impl Service {
                 }
             }
             let meta = Meta::hour(hour.rfc3339(), false, open.count());
-            (meta, open.filter().clone(), open.version)
+            let generation = self.board.generation();
+            (meta, open.filter().clone(), open.version, generation)
         };
         let rendered = Arc::new(render_off_thread(meta, filter, repr, Effort::Fast).await?);
         let mut ledger = self.ledger();
@@ -129,6 +136,7 @@ impl Service {
                 .is_none_or(|(v, _)| *v < version)
             {
                 open.rendered[slot] = Some((version, rendered.clone()));
+                self.board.publish(hour, generation, &rendered);
             }
         }
         Ok(Some(rendered))
@@ -164,9 +172,12 @@ impl Service {
                 {
                     let mut ledger = self.ledger();
                     if let Some(open) = self.open_entry(&mut ledger, hour) {
-                        open.add(&page.keys);
+                        if open.add(&page.keys) > 0 {
+                            self.board.changed();
+                        }
                         open.cursor = open.cursor.max(page.cursor);
                         open.refreshed_at = Some(Instant::now());
+                        self.board.refreshed(Instant::now(), self.tuning.refresh);
                     }
                 }
                 if large {
@@ -237,9 +248,19 @@ impl Service {
                 (filter, keys.len() as u64, closed)
             }
         };
+        let chain_headers = if complete {
+            let digest = crate::chain::digest(&filter.to_bytes());
+            self.chain_headers(hour, &digest).await?
+        } else {
+            Vec::new()
+        };
         let meta = Meta::hour(hour.rfc3339(), complete, count);
-        let rendered = Arc::new(render_off_thread(meta, filter, repr, Effort::Best).await?);
-        if complete {
+        let mut rendered = render_off_thread(meta, filter, repr, Effort::Best).await?;
+        rendered.chain_headers = chain_headers;
+        let rendered = Arc::new(rendered);
+        // A sealed hour not yet linked (its seal is pending) is rendered again once it is.
+        let linked = !rendered.chain_headers.is_empty() || self.tuning.signer.is_none();
+        if complete && linked {
             self.cache.insert(key, rendered.clone());
         }
         Ok((rendered, complete))

@@ -5,8 +5,11 @@
 //! the next open hour) and then *sealed* (its final filter and distinct keys stored,
 //! never to change). Only the 8-byte keys are stored, never the IDs themselves.
 
+mod links;
 mod postgres;
 mod sqlite;
+
+pub use links::ChainLink;
 
 pub use postgres::{LinkError, PgLink, PgStore, SslMode, TlsSetupError};
 pub use sqlite::SqliteStore;
@@ -172,7 +175,17 @@ pub trait Store: Send + Sync + 'static {
     /// the length of the hour's stored keys (a mismatch is [`StoreError::Corrupt`]).
     async fn sealed_counts(&self, from: Hour, to: Hour) -> Result<Vec<(Hour, u64)>>;
 
-    /// Deletes everything of hours before `hour`; returns how many hours went.
+    /// Stores a sealed hour's chain link. Idempotent: the first link of an hour stays.
+    async fn put_link(&self, link: &ChainLink) -> Result<()>;
+
+    /// Up to `limit` chain links from `from` on, oldest first (verified).
+    async fn links(&self, from: Hour, limit: usize) -> Result<Vec<ChainLink>>;
+
+    /// The newest chain link of an hour before `before`, if any (verified).
+    async fn last_link(&self, before: Hour) -> Result<Option<ChainLink>>;
+
+    /// Deletes everything of hours before `hour` but their chain links; returns how many
+    /// hours went.
     async fn prune_before(&self, hour: Hour) -> Result<u64>;
 
     /// Cheap check that the store is usable.
@@ -200,11 +213,12 @@ pub fn full_message(e: &dyn std::error::Error) -> String {
 ///
 /// The bytes covered, in this order:
 /// 1. one ASCII byte naming what the row is: `b` a key batch, `f` a sealed filter,
-///    `k` a sealed hour's distinct keys (so one kind of row can never pass for another);
+///    `k` a sealed hour's distinct keys, `c` a chain link (so one kind of row can never
+///    pass for another);
 /// 2. the hour's index (hours since the Unix epoch) as 8 bytes, big-endian two's
 ///    complement (so a row that rot moves to another hour fails);
-/// 3. the row's fields, as listed by [`batch_checksum`], [`filter_checksum`] and
-///    [`sealed_keys_checksum`].
+/// 3. the row's fields, as listed by [`batch_checksum`], [`filter_checksum`],
+///    [`sealed_keys_checksum`] and [`ChainLink::checksum`].
 ///
 /// Stored as a non-negative integer (`0..2^32`).
 fn checksum(kind: u8, hour: Hour, fields: &[&[u8]]) -> i64 {

@@ -13,8 +13,8 @@
 
 use super::{
     batch_checksum, check_count, distinct, filter_checksum, keys_to_blob, sealed_keys_checksum,
-    verify_batch, verify_sealed_keys, KeysPage, Marks, Result, SealedHour, SealedRow, Store,
-    StoreError,
+    verify_batch, verify_sealed_keys, ChainLink, KeysPage, Marks, Result, SealedHour, SealedRow,
+    Store, StoreError,
 };
 use crate::bloom::{Key, SHA1_KM32};
 use crate::hour::Hour;
@@ -23,6 +23,7 @@ use deadpool_postgres::{Manager, ManagerConfig, Pool, PoolError, RecyclingMethod
 use migrate::migrate;
 use std::time::Duration;
 
+mod chain;
 mod link;
 mod migrate;
 mod sqlfns;
@@ -382,6 +383,20 @@ impl Store for PgStore {
                 Ok((hour, check_count(&row, r.get(1), r.get(2))?))
             })
             .collect()
+    }
+
+    async fn put_link(&self, link: &ChainLink) -> Result<()> {
+        self.put_link_row(link).await
+    }
+
+    async fn links(&self, from: Hour, limit: usize) -> Result<Vec<ChainLink>> {
+        self.link_rows(from, Hour::from_index(i64::MAX), false, limit)
+            .await
+    }
+
+    async fn last_link(&self, before: Hour) -> Result<Option<ChainLink>> {
+        let links = self.link_rows(Hour::from_index(i64::MIN), before, true, 1);
+        Ok(links.await?.pop())
     }
 
     async fn prune_before(&self, hour: Hour) -> Result<u64> {

@@ -6,8 +6,8 @@
 
 use super::{
     batch_checksum, check_count, distinct, filter_checksum, keys_to_blob, sealed_keys_checksum,
-    verify_batch, verify_sealed_keys, KeysPage, Marks, Result, SealedHour, SealedRow, Store,
-    StoreError,
+    verify_batch, verify_sealed_keys, ChainLink, KeysPage, Marks, Result, SealedHour, SealedRow,
+    Store, StoreError,
 };
 use crate::bloom::Key;
 use crate::hour::Hour;
@@ -19,6 +19,7 @@ use std::sync::{mpsc, Arc, Mutex};
 use tokio::sync::oneshot;
 use writer::{writer_loop, Command};
 
+mod chain;
 mod schema;
 mod writer;
 
@@ -364,6 +365,21 @@ impl Store for SqliteStore {
             Ok(counts)
         })
         .await
+    }
+
+    async fn put_link(&self, link: &ChainLink) -> Result<()> {
+        let link = *link;
+        self.command(|reply| Command::Link { link, reply }).await
+    }
+
+    async fn links(&self, from: Hour, limit: usize) -> Result<Vec<ChainLink>> {
+        self.link_rows(from, Hour::from_index(i64::MAX), false, limit)
+            .await
+    }
+
+    async fn last_link(&self, before: Hour) -> Result<Option<ChainLink>> {
+        let links = self.link_rows(Hour::from_index(i64::MIN), before, true, 1);
+        Ok(links.await?.pop())
     }
 
     async fn prune_before(&self, before: Hour) -> Result<u64> {

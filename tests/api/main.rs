@@ -1,9 +1,11 @@
 //! API tests: the real router and store, driven in-process.
 
 mod caching;
+mod chain;
 mod corruption;
 mod dashboard;
 mod errors;
+mod fast_lane;
 mod faults;
 mod helpers;
 mod history;

@@ -4,7 +4,7 @@
 use async_trait::async_trait;
 use bloomcast::bloom::Key;
 use bloomcast::hour::Hour;
-use bloomcast::store::{KeysPage, Marks, Result, SealedHour, Store};
+use bloomcast::store::{ChainLink, KeysPage, Marks, Result, SealedHour, Store};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use tokio::sync::{Notify, Semaphore};
@@ -109,6 +109,15 @@ impl Store for Wrapped {
     }
     async fn sealed_counts(&self, from: Hour, to: Hour) -> Result<Vec<(Hour, u64)>> {
         self.inner.sealed_counts(from, to).await
+    }
+    async fn put_link(&self, link: &ChainLink) -> Result<()> {
+        self.inner.put_link(link).await
+    }
+    async fn links(&self, from: Hour, limit: usize) -> Result<Vec<ChainLink>> {
+        self.inner.links(from, limit).await
+    }
+    async fn last_link(&self, before: Hour) -> Result<Option<ChainLink>> {
+        self.inner.last_link(before).await
     }
     async fn prune_before(&self, hour: Hour) -> Result<u64> {
         self.inner.prune_before(hour).await

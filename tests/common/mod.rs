@@ -5,6 +5,7 @@
 #![allow(dead_code)]
 
 pub mod inproc;
+pub mod mirror;
 pub mod needs;
 pub mod nodes;
 pub mod pg;

@@ -42,6 +42,9 @@ pub enum Need {
     PostgresServer,
     /// `python3`; found: the program name.
     Python3,
+    /// `python3` with the `cryptography` package (the Python client's signature checks);
+    /// found: the program name.
+    PythonCryptography,
     /// Node.js; found: the program name.
     Node,
     /// `curl` (the README's examples use it); found: the program name.
@@ -73,6 +76,7 @@ impl Need {
                 &["python3"],
                 "python3 not found on PATH; install Python 3 (apt-get install python3)",
             ),
+            Need::PythonCryptography => probe_python_cryptography(),
             Need::Node => probe_program(
                 &["node", "nodejs"],
                 "node not found on PATH; install Node.js (apt-get install nodejs)",
@@ -186,6 +190,23 @@ fn probe_program(names: &[&str], why: &str) -> Result<String, String> {
         })
         .map(|name| name.to_string())
         .ok_or_else(|| why.to_owned())
+}
+
+fn probe_python_cryptography() -> Result<String, String> {
+    let ok = Command::new("python3")
+        .args(["-c", "import cryptography"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if ok {
+        Ok("python3".into())
+    } else {
+        Err(
+            "python3 cannot import cryptography (the Python client's signature checks); \
+             install it (python3 -m pip install cryptography, or apt-get install \
+             python3-cryptography)"
+                .into(),
+        )
+    }
 }
 
 fn probe_chromium() -> Result<String, String> {

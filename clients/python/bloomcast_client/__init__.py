@@ -21,6 +21,8 @@ import urllib.request
 
 HASH = "sha1-km32"
 
+from .verify import MissingDependency, VerificationError  # noqa: E402  (re-exported)
+
 
 class ProtocolError(Exception):
     """A response that is not a valid v1 filter (PROTOCOL.md section 6)."""
@@ -158,11 +160,18 @@ def server_base(server):
 
 
 class Client:
-    """Fetches filters with gzip, keeps ETags, and never refetches a complete filter."""
+    """Fetches filters with gzip, keeps ETags, and never refetches a complete filter.
 
-    def __init__(self, base, timeout=30):
+    With `pubkey` (the publisher's, 64 hex digits), every closed hour is verified
+    (PROTOCOL.md section 11) and a tampered one raises VerificationError naming it."""
+
+    def __init__(self, base, timeout=30, pubkey=None):
         self.base = server_base(base)
         self.timeout = timeout
+        self.verifier = None
+        if pubkey:
+            from .verify import Verifier
+            self.verifier = Verifier(pubkey)
         self.cache = {}  # path -> (etag, document)
         self.requests = 0
         self.wire_bytes = 0
@@ -210,7 +219,10 @@ class Client:
         if status == 304:
             return cached[1]
         doc = json.loads(body)
-        Filter.from_document(doc)  # validate before keeping it
+        f = Filter.from_document(doc)  # validate before keeping it
+        if self.verifier and doc["complete"] and doc.get("hour"):
+            self.verifier.check(parse_hour(path), f.data, resp_headers.get("Bloom-Prev-Header"),
+                                resp_headers.get("Bloom-Signature"), doc.get("digest"))
         if resp_headers.get("ETag"):
             self.cache[path] = (resp_headers["ETag"], doc)
         return doc
@@ -231,7 +243,7 @@ class Client:
         One union request by default; per_hour fetches each hour (cached once complete).
         """
         since_path = hour_path(since)
-        if not per_hour:
+        if not per_hour and not self.verifier:  # unions are not signed
             doc = self.document("/since" + since_path)
             f = Filter.from_document(doc)
             found = [i for i in ids if f.contains(i)]
@@ -247,6 +259,27 @@ class Client:
                 out.append((doc["hour"], doc["hour"], found))
             hour += datetime.timedelta(hours=1)
         return out
+
+    def verify_chain(self, since):
+        """Verifies the chain from `since` to the newest sealed hour (page by page), then
+        every listed hour's filter against it. Returns the hours verified."""
+        if not self.verifier:
+            raise ValueError("verifying needs the publisher's public key (--pubkey)")
+        from .verify import VerificationError, digest
+        entries, path = [], f"/chain{hour_path(since)}?limit=1000"
+        while path:
+            status, headers, body = self._request(path, {"Accept-Encoding": "gzip"})
+            entries.extend(json.loads(body))
+            link = headers.get("Link") or ""
+            path = link.split("<", 1)[1].split(">", 1)[0] if 'rel="next"' in link else None
+        digests = self.verifier.check_chain(entries)
+        for hour, want in digests.items():
+            got = digest(self.filter(hour_path(hour)).data)
+            if got != want:
+                raise VerificationError(f"hour {hour.strftime('%Y-%m-%dT%H:00:00Z')}: the "
+                                        "filter's digest is not the chain's: the bytes were "
+                                        "altered")
+        return list(digests)
 
     def publish(self, ids, token):
         """Records ids in the current hour; returns the server's receipt once durable."""

@@ -12,8 +12,9 @@ import math
 import os
 import sys
 
-from . import (Client, ConnectionFailed, Filter, HTTPError, ProtocolError, hour_path,
-               parse_hour, selftest)
+from . import (Client, ConnectionFailed, Filter, HTTPError, MissingDependency,
+               ProtocolError, VerificationError, hour_path, parse_hour, selftest)
+from .verify import selftest_chain
 
 PROG = "bloomcast-py"
 
@@ -71,7 +72,7 @@ def window_start(client, hours):
 
 def cmd_check(args):
     ids = read_ids(args.ids)
-    client = Client(args.server)
+    client = Client(args.server, pubkey=args.pubkey)
     since = args.since or window_start(client, args.hours or 24)
     per_hour = args.strategy == "hourly"
     changes = client.changed_since(ids, since, per_hour=per_hour)
@@ -119,7 +120,7 @@ def cmd_inspect(args):
     if target.startswith(("http://", "https://")):
         scheme, _, rest = target.partition("://")
         host, slash, path = rest.partition("/")
-        doc = Client(f"{scheme}://{host}").document(slash + path)
+        doc = Client(f"{scheme}://{host}", pubkey=args.pubkey).document(slash + path)
     else:
         try:
             with open(target, encoding="utf-8") as f:
@@ -146,7 +147,20 @@ def cmd_inspect(args):
 
 
 def cmd_selftest(args):
-    print(f"ok: {selftest(args.vectors)} vectors")
+    if args.vectors.endswith("chain-vectors.json"):
+        print(f"ok: {selftest_chain(args.vectors)} chain vectors")
+    else:
+        print(f"ok: {selftest(args.vectors)} vectors")
+
+
+def cmd_verify(args):
+    if not args.url:
+        raise Failure("--url is required (or set BLOOMCAST_SERVER)")
+    client = Client(args.url, pubkey=args.pubkey)
+    hours = client.verify_chain(args.since)
+    for hour in hours:
+        print(f"ok {rfc3339(hour)}")
+    print(f"verified {len(hours)} hours")
 
 
 def parser():
@@ -172,6 +186,9 @@ def parser():
                        help="fetch per hour, or one union (auto: one union) [default: auto]")
     check.add_argument("--json", action="store_true",
                        help="print one JSON object (ranges, requests, bytes) instead of lines")
+    check.add_argument("--pubkey", metavar="KEY",
+                       help="verify every closed hour against the publisher's public key "
+                       "(64 hex digits; needs the cryptography package)")
     check.add_argument("ids", nargs="+", metavar="ID",
                        help="IDs to check; - reads one per line from stdin")
     check.set_defaults(run=cmd_check, needs_server=True)
@@ -199,6 +216,8 @@ def parser():
     inspect.add_argument("target", help="a filter URL (http://host:port/2008/09/03/13) "
                          "or a file holding a JSON filter document")
     inspect.add_argument("--json", action="store_true", help="print one JSON object")
+    inspect.add_argument("--pubkey", metavar="KEY",
+                         help="verify a closed hour fetched from a URL against this key")
     inspect.set_defaults(run=cmd_inspect, needs_server=False)
 
     test = verbs.add_parser(
@@ -207,6 +226,18 @@ def parser():
     test.add_argument("vectors", nargs="?", default="docs/test-vectors.json",
                       help="the test vectors file [default: docs/test-vectors.json]")
     test.set_defaults(run=cmd_selftest, needs_server=False)
+
+    verify = verbs.add_parser(
+        "verify", help="verify the hour chain and each hour's filter against a key",
+        description="Verify the hour chain from an hour on, and every listed hour's "
+        "filter, against the publisher's key, from any base URL (a mirror).")
+    verify.add_argument("--pubkey", required=True, metavar="KEY",
+                        help="the publisher's public key (64 hex digits)")
+    verify.add_argument("--since", required=True, type=hour_arg, metavar="HOUR",
+                        help="the first hour to verify, e.g. 2008-09-03T05 (UTC)")
+    verify.add_argument("--url", default=os.environ.get("BLOOMCAST_SERVER"),
+                        help="the publisher or any mirror (default: $BLOOMCAST_SERVER)")
+    verify.set_defaults(run=cmd_verify, needs_server=False)
     return p
 
 
@@ -217,7 +248,8 @@ def main(argv=None):
         p.error("--server is required (or set BLOOMCAST_SERVER)")
     try:
         args.run(args)
-    except (Failure, HTTPError, ConnectionFailed, ProtocolError, ValueError, OSError) as e:
+    except (Failure, HTTPError, ConnectionFailed, ProtocolError, VerificationError,
+            MissingDependency, ValueError, OSError) as e:
         print(f"{PROG}: {e}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

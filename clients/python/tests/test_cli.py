@@ -9,7 +9,7 @@ import pytest
 from bloomcast_client.cli import main
 
 
-@pytest.mark.parametrize("verb", [[], ["check"], ["ingest"], ["inspect"], ["selftest"]])
+@pytest.mark.parametrize("verb", [[], ["check"], ["ingest"], ["inspect"], ["selftest"], ["verify"]])
 def test_every_verb_has_help(verb, capsys):
     with pytest.raises(SystemExit) as exit_:
         main(verb + ["--help"])

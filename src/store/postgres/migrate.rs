@@ -52,6 +52,8 @@ ALTER TABLE {s}.batches ADD COLUMN checksum bigint;
 ALTER TABLE {s}.hours ADD COLUMN checksum bigint, ADD COLUMN keys_checksum bigint;
 "#,
     ),
+    // 3 is the SQL functions (sqlfns), applied apart.
+    (4, super::chain::MIGRATION),
 ];
 
 /// Creates the schema if needed and applies the migrations it lacks.

@@ -21,7 +21,8 @@ pub const APPLICATION_ID: i32 = 0x626C_6F6D;
 /// The schema version this build writes (`PRAGMA user_version`).
 /// 1: `meta`, `batches`, `hours` (stores written before versioning; user_version 0).
 /// 2: a checksum on every batch and sealed hour (see [`crate::store::batch_checksum`]).
-pub const SCHEMA_VERSION: i32 = 2;
+/// 3: the hour chain (`chain`, see [`crate::store::ChainLink`]).
+pub const SCHEMA_VERSION: i32 = 3;
 
 /// The version 1 tables, as every store written before versioning has them.
 const V1: &str = "
@@ -178,6 +179,9 @@ pub(super) fn prepare(conn: &mut Connection, path: &Path) -> Result<()> {
     if from < 2 {
         tx.execute_batch(V2).map_err(sql_error)?;
         backfill_checksums(&tx)?;
+    }
+    if from < 3 {
+        tx.execute_batch(super::chain::V3).map_err(sql_error)?;
     }
     if from < SCHEMA_VERSION || app_id == 0 {
         tx.execute_batch(&format!(

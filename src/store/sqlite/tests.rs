@@ -129,3 +129,39 @@ async fn concurrent_appends_share_commits_and_all_land() {
     }
     assert_eq!(store.keys(h).await.unwrap().len(), 64);
 }
+
+#[tokio::test]
+async fn chain_links_keep_the_first_write_outlive_pruning_and_fail_when_rotted() {
+    use crate::chain::GENESIS;
+    let dir = tempfile::tempdir().unwrap();
+    let h = hour_of(2008, 9, 3, 13).unwrap();
+    let store = SqliteStore::open(dir.path(), h).unwrap();
+    let first = ChainLink::new(h, b"one", GENESIS);
+    let second = ChainLink::new(h.next(), b"two", first.header);
+    store.put_link(&first).await.unwrap();
+    store.put_link(&second).await.unwrap();
+    store
+        .put_link(&ChainLink::new(h, b"other", GENESIS))
+        .await
+        .unwrap();
+    assert_eq!(store.links(h, 10).await.unwrap(), vec![first, second]);
+    assert_eq!(store.links(h.next(), 1).await.unwrap(), vec![second]);
+    assert_eq!(store.last_link(h.next()).await.unwrap(), Some(first));
+    assert_eq!(store.last_link(h).await.unwrap(), None);
+    store.prune_before(h.next().next()).await.unwrap();
+    assert_eq!(store.links(h, 10).await.unwrap().len(), 2, "links are kept");
+    drop(store);
+
+    let conn = Connection::open(dir.path().join(FILE_NAME)).unwrap();
+    conn.execute(
+        "UPDATE chain SET digest = ?1 WHERE hour = ?2",
+        params![&[0u8; 32][..], h.index()],
+    )
+    .unwrap();
+    drop(conn);
+    let store = SqliteStore::open(dir.path(), h).unwrap();
+    assert!(matches!(
+        store.links(h, 10).await,
+        Err(StoreError::Corrupt(_))
+    ));
+}

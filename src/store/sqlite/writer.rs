@@ -5,7 +5,7 @@
 use super::sql_error;
 use crate::bloom::SHA1_KM32;
 use crate::hour::Hour;
-use crate::store::{batch_checksum, Result, SealedHour, StoreError};
+use crate::store::{batch_checksum, ChainLink, Result, SealedHour, StoreError};
 use rusqlite::{params, Connection};
 use std::sync::mpsc;
 use tokio::sync::oneshot;
@@ -31,6 +31,10 @@ pub(super) enum Command {
         keys: Vec<u8>,
         /// The filter row's and the keys' checksums.
         checksums: (i64, i64),
+        reply: oneshot::Sender<Result<()>>,
+    },
+    Link {
+        link: ChainLink,
         reply: oneshot::Sender<Result<()>>,
     },
     Prune {
@@ -154,6 +158,10 @@ fn apply_group(
                         .map_err(sql_error)?;
                     Answer::Unit
                 }
+                Command::Link { link, .. } => {
+                    super::chain::insert(&tx, link)?;
+                    Answer::Unit
+                }
                 Command::Heartbeat { .. } => {
                     tx.execute(
                         "INSERT INTO meta (name, value) VALUES ('heartbeat', unixepoch())
@@ -191,9 +199,12 @@ fn reply_all(group: Vec<Command>, outcome: Result<Vec<Answer>>) {
                     (Command::Close { reply, .. }, Answer::Unit) => {
                         reply.send(Ok(())).map_err(drop)
                     }
-                    (Command::Seal { reply, .. } | Command::Heartbeat { reply }, Answer::Unit) => {
-                        reply.send(Ok(())).map_err(drop)
-                    }
+                    (
+                        Command::Seal { reply, .. }
+                        | Command::Link { reply, .. }
+                        | Command::Heartbeat { reply },
+                        Answer::Unit,
+                    ) => reply.send(Ok(())).map_err(drop),
                     (Command::Prune { reply, .. }, Answer::Count(n)) => {
                         reply.send(Ok(n)).map_err(drop)
                     }
@@ -209,6 +220,7 @@ fn reply_all(group: Vec<Command>, outcome: Result<Vec<Answer>>) {
                     Command::Append { reply, .. } => reply.send(Err(err())).map_err(drop),
                     Command::Close { reply, .. }
                     | Command::Seal { reply, .. }
+                    | Command::Link { reply, .. }
                     | Command::Heartbeat { reply } => reply.send(Err(err())).map_err(drop),
                     Command::Prune { reply, .. } => reply.send(Err(err())).map_err(drop),
                 };

@@ -1,0 +1,160 @@
+"""Verifiable history (PROTOCOL.md section 11): digests, the hour chain and Ed25519
+signatures. Hashing is standard library; checking signatures needs the optional
+`cryptography` package (`pip install bloomcast-client[verify]`)."""
+
+import datetime
+import hashlib
+import json
+
+GENESIS = bytes(32)
+DOMAIN = b"bloomcast-hour-v1"
+EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
+
+
+class VerificationError(Exception):
+    """A closed hour that does not verify against the publisher's key; names the hour."""
+
+
+class MissingDependency(Exception):
+    """Signatures cannot be checked without the `cryptography` package."""
+
+
+def digest(data):
+    """SHA-256 of a filter's bytes (the .bin body)."""
+    return hashlib.sha256(bytes(data)).digest()
+
+
+def header(digest_, prev):
+    """SHA-256(digest || prev): an hour's link in the chain."""
+    return hashlib.sha256(digest_ + prev).digest()
+
+
+def hour_index(hour):
+    """Hours since 1970-01-01T00Z of an aware datetime at the start of an hour."""
+    return int((hour - EPOCH).total_seconds()) // 3600
+
+
+def signed_message(index, header_):
+    """The 57 bytes signed: domain, hour index (8 bytes big-endian, signed), header."""
+    return DOMAIN + index.to_bytes(8, "big", signed=True) + header_
+
+
+def _unhex(text, size, hour, what):
+    try:
+        raw = bytes.fromhex(text or "")
+    except ValueError:
+        raw = b""
+    if len(raw) != size:
+        raise VerificationError(f"hour {hour}: {what} missing or not {size} bytes of hex: "
+                                "not signed")
+    return raw
+
+
+class Verifier:
+    """Checks closed hours against one public key (64 hex digits), and the chain links
+    between the hours it has checked."""
+
+    def __init__(self, pubkey_hex):
+        try:
+            from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+        except ImportError:
+            raise MissingDependency("verifying signatures needs the 'cryptography' package "
+                                    "(pip install cryptography)") from None
+        try:
+            self._key = Ed25519PublicKey.from_public_bytes(bytes.fromhex(pubkey_hex.strip()))
+        except ValueError:
+            raise ValueError(f"not a public key: {pubkey_hex!r} (expected 64 hex digits, "
+                             "an Ed25519 public key)") from None
+        self.headers = {}  # hour index -> (prev, header)
+
+    def _signature_ok(self, index, header_, signature):
+        from cryptography.exceptions import InvalidSignature
+        try:
+            self._key.verify(signature, signed_message(index, header_))
+            return True
+        except InvalidSignature:
+            return False
+
+    def check(self, hour, data, prev_hex, signature_hex, listed_digest=None):
+        """Verifies one hour (an aware datetime) whose filter bytes are `data`, given the
+        response's Bloom-Prev-Header and Bloom-Signature; returns its header."""
+        name = hour.strftime("%Y-%m-%dT%H:00:00Z")
+        index = hour_index(hour)
+        prev = _unhex(prev_hex, 32, name, "Bloom-Prev-Header")
+        signature = _unhex(signature_hex, 64, name, "Bloom-Signature")
+        d = digest(data)
+        if listed_digest is not None and listed_digest.lower() != d.hex():
+            raise VerificationError(f"hour {name}: the filter's digest is {d.hex()}, but the "
+                                    f"document says {listed_digest}: the bytes were altered")
+        known = self.headers.get(index - 1)
+        if known and known[1] != prev:
+            raise VerificationError(f"hour {name}: its chain link does not follow the "
+                                    "previous hour's header")
+        h = header(d, prev)
+        if not self._signature_ok(index, h, signature):
+            raise VerificationError(f"hour {name}: the signature does not verify with the "
+                                    "public key given")
+        after = self.headers.get(index + 1)
+        if after and after[0] != h:
+            raise VerificationError(f"hour {name}: the next hour, verified before, links "
+                                    "to another header")
+        self.headers[index] = (prev, h)
+        return h
+
+    def check_chain(self, entries):
+        """Verifies a /chain listing (a list of dicts), oldest first: headers, signatures
+        and links; a gap must restart from the genesis value. Returns {hour: digest}."""
+        out, last = {}, None
+        for e in entries:
+            name = e.get("hour", "?")
+            hour = datetime.datetime.fromisoformat(name.replace("Z", "+00:00"))
+            index = hour_index(hour)
+            d = _unhex(e.get("digest"), 32, name, "digest")
+            prev = _unhex(e.get("prev"), 32, name, "prev")
+            h = _unhex(e.get("header"), 32, name, "header")
+            signature = _unhex(e.get("signature"), 64, name, "signature")
+            if header(d, prev) != h:
+                raise VerificationError(f"hour {name}: the listed header is not "
+                                        "SHA-256(digest || prev)")
+            if last is not None:
+                if last[0] + 1 == index and last[1] != prev:
+                    raise VerificationError(f"hour {name}: its chain link does not follow "
+                                            "the previous hour's header")
+                if last[0] + 1 != index and prev != GENESIS:
+                    raise VerificationError(f"hour {name}: the hours before it are missing "
+                                            "from the chain")
+            if not self._signature_ok(index, h, signature):
+                raise VerificationError(f"hour {name}: the signature does not verify with "
+                                        "the public key given")
+            out[hour] = d
+            last = (index, h)
+        return out
+
+
+def selftest_chain(path):
+    """Checks digests, headers and signed messages of docs/chain-vectors.json, and the
+    signatures when `cryptography` is installed; returns the number of hours checked."""
+    with open(path, encoding="utf-8") as f:
+        vectors = json.load(f)
+    from . import Filter
+    prev = bytes.fromhex(vectors["genesis"])
+    for v in vectors["hours"]:
+        f = Filter(v["m"], v["k"])
+        for id_ in v["ids"]:
+            f.add(id_)
+        checks = [
+            f.hex() == v["bin_hex"],
+            digest(f.data).hex() == v["digest"],
+            v["prev"] == prev.hex(),
+            header(digest(f.data), prev).hex() == v["header"],
+            signed_message(v["index"], bytes.fromhex(v["header"])).hex() == v["signed_message"],
+        ]
+        if not all(checks):
+            raise VerificationError(f"chain vector mismatch at {v['hour']}: {checks}")
+        prev = bytes.fromhex(v["header"])
+    try:
+        verifier = Verifier(vectors["public_key"])
+    except MissingDependency:
+        return len(vectors["hours"])
+    verifier.check_chain([{**v} for v in vectors["hours"]])
+    return len(vectors["hours"])

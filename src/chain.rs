@@ -1,0 +1,319 @@
+//! Verifiable history (pure): the digest of an hour's filter, the hour chain that links
+//! every sealed hour to the one before it, and the Ed25519 signature over each link.
+//!
+//! A closed hour is immutable and meant to be served by caches and mirrors; these let a
+//! client that trusts only the publisher's public key check that the bytes it got are
+//! the bytes the publisher sealed. `docs/PROTOCOL.md` ("Verifiable history") states the
+//! byte strings below exactly, and `docs/chain-vectors.json` pins them.
+//!
+//! - `digest(h) = SHA-256(bin(h))`, `bin(h)` the body of `GET /YYYY/MM/DD/HH.bin` in
+//!   identity encoding (the filter's bytes in wire order).
+//! - `header(h) = SHA-256(digest(h) || header(h-1))`; before the first hour of the chain,
+//!   `header(h-1)` is [`GENESIS`] (32 zero bytes).
+//! - `signature(h) = Ed25519(key, "bloomcast-hour-v1" || hour index (8 bytes, big-endian)
+//!   || header(h))`: the prefix keeps the signature from passing for anything else, the
+//!   hour keeps a valid link from passing for another hour's.
+
+use base64::Engine;
+use ed25519_dalek::{Signer as _, SigningKey, VerifyingKey};
+use sha2::{Digest as _, Sha256};
+
+/// A SHA-256 value: a digest or a chain header.
+pub type Hash = [u8; 32];
+
+/// `header(h-1)` of the first hour of a chain: 32 zero bytes (as BIP 157's filter headers).
+pub const GENESIS: Hash = [0; 32];
+
+/// Prefixed to every signed message (domain separation).
+pub const SIGNING_DOMAIN: &[u8] = b"bloomcast-hour-v1";
+
+/// Response header: the signature over the hour's chain link, lowercase hex.
+pub const HEADER_SIGNATURE: &str = "bloom-signature";
+/// Response header: `header(h-1)`, lowercase hex, so one hour can be checked on its own.
+pub const HEADER_PREV: &str = "bloom-prev-header";
+/// Response header (RFC 9530) with the SHA-256 of the bytes sent.
+pub const HEADER_REPR_DIGEST: &str = "repr-digest";
+
+/// Why a piece of history does not verify. Each names the hour it is about.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ChainError {
+    #[error("hour {hour}: the filter's digest is {got}, but its chain says {want}: the bytes were altered")]
+    Digest {
+        hour: String,
+        got: String,
+        want: String,
+    },
+    #[error("hour {hour}: its chain link does not follow the previous hour's header ({detail})")]
+    Link { hour: String, detail: String },
+    #[error("hour {hour}: the signature does not verify with the public key given")]
+    Signature { hour: String },
+    #[error("hour {hour}: {detail}")]
+    Malformed { hour: String, detail: String },
+    #[error("not a public key: {0} (expected 64 hex digits, an Ed25519 public key)")]
+    BadKey(String),
+}
+
+/// SHA-256 of an hour's `.bin` bytes.
+pub fn digest(bin: &[u8]) -> Hash {
+    Sha256::digest(bin).into()
+}
+
+/// `SHA-256(digest || prev)`: the link of an hour whose previous hour's header is `prev`.
+pub fn header(digest: &Hash, prev: &Hash) -> Hash {
+    let mut h = Sha256::new();
+    h.update(digest);
+    h.update(prev);
+    h.finalize().into()
+}
+
+/// The exact bytes signed for hour `index` (hours since the Unix epoch) with `header`.
+pub fn signed_message(index: i64, header: &Hash) -> Vec<u8> {
+    let mut msg = Vec::with_capacity(SIGNING_DOMAIN.len() + 8 + 32);
+    msg.extend_from_slice(SIGNING_DOMAIN);
+    msg.extend_from_slice(&index.to_be_bytes());
+    msg.extend_from_slice(header);
+    msg
+}
+
+/// The `Repr-Digest` field value (RFC 9530) of `bytes`: `sha-256=:BASE64:`.
+pub fn repr_digest(bytes: &[u8]) -> String {
+    let d = Sha256::digest(bytes);
+    format!(
+        "sha-256=:{}:",
+        base64::engine::general_purpose::STANDARD.encode(d)
+    )
+}
+
+/// Lowercase hex of any bytes.
+pub fn hex(bytes: &[u8]) -> String {
+    crate::bloom::to_hex(bytes)
+}
+
+/// Parses exactly `N` bytes of hex (either case).
+pub fn parse_hex<const N: usize>(s: &str) -> Option<[u8; N]> {
+    let s = s.trim();
+    if s.len() != N * 2 || !s.is_ascii() {
+        return None;
+    }
+    let mut out = [0u8; N];
+    for (i, byte) in out.iter_mut().enumerate() {
+        *byte = u8::from_str_radix(&s[i * 2..i * 2 + 2], 16).ok()?;
+    }
+    Some(out)
+}
+
+/// The publisher's signing key. Its seed is 32 random bytes kept in a file.
+#[derive(Clone)]
+pub struct Signer {
+    key: SigningKey,
+}
+
+impl std::fmt::Debug for Signer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never the secret: only what identifies it.
+        write!(f, "Signer({})", self.public_key())
+    }
+}
+
+impl Signer {
+    /// The key of a 32-byte seed (RFC 8032's private key).
+    pub fn from_seed(seed: &[u8; 32]) -> Signer {
+        Signer {
+            key: SigningKey::from_bytes(seed),
+        }
+    }
+
+    /// The public key, to publish and pass to clients as `--pubkey`.
+    pub fn public_key(&self) -> PublicKey {
+        PublicKey(self.key.verifying_key())
+    }
+
+    /// The signature of hour `index`'s link `header`.
+    pub fn sign(&self, index: i64, header: &Hash) -> [u8; 64] {
+        self.key.sign(&signed_message(index, header)).to_bytes()
+    }
+}
+
+/// A publisher's Ed25519 public key; displayed and parsed as 64 lowercase hex digits.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct PublicKey(VerifyingKey);
+
+impl std::fmt::Debug for PublicKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "PublicKey({self})")
+    }
+}
+
+impl std::fmt::Display for PublicKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&hex(self.0.as_bytes()))
+    }
+}
+
+impl std::str::FromStr for PublicKey {
+    type Err = ChainError;
+
+    fn from_str(s: &str) -> Result<PublicKey, ChainError> {
+        let bytes = parse_hex::<32>(s).ok_or_else(|| ChainError::BadKey(s.to_owned()))?;
+        VerifyingKey::from_bytes(&bytes)
+            .map(PublicKey)
+            .map_err(|_| ChainError::BadKey(s.to_owned()))
+    }
+}
+
+impl PublicKey {
+    /// Checks hour `index`'s signature over `header`.
+    ///
+    /// # Errors
+    /// [`ChainError::Signature`] naming `hour` when it does not verify.
+    pub fn verify(
+        &self,
+        hour: &str,
+        index: i64,
+        header: &Hash,
+        signature: &[u8; 64],
+    ) -> Result<(), ChainError> {
+        let sig = ed25519_dalek::Signature::from_bytes(signature);
+        self.0
+            .verify_strict(&signed_message(index, header), &sig)
+            .map_err(|_| ChainError::Signature {
+                hour: hour.to_owned(),
+            })
+    }
+}
+
+/// What a client knows of one closed hour after fetching it: the digest it computed of
+/// the filter's bytes, and what the response claims (previous header and signature).
+#[derive(Debug, Clone)]
+pub struct Claim {
+    /// RFC 3339 start of the hour, for messages.
+    pub hour: String,
+    pub index: i64,
+    pub digest: Hash,
+    pub prev: Hash,
+    pub signature: [u8; 64],
+}
+
+impl Claim {
+    /// Verifies the claim against `key`, and against `known_prev`, the previous hour's
+    /// header when the client has verified it already (the chain link). Returns the
+    /// hour's header.
+    ///
+    /// # Errors
+    /// [`ChainError::Link`] when `known_prev` differs from the claimed previous header;
+    /// [`ChainError::Signature`] when the signature (hence the digest) does not verify.
+    pub fn verify(&self, key: &PublicKey, known_prev: Option<&Hash>) -> Result<Hash, ChainError> {
+        if let Some(known) = known_prev {
+            if known != &self.prev {
+                return Err(ChainError::Link {
+                    hour: self.hour.clone(),
+                    detail: format!(
+                        "it says the previous header is {}, the previous hour's is {}",
+                        hex(&self.prev),
+                        hex(known)
+                    ),
+                });
+            }
+        }
+        let header = header(&self.digest, &self.prev);
+        key.verify(&self.hour, self.index, &header, &self.signature)?;
+        Ok(header)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn signer() -> Signer {
+        Signer::from_seed(&[7; 32])
+    }
+
+    #[test]
+    fn the_header_hashes_digest_then_previous_header() {
+        let d = digest(b"");
+        assert_eq!(
+            hex(&d),
+            "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+        );
+        let mut both = d.to_vec();
+        both.extend_from_slice(&GENESIS);
+        assert_eq!(header(&d, &GENESIS), digest(&both));
+        assert_ne!(header(&d, &GENESIS), header(&GENESIS, &d), "order matters");
+    }
+
+    #[test]
+    fn the_signed_message_is_domain_hour_then_header() {
+        let msg = signed_message(1, &[0xab; 32]);
+        assert_eq!(&msg[..17], b"bloomcast-hour-v1");
+        assert_eq!(&msg[17..25], &[0, 0, 0, 0, 0, 0, 0, 1]);
+        assert_eq!(&msg[25..], &[0xab; 32]);
+    }
+
+    #[test]
+    fn a_signature_verifies_only_for_its_hour_header_and_key() {
+        let s = signer();
+        let key = s.public_key();
+        let h = header(&digest(b"x"), &GENESIS);
+        let sig = s.sign(10, &h);
+        assert!(key.verify("h", 10, &h, &sig).is_ok());
+        assert!(key.verify("h", 11, &h, &sig).is_err(), "another hour");
+        assert!(
+            key.verify("h", 10, &GENESIS, &sig).is_err(),
+            "another header"
+        );
+        let other = Signer::from_seed(&[8; 32]).public_key();
+        assert!(other.verify("h", 10, &h, &sig).is_err(), "another key");
+    }
+
+    #[test]
+    fn public_keys_round_trip_through_hex_and_refuse_junk() {
+        let key = signer().public_key();
+        assert_eq!(key.to_string().parse::<PublicKey>().unwrap(), key);
+        assert!(matches!(
+            "abc".parse::<PublicKey>(),
+            Err(ChainError::BadKey(_))
+        ));
+    }
+
+    #[test]
+    fn a_claim_fails_on_a_changed_byte_a_broken_link_or_another_key() {
+        let s = signer();
+        let d = digest(b"filter");
+        let prev = header(&digest(b"before"), &GENESIS);
+        let claim = Claim {
+            hour: "2026-01-01T00:00:00Z".into(),
+            index: 5,
+            digest: d,
+            prev,
+            signature: s.sign(5, &header(&d, &prev)),
+        };
+        let key = s.public_key();
+        assert_eq!(claim.verify(&key, Some(&prev)), Ok(header(&d, &prev)));
+        let tampered = Claim {
+            digest: digest(b"filtes"),
+            ..claim.clone()
+        };
+        assert!(matches!(
+            tampered.verify(&key, None),
+            Err(ChainError::Signature { .. })
+        ));
+        assert!(matches!(
+            claim.verify(&key, Some(&GENESIS)),
+            Err(ChainError::Link { .. })
+        ));
+        let err = claim
+            .verify(&Signer::from_seed(&[1; 32]).public_key(), None)
+            .unwrap_err();
+        assert!(err.to_string().contains("2026-01-01T00:00:00Z"), "{err}");
+    }
+
+    #[test]
+    fn repr_digest_is_rfc_9530_sha_256() {
+        // RFC 9530 appendix: `{"hello": "world"}` → this value.
+        assert_eq!(
+            repr_digest(b"{\"hello\": \"world\"}"),
+            "sha-256=:X48E9qOokqqrvdts8nOJRJN3OWDUoyWxBf7kbu9DBPE=:"
+        );
+    }
+}

@@ -1,0 +1,252 @@
+//! Verifying what a server (or any mirror or cache in front of it) sends against the
+//! publisher's public key: each closed hour's digest, chain link and signature (see
+//! [`crate::chain`]), and whole ranges of the chain for `bloomcast verify`.
+
+use super::{Client, ClientError, Fetched, Result};
+use crate::chain::{self, ChainError, Claim, Hash, PublicKey};
+use crate::hour::Hour;
+use reqwest::header::HeaderMap;
+use serde::Deserialize;
+
+/// What [`Client::verify_chain`] checked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChainReport {
+    /// Hours whose chain link, signature and filter bytes verified, oldest first.
+    pub hours: Vec<Hour>,
+    /// The newest verified header.
+    pub header: Option<Hash>,
+}
+
+/// One entry of `GET /chain/...`.
+#[derive(Debug, Clone, Deserialize)]
+struct Entry {
+    hour: String,
+    digest: String,
+    prev: String,
+    header: String,
+    signature: Option<String>,
+}
+
+fn malformed(hour: &str, detail: impl Into<String>) -> ClientError {
+    ClientError::Unverified(ChainError::Malformed {
+        hour: hour.to_owned(),
+        detail: detail.into(),
+    })
+}
+
+impl Client {
+    /// Checks a freshly fetched filter from `path` when the client has a public key: a
+    /// complete hour must carry a valid signature over its bytes' digest and link up
+    /// with the neighbouring hours this client verified before. Unions and the open
+    /// hour are not signed (they are not part of the chain) and pass unchecked.
+    pub(super) async fn check_signed(
+        &self,
+        path: &str,
+        headers: &HeaderMap,
+        fetched: &Fetched,
+    ) -> Result<()> {
+        let Some(key) = self.key().await? else {
+            return Ok(());
+        };
+        let key = &key;
+        let stem = path.rsplit_once('.').map_or(path, |(stem, _)| stem);
+        let Ok(hour) = Hour::parse_path(stem) else {
+            return Ok(());
+        };
+        if !fetched.meta.complete {
+            return Ok(());
+        }
+        let name = hour.rfc3339();
+        let header = |n: &str| headers.get(n).and_then(|v| v.to_str().ok());
+        let prev = header(chain::HEADER_PREV)
+            .and_then(chain::parse_hex::<32>)
+            .ok_or_else(|| {
+                malformed(
+                    &name,
+                    "the response carries no chain link (Bloom-Prev-Header): not signed",
+                )
+            })?;
+        let signature = header(chain::HEADER_SIGNATURE)
+            .and_then(chain::parse_hex::<64>)
+            .ok_or_else(|| {
+                malformed(&name, "the response carries no Bloom-Signature: not signed")
+            })?;
+        let claim = Claim {
+            hour: name.clone(),
+            index: hour.index(),
+            digest: chain::digest(&fetched.filter.to_bytes()),
+            prev,
+            signature,
+        };
+        let mut verified = self.verified.lock().unwrap_or_else(|p| p.into_inner());
+        let known_prev = verified.get(&hour.prev().index()).map(|(_, h)| *h);
+        let header = claim.verify(key, known_prev.as_ref())?;
+        if let Some((next_prev, _)) = verified.get(&hour.next().index()) {
+            if *next_prev != header {
+                return Err(ClientError::Unverified(ChainError::Link {
+                    hour: name,
+                    detail: "the next hour, verified before, links to another header".into(),
+                }));
+            }
+        }
+        verified.insert(hour.index(), (prev, header));
+        Ok(())
+    }
+
+    /// Verifies the chain from `since` to the newest sealed hour the server lists, page
+    /// by page, then fetches every listed hour's filter and checks it against its link.
+    /// Works against any base URL serving bloomcast's paths (a mirror, a CDN).
+    ///
+    /// # Errors
+    /// [`ClientError::Argument`] without a public key; [`ClientError::Unverified`]
+    /// naming the first hour that fails (a changed byte, a missing or swapped hour, a
+    /// broken link, another key); transport errors and error statuses.
+    pub async fn verify_chain(&self, since: Hour) -> Result<ChainReport> {
+        let Some(key) = self.key().await? else {
+            return Err(ClientError::Argument(
+                "verifying needs the publisher's public key (--pubkey)".into(),
+            ));
+        };
+        let mut entries: Vec<(Hour, Claim, Hash)> = Vec::new();
+        let mut path = Some(format!("/chain{}?limit=1000", since.path()));
+        while let Some(next) = path.take() {
+            let (page, link) = self.chain_page(&next).await?;
+            for e in page {
+                entries.push(parse_entry(&e)?);
+            }
+            path = link;
+        }
+        let mut report = ChainReport {
+            hours: Vec::new(),
+            header: None,
+        };
+        let mut last: Option<(Hour, Hash)> = None;
+        for (hour, claim, header) in &entries {
+            // Contiguous hours link up; after a gap the publisher restarted the chain
+            // from the genesis value (hours never sealed), or an hour was dropped.
+            let known_prev = match last {
+                Some((h, prev_header)) if h.next() == *hour => Some(prev_header),
+                Some((h, _)) if claim.prev != chain::GENESIS => {
+                    return Err(ClientError::Unverified(ChainError::Link {
+                        hour: claim.hour.clone(),
+                        detail: format!(
+                            "the hours after {} up to it are missing from the chain",
+                            h.rfc3339()
+                        ),
+                    }))
+                }
+                _ => None,
+            };
+            if claim.index != hour.index() {
+                return Err(malformed(&claim.hour, "hour index mismatch"));
+            }
+            let got = claim.verify(&key, known_prev.as_ref())?;
+            if got != *header {
+                return Err(malformed(
+                    &claim.hour,
+                    "the listed header is not SHA-256(digest || prev)",
+                ));
+            }
+            last = Some((*hour, got));
+        }
+        for (hour, claim, _) in &entries {
+            let fetched = self.hour(*hour).await?;
+            let digest = chain::digest(&fetched.filter.to_bytes());
+            if digest != claim.digest {
+                return Err(ClientError::Unverified(ChainError::Digest {
+                    hour: claim.hour.clone(),
+                    got: chain::hex(&digest),
+                    want: chain::hex(&claim.digest),
+                }));
+            }
+            report.hours.push(*hour);
+        }
+        report.header = last.map(|(_, h)| h);
+        Ok(report)
+    }
+
+    /// The key to verify with: the one given, else (with pinning) the one pinned in the
+    /// cache directory, pinned from the server's `/.well-known/bloomcast.json` on first
+    /// use; `None` when not verifying.
+    async fn key(&self) -> Result<Option<PublicKey>> {
+        if self.pubkey.is_some() {
+            return Ok(self.pubkey);
+        }
+        let Some(file) = self.pin_file() else {
+            return Ok(None);
+        };
+        let key = self
+            .pinned
+            .get_or_try_init(|| async {
+                if let Ok(text) = std::fs::read_to_string(&file) {
+                    return text.trim().parse().map(Some).map_err(ClientError::Unverified);
+                }
+                let response = super::fetch::check(
+                    self.send(self.get("/.well-known/bloomcast.json")).await?,
+                )
+                .await?;
+                let body = self.body(response).await?;
+                let doc: serde_json::Value = serde_json::from_slice(&body)
+                    .map_err(|e| ClientError::Protocol(format!("/.well-known/bloomcast.json: {e}")))?;
+                let Some(text) = doc["public_key"].as_str() else {
+                    // The server does not sign: nothing to pin, nothing to check.
+                    return Ok(None);
+                };
+                let key: PublicKey = text.parse().map_err(ClientError::Unverified)?;
+                if let Some(dir) = file.parent() {
+                    let _ = std::fs::create_dir_all(dir);
+                }
+                if let Err(e) = std::fs::write(&file, format!("{key}\n")) {
+                    tracing::warn!(file = %file.display(), error = %e, "cannot pin the server's key");
+                }
+                Ok(Some(key))
+            })
+            .await?;
+        Ok(*key)
+    }
+
+    /// `<cache dir>/<server>/pubkey` when pinning is on.
+    fn pin_file(&self) -> Option<std::path::PathBuf> {
+        let dir = self.cache_dir.as_deref().filter(|_| self.pin)?;
+        Some(self.server_dir(dir).join("pubkey"))
+    }
+
+    /// One page of the chain and the path of the next one (`Link: rel="next"`).
+    async fn chain_page(&self, path: &str) -> Result<(Vec<Entry>, Option<String>)> {
+        let response = super::fetch::check(self.send(self.get(path)).await?).await?;
+        let next = response
+            .headers()
+            .get(reqwest::header::LINK)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| {
+                v.split(',')
+                    .find(|l| l.contains("rel=\"next\""))
+                    .and_then(|l| Some(l.split_once('<')?.1.split_once('>')?.0.to_owned()))
+            });
+        let body = self.body(response).await?;
+        let page = serde_json::from_slice(&body)
+            .map_err(|e| ClientError::Protocol(format!("chain page {path}: {e}")))?;
+        Ok((page, next))
+    }
+}
+
+fn parse_entry(e: &Entry) -> Result<(Hour, Claim, Hash)> {
+    let hour = Hour::parse_flexible(&e.hour).map_err(|_| malformed(&e.hour, "not an hour"))?;
+    let hash = |s: &str, what: &str| {
+        chain::parse_hex::<32>(s)
+            .ok_or_else(|| malformed(&e.hour, format!("{what} is not 32 bytes of hex")))
+    };
+    let signature = e
+        .signature
+        .as_deref()
+        .and_then(chain::parse_hex::<64>)
+        .ok_or_else(|| malformed(&e.hour, "the chain entry is not signed"))?;
+    let claim = Claim {
+        hour: hour.rfc3339(),
+        index: hour.index(),
+        digest: hash(&e.digest, "digest")?,
+        prev: hash(&e.prev, "prev")?,
+        signature,
+    };
+    Ok((hour, claim, hash(&e.header, "header")?))
+}

@@ -1,0 +1,111 @@
+//! `GET /chain/YYYY/MM/DD/HH[?limit=N]`: the hour chain from that hour on, one page
+//! (a JSON list; `Link: rel="next"` to the next page when this one is full), and
+//! `GET /.well-known/bloomcast.json`: the public key, genesis and parameters a client
+//! verifies with.
+
+use super::error::{ApiError, Result};
+use super::paths::hour_segments;
+use super::AppState;
+use crate::bloom::SHA1_KM32;
+use crate::chain;
+use crate::service::MAX_CHAIN_PAGE;
+use axum::extract::rejection::{PathRejection, QueryRejection};
+use axum::extract::{Path, Query, State};
+use axum::http::{header, HeaderValue};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde::Deserialize;
+use serde_json::json;
+
+/// Links per page when the request does not say (a week of hours).
+pub const DEFAULT_CHAIN_PAGE: usize = 168;
+
+const IMMUTABLE: &str = "public, max-age=31536000, immutable";
+
+#[derive(Deserialize)]
+pub struct ChainQuery {
+    limit: Option<String>,
+}
+
+#[tracing::instrument(skip_all)]
+pub async fn get_chain(
+    State(state): State<AppState>,
+    path: std::result::Result<Path<(String, String, String, String)>, PathRejection>,
+    query: std::result::Result<Query<ChainQuery>, QueryRejection>,
+) -> Result<Response> {
+    let Path((y, mo, d, h)) = path.map_err(|e| ApiError::InvalidHour(e.body_text()))?;
+    let Query(query) = query.map_err(|e| ApiError::BadRequest(e.body_text()))?;
+    let (from, suffix) = hour_segments(&y, &mo, &d, &h)?;
+    if suffix.is_some_and(|r| r != crate::render::Repr::Json) {
+        return Err(ApiError::NotFound(
+            "the chain is published as JSON only".into(),
+        ));
+    }
+    let limit = match query.limit.as_deref() {
+        None => DEFAULT_CHAIN_PAGE,
+        Some(text) => match text.parse::<usize>() {
+            Ok(n) if (1..=MAX_CHAIN_PAGE).contains(&n) => n,
+            _ => {
+                return Err(ApiError::BadRequest(format!(
+                    "limit {text:?} must be a whole number from 1 to {MAX_CHAIN_PAGE}"
+                )))
+            }
+        },
+    };
+    let page = state.service.chain(from, limit).await?;
+    let body: Vec<_> = page
+        .links
+        .iter()
+        .map(|s| {
+            json!({
+                "hour": s.link.hour.rfc3339(),
+                "digest": chain::hex(&s.link.digest),
+                "prev": chain::hex(&s.link.prev),
+                "header": chain::hex(&s.link.header),
+                "signature": s.signature.map(|sig| chain::hex(&sig)),
+            })
+        })
+        .collect();
+    let mut response = Json(body).into_response();
+    let out = response.headers_mut();
+    match page.next {
+        // A full page: every link in it is sealed and never changes.
+        Some(next) => {
+            out.insert(header::CACHE_CONTROL, HeaderValue::from_static(IMMUTABLE));
+            let link = format!("</chain{}?limit={limit}>; rel=\"next\"", next.path());
+            out.insert(
+                header::LINK,
+                HeaderValue::try_from(link).expect("ascii link"),
+            );
+        }
+        // Ends at the newest sealed hour: grows when the next hour is sealed.
+        None => {
+            out.insert(
+                header::CACHE_CONTROL,
+                HeaderValue::from_static("public, max-age=60"),
+            );
+        }
+    }
+    Ok(response)
+}
+
+pub async fn well_known(State(state): State<AppState>) -> impl IntoResponse {
+    let service = &state.service;
+    let tuning = service.tuning();
+    let body = json!({
+        "service": "bloomcast",
+        "protocol": 1,
+        "public_key": service.public_key().map(|k| k.to_string()),
+        "signature": "ed25519",
+        "signing_domain": String::from_utf8_lossy(chain::SIGNING_DOMAIN),
+        "digest": "sha-256",
+        "chain_genesis": chain::hex(&chain::GENESIS),
+        "genesis": service.genesis().rfc3339(),
+        "hash": SHA1_KM32,
+        "target_fpp": tuning.target_fpp,
+        "capacity": tuning.capacity,
+        "retention_hours": tuning.retention_hours,
+        "urls": { "chain": "/chain/YYYY/MM/DD/HH?limit=N" },
+    });
+    ([(header::CACHE_CONTROL, "public, max-age=300")], Json(body))
+}

@@ -1,0 +1,148 @@
+//! The read path's fast lane, in front of the router: a `GET` of an hour whose rendering
+//! is ready ([`Service::ready_hour`]) is answered here, at once, with exactly the
+//! response the router's stack would give (same handler code, CORS headers, metrics),
+//! but without what that stack costs per request: route matching and its parameter
+//! map, boxed futures, a timer for the request timeout, a clone of every layer.
+//!
+//! Everything else goes to the router: other routes and methods, hours that need the
+//! store, a render or a refresh, errors of any kind, and every request while per-request
+//! tracing or the access log is on (they need the stack's spans and log lines).
+//!
+//! [`Service::ready_hour`]: crate::service::Service::ready_hour
+
+use super::cors::CorsHeaders;
+use super::filters::not_modified;
+use super::negotiate::{accepts_gzip, choose_repr};
+use super::paths::plain_hour_path;
+use super::prepared::{self, Variant};
+use super::AppState;
+use axum::body::{Body, HttpBody};
+use axum::extract::{ConnectInfo, Request};
+use axum::http::Method;
+use axum::response::Response;
+use axum::routing::future::RouteFuture;
+use axum::Router;
+use std::convert::Infallible;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use tracing::Level;
+
+/// The whole application as one service: the fast lane, then the router.
+#[derive(Clone)]
+pub struct App {
+    router: Router,
+    state: AppState,
+    cors: Arc<CorsHeaders>,
+    /// The connection's peer, for requests the router serves (`ConnectInfo`, as
+    /// `axum::serve` gives it).
+    peer: Option<SocketAddr>,
+}
+
+impl App {
+    pub fn new(router: Router, state: AppState, cors: Arc<CorsHeaders>) -> App {
+        App {
+            router,
+            state,
+            cors,
+            peer: None,
+        }
+    }
+
+    /// The response, if the fast lane can give it.
+    fn answer<B>(&self, request: &Request<B>) -> Option<Response> {
+        if request.method() != Method::GET || self.state.access_log || tracing_requests() {
+            return None;
+        }
+        let (hour, suffix) = plain_hour_path(request.uri().path())?;
+        let headers = request.headers();
+        let repr = suffix.unwrap_or_else(|| choose_repr(headers));
+        self.state.service.with_ready_hour(hour, repr, |ready| {
+            let variant = Variant {
+                gzip: accepts_gzip(headers),
+                suffix: suffix.is_some(),
+                not_modified: not_modified(ready.rendered, headers),
+            };
+            prepared::response(&self.state, &self.cors, ready, variant)
+        })
+    }
+
+    /// This application for a connection from `peer` (the access log names it).
+    pub fn for_peer(&self, peer: SocketAddr) -> App {
+        App {
+            peer: Some(peer),
+            ..self.clone()
+        }
+    }
+}
+
+/// Whether the router's per-request spans and events would be recorded.
+fn tracing_requests() -> bool {
+    tracing::enabled!(target: "tower_http::trace::make_span", Level::DEBUG)
+        || tracing::enabled!(target: "tower_http::trace::on_response", Level::DEBUG)
+}
+
+impl<B> tower::Service<Request<B>> for App
+where
+    B: HttpBody<Data = bytes::Bytes> + Send + 'static,
+    B::Error: Into<axum::BoxError>,
+{
+    type Response = Response;
+    type Error = Infallible;
+    type Future = AppFuture;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: Request<B>) -> AppFuture {
+        // A panic here is answered as the router's stack answers one: 500 `internal`.
+        let fast = catch_unwind(AssertUnwindSafe(|| self.answer(&request)))
+            .unwrap_or_else(|panic| Some(super::meta::panicked(panic)));
+        match fast {
+            Some(response) => {
+                let bytes = response.body().size_hint().exact().unwrap_or(0);
+                self.state
+                    .metrics
+                    .record_fast_hour_read(response.status().as_u16(), bytes);
+                AppFuture::Ready {
+                    response: Some(response),
+                }
+            }
+            None => {
+                let mut request = request.map(Body::new);
+                if let Some(peer) = self.peer {
+                    request.extensions_mut().insert(ConnectInfo(peer));
+                }
+                AppFuture::Routed {
+                    future: tower::Service::call(&mut self.router, request),
+                }
+            }
+        }
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// The response future of [`App`].
+    #[project = AppProj]
+    pub enum AppFuture {
+        Ready { response: Option<Response> },
+        Routed { #[pin] future: RouteFuture<Infallible> },
+    }
+}
+
+impl Future for AppFuture {
+    type Output = Result<Response, Infallible>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        match self.project() {
+            AppProj::Ready { response } => {
+                Poll::Ready(Ok(response.take().expect("polled after completion")))
+            }
+            AppProj::Routed { future } => future.poll(cx),
+        }
+    }
+}

@@ -1,0 +1,158 @@
+//! Responses prepared once per rendering and worker thread, for the read path's fast
+//! lane: a poll clones a finished header map and a body this thread owns, so it builds
+//! nothing and writes no cache line another core reads (a shared `Bytes` or header
+//! value would bump a reference count every core touches).
+//!
+//! A prepared response is the very response [`respond`] and the CORS layer give, made
+//! by that code for one *variant* of the request (gzip or not, suffix or not, 304 or
+//! not, whether the hour has a previous and a next hour): only `Cache-Control` of an
+//! open hour changes with time, and it is set per request from a static table.
+
+use super::cors::CorsHeaders;
+use super::filters::{cache_control, respond};
+use super::AppState;
+use crate::render::{Rendered, Repr};
+use crate::service::ReadyHour;
+use axum::body::{Body, HttpBody as _};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::response::Response;
+use bytes::Bytes;
+use rustc_hash::FxBuildHasher;
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// Renderings a thread keeps prepared responses for, and the bytes they may hold (each
+/// kept rendering is held alive, with the thread's copy of its bodies); past either, the
+/// thread starts over (renderings come and go by the hour, and a thread serves few at a
+/// time). Memory: at most this per worker thread, beside the render cache's budget.
+const RENDERINGS: usize = 64;
+const THREAD_BYTES: usize = 4 << 20;
+/// Renderings larger than this are not kept: their responses are built per request
+/// (sending their bodies costs far more than building their headers).
+const KEPT_MAX: usize = 128 * 1024;
+
+/// What in a request, besides the rendering, decides its response.
+#[derive(Clone, Copy)]
+pub struct Variant {
+    pub gzip: bool,
+    /// The representation came from the path's suffix (the `Link` targets carry it).
+    pub suffix: bool,
+    pub not_modified: bool,
+}
+
+impl Variant {
+    fn index(self, ready: &ReadyHour) -> usize {
+        usize::from(self.gzip)
+            | usize::from(self.suffix) << 1
+            | usize::from(self.not_modified) << 2
+            | usize::from(ready.prev) << 3
+            | usize::from(ready.next) << 4
+    }
+}
+
+/// A thread's prepared responses, by the address of their rendering.
+#[derive(Default)]
+struct Kept {
+    renderings: HashMap<usize, Prepared, FxBuildHasher>,
+    bytes: usize,
+}
+
+/// One rendering's prepared responses, by variant.
+struct Prepared {
+    /// Keeps the rendering alive, so its address is not reused while it keys this entry.
+    _rendered: Arc<Rendered>,
+    identity: Bytes,
+    gzip: Bytes,
+    variants: [Option<(StatusCode, HeaderMap)>; 32],
+}
+
+thread_local! {
+    static KEPT: RefCell<Kept> = RefCell::new(Kept::default());
+}
+
+/// The response to a request of `variant` for a ready hour.
+pub fn response(
+    state: &AppState,
+    cors: &CorsHeaders,
+    ready: &ReadyHour,
+    variant: Variant,
+) -> Response {
+    // Twice: the thread's copy of the bodies, and the rendering it keeps alive.
+    let size = 2 * ready.rendered.size();
+    if size > KEPT_MAX {
+        let (status, headers) = prepare(state, cors, ready, variant);
+        let body = match (status, variant.gzip) {
+            (StatusCode::NOT_MODIFIED, _) => Body::empty(),
+            (_, true) => Body::from(ready.rendered.gzip.clone()),
+            (_, false) => Body::from(ready.rendered.identity.clone()),
+        };
+        let mut response = Response::new(body);
+        *response.status_mut() = status;
+        *response.headers_mut() = headers;
+        return response;
+    }
+    let slot = variant.index(ready);
+    KEPT.with(|kept| {
+        let kept = &mut *kept.borrow_mut();
+        let key = Arc::as_ptr(ready.rendered) as usize;
+        if !kept.renderings.contains_key(&key)
+            && (kept.renderings.len() >= RENDERINGS || kept.bytes + size > THREAD_BYTES)
+        {
+            kept.renderings.clear();
+            kept.bytes = 0;
+        }
+        let entry = kept.renderings.entry(key).or_insert_with(|| {
+            kept.bytes += size;
+            Prepared {
+                _rendered: ready.rendered.clone(),
+                identity: Bytes::copy_from_slice(&ready.rendered.identity),
+                gzip: Bytes::copy_from_slice(&ready.rendered.gzip),
+                variants: std::array::from_fn(|_| None),
+            }
+        });
+        let (status, headers) =
+            entry.variants[slot].get_or_insert_with(|| prepare(state, cors, ready, variant));
+        let body = match (*status, variant.gzip) {
+            (StatusCode::NOT_MODIFIED, _) => Body::empty(),
+            (_, true) => Body::from(entry.gzip.clone()),
+            (_, false) => Body::from(entry.identity.clone()),
+        };
+        let mut response = Response::new(body);
+        *response.status_mut() = *status;
+        *response.headers_mut() = headers.clone();
+        if let Some(until) = ready.open_until {
+            let value = cache_control(state, Some(until));
+            response.headers_mut().insert(header::CACHE_CONTROL, value);
+        }
+        response
+    })
+}
+
+/// The response of one variant, made by the handler's own code.
+fn prepare(
+    state: &AppState,
+    cors: &CorsHeaders,
+    ready: &ReadyHour,
+    variant: Variant,
+) -> (StatusCode, HeaderMap) {
+    let mut request = HeaderMap::new();
+    if variant.gzip {
+        request.insert(header::ACCEPT_ENCODING, HeaderValue::from_static("gzip"));
+    }
+    if variant.not_modified {
+        request.insert(header::IF_NONE_MATCH, HeaderValue::from_static("*"));
+    }
+    let suffix: Option<Repr> = variant.suffix.then_some(ready.rendered.repr);
+    let mut response = respond(state, &ready.view(), suffix, &request);
+    cors.apply(response.headers_mut());
+    // Last, as the router sets it on every response with a body of known size.
+    if let Some(length) = response.body().size_hint().exact() {
+        let length = HeaderValue::from(length);
+        response
+            .headers_mut()
+            .insert(header::CONTENT_LENGTH, length);
+    }
+    let (parts, _) = response.into_parts();
+    (parts.status, parts.headers)
+}

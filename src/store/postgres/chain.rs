@@ -1,0 +1,73 @@
+//! The hour chain's rows in PostgreSQL (migration 4): written once per hour, first
+//! write wins, never pruned.
+
+use super::{pg_error, PgStore};
+use crate::hour::Hour;
+use crate::store::{ChainLink, Result};
+
+/// Migration 4: the chain table.
+pub(super) const MIGRATION: &str = r#"
+-- The hour chain (see crate::chain): one row per sealed hour, kept when the hour is
+-- pruned. checksum: see crate::store::ChainLink::checksum.
+CREATE TABLE {s}.chain (
+    hour     bigint PRIMARY KEY,
+    digest   bytea NOT NULL,
+    prev     bytea NOT NULL,
+    header   bytea NOT NULL,
+    checksum bigint NOT NULL
+);
+"#;
+
+impl PgStore {
+    pub(super) async fn put_link_row(&self, link: &ChainLink) -> Result<()> {
+        let client = self.client().await?;
+        client
+            .execute(
+                &self.sql(
+                    "INSERT INTO {s}.chain (hour, digest, prev, header, checksum)
+                     VALUES ($1, $2, $3, $4, $5) ON CONFLICT (hour) DO NOTHING",
+                ),
+                &[
+                    &link.hour.index(),
+                    &&link.digest[..],
+                    &&link.prev[..],
+                    &&link.header[..],
+                    &link.checksum(),
+                ],
+            )
+            .await
+            .map_err(pg_error)?;
+        Ok(())
+    }
+
+    pub(super) async fn link_rows(
+        &self,
+        from: Hour,
+        before: Hour,
+        newest_first: bool,
+        limit: usize,
+    ) -> Result<Vec<ChainLink>> {
+        let client = self.client().await?;
+        let order = if newest_first { "DESC" } else { "ASC" };
+        let sql = self.sql(&format!(
+            "SELECT hour, digest, prev, header, checksum FROM {{s}}.chain
+             WHERE hour >= $1 AND hour < $2 ORDER BY hour {order} LIMIT $3"
+        ));
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let rows = client
+            .query(&sql, &[&from.index(), &before.index(), &limit])
+            .await
+            .map_err(pg_error)?;
+        rows.iter()
+            .map(|r| {
+                ChainLink::verify_row(
+                    Hour::from_index(r.get(0)),
+                    r.get(1),
+                    r.get(2),
+                    r.get(3),
+                    r.get(4),
+                )
+            })
+            .collect()
+    }
+}

@@ -1,0 +1,115 @@
+//! Checks `docs/chain-vectors.json` (the verifiable history's published vectors) against
+//! the code: filter bytes, digests, headers, signed messages and signatures over a fixed
+//! key (RFC 8032's test 1), and the chain as the SDK verifies it.
+
+use bloomcast::bloom::{Filter, Params};
+use bloomcast::chain::{self, Claim, PublicKey, Signer};
+use serde::Deserialize;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Vectors {
+    #[allow(dead_code)]
+    comment: String,
+    genesis: String,
+    signing_domain: String,
+    seed: String,
+    public_key: String,
+    hours: Vec<HourVector>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct HourVector {
+    hour: String,
+    index: i64,
+    ids: Vec<String>,
+    m: u32,
+    k: u32,
+    bin_hex: String,
+    digest: String,
+    prev: String,
+    header: String,
+    signed_message: String,
+    signature: String,
+}
+
+fn vectors() -> Vectors {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/chain-vectors.json");
+    let text = std::fs::read_to_string(path).expect("docs/chain-vectors.json is readable");
+    serde_json::from_str(&text).expect("docs/chain-vectors.json has the documented shape")
+}
+
+fn hash(s: &str) -> chain::Hash {
+    chain::parse_hex(s).expect("32 bytes of hex")
+}
+
+#[test]
+fn the_genesis_domain_and_key_are_the_documented_ones() {
+    let v = vectors();
+    assert_eq!(hash(&v.genesis), chain::GENESIS);
+    assert_eq!(v.signing_domain.as_bytes(), chain::SIGNING_DOMAIN);
+    let signer = Signer::from_seed(&chain::parse_hex(&v.seed).unwrap());
+    assert_eq!(signer.public_key().to_string(), v.public_key);
+}
+
+#[test]
+fn every_hour_vector_matches_the_code() {
+    let v = vectors();
+    let signer = Signer::from_seed(&chain::parse_hex(&v.seed).unwrap());
+    let mut prev = chain::GENESIS;
+    assert!(v.hours.len() >= 3);
+    assert!(v.hours.iter().any(|h| h.ids.is_empty()), "an empty hour");
+    for h in &v.hours {
+        let mut filter = Filter::new(Params::new(h.m.into(), h.k.into()).unwrap());
+        for id in &h.ids {
+            filter.insert(id);
+        }
+        let bin = filter.to_bytes();
+        assert_eq!(chain::hex(&bin), h.bin_hex, "{}", h.hour);
+        let digest = chain::digest(&bin);
+        assert_eq!(chain::hex(&digest), h.digest, "{}", h.hour);
+        assert_eq!(
+            hash(&h.prev),
+            prev,
+            "{}: chained from the hour before",
+            h.hour
+        );
+        let header = chain::header(&digest, &prev);
+        assert_eq!(chain::hex(&header), h.header, "{}", h.hour);
+        assert_eq!(
+            chain::hex(&chain::signed_message(h.index, &header)),
+            h.signed_message,
+            "{}",
+            h.hour
+        );
+        let signature = signer.sign(h.index, &header);
+        assert_eq!(chain::hex(&signature), h.signature, "{}", h.hour);
+        assert_eq!(bloomcast::hour::Hour::from_index(h.index).rfc3339(), h.hour);
+        prev = header;
+    }
+}
+
+#[test]
+fn the_vectors_verify_as_a_chain_and_fail_when_an_hour_is_dropped() {
+    let v = vectors();
+    let key: PublicKey = v.public_key.parse().unwrap();
+    let claims: Vec<Claim> = v
+        .hours
+        .iter()
+        .map(|h| Claim {
+            hour: h.hour.clone(),
+            index: h.index,
+            digest: hash(&h.digest),
+            prev: hash(&h.prev),
+            signature: chain::parse_hex(&h.signature).unwrap(),
+        })
+        .collect();
+    let mut known = None;
+    for c in &claims {
+        known = Some(c.verify(&key, known.as_ref()).expect("the vectors verify"));
+    }
+    let first = claims[0].verify(&key, None).unwrap();
+    let err = claims[2].verify(&key, Some(&first)).unwrap_err();
+    assert!(err.to_string().contains(&claims[2].hour), "{err}");
+}
