@@ -20,6 +20,7 @@ pub mod config;
 pub mod dcz;
 pub mod hour;
 pub mod http;
+pub mod memory;
 pub mod render;
 pub mod server;
 pub mod service;

@@ -12,6 +12,7 @@
 # - the JSON form of the same union after the .bin one;
 # - a reader looping on that since-union for TRICKLE_SECS while a publisher posts 100 IDs
 #   every 0.5 s, next to the same trickle with no reader: the union's share of a core;
+#   then the same reader with nothing arriving (what sending the bytes costs alone);
 # - 50 concurrent distinct since-ranges: how many were answered 200, 503 busy or 408.
 # The past hours are seeded through the store API (examples/seed_closed_hour.rs), oldest
 # first, so the server's startup seals them. The server runs pinned to core 0.
@@ -79,6 +80,14 @@ done
 wait "$trickler"
 after=$(cpu_ticks "$pid")
 with_reader=$((after - before))
+# The same reader with nothing arriving: what serving the union's bytes costs by itself.
+before=$(cpu_ticks "$pid")
+end=$((SECONDS + TRICKLE_SECS)); idle_reads=0
+while [ $SECONDS -lt $end ]; do
+  curl -s -o /dev/null "$base/since/$since.bin"; idle_reads=$((idle_reads + 1))
+done
+after=$(cpu_ticks "$pid")
+reader_alone=$((after - before))
 
 statuses=$(for h in $(seq 1 50); do
   from=$(date -u -d "-$((h % 24 + 1)) hours -$h minutes" +%Y/%m/%d/%H)
@@ -98,4 +107,7 @@ echo
 awk -v a="$alone" -v w="$with_reader" -v s="$TRICKLE_SECS" -v hz="$tick_hz" -v n="$reads" 'BEGIN {
   printf "Trickle of 100 IDs every 0.5 s for %d s: %.2f CPU-s alone (%.1f%% of a core); ", s, a / hz, 100 * a / hz / s
   printf "with a reader looping on the union (%d reads): %.2f CPU-s (%.1f%% of a core)\n", n, w / hz, 100 * w / hz / s }'
+awk -v r="$reader_alone" -v s="$TRICKLE_SECS" -v hz="$tick_hz" -v n="$idle_reads" -v w="$with_reader" -v wn="$reads" 'BEGIN {
+  printf "The reader alone, nothing arriving (%d reads): %.2f CPU-s (%.1f%% of a core), %.2f ms per read; ", n, r / hz, 100 * r / hz / s, 1000 * r / hz / n
+  printf "with the trickle: %.2f ms per read\n", 1000 * w / hz / wn }'
 echo "50 concurrent distinct since-ranges: $(sort <<<"$statuses" | uniq -c | awk '{ printf "%s x %s, ", $1, $2 }' | sed 's/, $//')"

@@ -22,4 +22,4 @@ pub use partitioned::PartitionedFilter;
 pub use sizing::{
     estimated_cardinality, estimated_cardinality_partitioned, fpp_at_fill, Params, MAX_K, MIN_M,
 };
-pub use union::{distinct_count, union_of};
+pub use union::{distinct_count, union_of, union_with_room};

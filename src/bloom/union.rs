@@ -45,6 +45,21 @@ pub fn union_of(sets: &[&[Key]], p: f64) -> Result<(Filter, u64), FilterError> {
     Filter::sized_over(count, sets, p).map(|filter| (filter, count))
 }
 
+/// As [`union_of`], with the filter sized as [`Filter::sized_within`] would size it for
+/// `room(count)` distinct keys: room for keys added to it later (bit by bit, as
+/// [`Filter::insert_key`]) while its false-positive estimate stays within `p`.
+///
+/// # Errors
+/// As [`Filter::sized_within`].
+pub fn union_with_room(
+    sets: &[&[Key]],
+    p: f64,
+    room: impl FnOnce(u64) -> u64,
+) -> Result<(Filter, u64), FilterError> {
+    let count = distinct_count(sets);
+    Filter::sized_over(room(count).max(count), sets, p).map(|filter| (filter, count))
+}
+
 /// The number of distinct keys across `sets`, in any order, with repeats and overlaps.
 pub fn distinct_count(sets: &[&[Key]]) -> u64 {
     let total: usize = sets.iter().map(|s| s.len()).sum();

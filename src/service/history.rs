@@ -8,7 +8,7 @@
 //! pay off for many IDs per request. Hours not kept (the open one, one not yet sealed,
 //! or past the budget) come through [`Service::view`], exactly as clients get them.
 
-use super::{Result, Service, Target};
+use super::{Result, Service};
 use crate::bloom::{Filter, Key};
 use crate::hour::Hour;
 use crate::render::Repr;
@@ -44,9 +44,8 @@ impl HistoryFilters {
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// The kept filters of `from..=to`; the hours missing are the caller's to fetch.
     /// Forgets hours before `from`, which are past retention.
-    fn window(&self, from: Hour, to: Hour) -> BTreeMap<Hour, Arc<Filter>> {
+    fn forget_before(&self, from: Hour) {
         let mut kept = self.lock();
         while let Some(entry) = kept.by_hour.first_entry() {
             if *entry.key() >= from {
@@ -55,7 +54,12 @@ impl HistoryFilters {
             let gone = entry.remove();
             kept.bytes -= body_bytes(&gone);
         }
-        kept.by_hour
+    }
+
+    /// The kept filters of `from..=to`; the hours missing are the caller's to fetch.
+    fn window(&self, from: Hour, to: Hour) -> BTreeMap<Hour, Arc<Filter>> {
+        self.lock()
+            .by_hour
             .range(from..=to)
             .map(|(h, f)| (*h, f.clone()))
             .collect()
@@ -121,14 +125,42 @@ impl Service {
                 "{from} is in the future; the current hour is {now}"
             )));
         }
-        let mut filters = self.history.window(from, now);
+        self.history.forget_before(from);
+        let filters = self.hour_filters(from, now).await?;
+        let ids = ids
+            .iter()
+            .map(|id| {
+                let key = Key::of(id);
+                let hours = filters
+                    .iter()
+                    .filter(|(_, f)| f.contains_key(key))
+                    .map(|(h, _)| *h)
+                    .collect();
+                (id.clone(), hours)
+            })
+            .collect();
+        Ok(History { from, to: now, ids })
+    }
+}
+
+impl Service {
+    /// The filters of the hours `from..=to` as clients get them, decoded; complete
+    /// hours' are kept within the budget.
+    ///
+    /// # Errors
+    /// Store failures while fetching an hour not kept in memory.
+    pub(super) async fn hour_filters(
+        &self,
+        from: Hour,
+        to: Hour,
+    ) -> Result<BTreeMap<Hour, Arc<Filter>>> {
+        let mut filters = self.history.window(from, to);
         let mut hour = from;
-        while hour <= now {
+        while hour <= to {
             if let Entry::Vacant(slot) = filters.entry(hour) {
                 // The raw form: its body is the filter's bytes, with no hex or JSON to
                 // encode for this and parse back.
-                let view = self.view(Target::Hour(hour), Repr::Bin).await?;
-                let rendered = &view.rendered;
+                let rendered = &self.hour_bin(hour).await?;
                 let header = |name: &str| {
                     rendered
                         .bloom_headers
@@ -145,19 +177,22 @@ impl Service {
             }
             hour = hour.next();
         }
-        let ids = ids
-            .iter()
-            .map(|id| {
-                let key = Key::of(id);
-                let hours = filters
-                    .iter()
-                    .filter(|(_, f)| f.contains_key(key))
-                    .map(|(h, _)| *h)
-                    .collect();
-                (id.clone(), hours)
-            })
-            .collect();
-        Ok(History { from, to: now, ids })
+        Ok(filters)
+    }
+
+    /// An hour's raw rendering as [`Service::view`] gives it, for an hour already
+    /// checked to be served (no union is ever built here).
+    async fn hour_bin(&self, hour: Hour) -> Result<Arc<crate::render::Rendered>> {
+        let open = if hour == self.current_hour() {
+            self.open_view(hour, Repr::Bin).await?
+        } else {
+            None
+        };
+        Ok(match open {
+            Some(rendered) => rendered,
+            // A past hour, or the open hour sealed while this request waited.
+            None => self.closed_view(hour, Repr::Bin).await?.0,
+        })
     }
 }
 
@@ -195,6 +230,9 @@ mod tests {
         kept.keep(hour(6), filter());
         kept.keep(hour(1), filter());
         assert_eq!(kept.usage(), (240, 2));
+        assert_eq!(kept.window(hour(6), hour(9)).len(), 1);
+        assert_eq!(kept.usage(), (240, 2), "reading a window forgets nothing");
+        kept.forget_before(hour(6));
         assert!(kept.window(hour(6), hour(9)).contains_key(&hour(6)));
         assert_eq!(kept.usage(), (120, 1));
     }

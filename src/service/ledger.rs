@@ -5,37 +5,33 @@
 //! ingest this node acknowledges is recorded at once (read-your-writes), and a
 //! periodic refresh pulls what other nodes appended (see `Service`).
 
+use super::keyset::{CompactKeys, HashedKeys};
 use crate::bloom::{Filter, Key, Params};
 use crate::hour::Hour;
 use crate::render::Rendered;
-use std::collections::{HashMap, HashSet};
-use std::hash::{BuildHasherDefault, Hasher};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-/// Keys are already uniformly random SHA-1 bits: hashing them again is wasted work.
-#[derive(Default)]
-pub struct KeyHasher(u64);
+/// Distinct keys kept in arrival order for unions to catch up from: at least this many,
+/// or a 32nd of the hour if more (about half a byte per ID).
+const MIN_RECENT: usize = 1 << 16;
+const RECENT_FRACTION: usize = 32;
 
-impl Hasher for KeyHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0 << 8) | u64::from(b);
-        }
-    }
-    fn write_u64(&mut self, v: u64) {
-        self.0 = v;
-    }
-}
-
-pub type KeySet = HashSet<u64, BuildHasherDefault<KeyHasher>>;
+/// Tells one `OpenHour` from another: positions count from a hour's own start, and an
+/// hour reloaded from the store (after a poisoned ledger) orders its keys anew.
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
 /// One open hour's state.
 pub struct OpenHour {
-    keys: KeySet,
+    keys: CompactKeys,
+    /// The newest distinct keys in the order they were added; `recent[0]` was the
+    /// `recent_from`-th distinct key (counting from 0).
+    recent: Vec<u64>,
+    recent_from: u64,
+    /// Unique per `OpenHour`, for positions (see [`OpenHour::keys_since`]).
+    pub id: u64,
     filter: Filter,
     /// The count the filter is sized for; doubles when exceeded.
     capacity: u64,
@@ -58,7 +54,10 @@ impl OpenHour {
         // Settings are validated so that this fits; never panic under the ledger lock.
         let params = Params::optimal(capacity, target_fpp).unwrap_or_else(|_| max_params());
         OpenHour {
-            keys: KeySet::default(),
+            keys: CompactKeys::default(),
+            recent: Vec::new(),
+            recent_from: 0,
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             filter: Filter::new(params),
             capacity,
             target_fpp,
@@ -72,10 +71,10 @@ impl OpenHour {
 
     /// How many of `keys` are not in the hour yet (each counted once).
     pub fn count_new(&self, keys: &[Key]) -> u64 {
-        let mut seen = KeySet::default();
+        let mut seen = HashedKeys::default();
         keys.iter()
             .map(|k| k.to_u64())
-            .filter(|k| !self.keys.contains(k) && seen.insert(*k))
+            .filter(|&k| !self.holds(k) && seen.insert(k))
             .count() as u64
     }
 
@@ -84,8 +83,18 @@ impl OpenHour {
     pub fn add(&mut self, keys: &[Key]) -> usize {
         let mut new = 0;
         for key in keys {
-            if self.keys.insert(key.to_u64()) {
+            // The filter holds every key: its "no" is certain and spares the search,
+            // which most keys of an ingest (new ones) then skip.
+            let added = if self.filter.contains_key(*key) {
+                self.keys.insert(key.to_u64())
+            } else {
+                self.keys.insert_absent(key.to_u64());
+                true
+            };
+            if added {
                 self.filter.insert_key(*key);
+                self.recent.push(key.to_u64());
+                self.trim_recent();
                 new += 1;
             }
         }
@@ -103,7 +112,7 @@ impl OpenHour {
             let params =
                 Params::optimal(self.capacity, self.target_fpp).unwrap_or_else(|_| max_params());
             let mut filter = Filter::new(params);
-            for &k in &self.keys {
+            for k in self.keys.iter() {
                 filter.insert_key(Key::from_u64(k));
             }
             self.filter = filter;
@@ -111,6 +120,29 @@ impl OpenHour {
                 break; // cannot grow further; the wire format caps m below 2^32
             }
         }
+    }
+
+    /// Whether the hour holds `key` (as `u64`): the filter first, whose "no" is certain.
+    fn holds(&self, key: u64) -> bool {
+        self.filter.contains_key(Key::from_u64(key)) && self.keys.contains(key)
+    }
+
+    /// Keeps the recent keys within their bound by dropping the older half.
+    #[inline]
+    fn trim_recent(&mut self) {
+        if self.recent.len() > (self.keys.len() / RECENT_FRACTION).max(MIN_RECENT) {
+            let drop = self.recent.len() / 2;
+            self.recent.drain(..drop);
+            self.recent_from += drop as u64;
+        }
+    }
+
+    /// The distinct keys added after the first `position` (a past [`OpenHour::count`]
+    /// of this same hour, see [`OpenHour::id`]), in the order added; `None` when they
+    /// are no longer all kept.
+    pub fn keys_since(&self, position: u64) -> Option<&[u64]> {
+        let start = usize::try_from(position.checked_sub(self.recent_from)?).ok()?;
+        self.recent.get(start..)
     }
 
     pub fn count(&self) -> u64 {
@@ -123,7 +155,7 @@ impl OpenHour {
 
     /// The distinct keys, in no particular order.
     pub fn keys(&self) -> impl Iterator<Item = Key> + '_ {
-        self.keys.iter().map(|&k| Key::from_u64(k))
+        self.keys.iter().map(Key::from_u64)
     }
 }
 
@@ -175,6 +207,32 @@ mod tests {
     }
 
     #[test]
+    fn keys_since_a_position_are_the_keys_added_after_it_until_trimmed() {
+        let mut h = OpenHour::new(100, 0.01);
+        h.add(&keys(0..10));
+        let at = h.count();
+        h.add(&keys(5..15));
+        let since: Vec<Key> = h
+            .keys_since(at)
+            .unwrap()
+            .iter()
+            .map(|&k| Key::from_u64(k))
+            .collect();
+        assert_eq!(since, keys(10..15));
+        assert_eq!(h.keys_since(h.count()), Some(&[][..]));
+        assert_eq!(h.keys_since(h.count() + 1), None);
+        h.add(&keys(15..(MIN_RECENT as u32 + 20)));
+        assert_eq!(
+            h.keys_since(at),
+            None,
+            "the oldest recent keys were dropped"
+        );
+        let tail = h.count() - 5;
+        assert_eq!(h.keys_since(tail).map(<[u64]>::len), Some(5));
+        assert!(h.recent.len() <= MIN_RECENT);
+    }
+
+    #[test]
     fn version_changes_only_with_content() {
         let mut h = OpenHour::new(100, 0.01);
         h.add(&keys(0..3));
@@ -183,12 +241,5 @@ mod tests {
         assert_eq!(h.version, v);
         h.add(&keys(3..4));
         assert_ne!(h.version, v);
-    }
-
-    #[test]
-    fn key_hasher_passes_u64_through() {
-        let mut hasher = KeyHasher::default();
-        hasher.write_u64(42);
-        assert_eq!(hasher.finish(), 42);
     }
 }

@@ -15,12 +15,16 @@
 //! Lock order: `ledger` (std mutex, never held across an await) is innermost; the tokio
 //! locks (`seal_lock`, `refresh_lock`, `render_locks`, a union range's lock, then a
 //! `union_pool` slot) are taken before
-//! it and never while holding it.
+//! it and never while holding it. The other std mutexes (`built_unions`, `open_unions`,
+//! `sealed_keys`, ...) each guard a plain map, are never held across an await and never
+//! while taking another lock.
 
 mod cache;
 mod chain;
 mod health;
 mod history;
+mod incremental;
+mod keyset;
 mod ledger;
 mod lifecycle;
 mod open_unions;
@@ -170,8 +174,12 @@ pub struct Service {
     /// version it was built from: pollers asking for the same range between two ingests
     /// share one build instead of each re-reading every hour's keys.
     open_unions: Mutex<open_unions::OpenUnions>,
-    /// The newest union filters built, so each representation renders one build.
+    /// The newest union filters built, so each representation renders one build, and
+    /// one ending in the open hour is carried forward rather than rebuilt.
     built_unions: Mutex<std::collections::VecDeque<union::BuiltUnion>>,
+    /// Sealed hours' keys, for the exact count of a union carried forward (an eighth
+    /// of `cache_bytes`).
+    sealed_keys: incremental::SealedKeys,
     /// Decoded filters of complete hours for [`Service::history`], within a budget of
     /// `cache_bytes` counted apart from the render cache's.
     history: history::HistoryFilters,
@@ -192,6 +200,7 @@ impl Service {
         let union_builds = tuning.union_builds.max(1);
         let open_union_bytes = tuning.cache_bytes / 4;
         let tuning_history_budget = tuning.cache_bytes;
+        let sealed_keys_budget = tuning.cache_bytes / 8;
         let service = Service {
             cache: RenderCache::new(tuning.cache_bytes),
             board: ready::Board::new(),
@@ -214,6 +223,7 @@ impl Service {
             union_pool: tokio::sync::Semaphore::new(union_builds),
             open_unions: Mutex::new(open_unions::OpenUnions::new(open_union_bytes)),
             built_unions: Mutex::new(std::collections::VecDeque::new()),
+            sealed_keys: incremental::SealedKeys::new(sealed_keys_budget),
             history: history::HistoryFilters::new(tuning_history_budget),
         };
         service.warn_if_clock_behind();

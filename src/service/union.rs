@@ -2,9 +2,10 @@
 //! their distinct count (`bloom::union_of`), never OR-ed from hourly filters of different
 //! sizes.
 
+use super::incremental::room;
 use super::open_unions::{OpenStamp, UnionKey};
 use super::{lock, Result, Service, ServiceError};
-use crate::bloom::{union_of, Filter, Key};
+use crate::bloom::{union_of, union_with_room, Filter, Key};
 use crate::hour::Hour;
 use crate::render::{render, Effort, Rendered, Repr};
 use crate::wire::Meta;
@@ -77,17 +78,20 @@ impl Service {
             )
         });
         if let Some(built) = self.built_union(from, to, current, complete) {
-            let meta = Meta::range(from.rfc3339(), to.rfc3339(), complete, built.count);
-            let effort = if complete { Effort::Best } else { Effort::Fast };
-            let filter = built.filter.clone();
-            let rendered =
-                tokio::task::spawn_blocking(move || render(&meta, &filter, repr, effort)).await?;
-            return Ok(self.keep_union(key, complete, built.stamp, rendered));
+            return self.serve_built(key, built, repr).await;
+        }
+        // A union of this range built at an earlier version: add what the hour gained.
+        if to == now {
+            if let Some(built) = self.advance_union(from, now).await? {
+                self.remember_union(built.clone());
+                return self.serve_built(key, built, repr).await;
+            }
         }
         // One key set per hour: sealed hours' come sorted and distinct, and the union is
         // built from the sets as they are (no concatenated copy, no sort).
         let mut hours: Vec<Vec<Key>> = Vec::new();
         let mut stamp = None;
+        let mut growth = None;
         // Final only if every past hour in it is: one the store cannot seal yet is read
         // from its keys, and the union is then not cached as complete.
         let mut fin = true;
@@ -101,6 +105,7 @@ impl Service {
                     hours.push(open.keys().collect());
                     // Taken with the keys, so the stamp never claims newer content.
                     stamp = Some((h.index(), open.version));
+                    growth = Some((open.id, open.count()));
                 }
             } else {
                 if !sealed.iter().any(|(s, _)| *s == h) {
@@ -115,12 +120,19 @@ impl Service {
             h = h.next();
         }
         let complete = complete && fin;
+        // A union ending in the open hour is built with room to take the hour's next
+        // keys (see `incremental`), unless a closed hour in it may still change.
+        let growth = growth.filter(|_| fin);
         let p = self.tuning.target_fpp;
         let meta_of = move |count| Meta::range(from.rfc3339(), to.rfc3339(), complete, count);
         let effort = if complete { Effort::Best } else { Effort::Fast };
         let (rendered, filter, count) = tokio::task::spawn_blocking(move || {
             let sets: Vec<&[Key]> = hours.iter().map(Vec::as_slice).collect();
-            union_of(&sets, p).map(|(filter, count)| {
+            let built = match growth {
+                Some(_) => union_with_room(&sets, p, room),
+                None => union_of(&sets, p),
+            };
+            built.map(|(filter, count)| {
                 let rendered = render(&meta_of(count), &filter, repr, effort);
                 (rendered, Arc::new(filter), count)
             })
@@ -132,8 +144,44 @@ impl Service {
             complete,
             filter,
             count,
+            growth: growth.map(|(hour_id, position)| Growth {
+                hour_id,
+                position,
+                capacity: room(count),
+            }),
         });
         Ok(self.keep_union(key, complete, stamp, rendered))
+    }
+
+    /// Renders a built union filter and caches the rendering.
+    async fn serve_built(
+        &self,
+        key: UnionKey,
+        built: BuiltUnion,
+        repr: Repr,
+    ) -> Result<(Arc<Rendered>, bool)> {
+        let (from, to) = (
+            Hour::from_index(built.range.0),
+            Hour::from_index(built.range.1),
+        );
+        let complete = built.complete;
+        let meta = Meta::range(from.rfc3339(), to.rfc3339(), complete, built.count);
+        let effort = if complete { Effort::Best } else { Effort::Fast };
+        let filter = built.filter.clone();
+        let rendered =
+            tokio::task::spawn_blocking(move || render(&meta, &filter, repr, effort)).await?;
+        Ok(self.keep_union(key, complete, built.stamp, rendered))
+    }
+
+    /// Takes out the kept union of `from..=now` that can be carried forward, if any.
+    pub(super) fn take_growable(&self, from: Hour, now: Hour) -> Option<BuiltUnion> {
+        let mut kept = lock(&self.built_unions);
+        let at = kept.iter().position(|b| {
+            b.range == (from.index(), now.index())
+                && b.growth.is_some()
+                && b.stamp.is_some_and(|s| s.0 == now.index())
+        })?;
+        kept.remove(at)
     }
 
     /// Caches a rendering: immutable ones in the render cache, open ones with their stamp.
@@ -193,10 +241,23 @@ const BUILT_UNIONS: usize = 4;
 /// One built union filter and what it shows.
 #[derive(Clone)]
 pub(super) struct BuiltUnion {
-    range: (i64, i64),
+    pub range: (i64, i64),
     /// The open hour and version it includes; `None` for a range of closed hours.
-    stamp: Option<OpenStamp>,
-    complete: bool,
-    filter: Arc<Filter>,
-    count: u64,
+    pub stamp: Option<OpenStamp>,
+    pub complete: bool,
+    pub filter: Arc<Filter>,
+    pub count: u64,
+    /// How to carry it forward as the open hour takes keys; `None` when it cannot be.
+    pub growth: Option<Growth>,
+}
+
+/// Where a union ending in the open hour stands in that hour, and how far it may grow.
+#[derive(Clone, Copy)]
+pub(super) struct Growth {
+    /// The open hour it read (`OpenHour::id`).
+    pub hour_id: u64,
+    /// How many of that hour's distinct keys it holds.
+    pub position: u64,
+    /// The count it was sized for; past it, it is rebuilt.
+    pub capacity: u64,
 }

@@ -97,7 +97,7 @@ impl Service {
     /// the hour is closed (the caller serves its seal). One render per representation
     /// runs at a time: readers arriving while ingest keeps changing the hour share the
     /// next render instead of each starting their own.
-    async fn open_view(&self, hour: Hour, repr: Repr) -> Result<Option<Arc<Rendered>>> {
+    pub(super) async fn open_view(&self, hour: Hour, repr: Repr) -> Result<Option<Arc<Rendered>>> {
         self.refresh(hour).await?;
         let slot = repr.index();
         let wanted = {
@@ -171,14 +171,22 @@ impl Service {
         }
         match page {
             Ok(page) => {
-                let mut ledger = self.ledger();
-                if let Some(open) = self.open_entry(&mut ledger, hour) {
-                    if open.add(&page.keys) > 0 {
-                        self.board.changed();
+                let large = page.keys.len() >= crate::memory::LARGE_BATCH;
+                {
+                    let mut ledger = self.ledger();
+                    if let Some(open) = self.open_entry(&mut ledger, hour) {
+                        if open.add(&page.keys) > 0 {
+                            self.board.changed();
+                        }
+                        open.cursor = open.cursor.max(page.cursor);
+                        open.refreshed_at = Some(Instant::now());
+                        self.board.refreshed(Instant::now(), self.tuning.refresh);
                     }
-                    open.cursor = open.cursor.max(page.cursor);
-                    open.refreshed_at = Some(Instant::now());
-                    self.board.refreshed(Instant::now(), self.tuning.refresh);
+                }
+                if large {
+                    // The load at start: its batch is gone, give it back (see `memory`).
+                    drop(page);
+                    crate::memory::release_freed();
                 }
                 Ok(())
             }
@@ -200,7 +208,11 @@ impl Service {
     /// When the seal cannot be read back intact, or the hour cannot be sealed yet (the
     /// store takes no writes), it is served from its verified keys with the bytes its
     /// seal has or will have; complete only once the hour is durably closed.
-    async fn closed_view(&self, hour: Hour, repr: Repr) -> Result<(Arc<Rendered>, bool)> {
+    pub(super) async fn closed_view(
+        &self,
+        hour: Hour,
+        repr: Repr,
+    ) -> Result<(Arc<Rendered>, bool)> {
         let key = (hour.index(), hour.index(), repr);
         if let Some(r) = self.cache.get(&key) {
             return Ok((r, true));

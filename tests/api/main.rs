@@ -14,4 +14,5 @@ mod ingest;
 mod publication;
 mod rollover;
 mod store_integrity;
+mod unions;
 mod wrapped;

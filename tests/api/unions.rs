@@ -1,0 +1,84 @@
+//! Unions that end in the open hour are carried forward as the hour takes keys, not
+//! rebuilt: after any sequence of ingests and hour closes they hold exactly the bits of a
+//! fresh build of their keys at their size, and the exact distinct count.
+
+use crate::helpers::TestApp;
+use bloomcast::bloom::{Filter, Key};
+use std::collections::BTreeSet;
+
+/// Reads the union at `path` and checks it against the IDs it must hold. Returns its m.
+async fn assert_union_holds(app: &TestApp, path: &str, ids: &BTreeSet<String>) -> u32 {
+    let (meta, filter) = app.filter(path).await;
+    assert_eq!(
+        meta.count,
+        ids.len() as u64,
+        "{path}: the exact distinct count"
+    );
+    let keys: Vec<Key> = ids.iter().map(|id| Key::of(id)).collect();
+    assert_eq!(
+        filter,
+        Filter::from_keys(filter.params(), &keys),
+        "{path}: bit for bit a fresh build at its size"
+    );
+    assert!(filter.fpp() <= 0.01, "{path}: fpp {}", filter.fpp());
+    filter.m()
+}
+
+#[tokio::test]
+async fn open_unions_carried_forward_equal_a_fresh_build_with_the_exact_count() {
+    let app = TestApp::spawn().await;
+    // A small deterministic generator, so a failure replays.
+    let mut state = 0x2545_f491_4f6c_dd1d_u64;
+    let mut next = move |n: u64| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state % n
+    };
+    let mut fresh = 0;
+    let mut since_start: BTreeSet<String> = BTreeSet::new();
+    let mut kept_size_while_growing = 0;
+    for hour in 0..4 {
+        let mut this_hour: BTreeSet<String> = BTreeSet::new();
+        let since_here = format!("/since/2008/09/03/{}", 13 + hour);
+        let mut last: Option<(u32, usize)> = None;
+        for _step in 0..12 {
+            // New IDs, IDs of closed hours again, and IDs of this hour again.
+            let mut batch: Vec<String> = Vec::new();
+            for _ in 0..(1 + next(25)) {
+                let id = match next(4) {
+                    0 if !since_start.is_empty() => {
+                        let i = next(since_start.len() as u64) as usize;
+                        since_start.iter().nth(i).unwrap().clone()
+                    }
+                    1 if !this_hour.is_empty() => {
+                        let i = next(this_hour.len() as u64) as usize;
+                        this_hour.iter().nth(i).unwrap().clone()
+                    }
+                    _ => {
+                        fresh += 1;
+                        format!("id-{fresh}")
+                    }
+                };
+                batch.push(id);
+            }
+            let refs: Vec<&str> = batch.iter().map(String::as_str).collect();
+            app.ingest(&refs).await;
+            this_hour.extend(batch.iter().cloned());
+            since_start.extend(batch);
+            let m = assert_union_holds(&app, "/since/2008/09/03/13", &since_start).await;
+            if last.is_some_and(|(m0, n0)| m0 == m && n0 < since_start.len()) {
+                kept_size_while_growing += 1;
+            }
+            last = Some((m, since_start.len()));
+            assert_union_holds(&app, &since_here, &this_hour).await;
+            assert_union_holds(&app, "/2008/09/03", &since_start).await;
+        }
+        app.next_hour().await;
+    }
+    assert!(
+        kept_size_while_growing >= 10,
+        "the union took new keys at its size {kept_size_while_growing} times: carried forward, \
+         not rebuilt at each ingest"
+    );
+}
