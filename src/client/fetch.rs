@@ -110,7 +110,11 @@ impl Client {
 
     /// Reads the body, counting its wire bytes, and gunzips it, or decodes a delta with
     /// the `dictionary` it was asked with.
-    pub(super) async fn body(&self, response: Response, dictionary: Option<&Dictionary>) -> Result<Vec<u8>> {
+    pub(super) async fn body(
+        &self,
+        response: Response,
+        dictionary: Option<&Dictionary>,
+    ) -> Result<Vec<u8>> {
         let encoding = response
             .headers()
             .get(header::CONTENT_ENCODING)
