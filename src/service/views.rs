@@ -197,7 +197,11 @@ impl Service {
     /// When the seal cannot be read back intact, or the hour cannot be sealed yet (the
     /// store takes no writes), it is served from its verified keys with the bytes its
     /// seal has or will have; complete only once the hour is durably closed.
-    async fn closed_view(&self, hour: Hour, repr: Repr) -> Result<(Arc<Rendered>, bool)> {
+    pub(super) async fn closed_view(
+        &self,
+        hour: Hour,
+        repr: Repr,
+    ) -> Result<(Arc<Rendered>, bool)> {
         let key = (hour.index(), hour.index(), repr);
         if let Some(r) = self.cache.get(&key) {
             return Ok((r, true));
