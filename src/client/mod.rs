@@ -23,6 +23,7 @@
 
 mod cache;
 mod changed;
+mod compact;
 mod error;
 mod fetch;
 mod history;
