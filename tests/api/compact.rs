@@ -38,6 +38,8 @@ async fn a_closed_hour_is_served_as_a_ribbon_holding_every_id() {
 #[tokio::test]
 async fn accept_negotiates_the_same_bytes_and_revalidates() {
     let app = closed_hour_of(&["a", "b", "c"]).await;
+    // Read as v1 JSON first, so the fast lane has the hour ready: it must step aside.
+    assert_eq!(app.get("/2008/09/03/13").await.status, 200);
     let by_suffix = app.get("/2008/09/03/13.ribbon").await;
     let by_accept = app.get_with("/2008/09/03/13", &[("accept", RIBBON)]).await;
     assert_eq!(by_accept.status, 200);
@@ -78,6 +80,7 @@ async fn fpp_on_request_sets_the_fingerprint_bits() {
 async fn the_open_hour_has_no_compact_form() {
     let app = TestApp::spawn().await;
     app.ingest(&["a"]).await;
+    assert_eq!(app.get("/2008/09/03/13").await.status, 200);
     app.get("/2008/09/03/13.ribbon")
         .await
         .assert_error(406, "not_acceptable");
