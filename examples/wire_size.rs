@@ -12,9 +12,9 @@
 //! [`bloomcast::render::render`] with the best gzip effort, so the bytes counted are the
 //! bytes a client receives (headers aside).
 
-use bloomcast::bloom::{Filter, Key};
+use bloomcast::bloom::{bits_for_fpp, Filter, Key, Ribbon};
 use bloomcast::config::Settings;
-use bloomcast::render::{render, Effort, Repr};
+use bloomcast::render::{render, render_ribbon, Effort, Repr};
 use bloomcast::wire::Meta;
 
 fn main() {
@@ -49,6 +49,23 @@ fn main() {
                 repr.suffix(),
                 r.identity.len(),
                 r.gzip.len(),
+                per_id / floor,
+            );
+        }
+        // The compact form, served as is (near-random bytes do not gzip), at the target
+        // and at 0.001, each against its own floor.
+        for asked in [p, 0.001] {
+            let r = bits_for_fpp(asked).expect("a supported fpp");
+            let started = std::time::Instant::now();
+            let ribbon = Ribbon::build(&keys, r).expect("builds");
+            let build_ns = started.elapsed().as_nanos() as f64 / n as f64;
+            let bytes = render_ribbon(&meta, &ribbon).identity.len();
+            let per_id = bytes as f64 / n as f64;
+            let floor = (1.0 / asked).log2() / 8.0;
+            println!(
+                "| {n} | {} | r={r} | {:.5} | ribbon (p={asked}, build {build_ns:.0} ns/ID) | {bytes} | {bytes} | {per_id:.4} | {floor:.4} | {:.3} |",
+                ribbon.m(),
+                ribbon.fpp(),
                 per_id / floor,
             );
         }

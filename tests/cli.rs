@@ -291,3 +291,25 @@ fn get_body(url: &str) -> Vec<u8> {
         reply.bytes().await.unwrap().to_vec()
     })
 }
+
+#[test]
+fn inspect_reads_a_saved_ribbon_body() {
+    let dir = tempfile::tempdir().unwrap();
+    let keys: Vec<bloomcast::bloom::Key> = ["a", "b", "c"]
+        .iter()
+        .map(|id| bloomcast::bloom::Key::of(id))
+        .collect();
+    let ribbon = bloomcast::bloom::Ribbon::build(&keys, 10).unwrap();
+    let saved = dir.path().join("hour.ribbon");
+    std::fs::write(&saved, ribbon.to_bytes()).unwrap();
+
+    let out = bloomcast(&["inspect", "--json", saved.to_str().unwrap()], "");
+
+    assert!(out.status.success(), "{}", stderr(&out));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["structure"], "ribbon", "{doc}");
+    assert_eq!(doc["count"], 3);
+    assert_eq!(doc["r"], 10);
+    assert_eq!(doc["bytes"], ribbon.byte_len());
+    assert_eq!(doc["fpp"].as_f64().unwrap(), 1.0 / 1024.0);
+}

@@ -275,3 +275,26 @@ async fn publish_retries_until_the_server_comes_up() {
         .unwrap();
     assert_eq!(hour.meta.count, 10);
 }
+
+#[tokio::test]
+async fn a_closed_hour_decodes_as_a_ribbon_at_the_precision_asked() {
+    let server = serve().await;
+    let updated = three_hours(&server).await;
+    let client = Client::new(&server.base).unwrap();
+
+    let target = client.ribbon(start_hour(), None).await.unwrap();
+    let precise = client.ribbon(start_hour(), Some(0.001)).await.unwrap();
+    let open = client.ribbon(start_hour().next().next(), None).await;
+
+    assert_eq!(target.r(), 7);
+    assert_eq!(precise.r(), 10);
+    for f in [&target, &precise] {
+        assert!(updated[0].iter().all(|id| f.contains_id(id)));
+    }
+    match open.unwrap_err() {
+        ClientError::Status { status, code, .. } => {
+            assert_eq!((status, code.as_str()), (406, "not_acceptable"))
+        }
+        other => panic!("expected 406, got {other}"),
+    }
+}

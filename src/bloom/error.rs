@@ -34,6 +34,10 @@ pub enum FilterError {
         "a partitioned filter needs m >= k (m = {m}, k = {k}): each of the k ranges needs a bit"
     )]
     PartitionTooSmall { m: u32, k: u32 },
+    #[error("ribbon fingerprint bits r = {0} out of range: 1 <= r <= 32")]
+    RibbonBits(u32),
+    #[error("malformed ribbon body: {0}")]
+    BadRibbon(String),
     #[error("malformed filter document: {0}")]
     BadDocument(String),
 }

@@ -10,6 +10,7 @@ mod estimate;
 mod filter;
 mod hash;
 mod partitioned;
+mod ribbon;
 mod sizing;
 mod union;
 
@@ -19,6 +20,7 @@ pub use estimate::Overlap;
 pub use filter::Filter;
 pub use hash::{HashScheme, Key, Positions, SHA1_KM32};
 pub use partitioned::PartitionedFilter;
+pub use ribbon::{bits_for_fpp, mix64, Ribbon, Slot};
 pub use sizing::{
     estimated_cardinality, estimated_cardinality_partitioned, fpp_at_fill, Params, MAX_K, MIN_M,
 };

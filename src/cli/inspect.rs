@@ -11,8 +11,9 @@ use std::io::Read;
 /// Show a filter's parameters, count, fill and estimated false-positive probability.
 #[derive(Debug, Args)]
 pub struct InspectArgs {
-    /// A filter URL (http://host:port/2008/09/03/13) or a file holding a JSON document
-    /// (optionally gzip-compressed), or raw hex or bytes with --m and --k.
+    /// A filter URL (http://host:port/2008/09/03/13, or .../13.ribbon for the compact
+    /// form) or a file holding a JSON document (optionally gzip-compressed), a ribbon
+    /// body, or raw hex or bytes with --m and --k.
     target: String,
     #[command(flatten)]
     raw: RawShape,
@@ -49,6 +50,10 @@ impl InspectArgs {
     /// # Errors
     /// An unreachable URL, an error status, an unreadable file or filter.
     pub async fn run(self) -> Result<(), CliError> {
+        if let Some(ribbon) = super::ribbon::load(&self.target).await? {
+            super::ribbon::print(&ribbon, self.json);
+            return Ok(());
+        }
         let (meta, filter) = load(&self.target, self.raw.get(), self.pubkey).await?;
         // A raw file says nothing about its time or exact count.
         let covers = meta

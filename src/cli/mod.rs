@@ -9,6 +9,7 @@ mod estimate;
 mod history;
 mod ingest;
 mod inspect;
+mod ribbon;
 mod verify;
 mod watch;
 

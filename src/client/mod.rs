@@ -24,6 +24,7 @@
 
 mod cache;
 mod changed;
+mod compact;
 mod dictionaries;
 mod error;
 mod fetch;

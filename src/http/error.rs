@@ -21,6 +21,9 @@ pub enum ApiError {
     NotFound(String),
     #[error("method not allowed on this resource")]
     MethodNotAllowed,
+    /// 406: the resource has no representation the request accepts.
+    #[error("{0}")]
+    NotAcceptable(String),
     #[error("{0}")]
     Gone(String),
     #[error("body is larger than the limit of {0} bytes")]
@@ -54,6 +57,7 @@ impl ApiError {
             ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
             ApiError::NotFound(_) => StatusCode::NOT_FOUND,
             ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            ApiError::NotAcceptable(_) => StatusCode::NOT_ACCEPTABLE,
             ApiError::Gone(_) => StatusCode::GONE,
             ApiError::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
@@ -72,6 +76,7 @@ impl ApiError {
             ApiError::Unauthorized => "unauthorized",
             ApiError::NotFound(_) => "not_found",
             ApiError::MethodNotAllowed => "method_not_allowed",
+            ApiError::NotAcceptable(_) => "not_acceptable",
             ApiError::Gone(_) => "gone",
             ApiError::PayloadTooLarge(_) => "payload_too_large",
             ApiError::UnsupportedMediaType(_) => "unsupported_media_type",
@@ -90,6 +95,7 @@ impl From<ServiceError> for ApiError {
         match e {
             ServiceError::NotFound(m) => ApiError::NotFound(m),
             ServiceError::Gone(m) => ApiError::Gone(m),
+            ServiceError::NotAcceptable(m) => ApiError::NotAcceptable(m),
             ServiceError::BadRange(m) => ApiError::InvalidHour(m),
             full @ ServiceError::HourFull { .. } => ApiError::HourFull(format!(
                 "{full}; nothing of this batch was recorded (setting max_hour_ids)"

@@ -64,6 +64,9 @@ impl App {
         }
         let (hour, suffix) = plain_hour_path(request.uri().path())?;
         let headers = request.headers();
+        if suffix.is_none() && super::negotiate::wants_ribbon(headers) {
+            return None;
+        }
         let repr = suffix.unwrap_or_else(|| choose_repr(headers));
         self.state.service.with_ready_hour(hour, repr, |ready| {
             let variant = Variant {

@@ -19,6 +19,9 @@ const IMMUTABLE: &str = "public, max-age=31536000, immutable";
 
 pub async fn get_hour(State(state): State<AppState>, request: Request) -> Result<Response> {
     let (mut parts, _) = request.into_parts();
+    if let Some(compact) = super::compact::maybe_serve(&state, &parts).await {
+        return compact;
+    }
     let (hour, suffix) = match segments::<4>(parts.uri.path(), "/") {
         Some([y, mo, d, h]) => hour_segments(y, mo, d, h)?,
         None => {

@@ -3,6 +3,7 @@
 mod access_log;
 mod auth;
 mod chain;
+mod compact;
 mod cors;
 mod dashboard;
 pub mod deltas;

@@ -47,6 +47,26 @@ pub fn choose_repr(headers: &HeaderMap) -> Repr {
     best.map_or(Repr::Json, |(r, _)| r)
 }
 
+/// Whether `Accept` prefers the compact (ribbon) representation: listed with a positive
+/// quality at least that of every v1 type it lists.
+pub fn wants_ribbon(headers: &HeaderMap) -> bool {
+    let Some(accept) = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()) else {
+        return false;
+    };
+    if !accept.contains("vnd.bloomcast.ribbon") {
+        return false;
+    }
+    let (mut ribbon, mut other) = (0.0f32, 0.0f32);
+    for (range, q) in ranges(accept) {
+        if range.eq_ignore_ascii_case(crate::render::RIBBON_TYPE) {
+            ribbon = ribbon.max(q);
+        } else if !range.contains('*') {
+            other = other.max(q);
+        }
+    }
+    ribbon > 0.0 && ribbon >= other
+}
+
 /// Whether the client takes gzip.
 pub fn accepts_gzip(headers: &HeaderMap) -> bool {
     let mut values = headers.get_all(header::ACCEPT_ENCODING).iter();
@@ -149,6 +169,23 @@ mod tests {
             choose_repr(&headers(header::ACCEPT, "text/plain;q=0")),
             Repr::Json
         );
+    }
+
+    #[test]
+    fn ribbon_is_chosen_only_when_preferred() {
+        let t = crate::render::RIBBON_TYPE;
+        assert!(wants_ribbon(&headers(header::ACCEPT, t)));
+        assert!(wants_ribbon(&headers(
+            header::ACCEPT,
+            &format!("{t}, application/octet-stream;q=0.5, */*;q=0.1")
+        )));
+        assert!(!wants_ribbon(&headers(
+            header::ACCEPT,
+            &format!("{t};q=0.5, application/octet-stream")
+        )));
+        assert!(!wants_ribbon(&headers(header::ACCEPT, &format!("{t};q=0"))));
+        assert!(!wants_ribbon(&headers(header::ACCEPT, "*/*")));
+        assert!(!wants_ribbon(&HeaderMap::new()));
     }
 
     #[test]

@@ -16,9 +16,28 @@ use std::sync::{Arc, Mutex};
 /// What a cached response is of: `(first hour index, last hour index, representation)`.
 pub type CacheKey = (i64, i64, Repr);
 
+/// What a cached compact (ribbon) body is of: `(first hour, last hour, fingerprint bits)`.
+pub type CompactKey = (i64, i64, u32);
+
+/// Both keyspaces share one map and one byte budget.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Slot {
+    V1(CacheKey),
+    Compact(CompactKey),
+}
+
+impl Slot {
+    fn first_hour(self) -> i64 {
+        match self {
+            Slot::V1(k) => k.0,
+            Slot::Compact(k) => k.0,
+        }
+    }
+}
+
 /// Keys are hours within retention, chosen by the service, not by clients: a fast
 /// non-keyed hash is safe here, and it is on every poll's path.
-type Map = HashMap<CacheKey, Arc<Entry>, rustc_hash::FxBuildHasher>;
+type Map = HashMap<Slot, Arc<Entry>, rustc_hash::FxBuildHasher>;
 
 struct Entry {
     value: Arc<Rendered>,
@@ -53,6 +72,19 @@ impl RenderCache {
 
     /// Calls `f` with the cached value, borrowed: no reference count is touched.
     pub fn with<R>(&self, key: &CacheKey, f: impl FnOnce(&Arc<Rendered>) -> R) -> Option<R> {
+        self.with_slot(&Slot::V1(*key), f)
+    }
+
+    /// A cached compact body.
+    pub fn get_compact(&self, key: &CompactKey) -> Option<Arc<Rendered>> {
+        self.with_slot(&Slot::Compact(*key), Arc::clone)
+    }
+
+    pub fn insert_compact(&self, key: CompactKey, value: Arc<Rendered>) {
+        self.insert_slot(Slot::Compact(key), value);
+    }
+
+    fn with_slot<R>(&self, key: &Slot, f: impl FnOnce(&Arc<Rendered>) -> R) -> Option<R> {
         let map = self.map.load();
         let entry = map.get(key)?;
         let epoch = self.epoch.load(Ordering::Relaxed);
@@ -63,6 +95,10 @@ impl RenderCache {
     }
 
     pub fn insert(&self, key: CacheKey, value: Arc<Rendered>) {
+        self.insert_slot(Slot::V1(key), value);
+    }
+
+    fn insert_slot(&self, key: Slot, value: Arc<Rendered>) {
         let size = value.size();
         if size > self.budget {
             return;
@@ -106,7 +142,7 @@ impl RenderCache {
         let mut bytes = self.bytes.lock().expect("cache lock");
         let mut map = Map::clone(&self.map.load());
         map.retain(|key, entry| {
-            let keep = key.0 >= hour;
+            let keep = key.first_hour() >= hour;
             if !keep {
                 *bytes -= entry.value.size();
             }

@@ -21,6 +21,7 @@
 
 mod cache;
 mod chain;
+mod compact;
 mod health;
 mod history;
 mod incremental;
@@ -67,6 +68,10 @@ pub enum ServiceError {
     /// A bounded pool is full; retry shortly.
     #[error("{0}")]
     Busy(String),
+    /// The resource exists, but not in the representation asked for (a compact
+    /// filter of the open hour).
+    #[error("{0}")]
+    NotAcceptable(String),
     #[error(transparent)]
     Store(#[from] StoreError),
     /// A filter could not be built or read back (a stored filter that fails to decode).

@@ -2,6 +2,7 @@
 
 mod caching;
 mod chain;
+mod compact;
 mod corruption;
 mod dashboard;
 mod deltas;

@@ -1,0 +1,135 @@
+//! Construction: banding (on-the-fly Gaussian elimination over GF(2), one row per key)
+//! and back-substitution into the column-major solution. Retries with the next seed on
+//! the rare inconsistent system and grows `m` by 1% every few failures, so it always
+//! ends with a filter.
+
+use super::{fingerprint_mask, Ribbon, Slot, MAX_R, MIN_R, WIDTH};
+use crate::bloom::{FilterError, Key};
+
+/// Row overhead by size: small sets need relatively more slack for the same success
+/// rate (the last band cannot spill past row m).
+fn initial_rows(n: usize) -> u32 {
+    let slack = if n < 10_000 { 0.065 } else { 0.075 };
+    let rows = (n as f64 * (1.0 + slack)).ceil() as u64 + 16;
+    rows.max(u64::from(WIDTH)) as u32
+}
+
+/// Seeds tried before growing `m` by 1%.
+const SEEDS_PER_SIZE: u64 = 4;
+
+impl Ribbon {
+    /// Builds a filter of `2^-r` false-positive rate holding every key.
+    ///
+    /// # Errors
+    /// `r` outside `1..=32`, or more keys than a u32 row index can address.
+    pub fn build(keys: &[Key], r: u32) -> Result<Ribbon, FilterError> {
+        if !(MIN_R..=MAX_R).contains(&r) {
+            return Err(FilterError::RibbonBits(r));
+        }
+        if keys.len() > (u32::MAX / 2) as usize {
+            return Err(FilterError::BadDocument(format!(
+                "{} keys are too many for one ribbon",
+                keys.len()
+            )));
+        }
+        let mut m = initial_rows(keys.len());
+        let mut seed = 0u64;
+        let mut band = Band::new(m);
+        loop {
+            if band.add_all(keys, seed, r) {
+                return Ok(band.solve(keys.len() as u32, r, seed));
+            }
+            seed += 1;
+            if seed % SEEDS_PER_SIZE == 0 {
+                m = m + m / 100 + 1;
+            }
+            band = Band::new(m);
+        }
+    }
+}
+
+/// The banded system being eliminated: row i holds a coefficient word whose bit 0 is
+/// row i itself, and the right-hand side.
+struct Band {
+    m: u32,
+    coeff: Vec<u64>,
+    rhs: Vec<u32>,
+}
+
+impl Band {
+    fn new(m: u32) -> Band {
+        Band {
+            m,
+            coeff: vec![0; m as usize],
+            rhs: vec![0; m as usize],
+        }
+    }
+
+    /// Adds every key; false when the system became inconsistent.
+    fn add_all(&mut self, keys: &[Key], seed: u64, r: u32) -> bool {
+        let mask = fingerprint_mask(r);
+        keys.iter().all(|&key| {
+            let slot = Slot::of(key, seed, self.m);
+            self.add(
+                slot.start as usize,
+                slot.coeff,
+                (slot.fingerprint & mask) as u32,
+            )
+        })
+    }
+
+    #[inline]
+    fn add(&mut self, mut i: usize, mut c: u64, mut fp: u32) -> bool {
+        loop {
+            let existing = self.coeff[i];
+            if existing == 0 {
+                self.coeff[i] = c;
+                self.rhs[i] = fp;
+                return true;
+            }
+            c ^= existing;
+            fp ^= self.rhs[i];
+            if c == 0 {
+                // Dependent on rows already placed: consistent only if the sides agree
+                // (a duplicate key always does).
+                return fp == 0;
+            }
+            let tz = c.trailing_zeros();
+            i += tz as usize;
+            c >>= tz;
+        }
+    }
+
+    /// Back-substitution from the last row up; free rows are zero.
+    fn solve(self, n: u32, r: u32, seed: u64) -> Ribbon {
+        let m = self.m as usize;
+        let total_bits = m * r as usize;
+        let mut words = vec![0u64; total_bits.div_ceil(64) + 1];
+        // state[b] bit j = bit b of solution row i + j.
+        let mut state = [0u64; MAX_R as usize];
+        for i in (0..m).rev() {
+            let c = self.coeff[i];
+            let rhs = self.rhs[i];
+            for (b, column) in state.iter_mut().enumerate().take(r as usize) {
+                *column <<= 1;
+                let bit = if c == 0 {
+                    0
+                } else {
+                    ((c & *column).count_ones() ^ (rhs >> b)) & 1
+                };
+                *column |= u64::from(bit);
+                if bit != 0 {
+                    let t = b * m + i;
+                    words[t / 64] |= 1 << (t % 64);
+                }
+            }
+        }
+        Ribbon {
+            n,
+            m: self.m,
+            r,
+            seed,
+            words,
+        }
+    }
+}
