@@ -27,6 +27,8 @@ pub fn start_hour() -> Hour {
 pub struct Server {
     pub addr: SocketAddr,
     pub clock: ManualClock,
+    /// For housekeeping as its timer would run it (sealing a closed hour).
+    pub service: Arc<bloomcast::service::Service>,
     stop: Option<oneshot::Sender<()>>,
     running: Option<JoinHandle<()>>,
     _dir: TempDir,
@@ -76,7 +78,8 @@ pub async fn spawn_with(tweak: impl FnOnce(&mut Settings)) -> Server {
         .await
         .expect("app builds");
     let addr = app.local_addr();
-    app.service().wait_loaded().await;
+    let service = app.service();
+    service.wait_loaded().await;
     let (stop, stopped) = oneshot::channel::<()>();
     let running = tokio::spawn(app.run_until(async move {
         let _ = stopped.await;
@@ -84,6 +87,7 @@ pub async fn spawn_with(tweak: impl FnOnce(&mut Settings)) -> Server {
     Server {
         addr,
         clock,
+        service,
         stop: Some(stop),
         running: Some(running),
         _dir: dir,
