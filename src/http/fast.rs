@@ -59,11 +59,11 @@ impl App {
         }
         // A poller asking for a delta (RFC 9842) takes the router: prepared responses
         // are whole bodies.
-        if request.headers().contains_key(AVAILABLE_DICTIONARY) {
+        let headers = request.headers();
+        if headers.contains_key(AVAILABLE_DICTIONARY) {
             return None;
         }
         let (hour, suffix) = plain_hour_path(request.uri().path())?;
-        let headers = request.headers();
         if suffix.is_none() && super::negotiate::wants_ribbon(headers) {
             return None;
         }

@@ -81,16 +81,7 @@ pub fn response(
     // Twice: the thread's copy of the bodies, and the rendering it keeps alive.
     let size = 2 * ready.rendered.size();
     if size > KEPT_MAX {
-        let (status, headers) = prepare(state, cors, ready, variant);
-        let body = match (status, variant.gzip) {
-            (StatusCode::NOT_MODIFIED, _) => Body::empty(),
-            (_, true) => Body::from(ready.rendered.gzip.clone()),
-            (_, false) => Body::from(ready.rendered.identity.clone()),
-        };
-        let mut response = Response::new(body);
-        *response.status_mut() = status;
-        *response.headers_mut() = headers;
-        return response;
+        return finished(state, cors, ready, variant);
     }
     let slot = variant.index(ready);
     KEPT.with(|kept| {
@@ -111,8 +102,10 @@ pub fn response(
                 variants: std::array::from_fn(|_| None),
             }
         });
-        let (status, headers) =
-            entry.variants[slot].get_or_insert_with(|| prepare(state, cors, ready, variant));
+        let (status, headers) = entry.variants[slot].get_or_insert_with(|| {
+            let (parts, _) = finished(state, cors, ready, variant).into_parts();
+            (parts.status, parts.headers)
+        });
         let body = match (*status, variant.gzip) {
             (StatusCode::NOT_MODIFIED, _) => Body::empty(),
             (_, true) => Body::from(entry.gzip.clone()),
@@ -129,13 +122,9 @@ pub fn response(
     })
 }
 
-/// The response of one variant, made by the handler's own code.
-fn prepare(
-    state: &AppState,
-    cors: &CorsHeaders,
-    ready: &ReadyHour,
-    variant: Variant,
-) -> (StatusCode, HeaderMap) {
+/// The whole response to a request of `variant`, made by the handler's own code as the
+/// router's stack finishes it (CORS headers, then `Content-Length`).
+fn finished(state: &AppState, cors: &CorsHeaders, ready: &ReadyHour, variant: Variant) -> Response {
     let mut request = HeaderMap::new();
     if variant.gzip {
         request.insert(header::ACCEPT_ENCODING, HeaderValue::from_static("gzip"));
@@ -153,6 +142,5 @@ fn prepare(
             .headers_mut()
             .insert(header::CONTENT_LENGTH, length);
     }
-    let (parts, _) = response.into_parts();
-    (parts.status, parts.headers)
+    response
 }
