@@ -22,14 +22,7 @@ pub async fn get_hour(State(state): State<AppState>, request: Request) -> Result
     if let Some(compact) = super::compact::maybe_serve(&state, &parts).await {
         return compact;
     }
-    let (hour, suffix) = match segments::<4>(parts.uri.path(), "/") {
-        Some([y, mo, d, h]) => hour_segments(y, mo, d, h)?,
-        None => {
-            let (y, mo, d, h): (String, String, String, String) =
-                decoded(&mut parts, &state).await?;
-            hour_segments(&y, &mo, &d, &h)?
-        }
-    };
+    let (hour, suffix) = hour_in_path(&mut parts, &state, "/").await?;
     serve(&state, Target::Hour(hour), suffix, &parts.headers).await
 }
 
@@ -47,15 +40,24 @@ pub async fn get_day(State(state): State<AppState>, request: Request) -> Result<
 
 pub async fn get_since(State(state): State<AppState>, request: Request) -> Result<Response> {
     let (mut parts, _) = request.into_parts();
-    let (hour, suffix) = match segments::<4>(parts.uri.path(), "/since/") {
-        Some([y, mo, d, h]) => hour_segments(y, mo, d, h)?,
-        None => {
-            let (y, mo, d, h): (String, String, String, String) =
-                decoded(&mut parts, &state).await?;
-            hour_segments(&y, &mo, &d, &h)?
-        }
-    };
+    let (hour, suffix) = hour_in_path(&mut parts, &state, "/since/").await?;
     serve(&state, Target::Since(hour), suffix, &parts.headers).await
+}
+
+/// The hour (and suffix) of a path `prefix` + `YYYY/MM/DD/HH[.ext]` the router matched:
+/// read in place, or through the `Path` extractor when percent-encoded.
+async fn hour_in_path(
+    parts: &mut Parts,
+    state: &AppState,
+    prefix: &str,
+) -> Result<(crate::hour::Hour, Option<Repr>)> {
+    match segments::<4>(parts.uri.path(), prefix) {
+        Some([y, mo, d, h]) => hour_segments(y, mo, d, h),
+        None => {
+            let (y, mo, d, h): (String, String, String, String) = decoded(parts, state).await?;
+            hour_segments(&y, &mo, &d, &h)
+        }
+    }
 }
 
 /// The path's segments after `prefix`, read in place (the router has matched the path,
