@@ -88,6 +88,26 @@ fn request(
     (path, headers)
 }
 
+/// Reads `path` twice: the first read is the router's (`first` says why), the second
+/// the fast lane's (checked on its counter). Returns both replies.
+async fn routed_then_fast(
+    app: &TestApp,
+    path: &str,
+    headers: &[(&str, &str)],
+    first: &str,
+) -> (Reply, Reply) {
+    let before = fast_reads(app).await;
+    let routed = app.get_with(path, headers).await;
+    assert_eq!(fast_reads(app).await, before, "{path}: {first}");
+    let fast = app.get_with(path, headers).await;
+    assert_eq!(
+        fast_reads(app).await,
+        before + 1,
+        "{path} {headers:?}: the fast lane answers"
+    );
+    (routed, fast)
+}
+
 const REPRS: [(&str, &str); 3] = [
     ("json", "application/json"),
     ("hex", "text/plain"),
@@ -108,19 +128,8 @@ async fn closed_hours_are_answered_alike_by_the_router_and_the_fast_lane() {
     for (ext, accept) in REPRS {
         for &v in &variants {
             let (path, headers) = request(hour, ext, accept, v);
-            let before = fast_reads(&app).await;
-            let routed = app.get_with(&path, &headers).await;
-            assert_eq!(
-                fast_reads(&app).await,
-                before,
-                "{path}: the first read renders"
-            );
-            let fast = app.get_with(&path, &headers).await;
-            assert_eq!(
-                fast_reads(&app).await,
-                before + 1,
-                "{path} {v:?}: the fast lane answers"
-            );
+            let (routed, fast) =
+                routed_then_fast(&app, &path, &headers, "the first read renders").await;
             assert_eq!(
                 routed.status,
                 if v.revalidate { 304 } else { 200 },
@@ -144,19 +153,8 @@ async fn the_open_hour_is_answered_alike_and_never_older_than_an_acknowledgement
             let id = format!("open-{n}");
             app.ingest(&[&id]).await;
             let (path, headers) = request(start_hour(), ext, accept, v);
-            let before = fast_reads(&app).await;
-            let routed = app.get_with(&path, &headers).await;
-            assert_eq!(
-                fast_reads(&app).await,
-                before,
-                "{path}: a change since: rendered anew"
-            );
-            let fast = app.get_with(&path, &headers).await;
-            assert_eq!(
-                fast_reads(&app).await,
-                before + 1,
-                "{path} {v:?}: the fast lane answers"
-            );
+            let (routed, fast) =
+                routed_then_fast(&app, &path, &headers, "a change since: rendered anew").await;
             assert_eq!(parts(&fast), parts(&routed), "{path} {v:?}");
         }
     }
