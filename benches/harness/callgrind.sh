@@ -54,15 +54,7 @@ for _ in $(seq 1 300); do curl -sf -o /dev/null "http://127.0.0.1:$port/healthz"
 post_ids "$port" open 3000
 open=$(current_path "$port")
 bc="http://127.0.0.1:$port"
-www="$WORK/www"
-mkdir -p "$www"
-for name in closed open; do
-  path=${!name}
-  curl -sf -H 'Accept-Encoding: gzip' -o "$www/$name.json.gz" "$bc$path"
-  curl -sf -o "$www/$name.json" "$bc$path"
-done
-chmod -R a+rX "$WORK"
-etag=$(curl -sf -D - -o /dev/null -H 'Accept-Encoding: gzip' "$bc$closed" | awk -F': ' 'tolower($1) == "etag" {print $2}' | tr -d '\r')
+mirror_for_nginx "$bc"
 
 echo "### Instructions per request (callgrind, $N keep-alive requests per kind, one connection)"
 echo
@@ -72,36 +64,13 @@ measure bloomcast "$bpid" "$bc" "$closed" "$open" "$etag"
 stop_pid "$bpid"
 
 nport=$(free_port)
-cat >"$WORK/nginx.conf" <<CONF
-worker_processes 1;
-master_process off;
-daemon off;
-pid $WORK/nginx.pid;
-error_log $WORK/nginx-error.log warn;
-events { worker_connections 1024; }
-http {
-  include /etc/nginx/mime.types;
-  access_log off;
-  client_body_temp_path $WORK/nb; proxy_temp_path $WORK/np; fastcgi_temp_path $WORK/nf;
-  uwsgi_temp_path $WORK/nu; scgi_temp_path $WORK/ns;
-  sendfile on; tcp_nopush on; keepalive_timeout 75s; keepalive_requests 100000000;
-  open_file_cache max=1000 inactive=60s; open_file_cache_valid 3600s;
-  server {
-    listen 127.0.0.1:$nport;
-    root $www;
-    etag on; gzip_static on;
-    add_header Vary "Accept, Accept-Encoding";
-    location = /closed.json { add_header Cache-Control "public, max-age=31536000, immutable"; add_header Vary "Accept, Accept-Encoding"; }
-    location = /open.json { add_header Cache-Control "public, max-age=30"; add_header Vary "Accept, Accept-Encoding"; }
-  }
-}
-CONF
+write_nginx_conf "$nport" 1 "master_process off;"
 taskset -c "$SERVER_CPU" valgrind --tool=callgrind --callgrind-out-file="$WORK/nginx.cg.%p" \
   nginx -c "$WORK/nginx.conf" -e "$WORK/nginx-error.log" 2>>"$WORK/nginx-valgrind.log" &
 npid=$!
 PIDS+=("$npid")
 ng="http://127.0.0.1:$nport"
 for _ in $(seq 1 300); do curl -sf -o /dev/null "$ng/closed.json" && break; sleep 0.2; done
-netag=$(curl -sf -D - -o /dev/null -H 'Accept-Encoding: gzip' "$ng/closed.json" | awk -F': ' 'tolower($1) == "etag" {print $2}' | tr -d '\r')
+netag=$(gzip_etag "$ng/closed.json")
 measure nginx "$npid" "$ng" /closed.json /open.json "$netag"
 stop_pid "$npid"

@@ -155,3 +155,63 @@ machine() {
   cpu=$(lscpu | sed -n 's/^Model name: *//p' | head -1)
   echo "$(nproc) cores of $cpu, $(awk '/MemTotal/ {printf "%.0f GiB", $2 / 1048576}' /proc/meminfo), $(uname -sr), $(rustc --version | cut -d' ' -f1-2)"
 }
+
+# mirror_for_nginx BASE: saves the exact bytes bloomcast at BASE serves for the paths in
+# $closed and $open (gzip and identity) as $WORK/www/{closed,open}.json[.gz], for nginx to
+# serve, and sets etag to the closed hour's gzip ETag.
+mirror_for_nginx() {
+  local base="$1" name path
+  mkdir -p "$WORK/www"
+  for name in closed open; do
+    path=${!name}
+    curl -sf -H 'Accept-Encoding: gzip' -o "$WORK/www/$name.json.gz" "$base$path"
+    curl -sf -o "$WORK/www/$name.json" "$base$path"
+  done
+  chmod -R a+rX "$WORK"
+  etag=$(gzip_etag "$base$closed")
+}
+
+# gzip_etag URL: the ETag of URL's gzip representation.
+gzip_etag() {
+  curl -sf -D - -o /dev/null -H 'Accept-Encoding: gzip' "$1" | awk -F': ' 'tolower($1) == "etag" {print $2}' | tr -d '\r'
+}
+
+# write_nginx_conf PORT WORKERS [DIRECTIVE]: nginx in its best configuration for serving
+# $WORK/www as static files (sendfile, gzip_static, open_file_cache, no access log, ETags,
+# unlimited keep-alive), with bloomcast's Cache-Control and Vary, to $WORK/nginx.conf.
+# DIRECTIVE is one more main-context line (e.g. `master_process off;`).
+write_nginx_conf() {
+  local port="$1" workers="$2" extra="${3:-}"
+  cat >"$WORK/nginx.conf" <<EOF
+worker_processes $workers;
+$extra
+daemon off;
+pid $WORK/nginx.pid;
+error_log $WORK/nginx-error.log warn;
+events { worker_connections 1024; }
+http {
+  include /etc/nginx/mime.types;
+  access_log off;
+  client_body_temp_path $WORK/nginx-body;
+  proxy_temp_path $WORK/nginx-proxy;
+  fastcgi_temp_path $WORK/nginx-fastcgi;
+  uwsgi_temp_path $WORK/nginx-uwsgi;
+  scgi_temp_path $WORK/nginx-scgi;
+  sendfile on;
+  tcp_nopush on;
+  open_file_cache max=1000 inactive=60s;
+  open_file_cache_valid 3600s;
+  keepalive_timeout 75s;
+  keepalive_requests 100000000;
+  server {
+    listen 127.0.0.1:$port;
+    root $WORK/www;
+    etag on;
+    gzip_static on;
+    add_header Vary "Accept, Accept-Encoding";
+    location = /closed.json { add_header Cache-Control "public, max-age=31536000, immutable"; add_header Vary "Accept, Accept-Encoding"; }
+    location = /open.json { add_header Cache-Control "public, max-age=30"; add_header Vary "Accept, Accept-Encoding"; }
+  }
+}
+EOF
+}

@@ -39,55 +39,17 @@ post_ids "$port" open "$N"
 open=$(current_path "$port")
 bc="http://127.0.0.1:$port"
 
-# The exact gzip bytes bloomcast serves, for nginx to serve.
-www="$WORK/www"
-mkdir -p "$www"
-for name in closed open; do
-  path=${!name}
-  curl -sf -H 'Accept-Encoding: gzip' -o "$www/$name.json.gz" "$bc$path"
-  curl -sf -o "$www/$name.json" "$bc$path"
-done
-chmod -R a+rX "$WORK"
-etag=$(curl -sf -D - -o /dev/null -H 'Accept-Encoding: gzip' "$bc$closed" | awk -F': ' 'tolower($1) == "etag" {print $2}' | tr -d '\r')
+# The exact bytes bloomcast serves, for nginx to serve.
+mirror_for_nginx "$bc"
 
 nport=$(free_port)
-cat >"$WORK/nginx.conf" <<EOF
-worker_processes $NGINX_WORKERS;
-daemon off;
-pid $WORK/nginx.pid;
-error_log $WORK/nginx-error.log warn;
-events { worker_connections 1024; }
-http {
-  include /etc/nginx/mime.types;
-  access_log off;
-  client_body_temp_path $WORK/nginx-body;
-  proxy_temp_path $WORK/nginx-proxy;
-  fastcgi_temp_path $WORK/nginx-fastcgi;
-  uwsgi_temp_path $WORK/nginx-uwsgi;
-  scgi_temp_path $WORK/nginx-scgi;
-  sendfile on;
-  tcp_nopush on;
-  open_file_cache max=1000 inactive=60s;
-  open_file_cache_valid 3600s;
-  keepalive_timeout 75s;
-  keepalive_requests 100000000;
-  server {
-    listen 127.0.0.1:$nport;
-    root $www;
-    etag on;
-    gzip_static on;
-    add_header Vary "Accept, Accept-Encoding";
-    location = /closed.json { add_header Cache-Control "public, max-age=31536000, immutable"; add_header Vary "Accept, Accept-Encoding"; }
-    location = /open.json { add_header Cache-Control "public, max-age=30"; add_header Vary "Accept, Accept-Encoding"; }
-  }
-}
-EOF
+write_nginx_conf "$nport" "$NGINX_WORKERS"
 taskset -c "$SERVER_CPU" nginx -c "$WORK/nginx.conf" -e "$WORK/nginx-error.log" 2>>"$WORK/nginx-error.log" &
 NGINX_PID=$!
 PIDS+=("$NGINX_PID")
 ng="http://127.0.0.1:$nport"
 wait_http "$ng/closed.json" || die "nginx did not start: $(cat "$WORK/nginx-error.log")"
-netag=$(curl -sf -D - -o /dev/null -H 'Accept-Encoding: gzip' "$ng/closed.json" | awk -F': ' 'tolower($1) == "etag" {print $2}' | tr -d '\r')
+netag=$(gzip_etag "$ng/closed.json")
 
 # Both servers send the same body bytes, and both answer the revalidation with 304.
 for name in closed open; do
@@ -148,7 +110,7 @@ for rep in 1 2 3; do
   done
 done
 
-size() { stat -c %s "$www/$1"; }
+size() { stat -c %s "$WORK/www/$1"; }
 echo
 echo "### Serving vs nginx ($N IDs per hour; CORES=${CORES:-pinned}: servers on cpu $SERVER_CPU, nginx $NGINX_WORKERS worker(s), wrk -t$WRK_THREADS -c64 -d${SECS}s on cpu $CLIENT_CPU; median of 3 interleaved pairs)"
 echo
