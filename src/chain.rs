@@ -77,7 +77,11 @@ pub fn signed_message(index: i64, header: &Hash) -> Vec<u8> {
 
 /// The `Repr-Digest` field value (RFC 9530) of `bytes`: `sha-256=:BASE64:`.
 pub fn repr_digest(bytes: &[u8]) -> String {
-    let d = Sha256::digest(bytes);
+    repr_digest_of(&Sha256::digest(bytes).into())
+}
+
+/// `Repr-Digest` of bytes whose SHA-256 is `d`.
+pub fn repr_digest_of(d: &[u8; 32]) -> String {
     format!(
         "sha-256=:{}:",
         base64::engine::general_purpose::STANDARD.encode(d)

@@ -7,7 +7,6 @@ use crate::wire::{
 };
 use bytes::Bytes;
 use flate2::{write::GzEncoder, Compression};
-use sha1::{Digest, Sha1};
 use std::io::Write;
 
 /// The three representations of a filter.
@@ -123,11 +122,10 @@ pub fn render(meta: &Meta, filter: &Filter, repr: Repr, effort: Effort) -> Rende
     };
     let gzip = gzip(&identity, repr, effort);
     let sha256 = crate::dcz::sha256(&identity);
-    let digest = Sha1::digest(&identity);
-    let tag = crate::bloom::to_hex(&digest[..10]);
+    let tag = etag_of(&sha256);
     Rendered {
         repr,
-        repr_digest: crate::chain::repr_digest(&identity),
+        repr_digest: crate::chain::repr_digest_of(&sha256),
         repr_digest_gzip: crate::chain::repr_digest(&gzip),
         chain_headers: Vec::new(),
         etag: format!("\"{tag}\""),
@@ -142,6 +140,13 @@ pub fn render(meta: &Meta, filter: &Filter, repr: Repr, effort: Effort) -> Rende
     }
 }
 
+/// The strong ETag's value (unquoted) of identity bytes whose SHA-256 is `sha256`: its
+/// first 80 bits in hex. One SHA-256 pass names a body three ways (its ETag, its
+/// `Repr-Digest`, its name as a dictionary); the ETag is opaque to clients.
+fn etag_of(sha256: &[u8; 32]) -> String {
+    crate::bloom::to_hex(&sha256[..10])
+}
+
 /// The content type of the compact (ribbon) representation; see docs/PROTOCOL.md.
 pub const RIBBON_TYPE: &str = "application/vnd.bloomcast.ribbon";
 
@@ -150,8 +155,8 @@ pub const RIBBON_TYPE: &str = "application/vnd.bloomcast.ribbon";
 /// responder sets [`RIBBON_TYPE`] itself.
 pub fn render_ribbon(meta: &Meta, ribbon: &Ribbon) -> Rendered {
     let identity = ribbon.to_bytes();
-    let digest = Sha1::digest(&identity);
-    let tag = crate::bloom::to_hex(&digest[..10]);
+    let sha256 = crate::dcz::sha256(&identity);
+    let tag = etag_of(&sha256);
     let mut bloom_headers = vec![
         (HEADER_HASH, SHA1_KM32.to_owned()),
         (HEADER_COUNT, meta.count.to_string()),
@@ -176,12 +181,12 @@ pub fn render_ribbon(meta: &Meta, ribbon: &Ribbon) -> Rendered {
     }
     Rendered {
         repr: Repr::Bin,
-        repr_digest: crate::chain::repr_digest(&identity),
+        repr_digest: crate::chain::repr_digest_of(&sha256),
         repr_digest_gzip: String::new(),
         chain_headers: Vec::new(),
         etag: format!("\"{tag}\""),
         etag_gzip: format!("\"{tag}-gz\""),
-        sha256: crate::dcz::sha256(&identity),
+        sha256,
         m: u64::from(ribbon.m()),
         count: meta.count,
         gzip: Bytes::new(),
