@@ -133,3 +133,23 @@ fn a_union_too_big_for_cache_is_bit_identical_too() {
         expected
     );
 }
+
+#[test]
+fn skipping_sizes_that_surely_fail_chooses_what_building_them_would() {
+    // At p = 0.1 and a million keys the optimal size's mean fill is 9 sigma past what
+    // 0.1 allows, so the builder skips it without building; the reference builds every
+    // size key by key. Same filter, and the skipped size really fails.
+    let keys = {
+        let mut k = uniform_keys(1_000_000, 7);
+        k.sort_unstable();
+        k.dedup();
+        k
+    };
+    let n = keys.len() as u64;
+    let optimal = Params::optimal(n, 0.1).unwrap();
+    assert!(bloomcast::bloom::surely_too_full(n, optimal, 0.1));
+    assert!(Filter::from_keys(optimal, &keys).fpp() > 0.1);
+    let expected = reference(&keys, 0.1).expect("sizable");
+    assert!(expected.m() > optimal.m);
+    assert_eq!(union_of(&[&keys], 0.1).expect("sizable").0, expected);
+}

@@ -59,30 +59,38 @@ impl Filter {
     /// As [`Params::optimal`], or [`FilterError::MOutOfRange`] if no filter below
     /// 2^32 bits reaches `p`.
     pub fn sized_within(keys: &[Key], p: f64) -> Result<Filter, FilterError> {
-        Filter::sized_over(keys.len() as u64, &[keys], p)
+        let distinct = super::distinct_count(&[keys]);
+        Filter::sized_over(keys.len() as u64, distinct, &[keys], p)
     }
 
     /// [`Filter::sized_within`] for `n` distinct keys given as several sets, which
     /// may overlap and repeat keys: the bits do not depend on order or repetition,
     /// only the count does, so the caller counts and this builds.
     ///
-    /// Each candidate size is built in full, because only the actual fill decides
-    /// whether it passes; [`build::set_keys`] makes each build cheap instead.
-    pub(crate) fn sized_over(n: u64, sets: &[&[Key]], p: f64) -> Result<Filter, FilterError> {
+    /// Only the actual fill decides whether a size passes, so each candidate is built
+    /// in full ([`build::set_keys`] makes a build cheap), except one whose fill is all
+    /// but certain to fail. `n` sizes the filter; `distinct` is the exact count of distinct keys in `sets`,
+    /// which predicts the fill of a size before it is built (a size surely too full is
+    /// skipped: [`sizing::surely_too_full`]).
+    pub(crate) fn sized_over(
+        n: u64,
+        distinct: u64,
+        sets: &[&[Key]],
+        p: f64,
+    ) -> Result<Filter, FilterError> {
         let mut params = Params::optimal(n, p)?;
         loop {
+            if sizing::surely_too_full(distinct, params, p) {
+                params = grown(n, params)?;
+                continue;
+            }
             let mut words = vec![0u64; (params.m as usize).div_ceil(64)];
             build::set_keys(&mut words, Modulus::new(params.m), params.k, sets);
             let filter = Filter::from_words(params, words);
             if filter.fpp() <= p {
                 return Ok(filter);
             }
-            let m = u64::from(params.m);
-            let m = m + (m / 32).max(1);
-            if m >= 1 << 32 {
-                return Err(FilterError::MOutOfRange(m));
-            }
-            params = Params::for_count(n, m as u32);
+            params = grown(n, params)?;
         }
     }
 
@@ -269,6 +277,16 @@ impl Filter {
         out.truncate(self.params.byte_len());
         out
     }
+}
+
+/// The next size [`Filter::sized_over`] tries: `m` grown by a thirty-second.
+fn grown(n: u64, params: Params) -> Result<Params, FilterError> {
+    let m = u64::from(params.m);
+    let m = m + (m / 32).max(1);
+    if m >= 1 << 32 {
+        return Err(FilterError::MOutOfRange(m));
+    }
+    Ok(Params::for_count(n, m as u32))
 }
 
 #[cfg(test)]

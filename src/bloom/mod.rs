@@ -22,6 +22,7 @@ pub use hash::{HashScheme, Key, Positions, SHA1_KM32};
 pub use partitioned::PartitionedFilter;
 pub use ribbon::{bits_for_fpp, mix64, Ribbon, Slot};
 pub use sizing::{
-    estimated_cardinality, estimated_cardinality_partitioned, fpp_at_fill, Params, MAX_K, MIN_M,
+    estimated_cardinality, estimated_cardinality_partitioned, fpp_at_fill, surely_too_full, Params,
+    MAX_K, MIN_M,
 };
 pub use union::{distinct_count, union_of, union_with_room};

@@ -42,7 +42,7 @@ const BUCKET_KEYS: usize = 1 << 12;
 /// ```
 pub fn union_of(sets: &[&[Key]], p: f64) -> Result<(Filter, u64), FilterError> {
     let count = distinct_count(sets);
-    Filter::sized_over(count, sets, p).map(|filter| (filter, count))
+    Filter::sized_over(count, count, sets, p).map(|filter| (filter, count))
 }
 
 /// As [`union_of`], with the filter sized as [`Filter::sized_within`] would size it for
@@ -57,7 +57,7 @@ pub fn union_with_room(
     room: impl FnOnce(u64) -> u64,
 ) -> Result<(Filter, u64), FilterError> {
     let count = distinct_count(sets);
-    Filter::sized_over(room(count).max(count), sets, p).map(|filter| (filter, count))
+    Filter::sized_over(room(count).max(count), count, sets, p).map(|filter| (filter, count))
 }
 
 /// The number of distinct keys across `sets`, in any order, with repeats and overlaps.
