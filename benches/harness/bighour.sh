@@ -14,6 +14,24 @@ source "$(dirname "$0")/common.sh"
 SIZES="${SIZES:-1000000 10000000 50000000}"
 make_work
 
+# The same server with nothing stored: the process's own RSS (code, runtime, caches),
+# which the "above empty" column takes off.
+empty="$WORK/data-empty"
+mkdir -p "$empty"
+port=$(free_port)
+(cd "$ROOT" && exec env RUST_LOG=warn BLOOMCAST_LISTEN="127.0.0.1:$port" \
+    BLOOMCAST_DATA_DIR="$empty" BLOOMCAST_INGEST_TOKENS="$TOKEN" \
+    taskset -c "$SERVER_CPU" "$BIN" serve) 2>>"$WORK/bloomcast-$port.log" &
+SERVER_PID=$!
+PIDS+=("$SERVER_PID")
+until [[ $(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/healthz" || true) == 200 ]]; do
+  sleep 0.05
+done
+sleep 2
+for _ in 1 2 3 4 5; do curl -s -o /dev/null "http://127.0.0.1:$port/"; sleep 0.3; done
+empty_kb=$(awk '/^VmRSS/ {print $2}' "/proc/$SERVER_PID/status")
+stop_pid "$SERVER_PID"
+
 rows=()
 for n in $SIZES; do
   data="$WORK/data-$n"
@@ -37,9 +55,10 @@ for n in $SIZES; do
   loaded=$(date +%s.%N)
   # mimalloc hands freed pages back to the OS some time after they are freed (up to ten
   # seconds for large blocks), on the next allocator activity; the server asks for it after
-  # a large load. Give it a moment and some requests before reading the steady RSS, so
-  # builds that do not ask are measured the same way.
-  sleep 2
+  # a large load, and again 12 s later (src/memory.rs: SETTLE). Wait past that and send
+  # some requests before reading the steady RSS, so builds that do not ask are measured
+  # the same way.
+  sleep "${SETTLE_SECS:-14}"
   for _ in 1 2 3 4 5; do curl -s -o /dev/null "http://127.0.0.1:$port/"; sleep 0.3; done
   rss_kb=$(awk '/^VmRSS/ {print $2}' "/proc/$SERVER_PID/status")
   hwm_kb=$(awk '/^VmHWM/ {print $2}' "/proc/$SERVER_PID/status")
@@ -47,14 +66,16 @@ for n in $SIZES; do
   stop_pid "$SERVER_PID"
   rm -rf "$data"
   rows+=("$(awk -v n="$n" -v db="$db_mb" -v s="$started" -v o="$port_open" -v l="$loaded" \
-      -v rss="$rss_kb" -v hwm="$hwm_kb" -v first="$first_status" -v c="$count" 'BEGIN {
-    printf "| %\047d | %d | %.2f (%s) | %.1f | %d | %.1f | %d | %.1f | %s |", n, db, o - s, first, l - s,
-      rss / 1024, rss * 1024 / n, hwm / 1024, hwm * 1024 / n, c }')")
+      -v rss="$rss_kb" -v hwm="$hwm_kb" -v first="$first_status" -v c="$count" -v e="$empty_kb" 'BEGIN {
+    printf "| %\047d | %d | %.2f (%s) | %.1f | %d | %.1f | %.1f | %d | %.1f | %s |", n, db, o - s, first, l - s,
+      rss / 1024, rss * 1024 / n, (rss - e) * 1024 / n, hwm / 1024, hwm * 1024 / n, c }')")
 done
 
 echo
 echo "### Loading a big open hour at start (release build, server pinned to core $SERVER_CPU)"
 echo
-echo "| distinct IDs | store MB | port open s (first /healthz) | loaded s | RSS MiB | RSS B/ID | peak RSS MiB | peak B/ID | count served |"
-echo "|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+echo "An empty server's RSS: $((empty_kb / 1024)) MiB. \"Above empty\" is (RSS - that) / IDs."
+echo
+echo "| distinct IDs | store MB | port open s (first /healthz) | loaded s | RSS MiB | RSS B/ID | above empty B/ID | peak RSS MiB | peak B/ID | count served |"
+echo "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 printf '%s\n' "${rows[@]}"

@@ -185,8 +185,7 @@ impl Service {
                 }
                 if large {
                     // The load at start: its batch is gone, give it back (see `memory`).
-                    drop(page);
-                    crate::memory::release_freed();
+                    crate::memory::release_transient(page);
                 }
                 Ok(())
             }
