@@ -24,6 +24,7 @@
 
 mod cache;
 mod changed;
+mod choice;
 mod compact;
 mod dictionaries;
 mod error;
@@ -33,6 +34,7 @@ mod plan;
 mod publish;
 mod verify;
 
+pub use choice::{cheapest_form, Choice, Form, DEFAULT_FETCH_COST, RIBBON_BITS};
 pub use error::ClientError;
 pub use history::{default_cache_dir, IdHistory};
 pub use plan::Strategy;
@@ -155,6 +157,8 @@ pub struct Stats {
     pub cache_hits: u64,
     /// Responses that came as a delta against a version this client kept (RFC 9842 `dcz`).
     pub deltas: u64,
+    /// Closed hours fetched as ribbon filters (PROTOCOL.md section 12).
+    pub ribbons: u64,
 }
 
 #[derive(Debug, Default)]
@@ -164,6 +168,7 @@ struct Counters {
     not_modified: AtomicU64,
     cache_hits: AtomicU64,
     deltas: AtomicU64,
+    ribbons: AtomicU64,
 }
 
 /// An async bloomcast client. Cheap to share: wrap it in an `Arc` or clone the parts.
@@ -173,6 +178,11 @@ pub struct Client {
     base: String,
     token: Option<String>,
     cache: EtagCache,
+    /// Closed hours held as ribbons, the most precise of each.
+    ribbons: compact::RibbonCache,
+    /// Bytes a caller spends fetching a resource a filter wrongly flagged: what
+    /// `changed_since` weighs false positives at.
+    fetch_cost: u64,
     /// The last version of each open resource the server offered as a dictionary.
     dictionaries: dictionaries::Dictionaries,
     counters: Counters,
@@ -200,9 +210,27 @@ pub struct ClientBuilder {
     cache_dir: Option<std::path::PathBuf>,
     pubkey: Option<crate::chain::PublicKey>,
     pin: bool,
+    fetch_cost: u64,
 }
 
 impl ClientBuilder {
+    /// What fetching a resource that turns out unchanged costs the caller, in bytes
+    /// (default [`DEFAULT_FETCH_COST`], 10 KiB). [`Client::changed_since`] reads each
+    /// closed hour in the form and precision that minimise filter bytes plus
+    /// `IDs followed × fpp × fetch_cost` ([`cheapest_form`]): a ribbon at up to 2^-24
+    /// for a large following, the v1 Bloom filter for a nearly empty hour.
+    ///
+    /// ```
+    /// let client = bloomcast::client::Client::builder("http://127.0.0.1:8080")
+    ///     .fetch_cost(50 * 1024) // a feed page with its images
+    ///     .build();
+    /// assert!(client.is_ok());
+    /// ```
+    pub fn fetch_cost(mut self, bytes: u64) -> Self {
+        self.fetch_cost = bytes;
+        self
+    }
+
     /// Trust on first use, without a key given: the server's public key is read from
     /// `/.well-known/bloomcast.json` once and pinned in the [`cache_dir`](Self::cache_dir)
     /// (`<dir>/<server>/pubkey`); every closed hour is then verified against the pinned
@@ -285,6 +313,8 @@ impl ClientBuilder {
             base,
             token: self.token,
             cache: EtagCache::new(self.cache_entries),
+            ribbons: compact::RibbonCache::new(self.cache_entries),
+            fetch_cost: self.fetch_cost,
             dictionaries: dictionaries::Dictionaries::default(),
             counters: Counters::default(),
             cache_dir: self.cache_dir,
@@ -316,6 +346,7 @@ impl Client {
             cache_dir: None,
             pubkey: None,
             pin: false,
+            fetch_cost: DEFAULT_FETCH_COST,
         }
     }
 
@@ -333,6 +364,7 @@ impl Client {
             not_modified: c.not_modified.load(Ordering::Relaxed),
             cache_hits: c.cache_hits.load(Ordering::Relaxed),
             deltas: c.deltas.load(Ordering::Relaxed),
+            ribbons: c.ribbons.load(Ordering::Relaxed),
         }
     }
 
