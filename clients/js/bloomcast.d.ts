@@ -83,6 +83,30 @@ export interface Index {
 
 export interface Changed { from: string; to: string; ids: string[] }
 
+/** SplitMix64's finaliser on unsigned 64-bit BigInts (PROTOCOL.md section 12). */
+export function mix64(z: bigint): bigint;
+/** Where a key sits in a ribbon of `m` rows built with `seed`. */
+export function ribbonSlot(
+  key: Key,
+  seed: bigint | number,
+  m: number,
+  r: number,
+): { start: number; coeff: bigint; fp: number };
+
+/** A decoded ribbon filter (the compact form of a closed hour, PROTOCOL.md section 12). */
+export class Ribbon {
+  /** Throws DecodeError for a body section 12 rules out. */
+  static fromBytes(body: Uint8Array | ArrayBuffer): Ribbon;
+  readonly n: number;
+  readonly m: number;
+  /** Fingerprint bits: the false-positive rate is 2^-r. */
+  readonly r: number;
+  readonly seed: bigint;
+  fpp(): number;
+  containsKey(key: Key): boolean;
+  mayContain(id: string): Promise<boolean>;
+}
+
 export class Client {
   constructor(
     base: string,
@@ -93,6 +117,8 @@ export class Client {
   index(): Promise<Index>;
   filter(path: string): Promise<Fetched>;
   hour(hour: Date | string): Promise<Fetched>;
+  /** A closed hour as a ribbon, at the target fpp or at `fpp`; 406 for the open hour. */
+  ribbon(hour: Date | string, options?: { fpp?: number }): Promise<Ribbon>;
   day(day: Date | string): Promise<Fetched>;
   since(hour: Date | string): Promise<Fetched>;
   ingest(ids: string[]): Promise<{ hour: string; accepted: number }>;

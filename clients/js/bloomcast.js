@@ -4,7 +4,8 @@
 // ETag revalidation for open filters and a memory cache for complete ones.
 //
 // Vocabulary mirrors the Rust SDK (`bloomcast::client`): `Client#hour`, `#day`, `#since`,
-// `#filter`, `#index`, `#ingest`, `#changedSince`; a fetched filter answers `mayContain`.
+// `#filter`, `#index`, `#ingest`, `#changedSince`, `#ribbon`; a fetched filter (and a
+// `Ribbon`, the compact form of section 12) answers `mayContain`.
 // Types: bloomcast.d.ts.
 
 /** The only hash scheme of protocol version 1. */
@@ -268,6 +269,108 @@ export function sincePath(hour) {
 const SUFFIX = { json: "", hex: ".hex", bin: ".bin" };
 
 /** A client of one bloomcast server. */
+// --- Compact filters (section 12): the ribbon body and its query ---------------------
+
+const MASK64 = (1n << 64n) - 1n;
+const GOLDEN = 0x9e3779b97f4a7c15n;
+const RIBBON_MAGIC = [0x42, 0x43, 0x52, 0x31]; // "BCR1"
+
+/** SplitMix64's finaliser on unsigned 64-bit BigInts, wrapping. */
+export function mix64(z) {
+  z = ((z ^ (z >> 30n)) * 0xbf58476d1ce4e5b9n) & MASK64;
+  z = ((z ^ (z >> 27n)) * 0x94d049bb133111ebn) & MASK64;
+  return z ^ (z >> 31n);
+}
+
+/** Where a key sits in a ribbon of `m` rows built with `seed` (a BigInt): `start`, the
+ * 64-bit `coeff` (BigInt) and the `r`-bit fingerprint `fp`. */
+export function ribbonSlot(key, seed, m, r) {
+  const a = mix64(((BigInt(key.h1) << 32n) | BigInt(key.h2)) ^ BigInt(seed));
+  const b = mix64(a ^ GOLDEN);
+  const c = mix64(b ^ GOLDEN);
+  return {
+    start: Number((a * BigInt(m - 63)) >> 64n),
+    coeff: b | 1n,
+    fp: Number(c & ((1n << BigInt(r)) - 1n)),
+  };
+}
+
+function parity32(x) {
+  x ^= x >>> 16;
+  x ^= x >>> 8;
+  x ^= x >>> 4;
+  return (0x6996 >>> (x & 15)) & 1;
+}
+
+/** A decoded ribbon filter: `n` keys, `m` rows of `r` bits; false-positive rate 2^-r. */
+export class Ribbon {
+  /** Decodes a `.ribbon` body, refusing anything section 12 rules out. */
+  static fromBytes(body) {
+    const bytes = body instanceof Uint8Array ? body : new Uint8Array(body);
+    if (bytes.length < 24) throw new DecodeError(`${bytes.length} bytes is shorter than the header`);
+    if (RIBBON_MAGIC.some((b, i) => bytes[i] !== b)) throw new DecodeError('magic is not "BCR1"');
+    if (bytes[4] !== 1) throw new DecodeError(`version ${bytes[4]} (this client knows 1)`);
+    const r = bytes[5];
+    if (r < 1 || r > 32) throw new DecodeError(`r = ${r} outside 1..32`);
+    if (bytes[6] !== 0 || bytes[7] !== 0) throw new DecodeError("reserved bytes are not zero");
+    const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    const n = view.getUint32(8, true);
+    const m = view.getUint32(12, true);
+    const seed = view.getBigUint64(16, true);
+    if (m < 64) throw new DecodeError(`m = ${m} is below 64`);
+    const bits = r * m;
+    const expected = Math.ceil(bits / 8);
+    if (bytes.length - 24 !== expected) {
+      throw new DecodeError(`solution of ${bytes.length - 24} bytes, expected ${expected} for m = ${m}, r = ${r}`);
+    }
+    if (bits % 8 && bytes[bytes.length - 1] >> bits % 8) throw new DecodeError("padding bits past r*m are set");
+    // Little-endian 32-bit words with two zero words past the end: every window reads whole.
+    const words = new Uint32Array(Math.ceil(expected / 4) + 2);
+    const padded = new Uint8Array(words.length * 4);
+    padded.set(bytes.subarray(24));
+    const wordView = new DataView(padded.buffer);
+    for (let i = 0; i < words.length; i++) words[i] = wordView.getUint32(i * 4, true);
+    return new Ribbon(n, m, r, seed, words);
+  }
+
+  constructor(n, m, r, seed, words) {
+    this.n = n;
+    this.m = m;
+    this.r = r;
+    /** The seed construction succeeded with (a BigInt). */
+    this.seed = seed;
+    this.words = words;
+  }
+
+  /** The false-positive probability, 2^-r. */
+  fpp() {
+    return 2 ** -this.r;
+  }
+
+  /** Whether the key `{h1, h2}` may be in the set: never false for a member. */
+  containsKey(key) {
+    const { start, coeff, fp } = ribbonSlot(key, this.seed, this.m, this.r);
+    const lo = Number(coeff & 0xffffffffn);
+    const hi = Number(coeff >> 32n);
+    const w = this.words;
+    let got = 0;
+    for (let b = 0; b < this.r; b++) {
+      const t = b * this.m + start; // below 2^37: exact
+      const i = Math.floor(t / 32);
+      const sh = t % 32;
+      const wlo = sh ? (w[i] >>> sh) | (w[i + 1] << (32 - sh)) : w[i];
+      const whi = sh ? (w[i + 1] >>> sh) | (w[i + 2] << (32 - sh)) : w[i + 1];
+      got |= parity32((wlo & lo) ^ (whi & hi)) << b;
+    }
+    return got >>> 0 === fp;
+  }
+
+  /** Whether the ID may be in the set (SHA-1 through WebCrypto, hence async). */
+  async mayContain(id) {
+    return this.containsKey(await keyOf(id));
+  }
+}
+
 export class Client {
   /**
    * @param {string} base  the server's base URL, e.g. `http://127.0.0.1:8080`
@@ -352,6 +455,24 @@ export class Client {
     }
     this.cache.set(url, fetched);
     return fetched;
+  }
+
+  /**
+   * A closed hour as a ribbon filter (section 12), at the server's target fpp or at
+   * `fpp` (2^-24 .. 1, rounded down to a power of two). Kept once fetched: a closed hour
+   * never changes. A `StatusError` 406 for the open hour.
+   */
+  async ribbon(hour, { fpp } = {}) {
+    const url = `${hourPath(hour)}.ribbon${fpp === undefined ? "" : `?fpp=${fpp}`}`;
+    const held = this.cache.get(url);
+    if (held) {
+      this.stats.cacheHits++;
+      return held;
+    }
+    const response = await this.request(url, { headers: { accept: "application/vnd.bloomcast.ribbon" } });
+    const ribbon = Ribbon.fromBytes(new Uint8Array(await response.arrayBuffer()));
+    this.cache.set(url, ribbon);
+    return ribbon;
   }
 
   /** The filter of one UTC hour (a Date or RFC 3339 string inside it). */
