@@ -13,6 +13,27 @@ test("mix64 wraps at 64 bits", () => {
   assert.equal(mix64(0x9e3779b97f4a7c15n), 0xe220a8397b1dcdafn);
 });
 
+test("the query's 32-bit mixing is mix64 on many keys and seeds", async () => {
+  // ribbonSlot computes with 32-bit halves; mix64 is the BigInt transcription of section 12.
+  const G = 0x9e3779b97f4a7c15n;
+  const M = (1n << 64n) - 1n;
+  let state = 12345n;
+  for (let i = 0; i < 2000; i++) {
+    state = (state + G) & M;
+    const z = mix64(state);
+    const key = { h1: Number(z >> 32n), h2: Number(z & 0xffffffffn) };
+    const seed = mix64(z);
+    const m = 64 + Number(seed % 5000000n);
+    const a = mix64((z ^ seed) & M);
+    const b = mix64(a ^ G);
+    const c = mix64(b ^ G);
+    const slot = ribbonSlot(key, seed, m, 1 + (i % 32));
+    assert.equal(slot.start, Number((a * BigInt(m - 63)) >> 64n));
+    assert.equal(slot.coeff, b | 1n);
+    assert.equal(slot.fp, Number(c & ((1n << BigInt(1 + (i % 32))) - 1n)));
+  }
+});
+
 for (const v of vectors.slots) {
   test(`slot of ${JSON.stringify(v.id)} seed=${v.seed} m=${v.m} r=${v.r}`, async () => {
     const key = await keyOf(v.id);
