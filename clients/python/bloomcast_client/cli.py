@@ -238,7 +238,9 @@ def parser():
 
     test = verbs.add_parser(
         "selftest", help="check this client against the published test vectors",
-        description="Check hashing, encoding and sizing against docs/test-vectors.json.")
+        description="Check hashing, encoding and sizing against docs/test-vectors.json "
+        "(or the chain or ribbon decoder against docs/chain-vectors.json or "
+        "docs/ribbon-vectors.json).")
     test.add_argument("vectors", nargs="?", default="docs/test-vectors.json",
                       help="the test vectors file [default: docs/test-vectors.json]")
     test.set_defaults(run=cmd_selftest, needs_server=False)

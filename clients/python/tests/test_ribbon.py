@@ -92,3 +92,9 @@ def test_many_ids_followed_read_precise_hours_rather_than_the_union():
     # One ID over many nearly empty hours: one union.
     small = [{"count": 5} for _ in range(47)] + [{"count": 5, "open": True}]
     assert not hourly_is_cheaper(small, 0.01, 3000, 1, 10240)
+
+
+def test_selftest_takes_the_ribbon_vectors(capsys):
+    from bloomcast_client.cli import main
+    assert main(["selftest", str(VECTORS)]) == 0
+    assert capsys.readouterr().out.strip() == "ok: 22 ribbon vectors"
