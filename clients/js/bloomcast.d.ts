@@ -107,6 +107,17 @@ export class Ribbon {
   mayContain(id: string): Promise<boolean>;
 }
 
+/** The default cost of a wasted fetch, in bytes (10 KiB). */
+export const DEFAULT_FETCH_COST: number;
+
+/** The form of a closed hour minimising body bytes plus followed * fpp * fetchCost. */
+export function cheapestForm(
+  count: number,
+  targetFpp: number,
+  followed: number,
+  fetchCost?: number,
+): { form: "bloom" | "ribbon"; r?: number; bytes: number; fpp: number; expected: number };
+
 export class Client {
   constructor(
     base: string,
@@ -119,12 +130,20 @@ export class Client {
   hour(hour: Date | string): Promise<Fetched>;
   /** A closed hour as a ribbon, at the target fpp or at `fpp`; 406 for the open hour. */
   ribbon(hour: Date | string, options?: { fpp?: number }): Promise<Ribbon>;
+  /** A closed hour in its cheapest form (v1 where no ribbon is served). */
+  closedHour(
+    hour: Date | string,
+    count: number | undefined,
+    targetFpp: number | undefined,
+    followed: number,
+    fetchCost: number,
+  ): Promise<Filter | Ribbon>;
   day(day: Date | string): Promise<Fetched>;
   since(hour: Date | string): Promise<Fetched>;
   ingest(ids: string[]): Promise<{ hour: string; accepted: number }>;
   changedSince(
     ids: string[],
     since: Date | string,
-    options?: { strategy?: "union" | "hourly" },
+    options?: { strategy?: "union" | "hourly"; fetchCost?: number },
   ): Promise<Changed[]>;
 }

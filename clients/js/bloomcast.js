@@ -428,6 +428,42 @@ export class Ribbon {
   }
 }
 
+// --- Choosing the cheapest form of a closed hour (section 12) -------------------------
+
+/** The default cost of a wasted fetch, in bytes. */
+export const DEFAULT_FETCH_COST = 10240;
+
+/** Rows of the server's ribbon for `n` keys (section 12, construction). */
+function ribbonRows(n) {
+  return Math.max(64, Math.ceil(n * (n < 10000 ? 1.065 : 1.075)) + 16);
+}
+
+/**
+ * The form of a closed hour of `count` IDs minimising body bytes plus
+ * `followed * fpp * fetchCost`: `{form: "bloom"}` (v1 `.bin` gzip at the target) or
+ * `{form: "ribbon", r}` for r in 4..24, with its predicted `bytes`, `fpp` and `expected`
+ * bytes. As the Rust SDK's `cheapest_form`.
+ */
+export function cheapestForm(count, targetFpp, followed, fetchCost = DEFAULT_FETCH_COST) {
+  const options = [];
+  for (let r = 4; r <= 24; r++) {
+    const bytes = 24 + Math.ceil((r * ribbonRows(count)) / 8);
+    options.push({ form: "ribbon", r, bytes, fpp: 2 ** -r });
+  }
+  const { m } = optimalParams(count, targetFpp);
+  const grown = m + Math.floor(m / 32);
+  const k = Math.min(64, Math.max(1, Math.round((grown / Math.max(count, 1)) * Math.LN2)));
+  const raw = Math.ceil(grown / 8);
+  const fpp = Math.min(targetFpp, (1 - Math.exp((-k * count) / grown)) ** k);
+  options.push({ form: "bloom", bytes: raw + 24 + Math.floor(raw / 8192), fpp });
+  let best = null;
+  for (const o of options) {
+    o.expected = o.bytes + followed * o.fpp * fetchCost;
+    if (!best || o.expected < best.expected || (o.expected === best.expected && o.bytes < best.bytes)) best = o;
+  }
+  return best;
+}
+
 export class Client {
   /**
    * @param {string} base  the server's base URL, e.g. `http://127.0.0.1:8080`
@@ -532,6 +568,19 @@ export class Client {
     return ribbon;
   }
 
+  /** A closed hour in its cheapest form (`cheapestForm`); v1 where no ribbon is served. */
+  async closedHour(hour, count, targetFpp, followed, fetchCost) {
+    const choice = cheapestForm(count ?? 3000, targetFpp ?? 0.01, followed, fetchCost);
+    if (choice.form === "ribbon") {
+      try {
+        return await this.ribbon(hour, { fpp: choice.fpp });
+      } catch (e) {
+        if (!(e instanceof StatusError && (e.status === 404 || e.status === 406))) throw e;
+      }
+    }
+    return (await this.hour(hour)).filter;
+  }
+
   /** The filter of one UTC hour (a Date or RFC 3339 string inside it). */
   hour(hour) {
     return this.filter(hourPath(hour));
@@ -562,9 +611,11 @@ export class Client {
    * Which of `ids` may have changed from `since` through the server's current hour:
    * `[{from, to, ids}]`, one entry per range with hits. Every ID that changed is returned
    * (no false negatives); one that did not is returned with about the filters' fpp.
-   * `strategy`: "union" (one `/since` filter, the default) or "hourly" (each hour's filter).
+   * `strategy`: "union" (one `/since` filter, the default) or "hourly" (each hour's filter;
+   * each closed hour as the v1 filter or a ribbon, whichever `cheapestForm` picks for
+   * `ids.length` IDs at `fetchCost` bytes per wasted fetch).
    */
-  async changedSince(ids, since, { strategy = "union" } = {}) {
+  async changedSince(ids, since, { strategy = "union", fetchCost = DEFAULT_FETCH_COST } = {}) {
     const index = await this.index();
     const now = toDate(index.current.hour);
     const from = toDate(since);
@@ -582,10 +633,17 @@ export class Client {
     }
     if (strategy !== "hourly") throw new TypeError(`strategy is union or hourly, not ${strategy}`);
     const out = [];
+    const counts = new Map((index.hours ?? []).map((h) => [toDate(h.hour).getTime(), h.count]));
     for (let t = from.getTime(); t <= now.getTime(); t += 3600e3) {
-      const fetched = await this.hour(new Date(t));
-      const hits = pick(fetched.filter);
-      if (hits.length) out.push({ ...fetched.range(), ids: hits });
+      const hour = new Date(t);
+      // The open hour has no compact form: always v1 (revalidated by ETag).
+      const filter =
+        t < now.getTime()
+          ? await this.closedHour(hour, counts.get(t) ?? index.capacity, index.target_fpp, ids.length, fetchCost)
+          : (await this.hour(hour)).filter;
+      const hits = pick(filter);
+      const name = hour.toISOString().replace(".000Z", "Z");
+      if (hits.length) out.push({ from: name, to: name, ids: hits });
     }
     return out;
   }

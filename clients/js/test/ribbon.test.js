@@ -2,7 +2,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
-import { Client, Ribbon, ribbonSlot, mix64, keyOf, DecodeError } from "../bloomcast.js";
+import { Client, Filter, Ribbon, ribbonSlot, mix64, keyOf, cheapestForm, DecodeError } from "../bloomcast.js";
 
 const vectors = JSON.parse(readFileSync(new URL("../../../docs/ribbon-vectors.json", import.meta.url), "utf8"));
 
@@ -95,4 +95,42 @@ test("Client#ribbon asks for the hour's .ribbon at the fpp given and keeps it", 
   assert.deepEqual(seen, ["http://bloomcast.test/2008/09/03/05.ribbon?fpp=0.0009765625"]);
   assert.equal(again, first);
   assert.ok(await first.mayContain(vectors.filters[3].ids[0]));
+});
+
+test("the cheapest form is the Rust SDK's", () => {
+  // The same figures as src/client/choice.rs's tests.
+  assert.equal(cheapestForm(280, 0.01, 45754).r, 23);
+  assert.equal(cheapestForm(0, 0.01, 45754).form, "bloom");
+  assert.equal(cheapestForm(3000, 0.01, 45754, 0).r, 4);
+  assert.equal(cheapestForm(5, 0.01, 1, 0).form, "bloom");
+  assert.deepEqual([1, 100, 45754, 1e7].map((f) => cheapestForm(300, 0.01, f).r), [7, 14, 23, 24]);
+  assert.equal(cheapestForm(3000, 0.01, 45754, 0).bytes, 24 + Math.ceil((4 * 3211) / 8));
+});
+
+test("changedSince by hour reads closed hours as ribbons at the chosen precision, the open hour as v1", async () => {
+  const members = vectors.filters[3].ids; // 200 IDs, r = 10
+  const open = Filter.empty(1024, 7);
+  const seen = [];
+  const fetch = async (url) => {
+    const path = new URL(url).pathname + new URL(url).search;
+    seen.push(path);
+    if (path === "/") {
+      return Response.json({
+        current: { hour: "2008-09-03T06:00:00Z" }, target_fpp: 0.01, capacity: 3000,
+        hours: [{ hour: "2008-09-03T05:00:00Z", count: 200, complete: true }],
+      });
+    }
+    if (path.startsWith("/2008/09/03/05.ribbon")) return new Response(fromHex(vectors.filters[3].body));
+    if (path === "/2008/09/03/06") {
+      return Response.json({ hour: "2008-09-03T06:00:00Z", complete: false, count: 0, m: 1024, k: 7,
+        hash: "sha1-km32", fpp: 0, filter: open.toHex() });
+    }
+    return new Response("{}", { status: 404 });
+  };
+  const client = new Client("http://bloomcast.test", { fetch });
+  const followed = [...members.slice(0, 5), "absent:0", "absent:1"];
+  const changes = await client.changedSince(followed, "2008-09-03T05:00:00Z", { strategy: "hourly", fetchCost: 10240 });
+  const r = cheapestForm(200, 0.01, followed.length, 10240).r;
+  assert.deepEqual(seen, ["/", `/2008/09/03/05.ribbon?fpp=${2 ** -r}`, "/2008/09/03/06"]);
+  assert.deepEqual(changes, [{ from: "2008-09-03T05:00:00Z", to: "2008-09-03T05:00:00Z", ids: members.slice(0, 5) }]);
 });
