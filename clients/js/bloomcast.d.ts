@@ -83,6 +83,41 @@ export interface Index {
 
 export interface Changed { from: string; to: string; ids: string[] }
 
+/** SplitMix64's finaliser on unsigned 64-bit BigInts (PROTOCOL.md section 12). */
+export function mix64(z: bigint): bigint;
+/** Where a key sits in a ribbon of `m` rows built with `seed`. */
+export function ribbonSlot(
+  key: Key,
+  seed: bigint | number,
+  m: number,
+  r: number,
+): { start: number; coeff: bigint; fp: number };
+
+/** A decoded ribbon filter (the compact form of a closed hour, PROTOCOL.md section 12). */
+export class Ribbon {
+  /** Throws DecodeError for a body section 12 rules out. */
+  static fromBytes(body: Uint8Array | ArrayBuffer): Ribbon;
+  readonly n: number;
+  readonly m: number;
+  /** Fingerprint bits: the false-positive rate is 2^-r. */
+  readonly r: number;
+  readonly seed: bigint;
+  fpp(): number;
+  containsKey(key: Key): boolean;
+  mayContain(id: string): Promise<boolean>;
+}
+
+/** The default cost of a wasted fetch, in bytes (10 KiB). */
+export const DEFAULT_FETCH_COST: number;
+
+/** The form of a closed hour minimising body bytes plus followed * fpp * fetchCost. */
+export function cheapestForm(
+  count: number,
+  targetFpp: number,
+  followed: number,
+  fetchCost?: number,
+): { form: "bloom" | "ribbon"; r?: number; bytes: number; fpp: number; expected: number };
+
 export class Client {
   constructor(
     base: string,
@@ -93,12 +128,22 @@ export class Client {
   index(): Promise<Index>;
   filter(path: string): Promise<Fetched>;
   hour(hour: Date | string): Promise<Fetched>;
+  /** A closed hour as a ribbon, at the target fpp or at `fpp`; 406 for the open hour. */
+  ribbon(hour: Date | string, options?: { fpp?: number }): Promise<Ribbon>;
+  /** A closed hour in its cheapest form (v1 where no ribbon is served). */
+  closedHour(
+    hour: Date | string,
+    count: number | undefined,
+    targetFpp: number | undefined,
+    followed: number,
+    fetchCost: number,
+  ): Promise<Filter | Ribbon>;
   day(day: Date | string): Promise<Fetched>;
   since(hour: Date | string): Promise<Fetched>;
   ingest(ids: string[]): Promise<{ hour: string; accepted: number }>;
   changedSince(
     ids: string[],
     since: Date | string,
-    options?: { strategy?: "union" | "hourly" },
+    options?: { strategy?: "union" | "hourly"; fetchCost?: number },
   ): Promise<Changed[]>;
 }

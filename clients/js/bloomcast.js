@@ -4,7 +4,8 @@
 // ETag revalidation for open filters and a memory cache for complete ones.
 //
 // Vocabulary mirrors the Rust SDK (`bloomcast::client`): `Client#hour`, `#day`, `#since`,
-// `#filter`, `#index`, `#ingest`, `#changedSince`; a fetched filter answers `mayContain`.
+// `#filter`, `#index`, `#ingest`, `#changedSince`, `#ribbon`; a fetched filter (and a
+// `Ribbon`, the compact form of section 12) answers `mayContain`.
 // Types: bloomcast.d.ts.
 
 /** The only hash scheme of protocol version 1. */
@@ -268,6 +269,201 @@ export function sincePath(hour) {
 const SUFFIX = { json: "", hex: ".hex", bin: ".bin" };
 
 /** A client of one bloomcast server. */
+// --- Compact filters (section 12): the ribbon body and its query ---------------------
+
+const MASK64 = (1n << 64n) - 1n;
+const RIBBON_MAGIC = [0x42, 0x43, 0x52, 0x31]; // "BCR1"
+
+/** SplitMix64's finaliser on unsigned 64-bit BigInts, wrapping. */
+export function mix64(z) {
+  z = ((z ^ (z >> 30n)) * 0xbf58476d1ce4e5b9n) & MASK64;
+  z = ((z ^ (z >> 27n)) * 0x94d049bb133111ebn) & MASK64;
+  return z ^ (z >> 31n);
+}
+
+// The query's mixing on pairs of 32-bit halves (hi, lo): exact with Numbers, and an
+// order of magnitude faster than BigInt. `mix64` above is the reference it is tested
+// against (test/ribbon.test.js).
+
+// Results of the helpers below, in module scope rather than fresh arrays: the query
+// allocates nothing (it runs once per ID and hour).
+let outHi = 0;
+let outLo = 0;
+
+/** outHi, outLo = the 64-bit product of two 32-bit unsigned integers. */
+function mul32(a, b) {
+  const a0 = a & 0xffff;
+  const a1 = a >>> 16;
+  const b0 = b & 0xffff;
+  const b1 = b >>> 16;
+  const mid = a1 * b0 + a0 * b1; // < 2^33
+  const low = a0 * b0 + (mid % 65536) * 65536; // < 2^33
+  outHi = (a1 * b1 + Math.floor(mid / 65536) + Math.floor(low / 4294967296)) >>> 0;
+  outLo = low >>> 0;
+}
+
+/** outHi, outLo = the low 64 bits of (ahi, alo) * (bhi, blo). */
+function mul64(ahi, alo, bhi, blo) {
+  mul32(alo, blo);
+  outHi = (outHi + Math.imul(ahi, blo) + Math.imul(alo, bhi)) >>> 0;
+}
+
+/** outHi, outLo = mix64 of (hi, lo). */
+function mix64Halves(hi, lo) {
+  mul64((hi ^ (hi >>> 30)) >>> 0, (lo ^ ((lo >>> 30) | (hi << 2))) >>> 0, 0xbf58476d, 0x1ce4e5b9);
+  let h = outHi;
+  let l = outLo;
+  mul64((h ^ (h >>> 27)) >>> 0, (l ^ ((l >>> 27) | (h << 5))) >>> 0, 0x94d049bb, 0x133111eb);
+  h = outHi;
+  l = outLo;
+  outHi = (h ^ (h >>> 31)) >>> 0;
+  outLo = (l ^ ((l >>> 31) | (h << 1))) >>> 0;
+}
+
+/** start, coefficient halves and fingerprint of a key, all Numbers. */
+function slotHalves(key, seedHi, seedLo, m, r) {
+  mix64Halves((key.h1 ^ seedHi) >>> 0, (key.h2 ^ seedLo) >>> 0);
+  const ah = outHi;
+  const al = outLo;
+  mix64Halves((ah ^ 0x9e3779b9) >>> 0, (al ^ 0x7f4a7c15) >>> 0);
+  const bh = outHi;
+  const bl = outLo;
+  mix64Halves((bh ^ 0x9e3779b9) >>> 0, (bl ^ 0x7f4a7c15) >>> 0);
+  const cl = outLo;
+  // floor(a * (m - 63) / 2^64), with m - 63 < 2^32: the carries of two 32x32 products.
+  const rows = m - 63;
+  mul32(al, rows);
+  const p1hi = outHi;
+  mul32(ah, rows);
+  const start = outHi + Math.floor((outLo + p1hi) / 4294967296);
+  // 2^r - 1 as a 32-bit mask (r = 32: every bit).
+  return { start, coeffHi: bh, coeffLo: (bl | 1) >>> 0, fp: (cl & (2 ** r - 1)) >>> 0 };
+}
+
+/** Where a key sits in a ribbon of `m` rows built with `seed` (a BigInt): `start`, the
+ * 64-bit `coeff` (BigInt) and the `r`-bit fingerprint `fp`. */
+export function ribbonSlot(key, seed, m, r) {
+  const s = BigInt.asUintN(64, BigInt(seed));
+  const slot = slotHalves(key, Number(s >> 32n), Number(s & 0xffffffffn), m, r);
+  return {
+    start: slot.start,
+    coeff: (BigInt(slot.coeffHi) << 32n) | BigInt(slot.coeffLo),
+    fp: slot.fp,
+  };
+}
+
+function parity32(x) {
+  x ^= x >>> 16;
+  x ^= x >>> 8;
+  x ^= x >>> 4;
+  return (0x6996 >>> (x & 15)) & 1;
+}
+
+/** A decoded ribbon filter: `n` keys, `m` rows of `r` bits; false-positive rate 2^-r. */
+export class Ribbon {
+  /** Decodes a `.ribbon` body, refusing anything section 12 rules out. */
+  static fromBytes(body) {
+    const bytes = body instanceof Uint8Array ? body : new Uint8Array(body);
+    if (bytes.length < 24) throw new DecodeError(`${bytes.length} bytes is shorter than the header`);
+    if (RIBBON_MAGIC.some((b, i) => bytes[i] !== b)) throw new DecodeError('magic is not "BCR1"');
+    if (bytes[4] !== 1) throw new DecodeError(`version ${bytes[4]} (this client knows 1)`);
+    const r = bytes[5];
+    if (r < 1 || r > 32) throw new DecodeError(`r = ${r} outside 1..32`);
+    if (bytes[6] !== 0 || bytes[7] !== 0) throw new DecodeError("reserved bytes are not zero");
+    const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    const n = view.getUint32(8, true);
+    const m = view.getUint32(12, true);
+    const seed = view.getBigUint64(16, true);
+    if (m < 64) throw new DecodeError(`m = ${m} is below 64`);
+    const bits = r * m;
+    const expected = Math.ceil(bits / 8);
+    if (bytes.length - 24 !== expected) {
+      throw new DecodeError(`solution of ${bytes.length - 24} bytes, expected ${expected} for m = ${m}, r = ${r}`);
+    }
+    if (bits % 8 && bytes[bytes.length - 1] >> bits % 8) throw new DecodeError("padding bits past r*m are set");
+    // Little-endian 32-bit words with two zero words past the end: every window reads whole.
+    const words = new Uint32Array(Math.ceil(expected / 4) + 2);
+    const padded = new Uint8Array(words.length * 4);
+    padded.set(bytes.subarray(24));
+    const wordView = new DataView(padded.buffer);
+    for (let i = 0; i < words.length; i++) words[i] = wordView.getUint32(i * 4, true);
+    return new Ribbon(n, m, r, seed, words);
+  }
+
+  constructor(n, m, r, seed, words) {
+    this.n = n;
+    this.m = m;
+    this.r = r;
+    /** The seed construction succeeded with (a BigInt). */
+    this.seed = seed;
+    this.seedHi = Number(seed >> 32n);
+    this.seedLo = Number(seed & 0xffffffffn);
+    this.words = words;
+  }
+
+  /** The false-positive probability, 2^-r. */
+  fpp() {
+    return 2 ** -this.r;
+  }
+
+  /** Whether the key `{h1, h2}` may be in the set: never false for a member. */
+  containsKey(key) {
+    const { start, coeffHi: hi, coeffLo: lo, fp } = slotHalves(key, this.seedHi, this.seedLo, this.m, this.r);
+    const w = this.words;
+    let got = 0;
+    for (let b = 0; b < this.r; b++) {
+      const t = b * this.m + start; // below 2^37: exact
+      const i = Math.floor(t / 32);
+      const sh = t % 32;
+      const wlo = sh ? (w[i] >>> sh) | (w[i + 1] << (32 - sh)) : w[i];
+      const whi = sh ? (w[i + 1] >>> sh) | (w[i + 2] << (32 - sh)) : w[i + 1];
+      got |= parity32((wlo & lo) ^ (whi & hi)) << b;
+    }
+    return got >>> 0 === fp;
+  }
+
+  /** Whether the ID may be in the set (SHA-1 through WebCrypto, hence async). */
+  async mayContain(id) {
+    return this.containsKey(await keyOf(id));
+  }
+}
+
+// --- Choosing the cheapest form of a closed hour (section 12) -------------------------
+
+/** The default cost of a wasted fetch, in bytes. */
+export const DEFAULT_FETCH_COST = 10240;
+
+/** Rows of the server's ribbon for `n` keys (section 12, construction). */
+function ribbonRows(n) {
+  return Math.max(64, Math.ceil(n * (n < 10000 ? 1.065 : 1.075)) + 16);
+}
+
+/**
+ * The form of a closed hour of `count` IDs minimising body bytes plus
+ * `followed * fpp * fetchCost`: `{form: "bloom"}` (v1 `.bin` gzip at the target) or
+ * `{form: "ribbon", r}` for r in 4..24, with its predicted `bytes`, `fpp` and `expected`
+ * bytes. As the Rust SDK's `cheapest_form`.
+ */
+export function cheapestForm(count, targetFpp, followed, fetchCost = DEFAULT_FETCH_COST) {
+  const options = [];
+  for (let r = 4; r <= 24; r++) {
+    const bytes = 24 + Math.ceil((r * ribbonRows(count)) / 8);
+    options.push({ form: "ribbon", r, bytes, fpp: 2 ** -r });
+  }
+  const { m } = optimalParams(count, targetFpp);
+  const grown = m + Math.floor(m / 32);
+  const k = Math.min(64, Math.max(1, Math.round((grown / Math.max(count, 1)) * Math.LN2)));
+  const raw = Math.ceil(grown / 8);
+  const fpp = Math.min(targetFpp, (1 - Math.exp((-k * count) / grown)) ** k);
+  options.push({ form: "bloom", bytes: raw + 24 + Math.floor(raw / 8192), fpp });
+  let best = null;
+  for (const o of options) {
+    o.expected = o.bytes + followed * o.fpp * fetchCost;
+    if (!best || o.expected < best.expected || (o.expected === best.expected && o.bytes < best.bytes)) best = o;
+  }
+  return best;
+}
+
 export class Client {
   /**
    * @param {string} base  the server's base URL, e.g. `http://127.0.0.1:8080`
@@ -354,6 +550,37 @@ export class Client {
     return fetched;
   }
 
+  /**
+   * A closed hour as a ribbon filter (section 12), at the server's target fpp or at
+   * `fpp` (2^-24 .. 1, rounded down to a power of two). Kept once fetched: a closed hour
+   * never changes. A `StatusError` 406 for the open hour.
+   */
+  async ribbon(hour, { fpp } = {}) {
+    const url = `${hourPath(hour)}.ribbon${fpp === undefined ? "" : `?fpp=${fpp}`}`;
+    const held = this.cache.get(url);
+    if (held) {
+      this.stats.cacheHits++;
+      return held;
+    }
+    const response = await this.request(url, { headers: { accept: "application/vnd.bloomcast.ribbon" } });
+    const ribbon = Ribbon.fromBytes(new Uint8Array(await response.arrayBuffer()));
+    this.cache.set(url, ribbon);
+    return ribbon;
+  }
+
+  /** A closed hour in its cheapest form (`cheapestForm`); v1 where no ribbon is served. */
+  async closedHour(hour, count, targetFpp, followed, fetchCost) {
+    const choice = cheapestForm(count ?? 3000, targetFpp ?? 0.01, followed, fetchCost);
+    if (choice.form === "ribbon") {
+      try {
+        return await this.ribbon(hour, { fpp: choice.fpp });
+      } catch (e) {
+        if (!(e instanceof StatusError && (e.status === 404 || e.status === 406))) throw e;
+      }
+    }
+    return (await this.hour(hour)).filter;
+  }
+
   /** The filter of one UTC hour (a Date or RFC 3339 string inside it). */
   hour(hour) {
     return this.filter(hourPath(hour));
@@ -384,9 +611,11 @@ export class Client {
    * Which of `ids` may have changed from `since` through the server's current hour:
    * `[{from, to, ids}]`, one entry per range with hits. Every ID that changed is returned
    * (no false negatives); one that did not is returned with about the filters' fpp.
-   * `strategy`: "union" (one `/since` filter, the default) or "hourly" (each hour's filter).
+   * `strategy`: "union" (one `/since` filter, the default) or "hourly" (each hour's filter;
+   * each closed hour as the v1 filter or a ribbon, whichever `cheapestForm` picks for
+   * `ids.length` IDs at `fetchCost` bytes per wasted fetch).
    */
-  async changedSince(ids, since, { strategy = "union" } = {}) {
+  async changedSince(ids, since, { strategy = "union", fetchCost = DEFAULT_FETCH_COST } = {}) {
     const index = await this.index();
     const now = toDate(index.current.hour);
     const from = toDate(since);
@@ -404,10 +633,17 @@ export class Client {
     }
     if (strategy !== "hourly") throw new TypeError(`strategy is union or hourly, not ${strategy}`);
     const out = [];
+    const counts = new Map((index.hours ?? []).map((h) => [toDate(h.hour).getTime(), h.count]));
     for (let t = from.getTime(); t <= now.getTime(); t += 3600e3) {
-      const fetched = await this.hour(new Date(t));
-      const hits = pick(fetched.filter);
-      if (hits.length) out.push({ ...fetched.range(), ids: hits });
+      const hour = new Date(t);
+      // The open hour has no compact form: always v1 (revalidated by ETag).
+      const filter =
+        t < now.getTime()
+          ? await this.closedHour(hour, counts.get(t) ?? index.capacity, index.target_fpp, ids.length, fetchCost)
+          : (await this.hour(hour)).filter;
+      const hits = pick(filter);
+      const name = hour.toISOString().replace(".000Z", "Z");
+      if (hits.length) out.push({ from: name, to: name, ids: hits });
     }
     return out;
   }

@@ -23,7 +23,13 @@ pub struct CheckArgs {
     /// Fetch per hour, one union, or whichever costs fewer bytes.
     #[arg(long, value_enum, default_value = "auto")]
     strategy: StrategyArg,
-    /// Print one JSON object (per-hour results, requests and bytes) instead of lines.
+    /// What fetching one resource costs, in bytes: each closed hour is read in the form
+    /// (v1 Bloom or ribbon) and precision minimising filter bytes plus the expected
+    /// wasted fetches, IDs checked × fpp × BYTES.
+    #[arg(long, value_name = "BYTES", default_value_t = crate::client::DEFAULT_FETCH_COST)]
+    fetch_cost: u64,
+    /// Print one JSON object (per-hour results, requests, bytes and closed hours read as
+    /// ribbons) instead of lines.
     #[arg(long)]
     json: bool,
     /// Verify every closed hour against the publisher's public key (64 hex digits) and
@@ -60,7 +66,7 @@ impl CheckArgs {
     /// before the server's first hour, 410 past its retention).
     pub async fn run(self) -> Result<(), CliError> {
         let ids = collect_ids(&self.ids)?;
-        let client = verifying_client(&self.server, None, self.pubkey)?;
+        let client = verifying_client(&self.server, None, self.pubkey, self.fetch_cost)?;
         let since = match self.since {
             Some(hour) => hour,
             None => {
@@ -115,6 +121,7 @@ impl CheckArgs {
                 })).collect::<Vec<_>>(),
                 "requests": stats.requests,
                 "bytes": stats.body_bytes,
+                "ribbons": stats.ribbons,
             });
             writeln!(out, "{doc}")
         } else {

@@ -118,7 +118,7 @@ async fn fetch(
     let parsed =
         reqwest::Url::parse(url).map_err(|_| CliError::Input(format!("bad URL {url:?}")))?;
     let base = &url[..url.len() - parsed.path().len() - parsed.query().map_or(0, |q| q.len() + 1)];
-    let fetched = verifying_client(base, None, pubkey)?
+    let fetched = verifying_client(base, None, pubkey, crate::client::DEFAULT_FETCH_COST)?
         .filter(parsed.path())
         .await?;
     Ok((Some(fetched.meta.clone()), fetched.filter.clone()))

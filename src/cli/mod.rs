@@ -54,16 +54,18 @@ pub fn finish(result: Result<(), CliError>) -> ExitCode {
 }
 
 fn client(server: &str, token: Option<&str>) -> Result<Client, CliError> {
-    verifying_client(server, token, None)
+    verifying_client(server, token, None, crate::client::DEFAULT_FETCH_COST)
 }
 
-/// A client that verifies every closed hour against `pubkey`, when given.
+/// A client that verifies every closed hour against `pubkey`, when given, and weighs a
+/// wasted fetch at `fetch_cost` bytes.
 fn verifying_client(
     server: &str,
     token: Option<&str>,
     pubkey: Option<crate::chain::PublicKey>,
+    fetch_cost: u64,
 ) -> Result<Client, CliError> {
-    let mut builder = Client::builder(server);
+    let mut builder = Client::builder(server).fetch_cost(fetch_cost);
     if let Some(token) = token {
         builder = builder.token(token);
     }

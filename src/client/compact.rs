@@ -1,14 +1,19 @@
 //! The compact (ribbon) form of a closed hour: the fewest filter bytes per ID, at the
-//! precision the caller asks for.
+//! precision the caller asks for, kept once fetched (a closed hour never changes).
 
 use super::fetch::check;
 use super::{Client, ClientError, Result};
 use crate::bloom::Ribbon;
 use crate::hour::Hour;
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
 
 impl Client {
     /// Fetches a closed hour as a ribbon filter, at the server's target false-positive
-    /// rate or at `fpp` (rounded down to a power of two, 2^-4 to 2^-24).
+    /// rate or at `fpp` (rounded down to a power of two, 2^-4 to 2^-24). A ribbon of the
+    /// hour at least as precise, fetched before by this client, is answered without a
+    /// request.
     ///
     /// ```no_run
     /// # async fn demo(client: bloomcast::client::Client) -> Result<(), bloomcast::client::ClientError> {
@@ -23,13 +28,106 @@ impl Client {
     /// [`ClientError::Status`] 406 for the open hour (it has no compact form yet), 400
     /// for an `fpp` out of range, as [`Client::filter`] otherwise; a body that is not a
     /// ribbon is a protocol error.
-    pub async fn ribbon(&self, hour: Hour, fpp: Option<f64>) -> Result<Ribbon> {
+    pub async fn ribbon(&self, hour: Hour, fpp: Option<f64>) -> Result<Arc<Ribbon>> {
+        if let Some(held) = fpp.and_then(|p| self.ribbons.get(hour).filter(|r| r.fpp() <= p)) {
+            self.counters.cache_hits.fetch_add(1, Ordering::Relaxed);
+            return Ok(held);
+        }
         let mut path = format!("{}.ribbon", hour.path());
         if let Some(p) = fpp {
             path.push_str(&format!("?fpp={p:e}"));
         }
         let response = check(self.send(self.get(&path)).await?).await?;
         let body = self.body(response, None).await?;
-        Ribbon::from_bytes(&body).map_err(|e| ClientError::Protocol(format!("{path}: {e}")))
+        let ribbon =
+            Ribbon::from_bytes(&body).map_err(|e| ClientError::Protocol(format!("{path}: {e}")))?;
+        self.counters.ribbons.fetch_add(1, Ordering::Relaxed);
+        let ribbon = Arc::new(ribbon);
+        self.ribbons.put(hour, Arc::clone(&ribbon));
+        Ok(ribbon)
+    }
+}
+
+/// Ribbons by hour index, and the hours in insertion order for eviction.
+type Held = (HashMap<i64, Arc<Ribbon>>, VecDeque<i64>);
+
+/// The most precise ribbon held per hour, bounded like the validator cache (the oldest
+/// hour goes first).
+#[derive(Debug)]
+pub(crate) struct RibbonCache {
+    inner: Mutex<Held>,
+    capacity: usize,
+}
+
+impl RibbonCache {
+    pub(crate) fn new(capacity: usize) -> RibbonCache {
+        RibbonCache {
+            inner: Mutex::default(),
+            capacity,
+        }
+    }
+
+    pub(crate) fn get(&self, hour: Hour) -> Option<Arc<Ribbon>> {
+        self.lock().0.get(&hour.index()).cloned()
+    }
+
+    /// Keeps `ribbon` unless a more precise one of the hour is held.
+    pub(crate) fn put(&self, hour: Hour, ribbon: Arc<Ribbon>) {
+        if self.capacity == 0 {
+            return;
+        }
+        let mut guard = self.lock();
+        let (map, order) = &mut *guard;
+        match map.get(&hour.index()) {
+            Some(held) if held.r() >= ribbon.r() => return,
+            Some(_) => {}
+            None => order.push_back(hour.index()),
+        }
+        map.insert(hour.index(), ribbon);
+        while map.len() > self.capacity {
+            match order.pop_front() {
+                Some(oldest) => map.remove(&oldest),
+                None => break,
+            };
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Held> {
+        // A panic while holding the lock cannot leave the map inconsistent.
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bloom::Key;
+
+    fn ribbon(r: u32) -> Arc<Ribbon> {
+        Arc::new(Ribbon::build(&[Key::of("a")], r).unwrap())
+    }
+
+    fn hour(i: i64) -> Hour {
+        Hour::from_index(i)
+    }
+
+    #[test]
+    fn the_most_precise_ribbon_of_an_hour_is_kept() {
+        let cache = RibbonCache::new(4);
+        cache.put(hour(1), ribbon(10));
+        cache.put(hour(1), ribbon(7));
+        assert_eq!(cache.get(hour(1)).unwrap().r(), 10);
+        cache.put(hour(1), ribbon(20));
+        assert_eq!(cache.get(hour(1)).unwrap().r(), 20);
+    }
+
+    #[test]
+    fn the_oldest_hour_goes_first_when_full() {
+        let cache = RibbonCache::new(2);
+        for i in 0..3 {
+            cache.put(hour(i), ribbon(7));
+        }
+        assert!(cache.get(hour(0)).is_none());
+        assert!(cache.get(hour(1)).is_some() && cache.get(hour(2)).is_some());
     }
 }

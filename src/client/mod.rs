@@ -22,8 +22,10 @@
 //! the smallest representation; a followed open hour travels as a delta (RFC 9842
 //! `dcz`) against the last version of it the server offered as a dictionary.
 
+mod builder;
 mod cache;
 mod changed;
+mod choice;
 mod compact;
 mod dictionaries;
 mod error;
@@ -33,6 +35,8 @@ mod plan;
 mod publish;
 mod verify;
 
+pub use builder::ClientBuilder;
+pub use choice::{cheapest_form, Choice, Form, DEFAULT_FETCH_COST, RIBBON_BITS};
 pub use error::ClientError;
 pub use history::{default_cache_dir, IdHistory};
 pub use plan::Strategy;
@@ -46,7 +50,6 @@ use cache::EtagCache;
 use serde::Deserialize;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
 
 pub type Result<T, E = ClientError> = std::result::Result<T, E>;
 
@@ -155,6 +158,8 @@ pub struct Stats {
     pub cache_hits: u64,
     /// Responses that came as a delta against a version this client kept (RFC 9842 `dcz`).
     pub deltas: u64,
+    /// Closed hours fetched as ribbon filters (PROTOCOL.md section 12).
+    pub ribbons: u64,
 }
 
 #[derive(Debug, Default)]
@@ -164,6 +169,7 @@ struct Counters {
     not_modified: AtomicU64,
     cache_hits: AtomicU64,
     deltas: AtomicU64,
+    ribbons: AtomicU64,
 }
 
 /// An async bloomcast client. Cheap to share: wrap it in an `Arc` or clone the parts.
@@ -173,6 +179,11 @@ pub struct Client {
     base: String,
     token: Option<String>,
     cache: EtagCache,
+    /// Closed hours held as ribbons, the most precise of each.
+    ribbons: compact::RibbonCache,
+    /// Bytes a caller spends fetching a resource a filter wrongly flagged: what
+    /// `changed_since` weighs false positives at.
+    fetch_cost: u64,
     /// The last version of each open resource the server offered as a dictionary.
     dictionaries: dictionaries::Dictionaries,
     counters: Counters,
@@ -189,136 +200,7 @@ pub struct Client {
         std::sync::Mutex<std::collections::HashMap<i64, (crate::chain::Hash, crate::chain::Hash)>>,
 }
 
-/// Configures a [`Client`].
-#[derive(Debug, Clone)]
-pub struct ClientBuilder {
-    base: String,
-    token: Option<String>,
-    timeout: Duration,
-    connect_timeout: Duration,
-    cache_entries: usize,
-    cache_dir: Option<std::path::PathBuf>,
-    pubkey: Option<crate::chain::PublicKey>,
-    pin: bool,
-}
-
-impl ClientBuilder {
-    /// Trust on first use, without a key given: the server's public key is read from
-    /// `/.well-known/bloomcast.json` once and pinned in the [`cache_dir`](Self::cache_dir)
-    /// (`<dir>/<server>/pubkey`); every closed hour is then verified against the pinned
-    /// key, in this process and later ones, as with [`pubkey`](Self::pubkey). A server
-    /// (or a mirror) that later signs with another key is refused. Needs a cache dir.
-    pub fn pin_on_first_use(mut self) -> Self {
-        self.pin = true;
-        self
-    }
-
-    /// The publisher's public key (`GET /.well-known/bloomcast.json`, printed by the
-    /// server at start): every closed hour fetched is then verified (digest, chain link,
-    /// signature) and a tampered one refused with [`ClientError::Unverified`]. Unions
-    /// are not signed, so [`Client::changed_since`] fetches hour by hour.
-    ///
-    /// ```
-    /// let key = "d75a980182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a";
-    /// let client = bloomcast::client::Client::builder("http://127.0.0.1:8080")
-    ///     .pubkey(key.parse().expect("a public key"))
-    ///     .build();
-    /// assert!(client.is_ok());
-    /// ```
-    pub fn pubkey(mut self, key: crate::chain::PublicKey) -> Self {
-        self.pubkey = Some(key);
-        self
-    }
-
-    /// The bearer token for [`Client::ingest`].
-    pub fn token(mut self, token: impl Into<String>) -> Self {
-        self.token = Some(token.into());
-        self
-    }
-
-    /// The whole-request timeout (default 30 s).
-    pub fn timeout(mut self, timeout: Duration) -> Self {
-        self.timeout = timeout;
-        self
-    }
-
-    /// How many fetched filters to keep for revalidation (default 1024; 0 disables).
-    pub fn cache_entries(mut self, entries: usize) -> Self {
-        self.cache_entries = entries;
-        self
-    }
-
-    /// A directory where [`Client::history`] keeps complete hours' filters, so a later
-    /// process fetches only hours it has not seen complete (default: none, memory only;
-    /// [`default_cache_dir`] is the conventional place).
-    pub fn cache_dir(mut self, dir: impl Into<std::path::PathBuf>) -> Self {
-        self.cache_dir = Some(dir.into());
-        self
-    }
-
-    /// Builds the client.
-    ///
-    /// # Errors
-    /// [`ClientError::Url`] for a base that is neither `http://`/`https://` nor
-    /// `host:port` (taken as `http://host:port`);
-    /// [`ClientError::Transport`] when the TLS backend cannot start.
-    pub fn build(self) -> Result<Client> {
-        // `host:port` (no scheme) means plain HTTP, as curl takes it.
-        let base = match self.base.contains("://") {
-            true => self.base.trim_end_matches('/').to_owned(),
-            false => format!("http://{}", self.base.trim_end_matches('/')),
-        };
-        let bad = || ClientError::Url(self.base.clone());
-        let parsed = reqwest::Url::parse(&base).map_err(|_| bad())?;
-        if !matches!(parsed.scheme(), "http" | "https") || parsed.host().is_none() {
-            return Err(bad());
-        }
-        let http = reqwest::Client::builder()
-            // reqwest's own gzip is not built in: we send Accept-Encoding ourselves and
-            // gunzip by hand, so that the bytes counted in `Stats` crossed the wire.
-            .timeout(self.timeout)
-            .connect_timeout(self.connect_timeout)
-            .user_agent(concat!("bloomcast-client/", env!("CARGO_PKG_VERSION")))
-            .build()?;
-        Ok(Client {
-            http,
-            base,
-            token: self.token,
-            cache: EtagCache::new(self.cache_entries),
-            dictionaries: dictionaries::Dictionaries::default(),
-            counters: Counters::default(),
-            cache_dir: self.cache_dir,
-            pubkey: self.pubkey,
-            pin: self.pin,
-            pinned: tokio::sync::OnceCell::new(),
-            verified: std::sync::Mutex::default(),
-        })
-    }
-}
-
 impl Client {
-    /// A client for the server at `base` (e.g. `http://127.0.0.1:8080`) with defaults.
-    ///
-    /// # Errors
-    /// As [`ClientBuilder::build`].
-    pub fn new(base: &str) -> Result<Client> {
-        Client::builder(base).build()
-    }
-
-    /// Starts configuring a client for the server at `base`.
-    pub fn builder(base: &str) -> ClientBuilder {
-        ClientBuilder {
-            base: base.to_owned(),
-            token: None,
-            timeout: Duration::from_secs(30),
-            connect_timeout: Duration::from_secs(5),
-            cache_entries: 1024,
-            cache_dir: None,
-            pubkey: None,
-            pin: false,
-        }
-    }
-
     /// The server's base URL, without a trailing slash.
     pub fn base(&self) -> &str {
         &self.base
@@ -333,6 +215,7 @@ impl Client {
             not_modified: c.not_modified.load(Ordering::Relaxed),
             cache_hits: c.cache_hits.load(Ordering::Relaxed),
             deltas: c.deltas.load(Ordering::Relaxed),
+            ribbons: c.ribbons.load(Ordering::Relaxed),
         }
     }
 

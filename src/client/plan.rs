@@ -2,10 +2,15 @@
 //! on what the index says and what the client already holds.
 //!
 //! Hourly filters say *when* an ID changed and, once complete, are cached forever, so
-//! a client that polls regularly pays only for the new hours. A client that missed many
-//! hours pays a request per hour; one union (`/since/...`) covers them all in one
-//! request of about the same payload. We estimate the bytes of both and take the
-//! cheaper.
+//! a client that polls regularly pays only for the new hours; each closed hour travels
+//! in its cheapest form ([`super::choice`]). A client that missed many hours pays a
+//! request per hour; one union (`/since/...`) covers them all in one request of about
+//! the same payload, at the service's target fpp over the whole range. We estimate the
+//! bytes of both, counting the fetches each would waste on false positives, and take
+//! the cheaper.
+
+use super::choice::{cheapest_form, wasted};
+use crate::bloom::Params;
 
 /// How [`super::Client::changed_since_with`] fetches.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -28,8 +33,8 @@ pub(crate) const NOT_MODIFIED: f64 = 250.0;
 pub(crate) struct HourInput {
     /// Distinct IDs, when the index lists the hour.
     pub count: Option<u64>,
-    /// We hold the hour's complete filter: it costs nothing.
-    pub cached_complete: bool,
+    /// The lowest fpp of a complete filter of this hour we hold (it costs no bytes).
+    pub held_fpp: Option<f64>,
     /// The count of the copy we hold, if any: unchanged means a 304.
     pub cached_count: Option<u64>,
     /// The current hour, whose filter is sized for capacity rather than its count.
@@ -41,6 +46,13 @@ pub(crate) struct Inputs {
     pub hours: Vec<HourInput>,
     pub target_fpp: f64,
     pub capacity: u64,
+    /// IDs the caller follows: each false positive costs one wasted fetch.
+    pub followed: u64,
+    /// Bytes of one wasted fetch.
+    pub fetch_cost: u64,
+    /// Closed hours must come as v1 Bloom filters (a verifying client: ribbons are not
+    /// signed).
+    pub bloom_only: bool,
 }
 
 /// Payload bytes of a filter for `n` IDs at `p`: `n ln(1/p) / (ln 2)^2` bits.
@@ -49,28 +61,47 @@ fn payload(n: u64, p: f64) -> f64 {
     (n.max(1) as f64) * (1.0 / p).ln() / (std::f64::consts::LN_2.powi(2)) / 8.0
 }
 
+impl Inputs {
+    /// An hour the index does not list is older than it shows: assume a full hour.
+    fn count(&self, h: &HourInput) -> u64 {
+        h.count.unwrap_or(self.capacity)
+    }
+
+    /// Expected bytes of one hour read on its own, wasted fetches included.
+    fn hour_cost(&self, h: &HourInput) -> f64 {
+        let (p, count) = (self.target_fpp, self.count(h));
+        let waste = |fpp: f64| wasted(fpp, self.followed, self.fetch_cost);
+        if h.open {
+            // Sized for capacity (or grown past it), filled to `count`.
+            let shape = Params::optimal(count.max(self.capacity), p).ok();
+            let fpp = shape.map_or(p, |s| s.expected_fpp(count).min(p));
+            let fetch = if h.cached_count.is_some() && h.cached_count == h.count {
+                NOT_MODIFIED
+            } else {
+                payload(count.max(self.capacity), p) + RESPONSE_OVERHEAD
+            };
+            return fetch + waste(fpp);
+        }
+        let fetch = if self.bloom_only {
+            super::choice::Choice::bloom(count, p)
+        } else {
+            cheapest_form(count, p, self.followed, self.fetch_cost)
+        };
+        let fetched = fetch.expected_bytes(self.followed, self.fetch_cost) + RESPONSE_OVERHEAD;
+        match h.held_fpp {
+            Some(fpp) => fetched.min(waste(fpp)),
+            None => fetched,
+        }
+    }
+}
+
 /// Whether fetching hour by hour costs fewer bytes than one union.
 pub(crate) fn hourly_is_cheaper(inputs: &Inputs) -> bool {
+    let hourly: f64 = inputs.hours.iter().map(|h| inputs.hour_cost(h)).sum();
+    let total: u64 = inputs.hours.iter().map(|h| inputs.count(h)).sum();
     let p = inputs.target_fpp;
-    // An hour the index does not list is older than it shows: assume a full hour.
-    let count = |h: &HourInput| h.count.unwrap_or(inputs.capacity);
-    let hourly: f64 = inputs
-        .hours
-        .iter()
-        .map(|h| {
-            if h.cached_complete {
-                0.0
-            } else if h.cached_count.is_some() && h.cached_count == h.count {
-                NOT_MODIFIED
-            } else if h.open {
-                payload(count(h).max(inputs.capacity), p) + RESPONSE_OVERHEAD
-            } else {
-                payload(count(h), p) + RESPONSE_OVERHEAD
-            }
-        })
-        .sum();
-    let total: u64 = inputs.hours.iter().map(count).sum();
-    let union = payload(total, p) + RESPONSE_OVERHEAD;
+    let union =
+        payload(total, p) + RESPONSE_OVERHEAD + wasted(p, inputs.followed, inputs.fetch_cost);
     hourly <= union
 }
 
@@ -78,48 +109,72 @@ pub(crate) fn hourly_is_cheaper(inputs: &Inputs) -> bool {
 mod tests {
     use super::*;
 
-    fn hour(count: u64, cached_complete: bool, open: bool) -> HourInput {
+    fn hour(count: u64, held: bool, open: bool) -> HourInput {
         HourInput {
             count: Some(count),
-            cached_complete,
-            cached_count: cached_complete.then_some(count),
+            held_fpp: (held && !open).then_some(0.01),
+            cached_count: held.then_some(count),
             open,
         }
     }
 
-    fn inputs(hours: Vec<HourInput>) -> Inputs {
+    fn inputs(hours: Vec<HourInput>, followed: u64) -> Inputs {
         Inputs {
             hours,
             target_fpp: 0.01,
             capacity: 3000,
+            followed,
+            fetch_cost: 10 * 1024,
+            bloom_only: false,
         }
     }
 
     #[test]
     fn a_regular_poller_holding_past_hours_goes_hourly() {
         let mut hours: Vec<_> = (0..23).map(|_| hour(280, true, false)).collect();
-        hours.push(hour(280, false, true));
-        assert!(hourly_is_cheaper(&inputs(hours)));
+        hours.push(hour(280, true, true));
+        assert!(hourly_is_cheaper(&inputs(hours, 3)));
     }
 
     #[test]
     fn a_client_that_missed_many_small_hours_takes_the_union() {
         let mut hours: Vec<_> = (0..47).map(|_| hour(5, false, false)).collect();
         hours.push(hour(5, false, true));
-        assert!(!hourly_is_cheaper(&inputs(hours)));
+        assert!(!hourly_is_cheaper(&inputs(hours, 1)));
     }
 
     #[test]
     fn an_open_hour_not_held_is_cheaper_as_a_union_sized_for_its_count() {
         // The open hour's own filter is sized for capacity (3000); a union, for 100.
-        assert!(!hourly_is_cheaper(&inputs(vec![hour(100, false, true)])));
+        assert!(!hourly_is_cheaper(&inputs(vec![hour(100, false, true)], 1)));
     }
 
     #[test]
     fn an_open_hour_held_unchanged_costs_a_revalidation() {
         let mut open = hour(100, false, true);
         open.cached_count = Some(100);
-        assert!(hourly_is_cheaper(&inputs(vec![open])));
+        assert!(hourly_is_cheaper(&inputs(vec![open], 1)));
+    }
+
+    #[test]
+    fn many_ids_followed_over_a_missed_day_read_precise_hours_not_the_union() {
+        // 45,754 IDs against a union at 0.01 waste 457 fetches (4.7 MB); 24 ribbons at
+        // 2^-23 cost about 22 KB and waste almost nothing.
+        let mut hours: Vec<_> = (0..23).map(|_| hour(280, false, false)).collect();
+        hours.push(hour(0, true, true));
+        assert!(hourly_is_cheaper(&inputs(hours.clone(), 45_754)));
+        // Held at 0.01 already, the hours are still worth fetching again precisely.
+        let held: Vec<_> = (0..23).map(|_| hour(280, true, false)).collect();
+        assert!(hourly_is_cheaper(&inputs(held, 45_754)));
+    }
+
+    #[test]
+    fn a_verifying_client_reading_v1_hours_pays_their_false_positives() {
+        // v1 hours at 0.01 each waste 24 times what one union at 0.01 does.
+        let hours: Vec<_> = (0..24).map(|_| hour(280, false, false)).collect();
+        let mut verifying = inputs(hours, 45_754);
+        verifying.bloom_only = true;
+        assert!(!hourly_is_cheaper(&verifying));
     }
 
     #[test]

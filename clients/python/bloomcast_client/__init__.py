@@ -25,6 +25,8 @@ import urllib.request
 HASH = "sha1-km32"
 
 from .verify import MissingDependency, VerificationError  # noqa: E402  (re-exported)
+from .ribbon import (DEFAULT_FETCH_COST, Ribbon, RibbonError,  # noqa: E402
+                     cheapest_form, hourly_is_cheaper, selftest_ribbon)
 try:  # Optional: deltas of the open hour (RFC 9842 dcz) need zstd.
     import zstandard
 except ImportError:  # pragma: no cover - depends on the environment
@@ -194,10 +196,17 @@ class Client:
     """Fetches filters with gzip, keeps ETags, and never refetches a complete filter.
 
     With `pubkey` (the publisher's, 64 hex digits), every closed hour is verified
-    (PROTOCOL.md section 11) and a tampered one raises VerificationError naming it."""
+    (PROTOCOL.md section 11) and a tampered one raises VerificationError naming it.
 
-    def __init__(self, base, timeout=30, pubkey=None):
+    `fetch_cost`: what fetching a resource that turns out unchanged costs, in bytes.
+    changed_since reads each closed hour as a v1 filter or a ribbon (section 12) at the
+    precision minimising filter bytes plus IDs followed * fpp * fetch_cost."""
+
+    def __init__(self, base, timeout=30, pubkey=None, fetch_cost=DEFAULT_FETCH_COST):
         self.base = server_base(base)
+        self.fetch_cost = fetch_cost
+        self.ribbons = {}  # hour path -> the most precise Ribbon held
+        self.ribbon_fetches = 0
         self.timeout = timeout
         self.verifier = None
         if pubkey:
@@ -284,28 +293,100 @@ class Client:
         """Whether id_ may have changed in that hour."""
         return self.filter(hour_path(hour)).contains(id_)
 
+    def ribbon(self, hour, fpp=None):
+        """A closed hour as a Ribbon (section 12), at the server's target or at `fpp`;
+        one held at least as precise is answered without a request. HTTPError 406 for
+        the open hour."""
+        path = hour_path(hour)
+        held = self.ribbons.get(path)
+        if held is not None and fpp is not None and held.fpp <= fpp:
+            return held
+        url = path + ".ribbon" + (f"?fpp={fpp!r}" if fpp is not None else "")
+        _, _, body = self._request(url, {"Accept-Encoding": "gzip"})
+        try:
+            ribbon = Ribbon.from_bytes(body)
+        except RibbonError as e:
+            raise ProtocolError(f"{url}: {e}") from None
+        self.ribbon_fetches += 1
+        if held is None or ribbon.r > held.r:
+            self.ribbons[path] = ribbon
+        return ribbon
+
+    def _held(self, path):
+        """(contains, fpp) of the most precise complete filter of the hour held."""
+        options = []
+        cached = self.cache.get(path)
+        if cached and cached[1]["complete"]:
+            f = Filter.from_document(cached[1])
+            options.append((f.contains, cached[1]["fpp"]))
+        if path in self.ribbons:
+            options.append((self.ribbons[path].contains, self.ribbons[path].fpp))
+        return min(options, key=lambda o: o[1]) if options else None
+
+    def _closed_hour(self, path, count, target_fpp, followed):
+        """`contains` of a closed hour in its cheapest form (or one held no worse)."""
+        form, cost = cheapest_form(count, target_fpp, followed, self.fetch_cost)
+        held = self._held(path)
+        if held and followed * held[1] * self.fetch_cost <= cost + 400:
+            return held[0]
+        if form[0] == "ribbon":
+            try:
+                return self.ribbon(path, 2.0 ** -form[1]).contains
+            except HTTPError as e:  # no compact form here: the v1 filter answers the same
+                if e.status not in (404, 406):
+                    raise
+        return self.filter(path).contains
+
     def changed_since(self, ids, since, per_hour=False):
         """[(first_hour, last_hour, ids that may have changed)], from since to now.
 
-        One union request by default; per_hour fetches each hour (cached once complete).
+        per_hour=False: one union request; True: each hour (cached once complete), closed
+        hours in their cheapest form; None: whichever is expected to cost fewer bytes,
+        wasted fetches (len(ids) * fpp * fetch_cost) included.
         """
         since_path = hour_path(since)
+        index = self.index() if per_hour is not False or self.verifier else None
+        if per_hour is None and not self.verifier:
+            per_hour = self._hourly_is_cheaper(index, parse_hour(since_path), len(ids))
         if not per_hour and not self.verifier:  # unions are not signed
             doc = self.document("/since" + since_path)
             f = Filter.from_document(doc)
             found = [i for i in ids if f.contains(i)]
             return [(doc["from"], doc["to"], found)] if found else []
-        now = parse_hour(self.index()["current"]["hour"])
+        now = parse_hour(index["current"]["hour"])
+        counts = {h["hour"]: h.get("count") for h in index.get("hours", [])}
+        target, capacity = index.get("target_fpp", 0.01), index.get("capacity", 3000)
         hour = parse_hour(since_path)
         out = []
         while hour <= now:
-            doc = self.document(hour_path(hour))
-            f = Filter.from_document(doc)
-            found = [i for i in ids if f.contains(i)]
+            path, name = hour_path(hour), hour.strftime("%Y-%m-%dT%H:00:00Z")
+            if hour == now or self.verifier:  # ribbons are not signed
+                contains = self.filter(path).contains
+            else:
+                count = counts.get(name)
+                contains = self._closed_hour(path, capacity if count is None else count,
+                                             target, len(ids))
+            found = [i for i in ids if contains(i)]
             if found:
-                out.append((doc["hour"], doc["hour"], found))
+                out.append((name, name, found))
             hour += datetime.timedelta(hours=1)
         return out
+
+    def _hourly_is_cheaper(self, index, since, followed):
+        if "target_fpp" not in index or "hours" not in index:
+            return False  # an index without counts: one union
+        now = parse_hour(index["current"]["hour"])
+        counts = {h["hour"]: h.get("count") for h in index["hours"]}
+        hours, hour = [], since
+        while hour <= now:
+            path, name = hour_path(hour), hour.strftime("%Y-%m-%dT%H:00:00Z")
+            held, cached = self._held(path), self.cache.get(path)
+            hours.append({"count": counts.get(name), "open": hour == now,
+                          "held_fpp": held[1] if held else None,
+                          "unchanged": bool(cached) and cached[1]["count"] == counts.get(name)})
+            hour += datetime.timedelta(hours=1)
+        return hourly_is_cheaper(hours, index["target_fpp"], index.get("capacity", 3000),
+                                 followed, self.fetch_cost)
 
     def verify_chain(self, since):
         """Verifies the chain from `since` to the newest sealed hour (page by page), then

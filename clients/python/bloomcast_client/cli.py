@@ -12,8 +12,9 @@ import math
 import os
 import sys
 
-from . import (Client, ConnectionFailed, Filter, HTTPError, MissingDependency,
-               ProtocolError, VerificationError, hour_path, parse_hour, selftest)
+from . import (DEFAULT_FETCH_COST, Client, ConnectionFailed, Filter, HTTPError,
+               MissingDependency, ProtocolError, VerificationError, hour_path, parse_hour,
+               selftest, selftest_ribbon)
 from .verify import selftest_chain
 
 PROG = "bloomcast-py"
@@ -53,6 +54,12 @@ def positive(text):
     return n
 
 
+def non_negative(text):
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of bytes")
+    return int(text)
+
+
 def rfc3339(hour):
     return hour.strftime("%Y-%m-%dT%H:00:00Z")
 
@@ -72,9 +79,9 @@ def window_start(client, hours):
 
 def cmd_check(args):
     ids = read_ids(args.ids)
-    client = Client(args.server, pubkey=args.pubkey)
+    client = Client(args.server, pubkey=args.pubkey, fetch_cost=args.fetch_cost)
     since = args.since or window_start(client, args.hours or 24)
-    per_hour = args.strategy == "hourly"
+    per_hour = {"auto": None, "hourly": True, "union": False}[args.strategy]
     changes = client.changed_since(ids, since, per_hour=per_hour)
     flagged = {i for _, _, found in changes for i in found}
     seen, changed = set(), []
@@ -88,6 +95,7 @@ def cmd_check(args):
             "changed": changed,
             "ranges": [{"from": f, "to": t, "ids": found} for f, t, found in changes],
             "requests": client.requests, "bytes": client.wire_bytes,
+            "ribbons": client.ribbon_fetches,
         }))
     else:
         for id_ in changed:
@@ -149,6 +157,8 @@ def cmd_inspect(args):
 def cmd_selftest(args):
     if args.vectors.endswith("chain-vectors.json"):
         print(f"ok: {selftest_chain(args.vectors)} chain vectors")
+    elif args.vectors.endswith("ribbon-vectors.json"):
+        print(f"ok: {selftest_ribbon(args.vectors)} ribbon vectors")
     else:
         print(f"ok: {selftest(args.vectors)} vectors")
 
@@ -183,7 +193,13 @@ def parser():
                         help="look at the last N hours, the current one included "
                         "[default: 24]")
     check.add_argument("--strategy", choices=["auto", "hourly", "union"], default="auto",
-                       help="fetch per hour, or one union (auto: one union) [default: auto]")
+                       help="fetch per hour, one union, or whichever is expected to cost "
+                       "fewer bytes [default: auto]")
+    check.add_argument("--fetch-cost", type=non_negative, default=DEFAULT_FETCH_COST,
+                       metavar="BYTES",
+                       help="what fetching one resource costs: each closed hour is read "
+                       "as a v1 filter or a ribbon at the precision minimising filter "
+                       "bytes plus IDs checked * fpp * BYTES [default: 10240]")
     check.add_argument("--json", action="store_true",
                        help="print one JSON object (ranges, requests, bytes) instead of lines")
     check.add_argument("--pubkey", metavar="KEY",
@@ -222,7 +238,9 @@ def parser():
 
     test = verbs.add_parser(
         "selftest", help="check this client against the published test vectors",
-        description="Check hashing, encoding and sizing against docs/test-vectors.json.")
+        description="Check hashing, encoding and sizing against docs/test-vectors.json "
+        "(or the chain or ribbon decoder against docs/chain-vectors.json or "
+        "docs/ribbon-vectors.json).")
     test.add_argument("vectors", nargs="?", default="docs/test-vectors.json",
                       help="the test vectors file [default: docs/test-vectors.json]")
     test.set_defaults(run=cmd_selftest, needs_server=False)

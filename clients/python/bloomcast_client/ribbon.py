@@ -1,0 +1,200 @@
+"""Compact filters (PROTOCOL.md section 12): decoding and querying a ribbon body, and
+choosing, before any fetch, the form of a closed hour that costs the fewest bytes.
+
+    ribbon = Ribbon.from_bytes(body)      # a `.ribbon` response body
+    ribbon.contains("user:42")            # False is certain
+
+Standard library only; all arithmetic is on Python integers masked to 64 bits.
+"""
+
+import json
+import math
+
+MAGIC = b"BCR1"
+HEADER = 24
+MASK64 = (1 << 64) - 1
+GOLDEN = 0x9E3779B97F4A7C15
+# The fingerprint bits this client asks for (`?fpp=2^-r`).
+RIBBON_BITS = range(4, 25)
+DEFAULT_FETCH_COST = 10 * 1024
+
+
+class RibbonError(ValueError):
+    """A body that breaks the decoding rules of section 12."""
+
+
+def mix64(z):
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & MASK64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & MASK64
+    return z ^ (z >> 31)
+
+
+def slot(h1, h2, seed, m, r):
+    """(start, coeff, fp) of the key (h1, h2) in a ribbon of m rows built with seed."""
+    a = mix64(((h1 << 32) | h2) ^ seed)
+    b = mix64(a ^ GOLDEN)
+    c = mix64(b ^ GOLDEN)
+    return (a * (m - 63)) >> 64, b | 1, c & ((1 << r) - 1)
+
+
+class Ribbon:
+    """A decoded ribbon: n keys, m rows of r bits, the seed it was built with."""
+
+    def __init__(self, n, m, r, seed, solution):
+        self.n, self.m, self.r, self.seed = n, m, r, seed
+        # Eight zero bytes past the end, so every 64-bit window reads whole.
+        self._solution = bytes(solution) + bytes(9)
+
+    @property
+    def fpp(self):
+        return 2.0 ** -self.r
+
+    @classmethod
+    def from_bytes(cls, body):
+        body = bytes(body)
+        if len(body) < HEADER:
+            raise RibbonError(f"{len(body)} bytes is shorter than the header")
+        if body[0:4] != MAGIC:
+            raise RibbonError('magic is not "BCR1"')
+        if body[4] != 1:
+            raise RibbonError(f"version {body[4]} (this client knows 1)")
+        r = body[5]
+        if not 1 <= r <= 32:
+            raise RibbonError(f"r = {r} outside 1..32")
+        if body[6:8] != b"\0\0":
+            raise RibbonError("reserved bytes are not zero")
+        n = int.from_bytes(body[8:12], "little")
+        m = int.from_bytes(body[12:16], "little")
+        seed = int.from_bytes(body[16:24], "little")
+        if m < 64:
+            raise RibbonError(f"m = {m} is below 64")
+        solution = body[HEADER:]
+        expected = (r * m + 7) // 8
+        if len(solution) != expected:
+            raise RibbonError(f"solution of {len(solution)} bytes, expected {expected} "
+                              f"for m = {m}, r = {r}")
+        if (r * m) % 8 and solution[-1] >> ((r * m) % 8):
+            raise RibbonError("padding bits past r*m are set")
+        return cls(n, m, r, seed, solution)
+
+    def contains_key(self, h1, h2):
+        start, coeff, fp = slot(h1, h2, self.seed, self.m, self.r)
+        s, got = self._solution, 0
+        for b in range(self.r):
+            t = b * self.m + start
+            window = (int.from_bytes(s[t >> 3:(t >> 3) + 9], "little") >> (t & 7)) & MASK64
+            got |= (bin(window & coeff).count("1") & 1) << b
+        return got == fp
+
+    def contains(self, id_):
+        """False: certainly not in the hour. True: probably (fpp = 2^-r)."""
+        from . import key  # the sha1-km32 halves (section 1)
+        return self.contains_key(*key(id_))
+
+
+# --- Choosing the cheapest form of a closed hour ------------------------------------
+
+def ribbon_rows(n):
+    """Rows of the server's ribbon for n keys (section 12, construction)."""
+    slack = 0.065 if n < 10_000 else 0.075
+    return max(math.ceil(n * (1 + slack)) + 16, 64)
+
+
+def ribbon_bytes(n, r):
+    return HEADER + (r * ribbon_rows(n) + 7) // 8
+
+
+def bloom_choice(n, target_fpp):
+    """(bytes, fpp) of a closed hour's v1 filter as `.bin` with gzip: sized for n at the
+    target (section 3) plus one of the server's 1/32 growth steps, gzip's framing."""
+    from . import optimal
+    m, _ = optimal(n, target_fpp)
+    m += m // 32
+    k = min(max(math.floor(m / max(n, 1) * math.log(2) + 0.5), 1), 64)
+    raw = (m + 7) // 8
+    fpp = min(target_fpp, (1 - math.exp(-k * n / m)) ** k)
+    return raw + 24 + raw // 8192, fpp
+
+
+def cheapest_form(count, target_fpp, followed, fetch_cost=DEFAULT_FETCH_COST):
+    """The form of a closed hour of `count` IDs minimising filter bytes plus
+    followed * fpp * fetch_cost: ("bloom", None) or ("ribbon", r), with its expected
+    bytes. As the Rust SDK's `cheapest_form`."""
+    def expected(size, fpp):
+        return size + followed * fpp * fetch_cost
+
+    options = []
+    for r in RIBBON_BITS:
+        size = ribbon_bytes(count, r)
+        options.append((expected(size, 2.0 ** -r), size, ("ribbon", r)))
+    size, fpp = bloom_choice(count, target_fpp)
+    options.append((expected(size, fpp), size, ("bloom", None)))
+    cost, _, form = min(options, key=lambda o: (o[0], o[1]))
+    return form, cost
+
+
+RESPONSE_OVERHEAD = 400  # status line and headers of a filter response
+NOT_MODIFIED = 250
+
+
+def _payload(n, p):
+    return max(n, 1) * math.log(1 / p) / math.log(2) ** 2 / 8
+
+
+def hourly_is_cheaper(hours, target_fpp, capacity, followed, fetch_cost, bloom_only=False):
+    """Whether reading hour by hour costs fewer expected bytes than one since-union
+    (the Rust SDK's plan). `hours`: dicts with `count` (None: unknown, taken as
+    capacity), `held_fpp` (the best complete filter held, or None), `unchanged` (an
+    open hour held at its current count: a 304) and `open`."""
+    from . import optimal
+    p = target_fpp
+
+    def waste(fpp):
+        return followed * fpp * fetch_cost
+
+    total = 0.0
+    for h in hours:
+        count = capacity if h.get("count") is None else h["count"]
+        if h.get("open"):
+            m, k = optimal(max(count, capacity), p)
+            fetch = NOT_MODIFIED if h.get("unchanged") else \
+                _payload(max(count, capacity), p) + RESPONSE_OVERHEAD
+            total += fetch + waste(min(p, (1 - math.exp(-k * count / m)) ** k))
+            continue
+        if bloom_only:
+            size, fpp = bloom_choice(count, p)
+            cost = size + waste(fpp)
+        else:
+            cost = cheapest_form(count, p, followed, fetch_cost)[1]
+        cost += RESPONSE_OVERHEAD
+        if h.get("held_fpp") is not None:
+            cost = min(cost, waste(h["held_fpp"]))
+        total += cost
+    counts = sum(capacity if h.get("count") is None else h["count"] for h in hours)
+    return total <= _payload(counts, p) + RESPONSE_OVERHEAD + waste(p)
+
+
+def selftest_ribbon(path):
+    """Checks this decoder against docs/ribbon-vectors.json; returns the count."""
+    from . import key
+    with open(path, encoding="utf-8") as f:
+        vectors = json.load(f)
+    checked = 0
+    for v in vectors["slots"]:
+        if key(v["id"]) != (v["h1"], v["h2"]):
+            raise RibbonError(f"hash mismatch for {v['id']!r}")
+        got = slot(v["h1"], v["h2"], int(v["seed"]), v["m"], v["r"])
+        if got != (v["start"], int(v["coeff"], 16), v["fp"]):
+            raise RibbonError(f"slot mismatch for {v!r}: {got}")
+        checked += 1
+    for v in vectors["filters"]:
+        ribbon = Ribbon.from_bytes(bytes.fromhex(v["body"]))
+        if ribbon.r != v["r"] or ribbon.n != len(v["ids"]):
+            raise RibbonError(f"header mismatch: r {ribbon.r}, n {ribbon.n}")
+        if not all(ribbon.contains(i) for i in v["ids"]):
+            raise RibbonError(f"a member of {len(v['ids'])} IDs answers false")
+        for a in v["absent"]:
+            if ribbon.contains(a["id"]) != a["contains"]:
+                raise RibbonError(f"{a['id']!r} should answer {a['contains']}")
+        checked += 1
+    return checked

@@ -1,0 +1,160 @@
+//! Configuring a [`Client`]: the server, credentials, timeouts, caches, verification
+//! and what a wasted fetch costs.
+
+use super::{
+    cache::EtagCache, compact, dictionaries, Client, ClientError, Counters, Result,
+    DEFAULT_FETCH_COST,
+};
+use std::time::Duration;
+
+/// Configures a [`Client`].
+#[derive(Debug, Clone)]
+pub struct ClientBuilder {
+    base: String,
+    token: Option<String>,
+    timeout: Duration,
+    connect_timeout: Duration,
+    cache_entries: usize,
+    cache_dir: Option<std::path::PathBuf>,
+    pubkey: Option<crate::chain::PublicKey>,
+    pin: bool,
+    fetch_cost: u64,
+}
+
+impl ClientBuilder {
+    /// What fetching a resource that turns out unchanged costs the caller, in bytes
+    /// (default [`DEFAULT_FETCH_COST`], 10 KiB). [`Client::changed_since`] reads each
+    /// closed hour in the form and precision that minimise filter bytes plus
+    /// `IDs followed × fpp × fetch_cost` ([`cheapest_form`]): a ribbon at up to 2^-24
+    /// for a large following, the v1 Bloom filter for a nearly empty hour.
+    ///
+    /// ```
+    /// let client = bloomcast::client::Client::builder("http://127.0.0.1:8080")
+    ///     .fetch_cost(50 * 1024) // a feed page with its images
+    ///     .build();
+    /// assert!(client.is_ok());
+    /// ```
+    pub fn fetch_cost(mut self, bytes: u64) -> Self {
+        self.fetch_cost = bytes;
+        self
+    }
+
+    /// Trust on first use, without a key given: the server's public key is read from
+    /// `/.well-known/bloomcast.json` once and pinned in the [`cache_dir`](Self::cache_dir)
+    /// (`<dir>/<server>/pubkey`); every closed hour is then verified against the pinned
+    /// key, in this process and later ones, as with [`pubkey`](Self::pubkey). A server
+    /// (or a mirror) that later signs with another key is refused. Needs a cache dir.
+    pub fn pin_on_first_use(mut self) -> Self {
+        self.pin = true;
+        self
+    }
+
+    /// The publisher's public key (`GET /.well-known/bloomcast.json`, printed by the
+    /// server at start): every closed hour fetched is then verified (digest, chain link,
+    /// signature) and a tampered one refused with [`ClientError::Unverified`]. Unions
+    /// are not signed, so [`Client::changed_since`] fetches hour by hour.
+    ///
+    /// ```
+    /// let key = "d75a980182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a";
+    /// let client = bloomcast::client::Client::builder("http://127.0.0.1:8080")
+    ///     .pubkey(key.parse().expect("a public key"))
+    ///     .build();
+    /// assert!(client.is_ok());
+    /// ```
+    pub fn pubkey(mut self, key: crate::chain::PublicKey) -> Self {
+        self.pubkey = Some(key);
+        self
+    }
+
+    /// The bearer token for [`Client::ingest`].
+    pub fn token(mut self, token: impl Into<String>) -> Self {
+        self.token = Some(token.into());
+        self
+    }
+
+    /// The whole-request timeout (default 30 s).
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// How many fetched filters to keep for revalidation (default 1024; 0 disables).
+    pub fn cache_entries(mut self, entries: usize) -> Self {
+        self.cache_entries = entries;
+        self
+    }
+
+    /// A directory where [`Client::history`] keeps complete hours' filters, so a later
+    /// process fetches only hours it has not seen complete (default: none, memory only;
+    /// [`default_cache_dir`] is the conventional place).
+    pub fn cache_dir(mut self, dir: impl Into<std::path::PathBuf>) -> Self {
+        self.cache_dir = Some(dir.into());
+        self
+    }
+
+    /// Builds the client.
+    ///
+    /// # Errors
+    /// [`ClientError::Url`] for a base that is neither `http://`/`https://` nor
+    /// `host:port` (taken as `http://host:port`);
+    /// [`ClientError::Transport`] when the TLS backend cannot start.
+    pub fn build(self) -> Result<Client> {
+        // `host:port` (no scheme) means plain HTTP, as curl takes it.
+        let base = match self.base.contains("://") {
+            true => self.base.trim_end_matches('/').to_owned(),
+            false => format!("http://{}", self.base.trim_end_matches('/')),
+        };
+        let bad = || ClientError::Url(self.base.clone());
+        let parsed = reqwest::Url::parse(&base).map_err(|_| bad())?;
+        if !matches!(parsed.scheme(), "http" | "https") || parsed.host().is_none() {
+            return Err(bad());
+        }
+        let http = reqwest::Client::builder()
+            // reqwest's own gzip is not built in: we send Accept-Encoding ourselves and
+            // gunzip by hand, so that the bytes counted in `Stats` crossed the wire.
+            .timeout(self.timeout)
+            .connect_timeout(self.connect_timeout)
+            .user_agent(concat!("bloomcast-client/", env!("CARGO_PKG_VERSION")))
+            .build()?;
+        Ok(Client {
+            http,
+            base,
+            token: self.token,
+            cache: EtagCache::new(self.cache_entries),
+            ribbons: compact::RibbonCache::new(self.cache_entries),
+            fetch_cost: self.fetch_cost,
+            dictionaries: dictionaries::Dictionaries::default(),
+            counters: Counters::default(),
+            cache_dir: self.cache_dir,
+            pubkey: self.pubkey,
+            pin: self.pin,
+            pinned: tokio::sync::OnceCell::new(),
+            verified: std::sync::Mutex::default(),
+        })
+    }
+}
+
+impl Client {
+    /// A client for the server at `base` (e.g. `http://127.0.0.1:8080`) with defaults.
+    ///
+    /// # Errors
+    /// As [`ClientBuilder::build`].
+    pub fn new(base: &str) -> Result<Client> {
+        Client::builder(base).build()
+    }
+
+    /// Starts configuring a client for the server at `base`.
+    pub fn builder(base: &str) -> ClientBuilder {
+        ClientBuilder {
+            base: base.to_owned(),
+            token: None,
+            timeout: Duration::from_secs(30),
+            connect_timeout: Duration::from_secs(5),
+            cache_entries: 1024,
+            cache_dir: None,
+            pubkey: None,
+            pin: false,
+            fetch_cost: DEFAULT_FETCH_COST,
+        }
+    }
+}

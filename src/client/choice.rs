@@ -1,0 +1,200 @@
+//! Which form of a closed hour to fetch: pure arithmetic on the hour's count, the
+//! number of IDs followed and what a wasted fetch costs.
+//!
+//! A filter is downloaded once, but every ID it wrongly flags costs the caller a
+//! fetch of that resource. So the bytes a closed hour costs are its filter's bytes plus
+//! `followed × fpp × fetch_cost`, and the best precision rises with the number of IDs
+//! followed: a reader of 45,754 feeds whose fetches cost 10 KiB wastes 4.7 MB per hour
+//! at p = 0.01 and about 56 bytes at p = 2^-23. Both terms are known before fetching:
+//! the count comes from the index, the sizes from the formulas of docs/PROTOCOL.md
+//! (section 3 and section 12), so the choice costs no request.
+
+/// The default cost of fetching a resource that turns out not to have changed.
+pub const DEFAULT_FETCH_COST: u64 = 10 * 1024;
+/// The fingerprint bits the client asks for: `?fpp=2^-r` for r in this range.
+pub const RIBBON_BITS: std::ops::RangeInclusive<u32> = 4..=24;
+
+/// The bytes gzip adds to a `.bin` body (near-random bits do not compress): its framing
+/// and stored-block headers. Measured: 3,707 → 3,730; 37,068 → 37,096; 370,673 → 370,751.
+fn gzip_len(raw: u64) -> u64 {
+    raw + 24 + raw / 8192
+}
+
+/// How a closed hour travels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Form {
+    /// The v1 Bloom filter, `.bin` with gzip, at the service's target fpp.
+    Bloom,
+    /// The ribbon filter at `fpp = 2^-r` (`.ribbon?fpp=2^-r`).
+    Ribbon { r: u32 },
+}
+
+/// A form with its predicted body size and false-positive probability.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Choice {
+    pub form: Form,
+    /// Body bytes on the wire (headers aside; they are the same for every form).
+    pub filter_bytes: u64,
+    pub fpp: f64,
+}
+
+impl Choice {
+    /// The form of a closed hour of `n` IDs as the v1 Bloom filter: sized for `n` at
+    /// `target_fpp` (section 3) plus one of the server's 1/32 growth steps, gzip framing.
+    /// Its fpp is at most the target (the server grows m until it is), and nothing for
+    /// an empty hour, whose filter has no bit set.
+    pub fn bloom(n: u64, target_fpp: f64) -> Choice {
+        let p = target_fpp.clamp(1e-12, 0.5);
+        let params = crate::bloom::Params::optimal(n, p)
+            .unwrap_or_else(|_| crate::bloom::Params::for_count(n, u32::MAX));
+        let m = u64::from(params.m) + u64::from(params.m) / 32;
+        let shape = crate::bloom::Params::for_count(n, m.min(u64::from(u32::MAX)) as u32);
+        Choice {
+            form: Form::Bloom,
+            filter_bytes: gzip_len(m.div_ceil(8)),
+            fpp: shape.expected_fpp(n).min(p),
+        }
+    }
+
+    /// The form of a closed hour of `n` IDs as a ribbon at `2^-r`: the 24-byte header and
+    /// `ceil(r * rows / 8)` bytes of solution (section 12), served without gzip.
+    pub fn ribbon(n: u64, r: u32) -> Choice {
+        Choice {
+            form: Form::Ribbon { r },
+            filter_bytes: 24 + (u64::from(r) * ribbon_rows(n)).div_ceil(8),
+            fpp: (-f64::from(r)).exp2(),
+        }
+    }
+
+    /// Filter bytes plus the expected bytes of wasted fetches:
+    /// `filter_bytes + followed × fpp × fetch_cost`.
+    pub fn expected_bytes(&self, followed: u64, fetch_cost: u64) -> f64 {
+        self.filter_bytes as f64 + wasted(self.fpp, followed, fetch_cost)
+    }
+}
+
+/// Expected bytes of fetches wasted on false positives: `followed × fpp × fetch_cost`.
+pub fn wasted(fpp: f64, followed: u64, fetch_cost: u64) -> f64 {
+    followed as f64 * fpp * fetch_cost as f64
+}
+
+/// The rows of the server's first ribbon for `n` keys (section 12, construction):
+/// `ceil(n * 1.065) + 16` below 10,000 keys, `ceil(n * 1.075) + 16` from there, at least
+/// 64. A rare retry grows it by 1 %; the prediction ignores that.
+pub fn ribbon_rows(n: u64) -> u64 {
+    let slack = if n < 10_000 { 0.065 } else { 0.075 };
+    ((n as f64 * (1.0 + slack)).ceil() as u64 + 16).max(64)
+}
+
+/// The form of a closed hour of `count` IDs that minimises
+/// [`Choice::expected_bytes`] for `followed` IDs at `fetch_cost` bytes per wasted fetch:
+/// the v1 Bloom filter at `target_fpp`, or a ribbon at `2^-r` for r in [`RIBBON_BITS`].
+/// Ties go to the smaller filter.
+///
+/// ```
+/// use bloomcast::client::{cheapest_form, Form};
+/// // Following 45,754 feeds at 10 KiB a fetch, an hour of 280 IDs is worth 23 bits:
+/// let choice = cheapest_form(280, 0.01, 45_754, 10 * 1024);
+/// assert_eq!(choice.form, Form::Ribbon { r: 23 });
+/// // An empty hour: the Bloom filter, 2 bytes and no false positive.
+/// assert_eq!(cheapest_form(0, 0.01, 45_754, 10 * 1024).form, Form::Bloom);
+/// ```
+pub fn cheapest_form(count: u64, target_fpp: f64, followed: u64, fetch_cost: u64) -> Choice {
+    let cost = |c: &Choice| (c.expected_bytes(followed, fetch_cost), c.filter_bytes);
+    RIBBON_BITS
+        .map(|r| Choice::ribbon(count, r))
+        .chain([Choice::bloom(count, target_fpp)])
+        .min_by(|a, b| cost(a).partial_cmp(&cost(b)).expect("finite costs"))
+        .expect("at least one form")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bloom::{Filter, Key, Ribbon};
+
+    fn keys(n: u64) -> Vec<Key> {
+        (0..n).map(|i| Key::of(&format!("user:{i}"))).collect()
+    }
+
+    #[test]
+    fn the_predicted_ribbon_size_is_the_servers_for_every_size_and_precision() {
+        for n in [0, 1, 40, 63, 300, 2_999, 9_999, 10_000, 30_000] {
+            let keys = keys(n);
+            for r in [4, 7, 13, 24] {
+                let built = Ribbon::build(&keys, r).unwrap();
+                let predicted = Choice::ribbon(n, r).filter_bytes;
+                // A retry grows m by 1 % at most every 4 seeds; seed 0 nearly always works.
+                let slack = if built.seed() < 4 { 0 } else { predicted / 50 };
+                assert!(
+                    (built.byte_len() as u64).abs_diff(predicted) <= slack,
+                    "n {n} r {r}: built {} predicted {predicted}",
+                    built.byte_len()
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn the_predicted_bloom_size_is_within_a_growth_step_of_the_servers() {
+        for n in [1u64, 100, 300, 3_000, 30_000] {
+            let built = Filter::sized_within(&keys(n), 0.01).unwrap();
+            let raw = built.params().byte_len() as u64;
+            let predicted = Choice::bloom(n, 0.01).filter_bytes;
+            let gzip = gzip_len(raw);
+            assert!(
+                gzip.abs_diff(predicted) <= gzip / 30 + 2,
+                "n {n}: served {gzip} predicted {predicted}"
+            );
+        }
+    }
+
+    #[test]
+    fn with_nothing_to_waste_the_smallest_filter_wins() {
+        // A fetch that costs nothing: only filter bytes count, so the fewest bits.
+        assert_eq!(
+            cheapest_form(3_000, 0.01, 45_754, 0).form,
+            Form::Ribbon { r: 4 }
+        );
+        // Tiny hours: a ribbon's 24-byte header and 64 rows cost more than a Bloom filter.
+        assert_eq!(cheapest_form(0, 0.01, 1, 0).form, Form::Bloom);
+        assert_eq!(cheapest_form(5, 0.01, 1, 0).form, Form::Bloom);
+    }
+
+    #[test]
+    fn few_ids_followed_take_a_coarse_filter_and_many_a_precise_one() {
+        let r = |followed| match cheapest_form(300, 0.01, followed, DEFAULT_FETCH_COST).form {
+            Form::Ribbon { r } => r,
+            Form::Bloom => 0,
+        };
+        assert_eq!(r(1), 7);
+        assert_eq!(r(100), 14);
+        assert_eq!(r(45_754), 23);
+        assert_eq!(r(10_000_000), 24, "clamped to 2^-24");
+    }
+
+    #[test]
+    fn a_dearer_fetch_asks_for_more_bits() {
+        let r = |cost| match cheapest_form(30_000, 0.01, 1_000, cost).form {
+            Form::Ribbon { r } => r,
+            Form::Bloom => 0,
+        };
+        assert!(r(100) < r(10 * 1024) && r(10 * 1024) < r(1 << 20));
+    }
+
+    #[test]
+    fn the_choice_is_never_worse_than_the_v1_filter() {
+        for n in [0, 3, 50, 300, 3_000, 300_000] {
+            for followed in [1, 100, 45_754] {
+                for cost in [0, 300, 10 * 1024] {
+                    let best = cheapest_form(n, 0.01, followed, cost);
+                    let v1 = Choice::bloom(n, 0.01);
+                    assert!(
+                        best.expected_bytes(followed, cost) <= v1.expected_bytes(followed, cost),
+                        "n {n} followed {followed} cost {cost}"
+                    );
+                }
+            }
+        }
+    }
+}
