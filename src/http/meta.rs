@@ -1,19 +1,23 @@
 //! `GET /` (the index), `GET /healthz`, `GET /metrics` and the JSON 404/405 fallbacks.
 
 use super::error::{ApiError, Result};
+use super::negotiate::accepts_gzip;
 use super::AppState;
 use crate::bloom::SHA1_KM32;
 use axum::extract::State;
-use axum::http::{header, StatusCode};
-use axum::response::IntoResponse;
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
 use axum::Json;
+use flate2::write::GzEncoder;
+use flate2::Compression;
 use serde_json::{json, Value};
 use std::fmt::Write as _;
+use std::io::Write as _;
 
 /// How many recent hours the index lists.
 const INDEX_HOURS: usize = 24;
 
-pub async fn index(State(state): State<AppState>) -> Result<impl IntoResponse> {
+pub async fn index(State(state): State<AppState>, request: HeaderMap) -> Result<Response> {
     let service = &state.service;
     let now = service.current_hour();
     let hours = service.recent(INDEX_HOURS).await?;
@@ -38,7 +42,60 @@ pub async fn index(State(state): State<AppState>) -> Result<impl IntoResponse> {
         },
         "hours": hours,
     });
-    Ok(([(header::CACHE_CONTROL, "no-cache")], Json(body)))
+    let body = serde_json::to_vec(&body).expect("a JSON value serializes");
+    Ok(revalidated_json(body, &request))
+}
+
+/// A JSON body that changes often (the index: its counts move with every ingest), sent
+/// as pollers need it: `no-cache` with a strong `ETag` and `304` on `If-None-Match`, and
+/// gzip when the client takes it (an index of 24 hours is about 5 KB, 1 KB gzipped;
+/// pollers fetch it on every call, so it weighs as much as a small hour's filter).
+fn revalidated_json(identity: Vec<u8>, request: &HeaderMap) -> Response {
+    let tag = crate::bloom::to_hex(&crate::dcz::sha256(&identity)[..10]);
+    let gzip = accepts_gzip(request);
+    let etag = if gzip {
+        format!("\"{tag}-gz\"")
+    } else {
+        format!("\"{tag}\"")
+    };
+    let headers = [
+        (header::CACHE_CONTROL, HeaderValue::from_static("no-cache")),
+        (header::VARY, HeaderValue::from_static("Accept-Encoding")),
+        (
+            header::ETAG,
+            HeaderValue::from_str(&etag).expect("hex etag"),
+        ),
+    ];
+    let matches = request
+        .get(header::IF_NONE_MATCH)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| {
+            v.split(',').map(str::trim).any(|t| {
+                let t = t.strip_prefix("W/").unwrap_or(t);
+                t == "*" || t == etag
+            })
+        });
+    if matches {
+        return (StatusCode::NOT_MODIFIED, headers).into_response();
+    }
+    let json = HeaderValue::from_static("application/json");
+    if !gzip {
+        return (headers, [(header::CONTENT_TYPE, json)], identity).into_response();
+    }
+    let mut enc = GzEncoder::new(Vec::with_capacity(identity.len() / 3), Compression::fast());
+    enc.write_all(&identity)
+        .expect("writing to a Vec cannot fail");
+    let body = enc.finish().expect("writing to a Vec cannot fail");
+    let encoding = HeaderValue::from_static("gzip");
+    (
+        headers,
+        [
+            (header::CONTENT_TYPE, json),
+            (header::CONTENT_ENCODING, encoding),
+        ],
+        body,
+    )
+        .into_response()
 }
 
 /// 200 while this node serves (`ok`, or `degraded` when some hours failed

@@ -135,6 +135,37 @@ async fn the_index_lists_recent_hours_newest_first() {
 }
 
 #[tokio::test]
+async fn the_index_is_gzipped_for_clients_that_take_it_and_revalidates_until_it_changes() {
+    let app = TestApp::spawn().await;
+    app.ingest(&["a", "b"]).await;
+    let plain = app.get("/").await;
+    assert_eq!(plain.header("content-encoding"), None);
+    assert_eq!(plain.header("cache-control"), Some("no-cache"));
+    assert_eq!(plain.header("vary"), Some("Accept-Encoding"));
+    let gz = app.get_with("/", &[("accept-encoding", "gzip")]).await;
+    assert_eq!(gz.header("content-encoding"), Some("gzip"));
+    assert!(gz.body.len() < plain.body.len(), "gzip is smaller");
+    assert_eq!(gunzip(&gz.body), plain.body, "the same document");
+    let (tag, gz_tag) = (plain.header("etag").unwrap(), gz.header("etag").unwrap());
+    assert_ne!(tag, gz_tag, "one tag per encoding");
+    let again = app.get_with("/", &[("if-none-match", tag)]).await;
+    assert_eq!(again.status, 304);
+    assert!(again.body.is_empty());
+    let again = app
+        .get_with(
+            "/",
+            &[("accept-encoding", "gzip"), ("if-none-match", gz_tag)],
+        )
+        .await;
+    assert_eq!(again.status, 304);
+    // The count moves: the old tag no longer matches.
+    app.ingest(&["c"]).await;
+    let changed = app.get_with("/", &[("if-none-match", tag)]).await;
+    assert_eq!(changed.status, 200);
+    assert_eq!(changed.json()["hours"][0]["count"], 3);
+}
+
+#[tokio::test]
 async fn filters_link_to_the_previous_hour() {
     let app = TestApp::spawn().await;
     app.next_hour().await;
