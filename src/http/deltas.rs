@@ -11,6 +11,9 @@
 //!
 //! A `dcz` body is the current version compressed against a kept one, made once per
 //! (dictionary, current version) and shared by every poller holding that dictionary.
+//! It is made on the blocking pool (zstd takes 3-10 ms for a 300k-ID hour, which would
+//! stall every connection on an async worker), once: pollers asking for the same delta
+//! while it is made wait for that one build.
 
 use crate::dcz;
 use crate::hour::Hour;
@@ -19,7 +22,8 @@ use bytes::Bytes;
 use chrono::{DateTime, Utc};
 use rustc_hash::FxHashMap;
 use std::collections::VecDeque;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
+use tokio::sync::OnceCell;
 
 /// zstd level of a delta: 3 makes deltas as small as 19 here (sparse bit changes
 /// against the previous version) at a hundredth of the CPU (docs/BENCHMARKS.md).
@@ -27,6 +31,10 @@ const LEVEL: i32 = 3;
 
 /// One open hour's representation: what a dictionary may serve for.
 type Resource = (Hour, Repr);
+/// A delta: the resource, the dictionary's SHA-256 and the current version's.
+type DeltaKey = (Resource, [u8; 32], [u8; 32]);
+/// A delta being made, awaited by every request that wants it meanwhile.
+type Making = Arc<OnceCell<Option<Bytes>>>;
 
 /// Kept versions and made deltas.
 pub struct Deltas {
@@ -43,8 +51,10 @@ struct Inner {
     bytes: usize,
     /// `dcz` bodies by (dictionary, current version); cleared when over a quarter of
     /// the budget (they are remade on demand).
-    made: FxHashMap<(Resource, [u8; 32], [u8; 32]), Bytes>,
+    made: FxHashMap<DeltaKey, Bytes>,
     made_bytes: usize,
+    /// Deltas being made now.
+    making: FxHashMap<DeltaKey, Making>,
 }
 
 struct Version {
@@ -125,30 +135,51 @@ impl Deltas {
     /// The current version `r` of the open `hour` as a `dcz` body against the kept
     /// version named `dictionary`; `None` when that version is unknown, expired or of
     /// another filter size (the caller then answers as without a dictionary).
-    pub fn delta(&self, hour: Hour, r: &Rendered, dictionary: &[u8; 32]) -> Option<Bytes> {
-        let resource = (hour, r.repr);
-        let base = {
-            let inner = self.inner();
-            if let Some(made) = inner.made.get(&(resource, *dictionary, r.sha256)) {
+    pub async fn delta(&self, hour: Hour, r: &Rendered, dictionary: &[u8; 32]) -> Option<Bytes> {
+        let key = ((hour, r.repr), *dictionary, r.sha256);
+        let (making, base) = {
+            let mut inner = self.inner();
+            if let Some(made) = inner.made.get(&key) {
                 return Some(made.clone());
             }
-            let v = inner
+            let base = inner
                 .versions
                 .iter()
-                .find(|v| v.sha256 == *dictionary && v.resource == resource && v.m == r.m)?;
-            v.identity.clone()
+                .find(|v| v.sha256 == *dictionary && v.resource == key.0 && v.m == r.m)?
+                .identity
+                .clone();
+            let making = Arc::clone(inner.making.entry(key).or_default());
+            (making, base)
         };
-        let body = Bytes::from(dcz::encode(&base, dictionary, &r.identity, LEVEL)?);
+        let (dictionary, current) = (*dictionary, r.identity.clone());
+        let body = making
+            .get_or_init(|| async move {
+                let encode = move || dcz::encode(&base, &dictionary, &current, LEVEL);
+                tokio::task::spawn_blocking(encode)
+                    .await
+                    .ok()
+                    .flatten()
+                    .map(Bytes::from)
+            })
+            .await
+            .clone();
         let mut inner = self.inner();
-        if inner.made_bytes + body.len() > self.budget / 4 {
-            inner.made.clear();
-            inner.made_bytes = 0;
+        if inner
+            .making
+            .get(&key)
+            .is_some_and(|m| Arc::ptr_eq(m, &making))
+        {
+            inner.making.remove(&key);
+            if let Some(body) = &body {
+                if inner.made_bytes + body.len() > self.budget / 4 {
+                    inner.made.clear();
+                    inner.made_bytes = 0;
+                }
+                inner.made_bytes += body.len();
+                inner.made.insert(key, body.clone());
+            }
         }
-        inner.made_bytes += body.len();
-        inner
-            .made
-            .insert((resource, *dictionary, r.sha256), body.clone());
-        Some(body)
+        body
     }
 }
 
@@ -172,8 +203,8 @@ mod tests {
         DateTime::from_timestamp(1_795_000_000 + seconds, 0).unwrap()
     }
 
-    #[test]
-    fn keeps_versions_by_time_or_new_ids_and_deltas_decode() {
+    #[tokio::test]
+    async fn keeps_versions_by_time_or_new_ids_and_deltas_decode() {
         let hour = Hour::from_index(500_000);
         let deltas = Deltas::new(1 << 20, 30, 40);
         let v0 = version(0..1000, 3000);
@@ -191,19 +222,19 @@ mod tests {
         assert!(deltas.offer(hour, &v2, at(11)), "enough new IDs");
         assert!(deltas.offer(hour, &v1, at(60)), "enough time");
         for (dict, current) in [(&v0, &v2), (&v1, &v2), (&v0, &v1)] {
-            let body = deltas.delta(hour, current, &dict.sha256).unwrap();
+            let body = deltas.delta(hour, current, &dict.sha256).await.unwrap();
             assert_eq!(
                 dcz::decode(&dict.identity, &body).unwrap(),
                 current.identity
             );
             assert!(body.len() < current.gzip.len() / 4, "{}", body.len());
         }
-        assert!(deltas.delta(hour.next(), &v2, &v0.sha256).is_none());
-        assert!(deltas.delta(hour, &v2, &[7; 32]).is_none());
+        assert!(deltas.delta(hour.next(), &v2, &v0.sha256).await.is_none());
+        assert!(deltas.delta(hour, &v2, &[7; 32]).await.is_none());
     }
 
-    #[test]
-    fn a_resized_filter_or_the_budget_expires_versions() {
+    #[tokio::test]
+    async fn a_resized_filter_or_the_budget_expires_versions() {
         let hour = Hour::from_index(500_000);
         let small = version(0..100, 200);
         let grown = version(0..500, 3000);
@@ -211,27 +242,48 @@ mod tests {
         let deltas = Deltas::new(1 << 20, 30, 0);
         assert!(deltas.offer(hour, &small, at(0)));
         assert!(
-            deltas.delta(hour, &grown, &small.sha256).is_none(),
+            deltas.delta(hour, &grown, &small.sha256).await.is_none(),
             "another m"
         );
         assert!(deltas.offer(hour, &grown, at(1)), "a new m is kept at once");
-        assert!(deltas.delta(hour, &grown, &small.sha256).is_none());
+        assert!(deltas.delta(hour, &grown, &small.sha256).await.is_none());
 
         let a = version(0..100, 3000);
         let b = version(0..200, 3000);
         let deltas = Deltas::new(a.identity.len() + 1, 0, 0);
         assert!(deltas.offer(hour, &a, at(0)));
         let c = version(0..150, 3000);
-        assert!(deltas.delta(hour, &c, &a.sha256).is_some());
+        assert!(deltas.delta(hour, &c, &a.sha256).await.is_some());
         assert!(deltas.offer(hour, &b, at(1)));
         assert!(
-            deltas.delta(hour, &c, &a.sha256).is_none(),
+            deltas.delta(hour, &c, &a.sha256).await.is_none(),
             "made from an expired one"
         );
-        assert!(deltas.delta(hour, &b, &a.sha256).is_none(), "a went for b");
+        assert!(
+            deltas.delta(hour, &b, &a.sha256).await.is_none(),
+            "a went for b"
+        );
         assert!(
             !Deltas::new(0, 0, 0).offer(hour, &a, at(0)),
             "0 turns deltas off"
         );
+    }
+
+    #[tokio::test]
+    async fn pollers_asking_at_once_share_one_delta() {
+        let hour = Hour::from_index(500_000);
+        let deltas = Deltas::new(1 << 20, 30, 0);
+        let (old, current) = (version(0..1000, 3000), version(0..1100, 3000));
+        assert!(deltas.offer(hour, &old, at(0)));
+        let (a, b) = tokio::join!(
+            deltas.delta(hour, &current, &old.sha256),
+            deltas.delta(hour, &current, &old.sha256)
+        );
+        let (a, b) = (a.unwrap(), b.unwrap());
+        assert_eq!(a.as_ptr(), b.as_ptr(), "made once, while both waited");
+        assert!(deltas.inner().making.is_empty());
+        let again = deltas.delta(hour, &current, &old.sha256).await.unwrap();
+        assert_eq!(again.as_ptr(), a.as_ptr(), "kept once made");
+        assert_eq!(dcz::decode(&old.identity, &a).unwrap(), current.identity);
     }
 }

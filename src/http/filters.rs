@@ -92,14 +92,33 @@ async fn serve(
 ) -> Result<Response> {
     let repr = suffix.unwrap_or_else(|| choose_repr(headers));
     let view = state.service.view(target, repr).await?;
-    Ok(respond(state, &view, suffix, headers))
+    let delta = open_hour_delta(state, &view, headers).await;
+    Ok(respond(state, &view, suffix, headers, delta))
 }
 
+/// The `dcz` body of the open hour when the request offers a kept dictionary, accepts
+/// `dcz` and is not answered 304 (see [`super::deltas`]).
+async fn open_hour_delta(
+    state: &AppState,
+    view: &View,
+    request: &HeaderMap,
+) -> Option<bytes::Bytes> {
+    let hour = view.open_hour?;
+    let dictionary = dcz_dictionary(request)?;
+    if not_modified(&view.rendered, request) {
+        return None;
+    }
+    state.deltas.delta(hour, &view.rendered, &dictionary).await
+}
+
+/// The response to a filter request, with the open hour's `delta` when one was made
+/// for it ([`open_hour_delta`]).
 pub(super) fn respond(
     state: &AppState,
     view: &View,
     suffix: Option<Repr>,
     request: &HeaderMap,
+    delta: Option<bytes::Bytes>,
 ) -> Response {
     let r = &view.rendered;
     let gzip = accepts_gzip(request);
@@ -123,7 +142,7 @@ pub(super) fn respond(
         return response;
     }
 
-    let (dictionary, delta) = open_hour_delta(state, view, suffix, request);
+    let dictionary = kept_as_dictionary(state, view, suffix);
     let etag = match delta {
         Some(_) => HeaderValue::try_from(r.etag_dcz()).expect("hex etag"),
         None => etag,
@@ -175,27 +194,16 @@ pub(super) fn respond(
 }
 
 /// RFC 9842 for the open hour: its `Use-As-Dictionary` value when this version is kept
-/// as a dictionary, and the `dcz` body when the request offers a kept dictionary and
-/// accepts `dcz` (see [`super::deltas`]).
-fn open_hour_delta(
-    state: &AppState,
-    view: &View,
-    suffix: Option<Repr>,
-    request: &HeaderMap,
-) -> (Option<HeaderValue>, Option<bytes::Bytes>) {
-    let Some(hour) = view.open_hour else {
-        return (None, None);
-    };
+/// as a dictionary (see [`super::deltas`]).
+fn kept_as_dictionary(state: &AppState, view: &View, suffix: Option<Repr>) -> Option<HeaderValue> {
+    let hour = view.open_hour?;
     let r = &view.rendered;
-    let kept = state.deltas.offer(hour, r, state.service.now());
-    let delta = dcz_dictionary(request).and_then(|d| state.deltas.delta(hour, r, &d));
-    let dictionary = kept.then(|| {
+    state.deltas.offer(hour, r, state.service.now()).then(|| {
         let suffix = suffix.map_or(String::new(), |repr| format!(".{}", repr.suffix()));
         let id = r.etag.trim_matches('"');
         let value = format!("match=\"{}{suffix}\", id=\"{id}\"", hour.path());
         HeaderValue::try_from(value).expect("ascii")
-    });
-    (dictionary, delta)
+    })
 }
 
 /// Whether the request's `If-None-Match` names this representation (either encoding).

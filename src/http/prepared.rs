@@ -133,7 +133,7 @@ fn finished(state: &AppState, cors: &CorsHeaders, ready: &ReadyHour, variant: Va
         request.insert(header::IF_NONE_MATCH, HeaderValue::from_static("*"));
     }
     let suffix: Option<Repr> = variant.suffix.then_some(ready.rendered.repr);
-    let mut response = respond(state, &ready.view(), suffix, &request);
+    let mut response = respond(state, &ready.view(), suffix, &request, None);
     cors.apply(response.headers_mut());
     // Last, as the router sets it on every response with a body of known size.
     if let Some(length) = response.body().size_hint().exact() {
