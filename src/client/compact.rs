@@ -1,5 +1,6 @@
 //! The compact (ribbon) form of a closed hour: the fewest filter bytes per ID, at the
-//! precision the caller asks for.
+//! precision the caller asks for. Either form decodes ([`crate::wire::decode_compact`]):
+//! the `BCR1` body or its JSON document.
 
 use super::fetch::check;
 use super::{Client, ClientError, Result};
@@ -30,6 +31,8 @@ impl Client {
         }
         let response = check(self.send(self.get(&path)).await?).await?;
         let body = self.body(response, None).await?;
-        Ribbon::from_bytes(&body).map_err(|e| ClientError::Protocol(format!("{path}: {e}")))
+        crate::wire::decode_compact(&body)
+            .map(|(_, ribbon)| ribbon)
+            .map_err(|e| ClientError::Protocol(format!("{path}: {e}")))
     }
 }
