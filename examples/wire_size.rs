@@ -14,7 +14,7 @@
 
 use bloomcast::bloom::{bits_for_fpp, Filter, Key, Ribbon};
 use bloomcast::config::Settings;
-use bloomcast::render::{render, render_ribbon, Effort, Repr};
+use bloomcast::render::{render, render_compact, render_ribbon, Compact, Effort, Repr};
 use bloomcast::wire::Meta;
 
 fn main() {
@@ -66,6 +66,17 @@ fn main() {
                 "| {n} | {} | r={r} | {:.5} | ribbon (p={asked}, build {build_ns:.0} ns/ID) | {bytes} | {bytes} | {per_id:.4} | {floor:.4} | {:.3} |",
                 ribbon.m(),
                 ribbon.fpp(),
+                per_id / floor,
+            );
+            // Its JSON form (the body as hex in a document), best gzip as served.
+            let json = render_compact(&meta, &ribbon, Compact::RibbonJson);
+            let per_id = json.gzip.len() as f64 / n as f64;
+            println!(
+                "| {n} | {} | r={r} | {:.5} | ribbon.json (p={asked}) | {} | {} | {per_id:.4} | {floor:.4} | {:.3} |",
+                ribbon.m(),
+                ribbon.fpp(),
+                json.identity.len(),
+                json.gzip.len(),
                 per_id / floor,
             );
         }

@@ -1,13 +1,14 @@
 //! Rendering a filter into the bytes a client receives: each representation once,
 //! with its gzip form and its ETag, so serving is a memory copy.
 
-use crate::bloom::{Filter, Ribbon, SHA1_KM32};
-use crate::wire::{
-    Document, Meta, HEADER_COMPLETE, HEADER_COUNT, HEADER_FPP, HEADER_HASH, HEADER_HOUR,
-};
+use crate::bloom::Filter;
+use crate::wire::{Document, Meta};
 use bytes::Bytes;
 use flate2::{write::GzEncoder, Compression};
 use std::io::Write;
+
+mod ribbon;
+pub use ribbon::{render_compact, render_ribbon, Compact, RIBBON_JSON_TYPE, RIBBON_TYPE};
 
 /// The three representations of a filter.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -143,60 +144,11 @@ pub fn render(meta: &Meta, filter: &Filter, repr: Repr, effort: Effort) -> Rende
 /// The strong ETag's value (unquoted) of identity bytes whose SHA-256 is `sha256`: its
 /// first 80 bits in hex. One SHA-256 pass names a body three ways (its ETag, its
 /// `Repr-Digest`, its name as a dictionary); the ETag is opaque to clients.
-fn etag_of(sha256: &[u8; 32]) -> String {
+pub(crate) fn etag_of(sha256: &[u8; 32]) -> String {
     crate::bloom::to_hex(&sha256[..10])
 }
 
-/// The content type of the compact (ribbon) representation; see docs/PROTOCOL.md.
-pub const RIBBON_TYPE: &str = "application/vnd.bloomcast.ribbon";
-
-/// Renders a ribbon filter's body with its headers. The body is near-random bits,
-/// so it is never gzipped (`gzip` is empty) and `repr` is unused (`Bin`): the compact
-/// responder sets [`RIBBON_TYPE`] itself.
-pub fn render_ribbon(meta: &Meta, ribbon: &Ribbon) -> Rendered {
-    let identity = ribbon.to_bytes();
-    let sha256 = crate::dcz::sha256(&identity);
-    let tag = etag_of(&sha256);
-    let mut bloom_headers = vec![
-        (HEADER_HASH, SHA1_KM32.to_owned()),
-        (HEADER_COUNT, meta.count.to_string()),
-        (HEADER_COMPLETE, meta.complete.to_string()),
-        (
-            HEADER_FPP,
-            serde_json::Number::from_f64(ribbon.fpp())
-                .map_or_else(|| "0".into(), |n| n.to_string()),
-        ),
-        (
-            "bloom-ribbon",
-            format!(
-                "w=64; r={}; m={}; seed={}",
-                ribbon.r(),
-                ribbon.m(),
-                ribbon.seed()
-            ),
-        ),
-    ];
-    if let Some(h) = &meta.hour {
-        bloom_headers.push((HEADER_HOUR, h.clone()));
-    }
-    Rendered {
-        repr: Repr::Bin,
-        repr_digest: crate::chain::repr_digest_of(&sha256),
-        repr_digest_gzip: String::new(),
-        chain_headers: Vec::new(),
-        etag: format!("\"{tag}\""),
-        etag_gzip: format!("\"{tag}-gz\""),
-        sha256,
-        m: u64::from(ribbon.m()),
-        count: meta.count,
-        gzip: Bytes::new(),
-        bloom_headers,
-        complete: meta.complete,
-        identity: Bytes::from(identity),
-    }
-}
-
-fn gzip(data: &[u8], repr: Repr, effort: Effort) -> Vec<u8> {
+pub(crate) fn gzip(data: &[u8], repr: Repr, effort: Effort) -> Vec<u8> {
     let level = match (repr, effort) {
         // A filter's bits are close to random at its fill, so deflate gains nothing on
         // the raw form (measured: 100.03% of the input at the fastest level, in 0.28 s for

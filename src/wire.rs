@@ -6,6 +6,9 @@
 use crate::bloom::{Filter, FilterError};
 use serde::{Deserialize, Serialize};
 
+mod ribbon;
+pub use ribbon::{decode_compact, RibbonDocument, STRUCTURE as RIBBON_STRUCTURE};
+
 /// Response headers that describe a raw (hex or binary) body.
 pub const HEADER_M: &str = "bloom-m";
 pub const HEADER_K: &str = "bloom-k";

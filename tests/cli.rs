@@ -313,3 +313,34 @@ fn inspect_reads_a_saved_ribbon_body() {
     assert_eq!(doc["bytes"], ribbon.byte_len());
     assert_eq!(doc["fpp"].as_f64().unwrap(), 1.0 / 1024.0);
 }
+
+#[test]
+fn inspect_reads_the_json_form_as_the_binary_body_and_names_its_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let keys: Vec<bloomcast::bloom::Key> = (0..100)
+        .map(|i| bloomcast::bloom::Key::of(&format!("id:{i}")))
+        .collect();
+    let ribbon = bloomcast::bloom::Ribbon::build(&keys, 7).unwrap();
+    let meta = bloomcast::wire::Meta::hour("2008-09-03T13:00:00Z".into(), true, 100);
+    let json = bloomcast::wire::RibbonDocument::new(meta, &ribbon).to_json();
+    let (bin_path, json_path) = (dir.path().join("h.ribbon"), dir.path().join("h.json"));
+    std::fs::write(&bin_path, ribbon.to_bytes()).unwrap();
+    std::fs::write(&json_path, &json).unwrap();
+
+    let of = |path: &std::path::Path| {
+        let out = bloomcast(&["inspect", "--json", path.to_str().unwrap()], "");
+        assert!(out.status.success(), "{}", stderr(&out));
+        serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()
+    };
+    let (from_bin, from_json) = (of(&bin_path), of(&json_path));
+
+    for field in ["structure", "count", "m", "r", "seed", "bytes", "fpp"] {
+        assert_eq!(from_json[field], from_bin[field], "{field}");
+    }
+    assert_eq!(from_json["covers"], "2008-09-03T13:00:00Z");
+    assert_eq!(from_json["complete"], true);
+    assert!(
+        from_bin["covers"].is_null(),
+        "a binary body says nothing of its time"
+    );
+}

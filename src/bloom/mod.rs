@@ -4,6 +4,7 @@
 
 mod bits;
 mod build;
+mod distinct;
 mod encode;
 mod error;
 mod estimate;
@@ -14,13 +15,14 @@ mod ribbon;
 mod sizing;
 mod union;
 
+pub use distinct::distinct_keys;
 pub use encode::{from_hex, to_hex};
 pub use error::FilterError;
 pub use estimate::Overlap;
 pub use filter::Filter;
 pub use hash::{HashScheme, Key, Positions, SHA1_KM32};
 pub use partitioned::PartitionedFilter;
-pub use ribbon::{bits_for_fpp, mix64, Ribbon, Slot};
+pub use ribbon::{bits_for_fpp, mix64, Ribbon, Slot, WIDTH};
 pub use sizing::{
     estimated_cardinality, estimated_cardinality_partitioned, fpp_at_fill, surely_too_full, Params,
     MAX_K, MIN_M,

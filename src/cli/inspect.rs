@@ -11,9 +11,10 @@ use std::io::Read;
 /// Show a filter's parameters, count, fill and estimated false-positive probability.
 #[derive(Debug, Args)]
 pub struct InspectArgs {
-    /// A filter URL (http://host:port/2008/09/03/13, or .../13.ribbon for the compact
-    /// form) or a file holding a JSON document (optionally gzip-compressed), a ribbon
-    /// body, or raw hex or bytes with --m and --k.
+    /// A filter URL (http://host:port/2008/09/03/13, or .../13.ribbon or
+    /// .../13.ribbon.json for the compact form) or a file holding a JSON document
+    /// (optionally gzip-compressed), a ribbon body or its JSON form, or raw hex or bytes
+    /// with --m and --k.
     target: String,
     #[command(flatten)]
     raw: RawShape,

@@ -1,20 +1,28 @@
-//! The compact (ribbon) form in the CLI: `bloomcast inspect` of a `.ribbon` URL or of a
-//! file holding a ribbon body (it starts with `BCR1`).
+//! The compact (ribbon) form in the CLI: `bloomcast inspect` of a `.ribbon` or
+//! `.ribbon.json` URL, or of a file holding a ribbon body (it starts with `BCR1`) or its
+//! JSON document (`"structure": "ribbon"`, optionally gzip-compressed).
 
 use super::CliError;
 use crate::bloom::Ribbon;
+use crate::wire::{decode_compact, Meta};
 use serde_json::json;
+use std::io::Read;
 
-/// The ribbon at `target`, when it is one: a URL whose path ends in `.ribbon`, or a file
-/// starting with the ribbon magic. `None` for anything else (a Bloom filter).
-pub(super) async fn load(target: &str) -> Result<Option<Ribbon>, CliError> {
+/// A ribbon, with its metadata when its form carries any (the JSON form does).
+pub(super) type Loaded = (Option<Meta>, Ribbon);
+
+/// The ribbon at `target`, when it is one: a URL whose path ends in `.ribbon` or
+/// `.ribbon.json`, or a file holding either form. `None` for anything else (a Bloom
+/// filter).
+pub(super) async fn load(target: &str) -> Result<Option<Loaded>, CliError> {
     let bad = |e: crate::bloom::FilterError| CliError::Input(format!("{target}: {e}"));
     if target.starts_with("http://") || target.starts_with("https://") {
         let url = reqwest::Url::parse(target)
             .map_err(|_| CliError::Input(format!("bad URL {target:?}")))?;
-        if !url.path().ends_with(".ribbon") {
+        if !url.path().ends_with(".ribbon") && !url.path().ends_with(".ribbon.json") {
             return Ok(None);
         }
+        // Sent without Accept-Encoding: the JSON form comes as identity bytes.
         let response = reqwest::get(url)
             .await
             .map_err(|e| CliError::Input(format!("{target}: {e}")))?;
@@ -27,21 +35,53 @@ pub(super) async fn load(target: &str) -> Result<Option<Ribbon>, CliError> {
             let text = String::from_utf8_lossy(&body);
             return Err(CliError::Input(format!("{target}: {status}: {text}")));
         }
-        return Ribbon::from_bytes(&body).map(Some).map_err(bad);
+        return decode_compact(&body).map(Some).map_err(bad);
     }
-    match std::fs::read(target) {
-        Ok(bytes) if bytes.starts_with(b"BCR1") => {
-            Ribbon::from_bytes(&bytes).map(Some).map_err(bad)
+    let Ok(mut bytes) = std::fs::read(target) else {
+        // Unreadable: the Bloom path reads it and says what is wrong.
+        return Ok(None);
+    };
+    if bytes.starts_with(&[0x1f, 0x8b]) {
+        let mut plain = Vec::new();
+        if flate2::read::GzDecoder::new(&bytes[..])
+            .read_to_end(&mut plain)
+            .is_err()
+        {
+            return Ok(None);
         }
-        // Not a ribbon, or unreadable: the Bloom path reads it and says what is wrong.
-        _ => Ok(None),
+        bytes = plain;
     }
+    if bytes.starts_with(b"BCR1") || is_ribbon_document(&bytes) {
+        return decode_compact(&bytes).map(Some).map_err(bad);
+    }
+    // Not a ribbon: the Bloom path reads it.
+    Ok(None)
+}
+
+/// Whether a file is the compact form's JSON document (not a v1 Bloom document).
+fn is_ribbon_document(bytes: &[u8]) -> bool {
+    #[derive(serde::Deserialize)]
+    struct Probe {
+        structure: Option<String>,
+    }
+    serde_json::from_slice::<Probe>(bytes)
+        .is_ok_and(|p| p.structure.as_deref() == Some(crate::wire::RIBBON_STRUCTURE))
 }
 
 /// Prints what a ribbon says about itself, as `inspect` does for Bloom filters.
-pub(super) fn print(ribbon: &Ribbon, as_json: bool) {
+pub(super) fn print((meta, ribbon): &Loaded, as_json: bool) {
+    // The binary body says nothing of its time; its JSON form does.
+    let covers = meta
+        .as_ref()
+        .map(|meta| match (&meta.hour, &meta.from, &meta.to) {
+            (Some(h), _, _) => h.clone(),
+            (None, Some(f), Some(t)) => format!("{f} .. {t}"),
+            _ => "unknown".into(),
+        });
     let fields = [
         ("structure", json!("ribbon")),
+        ("covers", json!(covers)),
+        ("complete", json!(meta.as_ref().map(|m| m.complete))),
         ("count", json!(ribbon.n())),
         ("m", json!(ribbon.m())),
         ("r", json!(ribbon.r())),
@@ -63,6 +103,7 @@ pub(super) fn print(ribbon: &Ribbon, as_json: bool) {
     } else {
         for (name, value) in fields {
             let shown = match value {
+                serde_json::Value::Null => "unknown (binary body)".to_owned(),
                 serde_json::Value::String(s) => s,
                 other => other.to_string(),
             };

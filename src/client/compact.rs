@@ -1,5 +1,7 @@
 //! The compact (ribbon) form of a closed hour: the fewest filter bytes per ID, at the
 //! precision the caller asks for, kept once fetched (a closed hour never changes).
+//! Either form decodes ([`crate::wire::decode_compact`]): the `BCR1` body or its JSON
+//! document.
 
 use super::fetch::check;
 use super::{Client, ClientError, Result};
@@ -39,8 +41,8 @@ impl Client {
         }
         let response = check(self.send(self.get(&path)).await?).await?;
         let body = self.body(response, None).await?;
-        let ribbon =
-            Ribbon::from_bytes(&body).map_err(|e| ClientError::Protocol(format!("{path}: {e}")))?;
+        let (_, ribbon) = crate::wire::decode_compact(&body)
+            .map_err(|e| ClientError::Protocol(format!("{path}: {e}")))?;
         self.counters.ribbons.fetch_add(1, Ordering::Relaxed);
         let ribbon = Arc::new(ribbon);
         self.ribbons.put(hour, Arc::clone(&ribbon));

@@ -1,58 +1,68 @@
-//! The compact representation of closed hours: `GET /YYYY/MM/DD/HH.ribbon`, or the hour's
-//! plain path with `Accept: application/vnd.bloomcast.ribbon`, and `?fpp=` for a
-//! precision other than the service's target. Served by the router (never by the fast
-//! lane); immutable once complete, with ETag and 304 like every filter.
+//! The compact representation of closed hours and past days: `.ribbon` (or
+//! `.ribbon.json`, its JSON form) on the last segment of `/YYYY/MM/DD/HH`, `/YYYY/MM/DD`
+//! or `/since/YYYY/MM/DD/HH`, or the plain path with `Accept:
+//! application/vnd.bloomcast.ribbon` (`+json`), and `?fpp=` for a precision other than
+//! the service's target. Served by the router (never by the fast lane); immutable once
+//! complete, with ETag and 304 like every filter. What includes the open hour (the
+//! open hour, today, every `since`) is 406.
 
 use super::error::{ApiError, Result};
 use super::filters::{cache_control, not_modified};
-use super::negotiate::wants_ribbon;
-use super::paths::hour_segments;
+use super::negotiate::{accepts_gzip, wants_compact};
+use super::paths::parse_filter_path;
 use super::AppState;
 use crate::bloom::bits_for_fpp;
-use crate::render::RIBBON_TYPE;
+use crate::render::Compact;
 use axum::body::Body;
 use axum::http::request::Parts;
 use axum::http::{header, HeaderName, HeaderValue, StatusCode};
 use axum::response::Response;
 
-/// The URL suffix of the compact representation.
-pub const SUFFIX: &str = ".ribbon";
 /// Fingerprint bits a client may ask for: `fpp` from 2^-4 to 2^-24.
 pub const MIN_BITS: u32 = 4;
 pub const MAX_BITS: u32 = 24;
 
 /// The compact response, when the request asks for one (by suffix, or by `Accept` on
-/// the plain hour path); `None` leaves the request to the v1 handler.
+/// a path without a suffix); `None` leaves the request to the v1 handler.
 pub async fn maybe_serve(state: &AppState, parts: &Parts) -> Option<Result<Response>> {
     let path = parts.uri.path();
-    let plain = match path.strip_suffix(SUFFIX) {
-        Some(plain) => plain,
-        None if wants_ribbon(&parts.headers) && !last_segment_has_suffix(path) => path,
+    let by_suffix = Compact::ALL.into_iter().find_map(|form| {
+        let plain = path.strip_suffix(form.suffix())?.strip_suffix('.')?;
+        Some((plain, form))
+    });
+    let (plain, form) = match by_suffix {
+        Some(found) => found,
+        None if !last_segment_has_suffix(path) => (path, wants_compact(&parts.headers)?),
         None => return None,
     };
-    Some(serve(state, parts, plain).await)
+    Some(serve(state, parts, plain, form).await)
 }
 
 fn last_segment_has_suffix(path: &str) -> bool {
     path.rsplit('/').next().is_some_and(|s| s.contains('.'))
 }
 
-async fn serve(state: &AppState, parts: &Parts, plain: &str) -> Result<Response> {
-    let segments: Vec<&str> = plain.trim_start_matches('/').split('/').collect();
-    let [y, mo, d, h] = segments[..] else {
-        return Err(ApiError::NotFound(format!(
-            "{} is not an hour: the compact form is served for /YYYY/MM/DD/HH",
-            parts.uri.path()
-        )));
-    };
-    let (hour, suffix) = hour_segments(y, mo, d, h)?;
+/// The `fpp` parameter of a query string, if it has one.
+pub fn fpp_param(query: Option<&str>) -> Option<&str> {
+    query?.split('&').find_map(|pair| pair.strip_prefix("fpp="))
+}
+
+async fn serve(state: &AppState, parts: &Parts, plain: &str, form: Compact) -> Result<Response> {
+    let (target, suffix) = parse_filter_path(plain)?;
     if suffix.is_some() {
         return Err(ApiError::NotFound("one suffix per URL".into()));
     }
     let r = bits(state, parts.uri.query())?;
-    let view = state.service.compact_view(hour, r).await?;
+    let view = state.service.compact_view(target, r, form).await?;
     let rendered = &view.rendered;
-    let etag = HeaderValue::from_str(&rendered.etag).expect("hex etag");
+    // Only the JSON form has a gzip encoding (the body is near-random bits).
+    let gzip = !rendered.gzip.is_empty() && accepts_gzip(&parts.headers);
+    let etag = if gzip {
+        &rendered.etag_gzip
+    } else {
+        &rendered.etag
+    };
+    let etag = HeaderValue::from_str(etag).expect("hex etag");
     let cache = cache_control(state, view.open_until);
     let vary = HeaderValue::from_static("Accept, Accept-Encoding");
     let mut response = if not_modified(rendered, &parts.headers) {
@@ -60,19 +70,30 @@ async fn serve(state: &AppState, parts: &Parts, plain: &str) -> Result<Response>
         *response.status_mut() = StatusCode::NOT_MODIFIED;
         response
     } else {
-        let mut response = Response::new(Body::from(rendered.identity.clone()));
+        let (body, digest) = if gzip {
+            (&rendered.gzip, &rendered.repr_digest_gzip)
+        } else {
+            (&rendered.identity, &rendered.repr_digest)
+        };
+        let mut response = Response::new(Body::from(body.clone()));
         let out = response.headers_mut();
-        out.insert(header::CONTENT_TYPE, HeaderValue::from_static(RIBBON_TYPE));
+        out.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static(form.content_type()),
+        );
         for (name, value) in &rendered.bloom_headers {
             if let Ok(value) = HeaderValue::from_str(value) {
                 out.insert(HeaderName::from_static(name), value);
             }
         }
-        if let Ok(value) = HeaderValue::from_str(&rendered.repr_digest) {
+        if let Ok(value) = HeaderValue::from_str(digest) {
             out.insert(
                 HeaderName::from_static(crate::chain::HEADER_REPR_DIGEST),
                 value,
             );
+        }
+        if gzip {
+            out.insert(header::CONTENT_ENCODING, HeaderValue::from_static("gzip"));
         }
         response
     };
@@ -86,11 +107,7 @@ async fn serve(state: &AppState, parts: &Parts, plain: &str) -> Result<Response>
 /// Fingerprint bits for the request: `fpp` from the query rounded down to a power of
 /// two (at most 2^-4, at least 2^-24), else the service's target.
 fn bits(state: &AppState, query: Option<&str>) -> Result<u32> {
-    let asked = query
-        .into_iter()
-        .flat_map(|q| q.split('&'))
-        .find_map(|pair| pair.strip_prefix("fpp="));
-    let Some(asked) = asked else {
+    let Some(asked) = fpp_param(query) else {
         let target = state.service.tuning().target_fpp;
         return Ok(bits_for_fpp(target)
             .unwrap_or(MAX_BITS)
@@ -103,6 +120,21 @@ fn bits(state: &AppState, query: Option<&str>) -> Result<u32> {
         Some(r) if r <= MAX_BITS => Ok(r.max(MIN_BITS)),
         _ => Err(ApiError::BadRequest(format!(
             "fpp={asked} is out of range: 2^-24 (5.96e-8) <= fpp < 1"
+        ))),
+    }
+}
+
+/// `?fpp=` on a v1 (Bloom) representation: refused, never ignored. A Bloom filter has
+/// one precision (the service's `target_fpp`); answering it under a URL that asked for
+/// another would let a client (and every cache keyed by that URL) believe it holds a
+/// precision it does not.
+pub fn refuse_fpp_on_v1(query: Option<&str>) -> Result<()> {
+    match fpp_param(query) {
+        None => Ok(()),
+        Some(asked) => Err(ApiError::BadRequest(format!(
+            "fpp={asked} applies to the compact form only (.ribbon, .ribbon.json, or \
+             Accept: application/vnd.bloomcast.ribbon); the Bloom representations have \
+             the service's one precision (target_fpp in GET /)"
         ))),
     }
 }

@@ -64,7 +64,11 @@ impl App {
             return None;
         }
         let (hour, suffix) = plain_hour_path(request.uri().path())?;
-        if suffix.is_none() && super::negotiate::wants_ribbon(headers) {
+        if suffix.is_none() && super::negotiate::wants_compact(headers).is_some() {
+            return None;
+        }
+        // `?fpp=` is the compact form's, refused on v1 (400): the router says so.
+        if super::compact::fpp_param(request.uri().query()).is_some() {
             return None;
         }
         let repr = suffix.unwrap_or_else(|| choose_repr(headers));

@@ -23,11 +23,14 @@ pub async fn get_hour(State(state): State<AppState>, request: Request) -> Result
         return compact;
     }
     let (hour, suffix) = hour_in_path(&mut parts, &state, "/").await?;
-    serve(&state, Target::Hour(hour), suffix, &parts.headers).await
+    serve(&state, Target::Hour(hour), suffix, &parts).await
 }
 
 pub async fn get_day(State(state): State<AppState>, request: Request) -> Result<Response> {
     let (mut parts, _) = request.into_parts();
+    if let Some(compact) = super::compact::maybe_serve(&state, &parts).await {
+        return compact;
+    }
     let (day, suffix) = match segments::<3>(parts.uri.path(), "/") {
         Some([y, mo, d]) => day_segments(y, mo, d)?,
         None => {
@@ -35,13 +38,16 @@ pub async fn get_day(State(state): State<AppState>, request: Request) -> Result<
             day_segments(&y, &mo, &d)?
         }
     };
-    serve(&state, Target::Day(day), suffix, &parts.headers).await
+    serve(&state, Target::Day(day), suffix, &parts).await
 }
 
 pub async fn get_since(State(state): State<AppState>, request: Request) -> Result<Response> {
     let (mut parts, _) = request.into_parts();
+    if let Some(compact) = super::compact::maybe_serve(&state, &parts).await {
+        return compact;
+    }
     let (hour, suffix) = hour_in_path(&mut parts, &state, "/since/").await?;
-    serve(&state, Target::Since(hour), suffix, &parts.headers).await
+    serve(&state, Target::Since(hour), suffix, &parts).await
 }
 
 /// The hour (and suffix) of a path `prefix` + `YYYY/MM/DD/HH[.ext]` the router matched:
@@ -88,8 +94,10 @@ async fn serve(
     state: &AppState,
     target: Target,
     suffix: Option<Repr>,
-    headers: &HeaderMap,
+    parts: &Parts,
 ) -> Result<Response> {
+    super::compact::refuse_fpp_on_v1(parts.uri.query())?;
+    let headers = &parts.headers;
     let repr = suffix.unwrap_or_else(|| choose_repr(headers));
     let view = state.service.view(target, repr).await?;
     let delta = open_hour_delta(state, &view, headers).await;

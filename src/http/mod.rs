@@ -91,6 +91,7 @@ fn cors_config() -> CorsLayer {
             HeaderName::from_static("bloom-hour"),
             HeaderName::from_static("bloom-from"),
             HeaderName::from_static("bloom-to"),
+            HeaderName::from_static("bloom-ribbon"),
             HeaderName::from_static("bloom-prev-header"),
             HeaderName::from_static("bloom-signature"),
             HeaderName::from_static("repr-digest"),

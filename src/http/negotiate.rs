@@ -1,7 +1,7 @@
 //! Content negotiation: which representation (`Accept`) and whether to gzip
 //! (`Accept-Encoding`), honouring q-values.
 
-use crate::render::Repr;
+use crate::render::{Compact, Repr};
 use axum::http::{header, HeaderMap};
 
 /// Splits `type;q=0.5` into the media range (as sent: compare it ignoring ASCII case)
@@ -47,24 +47,30 @@ pub fn choose_repr(headers: &HeaderMap) -> Repr {
     best.map_or(Repr::Json, |(r, _)| r)
 }
 
-/// Whether `Accept` prefers the compact (ribbon) representation: listed with a positive
-/// quality at least that of every v1 type it lists.
-pub fn wants_ribbon(headers: &HeaderMap) -> bool {
-    let Some(accept) = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()) else {
-        return false;
-    };
+/// The compact form `Accept` prefers, if any: `application/vnd.bloomcast.ribbon` or
+/// its `+json` form listed with a positive quality at least that of every v1 type it
+/// lists (the binary form on a tie between the two).
+pub fn wants_compact(headers: &HeaderMap) -> Option<Compact> {
+    let accept = headers.get(header::ACCEPT)?.to_str().ok()?;
     if !accept.contains("vnd.bloomcast.ribbon") {
-        return false;
+        return None;
     }
-    let (mut ribbon, mut other) = (0.0f32, 0.0f32);
+    let (mut ribbon, mut json, mut other) = (0.0f32, 0.0f32, 0.0f32);
     for (range, q) in ranges(accept) {
-        if range.eq_ignore_ascii_case(crate::render::RIBBON_TYPE) {
+        if range.eq_ignore_ascii_case(Compact::Ribbon.content_type()) {
             ribbon = ribbon.max(q);
+        } else if range.eq_ignore_ascii_case(Compact::RibbonJson.content_type()) {
+            json = json.max(q);
         } else if !range.contains('*') {
             other = other.max(q);
         }
     }
-    ribbon > 0.0 && ribbon >= other
+    let (form, q) = if json > ribbon {
+        (Compact::RibbonJson, json)
+    } else {
+        (Compact::Ribbon, ribbon)
+    };
+    (q > 0.0 && q >= other).then_some(form)
 }
 
 /// Whether the client takes gzip.
@@ -174,18 +180,37 @@ mod tests {
     #[test]
     fn ribbon_is_chosen_only_when_preferred() {
         let t = crate::render::RIBBON_TYPE;
-        assert!(wants_ribbon(&headers(header::ACCEPT, t)));
-        assert!(wants_ribbon(&headers(
-            header::ACCEPT,
-            &format!("{t}, application/octet-stream;q=0.5, */*;q=0.1")
-        )));
-        assert!(!wants_ribbon(&headers(
-            header::ACCEPT,
-            &format!("{t};q=0.5, application/octet-stream")
-        )));
-        assert!(!wants_ribbon(&headers(header::ACCEPT, &format!("{t};q=0"))));
-        assert!(!wants_ribbon(&headers(header::ACCEPT, "*/*")));
-        assert!(!wants_ribbon(&HeaderMap::new()));
+        let wants = |accept: &str| wants_compact(&headers(header::ACCEPT, accept));
+        assert_eq!(wants(t), Some(Compact::Ribbon));
+        assert_eq!(
+            wants(&format!("{t}, application/octet-stream;q=0.5, */*;q=0.1")),
+            Some(Compact::Ribbon)
+        );
+        assert_eq!(wants(&format!("{t};q=0.5, application/octet-stream")), None);
+        assert_eq!(wants(&format!("{t};q=0")), None);
+        assert_eq!(wants("*/*"), None);
+        assert_eq!(wants_compact(&HeaderMap::new()), None);
+    }
+
+    #[test]
+    fn the_json_form_is_chosen_by_its_own_type() {
+        let t = crate::render::RIBBON_JSON_TYPE;
+        let wants = |accept: &str| wants_compact(&headers(header::ACCEPT, accept));
+        assert_eq!(wants(t), Some(Compact::RibbonJson));
+        assert_eq!(
+            wants(&format!("{t}, application/json;q=0.9")),
+            Some(Compact::RibbonJson)
+        );
+        assert_eq!(
+            wants(&format!("{t};q=0.5, application/vnd.bloomcast.ribbon")),
+            Some(Compact::Ribbon)
+        );
+        assert_eq!(
+            wants(&format!("{t}, application/vnd.bloomcast.ribbon")),
+            Some(Compact::Ribbon),
+            "a tie goes to the binary form"
+        );
+        assert_eq!(wants(&format!("{t};q=0.5, application/json")), None);
     }
 
     #[test]

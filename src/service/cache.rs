@@ -7,7 +7,7 @@
 //! records the insert epoch it was last read in, so a read writes its entry's stamp at
 //! most once between two inserts.
 
-use crate::render::{Rendered, Repr};
+use crate::render::{Compact, Rendered, Repr};
 use arc_swap::ArcSwap;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -16,8 +16,9 @@ use std::sync::{Arc, Mutex};
 /// What a cached response is of: `(first hour index, last hour index, representation)`.
 pub type CacheKey = (i64, i64, Repr);
 
-/// What a cached compact (ribbon) body is of: `(first hour, last hour, fingerprint bits)`.
-pub type CompactKey = (i64, i64, u32);
+/// What a cached compact (ribbon) rendering is of: `(first hour, last hour, fingerprint
+/// bits, form)`.
+pub type CompactKey = (i64, i64, u32, Compact);
 
 /// Both keyspaces share one map and one byte budget.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

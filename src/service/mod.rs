@@ -13,8 +13,8 @@
 //! - every served filter's false-positive estimate is at most the target.
 //!
 //! Lock order: `ledger` (std mutex, never held across an await) is innermost; the tokio
-//! locks (`seal_lock`, `refresh_lock`, `render_locks`, a union range's lock, then a
-//! `union_pool` slot) are taken before
+//! locks (`seal_lock`, `refresh_lock`, `render_locks`, a union range's lock or a
+//! compact range's, then a `union_pool` slot) are taken before
 //! it and never while holding it. The other std mutexes (`built_unions`, `open_unions`,
 //! `sealed_keys`, ...) each guard a plain map, are never held across an await and never
 //! while taking another lock.
@@ -175,6 +175,8 @@ pub struct Service {
     union_ranges: Mutex<HashMap<UnionKey, Arc<tokio::sync::Mutex<()>>>>,
     /// Union builds of different ranges running at once; past it, 503 `busy`.
     union_pool: tokio::sync::Semaphore,
+    /// One compact build at a time per union range and precision (on `union_pool`).
+    compact_ranges: Mutex<HashMap<cache::CompactKey, Arc<tokio::sync::Mutex<()>>>>,
     /// Unions that end in the open hour (`since`, today), each with the open hour's
     /// version it was built from: pollers asking for the same range between two ingests
     /// share one build instead of each re-reading every hour's keys.
@@ -226,6 +228,7 @@ impl Service {
             render_locks: Default::default(),
             union_ranges: Mutex::new(HashMap::new()),
             union_pool: tokio::sync::Semaphore::new(union_builds),
+            compact_ranges: Mutex::new(HashMap::new()),
             open_unions: Mutex::new(open_unions::OpenUnions::new(open_union_bytes)),
             built_unions: Mutex::new(std::collections::VecDeque::new()),
             sealed_keys: incremental::SealedKeys::new(sealed_keys_budget),

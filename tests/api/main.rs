@@ -3,6 +3,7 @@
 mod caching;
 mod chain;
 mod compact;
+mod compact_unions;
 mod corruption;
 mod dashboard;
 mod deltas;

@@ -171,3 +171,19 @@ fn the_slot_follows_the_documented_formula() {
     // SplitMix64's published first output for state 0 is mix64(GOLDEN).
     assert_eq!(mix64(0x9e37_79b9_7f4a_7c15), 0xe220_a839_7b1d_cdaf);
 }
+
+#[test]
+fn one_attempt_at_the_built_size_and_seed_is_the_built_filter() {
+    let set = keys("attempt", 5000);
+    let built = Ribbon::build(&set, 7).unwrap();
+
+    let again = Ribbon::try_build(&set, 7, built.m(), built.seed()).unwrap();
+    let too_small = Ribbon::try_build(&set, 7, 64, 0).unwrap();
+
+    assert_eq!(again, Some(built));
+    assert_eq!(
+        too_small, None,
+        "5000 keys in 64 rows of 7 bits cannot all hold"
+    );
+    assert!(Ribbon::try_build(&set, 33, 6000, 0).is_err());
+}
