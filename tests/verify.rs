@@ -6,6 +6,7 @@
 mod common;
 
 use bloomcast::chain::Signer;
+use bloomcast::cli::{Event, Watcher};
 use bloomcast::client::{Client, ClientError};
 use bloomcast::hour::Hour;
 use common::mirror::{self, Mirror, Tamper};
@@ -188,4 +189,55 @@ fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
         }
     }
     out
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn watch_with_a_key_verifies_each_sealed_hour_before_moving_on() {
+    let m = mirror::start();
+    let watched: Vec<String> = mirror::ids(1).into_iter().chain(mirror::ids(2)).collect();
+    // Honest: hour 06 verifies, its IDs are reported, and the watch moves to 07.
+    let mut watcher = Watcher::start_at(sdk(&m, &m.pubkey), watched.clone(), hour(1));
+    let events = watcher.poll().await.unwrap();
+    let reported: Vec<&str> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Changed { id, .. } => Some(id.as_str()),
+            Event::Version { .. } => None,
+        })
+        .collect();
+    assert!(mirror::ids(1)
+        .iter()
+        .all(|id| reported.contains(&id.as_str())));
+    assert_eq!(watcher.hour(), hour(2));
+    // A flipped bit in 07, or another key: refused, naming the hour, nothing reported.
+    m.set(Tamper::FlipBit(hour(2).path()));
+    assert_refused(watcher.poll().await, hour(2));
+    assert_eq!(watcher.hour(), hour(2), "a refused hour is not passed");
+    m.set(Tamper::None);
+    let mut other = Watcher::start_at(sdk(&m, &other_key()), watched.clone(), hour(2));
+    assert_refused(other.poll().await, hour(2));
+    // Without a key the same tampered hour is read (what --pubkey is for).
+    m.set(Tamper::FlipBit(hour(2).path()));
+    let mut blind = Watcher::start_at(Client::new(&m.base).unwrap(), watched, hour(2));
+    assert!(blind.poll().await.is_ok());
+}
+
+#[test]
+fn the_watch_cli_takes_a_pubkey_and_refuses_a_malformed_one() {
+    // Starting at the open hour, a watch reads nothing sealed until the boundary (the
+    // verification itself is the Watcher's, tested above); the key is checked at once.
+    let out = cli(&[
+        "watch",
+        "--server",
+        "127.0.0.1:9",
+        "--pubkey",
+        "not-a-key",
+        "x",
+    ]);
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("--pubkey") && stderr.contains("not a public key"),
+        "{stderr}"
+    );
 }

@@ -3,8 +3,14 @@
 //!
 //! Polls travel as deltas (RFC 9842 `dcz`) against the last version the server offered
 //! as a dictionary, so following an hour costs a little more than what changed in it.
+//!
+//! With `--pubkey`, each hour's final bytes (read once it is sealed, before moving on)
+//! are verified against the publisher's key, its chain link and signature, as `check
+//! --pubkey` does: a sealed hour that does not verify ends the watch with the error,
+//! naming the hour. The open hour's versions are not signed; what they report is what
+//! the server said before the hour was sealed.
 
-use super::{client, collect_ids, read_ids, CliError};
+use super::{collect_ids, read_ids, verifying_client, CliError};
 use crate::client::{Client, ClientError};
 use crate::hour::Hour;
 use clap::Args;
@@ -30,6 +36,11 @@ pub struct WatchArgs {
     /// the version and the bytes transferred) instead of ID lines.
     #[arg(long)]
     json: bool,
+    /// Verify each hour once it is sealed against this Ed25519 public key (64 hex
+    /// digits, as `/.well-known/bloomcast.json` publishes it); a sealed hour that does
+    /// not verify ends the watch with an error naming it.
+    #[arg(long, value_parser = super::verify::parse_pubkey)]
+    pubkey: Option<crate::chain::PublicKey>,
     /// IDs to watch; `-` reads one per line from stdin.
     ids: Vec<String>,
 }
@@ -98,13 +109,19 @@ impl Watcher {
     /// The server's index cannot be read.
     pub async fn start(client: Client, ids: Vec<String>) -> Result<Watcher, ClientError> {
         let hour = client.index().await?.current_hour()?;
-        Ok(Watcher {
+        Ok(Watcher::start_at(client, ids, hour))
+    }
+
+    /// Starts at `hour` (a past hour is read once, complete, then the next, up to the
+    /// open hour): resuming a watch where it stopped.
+    pub fn start_at(client: Client, ids: Vec<String>, hour: Hour) -> Watcher {
+        Watcher {
             client,
             ids,
             hour,
             version: None,
             reported: HashSet::new(),
-        })
+        }
     }
 
     /// The hour followed now.
@@ -116,7 +133,8 @@ impl Watcher {
     /// final bytes read first, so nothing of its end is missed).
     ///
     /// # Errors
-    /// Transport errors and error statuses.
+    /// Transport errors and error statuses; [`ClientError::Unverified`] when the client
+    /// has a public key and the sealed hour does not verify (nothing of it is reported).
     pub async fn poll(&mut self) -> Result<Vec<Event>, ClientError> {
         let before = self.client.stats();
         let fetched = self.client.hour(self.hour).await?;
@@ -188,7 +206,13 @@ impl WatchArgs {
                 "no IDs: pass them as arguments, - to read stdin, or --file".into(),
             ));
         }
-        let mut watcher = Watcher::start(client(&self.server, None)?, ids).await?;
+        let client = verifying_client(
+            &self.server,
+            None,
+            self.pubkey,
+            crate::client::DEFAULT_FETCH_COST,
+        )?;
+        let mut watcher = Watcher::start(client, ids).await?;
         let interrupted = tokio::signal::ctrl_c();
         tokio::pin!(interrupted);
         loop {
