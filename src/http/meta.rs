@@ -39,6 +39,9 @@ pub async fn index(State(state): State<AppState>, request: HeaderMap) -> Result<
             "ingest": "POST /updates",
             "dashboard": "/dashboard",
             "stats": "/stats",
+            "compact": "/YYYY/MM/DD[/HH].ribbon[.json][?fpp=P] (closed hours and past days)",
+            "chain": "/chain/YYYY/MM/DD/HH",
+            "history": "/history?id=ID[&id=ID...][&since=HOUR] (ingest token)",
         },
         "hours": hours,
     });

@@ -92,4 +92,5 @@ async fn the_dashboard_is_served_with_its_assets_and_listed_in_the_index() {
     let urls = &app.get("/").await.json()["urls"];
     assert_eq!(urls["dashboard"], "/dashboard");
     assert_eq!(urls["stats"], "/stats");
+    assert!(urls["compact"].as_str().unwrap().contains(".ribbon"));
 }
