@@ -352,17 +352,22 @@ impl Service {
         self.wait_loaded().await;
         let now = self.current_hour();
         let reserved = self.reserve(now, keys)?;
-        let appended = self.store.append(now, keys).await;
-        let hour = self.note_write(appended);
+        let appended = self.store.append_at(now, keys).await;
+        let appended = self.note_write(appended);
         let mut ledger = self.ledger();
         if let Some(open) = ledger.hours.get_mut(&now) {
             open.reserved -= reserved;
         }
-        let hour = hour?;
+        let (hour, cursor) = appended?;
         self.raise_high_water(hour);
         if let Some(open) = self.open_entry(&mut ledger, hour) {
             if open.add(keys) > 0 {
                 self.board.changed();
+            }
+            // The next refresh need not read back what this node just wrote, when it
+            // is the batch right after everything the entry has read.
+            if let Some(c) = cursor.filter(|&c| open.cursor == c - 1) {
+                open.cursor = c;
             }
         }
         Ok(Receipt {

@@ -153,6 +153,14 @@ pub trait Store: Send + Sync + 'static {
     /// it returns, the keys survive a crash.
     async fn append(&self, hour: Hour, keys: &[Key]) -> Result<Hour>;
 
+    /// As [`Store::append`], with the batch's cursor when the store can name it: with
+    /// `Some(c)`, a reader of the hour whose [`Store::keys_after`] cursor is `c - 1`
+    /// and who holds these keys has read everything up to `c`, and may move its cursor
+    /// there without reading them back. `None` (the default) promises nothing.
+    async fn append_at(&self, hour: Hour, keys: &[Key]) -> Result<(Hour, Option<i64>)> {
+        Ok((self.append(hour, keys).await?, None))
+    }
+
     /// Closes every hour up to and including `hour` to appends.
     async fn close_through(&self, hour: Hour) -> Result<()>;
 

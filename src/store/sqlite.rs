@@ -231,16 +231,25 @@ impl Store for SqliteStore {
     }
 
     async fn append(&self, hour: Hour, keys: &[Key]) -> Result<Hour> {
+        self.append_at(hour, keys).await.map(|(hour, _)| hour)
+    }
+
+    /// The batch's `seq` is its cursor: batches are inserted one at a time by the one
+    /// writer thread, so the hour's batch before it is at `seq - 1` whenever that is
+    /// the hour's newest (`seq` is the table's rowid, one more than the largest).
+    async fn append_at(&self, hour: Hour, keys: &[Key]) -> Result<(Hour, Option<i64>)> {
         let blob = keys_to_blob(keys);
         // Computed here, off the writer thread; it recomputes it only for a closed hour.
         let checksum = batch_checksum(hour, &blob);
-        self.command(|reply| Command::Append {
-            hour,
-            blob,
-            checksum,
-            reply,
-        })
-        .await
+        let (hour, seq) = self
+            .command(|reply| Command::Append {
+                hour,
+                blob,
+                checksum,
+                reply,
+            })
+            .await?;
+        Ok((hour, Some(seq)))
     }
 
     async fn close_through(&self, hour: Hour) -> Result<()> {

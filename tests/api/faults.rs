@@ -10,6 +10,7 @@ use bloomcast::hour::Hour;
 use bloomcast::store::{SqliteStore, Store};
 use chrono::Duration;
 use std::collections::BTreeMap;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 /// Every acknowledged ID by the hour its receipt named.
@@ -48,6 +49,37 @@ async fn spawn_wrapped() -> (TestApp, ManualClock, Arc<Wrapped>) {
     let settings = settings(dir.path().to_owned());
     let app = TestApp::build_with_store(settings, clock.clone(), wrapped.clone(), Some(dir)).await;
     (app, clock, wrapped)
+}
+
+#[tokio::test]
+async fn refreshes_do_not_read_back_what_this_node_just_wrote() {
+    let (app, _clock, wrapped) = spawn_wrapped().await;
+    app.service.wait_loaded().await;
+    let before = wrapped.keys_read_back.load(Ordering::SeqCst);
+    let ids: Vec<String> = (0..300).map(|i| format!("own-{i}")).collect();
+    for batch in ids.chunks(100) {
+        let batch: Vec<&str> = batch.iter().map(String::as_str).collect();
+        app.ingest(&batch).await;
+        // Every read of the open hour refreshes it (refresh_ms is 0 here).
+        assert_eq!(app.get("/2008/09/03/13").await.status, StatusCode::OK);
+    }
+    assert_eq!(
+        wrapped.keys_read_back.load(Ordering::SeqCst),
+        before,
+        "the store was read for keys this node appended"
+    );
+    // A batch the ledger did not see (written to the store directly, as another
+    // process would) is still read by the next refresh, and served.
+    wrapped
+        .inner
+        .append(start_hour(), &[bloomcast::bloom::Key::of("elsewhere")])
+        .await
+        .unwrap();
+    let (meta, filter) = app.filter("/2008/09/03/13").await;
+    assert!(filter.contains("elsewhere"));
+    assert_eq!(meta.count, 301);
+    assert!(ids.iter().all(|id| filter.contains(id)));
+    assert_eq!(wrapped.keys_read_back.load(Ordering::SeqCst), before + 1);
 }
 
 /// The `.bin` bytes and ETag of a closed hour, to check they never change.

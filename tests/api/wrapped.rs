@@ -5,7 +5,7 @@ use async_trait::async_trait;
 use bloomcast::bloom::Key;
 use bloomcast::hour::Hour;
 use bloomcast::store::{ChainLink, KeysPage, Marks, Result, SealedHour, Store};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use tokio::sync::{Notify, Semaphore};
 
@@ -53,13 +53,15 @@ impl Gate {
 }
 
 /// Delegates to an inner store; `keys_after` (the open hour's refresh and load) waits at
-/// `refresh_gate`, `keys` (sealing, unions) at `keys_gate`, and `sealed` panics once when
-/// `panic_on_sealed` is set.
+/// `refresh_gate` and counts the keys it returns, `keys` (sealing, unions) waits at
+/// `keys_gate`, and `sealed` panics once when `panic_on_sealed` is set.
 pub struct Wrapped {
     pub inner: Arc<dyn Store>,
     pub refresh_gate: Gate,
     pub keys_gate: Gate,
     pub panic_on_sealed: AtomicBool,
+    /// Keys `keys_after` has returned (what refreshes read back from the store).
+    pub keys_read_back: AtomicUsize,
 }
 
 impl Wrapped {
@@ -69,6 +71,7 @@ impl Wrapped {
             refresh_gate: Gate::default(),
             keys_gate: Gate::default(),
             panic_on_sealed: AtomicBool::new(false),
+            keys_read_back: AtomicUsize::new(0),
         })
     }
 }
@@ -84,12 +87,18 @@ impl Store for Wrapped {
     async fn append(&self, hour: Hour, keys: &[Key]) -> Result<Hour> {
         self.inner.append(hour, keys).await
     }
+    async fn append_at(&self, hour: Hour, keys: &[Key]) -> Result<(Hour, Option<i64>)> {
+        self.inner.append_at(hour, keys).await
+    }
     async fn close_through(&self, hour: Hour) -> Result<()> {
         self.inner.close_through(hour).await
     }
     async fn keys_after(&self, hour: Hour, cursor: i64) -> Result<KeysPage> {
         self.refresh_gate.pass().await;
-        self.inner.keys_after(hour, cursor).await
+        let page = self.inner.keys_after(hour, cursor).await?;
+        self.keys_read_back
+            .fetch_add(page.keys.len(), Ordering::SeqCst);
+        Ok(page)
     }
     async fn keys(&self, hour: Hour) -> Result<Vec<Key>> {
         self.keys_gate.pass().await;

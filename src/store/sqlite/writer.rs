@@ -20,7 +20,8 @@ pub(super) enum Command {
         blob: Vec<u8>,
         /// The batch's checksum for `hour`, computed by the caller.
         checksum: i64,
-        reply: oneshot::Sender<Result<Hour>>,
+        /// The hour the keys went into, and the batch's `seq`.
+        reply: oneshot::Sender<Result<(Hour, i64)>>,
     },
     Close {
         hour: Hour,
@@ -83,7 +84,7 @@ pub(super) fn writer_loop(
 
 /// What each command of a committed group answers.
 enum Answer {
-    Hour(Hour),
+    Appended(Hour, i64),
     Unit,
     Count(u64),
 }
@@ -117,7 +118,7 @@ fn apply_group(
                     insert
                         .execute(params![hour.index(), blob, checksum])
                         .map_err(sql_error)?;
-                    Answer::Hour(hour)
+                    Answer::Appended(hour, tx.last_insert_rowid())
                 }
                 Command::Close { hour, .. } => {
                     if closed_through.is_none_or(|c| c < *hour) {
@@ -193,8 +194,8 @@ fn reply_all(group: Vec<Command>, outcome: Result<Vec<Answer>>) {
             for (cmd, answer) in group.into_iter().zip(answers) {
                 // A dropped receiver means the request was abandoned; nothing to do.
                 let _ = match (cmd, answer) {
-                    (Command::Append { reply, .. }, Answer::Hour(h)) => {
-                        reply.send(Ok(h)).map_err(drop)
+                    (Command::Append { reply, .. }, Answer::Appended(h, seq)) => {
+                        reply.send(Ok((h, seq))).map_err(drop)
                     }
                     (Command::Close { reply, .. }, Answer::Unit) => {
                         reply.send(Ok(())).map_err(drop)
