@@ -7,6 +7,7 @@
 //! on a quiet server. SQLite allocates with the C library's `malloc` (its page caches and
 //! the buffers blobs are read into), which keeps freed memory in its arenas likewise.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 // mimalloc's native library is linked through this crate.
@@ -55,8 +56,17 @@ pub fn release_transient<T: Send + 'static>(transient: T) {
         drop(transient);
         release_freed();
     });
+    // One settled release at a time: large pages may come every refresh in cluster
+    // mode, and one pass after the last of them is enough.
+    if SETTLING.swap(true, Ordering::AcqRel) {
+        return;
+    }
     tokio::spawn(async {
         tokio::time::sleep(SETTLE).await;
+        SETTLING.store(false, Ordering::Release);
         release_freed();
     });
 }
+
+/// Whether a settled release is pending.
+static SETTLING: AtomicBool = AtomicBool::new(false);
