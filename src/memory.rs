@@ -56,8 +56,8 @@ pub fn release_transient<T: Send + 'static>(transient: T) {
         drop(transient);
         release_freed();
     });
-    // One settled release at a time: large pages may come every refresh in cluster
-    // mode, and one pass after the last of them is enough.
+    // At most one settled release pending: large pages may come every refresh in
+    // cluster mode, and one pass every SETTLE is enough to keep up with them.
     if SETTLING.swap(true, Ordering::AcqRel) {
         return;
     }
