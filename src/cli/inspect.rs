@@ -57,13 +57,7 @@ impl InspectArgs {
         }
         let (meta, filter) = load(&self.target, self.raw.get(), self.pubkey).await?;
         // A raw file says nothing about its time or exact count.
-        let covers = meta
-            .as_ref()
-            .map(|meta| match (&meta.hour, &meta.from, &meta.to) {
-                (Some(h), _, _) => h.clone(),
-                (None, Some(f), Some(t)) => format!("{f} .. {t}"),
-                _ => "unknown".into(),
-            });
+        let covers = covers(meta.as_ref());
         let fields: Vec<(&str, serde_json::Value)> = vec![
             ("covers", json!(covers)),
             ("complete", json!(meta.as_ref().map(|m| m.complete))),
@@ -78,23 +72,42 @@ impl InspectArgs {
             ("fill", json!(filter.fill_ratio())),
             ("fpp", json!(filter.fpp())),
         ];
-        if self.json {
-            let object: serde_json::Map<String, serde_json::Value> = fields
-                .into_iter()
-                .map(|(name, value)| (name.to_owned(), value))
-                .collect();
-            println!("{}", serde_json::Value::Object(object));
-        } else {
-            for (name, value) in fields {
-                let shown = match value {
-                    serde_json::Value::Null => "unknown (raw file)".to_owned(),
-                    serde_json::Value::String(s) => s,
-                    other => other.to_string(),
-                };
-                println!("{name:<16}{shown}");
-            }
-        }
+        print_fields(fields, self.json, "unknown (raw file)");
         Ok(())
+    }
+}
+
+/// What a filter's metadata says it covers: its hour, or `from .. to`.
+pub(super) fn covers(meta: Option<&Meta>) -> Option<String> {
+    meta.map(|meta| match (&meta.hour, &meta.from, &meta.to) {
+        (Some(h), _, _) => h.clone(),
+        (None, Some(f), Some(t)) => format!("{f} .. {t}"),
+        _ => "unknown".into(),
+    })
+}
+
+/// Prints `fields` as one JSON object, or as aligned `name value` lines with `unknown`
+/// standing for a null (what the input did not say).
+pub(super) fn print_fields<'f>(
+    fields: impl IntoIterator<Item = (&'f str, serde_json::Value)>,
+    as_json: bool,
+    unknown: &str,
+) {
+    if as_json {
+        let object: serde_json::Map<String, serde_json::Value> = fields
+            .into_iter()
+            .map(|(name, value)| (name.to_owned(), value))
+            .collect();
+        println!("{}", serde_json::Value::Object(object));
+        return;
+    }
+    for (name, value) in fields {
+        let shown = match value {
+            serde_json::Value::Null => unknown.to_owned(),
+            serde_json::Value::String(s) => s,
+            other => other.to_string(),
+        };
+        println!("{name:<16}{shown}");
     }
 }
 

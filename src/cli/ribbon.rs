@@ -71,13 +71,7 @@ fn is_ribbon_document(bytes: &[u8]) -> bool {
 /// Prints what a ribbon says about itself, as `inspect` does for Bloom filters.
 pub(super) fn print((meta, ribbon): &Loaded, as_json: bool) {
     // The binary body says nothing of its time; its JSON form does.
-    let covers = meta
-        .as_ref()
-        .map(|meta| match (&meta.hour, &meta.from, &meta.to) {
-            (Some(h), _, _) => h.clone(),
-            (None, Some(f), Some(t)) => format!("{f} .. {t}"),
-            _ => "unknown".into(),
-        });
+    let covers = super::inspect::covers(meta.as_ref());
     let fields = [
         ("structure", json!("ribbon")),
         ("covers", json!(covers)),
@@ -94,20 +88,5 @@ pub(super) fn print((meta, ribbon): &Loaded, as_json: bool) {
         ),
         ("fpp", json!(ribbon.fpp())),
     ];
-    if as_json {
-        let object: serde_json::Map<String, serde_json::Value> = fields
-            .into_iter()
-            .map(|(name, value)| (name.to_owned(), value))
-            .collect();
-        println!("{}", serde_json::Value::Object(object));
-    } else {
-        for (name, value) in fields {
-            let shown = match value {
-                serde_json::Value::Null => "unknown (binary body)".to_owned(),
-                serde_json::Value::String(s) => s,
-                other => other.to_string(),
-            };
-            println!("{name:<16}{shown}");
-        }
-    }
+    super::inspect::print_fields(fields, as_json, "unknown (binary body)");
 }
