@@ -45,14 +45,7 @@ impl Service {
                 (hour, hour, prev, Some(hour.next().path()))
             }
             Target::Day(day) => {
-                let (first, last) = (day.first_hour(), day.last_hour());
-                if first > now {
-                    return Err(ServiceError::NotFound(format!(
-                        "{} is in the future; the current hour is {now}",
-                        day.path()
-                    )));
-                }
-                self.check(last.min(now), now)?;
+                let (first, last) = self.day_hours(day, now)?;
                 if last >= now {
                     return Err(ServiceError::NotAcceptable(format!(
                         "{} includes the open hour {now}: its compact form exists once the \
@@ -155,14 +148,9 @@ impl Service {
         let mut sets = Vec::new();
         let mut h = from;
         while h <= to {
-            if !sealed.iter().any(|(s, _)| *s == h) {
-                match self.seal_or_backoff(h).await {
-                    Ok(_) => {}
-                    Err(ServiceError::Store(e)) if e.is_transient() => complete = false,
-                    Err(e) => return Err(e),
-                }
-            }
-            sets.push(self.closed_keys(h).await?);
+            let (keys, sealed) = self.past_hour_keys(h, &sealed).await?;
+            complete &= sealed;
+            sets.push(keys);
             h = h.next();
         }
         Ok((sets, complete))

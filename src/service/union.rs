@@ -12,6 +12,25 @@ use crate::wire::Meta;
 use std::sync::Arc;
 
 impl Service {
+    /// The verified keys of the past hour `h`, sealing it first unless `sealed` (from
+    /// [`Service::sealed_counts`]) lists it; `false` with them when the store cannot
+    /// seal it now (they are read from its batches then, and the result is not final).
+    pub(super) async fn past_hour_keys(
+        &self,
+        h: Hour,
+        sealed: &[(Hour, u64)],
+    ) -> Result<(Vec<Key>, bool)> {
+        let mut is_sealed = true;
+        if !sealed.iter().any(|(s, _)| *s == h) {
+            match self.seal_or_backoff(h).await {
+                Ok(_) => {}
+                Err(ServiceError::Store(e)) if e.is_transient() => is_sealed = false,
+                Err(e) => return Err(e),
+            }
+        }
+        Ok((self.closed_keys(h).await?, is_sealed))
+    }
+
     /// One filter over `from..=to`, rebuilt from the hours' keys at a size fit for
     /// their union's count, so its false-positive estimate stays within the target.
     pub(super) async fn union_view(
@@ -108,14 +127,9 @@ impl Service {
                     growth = Some((open.id, open.count()));
                 }
             } else {
-                if !sealed.iter().any(|(s, _)| *s == h) {
-                    match self.seal_or_backoff(h).await {
-                        Ok(_) => {}
-                        Err(ServiceError::Store(e)) if e.is_transient() => fin = false,
-                        Err(e) => return Err(e),
-                    }
-                }
-                hours.push(self.closed_keys(h).await?);
+                let (keys, sealed) = self.past_hour_keys(h, &sealed).await?;
+                fin &= sealed;
+                hours.push(keys);
             }
             h = h.next();
         }

@@ -14,6 +14,20 @@ use std::sync::Arc;
 use std::time::Instant;
 
 impl Service {
+    /// A day's first and last hour, once it is known not to lie in the future and the
+    /// part of it up to `now` is one the service speaks for.
+    pub(super) fn day_hours(&self, day: Day, now: Hour) -> Result<(Hour, Hour)> {
+        let (first, last) = (day.first_hour(), day.last_hour());
+        if first > now {
+            return Err(ServiceError::NotFound(format!(
+                "{} is in the future; the current hour is {now}",
+                day.path()
+            )));
+        }
+        self.check(last.min(now), now)?;
+        Ok((first, last))
+    }
+
     /// The filter for a target in a representation.
     ///
     /// # Errors
@@ -53,15 +67,8 @@ impl Service {
                 })
             }
             Target::Day(day) => {
-                let (first, last) = (day.first_hour(), day.last_hour());
-                if first > now {
-                    return Err(ServiceError::NotFound(format!(
-                        "{} is in the future; the current hour is {now}",
-                        day.path()
-                    )));
-                }
+                let (first, last) = self.day_hours(day, now)?;
                 // A day is served from its first served hour to its last one up to now.
-                self.check(last.min(now), now)?;
                 let from = first.max(self.earliest(now));
                 let to = last.min(now);
                 let (rendered, complete) = self.union_view(from, to, repr, last < now).await?;
