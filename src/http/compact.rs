@@ -15,7 +15,7 @@ use crate::bloom::bits_for_fpp;
 use crate::render::Compact;
 use axum::body::Body;
 use axum::http::request::Parts;
-use axum::http::{header, HeaderName, HeaderValue, StatusCode};
+use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::Response;
 
 /// Fingerprint bits a client may ask for: `fpp` from 2^-4 to 2^-24.
@@ -81,17 +81,7 @@ async fn serve(state: &AppState, parts: &Parts, plain: &str, form: Compact) -> R
             header::CONTENT_TYPE,
             HeaderValue::from_static(form.content_type()),
         );
-        for (name, value) in &rendered.bloom_headers {
-            if let Ok(value) = HeaderValue::from_str(value) {
-                out.insert(HeaderName::from_static(name), value);
-            }
-        }
-        if let Ok(value) = HeaderValue::from_str(digest) {
-            out.insert(
-                HeaderName::from_static(crate::chain::HEADER_REPR_DIGEST),
-                value,
-            );
-        }
+        super::filters::insert_metadata(out, rendered.bloom_headers.iter(), digest);
         if gzip {
             out.insert(header::CONTENT_ENCODING, HeaderValue::from_static("gzip"));
         }

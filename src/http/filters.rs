@@ -176,17 +176,7 @@ pub(super) fn respond(
     out.insert(header::ETAG, etag);
     out.insert(header::CACHE_CONTROL, cache_control);
     out.insert(header::VARY, vary);
-    for (name, value) in r.bloom_headers.iter().chain(&r.chain_headers) {
-        if let Ok(value) = HeaderValue::from_str(value) {
-            out.insert(HeaderName::from_static(name), value);
-        }
-    }
-    if let Ok(value) = HeaderValue::from_str(digest) {
-        out.insert(
-            HeaderName::from_static(crate::chain::HEADER_REPR_DIGEST),
-            value,
-        );
-    }
+    insert_metadata(out, r.bloom_headers.iter().chain(&r.chain_headers), digest);
     if let Some(link) = link_header(view, suffix) {
         out.insert(header::LINK, link);
     }
@@ -262,4 +252,24 @@ fn link_header(view: &View, suffix: Option<Repr>) -> Option<HeaderValue> {
         links.push('"');
     }
     (!links.is_empty()).then(|| HeaderValue::try_from(links).expect("ascii links"))
+}
+
+/// A rendering's own headers (`Bloom-*`, the chain's) and the `Repr-Digest` of the bytes
+/// sent, in that order, after whatever `out` holds.
+pub(super) fn insert_metadata<'h>(
+    out: &mut HeaderMap,
+    headers: impl Iterator<Item = &'h (&'static str, String)>,
+    digest: &str,
+) {
+    for (name, value) in headers {
+        if let Ok(value) = HeaderValue::from_str(value) {
+            out.insert(HeaderName::from_static(name), value);
+        }
+    }
+    if let Ok(value) = HeaderValue::from_str(digest) {
+        out.insert(
+            HeaderName::from_static(crate::chain::HEADER_REPR_DIGEST),
+            value,
+        );
+    }
 }
