@@ -146,7 +146,9 @@ export async function launch() {
       child.kill("SIGTERM");
       await exited;
     }
-    rmSync(profile, { recursive: true, force: true });
+    // Chromium's helper processes can still be writing the profile for a moment after
+    // the browser process exits: retry the removal (ENOTEMPTY) rather than fail.
+    rmSync(profile, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 });
   };
   return { page, close };
 }
