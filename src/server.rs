@@ -1,17 +1,20 @@
-//! The accept loop: HTTP/1.1 connections served by hyper with a header read timeout,
+//! The accept loop: HTTP/1.1 connections, their polls answered on the socket
+//! ([`conn`]) and everything else served by hyper with a header read timeout,
 //! which `axum::serve` does not expose. A client that trickles its headers (slow loris)
 //! is disconnected when the timeout runs out; the whole-request timeout (408) lives in
 //! the router. On shutdown the loop stops accepting, asks every connection to finish its
 //! in-flight request and close, and returns once all have.
 
+mod conn;
+mod drain;
+
 use crate::http::App;
+use drain::Drain;
 use hyper::server::conn::http1;
-use hyper_util::rt::{TokioIo, TokioTimer};
-use hyper_util::service::TowerToHyperService;
+use hyper_util::rt::TokioTimer;
 use std::future::Future;
 use std::time::Duration;
 use tokio::net::TcpListener;
-use tokio::sync::watch;
 
 /// Headers a request may carry: plenty for any real client; more is answered 431.
 const MAX_HEADERS: usize = 100;
@@ -39,8 +42,7 @@ pub async fn serve(
     limits: ConnLimits,
     shutdown: impl Future<Output = ()> + Send,
 ) {
-    // Every connection task holds a receiver: `closed()` resolves when the last is gone.
-    let (drain_tx, drain_rx) = watch::channel(false);
+    let drain = Drain::new();
     let mut builder = http1::Builder::new();
     builder
         .timer(TokioTimer::new())
@@ -67,29 +69,20 @@ pub async fn serve(
             () = &mut shutdown => break,
         };
         let _ = stream.set_nodelay(true);
-        // The peer's address, for the access log.
-        let service = TowerToHyperService::new(app.for_peer(peer));
-        let conn = builder.serve_connection(TokioIo::new(stream), service);
-        let mut drain = drain_rx.clone();
+        let connection = conn::serve(
+            stream,
+            peer,
+            app.clone(),
+            builder.clone(),
+            limits,
+            drain.watch(),
+        );
         tokio::spawn(async move {
-            tokio::pin!(conn);
-            let result = tokio::select! {
-                r = conn.as_mut() => r,
-                _ = drain.changed() => {
-                    conn.as_mut().graceful_shutdown();
-                    conn.await
-                }
-            };
-            if let Err(e) = result {
-                // Timeouts, resets and malformed requests: the client's problem, not ours.
-                tracing::debug!(%peer, error = %e, "connection ended with an error");
-            }
-            drop(drain);
+            connection.await;
             drop(slot);
         });
     }
     drop(listener);
-    let _ = drain_tx.send(true);
-    drop(drain_rx);
-    drain_tx.closed().await;
+    drain.start();
+    drain.finished().await;
 }

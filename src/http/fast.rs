@@ -14,14 +14,15 @@ use super::cors::CorsHeaders;
 use super::filters::not_modified;
 use super::negotiate::{accepts_gzip, choose_repr, AVAILABLE_DICTIONARY};
 use super::paths::plain_hour_path;
-use super::prepared::{self, Variant};
+use super::prepared::{self, Answer, Variant};
 use super::AppState;
 use axum::body::{Body, HttpBody};
 use axum::extract::{ConnectInfo, Request};
-use axum::http::Method;
+use axum::http::{HeaderMap, Method};
 use axum::response::Response;
 use axum::routing::future::RouteFuture;
 use axum::Router;
+use bytes::Bytes;
 use std::convert::Infallible;
 use std::future::Future;
 use std::net::SocketAddr;
@@ -54,21 +55,38 @@ impl App {
 
     /// The response, if the fast lane can give it.
     fn answer<B>(&self, request: &Request<B>) -> Option<Response> {
-        if request.method() != Method::GET || self.state.access_log || tracing_requests() {
+        if request.method() != Method::GET {
+            return None;
+        }
+        let uri = request.uri();
+        self.lane(uri.path(), uri.query(), request.headers(), |answer| {
+            answer.into_response()
+        })
+    }
+
+    /// Answers a `GET` of `path` (and `query`) with `headers` if the fast lane can:
+    /// calls `f` with the prepared response. `None` means "take the router".
+    fn lane<R>(
+        &self,
+        path: &str,
+        query: Option<&str>,
+        headers: &HeaderMap,
+        f: impl FnOnce(Answer<'_>) -> R,
+    ) -> Option<R> {
+        if self.state.access_log || tracing_requests() {
             return None;
         }
         // A poller asking for a delta (RFC 9842) takes the router: prepared responses
         // are whole bodies.
-        let headers = request.headers();
         if headers.contains_key(AVAILABLE_DICTIONARY) {
             return None;
         }
-        let (hour, suffix) = plain_hour_path(request.uri().path())?;
+        let (hour, suffix) = plain_hour_path(path)?;
         if suffix.is_none() && super::negotiate::wants_compact(headers).is_some() {
             return None;
         }
         // `?fpp=` is the compact form's, refused on v1 (400): the router says so.
-        if super::compact::fpp_param(request.uri().query()).is_some() {
+        if super::compact::fpp_param(query).is_some() {
             return None;
         }
         let repr = suffix.unwrap_or_else(|| choose_repr(headers));
@@ -78,8 +96,58 @@ impl App {
                 suffix: suffix.is_some(),
                 not_modified: not_modified(ready.rendered, headers),
             };
-            prepared::response(&self.state, &self.cors, ready, variant)
+            prepared::with_answer(&self.state, &self.cors, ready, variant, f)
         })
+    }
+
+    /// Answers a `GET` of `path` on the connection's own writer ([`crate::server`]) if
+    /// the fast lane can: appends the whole HTTP/1.1 response to `out` (the body too,
+    /// unless it is larger than `inline_max`, when it is returned to be sent after
+    /// `out`), counts it in the metrics as the router would, and returns `Some`. `None`
+    /// means "hand the connection to hyper and the router", and `out` is untouched. A
+    /// panic is answered as the router answers one.
+    pub fn answer_wire(
+        &self,
+        path: &str,
+        headers: &HeaderMap,
+        date: &[u8],
+        out: &mut Vec<u8>,
+        inline_max: usize,
+    ) -> Option<Option<Bytes>> {
+        let mark = out.len();
+        let answered = catch_unwind(AssertUnwindSafe(|| {
+            self.lane(path, None, headers, |answer| {
+                answer.write_http1(out, date);
+                let body = answer.body();
+                let status = answer.status.as_u16();
+                let rest = if body.len() > inline_max {
+                    Some(body.clone())
+                } else {
+                    out.extend_from_slice(body);
+                    None
+                };
+                (status, body.len(), rest)
+            })
+        }));
+        match answered {
+            Ok(Some((status, bytes, rest))) => {
+                self.state
+                    .metrics
+                    .record_fast_hour_read(status, bytes as u64, true);
+                Some(rest)
+            }
+            Ok(None) => None,
+            Err(panic) => {
+                // What was written of the answer is dropped; hyper and the router's
+                // panic handler answer the request (500 `internal`) when it comes again.
+                out.truncate(mark);
+                tracing::error!(
+                    panic = ?panic.downcast_ref::<&str>(),
+                    "the fast lane panicked; the router takes the request"
+                );
+                None
+            }
+        }
     }
 
     /// This application for a connection from `peer` (the access log names it).
@@ -119,7 +187,7 @@ where
                 let bytes = response.body().size_hint().exact().unwrap_or(0);
                 self.state
                     .metrics
-                    .record_fast_hour_read(response.status().as_u16(), bytes);
+                    .record_fast_hour_read(response.status().as_u16(), bytes, false);
                 AppFuture::Ready {
                     response: Some(response),
                 }

@@ -50,6 +50,8 @@ struct Shard {
     not_modified: AtomicU64,
     /// Hour reads answered by the fast lane (from a ready rendering).
     fast: AtomicU64,
+    /// Of those, the ones written on the socket by the connection's own writer.
+    wire: AtomicU64,
     requests: [[AtomicU64; STATUSES.len()]; ROUTES.len()],
 }
 
@@ -59,6 +61,7 @@ impl Default for Shard {
             bytes_served: AtomicU64::new(0),
             not_modified: AtomicU64::new(0),
             fast: AtomicU64::new(0),
+            wire: AtomicU64::new(0),
             requests: std::array::from_fn(|_| std::array::from_fn(|_| AtomicU64::new(0))),
         }
     }
@@ -134,10 +137,12 @@ impl Metrics {
     }
 
     /// Counts a response of the hour route (`GET /YYYY/MM/DD/HH`) given by the fast lane.
-    pub fn record_fast_hour_read(&self, status: u16, bytes: u64) {
-        self.shards[shard_index()]
-            .fast
-            .fetch_add(1, Ordering::Relaxed);
+    pub fn record_fast_hour_read(&self, status: u16, bytes: u64, wire: bool) {
+        let shard = &self.shards[shard_index()];
+        shard.fast.fetch_add(1, Ordering::Relaxed);
+        if wire {
+            shard.wire.fetch_add(1, Ordering::Relaxed);
+        }
         self.record_slot(Some(0), ROUTES[0], status, bytes);
     }
 
@@ -237,6 +242,12 @@ impl Metrics {
             "bloomcast_http_fast_responses_total",
             "Hour reads answered from a ready rendering, without the router (also counted in bloomcast_http_requests_total).",
             self.sum(|s| &s.fast),
+        );
+        counter(
+            &mut out,
+            "bloomcast_http_wire_responses_total",
+            "Of the fast responses, those written on the socket without hyper's connection handling.",
+            self.sum(|s| &s.wire),
         );
         let _ = writeln!(
             out,

@@ -26,6 +26,7 @@ pub use error::ApiError;
 pub use fast::App;
 pub use ingest::{decode_keys, BodyKind, MAX_ID_BYTES};
 pub use metrics::{Metrics, Totals};
+pub use negotiate::AVAILABLE_DICTIONARY;
 pub use paths::{canonical_path, day_segments, hour_segments, parse_filter_path, FilterPath};
 pub use series::run_sampler;
 

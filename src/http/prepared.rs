@@ -71,17 +71,107 @@ thread_local! {
     static KEPT: RefCell<Kept> = RefCell::new(Kept::default());
 }
 
-/// The response to a request of `variant` for a ready hour.
-pub fn response(
+/// A prepared response, borrowed: what [`response`] clones, or what the connection's
+/// own writer ([`Answer::write_http1`]) copies onto the wire.
+pub struct Answer<'a> {
+    pub status: StatusCode,
+    /// Every header but `Date`, in order, `Content-Length` included.
+    headers: &'a HeaderMap,
+    /// An open hour's `Cache-Control`, which replaces the prepared one in place.
+    cache_control: Option<HeaderValue>,
+    body: &'a Bytes,
+}
+
+impl Answer<'_> {
+    pub fn into_response(self) -> Response {
+        let mut response = Response::new(if self.body.is_empty() {
+            Body::empty()
+        } else {
+            Body::from(self.body.clone())
+        });
+        *response.status_mut() = self.status;
+        *response.headers_mut() = self.headers.clone();
+        if let Some(value) = self.cache_control {
+            response.headers_mut().insert(header::CACHE_CONTROL, value);
+        }
+        response
+    }
+
+    /// Appends this response to `out` as HTTP/1.1 on a kept-alive connection, byte for
+    /// byte as hyper 1 encodes [`Answer::into_response`] for a `GET`: the status line, the
+    /// headers in the map's order (an empty body's `Content-Length` dropped, as hyper
+    /// drops it), then `date`, then the body. Checked against hyper's own bytes by
+    /// `tests/api/fast_lane.rs`.
+    pub fn write_http1(&self, out: &mut Vec<u8>, date: &[u8]) {
+        match self.status {
+            StatusCode::OK => out.extend_from_slice(b"HTTP/1.1 200 OK\r\n"),
+            StatusCode::NOT_MODIFIED => out.extend_from_slice(b"HTTP/1.1 304 Not Modified\r\n"),
+            status => {
+                let reason = status.canonical_reason().unwrap_or("<none>");
+                for part in ["HTTP/1.1 ", status.as_str(), " ", reason, "\r\n"] {
+                    out.extend_from_slice(part.as_bytes());
+                }
+            }
+        }
+        let mut wrote_date = false;
+        for (name, value) in self.headers {
+            let value = match *name {
+                header::CONTENT_LENGTH if self.body.is_empty() => continue,
+                header::CACHE_CONTROL => self.cache_control.as_ref().unwrap_or(value),
+                header::DATE => {
+                    wrote_date = true;
+                    value
+                }
+                _ => value,
+            };
+            out.extend_from_slice(name.as_str().as_bytes());
+            out.extend_from_slice(b": ");
+            out.extend_from_slice(value.as_bytes());
+            out.extend_from_slice(b"\r\n");
+        }
+        if self.body.is_empty() && self.status != StatusCode::NOT_MODIFIED {
+            out.extend_from_slice(b"content-length: 0\r\n");
+        }
+        if !wrote_date {
+            out.extend_from_slice(b"date: ");
+            out.extend_from_slice(date);
+            out.extend_from_slice(b"\r\n");
+        }
+        out.extend_from_slice(b"\r\n");
+    }
+
+    /// The body, to send after [`Answer::write_http1`]'s head.
+    pub fn body(&self) -> &Bytes {
+        self.body
+    }
+}
+
+/// Calls `f` with the prepared response to a request of `variant` for a ready hour.
+pub fn with_answer<R>(
     state: &AppState,
     cors: &CorsHeaders,
     ready: &ReadyHour,
     variant: Variant,
-) -> Response {
+    f: impl FnOnce(Answer<'_>) -> R,
+) -> R {
+    let cache_control = ready
+        .open_until
+        .map(|until| cache_control(state, Some(until)));
     // Twice: the thread's copy of the bodies, and the rendering it keeps alive.
     let size = 2 * ready.rendered.size();
     if size > KEPT_MAX {
-        return finished(state, cors, ready, variant);
+        let (parts, _) = finished(state, cors, ready, variant).into_parts();
+        let body = match (parts.status, variant.gzip) {
+            (StatusCode::NOT_MODIFIED, _) => Bytes::new(),
+            (_, true) => ready.rendered.gzip.clone(),
+            (_, false) => ready.rendered.identity.clone(),
+        };
+        return f(Answer {
+            status: parts.status,
+            headers: &parts.headers,
+            cache_control,
+            body: &body,
+        });
     }
     let slot = variant.index(ready);
     KEPT.with(|kept| {
@@ -107,20 +197,20 @@ pub fn response(
             (parts.status, parts.headers)
         });
         let body = match (*status, variant.gzip) {
-            (StatusCode::NOT_MODIFIED, _) => Body::empty(),
-            (_, true) => Body::from(entry.gzip.clone()),
-            (_, false) => Body::from(entry.identity.clone()),
+            (StatusCode::NOT_MODIFIED, _) => &EMPTY,
+            (_, true) => &entry.gzip,
+            (_, false) => &entry.identity,
         };
-        let mut response = Response::new(body);
-        *response.status_mut() = *status;
-        *response.headers_mut() = headers.clone();
-        if let Some(until) = ready.open_until {
-            let value = cache_control(state, Some(until));
-            response.headers_mut().insert(header::CACHE_CONTROL, value);
-        }
-        response
+        f(Answer {
+            status: *status,
+            headers,
+            cache_control,
+            body,
+        })
     })
 }
+
+static EMPTY: Bytes = Bytes::new();
 
 /// The whole response to a request of `variant`, made by the handler's own code as the
 /// router's stack finishes it (CORS headers, then `Content-Length`).

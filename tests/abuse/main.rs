@@ -13,3 +13,4 @@ mod helpers;
 mod ingest;
 mod paths;
 mod raw;
+mod wire;
