@@ -4,7 +4,7 @@
 use async_trait::async_trait;
 use bloomcast::bloom::Key;
 use bloomcast::hour::Hour;
-use bloomcast::store::{ChainLink, KeysPage, Marks, Result, SealedHour, Store};
+use bloomcast::store::{ChainLink, KeysPage, Linking, Marks, Result, SealedHour, Sealing, Store};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use tokio::sync::{Notify, Semaphore};
@@ -104,7 +104,7 @@ impl Store for Wrapped {
         self.keys_gate.pass().await;
         self.inner.keys(hour).await
     }
-    async fn seal(&self, sealed: &SealedHour, keys: &[Key]) -> Result<()> {
+    async fn seal(&self, sealed: &SealedHour, keys: &[Key]) -> Result<Sealing> {
         self.inner.seal(sealed, keys).await
     }
     async fn sealed(&self, hour: Hour) -> Result<Option<SealedHour>> {
@@ -119,7 +119,7 @@ impl Store for Wrapped {
     async fn sealed_counts(&self, from: Hour, to: Hour) -> Result<Vec<(Hour, u64)>> {
         self.inner.sealed_counts(from, to).await
     }
-    async fn put_link(&self, link: &ChainLink) -> Result<()> {
+    async fn put_link(&self, link: &ChainLink) -> Result<Linking> {
         self.inner.put_link(link).await
     }
     async fn links(&self, from: Hour, limit: usize) -> Result<Vec<ChainLink>> {
