@@ -60,6 +60,15 @@ fn main() {
             || needs::block_on(checksums::a_schema_that_is_not_bloomcasts_is_refused_untouched()),
         ),
         needs::trial(
+            "postgres_seal_and_put_link_say_whether_theirs_is_the_stored_row",
+            &[Need::Postgres],
+            || {
+                needs::block_on(
+                    checksums::postgres_seal_and_put_link_say_whether_theirs_is_the_stored_row(),
+                )
+            },
+        ),
+        needs::trial(
             "nodes_sealing_at_once_publish_one_identical_signed_chain",
             &[Need::Postgres],
             || needs::block_on(chain::nodes_sealing_at_once_publish_one_identical_signed_chain()),

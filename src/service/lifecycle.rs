@@ -6,7 +6,7 @@ use super::{lock, Result, Service, ServiceError};
 use crate::bloom::{Filter, Key};
 use crate::chain;
 use crate::hour::Hour;
-use crate::store::{ChainLink, SealedHour, StoreError};
+use crate::store::{ChainLink, Linking, SealedHour, Sealing, StoreError};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -96,10 +96,12 @@ impl Service {
                 chain::GENESIS
             }
         };
-        self.store
-            .put_link(&ChainLink::new(hour, &sealed.filter, prev))
-            .await?;
-        // Another node may have linked it first: what is stored is what everyone serves.
+        let ours = ChainLink::new(hour, &sealed.filter, prev);
+        match self.store.put_link(&ours).await? {
+            Linking::Stored => return Ok(ours),
+            Linking::AlreadyLinked => {}
+        }
+        // Another node linked it first: what is stored is what everyone serves.
         match self.store.last_link(hour.next()).await? {
             Some(link) if link.hour == hour => Ok(link),
             _ => Err(ServiceError::Store(StoreError::bug(format!(
@@ -147,11 +149,19 @@ impl Service {
             filter: filter.to_bytes(),
         };
         let written = self.store.seal(&sealed, &keys).await;
-        self.note_write(written)?;
+        let sealing = self.note_write(written)?;
         self.forget_open(hour);
-        tracing::info!(%hour, count = sealed.count, m = sealed.m, k = sealed.k, "sealed hour");
-        // Another node may have sealed first; what is stored is what everyone serves.
-        Ok(self.store.sealed(hour).await?.unwrap_or(sealed))
+        match sealing {
+            Sealing::Stored => {
+                tracing::info!(%hour, count = sealed.count, m = sealed.m, k = sealed.k, "sealed hour");
+                Ok(sealed)
+            }
+            // Another node sealed first: what is stored is what everyone serves.
+            Sealing::AlreadySealed => {
+                tracing::info!(%hour, "hour sealed elsewhere first; serving the stored seal");
+                Ok(self.store.sealed(hour).await?.unwrap_or(sealed))
+            }
+        }
     }
 
     /// The distinct keys of a closed hour, verified; an hour whose keys fail

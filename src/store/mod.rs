@@ -140,6 +140,29 @@ pub struct Marks {
     pub high_water: Hour,
 }
 
+/// What [`Store::seal`] did: the first seal of an hour stays, so a caller learns here
+/// whether the row now stored is the one it passed, without reading it back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[must_use]
+pub enum Sealing {
+    /// This call's row is the hour's seal.
+    Stored,
+    /// The hour was already sealed (by another node, or an earlier call): nothing was
+    /// stored, and what is stored may differ from this call's row.
+    AlreadySealed,
+}
+
+/// What [`Store::put_link`] did: the first link of an hour stays, so a caller learns
+/// here whether the link now stored is the one it passed, without reading it back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[must_use]
+pub enum Linking {
+    /// This call's link is the hour's link.
+    Stored,
+    /// The hour already had a link: nothing was stored, and the stored link may differ.
+    AlreadyLinked,
+}
+
 #[async_trait]
 pub trait Store: Send + Sync + 'static {
     /// The first hour this store served: hours before it are unknown, not empty.
@@ -171,8 +194,10 @@ pub trait Store: Send + Sync + 'static {
     async fn keys(&self, hour: Hour) -> Result<Vec<Key>>;
 
     /// Stores a closed hour's final filter with its distinct keys. Idempotent: sealing
-    /// an already sealed hour keeps the first seal.
-    async fn seal(&self, sealed: &SealedHour, keys: &[Key]) -> Result<()>;
+    /// an already sealed hour keeps the first seal. Returns [`Sealing::Stored`] exactly
+    /// when this call's row is the one stored, [`Sealing::AlreadySealed`] when another
+    /// seal of the hour was there first (then [`Store::sealed`] says what it is).
+    async fn seal(&self, sealed: &SealedHour, keys: &[Key]) -> Result<Sealing>;
 
     async fn sealed(&self, hour: Hour) -> Result<Option<SealedHour>>;
 
@@ -184,7 +209,10 @@ pub trait Store: Send + Sync + 'static {
     async fn sealed_counts(&self, from: Hour, to: Hour) -> Result<Vec<(Hour, u64)>>;
 
     /// Stores a sealed hour's chain link. Idempotent: the first link of an hour stays.
-    async fn put_link(&self, link: &ChainLink) -> Result<()>;
+    /// Returns [`Linking::Stored`] exactly when this call's link is the one stored,
+    /// [`Linking::AlreadyLinked`] when the hour had a link already (then
+    /// [`Store::last_link`] says what it is).
+    async fn put_link(&self, link: &ChainLink) -> Result<Linking>;
 
     /// Up to `limit` chain links from `from` on, oldest first (verified).
     async fn links(&self, from: Hour, limit: usize) -> Result<Vec<ChainLink>>;

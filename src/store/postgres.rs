@@ -13,8 +13,8 @@
 
 use super::{
     batch_checksum, check_count, distinct, filter_checksum, keys_to_blob, sealed_keys_checksum,
-    verify_batch, verify_sealed_keys, ChainLink, KeysPage, Marks, Result, SealedHour, SealedRow,
-    Store, StoreError,
+    verify_batch, verify_sealed_keys, ChainLink, KeysPage, Linking, Marks, Result, SealedHour,
+    SealedRow, Sealing, Store, StoreError,
 };
 use crate::bloom::{Key, SHA1_KM32};
 use crate::hour::Hour;
@@ -295,8 +295,10 @@ impl Store for PgStore {
     }
 
     /// The first seal wins (primary key, `ON CONFLICT DO NOTHING`); every node builds
-    /// the same bytes from the same closed key set anyway.
-    async fn seal(&self, sealed: &SealedHour, keys: &[Key]) -> Result<()> {
+    /// the same bytes from the same closed key set anyway. The insert's row count says
+    /// whether this seal is the stored one: a concurrent seal of the hour that commits
+    /// first makes it wait and then insert nothing.
+    async fn seal(&self, sealed: &SealedHour, keys: &[Key]) -> Result<Sealing> {
         let mut client = self.client().await?;
         let tx = client.transaction().await.map_err(pg_error)?;
         let insert = self.sql(
@@ -306,29 +308,35 @@ impl Store for PgStore {
              ON CONFLICT (hour) DO NOTHING",
         );
         let blob = keys_to_blob(keys);
-        tx.execute(
-            &insert,
-            &[
-                &sealed.hour.index(),
-                &(sealed.count as i64),
-                &(sealed.m as i32),
-                &(sealed.k as i32),
-                &SHA1_KM32,
-                &sealed.filter,
-                &blob,
-                &filter_checksum(sealed),
-                &sealed_keys_checksum(sealed.hour, &blob),
-            ],
-        )
-        .await
-        .map_err(pg_error)?;
+        let inserted = tx
+            .execute(
+                &insert,
+                &[
+                    &sealed.hour.index(),
+                    &(sealed.count as i64),
+                    &(sealed.m as i32),
+                    &(sealed.k as i32),
+                    &SHA1_KM32,
+                    &sealed.filter,
+                    &blob,
+                    &filter_checksum(sealed),
+                    &sealed_keys_checksum(sealed.hour, &blob),
+                ],
+            )
+            .await
+            .map_err(pg_error)?;
         tx.execute(
             &self.sql("DELETE FROM {s}.batches WHERE hour = $1"),
             &[&sealed.hour.index()],
         )
         .await
         .map_err(pg_error)?;
-        tx.commit().await.map_err(pg_error)
+        tx.commit().await.map_err(pg_error)?;
+        Ok(if inserted == 1 {
+            Sealing::Stored
+        } else {
+            Sealing::AlreadySealed
+        })
     }
 
     async fn sealed(&self, hour: Hour) -> Result<Option<SealedHour>> {
@@ -385,7 +393,7 @@ impl Store for PgStore {
             .collect()
     }
 
-    async fn put_link(&self, link: &ChainLink) -> Result<()> {
+    async fn put_link(&self, link: &ChainLink) -> Result<Linking> {
         self.put_link_row(link).await
     }
 

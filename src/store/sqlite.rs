@@ -6,8 +6,8 @@
 
 use super::{
     batch_checksum, check_count, distinct, filter_checksum, keys_to_blob, sealed_keys_checksum,
-    verify_batch, verify_sealed_keys, ChainLink, KeysPage, Marks, Result, SealedHour, SealedRow,
-    Store, StoreError,
+    verify_batch, verify_sealed_keys, ChainLink, KeysPage, Linking, Marks, Result, SealedHour,
+    SealedRow, Sealing, Store, StoreError,
 };
 use crate::bloom::Key;
 use crate::hour::Hour;
@@ -300,7 +300,7 @@ impl Store for SqliteStore {
         }
     }
 
-    async fn seal(&self, sealed: &SealedHour, keys: &[Key]) -> Result<()> {
+    async fn seal(&self, sealed: &SealedHour, keys: &[Key]) -> Result<Sealing> {
         let sealed = sealed.clone();
         let keys = keys_to_blob(keys);
         let checksums = (
@@ -376,7 +376,7 @@ impl Store for SqliteStore {
         .await
     }
 
-    async fn put_link(&self, link: &ChainLink) -> Result<()> {
+    async fn put_link(&self, link: &ChainLink) -> Result<Linking> {
         let link = *link;
         self.command(|reply| Command::Link { link, reply }).await
     }

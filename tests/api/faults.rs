@@ -5,9 +5,11 @@
 use crate::helpers::*;
 use crate::wrapped::Wrapped;
 use axum::http::StatusCode;
+use bloomcast::bloom::{Filter, Key};
+use bloomcast::chain::GENESIS;
 use bloomcast::clock::ManualClock;
 use bloomcast::hour::Hour;
-use bloomcast::store::{SqliteStore, Store};
+use bloomcast::store::{ChainLink, SealedHour, SqliteStore, Store};
 use chrono::Duration;
 use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
@@ -349,4 +351,89 @@ async fn a_full_union_pool_answers_busy_at_once_and_hours_and_ingest_go_on() {
     );
     let (meta, filter) = app.filter("/2008/09/03").await; // the same range as /since/13
     assert!(meta.count == 2 && filter.contains("a") && filter.contains("b"));
+}
+
+/// An app past 13:00 with "a" and "b" acknowledged into it, the hour not yet sealed.
+async fn hour_ready_to_seal() -> (TestApp, Arc<Wrapped>) {
+    let (app, clock, wrapped) = spawn_wrapped().await;
+    app.service.wait_loaded().await;
+    app.ingest(&["a", "b"]).await;
+    clock.advance(Duration::hours(1));
+    assert_eq!(wrapped.inner.sealed(start_hour()).await.unwrap(), None);
+    (app, wrapped)
+}
+
+#[tokio::test]
+async fn sealing_an_hour_serves_what_it_wrote_without_reading_it_back() {
+    let (app, wrapped) = hour_ready_to_seal().await;
+    let sealed_reads = wrapped.sealed_reads.load(Ordering::SeqCst);
+    let link_reads = wrapped.link_reads.load(Ordering::SeqCst);
+    let sealed = app.service.seal(start_hour()).await.unwrap();
+    assert_eq!(
+        wrapped.sealed_reads.load(Ordering::SeqCst) - sealed_reads,
+        1,
+        "one read (was the hour sealed already?), none of the seal just written"
+    );
+    assert_eq!(
+        wrapped.link_reads.load(Ordering::SeqCst) - link_reads,
+        2,
+        "the newest link before the hour and the hour's own, not the link just written"
+    );
+    assert_eq!(sealed.count, 2);
+    assert_eq!(
+        wrapped.inner.sealed(start_hour()).await.unwrap().as_ref(),
+        Some(&sealed),
+        "what the service kept is what the store holds"
+    );
+    let link = wrapped.inner.last_link(start_hour().next()).await.unwrap();
+    assert_eq!(
+        link,
+        Some(ChainLink::new(start_hour(), &sealed.filter, GENESIS))
+    );
+    let (meta, filter) = app.filter("/2008/09/03/13").await;
+    assert_eq!(meta.count, 2);
+    assert!(filter.contains("a") && filter.contains("b"));
+    assert_eq!(app.get("/2008/09/03/13.bin").await.body, sealed.filter);
+}
+
+#[tokio::test]
+async fn an_hour_another_node_sealed_and_linked_first_is_served_as_stored() {
+    let (app, wrapped) = hour_ready_to_seal().await;
+    // Another node seals 13:00 with other bytes, and links other bytes, after this
+    // node checked and before its own writes land.
+    let their_keys = bloomcast::store::distinct(vec![Key::of("theirs")]);
+    let theirs = SealedHour::new(
+        start_hour(),
+        1,
+        &Filter::sized_within(&their_keys, 0.01).unwrap(),
+    );
+    let their_link = ChainLink::new(start_hour(), b"their bytes", GENESIS);
+    *wrapped.seal_first.lock().unwrap() = Some((theirs.clone(), their_keys));
+    *wrapped.link_first.lock().unwrap() = Some(their_link);
+    let sealed_reads = wrapped.sealed_reads.load(Ordering::SeqCst);
+    let link_reads = wrapped.link_reads.load(Ordering::SeqCst);
+
+    let sealed = app.service.seal(start_hour()).await.unwrap();
+    assert!(
+        wrapped.seal_first.lock().unwrap().is_none(),
+        "theirs went first"
+    );
+    assert_eq!(sealed, theirs, "the stored seal, not this node's");
+    assert_eq!(
+        wrapped.sealed_reads.load(Ordering::SeqCst) - sealed_reads,
+        2,
+        "the stored seal is read back when another was first"
+    );
+    assert_eq!(
+        wrapped.link_reads.load(Ordering::SeqCst) - link_reads,
+        3,
+        "the stored link is read back when another was first"
+    );
+    let signed = app.service.signed_link(start_hour()).await.unwrap();
+    assert_eq!(signed.map(|s| s.link), Some(their_link));
+
+    let (meta, filter) = app.filter("/2008/09/03/13").await;
+    assert_eq!(meta.count, 1);
+    assert!(filter.contains("theirs"));
+    assert_eq!(app.get("/2008/09/03/13.bin").await.body, theirs.filter);
 }

@@ -7,7 +7,7 @@ use crate::corruption::{db_file, flip_bit, rot_first_batch};
 use crate::helpers::start_hour;
 use bloomcast::bloom::{Filter, Key};
 use bloomcast::hour::Hour;
-use bloomcast::store::{distinct, Result, SealedHour, SqliteStore, Store, StoreError};
+use bloomcast::store::{distinct, Result, SealedHour, Sealing, SqliteStore, Store, StoreError};
 use rusqlite::Connection;
 use std::path::Path;
 
@@ -44,7 +44,7 @@ async fn sealed_store(dir: &Path) -> SqliteStore {
     let ks = distinct(keys(&["a", "b"]));
     let filter = Filter::sized_within(&ks, 0.01).unwrap();
     let sealed = SealedHour::new(h(), 2, &filter);
-    store.seal(&sealed, &ks).await.unwrap();
+    assert_eq!(store.seal(&sealed, &ks).await.unwrap(), Sealing::Stored);
     store
 }
 
@@ -191,7 +191,10 @@ async fn sixty_four_rotten_bytes_in_the_key_area_are_never_served_as_data() {
         for batch in &batches[30..] {
             store.append(open_hour, batch).await.unwrap();
         }
-        store.seal(&sealed, &sealed_keys).await.unwrap();
+        assert_eq!(
+            store.seal(&sealed, &sealed_keys).await.unwrap(),
+            Sealing::Stored
+        );
     }
     // Let the writer thread close its connection (the last close checkpoints the log).
     tokio::time::sleep(std::time::Duration::from_millis(200)).await;

@@ -1,12 +1,14 @@
 //! Stores wrapped for fault tests: one that holds chosen calls at a gate until the test
-//! lets them go (to drive interleavings deterministically), and one that panics once.
+//! lets them go (to drive interleavings deterministically), and one that panics once;
+//! it also counts reads of sealed filters and links, and can play another node whose
+//! seal or link lands just before this node's.
 
 use async_trait::async_trait;
 use bloomcast::bloom::Key;
 use bloomcast::hour::Hour;
-use bloomcast::store::{ChainLink, KeysPage, Marks, Result, SealedHour, Store};
+use bloomcast::store::{ChainLink, KeysPage, Linking, Marks, Result, SealedHour, Sealing, Store};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use tokio::sync::{Notify, Semaphore};
 
 /// A gate: once armed, the next call waits at it until released; the test can wait for
@@ -54,7 +56,9 @@ impl Gate {
 
 /// Delegates to an inner store; `keys_after` (the open hour's refresh and load) waits at
 /// `refresh_gate` and counts the keys it returns, `keys` (sealing, unions) waits at
-/// `keys_gate`, and `sealed` panics once when `panic_on_sealed` is set.
+/// `keys_gate`, and `sealed` panics once when `panic_on_sealed` is set. `sealed` and
+/// `last_link` calls are counted; `seal_first` and `link_first` play another node that
+/// wins the race: the next `seal` (`put_link`) stores theirs first.
 pub struct Wrapped {
     pub inner: Arc<dyn Store>,
     pub refresh_gate: Gate,
@@ -62,6 +66,14 @@ pub struct Wrapped {
     pub panic_on_sealed: AtomicBool,
     /// Keys `keys_after` has returned (what refreshes read back from the store).
     pub keys_read_back: AtomicUsize,
+    /// Calls of `sealed` (reads of a sealed filter).
+    pub sealed_reads: AtomicUsize,
+    /// Calls of `last_link`.
+    pub link_reads: AtomicUsize,
+    /// Sealed into the inner store just before the next `seal` call goes through.
+    pub seal_first: Mutex<Option<(SealedHour, Vec<Key>)>>,
+    /// Stored in the inner store just before the next `put_link` call goes through.
+    pub link_first: Mutex<Option<ChainLink>>,
 }
 
 impl Wrapped {
@@ -72,6 +84,10 @@ impl Wrapped {
             keys_gate: Gate::default(),
             panic_on_sealed: AtomicBool::new(false),
             keys_read_back: AtomicUsize::new(0),
+            sealed_reads: AtomicUsize::new(0),
+            link_reads: AtomicUsize::new(0),
+            seal_first: Mutex::new(None),
+            link_first: Mutex::new(None),
         })
     }
 }
@@ -104,10 +120,18 @@ impl Store for Wrapped {
         self.keys_gate.pass().await;
         self.inner.keys(hour).await
     }
-    async fn seal(&self, sealed: &SealedHour, keys: &[Key]) -> Result<()> {
+    async fn seal(&self, sealed: &SealedHour, keys: &[Key]) -> Result<Sealing> {
+        let first = self.seal_first.lock().unwrap().take();
+        if let Some((theirs, their_keys)) = first {
+            assert_eq!(
+                self.inner.seal(&theirs, &their_keys).await?,
+                Sealing::Stored
+            );
+        }
         self.inner.seal(sealed, keys).await
     }
     async fn sealed(&self, hour: Hour) -> Result<Option<SealedHour>> {
+        self.sealed_reads.fetch_add(1, Ordering::SeqCst);
         if self.panic_on_sealed.swap(false, Ordering::SeqCst) {
             panic!("injected panic in Store::sealed");
         }
@@ -119,13 +143,18 @@ impl Store for Wrapped {
     async fn sealed_counts(&self, from: Hour, to: Hour) -> Result<Vec<(Hour, u64)>> {
         self.inner.sealed_counts(from, to).await
     }
-    async fn put_link(&self, link: &ChainLink) -> Result<()> {
+    async fn put_link(&self, link: &ChainLink) -> Result<Linking> {
+        let first = self.link_first.lock().unwrap().take();
+        if let Some(theirs) = first {
+            assert_eq!(self.inner.put_link(&theirs).await?, Linking::Stored);
+        }
         self.inner.put_link(link).await
     }
     async fn links(&self, from: Hour, limit: usize) -> Result<Vec<ChainLink>> {
         self.inner.links(from, limit).await
     }
     async fn last_link(&self, before: Hour) -> Result<Option<ChainLink>> {
+        self.link_reads.fetch_add(1, Ordering::SeqCst);
         self.inner.last_link(before).await
     }
     async fn prune_before(&self, hour: Hour) -> Result<u64> {

@@ -6,7 +6,7 @@ use super::{drop_schema, unique_schema};
 use crate::common::needs::Need;
 use bloomcast::bloom::{Filter, Key};
 use bloomcast::hour::{hour_of, Hour};
-use bloomcast::store::{full_message, PgStore, SealedHour, Store, StoreError};
+use bloomcast::store::{full_message, PgStore, SealedHour, Sealing, Store, StoreError};
 
 fn h() -> Hour {
     hour_of(2008, 9, 3, 13).unwrap()
@@ -41,7 +41,7 @@ async fn sealed_hour(store: &PgStore, hour: Hour, ids: &[&str]) -> SealedHour {
     let filter = Filter::sized_within(&ks, 0.01).unwrap();
     let sealed = SealedHour::new(hour, ks.len() as u64, &filter);
     store.close_through(hour).await.unwrap();
-    store.seal(&sealed, &ks).await.unwrap();
+    assert_eq!(store.seal(&sealed, &ks).await.unwrap(), Sealing::Stored);
     sealed
 }
 
@@ -162,5 +162,76 @@ pub async fn a_schema_that_is_not_bloomcasts_is_refused_untouched() {
         .unwrap()
         .get(0);
     assert_eq!(tables, 1, "no table was added");
+    drop_schema(&url, &schema).await;
+}
+
+/// The first seal and the first link of an hour stay, and each write says whether it
+/// is the stored one, also when several race (each answer comes from its own insert).
+pub async fn postgres_seal_and_put_link_say_whether_theirs_is_the_stored_row() {
+    use bloomcast::chain::GENESIS;
+    use bloomcast::store::{ChainLink, Linking};
+    let url = Need::Postgres.found();
+    let schema = unique_schema();
+    let store = PgStore::connect(link(&url), &schema, h()).await.unwrap();
+    let first = sealed_hour(&store, h(), &["a", "b"]).await; // asserts Stored
+    let ks = bloomcast::store::distinct(keys(&["other"]));
+    let again = SealedHour::new(h(), 1, &Filter::sized_within(&ks, 0.01).unwrap());
+    assert_eq!(
+        store.seal(&again, &ks).await.unwrap(),
+        Sealing::AlreadySealed
+    );
+    assert_eq!(store.sealed(h()).await.unwrap(), Some(first.clone()));
+    assert_eq!(
+        store.keys(h()).await.unwrap().len(),
+        2,
+        "the first seal's keys"
+    );
+
+    let link = ChainLink::new(h(), &first.filter, GENESIS);
+    assert_eq!(store.put_link(&link).await.unwrap(), Linking::Stored);
+    let other = ChainLink::new(h(), b"other", GENESIS);
+    assert_eq!(
+        store.put_link(&other).await.unwrap(),
+        Linking::AlreadyLinked
+    );
+    assert_eq!(store.last_link(h().next()).await.unwrap(), Some(link));
+
+    // Racing writers of the next hour: exactly one hears it is the stored one.
+    let next = h().next();
+    let store = std::sync::Arc::new(store);
+    let tasks: Vec<_> = (0..6u8)
+        .map(|i| {
+            let store = store.clone();
+            tokio::spawn(async move {
+                let sealed = SealedHour {
+                    hour: next,
+                    count: 0,
+                    m: 8,
+                    k: 1,
+                    filter: vec![i],
+                };
+                let link = ChainLink::new(next, &[i], GENESIS);
+                let sealing = store.seal(&sealed, &[]).await.unwrap();
+                let linking = store.put_link(&link).await.unwrap();
+                (sealed, sealing, link, linking)
+            })
+        })
+        .collect();
+    let mut outcomes = Vec::new();
+    for t in tasks {
+        outcomes.push(t.await.unwrap());
+    }
+    let stored: Vec<_> = outcomes.iter().filter(|o| o.1 == Sealing::Stored).collect();
+    assert_eq!(stored.len(), 1, "exactly one seal is the stored one");
+    assert_eq!(
+        store.sealed(next).await.unwrap().as_ref(),
+        Some(&stored[0].0)
+    );
+    let linked: Vec<_> = outcomes.iter().filter(|o| o.3 == Linking::Stored).collect();
+    assert_eq!(linked.len(), 1, "exactly one link is the stored one");
+    assert_eq!(
+        store.last_link(next.next()).await.unwrap(),
+        Some(linked[0].2)
+    );
     drop_schema(&url, &schema).await;
 }

@@ -3,7 +3,7 @@
 
 use super::{pg_error, PgStore};
 use crate::hour::Hour;
-use crate::store::{ChainLink, Result};
+use crate::store::{ChainLink, Linking, Result};
 
 /// Migration 4: the chain table.
 pub(super) const MIGRATION: &str = r#"
@@ -19,9 +19,10 @@ CREATE TABLE {s}.chain (
 "#;
 
 impl PgStore {
-    pub(super) async fn put_link_row(&self, link: &ChainLink) -> Result<()> {
+    /// Inserts a link unless the hour has one; the row count says which.
+    pub(super) async fn put_link_row(&self, link: &ChainLink) -> Result<Linking> {
         let client = self.client().await?;
-        client
+        let inserted = client
             .execute(
                 &self.sql(
                     "INSERT INTO {s}.chain (hour, digest, prev, header, checksum)
@@ -37,7 +38,11 @@ impl PgStore {
             )
             .await
             .map_err(pg_error)?;
-        Ok(())
+        Ok(if inserted == 1 {
+            Linking::Stored
+        } else {
+            Linking::AlreadyLinked
+        })
     }
 
     pub(super) async fn link_rows(

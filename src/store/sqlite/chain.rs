@@ -3,7 +3,7 @@
 
 use super::{sql_error, SqliteStore};
 use crate::hour::Hour;
-use crate::store::{ChainLink, Result};
+use crate::store::{ChainLink, Linking, Result};
 use rusqlite::{params, Connection};
 
 /// Version 3: the chain table. Existing sealed hours get their links from the service
@@ -18,21 +18,27 @@ CREATE TABLE chain (
 );
 ";
 
-/// Inserts a link unless the hour has one (on the writer thread, in its transaction).
-pub(super) fn insert(tx: &Connection, link: &ChainLink) -> Result<()> {
-    tx.execute(
-        "INSERT OR IGNORE INTO chain (hour, digest, prev, header, checksum)
-         VALUES (?1, ?2, ?3, ?4, ?5)",
-        params![
-            link.hour.index(),
-            &link.digest[..],
-            &link.prev[..],
-            &link.header[..],
-            link.checksum()
-        ],
-    )
-    .map_err(sql_error)?;
-    Ok(())
+/// Inserts a link unless the hour has one (on the writer thread, in its transaction);
+/// says which. Only a conflict on the hour is ignored.
+pub(super) fn insert(tx: &Connection, link: &ChainLink) -> Result<Linking> {
+    let inserted = tx
+        .execute(
+            "INSERT INTO chain (hour, digest, prev, header, checksum)
+         VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (hour) DO NOTHING",
+            params![
+                link.hour.index(),
+                &link.digest[..],
+                &link.prev[..],
+                &link.header[..],
+                link.checksum()
+            ],
+        )
+        .map_err(sql_error)?;
+    Ok(if inserted == 1 {
+        Linking::Stored
+    } else {
+        Linking::AlreadyLinked
+    })
 }
 
 impl SqliteStore {

@@ -62,12 +62,19 @@ async fn sealing_keeps_the_first_seal_and_compacts_batches() {
         k: 1,
         filter: vec![1],
     };
-    store.seal(&sealed, &keys(&["a"])).await.unwrap();
+    assert_eq!(
+        store.seal(&sealed, &keys(&["a"])).await.unwrap(),
+        Sealing::Stored
+    );
     let again = SealedHour {
         filter: vec![2],
         ..sealed.clone()
     };
-    store.seal(&again, &keys(&["a"])).await.unwrap();
+    assert_eq!(
+        store.seal(&again, &keys(&["a"])).await.unwrap(),
+        Sealing::AlreadySealed,
+        "the second seal of an hour is not the stored one"
+    );
     assert_eq!(store.sealed(h).await.unwrap(), Some(sealed));
     assert_eq!(store.keys(h).await.unwrap(), keys(&["a"]));
     assert!(store.keys_after(h, 0).await.unwrap().keys.is_empty());
@@ -94,7 +101,7 @@ async fn pruning_removes_old_hours() {
     let h = hour_of(2008, 9, 3, 13).unwrap();
     let store = SqliteStore::open(dir.path(), h).unwrap();
     for hour in [h, h.next()] {
-        store
+        let sealing = store
             .seal(
                 &SealedHour {
                     hour,
@@ -107,6 +114,7 @@ async fn pruning_removes_old_hours() {
             )
             .await
             .unwrap();
+        assert_eq!(sealing, Sealing::Stored);
     }
     assert_eq!(store.prune_before(h.next()).await.unwrap(), 1);
     assert_eq!(store.sealed(h).await.unwrap(), None);
@@ -138,12 +146,16 @@ async fn chain_links_keep_the_first_write_outlive_pruning_and_fail_when_rotted()
     let store = SqliteStore::open(dir.path(), h).unwrap();
     let first = ChainLink::new(h, b"one", GENESIS);
     let second = ChainLink::new(h.next(), b"two", first.header);
-    store.put_link(&first).await.unwrap();
-    store.put_link(&second).await.unwrap();
-    store
-        .put_link(&ChainLink::new(h, b"other", GENESIS))
-        .await
-        .unwrap();
+    assert_eq!(store.put_link(&first).await.unwrap(), Linking::Stored);
+    assert_eq!(store.put_link(&second).await.unwrap(), Linking::Stored);
+    assert_eq!(
+        store
+            .put_link(&ChainLink::new(h, b"other", GENESIS))
+            .await
+            .unwrap(),
+        Linking::AlreadyLinked,
+        "a second link of an hour is not the stored one"
+    );
     assert_eq!(store.links(h, 10).await.unwrap(), vec![first, second]);
     assert_eq!(store.links(h.next(), 1).await.unwrap(), vec![second]);
     assert_eq!(store.last_link(h.next()).await.unwrap(), Some(first));
@@ -164,4 +176,42 @@ async fn chain_links_keep_the_first_write_outlive_pruning_and_fail_when_rotted()
         store.links(h, 10).await,
         Err(StoreError::Corrupt(_))
     ));
+}
+
+#[tokio::test]
+async fn of_racing_seals_and_links_of_an_hour_exactly_one_is_stored_and_says_so() {
+    use crate::chain::GENESIS;
+    let dir = tempfile::tempdir().unwrap();
+    let h = hour_of(2008, 9, 3, 13).unwrap();
+    let store = Arc::new(SqliteStore::open(dir.path(), h).unwrap());
+    // Spawned together, so most land in one write group: the answer must come from
+    // each insert, not from whether the hour was sealed before the group.
+    let tasks: Vec<_> = (0..8u8)
+        .map(|i| {
+            let store = store.clone();
+            tokio::spawn(async move {
+                let sealed = SealedHour {
+                    hour: h,
+                    count: 0,
+                    m: 8,
+                    k: 1,
+                    filter: vec![i],
+                };
+                let link = ChainLink::new(h, &[i], GENESIS);
+                let sealing = store.seal(&sealed, &[]).await.unwrap();
+                let linking = store.put_link(&link).await.unwrap();
+                (sealed, sealing, link, linking)
+            })
+        })
+        .collect();
+    let mut outcomes = Vec::new();
+    for t in tasks {
+        outcomes.push(t.await.unwrap());
+    }
+    let stored: Vec<_> = outcomes.iter().filter(|o| o.1 == Sealing::Stored).collect();
+    assert_eq!(stored.len(), 1, "exactly one seal is the stored one");
+    assert_eq!(store.sealed(h).await.unwrap().as_ref(), Some(&stored[0].0));
+    let linked: Vec<_> = outcomes.iter().filter(|o| o.3 == Linking::Stored).collect();
+    assert_eq!(linked.len(), 1, "exactly one link is the stored one");
+    assert_eq!(store.last_link(h.next()).await.unwrap(), Some(linked[0].2));
 }

@@ -5,7 +5,7 @@
 use super::sql_error;
 use crate::bloom::SHA1_KM32;
 use crate::hour::Hour;
-use crate::store::{batch_checksum, ChainLink, Result, SealedHour, StoreError};
+use crate::store::{batch_checksum, ChainLink, Linking, Result, SealedHour, Sealing, StoreError};
 use rusqlite::{params, Connection};
 use std::sync::mpsc;
 use tokio::sync::oneshot;
@@ -32,11 +32,13 @@ pub(super) enum Command {
         keys: Vec<u8>,
         /// The filter row's and the keys' checksums.
         checksums: (i64, i64),
-        reply: oneshot::Sender<Result<()>>,
+        /// Whether this seal's row is the one stored.
+        reply: oneshot::Sender<Result<Sealing>>,
     },
     Link {
         link: ChainLink,
-        reply: oneshot::Sender<Result<()>>,
+        /// Whether this link is the one stored.
+        reply: oneshot::Sender<Result<Linking>>,
     },
     Prune {
         before: Hour,
@@ -86,6 +88,8 @@ pub(super) fn writer_loop(
 enum Answer {
     Appended(Hour, i64),
     Unit,
+    Sealed(Sealing),
+    Linked(Linking),
     Count(u64),
 }
 
@@ -138,31 +142,36 @@ fn apply_group(
                     checksums,
                     ..
                 } => {
-                    tx.execute(
-                        "INSERT OR IGNORE INTO hours
+                    // Only a conflict on the hour is ignored: no row inserted means the
+                    // hour was sealed first (earlier, or earlier in this group).
+                    let inserted = tx
+                        .execute(
+                            "INSERT INTO hours
                              (hour, count, m, k, hash, filter, keys, checksum, keys_checksum)
-                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-                        params![
-                            sealed.hour.index(),
-                            sealed.count as i64,
-                            sealed.m,
-                            sealed.k,
-                            SHA1_KM32,
-                            sealed.filter,
-                            keys,
-                            checksums.0,
-                            checksums.1
-                        ],
-                    )
-                    .map_err(sql_error)?;
+                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
+                         ON CONFLICT (hour) DO NOTHING",
+                            params![
+                                sealed.hour.index(),
+                                sealed.count as i64,
+                                sealed.m,
+                                sealed.k,
+                                SHA1_KM32,
+                                sealed.filter,
+                                keys,
+                                checksums.0,
+                                checksums.1
+                            ],
+                        )
+                        .map_err(sql_error)?;
                     tx.execute("DELETE FROM batches WHERE hour = ?1", [sealed.hour.index()])
                         .map_err(sql_error)?;
-                    Answer::Unit
+                    Answer::Sealed(if inserted == 1 {
+                        Sealing::Stored
+                    } else {
+                        Sealing::AlreadySealed
+                    })
                 }
-                Command::Link { link, .. } => {
-                    super::chain::insert(&tx, link)?;
-                    Answer::Unit
-                }
+                Command::Link { link, .. } => Answer::Linked(super::chain::insert(&tx, link)?),
                 Command::Heartbeat { .. } => {
                     tx.execute(
                         "INSERT INTO meta (name, value) VALUES ('heartbeat', unixepoch())
@@ -200,12 +209,15 @@ fn reply_all(group: Vec<Command>, outcome: Result<Vec<Answer>>) {
                     (Command::Close { reply, .. }, Answer::Unit) => {
                         reply.send(Ok(())).map_err(drop)
                     }
-                    (
-                        Command::Seal { reply, .. }
-                        | Command::Link { reply, .. }
-                        | Command::Heartbeat { reply },
-                        Answer::Unit,
-                    ) => reply.send(Ok(())).map_err(drop),
+                    (Command::Heartbeat { reply }, Answer::Unit) => {
+                        reply.send(Ok(())).map_err(drop)
+                    }
+                    (Command::Seal { reply, .. }, Answer::Sealed(s)) => {
+                        reply.send(Ok(s)).map_err(drop)
+                    }
+                    (Command::Link { reply, .. }, Answer::Linked(l)) => {
+                        reply.send(Ok(l)).map_err(drop)
+                    }
                     (Command::Prune { reply, .. }, Answer::Count(n)) => {
                         reply.send(Ok(n)).map_err(drop)
                     }
@@ -219,10 +231,11 @@ fn reply_all(group: Vec<Command>, outcome: Result<Vec<Answer>>) {
             for cmd in group {
                 let _ = match cmd {
                     Command::Append { reply, .. } => reply.send(Err(err())).map_err(drop),
-                    Command::Close { reply, .. }
-                    | Command::Seal { reply, .. }
-                    | Command::Link { reply, .. }
-                    | Command::Heartbeat { reply } => reply.send(Err(err())).map_err(drop),
+                    Command::Close { reply, .. } | Command::Heartbeat { reply } => {
+                        reply.send(Err(err())).map_err(drop)
+                    }
+                    Command::Seal { reply, .. } => reply.send(Err(err())).map_err(drop),
+                    Command::Link { reply, .. } => reply.send(Err(err())).map_err(drop),
                     Command::Prune { reply, .. } => reply.send(Err(err())).map_err(drop),
                 };
             }
