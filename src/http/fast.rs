@@ -103,9 +103,7 @@ impl App {
     /// Answers a `GET` of `path` on the connection's own writer ([`crate::server`]) if
     /// the fast lane can: appends the whole HTTP/1.1 response to `out` (the body too,
     /// unless it is larger than `inline_max`, when it is returned to be sent after
-    /// `out`), counts it in the metrics as the router would, and returns `Some`. `None`
-    /// means "hand the connection to hyper and the router", and `out` is untouched. A
-    /// panic is answered as the router answers one.
+    /// `out`) and counts it in the metrics as the router would.
     pub fn answer_wire(
         &self,
         path: &str,
@@ -113,7 +111,13 @@ impl App {
         date: &[u8],
         out: &mut Vec<u8>,
         inline_max: usize,
-    ) -> Option<Option<Bytes>> {
+    ) -> Wire {
+        if self.state.access_log || tracing_requests() {
+            return Wire::Hyper; // the access log and spans are the router's stack's
+        }
+        if plain_hour_path(path).is_none() {
+            return Wire::Hyper;
+        }
         let mark = out.len();
         let answered = catch_unwind(AssertUnwindSafe(|| {
             self.lane(path, None, headers, |answer| {
@@ -134,18 +138,18 @@ impl App {
                 self.state
                     .metrics
                     .record_fast_hour_read(status, bytes as u64, true);
-                Some(rest)
+                Wire::Answered(rest)
             }
-            Ok(None) => None,
+            Ok(None) => Wire::Route,
             Err(panic) => {
-                // What was written of the answer is dropped; hyper and the router's
-                // panic handler answer the request (500 `internal`) when it comes again.
+                // What was written of the answer is dropped; the router's stack answers
+                // (its panic handler: 500 `internal`).
                 out.truncate(mark);
                 tracing::error!(
                     panic = ?panic.downcast_ref::<&str>(),
                     "the fast lane panicked; the router takes the request"
                 );
-                None
+                Wire::Route
             }
         }
     }
@@ -157,6 +161,18 @@ impl App {
             ..self.clone()
         }
     }
+}
+
+/// How the connection's own writer is to answer a request.
+pub enum Wire {
+    /// Answered in the output, with the body still to send after it if it was large.
+    Answered(Option<Bytes>),
+    /// An hour the fast lane cannot answer now (it needs the store, a render, a
+    /// refresh, or a delta): the connection calls this service with the request and
+    /// writes the router's response.
+    Route,
+    /// Not a poll (or the access log is on): the connection is handed to hyper.
+    Hyper,
 }
 
 /// Whether the router's per-request spans and events would be recorded.

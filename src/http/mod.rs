@@ -10,6 +10,7 @@ pub mod deltas;
 mod error;
 mod fast;
 mod filters;
+pub mod h1;
 mod history;
 mod ingest;
 mod loading;
@@ -23,7 +24,7 @@ mod stats;
 
 pub use auth::Auth;
 pub use error::ApiError;
-pub use fast::App;
+pub use fast::{App, Wire};
 pub use ingest::{decode_keys, BodyKind, MAX_ID_BYTES};
 pub use metrics::{Metrics, Totals};
 pub use negotiate::AVAILABLE_DICTIONARY;

@@ -10,11 +10,12 @@
 
 use super::cors::CorsHeaders;
 use super::filters::{cache_control, respond};
+use super::h1::{self, Length};
 use super::AppState;
 use crate::render::{Rendered, Repr};
 use crate::service::ReadyHour;
 use axum::body::{Body, HttpBody as _};
-use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::http::{header, HeaderMap, HeaderName, HeaderValue, StatusCode};
 use axum::response::Response;
 use bytes::Bytes;
 use rustc_hash::FxBuildHasher;
@@ -71,7 +72,7 @@ thread_local! {
     static KEPT: RefCell<Kept> = RefCell::new(Kept::default());
 }
 
-/// A prepared response, borrowed: what [`response`] clones, or what the connection's
+/// A prepared response, borrowed: what the fast lane clones into a response, or what the connection's
 /// own writer ([`Answer::write_http1`]) copies onto the wire.
 pub struct Answer<'a> {
     pub status: StatusCode,
@@ -97,47 +98,13 @@ impl Answer<'_> {
         response
     }
 
-    /// Appends this response to `out` as HTTP/1.1 on a kept-alive connection, byte for
-    /// byte as hyper 1 encodes [`Answer::into_response`] for a `GET`: the status line, the
-    /// headers in the map's order (an empty body's `Content-Length` dropped, as hyper
-    /// drops it), then `date`, then the body. Checked against hyper's own bytes by
-    /// `tests/api/fast_lane.rs`.
+    /// Appends this response's head to `out` as HTTP/1.1 on a kept-alive connection,
+    /// byte for byte as hyper encodes [`Answer::into_response`] for a `GET`.
     pub fn write_http1(&self, out: &mut Vec<u8>, date: &[u8]) {
-        match self.status {
-            StatusCode::OK => out.extend_from_slice(b"HTTP/1.1 200 OK\r\n"),
-            StatusCode::NOT_MODIFIED => out.extend_from_slice(b"HTTP/1.1 304 Not Modified\r\n"),
-            status => {
-                let reason = status.canonical_reason().unwrap_or("<none>");
-                for part in ["HTTP/1.1 ", status.as_str(), " ", reason, "\r\n"] {
-                    out.extend_from_slice(part.as_bytes());
-                }
-            }
-        }
-        let mut wrote_date = false;
-        for (name, value) in self.headers {
-            let value = match *name {
-                header::CONTENT_LENGTH if self.body.is_empty() => continue,
-                header::CACHE_CONTROL => self.cache_control.as_ref().unwrap_or(value),
-                header::DATE => {
-                    wrote_date = true;
-                    value
-                }
-                _ => value,
-            };
-            out.extend_from_slice(name.as_str().as_bytes());
-            out.extend_from_slice(b": ");
-            out.extend_from_slice(value.as_bytes());
-            out.extend_from_slice(b"\r\n");
-        }
-        if self.body.is_empty() && self.status != StatusCode::NOT_MODIFIED {
-            out.extend_from_slice(b"content-length: 0\r\n");
-        }
-        if !wrote_date {
-            out.extend_from_slice(b"date: ");
-            out.extend_from_slice(date);
-            out.extend_from_slice(b"\r\n");
-        }
-        out.extend_from_slice(b"\r\n");
+        static CACHE_CONTROL: HeaderName = header::CACHE_CONTROL;
+        let replace = self.cache_control.as_ref().map(|v| (&CACHE_CONTROL, v));
+        let length = Length::Known(self.body.len());
+        h1::write_head(out, self.status, self.headers, replace, length, date);
     }
 
     /// The body, to send after [`Answer::write_http1`]'s head.

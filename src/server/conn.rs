@@ -5,11 +5,16 @@
 //! [`App::answer_wire`] with the very bytes hyper would send for the fast lane's
 //! response, without what hyper's connection state costs per request (the request's
 //! header map and URI, the service call, the head's encoding from a header map, the
-//! dispatcher's polling). The first request of a connection that is not such a poll (any
-//! other route or method, a request with a body or `Connection`, `Expect` or `Upgrade`,
-//! a query, a head that does not parse or is too large, or a hyper-only feature) hands
-//! the connection, with every byte read so far, to hyper for the rest of its life: hyper
-//! then answers that request and all after it exactly as before.
+//! dispatcher's polling). A poll of an hour the fast lane cannot answer right now (it
+//! needs the store, a render or a refresh, or asks for a delta or another form) is
+//! given to the router on this connection, and its response written as hyper would
+//! write it ([`h1::write_head`]): an ingest or a refresh does not move the pollers
+//! reading at that moment off this path. The first request of a connection that is not
+//! a poll (any other route or method, a request with a body or `Connection`, `Expect`
+//! or `Upgrade`, a query, a head that does not parse or is too large) hands the
+//! connection, with every byte read so far, to hyper for the rest of its life: hyper
+//! then answers that request and all after it exactly as before, as it does every
+//! request while the access log is on.
 //!
 //! The slow-client defences are the same as hyper's: a client has `header_read_timeout`
 //! to send each request head, counted from when the connection starts waiting for it (so
@@ -19,9 +24,13 @@
 
 use super::drain::Watch;
 use super::{ConnLimits, MAX_HEADERS, MAX_HEAD_BYTES};
-use crate::http::App;
+use crate::http::h1::{self, Length};
+use crate::http::{App, Wire};
+use axum::body::{Body, HttpBody as _};
+use axum::extract::Request;
 use axum::http::{header, HeaderMap, HeaderName, HeaderValue};
 use bytes::{Buf, Bytes, BytesMut};
+use http_body_util::BodyExt as _;
 use hyper::server::conn::http1;
 use hyper_util::rt::TokioIo;
 use hyper_util::service::TowerToHyperService;
@@ -52,7 +61,9 @@ pub(super) async fn serve(
     limits: ConnLimits,
     watch: Watch,
 ) {
-    let buffered = match polls(&mut stream, &app, limits.header_read_timeout, &watch).await {
+    // The peer's address, for the access log.
+    let mut app = app.for_peer(peer);
+    let buffered = match polls(&mut stream, &mut app, limits.header_read_timeout, &watch).await {
         Ok(Some(buffered)) => buffered,
         Ok(None) => return,
         Err(e) => {
@@ -60,8 +71,7 @@ pub(super) async fn serve(
             return;
         }
     };
-    // The peer's address, for the access log.
-    let service = TowerToHyperService::new(app.for_peer(peer));
+    let service = TowerToHyperService::new(app);
     let io = Rewind {
         read: buffered.freeze(),
         stream,
@@ -85,7 +95,7 @@ pub(super) async fn serve(
 /// returns the bytes read and not answered, that request's first.
 async fn polls(
     stream: &mut TcpStream,
-    app: &App,
+    app: &mut App,
     timeout: Duration,
     watch: &Watch,
 ) -> io::Result<Option<BytesMut>> {
@@ -109,6 +119,15 @@ async fn polls(
                         out.clear();
                     }
                     used
+                }
+                Parsed::Route { used, request } => {
+                    buf.advance(used);
+                    if let Some(body) = routed(app, *request, &mut out).await? {
+                        write_two(stream, &out, &body).await?;
+                        out.clear();
+                    }
+                    deadline = Instant::now() + timeout;
+                    continue;
                 }
                 Parsed::Partial => break,
                 Parsed::Hyper => {
@@ -156,6 +175,11 @@ enum Parsed {
     /// A poll answered in `out`, from the first `used` bytes; `body` is still to be sent
     /// after `out` when it was not copied there.
     Answered { used: usize, body: Option<Bytes> },
+    /// A poll the router answers, from the first `used` bytes.
+    Route {
+        used: usize,
+        request: Box<Request<Body>>,
+    },
     /// The head is not whole yet.
     Partial,
     /// Hand the connection to hyper.
@@ -184,13 +208,75 @@ fn answer(buf: &[u8], app: &App, out: &mut Vec<u8>) -> io::Result<Parsed> {
     let Some(wanted) = negotiation_headers(request.headers) else {
         return Ok(Parsed::Hyper);
     };
-    Ok(DATE.with(|date| {
+    let wire = DATE.with(|date| {
         let date = &mut *date.borrow_mut();
-        match app.answer_wire(path, &wanted, date.now(), out, INLINE_BODY) {
-            Some(body) => Parsed::Answered { used, body },
+        app.answer_wire(path, &wanted, date.now(), out, INLINE_BODY)
+    });
+    Ok(match wire {
+        Wire::Answered(body) => Parsed::Answered { used, body },
+        Wire::Hyper => Parsed::Hyper,
+        Wire::Route => match to_request(path, request.headers) {
+            Some(request) => Parsed::Route {
+                used,
+                request: Box::new(request),
+            },
             None => Parsed::Hyper,
+        },
+    })
+}
+
+/// The request as hyper would give it to the service: `GET`, HTTP/1.1, every header.
+fn to_request(path: &str, headers: &[httparse::Header<'_>]) -> Option<Request<Body>> {
+    let mut request = Request::new(Body::empty());
+    *request.uri_mut() = path.parse().ok()?;
+    let map = request.headers_mut();
+    map.reserve(headers.len());
+    for h in headers {
+        let name = HeaderName::from_bytes(h.name.as_bytes()).ok()?;
+        map.append(name, HeaderValue::from_bytes(h.value).ok()?);
+    }
+    Some(request)
+}
+
+/// Calls the router with `request` and appends its response to `out` as hyper would
+/// write it; returns a body too large to copy, to be sent after `out`.
+async fn routed(
+    app: &mut App,
+    request: Request<Body>,
+    out: &mut Vec<u8>,
+) -> io::Result<Option<Bytes>> {
+    let Ok(response) = tower::Service::call(app, request).await;
+    let (parts, body) = response.into_parts();
+    // hyper sends a body of unknown size chunked, unless the headers give its length.
+    let known =
+        body.size_hint().exact().is_some() || parts.headers.contains_key(header::CONTENT_LENGTH);
+    let body = body.collect().await.map_err(io::Error::other)?.to_bytes();
+    let length = if known {
+        Length::Known(body.len())
+    } else {
+        Length::Chunked
+    };
+    let send = DATE.with(|date| {
+        let date = &mut *date.borrow_mut();
+        h1::write_head(out, parts.status, &parts.headers, None, length, date.now())
+    });
+    if !send {
+        return Ok(None);
+    }
+    if length == Length::Chunked {
+        if !body.is_empty() {
+            out.extend_from_slice(format!("{:x}\r\n", body.len()).as_bytes());
+            out.extend_from_slice(&body);
+            out.extend_from_slice(b"\r\n");
         }
-    }))
+        out.extend_from_slice(b"0\r\n\r\n");
+        return Ok(None);
+    }
+    if body.len() > INLINE_BODY {
+        return Ok(Some(body));
+    }
+    out.extend_from_slice(&body);
+    Ok(None)
 }
 
 /// The request headers a poll's answer depends on, as a header map; `None` for a

@@ -113,6 +113,69 @@ async fn polls_on_the_socket_are_byte_for_byte_what_hyper_sends() {
 }
 
 #[tokio::test]
+async fn polls_the_lane_cannot_answer_are_routed_on_the_socket_as_hyper_would_send_them() {
+    let (server, hours) = two_hours().await;
+    let open = &hours[1];
+    get(server.addr, &hours[0]).await; // rendered: ready for the lane
+                                       // The router's answers: an hour not yet begun (404), a form the open hour does not
+                                       // have (406), an hour before the first (404 or 410); each read first through hyper,
+                                       // then on a fresh connection, where it is routed without hyper.
+    for (path, extra) in [
+        ("/2008/09/03/20", ""),
+        (
+            open.as_str(),
+            "Accept: application/vnd.bloomcast.ribbon\r\n",
+        ),
+        ("/2008/09/02/01", "Accept-Encoding: gzip\r\n"),
+    ] {
+        let request = poll(path, extra);
+        let mut hyper = connect(server.addr).await;
+        assert_eq!(send(&mut hyper, &poll("/healthz", "")).await.status, 200);
+        let by_hyper = send(&mut hyper, &request).await;
+        assert!(by_hyper.status >= 400, "{path}: {}", by_hyper.status);
+        let mut wire = connect(server.addr).await;
+        let routed = send(&mut wire, &request).await;
+        assert_eq!(masked(&routed), masked(&by_hyper), "{path} {extra:?}");
+        // The connection stays on the socket's writer: the next poll is answered there.
+        let before = wire_count(server.addr).await;
+        send(&mut wire, &poll(&hours[0], "")).await;
+        assert_eq!(
+            wire_count(server.addr).await,
+            before + 1,
+            "{path}: still on the wire"
+        );
+    }
+    // The open hour just after an ingest is not ready: the first reader's poll is
+    // routed (and renders); hyper's fast lane then sends the same bytes.
+    ingest(server.addr, &ids("more", 5)).await;
+    let request = poll(open, "Accept-Encoding: gzip\r\n");
+    let before = wire_count(server.addr).await;
+    let mut wire = connect(server.addr).await;
+    let routed = send(&mut wire, &request).await;
+    assert_eq!(
+        wire_count(server.addr).await,
+        before,
+        "routed, not prepared"
+    );
+    let mut hyper = connect(server.addr).await;
+    assert_eq!(send(&mut hyper, &poll("/healthz", "")).await.status, 200);
+    let by_hyper = send(&mut hyper, &request).await;
+    assert_eq!(routed.status, 200);
+    assert_eq!(masked(&routed), masked(&by_hyper));
+    let (meta, filter) = bloomcast::wire::Document::parse(&{
+        use std::io::Read as _;
+        let mut json = Vec::new();
+        flate2::read::GzDecoder::new(&routed.body[..])
+            .read_to_end(&mut json)
+            .unwrap();
+        json
+    })
+    .unwrap();
+    assert_eq!(meta.count, 35);
+    assert!(ids("more", 5).iter().all(|id| filter.contains(id)));
+}
+
+#[tokio::test]
 async fn pipelined_polls_are_answered_in_order_and_hyper_takes_over_mid_connection() {
     let (server, hours) = two_hours().await;
     let closed = &hours[0];
