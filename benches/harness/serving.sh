@@ -80,10 +80,14 @@ run_wrk() { # run_wrk OUTPUT SERVER_PID URL [HEADER ...]; appends the server's C
   local h
   for h in "$@"; do args+=(-H "$h"); done
   before=$(cpu_ticks "$pid")
-  taskset -c "$CLIENT_CPU" wrk -t"$WRK_THREADS" -c64 -d"${SECS}s" --latency "${args[@]}" "$url" >"$out"
+  local TIMEFORMAT='%U %S' client
+  client=$( { time taskset -c "$CLIENT_CPU" wrk -t"$WRK_THREADS" -c64 -d"${SECS}s" --latency "${args[@]}" "$url" >"$out"; } 2>&1 )
   after=$(cpu_ticks "$pid")
   n=$(awk '/requests in/ {print $1}' "$out")
   awk -v t=$((after - before)) -v hz="$TICKS" -v n="$n" 'BEGIN {printf "cpu_us_per_request %.1f\n", t * 1e6 / hz / n}' >>"$out"
+  # The load generator's own CPU, as a share of one core over the run: near 100% on
+  # one thread, wrk (not the server) is what limits the rate.
+  awk -v c="$client" -v s="$SECS" 'BEGIN {split(c, t, " "); printf "client_cpu_percent %.0f\n", (t[1] + t[2]) * 100 / s}' >>"$out"
 }
 
 declare -A R
@@ -105,7 +109,8 @@ for rep in 1 2 3; do
       read -r rps p50 p99 err < <(parse_wrk "$WORK/wrk-$s-$kind-$rep")
       ((err == 0)) || die "$s $kind run $rep: $err errors or non-2xx/3xx responses: $(cat "$WORK/wrk-$s-$kind-$rep")"
       cpu=$(awk '$1 == "cpu_us_per_request" {print $2}' "$WORK/wrk-$s-$kind-$rep")
-      R[$s-$kind-rps]+="$rps " R[$s-$kind-p50]+="$p50 " R[$s-$kind-p99]+="$p99 " R[$s-$kind-cpu]+="$cpu "
+      client=$(awk '$1 == "client_cpu_percent" {print $2}' "$WORK/wrk-$s-$kind-$rep")
+      R[$s-$kind-rps]+="$rps " R[$s-$kind-p50]+="$p50 " R[$s-$kind-p99]+="$p99 " R[$s-$kind-cpu]+="$cpu " R[$s-$kind-client]+="$client "
     done
   done
 done
@@ -139,3 +144,5 @@ echo
 echo "Runs (req/s): $(for k in "${kinds[@]}"; do printf '%s bloomcast [%s] nginx [%s] load [%s]; ' "$k" "${R[bc-$k-rps]% }" "${R[ng-$k-rps]% }" "${R[load-$k]% }"; done)"
 echo
 echo "Runs (server CPU µs per request): $(for k in "${kinds[@]}"; do printf '%s bloomcast [%s] nginx [%s]; ' "$k" "${R[bc-$k-cpu]% }" "${R[ng-$k-cpu]% }"; done)"
+echo
+echo "Runs (wrk's CPU, % of one core over the run): $(for k in "${kinds[@]}"; do printf '%s bloomcast [%s] nginx [%s]; ' "$k" "${R[bc-$k-client]% }" "${R[ng-$k-client]% }"; done)"
