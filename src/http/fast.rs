@@ -55,38 +55,41 @@ impl App {
 
     /// The response, if the fast lane can give it.
     fn answer<B>(&self, request: &Request<B>) -> Option<Response> {
-        if request.method() != Method::GET {
+        if request.method() != Method::GET || !self.lane_open() {
             return None;
         }
         let uri = request.uri();
-        self.lane(uri.path(), uri.query(), request.headers(), |answer| {
+        // `?fpp=` is the compact form's, refused on v1 (400): the router says so.
+        if super::compact::fpp_param(uri.query()).is_some() {
+            return None;
+        }
+        let (hour, suffix) = plain_hour_path(uri.path())?;
+        self.lane(hour, suffix, request.headers(), |answer| {
             answer.into_response()
         })
     }
 
-    /// Answers a `GET` of `path` (and `query`) with `headers` if the fast lane can:
-    /// calls `f` with the prepared response. `None` means "take the router".
+    /// Whether the lane may answer at all: not while per-request tracing or the access
+    /// log is on (they need the router's stack's spans and log lines).
+    fn lane_open(&self) -> bool {
+        !self.state.access_log && !tracing_requests()
+    }
+
+    /// Answers a `GET` of `hour` (with the path's `suffix`) and `headers` if the fast
+    /// lane can: calls `f` with the prepared response. `None` means "take the router".
     fn lane<R>(
         &self,
-        path: &str,
-        query: Option<&str>,
+        hour: crate::hour::Hour,
+        suffix: Option<crate::render::Repr>,
         headers: &HeaderMap,
         f: impl FnOnce(Answer<'_>) -> R,
     ) -> Option<R> {
-        if self.state.access_log || tracing_requests() {
-            return None;
-        }
         // A poller asking for a delta (RFC 9842) takes the router: prepared responses
         // are whole bodies.
         if headers.contains_key(AVAILABLE_DICTIONARY) {
             return None;
         }
-        let (hour, suffix) = plain_hour_path(path)?;
         if suffix.is_none() && super::negotiate::wants_compact(headers).is_some() {
-            return None;
-        }
-        // `?fpp=` is the compact form's, refused on v1 (400): the router says so.
-        if super::compact::fpp_param(query).is_some() {
             return None;
         }
         let repr = suffix.unwrap_or_else(|| choose_repr(headers));
@@ -112,15 +115,15 @@ impl App {
         out: &mut Vec<u8>,
         inline_max: usize,
     ) -> Wire {
-        if self.state.access_log || tracing_requests() {
-            return Wire::Hyper; // the access log and spans are the router's stack's
-        }
-        if plain_hour_path(path).is_none() {
+        if !self.lane_open() {
             return Wire::Hyper;
         }
+        let Some((hour, suffix)) = plain_hour_path(path) else {
+            return Wire::Hyper;
+        };
         let mark = out.len();
         let answered = catch_unwind(AssertUnwindSafe(|| {
-            self.lane(path, None, headers, |answer| {
+            self.lane(hour, suffix, headers, |answer| {
                 answer.write_http1(out, date);
                 let body = answer.body();
                 let status = answer.status.as_u16();
@@ -154,6 +157,15 @@ impl App {
         }
     }
 
+    /// The router's response to `request`, with the connection's peer for the access
+    /// log (what hyper's call takes when the fast lane declines).
+    pub fn route(&mut self, mut request: Request) -> RouteFuture<Infallible> {
+        if let Some(peer) = self.peer {
+            request.extensions_mut().insert(ConnectInfo(peer));
+        }
+        tower::Service::call(&mut self.router, request)
+    }
+
     /// This application for a connection from `peer` (the access log names it).
     pub fn for_peer(&self, peer: SocketAddr) -> App {
         App {
@@ -168,7 +180,7 @@ pub enum Wire {
     /// Answered in the output, with the body still to send after it if it was large.
     Answered(Option<Bytes>),
     /// An hour the fast lane cannot answer now (it needs the store, a render, a
-    /// refresh, or a delta): the connection calls this service with the request and
+    /// refresh, or a delta): the connection gives the request to [`App::route`] and
     /// writes the router's response.
     Route,
     /// Not a poll (or the access log is on): the connection is handed to hyper.
@@ -208,15 +220,9 @@ where
                     response: Some(response),
                 }
             }
-            None => {
-                let mut request = request.map(Body::new);
-                if let Some(peer) = self.peer {
-                    request.extensions_mut().insert(ConnectInfo(peer));
-                }
-                AppFuture::Routed {
-                    future: tower::Service::call(&mut self.router, request),
-                }
-            }
+            None => AppFuture::Routed {
+                future: self.route(request.map(Body::new)),
+            },
         }
     }
 }

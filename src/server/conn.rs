@@ -109,26 +109,9 @@ async fn polls(
     loop {
         // Answer every whole request read.
         while !buf.is_empty() {
-            let used = match answer(&buf, app, &mut out)? {
-                Parsed::Answered { used, body } => {
-                    if let Some(body) = body {
-                        write_two(stream, &out, &body).await?;
-                        out.clear();
-                    } else if out.len() >= FLUSH_AT {
-                        stream.write_all(&out).await?;
-                        out.clear();
-                    }
-                    used
-                }
-                Parsed::Route { used, request } => {
-                    buf.advance(used);
-                    if let Some(body) = routed(app, *request, &mut out).await? {
-                        write_two(stream, &out, &body).await?;
-                        out.clear();
-                    }
-                    deadline = Instant::now() + timeout;
-                    continue;
-                }
+            let (used, body) = match answer(&buf, app, &mut out)? {
+                Parsed::Answered { used, body } => (used, body),
+                Parsed::Route { used, request } => (used, routed(app, *request, &mut out).await?),
                 Parsed::Partial => break,
                 Parsed::Hyper => {
                     stream.write_all(&out).await?;
@@ -137,6 +120,13 @@ async fn polls(
             };
             buf.advance(used);
             deadline = Instant::now() + timeout;
+            if let Some(body) = body {
+                write_two(stream, &out, &body).await?;
+                out.clear();
+            } else if out.len() >= FLUSH_AT {
+                stream.write_all(&out).await?;
+                out.clear();
+            }
         }
         if !out.is_empty() {
             stream.write_all(&out).await?;
@@ -208,10 +198,7 @@ fn answer(buf: &[u8], app: &App, out: &mut Vec<u8>) -> io::Result<Parsed> {
     let Some(wanted) = negotiation_headers(request.headers) else {
         return Ok(Parsed::Hyper);
     };
-    let wire = DATE.with(|date| {
-        let date = &mut *date.borrow_mut();
-        app.answer_wire(path, &wanted, date.now(), out, INLINE_BODY)
-    });
+    let wire = with_date(|date| app.answer_wire(path, &wanted, date, out, INLINE_BODY));
     Ok(match wire {
         Wire::Answered(body) => Parsed::Answered { used, body },
         Wire::Hyper => Parsed::Hyper,
@@ -245,7 +232,7 @@ async fn routed(
     request: Request<Body>,
     out: &mut Vec<u8>,
 ) -> io::Result<Option<Bytes>> {
-    let Ok(response) = tower::Service::call(app, request).await;
+    let Ok(response) = app.route(request).await;
     let (parts, body) = response.into_parts();
     // hyper sends a body of unknown size chunked, unless the headers give its length.
     let known =
@@ -256,10 +243,8 @@ async fn routed(
     } else {
         Length::Chunked
     };
-    let send = DATE.with(|date| {
-        let date = &mut *date.borrow_mut();
-        h1::write_head(out, parts.status, &parts.headers, None, length, date.now())
-    });
+    let send =
+        with_date(|date| h1::write_head(out, parts.status, &parts.headers, None, length, date));
     if !send {
         return Ok(None);
     }
@@ -347,6 +332,11 @@ impl CachedDate {
         }
         &self.text
     }
+}
+
+/// Calls `f` with this second's `Date` value.
+fn with_date<R>(f: impl FnOnce(&[u8]) -> R) -> R {
+    DATE.with(|date| f(date.borrow_mut().now()))
 }
 
 thread_local! {
