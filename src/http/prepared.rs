@@ -72,8 +72,8 @@ thread_local! {
     static KEPT: RefCell<Kept> = RefCell::new(Kept::default());
 }
 
-/// A prepared response, borrowed: what the fast lane clones into a response, or what the connection's
-/// own writer ([`Answer::write_http1`]) copies onto the wire.
+/// A prepared response, borrowed: what the fast lane clones into a response, or what
+/// the connection's own writer ([`Answer::write_http1`]) copies onto the wire.
 pub struct Answer<'a> {
     pub status: StatusCode,
     /// Every header but `Date`, in order, `Content-Length` included.
@@ -128,16 +128,12 @@ pub fn with_answer<R>(
     let size = 2 * ready.rendered.size();
     if size > KEPT_MAX {
         let (parts, _) = finished(state, cors, ready, variant).into_parts();
-        let body = match (parts.status, variant.gzip) {
-            (StatusCode::NOT_MODIFIED, _) => Bytes::new(),
-            (_, true) => ready.rendered.gzip.clone(),
-            (_, false) => ready.rendered.identity.clone(),
-        };
+        let r = ready.rendered;
         return f(Answer {
             status: parts.status,
             headers: &parts.headers,
             cache_control,
-            body: &body,
+            body: body_for(parts.status, variant.gzip, &r.identity, &r.gzip),
         });
     }
     let slot = variant.index(ready);
@@ -163,21 +159,29 @@ pub fn with_answer<R>(
             let (parts, _) = finished(state, cors, ready, variant).into_parts();
             (parts.status, parts.headers)
         });
-        let body = match (*status, variant.gzip) {
-            (StatusCode::NOT_MODIFIED, _) => &EMPTY,
-            (_, true) => &entry.gzip,
-            (_, false) => &entry.identity,
-        };
         f(Answer {
             status: *status,
             headers,
             cache_control,
-            body,
+            body: body_for(*status, variant.gzip, &entry.identity, &entry.gzip),
         })
     })
 }
 
-static EMPTY: Bytes = Bytes::new();
+/// The body a response of `status` sends: none on a 304, else the encoding asked for.
+fn body_for<'b>(
+    status: StatusCode,
+    gzip: bool,
+    identity: &'b Bytes,
+    gzipped: &'b Bytes,
+) -> &'b Bytes {
+    static EMPTY: Bytes = Bytes::new();
+    match (status, gzip) {
+        (StatusCode::NOT_MODIFIED, _) => &EMPTY,
+        (_, true) => gzipped,
+        (_, false) => identity,
+    }
+}
 
 /// The whole response to a request of `variant`, made by the handler's own code as the
 /// router's stack finishes it (CORS headers, then `Content-Length`).
