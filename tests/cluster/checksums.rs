@@ -197,41 +197,7 @@ pub async fn postgres_seal_and_put_link_say_whether_theirs_is_the_stored_row() {
     assert_eq!(store.last_link(h().next()).await.unwrap(), Some(link));
 
     // Racing writers of the next hour: exactly one hears it is the stored one.
-    let next = h().next();
     let store = std::sync::Arc::new(store);
-    let tasks: Vec<_> = (0..6u8)
-        .map(|i| {
-            let store = store.clone();
-            tokio::spawn(async move {
-                let sealed = SealedHour {
-                    hour: next,
-                    count: 0,
-                    m: 8,
-                    k: 1,
-                    filter: vec![i],
-                };
-                let link = ChainLink::new(next, &[i], GENESIS);
-                let sealing = store.seal(&sealed, &[]).await.unwrap();
-                let linking = store.put_link(&link).await.unwrap();
-                (sealed, sealing, link, linking)
-            })
-        })
-        .collect();
-    let mut outcomes = Vec::new();
-    for t in tasks {
-        outcomes.push(t.await.unwrap());
-    }
-    let stored: Vec<_> = outcomes.iter().filter(|o| o.1 == Sealing::Stored).collect();
-    assert_eq!(stored.len(), 1, "exactly one seal is the stored one");
-    assert_eq!(
-        store.sealed(next).await.unwrap().as_ref(),
-        Some(&stored[0].0)
-    );
-    let linked: Vec<_> = outcomes.iter().filter(|o| o.3 == Linking::Stored).collect();
-    assert_eq!(linked.len(), 1, "exactly one link is the stored one");
-    assert_eq!(
-        store.last_link(next.next()).await.unwrap(),
-        Some(linked[0].2)
-    );
+    crate::common::races::exactly_one_seal_and_link_is_stored(store, h().next(), 6).await;
     drop_schema(&url, &schema).await;
 }

@@ -9,6 +9,7 @@ pub mod mirror;
 pub mod needs;
 pub mod nodes;
 pub mod pg;
+pub mod races;
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;

@@ -1,0 +1,17 @@
+//! Races every store backend must settle alike, against the embedded SQLite store.
+//! PostgreSQL runs the same checks (`tests/common/races.rs`) in `tests/cluster`, where
+//! its server is found or the trial is reported ignored.
+
+mod common;
+
+use bloomcast::hour::hour_of;
+use bloomcast::store::SqliteStore;
+use std::sync::Arc;
+
+#[tokio::test]
+async fn of_racing_seals_and_links_of_an_hour_exactly_one_is_stored_and_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let h = hour_of(2008, 9, 3, 13).unwrap();
+    let store = Arc::new(SqliteStore::open(dir.path(), h).unwrap());
+    common::races::exactly_one_seal_and_link_is_stored(store, h, 8).await;
+}
