@@ -2,7 +2,7 @@
 //! responses, keeping bytes read past one response for the next (pipelining).
 
 use std::net::SocketAddr;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
@@ -176,4 +176,20 @@ pub async fn exchange(addr: SocketAddr, raw: &[u8]) -> Option<Reply> {
     // The server may answer (and close) before reading everything we send.
     let _ = stream.write_all(raw).await;
     read_reply(&mut stream).await
+}
+
+/// Waits, reading nothing, until the server closes the idle `conn`: within 4 s, and not
+/// before about the 1 s header timeout.
+pub async fn assert_closed_by_header_timeout(conn: &mut Conn) {
+    let started = Instant::now();
+    let mut buf = [0u8; 16];
+    let read = tokio::time::timeout(Duration::from_secs(4), conn.read(&mut buf))
+        .await
+        .expect("closed within 4 s");
+    assert!(matches!(read, Ok(0) | Err(_)), "{read:?}");
+    assert!(
+        started.elapsed() >= Duration::from_millis(900),
+        "{:?}",
+        started.elapsed()
+    );
 }

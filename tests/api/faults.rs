@@ -363,19 +363,27 @@ async fn hour_ready_to_seal() -> (TestApp, Arc<Wrapped>) {
     (app, wrapped)
 }
 
+/// (sealed filters, chain links) the store has been asked to read so far.
+fn reads(wrapped: &Wrapped) -> (usize, usize) {
+    (
+        wrapped.sealed_reads.load(Ordering::SeqCst),
+        wrapped.link_reads.load(Ordering::SeqCst),
+    )
+}
+
 #[tokio::test]
 async fn sealing_an_hour_serves_what_it_wrote_without_reading_it_back() {
     let (app, wrapped) = hour_ready_to_seal().await;
-    let sealed_reads = wrapped.sealed_reads.load(Ordering::SeqCst);
-    let link_reads = wrapped.link_reads.load(Ordering::SeqCst);
+    let before = reads(&wrapped);
     let sealed = app.service.seal(start_hour()).await.unwrap();
+    let after = reads(&wrapped);
     assert_eq!(
-        wrapped.sealed_reads.load(Ordering::SeqCst) - sealed_reads,
+        after.0 - before.0,
         1,
         "one read (was the hour sealed already?), none of the seal just written"
     );
     assert_eq!(
-        wrapped.link_reads.load(Ordering::SeqCst) - link_reads,
+        after.1 - before.1,
         2,
         "the newest link before the hour and the hour's own, not the link just written"
     );
@@ -410,22 +418,22 @@ async fn an_hour_another_node_sealed_and_linked_first_is_served_as_stored() {
     let their_link = ChainLink::new(start_hour(), b"their bytes", GENESIS);
     *wrapped.seal_first.lock().unwrap() = Some((theirs.clone(), their_keys));
     *wrapped.link_first.lock().unwrap() = Some(their_link);
-    let sealed_reads = wrapped.sealed_reads.load(Ordering::SeqCst);
-    let link_reads = wrapped.link_reads.load(Ordering::SeqCst);
+    let before = reads(&wrapped);
 
     let sealed = app.service.seal(start_hour()).await.unwrap();
+    let after = reads(&wrapped);
     assert!(
         wrapped.seal_first.lock().unwrap().is_none(),
         "theirs went first"
     );
     assert_eq!(sealed, theirs, "the stored seal, not this node's");
     assert_eq!(
-        wrapped.sealed_reads.load(Ordering::SeqCst) - sealed_reads,
+        after.0 - before.0,
         2,
         "the stored seal is read back when another was first"
     );
     assert_eq!(
-        wrapped.link_reads.load(Ordering::SeqCst) - link_reads,
+        after.1 - before.1,
         3,
         "the stored link is read back when another was first"
     );
