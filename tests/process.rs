@@ -286,3 +286,35 @@ async fn the_access_log_writes_one_line_per_request_when_enabled() {
         lines[0]
     );
 }
+
+#[tokio::test]
+async fn with_the_access_log_on_every_poll_is_logged_even_of_a_ready_hour() {
+    let dir = tempfile::tempdir().unwrap();
+    let logged = start(dir.path(), &[("BLOOMCAST_ACCESS_LOG", "true")]);
+    let index: serde_json::Value = reqwest::get(format!("{}/", logged.base))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let hour = index["current"]["url"].as_str().unwrap().to_owned();
+    // One keep-alive connection: the first read renders, the next three find the hour
+    // ready (what the socket's own writer answers when the log is off).
+    let client = reqwest::Client::new();
+    for i in 0..4 {
+        let reply = client
+            .get(format!("{}{hour}", logged.base))
+            .header("x-poll", i.to_string())
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(reply.status(), 200);
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let log = logged.log.lock().unwrap();
+    let polls: Vec<_> = log
+        .iter()
+        .filter(|l| l.contains("bloomcast::access") && l.contains(&format!("GET {hour} HTTP/1.1")))
+        .collect();
+    assert_eq!(polls.len(), 4, "{polls:?}");
+}
