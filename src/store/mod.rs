@@ -152,6 +152,18 @@ pub enum Sealing {
     AlreadySealed,
 }
 
+impl Sealing {
+    /// The outcome of an insert that ignores a conflict on the hour, from the rows it
+    /// inserted.
+    pub fn of_rows_inserted(rows: u64) -> Sealing {
+        if rows == 1 {
+            Sealing::Stored
+        } else {
+            Sealing::AlreadySealed
+        }
+    }
+}
+
 /// What [`Store::put_link`] did: the first link of an hour stays, so a caller learns
 /// here whether the link now stored is the one it passed, without reading it back.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -161,6 +173,18 @@ pub enum Linking {
     Stored,
     /// The hour already had a link: nothing was stored, and the stored link may differ.
     AlreadyLinked,
+}
+
+impl Linking {
+    /// The outcome of an insert that ignores a conflict on the hour, from the rows it
+    /// inserted.
+    pub fn of_rows_inserted(rows: u64) -> Linking {
+        if rows == 1 {
+            Linking::Stored
+        } else {
+            Linking::AlreadyLinked
+        }
+    }
 }
 
 #[async_trait]

@@ -332,11 +332,7 @@ impl Store for PgStore {
         .await
         .map_err(pg_error)?;
         tx.commit().await.map_err(pg_error)?;
-        Ok(if inserted == 1 {
-            Sealing::Stored
-        } else {
-            Sealing::AlreadySealed
-        })
+        Ok(Sealing::of_rows_inserted(inserted as u64))
     }
 
     async fn sealed(&self, hour: Hour) -> Result<Option<SealedHour>> {

@@ -38,11 +38,7 @@ impl PgStore {
             )
             .await
             .map_err(pg_error)?;
-        Ok(if inserted == 1 {
-            Linking::Stored
-        } else {
-            Linking::AlreadyLinked
-        })
+        Ok(Linking::of_rows_inserted(inserted as u64))
     }
 
     pub(super) async fn link_rows(

@@ -34,11 +34,7 @@ pub(super) fn insert(tx: &Connection, link: &ChainLink) -> Result<Linking> {
             ],
         )
         .map_err(sql_error)?;
-    Ok(if inserted == 1 {
-        Linking::Stored
-    } else {
-        Linking::AlreadyLinked
-    })
+    Ok(Linking::of_rows_inserted(inserted as u64))
 }
 
 impl SqliteStore {

@@ -165,11 +165,7 @@ fn apply_group(
                         .map_err(sql_error)?;
                     tx.execute("DELETE FROM batches WHERE hour = ?1", [sealed.hour.index()])
                         .map_err(sql_error)?;
-                    Answer::Sealed(if inserted == 1 {
-                        Sealing::Stored
-                    } else {
-                        Sealing::AlreadySealed
-                    })
+                    Answer::Sealed(Sealing::of_rows_inserted(inserted as u64))
                 }
                 Command::Link { link, .. } => Answer::Linked(super::chain::insert(&tx, link)?),
                 Command::Heartbeat { .. } => {
