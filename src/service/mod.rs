@@ -13,11 +13,12 @@
 //! - every served filter's false-positive estimate is at most the target.
 //!
 //! Lock order: `ledger` (std mutex, never held across an await) is innermost; the tokio
-//! locks (`seal_lock`, `refresh_lock`, `render_locks`, a union range's lock or a
-//! compact range's, then a `union_pool` slot) are taken before
-//! it and never while holding it. The other std mutexes (`built_unions`, `open_unions`,
-//! `sealed_keys`, ...) each guard a plain map, are never held across an await and never
-//! while taking another lock.
+//! locks (`seal_lock`, `refresh_lock`, `render_locks`, and the unions' range turns and
+//! build slots, see `unions`) are taken before it and never while holding it. A union
+//! build holds its range's turn and then a slot, and may seal hours meanwhile
+//! (`seal_lock`); sealing never takes a union's turn or slot. The other std mutexes
+//! (`sealed_stats`, `seal_retry`, `signatures`, and those inside `unions::Unions`) each
+//! guard a plain map, are never held across an await and never while taking another lock.
 
 mod cache;
 mod chain;
@@ -28,11 +29,11 @@ mod incremental;
 mod keyset;
 mod ledger;
 mod lifecycle;
-mod open_unions;
 mod ready;
 pub use ready::ReadyHour;
 mod stats;
 mod union;
+mod unions;
 mod views;
 
 pub use chain::{ChainPage, SignedLink, MAX_CHAIN_PAGE};
@@ -171,28 +172,12 @@ pub struct Service {
     refresh_lock: tokio::sync::Mutex<()>,
     /// One open-hour render per representation at a time.
     render_locks: [tokio::sync::Mutex<()>; 3],
-    /// One build at a time per union range: readers of a range share its next build.
-    union_ranges: Mutex<HashMap<UnionKey, Arc<tokio::sync::Mutex<()>>>>,
-    /// Union builds of different ranges running at once; past it, 503 `busy`.
-    union_pool: tokio::sync::Semaphore,
-    /// One compact build at a time per union range and precision (on `union_pool`).
-    compact_ranges: Mutex<HashMap<cache::CompactKey, Arc<tokio::sync::Mutex<()>>>>,
-    /// Unions that end in the open hour (`since`, today), each with the open hour's
-    /// version it was built from: pollers asking for the same range between two ingests
-    /// share one build instead of each re-reading every hour's keys.
-    open_unions: Mutex<open_unions::OpenUnions>,
-    /// The newest union filters built, so each representation renders one build, and
-    /// one ending in the open hour is carried forward rather than rebuilt.
-    built_unions: Mutex<std::collections::VecDeque<union::BuiltUnion>>,
-    /// Sealed hours' keys, for the exact count of a union carried forward (an eighth
-    /// of `cache_bytes`).
-    sealed_keys: incremental::SealedKeys,
+    /// Union builds' locks and pool, and what builds leave for the next reader.
+    unions: unions::Unions,
     /// Decoded filters of complete hours for [`Service::history`], within a budget of
     /// `cache_bytes` counted apart from the render cache's.
     history: history::HistoryFilters,
 }
-
-use open_unions::{UnionKey, OPEN_UNIONS};
 
 impl Service {
     /// # Errors
@@ -204,10 +189,8 @@ impl Service {
     ) -> Result<Service> {
         let genesis = store.genesis().await?;
         let marks = store.marks().await?;
-        let union_builds = tuning.union_builds.max(1);
-        let open_union_bytes = tuning.cache_bytes / 4;
         let tuning_history_budget = tuning.cache_bytes;
-        let sealed_keys_budget = tuning.cache_bytes / 8;
+        let unions = unions::Unions::new(tuning.union_builds, tuning.cache_bytes);
         let service = Service {
             cache: RenderCache::new(tuning.cache_bytes),
             board: ready::Board::new(),
@@ -226,12 +209,7 @@ impl Service {
             seal_lock: tokio::sync::Mutex::new(()),
             refresh_lock: tokio::sync::Mutex::new(()),
             render_locks: Default::default(),
-            union_ranges: Mutex::new(HashMap::new()),
-            union_pool: tokio::sync::Semaphore::new(union_builds),
-            compact_ranges: Mutex::new(HashMap::new()),
-            open_unions: Mutex::new(open_unions::OpenUnions::new(open_union_bytes)),
-            built_unions: Mutex::new(std::collections::VecDeque::new()),
-            sealed_keys: incremental::SealedKeys::new(sealed_keys_budget),
+            unions,
             history: history::HistoryFilters::new(tuning_history_budget),
         };
         service.warn_if_clock_behind();

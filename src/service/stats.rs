@@ -2,7 +2,7 @@
 //! false-positive estimate of the filters the service serves, and what its caches hold.
 //! Read-only: it looks at the same state the filter views use and changes nothing.
 
-use super::{lock, Result, Service, ServiceError, OPEN_UNIONS};
+use super::{lock, Result, Service, ServiceError};
 use crate::hour::Hour;
 use serde::Serialize;
 
@@ -118,15 +118,15 @@ impl Service {
     /// What the render cache and the open-union map hold.
     pub fn cache_stats(&self) -> CacheStats {
         let (entries, bytes) = self.cache.usage();
-        let unions = lock(&self.open_unions);
+        let unions = self.unions.open_usage();
         CacheStats {
             entries,
             bytes,
             budget_bytes: self.tuning.cache_bytes,
-            open_unions: unions.usage().0,
-            open_unions_bytes: unions.usage().1,
-            open_unions_budget_bytes: unions.budget(),
-            open_unions_max: OPEN_UNIONS,
+            open_unions: unions.entries,
+            open_unions_bytes: unions.bytes,
+            open_unions_budget_bytes: unions.budget_bytes,
+            open_unions_max: unions.max_entries,
         }
     }
 }
