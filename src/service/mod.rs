@@ -12,13 +12,27 @@
 //!   read back from the store unverified is served as a filter;
 //! - every served filter's false-positive estimate is at most the target.
 //!
-//! Lock order: `ledger` (std mutex, never held across an await) is innermost; the tokio
-//! locks (`seal_lock`, `refresh_lock`, `render_locks`, and the unions' range turns and
-//! build slots, see `unions`) are taken before it and never while holding it. A union
-//! build holds its range's turn and then a slot, and may seal hours meanwhile
-//! (`seal_lock`); sealing never takes a union's turn or slot. The other std mutexes
-//! (`sealed_stats`, `seal_retry`, `signatures`, and those inside `unions::Unions`) each
-//! guard a plain map, are never held across an await and never while taking another lock.
+//! Its state is split into parts, each owning its locks behind a small API, and each
+//! module doc says what the part owns and its own lock order: `unions` (union builds'
+//! range turns and slots, and what builds leave for the next reader), `sealer` (the seal
+//! turn, the seal backoff, signatures and sealed hours' figures), `cache` (rendered
+//! immutable responses), `history` (decoded filters), and the open hours, still fields
+//! here (`ledger`, `refresh_lock`, `render_locks`, `marks_read_at`, `board`).
+//!
+//! Lock order across the parts, outermost first; a lock is never taken while one after
+//! it is held:
+//! 1. a union's range turn, then a union build slot (`unions`);
+//! 2. the seal turn (`sealer`): a union build seals the hours it reads, and sealing never
+//!    calls into a union build;
+//! 3. `refresh_lock` and `render_locks` (the open hour), each taken with no other tokio
+//!    lock held (a union ending in the open hour refreshes it before taking its turn);
+//! 4. `ledger` (a std mutex, never held across an await) is innermost.
+//!
+//! The other std mutexes (inside `unions`, `sealer`, `cache`, `history`, and
+//! `marks_read_at`) each guard a plain map or value, are held only inside one method,
+//! never across an await and never while taking another lock, and are not taken while
+//! the ledger is held. The `board` takes no lock (atomics and `arc-swap`): it is
+//! written while the ledger is held.
 
 mod cache;
 mod chain;
@@ -30,6 +44,7 @@ mod keyset;
 mod ledger;
 mod lifecycle;
 mod ready;
+mod sealer;
 pub use ready::ReadyHour;
 mod stats;
 mod union;
@@ -49,7 +64,6 @@ use cache::RenderCache;
 use chrono::{DateTime, Utc};
 use ledger::{Ledger, OpenHour};
 pub use stats::{CacheStats, HourStats};
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -157,18 +171,11 @@ pub struct Service {
     marks_read_at: Mutex<Option<Instant>>,
     ledger: Mutex<Ledger>,
     health: health::Health,
-    /// Figures of sealed hours for `/stats`, read once each (they never change).
-    sealed_stats: Mutex<std::collections::BTreeMap<Hour, stats::HourStats>>,
-    /// Hours whose seal failed, with when to try again (backoff), so a failing seal is
-    /// retried in the background rather than on every request.
-    seal_retry: Mutex<HashMap<Hour, lifecycle::Retry>>,
+    /// One seal at a time, its backoff, and what it remembers of sealed hours.
+    sealer: sealer::Sealer,
     cache: RenderCache,
     /// The open hour's latest renderings, for the read path's fast lane.
     board: ready::Board,
-    /// Signatures of chain links, made once per hour (64 bytes each).
-    signatures: Mutex<HashMap<(Hour, crate::chain::Hash), [u8; 64]>>,
-    /// Serialises sealing so an hour is built once per node.
-    seal_lock: tokio::sync::Mutex<()>,
     refresh_lock: tokio::sync::Mutex<()>,
     /// One open-hour render per representation at a time.
     render_locks: [tokio::sync::Mutex<()>; 3],
@@ -194,7 +201,6 @@ impl Service {
         let service = Service {
             cache: RenderCache::new(tuning.cache_bytes),
             board: ready::Board::new(),
-            signatures: Mutex::new(HashMap::new()),
             store,
             clock,
             tuning,
@@ -204,9 +210,7 @@ impl Service {
             marks_read_at: Mutex::new(Some(Instant::now())),
             ledger: Mutex::new(Ledger::default()),
             health: health::Health::default(),
-            seal_retry: Mutex::new(HashMap::new()),
-            sealed_stats: Mutex::new(std::collections::BTreeMap::new()),
-            seal_lock: tokio::sync::Mutex::new(()),
+            sealer: sealer::Sealer::default(),
             refresh_lock: tokio::sync::Mutex::new(()),
             render_locks: Default::default(),
             unions,

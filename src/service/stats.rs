@@ -2,7 +2,7 @@
 //! false-positive estimate of the filters the service serves, and what its caches hold.
 //! Read-only: it looks at the same state the filter views use and changes nothing.
 
-use super::{lock, Result, Service, ServiceError};
+use super::{Result, Service, ServiceError};
 use crate::hour::Hour;
 use serde::Serialize;
 
@@ -67,13 +67,13 @@ impl Service {
         let earliest = self.earliest(now);
         let oldest =
             Hour::from_index((now.index() - limit.max(1) as i64 + 1).max(earliest.index()));
-        lock(&self.sealed_stats).retain(|h, _| *h >= earliest);
+        self.sealer.forget_stats_before(earliest);
         let mut out = Vec::new();
         let mut hour = oldest;
         while hour < now {
             // A sealed hour's figures never change: each is read from the store once.
-            if let Some(stats) = lock(&self.sealed_stats).get(&hour) {
-                out.push(stats.clone());
+            if let Some(stats) = self.sealer.stats(hour) {
+                out.push(stats);
                 hour = hour.next();
                 continue;
             }
@@ -95,7 +95,7 @@ impl Service {
                 .map(|b| u64::from(b.count_ones()))
                 .sum();
             let stats = HourStats::new(hour, sealed.count, sealed.m, sealed.k, ones, true);
-            lock(&self.sealed_stats).insert(hour, stats.clone());
+            self.sealer.keep_stats(hour, stats.clone());
             out.push(stats);
             hour = hour.next();
         }
