@@ -40,7 +40,7 @@ impl Service {
             return Ok(None);
         };
         let (fresh, position, version) = {
-            let ledger = self.ledger();
+            let ledger = self.open.ledger();
             let Some(open) = ledger.hours.get(&now) else {
                 return Ok(None);
             };

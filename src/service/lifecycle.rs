@@ -104,7 +104,7 @@ impl Service {
     async fn seal_one(&self, hour: Hour) -> Result<SealedHour> {
         match self.store.sealed(hour).await {
             Ok(Some(sealed)) => {
-                self.forget_open(hour);
+                self.open.forget_through(hour);
                 return Ok(sealed);
             }
             Ok(None) => {}
@@ -113,7 +113,7 @@ impl Service {
             Err(e @ StoreError::Corrupt(_)) => {
                 tracing::error!(%hour, error = %e, "a sealed hour failed verification; rebuilding it from its keys");
                 self.health.corrupt_found.fetch_add(1, Ordering::Relaxed);
-                self.forget_open(hour);
+                self.open.forget_through(hour);
                 let (keys, filter) = self.build(self.closed_keys(hour).await?).await?;
                 return Ok(SealedHour {
                     hour,
@@ -140,7 +140,7 @@ impl Service {
         };
         let written = self.store.seal(&sealed, &keys).await;
         let sealing = self.note_write(written)?;
-        self.forget_open(hour);
+        self.open.forget_through(hour);
         match sealing {
             Sealing::Stored => {
                 tracing::info!(%hour, count = sealed.count, m = sealed.m, k = sealed.k, "sealed hour");
@@ -203,14 +203,6 @@ impl Service {
                 tracing::warn!(%hour, error = %e, retry_in = ?delay, "sealing failed");
                 Err(e)
             }
-        }
-    }
-
-    pub(super) fn forget_open(&self, hour: Hour) {
-        let mut ledger = self.ledger();
-        ledger.hours.retain(|h, _| *h > hour);
-        if ledger.sealed_through.is_none_or(|s| s < hour) {
-            ledger.sealed_through = Some(hour);
         }
     }
 

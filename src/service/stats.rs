@@ -100,7 +100,7 @@ impl Service {
             hour = hour.next();
         }
         self.refresh(now).await?;
-        let mut ledger = self.ledger();
+        let mut ledger = self.open.ledger();
         if let Some(open) = self.open_entry(&mut ledger, now) {
             let filter = open.filter();
             out.push(HourStats::new(

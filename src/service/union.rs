@@ -46,7 +46,7 @@ impl Service {
         let mut wanted = (now.index(), 0);
         if to == now {
             self.refresh(now).await?;
-            wanted.1 = self.ledger().hours.get(&now).map_or(0, |o| o.version);
+            wanted.1 = self.open.version(now);
         }
         // A cached union serves if it shows at least that version (versions only grow).
         let cached = || -> Option<Arc<Rendered>> {
@@ -79,12 +79,7 @@ impl Service {
         let key = (from.index(), to.index(), repr);
         let now = self.current_hour();
         // Another representation of a union just built: render the same filter again.
-        let current = (to == now).then(|| {
-            (
-                now.index(),
-                self.ledger().hours.get(&now).map_or(0, |o| o.version),
-            )
-        });
+        let current = (to == now).then(|| (now.index(), self.open.version(now)));
         if let Some(built) = self.unions.built(from, to, current, complete) {
             return self.serve_built(key, built, repr).await;
         }
@@ -108,7 +103,7 @@ impl Service {
         while h <= to {
             if h == now {
                 // Refreshed above; what this node acknowledged since is already in the ledger.
-                let ledger = self.ledger();
+                let ledger = self.open.ledger();
                 if let Some(open) = ledger.hours.get(&h) {
                     hours.push(open.keys().collect());
                     // Taken with the keys, so the stamp never claims newer content.
