@@ -2,7 +2,7 @@
 //! hour responses and for `GET /chain/...`. Signatures are made once per hour and kept
 //! (64 bytes each); links come from the store, where sealing wrote them.
 
-use super::{lock, Result, Service, ServiceError};
+use super::{Result, Service, ServiceError};
 use crate::chain::{self, PublicKey};
 use crate::hour::Hour;
 use crate::store::{ChainLink, StoreError};
@@ -78,13 +78,7 @@ impl Service {
     /// The signature of a link, made once per hour.
     fn signature(&self, link: &ChainLink) -> Option<[u8; 64]> {
         let signer = self.tuning.signer.as_ref()?;
-        let key = (link.hour, link.header);
-        if let Some(sig) = lock(&self.signatures).get(&key) {
-            return Some(*sig);
-        }
-        let sig = signer.sign(link.hour.index(), &link.header);
-        lock(&self.signatures).insert(key, sig);
-        Some(sig)
+        Some(self.sealer.signature(signer, link))
     }
 
     /// The chain's response headers of a sealed hour whose `.bin` bytes have `digest`:

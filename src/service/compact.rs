@@ -6,7 +6,7 @@
 //! from the sorted distinct union of its hours' keys.
 
 use super::cache::CompactKey;
-use super::{lock, Result, Service, ServiceError, Target, View};
+use super::{Result, Service, ServiceError, Target, View};
 use crate::bloom::{distinct_keys, Key, Ribbon};
 use crate::hour::{Day, Hour};
 use crate::render::{render_compact, render_ribbon, Compact, Rendered, Repr};
@@ -172,26 +172,12 @@ impl Service {
         if !pooled {
             return work().await;
         }
-        let range = lock(&self.compact_ranges).entry(key).or_default().clone();
-        let built = async {
-            let _same_range = range.lock().await;
-            if let Some(hit) = self.cache.get_compact(&key) {
-                return Ok((hit, true));
-            }
-            let _slot = self.union_pool.try_acquire().map_err(|_| {
-                ServiceError::Busy(
-                    "every union build slot is taken; retry shortly (setting union_builds)".into(),
-                )
-            })?;
-            work().await
+        let _same_range = self.unions.compact_turn(key).await;
+        if let Some(hit) = self.cache.get_compact(&key) {
+            return Ok((hit, true));
         }
-        .await;
-        // The last one out forgets the range's lock, and any left by cancelled requests.
-        lock(&self.compact_ranges).retain(|_, l| {
-            let holders = Arc::strong_count(l) - 1 - usize::from(Arc::ptr_eq(l, &range));
-            holders > 0
-        });
-        built
+        let _slot = self.unions.slot()?;
+        work().await
     }
 
     /// Caches a complete rendering; an incomplete one is served once and built again.

@@ -15,12 +15,11 @@
 //! target: the grow-when-full rule of the hourly filter. Its bits are always exactly
 //! those of a fresh build of its keys at its size.
 
-use super::union::{BuiltUnion, Growth};
-use super::{lock, Result, Service};
+use super::unions::{BuiltUnion, Growth};
+use super::{Result, Service};
 use crate::bloom::Key;
 use crate::hour::Hour;
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 /// The count a union ending in the open hour is sized for, holding `count` keys: a
 /// sixteenth more, so it takes that many new keys before it is rebuilt.
@@ -34,14 +33,14 @@ impl Service {
     /// for the range, the open hour's keys since it are no longer all kept, or it
     /// would pass its room.
     pub(super) async fn advance_union(&self, from: Hour, now: Hour) -> Result<Option<BuiltUnion>> {
-        let Some(prev) = self.take_growable(from, now) else {
+        let Some(prev) = self.unions.take_growable(from, now) else {
             return Ok(None);
         };
         let Some(growth) = prev.growth else {
             return Ok(None);
         };
         let (fresh, position, version) = {
-            let ledger = self.ledger();
+            let ledger = self.open.ledger();
             let Some(open) = ledger.hours.get(&now) else {
                 return Ok(None);
             };
@@ -104,7 +103,7 @@ impl Service {
 
     /// The distinct keys of a closed hour, sorted (kept within the budget).
     async fn sealed_keys(&self, hour: Hour) -> Result<Arc<Vec<Key>>> {
-        if let Some(keys) = self.sealed_keys.get(hour) {
+        if let Some(keys) = self.unions.sealed_keys(hour) {
             return Ok(keys);
         }
         let mut keys = self.closed_keys(hour).await?;
@@ -115,101 +114,14 @@ impl Service {
             keys.dedup();
         }
         let keys = Arc::new(keys);
-        self.sealed_keys.keep(hour, keys.clone());
+        self.unions.keep_sealed_keys(hour, keys.clone());
         Ok(keys)
     }
-}
-
-/// Sealed hours' sorted keys, within a byte budget, least recently used first out.
-pub(super) struct SealedKeys {
-    inner: Mutex<Kept>,
-    budget: usize,
-}
-
-#[derive(Default)]
-struct Kept {
-    by_hour: HashMap<Hour, (Arc<Vec<Key>>, u64)>,
-    bytes: usize,
-    tick: u64,
-}
-
-impl SealedKeys {
-    pub fn new(budget: usize) -> SealedKeys {
-        SealedKeys {
-            inner: Mutex::new(Kept::default()),
-            budget,
-        }
-    }
-
-    fn get(&self, hour: Hour) -> Option<Arc<Vec<Key>>> {
-        let mut kept = lock(&self.inner);
-        kept.tick += 1;
-        let tick = kept.tick;
-        let (keys, used) = kept.by_hour.get_mut(&hour)?;
-        *used = tick;
-        Some(keys.clone())
-    }
-
-    fn keep(&self, hour: Hour, keys: Arc<Vec<Key>>) {
-        let size = bytes_of(&keys);
-        if size > self.budget {
-            return;
-        }
-        let mut kept = lock(&self.inner);
-        while kept.bytes + size > self.budget {
-            let oldest = kept
-                .by_hour
-                .iter()
-                .min_by_key(|(_, (_, used))| *used)
-                .map(|(h, _)| *h);
-            let Some(gone) = oldest.and_then(|h| kept.by_hour.remove(&h)) else {
-                break;
-            };
-            kept.bytes -= bytes_of(&gone.0);
-        }
-        kept.tick += 1;
-        let tick = kept.tick;
-        if let Some(old) = kept.by_hour.insert(hour, (keys, tick)) {
-            kept.bytes -= bytes_of(&old.0);
-        }
-        kept.bytes += size;
-    }
-
-    /// `(hours, bytes)` kept.
-    #[cfg(test)]
-    fn usage(&self) -> (usize, usize) {
-        let kept = lock(&self.inner);
-        (kept.by_hour.len(), kept.bytes)
-    }
-}
-
-fn bytes_of(keys: &[Key]) -> usize {
-    std::mem::size_of_val(keys)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn keys(n: usize) -> Arc<Vec<Key>> {
-        Arc::new((0..n).map(|i| Key::of(&i.to_string())).collect())
-    }
-
-    #[test]
-    fn sealed_keys_stay_within_the_budget_least_recently_used_out() {
-        let one = bytes_of(&keys(100));
-        let kept = SealedKeys::new(2 * one);
-        let hour = |i: i64| Hour::from_index(400_000 + i);
-        kept.keep(hour(1), keys(100));
-        kept.keep(hour(2), keys(100));
-        assert!(kept.get(hour(1)).is_some());
-        kept.keep(hour(3), keys(100));
-        assert!(kept.get(hour(2)).is_none(), "2 was least recently used");
-        assert!(kept.get(hour(1)).is_some() && kept.get(hour(3)).is_some());
-        assert_eq!(kept.usage(), (2, 2 * one));
-        kept.keep(hour(4), keys(1000));
-        assert_eq!(kept.usage().0, 2, "a set over the budget is not kept");
-    }
 
     #[test]
     fn room_grows_with_the_count() {

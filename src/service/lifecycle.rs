@@ -2,7 +2,7 @@
 //! retried with backoff when the store cannot take it), pruning past retention, loading
 //! the open hour at start, and the housekeeping loop that runs them at each boundary.
 
-use super::{lock, Result, Service, ServiceError};
+use super::{Result, Service, ServiceError};
 use crate::bloom::{Filter, Key};
 use crate::chain;
 use crate::hour::Hour;
@@ -11,16 +11,6 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// First wait after a failed seal; it doubles up to [`MAX_BACKOFF`].
-const FIRST_BACKOFF: Duration = Duration::from_secs(1);
-const MAX_BACKOFF: Duration = Duration::from_secs(60);
-
-/// When a failed seal of an hour may be tried again.
-pub(super) struct Retry {
-    pub next: Instant,
-    delay: Duration,
-}
-
 impl Service {
     /// Closes and seals `hour`: its final filter, sized for its actual count so the
     /// advertised false-positive probability is within the target. Once per node.
@@ -28,7 +18,7 @@ impl Service {
     /// # Errors
     /// Store failures; the hour stays unsealed and the next attempt starts over.
     pub async fn seal(&self, hour: Hour) -> Result<SealedHour> {
-        let _one_at_a_time = self.seal_lock.lock().await;
+        let _one_at_a_time = self.sealer.turn().await;
         // The hour chain: an hour's link needs the one before it, so any unlinked hour
         // between the newest link and this one is sealed (and linked) first, in order.
         // Hours before the served range that never got a link stay without one: the
@@ -114,7 +104,7 @@ impl Service {
     async fn seal_one(&self, hour: Hour) -> Result<SealedHour> {
         match self.store.sealed(hour).await {
             Ok(Some(sealed)) => {
-                self.forget_open(hour);
+                self.open.forget_through(hour);
                 return Ok(sealed);
             }
             Ok(None) => {}
@@ -123,7 +113,7 @@ impl Service {
             Err(e @ StoreError::Corrupt(_)) => {
                 tracing::error!(%hour, error = %e, "a sealed hour failed verification; rebuilding it from its keys");
                 self.health.corrupt_found.fetch_add(1, Ordering::Relaxed);
-                self.forget_open(hour);
+                self.open.forget_through(hour);
                 let (keys, filter) = self.build(self.closed_keys(hour).await?).await?;
                 return Ok(SealedHour {
                     hour,
@@ -150,7 +140,7 @@ impl Service {
         };
         let written = self.store.seal(&sealed, &keys).await;
         let sealing = self.note_write(written)?;
-        self.forget_open(hour);
+        self.open.forget_through(hour);
         match sealing {
             Sealing::Stored => {
                 tracing::info!(%hour, count = sealed.count, m = sealed.m, k = sealed.k, "sealed hour");
@@ -194,46 +184,25 @@ impl Service {
     /// # Errors
     /// As [`Service::seal`], or the store is unavailable while the backoff runs.
     pub(super) async fn seal_or_backoff(&self, hour: Hour) -> Result<SealedHour> {
-        if let Some(retry) = lock(&self.seal_retry).get(&hour) {
-            let left = retry.next.saturating_duration_since(Instant::now());
-            if !left.is_zero() {
-                return Err(ServiceError::Store(StoreError::Unavailable {
-                    what: format!(
-                        "sealing {hour} failed; retrying in the background in {} s",
-                        left.as_secs() + 1
-                    ),
-                    source: None,
-                }));
-            }
+        if let Some(left) = self.sealer.backoff_left(hour) {
+            return Err(ServiceError::Store(StoreError::Unavailable {
+                what: format!(
+                    "sealing {hour} failed; retrying in the background in {} s",
+                    left.as_secs() + 1
+                ),
+                source: None,
+            }));
         }
         match self.seal(hour).await {
             Ok(sealed) => {
-                lock(&self.seal_retry).remove(&hour);
+                self.sealer.sealed(hour);
                 Ok(sealed)
             }
             Err(e) => {
-                let mut retries = lock(&self.seal_retry);
-                let delay = retries
-                    .get(&hour)
-                    .map_or(FIRST_BACKOFF, |r| (r.delay * 2).min(MAX_BACKOFF));
+                let delay = self.sealer.failed(hour);
                 tracing::warn!(%hour, error = %e, retry_in = ?delay, "sealing failed");
-                retries.insert(
-                    hour,
-                    Retry {
-                        next: Instant::now() + delay,
-                        delay,
-                    },
-                );
                 Err(e)
             }
-        }
-    }
-
-    pub(super) fn forget_open(&self, hour: Hour) {
-        let mut ledger = self.ledger();
-        ledger.hours.retain(|h, _| *h > hour);
-        if ledger.sealed_through.is_none_or(|s| s < hour) {
-            ledger.sealed_through = Some(hour);
         }
     }
 
@@ -266,7 +235,7 @@ impl Service {
                 tracing::info!(pruned, before = %earliest, "pruned hours past retention");
             }
             self.cache.forget_before(earliest.index());
-            lock(&self.seal_retry).retain(|h, _| *h >= earliest);
+            self.sealer.forget_retries_before(earliest);
         }
         if let Some(e) = failed {
             return Err(e);
@@ -323,11 +292,7 @@ impl Service {
             .to_std()
             .unwrap_or_default()
             + Duration::from_millis(50);
-        let retry = lock(&self.seal_retry)
-            .values()
-            .map(|r| r.next.saturating_duration_since(Instant::now()))
-            .min()
-            .unwrap_or(Duration::MAX);
+        let retry = self.sealer.next_retry().unwrap_or(Duration::MAX);
         until_boundary
             .min(retry.saturating_add(Duration::from_millis(10)))
             .min(Duration::from_secs(60))

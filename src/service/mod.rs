@@ -12,12 +12,32 @@
 //!   read back from the store unverified is served as a filter;
 //! - every served filter's false-positive estimate is at most the target.
 //!
-//! Lock order: `ledger` (std mutex, never held across an await) is innermost; the tokio
-//! locks (`seal_lock`, `refresh_lock`, `render_locks`, a union range's lock or a
-//! compact range's, then a `union_pool` slot) are taken before
-//! it and never while holding it. The other std mutexes (`built_unions`, `open_unions`,
-//! `sealed_keys`, ...) each guard a plain map, are never held across an await and never
-//! while taking another lock.
+//! Its state is split into parts, each owning its locks behind a small API, and each
+//! module doc says what the part owns and its own lock order: `open_hours` (the ledger
+//! of open hours, the board, the refresh and render turns, when the marks were read),
+//! `unions` (union builds' range turns and build slots, and what builds leave for the
+//! next reader), `sealer` (the seal turn, the seal backoff, signatures and sealed hours'
+//! figures), `cache` (rendered immutable responses), `history` (decoded filters) and
+//! `health` (write failures, corrupt hours, the heartbeat). `Service` itself keeps only
+//! the store, the clock, the tuning, genesis and the hour marks (atomics).
+//!
+//! Lock order across the parts, outermost first; a lock is never taken while one after
+//! it is held:
+//! 1. a union's range turn, then a union build slot (`unions`);
+//! 2. the seal turn (`sealer`): a union build seals the hours it reads, and sealing never
+//!    calls into a union build;
+//! 3. the refresh turn and the render turns (`open_hours`), each taken with no other
+//!    tokio lock held (a union ending in the open hour refreshes it before taking its
+//!    turn);
+//! 4. the ledger (`open_hours`, a std mutex never held across an await) is innermost.
+//!
+//! The heartbeat's turn (`health`) is taken by `/healthz` alone, with no other lock held.
+//!
+//! The other std mutexes (inside `unions`, `sealer`, `cache`, `history`, `health`, and
+//! `open_hours`' `marks_read_at`) each guard a plain map or value, are held only inside
+//! one method, never across an await and never while taking another lock, and are not
+//! taken while the ledger is held. The board takes no lock (atomics and `arc-swap`): it
+//! is written while the ledger is held.
 
 mod cache;
 mod chain;
@@ -28,11 +48,13 @@ mod incremental;
 mod keyset;
 mod ledger;
 mod lifecycle;
-mod open_unions;
+mod open_hours;
 mod ready;
+mod sealer;
 pub use ready::ReadyHour;
 mod stats;
 mod union;
+mod unions;
 mod views;
 
 pub use chain::{ChainPage, SignedLink, MAX_CHAIN_PAGE};
@@ -47,11 +69,11 @@ use crate::store::{Store, StoreError};
 use cache::RenderCache;
 use chrono::{DateTime, Utc};
 use ledger::{Ledger, OpenHour};
+use open_hours::OpenHours;
 pub use stats::{CacheStats, HourStats};
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use thiserror::Error;
 
 #[derive(Debug, Error)]
@@ -152,47 +174,18 @@ pub struct Service {
     high_water: AtomicI64,
     /// The newest hour durably closed in the store (an hour index; `i64::MIN` for none).
     closed_through: AtomicI64,
-    /// When the marks were last read from the store (other nodes move them too).
-    marks_read_at: Mutex<Option<Instant>>,
-    ledger: Mutex<Ledger>,
+    /// The open hours: their ledger, board, refresh and render turns.
+    open: OpenHours,
     health: health::Health,
-    /// Figures of sealed hours for `/stats`, read once each (they never change).
-    sealed_stats: Mutex<std::collections::BTreeMap<Hour, stats::HourStats>>,
-    /// Hours whose seal failed, with when to try again (backoff), so a failing seal is
-    /// retried in the background rather than on every request.
-    seal_retry: Mutex<HashMap<Hour, lifecycle::Retry>>,
+    /// One seal at a time, its backoff, and what it remembers of sealed hours.
+    sealer: sealer::Sealer,
     cache: RenderCache,
-    /// The open hour's latest renderings, for the read path's fast lane.
-    board: ready::Board,
-    /// Signatures of chain links, made once per hour (64 bytes each).
-    signatures: Mutex<HashMap<(Hour, crate::chain::Hash), [u8; 64]>>,
-    /// Serialises sealing so an hour is built once per node.
-    seal_lock: tokio::sync::Mutex<()>,
-    refresh_lock: tokio::sync::Mutex<()>,
-    /// One open-hour render per representation at a time.
-    render_locks: [tokio::sync::Mutex<()>; 3],
-    /// One build at a time per union range: readers of a range share its next build.
-    union_ranges: Mutex<HashMap<UnionKey, Arc<tokio::sync::Mutex<()>>>>,
-    /// Union builds of different ranges running at once; past it, 503 `busy`.
-    union_pool: tokio::sync::Semaphore,
-    /// One compact build at a time per union range and precision (on `union_pool`).
-    compact_ranges: Mutex<HashMap<cache::CompactKey, Arc<tokio::sync::Mutex<()>>>>,
-    /// Unions that end in the open hour (`since`, today), each with the open hour's
-    /// version it was built from: pollers asking for the same range between two ingests
-    /// share one build instead of each re-reading every hour's keys.
-    open_unions: Mutex<open_unions::OpenUnions>,
-    /// The newest union filters built, so each representation renders one build, and
-    /// one ending in the open hour is carried forward rather than rebuilt.
-    built_unions: Mutex<std::collections::VecDeque<union::BuiltUnion>>,
-    /// Sealed hours' keys, for the exact count of a union carried forward (an eighth
-    /// of `cache_bytes`).
-    sealed_keys: incremental::SealedKeys,
+    /// Union builds' locks and pool, and what builds leave for the next reader.
+    unions: unions::Unions,
     /// Decoded filters of complete hours for [`Service::history`], within a budget of
     /// `cache_bytes` counted apart from the render cache's.
     history: history::HistoryFilters,
 }
-
-use open_unions::{UnionKey, OPEN_UNIONS};
 
 impl Service {
     /// # Errors
@@ -204,34 +197,20 @@ impl Service {
     ) -> Result<Service> {
         let genesis = store.genesis().await?;
         let marks = store.marks().await?;
-        let union_builds = tuning.union_builds.max(1);
-        let open_union_bytes = tuning.cache_bytes / 4;
         let tuning_history_budget = tuning.cache_bytes;
-        let sealed_keys_budget = tuning.cache_bytes / 8;
+        let unions = unions::Unions::new(tuning.union_builds, tuning.cache_bytes);
         let service = Service {
             cache: RenderCache::new(tuning.cache_bytes),
-            board: ready::Board::new(),
-            signatures: Mutex::new(HashMap::new()),
+            open: OpenHours::new(tuning.capacity, tuning.target_fpp),
             store,
             clock,
             tuning,
             genesis,
             high_water: AtomicI64::new(marks.high_water.index()),
             closed_through: AtomicI64::new(marks.closed_through.map_or(i64::MIN, Hour::index)),
-            marks_read_at: Mutex::new(Some(Instant::now())),
-            ledger: Mutex::new(Ledger::default()),
             health: health::Health::default(),
-            seal_retry: Mutex::new(HashMap::new()),
-            sealed_stats: Mutex::new(std::collections::BTreeMap::new()),
-            seal_lock: tokio::sync::Mutex::new(()),
-            refresh_lock: tokio::sync::Mutex::new(()),
-            render_locks: Default::default(),
-            union_ranges: Mutex::new(HashMap::new()),
-            union_pool: tokio::sync::Semaphore::new(union_builds),
-            compact_ranges: Mutex::new(HashMap::new()),
-            open_unions: Mutex::new(open_unions::OpenUnions::new(open_union_bytes)),
-            built_unions: Mutex::new(std::collections::VecDeque::new()),
-            sealed_keys: incremental::SealedKeys::new(sealed_keys_budget),
+            sealer: sealer::Sealer::default(),
+            unions,
             history: history::HistoryFilters::new(tuning_history_budget),
         };
         service.warn_if_clock_behind();
@@ -299,14 +278,13 @@ impl Service {
             self.closed_through
                 .fetch_max(closed.index(), Ordering::AcqRel);
         }
-        *lock(&self.marks_read_at) = Some(Instant::now());
+        self.open.marks_read();
         Ok(())
     }
 
     /// As [`Service::read_marks`], at most once per refresh interval.
     pub(super) async fn read_marks_if_due(&self) -> Result<()> {
-        let due = lock(&self.marks_read_at).is_none_or(|t| t.elapsed() >= self.tuning.refresh);
-        if due {
+        if self.open.marks_due(self.tuning.refresh) {
             self.read_marks().await?;
         }
         Ok(())
@@ -316,23 +294,6 @@ impl Service {
         let before = self.high_water.fetch_max(hour.index(), Ordering::AcqRel);
         if hour.index() > before && self.clock.current_hour() < hour {
             self.warn_if_clock_behind();
-        }
-    }
-
-    /// The ledger of open hours. A panic while it was held may have left it half
-    /// updated: it is then emptied, and every open hour reloads from the store (the
-    /// truth) on its next read, instead of every later request failing on the poison.
-    fn ledger(&self) -> MutexGuard<'_, Ledger> {
-        match self.ledger.lock() {
-            Ok(guard) => guard,
-            Err(poisoned) => {
-                tracing::error!("a panic interrupted an update of the open hours; reloading them from the store");
-                let mut guard = poisoned.into_inner();
-                *guard = Ledger::default();
-                self.board.changed();
-                self.ledger.clear_poison();
-                guard
-            }
         }
     }
 
@@ -354,7 +315,7 @@ impl Service {
         let reserved = self.reserve(now, keys)?;
         let appended = self.store.append_at(now, keys).await;
         let appended = self.note_write(appended);
-        let mut ledger = self.ledger();
+        let mut ledger = self.open.ledger();
         if let Some(open) = ledger.hours.get_mut(&now) {
             open.reserved -= reserved;
         }
@@ -362,7 +323,7 @@ impl Service {
         self.raise_high_water(hour);
         if let Some(open) = self.open_entry(&mut ledger, hour) {
             if open.add(keys) > 0 {
-                self.board.changed();
+                self.open.board().changed();
             }
             // The next refresh need not read back what this node just wrote, when it
             // is the batch right after everything the entry has read.
@@ -380,7 +341,7 @@ impl Service {
     /// would pass `max_hour_ids`. Returns the room held, to release once appended.
     fn reserve(&self, hour: Hour, keys: &[Key]) -> Result<u64> {
         let max = self.tuning.max_hour_ids;
-        let mut ledger = self.ledger();
+        let mut ledger = self.open.ledger();
         let Some(open) = self.open_entry(&mut ledger, hour) else {
             return Ok(0); // closed meanwhile: the store puts the keys in a later hour
         };
@@ -393,29 +354,15 @@ impl Service {
         Ok(new)
     }
 
-    /// The open entry of `hour`, created if needed, unless the hour is closed: a closed
-    /// hour's entry is never recreated (a reader racing the seal must serve the seal).
+    /// The open entry of `hour` (see [`OpenHours::entry`]).
     fn open_entry<'l>(&self, ledger: &'l mut Ledger, hour: Hour) -> Option<&'l mut OpenHour> {
-        let closed = ledger
-            .sealed_through
-            .into_iter()
-            .chain(self.closed_through())
-            .max();
-        if closed.is_some_and(|c| hour <= c) {
-            return None;
-        }
-        Some(
-            ledger
-                .hours
-                .entry(hour)
-                .or_insert_with(|| OpenHour::new(self.tuning.capacity, self.tuning.target_fpp)),
-        )
+        self.open.entry(ledger, hour, self.closed_through())
     }
 
     /// The distinct-key count of the current hour as this node sees it.
     pub fn current_count(&self) -> u64 {
         let now = self.current_hour();
-        self.ledger().hours.get(&now).map_or(0, OpenHour::count)
+        self.open.count(now)
     }
 
     /// Checks that `hour` is one the service can speak for.

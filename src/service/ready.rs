@@ -156,7 +156,9 @@ impl Service {
             })
         };
         if hour == now {
-            self.board.with(hour, repr, |r| ready(r, Some(now.end())))
+            self.open
+                .board()
+                .with(hour, repr, |r| ready(r, Some(now.end())))
         } else {
             let key = (hour.index(), hour.index(), repr);
             self.cache.with(&key, |r| ready(r, None))

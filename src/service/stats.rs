@@ -2,7 +2,7 @@
 //! false-positive estimate of the filters the service serves, and what its caches hold.
 //! Read-only: it looks at the same state the filter views use and changes nothing.
 
-use super::{lock, Result, Service, ServiceError, OPEN_UNIONS};
+use super::{Result, Service, ServiceError};
 use crate::hour::Hour;
 use serde::Serialize;
 
@@ -67,13 +67,13 @@ impl Service {
         let earliest = self.earliest(now);
         let oldest =
             Hour::from_index((now.index() - limit.max(1) as i64 + 1).max(earliest.index()));
-        lock(&self.sealed_stats).retain(|h, _| *h >= earliest);
+        self.sealer.forget_stats_before(earliest);
         let mut out = Vec::new();
         let mut hour = oldest;
         while hour < now {
             // A sealed hour's figures never change: each is read from the store once.
-            if let Some(stats) = lock(&self.sealed_stats).get(&hour) {
-                out.push(stats.clone());
+            if let Some(stats) = self.sealer.stats(hour) {
+                out.push(stats);
                 hour = hour.next();
                 continue;
             }
@@ -95,12 +95,12 @@ impl Service {
                 .map(|b| u64::from(b.count_ones()))
                 .sum();
             let stats = HourStats::new(hour, sealed.count, sealed.m, sealed.k, ones, true);
-            lock(&self.sealed_stats).insert(hour, stats.clone());
+            self.sealer.keep_stats(hour, stats.clone());
             out.push(stats);
             hour = hour.next();
         }
         self.refresh(now).await?;
-        let mut ledger = self.ledger();
+        let mut ledger = self.open.ledger();
         if let Some(open) = self.open_entry(&mut ledger, now) {
             let filter = open.filter();
             out.push(HourStats::new(
@@ -118,15 +118,15 @@ impl Service {
     /// What the render cache and the open-union map hold.
     pub fn cache_stats(&self) -> CacheStats {
         let (entries, bytes) = self.cache.usage();
-        let unions = lock(&self.open_unions);
+        let unions = self.unions.open_usage();
         CacheStats {
             entries,
             bytes,
             budget_bytes: self.tuning.cache_bytes,
-            open_unions: unions.usage().0,
-            open_unions_bytes: unions.usage().1,
-            open_unions_budget_bytes: unions.budget(),
-            open_unions_max: OPEN_UNIONS,
+            open_unions: unions.entries,
+            open_unions_bytes: unions.bytes,
+            open_unions_budget_bytes: unions.budget_bytes,
+            open_unions_max: unions.max_entries,
         }
     }
 }

@@ -3,9 +3,9 @@
 //! sizes.
 
 use super::incremental::room;
-use super::open_unions::{OpenStamp, UnionKey};
-use super::{lock, Result, Service, ServiceError};
-use crate::bloom::{union_of, union_with_room, Filter, Key};
+use super::unions::{BuiltUnion, Growth, OpenStamp, UnionKey};
+use super::{Result, Service, ServiceError};
+use crate::bloom::{union_of, union_with_room, Key};
 use crate::hour::Hour;
 use crate::render::{render, Effort, Rendered, Repr};
 use crate::wire::Meta;
@@ -46,14 +46,14 @@ impl Service {
         let mut wanted = (now.index(), 0);
         if to == now {
             self.refresh(now).await?;
-            wanted.1 = self.ledger().hours.get(&now).map_or(0, |o| o.version);
+            wanted.1 = self.open.version(now);
         }
         // A cached union serves if it shows at least that version (versions only grow).
         let cached = || -> Option<Arc<Rendered>> {
             if complete {
                 return self.cache.get(&key);
             }
-            lock(&self.open_unions).get(&key, wanted)
+            self.unions.open(&key, wanted)
         };
         if let Some(r) = cached() {
             return Ok((r, complete));
@@ -61,23 +61,12 @@ impl Service {
         // Readers of one range share its next build instead of each starting their own;
         // builds of different ranges run on a bounded pool, and past it a request is
         // refused at once (503 busy) rather than queued into a 408.
-        let range = lock(&self.union_ranges).entry(key).or_default().clone();
-        let _same_range = range.lock().await;
+        let _same_range = self.unions.turn(key).await;
         if let Some(r) = cached() {
             return Ok((r, complete));
         }
-        let _slot = self.union_pool.try_acquire().map_err(|_| {
-            ServiceError::Busy(
-                "every union build slot is taken; retry shortly (setting union_builds)".into(),
-            )
-        })?;
-        let built = self.build_union(from, to, repr, complete).await;
-        // The last one out forgets the range's lock, and any left by cancelled requests.
-        lock(&self.union_ranges).retain(|_, l| {
-            let holders = Arc::strong_count(l) - 1 - usize::from(Arc::ptr_eq(l, &range));
-            holders > 0
-        });
-        built
+        let _slot = self.unions.slot()?;
+        self.build_union(from, to, repr, complete).await
     }
 
     async fn build_union(
@@ -90,19 +79,14 @@ impl Service {
         let key = (from.index(), to.index(), repr);
         let now = self.current_hour();
         // Another representation of a union just built: render the same filter again.
-        let current = (to == now).then(|| {
-            (
-                now.index(),
-                self.ledger().hours.get(&now).map_or(0, |o| o.version),
-            )
-        });
-        if let Some(built) = self.built_union(from, to, current, complete) {
+        let current = (to == now).then(|| (now.index(), self.open.version(now)));
+        if let Some(built) = self.unions.built(from, to, current, complete) {
             return self.serve_built(key, built, repr).await;
         }
         // A union of this range built at an earlier version: add what the hour gained.
         if to == now {
             if let Some(built) = self.advance_union(from, now).await? {
-                self.remember_union(built.clone());
+                self.unions.remember(built.clone());
                 return self.serve_built(key, built, repr).await;
             }
         }
@@ -119,7 +103,7 @@ impl Service {
         while h <= to {
             if h == now {
                 // Refreshed above; what this node acknowledged since is already in the ledger.
-                let ledger = self.ledger();
+                let ledger = self.open.ledger();
                 if let Some(open) = ledger.hours.get(&h) {
                     hours.push(open.keys().collect());
                     // Taken with the keys, so the stamp never claims newer content.
@@ -152,7 +136,7 @@ impl Service {
             })
         })
         .await??;
-        self.remember_union(BuiltUnion {
+        self.unions.remember(BuiltUnion {
             range: (from.index(), to.index()),
             stamp,
             complete,
@@ -187,17 +171,6 @@ impl Service {
         Ok(self.keep_union(key, complete, built.stamp, rendered))
     }
 
-    /// Takes out the kept union of `from..=now` that can be carried forward, if any.
-    pub(super) fn take_growable(&self, from: Hour, now: Hour) -> Option<BuiltUnion> {
-        let mut kept = lock(&self.built_unions);
-        let at = kept.iter().position(|b| {
-            b.range == (from.index(), now.index())
-                && b.growth.is_some()
-                && b.stamp.is_some_and(|s| s.0 == now.index())
-        })?;
-        kept.remove(at)
-    }
-
     /// Caches a rendering: immutable ones in the render cache, open ones with their stamp.
     fn keep_union(
         &self,
@@ -210,68 +183,8 @@ impl Service {
         if complete {
             self.cache.insert(key, rendered.clone());
         } else if let Some(stamp) = stamp {
-            lock(&self.open_unions).insert(key, stamp, rendered.clone());
+            self.unions.keep_open(key, stamp, rendered.clone());
         }
         (rendered, complete)
     }
-
-    /// A union filter built for `from..=to` showing exactly `current` (the open hour and
-    /// its version; `None` for a range of closed hours), if one is kept.
-    fn built_union(
-        &self,
-        from: Hour,
-        to: Hour,
-        current: Option<OpenStamp>,
-        complete: bool,
-    ) -> Option<BuiltUnion> {
-        lock(&self.built_unions)
-            .iter()
-            .find(|b| {
-                b.range == (from.index(), to.index())
-                    && b.stamp == current
-                    && b.complete == complete
-            })
-            .cloned()
-    }
-
-    /// Keeps the newest few built filters (within a quarter of the cache budget each), so
-    /// each representation of a union is a rendering of one build.
-    fn remember_union(&self, built: BuiltUnion) {
-        if built.filter.m() as usize / 8 > self.tuning.cache_bytes / 4 {
-            return;
-        }
-        let mut kept = lock(&self.built_unions);
-        kept.retain(|b| b.range != built.range);
-        if kept.len() >= BUILT_UNIONS {
-            kept.pop_front();
-        }
-        kept.push_back(built);
-    }
-}
-
-/// Built union filters kept for their other representations.
-const BUILT_UNIONS: usize = 4;
-
-/// One built union filter and what it shows.
-#[derive(Clone)]
-pub(super) struct BuiltUnion {
-    pub range: (i64, i64),
-    /// The open hour and version it includes; `None` for a range of closed hours.
-    pub stamp: Option<OpenStamp>,
-    pub complete: bool,
-    pub filter: Arc<Filter>,
-    pub count: u64,
-    /// How to carry it forward as the open hour takes keys; `None` when it cannot be.
-    pub growth: Option<Growth>,
-}
-
-/// Where a union ending in the open hour stands in that hour, and how far it may grow.
-#[derive(Clone, Copy)]
-pub(super) struct Growth {
-    /// The open hour it read (`OpenHour::id`).
-    pub hour_id: u64,
-    /// How many of that hour's distinct keys it holds.
-    pub position: u64,
-    /// The count it was sized for; past it, it is rebuilt.
-    pub capacity: u64,
 }

@@ -108,24 +108,25 @@ impl Service {
         self.refresh(hour).await?;
         let slot = repr.index();
         let wanted = {
-            let mut ledger = self.ledger();
+            let mut ledger = self.open.ledger();
             let Some(open) = self.open_entry(&mut ledger, hour) else {
                 return Ok(None);
             };
             match &open.rendered[slot] {
                 Some((v, r)) if *v == open.version => {
                     if let Some(at) = open.refreshed_at {
-                        self.board.refreshed(at, self.tuning.refresh);
+                        self.open.board().refreshed(at, self.tuning.refresh);
                     }
-                    self.board.publish(hour, self.board.generation(), r);
+                    let board = self.open.board();
+                    board.publish(hour, board.generation(), r);
                     return Ok(Some(r.clone()));
                 }
                 _ => open.version,
             }
         };
-        let _one_render = self.render_locks[slot].lock().await;
+        let _one_render = self.open.render_turn(slot).await;
         let (meta, filter, version, generation) = {
-            let mut ledger = self.ledger();
+            let mut ledger = self.open.ledger();
             let Some(open) = self.open_entry(&mut ledger, hour) else {
                 return Ok(None);
             };
@@ -135,18 +136,18 @@ impl Service {
                 }
             }
             let meta = Meta::hour(hour.rfc3339(), false, open.count());
-            let generation = self.board.generation();
+            let generation = self.open.board().generation();
             (meta, open.filter().clone(), open.version, generation)
         };
         let rendered = Arc::new(render_off_thread(meta, filter, repr, Effort::Fast).await?);
-        let mut ledger = self.ledger();
+        let mut ledger = self.open.ledger();
         if let Some(open) = ledger.hours.get_mut(&hour) {
             if open.rendered[slot]
                 .as_ref()
                 .is_none_or(|(v, _)| *v < version)
             {
                 open.rendered[slot] = Some((version, rendered.clone()));
-                self.board.publish(hour, generation, &rendered);
+                self.open.board().publish(hour, generation, &rendered);
             }
         }
         Ok(Some(rendered))
@@ -162,11 +163,11 @@ impl Service {
                 .is_none_or(|t| t.elapsed() >= self.tuning.refresh);
             Some((due, open.cursor, open.refreshed_at.is_some()))
         };
-        if !due(&mut self.ledger()).is_some_and(|(due, ..)| due) {
+        if !due(&mut self.open.ledger()).is_some_and(|(due, ..)| due) {
             return Ok(());
         }
-        let _one_at_a_time = self.refresh_lock.lock().await;
-        let Some((true, cursor, ever)) = due(&mut self.ledger()) else {
+        let _one_at_a_time = self.open.refresh_turn().await;
+        let Some((true, cursor, ever)) = due(&mut self.open.ledger()) else {
             return Ok(());
         };
         let page = self.store.keys_after(hour, cursor).await;
@@ -180,14 +181,16 @@ impl Service {
             Ok(page) => {
                 let large = page.keys.len() >= crate::memory::LARGE_BATCH;
                 {
-                    let mut ledger = self.ledger();
+                    let mut ledger = self.open.ledger();
                     if let Some(open) = self.open_entry(&mut ledger, hour) {
                         if open.add(&page.keys) > 0 {
-                            self.board.changed();
+                            self.open.board().changed();
                         }
                         open.cursor = open.cursor.max(page.cursor);
                         open.refreshed_at = Some(Instant::now());
-                        self.board.refreshed(Instant::now(), self.tuning.refresh);
+                        self.open
+                            .board()
+                            .refreshed(Instant::now(), self.tuning.refresh);
                     }
                 }
                 if large {

@@ -9,9 +9,9 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 /// `(first hour index, last hour index, representation)`.
-pub(super) type UnionKey = (i64, i64, Repr);
+pub(in crate::service) type UnionKey = (i64, i64, Repr);
 /// The open hour (index) and its content version.
-pub(super) type OpenStamp = (i64, u64);
+pub(in crate::service) type OpenStamp = (i64, u64);
 /// Open unions kept at most, whatever their size.
 pub(super) const OPEN_UNIONS: usize = 64;
 
@@ -21,7 +21,7 @@ struct Entry {
     last_used: u64,
 }
 
-/// The open unions; guarded by the service's mutex (`Service::open_unions`).
+/// The open unions; guarded by their owner's mutex (`Unions::open`).
 pub(super) struct OpenUnions {
     entries: HashMap<UnionKey, Entry>,
     bytes: usize,

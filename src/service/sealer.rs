@@ -1,0 +1,126 @@
+//! The sealer's own state: what sealing serialises on and what it remembers about
+//! sealed hours. [`Sealer`] owns
+//! - the seal turn: one seal at a time per node, so an hour is built once;
+//! - the seal backoff: hours whose seal failed, with when to try again, so a failing
+//!   seal is retried in the background rather than on every request;
+//! - chain-link signatures, made once per hour (64 bytes each);
+//! - sealed hours' figures for `/stats`, read once each (they never change).
+//!
+//! Sealing itself reads and writes the store and the open hours, so it stays the
+//! service's work (`lifecycle.rs`, `chain.rs`, `stats.rs`); all of the state above is
+//! reached through this API only.
+//!
+//! Lock order: the seal turn (a tokio lock, held across a whole seal) may be taken while
+//! a union's turn and build slot are held (a union build seals the hours it reads), and
+//! never the other way round; while it is held, the ledger is taken briefly, and no
+//! union, refresh or render lock. The std mutexes inside (backoff, signatures, figures)
+//! are leaves: each is held only inside one method here, never across an await and never
+//! while taking another lock.
+
+use super::lock;
+use super::stats::HourStats;
+use crate::chain::{Hash, Signer};
+use crate::hour::Hour;
+use crate::store::ChainLink;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// First wait after a failed seal; it doubles up to [`MAX_BACKOFF`].
+const FIRST_BACKOFF: Duration = Duration::from_secs(1);
+const MAX_BACKOFF: Duration = Duration::from_secs(60);
+
+/// When a failed seal of an hour may be tried again.
+struct Retry {
+    next: Instant,
+    delay: Duration,
+}
+
+#[derive(Default)]
+pub(super) struct Sealer {
+    /// Serialises sealing so an hour is built once per node.
+    turn: tokio::sync::Mutex<()>,
+    /// Hours whose seal failed, with when to try again.
+    retry: Mutex<HashMap<Hour, Retry>>,
+    /// Signatures of chain links, by hour and link header.
+    signatures: Mutex<HashMap<(Hour, Hash), [u8; 64]>>,
+    /// Figures of sealed hours for `/stats`.
+    stats: Mutex<BTreeMap<Hour, HourStats>>,
+}
+
+impl Sealer {
+    /// Waits for the turn to seal: one seal at a time.
+    pub async fn turn(&self) -> tokio::sync::MutexGuard<'_, ()> {
+        self.turn.lock().await
+    }
+
+    /// How long until `hour` may be sealed again after a failure, if it must wait.
+    pub fn backoff_left(&self, hour: Hour) -> Option<Duration> {
+        let left = lock(&self.retry)
+            .get(&hour)?
+            .next
+            .saturating_duration_since(Instant::now());
+        (!left.is_zero()).then_some(left)
+    }
+
+    /// `hour` sealed: no retry is pending for it.
+    pub fn sealed(&self, hour: Hour) {
+        lock(&self.retry).remove(&hour);
+    }
+
+    /// A seal of `hour` failed: backs off (doubling up to a minute) and returns how
+    /// long until it is tried again.
+    pub fn failed(&self, hour: Hour) -> Duration {
+        let mut retries = lock(&self.retry);
+        let delay = retries
+            .get(&hour)
+            .map_or(FIRST_BACKOFF, |r| (r.delay * 2).min(MAX_BACKOFF));
+        retries.insert(
+            hour,
+            Retry {
+                next: Instant::now() + delay,
+                delay,
+            },
+        );
+        delay
+    }
+
+    /// Until the soonest pending retry (zero when one is due), if any.
+    pub fn next_retry(&self) -> Option<Duration> {
+        lock(&self.retry)
+            .values()
+            .map(|r| r.next.saturating_duration_since(Instant::now()))
+            .min()
+    }
+
+    /// Forgets the retries of hours before `earliest` (past retention).
+    pub fn forget_retries_before(&self, earliest: Hour) {
+        lock(&self.retry).retain(|h, _| *h >= earliest);
+    }
+
+    /// The signature of `link` by `signer`, made once per hour and link.
+    pub fn signature(&self, signer: &Signer, link: &ChainLink) -> [u8; 64] {
+        let key = (link.hour, link.header);
+        if let Some(sig) = lock(&self.signatures).get(&key) {
+            return *sig;
+        }
+        let sig = signer.sign(link.hour.index(), &link.header);
+        lock(&self.signatures).insert(key, sig);
+        sig
+    }
+
+    /// The figures of the sealed `hour`, if read already.
+    pub fn stats(&self, hour: Hour) -> Option<HourStats> {
+        lock(&self.stats).get(&hour).cloned()
+    }
+
+    /// Keeps the figures of the sealed `hour` (they never change).
+    pub fn keep_stats(&self, hour: Hour, stats: HourStats) {
+        lock(&self.stats).insert(hour, stats);
+    }
+
+    /// Forgets the figures of hours before `earliest` (past retention).
+    pub fn forget_stats_before(&self, earliest: Hour) {
+        lock(&self.stats).retain(|h, _| *h >= earliest);
+    }
+}

@@ -1,0 +1,160 @@
+//! The unions' own state: what building a union waits on, and what builds leave behind
+//! for the next reader. [`Unions`] owns
+//! - the build lock of each v1 union range and of each compact union (range, precision
+//!   and form): readers of one range share its next build;
+//! - the bounded build pool: builds of different ranges at once, past which a build is
+//!   refused at once (503 busy) rather than queued into a 408;
+//! - the open unions: renderings of unions ending in the open hour, each with the
+//!   version of that hour it shows (a quarter of `cache_bytes`);
+//! - the newest union filters built (`built`);
+//! - sealed hours' keys, for the exact count of a union carried forward (an eighth of
+//!   `cache_bytes`).
+//!
+//! Building a union reads the store and the open hours, so that stays the service's
+//! work (`union.rs`, `incremental.rs`, `compact.rs`); all of the state above is reached
+//! through this API only.
+//!
+//! Lock order: a range's turn ([`Unions::turn`], [`Unions::compact_turn`]; a tokio lock
+//! held across the build), then a pool [`Unions::slot`], never the other way round. The
+//! std mutexes inside (the range maps, the open unions, the built filters, the sealed
+//! keys) are leaves: each is held only inside one method here, never across an await and
+//! never while taking another lock, so these methods may be called with a turn or a slot
+//! held, but not with the service's ledger held.
+
+mod built;
+mod open;
+mod ranges;
+mod sealed_keys;
+
+pub(super) use built::{BuiltUnion, Growth};
+pub(super) use open::{OpenStamp, UnionKey};
+pub(super) use ranges::RangeTurn;
+
+use super::cache::CompactKey;
+use super::{lock, Result, ServiceError};
+use crate::bloom::Key;
+use crate::hour::Hour;
+use crate::render::Rendered;
+use built::BuiltUnions;
+use open::{OpenUnions, OPEN_UNIONS};
+use ranges::Ranges;
+use sealed_keys::SealedKeys;
+use std::sync::{Arc, Mutex};
+use tokio::sync::{Semaphore, SemaphorePermit};
+
+pub(super) struct Unions {
+    /// One build at a time per union range: readers of a range share its next build.
+    ranges: Ranges<UnionKey>,
+    /// One compact build at a time per union range and precision (on `pool`).
+    compact_ranges: Ranges<CompactKey>,
+    /// Union builds of different ranges running at once; past it, 503 `busy`.
+    pool: Semaphore,
+    /// Unions that end in the open hour (`since`, today), each with the open hour's
+    /// version it was built from: pollers asking for the same range between two ingests
+    /// share one build instead of each re-reading every hour's keys.
+    open: Mutex<OpenUnions>,
+    /// The newest union filters built, so each representation renders one build, and
+    /// one ending in the open hour is carried forward rather than rebuilt.
+    built: BuiltUnions,
+    /// Sealed hours' keys, for the exact count of a union carried forward.
+    sealed_keys: SealedKeys,
+}
+
+/// What the open unions hold now, for `/stats`.
+pub(super) struct OpenUsage {
+    pub entries: usize,
+    pub max_entries: usize,
+    pub bytes: usize,
+    pub budget_bytes: usize,
+}
+
+impl Unions {
+    /// `builds` at once (at least one), within budgets carved from `cache_bytes`.
+    pub fn new(builds: usize, cache_bytes: usize) -> Unions {
+        Unions {
+            ranges: Ranges::new(),
+            compact_ranges: Ranges::new(),
+            pool: Semaphore::new(builds.max(1)),
+            open: Mutex::new(OpenUnions::new(cache_bytes / 4)),
+            built: BuiltUnions::new(cache_bytes / 4),
+            sealed_keys: SealedKeys::new(cache_bytes / 8),
+        }
+    }
+
+    /// Waits for the turn to build the union `key`.
+    pub async fn turn(&self, key: UnionKey) -> RangeTurn<'_, UnionKey> {
+        self.ranges.turn(key).await
+    }
+
+    /// Waits for the turn to build the compact union `key`.
+    pub async fn compact_turn(&self, key: CompactKey) -> RangeTurn<'_, CompactKey> {
+        self.compact_ranges.turn(key).await
+    }
+
+    /// A build slot, held for the build.
+    ///
+    /// # Errors
+    /// [`ServiceError::Busy`] when every slot is taken: refused at once, not queued.
+    pub fn slot(&self) -> Result<SemaphorePermit<'_>> {
+        self.pool.try_acquire().map_err(|_| {
+            ServiceError::Busy(
+                "every union build slot is taken; retry shortly (setting union_builds)".into(),
+            )
+        })
+    }
+
+    /// The open union of `key` if it shows at least `wanted` (versions only grow).
+    pub fn open(&self, key: &UnionKey, wanted: OpenStamp) -> Option<Arc<Rendered>> {
+        lock(&self.open).get(key, wanted)
+    }
+
+    /// Keeps the rendering of an open union, showing `stamp`.
+    pub fn keep_open(&self, key: UnionKey, stamp: OpenStamp, rendered: Arc<Rendered>) {
+        lock(&self.open).insert(key, stamp, rendered);
+    }
+
+    /// The union filter built for `from..=to` showing exactly `current` (the open hour
+    /// and its version; `None` for a range of closed hours), if one is kept.
+    pub fn built(
+        &self,
+        from: Hour,
+        to: Hour,
+        current: Option<OpenStamp>,
+        complete: bool,
+    ) -> Option<BuiltUnion> {
+        self.built.find(from, to, current, complete)
+    }
+
+    /// Takes out the kept union of `from..=now` that can be carried forward, if any.
+    pub fn take_growable(&self, from: Hour, now: Hour) -> Option<BuiltUnion> {
+        self.built.take_growable(from, now)
+    }
+
+    /// Keeps the newest few built filters (within a quarter of the cache budget each),
+    /// so each representation of a union is a rendering of one build.
+    pub fn remember(&self, built: BuiltUnion) {
+        self.built.remember(built);
+    }
+
+    /// The sorted keys of the sealed `hour`, if kept.
+    pub fn sealed_keys(&self, hour: Hour) -> Option<Arc<Vec<Key>>> {
+        self.sealed_keys.get(hour)
+    }
+
+    /// Keeps the sorted keys of the sealed `hour`, within the budget.
+    pub fn keep_sealed_keys(&self, hour: Hour, keys: Arc<Vec<Key>>) {
+        self.sealed_keys.keep(hour, keys);
+    }
+
+    /// What the open unions hold now.
+    pub fn open_usage(&self) -> OpenUsage {
+        let open = lock(&self.open);
+        let (entries, bytes) = open.usage();
+        OpenUsage {
+            entries,
+            max_entries: OPEN_UNIONS,
+            bytes,
+            budget_bytes: open.budget(),
+        }
+    }
+}
