@@ -243,7 +243,10 @@ impl Service {
         let decoded = sealed.and_then(|s| {
             let decoded = Filter::decode_bytes(s.m.into(), s.k.into(), SHA1_KM32, &s.filter);
             match decoded {
-                Ok(filter) => Some((filter, s.count)),
+                // Decoding accepts only the canonical bytes of the filter (the exact
+                // length, no bits past `m`), so the stored bytes are what the chain
+                // digests: they are not encoded again to be hashed.
+                Ok(filter) => Some((filter, s.count, Some(s.filter))),
                 Err(e) => {
                     tracing::error!(%hour, error = %e, "a sealed filter does not decode; rebuilding it from the hour's keys");
                     self.health.corrupt_found.fetch_add(1, Ordering::Relaxed);
@@ -251,17 +254,20 @@ impl Service {
                 }
             }
         });
-        let (filter, count, complete) = match decoded {
-            Some((filter, count)) => (filter, count, true),
+        let (filter, count, bytes) = match decoded {
+            Some(sealed) => sealed,
             None => {
                 let keys = self.closed_keys(hour).await?;
                 let (keys, filter) = self.build(keys).await?;
                 let closed = self.closed_through().is_some_and(|c| hour <= c);
-                (filter, keys.len() as u64, closed)
+                // Only a durably closed hour is final: its bytes are what its seal will hold.
+                let bytes = closed.then(|| filter.to_bytes());
+                (filter, keys.len() as u64, bytes)
             }
         };
-        let chain_headers = if complete {
-            let digest = crate::chain::digest(&filter.to_bytes());
+        let complete = bytes.is_some();
+        let chain_headers = if let Some(bytes) = &bytes {
+            let digest = crate::chain::digest(bytes);
             self.chain_headers(hour, &digest).await?
         } else {
             Vec::new()
