@@ -3,7 +3,7 @@
 //!
 //! A union built over `from..=now` remembers the open hour it read (its id) and how many
 //! of that hour's distinct keys it holds (its position). To catch up, it takes the keys
-//! the hour added after that position (`OpenHour::keys_since`), sets their bits, and
+//! the hour added after that position (`OpenHours::gained_since`), sets their bits, and
 //! counts them exactly: a key new to the open hour is new to the union unless a closed
 //! hour of the range holds it. The union's own filter answers most of that: a key that
 //! sets a bit in it was in no hour of it. The rest (about `target_fpp` of them) are
@@ -39,19 +39,10 @@ impl Service {
         let Some(growth) = prev.growth else {
             return Ok(None);
         };
-        let (fresh, position, version) = {
-            let ledger = self.open.ledger();
-            let Some(open) = ledger.hours.get(&now) else {
-                return Ok(None);
-            };
-            if open.id != growth.hour_id {
-                return Ok(None);
-            }
-            let Some(fresh) = open.keys_since(growth.position) else {
-                return Ok(None);
-            };
-            (fresh.to_vec(), open.count(), open.version)
+        let Some(gained) = self.open.gained_since(now, growth.hour_id, growth.position) else {
+            return Ok(None);
         };
+        let (fresh, position, version) = (gained.keys, gained.count, gained.version);
         let mut filter = Arc::try_unwrap(prev.filter).unwrap_or_else(|shared| (*shared).clone());
         // Set the fresh keys' bits; those that set none may be in a closed hour.
         let (filter, maybe) = tokio::task::spawn_blocking(move || {

@@ -29,7 +29,8 @@
 //! 3. the refresh turn and the render turns (`open_hours`), each taken with no other
 //!    tokio lock held (a union ending in the open hour refreshes it before taking its
 //!    turn);
-//! 4. the ledger (`open_hours`, a std mutex never held across an await) is innermost.
+//! 4. the ledger (`open_hours`, a std mutex taken only inside `OpenHours`' methods,
+//!    never held across an await) is innermost.
 //!
 //! The heartbeat's turn (`health`) is taken by `/healthz` alone, with no other lock held.
 //!
@@ -68,7 +69,6 @@ use crate::render::Rendered;
 use crate::store::{Store, StoreError};
 use cache::RenderCache;
 use chrono::{DateTime, Utc};
-use ledger::{Ledger, OpenHour};
 use open_hours::OpenHours;
 pub use stats::{CacheStats, HourStats};
 use std::sync::atomic::{AtomicI64, Ordering};
@@ -312,51 +312,24 @@ impl Service {
     pub async fn ingest(&self, keys: &[Key]) -> Result<Receipt> {
         self.wait_loaded().await;
         let now = self.current_hour();
-        let reserved = self.reserve(now, keys)?;
+        let max = self.tuning.max_hour_ids;
+        let reservation = self.open.reserve(now, keys, max, self.closed_through())?;
         let appended = self.store.append_at(now, keys).await;
-        let appended = self.note_write(appended);
-        let mut ledger = self.open.ledger();
-        if let Some(open) = ledger.hours.get_mut(&now) {
-            open.reserved -= reserved;
-        }
-        let (hour, cursor) = appended?;
+        let (hour, cursor) = match self.note_write(appended) {
+            Ok(appended) => appended,
+            Err(e) => {
+                self.open.release(reservation);
+                return Err(e);
+            }
+        };
         self.raise_high_water(hour);
-        if let Some(open) = self.open_entry(&mut ledger, hour) {
-            if open.add(keys) > 0 {
-                self.open.board().changed();
-            }
-            // The next refresh need not read back what this node just wrote, when it
-            // is the batch right after everything the entry has read.
-            if let Some(c) = cursor.filter(|&c| open.cursor == c - 1) {
-                open.cursor = c;
-            }
-        }
+        let closed = self.closed_through();
+        self.open
+            .acknowledge(reservation, hour, keys, cursor, closed);
         Ok(Receipt {
             hour,
             accepted: keys.len(),
         })
-    }
-
-    /// Holds room in `hour` for the batch's new keys, or refuses it whole when the hour
-    /// would pass `max_hour_ids`. Returns the room held, to release once appended.
-    fn reserve(&self, hour: Hour, keys: &[Key]) -> Result<u64> {
-        let max = self.tuning.max_hour_ids;
-        let mut ledger = self.open.ledger();
-        let Some(open) = self.open_entry(&mut ledger, hour) else {
-            return Ok(0); // closed meanwhile: the store puts the keys in a later hour
-        };
-        let new = open.count_new(keys);
-        let count = open.count() + open.reserved;
-        if count + new > max {
-            return Err(ServiceError::HourFull { hour, count, max });
-        }
-        open.reserved += new;
-        Ok(new)
-    }
-
-    /// The open entry of `hour` (see [`OpenHours::entry`]).
-    fn open_entry<'l>(&self, ledger: &'l mut Ledger, hour: Hour) -> Option<&'l mut OpenHour> {
-        self.open.entry(ledger, hour, self.closed_through())
     }
 
     /// The distinct-key count of the current hour as this node sees it.

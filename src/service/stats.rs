@@ -100,17 +100,9 @@ impl Service {
             hour = hour.next();
         }
         self.refresh(now).await?;
-        let mut ledger = self.open.ledger();
-        if let Some(open) = self.open_entry(&mut ledger, now) {
-            let filter = open.filter();
-            out.push(HourStats::new(
-                now,
-                open.count(),
-                filter.m(),
-                filter.k(),
-                filter.ones(),
-                false,
-            ));
+        if let Some(open) = self.open.figures(now, self.closed_through()) {
+            let (count, m, k, ones) = (open.count, open.m, open.k, open.ones);
+            out.push(HourStats::new(now, count, m, k, ones, false));
         }
         Ok(out)
     }

@@ -103,12 +103,11 @@ impl Service {
         while h <= to {
             if h == now {
                 // Refreshed above; what this node acknowledged since is already in the ledger.
-                let ledger = self.open.ledger();
-                if let Some(open) = ledger.hours.get(&h) {
-                    hours.push(open.keys().collect());
+                if let Some(open) = self.open.snapshot(h) {
+                    hours.push(open.keys);
                     // Taken with the keys, so the stamp never claims newer content.
                     stamp = Some((h.index(), open.version));
-                    growth = Some((open.id, open.count()));
+                    growth = Some((open.id, open.count));
                 }
             } else {
                 let (keys, sealed) = self.past_hour_keys(h, &sealed).await?;

@@ -2,7 +2,7 @@
 //! the open hour's in-memory keys, or the store's sealed filter (verified; rebuilt from
 //! the hour's keys when it fails verification or cannot be sealed yet).
 
-use super::ledger::Ledger;
+use super::open_hours::Rendering;
 use super::{Result, Service, ServiceError, Target, View};
 use crate::bloom::{Filter, SHA1_KM32};
 use crate::hour::{Day, Hour};
@@ -11,7 +11,6 @@ use crate::store::StoreError;
 use crate::wire::Meta;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::Instant;
 
 impl Service {
     /// A day's first and last hour, once it is known not to lie in the future and the
@@ -107,67 +106,37 @@ impl Service {
     pub(super) async fn open_view(&self, hour: Hour, repr: Repr) -> Result<Option<Arc<Rendered>>> {
         self.refresh(hour).await?;
         let slot = repr.index();
-        let wanted = {
-            let mut ledger = self.open.ledger();
-            let Some(open) = self.open_entry(&mut ledger, hour) else {
-                return Ok(None);
-            };
-            match &open.rendered[slot] {
-                Some((v, r)) if *v == open.version => {
-                    if let Some(at) = open.refreshed_at {
-                        self.open.board().refreshed(at, self.tuning.refresh);
-                    }
-                    let board = self.open.board();
-                    board.publish(hour, board.generation(), r);
-                    return Ok(Some(r.clone()));
-                }
-                _ => open.version,
-            }
+        let every = self.tuning.refresh;
+        let closed = self.closed_through();
+        let wanted = match self.open.rendering(hour, slot, closed, every) {
+            Rendering::Closed => return Ok(None),
+            Rendering::Ready(r) => return Ok(Some(r)),
+            Rendering::Due(version) => version,
         };
         let _one_render = self.open.render_turn(slot).await;
-        let (meta, filter, version, generation) = {
-            let mut ledger = self.open.ledger();
-            let Some(open) = self.open_entry(&mut ledger, hour) else {
-                return Ok(None);
-            };
-            if let Some((v, r)) = &open.rendered[slot] {
-                if *v >= wanted {
-                    return Ok(Some(r.clone()));
-                }
-            }
-            let meta = Meta::hour(hour.rfc3339(), false, open.count());
-            let generation = self.open.board().generation();
-            (meta, open.filter().clone(), open.version, generation)
+        let closed = self.closed_through();
+        let job = match self.open.render_job(hour, slot, wanted, closed) {
+            Rendering::Closed => return Ok(None),
+            Rendering::Ready(r) => return Ok(Some(r)),
+            Rendering::Due(job) => job,
         };
-        let rendered = Arc::new(render_off_thread(meta, filter, repr, Effort::Fast).await?);
-        let mut ledger = self.open.ledger();
-        if let Some(open) = ledger.hours.get_mut(&hour) {
-            if open.rendered[slot]
-                .as_ref()
-                .is_none_or(|(v, _)| *v < version)
-            {
-                open.rendered[slot] = Some((version, rendered.clone()));
-                self.open.board().publish(hour, generation, &rendered);
-            }
-        }
+        let meta = Meta::hour(hour.rfc3339(), false, job.count);
+        let rendered = Arc::new(render_off_thread(meta, job.filter, repr, Effort::Fast).await?);
+        self.open
+            .keep_rendering(hour, slot, job.version, job.generation, &rendered);
         Ok(Some(rendered))
     }
 
     /// Pulls keys other nodes appended to the open hour (and the store's marks), at most
     /// once per `refresh`. A closed hour is left alone.
     pub(super) async fn refresh(&self, hour: Hour) -> Result<()> {
-        let due = |ledger: &mut Ledger| {
-            let open = self.open_entry(ledger, hour)?;
-            let due = open
-                .refreshed_at
-                .is_none_or(|t| t.elapsed() >= self.tuning.refresh);
-            Some((due, open.cursor, open.refreshed_at.is_some()))
-        };
-        if !due(&mut self.open.ledger()).is_some_and(|(due, ..)| due) {
+        let every = self.tuning.refresh;
+        let due = || self.open.refresh_due(hour, self.closed_through(), every);
+        if due().is_none() {
             return Ok(());
         }
         let _one_at_a_time = self.open.refresh_turn().await;
-        let Some((true, cursor, ever)) = due(&mut self.open.ledger()) else {
+        let Some((cursor, ever)) = due() else {
             return Ok(());
         };
         let page = self.store.keys_after(hour, cursor).await;
@@ -180,19 +149,8 @@ impl Service {
         match page {
             Ok(page) => {
                 let large = page.keys.len() >= crate::memory::LARGE_BATCH;
-                {
-                    let mut ledger = self.open.ledger();
-                    if let Some(open) = self.open_entry(&mut ledger, hour) {
-                        if open.add(&page.keys) > 0 {
-                            self.open.board().changed();
-                        }
-                        open.cursor = open.cursor.max(page.cursor);
-                        open.refreshed_at = Some(Instant::now());
-                        self.open
-                            .board()
-                            .refreshed(Instant::now(), self.tuning.refresh);
-                    }
-                }
+                let closed = self.closed_through();
+                self.open.apply_page(hour, &page, closed, every);
                 if large {
                     // The load at start: its batch is gone, give it back (see `memory`).
                     crate::memory::release_transient(page);

@@ -1,0 +1,259 @@
+//! The open hours' own state: the ledger (each open hour's keys, filter and newest
+//! renderings), the board that publishes those renderings to the read path's fast lane,
+//! the turns that make readers share one refresh and one render, and when the store's
+//! marks were last read. Ingest, refresh, rendering and unions read the store, so they
+//! stay the service's work (`service/mod.rs`, `views.rs`, `union.rs`, `incremental.rs`,
+//! `stats.rs`); they reach the state above only through [`OpenHours`]' methods, which
+//! take the ledger once inside and hand back values, never the lock (nothing outside
+//! this module takes the ledger or touches an `OpenHour`):
+//! - ingest: [`OpenHours::reserve`] holds room for a batch (or refuses it whole),
+//!   [`OpenHours::release`] gives it back when the append failed, and
+//!   [`OpenHours::acknowledge`] records the appended keys and releases their room in one
+//!   hold of the ledger, so a concurrent reservation sees one or the other;
+//! - refresh, under [`OpenHours::refresh_turn`]: [`OpenHours::refresh_due`], then
+//!   [`OpenHours::apply_page`] with what the store returned;
+//! - rendering (`reads.rs`): [`OpenHours::rendering`], then under
+//!   [`OpenHours::render_turn`] [`OpenHours::render_job`] and
+//!   [`OpenHours::keep_rendering`];
+//! - unions (`reads.rs`): [`OpenHours::snapshot`] (the keys with the version and
+//!   position they show), [`OpenHours::gained_since`] (to carry a union forward) and
+//!   [`OpenHours::version`];
+//! - reads (`reads.rs`): [`OpenHours::count`], [`OpenHours::figures`];
+//! - sealing: [`OpenHours::forget_through`]; the marks: [`OpenHours::marks_due`],
+//!   [`OpenHours::marks_read`].
+//!
+//! A closed hour's entry is never recreated (a reader racing the seal must serve the
+//! seal): the methods that may create an entry take the service's `closed_through` mark
+//! as an argument, and also heed the newest hour this node sealed (`forget_through`).
+//!
+//! Lock order: the refresh turn and the render turns (tokio locks) are each taken with
+//! no other tokio lock held, and the ledger is taken only briefly under them, never the
+//! other way round. The ledger (a std mutex) is innermost: taken only inside a method
+//! here, never held across an await or while taking a tokio lock; the board takes no
+//! lock (atomics and `arc-swap`) and is written while the ledger is held, with the
+//! change it describes. `marks_read_at` is a leaf, held only inside a method here.
+
+mod reads;
+
+pub(super) use reads::Rendering;
+
+use super::ledger::{Ledger, OpenHour};
+use super::ready::Board;
+use super::{lock, Result, ServiceError};
+use crate::bloom::Key;
+use crate::hour::Hour;
+use crate::store::KeysPage;
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+pub(super) struct OpenHours {
+    ledger: Mutex<Ledger>,
+    /// The open hour's latest renderings, for the read path's fast lane.
+    board: Board,
+    /// One refresh from the store at a time: readers share the next one.
+    refresh_turn: tokio::sync::Mutex<()>,
+    /// One open-hour render per representation at a time.
+    render_turns: [tokio::sync::Mutex<()>; 3],
+    /// When the marks were last read from the store (other nodes move them too).
+    marks_read_at: Mutex<Option<Instant>>,
+    /// What a new open hour's filter is sized for first, and the target it keeps.
+    capacity: u64,
+    target_fpp: f64,
+}
+
+/// Room held in an open hour for a batch being appended, so that concurrent ingests
+/// cannot together pass `max_hour_ids`; given back by [`OpenHours::release`] or
+/// [`OpenHours::acknowledge`].
+#[must_use]
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Reservation {
+    hour: Hour,
+    room: u64,
+}
+
+impl OpenHours {
+    /// No open hour yet; the marks were just read.
+    pub fn new(capacity: u64, target_fpp: f64) -> OpenHours {
+        OpenHours {
+            ledger: Mutex::new(Ledger::default()),
+            board: Board::new(),
+            refresh_turn: tokio::sync::Mutex::new(()),
+            render_turns: Default::default(),
+            marks_read_at: Mutex::new(Some(Instant::now())),
+            capacity,
+            target_fpp,
+        }
+    }
+
+    /// The ledger of open hours. A panic while it was held may have left it half
+    /// updated: it is then emptied, and every open hour reloads from the store (the
+    /// truth) on its next read, instead of every later request failing on the poison.
+    fn ledger(&self) -> MutexGuard<'_, Ledger> {
+        match self.ledger.lock() {
+            Ok(guard) => guard,
+            Err(poisoned) => {
+                tracing::error!("a panic interrupted an update of the open hours; reloading them from the store");
+                let mut guard = poisoned.into_inner();
+                *guard = Ledger::default();
+                self.board.changed();
+                self.ledger.clear_poison();
+                guard
+            }
+        }
+    }
+
+    /// The open entry of `hour`, created if needed, unless the hour is closed (by this
+    /// node's seal, or in the store through `closed_through`): a closed hour's entry is
+    /// never recreated (a reader racing the seal must serve the seal).
+    fn entry<'l>(
+        &self,
+        ledger: &'l mut Ledger,
+        hour: Hour,
+        closed_through: Option<Hour>,
+    ) -> Option<&'l mut OpenHour> {
+        let closed = ledger
+            .sealed_through
+            .into_iter()
+            .chain(closed_through)
+            .max();
+        if closed.is_some_and(|c| hour <= c) {
+            return None;
+        }
+        Some(
+            ledger
+                .hours
+                .entry(hour)
+                .or_insert_with(|| OpenHour::new(self.capacity, self.target_fpp)),
+        )
+    }
+
+    /// Holds room in `hour` for the batch's new keys, or refuses it whole when the hour
+    /// would pass `max` distinct keys. A closed hour holds none: the store puts the keys
+    /// in a later hour.
+    ///
+    /// # Errors
+    /// [`ServiceError::HourFull`], holding nothing.
+    pub fn reserve(
+        &self,
+        hour: Hour,
+        keys: &[Key],
+        max: u64,
+        closed_through: Option<Hour>,
+    ) -> Result<Reservation> {
+        let mut ledger = self.ledger();
+        let Some(open) = self.entry(&mut ledger, hour, closed_through) else {
+            return Ok(Reservation { hour, room: 0 });
+        };
+        let new = open.count_new(keys);
+        let count = open.count() + open.reserved;
+        if count + new > max {
+            return Err(ServiceError::HourFull { hour, count, max });
+        }
+        open.reserved += new;
+        Ok(Reservation { hour, room: new })
+    }
+
+    /// Gives back the room of a batch that was not appended.
+    pub fn release(&self, reservation: Reservation) {
+        release(&mut self.ledger(), reservation);
+    }
+
+    /// Records a batch the store appended to `hour` (its batch `cursor`, when told) and
+    /// gives back its room. The next refresh need not read the batch back when it is the
+    /// one right after everything the entry has read.
+    pub fn acknowledge(
+        &self,
+        reservation: Reservation,
+        hour: Hour,
+        keys: &[Key],
+        cursor: Option<i64>,
+        closed_through: Option<Hour>,
+    ) {
+        let mut ledger = self.ledger();
+        release(&mut ledger, reservation);
+        if let Some(open) = self.entry(&mut ledger, hour, closed_through) {
+            if open.add(keys) > 0 {
+                self.board.changed();
+            }
+            if let Some(c) = cursor.filter(|&c| open.cursor == c - 1) {
+                open.cursor = c;
+            }
+        }
+    }
+
+    /// When the open `hour` is due a refresh (never refreshed, or `every` ago or more):
+    /// the store cursor to read after, and whether it was ever refreshed. `None` when
+    /// not due or closed.
+    pub fn refresh_due(
+        &self,
+        hour: Hour,
+        closed_through: Option<Hour>,
+        every: Duration,
+    ) -> Option<(i64, bool)> {
+        let mut ledger = self.ledger();
+        let open = self.entry(&mut ledger, hour, closed_through)?;
+        let due = open.refreshed_at.is_none_or(|t| t.elapsed() >= every);
+        due.then_some((open.cursor, open.refreshed_at.is_some()))
+    }
+
+    /// Records a page of `hour`'s keys read from the store (unless the hour closed
+    /// meanwhile): the hour is refreshed now, the next refresh due `every` later.
+    pub fn apply_page(
+        &self,
+        hour: Hour,
+        page: &KeysPage,
+        closed_through: Option<Hour>,
+        every: Duration,
+    ) {
+        let mut ledger = self.ledger();
+        if let Some(open) = self.entry(&mut ledger, hour, closed_through) {
+            if open.add(&page.keys) > 0 {
+                self.board.changed();
+            }
+            open.cursor = open.cursor.max(page.cursor);
+            open.refreshed_at = Some(Instant::now());
+            self.board.refreshed(Instant::now(), every);
+        }
+    }
+
+    /// `hour` is sealed: it and every hour before it are open no more.
+    pub fn forget_through(&self, hour: Hour) {
+        let mut ledger = self.ledger();
+        ledger.hours.retain(|h, _| *h > hour);
+        if ledger.sealed_through.is_none_or(|s| s < hour) {
+            ledger.sealed_through = Some(hour);
+        }
+    }
+
+    /// The open hour's published renderings, for the read path's fast lane.
+    pub fn board(&self) -> &Board {
+        &self.board
+    }
+
+    /// Waits for the turn to refresh from the store.
+    pub async fn refresh_turn(&self) -> tokio::sync::MutexGuard<'_, ()> {
+        self.refresh_turn.lock().await
+    }
+
+    /// Waits for the turn to render the representation of index `slot`.
+    pub async fn render_turn(&self, slot: usize) -> tokio::sync::MutexGuard<'_, ()> {
+        self.render_turns[slot].lock().await
+    }
+
+    /// Whether the marks were last read `every` ago or more (or never).
+    pub fn marks_due(&self, every: Duration) -> bool {
+        lock(&self.marks_read_at).is_none_or(|t| t.elapsed() >= every)
+    }
+
+    /// The marks were just read.
+    pub fn marks_read(&self) {
+        *lock(&self.marks_read_at) = Some(Instant::now());
+    }
+}
+
+/// Gives back a reservation's room (its entry may be gone: sealed, or reloaded).
+fn release(ledger: &mut Ledger, reservation: Reservation) {
+    if let Some(open) = ledger.hours.get_mut(&reservation.hour) {
+        open.reserved -= reservation.room;
+    }
+}
