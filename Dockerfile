@@ -16,13 +16,8 @@ RUN apt-get update \
 WORKDIR /app
 COPY --from=build /src/target/release/bloomcast /usr/local/bin/bloomcast
 COPY config ./config
-# MIMALLOC_ARENA_EAGER_COMMIT=0: the allocator commits its arena as it is used rather than
-# up front, which keeps 7 MiB less resident on every server at no measured ingest cost
-# (docs/BENCHMARKS.md, "Issue 11, fourth pass"). mimalloc reads it only at start, so it
-# can only be given here, not in config/.
 ENV BLOOMCAST_LISTEN=0.0.0.0:8080 \
     BLOOMCAST_DATA_DIR=/var/lib/bloomcast \
-    MIMALLOC_ARENA_EAGER_COMMIT=0 \
     RUST_LOG=info
 VOLUME ["/var/lib/bloomcast"]
 USER bloomcast
