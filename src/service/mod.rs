@@ -46,8 +46,6 @@ mod compact;
 mod health;
 mod history;
 mod incremental;
-mod keyset;
-mod ledger;
 mod lifecycle;
 mod open_hours;
 mod ready;

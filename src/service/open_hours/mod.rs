@@ -1,5 +1,6 @@
-//! The open hours' own state: the ledger (each open hour's keys, filter and newest
-//! renderings), the board that publishes those renderings to the read path's fast lane,
+//! The open hours' own state: the ledger (`ledger.rs`: each open hour's keys, in the
+//! sorted runs of `keyset.rs`, its filter and newest renderings; private to this
+//! module, so the compiler keeps every other part out of it), the board that publishes those renderings to the read path's fast lane,
 //! the turns that make readers share one refresh and one render, and when the store's
 //! marks were last read. Ingest, refresh, rendering and unions read the store, so they
 //! stay the service's work (`service/mod.rs`, `views.rs`, `union.rs`, `incremental.rs`,
@@ -33,16 +34,18 @@
 //! lock (atomics and `arc-swap`) and is written while the ledger is held, with the
 //! change it describes. `marks_read_at` is a leaf, held only inside a method here.
 
+mod keyset;
+mod ledger;
 mod reads;
 
 pub(super) use reads::Rendering;
 
-use super::ledger::{Ledger, OpenHour};
 use super::ready::Board;
 use super::{lock, Result, ServiceError};
 use crate::bloom::Key;
 use crate::hour::Hour;
 use crate::store::KeysPage;
+use ledger::{Ledger, OpenHour};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 

@@ -30,7 +30,8 @@ pub(in crate::service) struct BuiltUnion {
 /// Where a union ending in the open hour stands in that hour, and how far it may grow.
 #[derive(Clone, Copy)]
 pub(in crate::service) struct Growth {
-    /// The open hour it read (`OpenHour::id`).
+    /// The open hour entry it read (`OpenSnapshot::id`, unique per entry: positions in a
+    /// reloaded entry are not positions in the old one).
     pub hour_id: u64,
     /// How many of that hour's distinct keys it holds.
     pub position: u64,

@@ -24,33 +24,33 @@ const RECENT_FRACTION: usize = 32;
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
 /// One open hour's state.
-pub struct OpenHour {
+pub(super) struct OpenHour {
     keys: CompactKeys,
     /// The newest distinct keys in the order they were added; `recent[0]` was the
     /// `recent_from`-th distinct key (counting from 0).
     recent: Vec<u64>,
     recent_from: u64,
     /// Unique per `OpenHour`, for positions (see [`OpenHour::keys_since`]).
-    pub id: u64,
+    pub(super) id: u64,
     filter: Filter,
     /// The count the filter is sized for; doubles when exceeded.
     capacity: u64,
     target_fpp: f64,
     /// Store cursor: everything appended up to it is in `keys`.
-    pub cursor: i64,
-    pub refreshed_at: Option<Instant>,
+    pub(super) cursor: i64,
+    pub(super) refreshed_at: Option<Instant>,
     /// Bumped whenever the content changes.
-    pub version: u64,
+    pub(super) version: u64,
     /// Room held for batches being appended (their keys not yet here), so concurrent
     /// ingests cannot together pass `max_hour_ids`.
-    pub reserved: u64,
+    pub(super) reserved: u64,
     /// The newest rendering per representation, with the version it shows; current
     /// while that version is.
-    pub rendered: [Option<(u64, Arc<Rendered>)>; 3],
+    pub(super) rendered: [Option<(u64, Arc<Rendered>)>; 3],
 }
 
 impl OpenHour {
-    pub fn new(capacity: u64, target_fpp: f64) -> OpenHour {
+    pub(super) fn new(capacity: u64, target_fpp: f64) -> OpenHour {
         // Settings are validated so that this fits; never panic under the ledger lock.
         let params = Params::optimal(capacity, target_fpp).unwrap_or_else(|_| max_params());
         OpenHour {
@@ -70,7 +70,7 @@ impl OpenHour {
     }
 
     /// How many of `keys` are not in the hour yet (each counted once).
-    pub fn count_new(&self, keys: &[Key]) -> u64 {
+    pub(super) fn count_new(&self, keys: &[Key]) -> u64 {
         let mut seen = HashedKeys::default();
         keys.iter()
             .map(|k| k.to_u64())
@@ -80,7 +80,7 @@ impl OpenHour {
 
     /// Adds keys; grows the filter when the count passes capacity or the fill pushes
     /// the false-positive estimate past the target. Returns how many were new.
-    pub fn add(&mut self, keys: &[Key]) -> usize {
+    pub(super) fn add(&mut self, keys: &[Key]) -> usize {
         let mut new = 0;
         for key in keys {
             // The filter holds every key: its "no" is certain and spares the search,
@@ -140,21 +140,21 @@ impl OpenHour {
     /// The distinct keys added after the first `position` (a past [`OpenHour::count`]
     /// of this same hour, see [`OpenHour::id`]), in the order added; `None` when they
     /// are no longer all kept.
-    pub fn keys_since(&self, position: u64) -> Option<&[u64]> {
+    pub(super) fn keys_since(&self, position: u64) -> Option<&[u64]> {
         let start = usize::try_from(position.checked_sub(self.recent_from)?).ok()?;
         self.recent.get(start..)
     }
 
-    pub fn count(&self) -> u64 {
+    pub(super) fn count(&self) -> u64 {
         self.keys.len() as u64
     }
 
-    pub fn filter(&self) -> &Filter {
+    pub(super) fn filter(&self) -> &Filter {
         &self.filter
     }
 
     /// The distinct keys, in no particular order.
-    pub fn keys(&self) -> impl Iterator<Item = Key> + '_ {
+    pub(super) fn keys(&self) -> impl Iterator<Item = Key> + '_ {
         self.keys.iter().map(Key::from_u64)
     }
 }
@@ -166,11 +166,11 @@ fn max_params() -> Params {
 
 /// All open hours (normally one, two around the turn of an hour).
 #[derive(Default)]
-pub struct Ledger {
-    pub hours: HashMap<Hour, OpenHour>,
+pub(super) struct Ledger {
+    pub(super) hours: HashMap<Hour, OpenHour>,
     /// The newest hour sealed by this node: later acknowledgements for it or earlier
     /// hours must not recreate an open entry.
-    pub sealed_through: Option<Hour>,
+    pub(super) sealed_through: Option<Hour>,
 }
 
 #[cfg(test)]

@@ -16,7 +16,7 @@ use std::hash::{BuildHasherDefault, Hasher};
 
 /// Keys are already uniformly random SHA-1 bits: hashing them again is wasted work.
 #[derive(Default)]
-pub struct KeyHasher(u64);
+pub(super) struct KeyHasher(u64);
 
 impl Hasher for KeyHasher {
     fn finish(&self) -> u64 {
@@ -33,7 +33,7 @@ impl Hasher for KeyHasher {
 }
 
 /// A plain hash set of keys, for small or short-lived sets.
-pub type HashedKeys = HashSet<u64, BuildHasherDefault<KeyHasher>>;
+pub(super) type HashedKeys = HashSet<u64, BuildHasherDefault<KeyHasher>>;
 
 /// Top bits of a key choosing its run: 4096 runs, about 12,000 keys each at 50M keys.
 const SHARD_BITS: u32 = 12;
@@ -44,7 +44,7 @@ const TAIL_FRACTION: usize = 16;
 
 /// A set of distinct keys (`u64`), exact.
 #[derive(Default)]
-pub struct CompactKeys {
+pub(super) struct CompactKeys {
     /// Sorted runs, one per shard; empty until the first merge.
     runs: Vec<Vec<u64>>,
     in_runs: usize,
@@ -53,16 +53,16 @@ pub struct CompactKeys {
 }
 
 impl CompactKeys {
-    pub fn len(&self) -> usize {
+    pub(super) fn len(&self) -> usize {
         self.in_runs + self.tail.len()
     }
 
-    pub fn contains(&self, key: u64) -> bool {
+    pub(super) fn contains(&self, key: u64) -> bool {
         self.tail.contains(&key) || self.in_runs(key)
     }
 
     /// Adds `key`; returns whether it was new.
-    pub fn insert(&mut self, key: u64) -> bool {
+    pub(super) fn insert(&mut self, key: u64) -> bool {
         if self.in_runs(key) || !self.tail.insert(key) {
             return false;
         }
@@ -72,7 +72,7 @@ impl CompactKeys {
 
     /// Adds `key`, known not to be in the set (a Bloom filter of the set said no), without
     /// searching for it.
-    pub fn insert_absent(&mut self, key: u64) {
+    pub(super) fn insert_absent(&mut self, key: u64) {
         debug_assert!(!self.contains(key));
         self.tail.insert(key);
         self.merge_if_due();
@@ -85,7 +85,7 @@ impl CompactKeys {
     }
 
     /// Every key, in no particular order.
-    pub fn iter(&self) -> impl Iterator<Item = u64> + '_ {
+    pub(super) fn iter(&self) -> impl Iterator<Item = u64> + '_ {
         self.runs.iter().flatten().chain(self.tail.iter()).copied()
     }
 
