@@ -17,13 +17,18 @@
 //!   then the sizing loop inserting key by key at every size it tries. Skipped at
 //!   58.7M keys, where one run takes about 25 s (the issue measured 23.7 CPU-s).
 //! - `count`: `bloom::distinct_count` alone; `union_of`: count and build, the new path.
+//! - `render_open_bin`: rendering the union's raw form as each new version of an open
+//!   union is rendered, next to `sha256` of its bits (throughput in bytes of filter).
 //!
 //! Times are CPU time of the benchmarking thread (Linux `schedstat`), not wall clock:
 //! the machine is shared, and a union's cost to the server is CPU. Elsewhere they
 //! fall back to wall clock.
 
 use bloomcast::bloom::{distinct_count, union_of, Filter, FilterError, Key, Params};
+use bloomcast::dcz::sha256;
+use bloomcast::render::{render, Effort, Repr};
 use bloomcast::store::{blob_to_keys, distinct, keys_to_blob};
+use bloomcast::wire::Meta;
 use criterion::measurement::{Measurement, ValueFormatter, WallTime};
 use criterion::{black_box, criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use std::time::{Duration, Instant};
@@ -146,9 +151,20 @@ fn bench_size(c: &mut Criterion<CpuTime>, label: &str, total: usize, old: bool) 
     group.bench_function(BenchmarkId::new("union_of", label), |b| {
         b.iter(|| union_of(black_box(&sets), P).expect("sizable"))
     });
+
+    // What each new version of a union ending in the open hour costs once its bits are
+    // current: rendering the raw form (identity body, stored-block gzip body, a SHA-256
+    // of each), next to one SHA-256 of the bits alone.
+    let (filter, count) = union_of(&sets, P).expect("sizable");
+    let meta = Meta::range("from".into(), "to".into(), false, count);
+    let bits = filter.to_bytes();
+    group.throughput(Throughput::Bytes(bits.len() as u64));
+    group.bench_function("render_open_bin", |b| {
+        b.iter(|| render(black_box(&meta), &filter, Repr::Bin, Effort::Fast))
+    });
+    group.bench_function("sha256", |b| b.iter(|| sha256(black_box(&bits))));
     group.finish();
 
-    let (filter, count) = union_of(&sets, P).expect("sizable");
     println!(
         "union/{label}: {read} keys read, {count} distinct, m = {}, k = {}, fpp {:.5}",
         filter.m(),
