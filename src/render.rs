@@ -117,7 +117,7 @@ impl Rendered {
 /// Renders a filter with its metadata.
 pub fn render(meta: &Meta, filter: &Filter, repr: Repr, effort: Effort) -> Rendered {
     let (identity, bloom_headers) = match repr {
-        Repr::Json => (Document::new(meta.clone(), filter).to_json(), Vec::new()),
+        Repr::Json => (Document::json_of(meta.clone(), filter), Vec::new()),
         Repr::Hex => (filter.to_hex().into_bytes(), meta.headers(filter)),
         Repr::Bin => (filter.to_bytes(), meta.headers(filter)),
     };

@@ -136,6 +136,11 @@ impl Meta {
 
 impl Document {
     pub fn new(meta: Meta, filter: &Filter) -> Document {
+        let bytes = filter.to_bytes();
+        Document::with_hex(meta, filter, &bytes, crate::bloom::to_hex(&bytes))
+    }
+
+    fn with_hex(meta: Meta, filter: &Filter, bytes: &[u8], hex: String) -> Document {
         Document {
             hour: meta.hour,
             from: meta.from,
@@ -146,14 +151,42 @@ impl Document {
             k: u64::from(filter.k()),
             hash: filter.hash().name().to_owned(),
             fpp: filter.fpp(),
-            filter: filter.to_hex(),
-            digest: Some(crate::chain::hex(&crate::chain::digest(&filter.to_bytes()))),
+            filter: hex,
+            digest: Some(crate::chain::hex(&crate::chain::digest(bytes))),
         }
     }
 
     /// Serialises to compact JSON.
     pub fn to_json(&self) -> Vec<u8> {
-        serde_json::to_vec(self).expect("a document always serialises")
+        // Sized up front: the filter's hex is nearly all of it, and growing a buffer of
+        // tens of megabytes by doubling copies it several times.
+        let mut out = Vec::with_capacity(self.filter.len() + 512);
+        serde_json::to_writer(&mut out, self).expect("a document always serialises");
+        out
+    }
+
+    /// The bytes of `Document::new(meta, filter).to_json()`, made without passing the
+    /// filter's hex through the serializer: the other fields are serialized around an
+    /// empty `filter`, and the hex is written into its place. serde_json scans every
+    /// byte of a string for escapes and copies it (35 ms of an 80 ms render of a 10.4 MB
+    /// union); hex never needs escaping.
+    pub fn json_of(meta: Meta, filter: &Filter) -> Vec<u8> {
+        const EMPTY: &[u8] = br#""filter":"""#;
+        let bytes = filter.to_bytes();
+        let shell = Document::with_hex(meta, filter, &bytes, String::new()).to_json();
+        // The only key `filter`; a string value holding those bytes would have its
+        // quotes escaped, so this is the field itself.
+        let at = shell
+            .windows(EMPTY.len())
+            .position(|w| w == EMPTY)
+            .expect("a document has a filter field")
+            + EMPTY.len()
+            - 1;
+        let mut out = Vec::with_capacity(shell.len() + bytes.len() * 2);
+        out.extend_from_slice(&shell[..at]);
+        crate::bloom::hex_into(&bytes, &mut out);
+        out.extend_from_slice(&shell[at..]);
+        out
     }
 
     /// Parses and validates a JSON document.
@@ -257,6 +290,20 @@ mod tests {
             format!("line 2 {}", check_id(&long).unwrap_err()),
             "line 2 is 1025 bytes; IDs are at most 1024 bytes"
         );
+    }
+
+    #[test]
+    fn json_of_is_the_serialized_document_byte_for_byte() {
+        let (meta, f) = sample();
+        assert_eq!(
+            Document::json_of(meta.clone(), &f),
+            Document::new(meta, &f).to_json()
+        );
+        // A value holding the field's own bytes is escaped, so it is never taken for it.
+        let tricky = Meta::range(r#""filter":"""#.into(), "to".into(), false, 3);
+        let json = Document::json_of(tricky.clone(), &f);
+        assert_eq!(json, Document::new(tricky, &f).to_json());
+        assert_eq!(Document::parse(&json).unwrap().1, f);
     }
 
     fn sample() -> (Meta, Filter) {

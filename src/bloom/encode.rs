@@ -5,15 +5,33 @@ use super::{Filter, FilterError, HashScheme, Params};
 
 const HEX: &[u8; 16] = b"0123456789abcdef";
 
+/// Each byte's two lowercase hex characters, in the order they are written.
+const HEX_PAIRS: [[u8; 2]; 256] = {
+    let mut pairs = [[0u8; 2]; 256];
+    let mut b = 0;
+    while b < 256 {
+        pairs[b] = [HEX[b >> 4], HEX[b & 15]];
+        b += 1;
+    }
+    pairs
+};
+
 /// Lowercase hex, two characters per byte, in byte order.
 pub fn to_hex(bytes: &[u8]) -> String {
-    let mut out = Vec::with_capacity(bytes.len() * 2);
-    for &b in bytes {
-        out.push(HEX[usize::from(b >> 4)]);
-        out.push(HEX[usize::from(b & 15)]);
-    }
-    // Every pushed byte is ASCII.
+    let mut out = Vec::new();
+    hex_into(bytes, &mut out);
+    // Every byte written is ASCII.
     String::from_utf8(out).expect("hex is ASCII")
+}
+
+/// [`to_hex`] appended to `out`: one table lookup per byte into room made at once (a
+/// push per character took 40-50 ms for the 10.4 MB of a large union).
+pub(crate) fn hex_into(bytes: &[u8], out: &mut Vec<u8>) {
+    let start = out.len();
+    out.resize(start + bytes.len() * 2, 0);
+    for (pair, &b) in out[start..].chunks_exact_mut(2).zip(bytes) {
+        pair.copy_from_slice(&HEX_PAIRS[usize::from(b)]);
+    }
 }
 
 /// Parses hex (lowercase on the wire; uppercase is accepted too).

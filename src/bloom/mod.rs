@@ -16,6 +16,7 @@ mod sizing;
 mod union;
 
 pub use distinct::distinct_keys;
+pub(crate) use encode::hex_into;
 pub use encode::{from_hex, to_hex};
 pub use error::FilterError;
 pub use estimate::Overlap;
