@@ -2,12 +2,13 @@
 //! so that the server has a closed hour to serve without waiting an hour.
 //!
 //! ```text
-//! cargo run --release --example seed_closed_hour -- <data-dir> <n> [hours-ago]
+//! cargo run --release --example seed_closed_hour -- <data-dir> <n> [hours-ago] [prefix]
 //! ```
 //!
 //! It goes through the library's store API only: the store is opened as if it were
 //! `hours-ago` hours ago (default 2), which makes that hour the store's first one, and
-//! the IDs `closed:0` .. `closed:<n-1>` are appended to it durably, as an ingest would.
+//! the IDs `closed:0` .. `closed:<n-1>` are appended to it durably, as an ingest would
+//! (`<prefix>:0` .. with a prefix: hours seeded with different prefixes share no ID).
 //! When `bloomcast serve` then starts on the directory with the real clock, its startup
 //! housekeeping closes and seals that hour (and the empty ones after it) exactly as it
 //! would after a restart. Prints the hour's path, e.g. `/2026/11/22/05`.
@@ -25,18 +26,19 @@ use std::path::PathBuf;
 #[tokio::main(flavor = "current_thread")]
 async fn main() {
     let argv: Vec<String> = std::env::args().skip(1).collect();
-    let usage = "usage: seed_closed_hour <data-dir> <n> [hours-ago]";
+    let usage = "usage: seed_closed_hour <data-dir> <n> [hours-ago] [prefix]";
     let dir = PathBuf::from(argv.first().expect(usage));
     let n: u64 = argv.get(1).and_then(|s| s.parse().ok()).expect(usage);
     let ago: i64 = argv.get(2).map_or(2, |s| s.parse().expect(usage));
     assert!(ago >= 0, "hours-ago must not be negative");
+    let prefix = argv.get(3).map_or("closed", String::as_str);
     let hour = Hour::from_index(SystemClock.current_hour().index() - ago);
     let store = SqliteStore::open(&dir, hour).expect("the store opens");
     let mut next = 0;
     while next < n {
         let end = (next + 10_000).min(n);
         let keys: Vec<Key> = (next..end)
-            .map(|i| Key::of(&format!("closed:{i}")))
+            .map(|i| Key::of(&format!("{prefix}:{i}")))
             .collect();
         let landed = store
             .append(hour, &keys)
