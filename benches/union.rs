@@ -19,6 +19,9 @@
 //! - `count`: `bloom::distinct_count` alone; `union_of`: count and build, the new path.
 //! - `render_open_bin`: rendering the union's raw form as each new version of an open
 //!   union is rendered, next to `sha256` of its bits (throughput in bytes of filter).
+//! - `render_open_json` and `render_closed_json`: the JSON form with its gzip body, as an
+//!   open union's version and as a complete union; `deflate_fast_json`: flate2's fastest
+//!   gzip of that document alone, what its gzip body cost before `render::hexgz`.
 //!
 //! Times are CPU time of the benchmarking thread (Linux `schedstat`), not wall clock:
 //! the machine is shared, and a union's cost to the server is CPU. Elsewhere they
@@ -31,6 +34,8 @@ use bloomcast::store::{blob_to_keys, distinct, keys_to_blob};
 use bloomcast::wire::Meta;
 use criterion::measurement::{Measurement, ValueFormatter, WallTime};
 use criterion::{black_box, criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use flate2::{write::GzEncoder, Compression};
+use std::io::Write;
 use std::time::{Duration, Instant};
 
 const P: f64 = 0.01;
@@ -59,6 +64,13 @@ fn hours(total: usize, seed: u64) -> Vec<Vec<Key>> {
         hours.push(distinct(keys));
     }
     hours
+}
+
+/// A gzip member of `data` at `level`, as `render` made every hex form's before.
+fn deflate(data: &[u8], level: Compression) -> Vec<u8> {
+    let mut enc = GzEncoder::new(Vec::with_capacity(data.len() / 2), level);
+    enc.write_all(data).expect("writing to a Vec cannot fail");
+    enc.finish().expect("writing to a Vec cannot fail")
 }
 
 /// The sizing loop as it was: a full key-by-key build at every size it tries.
@@ -163,6 +175,18 @@ fn bench_size(c: &mut Criterion<CpuTime>, label: &str, total: usize, old: bool) 
         b.iter(|| render(black_box(&meta), &filter, Repr::Bin, Effort::Fast))
     });
     group.bench_function("sha256", |b| b.iter(|| sha256(black_box(&bits))));
+    // The JSON form, open (each new version) and complete (once per closed range), next
+    // to what deflate alone took on the same document before the hex coder.
+    group.bench_function("render_open_json", |b| {
+        b.iter(|| render(black_box(&meta), &filter, Repr::Json, Effort::Fast))
+    });
+    group.bench_function("render_closed_json", |b| {
+        b.iter(|| render(black_box(&meta), &filter, Repr::Json, Effort::Best))
+    });
+    let json = render(&meta, &filter, Repr::Json, Effort::Fast).identity;
+    group.bench_function("deflate_fast_json", |b| {
+        b.iter(|| deflate(black_box(&json), Compression::fast()))
+    });
     group.finish();
 
     println!(
