@@ -23,6 +23,9 @@
 //!   open union's version and as a complete union; `deflate_fast_json`: flate2's fastest
 //!   gzip of that document alone, what its gzip body cost before `render::hexgz`.
 //!
+//! The bench runs on the server's allocator (mimalloc, as `src/main.rs`): a filter's
+//! memory then sits on transparent huge pages as a served union's does.
+//!
 //! Times are CPU time of the benchmarking thread (Linux `schedstat`), not wall clock:
 //! the machine is shared, and a union's cost to the server is CPU. Elsewhere they
 //! fall back to wall clock.
@@ -37,6 +40,13 @@ use criterion::{black_box, criterion_group, criterion_main, BenchmarkId, Criteri
 use flate2::{write::GzEncoder, Compression};
 use std::io::Write;
 use std::time::{Duration, Instant};
+
+/// The server's allocator (src/main.rs), so a union's filter gets the memory a served
+/// union gets: mimalloc backs its arena with transparent huge pages, where the system
+/// allocator's fresh mappings are 4 KiB pages, one TLB miss after another across a
+/// 10 MB filter.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 const P: f64 = 0.01;
 const HOURS: usize = 24;
