@@ -151,15 +151,16 @@ pub(crate) fn etag_of(sha256: &[u8; 32]) -> String {
 
 pub(crate) fn gzip(data: &[u8], repr: Repr, effort: Effort) -> Vec<u8> {
     // The hex forms are a long run of 16 symbols, near uniform at a filter's usual fill:
-    // coded by their counts alone (`hexgz`), in a tenth of the fastest deflate's time (a
-    // sixtieth of the best's) and smaller than either.
+    // coded by their counts alone (`hexgz`), smaller than deflate at any level and in
+    // about 5 ms for a 10.4 MB union's JSON, where deflate took 158 ms at its fastest
+    // level and about 1 s at its best.
     if matches!(repr, Repr::Json | Repr::Hex) {
         if let Some(gz) = hexgz::gzip_hex(data) {
             return gz;
         }
     }
     // The raw bits of a filter between 40% and 60% full are within 3% of random (their
-    // entropy), where the best deflate took 320 ms on an 11.5 MB union to reach 100.02%.
+    // entropy), where the best deflate took 320 ms on a 10.4 MB union to reach 100.02%.
     if repr == Repr::Bin && effort == Effort::Best && near_half_full(data) {
         return gzip_stored(data);
     }
