@@ -71,7 +71,7 @@ fn hex_runs(data: &[u8]) -> Vec<std::ops::Range<usize>> {
 }
 
 /// How many bytes `data` starts with that are hex digits: 32 at a time while whole
-/// chunks are (branch-free, so the compiler vectorises it), then one by one.
+/// chunks are (without a branch per byte), then one by one.
 fn hex_prefix(data: &[u8]) -> usize {
     let whole = data
         .chunks_exact(32)
