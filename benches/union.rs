@@ -21,7 +21,7 @@
 //!   union is rendered, next to `sha256` of its bits (throughput in bytes of filter).
 //! - `render_open_json` and `render_closed_json`: the JSON form with its gzip body, as an
 //!   open union's version and as a complete union; `deflate_fast_json`: flate2's fastest
-//!   gzip of that document alone, what its gzip body cost before `render::hexgz`.
+//!   gzip of that document alone, what its gzip body cost before `render::gz::hex`.
 //!
 //! The bench runs on the server's allocator (mimalloc, as `src/main.rs`): a filter's
 //! memory then sits on transparent huge pages as a served union's does.

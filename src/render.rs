@@ -7,7 +7,7 @@ use bytes::Bytes;
 use flate2::{write::GzEncoder, Compression};
 use std::io::Write;
 
-mod hexgz;
+mod gz;
 mod ribbon;
 pub use ribbon::{render_compact, render_ribbon, Compact, RIBBON_JSON_TYPE, RIBBON_TYPE};
 
@@ -151,24 +151,24 @@ pub(crate) fn etag_of(sha256: &[u8; 32]) -> String {
 
 pub(crate) fn gzip(data: &[u8], repr: Repr, effort: Effort) -> Vec<u8> {
     // The hex forms are a long run of 16 symbols, near uniform at a filter's usual fill:
-    // coded by their counts alone (`hexgz`), smaller than deflate at any level and in
+    // coded by their counts alone (`gz::hex`), smaller than deflate at any level and in
     // about 5 ms for a 10.4 MB union's JSON, where deflate took 158 ms at its fastest
     // level and about 1 s at its best.
     if matches!(repr, Repr::Json | Repr::Hex) {
-        if let Some(gz) = hexgz::gzip_hex(data) {
+        if let Some(gz) = gz::hex(data) {
             return gz;
         }
     }
     // The raw bits of a filter between 40% and 60% full are within 3% of random (their
     // entropy), where the best deflate took 320 ms on a 10.4 MB union to reach 100.02%.
     if repr == Repr::Bin && effort == Effort::Best && near_half_full(data) {
-        return gzip_stored(data);
+        return gz::stored(data);
     }
     let level = match (repr, effort) {
         // A filter's bits are close to random at its fill, so deflate gains nothing on
         // the raw form (measured: 100.03% of the input at the fastest level, in 0.28 s for
         // an 11.5 MB union). Content that changes is therefore only framed as gzip.
-        (Repr::Bin, Effort::Fast) => return gzip_stored(data),
+        (Repr::Bin, Effort::Fast) => return gz::stored(data),
         (_, Effort::Fast) => Compression::fast(),
         (_, Effort::Best) => Compression::best(),
     };
@@ -192,32 +192,6 @@ fn near_half_full(data: &[u8]) -> bool {
     }
     let bits = bytes * 8;
     bits > 0 && (bits * 2..=bits * 3).contains(&(ones * 5))
-}
-
-/// `data` as a gzip member of stored (uncompressed) deflate blocks: a copy and a CRC,
-/// where the deflate encoder's own stored mode took 70-90 ms for 11.5 MB (RFC 1951 3.2.4,
-/// RFC 1952).
-fn gzip_stored(data: &[u8]) -> Vec<u8> {
-    const BLOCK: usize = 65_535;
-    let blocks = data.len().div_ceil(BLOCK).max(1);
-    let mut out = Vec::with_capacity(data.len() + 5 * blocks + 18);
-    // Magic, deflate, no flags, no mtime, no extra flags, OS unknown.
-    out.extend_from_slice(&[0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 255]);
-    let mut chunks = data.chunks(BLOCK).peekable();
-    if chunks.peek().is_none() {
-        out.extend_from_slice(&[1, 0, 0, 0xff, 0xff]); // one empty final block
-    }
-    while let Some(chunk) = chunks.next() {
-        let last = u8::from(chunks.peek().is_none());
-        let len = chunk.len() as u16;
-        out.push(last); // BFINAL, BTYPE 00 (stored), padded to the byte
-        out.extend_from_slice(&len.to_le_bytes());
-        out.extend_from_slice(&(!len).to_le_bytes());
-        out.extend_from_slice(chunk);
-    }
-    out.extend_from_slice(&crc32fast::hash(data).to_le_bytes());
-    out.extend_from_slice(&(data.len() as u32).to_le_bytes());
-    out
 }
 
 #[cfg(test)]
@@ -250,7 +224,7 @@ mod tests {
         for len in [0, 1, 65_534, 65_535, 65_536, 200_000] {
             let data: Vec<u8> = (0..len).map(|i| (i * 7 % 251) as u8).collect();
             let mut out = Vec::new();
-            GzDecoder::new(&gzip_stored(&data)[..])
+            GzDecoder::new(&gz::stored(&data)[..])
                 .read_to_end(&mut out)
                 .unwrap();
             assert_eq!(out, data, "{len}");

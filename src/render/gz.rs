@@ -1,15 +1,20 @@
-//! A gzip member for text that is mostly one long run of hex digits (the JSON and hex
-//! forms of a filter), written without searching for repeats.
+//! gzip members (RFC 1952) written directly rather than through a deflate encoder, for
+//! the two kinds of body a filter has: its raw bits, and text that is mostly one long run
+//! of hex digits (the JSON and hex forms).
 //!
-//! A filter's bits are close to random at its fill, so its hex has no repeats for
-//! deflate's matcher to find: at the fastest level, flate2 spent 330–410 ms on the
-//! 20.9 MB hex of an 8.45M-key union and got 54.4% of the input, on every new version of
-//! an open union; at the best level, 1.09 s for 57.0%. What the hex does have is a small alphabet: 16 symbols, about 4 bits
-//! each. So each long hex run is one dynamic-Huffman deflate block (RFC 1951 3.2.7) whose
-//! code is fitted to the run's own digit counts (at a fill of one half: 15 digits of 4
-//! bits, one of 5), holding literals only; everything around the runs (the JSON's
-//! fields) goes in stored blocks. The result is a standard gzip member (RFC 1952) that
-//! any inflater reads: 50.7% of that union's JSON, in about 5 ms.
+//! - [`stored`]: the bytes in stored (uncompressed) deflate blocks, a copy and a CRC.
+//!   A filter's bits are close to random at its fill, so deflate gains nothing on them,
+//!   and the deflate encoder's own stored mode took 70-90 ms for 11.5 MB.
+//! - [`hex`]: random hex has no repeats for deflate's matcher to find either: at the
+//!   fastest level, flate2 spent 330–410 ms on the 20.9 MB hex of an 8.45M-key union and
+//!   got 54.4% of the input, on every new version of an open union; at the best level,
+//!   1.09 s for 57.0%. What the hex does have is a small alphabet: 16 symbols, about 4
+//!   bits each. So each long hex run is one dynamic-Huffman deflate block (RFC 1951
+//!   3.2.7) whose code is fitted to the run's own digit counts (at a fill of one half: 15
+//!   digits of 4 bits, one of 5), holding literals only; everything around the runs (the
+//!   JSON's fields) goes in stored blocks: 50.7% of that union's JSON, in about 5 ms.
+//!
+//! Both are standard gzip members that any inflater reads.
 
 /// Hex runs shorter than this go in stored blocks: a block's code takes a few dozen bytes
 /// to describe.
@@ -22,34 +27,55 @@ const END_OF_BLOCK: usize = 256;
 const CL_ORDER: [usize; 19] = [
     16, 17, 18, 0, 8, 7, 9, 6, 10, 5, 11, 4, 12, 3, 13, 2, 14, 1, 15,
 ];
+/// The hex digits, in the order of their deflate symbols.
+const DIGITS: &[u8; 16] = b"0123456789abcdef";
+
+/// `data` as a gzip member of stored blocks.
+pub(super) fn stored(data: &[u8]) -> Vec<u8> {
+    let blocks = data.len().div_ceil(STORED_MAX).max(1);
+    let mut out = BitWriter::with_capacity(data.len() + 5 * blocks + 18);
+    header(&mut out);
+    stored_blocks(&mut out, data, true);
+    trailer(out, data)
+}
 
 /// `data` as a gzip member, or `None` when it holds no hex run long enough to gain, or
 /// a run's digits are skewed: one digit more than a quarter of them, as in a filter
 /// far below or above half full. A code spends at least a bit per digit, where
 /// deflate's matcher shrinks the long runs of one digit of such a filter far more.
-pub(crate) fn gzip_hex(data: &[u8]) -> Option<Vec<u8>> {
+pub(super) fn hex(data: &[u8]) -> Option<Vec<u8>> {
     let runs = hex_runs(data);
     if runs.is_empty() {
         return None;
     }
     let mut out = BitWriter::with_capacity(data.len() / 2 + data.len() / 16 + 1024);
-    // Magic, deflate, no flags, no mtime, no extra flags, OS unknown.
-    out.bytes(&[0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 255]);
+    header(&mut out);
     let mut at = 0;
     for (i, run) in runs.iter().enumerate() {
         let last_run = i + 1 == runs.len();
-        stored(&mut out, &data[at..run.start], false);
+        stored_blocks(&mut out, &data[at..run.start], false);
         let tail_empty = run.end == data.len();
         huffman_block(&mut out, &data[run.clone()], last_run && tail_empty)?;
         at = run.end;
     }
     if at < data.len() {
-        stored(&mut out, &data[at..], true);
+        stored_blocks(&mut out, &data[at..], true);
     }
+    Some(trailer(out, data))
+}
+
+/// The member's header: magic, deflate, no flags, no mtime, no extra flags, OS unknown.
+fn header(out: &mut BitWriter) {
+    out.bytes(&[0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 255]);
+}
+
+/// The member's trailer (the CRC and length of `data`, the uncompressed input) after
+/// the blocks written to `out`.
+fn trailer(mut out: BitWriter, data: &[u8]) -> Vec<u8> {
     out.align();
     out.bytes(&crc32fast::hash(data).to_le_bytes());
     out.bytes(&(data.len() as u32).to_le_bytes());
-    Some(out.finish())
+    out.finish()
 }
 
 /// The maximal runs of lowercase hex digits at least [`MIN_RUN`] long.
@@ -87,7 +113,7 @@ fn is_hex(b: u8) -> bool {
 }
 
 /// `bytes` as stored blocks (none when empty, unless it must carry the final bit).
-fn stored(out: &mut BitWriter, bytes: &[u8], last: bool) {
+fn stored_blocks(out: &mut BitWriter, bytes: &[u8], last: bool) {
     if bytes.is_empty() && !last {
         return;
     }
@@ -114,15 +140,13 @@ fn huffman_block(out: &mut BitWriter, run: &[u8], last: bool) -> Option<()> {
     // The code: fitted to the digits' counts, every digit given one (a digit the run
     // lacks costs a sliver of code space), and the end-of-block symbol.
     let counts = sampled_counts(run);
-    let digit_counts = (b'0'..=b'9')
-        .chain(b'a'..=b'f')
-        .map(|b| counts[usize::from(b)]);
+    let digit_counts = DIGITS.iter().map(|&b| counts[usize::from(b)]);
     if digit_counts.clone().max().unwrap_or(0) * 4 > digit_counts.sum::<u64>() {
         return None;
     }
-    let mut symbols: Vec<(usize, u64)> = (b'0'..=b'9')
-        .chain(b'a'..=b'f')
-        .map(|b| (usize::from(b), counts[usize::from(b)] + 1))
+    let mut symbols: Vec<(usize, u64)> = DIGITS
+        .iter()
+        .map(|&b| (usize::from(b), counts[usize::from(b)] + 1))
         .collect();
     symbols.push((END_OF_BLOCK, 1));
     let lens = huffman_lengths(&symbols.iter().map(|s| s.1).collect::<Vec<_>>(), 15)?;
@@ -171,9 +195,8 @@ fn huffman_block(out: &mut BitWriter, run: &[u8], last: bool) -> Option<()> {
     }
     // The digits, two at a time: one lookup of both codes by the pair's two bytes.
     let mut pairs = vec![0u64; 1 << 16];
-    let digits: Vec<u8> = (b'0'..=b'9').chain(b'a'..=b'f').collect();
-    for &a in &digits {
-        for &b in &digits {
+    for &a in DIGITS {
+        for &b in DIGITS {
             let (ca, la) = lit_codes[usize::from(a)];
             let (cb, lb) = lit_codes[usize::from(b)];
             let code = u64::from(ca) | (u64::from(cb) << la);
@@ -420,9 +443,9 @@ mod tests {
 
     #[test]
     fn a_json_document_round_trips_at_half_its_size() {
-        let hex = String::from_utf8(hex_of_fill(200_000, 0.5, 7)).unwrap();
-        let json = format!("{{\"v\":1,\"m\":1600000,\"filter\":\"{hex}\",\"count\":3}}");
-        let gz = gzip_hex(json.as_bytes()).expect("a long hex run");
+        let digits = String::from_utf8(hex_of_fill(200_000, 0.5, 7)).unwrap();
+        let json = format!("{{\"v\":1,\"m\":1600000,\"filter\":\"{digits}\",\"count\":3}}");
+        let gz = hex(json.as_bytes()).expect("a long hex run");
         assert_eq!(gunzip(&gz), json.as_bytes());
         // 16 digits at a fill of one half: about 4.06 bits each.
         assert!(
@@ -436,20 +459,21 @@ mod tests {
     #[test]
     fn filters_near_half_full_round_trip_at_about_half_their_hex() {
         for fill in [0.3, 0.4, 0.5, 0.6, 0.7] {
-            let hex = hex_of_fill(50_000, fill, 3);
-            let gz = gzip_hex(&hex).expect("digits near uniform");
-            assert_eq!(gunzip(&gz), hex, "fill {fill}");
-            assert!(gz.len() < hex.len() * 52 / 100, "fill {fill}: {}", gz.len());
+            let text = hex_of_fill(50_000, fill, 3);
+            let gz = hex(&text).expect("digits near uniform");
+            assert_eq!(gunzip(&gz), text, "fill {fill}");
+            assert!(
+                gz.len() < text.len() * 52 / 100,
+                "fill {fill}: {}",
+                gz.len()
+            );
         }
     }
 
     #[test]
     fn nearly_empty_or_full_filters_are_left_to_deflate() {
         for fill in [0.0, 0.02, 0.2, 0.8, 0.95, 1.0] {
-            assert!(
-                gzip_hex(&hex_of_fill(50_000, fill, 3)).is_none(),
-                "fill {fill}"
-            );
+            assert!(hex(&hex_of_fill(50_000, fill, 3)).is_none(), "fill {fill}");
         }
     }
 
@@ -457,19 +481,19 @@ mod tests {
     fn runs_at_either_end_and_between_other_bytes_round_trip() {
         let mut framed = b"{\"filter\":\"".to_vec();
         framed.extend(hex_of_fill(5_000, 0.5, 1));
-        assert_eq!(gunzip(&gzip_hex(&framed).unwrap()), framed);
+        assert_eq!(gunzip(&hex(&framed).unwrap()), framed);
         let mut two = hex_of_fill(3_000, 0.5, 2);
         two.extend_from_slice(b"\", \"other\": \"");
         two.extend(hex_of_fill(3_000, 0.4, 3));
         two.extend(vec![b'x'; 140_000]); // past a stored block's 65,535 bytes
-        assert_eq!(gunzip(&gzip_hex(&two).unwrap()), two);
+        assert_eq!(gunzip(&hex(&two).unwrap()), two);
     }
 
     #[test]
     fn text_without_a_long_hex_run_is_left_to_deflate() {
-        assert!(gzip_hex(b"").is_none());
-        assert!(gzip_hex(&vec![b'g'; 100_000]).is_none());
-        assert!(gzip_hex(&hex_of_fill(MIN_RUN / 2 - 1, 0.5, 1)).is_none());
+        assert!(hex(b"").is_none());
+        assert!(hex(&vec![b'g'; 100_000]).is_none());
+        assert!(hex(&hex_of_fill(MIN_RUN / 2 - 1, 0.5, 1)).is_none());
     }
 
     #[test]
@@ -503,7 +527,7 @@ mod tests {
                     _ => data.extend(std::iter::repeat_n(b'0', len)),
                 }
             }
-            if let Some(gz) = gzip_hex(&data) {
+            if let Some(gz) = hex(&data) {
                 prop_assert_eq!(gunzip(&gz), data);
             }
         }
