@@ -94,7 +94,7 @@ impl Client {
         }
         let fetched = self.hour(hour).await?;
         if let (Some(file), true) = (file, fetched.meta.complete) {
-            let doc = Document::new(fetched.meta.clone(), &fetched.filter).to_json();
+            let doc = Document::json_of(fetched.meta.clone(), &fetched.filter);
             if let Err(e) = write_atomically(&file, &doc) {
                 tracing::warn!(file = %file.display(), error = %e, "cannot cache a filter");
             }
