@@ -1,8 +1,8 @@
 //! The open hours' own state: the ledger (`ledger.rs`: each open hour's keys, in the
 //! sorted runs of `keyset.rs`, its filter and newest renderings; private to this
-//! module, so the compiler keeps every other part out of it), the board that publishes those renderings to the read path's fast lane,
-//! the turns that make readers share one refresh and one render, and when the store's
-//! marks were last read. Ingest, refresh, rendering and unions read the store, so they
+//! module, so the compiler keeps every other part out of it), the board that publishes
+//! those renderings to the read path's fast lane, the turns that make readers share one
+//! refresh and one render, and when the store's marks were last read. Ingest, refresh, rendering and unions read the store, so they
 //! stay the service's work (`service/mod.rs`, `views.rs`, `union.rs`, `incremental.rs`,
 //! `stats.rs`); they reach the state above only through [`OpenHours`]' methods, which
 //! take the ledger once inside and hand back values, never the lock (nothing outside
@@ -214,8 +214,9 @@ impl OpenHours {
                 self.board.changed();
             }
             open.cursor = open.cursor.max(page.cursor);
-            open.refreshed_at = Some(Instant::now());
-            self.board.refreshed(Instant::now(), every);
+            let now = Instant::now();
+            open.refreshed_at = Some(now);
+            self.board.refreshed(now, every);
         }
     }
 
