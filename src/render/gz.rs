@@ -2,9 +2,10 @@
 //! the two kinds of body a filter has: its raw bits, and text that is mostly one long run
 //! of hex digits (the JSON and hex forms).
 //!
-//! - [`stored`]: the bytes in stored (uncompressed) deflate blocks, a copy and a CRC.
-//!   A filter's bits are close to random at its fill, so deflate gains nothing on them,
-//!   and the deflate encoder's own stored mode took 70-90 ms for 11.5 MB.
+//! - [`stored`]: the bytes in stored (uncompressed) deflate blocks, a copy and a CRC;
+//!   [`bits`] the same for a filter's raw bits when they are near half set. Such bits
+//!   are close to random, so deflate gains nothing on them, and the deflate encoder's own
+//!   stored mode took 70-90 ms for 11.5 MB.
 //! - [`hex`]: random hex has no repeats for deflate's matcher to find either: at the
 //!   fastest level, flate2 spent 330–410 ms on the 20.9 MB hex of an 8.45M-key union and
 //!   got 54.4% of the input, on every new version of an open union; at the best level,
@@ -37,6 +38,24 @@ pub(super) fn stored(data: &[u8]) -> Vec<u8> {
     header(&mut out);
     stored_blocks(&mut out, data, true);
     trailer(out, data)
+}
+
+/// A filter's raw bits as a gzip member of stored blocks, or `None` when fewer than 40%
+/// or more than 60% of them are set: within that band they are within 3% of random
+/// (their entropy), and deflate gains nothing worth its time.
+pub(super) fn bits(data: &[u8]) -> Option<Vec<u8>> {
+    let (mut ones, mut bytes) = (0u64, 0u64);
+    for block in sample(data) {
+        let words = block.chunks_exact(8);
+        let tail = words.remainder();
+        ones += words
+            .map(|w| u64::from(u64::from_le_bytes(w.try_into().expect("8 bytes")).count_ones()))
+            .sum::<u64>();
+        ones += tail.iter().map(|b| u64::from(b.count_ones())).sum::<u64>();
+        bytes += block.len() as u64;
+    }
+    let bits = bytes * 8;
+    (bits > 0 && (bits * 2..=bits * 3).contains(&(ones * 5))).then(|| stored(data))
 }
 
 /// `data` as a gzip member, or `None` when it holds no hex run long enough to gain, or
@@ -204,25 +223,20 @@ fn huffman_block(out: &mut BitWriter, run: &[u8], last: bool) -> Option<()> {
         }
     }
     out.pairs(run, &pairs);
-    if let [.., last] = run {
-        if run.len() % 2 == 1 {
-            let (code, len) = lit_codes[usize::from(*last)];
-            out.bits(u64::from(code), u32::from(len));
-        }
+    if let [last] = run.chunks_exact(2).remainder() {
+        let (code, len) = lit_codes[usize::from(*last)];
+        out.bits(u64::from(code), u32::from(len));
     }
     let (code, len) = lit_codes[END_OF_BLOCK];
     out.bits(u64::from(code), u32::from(len));
     Some(())
 }
 
-/// About how often each byte value occurs in `data`: counted in every eighth block of
-/// 4 KiB once it is long (an eighth of the bytes is plenty to fit a code to digits this
-/// uniform; a digit not seen still gets a code).
+/// About how often each byte value occurs in `data`, counted in a [`sample`] of it (a
+/// digit not seen still gets a code).
 fn sampled_counts(data: &[u8]) -> [u64; 256] {
-    const BLOCK: usize = 4096;
     let mut lanes = [[0u64; 256]; 4];
-    let step = if data.len() > 64 * BLOCK { 8 } else { 1 };
-    for block in data.chunks(BLOCK).step_by(step) {
+    for block in sample(data) {
         // Four lanes, so a run of one byte does not serialise on one counter.
         let mut quads = block.chunks_exact(4);
         for q in &mut quads {
@@ -242,6 +256,15 @@ fn sampled_counts(data: &[u8]) -> [u64; 256] {
         }
     }
     total
+}
+
+/// The blocks of `data` its figures are taken from: every eighth block of 4 KiB once it
+/// is longer than 256 KiB, else all of it. A filter's hash spreads its bits evenly, so
+/// an eighth of a large one tells its fill and its digits' counts as well as all of it.
+fn sample(data: &[u8]) -> impl Iterator<Item = &[u8]> {
+    const BLOCK: usize = 4096;
+    let step = if data.len() > 64 * BLOCK { 8 } else { 1 };
+    data.chunks(BLOCK).step_by(step)
 }
 
 /// Huffman code lengths for symbols of the given (positive) weights, or `None` when
