@@ -38,6 +38,7 @@ pub async fn stats(
         },
         "totals": reading.totals,
         "cache": service.cache_stats(),
+        "unions": service.union_work(),
     });
     Ok(([(header::CACHE_CONTROL, "no-store")], Json(body)))
 }

@@ -15,7 +15,7 @@
 //! target: the grow-when-full rule of the hourly filter. Its bits are always exactly
 //! those of a fresh build of its keys at its size.
 
-use super::unions::{BuiltUnion, Growth};
+use super::unions::{timed, BuiltUnion, Growth, Step};
 use super::{Result, Service};
 use crate::bloom::Key;
 use crate::hour::Hour;
@@ -43,17 +43,23 @@ impl Service {
             return Ok(None);
         };
         let (fresh, position, version) = (gained.keys, gained.count, gained.version);
-        let mut filter = Arc::try_unwrap(prev.filter).unwrap_or_else(|shared| (*shared).clone());
-        // Set the fresh keys' bits; those that set none may be in a closed hour.
-        let (filter, maybe) = tokio::task::spawn_blocking(move || {
-            let maybe: Vec<Key> = fresh
-                .into_iter()
-                .map(Key::from_u64)
-                .filter(|&key| !filter.insert_key(key))
-                .collect();
-            (filter, maybe)
+        // Set the fresh keys' bits; those that set none may be in a closed hour. Off the
+        // runtime, with the copy of the filter it takes if a rendering still shares it.
+        let prev_filter = prev.filter;
+        let ((filter, maybe), cpu) = tokio::task::spawn_blocking(move || {
+            timed(|| {
+                let mut filter =
+                    Arc::try_unwrap(prev_filter).unwrap_or_else(|shared| (*shared).clone());
+                let maybe: Vec<Key> = fresh
+                    .into_iter()
+                    .map(Key::from_u64)
+                    .filter(|&key| !filter.insert_key(key))
+                    .collect();
+                (filter, maybe)
+            })
         })
         .await?;
+        self.unions.record(Step::Advance, cpu);
         let added = position - growth.position;
         let in_closed = if maybe.is_empty() || from >= now {
             0

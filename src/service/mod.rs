@@ -73,6 +73,7 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 use thiserror::Error;
+pub use unions::{StepStats, UnionWork};
 
 #[derive(Debug, Error)]
 pub enum ServiceError {

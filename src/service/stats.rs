@@ -107,6 +107,11 @@ impl Service {
         Ok(out)
     }
 
+    /// What union work has cost since start: runs and CPU time of each step.
+    pub fn union_work(&self) -> super::UnionWork {
+        self.unions.work()
+    }
+
     /// What the render cache and the open-union map hold.
     pub fn cache_stats(&self) -> CacheStats {
         let (entries, bytes) = self.cache.usage();

@@ -3,7 +3,7 @@
 //! sizes.
 
 use super::incremental::room;
-use super::unions::{BuiltUnion, Growth, OpenStamp, UnionKey};
+use super::unions::{timed, BuiltUnion, Growth, OpenStamp, Step, UnionKey};
 use super::{Result, Service, ServiceError};
 use crate::bloom::{union_of, union_with_room, Key};
 use crate::hour::Hour;
@@ -123,18 +123,22 @@ impl Service {
         let p = self.tuning.target_fpp;
         let meta_of = move |count| Meta::range(from.rfc3339(), to.rfc3339(), complete, count);
         let effort = if complete { Effort::Best } else { Effort::Fast };
-        let (rendered, filter, count) = tokio::task::spawn_blocking(move || {
-            let sets: Vec<&[Key]> = hours.iter().map(Vec::as_slice).collect();
-            let built = match growth {
-                Some(_) => union_with_room(&sets, p, room),
-                None => union_of(&sets, p),
-            };
-            built.map(|(filter, count)| {
-                let rendered = render(&meta_of(count), &filter, repr, effort);
-                (rendered, Arc::new(filter), count)
+        let (built, cpu) = tokio::task::spawn_blocking(move || {
+            timed(|| {
+                let sets: Vec<&[Key]> = hours.iter().map(Vec::as_slice).collect();
+                let built = match growth {
+                    Some(_) => union_with_room(&sets, p, room),
+                    None => union_of(&sets, p),
+                };
+                built.map(|(filter, count)| {
+                    let rendered = render(&meta_of(count), &filter, repr, effort);
+                    (rendered, Arc::new(filter), count)
+                })
             })
         })
-        .await??;
+        .await?;
+        self.unions.record(Step::Build, cpu);
+        let (rendered, filter, count) = built?;
         self.unions.remember(BuiltUnion {
             range: (from.index(), to.index()),
             stamp,
@@ -165,8 +169,10 @@ impl Service {
         let meta = Meta::range(from.rfc3339(), to.rfc3339(), complete, built.count);
         let effort = if complete { Effort::Best } else { Effort::Fast };
         let filter = built.filter.clone();
-        let rendered =
-            tokio::task::spawn_blocking(move || render(&meta, &filter, repr, effort)).await?;
+        let (rendered, cpu) =
+            tokio::task::spawn_blocking(move || timed(|| render(&meta, &filter, repr, effort)))
+                .await?;
+        self.unions.record(Step::Render, cpu);
         Ok(self.keep_union(key, complete, built.stamp, rendered))
     }
 

@@ -94,3 +94,30 @@ async fn the_dashboard_is_served_with_its_assets_and_listed_in_the_index() {
     assert_eq!(urls["stats"], "/stats");
     assert!(urls["compact"].as_str().unwrap().contains(".ribbon"));
 }
+
+#[tokio::test]
+async fn stats_count_union_work_by_step() {
+    let app = TestApp::spawn().await;
+    app.ingest(&["a", "b"]).await;
+    app.next_hour().await;
+    app.ingest(&["c"]).await;
+    let before = app.get("/stats").await.json()["unions"].clone();
+    for step in ["builds", "advances", "renders"] {
+        assert_eq!(before[step]["runs"], 0, "{before}");
+        assert_eq!(before[step]["cpu_seconds"], 0.0, "{before}");
+    }
+    // Built once from the store; after an ingest, carried forward and rendered again, and
+    // its other form rendered from the same filter.
+    assert_eq!(app.get("/since/2008/09/03/13.bin").await.status, 200);
+    app.ingest(&["d"]).await;
+    assert_eq!(app.get("/since/2008/09/03/13.bin").await.status, 200);
+    assert_eq!(app.get("/since/2008/09/03/13.json").await.status, 200);
+    let work = app.get("/stats").await.json()["unions"].clone();
+    assert_eq!(work["builds"]["runs"], 1, "{work}");
+    assert_eq!(work["advances"]["runs"], 1, "{work}");
+    assert_eq!(work["renders"]["runs"], 2, "{work}");
+    assert!(
+        work["builds"]["cpu_seconds"].as_f64().unwrap() > 0.0,
+        "{work}"
+    );
+}

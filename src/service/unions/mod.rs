@@ -8,7 +8,8 @@
 //!   version of that hour it shows (a quarter of `cache_bytes`);
 //! - the newest union filters built (`built`);
 //! - sealed hours' keys, for the exact count of a union carried forward (an eighth of
-//!   `cache_bytes`).
+//!   `cache_bytes`);
+//! - what union work has cost (`work`: runs and CPU time of each step, for `/stats`).
 //!
 //! Building a union reads the store and the open hours, so that stays the service's
 //! work (`union.rs`, `incremental.rs`, `compact.rs`); all of the state above is reached
@@ -25,10 +26,13 @@ mod built;
 mod open;
 mod ranges;
 mod sealed_keys;
+mod work;
 
 pub(super) use built::{BuiltUnion, Growth};
 pub(super) use open::{OpenStamp, UnionKey};
 pub(super) use ranges::RangeTurn;
+pub(super) use work::{timed, Step};
+pub use work::{StepStats, UnionWork};
 
 use super::cache::CompactKey;
 use super::{lock, Result, ServiceError};
@@ -58,6 +62,8 @@ pub(super) struct Unions {
     built: BuiltUnions,
     /// Sealed hours' keys, for the exact count of a union carried forward.
     sealed_keys: SealedKeys,
+    /// What union work has cost.
+    work: work::Work,
 }
 
 /// What the open unions hold now, for `/stats`.
@@ -78,7 +84,18 @@ impl Unions {
             open: Mutex::new(OpenUnions::new(cache_bytes / 4)),
             built: BuiltUnions::new(cache_bytes / 4),
             sealed_keys: SealedKeys::new(cache_bytes / 8),
+            work: work::Work::default(),
         }
+    }
+
+    /// Counts one run of `step` that took `cpu`.
+    pub fn record(&self, step: Step, cpu: std::time::Duration) {
+        self.work.record(step, cpu);
+    }
+
+    /// What union work has cost so far.
+    pub fn work(&self) -> UnionWork {
+        self.work.stats()
     }
 
     /// Waits for the turn to build the union `key`.
