@@ -13,13 +13,21 @@
 # - the JSON form of the same union after the .bin one;
 # - a reader looping on that since-union for TRICKLE_SECS while a publisher posts 100 IDs
 #   every 0.5 s, next to the same trickle with no reader: the union's share of a core;
-#   then the same reader with nothing arriving (what sending the bytes costs alone). Once
-#   for the raw form without compression, once for JSON with gzip, as a poller asks;
-# - 50 concurrent distinct since-ranges: how many were answered 200, 503 busy or 408.
+#   then the same reader with nothing arriving (what sending the bytes costs alone), and
+#   the difference: the trickle's own part (per ingest, what each new version of the
+#   union costs), next to the server's own account of that work (`/stats` `unions`: the
+#   CPU time of carrying the union forward and rendering it, per version). Once for the
+#   raw form without compression, once for JSON with gzip, as a poller asks;
+# - 50 concurrent distinct since-ranges: how many were answered 200, 503 busy or 408;
+# - the same-run reference: nginx (one process, sendfile, gzip_static; installed from
+#   Debian's packages when missing) on the same core serving the very bytes of that
+#   union to the same reader loop: what sending a body of that size costs a static
+#   file server.
 # The past hours are seeded through the store API (examples/seed_closed_hour.rs), oldest
 # first, so the server's startup seals them. The server runs pinned to core 0.
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
+ensure_tools nginx:nginx-light python3:python3
 HOUR_IDS="${HOUR_IDS:-400000}"
 TRICKLE_SECS="${TRICKLE_SECS:-30}"
 make_work
@@ -71,16 +79,25 @@ trickle() { # seconds
     i=$((i + 1))
     sleep 0.5
   done
+  echo "$i" >"$WORK/posts"
 }
 before=$(cpu_ticks "$pid"); trickle "$TRICKLE_SECS"; after=$(cpu_ticks "$pid")
 alone=$((after - before))
 
 # One reader looping on the since-union in one form for TRICKLE_SECS, first while the
 # trickle runs, then with nothing arriving; one line of figures.
+# The server's own account of union work (`/stats`): CPU seconds of every step, and how
+# many versions were made (builds plus advances).
+union_work() {
+  curl -sf "$base/stats?hours=1" | python3 -c 'import json, sys
+u = json.load(sys.stdin)["unions"]
+print(sum(u[s]["cpu_seconds"] for s in u), u["builds"]["runs"] + u["advances"]["runs"])'
+}
 shares=()
 reader() { # label, then curl arguments
   local label="$1"; shift
-  local before after with_reader reads idle_reads reader_alone end trickler
+  local before after with_reader reads idle_reads reader_alone end trickler work_before work_after
+  work_before=$(union_work)
   before=$(cpu_ticks "$pid")
   trickle "$TRICKLE_SECS" &
   trickler=$!
@@ -91,6 +108,7 @@ reader() { # label, then curl arguments
   wait "$trickler"
   after=$(cpu_ticks "$pid")
   with_reader=$((after - before))
+  work_after=$(union_work)
   # The same reader with nothing arriving: what serving the union's bytes costs by itself.
   before=$(cpu_ticks "$pid")
   end=$((SECONDS + TRICKLE_SECS)); idle_reads=0
@@ -99,13 +117,27 @@ reader() { # label, then curl arguments
   done
   after=$(cpu_ticks "$pid")
   reader_alone=$((after - before))
+  # What the trickle adds: the CPU of the run with it, less what its reads would have cost
+  # with nothing arriving; per ingest, that is what each new version of the union costs.
   shares+=("$(awk -v l="$label" -v w="$with_reader" -v n="$reads" -v r="$reader_alone" -v rn="$idle_reads" \
-      -v s="$TRICKLE_SECS" -v hz="$tick_hz" 'BEGIN {
-    printf "| %s | %.1f%% (%d reads, %.2f ms each) | %.1f%% (%d reads, %.2f ms each) |", l,
-      100 * w / hz / s, n, 1000 * w / hz / n, 100 * r / hz / s, rn, 1000 * r / hz / rn }')")
+      -v p="$(cat "$WORK/posts")" -v s="$TRICKLE_SECS" -v hz="$tick_hz" \
+      -v wb="$work_before" -v wa="$work_after" 'BEGIN {
+    added = w - n * r / rn
+    split(wb, b, " "); split(wa, a, " "); work = a[1] - b[1]; versions = a[2] - b[2]
+    printf "| %s | %.1f%% (%d reads, %.2f ms each) | %.1f%% (%d reads, %.2f ms each) | %.1f%% (%.1f ms per ingest) | %.1f%% (%d versions, %.1f ms each) |", l,
+      100 * w / hz / s, n, 1000 * w / hz / n, 100 * r / hz / s, rn, 1000 * r / hz / rn,
+      100 * added / hz / s, 1000 * added / hz / p,
+      100 * work / s, versions, versions ? 1000 * work / versions : 0 }')")
 }
 reader "\`.bin\`, identity" "$base/since/$since.bin"
 reader "JSON, gzip" --compressed "$base/since/$since.json"
+
+# The very bytes of the union as they stand now, for nginx to serve as static files.
+mkdir -p "$WORK/www"
+curl -sf -o "$WORK/www/union.bin" "$base/since/$since.bin"
+curl -sf -o "$WORK/www/union.json" "$base/since/$since.json"
+curl -sf -H 'Accept-Encoding: gzip' -o "$WORK/www/union.json.gz" "$base/since/$since.json"
+chmod -R a+rX "$WORK"
 
 statuses=$(for h in $(seq 1 50); do
   from=$(date -u -d "-$((h % 24 + 1)) hours -$h minutes" +%Y/%m/%d/%H)
@@ -114,6 +146,37 @@ statuses=$(for h in $(seq 1 50); do
   curl -s -o /dev/null -w '%{http_code}\n' --max-time 60 "$base/since/$from.$r" &
 done; wait)
 stop_pid "$pid"
+
+# The same-run reference: nginx (one process, sendfile, gzip_static) on the same core
+# serving those bytes to the same reader loop, nothing arriving. What sending a union of
+# this size costs a static file server; bloomcast's "nothing arriving" column compares
+# with it, and the trickle's own cost is bloomcast's first column less its second.
+nport=$(free_port)
+write_nginx_conf "$nport" 1 "master_process off;"
+taskset -c "$SERVER_CPU" nginx -c "$WORK/nginx.conf" -e "$WORK/nginx-error.log" &
+npid=$!
+PIDS+=("$npid")
+for _ in $(seq 1 100); do
+  [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$nport/union.bin")" = 200 ] && break
+  sleep 0.1
+done
+nginx_reader() { # label, then curl arguments
+  local label="$1"; shift
+  local before after end reads=0
+  before=$(cpu_ticks "$npid")
+  end=$((SECONDS + TRICKLE_SECS))
+  while [ $SECONDS -lt $end ]; do
+    curl -s -o /dev/null "$@"; reads=$((reads + 1))
+  done
+  after=$(cpu_ticks "$npid")
+  nginx_shares+=("$(awk -v l="$label" -v c=$((after - before)) -v n="$reads" -v s="$TRICKLE_SECS" \
+      -v hz="$tick_hz" 'BEGIN { printf "| %s | %.1f%% (%d reads, %.2f ms each) |", l,
+      100 * c / hz / s, n, 1000 * c / hz / n }')")
+}
+nginx_shares=()
+nginx_reader "\`.bin\`, identity" "http://127.0.0.1:$nport/union.bin"
+nginx_reader "JSON, gzip" --compressed "http://127.0.0.1:$nport/union.json"
+stop_pid "$npid"
 
 echo
 echo "### Unions over 24 hours of $HOUR_IDS IDs (server pinned to core $SERVER_CPU)"
@@ -124,8 +187,12 @@ printf '%s\n' "${rows[@]}"
 echo
 awk -v a="$alone" -v s="$TRICKLE_SECS" -v hz="$tick_hz" 'BEGIN {
   printf "Trickle of 100 IDs every 0.5 s for %d s, no reader: %.2f CPU-s (%.1f%% of a core)\n\n", s, a / hz, 100 * a / hz / s }'
-echo "| a reader looping on the union | with the trickle: share of a core | nothing arriving |"
-echo "|---|---:|---:|"
+echo "| a reader looping on the union | with the trickle: share of a core | nothing arriving | the trickle's part | union work (server's /stats) |"
+echo "|---|---:|---:|---:|---:|"
 printf '%s\n' "${shares[@]}"
+echo
+echo "| the same reader on nginx serving the same bytes (same run) | share of a core |"
+echo "|---|---:|"
+printf '%s\n' "${nginx_shares[@]}"
 echo
 echo "50 concurrent distinct since-ranges: $(sort <<<"$statuses" | uniq -c | awk '{ printf "%s x %s, ", $1, $2 }' | sed 's/, $//')"
