@@ -119,6 +119,8 @@ fn rendered(
         bloom_headers,
         complete: meta.complete,
         identity: Bytes::from(identity),
+        identity_file: None,
+        gzip_file: None,
     }
 }
 

@@ -131,7 +131,9 @@ impl Service {
                     None => union_of(&sets, p),
                 };
                 built.map(|(filter, count)| {
-                    let rendered = render(&meta_of(count), &filter, repr, effort);
+                    // A union's bodies are large and read many times: kept in files,
+                    // sent without a copy (`render::BodyFile`).
+                    let rendered = render(&meta_of(count), &filter, repr, effort).into_files();
                     (rendered, Arc::new(filter), count)
                 })
             })
@@ -169,9 +171,10 @@ impl Service {
         let meta = Meta::range(from.rfc3339(), to.rfc3339(), complete, built.count);
         let effort = if complete { Effort::Best } else { Effort::Fast };
         let filter = built.filter.clone();
-        let (rendered, cpu) =
-            tokio::task::spawn_blocking(move || timed(|| render(&meta, &filter, repr, effort)))
-                .await?;
+        let (rendered, cpu) = tokio::task::spawn_blocking(move || {
+            timed(|| render(&meta, &filter, repr, effort).into_files())
+        })
+        .await?;
         self.unions.record(Step::Render, cpu);
         Ok(self.keep_union(key, complete, built.stamp, rendered))
     }

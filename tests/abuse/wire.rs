@@ -311,3 +311,61 @@ async fn shutdown_closes_idle_polling_connections_at_once() {
         assert!(matches!(read, Ok(0) | Err(_)), "{read:?}");
     }
 }
+
+#[tokio::test]
+async fn unions_are_answered_on_the_socket_byte_for_byte_as_hyper_sends_them() {
+    // Enough IDs that the unions' bodies are kept in memory files (`render::FILE_MIN`)
+    // and sent from them with sendfile, through the head hyper would write.
+    let server = spawn_with(|s| s.refresh_ms = 3_600_000).await;
+    for chunk in ids("closed", 120_000).chunks(3_000) {
+        ingest(server.addr, chunk).await;
+    }
+    server.clock.advance(chrono::Duration::hours(1));
+    ingest(server.addr, &ids("open", 30)).await;
+    let mut large = 0;
+    let sent_from_files = || async {
+        let reply = get(server.addr, "/metrics").await;
+        String::from_utf8(reply.body)
+            .unwrap()
+            .lines()
+            .find_map(|l| l.strip_prefix("bloomcast_http_sendfile_responses_total "))
+            .expect("the sendfile counter is exported")
+            .parse::<u64>()
+            .unwrap()
+    };
+    assert_eq!(sent_from_files().await, 0);
+    for path in ["/since/2008/09/03/13", "/2008/09/03"] {
+        for suffix in ["", ".bin", ".hex"] {
+            for gzip in [false, true] {
+                let extra = if gzip {
+                    "Accept-Encoding: gzip\r\n"
+                } else {
+                    ""
+                };
+                let url = format!("{path}{suffix}");
+                let request = poll(&url, extra);
+                let mut hyper = connect(server.addr).await;
+                assert_eq!(send(&mut hyper, &poll("/healthz", "")).await.status, 200);
+                let by_hyper = send(&mut hyper, &request).await;
+                let mut wire = connect(server.addr).await;
+                let on_wire = send(&mut wire, &request).await;
+                assert_eq!(on_wire.status, 200, "{url} {extra:?}");
+                assert_eq!(masked(&on_wire), masked(&by_hyper), "{url} {extra:?}");
+                // The writer goes on answering on the same connection after a body it
+                // sent from a file.
+                let again = send(&mut wire, &request).await;
+                assert_eq!(masked(&again), masked(&by_hyper), "{url} {extra:?} again");
+                if on_wire.body.len() >= bloomcast::render::FILE_MIN {
+                    large += 1;
+                }
+            }
+        }
+    }
+    // The JSON and hex bodies (about 290 KB); the raw and gzip ones stay in memory.
+    assert!(
+        large >= 4,
+        "{large} of 12 bodies were large enough to be sent from files"
+    );
+    // Each large one twice on the socket (hyper's copies are not counted).
+    assert_eq!(sent_from_files().await, 2 * large);
+}
