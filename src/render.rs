@@ -6,12 +6,9 @@ use crate::wire::{Document, Meta};
 use bytes::Bytes;
 use flate2::{write::GzEncoder, Compression};
 use std::io::Write;
-use std::sync::Arc;
 
-mod file;
 mod gz;
 mod ribbon;
-pub use file::{BodyFile, SendFile, FILE_MIN};
 pub use ribbon::{render_compact, render_ribbon, Compact, RIBBON_JSON_TYPE, RIBBON_TYPE};
 
 /// The three representations of a filter.
@@ -86,31 +83,9 @@ pub struct Rendered {
     /// The filter's size in bits and its count of IDs (a delta needs the same `m`).
     pub m: u64,
     pub count: u64,
-    /// The memory files `identity` and `gzip` are read from, when they are kept in one
-    /// ([`Rendered::into_files`]): sent with `sendfile(2)` by the connection's writer.
-    pub identity_file: Option<Arc<BodyFile>>,
-    pub gzip_file: Option<Arc<BodyFile>>,
 }
 
 impl Rendered {
-    /// This rendering with each body of at least [`FILE_MIN`] bytes moved into a sealed
-    /// memory file (read through a mapping: still held once), for the bodies that are
-    /// sent many times over (unions). Unchanged where files cannot be made.
-    pub fn into_files(mut self) -> Rendered {
-        (self.identity, self.identity_file) = file::filed(self.identity);
-        (self.gzip, self.gzip_file) = file::filed(self.gzip);
-        self
-    }
-
-    /// The file holding the body sent for `gzip` (the gzip body, else the identity one).
-    pub fn file(&self, gzip: bool) -> Option<&Arc<BodyFile>> {
-        if gzip {
-            self.gzip_file.as_ref()
-        } else {
-            self.identity_file.as_ref()
-        }
-    }
-
     /// Bytes held in memory, for the cache's budget.
     pub fn size(&self) -> usize {
         self.identity.len() + self.gzip.len() + 256
@@ -164,8 +139,6 @@ pub fn render(meta: &Meta, filter: &Filter, repr: Repr, effort: Effort) -> Rende
         sha256,
         m: filter.m().into(),
         count: meta.count,
-        identity_file: None,
-        gzip_file: None,
     }
 }
 

@@ -13,10 +13,9 @@
 use super::cors::CorsHeaders;
 use super::filters::not_modified;
 use super::negotiate::{accepts_gzip, choose_repr, AVAILABLE_DICTIONARY};
-use super::paths::{parse_filter_path, plain_hour_path};
+use super::paths::plain_hour_path;
 use super::prepared::{self, Answer, Variant};
 use super::AppState;
-use crate::service::Target;
 use axum::body::{Body, HttpBody};
 use axum::extract::{ConnectInfo, Request};
 use axum::http::{HeaderMap, Method};
@@ -120,13 +119,7 @@ impl App {
             return Wire::Hyper;
         }
         let Some((hour, suffix)) = plain_hour_path(path) else {
-            // A union (a day, a since-range): the router answers it on this connection,
-            // whose writer sends its large body from its memory file.
-            return if is_union_path(path) {
-                Wire::Route
-            } else {
-                Wire::Hyper
-            };
+            return Wire::Hyper;
         };
         let mark = out.len();
         let answered = catch_unwind(AssertUnwindSafe(|| {
@@ -173,11 +166,6 @@ impl App {
         tower::Service::call(&mut self.router, request)
     }
 
-    /// Counts a response body the connection's writer sent from a memory file.
-    pub fn sent_from_file(&self) {
-        self.state.metrics.record_sendfile();
-    }
-
     /// This application for a connection from `peer` (the access log names it).
     pub fn for_peer(&self, peer: SocketAddr) -> App {
         App {
@@ -187,21 +175,13 @@ impl App {
     }
 }
 
-/// Whether `path` names a union of hours (`/YYYY/MM/DD[.ext]`, `/since/...`).
-fn is_union_path(path: &str) -> bool {
-    matches!(
-        parse_filter_path(path),
-        Ok((Target::Day(_) | Target::Since(_), _))
-    )
-}
-
 /// How the connection's own writer is to answer a request.
 pub enum Wire {
     /// Answered in the output, with the body still to send after it if it was large.
     Answered(Option<Bytes>),
     /// An hour the fast lane cannot answer now (it needs the store, a render, a
-    /// refresh, or a delta), or a union: the connection gives the request to
-    /// [`App::route`] and writes the router's response.
+    /// refresh, or a delta): the connection gives the request to [`App::route`] and
+    /// writes the router's response.
     Route,
     /// Not a poll (or the access log is on): the connection is handed to hyper.
     Hyper,

@@ -167,12 +167,6 @@ pub(super) fn respond(
         None => (&r.identity, &r.repr_digest),
     };
     let mut response = Response::new(Body::from(body.clone()));
-    // A body kept in a memory file: the connection's writer sends it with `sendfile`.
-    if let Some(file) = r.file(gzip).filter(|_| delta.is_none()) {
-        response
-            .extensions_mut()
-            .insert(crate::render::SendFile(file.clone()));
-    }
     let out = response.headers_mut();
     out.reserve(9 + r.bloom_headers.len() + r.chain_headers.len());
     out.insert(

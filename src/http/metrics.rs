@@ -52,8 +52,6 @@ struct Shard {
     fast: AtomicU64,
     /// Of those, the ones written on the socket by the connection's own writer.
     wire: AtomicU64,
-    /// Bodies the connection's own writer sent from a memory file with `sendfile`.
-    sendfile: AtomicU64,
     requests: [[AtomicU64; STATUSES.len()]; ROUTES.len()],
 }
 
@@ -64,7 +62,6 @@ impl Default for Shard {
             not_modified: AtomicU64::new(0),
             fast: AtomicU64::new(0),
             wire: AtomicU64::new(0),
-            sendfile: AtomicU64::new(0),
             requests: std::array::from_fn(|_| std::array::from_fn(|_| AtomicU64::new(0))),
         }
     }
@@ -147,13 +144,6 @@ impl Metrics {
             shard.wire.fetch_add(1, Ordering::Relaxed);
         }
         self.record_slot(Some(0), ROUTES[0], status, bytes);
-    }
-
-    /// Counts a body sent from a memory file (`render::BodyFile`) with `sendfile`.
-    pub fn record_sendfile(&self) {
-        self.shards[shard_index()]
-            .sendfile
-            .fetch_add(1, Ordering::Relaxed);
     }
 
     fn record_slot(&self, slot: Option<usize>, route: &str, status: u16, bytes: u64) {
@@ -258,12 +248,6 @@ impl Metrics {
             "bloomcast_http_wire_responses_total",
             "Of the fast responses, those written on the socket without hyper's connection handling.",
             self.sum(|s| &s.wire),
-        );
-        counter(
-            &mut out,
-            "bloomcast_http_sendfile_responses_total",
-            "Response bodies (large unions) sent from a memory file with sendfile, copying nothing from user memory.",
-            self.sum(|s| &s.sendfile),
         );
         let _ = writeln!(
             out,

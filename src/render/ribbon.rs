@@ -119,8 +119,6 @@ fn rendered(
         bloom_headers,
         complete: meta.complete,
         identity: Bytes::from(identity),
-        identity_file: None,
-        gzip_file: None,
     }
 }
 

@@ -26,7 +26,6 @@ use super::drain::Watch;
 use super::{ConnLimits, MAX_HEADERS, MAX_HEAD_BYTES};
 use crate::http::h1::{self, Length};
 use crate::http::{App, Wire};
-use crate::render::{BodyFile, SendFile};
 use axum::body::{Body, HttpBody as _};
 use axum::extract::Request;
 use axum::http::{header, HeaderMap, HeaderName, HeaderValue};
@@ -39,7 +38,6 @@ use std::cell::RefCell;
 use std::io::{self, IoSlice};
 use std::net::SocketAddr;
 use std::pin::Pin;
-use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
@@ -112,7 +110,7 @@ async fn polls(
         // Answer every whole request read.
         while !buf.is_empty() {
             let (used, body) = match answer(&buf, app, &mut out)? {
-                Parsed::Answered { used, body } => (used, body.map(Rest::Bytes)),
+                Parsed::Answered { used, body } => (used, body),
                 Parsed::Route { used, request } => (used, routed(app, *request, &mut out).await?),
                 Parsed::Partial => break,
                 Parsed::Hyper => {
@@ -123,14 +121,7 @@ async fn polls(
             buf.advance(used);
             deadline = Instant::now() + timeout;
             if let Some(body) = body {
-                match body {
-                    Rest::Bytes(body) => write_two(stream, &out, &body).await?,
-                    Rest::File(file) => {
-                        stream.write_all(&out).await?;
-                        send_file(stream, &file).await?;
-                        app.sent_from_file();
-                    }
-                }
+                write_two(stream, &out, &body).await?;
                 out.clear();
             } else if out.len() >= FLUSH_AT {
                 stream.write_all(&out).await?;
@@ -234,23 +225,15 @@ fn to_request(path: &str, headers: &[httparse::Header<'_>]) -> Option<Request<Bo
     Some(request)
 }
 
-/// A body too large to copy behind its head, to be sent after it.
-enum Rest {
-    Bytes(Bytes),
-    /// The body is this memory file's bytes: sent with `sendfile(2)`.
-    File(Arc<BodyFile>),
-}
-
 /// Calls the router with `request` and appends its response to `out` as hyper would
 /// write it; returns a body too large to copy, to be sent after `out`.
 async fn routed(
     app: &mut App,
     request: Request<Body>,
     out: &mut Vec<u8>,
-) -> io::Result<Option<Rest>> {
+) -> io::Result<Option<Bytes>> {
     let Ok(response) = app.route(request).await;
     let (parts, body) = response.into_parts();
-    let file = parts.extensions.get::<SendFile>().map(|f| f.0.clone());
     // hyper sends a body of unknown size chunked, unless the headers give its length.
     let known =
         body.size_hint().exact().is_some() || parts.headers.contains_key(header::CONTENT_LENGTH);
@@ -275,51 +258,10 @@ async fn routed(
         return Ok(None);
     }
     if body.len() > INLINE_BODY {
-        return Ok(Some(match file {
-            Some(file) if file.len() == body.len() => Rest::File(file),
-            _ => Rest::Bytes(body),
-        }));
+        return Ok(Some(body));
     }
     out.extend_from_slice(&body);
     Ok(None)
-}
-
-/// The whole of `file` to the socket with `sendfile(2)`: the kernel sends its pages by
-/// reference (the file is sealed, so they cannot change under it), copying nothing
-/// from user memory, as nginx sends a static file.
-#[cfg(target_os = "linux")]
-async fn send_file(stream: &TcpStream, file: &BodyFile) -> io::Result<()> {
-    use std::os::fd::AsRawFd;
-    let len = file.len();
-    let mut offset: libc::off_t = 0;
-    while (offset as usize) < len {
-        stream.writable().await?;
-        let sent = stream.try_io(tokio::io::Interest::WRITABLE, || {
-            let remaining = len - offset as usize;
-            // SAFETY: both descriptors are open for the call (the socket is borrowed,
-            // the file held by the caller) and `offset` is a valid `off_t` it updates.
-            let n = unsafe {
-                libc::sendfile(stream.as_raw_fd(), file.raw_fd(), &mut offset, remaining)
-            };
-            if n < 0 {
-                Err(io::Error::last_os_error())
-            } else {
-                Ok(n as usize)
-            }
-        });
-        match sent {
-            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
-            Ok(_) => {}
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(())
-}
-
-#[cfg(not(target_os = "linux"))]
-async fn send_file(stream: &mut TcpStream, file: &Arc<BodyFile>) -> io::Result<()> {
-    stream.write_all(&file.bytes()).await
 }
 
 /// The request headers a poll's answer depends on, as a header map; `None` for a

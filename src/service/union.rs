@@ -131,9 +131,7 @@ impl Service {
                     None => union_of(&sets, p),
                 };
                 built.map(|(filter, count)| {
-                    // A union's bodies are large and read many times: kept in files,
-                    // sent without a copy (`render::BodyFile`).
-                    let rendered = render(&meta_of(count), &filter, repr, effort).into_files();
+                    let rendered = render(&meta_of(count), &filter, repr, effort);
                     (rendered, Arc::new(filter), count)
                 })
             })
@@ -171,10 +169,9 @@ impl Service {
         let meta = Meta::range(from.rfc3339(), to.rfc3339(), complete, built.count);
         let effort = if complete { Effort::Best } else { Effort::Fast };
         let filter = built.filter.clone();
-        let (rendered, cpu) = tokio::task::spawn_blocking(move || {
-            timed(|| render(&meta, &filter, repr, effort).into_files())
-        })
-        .await?;
+        let (rendered, cpu) =
+            tokio::task::spawn_blocking(move || timed(|| render(&meta, &filter, repr, effort)))
+                .await?;
         self.unions.record(Step::Render, cpu);
         Ok(self.keep_union(key, complete, built.stamp, rendered))
     }
