@@ -135,6 +135,35 @@ pub async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
         service.clock_behind_seconds(),
         service.corrupt_found(),
     );
+    // What union work has cost, by step (as `/stats` has it).
+    let work = service.union_work();
+    let steps = [
+        ("build", work.builds),
+        ("advance", work.advances),
+        ("render", work.renders),
+    ];
+    text.push_str(
+        "# HELP bloomcast_union_work_seconds_total CPU time of union work by step: built from the store, carried forward to the open hour's new keys, rendered.\n\
+         # TYPE bloomcast_union_work_seconds_total counter\n",
+    );
+    for (step, stats) in steps {
+        let _ = writeln!(
+            text,
+            "bloomcast_union_work_seconds_total{{step=\"{step}\"}} {}",
+            stats.cpu_seconds
+        );
+    }
+    text.push_str(
+        "# HELP bloomcast_union_work_runs_total Runs of union work by step.\n\
+         # TYPE bloomcast_union_work_runs_total counter\n",
+    );
+    for (step, stats) in steps {
+        let _ = writeln!(
+            text,
+            "bloomcast_union_work_runs_total{{step=\"{step}\"}} {}",
+            stats.runs
+        );
+    }
     ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], text)
 }
 

@@ -120,4 +120,18 @@ async fn stats_count_union_work_by_step() {
         work["builds"]["cpu_seconds"].as_f64().unwrap() > 0.0,
         "{work}"
     );
+    // The same counters for Prometheus.
+    let metrics = String::from_utf8(app.get("/metrics").await.body).unwrap();
+    for (step, runs) in [("build", 1), ("advance", 1), ("render", 2)] {
+        let wanted = format!("bloomcast_union_work_runs_total{{step=\"{step}\"}} {runs}");
+        assert!(
+            metrics.lines().any(|l| l == wanted),
+            "{wanted} in\n{metrics}"
+        );
+        let seconds = format!("bloomcast_union_work_seconds_total{{step=\"{step}\"}} ");
+        assert!(
+            metrics.lines().any(|l| l.starts_with(&seconds)),
+            "{seconds}"
+        );
+    }
 }
