@@ -6,6 +6,7 @@
 //! from the sorted distinct union of its hours' keys.
 
 use super::cache::CompactKey;
+use super::unions::{timed, Step};
 use super::{Result, Service, ServiceError, Target, View};
 use crate::bloom::{distinct_keys, Key, Ribbon};
 use crate::hour::{Day, Hour};
@@ -101,11 +102,17 @@ impl Service {
             Compact::RibbonJson => {
                 let work = || async move {
                     let meta = meta(from, to, complete, body.count);
-                    let json = tokio::task::spawn_blocking(move || -> Result<Rendered> {
-                        let ribbon = Ribbon::from_bytes(&body.identity)?;
-                        Ok(render_compact(&meta, &ribbon, Compact::RibbonJson))
+                    let (json, cpu) = tokio::task::spawn_blocking(move || {
+                        timed(|| -> Result<Rendered> {
+                            let ribbon = Ribbon::from_bytes(&body.identity)?;
+                            Ok(render_compact(&meta, &ribbon, Compact::RibbonJson))
+                        })
                     })
-                    .await??;
+                    .await?;
+                    if from != to {
+                        self.unions.record(Step::Render, cpu);
+                    }
+                    let json = json?;
                     Ok(self.keep(key, complete, json))
                 };
                 self.once(key, from != to, work).await
@@ -127,14 +134,21 @@ impl Service {
             } else {
                 self.closed_sets(from, to).await?
             };
-            let body = tokio::task::spawn_blocking(move || -> Result<Rendered> {
-                let sets: Vec<&[Key]> = sets.iter().map(Vec::as_slice).collect();
-                let keys = distinct_keys(&sets);
-                let ribbon = Ribbon::build(&keys, r)?;
-                let count = keys.len() as u64;
-                Ok(render_ribbon(&meta(from, to, complete, count), &ribbon))
+            let (body, cpu) = tokio::task::spawn_blocking(move || {
+                timed(|| -> Result<Rendered> {
+                    let sets: Vec<&[Key]> = sets.iter().map(Vec::as_slice).collect();
+                    let keys = distinct_keys(&sets);
+                    let ribbon = Ribbon::build(&keys, r)?;
+                    let count = keys.len() as u64;
+                    Ok(render_ribbon(&meta(from, to, complete, count), &ribbon))
+                })
             })
-            .await??;
+            .await?;
+            // A compact union's build is union work too (an hour's own is not).
+            if from != to {
+                self.unions.record(Step::Build, cpu);
+            }
+            let body = body?;
             Ok(self.keep(key, complete, body))
         };
         self.once(key, from != to, work).await

@@ -322,3 +322,17 @@ async fn scripts_may_read_the_ribbon_parameters() {
         "{exposed}"
     );
 }
+
+#[tokio::test]
+async fn a_compact_union_counts_as_union_work_and_an_hour_does_not() {
+    let app = TestApp::spawn().await;
+    past_day(&app).await;
+    let runs = |stats: serde_json::Value, step: &str| stats["unions"][step]["runs"].as_u64();
+    assert_eq!(app.get("/2008/09/03/13.ribbon").await.status, 200);
+    assert_eq!(runs(app.get("/stats").await.json(), "builds"), Some(0));
+    assert_eq!(app.get(&format!("{DAY}.ribbon")).await.status, 200);
+    assert_eq!(app.get(&format!("{DAY}.ribbon.json")).await.status, 200);
+    let stats = app.get("/stats").await.json();
+    assert_eq!(runs(stats.clone(), "builds"), Some(1), "{stats}");
+    assert_eq!(runs(stats, "renders"), Some(1));
+}
