@@ -103,12 +103,12 @@ struct CpuTime;
 static WALL: WallTime = WallTime;
 
 impl CpuTime {
-    /// Nanoseconds on CPU from `/proc/thread-self/schedstat`'s first field; wall clock
-    /// since an arbitrary start where that file is missing.
+    /// Nanoseconds on CPU (the server's own clock for union work,
+    /// `telemetry::thread_cpu`); wall clock since an arbitrary start where it cannot be
+    /// read.
     fn now() -> f64 {
-        std::fs::read_to_string("/proc/thread-self/schedstat")
-            .ok()
-            .and_then(|s| s.split_whitespace().next()?.parse::<f64>().ok())
+        bloomcast::telemetry::thread_cpu()
+            .map(|cpu| cpu.as_nanos() as f64)
             .unwrap_or_else(|| {
                 static START: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
                 START.get_or_init(Instant::now).elapsed().as_nanos() as f64

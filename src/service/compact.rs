@@ -6,7 +6,7 @@
 //! from the sorted distinct union of its hours' keys.
 
 use super::cache::CompactKey;
-use super::unions::{timed, Step};
+use super::unions::Step;
 use super::{Result, Service, ServiceError, Target, View};
 use crate::bloom::{distinct_keys, Key, Ribbon};
 use crate::hour::{Day, Hour};
@@ -102,17 +102,15 @@ impl Service {
             Compact::RibbonJson => {
                 let work = || async move {
                     let meta = meta(from, to, complete, body.count);
-                    let (json, cpu) = tokio::task::spawn_blocking(move || {
-                        timed(|| -> Result<Rendered> {
+                    // A compact union's rendering is union work (an hour's own is not).
+                    let step = (from != to).then_some(Step::Render);
+                    let json = self
+                        .unions
+                        .measured(step, move || -> Result<Rendered> {
                             let ribbon = Ribbon::from_bytes(&body.identity)?;
                             Ok(render_compact(&meta, &ribbon, Compact::RibbonJson))
                         })
-                    })
-                    .await?;
-                    if from != to {
-                        self.unions.record(Step::Render, cpu);
-                    }
-                    let json = json?;
+                        .await??;
                     Ok(self.keep(key, complete, json))
                 };
                 self.once(key, from != to, work).await
@@ -134,21 +132,18 @@ impl Service {
             } else {
                 self.closed_sets(from, to).await?
             };
-            let (body, cpu) = tokio::task::spawn_blocking(move || {
-                timed(|| -> Result<Rendered> {
+            // A compact union's build is union work too (an hour's own is not).
+            let step = (from != to).then_some(Step::Build);
+            let body = self
+                .unions
+                .measured(step, move || -> Result<Rendered> {
                     let sets: Vec<&[Key]> = sets.iter().map(Vec::as_slice).collect();
                     let keys = distinct_keys(&sets);
                     let ribbon = Ribbon::build(&keys, r)?;
                     let count = keys.len() as u64;
                     Ok(render_ribbon(&meta(from, to, complete, count), &ribbon))
                 })
-            })
-            .await?;
-            // A compact union's build is union work too (an hour's own is not).
-            if from != to {
-                self.unions.record(Step::Build, cpu);
-            }
-            let body = body?;
+                .await??;
             Ok(self.keep(key, complete, body))
         };
         self.once(key, from != to, work).await

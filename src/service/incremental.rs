@@ -15,7 +15,7 @@
 //! target: the grow-when-full rule of the hourly filter. Its bits are always exactly
 //! those of a fresh build of its keys at its size.
 
-use super::unions::{timed, BuiltUnion, Growth, Step};
+use super::unions::{BuiltUnion, Growth, Step};
 use super::{Result, Service};
 use crate::bloom::Key;
 use crate::hour::Hour;
@@ -46,8 +46,9 @@ impl Service {
         // Set the fresh keys' bits; those that set none may be in a closed hour. Off the
         // runtime, with the copy of the filter it takes if a rendering still shares it.
         let prev_filter = prev.filter;
-        let ((filter, maybe), cpu) = tokio::task::spawn_blocking(move || {
-            timed(|| {
+        let (filter, maybe) = self
+            .unions
+            .measured(Some(Step::Advance), move || {
                 let mut filter =
                     Arc::try_unwrap(prev_filter).unwrap_or_else(|shared| (*shared).clone());
                 let maybe: Vec<Key> = fresh
@@ -57,9 +58,7 @@ impl Service {
                     .collect();
                 (filter, maybe)
             })
-        })
-        .await?;
-        self.unions.record(Step::Advance, cpu);
+            .await?;
         let added = position - growth.position;
         let in_closed = if maybe.is_empty() || from >= now {
             0

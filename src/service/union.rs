@@ -3,7 +3,7 @@
 //! sizes.
 
 use super::incremental::room;
-use super::unions::{timed, BuiltUnion, Growth, OpenStamp, Step, UnionKey};
+use super::unions::{BuiltUnion, Growth, OpenStamp, Step, UnionKey};
 use super::{Result, Service, ServiceError};
 use crate::bloom::{union_of, union_with_room, Key};
 use crate::hour::Hour;
@@ -123,8 +123,9 @@ impl Service {
         let p = self.tuning.target_fpp;
         let meta_of = move |count| Meta::range(from.rfc3339(), to.rfc3339(), complete, count);
         let effort = if complete { Effort::Best } else { Effort::Fast };
-        let (built, cpu) = tokio::task::spawn_blocking(move || {
-            timed(|| {
+        let (rendered, filter, count) = self
+            .unions
+            .measured(Some(Step::Build), move || {
                 let sets: Vec<&[Key]> = hours.iter().map(Vec::as_slice).collect();
                 let built = match growth {
                     Some(_) => union_with_room(&sets, p, room),
@@ -135,10 +136,7 @@ impl Service {
                     (rendered, Arc::new(filter), count)
                 })
             })
-        })
-        .await?;
-        self.unions.record(Step::Build, cpu);
-        let (rendered, filter, count) = built?;
+            .await??;
         self.unions.remember(BuiltUnion {
             range: (from.index(), to.index()),
             stamp,
@@ -169,10 +167,12 @@ impl Service {
         let meta = Meta::range(from.rfc3339(), to.rfc3339(), complete, built.count);
         let effort = if complete { Effort::Best } else { Effort::Fast };
         let filter = built.filter.clone();
-        let (rendered, cpu) =
-            tokio::task::spawn_blocking(move || timed(|| render(&meta, &filter, repr, effort)))
-                .await?;
-        self.unions.record(Step::Render, cpu);
+        let rendered = self
+            .unions
+            .measured(Some(Step::Render), move || {
+                render(&meta, &filter, repr, effort)
+            })
+            .await?;
         Ok(self.keep_union(key, complete, built.stamp, rendered))
     }
 

@@ -31,7 +31,7 @@ mod work;
 pub(super) use built::{BuiltUnion, Growth};
 pub(super) use open::{OpenStamp, UnionKey};
 pub(super) use ranges::RangeTurn;
-pub(super) use work::{timed, Step};
+pub(super) use work::Step;
 pub use work::{StepStats, UnionWork};
 
 use super::cache::CompactKey;
@@ -88,9 +88,18 @@ impl Unions {
         }
     }
 
-    /// Counts one run of `step` that took `cpu`.
-    pub fn record(&self, step: Step, cpu: std::time::Duration) {
-        self.work.record(step, cpu);
+    /// Runs `f` on the blocking pool and counts its CPU time as a run of `step` (`None`:
+    /// work that is not a union's, such as an hour's own ribbon).
+    pub async fn measured<T: Send + 'static>(
+        &self,
+        step: Option<Step>,
+        f: impl FnOnce() -> T + Send + 'static,
+    ) -> Result<T> {
+        let (out, cpu) = tokio::task::spawn_blocking(move || work::timed(f)).await?;
+        if let Some(step) = step {
+            self.work.record(step, cpu);
+        }
+        Ok(out)
     }
 
     /// What union work has cost so far.

@@ -7,9 +7,10 @@
 //!
 //! Lock order: atomics only, no lock.
 
+use crate::telemetry::thread_cpu;
 use serde::Serialize;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// The steps of union work counted.
 #[derive(Debug, Clone, Copy)]
@@ -75,51 +76,14 @@ impl Work {
 
 /// Runs `f`, returning what it returns and the CPU time the calling thread spent in it
 /// (wall-clock time where the thread's own clock cannot be read).
-pub(in crate::service) fn timed<T>(f: impl FnOnce() -> T) -> (T, Duration) {
-    let start = thread_cpu();
+pub(super) fn timed<T>(f: impl FnOnce() -> T) -> (T, Duration) {
+    let (cpu, wall) = (thread_cpu(), Instant::now());
     let out = f();
-    let spent = match (start, thread_cpu()) {
-        (Clock::Cpu(a), Clock::Cpu(b)) => b.saturating_sub(a),
-        (Clock::Wall(a), _) | (_, Clock::Wall(a)) => a.elapsed(),
+    let spent = match (cpu, thread_cpu()) {
+        (Some(start), Some(end)) => end.saturating_sub(start),
+        _ => wall.elapsed(),
     };
     (out, spent)
-}
-
-enum Clock {
-    Cpu(Duration),
-    Wall(std::time::Instant),
-}
-
-/// The calling thread's CPU time (`CLOCK_THREAD_CPUTIME_ID`).
-#[cfg(all(target_os = "linux", target_pointer_width = "64"))]
-fn thread_cpu() -> Clock {
-    #[repr(C)]
-    struct Timespec {
-        tv_sec: i64,
-        tv_nsec: i64,
-    }
-    extern "C" {
-        fn clock_gettime(clock: i32, tp: *mut Timespec) -> i32;
-    }
-    const CLOCK_THREAD_CPUTIME_ID: i32 = 3;
-    let mut ts = Timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid, writable `struct timespec` (two 64-bit fields on 64-bit
-    // Linux), and this clock id is always supported by Linux.
-    if unsafe { clock_gettime(CLOCK_THREAD_CPUTIME_ID, &mut ts) } != 0 {
-        return Clock::Wall(std::time::Instant::now());
-    }
-    Clock::Cpu(Duration::new(
-        u64::try_from(ts.tv_sec).unwrap_or(0),
-        u32::try_from(ts.tv_nsec).unwrap_or(0),
-    ))
-}
-
-#[cfg(not(all(target_os = "linux", target_pointer_width = "64")))]
-fn thread_cpu() -> Clock {
-    Clock::Wall(std::time::Instant::now())
 }
 
 #[cfg(test)]
