@@ -135,34 +135,30 @@ pub async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
         service.clock_behind_seconds(),
         service.corrupt_found(),
     );
-    // What union work has cost, by step (as `/stats` has it).
+    // What union work has cost, by step (as `/stats` has it): two counter families.
     let work = service.union_work();
     let steps = [
         ("build", work.builds),
         ("advance", work.advances),
         ("render", work.renders),
     ];
-    text.push_str(
-        "# HELP bloomcast_union_work_seconds_total CPU time of union work by step: built from the store, carried forward to the open hour's new keys, rendered.\n\
-         # TYPE bloomcast_union_work_seconds_total counter\n",
-    );
-    for (step, stats) in steps {
-        let _ = writeln!(
-            text,
-            "bloomcast_union_work_seconds_total{{step=\"{step}\"}} {}",
-            stats.cpu_seconds
-        );
-    }
-    text.push_str(
-        "# HELP bloomcast_union_work_runs_total Runs of union work by step.\n\
-         # TYPE bloomcast_union_work_runs_total counter\n",
-    );
-    for (step, stats) in steps {
-        let _ = writeln!(
-            text,
-            "bloomcast_union_work_runs_total{{step=\"{step}\"}} {}",
-            stats.runs
-        );
+    let families = [
+        (
+            "bloomcast_union_work_seconds_total",
+            "CPU time of union work by step: built from the store, carried forward to the open hour's new keys, rendered.",
+            steps.map(|(_, s)| s.cpu_seconds.to_string()),
+        ),
+        (
+            "bloomcast_union_work_runs_total",
+            "Runs of union work by step.",
+            steps.map(|(_, s)| s.runs.to_string()),
+        ),
+    ];
+    for (name, help, values) in families {
+        let _ = writeln!(text, "# HELP {name} {help}\n# TYPE {name} counter");
+        for ((step, _), value) in steps.iter().zip(values) {
+            let _ = writeln!(text, "{name}{{step=\"{step}\"}} {value}");
+        }
     }
     ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], text)
 }
