@@ -14,10 +14,9 @@
 # - a reader looping on that since-union for TRICKLE_SECS while a publisher posts 100 IDs
 #   every 0.5 s, next to the same trickle with no reader: the union's share of a core;
 #   then the same reader with nothing arriving (what sending the bytes costs alone), and
-#   the difference: the trickle's own part (per ingest, what each new version of the
-#   union costs), next to the server's own account of that work (`/stats` `unions`: the
-#   CPU time of carrying the union forward and rendering it, per version). Once for the
-#   raw form without compression, once for JSON with gzip, as a poller asks;
+#   the server's own account of the trickle's part (`/stats` `unions`: the CPU time of
+#   carrying the union forward and rendering it, per version). Once for the raw form
+#   without compression, once for JSON with gzip, as a poller asks;
 # - 50 concurrent distinct since-ranges: how many were answered 200, 503 busy or 408;
 # - the same-run reference: nginx (one process, sendfile, gzip_static; installed from
 #   Debian's packages when missing) on the same core serving the very bytes of that
@@ -79,13 +78,18 @@ trickle() { # seconds
     i=$((i + 1))
     sleep 0.5
   done
-  echo "$i" >"$WORK/posts"
 }
 before=$(cpu_ticks "$pid"); trickle "$TRICKLE_SECS"; after=$(cpu_ticks "$pid")
 alone=$((after - before))
 
-# One reader looping on the since-union in one form for TRICKLE_SECS, first while the
-# trickle runs, then with nothing arriving; one line of figures.
+# GETs with these curl arguments, one after another for TRICKLE_SECS; prints how many.
+read_loop() {
+  local end=$((SECONDS + TRICKLE_SECS)) reads=0
+  while [ $SECONDS -lt $end ]; do
+    curl -s -o /dev/null "$@"; reads=$((reads + 1))
+  done
+  echo "$reads"
+}
 # The server's own account of union work (`/stats`): CPU seconds of every step, and how
 # many versions were made (builds plus advances).
 union_work() {
@@ -93,40 +97,33 @@ union_work() {
 u = json.load(sys.stdin)["unions"]
 print(sum(u[s]["cpu_seconds"] for s in u), u["builds"]["runs"] + u["advances"]["runs"])'
 }
+# One reader looping on the since-union in one form for TRICKLE_SECS, first while the
+# trickle runs, then with nothing arriving; one line of figures. The trickle's own cost
+# is the server's account of union work; the first column less the second says about
+# the same, within the run-to-run noise of sending the bytes.
 shares=()
 reader() { # label, then curl arguments
   local label="$1"; shift
-  local before after with_reader reads idle_reads reader_alone end trickler work_before work_after
+  local before after with_reader reads idle_reads reader_alone trickler work_before work_after
   work_before=$(union_work)
   before=$(cpu_ticks "$pid")
   trickle "$TRICKLE_SECS" &
   trickler=$!
-  end=$((SECONDS + TRICKLE_SECS)); reads=0
-  while [ $SECONDS -lt $end ]; do
-    curl -s -o /dev/null "$@"; reads=$((reads + 1))
-  done
+  reads=$(read_loop "$@")
   wait "$trickler"
   after=$(cpu_ticks "$pid")
   with_reader=$((after - before))
   work_after=$(union_work)
   # The same reader with nothing arriving: what serving the union's bytes costs by itself.
   before=$(cpu_ticks "$pid")
-  end=$((SECONDS + TRICKLE_SECS)); idle_reads=0
-  while [ $SECONDS -lt $end ]; do
-    curl -s -o /dev/null "$@"; idle_reads=$((idle_reads + 1))
-  done
+  idle_reads=$(read_loop "$@")
   after=$(cpu_ticks "$pid")
   reader_alone=$((after - before))
-  # What the trickle adds: the CPU of the run with it, less what its reads would have cost
-  # with nothing arriving; per ingest, that is what each new version of the union costs.
   shares+=("$(awk -v l="$label" -v w="$with_reader" -v n="$reads" -v r="$reader_alone" -v rn="$idle_reads" \
-      -v p="$(cat "$WORK/posts")" -v s="$TRICKLE_SECS" -v hz="$tick_hz" \
-      -v wb="$work_before" -v wa="$work_after" 'BEGIN {
-    added = w - n * r / rn
+      -v s="$TRICKLE_SECS" -v hz="$tick_hz" -v wb="$work_before" -v wa="$work_after" 'BEGIN {
     split(wb, b, " "); split(wa, a, " "); work = a[1] - b[1]; versions = a[2] - b[2]
-    printf "| %s | %.1f%% (%d reads, %.2f ms each) | %.1f%% (%d reads, %.2f ms each) | %.1f%% (%.1f ms per ingest) | %.1f%% (%d versions, %.1f ms each) |", l,
+    printf "| %s | %.1f%% (%d reads, %.2f ms each) | %.1f%% (%d reads, %.2f ms each) | %.1f%% (%d versions, %.1f ms each) |", l,
       100 * w / hz / s, n, 1000 * w / hz / n, 100 * r / hz / s, rn, 1000 * r / hz / rn,
-      100 * added / hz / s, 1000 * added / hz / p,
       100 * work / s, versions, versions ? 1000 * work / versions : 0 }')")
 }
 reader "\`.bin\`, identity" "$base/since/$since.bin"
@@ -150,24 +147,18 @@ stop_pid "$pid"
 # The same-run reference: nginx (one process, sendfile, gzip_static) on the same core
 # serving those bytes to the same reader loop, nothing arriving. What sending a union of
 # this size costs a static file server; bloomcast's "nothing arriving" column compares
-# with it, and the trickle's own cost is bloomcast's first column less its second.
+# with it.
 nport=$(free_port)
 write_nginx_conf "$nport" 1 "master_process off;"
 taskset -c "$SERVER_CPU" nginx -c "$WORK/nginx.conf" -e "$WORK/nginx-error.log" &
 npid=$!
 PIDS+=("$npid")
-for _ in $(seq 1 100); do
-  [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$nport/union.bin")" = 200 ] && break
-  sleep 0.1
-done
+wait_http "http://127.0.0.1:$nport/union.bin" || die "nginx did not start: $(cat "$WORK/nginx-error.log")"
 nginx_reader() { # label, then curl arguments
   local label="$1"; shift
-  local before after end reads=0
+  local before after reads
   before=$(cpu_ticks "$npid")
-  end=$((SECONDS + TRICKLE_SECS))
-  while [ $SECONDS -lt $end ]; do
-    curl -s -o /dev/null "$@"; reads=$((reads + 1))
-  done
+  reads=$(read_loop "$@")
   after=$(cpu_ticks "$npid")
   nginx_shares+=("$(awk -v l="$label" -v c=$((after - before)) -v n="$reads" -v s="$TRICKLE_SECS" \
       -v hz="$tick_hz" 'BEGIN { printf "| %s | %.1f%% (%d reads, %.2f ms each) |", l,
@@ -187,8 +178,8 @@ printf '%s\n' "${rows[@]}"
 echo
 awk -v a="$alone" -v s="$TRICKLE_SECS" -v hz="$tick_hz" 'BEGIN {
   printf "Trickle of 100 IDs every 0.5 s for %d s, no reader: %.2f CPU-s (%.1f%% of a core)\n\n", s, a / hz, 100 * a / hz / s }'
-echo "| a reader looping on the union | with the trickle: share of a core | nothing arriving | the trickle's part | union work (server's /stats) |"
-echo "|---|---:|---:|---:|---:|"
+echo "| a reader looping on the union | with the trickle: share of a core | nothing arriving | union work (server's /stats) |"
+echo "|---|---:|---:|---:|"
 printf '%s\n' "${shares[@]}"
 echo
 echo "| the same reader on nginx serving the same bytes (same run) | share of a core |"
