@@ -90,12 +90,14 @@ read_loop() {
   done
   echo "$reads"
 }
-# The server's own account of union work (`/stats`): CPU seconds of every step, and how
-# many versions were made (builds plus advances).
+# The server's own account of union work (`/stats`): CPU seconds carrying unions
+# forward, CPU seconds building and rendering them, and how many versions were made
+# (builds plus advances).
 union_work() {
   curl -sf "$base/stats?hours=1" | python3 -c 'import json, sys
 u = json.load(sys.stdin)["unions"]
-print(sum(u[s]["cpu_seconds"] for s in u), u["builds"]["runs"] + u["advances"]["runs"])'
+print(u["advances"]["cpu_seconds"], u["builds"]["cpu_seconds"] + u["renders"]["cpu_seconds"],
+      u["builds"]["runs"] + u["advances"]["runs"])'
 }
 # One reader looping on the since-union in one form for TRICKLE_SECS, first while the
 # trickle runs, then with nothing arriving; one line of figures. The trickle's own cost
@@ -121,10 +123,11 @@ reader() { # label, then curl arguments
   reader_alone=$((after - before))
   shares+=("$(awk -v l="$label" -v w="$with_reader" -v n="$reads" -v r="$reader_alone" -v rn="$idle_reads" \
       -v s="$TRICKLE_SECS" -v hz="$tick_hz" -v wb="$work_before" -v wa="$work_after" 'BEGIN {
-    split(wb, b, " "); split(wa, a, " "); work = a[1] - b[1]; versions = a[2] - b[2]
-    printf "| %s | %.1f%% (%d reads, %.2f ms each) | %.1f%% (%d reads, %.2f ms each) | %.1f%% (%d versions, %.1f ms each) |", l,
+    split(wb, b, " "); split(wa, a, " ")
+    advance = a[1] - b[1]; render = a[2] - b[2]; versions = a[3] - b[3]; per = versions ? 1000 / versions : 0
+    printf "| %s | %.1f%% (%d reads, %.2f ms each) | %.1f%% (%d reads, %.2f ms each) | %.1f%% (%d versions, %.1f ms each: %.2f advancing, %.1f rendering) |", l,
       100 * w / hz / s, n, 1000 * w / hz / n, 100 * r / hz / s, rn, 1000 * r / hz / rn,
-      100 * work / s, versions, versions ? 1000 * work / versions : 0 }')")
+      100 * (advance + render) / s, versions, (advance + render) * per, advance * per, render * per }')")
 }
 reader "\`.bin\`, identity" "$base/since/$since.bin"
 reader "JSON, gzip" --compressed "$base/since/$since.json"
