@@ -9,7 +9,8 @@
 //! - the newest union filters built (`built`);
 //! - sealed hours' keys, for the exact count of a union carried forward (an eighth of
 //!   `cache_bytes`);
-//! - what union work has cost (`work`: runs and CPU time of each step, for `/stats`).
+//! - what union work has cost (`work`: runs and CPU time of each step, for `/stats` and
+//!   `/metrics`), counted by [`Unions::measured`], which runs that work on the blocking pool.
 //!
 //! Building a union reads the store and the open hours, so that stays the service's
 //! work (`union.rs`, `incremental.rs`, `compact.rs`); all of the state above is reached

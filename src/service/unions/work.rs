@@ -1,5 +1,5 @@
-//! What union work has cost, for operators (`GET /stats`): how many times each step ran
-//! and the CPU time it took, counted on the thread that did it. A union ending in the
+//! What union work has cost, for operators (`GET /stats`, `GET /metrics`): how many
+//! times each step ran and the CPU time it took, counted on the thread that did it. A union ending in the
 //! open hour is built once from the store, then carried forward as the hour takes keys
 //! (`advance`: its new keys' bits set) and rendered once per version and representation
 //! asked for, so `advance` plus `render` per version is what a trickle of ingest costs a
