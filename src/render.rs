@@ -58,15 +58,55 @@ pub enum Effort {
     Best,
 }
 
+/// The encodings a rendering holds.
+///
+/// Content served for long (an hour, a complete union) is rendered once with both. A
+/// union ending in the open hour is rendered again for each new version of that hour,
+/// and each version is read in the encoding its pollers ask for; rendering the other
+/// too would double the bytes hashed (a full SHA-256 per body, for its ETag and
+/// `Repr-Digest`), so such a version holds only the one asked for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Encodings {
+    Both,
+    Identity,
+    Gzip,
+}
+
+impl Encodings {
+    /// The single encoding a request asks for (`gzip`: it accepts gzip).
+    pub fn asked(gzip: bool) -> Encodings {
+        if gzip {
+            Encodings::Gzip
+        } else {
+            Encodings::Identity
+        }
+    }
+
+    /// Whether a response from a rendering holding these is gzip, for a request that
+    /// accepts gzip or not. A one-encoding rendering is only ever made for the requests
+    /// that ask for its encoding ([`Encodings::asked`]).
+    pub fn sends_gzip(self, accepts_gzip: bool) -> bool {
+        match self {
+            Encodings::Both => accepts_gzip,
+            Encodings::Identity => false,
+            Encodings::Gzip => true,
+        }
+    }
+}
+
 /// One representation of one filter, ready to send.
 #[derive(Debug)]
 pub struct Rendered {
     pub repr: Repr,
+    /// Which of the two bodies below this rendering holds; the other is empty, and its
+    /// ETag and `Repr-Digest` are those of the one held.
+    pub encodings: Encodings,
     pub identity: Bytes,
     pub gzip: Bytes,
     /// Strong ETag of the identity bytes, quoted.
     pub etag: String,
-    /// Strong ETag of the gzip bytes, quoted: the identity tag with a `-gz` suffix.
+    /// Strong ETag of the gzip bytes, quoted: the identity tag with a `-gz` suffix (in a
+    /// rendering of the gzip body alone, the prefix of that body's own SHA-256 with it).
     pub etag_gzip: String,
     /// `Bloom-*` headers (raw representations only).
     pub bloom_headers: Vec<(&'static str, String)>,
@@ -78,7 +118,8 @@ pub struct Rendered {
     pub chain_headers: Vec<(&'static str, String)>,
     pub complete: bool,
     /// SHA-256 of the identity bytes: this version's name as a compression dictionary
-    /// (RFC 9842 `Available-Dictionary`).
+    /// (RFC 9842 `Available-Dictionary`). In a rendering of the gzip body alone, that
+    /// body's SHA-256 instead: such a rendering (an open union's) is never a dictionary.
     pub sha256: [u8; 32],
     /// The filter's size in bits and its count of IDs (a delta needs the same `m`).
     pub m: u64,
@@ -115,23 +156,63 @@ impl Rendered {
     }
 }
 
-/// Renders a filter with its metadata.
+/// Renders a filter with its metadata, in both encodings.
 pub fn render(meta: &Meta, filter: &Filter, repr: Repr, effort: Effort) -> Rendered {
+    render_as(meta, filter, repr, effort, Encodings::Both)
+}
+
+/// Renders a filter with its metadata, holding the bodies of `encodings` only.
+///
+/// The ETag of a rendering that holds both is the identity body's; one of the gzip
+/// body alone is named by that body's own SHA-256, so the identity body is never
+/// hashed (a union's JSON is twice the size of its bits).
+pub fn render_as(
+    meta: &Meta,
+    filter: &Filter,
+    repr: Repr,
+    effort: Effort,
+    encodings: Encodings,
+) -> Rendered {
     let (identity, bloom_headers) = match repr {
         Repr::Json => (Document::json_of(meta.clone(), filter), Vec::new()),
         Repr::Hex => (filter.to_hex().into_bytes(), meta.headers(filter)),
         Repr::Bin => (filter.to_bytes(), meta.headers(filter)),
     };
-    let gzip = gzip(&identity, repr, effort);
-    let sha256 = crate::dcz::sha256(&identity);
+    let gzip = match encodings {
+        Encodings::Identity => Vec::new(),
+        Encodings::Both | Encodings::Gzip => gzip(&identity, repr, effort),
+    };
+    let (identity, sha256) = match encodings {
+        Encodings::Gzip => (Vec::new(), crate::dcz::sha256(&gzip)),
+        Encodings::Both | Encodings::Identity => {
+            let sha256 = crate::dcz::sha256(&identity);
+            (identity, sha256)
+        }
+    };
     let tag = etag_of(&sha256);
+    let (etag, etag_gzip) = match encodings {
+        Encodings::Both => (format!("\"{tag}\""), format!("\"{tag}-gz\"")),
+        Encodings::Identity => (format!("\"{tag}\""), format!("\"{tag}\"")),
+        Encodings::Gzip => (format!("\"{tag}-gz\""), format!("\"{tag}-gz\"")),
+    };
+    let (repr_digest, repr_digest_gzip) = match encodings {
+        Encodings::Both => (
+            crate::chain::repr_digest_of(&sha256),
+            crate::chain::repr_digest(&gzip),
+        ),
+        Encodings::Identity | Encodings::Gzip => {
+            let digest = crate::chain::repr_digest_of(&sha256);
+            (digest.clone(), digest)
+        }
+    };
     Rendered {
         repr,
-        repr_digest: crate::chain::repr_digest_of(&sha256),
-        repr_digest_gzip: crate::chain::repr_digest(&gzip),
+        encodings,
+        repr_digest,
+        repr_digest_gzip,
         chain_headers: Vec::new(),
-        etag: format!("\"{tag}\""),
-        etag_gzip: format!("\"{tag}-gz\""),
+        etag,
+        etag_gzip,
         identity: Bytes::from(identity),
         gzip: Bytes::from(gzip),
         bloom_headers,
@@ -289,6 +370,53 @@ mod tests {
         g.insert("y");
         assert_ne!(render(&meta, &g, Repr::Json, Effort::Best).etag, a.etag);
         assert_ne!(render(&meta, &f, Repr::Hex, Effort::Best).etag, a.etag);
+    }
+
+    #[test]
+    fn a_rendering_of_one_encoding_holds_that_body_alone_named_by_its_own_digest() {
+        let (meta, f) = half_full();
+        for repr in Repr::ALL {
+            let both = render(&meta, &f, repr, Effort::Fast);
+
+            let gz = render_as(&meta, &f, repr, Effort::Fast, Encodings::Gzip);
+            assert!(gz.identity.is_empty(), "{repr:?}: no identity body kept");
+            assert_eq!(gz.gzip, both.gzip, "{repr:?}: the same gzip bytes");
+            assert_eq!(gz.repr_digest_gzip, crate::chain::repr_digest(&gz.gzip));
+            assert_eq!(gz.sha256, crate::dcz::sha256(&gz.gzip));
+            assert_eq!(gz.etag_gzip, format!("\"{}-gz\"", etag_of(&gz.sha256)));
+            assert_eq!(
+                (&gz.etag, &gz.repr_digest),
+                (&gz.etag_gzip, &gz.repr_digest_gzip)
+            );
+            assert_ne!(
+                gz.etag_gzip, both.etag_gzip,
+                "tags of different encodings differ"
+            );
+
+            let id = render_as(&meta, &f, repr, Effort::Fast, Encodings::Identity);
+            assert!(id.gzip.is_empty(), "{repr:?}: no gzip body made");
+            assert_eq!(id.identity, both.identity);
+            assert_eq!((&id.etag, &id.repr_digest), (&both.etag, &both.repr_digest));
+            assert_eq!(
+                (&id.etag_gzip, &id.repr_digest_gzip),
+                (&id.etag, &id.repr_digest)
+            );
+            assert_eq!(id.sha256, both.sha256);
+            assert!(id.size() < both.size() && gz.size() < both.size());
+        }
+    }
+
+    #[test]
+    fn a_response_is_gzip_when_asked_and_held() {
+        for accepts in [false, true] {
+            assert_eq!(Encodings::Both.sends_gzip(accepts), accepts);
+            assert!(Encodings::asked(accepts).sends_gzip(accepts) == accepts);
+        }
+        assert!(
+            Encodings::Gzip.sends_gzip(false),
+            "a gzip-only rendering sends gzip"
+        );
+        assert!(!Encodings::Identity.sends_gzip(true));
     }
 
     #[test]

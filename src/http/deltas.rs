@@ -17,7 +17,7 @@
 
 use crate::dcz;
 use crate::hour::Hour;
-use crate::render::{Rendered, Repr};
+use crate::render::{Encodings, Rendered, Repr};
 use bytes::Bytes;
 use chrono::{DateTime, Utc};
 use rustc_hash::FxHashMap;
@@ -85,7 +85,7 @@ impl Deltas {
     /// Offers a version of the open `hour` served at `now`: whether it is kept as a
     /// dictionary (its response then says `Use-As-Dictionary`).
     pub fn offer(&self, hour: Hour, r: &Rendered, now: DateTime<Utc>) -> bool {
-        if self.budget == 0 || r.identity.len() > self.budget {
+        if self.budget == 0 || r.identity.len() > self.budget || r.encodings != Encodings::Both {
             return false;
         }
         let resource = (hour, r.repr);

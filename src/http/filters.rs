@@ -5,7 +5,7 @@ use super::error::{ApiError, Result};
 use super::negotiate::{accepts_gzip, choose_repr, dcz_dictionary};
 use super::paths::{day_segments, hour_segments};
 use super::AppState;
-use crate::render::{Rendered, Repr};
+use crate::render::{Encodings, Rendered, Repr};
 use crate::service::{Target, View};
 use axum::body::Body;
 use axum::extract::rejection::PathRejection;
@@ -99,7 +99,8 @@ async fn serve(
     super::compact::refuse_fpp_on_v1(parts.uri.query())?;
     let headers = &parts.headers;
     let repr = suffix.unwrap_or_else(|| choose_repr(headers));
-    let view = state.service.view(target, repr).await?;
+    let asked = Encodings::asked(accepts_gzip(headers));
+    let view = state.service.view(target, repr, asked).await?;
     let delta = open_hour_delta(state, &view, headers).await;
     Ok(respond(state, &view, suffix, headers, delta))
 }
@@ -129,7 +130,7 @@ pub(super) fn respond(
     delta: Option<bytes::Bytes>,
 ) -> Response {
     let r = &view.rendered;
-    let gzip = accepts_gzip(request);
+    let gzip = r.encodings.sends_gzip(accepts_gzip(request));
     let cache_control = cache_control(state, view.open_until);
     let etag = if gzip { &r.etag_gzip } else { &r.etag };
     let etag = HeaderValue::from_str(etag).expect("hex etag");

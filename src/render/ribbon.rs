@@ -103,6 +103,7 @@ fn rendered(
     let tag = super::etag_of(&sha256);
     Rendered {
         repr,
+        encodings: super::Encodings::Both,
         repr_digest: crate::chain::repr_digest_of(&sha256),
         repr_digest_gzip: if gzip.is_empty() {
             String::new()

@@ -7,7 +7,7 @@ use super::unions::{BuiltUnion, Growth, OpenStamp, Step, UnionKey};
 use super::{Result, Service, ServiceError};
 use crate::bloom::{union_of, union_with_room, Key};
 use crate::hour::Hour;
-use crate::render::{render, Effort, Rendered, Repr};
+use crate::render::{render_as, Effort, Encodings, Rendered, Repr};
 use crate::wire::Meta;
 use std::sync::Arc;
 
@@ -39,6 +39,7 @@ impl Service {
         to: Hour,
         repr: Repr,
         complete: bool,
+        asked: Encodings,
     ) -> Result<(Arc<Rendered>, bool)> {
         let key = (from.index(), to.index(), repr);
         let now = self.current_hour();
@@ -53,7 +54,7 @@ impl Service {
             if complete {
                 return self.cache.get(&key);
             }
-            self.unions.open(&key, wanted)
+            self.unions.open(&(key, asked), wanted)
         };
         if let Some(r) = cached() {
             return Ok((r, complete));
@@ -66,7 +67,7 @@ impl Service {
             return Ok((r, complete));
         }
         let _slot = self.unions.slot()?;
-        self.build_union(from, to, repr, complete).await
+        self.build_union(from, to, repr, complete, asked).await
     }
 
     async fn build_union(
@@ -75,19 +76,20 @@ impl Service {
         to: Hour,
         repr: Repr,
         complete: bool,
+        asked: Encodings,
     ) -> Result<(Arc<Rendered>, bool)> {
         let key = (from.index(), to.index(), repr);
         let now = self.current_hour();
         // Another representation of a union just built: render the same filter again.
         let current = (to == now).then(|| (now.index(), self.open.version(now)));
         if let Some(built) = self.unions.built(from, to, current, complete) {
-            return self.serve_built(key, built, repr).await;
+            return self.serve_built(key, built, asked).await;
         }
         // A union of this range built at an earlier version: add what the hour gained.
         if to == now {
             if let Some(built) = self.advance_union(from, now).await? {
                 self.unions.remember(built.clone());
-                return self.serve_built(key, built, repr).await;
+                return self.serve_built(key, built, asked).await;
             }
         }
         // One key set per hour: sealed hours' come sorted and distinct, and the union is
@@ -122,7 +124,7 @@ impl Service {
         let growth = growth.filter(|_| fin);
         let p = self.tuning.target_fpp;
         let meta_of = move |count| Meta::range(from.rfc3339(), to.rfc3339(), complete, count);
-        let effort = if complete { Effort::Best } else { Effort::Fast };
+        let (effort, encodings) = rendering_of(complete, asked);
         let (rendered, filter, count) = self
             .unions
             .measured(Some(Step::Build), move || {
@@ -132,7 +134,7 @@ impl Service {
                     None => union_of(&sets, p),
                 };
                 built.map(|(filter, count)| {
-                    let rendered = render(&meta_of(count), &filter, repr, effort);
+                    let rendered = render_as(&meta_of(count), &filter, repr, effort, encodings);
                     (rendered, Arc::new(filter), count)
                 })
             })
@@ -157,20 +159,21 @@ impl Service {
         &self,
         key: UnionKey,
         built: BuiltUnion,
-        repr: Repr,
+        asked: Encodings,
     ) -> Result<(Arc<Rendered>, bool)> {
+        let repr = key.2;
         let (from, to) = (
             Hour::from_index(built.range.0),
             Hour::from_index(built.range.1),
         );
         let complete = built.complete;
         let meta = Meta::range(from.rfc3339(), to.rfc3339(), complete, built.count);
-        let effort = if complete { Effort::Best } else { Effort::Fast };
+        let (effort, encodings) = rendering_of(complete, asked);
         let filter = built.filter.clone();
         let rendered = self
             .unions
             .measured(Some(Step::Render), move || {
-                render(&meta, &filter, repr, effort)
+                render_as(&meta, &filter, repr, effort, encodings)
             })
             .await?;
         Ok(self.keep_union(key, complete, built.stamp, rendered))
@@ -188,8 +191,20 @@ impl Service {
         if complete {
             self.cache.insert(key, rendered.clone());
         } else if let Some(stamp) = stamp {
-            self.unions.keep_open(key, stamp, rendered.clone());
+            self.unions
+                .keep_open((key, rendered.encodings), stamp, rendered.clone());
         }
         (rendered, complete)
+    }
+}
+
+/// How a union is rendered: a complete one once for good, in both encodings and at the
+/// best compression; one that changes with the open hour quickly, in the encoding this
+/// request asked for only (each new version is rendered again, see [`Encodings`]).
+fn rendering_of(complete: bool, asked: Encodings) -> (Effort, Encodings) {
+    if complete {
+        (Effort::Best, Encodings::Both)
+    } else {
+        (Effort::Fast, asked)
     }
 }

@@ -6,7 +6,7 @@ use super::open_hours::Rendering;
 use super::{Result, Service, ServiceError, Target, View};
 use crate::bloom::{Filter, SHA1_KM32};
 use crate::hour::{Day, Hour};
-use crate::render::{render, Effort, Rendered, Repr};
+use crate::render::{render, Effort, Encodings, Rendered, Repr};
 use crate::store::StoreError;
 use crate::wire::Meta;
 use std::sync::atomic::Ordering;
@@ -27,12 +27,14 @@ impl Service {
         Ok((first, last))
     }
 
-    /// The filter for a target in a representation.
+    /// The filter for a target in a representation, for a request that accepts
+    /// `encoding`: a union ending in the open hour is rendered in that one only (see
+    /// [`Encodings`]); everything else holds both.
     ///
     /// # Errors
     /// `NotFound` for the future or before genesis, `Gone` past retention, `BadRange`
     /// for a union that starts in the future, and store failures.
-    pub async fn view(&self, target: Target, repr: Repr) -> Result<View> {
+    pub async fn view(&self, target: Target, repr: Repr, encoding: Encodings) -> Result<View> {
         let mut now = self.current_hour();
         let asked = match target {
             Target::Hour(h) | Target::Since(h) => h,
@@ -70,7 +72,9 @@ impl Service {
                 // A day is served from its first served hour to its last one up to now.
                 let from = first.max(self.earliest(now));
                 let to = last.min(now);
-                let (rendered, complete) = self.union_view(from, to, repr, last < now).await?;
+                let (rendered, complete) = self
+                    .union_view(from, to, repr, last < now, encoding)
+                    .await?;
                 let prev_day = Day::from_hour_index(first.index() - 24);
                 Ok(View {
                     rendered,
@@ -87,7 +91,7 @@ impl Service {
                     )));
                 }
                 self.check(from, now)?;
-                let (rendered, _) = self.union_view(from, now, repr, false).await?;
+                let (rendered, _) = self.union_view(from, now, repr, false, encoding).await?;
                 Ok(View {
                     rendered,
                     open_until: Some(now.end()),

@@ -82,3 +82,60 @@ async fn open_unions_carried_forward_equal_a_fresh_build_with_the_exact_count() 
          not rebuilt at each ingest"
     );
 }
+
+/// Each version of an open union is rendered in the encoding asked for: a gzip poller's
+/// versions never make (and hash) the identity body, and each encoding is right on its
+/// own: its bytes, ETag, 304 and `Repr-Digest`.
+#[tokio::test]
+async fn an_open_union_is_rendered_in_the_encoding_asked_for_only() {
+    let app = TestApp::spawn().await;
+    app.ingest(&["a", "b"]).await;
+    app.next_hour().await;
+    app.ingest(&["c"]).await;
+    let path = "/since/2008/09/03/13";
+    let gzip = [("accept-encoding", "gzip")];
+    let renders = |stats: serde_json::Value| stats["unions"]["renders"]["runs"].as_u64().unwrap();
+
+    let gz = app.get_with(path, &gzip).await;
+    assert_eq!(gz.status, 200);
+    assert_eq!(gz.header("content-encoding"), Some("gzip"));
+    assert_eq!(
+        gz.header("repr-digest"),
+        Some(bloomcast::chain::repr_digest(&gz.body).as_str())
+    );
+    let tag = gz.header("etag").unwrap().to_string();
+    let again = app
+        .get_with(
+            path,
+            &[("accept-encoding", "gzip"), ("if-none-match", &tag)],
+        )
+        .await;
+    assert_eq!(again.status, 304);
+
+    let plain = app.get(path).await;
+    assert_eq!(plain.status, 200);
+    assert_eq!(plain.header("content-encoding"), None);
+    assert_eq!(crate::helpers::gunzip(&gz.body), plain.body, "one document");
+    assert_eq!(
+        plain.header("repr-digest"),
+        Some(bloomcast::chain::repr_digest(&plain.body).as_str())
+    );
+    assert_ne!(plain.header("etag"), Some(tag.as_str()));
+    let built = renders(app.get("/stats").await.json());
+
+    // A new version: a gzip poller renders its gzip body, once, however often it asks.
+    app.ingest(&["d"]).await;
+    for _ in 0..3 {
+        let next = app.get_with(path, &gzip).await;
+        assert_eq!(next.status, 200);
+        assert_ne!(next.header("etag"), Some(tag.as_str()));
+        let doc: serde_json::Value =
+            serde_json::from_slice(&crate::helpers::gunzip(&next.body)).unwrap();
+        assert_eq!(doc["count"], 4);
+    }
+    assert_eq!(renders(app.get("/stats").await.json()), built + 1);
+    // The identity body of that version is made when first asked for.
+    let plain = app.get(path).await;
+    assert_eq!(plain.json()["count"], 4);
+    assert_eq!(renders(app.get("/stats").await.json()), built + 2);
+}

@@ -30,7 +30,7 @@ mod sealed_keys;
 mod work;
 
 pub(super) use built::{BuiltUnion, Growth};
-pub(super) use open::{OpenStamp, UnionKey};
+pub(super) use open::{OpenKey, OpenStamp, UnionKey};
 pub(super) use ranges::RangeTurn;
 pub(super) use work::Step;
 pub use work::{StepStats, UnionWork};
@@ -131,12 +131,12 @@ impl Unions {
     }
 
     /// The open union of `key` if it shows at least `wanted` (versions only grow).
-    pub fn open(&self, key: &UnionKey, wanted: OpenStamp) -> Option<Arc<Rendered>> {
+    pub fn open(&self, key: &OpenKey, wanted: OpenStamp) -> Option<Arc<Rendered>> {
         lock(&self.open).get(key, wanted)
     }
 
     /// Keeps the rendering of an open union, showing `stamp`.
-    pub fn keep_open(&self, key: UnionKey, stamp: OpenStamp, rendered: Arc<Rendered>) {
+    pub fn keep_open(&self, key: OpenKey, stamp: OpenStamp, rendered: Arc<Rendered>) {
         lock(&self.open).insert(key, stamp, rendered);
     }
 

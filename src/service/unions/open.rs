@@ -4,12 +4,15 @@
 //! recently used goes first, and unions of an earlier open hour go as soon as the hour
 //! turns (nobody can ask for them again).
 
-use crate::render::{Rendered, Repr};
+use crate::render::{Encodings, Rendered, Repr};
 use std::collections::HashMap;
 use std::sync::Arc;
 
 /// `(first hour index, last hour index, representation)`.
 pub(in crate::service) type UnionKey = (i64, i64, Repr);
+/// An open union's rendering: its union and the encoding it holds (each version of an
+/// open union is rendered in the encodings its pollers ask for, each on its own).
+pub(in crate::service) type OpenKey = (UnionKey, Encodings);
 /// The open hour (index) and its content version.
 pub(in crate::service) type OpenStamp = (i64, u64);
 /// Open unions kept at most, whatever their size.
@@ -23,7 +26,7 @@ struct Entry {
 
 /// The open unions; guarded by their owner's mutex (`Unions::open`).
 pub(super) struct OpenUnions {
-    entries: HashMap<UnionKey, Entry>,
+    entries: HashMap<OpenKey, Entry>,
     bytes: usize,
     budget: usize,
     tick: u64,
@@ -41,7 +44,7 @@ impl OpenUnions {
 
     /// The union of `key` if it shows at least `wanted` (same open hour, version not
     /// older: versions only grow).
-    pub fn get(&mut self, key: &UnionKey, wanted: OpenStamp) -> Option<Arc<Rendered>> {
+    pub fn get(&mut self, key: &OpenKey, wanted: OpenStamp) -> Option<Arc<Rendered>> {
         self.tick += 1;
         let tick = self.tick;
         let entry = self.entries.get_mut(key)?;
@@ -52,13 +55,13 @@ impl OpenUnions {
         Some(entry.value.clone())
     }
 
-    pub fn insert(&mut self, key: UnionKey, stamp: OpenStamp, value: Arc<Rendered>) {
+    pub fn insert(&mut self, key: OpenKey, stamp: OpenStamp, value: Arc<Rendered>) {
         let size = value.size();
         if size > self.budget {
             return;
         }
         // Unions from earlier open hours can never be asked for again.
-        let stale: Vec<UnionKey> = self
+        let stale: Vec<OpenKey> = self
             .entries
             .iter()
             .filter(|(_, e)| e.stamp.0 != stamp.0)
@@ -92,7 +95,7 @@ impl OpenUnions {
         );
     }
 
-    fn remove(&mut self, key: &UnionKey) {
+    fn remove(&mut self, key: &OpenKey) {
         if let Some(gone) = self.entries.remove(key) {
             self.bytes -= gone.value.size();
         }
@@ -115,6 +118,10 @@ mod tests {
     use crate::render::{render, Effort};
     use crate::wire::Meta;
 
+    fn key(from: i64, to: i64) -> OpenKey {
+        ((from, to, Repr::Bin), Encodings::Both)
+    }
+
     fn rendered(n: u64) -> Arc<Rendered> {
         let f = Filter::with_capacity(n, 0.01).unwrap();
         Arc::new(render(
@@ -129,25 +136,36 @@ mod tests {
     fn bytes_stay_within_the_budget_and_the_least_recently_used_goes_first() {
         let one = rendered(10_000);
         let mut unions = OpenUnions::new(one.size() * 2);
-        unions.insert((1, 5, Repr::Bin), (5, 1), one.clone());
-        unions.insert((2, 5, Repr::Bin), (5, 1), one.clone());
-        assert!(unions.get(&(1, 5, Repr::Bin), (5, 1)).is_some());
-        unions.insert((3, 5, Repr::Bin), (5, 1), one.clone());
+        unions.insert(key(1, 5), (5, 1), one.clone());
+        unions.insert(key(2, 5), (5, 1), one.clone());
+        assert!(unions.get(&key(1, 5), (5, 1)).is_some());
+        unions.insert(key(3, 5), (5, 1), one.clone());
         assert!(
-            unions.get(&(2, 5, Repr::Bin), (5, 1)).is_none(),
+            unions.get(&key(2, 5), (5, 1)).is_none(),
             "2 was least recently used"
         );
-        assert!(unions.get(&(1, 5, Repr::Bin), (5, 1)).is_some());
+        assert!(unions.get(&key(1, 5), (5, 1)).is_some());
         assert!(unions.usage().1 <= unions.budget());
     }
 
     #[test]
     fn a_union_older_than_wanted_or_of_another_hour_is_not_served() {
         let mut unions = OpenUnions::new(1 << 20);
-        unions.insert((1, 5, Repr::Bin), (5, 3), rendered(10));
-        assert!(unions.get(&(1, 5, Repr::Bin), (5, 4)).is_none());
-        assert!(unions.get(&(1, 5, Repr::Bin), (5, 3)).is_some());
-        unions.insert((2, 6, Repr::Bin), (6, 1), rendered(10));
+        unions.insert(key(1, 5), (5, 3), rendered(10));
+        assert!(unions.get(&key(1, 5), (5, 4)).is_none());
+        assert!(unions.get(&key(1, 5), (5, 3)).is_some());
+        unions.insert(key(2, 6), (6, 1), rendered(10));
         assert_eq!(unions.usage().0, 1, "the earlier hour's unions went");
+    }
+
+    #[test]
+    fn each_encoding_of_a_union_is_kept_on_its_own() {
+        let mut unions = OpenUnions::new(1 << 20);
+        let gzip = ((1, 5, Repr::Bin), Encodings::Gzip);
+        unions.insert(gzip, (5, 3), rendered(10));
+        assert!(unions
+            .get(&((1, 5, Repr::Bin), Encodings::Identity), (5, 3))
+            .is_none());
+        assert!(unions.get(&gzip, (5, 3)).is_some());
     }
 }
