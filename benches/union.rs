@@ -20,7 +20,9 @@
 //! - `render_open_bin`: rendering the union's raw form as each new version of an open
 //!   union is rendered, next to `sha256` of its bits (throughput in bytes of filter).
 //! - `render_open_json` and `render_closed_json`: the JSON form with its gzip body, as an
-//!   open union's version and as a complete union; `deflate_fast_json`: flate2's fastest
+//!   open union's version was rendered before it was rendered per encoding, and as a
+//!   complete union; `render_open_bin_identity` and `render_open_json_gzip`: an open
+//!   version as it is rendered now, in the one encoding its poller asks for; `deflate_fast_json`: flate2's fastest
 //!   gzip of that document alone, what its gzip body cost before `render::gz::hex`.
 //!
 //! The bench runs on the server's allocator (mimalloc, as `src/main.rs`): a filter's
@@ -32,7 +34,7 @@
 
 use bloomcast::bloom::{distinct_count, union_of, Filter, FilterError, Key, Params};
 use bloomcast::dcz::sha256;
-use bloomcast::render::{render, Effort, Repr};
+use bloomcast::render::{render, render_as, Effort, Encodings, Repr};
 use bloomcast::store::{blob_to_keys, distinct, keys_to_blob};
 use bloomcast::wire::Meta;
 use criterion::measurement::{Measurement, ValueFormatter, WallTime};
@@ -190,6 +192,16 @@ fn bench_size(c: &mut Criterion<CpuTime>, label: &str, total: usize, old: bool) 
     group.bench_function("render_open_json", |b| {
         b.iter(|| render(black_box(&meta), &filter, Repr::Json, Effort::Fast))
     });
+    // What an open version costs as it is rendered now: in the one encoding its poller
+    // asks for (`render_as`), the raw form without gzip and the JSON with it.
+    for (name, repr, encodings) in [
+        ("render_open_bin_identity", Repr::Bin, Encodings::Identity),
+        ("render_open_json_gzip", Repr::Json, Encodings::Gzip),
+    ] {
+        group.bench_function(name, |b| {
+            b.iter(|| render_as(black_box(&meta), &filter, repr, Effort::Fast, encodings))
+        });
+    }
     group.bench_function("render_closed_json", |b| {
         b.iter(|| render(black_box(&meta), &filter, Repr::Json, Effort::Best))
     });
