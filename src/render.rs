@@ -243,9 +243,10 @@ pub fn render_as(
     }
 }
 
-/// The strong ETag's value (unquoted) of identity bytes whose SHA-256 is `sha256`: its
-/// first 80 bits in hex. One SHA-256 pass names a body three ways (its ETag, its
-/// `Repr-Digest`, its name as a dictionary); the ETag is opaque to clients.
+/// The strong ETag's value (unquoted) of a body whose SHA-256 is `sha256` (the identity
+/// body's, or the gzip body's in a rendering of that alone): its first 80 bits in hex.
+/// One SHA-256 pass names a body three ways (its ETag, its `Repr-Digest`, its name as a
+/// dictionary); the ETag is opaque to clients.
 pub(crate) fn etag_of(sha256: &[u8; 32]) -> String {
     crate::bloom::to_hex(&sha256[..10])
 }

@@ -16,7 +16,8 @@
 #   then the same reader with nothing arriving (what sending the bytes costs alone), and
 #   the server's own account of the trickle's part (`/stats` `unions`: the CPU time of
 #   carrying the union forward and rendering it, per version). Once for the raw form
-#   without compression, once for JSON with gzip, as a poller asks;
+#   without compression, once for JSON with gzip, as a poller asks, and once for JSON
+#   as a plain `curl` of the URL gets it (the issue's reader);
 # - 50 concurrent distinct since-ranges: how many were answered 200, 503 busy or 408;
 # - the same-run reference: nginx (one process, sendfile, gzip_static; installed from
 #   Debian's packages when missing) on the same core serving the very bytes of that
@@ -131,6 +132,7 @@ reader() { # label, then curl arguments
 }
 reader "\`.bin\`, identity" "$base/since/$since.bin"
 reader "JSON, gzip" --compressed "$base/since/$since.json"
+reader "JSON, identity (plain curl)" "$base/since/$since"
 
 # The very bytes of the union as they stand now, for nginx to serve as static files.
 mkdir -p "$WORK/www"
@@ -170,6 +172,7 @@ nginx_reader() { # label, then curl arguments
 nginx_shares=()
 nginx_reader "\`.bin\`, identity" "http://127.0.0.1:$nport/union.bin"
 nginx_reader "JSON, gzip" --compressed "http://127.0.0.1:$nport/union.json"
+nginx_reader "JSON, identity (plain curl)" "http://127.0.0.1:$nport/union.json"
 stop_pid "$npid"
 
 echo
