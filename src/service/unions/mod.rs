@@ -4,8 +4,8 @@
 //!   and form): readers of one range share its next build;
 //! - the bounded build pool: builds of different ranges at once, past which a build is
 //!   refused at once (503 busy) rather than queued into a 408;
-//! - the open unions: renderings of unions ending in the open hour, each with the
-//!   version of that hour it shows (a quarter of `cache_bytes`);
+//! - the open unions: renderings of unions ending in the open hour, one per encoding
+//!   asked for, each with the version of that hour it shows (a quarter of `cache_bytes`);
 //! - the newest union filters built (`built`);
 //! - sealed hours' keys, for the exact count of a union carried forward (an eighth of
 //!   `cache_bytes`);
