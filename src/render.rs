@@ -184,7 +184,7 @@ pub fn render_as(
             let (before, bytes, after) = Document::json_parts(meta.clone(), filter);
             gz::hex_of(&before, &bytes, &after)
         }
-        (Encodings::Gzip, Repr::Hex) => gz::hex_of(&[], &filter.to_bytes(), &[]),
+        (Encodings::Gzip, Repr::Hex) => gz::hex_of(&[], &filter.bytes(), &[]),
         _ => None,
     };
     let (identity, gzip) = match straight {

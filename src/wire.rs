@@ -5,6 +5,7 @@
 
 use crate::bloom::{Filter, FilterError};
 use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
 
 mod ribbon;
 pub use ribbon::{decode_compact, RibbonDocument, STRUCTURE as RIBBON_STRUCTURE};
@@ -182,9 +183,9 @@ impl Document {
     /// [`Document::json_of`] in three parts: the text before the filter's hex, the
     /// filter's bytes (whose hex goes in between), and the text after it; for a body
     /// that is made from them without the hex ever written out (its gzip form).
-    pub fn json_parts(meta: Meta, filter: &Filter) -> (Vec<u8>, Vec<u8>, Vec<u8>) {
+    pub fn json_parts(meta: Meta, filter: &Filter) -> (Vec<u8>, Cow<'_, [u8]>, Vec<u8>) {
         const EMPTY: &[u8] = br#""filter":"""#;
-        let bytes = filter.to_bytes();
+        let bytes = filter.bytes();
         let mut shell = Document::with_hex(meta, filter, &bytes, String::new()).to_json();
         // The only key `filter`; a string value holding those bytes would have its
         // quotes escaped, so this is the field itself.

@@ -59,7 +59,7 @@ pub fn from_hex(hex: &str) -> Result<Vec<u8>, FilterError> {
 impl Filter {
     /// The body as lowercase hex.
     pub fn to_hex(&self) -> String {
-        to_hex(&self.to_bytes())
+        to_hex(&self.bytes())
     }
 
     /// Decodes a body of raw bytes with its parameters (from headers or a document).

@@ -6,6 +6,7 @@
 
 use super::hash::Modulus;
 use super::{build, sizing, FilterError, HashScheme, Key, Params};
+use std::borrow::Cow;
 
 /// A Bloom filter with the "sha1-km32" scheme. It also counts its set bits, so fill
 /// and the false-positive estimate cost nothing to read.
@@ -267,6 +268,21 @@ impl Filter {
         sizing::estimated_cardinality(self.ones, self.params)
     }
 
+    /// [`Filter::to_bytes`] without a copy where the words' memory is already in wire
+    /// order (little-endian targets): what is hashed and hex-coded for each new version
+    /// of an open union is then read in place, not copied to fresh pages first.
+    pub fn bytes(&self) -> Cow<'_, [u8]> {
+        #[cfg(target_endian = "little")]
+        {
+            use zerocopy::IntoBytes;
+            Cow::Borrowed(&self.words.as_bytes()[..self.params.byte_len()])
+        }
+        #[cfg(not(target_endian = "little"))]
+        {
+            Cow::Owned(self.to_bytes())
+        }
+    }
+
     /// The filter body in wire order: `ceil(m/8)` bytes, bit `j` in byte `j/8`
     /// under mask `1 << (j % 8)`.
     pub fn to_bytes(&self) -> Vec<u8> {
@@ -295,6 +311,18 @@ mod tests {
 
     fn params(m: u32, k: u32) -> Params {
         Params { m, k }
+    }
+
+    #[test]
+    fn the_bytes_read_in_place_are_the_wire_bytes_at_any_m() {
+        for m in [1, 7, 8, 63, 64, 65, 1000, 4099] {
+            let mut f = Filter::new(params(m, 3));
+            for i in 0..m / 4 {
+                f.insert(&i.to_string());
+            }
+            assert_eq!(f.bytes(), f.to_bytes(), "m = {m}");
+            assert_eq!(f.bytes().len(), f.params.byte_len(), "m = {m}");
+        }
     }
 
     #[test]
