@@ -177,15 +177,17 @@ pub fn render_as(
         Repr::Json => Vec::new(),
         Repr::Hex | Repr::Bin => meta.headers(filter),
     };
+    let gzip_only = encodings == Encodings::Gzip;
     // The gzip body alone of a hex form: coded straight from the filter's bytes, the
     // hex (twice their size) never written out (`gz::hex_of`).
-    let straight = match (encodings, repr) {
-        (Encodings::Gzip, Repr::Json) => {
+    let straight = match repr {
+        _ if !gzip_only => None,
+        Repr::Json => {
             let (before, bytes, after) = Document::json_parts(meta.clone(), filter);
             gz::hex_of(&before, &bytes, &after)
         }
-        (Encodings::Gzip, Repr::Hex) => gz::hex_of(&[], &filter.bytes(), &[]),
-        _ => None,
+        Repr::Hex => gz::hex_of(&[], &filter.bytes(), &[]),
+        Repr::Bin => None,
     };
     let (identity, gzip) = match straight {
         Some(gzip) => (Vec::new(), gzip),
@@ -195,35 +197,22 @@ pub fn render_as(
                 Repr::Hex => filter.to_hex().into_bytes(),
                 Repr::Bin => filter.to_bytes(),
             };
-            match encodings {
-                Encodings::Identity => (identity, Vec::new()),
-                Encodings::Both => {
-                    let gzip = gzip(&identity, repr, effort);
-                    (identity, gzip)
-                }
-                Encodings::Gzip => (Vec::new(), gzip(&identity, repr, effort)),
-            }
+            let gzip = match encodings {
+                Encodings::Identity => Vec::new(),
+                Encodings::Both | Encodings::Gzip => gzip(&identity, repr, effort),
+            };
+            (if gzip_only { Vec::new() } else { identity }, gzip)
         }
     };
-    let sha256 = match encodings {
-        Encodings::Gzip => crate::dcz::sha256(&gzip),
-        Encodings::Both | Encodings::Identity => crate::dcz::sha256(&identity),
-    };
+    // One body names the rendering: the identity, or the gzip body when it is alone.
+    let sha256 = crate::dcz::sha256(if gzip_only { &gzip } else { &identity });
     let tag = etag_of(&sha256);
-    let (etag, etag_gzip) = match encodings {
-        Encodings::Both => (format!("\"{tag}\""), format!("\"{tag}-gz\"")),
-        Encodings::Identity => (format!("\"{tag}\""), format!("\"{tag}\"")),
-        Encodings::Gzip => (format!("\"{tag}-gz\""), format!("\"{tag}-gz\"")),
-    };
-    let (repr_digest, repr_digest_gzip) = match encodings {
-        Encodings::Both => (
-            crate::chain::repr_digest_of(&sha256),
-            crate::chain::repr_digest(&gzip),
-        ),
-        Encodings::Identity | Encodings::Gzip => {
-            let digest = crate::chain::repr_digest_of(&sha256);
-            (digest.clone(), digest)
-        }
+    let etag = format!("\"{tag}{}\"", if gzip_only { "-gz" } else { "" });
+    let repr_digest = crate::chain::repr_digest_of(&sha256);
+    // A rendering of one body gives that body's tag and digest for either encoding.
+    let (etag_gzip, repr_digest_gzip) = match encodings {
+        Encodings::Both => (format!("\"{tag}-gz\""), crate::chain::repr_digest(&gzip)),
+        Encodings::Identity | Encodings::Gzip => (etag.clone(), repr_digest.clone()),
     };
     Rendered {
         repr,
