@@ -331,14 +331,8 @@ impl DigitCode {
 /// How often each hex digit occurs in the hex of `bytes` (by digit value), counted in
 /// a [`sample`] of it, as [`sampled_counts`] counts the digits of text.
 fn nibble_counts(bytes: &[u8]) -> [u64; 16] {
-    let mut by_byte = [0u64; 256];
-    for block in sample(bytes) {
-        for &b in block {
-            by_byte[usize::from(b)] += 1;
-        }
-    }
     let mut counts = [0u64; 16];
-    for (byte, &n) in by_byte.iter().enumerate() {
+    for (byte, &n) in sampled_counts(bytes).iter().enumerate() {
         counts[byte >> 4] += n;
         counts[byte & 15] += n;
     }
