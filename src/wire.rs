@@ -137,7 +137,7 @@ impl Meta {
 
 impl Document {
     pub fn new(meta: Meta, filter: &Filter) -> Document {
-        let bytes = filter.to_bytes();
+        let bytes = filter.bytes();
         Document::with_hex(meta, filter, &bytes, crate::bloom::to_hex(&bytes))
     }
 
@@ -219,7 +219,7 @@ impl Document {
     pub fn into_parts(self) -> Result<(Meta, Filter), FilterError> {
         let filter = Filter::decode_hex(self.m, self.k, &self.hash, &self.filter)?;
         if let Some(digest) = &self.digest {
-            let actual = crate::chain::hex(&crate::chain::digest(&filter.to_bytes()));
+            let actual = crate::chain::hex(&crate::chain::digest(&filter.bytes()));
             if !digest.eq_ignore_ascii_case(&actual) {
                 return Err(FilterError::BadDocument(format!(
                     "the document's digest {digest} is not its filter's ({actual})"

@@ -74,7 +74,7 @@ impl Client {
         let claim = Claim {
             hour: name.clone(),
             index: hour.index(),
-            digest: chain::digest(&fetched.filter.to_bytes()),
+            digest: chain::digest(&fetched.filter.bytes()),
             prev,
             signature,
         };
@@ -151,7 +151,7 @@ impl Client {
         }
         for (hour, claim, _) in &entries {
             let fetched = self.hour(*hour).await?;
-            let digest = chain::digest(&fetched.filter.to_bytes());
+            let digest = chain::digest(&fetched.filter.bytes());
             if digest != claim.digest {
                 return Err(ClientError::Unverified(ChainError::Digest {
                     hour: claim.hour.clone(),
