@@ -24,14 +24,37 @@ pub fn to_hex(bytes: &[u8]) -> String {
     String::from_utf8(out).expect("hex is ASCII")
 }
 
-/// [`to_hex`] appended to `out`: one table lookup per byte into room made at once (a
-/// push per character took 40-50 ms for the 10.4 MB of a large union).
+/// [`to_hex`] appended to `out`, into room made at once (a push per character took
+/// 40-50 ms for the 10.4 MB of a large union).
 pub(crate) fn hex_into(bytes: &[u8], out: &mut Vec<u8>) {
     let start = out.len();
     out.resize(start + bytes.len() * 2, 0);
-    for (pair, &b) in out[start..].chunks_exact_mut(2).zip(bytes) {
+    let dst = &mut out[start..];
+    // Sixteen bytes at a time by arithmetic, which the compiler turns into vector
+    // instructions (a table lookup per byte does not vectorize); the rest by the table.
+    let mut src = bytes.chunks_exact(16);
+    let mut dsts = dst.chunks_exact_mut(32);
+    for (block, text) in (&mut src).zip(&mut dsts) {
+        let mut digits = [0u8; 32];
+        for (i, &b) in block.iter().enumerate() {
+            digits[2 * i] = digit(b >> 4);
+            digits[2 * i + 1] = digit(b & 15);
+        }
+        text.copy_from_slice(&digits);
+    }
+    for (pair, &b) in dsts
+        .into_remainder()
+        .chunks_exact_mut(2)
+        .zip(src.remainder())
+    {
         pair.copy_from_slice(&HEX_PAIRS[usize::from(b)]);
     }
+}
+
+/// The lowercase hex digit of a nibble.
+#[inline(always)]
+fn digit(nibble: u8) -> u8 {
+    nibble + if nibble > 9 { b'a' - 10 } else { b'0' }
 }
 
 /// Parses hex (lowercase on the wire; uppercase is accepted too).
@@ -100,6 +123,22 @@ mod tests {
         assert_eq!(to_hex(&[0x00, 0x0f, 0xa0, 0xff]), "000fa0ff");
         assert_eq!(from_hex("000fa0ff").unwrap(), vec![0x00, 0x0f, 0xa0, 0xff]);
         assert_eq!(from_hex("ABcd").unwrap(), vec![0xab, 0xcd]);
+    }
+
+    #[test]
+    fn hex_of_every_byte_at_every_length_matches_the_table() {
+        let bytes: Vec<u8> = (0..=255u8).chain((0..=255u8).rev()).collect();
+        for len in [0, 1, 15, 16, 17, 31, 32, 33, 255, 512] {
+            let mut out = b"x".to_vec();
+            hex_into(&bytes[..len], &mut out);
+            let expected: Vec<u8> = bytes[..len]
+                .iter()
+                .flat_map(|&b| HEX_PAIRS[usize::from(b)])
+                .collect();
+            assert_eq!(&out[1..], &expected[..], "{len}");
+            assert_eq!(out[0], b'x', "appended after what was there");
+        }
+        assert_eq!(to_hex(&[0x9a, 0xf0]), "9af0");
     }
 
     #[test]
