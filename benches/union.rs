@@ -22,7 +22,9 @@
 //! - `render_open_json` and `render_closed_json`: the JSON form with its gzip body, as an
 //!   open union's version was rendered before it was rendered per encoding, and as a
 //!   complete union; `render_open_bin_identity` and `render_open_json_gzip`: an open
-//!   version as it is rendered now, in the one encoding its poller asks for; `deflate_fast_json`: flate2's fastest
+//!   version as it is rendered afresh, in the one encoding its poller asks for, and
+//!   `render_next_json_gzip` the next version (100 keys on) rendered from the one before,
+//!   as the server renders each new version; `deflate_fast_json`: flate2's fastest
 //!   gzip of that document alone, what its gzip body cost before `render::gz::hex`.
 //!
 //! The bench runs on the server's allocator (mimalloc, as `src/main.rs`): a filter's
@@ -34,11 +36,13 @@
 
 use bloomcast::bloom::{distinct_count, union_of, Filter, FilterError, Key, Params};
 use bloomcast::dcz::sha256;
-use bloomcast::render::{render, render_as, Effort, Encodings, Repr};
+use bloomcast::render::{render, render_as, render_next, Effort, Encodings, Repr};
 use bloomcast::store::{blob_to_keys, distinct, keys_to_blob};
 use bloomcast::wire::Meta;
 use criterion::measurement::{Measurement, ValueFormatter, WallTime};
-use criterion::{black_box, criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use criterion::{
+    black_box, criterion_group, criterion_main, BatchSize, BenchmarkId, Criterion, Throughput,
+};
 use flate2::{write::GzEncoder, Compression};
 use std::io::Write;
 use std::time::{Duration, Instant};
@@ -202,6 +206,30 @@ fn bench_size(c: &mut Criterion<CpuTime>, label: &str, total: usize, old: bool) 
             b.iter(|| render_as(black_box(&meta), &filter, repr, Effort::Fast, encodings))
         });
     }
+    // The next version, 100 keys on (the harness's trickle a version), rendered from
+    // the one before as the server renders it: the chunks that changed are coded again,
+    // the rest copied.
+    let mut next = filter.clone();
+    for i in 0..100 {
+        next.insert(&format!("next-{i}"));
+    }
+    let next_meta = Meta::range("from".into(), "to".into(), false, count + 100);
+    group.bench_function("render_next_json_gzip", |b| {
+        b.iter_batched(
+            || render_as(&meta, &filter, Repr::Json, Effort::Fast, Encodings::Gzip).take_coding(),
+            |before| {
+                render_next(
+                    black_box(&next_meta),
+                    &next,
+                    Repr::Json,
+                    Effort::Fast,
+                    Encodings::Gzip,
+                    before,
+                )
+            },
+            BatchSize::LargeInput,
+        )
+    });
     group.bench_function("render_closed_json", |b| {
         b.iter(|| render(black_box(&meta), &filter, Repr::Json, Effort::Best))
     });

@@ -6,9 +6,11 @@ use crate::wire::{Document, Meta};
 use bytes::Bytes;
 use flate2::{write::GzEncoder, Compression};
 use std::io::Write;
+use std::sync::Mutex;
 
 mod gz;
 mod ribbon;
+pub use gz::HexCoding;
 pub use ribbon::{render_compact, render_ribbon, Compact, RIBBON_JSON_TYPE, RIBBON_TYPE};
 
 /// The three representations of a filter.
@@ -124,12 +126,25 @@ pub struct Rendered {
     /// The filter's size in bits and its count of IDs (a delta needs the same `m`).
     pub m: u64,
     pub count: u64,
+    /// What rendering the gzip body alone of a hex form left for the next version
+    /// ([`render_next`]); taken by the first renderer of that version.
+    coding: Mutex<Option<HexCoding>>,
+    /// Its size in bytes, counted in [`Rendered::size`] as long as this is kept.
+    coding_size: usize,
 }
 
 impl Rendered {
     /// Bytes held in memory, for the cache's budget.
     pub fn size(&self) -> usize {
-        self.identity.len() + self.gzip.len() + 256
+        self.identity.len() + self.gzip.len() + self.coding_size + 256
+    }
+
+    /// What the next version's rendering needs of this one ([`render_next`]), once.
+    pub fn take_coding(&self) -> Option<HexCoding> {
+        self.coding
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take()
     }
 
     /// Whether an `If-None-Match` value matches this representation in either
@@ -173,6 +188,21 @@ pub fn render_as(
     effort: Effort,
     encodings: Encodings,
 ) -> Rendered {
+    render_next(meta, filter, repr, effort, encodings, None)
+}
+
+/// [`render_as`] for a filter whose earlier version was rendered as `before` (its
+/// [`Rendered::take_coding`]): the gzip body alone of a hex form then codes only what
+/// changed since (`gz::hex_of`), and keeps what the next version needs. The bytes are
+/// those [`render_as`] gives.
+pub fn render_next(
+    meta: &Meta,
+    filter: &Filter,
+    repr: Repr,
+    effort: Effort,
+    encodings: Encodings,
+    before: Option<HexCoding>,
+) -> Rendered {
     let bloom_headers = match repr {
         Repr::Json => Vec::new(),
         Repr::Hex | Repr::Bin => meta.headers(filter),
@@ -183,14 +213,18 @@ pub fn render_as(
     let straight = match repr {
         _ if !gzip_only => None,
         Repr::Json => {
-            let (before, bytes, after) = Document::json_parts(meta.clone(), filter);
-            gz::hex_of(&before, &bytes, &after)
+            let (head, bytes, tail) = Document::json_parts(meta.clone(), filter);
+            gz::hex_of(&head, &bytes, &tail, before)
         }
-        Repr::Hex => gz::hex_of(&[], &filter.bytes(), &[]),
+        Repr::Hex => gz::hex_of(&[], &filter.bytes(), &[], before),
         Repr::Bin => None,
     };
+    let mut coding = None;
     let (identity, gzip) = match straight {
-        Some(gzip) => (Vec::new(), gzip),
+        Some((gzip, kept)) => {
+            coding = Some(kept);
+            (Bytes::new(), gzip)
+        }
         None => {
             let identity = match repr {
                 Repr::Json => Document::json_of(meta.clone(), filter),
@@ -201,7 +235,8 @@ pub fn render_as(
                 Encodings::Identity => Vec::new(),
                 Encodings::Both | Encodings::Gzip => gzip(&identity, repr, effort),
             };
-            (if gzip_only { Vec::new() } else { identity }, gzip)
+            let identity = if gzip_only { Vec::new() } else { identity };
+            (Bytes::from(identity), Bytes::from(gzip))
         }
     };
     // One body names the rendering: the identity, or the gzip body when it is alone.
@@ -222,8 +257,10 @@ pub fn render_as(
         chain_headers: Vec::new(),
         etag,
         etag_gzip,
-        identity: Bytes::from(identity),
-        gzip: Bytes::from(gzip),
+        identity,
+        coding_size: coding.as_ref().map_or(0, HexCoding::size),
+        coding: Mutex::new(coding),
+        gzip,
         bloom_headers,
         complete: meta.complete,
         sha256,
@@ -416,6 +453,35 @@ mod tests {
             );
             assert_eq!(id.sha256, both.sha256);
             assert!(id.size() < both.size() && gz.size() < both.size());
+        }
+    }
+
+    #[test]
+    fn a_version_rendered_from_the_one_before_is_the_fresh_rendering() {
+        let (meta, mut f) = half_full();
+        for repr in [Repr::Json, Repr::Hex] {
+            let first = render_as(&meta, &f, repr, Effort::Fast, Encodings::Gzip);
+            assert!(
+                first.size() > first.gzip.len() + f.bytes().len(),
+                "its coding counted"
+            );
+            let before = first.take_coding();
+            assert!(
+                before.is_some() && first.take_coding().is_none(),
+                "taken once"
+            );
+            f.insert(&format!("one more {repr:?}"));
+            let meta = Meta::hour("2008-09-03T13:00:00Z".into(), false, 200_001);
+            let next = render_next(&meta, &f, repr, Effort::Fast, Encodings::Gzip, before);
+            let fresh = render_as(&meta, &f, repr, Effort::Fast, Encodings::Gzip);
+            assert_eq!(next.gzip, fresh.gzip, "{repr:?}");
+            assert_eq!(
+                (&next.etag, &next.repr_digest),
+                (&fresh.etag, &fresh.repr_digest)
+            );
+            // Renderings that hold an identity body keep no coding.
+            let both = render_as(&meta, &f, repr, Effort::Fast, Encodings::Both);
+            assert!(both.take_coding().is_none());
         }
     }
 

@@ -120,6 +120,8 @@ fn rendered(
         bloom_headers,
         complete: meta.complete,
         identity: Bytes::from(identity),
+        coding: std::sync::Mutex::new(None),
+        coding_size: 0,
     }
 }
 

@@ -7,7 +7,7 @@ use super::unions::{BuiltUnion, Growth, OpenStamp, Step, UnionKey};
 use super::{Result, Service, ServiceError};
 use crate::bloom::{union_of, union_with_room, Key};
 use crate::hour::Hour;
-use crate::render::{render_as, Effort, Encodings, Rendered, Repr};
+use crate::render::{render_next, Effort, Encodings, HexCoding, Rendered, Repr};
 use crate::wire::Meta;
 use std::sync::Arc;
 
@@ -125,6 +125,7 @@ impl Service {
         let p = self.tuning.target_fpp;
         let meta_of = move |count| Meta::range(from.rfc3339(), to.rfc3339(), complete, count);
         let (effort, encodings) = rendering_of(complete, asked);
+        let before = self.coding_before(key, complete, encodings);
         let (rendered, filter, count) = self
             .unions
             .measured(Some(Step::Build), move || {
@@ -134,7 +135,8 @@ impl Service {
                     None => union_of(&sets, p),
                 };
                 built.map(|(filter, count)| {
-                    let rendered = render_as(&meta_of(count), &filter, repr, effort, encodings);
+                    let rendered =
+                        render_next(&meta_of(count), &filter, repr, effort, encodings, before);
                     (rendered, Arc::new(filter), count)
                 })
             })
@@ -169,14 +171,29 @@ impl Service {
         let complete = built.complete;
         let meta = Meta::range(from.rfc3339(), to.rfc3339(), complete, built.count);
         let (effort, encodings) = rendering_of(complete, asked);
+        let before = self.coding_before(key, complete, encodings);
         let filter = built.filter.clone();
         let rendered = self
             .unions
             .measured(Some(Step::Render), move || {
-                render_as(&meta, &filter, repr, effort, encodings)
+                render_next(&meta, &filter, repr, effort, encodings, before)
             })
             .await?;
         Ok(self.keep_union(key, complete, built.stamp, rendered))
+    }
+
+    /// What the rendering of an open union kept now left for rendering its next version
+    /// in the same encoding: with it, only what changed is coded again.
+    fn coding_before(
+        &self,
+        key: UnionKey,
+        complete: bool,
+        encodings: Encodings,
+    ) -> Option<HexCoding> {
+        if complete {
+            return None;
+        }
+        self.unions.coding_before(&(key, encodings))
     }
 
     /// Caches a rendering: immutable ones in the render cache, open ones with their stamp.

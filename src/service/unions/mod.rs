@@ -39,7 +39,7 @@ use super::cache::CompactKey;
 use super::{lock, Result, ServiceError};
 use crate::bloom::Key;
 use crate::hour::Hour;
-use crate::render::Rendered;
+use crate::render::{HexCoding, Rendered};
 use built::BuiltUnions;
 use open::{OpenUnions, OPEN_UNIONS};
 use ranges::Ranges;
@@ -133,6 +133,12 @@ impl Unions {
     /// The open union of `key` if it shows at least `wanted` (versions only grow).
     pub fn open(&self, key: &OpenKey, wanted: OpenStamp) -> Option<Arc<Rendered>> {
         lock(&self.open).get(key, wanted)
+    }
+
+    /// What rendering the union of `key` kept now left for rendering its next version.
+    pub fn coding_before(&self, key: &OpenKey) -> Option<HexCoding> {
+        let kept = lock(&self.open).latest(key)?;
+        kept.take_coding()
     }
 
     /// Keeps the rendering of an open union, showing `stamp`.

@@ -55,6 +55,11 @@ impl OpenUnions {
         Some(entry.value.clone())
     }
 
+    /// The union of `key` kept now, whatever it shows (not counted as a use).
+    pub fn latest(&self, key: &OpenKey) -> Option<Arc<Rendered>> {
+        self.entries.get(key).map(|entry| entry.value.clone())
+    }
+
     pub fn insert(&mut self, key: OpenKey, stamp: OpenStamp, value: Arc<Rendered>) {
         let size = value.size();
         if size > self.budget {
