@@ -5,7 +5,9 @@
 //! - the bounded build pool: builds of different ranges at once, past which a build is
 //!   refused at once (503 busy) rather than queued into a 408;
 //! - the open unions: renderings of unions ending in the open hour, one per encoding
-//!   asked for, each with the version of that hour it shows (a quarter of `cache_bytes`);
+//!   asked for, each with the version of that hour it shows (a quarter of `cache_bytes`),
+//!   and, for a gzip JSON or hex body, what coding it left for the next version's
+//!   renderer, which takes it under the range's turn ([`Unions::coding_before`]);
 //! - the newest union filters built (`built`);
 //! - sealed hours' keys, for the exact count of a union carried forward (an eighth of
 //!   `cache_bytes`);
@@ -21,7 +23,8 @@
 //! std mutexes inside (the range maps, the open unions, the built filters, the sealed
 //! keys) are leaves: each is held only inside one method here, never across an await and
 //! never while taking another lock, so these methods may be called with a turn or a slot
-//! held, but not with the service's ledger held.
+//! held, but not with the service's ledger held. A rendering's own coding mutex
+//! (`Rendered::take_coding`) is taken after the open unions' is released.
 
 mod built;
 mod open;
