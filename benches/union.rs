@@ -23,6 +23,7 @@
 //!   open union's version was rendered before it was rendered per encoding, and as a
 //!   complete union; `render_open_bin_identity` and `render_open_json_gzip`: an open
 //!   version as it is rendered afresh, in the one encoding its poller asks for, and
+//!   `render_open_json_identity` the JSON without gzip (a plain `curl`),
 //!   `render_next_json_gzip` the next version (100 keys on) rendered from the one before,
 //!   as the server renders each new version; `deflate_fast_json`: flate2's fastest
 //!   gzip of that document alone, what its gzip body cost before `render::gz::hex`.
@@ -201,6 +202,7 @@ fn bench_size(c: &mut Criterion<CpuTime>, label: &str, total: usize, old: bool) 
     for (name, repr, encodings) in [
         ("render_open_bin_identity", Repr::Bin, Encodings::Identity),
         ("render_open_json_gzip", Repr::Json, Encodings::Gzip),
+        ("render_open_json_identity", Repr::Json, Encodings::Identity),
     ] {
         group.bench_function(name, |b| {
             b.iter(|| render_as(black_box(&meta), &filter, repr, Effort::Fast, encodings))
