@@ -56,12 +56,16 @@ ensure_tools() {
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${want[@]}" >&2
 }
 
-# A TCP port nobody listens on.
+# A TCP port no socket uses, below the kernel's ephemeral range: a port in that range
+# can be taken by one of the thousands of client connections a run makes, and a server
+# then fails to bind it.
 free_port() {
-  local port
+  local port low
+  low=$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
+  [ "$low" -gt 21000 ] || low=40000
   while :; do
-    port=$((20000 + RANDOM % 20000))
-    if ! ss -Htln "sport = :$port" | grep -q .; then
+    port=$((20000 + RANDOM % (low - 20000)))
+    if ! ss -Htan "sport = :$port" | grep -q .; then
       echo "$port"
       return
     fi
