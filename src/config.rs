@@ -141,8 +141,9 @@ settings! {
     /// Largest accepted ingest body, in bytes.
     body_limit: usize = 16 * 1024 * 1024,
     /// Bytes of rendered closed-hour responses kept in memory. Unions ending in the open
-    /// hour keep at most a quarter of it apart, and the sealed keys that count them exactly
-    /// as they are carried forward an eighth.
+    /// hour keep at most a quarter of it apart (a gzip JSON or hex rendering of one counts
+    /// the copy of its bits that its next version is coded against), and the sealed keys
+    /// that count them exactly as they are carried forward an eighth.
     cache_bytes: usize = 256 * 1024 * 1024,
     /// Seconds to let in-flight requests finish on shutdown (SIGTERM, Ctrl-C).
     shutdown_timeout: u64 = 10,
