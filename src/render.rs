@@ -129,7 +129,8 @@ pub struct Rendered {
     /// What rendering the gzip body alone of a hex form left for the next version
     /// ([`render_next`]); taken by the first renderer of that version.
     coding: Mutex<Option<HexCoding>>,
-    /// Its size in bytes, counted in [`Rendered::size`] as long as this is kept.
+    /// Its size in bytes when this was rendered, counted in [`Rendered::size`] even once
+    /// taken, so the cache's accounting of this rendering never changes.
     coding_size: usize,
 }
 
@@ -219,12 +220,8 @@ pub fn render_next(
         Repr::Hex => gz::hex_of(&[], &filter.bytes(), &[], before),
         Repr::Bin => None,
     };
-    let mut coding = None;
-    let (identity, gzip) = match straight {
-        Some((gzip, kept)) => {
-            coding = Some(kept);
-            (Bytes::new(), gzip)
-        }
+    let (identity, gzip, coding) = match straight {
+        Some((gzip, coding)) => (Bytes::new(), gzip, Some(coding)),
         None => {
             let identity = match repr {
                 Repr::Json => Document::json_of(meta.clone(), filter),
@@ -236,7 +233,7 @@ pub fn render_next(
                 Encodings::Both | Encodings::Gzip => gzip(&identity, repr, effort),
             };
             let identity = if gzip_only { Vec::new() } else { identity };
-            (Bytes::from(identity), Bytes::from(gzip))
+            (Bytes::from(identity), Bytes::from(gzip), None)
         }
     };
     // One body names the rendering: the identity, or the gzip body when it is alone.
