@@ -698,45 +698,41 @@ impl BitWriter {
     }
 
     /// `len` bits of `src` (bits packed least significant first) from bit `from`: 64 at
-    /// a time, each read from the two words that hold them and put after the (at most
-    /// seven) bits held.
+    /// a time put after the (at most seven) bits held, then the rest.
     fn copy_bits(&mut self, src: &[u8], from: u64, len: u64) {
+        // The 64 bits of `src` from `bit`, read from the 16 bytes that hold them (zeros
+        // past its end).
+        let word_at = |bit: u64| {
+            let byte = (bit / 8) as usize;
+            let window = match src.get(byte..byte + 16) {
+                Some(window) => window.try_into().expect("16 bytes"),
+                None => {
+                    let mut window = [0u8; 16];
+                    let rest = src.get(byte..).unwrap_or_default();
+                    window[..rest.len()].copy_from_slice(rest);
+                    window
+                }
+            };
+            (u128::from_le_bytes(window) >> (bit % 8)) as u64
+        };
         while self.held >= 8 {
             self.out.push(self.acc as u8);
             self.acc >>= 8;
             self.held -= 8;
         }
         let (mut at, end) = (from, from + len);
-        let held = self.held;
         let mut acc = u128::from(self.acc);
         while end - at >= 64 {
-            let byte = (at / 8) as usize;
-            let Some(window) = src.get(byte..byte + 16) else {
-                break;
-            };
-            let word =
-                (u128::from_le_bytes(window.try_into().expect("16 bytes")) >> (at % 8)) as u64;
-            acc |= u128::from(word) << held;
+            acc |= u128::from(word_at(at)) << self.held;
             self.out.extend_from_slice(&(acc as u64).to_le_bytes());
             acc >>= 64;
             at += 64;
         }
         self.acc = acc as u64;
-        // The last bits, 32 at a time.
-        let word_at = |bit: u64| {
-            let byte = (bit / 8) as usize;
-            let mut word = [0u8; 8];
-            let have = src.len().saturating_sub(byte).min(8);
-            word[..have].copy_from_slice(&src[byte..byte + have]);
-            u64::from_le_bytes(word) >> (bit % 8)
-        };
-        while end - at >= 32 {
-            self.bits(word_at(at) & 0xffff_ffff, 32);
-            at += 32;
-        }
-        let rest = (end - at) as u32;
-        if rest > 0 {
-            self.bits(word_at(at) & ((1 << rest) - 1), rest);
+        while at < end {
+            let n = (end - at).min(32) as u32;
+            self.bits(word_at(at) & ((1 << n) - 1), n);
+            at += u64::from(n);
         }
     }
 
