@@ -124,8 +124,7 @@ impl Service {
         let growth = growth.filter(|_| fin);
         let p = self.tuning.target_fpp;
         let meta_of = move |count| Meta::range(from.rfc3339(), to.rfc3339(), complete, count);
-        let (effort, encodings) = rendering_of(complete, asked);
-        let before = self.coding_before(key, complete, encodings);
+        let (effort, encodings, before) = self.rendering_of(key, complete, asked);
         let (rendered, filter, count) = self
             .unions
             .measured(Some(Step::Build), move || {
@@ -170,8 +169,7 @@ impl Service {
         );
         let complete = built.complete;
         let meta = Meta::range(from.rfc3339(), to.rfc3339(), complete, built.count);
-        let (effort, encodings) = rendering_of(complete, asked);
-        let before = self.coding_before(key, complete, encodings);
+        let (effort, encodings, before) = self.rendering_of(key, complete, asked);
         let filter = built.filter.clone();
         let rendered = self
             .unions
@@ -182,18 +180,23 @@ impl Service {
         Ok(self.keep_union(key, complete, built.stamp, rendered))
     }
 
-    /// What the rendering of an open union kept now left for rendering its next version
-    /// in the same encoding: with it, only what changed is coded again.
-    fn coding_before(
+    /// How a union is rendered: a complete one once for good, in both encodings and at
+    /// the best compression; one that changes with the open hour quickly, in the encoding
+    /// this request asked for only (each new version is rendered again, see
+    /// [`Encodings`]), from what its last rendering in that encoding left for coding the
+    /// next.
+    fn rendering_of(
         &self,
         key: UnionKey,
         complete: bool,
-        encodings: Encodings,
-    ) -> Option<HexCoding> {
+        asked: Encodings,
+    ) -> (Effort, Encodings, Option<HexCoding>) {
         if complete {
-            return None;
+            (Effort::Best, Encodings::Both, None)
+        } else {
+            let before = self.unions.coding_before(&(key, asked));
+            (Effort::Fast, asked, before)
         }
-        self.unions.coding_before(&(key, encodings))
     }
 
     /// Caches a rendering: immutable ones in the render cache, open ones with their stamp.
@@ -212,16 +215,5 @@ impl Service {
                 .keep_open((key, rendered.encodings), stamp, rendered.clone());
         }
         (rendered, complete)
-    }
-}
-
-/// How a union is rendered: a complete one once for good, in both encodings and at the
-/// best compression; one that changes with the open hour quickly, in the encoding this
-/// request asked for only (each new version is rendered again, see [`Encodings`]).
-fn rendering_of(complete: bool, asked: Encodings) -> (Effort, Encodings) {
-    if complete {
-        (Effort::Best, Encodings::Both)
-    } else {
-        (Effort::Fast, asked)
     }
 }
