@@ -6,6 +6,8 @@
 #   benches/harness/unions.sh                 # 24 x 400,000 IDs
 #   HOUR_IDS=100000 benches/harness/unions.sh # a quicker run
 #   BIN=/path/to/other/bloomcast benches/harness/unions.sh   # measure another build
+#   READER_CPU=1 benches/harness/unions.sh    # the reader loops pinned to core 1, off
+#                                             # the server's core (unpinned by default)
 #
 # Prints, each measured from the server process's own CPU time (/proc/PID/stat) and peak
 # RSS (VmHWM):
@@ -87,7 +89,7 @@ alone=$((after - before))
 read_loop() {
   local end=$((SECONDS + TRICKLE_SECS)) reads=0
   while [ $SECONDS -lt $end ]; do
-    curl -s -o /dev/null "$@"; reads=$((reads + 1))
+    ${READER_CPU:+taskset -c "$READER_CPU"} curl -s -o /dev/null "$@"; reads=$((reads + 1))
   done
   echo "$reads"
 }
@@ -176,7 +178,7 @@ nginx_reader "JSON, identity (plain curl)" "http://127.0.0.1:$nport/union.json"
 stop_pid "$npid"
 
 echo
-echo "### Unions over 24 hours of $HOUR_IDS IDs (server pinned to core $SERVER_CPU)"
+echo "### Unions over 24 hours of $HOUR_IDS IDs (server pinned to core $SERVER_CPU${READER_CPU:+, readers to core $READER_CPU})"
 echo
 echo "| request | status | server CPU s | peak RSS MiB |"
 echo "|---|---:|---:|---:|"
