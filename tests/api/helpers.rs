@@ -47,6 +47,16 @@ impl Reply {
         self.headers.get(name).and_then(|v| v.to_str().ok())
     }
 
+    /// Asserts `Repr-Digest` is the digest of the body as sent (the gzip bytes when gzip
+    /// was sent).
+    pub fn assert_digest_of_body(&self, context: &str) {
+        assert_eq!(
+            self.header("repr-digest"),
+            Some(bloomcast::chain::repr_digest(&self.body).as_str()),
+            "{context}"
+        );
+    }
+
     /// Asserts a JSON error body with this `error` code and a non-empty message.
     pub fn assert_error(&self, status: u16, code: &str) {
         assert_eq!(
