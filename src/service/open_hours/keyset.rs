@@ -2,14 +2,23 @@
 //!
 //! A hash set of `u64` costs 15–35 bytes per key (empty buckets, control bytes, and the
 //! doubling at each resize). Here most keys sit in sorted runs, one per shard of the
-//! keys' top [`SHARD_BITS`] bits, with no slack: each run grows by exactly what is
-//! merged into it. New keys go to a small hash set (the tail); once the tail passes a
-//! sixteenth of the runs, it is sorted and merged into them shard by shard, so a merge
-//! needs no more scratch than the tail itself and one shard.
+//! keys' top bits, with no slack: each run grows by exactly what is merged into it. New
+//! keys go to a small hash set (the tail); once the tail passes a sixteenth of the runs,
+//! it is sorted and merged into them shard by shard, so a merge needs no more scratch
+//! than the tail itself and one run.
+//!
+//! Runs are kept at one to two [`RUN_BYTES`] each: the shards split in two (at a merge)
+//! whenever the runs would pass twice that. Small runs would cost memory the keys do not
+//! use: each merge replaces every run by a longer one, and an allocator that serves
+//! blocks of a few KiB from shared pages keeps the pages that the old runs left half
+//! used. Measured at 1M keys with mimalloc, 4,096 runs of 2 KiB left about 5 MiB that way
+//! (docs/BENCHMARKS.md, "Issue 11, ninth pass"); blocks this large get pages of their own,
+//! which go back whole when freed.
 //!
 //! Keys are SHA-1 prefixes, uniform over `u64`, so a key's place in its run is guessed
-//! from its value and found from there in a few probes; keys that are not uniform
-//! (tests) are still found exactly, only with more probes.
+//! from its value, the guess corrected once from the key found there, and the key found
+//! from there in a few probes; keys that are not uniform (tests) are still found exactly,
+//! only with more probes.
 
 use std::collections::HashSet;
 use std::hash::{BuildHasherDefault, Hasher};
@@ -35,24 +44,45 @@ impl Hasher for KeyHasher {
 /// A plain hash set of keys, for small or short-lived sets.
 pub(super) type HashedKeys = HashSet<u64, BuildHasherDefault<KeyHasher>>;
 
-/// Top bits of a key choosing its run: 4096 runs, about 12,000 keys each at 50M keys.
-const SHARD_BITS: u32 = 12;
-const SHARDS: usize = 1 << SHARD_BITS;
+/// What a run is sized to: each holds one to two times this (while it has keys at all).
+/// Above mimalloc's largest size class (512 KiB), so each run has pages of its own.
+const RUN_BYTES: usize = 1 << 20;
+/// At most 2^12 runs: 4,096 runs hold 8.6 billion keys before passing two `RUN_BYTES`.
+const MAX_SHARD_BITS: u32 = 12;
 /// The tail is merged once it passes the larger of this and a sixteenth of the runs.
 const MIN_TAIL: usize = 1 << 16;
 const TAIL_FRACTION: usize = 16;
 
 /// A set of distinct keys (`u64`), exact.
-#[derive(Default)]
 pub(super) struct CompactKeys {
-    /// Sorted runs, one per shard; empty until the first merge.
+    /// Sorted runs, one per shard of the keys' top `shard_bits` bits; empty until the
+    /// first merge.
     runs: Vec<Vec<u64>>,
+    shard_bits: u32,
     in_runs: usize,
     /// Keys not merged yet.
     tail: HashedKeys,
+    /// [`RUN_BYTES`], smaller in tests so that shards split at a few thousand keys.
+    run_bytes: usize,
+}
+
+impl Default for CompactKeys {
+    fn default() -> CompactKeys {
+        CompactKeys::with_run_bytes(RUN_BYTES)
+    }
 }
 
 impl CompactKeys {
+    fn with_run_bytes(run_bytes: usize) -> CompactKeys {
+        CompactKeys {
+            runs: Vec::new(),
+            shard_bits: 0,
+            in_runs: 0,
+            tail: HashedKeys::default(),
+            run_bytes,
+        }
+    }
+
     pub(super) fn len(&self) -> usize {
         self.in_runs + self.tail.len()
     }
@@ -90,51 +120,91 @@ impl CompactKeys {
     }
 
     fn in_runs(&self, key: u64) -> bool {
-        match self.runs.get(shard_of(key)) {
-            Some(run) => find(run, key),
+        match self.runs.get(shard_of(key, self.shard_bits)) {
+            Some(run) => find(run, key, self.shard_bits),
             None => false,
         }
     }
 
-    /// Moves the tail into the runs (keeping the tail's memory for the next keys): the
-    /// tail is placed by shard (one counting pass), then each shard's part is sorted and
-    /// merged into its run.
+    /// Moves the tail into the runs (keeping the tail's memory for the next keys),
+    /// splitting the shards first if the runs would pass twice [`RUN_BYTES`]: the tail is
+    /// placed by shard (one counting pass), then each shard's part is sorted and merged
+    /// with its keys of the old runs. Each old run is dropped once its shards are built,
+    /// so the scratch is the tail and one run.
     fn merge(&mut self) {
-        if self.runs.is_empty() {
-            self.runs = (0..SHARDS).map(|_| Vec::new()).collect();
-        }
-        let mut bounds = vec![0usize; SHARDS + 1];
+        let total = self.in_runs + self.tail.len();
+        let bits = shard_bits_for(total, self.run_bytes).max(self.shard_bits);
+        let shards = 1usize << bits;
+        let mut bounds = vec![0usize; shards + 1];
         for &key in &self.tail {
-            bounds[shard_of(key) + 1] += 1;
+            bounds[shard_of(key, bits) + 1] += 1;
         }
-        for shard in 0..SHARDS {
+        for shard in 0..shards {
             bounds[shard + 1] += bounds[shard];
         }
         let mut next = bounds.clone();
         let mut placed = vec![0u64; self.tail.len()];
         for key in self.tail.drain() {
-            let slot = &mut next[shard_of(key)];
+            let slot = &mut next[shard_of(key, bits)];
             placed[*slot] = key;
             *slot += 1;
         }
-        self.in_runs += placed.len();
-        for (shard, run) in self.runs.iter_mut().enumerate() {
-            let mine = &mut placed[bounds[shard]..bounds[shard + 1]];
-            if !mine.is_empty() {
-                mine.sort_unstable();
-                merge_into(run, mine);
+        // Each old shard is `split` new ones: its run's keys, in order, by their next bits.
+        let split = bits - self.shard_bits;
+        let mut old = std::mem::take(&mut self.runs).into_iter();
+        let mut runs = Vec::with_capacity(shards);
+        for old_shard in 0..1usize << self.shard_bits {
+            let mut run = old.next().unwrap_or_default();
+            if split == 0 {
+                let add = &mut placed[bounds[old_shard]..bounds[old_shard + 1]];
+                if !add.is_empty() {
+                    add.sort_unstable();
+                    merge_into(&mut run, add);
+                }
+                runs.push(run);
+                continue;
+            }
+            let mut rest = &run[..];
+            for shard in old_shard << split..(old_shard + 1) << split {
+                let (mine, after) =
+                    rest.split_at(rest.partition_point(|&k| shard_of(k, bits) == shard));
+                let add = &mut placed[bounds[shard]..bounds[shard + 1]];
+                add.sort_unstable();
+                runs.push(merged(mine, add));
+                rest = after;
             }
         }
+        self.runs = runs;
+        self.shard_bits = bits;
+        self.in_runs = total;
     }
 }
 
-fn shard_of(key: u64) -> usize {
-    (key >> (64 - SHARD_BITS)) as usize
+/// The shard bits for `keys` keys in runs of `run_bytes` to twice that.
+fn shard_bits_for(keys: usize, run_bytes: usize) -> u32 {
+    let runs = keys.saturating_mul(std::mem::size_of::<u64>()) / run_bytes.max(1);
+    match runs {
+        0 | 1 => 0,
+        n => n.ilog2().min(MAX_SHARD_BITS),
+    }
+}
+
+fn shard_of(key: u64, bits: u32) -> usize {
+    match bits {
+        0 => 0,
+        b => (key >> (64 - b)) as usize,
+    }
 }
 
 /// Merges `add` (sorted, none in `run`) into the sorted `run`, in one pass into an
 /// allocation of exactly the merged length.
 fn merge_into(run: &mut Vec<u64>, add: &[u64]) {
+    *run = merged(run, add);
+}
+
+/// The sorted union of two sorted slices with no key in common, in an allocation of
+/// exactly its length.
+fn merged(run: &[u64], add: &[u64]) -> Vec<u64> {
     let mut merged = Vec::with_capacity(run.len() + add.len());
     let (mut i, mut j) = (0, 0);
     while i < run.len() && j < add.len() {
@@ -148,18 +218,27 @@ fn merge_into(run: &mut Vec<u64>, add: &[u64]) {
     }
     merged.extend_from_slice(&run[i..]);
     merged.extend_from_slice(&add[j..]);
-    *run = merged;
+    merged
 }
 
-/// Whether the sorted `run` (keys of one shard) holds `key`: starts where a uniform key
-/// would sit, gallops outwards to bracket it, then searches the bracket.
-fn find(run: &[u64], key: u64) -> bool {
+/// Whether the sorted `run` (keys of one shard of the top `bits` bits) holds `key`:
+/// starts where a uniform key would sit, moves by as many places as uniform keys would
+/// lie between the key found there and `key`, gallops outwards to bracket it, then
+/// searches the bracket.
+fn find(run: &[u64], key: u64, bits: u32) -> bool {
     let n = run.len();
     if n == 0 {
         return false;
     }
-    // The key's place within its shard's range, as a fraction of 2^64, times n.
-    let guess = ((u128::from(key << SHARD_BITS) * n as u128) >> 64) as usize;
+    // How many of the run's keys lie, when uniform, in a span `d` of its shard's values
+    // (below the shard's width, 2^(64 - bits), as every span between keys of one shard is).
+    let expect = |d: u64| ((u128::from(d << bits) * n as u128) >> 64) as usize;
+    let first = expect(key);
+    let guess = match run[first].cmp(&key) {
+        std::cmp::Ordering::Equal => return true,
+        std::cmp::Ordering::Less => (first + expect(key - run[first])).min(n - 1),
+        std::cmp::Ordering::Greater => first - expect(run[first] - key).min(first),
+    };
     let (lo, hi) = if run[guess] < key {
         let (mut lo, mut step) = (guess + 1, 1);
         loop {
@@ -259,14 +338,104 @@ mod tests {
         assert_eq!(run[0], 0);
     }
 
+    /// Checks what `find` and `in_runs` rely on: one run per shard, each sorted and
+    /// holding only keys of its shard.
+    fn assert_runs_are_shards(set: &CompactKeys) {
+        if set.runs.is_empty() {
+            assert_eq!(set.in_runs, 0);
+            return;
+        }
+        assert_eq!(set.runs.len(), 1 << set.shard_bits);
+        for (shard, run) in set.runs.iter().enumerate() {
+            assert!(run.windows(2).all(|w| w[0] < w[1]), "run {shard} is sorted");
+            assert!(run.iter().all(|&k| shard_of(k, set.shard_bits) == shard));
+        }
+        assert_eq!(set.runs.iter().map(Vec::len).sum::<usize>(), set.in_runs);
+    }
+
+    #[test]
+    fn shards_split_as_the_runs_grow_and_runs_stay_near_their_size() {
+        let run_bytes = 4096;
+        let mut set = CompactKeys::with_run_bytes(run_bytes);
+        let n = 5 * MIN_TAIL as u64;
+        let mut bits_seen = Vec::new();
+        for k in uniform(n, 7) {
+            assert!(set.insert(k));
+            if bits_seen.last() != Some(&set.shard_bits) {
+                bits_seen.push(set.shard_bits);
+                assert_runs_are_shards(&set);
+            }
+        }
+        assert!(bits_seen.len() >= 3, "split more than once: {bits_seen:?}");
+        assert_runs_are_shards(&set);
+        // Between one and two run sizes each, on average, plus the sixteenth merged since.
+        let mean = set.in_runs * 8 / set.runs.len();
+        assert!(
+            (run_bytes..=2 * run_bytes + run_bytes / 8).contains(&mean),
+            "{mean} bytes per run"
+        );
+        assert!(uniform(n, 7).all(|k| set.contains(k)));
+        assert!(uniform(10_000, 8).all(|k| !set.contains(k)));
+        assert_eq!(set.len() as u64, n);
+    }
+
+    #[test]
+    fn a_million_keys_sit_in_a_few_runs_of_a_mebibyte_or_more() {
+        let mut set = CompactKeys::default();
+        for k in uniform(1_000_000, 9) {
+            set.insert_absent(k);
+        }
+        assert_runs_are_shards(&set);
+        assert!(
+            set.runs.iter().all(|run| run.len() * 8 >= RUN_BYTES),
+            "runs get pages of their own"
+        );
+        assert!(set.runs.len() <= 8);
+        assert!(uniform(1_000_000, 9).step_by(97).all(|k| set.contains(k)));
+    }
+
     proptest! {
         #[test]
-        fn find_agrees_with_binary_search(mut run in prop::collection::vec(any::<u64>(), 0..300), key in any::<u64>()) {
+        fn find_agrees_with_binary_search(
+            keys in prop::collection::vec(any::<u64>(), 0..300),
+            key in any::<u64>(),
+            bits in 0u32..=MAX_SHARD_BITS,
+            shard in any::<u64>(),
+        ) {
+            // Keys of one shard: its top `bits` bits, the rest from the keys.
+            let top = if bits == 0 { 0 } else { shard << (64 - bits) };
+            let low = |k: u64| if bits == 0 { k } else { top | (k >> bits) };
+            let mut run: Vec<u64> = keys.iter().map(|&k| low(k)).collect();
             run.sort_unstable();
             run.dedup();
-            prop_assert_eq!(find(&run, key), run.binary_search(&key).is_ok());
+            let key = low(key);
+            prop_assert_eq!(find(&run, key, bits), run.binary_search(&key).is_ok());
             for &k in &run {
-                prop_assert!(find(&run, k));
+                prop_assert!(find(&run, k, bits));
+            }
+        }
+
+        #[test]
+        fn the_set_is_exact_across_merges_and_splits(
+            batches in prop::collection::vec(prop::collection::vec(any::<u64>(), 0..200), 1..12),
+            absent in prop::collection::vec(any::<u64>(), 0..50),
+            run_bytes in 8usize..256,
+        ) {
+            let mut set = CompactKeys::with_run_bytes(run_bytes);
+            let mut want = std::collections::BTreeSet::new();
+            for batch in &batches {
+                for &k in batch {
+                    prop_assert_eq!(set.insert(k), want.insert(k));
+                }
+                set.merge();
+                assert_runs_are_shards(&set);
+            }
+            prop_assert_eq!(set.len(), want.len());
+            let mut all: Vec<u64> = set.iter().collect();
+            all.sort_unstable();
+            prop_assert_eq!(all, want.iter().copied().collect::<Vec<_>>());
+            for k in absent {
+                prop_assert_eq!(set.contains(k), want.contains(&k));
             }
         }
     }
