@@ -48,15 +48,35 @@ enum Command {
     Watch(WatchArgs),
 }
 
-#[tokio::main]
-async fn main() -> ExitCode {
+fn main() -> ExitCode {
+    // First, before the runtime's threads touch their heaps (src/memory.rs).
+    let huge_pages_off = bloomcast::memory::forgo_huge_pages();
     let cli = Cli::parse();
     match cli.command {
         Command::Serve => bloomcast::telemetry::init(),
         _ => bloomcast::telemetry::init_cli(),
     }
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("bloomcast: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    runtime.block_on(run(cli, huge_pages_off))
+}
+
+async fn run(cli: Cli, huge_pages_off: bool) -> ExitCode {
     match cli.command {
-        Command::Serve => serve().await,
+        Command::Serve => {
+            if !huge_pages_off && cfg!(target_os = "linux") {
+                tracing::warn!("cannot turn transparent huge pages off; memory the server frees may come back (src/memory.rs)");
+            }
+            serve().await
+        }
         Command::Check(args) => finish(args.run().await),
         Command::History(args) => finish(args.run().await),
         Command::Ingest(args) => finish(args.run().await),

@@ -6,6 +6,9 @@
 //! an open hour is loaded from at start, the RSS would then stay at the transient's peak
 //! on a quiet server. SQLite allocates with the C library's `malloc` (its page caches and
 //! the buffers blobs are read into), which keeps freed memory in its arenas likewise.
+//!
+//! The server also runs without transparent huge pages ([`forgo_huge_pages`]): what it
+//! hands back would otherwise come back on its own within a minute.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -15,6 +18,11 @@ extern crate mimalloc;
 
 extern "C" {
     fn mi_collect(force: bool);
+}
+
+#[cfg(target_os = "linux")]
+extern "C" {
+    fn prctl(option: std::os::raw::c_int, ...) -> std::os::raw::c_int;
 }
 
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
@@ -43,6 +51,40 @@ pub fn release_freed() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     unsafe {
         malloc_trim(0);
+    }
+}
+
+/// Turns transparent huge pages off for this process (Linux; elsewhere a no-op).
+/// Returns whether they are off.
+///
+/// mimalloc asks for huge pages on its arena (`madvise(MADV_HUGEPAGE)`). Pages it hands
+/// back inside a huge page's 2 MiB then do not stay handed back: the kernel's
+/// `khugepaged` collapses any such range with a single page in use back into a whole
+/// huge page (its default `max_ptes_none` is 511 of 512). Measured with an open hour of
+/// 1M keys: RSS fell to 40.8 MiB at the release after the load, then climbed back to
+/// 46.0 MiB within 45 s; with huge pages off it stays at 27–28 MiB (docs/BENCHMARKS.md,
+/// "Issue 11, ninth pass"). What this costs is the huge pages' TLB reach for random
+/// access to large filters, which the union benches run without anyway (the system
+/// allocator gets no huge pages unless asked).
+pub fn forgo_huge_pages() -> bool {
+    #[cfg(target_os = "linux")]
+    {
+        const PR_SET_THP_DISABLE: std::os::raw::c_int = 41;
+        // SAFETY: `prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0)` takes no pointers; it sets a
+        // flag of the process's memory map, which the kernel checks at each fault.
+        unsafe {
+            prctl(
+                PR_SET_THP_DISABLE,
+                1 as std::os::raw::c_ulong,
+                0 as std::os::raw::c_ulong,
+                0 as std::os::raw::c_ulong,
+                0 as std::os::raw::c_ulong,
+            ) == 0
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        false
     }
 }
 

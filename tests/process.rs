@@ -85,6 +85,29 @@ async fn sigterm_shuts_down_cleanly() {
     }
 }
 
+/// The server turns transparent huge pages off for itself (src/memory.rs): memory it
+/// hands back inside a huge page's range would otherwise be refilled by khugepaged.
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn the_server_runs_without_transparent_huge_pages() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start(dir.path(), &[]);
+    let health = reqwest::get(format!("{}/healthz", server.base))
+        .await
+        .unwrap();
+    assert_eq!(health.status(), 200);
+    let status = std::fs::read_to_string(format!("/proc/{}/status", server.child.id())).unwrap();
+    let thp = status
+        .lines()
+        .find_map(|line| line.strip_prefix("THP_enabled:"))
+        .expect("/proc/PID/status has THP_enabled (Linux 5.0 and later)");
+    assert_eq!(
+        thp.trim(),
+        "0",
+        "transparent huge pages are off for the server"
+    );
+}
+
 #[tokio::test]
 async fn without_configured_tokens_a_private_token_is_generated() {
     let dir = tempfile::tempdir().unwrap();
