@@ -16,24 +16,43 @@
 //! `hours-ago` 0 seeds the current hour instead: the server then loads it as its open
 //! hour at start (`benches/harness/bighour.sh` measures that load). IDs are appended in
 //! batches of 10,000, as a publisher's batches would be stored.
+//!
+//! A `postgres://` URL in place of the data directory seeds a cluster database instead,
+//! in the schema `BLOOMCAST_DATABASE_SCHEMA` names (default `bloomcast`), as the server's
+//! own settings would.
 
 use bloomcast::bloom::Key;
 use bloomcast::clock::{Clock, SystemClock};
 use bloomcast::hour::Hour;
-use bloomcast::store::{SqliteStore, Store};
-use std::path::PathBuf;
+use bloomcast::store::{PgLink, PgStore, SqliteStore, Store};
+use std::path::{Path, PathBuf};
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() {
     let argv: Vec<String> = std::env::args().skip(1).collect();
-    let usage = "usage: seed_closed_hour <data-dir> <n> [hours-ago] [prefix]";
-    let dir = PathBuf::from(argv.first().expect(usage));
+    let usage = "usage: seed_closed_hour <data-dir | postgres://...> <n> [hours-ago] [prefix]";
+    let place = argv.first().expect(usage);
     let n: u64 = argv.get(1).and_then(|s| s.parse().ok()).expect(usage);
     let ago: i64 = argv.get(2).map_or(2, |s| s.parse().expect(usage));
     assert!(ago >= 0, "hours-ago must not be negative");
     let prefix = argv.get(3).map_or("closed", String::as_str);
     let hour = Hour::from_index(SystemClock.current_hour().index() - ago);
-    let store = SqliteStore::open(&dir, hour).expect("the store opens");
+    if place.starts_with("postgres://") || place.starts_with("postgresql://") {
+        let schema =
+            std::env::var("BLOOMCAST_DATABASE_SCHEMA").unwrap_or_else(|_| "bloomcast".into());
+        let link = PgLink::new(place, Path::new("")).expect("the database URL is valid");
+        let store = PgStore::connect(link, &schema, hour)
+            .await
+            .expect("the database opens");
+        seed(&store, hour, n, prefix).await;
+    } else {
+        let store = SqliteStore::open(&PathBuf::from(place), hour).expect("the store opens");
+        seed(&store, hour, n, prefix).await;
+    }
+    println!("{}", hour.path());
+}
+
+async fn seed(store: &impl Store, hour: Hour, n: u64, prefix: &str) {
     let mut next = 0;
     while next < n {
         let end = (next + 10_000).min(n);
@@ -47,5 +66,4 @@ async fn main() {
         assert_eq!(landed, hour, "the store had already closed {hour}");
         next = end;
     }
-    println!("{}", hour.path());
 }

@@ -4,6 +4,7 @@
 #
 #   benches/harness/bighour.sh              # N = 1M, 10M and 50M
 #   SIZES="1000000" benches/harness/bighour.sh
+#   PG=postgres://postgres@127.0.0.1:5432/test benches/harness/bighour.sh   # cluster mode
 #
 # Each size gets a fresh data dir seeded through the store API (examples/seed_closed_hour.rs
 # with hours-ago 0: the current hour, in batches of 10,000). The server is then started on
@@ -13,20 +14,45 @@
 # load (STEADY_SECS), by when anything that comes back on its own has come back (with
 # transparent huge pages on, khugepaged refilled freed memory within 45 s). The "B/ID"
 # columns use the later reading, and the empty server is read at the same age.
+#
+# With PG set, the same in cluster mode: each size is seeded into a fresh schema of that
+# database (and the empty server gets one of its own), the node loads the open hour from
+# PostgreSQL, and the schemas are dropped at the end.
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
 SIZES="${SIZES:-1000000 10000000 50000000}"
 SETTLE_SECS="${SETTLE_SECS:-14}"
 STEADY_SECS="${STEADY_SECS:-60}"
+PG="${PG:-}"
 make_work
+schemas=()
+if [[ -n "$PG" ]]; then
+  psql -X -q "$PG" -c 'SELECT 1' >/dev/null || die "PostgreSQL is not reachable at $PG"
+  drop_schemas() {
+    local s
+    for s in "${schemas[@]}"; do
+      PGOPTIONS="-c client_min_messages=warning" psql -X -q "$PG" -c "DROP SCHEMA IF EXISTS $s CASCADE" >/dev/null 2>&1 || true
+    done
+  }
+  trap 'cleanup; drop_schemas' EXIT
+fi
+# The store for a run named $1: a data dir (embedded), or also a schema (cluster mode).
+# Sets STORE_ENV, the server's environment for it.
+store_for() {
+  mkdir -p "$WORK/data-$1"
+  STORE_ENV=(BLOOMCAST_DATA_DIR="$WORK/data-$1")
+  if [[ -n "$PG" ]]; then
+    schemas+=("bighour_$$_$1")
+    STORE_ENV+=(BLOOMCAST_DATABASE_URL="$PG" BLOOMCAST_DATABASE_SCHEMA="bighour_$$_$1")
+  fi
+}
 
 # The same server with nothing stored: the process's own RSS (code, runtime, caches),
 # which the "above empty" column takes off.
-empty="$WORK/data-empty"
-mkdir -p "$empty"
+store_for empty
 port=$(free_port)
 (cd "$ROOT" && exec env RUST_LOG=warn BLOOMCAST_LISTEN="127.0.0.1:$port" \
-    BLOOMCAST_DATA_DIR="$empty" BLOOMCAST_INGEST_TOKENS="$TOKEN" \
+    "${STORE_ENV[@]}" BLOOMCAST_INGEST_TOKENS="$TOKEN" \
     taskset -c "$SERVER_CPU" "$BIN" serve) 2>>"$WORK/bloomcast-$port.log" &
 SERVER_PID=$!
 PIDS+=("$SERVER_PID")
@@ -40,14 +66,22 @@ stop_pid "$SERVER_PID"
 
 rows=()
 for n in $SIZES; do
-  data="$WORK/data-$n"
+  store_for "$n"
   log "seeding $n IDs into the current hour"
-  "$EXAMPLES/seed_closed_hour" "$data" "$n" 0 >/dev/null
-  db_mb=$(du -sm "$data" | cut -f1)
+  if [[ -n "$PG" ]]; then
+    schema="${schemas[-1]}"
+    BLOOMCAST_DATABASE_SCHEMA="$schema" "$EXAMPLES/seed_closed_hour" "$PG" "$n" 0 >/dev/null
+    db_mb=$(psql -X -Atq "$PG" -c "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) / 1048576
+      FROM pg_class c JOIN pg_namespace s ON s.oid = c.relnamespace
+      WHERE s.nspname = '$schema' AND c.relkind = 'r'")
+  else
+    "$EXAMPLES/seed_closed_hour" "$WORK/data-$n" "$n" 0 >/dev/null
+    db_mb=$(du -sm "$WORK/data-$n" | cut -f1)
+  fi
   port=$(free_port)
   started=$(date +%s.%N)
   (cd "$ROOT" && exec env RUST_LOG=warn BLOOMCAST_LISTEN="127.0.0.1:$port" \
-      BLOOMCAST_DATA_DIR="$data" BLOOMCAST_INGEST_TOKENS="$TOKEN" \
+      "${STORE_ENV[@]}" BLOOMCAST_INGEST_TOKENS="$TOKEN" \
       taskset -c "$SERVER_CPU" "$BIN" serve) 2>>"$WORK/bloomcast-$port.log" &
   SERVER_PID=$!
   PIDS+=("$SERVER_PID")
@@ -73,7 +107,10 @@ for n in $SIZES; do
   hwm_kb=$(awk '/^VmHWM/ {print $2}' "/proc/$SERVER_PID/status")
   count=$(curl -s "http://127.0.0.1:$port/" | sed -n 's/.*"hours":\[{[^}]*"count":\([0-9]*\).*/\1/p')
   stop_pid "$SERVER_PID"
-  rm -rf "$data"
+  rm -rf "$WORK/data-$n"
+  if [[ -n "$PG" ]]; then
+    PGOPTIONS="-c client_min_messages=warning" psql -X -q "$PG" -c "DROP SCHEMA IF EXISTS $schema CASCADE" >/dev/null
+  fi
   rows+=("$(awk -v n="$n" -v db="$db_mb" -v s="$started" -v o="$port_open" -v l="$loaded" \
       -v rss="$rss_kb" -v settled="$settled_kb" -v hwm="$hwm_kb" -v first="$first_status" -v c="$count" -v e="$empty_kb" 'BEGIN {
     printf "| %\047d | %d | %.2f (%s) | %.1f | %d | %d | %.1f | %.1f | %d | %.1f | %s |", n, db, o - s, first, l - s,
@@ -81,7 +118,7 @@ for n in $SIZES; do
 done
 
 echo
-echo "### Loading a big open hour at start (release build, server pinned to core $SERVER_CPU)"
+echo "### Loading a big open hour at start (release build, ${PG:+cluster mode on PostgreSQL, }server pinned to core $SERVER_CPU)"
 echo
 echo "An empty server's RSS at ${STEADY_SECS} s: $((empty_kb / 1024)) MiB. \"Above empty\" is (RSS at ${STEADY_SECS} s - that) / IDs."
 echo
