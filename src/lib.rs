@@ -24,6 +24,7 @@ pub mod memory;
 pub mod render;
 pub mod server;
 pub mod service;
+pub mod sha256;
 pub mod startup;
 pub mod store;
 pub mod telemetry;
