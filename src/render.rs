@@ -220,24 +220,31 @@ pub fn render_next(
         Repr::Hex => gz::hex_of(&[], &filter.bytes(), &[], before),
         Repr::Bin => None,
     };
-    let (identity, gzip, coding) = match straight {
-        Some((gzip, coding)) => (Bytes::new(), gzip, Some(coding)),
+    // The identity body's SHA-256 where making the body gave it (JSON: `json_with_sha256`).
+    let (identity, gzip, coding, identity_sha256) = match straight {
+        Some((gzip, coding)) => (Bytes::new(), gzip, Some(coding), None),
         None => {
-            let identity = match repr {
-                Repr::Json => Document::json_of(meta.clone(), filter),
-                Repr::Hex => filter.to_hex().into_bytes(),
-                Repr::Bin => filter.to_bytes(),
+            let (identity, sha256) = match repr {
+                Repr::Json => {
+                    let (json, sha256) = Document::json_with_sha256(meta.clone(), filter);
+                    (json, Some(sha256))
+                }
+                Repr::Hex => (filter.to_hex().into_bytes(), None),
+                Repr::Bin => (filter.to_bytes(), None),
             };
             let gzip = match encodings {
                 Encodings::Identity => Vec::new(),
                 Encodings::Both | Encodings::Gzip => gzip(&identity, repr, effort),
             };
             let identity = if gzip_only { Vec::new() } else { identity };
-            (Bytes::from(identity), Bytes::from(gzip), None)
+            (Bytes::from(identity), Bytes::from(gzip), None, sha256)
         }
     };
     // One body names the rendering: the identity, or the gzip body when it is alone.
-    let sha256 = crate::dcz::sha256(if gzip_only { &gzip } else { &identity });
+    let sha256 = match identity_sha256 {
+        Some(sha256) if !gzip_only => sha256,
+        _ => crate::dcz::sha256(if gzip_only { &gzip } else { &identity }),
+    };
     let tag = etag_of(&sha256);
     let etag = format!("\"{tag}{}\"", if gzip_only { "-gz" } else { "" });
     let repr_digest = crate::chain::repr_digest_of(&sha256);

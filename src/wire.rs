@@ -4,6 +4,7 @@
 //! with it, and `docs/PROTOCOL.md` describes exactly this.
 
 use crate::bloom::{Filter, FilterError};
+use crate::sha256::Sha256;
 use serde::{Deserialize, Serialize};
 use std::borrow::Cow;
 
@@ -135,6 +136,22 @@ impl Meta {
     }
 }
 
+/// A document serialized with an empty `filter`, split where its hex goes: the text up to
+/// and including the opening quote, and the rest from the closing one.
+fn split_at_filter(mut shell: Vec<u8>) -> (Vec<u8>, Vec<u8>) {
+    const EMPTY: &[u8] = br#""filter":"""#;
+    // The only key `filter`; a string value holding those bytes would have its quotes
+    // escaped, so this is the field itself.
+    let at = shell
+        .windows(EMPTY.len())
+        .position(|w| w == EMPTY)
+        .expect("a document has a filter field")
+        + EMPTY.len()
+        - 1;
+    let after = shell.split_off(at);
+    (shell, after)
+}
+
 impl Document {
     pub fn new(meta: Meta, filter: &Filter) -> Document {
         let bytes = filter.bytes();
@@ -142,6 +159,11 @@ impl Document {
     }
 
     fn with_hex(meta: Meta, filter: &Filter, bytes: &[u8], hex: String) -> Document {
+        let digest = crate::chain::hex(&crate::chain::digest(bytes));
+        Document::with_digest(meta, filter, hex, digest)
+    }
+
+    fn with_digest(meta: Meta, filter: &Filter, hex: String, digest: String) -> Document {
         Document {
             hour: meta.hour,
             from: meta.from,
@@ -153,7 +175,7 @@ impl Document {
             hash: filter.hash().name().to_owned(),
             fpp: filter.fpp(),
             filter: hex,
-            digest: Some(crate::chain::hex(&crate::chain::digest(bytes))),
+            digest: Some(digest),
         }
     }
 
@@ -184,19 +206,39 @@ impl Document {
     /// filter's bytes (whose hex goes in between), and the text after it; for a body
     /// that is made from them without the hex ever written out (its gzip form).
     pub fn json_parts(meta: Meta, filter: &Filter) -> (Vec<u8>, Cow<'_, [u8]>, Vec<u8>) {
-        const EMPTY: &[u8] = br#""filter":"""#;
         let bytes = filter.bytes();
-        let mut shell = Document::with_hex(meta, filter, &bytes, String::new()).to_json();
-        // The only key `filter`; a string value holding those bytes would have its
-        // quotes escaped, so this is the field itself.
-        let at = shell
-            .windows(EMPTY.len())
-            .position(|w| w == EMPTY)
-            .expect("a document has a filter field")
-            + EMPTY.len()
-            - 1;
-        let after = shell.split_off(at);
-        (shell, bytes, after)
+        let shell = Document::with_hex(meta, filter, &bytes, String::new()).to_json();
+        let (before, after) = split_at_filter(shell);
+        (before, bytes, after)
+    }
+
+    /// [`Document::json_of`] and the SHA-256 of its bytes. The document's `digest` (of
+    /// the filter's bytes) comes after the hex, so it is hashed in step with the text
+    /// before it (`sha256::update_both`), and the text after it is hashed last: the two
+    /// hashes of a large filter's JSON take about the time of the longer one.
+    pub fn json_with_sha256(meta: Meta, filter: &Filter) -> (Vec<u8>, [u8; 32]) {
+        const DIGEST: &[u8] = br#""digest":""#;
+        let bytes = filter.bytes();
+        // The same text with a stand-in digest of the same length, replaced once known.
+        let stand_in = "0".repeat(64);
+        let shell = Document::with_digest(meta, filter, String::new(), stand_in).to_json();
+        let (before, mut after) = split_at_filter(shell);
+        let mut out = Vec::with_capacity(before.len() + bytes.len() * 2 + after.len());
+        out.extend_from_slice(&before);
+        crate::bloom::hex_into(&bytes, &mut out);
+        let (mut of_bytes, mut of_body) = (Sha256::new(), Sha256::new());
+        crate::sha256::update_both(&mut of_bytes, &bytes, &mut of_body, &out);
+        // `digest` is the last field; a string value holding these bytes would have its
+        // quotes escaped.
+        let at = after
+            .windows(DIGEST.len())
+            .rposition(|w| w == DIGEST)
+            .expect("a document has a digest field")
+            + DIGEST.len();
+        after[at..at + 64].copy_from_slice(crate::chain::hex(&of_bytes.finish()).as_bytes());
+        of_body.update(&after);
+        out.extend_from_slice(&after);
+        (out, of_body.finish())
     }
 
     /// Parses and validates a JSON document.
@@ -314,6 +356,27 @@ mod tests {
         let json = Document::json_of(tricky.clone(), &f);
         assert_eq!(json, Document::new(tricky, &f).to_json());
         assert_eq!(Document::parse(&json).unwrap().1, f);
+    }
+
+    #[test]
+    fn json_with_sha256_is_json_of_and_its_sha256() {
+        use sha2::Digest as _;
+        let (_, small) = sample();
+        let mut large = Filter::with_capacity(20_000, 0.01).unwrap();
+        for i in 0..20_000 {
+            large.insert(&format!("id-{i}"));
+        }
+        // Values holding the digest's key are escaped, so the stand-in is found, not them.
+        let tricky = Meta::range(r#""digest":""#.into(), r#""filter":"""#.into(), false, 3);
+        for f in [&small, &large] {
+            for meta in [sample().0, tricky.clone()] {
+                let (json, sha) = Document::json_with_sha256(meta.clone(), f);
+                assert_eq!(json, Document::json_of(meta, f));
+                assert_eq!(sha, <[u8; 32]>::from(sha2::Sha256::digest(&json)));
+                let (_, parsed) = Document::parse(&json).unwrap();
+                assert_eq!(&parsed, f);
+            }
+        }
     }
 
     fn sample() -> (Meta, Filter) {
