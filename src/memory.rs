@@ -61,8 +61,8 @@ pub fn release_freed() {
 /// back inside a huge page's 2 MiB then do not stay handed back: the kernel's
 /// `khugepaged` collapses any such range with a single page in use back into a whole
 /// huge page (its default `max_ptes_none` is 511 of 512). Measured with an open hour of
-/// 1M keys: RSS fell to 40.8 MiB at the release after the load, then climbed back to
-/// 46.0 MiB within 45 s; with huge pages off it stays at 27–28 MiB (docs/BENCHMARKS.md,
+/// 1M keys: RSS fell to 39.8 MiB at the release after the load, then climbed back to
+/// 44.9 MiB within 45 s; with huge pages off it stays at 27 MiB (docs/BENCHMARKS.md,
 /// "Issue 11, ninth pass"). What this costs is the huge pages' TLB reach for random
 /// access to large filters, which the union benches run without anyway (the system
 /// allocator gets no huge pages unless asked).
