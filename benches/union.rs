@@ -28,8 +28,9 @@
 //!   as the server renders each new version; `deflate_fast_json`: flate2's fastest
 //!   gzip of that document alone, what its gzip body cost before `render::gz::hex`.
 //!
-//! The bench runs on the server's allocator (mimalloc, as `src/main.rs`): a filter's
-//! memory then sits on transparent huge pages as a served union's does.
+//! The bench runs on the server's allocator (mimalloc, built as `src/main.rs` has it,
+//! without transparent huge pages: `src/memory.rs`), so a filter's memory is paged as a
+//! served union's is.
 //!
 //! Times are CPU time of the benchmarking thread (Linux `schedstat`), not wall clock:
 //! the machine is shared, and a union's cost to the server is CPU. Elsewhere they
@@ -49,9 +50,8 @@ use std::io::Write;
 use std::time::{Duration, Instant};
 
 /// The server's allocator (src/main.rs), so a union's filter gets the memory a served
-/// union gets: mimalloc backs its arena with transparent huge pages, where the system
-/// allocator's fresh mappings are 4 KiB pages, one TLB miss after another across a
-/// 10 MB filter.
+/// union gets: mimalloc's arena, on 4 KiB pages as the server has it (its `no_thp`
+/// feature, src/memory.rs).
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
