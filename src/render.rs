@@ -220,15 +220,17 @@ pub fn render_next(
         Repr::Hex => gz::hex_of(&[], &filter.bytes(), &[], before),
         Repr::Bin => None,
     };
-    // The identity body's SHA-256 where making the body gave it (JSON: `json_with_sha256`).
-    let (identity, gzip, coding, identity_sha256) = match straight {
+    // The SHA-256 of the body that names the rendering, where making it gave it: the
+    // JSON identity body's, hashed with its `digest` (`json_with_sha256`).
+    let (identity, gzip, coding, named_sha256) = match straight {
         Some((gzip, coding)) => (Bytes::new(), gzip, Some(coding), None),
         None => {
             let (identity, sha256) = match repr {
-                Repr::Json => {
+                Repr::Json if !gzip_only => {
                     let (json, sha256) = Document::json_with_sha256(meta.clone(), filter);
                     (json, Some(sha256))
                 }
+                Repr::Json => (Document::json_of(meta.clone(), filter), None),
                 Repr::Hex => (filter.to_hex().into_bytes(), None),
                 Repr::Bin => (filter.to_bytes(), None),
             };
@@ -241,10 +243,8 @@ pub fn render_next(
         }
     };
     // One body names the rendering: the identity, or the gzip body when it is alone.
-    let sha256 = match identity_sha256 {
-        Some(sha256) if !gzip_only => sha256,
-        _ => crate::dcz::sha256(if gzip_only { &gzip } else { &identity }),
-    };
+    let sha256 = named_sha256
+        .unwrap_or_else(|| crate::dcz::sha256(if gzip_only { &gzip } else { &identity }));
     let tag = etag_of(&sha256);
     let etag = format!("\"{tag}{}\"", if gzip_only { "-gz" } else { "" });
     let repr_digest = crate::chain::repr_digest_of(&sha256);
