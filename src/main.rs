@@ -56,6 +56,9 @@ fn main() -> ExitCode {
         Command::Serve => bloomcast::telemetry::init(),
         _ => bloomcast::telemetry::init_cli(),
     }
+    if !huge_pages_off && cfg!(target_os = "linux") && matches!(cli.command, Command::Serve) {
+        tracing::warn!("cannot turn transparent huge pages off; memory the server frees may come back (src/memory.rs)");
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -66,17 +69,12 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    runtime.block_on(run(cli, huge_pages_off))
+    runtime.block_on(run(cli))
 }
 
-async fn run(cli: Cli, huge_pages_off: bool) -> ExitCode {
+async fn run(cli: Cli) -> ExitCode {
     match cli.command {
-        Command::Serve => {
-            if !huge_pages_off && cfg!(target_os = "linux") {
-                tracing::warn!("cannot turn transparent huge pages off; memory the server frees may come back (src/memory.rs)");
-            }
-            serve().await
-        }
+        Command::Serve => serve().await,
         Command::Check(args) => finish(args.run().await),
         Command::History(args) => finish(args.run().await),
         Command::Ingest(args) => finish(args.run().await),

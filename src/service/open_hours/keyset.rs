@@ -149,21 +149,13 @@ impl CompactKeys {
             placed[*slot] = key;
             *slot += 1;
         }
-        // Each old shard is `split` new ones: its run's keys, in order, by their next bits.
+        // Each old shard becomes 2^split new ones (itself when none split): its run's
+        // keys, in order, by their next bits, each merged with its part of the tail.
         let split = bits - self.shard_bits;
         let mut old = std::mem::take(&mut self.runs).into_iter();
         let mut runs = Vec::with_capacity(shards);
         for old_shard in 0..1usize << self.shard_bits {
-            let mut run = old.next().unwrap_or_default();
-            if split == 0 {
-                let add = &mut placed[bounds[old_shard]..bounds[old_shard + 1]];
-                if !add.is_empty() {
-                    add.sort_unstable();
-                    merge_into(&mut run, add);
-                }
-                runs.push(run);
-                continue;
-            }
+            let run = old.next().unwrap_or_default();
             let mut rest = &run[..];
             for shard in old_shard << split..(old_shard + 1) << split {
                 let (mine, after) =
@@ -194,12 +186,6 @@ fn shard_of(key: u64, bits: u32) -> usize {
         0 => 0,
         b => (key >> (64 - b)) as usize,
     }
-}
-
-/// Merges `add` (sorted, none in `run`) into the sorted `run`, in one pass into an
-/// allocation of exactly the merged length.
-fn merge_into(run: &mut Vec<u64>, add: &[u64]) {
-    *run = merged(run, add);
 }
 
 /// The sorted union of two sorted slices with no key in common, in an allocation of
@@ -330,11 +316,10 @@ mod tests {
     }
 
     #[test]
-    fn merge_into_keeps_the_run_sorted() {
-        let mut run = vec![2, 4, 6];
-        merge_into(&mut run, &[1, 5, 7]);
+    fn merged_keeps_the_run_sorted() {
+        let run = merged(&[2, 4, 6], &[1, 5, 7]);
         assert_eq!(run, [1, 2, 4, 5, 6, 7]);
-        merge_into(&mut run, &[0]);
+        let run = merged(&run, &[0]);
         assert_eq!(run[0], 0);
     }
 
