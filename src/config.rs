@@ -165,6 +165,13 @@ settings! {
     /// Shifts the server's clock by this many seconds, signed (testing only, e.g. to cross
     /// an hour boundary on purpose; a warning is logged when set).
     clock_offset_seconds: i64 = 0,
+    /// Seconds the wall clock may run ahead of the time measured on the monotonic clock
+    /// since it was last trusted; a step further ahead is a jump, not followed (nothing is
+    /// opened or pruned by it) until it is corrected or confirmed.
+    clock_jump_tolerance_seconds: u64 = 300,
+    /// Seconds of monotonic time a forward clock jump must hold (by the same offset)
+    /// before the service follows it.
+    clock_jump_confirm_seconds: u64 = 7200,
     /// Log one line per request at info level (remote address, method, path, status,
     /// bytes, duration). Off by default: it costs a little on every request.
     access_log: bool = false,

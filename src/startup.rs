@@ -99,6 +99,8 @@ impl Application {
             refresh: Duration::from_millis(settings.refresh_ms),
             max_hour_ids: settings.max_hour_ids,
             union_builds: settings.union_builds,
+            clock_jump_tolerance: Duration::from_secs(settings.clock_jump_tolerance_seconds),
+            clock_jump_confirm: Duration::from_secs(settings.clock_jump_confirm_seconds),
             signer: signing::signer(&settings)?,
         };
         let service = Arc::new(Service::new(store, clock, tuning).await?);

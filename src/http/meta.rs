@@ -117,6 +117,7 @@ pub async fn healthz(State(state): State<AppState>) -> impl IntoResponse {
 pub async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
     let service = &state.service;
     let mut text = state.metrics.render(service.current_count());
+    let jump = service.clock_jump();
     // Kept by the service (it finds them); a sealed filter rebuilt from intact keys counts too.
     let _ = write!(
         text,
@@ -131,9 +132,23 @@ pub async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
          # TYPE bloomcast_corrupt_found_total counter
 \
          bloomcast_corrupt_found_total {}
+\
+         # HELP bloomcast_clock_ahead_seconds How far the wall clock is ahead of the time the service runs on (a forward jump not yet corrected or confirmed).
+\
+         # TYPE bloomcast_clock_ahead_seconds gauge
+\
+         bloomcast_clock_ahead_seconds {}
+\
+         # HELP bloomcast_clock_jumps_total Forward wall-clock jumps seen (beyond clock_jump_tolerance_seconds).
+\
+         # TYPE bloomcast_clock_jumps_total counter
+\
+         bloomcast_clock_jumps_total {}
 ",
         service.clock_behind_seconds(),
         service.corrupt_found(),
+        jump.ahead_seconds,
+        jump.jumps,
     );
     // What union work has cost, by step (as `/stats` has it): two counter families.
     let work = service.union_work();

@@ -52,7 +52,8 @@ pub enum HealthStatus {
     Unavailable,
     /// The open hour is still being loaded after a start.
     Loading,
-    /// Serving, but some hours failed verification and answer 500 `corrupt`.
+    /// Serving, but some hours failed verification and answer 500 `corrupt`, or the
+    /// wall clock jumped ahead and is not followed.
     Degraded,
     Ok,
 }
@@ -65,6 +66,9 @@ pub struct HealthReport {
     pub reason: Option<String>,
     pub current_hour: String,
     pub clock_behind_seconds: i64,
+    /// How far the wall clock is ahead of the time the service runs on: non-zero while a
+    /// forward jump is neither corrected nor confirmed (see `clock_jump_confirm_seconds`).
+    pub clock_ahead_seconds: i64,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub corrupt_hours: Vec<String>,
 }
@@ -135,6 +139,7 @@ impl Service {
             .map(|h| h.rfc3339())
             .collect();
         let write_failure = lock(&self.health.write_failure).clone();
+        let jump = self.clock_jump();
         let (status, reason) = if let Some(why) = write_failure {
             (HealthStatus::Unavailable, Some(why))
         } else if !self.is_loaded() {
@@ -147,6 +152,17 @@ impl Service {
                 HealthStatus::Degraded,
                 Some("some hours failed verification and are not served".to_owned()),
             )
+        } else if jump.ahead_seconds > 0 {
+            (
+                HealthStatus::Degraded,
+                Some(format!(
+                    "the wall clock jumped {} s ahead; the service runs on the time measured \
+                     since and follows the clock once it is corrected, or after it holds for \
+                     {} s more",
+                    jump.ahead_seconds,
+                    jump.confirm_in_seconds.unwrap_or(0)
+                )),
+            )
         } else {
             (HealthStatus::Ok, None)
         };
@@ -155,6 +171,7 @@ impl Service {
             reason,
             current_hour: self.current_hour().rfc3339(),
             clock_behind_seconds: self.clock_behind_seconds(),
+            clock_ahead_seconds: jump.ahead_seconds,
             corrupt_hours: corrupt,
         }
     }

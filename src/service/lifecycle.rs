@@ -228,14 +228,15 @@ impl Service {
             }
             hour = hour.next();
         }
-        if earliest > self.genesis {
-            let pruned = self.store.prune_before(earliest).await;
+        let horizon = self.prune_horizon(now);
+        if horizon > self.genesis {
+            let pruned = self.store.prune_before(horizon).await;
             let pruned = self.note_write(pruned)?;
             if pruned > 0 {
-                tracing::info!(pruned, before = %earliest, "pruned hours past retention");
+                tracing::info!(pruned, before = %horizon, "pruned hours past retention");
             }
-            self.cache.forget_before(earliest.index());
-            self.sealer.forget_retries_before(earliest);
+            self.cache.forget_before(horizon.index());
+            self.sealer.forget_retries_before(horizon);
         }
         if let Some(e) = failed {
             return Err(e);

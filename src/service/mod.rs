@@ -61,7 +61,7 @@ pub use health::{HealthReport, HealthStatus};
 pub use history::History;
 
 use crate::bloom::{FilterError, Key};
-use crate::clock::Clock;
+use crate::clock::{Clock, GuardedClock, JumpGuard, JumpState};
 use crate::hour::{Day, Hour};
 use crate::render::Rendered;
 use crate::store::{Store, StoreError};
@@ -118,6 +118,11 @@ pub struct Tuning {
     pub max_hour_ids: u64,
     /// Union builds of different ranges at once; more are refused (503 busy).
     pub union_builds: usize,
+    /// How far the wall clock may run ahead of the monotonic clock before it is a jump
+    /// (see [`crate::clock::JumpGuard`]).
+    pub clock_jump_tolerance: Duration,
+    /// How long a forward jump must hold before it is followed.
+    pub clock_jump_confirm: Duration,
     /// The key that signs each sealed hour's chain link; `None` publishes unsigned.
     pub signer: Option<crate::chain::Signer>,
 }
@@ -165,7 +170,13 @@ pub struct HourSummary {
 
 pub struct Service {
     store: Arc<dyn Store>,
-    clock: Arc<dyn Clock>,
+    /// The clock held to its monotonic reading: forward jumps are not followed until
+    /// confirmed, so no clock reading alone opens or prunes an hour.
+    clock: GuardedClock<dyn Clock>,
+    /// The high-water mark when the service started and the monotonic reading then:
+    /// retention prunes no further than this mark plus the time measured since (see
+    /// [`Service::prune_horizon`]).
+    started: (Hour, Duration),
     tuning: Tuning,
     genesis: Hour,
     /// The newest hour the store has opened (an hour index): the current hour never goes
@@ -198,7 +209,11 @@ impl Service {
         let marks = store.marks().await?;
         let tuning_history_budget = tuning.cache_bytes;
         let unions = unions::Unions::new(tuning.union_builds, tuning.cache_bytes);
+        let guard = JumpGuard::new(tuning.clock_jump_tolerance, tuning.clock_jump_confirm);
+        let started = (marks.high_water, clock.monotonic());
+        let clock = GuardedClock::new(clock, guard);
         let service = Service {
+            started,
             cache: RenderCache::new(tuning.cache_bytes),
             open: OpenHours::new(tuning.capacity, tuning.target_fpp),
             store,
@@ -244,6 +259,25 @@ impl Service {
 
     pub fn now(&self) -> DateTime<Utc> {
         self.clock.now()
+    }
+
+    /// What the clock's jump guard says now: how far the wall clock is ahead of the
+    /// time the service runs on, and the jumps seen.
+    pub fn clock_jump(&self) -> JumpState {
+        self.clock.jump_state()
+    }
+
+    /// The hour before which retention may prune: the retention horizon of `now`, but
+    /// never past the horizon of the high-water mark at start plus the whole hours
+    /// measured on the monotonic clock since (and one hour of slack). A clock read once
+    /// far ahead (a jump, or a start on a stepped clock) prunes nothing; after a long
+    /// stop, pruning catches up at the pace of real time, keeping old hours longer,
+    /// never shorter, than retention.
+    pub(super) fn prune_horizon(&self, now: Hour) -> Hour {
+        let (at_start, mono) = self.started;
+        let passed = self.clock.monotonic().saturating_sub(mono).as_secs() / 3600;
+        let bound = Hour::from_index(at_start.index().saturating_add(passed as i64 + 1));
+        self.earliest(now.min(bound))
     }
 
     /// How far the clock is behind the start of the current hour (0 when it is not):

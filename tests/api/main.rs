@@ -2,6 +2,7 @@
 
 mod caching;
 mod chain;
+mod clock_jumps;
 mod compact;
 mod compact_unions;
 mod corruption;
