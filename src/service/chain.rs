@@ -82,7 +82,10 @@ impl Service {
     }
 
     /// The chain's response headers of a sealed hour whose `.bin` bytes have `digest`:
-    /// empty when the hour has no link, or (logged) when its link is of other bytes.
+    /// empty when the hour has no link (or its link row fails verification).
+    ///
+    /// # Errors
+    /// [`StoreError::Corrupt`] (recorded) when the hour's link covers other bytes.
     pub(super) async fn chain_headers(
         &self,
         hour: Hour,
@@ -99,8 +102,16 @@ impl Service {
             Err(e) => return Err(e),
         };
         if &signed.link.digest != digest {
-            tracing::error!(%hour, "the filter served differs from the one the hour chain covers; serving it unsigned");
-            return Ok(Vec::new());
+            // The chain is the record of what was sealed: bytes it does not cover (a seal
+            // rebuilt from what is left of a damaged hour) are never served as the hour.
+            let e = StoreError::Corrupt(format!(
+                "the filter of hour {hour} rebuilt from its keys is not the one its chain link \
+                 covers (digest {}, link {}): its stored keys are not all there",
+                chain::hex(digest),
+                chain::hex(&signed.link.digest)
+            ));
+            self.note_corrupt(hour, &e);
+            return Err(e.into());
         }
         let mut out = vec![(chain::HEADER_PREV, chain::hex(&signed.link.prev))];
         if let Some(sig) = signed.signature {

@@ -13,8 +13,8 @@
 
 use super::{
     batch_checksum, check_count, distinct, filter_checksum, keys_to_blob, sealed_keys_checksum,
-    verify_batch, verify_sealed_keys, ChainLink, KeysPage, Linking, Marks, Result, SealedHour,
-    SealedRow, Sealing, Store, StoreError,
+    verify_batch, verify_sealed_keys, ChainLink, HourRecord, KeysPage, Linking, Marks, Result,
+    SealedHour, SealedRow, Sealing, Store, StoreError,
 };
 use crate::bloom::{Key, SHA1_KM32};
 use crate::hour::Hour;
@@ -167,6 +167,48 @@ impl PgStore {
     fn sql(&self, template: &str) -> String {
         template.replace("{s}", &self.schema)
     }
+
+    /// What the store records of `hour` besides its rows (see [`HourRecord`]), read in
+    /// the caller's snapshot.
+    async fn record(
+        &self,
+        tx: &deadpool_postgres::Transaction<'_>,
+        hour: Hour,
+    ) -> Result<HourRecord> {
+        let sql = self.sql(
+            "SELECT (SELECT sum(batches)::bigint FROM {s}.batch_counts WHERE hour = $1),
+                    (SELECT value FROM {s}.meta WHERE name = 'pruned_before'),
+                    c.digest, c.prev, c.header, c.checksum
+             FROM (SELECT 1) AS one LEFT JOIN {s}.chain c ON c.hour = $1",
+        );
+        let stmt = tx.prepare_cached(&sql).await.map_err(pg_error)?;
+        let row = tx
+            .query_one(&stmt, &[&hour.index()])
+            .await
+            .map_err(pg_error)?;
+        let link = row
+            .get::<_, Option<&[u8]>>(2)
+            .map(|digest| ChainLink::verify_row(hour, digest, row.get(3), row.get(4), row.get(5)));
+        Ok(HourRecord {
+            link,
+            batches: row.get(0),
+            pruned_before: row.get::<_, Option<i64>>(1).map(Hour::from_index),
+        })
+    }
+}
+
+/// A read-only transaction with one snapshot for all its statements, so rows and the
+/// records they are checked against are read as of one moment.
+async fn snapshot(
+    client: &mut deadpool_postgres::Object,
+) -> Result<deadpool_postgres::Transaction<'_>> {
+    client
+        .build_transaction()
+        .isolation_level(tokio_postgres::IsolationLevel::RepeatableRead)
+        .read_only(true)
+        .start()
+        .await
+        .map_err(pg_error)
 }
 
 #[async_trait]
@@ -202,11 +244,19 @@ impl Store for PgStore {
     /// and the insert retried, guarded the same way.
     async fn append(&self, hour: Hour, keys: &[Key]) -> Result<Hour> {
         let client = self.client().await?;
+        // The batch and its record in one statement (one transaction).
         let insert = self.sql(
-            "INSERT INTO {s}.batches (hour, keys, checksum)
-             SELECT $1::bigint, $2, $3 FROM {s}.meta m
-             WHERE m.name = 'closed_through' AND m.value < $1::bigint FOR SHARE OF m
-             RETURNING hour",
+            "WITH b AS (
+                 INSERT INTO {s}.batches (hour, keys, checksum)
+                 SELECT $1::bigint, $2, $3 FROM {s}.meta m
+                 WHERE m.name = 'closed_through' AND m.value < $1::bigint FOR SHARE OF m
+                 RETURNING hour),
+             c AS (
+                 INSERT INTO {s}.batch_counts (hour, slot, batches)
+                 SELECT hour, floor(random() * 16)::smallint, 1 FROM b
+                 ON CONFLICT (hour, slot)
+                 DO UPDATE SET batches = {s}.batch_counts.batches + 1)
+             SELECT hour FROM b",
         );
         let insert = client.prepare_cached(&insert).await.map_err(pg_error)?;
         let closed = self.sql("SELECT value FROM {s}.meta WHERE name = 'closed_through'");
@@ -245,8 +295,13 @@ impl Store for PgStore {
     /// The cursor is the oldest transaction still running when the page was read:
     /// every row of an older transaction was visible then, so the next page starts at
     /// it and can miss nothing that commits late.
+    ///
+    /// From the start of the hour (`cursor` 0), the batches read are checked against the
+    /// hour's record in the same snapshot.
     async fn keys_after(&self, hour: Hour, cursor: i64) -> Result<KeysPage> {
-        let client = self.client().await?;
+        let mut client = self.client().await?;
+        let tx = snapshot(&mut client).await?;
+        let client = &tx;
         let sql = self.sql(
             "SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint, b.seq, b.keys,
                     b.checksum
@@ -262,17 +317,24 @@ impl Store for PgStore {
             keys: Vec::new(),
             cursor,
         };
+        let mut read = 0;
         for row in rows {
             page.cursor = row.get(0);
             if let Some(seq) = row.get::<_, Option<i64>>(1) {
                 verify_batch(hour, seq, row.get(2), row.get(3), &mut page.keys)?;
+                read += 1;
             }
+        }
+        if cursor == 0 {
+            self.record(&tx, hour).await?.check_batches(hour, read)?;
         }
         Ok(page)
     }
 
     async fn keys(&self, hour: Hour) -> Result<Vec<Key>> {
-        let client = self.client().await?;
+        let mut client = self.client().await?;
+        let tx = snapshot(&mut client).await?;
+        let client = &tx;
         // One statement, one snapshot: either the sealed keys or the batches, never a
         // moment between a seal's insert and its delete.
         let sql = self.sql(
@@ -291,6 +353,9 @@ impl Store for PgStore {
         for row in &rows {
             verify_batch(hour, row.get(1), row.get(2), row.get(3), &mut keys)?;
         }
+        self.record(&tx, hour)
+            .await?
+            .check_batches(hour, rows.len())?;
         Ok(distinct(keys))
     }
 
@@ -325,18 +390,24 @@ impl Store for PgStore {
             )
             .await
             .map_err(pg_error)?;
-        tx.execute(
-            &self.sql("DELETE FROM {s}.batches WHERE hour = $1"),
-            &[&sealed.hour.index()],
-        )
-        .await
-        .map_err(pg_error)?;
+        for table in ["batches", "batch_counts"] {
+            tx.execute(
+                &self.sql(&format!("DELETE FROM {{s}}.{table} WHERE hour = $1")),
+                &[&sealed.hour.index()],
+            )
+            .await
+            .map_err(pg_error)?;
+        }
         tx.commit().await.map_err(pg_error)?;
         Ok(Sealing::of_rows_inserted(inserted as u64))
     }
 
+    /// The sealed row, verified and cross-checked against the hour's record in the same
+    /// snapshot.
     async fn sealed(&self, hour: Hour) -> Result<Option<SealedHour>> {
-        let client = self.client().await?;
+        let mut client = self.client().await?;
+        let tx = snapshot(&mut client).await?;
+        let client = &tx;
         let sql = self.sql(
             "SELECT count, m, k, filter, octet_length(keys)::bigint, checksum
              FROM {s}.hours WHERE hour = $1",
@@ -346,19 +417,21 @@ impl Store for PgStore {
             .query_opt(&stmt, &[&hour.index()])
             .await
             .map_err(pg_error)?;
-        row.map(|r| {
-            SealedRow {
-                hour,
-                count: r.get(0),
-                m: r.get::<_, i32>(1).into(),
-                k: r.get::<_, i32>(2).into(),
-                filter: r.get(3),
-                key_bytes: r.get(4),
-                checksum: r.get(5),
-            }
-            .verify()
-        })
-        .transpose()
+        let sealed = row
+            .map(|r| {
+                SealedRow {
+                    hour,
+                    count: r.get(0),
+                    m: r.get::<_, i32>(1).into(),
+                    k: r.get::<_, i32>(2).into(),
+                    filter: r.get(3),
+                    key_bytes: r.get(4),
+                    checksum: r.get(5),
+                }
+                .verify()
+            })
+            .transpose()?;
+        self.record(&tx, hour).await?.check_sealed(hour, sealed)
     }
 
     async fn last_sealed(&self) -> Result<Option<Hour>> {
@@ -413,12 +486,16 @@ impl Store for PgStore {
             )
             .await
             .map_err(pg_error)?;
-        tx.execute(
-            &self.sql("DELETE FROM {s}.batches WHERE hour < $1"),
-            &[&hour.index()],
-        )
-        .await
-        .map_err(pg_error)?;
+        for sql in [
+            "DELETE FROM {s}.batches WHERE hour < $1",
+            "DELETE FROM {s}.batch_counts WHERE hour < $1",
+            "INSERT INTO {s}.meta (name, value) VALUES ('pruned_before', $1)
+             ON CONFLICT (name) DO UPDATE SET value = GREATEST({s}.meta.value, excluded.value)",
+        ] {
+            tx.execute(&self.sql(sql), &[&hour.index()])
+                .await
+                .map_err(pg_error)?;
+        }
         tx.commit().await.map_err(pg_error)?;
         Ok(gone)
     }

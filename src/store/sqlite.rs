@@ -6,8 +6,8 @@
 
 use super::{
     batch_checksum, check_count, distinct, filter_checksum, keys_to_blob, sealed_keys_checksum,
-    verify_batch, verify_sealed_keys, ChainLink, KeysPage, Linking, Marks, Result, SealedHour,
-    SealedRow, Sealing, Store, StoreError,
+    verify_batch, verify_sealed_keys, ChainLink, HourRecord, KeysPage, Linking, Marks, Result,
+    SealedHour, SealedRow, Sealing, Store, StoreError,
 };
 use crate::bloom::Key;
 use crate::hour::Hour;
@@ -256,48 +256,41 @@ impl Store for SqliteStore {
         self.command(|reply| Command::Close { hour, reply }).await
     }
 
+    /// From the start of the hour (`cursor` 0), the batches read are checked against the
+    /// hour's record, in the same snapshot.
     async fn keys_after(&self, hour: Hour, cursor: i64) -> Result<KeysPage> {
         self.read(move |conn| {
-            let mut stmt = conn
-                .prepare_cached(
-                    "SELECT seq, keys, checksum FROM batches
-                     WHERE hour = ?1 AND seq > ?2 ORDER BY seq",
-                )
-                .map_err(sql_error)?;
-            let mut rows = stmt
-                .query(params![hour.index(), cursor])
-                .map_err(sql_error)?;
-            let mut page = KeysPage {
-                keys: Vec::new(),
-                cursor,
-            };
-            while let Some(row) = rows.next().map_err(sql_error)? {
-                page.cursor = row.get(0).map_err(sql_error)?;
-                let blob: Vec<u8> = row.get(1).map_err(sql_error)?;
-                let checksum: i64 = row.get(2).map_err(sql_error)?;
-                verify_batch(hour, page.cursor, &blob, Some(checksum), &mut page.keys)?;
+            let tx = conn.unchecked_transaction().map_err(sql_error)?;
+            let (page, batches) = batches_after(&tx, hour, cursor)?;
+            if cursor == 0 {
+                record(&tx, hour)?.check_batches(hour, batches)?;
             }
             Ok(page)
         })
         .await
     }
 
+    /// The sealed keys, or else the batches, checked against the hour's record in the
+    /// same snapshot.
     async fn keys(&self, hour: Hour) -> Result<Vec<Key>> {
-        let sealed = self
-            .read(move |conn| {
-                conn.query_row(
+        self.read(move |conn| {
+            let tx = conn.unchecked_transaction().map_err(sql_error)?;
+            let sealed = tx
+                .query_row(
                     "SELECT count, keys, keys_checksum FROM hours WHERE hour = ?1",
                     [hour.index()],
                     |r| Ok((r.get::<_, i64>(0)?, r.get::<_, Vec<u8>>(1)?, r.get(2)?)),
                 )
                 .optional()
-                .map_err(sql_error)
-            })
-            .await?;
-        match sealed {
-            Some((count, blob, checksum)) => verify_sealed_keys(hour, count, &blob, Some(checksum)),
-            None => Ok(distinct(self.keys_after(hour, 0).await?.keys)),
-        }
+                .map_err(sql_error)?;
+            if let Some((count, blob, checksum)) = sealed {
+                return verify_sealed_keys(hour, count, &blob, Some(checksum));
+            }
+            let (page, batches) = batches_after(&tx, hour, 0)?;
+            record(&tx, hour)?.check_batches(hour, batches)?;
+            Ok(distinct(page.keys))
+        })
+        .await
     }
 
     async fn seal(&self, sealed: &SealedHour, keys: &[Key]) -> Result<Sealing> {
@@ -316,10 +309,13 @@ impl Store for SqliteStore {
         .await
     }
 
+    /// The sealed row, verified and cross-checked against the hour's record in the same
+    /// snapshot.
     async fn sealed(&self, hour: Hour) -> Result<Option<SealedHour>> {
-        let row = self
-            .read(move |conn| {
-                conn.query_row(
+        self.read(move |conn| {
+            let tx = conn.unchecked_transaction().map_err(sql_error)?;
+            let row = tx
+                .query_row(
                     "SELECT count, m, k, filter, length(keys), checksum FROM hours WHERE hour = ?1",
                     [hour.index()],
                     |r| {
@@ -335,10 +331,11 @@ impl Store for SqliteStore {
                     },
                 )
                 .optional()
-                .map_err(sql_error)
-            })
-            .await?;
-        row.map(SealedRow::verify).transpose()
+                .map_err(sql_error)?;
+            let sealed = row.map(SealedRow::verify).transpose()?;
+            record(&tx, hour)?.check_sealed(hour, sealed)
+        })
+        .await
     }
 
     async fn last_sealed(&self) -> Result<Option<Hour>> {
@@ -400,6 +397,68 @@ impl Store for SqliteStore {
     async fn ping(&self) -> Result<()> {
         self.command(|reply| Command::Heartbeat { reply }).await
     }
+}
+
+/// Key batches of `hour` after `cursor`, verified, and how many were read.
+fn batches_after(conn: &Connection, hour: Hour, cursor: i64) -> Result<(KeysPage, usize)> {
+    let mut stmt = conn
+        .prepare_cached(
+            "SELECT seq, keys, checksum FROM batches
+             WHERE hour = ?1 AND seq > ?2 ORDER BY seq",
+        )
+        .map_err(sql_error)?;
+    let mut rows = stmt
+        .query(params![hour.index(), cursor])
+        .map_err(sql_error)?;
+    let mut page = KeysPage {
+        keys: Vec::new(),
+        cursor,
+    };
+    let mut read = 0;
+    while let Some(row) = rows.next().map_err(sql_error)? {
+        page.cursor = row.get(0).map_err(sql_error)?;
+        let blob: Vec<u8> = row.get(1).map_err(sql_error)?;
+        let checksum: i64 = row.get(2).map_err(sql_error)?;
+        verify_batch(hour, page.cursor, &blob, Some(checksum), &mut page.keys)?;
+        read += 1;
+    }
+    Ok((page, read))
+}
+
+/// What the store records of `hour` besides its rows (see [`HourRecord`]).
+fn record(conn: &Connection, hour: Hour) -> Result<HourRecord> {
+    let (batches, pruned, link) = conn
+        .query_row(
+            "SELECT (SELECT batches FROM batch_counts WHERE hour = ?1),
+                    (SELECT value FROM meta WHERE name = 'pruned_before'),
+                    c.digest, c.prev, c.header, c.checksum
+             FROM (SELECT 1) LEFT JOIN chain c ON c.hour = ?1",
+            [hour.index()],
+            |r| {
+                let link = match r.get::<_, Option<Vec<u8>>>(2)? {
+                    Some(digest) => Some((
+                        digest,
+                        r.get::<_, Vec<u8>>(3)?,
+                        r.get::<_, Vec<u8>>(4)?,
+                        r.get::<_, i64>(5)?,
+                    )),
+                    None => None,
+                };
+                Ok((
+                    r.get::<_, Option<i64>>(0)?,
+                    r.get::<_, Option<i64>>(1)?,
+                    link,
+                ))
+            },
+        )
+        .map_err(sql_error)?;
+    Ok(HourRecord {
+        link: link.map(|(digest, prev, header, checksum)| {
+            ChainLink::verify_row(hour, &digest, &prev, &header, checksum)
+        }),
+        pruned_before: pruned.map(Hour::from_index),
+        batches,
+    })
 }
 
 #[cfg(test)]

@@ -142,3 +142,87 @@ async fn a_flipped_bit_in_the_open_hours_keys_answers_corrupt_after_a_restart() 
     reply.assert_error(500, "corrupt");
     assert_listed_corrupt(&app, "2008-09-03T13:00:00Z").await;
 }
+
+/// Runs SQL on the store's file from outside the store, as damage would.
+fn tamper(dir: &Path, sql: &str) {
+    let conn = Connection::open(db_file(dir)).unwrap();
+    conn.busy_timeout(std::time::Duration::from_secs(5))
+        .unwrap();
+    conn.execute_batch(sql).unwrap();
+}
+
+/// Every representation and union of hour 13 answers 500 `corrupt`, never a filter.
+async fn assert_hour_13_corrupt_everywhere(app: &TestApp) {
+    for path in [
+        "/2008/09/03/13",
+        "/2008/09/03/13.bin",
+        "/2008/09/03/13.hex",
+        "/2008/09/03",
+        "/since/2008/09/03/13",
+    ] {
+        app.get(path).await.assert_error(500, "corrupt");
+    }
+    assert_listed_corrupt(app, "2008-09-03T13:00:00Z").await;
+}
+
+#[tokio::test]
+async fn a_sealed_hours_row_deleted_or_moved_answers_corrupt_never_an_empty_filter() {
+    let h = start_hour().index();
+    for damage in [
+        format!("DELETE FROM hours WHERE hour = {h}"),
+        format!("UPDATE hours SET hour = hour + 1 WHERE hour = {h}"),
+        format!("UPDATE hours SET hour = hour + 2 WHERE hour = {h}"),
+        // One flipped bit of the row id (the hour is the table's rowid).
+        format!("UPDATE hours SET hour = (hour | 4096) - (hour & 4096) WHERE hour = {h}"),
+    ] {
+        let app = TestApp::spawn().await;
+        ingest_all(&app, &ids("sealed", 300)).await;
+        app.next_hour().await;
+        let sealed = app.get("/2008/09/03/13").await;
+        assert_eq!(sealed.status, StatusCode::OK, "{damage}");
+        tamper(&app.settings.data_dir, &damage);
+        let app = app.restart().await;
+
+        assert_hour_13_corrupt_everywhere(&app).await;
+        // Housekeeping finds it too, and seals nothing empty in its place.
+        let _ = app.service.tick().await;
+        app.get("/2008/09/03/13").await.assert_error(500, "corrupt");
+        let restored: i64 = Connection::open(db_file(&app.settings.data_dir))
+            .unwrap()
+            .query_row("SELECT count(*) FROM hours WHERE hour = ?1", [h], |r| {
+                r.get(0)
+            })
+            .unwrap();
+        assert_eq!(restored, 0, "{damage}: the hour was sealed again");
+    }
+}
+
+#[tokio::test]
+async fn a_key_batch_deleted_from_the_open_hour_answers_corrupt_after_a_restart() {
+    let app = TestApp::spawn().await;
+    ingest_all(&app, &ids("open", 300)).await;
+    tamper(
+        &app.settings.data_dir,
+        "DELETE FROM batches WHERE seq = (SELECT min(seq) FROM batches)",
+    );
+    let app = app.restart().await;
+    app.get("/2008/09/03/13").await.assert_error(500, "corrupt");
+    assert_listed_corrupt(&app, "2008-09-03T13:00:00Z").await;
+}
+
+#[tokio::test]
+async fn a_key_batch_moved_out_of_a_closed_hour_is_found_before_it_is_sealed() {
+    for by in [1, -1] {
+        let app = TestApp::spawn().await;
+        ingest_all(&app, &ids("moved", 300)).await;
+        tamper(
+            &app.settings.data_dir,
+            &format!("UPDATE batches SET hour = hour + ({by}) WHERE seq = (SELECT max(seq) FROM batches)"),
+        );
+        app.clock.advance(chrono::Duration::hours(1));
+        assert!(app.service.tick().await.is_err(), "moved by {by}");
+        let reply = app.get("/2008/09/03/13").await;
+        reply.assert_error(500, "corrupt");
+        assert_listed_corrupt(&app, "2008-09-03T13:00:00Z").await;
+    }
+}

@@ -407,15 +407,15 @@ async fn sealing_an_hour_serves_what_it_wrote_without_reading_it_back() {
 #[tokio::test]
 async fn an_hour_another_node_sealed_and_linked_first_is_served_as_stored() {
     let (app, wrapped) = hour_ready_to_seal().await;
-    // Another node seals 13:00 with other bytes, and links other bytes, after this
-    // node checked and before its own writes land.
+    // Another node seals 13:00 with other bytes, and links them, after this node
+    // checked and before its own writes land.
     let their_keys = bloomcast::store::distinct(vec![Key::of("theirs")]);
     let theirs = SealedHour::new(
         start_hour(),
         1,
         &Filter::sized_within(&their_keys, 0.01).unwrap(),
     );
-    let their_link = ChainLink::new(start_hour(), b"their bytes", GENESIS);
+    let their_link = ChainLink::new(start_hour(), &theirs.filter, GENESIS);
     *wrapped.seal_first.lock().unwrap() = Some((theirs.clone(), their_keys));
     *wrapped.link_first.lock().unwrap() = Some(their_link);
     let before = reads(&wrapped);
@@ -444,4 +444,21 @@ async fn an_hour_another_node_sealed_and_linked_first_is_served_as_stored() {
     assert_eq!(meta.count, 1);
     assert!(filter.contains("theirs"));
     assert_eq!(app.get("/2008/09/03/13.bin").await.body, theirs.filter);
+}
+
+#[tokio::test]
+async fn an_hour_whose_stored_link_covers_other_bytes_is_corrupt_not_served_unsigned() {
+    let (app, wrapped) = hour_ready_to_seal().await;
+    // A link of other bytes than the seal stored: the chain, the record of what was
+    // sealed, says the stored filter is not the hour's.
+    *wrapped.link_first.lock().unwrap() =
+        Some(ChainLink::new(start_hour(), b"other bytes", GENESIS));
+    app.service.seal(start_hour()).await.unwrap();
+    app.get("/2008/09/03/13").await.assert_error(500, "corrupt");
+    app.get("/2008/09/03/13.bin")
+        .await
+        .assert_error(500, "corrupt");
+    let health = app.get("/healthz").await.json();
+    assert_eq!(health["status"], "degraded", "{health}");
+    assert_eq!(health["corrupt_hours"][0], "2008-09-03T13:00:00Z");
 }

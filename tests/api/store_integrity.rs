@@ -70,7 +70,92 @@ async fn a_batch_moved_to_another_hour_is_corrupt() {
     store.append(h(), &keys(&["a"])).await.unwrap();
     tamper(dir.path(), "UPDATE batches SET hour = hour + 1");
     assert_corrupt(store.keys(h().next()).await, &["2008-09-03T14:00:00Z"]);
+    // Gone from its own hour, which its record says holds one batch.
+    assert_corrupt(
+        store.keys(h()).await,
+        &["2008-09-03T13:00:00Z", "record counts 1"],
+    );
+    assert_corrupt(store.keys_after(h(), 0).await, &["record counts 1"]);
+}
+
+#[tokio::test]
+async fn a_deleted_key_batch_is_corrupt_not_fewer_keys() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteStore::open(dir.path(), h()).unwrap();
+    store.append(h(), &keys(&["a", "b"])).await.unwrap();
+    store.append(h(), &keys(&["c"])).await.unwrap();
+    assert_eq!(store.keys(h()).await.unwrap().len(), 3);
+    tamper(
+        dir.path(),
+        "DELETE FROM batches WHERE seq = (SELECT max(seq) FROM batches)",
+    );
+    assert_corrupt(
+        store.keys(h()).await,
+        &["1 key batches are stored but its record counts 2"],
+    );
+    // Its record deleted too: batches with no record are as wrong.
+    tamper(dir.path(), "DELETE FROM batch_counts");
+    assert_corrupt(store.keys(h()).await, &["record counts 0"]);
+}
+
+/// A store with hour `h()` sealed and linked into the chain.
+async fn linked_store(dir: &Path) -> SqliteStore {
+    let store = sealed_store(dir).await;
+    let sealed = store.sealed(h()).await.unwrap().unwrap();
+    let link = bloomcast::store::ChainLink::new(h(), &sealed.filter, bloomcast::chain::GENESIS);
+    assert_eq!(
+        store.put_link(&link).await.unwrap(),
+        bloomcast::store::Linking::Stored
+    );
+    store
+}
+
+#[tokio::test]
+async fn a_sealed_row_gone_from_an_hour_in_the_chain_is_corrupt_never_unsealed() {
+    for damage in [
+        "DELETE FROM hours",
+        "UPDATE hours SET hour = hour + 1",
+        "UPDATE hours SET hour = hour + 2",
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let store = linked_store(dir.path()).await;
+        tamper(dir.path(), damage);
+        assert_corrupt(
+            store.sealed(h()).await,
+            &["is in the hour chain", "missing"],
+        );
+        assert_corrupt(store.keys(h()).await, &["is in the hour chain"]);
+    }
+}
+
+#[tokio::test]
+async fn a_sealed_filter_the_chain_does_not_cover_is_corrupt() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = linked_store(dir.path()).await;
+    // Another filter with a valid row checksum: only the chain can tell.
+    let mut forged = store.sealed(h()).await.unwrap().unwrap();
+    forged.filter[0] ^= 1;
+    let checksum = bloomcast::store::filter_checksum(&forged);
+    let conn = Connection::open(crate::corruption::db_file(dir.path())).unwrap();
+    conn.execute(
+        "UPDATE hours SET filter = ?1, checksum = ?2",
+        rusqlite::params![forged.filter, checksum],
+    )
+    .unwrap();
+    assert_corrupt(
+        store.sealed(h()).await,
+        &["not the one its chain link covers"],
+    );
+}
+
+#[tokio::test]
+async fn pruned_hours_keep_their_links_and_read_as_gone_not_corrupt() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = linked_store(dir.path()).await;
+    assert_eq!(store.prune_before(h().next()).await.unwrap(), 1);
+    assert_eq!(store.sealed(h()).await.unwrap(), None);
     assert!(store.keys(h()).await.unwrap().is_empty());
+    assert_eq!(store.links(h(), 10).await.unwrap().len(), 1);
 }
 
 #[tokio::test]

@@ -97,13 +97,16 @@ pub async fn rows_written_before_migration_2_are_read_unverified_and_new_ones_ve
     let schema = unique_schema();
     let s = format!("\"{schema}\"");
     drop(PgStore::connect(link(&url), &schema, h()).await.unwrap());
-    // Back to the schema as migration 1 left it, with rows written then.
+    // Back to the schema as migration 1 left it (with the chain of migration 4, which
+    // does not touch these tables), with rows written then.
     sql(
         &url,
         &format!(
             "ALTER TABLE {s}.batches DROP COLUMN checksum;
              ALTER TABLE {s}.hours DROP COLUMN checksum, DROP COLUMN keys_checksum;
-             DELETE FROM {s}.schema_migrations WHERE version = 2;
+             DROP TABLE {s}.batch_counts;
+             DELETE FROM {s}.meta WHERE name = 'pruned_before';
+             DELETE FROM {s}.schema_migrations WHERE version IN (2, 5);
              INSERT INTO {s}.batches (hour, keys) VALUES ({}, '\\x0102030405060708');",
             h().index()
         ),
@@ -199,5 +202,93 @@ pub async fn postgres_seal_and_put_link_say_whether_theirs_is_the_stored_row() {
     // Racing writers of the next hour: exactly one hears it is the stored one.
     let store = std::sync::Arc::new(store);
     crate::common::races::exactly_one_seal_and_link_is_stored(store, h().next(), 6).await;
+    drop_schema(&url, &schema).await;
+}
+
+/// As the embedded store: a sealed row gone from an hour in the chain (deleted or
+/// moved), a key batch deleted or moved, or a sealed filter the chain does not cover,
+/// is corrupt; pruned hours keep their links and read as gone.
+pub async fn deleted_and_moved_rows_in_postgres_are_corrupt_never_fewer_ids() {
+    let url = Need::Postgres.found();
+    let schema = unique_schema();
+    let s = format!("\"{schema}\"");
+    let store = PgStore::connect(link(&url), &schema, h()).await.unwrap();
+    for (i, damage) in [
+        "DELETE FROM {s}.hours WHERE hour = {h}",
+        "UPDATE {s}.hours SET hour = hour + 1 WHERE hour = {h}",
+        "UPDATE {s}.hours SET hour = hour + 2 WHERE hour = {h}",
+        "UPDATE {s}.hours SET hour = hour # 4096 WHERE hour = {h}",
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        // Each case on an hour of its own, far apart.
+        let hour = Hour::from_index(h().index() + 10 * i as i64);
+        let sealed = sealed_hour(&store, hour, &["a", "b"]).await;
+        let link =
+            bloomcast::store::ChainLink::new(hour, &sealed.filter, bloomcast::chain::GENESIS);
+        let _ = store.put_link(&link).await.unwrap();
+        assert_eq!(store.sealed(hour).await.unwrap(), Some(sealed));
+        let sql_text = damage
+            .replace("{s}", &s)
+            .replace("{h}", &hour.index().to_string());
+        sql(&url, &sql_text).await;
+        assert_corrupt(store.sealed(hour).await, "is in the hour chain");
+        assert_corrupt(store.keys(hour).await, "is in the hour chain");
+    }
+
+    // A sealed filter with a valid row checksum that its link does not cover.
+    let hour = Hour::from_index(h().index() + 100);
+    let mut forged = sealed_hour(&store, hour, &["a", "b"]).await;
+    let link = bloomcast::store::ChainLink::new(hour, &forged.filter, bloomcast::chain::GENESIS);
+    let _ = store.put_link(&link).await.unwrap();
+    forged.filter[0] ^= 1;
+    let (client, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(conn);
+    client
+        .execute(
+            &format!("UPDATE {s}.hours SET filter = $1, checksum = $2 WHERE hour = $3"),
+            &[
+                &forged.filter,
+                &bloomcast::store::filter_checksum(&forged),
+                &hour.index(),
+            ],
+        )
+        .await
+        .unwrap();
+    assert_corrupt(
+        store.sealed(hour).await,
+        "not the one its chain link covers",
+    );
+
+    // Key batches: one deleted, one moved a hour back.
+    for damage in [
+        "DELETE FROM {s}.batches WHERE seq = (SELECT max(seq) FROM {s}.batches)",
+        "UPDATE {s}.batches SET hour = hour - 1 WHERE seq = (SELECT max(seq) FROM {s}.batches)",
+    ] {
+        let open = Hour::from_index(h().index() + 1000);
+        sql(
+            &url,
+            &format!("DELETE FROM {s}.batches; DELETE FROM {s}.batch_counts"),
+        )
+        .await;
+        for ids in [&["c", "d"][..], &["e"][..]] {
+            assert_eq!(store.append(open, &keys(ids)).await.unwrap(), open);
+        }
+        assert_eq!(store.keys(open).await.unwrap().len(), 3);
+        sql(&url, &damage.replace("{s}", &s)).await;
+        assert_corrupt(store.keys(open).await, "record counts 2");
+        assert_corrupt(store.keys_after(open, 0).await, "record counts 2");
+    }
+
+    // Pruned hours keep their links and read as gone, not corrupt.
+    store
+        .prune_before(Hour::from_index(h().index() + 200))
+        .await
+        .unwrap();
+    assert_eq!(store.sealed(h()).await.unwrap(), None);
+    assert_eq!(store.links(h(), 100).await.unwrap().len(), 5);
     drop_schema(&url, &schema).await;
 }

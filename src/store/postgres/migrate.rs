@@ -54,6 +54,28 @@ ALTER TABLE {s}.hours ADD COLUMN checksum bigint, ADD COLUMN keys_checksum bigin
     ),
     // 3 is the SQL functions (sqlfns), applied apart.
     (4, super::chain::MIGRATION),
+    (
+        5,
+        r#"
+-- Each hour's batch record (see crate::store::HourRecord): every append adds one to
+-- one of the hour's slots in the same statement as its batch (slots keep concurrent
+-- appends from queueing on one row); the batches read back must number their sum.
+-- Counted here from the batches there, trusted at this moment.
+CREATE TABLE {s}.batch_counts (
+    hour    bigint NOT NULL,
+    slot    smallint NOT NULL,
+    batches bigint NOT NULL,
+    PRIMARY KEY (hour, slot)
+);
+INSERT INTO {s}.batch_counts (hour, slot, batches)
+    SELECT hour, 0, count(*) FROM {s}.batches GROUP BY hour;
+-- The prune mark: chain links before it are of pruned hours (set to the oldest sealed
+-- hour here: older links are of hours pruned before the mark existed).
+INSERT INTO {s}.meta (name, value)
+    SELECT 'pruned_before', min(hour) FROM {s}.hours HAVING min(hour) IS NOT NULL
+    ON CONFLICT (name) DO NOTHING;
+"#,
+    ),
 ];
 
 /// Creates the schema if needed and applies the migrations it lacks.

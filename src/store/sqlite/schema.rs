@@ -22,7 +22,20 @@ pub const APPLICATION_ID: i32 = 0x626C_6F6D;
 /// 1: `meta`, `batches`, `hours` (stores written before versioning; user_version 0).
 /// 2: a checksum on every batch and sealed hour (see [`crate::store::batch_checksum`]).
 /// 3: the hour chain (`chain`, see [`crate::store::ChainLink`]).
-pub const SCHEMA_VERSION: i32 = 3;
+/// 4: each hour's batch count (`batch_counts`) and the prune mark, so a deleted or moved
+///    batch, or a sealed row gone from an hour the chain covers, is found (see
+///    [`crate::store::HourRecord`]).
+pub const SCHEMA_VERSION: i32 = 4;
+
+/// Version 4: the batch record, counted from the batches there (trusted at that moment),
+/// and the prune mark, set to the oldest sealed hour (older chain links are of hours
+/// pruned before the mark existed).
+const V4: &str = "
+CREATE TABLE batch_counts (hour INTEGER PRIMARY KEY, batches INTEGER NOT NULL);
+INSERT INTO batch_counts (hour, batches) SELECT hour, count(*) FROM batches GROUP BY hour;
+INSERT INTO meta (name, value) SELECT 'pruned_before', min(hour) FROM hours WHERE hour IS NOT NULL
+    HAVING min(hour) IS NOT NULL;
+";
 
 /// The version 1 tables, as every store written before versioning has them.
 const V1: &str = "
@@ -182,6 +195,9 @@ pub(super) fn prepare(conn: &mut Connection, path: &Path) -> Result<()> {
     }
     if from < 3 {
         tx.execute_batch(super::chain::V3).map_err(sql_error)?;
+    }
+    if from < 4 {
+        tx.execute_batch(V4).map_err(sql_error)?;
     }
     if from < SCHEMA_VERSION || app_id == 0 {
         tx.execute_batch(&format!(

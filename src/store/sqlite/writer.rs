@@ -104,6 +104,13 @@ fn apply_group(
         let mut insert = tx
             .prepare_cached("INSERT INTO batches (hour, keys, checksum) VALUES (?1, ?2, ?3)")
             .map_err(sql_error)?;
+        // The hour's batch record, in the same transaction (see `HourRecord`).
+        let mut count = tx
+            .prepare_cached(
+                "INSERT INTO batch_counts (hour, batches) VALUES (?1, 1)
+                 ON CONFLICT (hour) DO UPDATE SET batches = batches + 1",
+            )
+            .map_err(sql_error)?;
         for cmd in group {
             let answer = match cmd {
                 Command::Append {
@@ -122,7 +129,9 @@ fn apply_group(
                     insert
                         .execute(params![hour.index(), blob, checksum])
                         .map_err(sql_error)?;
-                    Answer::Appended(hour, tx.last_insert_rowid())
+                    let seq = tx.last_insert_rowid();
+                    count.execute([hour.index()]).map_err(sql_error)?;
+                    Answer::Appended(hour, seq)
                 }
                 Command::Close { hour, .. } => {
                     if closed_through.is_none_or(|c| c < *hour) {
@@ -165,6 +174,11 @@ fn apply_group(
                         .map_err(sql_error)?;
                     tx.execute("DELETE FROM batches WHERE hour = ?1", [sealed.hour.index()])
                         .map_err(sql_error)?;
+                    tx.execute(
+                        "DELETE FROM batch_counts WHERE hour = ?1",
+                        [sealed.hour.index()],
+                    )
+                    .map_err(sql_error)?;
                     Answer::Sealed(Sealing::of_rows_inserted(inserted as u64))
                 }
                 Command::Link { link, .. } => Answer::Linked(super::chain::insert(&tx, link)?),
@@ -183,6 +197,14 @@ fn apply_group(
                         .map_err(sql_error)?;
                     tx.execute("DELETE FROM batches WHERE hour < ?1", [before.index()])
                         .map_err(sql_error)?;
+                    tx.execute("DELETE FROM batch_counts WHERE hour < ?1", [before.index()])
+                        .map_err(sql_error)?;
+                    tx.execute(
+                        "INSERT INTO meta (name, value) VALUES ('pruned_before', ?1)
+                         ON CONFLICT (name) DO UPDATE SET value = max(value, excluded.value)",
+                        [before.index()],
+                    )
+                    .map_err(sql_error)?;
                     Answer::Count(gone as u64)
                 }
             };
