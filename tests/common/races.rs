@@ -5,8 +5,9 @@ use bloomcast::hour::Hour;
 use bloomcast::store::{ChainLink, Linking, SealedHour, Sealing, Store};
 use std::sync::Arc;
 
-/// `writers` tasks seal and link `hour` at once, each with bytes of its own: exactly one
-/// seal and one link hear they are the stored one, and those are what the store holds.
+/// `writers` tasks seal `hour` at once, each with bytes of its own, and link what is
+/// stored: exactly one seal and one link hear they are the stored one, and those are what
+/// the store holds.
 /// Spawned together, so most land in one write group: the answer must come from each
 /// insert, not from whether the hour was sealed before the group.
 pub async fn exactly_one_seal_and_link_is_stored<S: Store>(store: Arc<S>, hour: Hour, writers: u8) {
@@ -21,8 +22,11 @@ pub async fn exactly_one_seal_and_link_is_stored<S: Store>(store: Arc<S>, hour: 
                     k: 1,
                     filter: vec![i],
                 };
-                let link = ChainLink::new(hour, &[i], GENESIS);
                 let sealing = store.seal(&sealed, &[]).await.unwrap();
+                // As the service does: the link covers the seal stored, whoever's it is
+                // (a link of other bytes makes the hour corrupt).
+                let stored = store.sealed(hour).await.unwrap().unwrap();
+                let link = ChainLink::new(hour, &stored.filter, GENESIS);
                 let linking = store.put_link(&link).await.unwrap();
                 (sealed, sealing, link, linking)
             })
