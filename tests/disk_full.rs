@@ -44,7 +44,11 @@ impl Drop for Tmpfs {
 
 /// Writes a file until the file system is full; returns its path.
 fn fill(dir: &Path) -> PathBuf {
-    let path = dir.join("filler");
+    fill_named(dir, "filler")
+}
+
+fn fill_named(dir: &Path, name: &str) -> PathBuf {
+    let path = dir.join(name);
     let mut file = std::fs::File::create(&path).unwrap();
     let chunk = vec![0xA5u8; 16 * 1024];
     while file
@@ -62,6 +66,25 @@ fn ids(prefix: &str, n: usize) -> Vec<String> {
 async fn post(app: &TestApp, ids: &[String]) -> Reply {
     let body = ids.join("\n").into_bytes();
     app.post_raw(Some("text/plain"), Some(TOKEN), body).await
+}
+
+/// Polls `/healthz` until it says ok: a heartbeat begun `RECOVERY_HOLD` after the last
+/// failed write has to succeed first.
+async fn wait_healthy(app: &TestApp) {
+    let started = std::time::Instant::now();
+    loop {
+        let health = app.get("/healthz").await;
+        if health.status == StatusCode::OK {
+            return;
+        }
+        assert_eq!(health.json()["status"], "unavailable");
+        let waited = started.elapsed();
+        assert!(
+            waited < bloomcast::service::RECOVERY_HOLD + std::time::Duration::from_secs(5),
+            "still unavailable after {waited:?}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+    }
 }
 
 fn main() {
@@ -87,6 +110,8 @@ async fn a_full_disk_answers_503_reads_go_on_and_everything_acknowledged_survive
     let before = ids("before", 200);
     assert_eq!(post(&app, &before).await.status, StatusCode::OK);
 
+    let slack = mnt.join("slack");
+    std::fs::write(&slack, vec![0x5Au8; 64 * 1024]).unwrap();
     let filler = fill(&mnt);
     let refused = post(&app, &ids("while-full", 20_000)).await;
 
@@ -95,6 +120,23 @@ async fn a_full_disk_answers_503_reads_go_on_and_everything_acknowledged_survive
     let health = app.get("/healthz").await;
     assert_eq!(health.status, StatusCode::SERVICE_UNAVAILABLE);
     assert_eq!(health.json()["status"], "unavailable");
+    // Nearly full: 64 KiB free, room for the heartbeat (one small row) but not for a
+    // batch of 20,000 IDs. While ingest keeps failing, no check says ok, though the
+    // heartbeats succeed.
+    std::fs::remove_file(&slack).unwrap();
+    for i in 0..20 {
+        post(&app, &ids(&format!("still-full-{i}"), 20_000))
+            .await
+            .assert_error(503, "store_unavailable");
+        if i % 5 == 4 {
+            // Past the heartbeat's once a second: this check writes one.
+            tokio::time::sleep(std::time::Duration::from_millis(1050)).await;
+        }
+        let health = app.get("/healthz").await;
+        assert_eq!(health.status, StatusCode::SERVICE_UNAVAILABLE, "probe {i}");
+        assert_eq!(health.json()["status"], "unavailable", "probe {i}");
+    }
+    let refill = fill_named(&mnt, "refill");
     // The hour closes while the disk is full: it cannot be sealed, but it is served
     // from its keys, with every acknowledged ID.
     clock.advance(Duration::hours(1));
@@ -103,8 +145,8 @@ async fn a_full_disk_answers_503_reads_go_on_and_everything_acknowledged_survive
     assert!(before.iter().all(|id| filter.contains(id)));
 
     std::fs::remove_file(filler).unwrap();
-    tokio::time::sleep(std::time::Duration::from_millis(1100)).await; // next heartbeat
-    assert_eq!(app.get("/healthz").await.status, StatusCode::OK);
+    std::fs::remove_file(refill).unwrap();
+    wait_healthy(&app).await;
     let after = ids("after", 200);
     assert_eq!(post(&app, &after).await.status, StatusCode::OK);
     tokio::time::sleep(std::time::Duration::from_millis(1100)).await; // seal backoff

@@ -28,8 +28,14 @@ pub enum ApiError {
     Gone(String),
     #[error("body is larger than the limit of {0} bytes")]
     PayloadTooLarge(usize),
+    /// The body was within the limit as sent, but its `Content-Encoding` decodes past it.
+    #[error("body decodes to more than the limit of {0} bytes (the limit applies to the body as sent and as decoded)")]
+    DecodedTooLarge(usize),
     #[error("{0}")]
     UnsupportedMediaType(String),
+    /// 415 for a `Content-Encoding` other than those in [`super::coding::ACCEPTED`].
+    #[error("{0}")]
+    UnsupportedEncoding(String),
     #[error("the request took too long; send it faster or in smaller parts")]
     Timeout,
     /// The store cannot write (disk full, I/O error, read-only, locked) or be reached.
@@ -59,8 +65,12 @@ impl ApiError {
             ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             ApiError::NotAcceptable(_) => StatusCode::NOT_ACCEPTABLE,
             ApiError::Gone(_) => StatusCode::GONE,
-            ApiError::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
-            ApiError::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            ApiError::PayloadTooLarge(_) | ApiError::DecodedTooLarge(_) => {
+                StatusCode::PAYLOAD_TOO_LARGE
+            }
+            ApiError::UnsupportedMediaType(_) | ApiError::UnsupportedEncoding(_) => {
+                StatusCode::UNSUPPORTED_MEDIA_TYPE
+            }
             ApiError::Timeout => StatusCode::REQUEST_TIMEOUT,
             ApiError::Unavailable | ApiError::Busy(_) => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::HourFull(_) => StatusCode::INSUFFICIENT_STORAGE,
@@ -78,8 +88,9 @@ impl ApiError {
             ApiError::MethodNotAllowed => "method_not_allowed",
             ApiError::NotAcceptable(_) => "not_acceptable",
             ApiError::Gone(_) => "gone",
-            ApiError::PayloadTooLarge(_) => "payload_too_large",
+            ApiError::PayloadTooLarge(_) | ApiError::DecodedTooLarge(_) => "payload_too_large",
             ApiError::UnsupportedMediaType(_) => "unsupported_media_type",
+            ApiError::UnsupportedEncoding(_) => "unsupported_encoding",
             ApiError::Timeout => "timeout",
             ApiError::Unavailable => "store_unavailable",
             ApiError::Busy(_) => "busy",
@@ -142,6 +153,13 @@ impl IntoResponse for ApiError {
             }
             ApiError::Busy(_) => {
                 headers.insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+            }
+            // RFC 9110 §15.5.16: say which codings would have been accepted.
+            ApiError::UnsupportedEncoding(_) => {
+                headers.insert(
+                    header::ACCEPT_ENCODING,
+                    HeaderValue::from_static(super::coding::ACCEPTED),
+                );
             }
             _ => {}
         }

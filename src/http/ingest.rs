@@ -1,5 +1,6 @@
 //! `POST /updates`: authenticated ingest of a batch of IDs into the current hour.
 
+use super::coding::Coding;
 use super::error::{ApiError, Result};
 use super::AppState;
 use crate::bloom::Key;
@@ -22,8 +23,10 @@ pub struct IngestReply {
     pub accepted: usize,
 }
 
-/// Checks everything a request's head can tell (token, content type, declared length)
-/// before reading a byte of the body, so a rejected client costs no more than its headers.
+/// Checks everything a request's head can tell (token, content type, content coding,
+/// declared length) before reading a byte of the body, so a rejected client costs no
+/// more than its headers. The body limit applies to the body as sent and, for a
+/// compressed body, to what it decodes to.
 #[tracing::instrument(skip_all)]
 pub async fn post_updates(
     State(state): State<AppState>,
@@ -32,6 +35,7 @@ pub async fn post_updates(
 ) -> Result<(StatusCode, Json<IngestReply>)> {
     state.auth.check(&headers)?;
     let kind = BodyKind::of(&headers)?;
+    let coding = Coding::of(&headers)?;
     // Held until the keys are durable: bounds the memory that uploads can hold.
     let _permit = state
         .ingest_permits
@@ -42,12 +46,18 @@ pub async fn post_updates(
                 "too many uploads at once; retry shortly (setting ingest_concurrency)".into(),
             )
         })?;
-    let body = read_body(&headers, body, state.body_limit).await?;
-    tracing::debug!(bytes = body.len(), "ingest body read");
-    let keys = if body.len() <= INLINE_HASH_LIMIT {
+    let limit = state.body_limit;
+    let body = read_body(&headers, body, limit).await?;
+    tracing::debug!(
+        bytes = body.len(),
+        coding = coding.name(),
+        "ingest body read"
+    );
+    let keys = if coding == Coding::Identity && body.len() <= INLINE_HASH_LIMIT {
         decode_keys(kind, &body)?
     } else {
-        tokio::task::spawn_blocking(move || decode_keys(kind, &body))
+        // A compressed body's decoded size is unknown until it is decoded: always here.
+        tokio::task::spawn_blocking(move || decode_keys(kind, &coding.decode(body, limit)?))
             .await
             .map_err(|e| ApiError::Internal(format!("decoding the body failed: {e}")))??
     };

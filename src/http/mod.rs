@@ -3,6 +3,7 @@
 mod access_log;
 mod auth;
 mod chain;
+mod coding;
 mod compact;
 mod cors;
 mod dashboard;

@@ -1,6 +1,18 @@
-//! What `/healthz` reports: whether the store takes writes (the last write, or a
-//! heartbeat written through the same path), whether the open hour is loaded, and which
-//! hours were found corrupt.
+//! What `/healthz` reports: whether the store takes writes, whether the open hour is
+//! loaded, and which hours were found corrupt.
+//!
+//! **The write rule.** A store write that fails as unavailable (an ingest append, closing
+//! an hour, a seal, a prune, or the heartbeat every `/healthz` check writes, at most one a
+//! second) makes the status `unavailable` at once. It turns `ok` again only when a write
+//! that *began* at least [`RECOVERY_HOLD`] after the latest failure has succeeded: the
+//! heartbeat, or an ingest. A write already under way when a write failed, or begun within
+//! the hold after it, proves nothing, and every new failure starts the hold again. The
+//! reason: on a nearly full disk small writes (a one-row heartbeat, a small batch) squeeze
+//! in between the ones that fail, and a check must not answer `ok` because one of them
+//! did. So while writes keep failing at least once per hold, no check says `ok`; once
+//! they stop failing, the first check after the hold whose heartbeat succeeds does.
+//! Successes whose start is not known (background seals, closes and prunes) end nothing;
+//! their failures count like any other.
 
 use super::{lock, Result, Service};
 use crate::hour::Hour;
@@ -15,10 +27,50 @@ use tokio::sync::watch;
 /// A heartbeat is written at most this often, however often `/healthz` is asked.
 const HEARTBEAT_EVERY: Duration = Duration::from_secs(1);
 
+/// How long after a failed write a successful one still proves nothing: the
+/// `Retry-After` that a 503 `store_unavailable` carries, so that while clients retrying
+/// as told keep failing, every check between their attempts still says `unavailable`.
+pub const RECOVERY_HOLD: Duration = Duration::from_secs(5);
+
+/// The latest failed write, until a write begun after its hold succeeds (the write rule
+/// in the module doc). Pure: times are passed in, so the rule is tested without waiting.
+#[derive(Debug, Default)]
+struct Writes {
+    failure: Option<WriteFailure>,
+}
+
+#[derive(Debug, Clone)]
+struct WriteFailure {
+    /// When the latest failure was noted.
+    at: Instant,
+    why: String,
+}
+
+impl Writes {
+    /// A write failed (noted at `at`): unavailable, and the hold starts again.
+    fn failed(&mut self, at: Instant, why: String) {
+        // A failure noted out of order never shortens the hold of a later one.
+        let at = self.failure.as_ref().map_or(at, |f| f.at.max(at));
+        self.failure = Some(WriteFailure { at, why });
+    }
+
+    /// A write that began at `began` succeeded; returns whether it ended a failure.
+    fn succeeded(&mut self, began: Instant) -> bool {
+        let proves = self
+            .failure
+            .as_ref()
+            .is_some_and(|f| began >= f.at + RECOVERY_HOLD);
+        if proves {
+            self.failure = None;
+        }
+        proves
+    }
+}
+
 /// Health state, written where writes and reads happen and read by `/healthz`.
 pub(super) struct Health {
-    /// Why the last write failed, while it did: cleared by the next write that succeeds.
-    write_failure: Mutex<Option<String>>,
+    /// The latest failed write, while no write has proven the store takes writes again.
+    writes: Mutex<Writes>,
     /// Hours that could not be served because their stored data failed verification.
     corrupt: Mutex<BTreeSet<Hour>>,
     /// Verification failures found (including those repaired from intact keys).
@@ -34,7 +86,7 @@ pub(super) struct Health {
 impl Default for Health {
     fn default() -> Self {
         Health {
-            write_failure: Mutex::new(None),
+            writes: Mutex::new(Writes::default()),
             corrupt: Mutex::new(BTreeSet::new()),
             corrupt_found: AtomicU64::new(0),
             loaded_flag: AtomicBool::new(false),
@@ -71,6 +123,10 @@ pub struct HealthReport {
     pub clock_ahead_seconds: i64,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub corrupt_hours: Vec<String>,
+    /// Seconds since the latest failed write, while it holds the status `unavailable`
+    /// (it is `ok` again once a write begun [`RECOVERY_HOLD`] after it succeeds).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub write_failed_seconds_ago: Option<u64>,
 }
 
 impl HealthReport {
@@ -81,22 +137,41 @@ impl HealthReport {
 }
 
 impl Service {
-    /// Records how a store write ended, for `/healthz`, and passes the result on.
+    /// Records how a store write ended, for `/healthz`, and passes the result on. Its
+    /// start is not known, so a success here ends no failure (the write rule).
     pub(super) fn note_write<T>(&self, result: crate::store::Result<T>) -> Result<T> {
+        self.note_write_begun(None, result)
+    }
+
+    /// As [`Service::note_write`], for a write that began at `began`: a success ends a
+    /// failure when it began at least [`RECOVERY_HOLD`] after it.
+    pub(super) fn note_write_begun<T>(
+        &self,
+        began: Option<Instant>,
+        result: crate::store::Result<T>,
+    ) -> Result<T> {
         match &result {
             Ok(_) => {
-                if lock(&self.health.write_failure).take().is_some() {
-                    tracing::info!("the store takes writes again");
+                if let Some(began) = began {
+                    self.note_success(began);
                 }
             }
-            Err(e @ StoreError::Unavailable { .. }) => {
-                let text = full_message(e);
-                tracing::warn!(error = %text, "a store write failed");
-                *lock(&self.health.write_failure) = Some(text);
-            }
+            Err(e @ StoreError::Unavailable { .. }) => self.note_failure(e),
             Err(_) => {}
         }
         Ok(result?)
+    }
+
+    fn note_success(&self, began: Instant) {
+        if lock(&self.health.writes).succeeded(began) {
+            tracing::info!("the store takes writes again");
+        }
+    }
+
+    fn note_failure(&self, e: &StoreError) {
+        let text = full_message(e);
+        tracing::warn!(error = %text, "a store write failed");
+        lock(&self.health.writes).failed(Instant::now(), text);
     }
 
     /// Records an hour whose stored data failed verification and could not be rebuilt.
@@ -131,17 +206,18 @@ impl Service {
     }
 
     /// The health report: a heartbeat write through the store's write path (at most
-    /// one a second), the last write's outcome, loading and corruption.
+    /// one a second), the write rule's verdict (module doc), loading and corruption.
     pub async fn health(&self) -> HealthReport {
         self.heartbeat().await;
         let corrupt: Vec<String> = lock(&self.health.corrupt)
             .iter()
             .map(|h| h.rfc3339())
             .collect();
-        let write_failure = lock(&self.health.write_failure).clone();
+        let write_failure = lock(&self.health.writes).failure.clone();
+        let write_failed_seconds_ago = write_failure.as_ref().map(|f| f.at.elapsed().as_secs());
         let jump = self.clock_jump();
-        let (status, reason) = if let Some(why) = write_failure {
-            (HealthStatus::Unavailable, Some(why))
+        let (status, reason) = if let Some(failure) = write_failure {
+            (HealthStatus::Unavailable, Some(failure.why))
         } else if !self.is_loaded() {
             (
                 HealthStatus::Loading,
@@ -173,6 +249,7 @@ impl Service {
             clock_behind_seconds: self.clock_behind_seconds(),
             clock_ahead_seconds: jump.ahead_seconds,
             corrupt_hours: corrupt,
+            write_failed_seconds_ago,
         }
     }
 
@@ -181,16 +258,59 @@ impl Service {
         if last.is_some_and(|t| t.elapsed() < HEARTBEAT_EVERY) {
             return;
         }
+        let began = Instant::now();
         let outcome = self.store.ping().await;
         *last = Some(Instant::now());
         match outcome {
-            Err(e @ (StoreError::Failed { .. } | StoreError::Corrupt(_))) => {
-                // A dead writer answers Failed: as unable to write as a full disk.
-                *lock(&self.health.write_failure) = Some(full_message(&e));
-            }
+            // A dead writer answers Failed: as unable to write as a full disk.
+            Err(e @ (StoreError::Failed { .. } | StoreError::Corrupt(_))) => self.note_failure(&e),
             other => {
-                let _ = self.note_write(other);
+                let _ = self.note_write_begun(Some(began), other);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn failed_at(at: Instant) -> Writes {
+        let mut writes = Writes::default();
+        writes.failed(at, "disk full".into());
+        writes
+    }
+
+    #[test]
+    fn a_write_that_began_within_the_hold_after_a_failure_proves_nothing() {
+        let t0 = Instant::now();
+        let mut writes = failed_at(t0);
+        let just_short = t0 + RECOVERY_HOLD - Duration::from_millis(1);
+        for began in [t0 - Duration::from_secs(1), t0, just_short] {
+            assert!(!writes.succeeded(began), "began {began:?}");
+            assert!(writes.failure.is_some());
+        }
+    }
+
+    #[test]
+    fn a_write_that_began_after_the_hold_ends_the_failure() {
+        let t0 = Instant::now();
+        let mut writes = failed_at(t0);
+        assert!(writes.succeeded(t0 + RECOVERY_HOLD));
+        assert!(writes.failure.is_none());
+        // Nothing to end: a later success is a plain success.
+        assert!(!writes.succeeded(t0 + RECOVERY_HOLD * 2));
+    }
+
+    #[test]
+    fn every_failure_starts_the_hold_again_and_out_of_order_ones_never_shorten_it() {
+        let t0 = Instant::now();
+        let mut writes = failed_at(t0);
+        let t1 = t0 + Duration::from_secs(3);
+        writes.failed(t1, "still full".into());
+        writes.failed(t0 + Duration::from_secs(1), "noted late".into());
+        assert!(!writes.succeeded(t0 + RECOVERY_HOLD));
+        assert!(!writes.succeeded(t1 + RECOVERY_HOLD - Duration::from_millis(1)));
+        assert!(writes.succeeded(t1 + RECOVERY_HOLD));
     }
 }

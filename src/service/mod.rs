@@ -57,7 +57,7 @@ mod unions;
 mod views;
 
 pub use chain::{ChainPage, SignedLink, MAX_CHAIN_PAGE};
-pub use health::{HealthReport, HealthStatus};
+pub use health::{HealthReport, HealthStatus, RECOVERY_HOLD};
 pub use history::History;
 
 use crate::bloom::{FilterError, Key};
@@ -71,7 +71,7 @@ use open_hours::OpenHours;
 pub use stats::{CacheStats, HourStats};
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use thiserror::Error;
 pub use unions::{StepStats, UnionWork};
 
@@ -347,8 +347,9 @@ impl Service {
         let now = self.current_hour();
         let max = self.tuning.max_hour_ids;
         let reservation = self.open.reserve(now, keys, max, self.closed_through())?;
+        let began = Instant::now();
         let appended = self.store.append_at(now, keys).await;
-        let (hour, cursor) = match self.note_write(appended) {
+        let (hour, cursor) = match self.note_write_begun(Some(began), appended) {
             Ok(appended) => appended,
             Err(e) => {
                 self.open.release(reservation);

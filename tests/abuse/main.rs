@@ -7,6 +7,7 @@
 // Unix only: the slow-body test writes through a duplicated socket descriptor.
 #![cfg(unix)]
 
+mod codings;
 mod connections;
 mod headers;
 mod helpers;

@@ -11,6 +11,7 @@ mod deltas;
 mod errors;
 mod fast_lane;
 mod faults;
+mod health;
 mod helpers;
 mod history;
 mod ingest;

@@ -6,7 +6,9 @@
 use async_trait::async_trait;
 use bloomcast::bloom::Key;
 use bloomcast::hour::Hour;
-use bloomcast::store::{ChainLink, KeysPage, Linking, Marks, Result, SealedHour, Sealing, Store};
+use bloomcast::store::{
+    ChainLink, KeysPage, Linking, Marks, Result, SealedHour, Sealing, Store, StoreError,
+};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use tokio::sync::{Notify, Semaphore};
@@ -58,7 +60,9 @@ impl Gate {
 /// `refresh_gate` and counts the keys it returns, `keys` (sealing, unions) waits at
 /// `keys_gate`, and `sealed` panics once when `panic_on_sealed` is set. `sealed` and
 /// `last_link` calls are counted; `seal_first` and `link_first` play another node that
-/// wins the race: the next `seal` (`put_link`) stores theirs first.
+/// wins the race: the next `seal` (`put_link`) stores theirs first. While `fail_appends`
+/// is set, appends fail as a full disk would (the heartbeat still succeeds: it squeezes
+/// in); heartbeats are counted.
 pub struct Wrapped {
     pub inner: Arc<dyn Store>,
     pub refresh_gate: Gate,
@@ -74,6 +78,9 @@ pub struct Wrapped {
     pub seal_first: Mutex<Option<(SealedHour, Vec<Key>)>>,
     /// Stored in the inner store just before the next `put_link` call goes through.
     pub link_first: Mutex<Option<ChainLink>>,
+    pub fail_appends: AtomicBool,
+    /// Calls of `ping` (heartbeats).
+    pub pings: AtomicUsize,
 }
 
 impl Wrapped {
@@ -88,7 +95,19 @@ impl Wrapped {
             link_reads: AtomicUsize::new(0),
             seal_first: Mutex::new(None),
             link_first: Mutex::new(None),
+            fail_appends: AtomicBool::new(false),
+            pings: AtomicUsize::new(0),
         })
+    }
+}
+
+impl Wrapped {
+    fn append_fault(&self) -> Result<()> {
+        if self.fail_appends.load(Ordering::SeqCst) {
+            let full = std::io::Error::other("injected: no space left on device");
+            return Err(StoreError::unavailable("appending a batch", full));
+        }
+        Ok(())
     }
 }
 
@@ -101,9 +120,11 @@ impl Store for Wrapped {
         self.inner.marks().await
     }
     async fn append(&self, hour: Hour, keys: &[Key]) -> Result<Hour> {
+        self.append_fault()?;
         self.inner.append(hour, keys).await
     }
     async fn append_at(&self, hour: Hour, keys: &[Key]) -> Result<(Hour, Option<i64>)> {
+        self.append_fault()?;
         self.inner.append_at(hour, keys).await
     }
     async fn close_through(&self, hour: Hour) -> Result<()> {
@@ -161,6 +182,7 @@ impl Store for Wrapped {
         self.inner.prune_before(hour).await
     }
     async fn ping(&self) -> Result<()> {
+        self.pings.fetch_add(1, Ordering::SeqCst);
         self.inner.ping().await
     }
 }

@@ -1,0 +1,113 @@
+//! `/healthz` and failing writes: while writes fail, no check says `ok`, however many
+//! heartbeats or small writes squeeze in between the failures; once they stop failing it
+//! turns `ok` by itself (the write rule in `src/service/health.rs`).
+
+use crate::helpers::*;
+use crate::wrapped::Wrapped;
+use axum::http::StatusCode;
+use bloomcast::clock::ManualClock;
+use bloomcast::service::RECOVERY_HOLD;
+use bloomcast::store::{SqliteStore, Store};
+use chrono::Duration;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Instant;
+
+async fn spawn_wrapped() -> (TestApp, Arc<Wrapped>) {
+    let dir = Arc::new(tempfile::tempdir().unwrap());
+    let clock = ManualClock::at(start_hour(), Duration::minutes(10));
+    let store: Arc<dyn Store> = Arc::new(SqliteStore::open(dir.path(), start_hour()).unwrap());
+    let wrapped = Wrapped::new(store);
+    let settings = settings(dir.path().to_owned());
+    let app = TestApp::build_with_store(settings, clock, wrapped.clone(), Some(dir)).await;
+    app.service.wait_loaded().await;
+    (app, wrapped)
+}
+
+async fn post(app: &TestApp, id: &str) -> Reply {
+    app.post_raw(Some("text/plain"), Some(TOKEN), id.as_bytes().to_vec())
+        .await
+}
+
+fn assert_unavailable(health: &Reply, context: &str) {
+    assert_eq!(
+        health.status,
+        StatusCode::SERVICE_UNAVAILABLE,
+        "{context}: {}",
+        String::from_utf8_lossy(&health.body)
+    );
+    let json = health.json();
+    assert_eq!(json["status"], "unavailable", "{context}: {json}");
+    assert!(
+        json["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("no space left")),
+        "{context}: {json}"
+    );
+    assert!(
+        json["write_failed_seconds_ago"].is_u64(),
+        "{context}: {json}"
+    );
+}
+
+#[tokio::test]
+async fn no_check_says_ok_while_ingest_fails_though_heartbeats_and_small_writes_get_through() {
+    let (app, wrapped) = spawn_wrapped().await;
+    app.ingest(&["before"]).await;
+    let health = app.get("/healthz").await;
+    assert_eq!(health.status, StatusCode::OK);
+    assert!(health.json().get("write_failed_seconds_ago").is_none());
+    wrapped.fail_appends.store(true, Ordering::SeqCst);
+    let pings_before = wrapped.pings.load(Ordering::SeqCst);
+
+    let mut last_failure = Instant::now();
+    for i in 0..20 {
+        post(&app, &format!("refused-{i}"))
+            .await
+            .assert_error(503, "store_unavailable");
+        last_failure = Instant::now();
+        if i == 10 {
+            // A small write gets through between failures, as on a nearly full disk.
+            wrapped.fail_appends.store(false, Ordering::SeqCst);
+            assert_eq!(post(&app, "squeezed").await.status, StatusCode::OK);
+            wrapped.fail_appends.store(true, Ordering::SeqCst);
+        }
+        if i % 5 == 4 {
+            // Past the heartbeat's once a second: this check writes one, which succeeds.
+            tokio::time::sleep(std::time::Duration::from_millis(1050)).await;
+        }
+        assert_unavailable(&app.get("/healthz").await, &format!("probe {i}"));
+    }
+    let heartbeats = wrapped.pings.load(Ordering::SeqCst) - pings_before;
+    assert!(heartbeats >= 4, "{heartbeats} heartbeats squeezed in");
+
+    // Writes succeed again: still unavailable within the hold, then ok by itself.
+    wrapped.fail_appends.store(false, Ordering::SeqCst);
+    assert_unavailable(&app.get("/healthz").await, "just after the last failure");
+    loop {
+        let health = app.get("/healthz").await;
+        if health.status == StatusCode::OK {
+            assert_eq!(health.json()["status"], "ok");
+            break;
+        }
+        assert_unavailable(&health, "recovering");
+        assert!(
+            last_failure.elapsed() < RECOVERY_HOLD + std::time::Duration::from_secs(5),
+            "still unavailable {:?} after the last failure",
+            last_failure.elapsed()
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+    }
+    // Less the few milliseconds between the failure being noted and its reply.
+    assert!(
+        last_failure.elapsed() >= RECOVERY_HOLD - std::time::Duration::from_millis(50),
+        "ok only {:?} after the last failure",
+        last_failure.elapsed()
+    );
+    app.ingest(&["after"]).await;
+    let (meta, filter) = app.filter("/2008/09/03/13").await;
+    assert_eq!(meta.count, 3, "before, squeezed and after; nothing refused");
+    assert!(["before", "squeezed", "after"]
+        .iter()
+        .all(|id| filter.contains(id)));
+}
