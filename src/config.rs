@@ -143,7 +143,10 @@ settings! {
     /// Bytes of rendered closed-hour responses kept in memory. Unions ending in the open
     /// hour keep at most a quarter of it apart (a gzip JSON or hex rendering of one counts
     /// the copy of its bits that its next version is coded against), and the sealed keys
-    /// that count them exactly as they are carried forward an eighth.
+    /// that count them exactly as they are carried forward an eighth. Compact (ribbon)
+    /// builds in flight reserve their working memory from a budget of the same size, apart:
+    /// past it a build answers 503 busy, and one that alone needs more (about 45 bytes per
+    /// ID) 406 (its Bloom forms are served).
     cache_bytes: usize = 256 * 1024 * 1024,
     /// Seconds to let in-flight requests finish on shutdown (SIGTERM, Ctrl-C).
     shutdown_timeout: u64 = 10,
@@ -185,8 +188,9 @@ settings! {
     ingest_concurrency: usize = 32,
     /// Writes that may wait for the embedded store's writer thread; more answer 503 busy.
     write_queue_depth: usize = 256,
-    /// Union filters (days, since-ranges) of different ranges built at once; a request
-    /// needing another build answers 503 busy at once (requests for one range share it).
+    /// Union filters (days, since-ranges) and compact (ribbon) filters of different ranges
+    /// or precisions built at once; a request needing another build answers 503 busy at
+    /// once (requests for one range share it).
     union_builds: usize = 1,
 }
 

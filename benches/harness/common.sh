@@ -5,7 +5,7 @@
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 # BIN=path/to/bloomcast measures another build (e.g. the one before a change) in the same harness.
 BIN="${BIN:-$ROOT/target/release/bloomcast}"
-EXAMPLES="$ROOT/target/release/examples"
+EXAMPLES="${EXAMPLES:-$ROOT/target/release/examples}"
 TOKEN="harness-token-$$"
 # The server and its load share 2 cores: the server (and nginx) on core 0, the client on core 1.
 SERVER_CPU="${SERVER_CPU:-0}"

@@ -156,11 +156,12 @@ pub async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
         ("build", work.builds),
         ("advance", work.advances),
         ("render", work.renders),
+        ("hour_ribbon", work.hour_ribbons),
     ];
     let families = [
         (
             "bloomcast_union_work_seconds_total",
-            "CPU time of union work by step: built from the store, carried forward to the open hour's new keys, rendered.",
+            "CPU time of union work by step: built from the store, carried forward to the open hour's new keys, rendered; and of closed hours' compact work (hour_ribbon: a ribbon built or rendered as JSON).",
             steps.map(|(_, s)| s.cpu_seconds.to_string()),
         ),
         (

@@ -4,9 +4,16 @@
 //! form (the open hour, today, every `since`): its keys still change, and a static
 //! structure cannot take more. A ribbon cannot be OR-ed either, so a union's is built
 //! from the sorted distinct union of its hours' keys.
+//!
+//! Any reader can ask for any closed hour at any of the precisions `http::compact`
+//! allows, so every compact build, an hour's as a union's, is bounded as union builds
+//! are: readers of one range, precision and form share one build; builds take a slot of
+//! the union pool (503 busy past it, at once) and reserve their working memory from the
+//! build budget before they read a key (503 busy while others hold it, 406 when the
+//! build alone exceeds it); the result is kept in the render cache.
 
 use super::cache::CompactKey;
-use super::unions::Step;
+use super::unions::{Held, Refused, Step};
 use super::{Result, Service, ServiceError, Target, View};
 use crate::bloom::{distinct_keys, Key, Ribbon};
 use crate::hour::{Day, Hour};
@@ -14,6 +21,7 @@ use crate::render::{render_compact, render_ribbon, Compact, Rendered, Repr};
 use crate::wire::Meta;
 use std::future::Future;
 use std::sync::Arc;
+use tokio::sync::OwnedSemaphorePermit;
 
 impl Service {
     /// A closed hour or a past day as a ribbon filter of `2^-r` false-positive rate,
@@ -100,20 +108,24 @@ impl Service {
             Compact::Ribbon => Ok((body, complete)),
             // The JSON form carries the body just built or cached: never a second build.
             Compact::RibbonJson => {
-                let work = || async move {
+                let work = |slot| async move {
+                    let held = self.reserve(slot, from, to, json_bytes(body.identity.len()))?;
                     let meta = meta(from, to, complete, body.count);
-                    // A compact union's rendering is union work (an hour's own is not).
-                    let step = (from != to).then_some(Step::Render);
+                    let step = if from == to {
+                        Step::HourRibbon
+                    } else {
+                        Step::Render
+                    };
                     let json = self
                         .unions
-                        .measured(step, move || -> Result<Rendered> {
+                        .run(held, step, move || -> Result<Rendered> {
                             let ribbon = Ribbon::from_bytes(&body.identity)?;
                             Ok(render_compact(&meta, &ribbon, Compact::RibbonJson))
                         })
                         .await??;
                     Ok(self.keep(key, complete, json))
                 };
-                self.once(key, from != to, work).await
+                self.once(key, work).await
             }
         }
     }
@@ -124,19 +136,31 @@ impl Service {
         if let Some(hit) = self.cache.get_compact(&key) {
             return Ok((hit, true));
         }
-        let work = || async move {
-            let (sets, complete) = if from == to {
+        let work = |slot| async move {
+            // Each hour sealed first (its count known), then the working memory of the
+            // build reserved, and only then the keys read.
+            let (counts, complete) = if from == to {
                 // Seals the hour if needed and says whether it is durably closed.
-                let (_, complete) = self.closed_view(from, Repr::Bin).await?;
+                let (bin, complete) = self.closed_view(from, Repr::Bin).await?;
+                (vec![(from, bin.count)], complete)
+            } else {
+                (self.closed_counts(from, to).await?, true)
+            };
+            let read: u64 = counts.iter().map(|(_, n)| n).sum();
+            let held = self.reserve(slot, from, to, build_bytes(read, counts.len(), r))?;
+            let (sets, complete) = if from == to {
                 (vec![self.closed_keys(from).await?], complete)
             } else {
-                self.closed_sets(from, to).await?
+                self.closed_sets(from, to, &counts).await?
             };
-            // A compact union's build is union work too (an hour's own is not).
-            let step = (from != to).then_some(Step::Build);
+            let step = if from == to {
+                Step::HourRibbon
+            } else {
+                Step::Build
+            };
             let body = self
                 .unions
-                .measured(step, move || -> Result<Rendered> {
+                .run(held, step, move || -> Result<Rendered> {
                     let sets: Vec<&[Key]> = sets.iter().map(Vec::as_slice).collect();
                     let keys = distinct_keys(&sets);
                     let ribbon = Ribbon::build(&keys, r)?;
@@ -146,47 +170,99 @@ impl Service {
                 .await??;
             Ok(self.keep(key, complete, body))
         };
-        self.once(key, from != to, work).await
+        self.once(key, work).await
     }
 
-    /// The keys of each hour of a closed range, sealing those not sealed yet; complete
-    /// only if every hour is (one the store cannot seal now is read from its keys).
-    async fn closed_sets(&self, from: Hour, to: Hour) -> Result<(Vec<Vec<Key>>, bool)> {
+    /// The count of each hour of a closed range, sealing those not sealed yet (one the
+    /// store cannot seal now is counted from its keys).
+    async fn closed_counts(&self, from: Hour, to: Hour) -> Result<Vec<(Hour, u64)>> {
         let sealed = self.sealed_counts(from, to).await?;
-        let mut complete = true;
-        let mut sets = Vec::new();
+        let mut counts = Vec::new();
         let mut h = from;
         while h <= to {
+            let count = match sealed.iter().find(|(s, _)| *s == h) {
+                Some((_, count)) => *count,
+                None => self.closed_count(h).await?.0,
+            };
+            counts.push((h, count));
+            h = h.next();
+        }
+        Ok(counts)
+    }
+
+    /// The keys of each hour of a closed range whose hours `counted` has just sealed
+    /// where it could; complete only if every hour is sealed (one the store cannot seal
+    /// now is read from its keys).
+    async fn closed_sets(
+        &self,
+        from: Hour,
+        to: Hour,
+        counted: &[(Hour, u64)],
+    ) -> Result<(Vec<Vec<Key>>, bool)> {
+        let sealed = self.sealed_counts(from, to).await?;
+        let mut complete = true;
+        let mut sets = Vec::with_capacity(counted.len());
+        for &(h, _) in counted {
             let (keys, sealed) = self.past_hour_keys(h, &sealed).await?;
             complete &= sealed;
             sets.push(keys);
-            h = h.next();
         }
         Ok((sets, complete))
     }
 
-    /// Runs `work` for `key`: at once for an hour (as v1 hours are), else as v1 unions
-    /// are built, one build per range and form at a time (readers of one share it) on
-    /// the bounded union pool, refused at once (503 busy) when the pool is full.
-    async fn once<F, Fut>(
-        &self,
-        key: CompactKey,
-        pooled: bool,
-        work: F,
-    ) -> Result<(Arc<Rendered>, bool)>
+    /// Runs `work` for `key` as unions are built: one build per range, precision and
+    /// form at a time (readers of one share it: those waiting find its result cached),
+    /// on the bounded build pool, refused at once (503 busy) when the pool is full.
+    /// `work` gets the slot, reserves its memory with it and hands both to its work on
+    /// the blocking pool.
+    async fn once<F, Fut>(&self, key: CompactKey, work: F) -> Result<(Arc<Rendered>, bool)>
     where
-        F: FnOnce() -> Fut,
+        F: FnOnce(OwnedSemaphorePermit) -> Fut,
         Fut: Future<Output = Result<(Arc<Rendered>, bool)>>,
     {
-        if !pooled {
-            return work().await;
-        }
         let _same_range = self.unions.compact_turn(key).await;
         if let Some(hit) = self.cache.get_compact(&key) {
             return Ok((hit, true));
         }
-        let _slot = self.unions.slot()?;
-        work().await
+        let slot = self.unions.slot()?;
+        work(slot).await
+    }
+
+    /// Reserves `bytes` of working memory for a compact build of `from..=to` holding
+    /// `slot`: 503 busy while other builds hold too much of the budget, 406 when the
+    /// build alone needs more than the whole budget (it never fits; the Bloom forms
+    /// answer the same question).
+    fn reserve(
+        &self,
+        slot: OwnedSemaphorePermit,
+        from: Hour,
+        to: Hour,
+        bytes: u64,
+    ) -> Result<Held> {
+        let what = if from == to {
+            from.path()
+        } else {
+            format!("{}..{}", from.path(), to.path())
+        };
+        let mib = |b: u64| b.div_ceil(1 << 20);
+        self.unions
+            .reserve(slot, bytes)
+            .map_err(|refused| match refused {
+                Refused::TooLarge { needs, budget } => ServiceError::NotAcceptable(format!(
+                    "the compact form of {what} needs about {} MiB of memory to build, more \
+                 than this server's build budget of {} MiB (setting cache_bytes); fetch \
+                 it as .bin, .hex or .json",
+                    mib(needs),
+                    mib(budget)
+                )),
+                Refused::Taken { needs, left } => ServiceError::Busy(format!(
+                    "building the compact form of {what} needs about {} MiB of memory and \
+                 other builds leave {} MiB of the budget; retry shortly (setting \
+                 cache_bytes)",
+                    mib(needs),
+                    mib(left)
+                )),
+            })
     }
 
     /// Caches a complete rendering; an incomplete one is served once and built again.
@@ -200,6 +276,22 @@ impl Service {
 }
 
 /// What a compact rendering of `from..=to` says about itself: an hour, or a range.
+/// The working memory of building a ribbon of `r` bits from `sets` key sets of `read`
+/// keys in all (their distinct union is at most that): the sets as read, their
+/// distinct union (a merge of several holds two levels of runs at once), the build's
+/// own ([`Ribbon::build_bytes`]) and the body rendered from it.
+fn build_bytes(read: u64, sets: usize, r: u32) -> u64 {
+    let key = std::mem::size_of::<Key>() as u64;
+    let merged = if sets > 1 { 2 } else { 1 };
+    read * key * (1 + merged) + Ribbon::build_bytes(read, r) + Ribbon::solution_bytes(read, r)
+}
+
+/// The working memory of rendering a ribbon body of `body` bytes in its JSON form: the
+/// ribbon decoded, the document (hex: twice the bytes) and its gzip.
+fn json_bytes(body: usize) -> u64 {
+    4 * body as u64 + 64 * 1024
+}
+
 fn meta(from: Hour, to: Hour, complete: bool, count: u64) -> Meta {
     if from == to {
         Meta::hour(from.rfc3339(), complete, count)

@@ -48,7 +48,7 @@ impl Service {
         let prev_filter = prev.filter;
         let (filter, maybe) = self
             .unions
-            .measured(Some(Step::Advance), move || {
+            .measured(Step::Advance, move || {
                 let mut filter =
                     Arc::try_unwrap(prev_filter).unwrap_or_else(|shared| (*shared).clone());
                 let maybe: Vec<Key> = fresh

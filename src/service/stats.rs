@@ -55,6 +55,10 @@ pub struct CacheStats {
     /// Bytes the open unions hold, of their budget (a quarter of `cache_bytes`).
     pub open_unions_bytes: usize,
     pub open_unions_budget_bytes: usize,
+    /// Working memory compact builds in flight have reserved now, of their budget
+    /// (`cache_bytes`, apart from the render cache's).
+    pub build_bytes: u64,
+    pub build_budget_bytes: u64,
 }
 
 impl Service {
@@ -116,6 +120,7 @@ impl Service {
     pub fn cache_stats(&self) -> CacheStats {
         let (entries, bytes) = self.cache.usage();
         let unions = self.unions.open_usage();
+        let (build_bytes, build_budget_bytes) = self.unions.memory_usage();
         CacheStats {
             entries,
             bytes,
@@ -124,6 +129,8 @@ impl Service {
             open_unions_bytes: unions.bytes,
             open_unions_budget_bytes: unions.budget_bytes,
             open_unions_max: unions.max_entries,
+            build_bytes,
+            build_budget_bytes,
         }
     }
 }

@@ -127,7 +127,7 @@ impl Service {
         let (effort, encodings, before) = self.rendering_of(key, complete, asked);
         let (rendered, filter, count) = self
             .unions
-            .measured(Some(Step::Build), move || {
+            .measured(Step::Build, move || {
                 let sets: Vec<&[Key]> = hours.iter().map(Vec::as_slice).collect();
                 let built = match growth {
                     Some(_) => union_with_room(&sets, p, room),
@@ -173,7 +173,7 @@ impl Service {
         let filter = built.filter.clone();
         let rendered = self
             .unions
-            .measured(Some(Step::Render), move || {
+            .measured(Step::Render, move || {
                 render_next(&meta, &filter, repr, effort, encodings, before)
             })
             .await?;

@@ -1,8 +1,14 @@
 //! The compact (ribbon) representation of closed hours: suffix and `Accept`, `?fpp=`,
-//! validators, and the open hour's 406.
+//! validators, and the open hour's 406; builds shared, bounded by the union pool and the
+//! build memory budget, and counted.
 
-use crate::helpers::TestApp;
+use crate::helpers::{settings, start_hour, TestApp};
+use crate::wrapped::Wrapped;
 use bloomcast::bloom::Ribbon;
+use bloomcast::clock::ManualClock;
+use bloomcast::config::Settings;
+use bloomcast::store::{SqliteStore, Store};
+use std::sync::Arc;
 
 const RIBBON: &str = "application/vnd.bloomcast.ribbon";
 
@@ -88,5 +94,172 @@ async fn the_open_hour_has_no_compact_form() {
         .await
         .assert_error(406, "not_acceptable");
     // The v1 forms are unchanged.
+    assert_eq!(app.get("/2008/09/03/13.bin").await.status, 200);
+}
+
+/// A closed hour of `ids` on a store whose key reads the test can hold at a gate.
+async fn gated_closed_hour_of(ids: &[&str]) -> (TestApp, Arc<Wrapped>) {
+    let dir = Arc::new(tempfile::tempdir().unwrap());
+    let clock = ManualClock::at(start_hour(), chrono::Duration::minutes(10));
+    let store: Arc<dyn Store> = Arc::new(SqliteStore::open(dir.path(), start_hour()).unwrap());
+    let wrapped = Wrapped::new(store);
+    let settings: Settings = settings(dir.path().to_owned());
+    assert_eq!(settings.union_builds, 1, "one build slot");
+    let app = TestApp::build_with_store(settings, clock, wrapped.clone(), Some(dir)).await;
+    app.service.wait_loaded().await;
+    app.ingest(ids).await;
+    app.next_hour().await; // sealed: reading it again is the ribbon build's own read
+    (app, wrapped)
+}
+
+/// A GET through the router on its own task, with its status, ETag and body.
+fn spawn_get(app: &TestApp, path: &str) -> tokio::task::JoinHandle<(u16, String, Vec<u8>)> {
+    let router = app.router.clone();
+    let path = path.to_owned();
+    tokio::spawn(async move {
+        use tower::ServiceExt;
+        let req = axum::http::Request::get(path)
+            .body(axum::body::Body::empty())
+            .unwrap();
+        let response = router.oneshot(req).await.unwrap();
+        let status = response.status().as_u16();
+        let etag = response
+            .headers()
+            .get("etag")
+            .map(|v| v.to_str().unwrap().to_owned())
+            .unwrap_or_default();
+        let body = http_body_util::BodyExt::collect(response.into_body()).await;
+        (status, etag, body.unwrap().to_bytes().to_vec())
+    })
+}
+
+/// Runs of a closed hour's compact work (`/stats`), and the same in `/metrics`.
+async fn hour_ribbon_runs(app: &TestApp) -> u64 {
+    let stats = app.get("/stats").await.json();
+    let runs = stats["unions"]["hour_ribbons"]["runs"].as_u64().unwrap();
+    let metrics = String::from_utf8(app.get("/metrics").await.body).unwrap();
+    let line = format!("bloomcast_union_work_runs_total{{step=\"hour_ribbon\"}} {runs}");
+    assert!(metrics.lines().any(|l| l == line), "{line} in\n{metrics}");
+    runs
+}
+
+#[tokio::test]
+async fn identical_concurrent_ribbon_requests_of_an_hour_share_one_build() {
+    let ids: Vec<String> = (0..2000).map(|i| format!("id:{i}")).collect();
+    let refs: Vec<&str> = ids.iter().map(String::as_str).collect();
+    let (app, wrapped) = gated_closed_hour_of(&refs).await;
+    assert_eq!(hour_ribbon_runs(&app).await, 0);
+    wrapped.keys_gate.arm(); // the first build stops reading the hour's keys
+
+    let readers: Vec<_> = (0..8)
+        .map(|_| spawn_get(&app, "/2008/09/03/13.ribbon"))
+        .collect();
+    wrapped.keys_gate.arrived().await;
+    // Everyone else is waiting on that build's turn by now; none reads the keys itself.
+    wrapped.keys_gate.release();
+    let mut replies = Vec::new();
+    for reader in readers {
+        replies.push(reader.await.unwrap());
+    }
+
+    assert!(
+        replies.iter().all(|r| r.0 == 200),
+        "{:?}",
+        replies.iter().map(|r| r.0).collect::<Vec<_>>()
+    );
+    assert!(replies
+        .iter()
+        .all(|r| r.1 == replies[0].1 && r.2 == replies[0].2));
+    let f = Ribbon::from_bytes(&replies[0].2).unwrap();
+    assert!(ids.iter().all(|id| f.contains_id(id)));
+    assert_eq!(
+        hour_ribbon_runs(&app).await,
+        1,
+        "one build for every reader"
+    );
+    let stats = app.get("/stats").await.json();
+    assert_eq!(
+        stats["unions"]["builds"]["runs"], 0,
+        "an hour is not a union"
+    );
+}
+
+#[tokio::test]
+async fn a_ribbon_of_another_precision_while_a_build_runs_answers_busy_at_once() {
+    let (app, wrapped) = gated_closed_hour_of(&["a", "b", "c"]).await;
+    wrapped.keys_gate.arm();
+    let building = spawn_get(&app, "/2008/09/03/13.ribbon");
+    wrapped.keys_gate.arrived().await;
+    let reserved = app.get("/stats").await.json()["cache"]["build_bytes"].clone();
+
+    let other = app.get("/2008/09/03/13.ribbon.json?fpp=0.001").await;
+
+    other.assert_error(503, "busy");
+    assert_eq!(other.header("retry-after"), Some("1"));
+    assert!(
+        reserved.as_u64().unwrap() > 0,
+        "the build reserved its memory: {reserved}"
+    );
+    // The Bloom forms do not wait on the pool.
+    assert_eq!(app.get("/2008/09/03/13.bin").await.status, 200);
+    wrapped.keys_gate.release();
+    assert_eq!(building.await.unwrap().0, 200);
+    let after = app.get("/2008/09/03/13.ribbon.json?fpp=0.001").await;
+    assert_eq!(after.status, 200);
+    assert_eq!(after.json()["r"], 10);
+    let cache = app.get("/stats").await.json()["cache"].clone();
+    assert_eq!(
+        cache["build_bytes"], 0,
+        "released once the builds ended: {cache}"
+    );
+    assert_eq!(cache["build_budget_bytes"], cache["budget_bytes"]);
+}
+
+#[tokio::test]
+async fn fpp_values_of_one_ladder_step_are_one_build_with_one_etag() {
+    let app = closed_hour_of(&["a", "b", "c"]).await;
+    // 0.01 is the target (no fpp); 0.0078125 = 2^-7 exactly; 0.009 rounds down to it too.
+    let paths = [
+        "/2008/09/03/13.ribbon",
+        "/2008/09/03/13.ribbon?fpp=0.01",
+        "/2008/09/03/13.ribbon?fpp=0.0078125",
+        "/2008/09/03/13.ribbon?fpp=0.009",
+    ];
+    let mut replies = Vec::new();
+    for path in paths {
+        replies.push(app.get(path).await);
+    }
+
+    for reply in &replies {
+        assert_eq!(reply.status, 200);
+        assert_eq!(reply.header("etag"), replies[0].header("etag"));
+        assert_eq!(reply.body, replies[0].body);
+        // The precision served, never worse than asked: 2^-7.
+        assert_eq!(reply.header("bloom-fpp"), Some("0.0078125"));
+    }
+    assert_eq!(hour_ribbon_runs(&app).await, 1);
+    // The next step down is another build.
+    let finer = app.get("/2008/09/03/13.ribbon?fpp=0.0078").await;
+    assert_eq!(finer.header("bloom-fpp"), Some("0.00390625"));
+    assert_ne!(finer.header("etag"), replies[0].header("etag"));
+    assert_eq!(hour_ribbon_runs(&app).await, 2);
+}
+
+#[tokio::test]
+async fn an_hour_whose_build_exceeds_the_memory_budget_has_no_compact_form() {
+    let app = TestApp::spawn_with(|s| s.cache_bytes = 8 * 1024).await;
+    let ids: Vec<String> = (0..2000).map(|i| format!("id:{i}")).collect();
+    let refs: Vec<&str> = ids.iter().map(String::as_str).collect();
+    app.ingest(&refs).await;
+    app.next_hour().await;
+
+    let refused = app.get("/2008/09/03/13.ribbon").await;
+
+    refused.assert_error(406, "not_acceptable");
+    assert!(refused.json()["message"]
+        .as_str()
+        .unwrap()
+        .contains("cache_bytes"));
+    assert_eq!(hour_ribbon_runs(&app).await, 0, "refused before any work");
     assert_eq!(app.get("/2008/09/03/13.bin").await.status, 200);
 }

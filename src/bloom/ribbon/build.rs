@@ -53,6 +53,29 @@ impl Ribbon {
 }
 
 impl Ribbon {
+    /// The most memory [`Ribbon::build`] of `n` keys at `r` bits holds at once, in bytes:
+    /// the band being eliminated twice (a retry allocates the next before the last is
+    /// freed, at up to two 1% growths of `m`) and the solution. What a server reserves
+    /// before it starts a build; the keys themselves are the caller's.
+    pub fn build_bytes(n: u64, r: u32) -> u64 {
+        let rows = Self::rows_at_most(n);
+        2 * rows * (std::mem::size_of::<u64>() + std::mem::size_of::<u32>()) as u64
+            + Self::solution_bytes(n, r)
+    }
+
+    /// The solution's size in bytes for `n` keys at `r` bits (about the body's size).
+    pub fn solution_bytes(n: u64, r: u32) -> u64 {
+        (Self::rows_at_most(n) * u64::from(r)).div_ceil(64) * 8 + 8
+    }
+
+    /// Rows of a build of `n` keys, allowing two 1% growths past the first size.
+    fn rows_at_most(n: u64) -> u64 {
+        let first = u64::from(initial_rows(n.min(u64::from(u32::MAX / 2)) as usize));
+        first + first / 50 + 2
+    }
+}
+
+impl Ribbon {
     /// One construction attempt at exactly `m` rows (at least 64) and `seed`: `None`
     /// when that system is inconsistent. For measuring the retry policy of
     /// [`Ribbon::build`] (examples/ribbon_margin.rs), which is what servers call.

@@ -187,3 +187,21 @@ fn one_attempt_at_the_built_size_and_seed_is_the_built_filter() {
     );
     assert!(Ribbon::try_build(&set, 33, 6000, 0).is_err());
 }
+
+#[test]
+fn the_working_memory_bound_covers_the_band_and_the_body_built() {
+    for n in [0u64, 1, 1000, 20_000] {
+        for r in [1, 7, 24, 32] {
+            let f = Ribbon::build(&keys(&format!("w{n}"), n as usize), r).unwrap();
+            let rows = u64::from(f.m());
+            let band = rows * 12;
+            assert!(Ribbon::solution_bytes(n, r) >= (f.words.len() * 8) as u64);
+            assert!(Ribbon::solution_bytes(n, r) + 24 >= f.to_bytes().len() as u64);
+            assert!(Ribbon::build_bytes(n, r) >= 2 * band + (f.words.len() * 8) as u64);
+        }
+    }
+    assert!(
+        Ribbon::build_bytes(1_000_000, 7) < 30_000_000,
+        "about 25 bytes per key"
+    );
+}

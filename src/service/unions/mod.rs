@@ -3,7 +3,12 @@
 //! - the build lock of each v1 union range and of each compact union (range, precision
 //!   and form): readers of one range share its next build;
 //! - the bounded build pool: builds of different ranges at once, past which a build is
-//!   refused at once (503 busy) rather than queued into a 408;
+//!   refused at once (503 busy) rather than queued into a 408; compact builds (a closed
+//!   hour's or a past day's ribbon, at any precision) take their slots too;
+//! - the working memory of compact builds in flight (`memory`, a budget of `cache_bytes`
+//!   apart from the render cache's): a build reserves its estimate before it starts, or
+//!   is refused; its slot and reservation go with its work onto the blocking pool and are
+//!   released when that work ends, even if the request that started it has gone;
 //! - the open unions: renderings of unions ending in the open hour, one per encoding
 //!   asked for, each with the version of that hour it shows (a quarter of `cache_bytes`),
 //!   and, for a gzip JSON or hex body, what coding it left for the next version's
@@ -11,15 +16,17 @@
 //! - the newest union filters built (`built`);
 //! - sealed hours' keys, for the exact count of a union carried forward (an eighth of
 //!   `cache_bytes`);
-//! - what union work has cost (`work`: runs and CPU time of each step, for `/stats` and
-//!   `/metrics`), counted by [`Unions::measured`], which runs that work on the blocking pool.
+//! - what union and compact work has cost (`work`: runs and CPU time of each step, for
+//!   `/stats` and `/metrics`), counted by [`Unions::measured`] and [`Unions::run`], which
+//!   run that work on the blocking pool.
 //!
 //! Building a union reads the store and the open hours, so that stays the service's
 //! work (`union.rs`, `incremental.rs`, `compact.rs`); all of the state above is reached
 //! through this API only.
 //!
 //! Lock order: a range's turn ([`Unions::turn`], [`Unions::compact_turn`]; a tokio lock
-//! held across the build), then a pool [`Unions::slot`], never the other way round. The
+//! held across the build), then a pool [`Unions::slot`], then a memory reservation
+//! ([`Unions::reserve`], atomics, never waits), never the other way round. The
 //! std mutexes inside (the range maps, the open unions, the built filters, the sealed
 //! keys) are leaves: each is held only inside one method here, never across an await and
 //! never while taking another lock, so these methods may be called with a turn or a slot
@@ -27,12 +34,14 @@
 //! (`Rendered::take_coding`) is taken after the open unions' is released.
 
 mod built;
+mod memory;
 mod open;
 mod ranges;
 mod sealed_keys;
 mod work;
 
 pub(super) use built::{BuiltUnion, Growth};
+pub(super) use memory::Refused;
 pub(super) use open::{OpenKey, OpenStamp, UnionKey};
 pub(super) use ranges::RangeTurn;
 pub(super) use work::Step;
@@ -44,19 +53,22 @@ use crate::bloom::Key;
 use crate::hour::Hour;
 use crate::render::{HexCoding, Rendered};
 use built::BuiltUnions;
+use memory::{BuildMemory, Reserved};
 use open::{OpenUnions, OPEN_UNIONS};
 use ranges::Ranges;
 use sealed_keys::SealedKeys;
 use std::sync::{Arc, Mutex};
-use tokio::sync::{Semaphore, SemaphorePermit};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 pub(super) struct Unions {
     /// One build at a time per union range: readers of a range share its next build.
     ranges: Ranges<UnionKey>,
     /// One compact build at a time per union range and precision (on `pool`).
     compact_ranges: Ranges<CompactKey>,
-    /// Union builds of different ranges running at once; past it, 503 `busy`.
-    pool: Semaphore,
+    /// Union and compact builds of different ranges running at once; past it, 503 `busy`.
+    pool: Arc<Semaphore>,
+    /// Working memory reserved by compact builds in flight.
+    memory: Arc<BuildMemory>,
     /// Unions that end in the open hour (`since`, today), each with the open hour's
     /// version it was built from: pollers asking for the same range between two ingests
     /// share one build instead of each re-reading every hour's keys.
@@ -68,6 +80,13 @@ pub(super) struct Unions {
     sealed_keys: SealedKeys,
     /// What union work has cost.
     work: work::Work,
+}
+
+/// What a build holds while it runs: its pool slot and its working memory, both
+/// released when it is dropped.
+pub(in crate::service) struct Held {
+    _slot: OwnedSemaphorePermit,
+    _memory: Reserved,
 }
 
 /// What the open unions hold now, for `/stats`.
@@ -84,7 +103,8 @@ impl Unions {
         Unions {
             ranges: Ranges::new(),
             compact_ranges: Ranges::new(),
-            pool: Semaphore::new(builds.max(1)),
+            pool: Arc::new(Semaphore::new(builds.max(1))),
+            memory: BuildMemory::new(cache_bytes as u64),
             open: Mutex::new(OpenUnions::new(cache_bytes / 4)),
             built: BuiltUnions::new(cache_bytes / 4),
             sealed_keys: SealedKeys::new(cache_bytes / 8),
@@ -92,18 +112,33 @@ impl Unions {
         }
     }
 
-    /// Runs `f` on the blocking pool and counts its CPU time as a run of `step` (`None`:
-    /// work that is not a union's, such as an hour's own ribbon).
+    /// Runs `f` on the blocking pool and counts its CPU time as a run of `step`.
     pub async fn measured<T: Send + 'static>(
         &self,
-        step: Option<Step>,
+        step: Step,
         f: impl FnOnce() -> T + Send + 'static,
     ) -> Result<T> {
         let (out, cpu) = tokio::task::spawn_blocking(move || work::timed(f)).await?;
-        if let Some(step) = step {
-            self.work.record(step, cpu);
-        }
+        self.work.record(step, cpu);
         Ok(out)
+    }
+
+    /// Runs `f` on the blocking pool holding `held` (a build's slot and memory) until
+    /// `f` returns, and counts its CPU time as a run of `step`. If the request awaiting
+    /// it goes away, the work still holds both until it ends: the pool and the budget
+    /// bound what runs, not what is awaited.
+    pub async fn run<T: Send + 'static>(
+        &self,
+        held: Held,
+        step: Step,
+        f: impl FnOnce() -> T + Send + 'static,
+    ) -> Result<T> {
+        self.measured(step, move || {
+            let out = f();
+            drop(held);
+            out
+        })
+        .await
     }
 
     /// What union work has cost so far.
@@ -125,12 +160,30 @@ impl Unions {
     ///
     /// # Errors
     /// [`ServiceError::Busy`] when every slot is taken: refused at once, not queued.
-    pub fn slot(&self) -> Result<SemaphorePermit<'_>> {
-        self.pool.try_acquire().map_err(|_| {
+    pub fn slot(&self) -> Result<OwnedSemaphorePermit> {
+        self.pool.clone().try_acquire_owned().map_err(|_| {
             ServiceError::Busy(
                 "every union build slot is taken; retry shortly (setting union_builds)".into(),
             )
         })
+    }
+
+    /// Reserves `bytes` of working memory for the build holding `slot`; refused at once
+    /// (never queued) when the budget has not that much left.
+    pub fn reserve(
+        &self,
+        slot: OwnedSemaphorePermit,
+        bytes: u64,
+    ) -> std::result::Result<Held, Refused> {
+        Ok(Held {
+            _slot: slot,
+            _memory: self.memory.reserve(bytes)?,
+        })
+    }
+
+    /// `(reserved, budget)` of the builds' working memory now, in bytes.
+    pub fn memory_usage(&self) -> (u64, u64) {
+        self.memory.usage()
     }
 
     /// The open union of `key` if it shows at least `wanted` (versions only grow).

@@ -1,9 +1,10 @@
-//! What union work has cost, for operators (`GET /stats`, `GET /metrics`): how many
-//! times each step ran and the CPU time it took, counted on the thread that did it. A union ending in the
-//! open hour is built once from the store, then carried forward as the hour takes keys
-//! (`advance`: its new keys' bits set) and rendered once per version and representation
-//! asked for, so `advance` plus `render` per version is what a trickle of ingest costs a
-//! poller looping on it.
+//! What union work, and a closed hour's compact work (counted apart), has cost, for
+//! operators (`GET /stats`, `GET /metrics`): how many times each step ran and the CPU
+//! time it took, counted on the thread that did it. A union ending in the open hour is
+//! built once from the store, then carried forward as the hour takes keys (`advance`:
+//! its new keys' bits set) and rendered once per version and representation asked for,
+//! so `advance` plus `render` per version is what a trickle of ingest costs a poller
+//! looping on it.
 //!
 //! Lock order: atomics only, no lock.
 
@@ -21,6 +22,9 @@ pub(in crate::service) enum Step {
     Advance,
     /// A union built before rendered in one more form or version.
     Render,
+    /// A closed hour's compact (ribbon) work: its ribbon built at one precision, or that
+    /// ribbon rendered in its JSON form.
+    HourRibbon,
 }
 
 #[derive(Default)]
@@ -32,7 +36,7 @@ struct Counter {
 /// The counters, one per [`Step`].
 #[derive(Default)]
 pub(super) struct Work {
-    steps: [Counter; 3],
+    steps: [Counter; 4],
 }
 
 /// One step's figures.
@@ -48,6 +52,8 @@ pub struct UnionWork {
     pub builds: StepStats,
     pub advances: StepStats,
     pub renders: StepStats,
+    /// Closed hours' compact work (not a union's, counted apart).
+    pub hour_ribbons: StepStats,
 }
 
 impl Work {
@@ -70,6 +76,7 @@ impl Work {
             builds: of(Step::Build),
             advances: of(Step::Advance),
             renders: of(Step::Render),
+            hour_ribbons: of(Step::HourRibbon),
         }
     }
 }
