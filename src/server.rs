@@ -1,7 +1,7 @@
 //! The accept loop: HTTP/1.1 connections, their polls answered on the socket
 //! ([`conn`]) and everything else served by hyper with a header read timeout,
 //! which `axum::serve` does not expose. A client that trickles its headers (slow loris)
-//! is disconnected when the timeout runs out; the whole-request timeout (408) lives in
+//! is disconnected when the timeout runs out; the whole-request timeout (408 or 503) lives in
 //! the router. On shutdown the loop stops accepting, asks every connection to finish its
 //! in-flight request and close, and returns once all have.
 
