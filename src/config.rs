@@ -160,11 +160,17 @@ settings! {
     database_ca_file: PathBuf = PathBuf::new(),
     /// How stale (milliseconds) a cluster node's view of the open hour may be.
     refresh_ms: u64 = 1000,
-    /// Seconds a whole request (body included) may take before it is answered 408.
+    /// Seconds a whole request may take. A client still sending its body then is answered
+    /// 408; a request received whole whose answer is not ready then is answered 503 timeout
+    /// with Retry-After (the server's fault, not the client's).
     request_timeout_seconds: u64 = 30,
     /// Seconds a client has to send a request's headers (slow-loris defence); the
     /// connection is closed when they do not arrive in time. Also bounds idle keep-alive.
     header_read_timeout_seconds: u64 = 5,
+    /// Seconds a connection may have response bytes to send without the client taking any
+    /// of them; then it is closed (a client that pipelines requests and never reads its
+    /// answers cannot hold a connection slot) and counted in bloomcast_connections_dropped_total.
+    write_timeout_seconds: u64 = 20,
     /// Shifts the server's clock by this many seconds, signed (testing only, e.g. to cross
     /// an hour boundary on purpose; a warning is logged when set).
     clock_offset_seconds: i64 = 0,
@@ -334,6 +340,9 @@ impl Settings {
         }
         if self.header_read_timeout_seconds == 0 {
             return invalid("header_read_timeout_seconds", "must be at least 1 second");
+        }
+        if self.write_timeout_seconds == 0 {
+            return invalid("write_timeout_seconds", "must be at least 1 second");
         }
         if self
             .ingest_tokens

@@ -1,12 +1,13 @@
 //! The accept loop: HTTP/1.1 connections, their polls answered on the socket
 //! ([`conn`]) and everything else served by hyper with a header read timeout,
 //! which `axum::serve` does not expose. A client that trickles its headers (slow loris)
-//! is disconnected when the timeout runs out; the whole-request timeout (408) lives in
+//! is disconnected when the timeout runs out; the whole-request timeout (408 or 503) lives in
 //! the router. On shutdown the loop stops accepting, asks every connection to finish its
 //! in-flight request and close, and returns once all have.
 
 mod conn;
 mod drain;
+mod stall;
 
 use crate::http::App;
 use drain::Drain;
@@ -28,6 +29,9 @@ pub struct ConnLimits {
     /// Time a client has to send a request's headers, counted from when the server
     /// starts waiting for them (so it also bounds an idle keep-alive connection).
     pub header_read_timeout: Duration,
+    /// Time a connection may have response bytes to send without the client taking
+    /// any; then the connection is closed and counted.
+    pub write_timeout: Duration,
     /// Connections served at once: past it the loop stops accepting, so new connections
     /// wait in the kernel's listen backlog instead of each costing memory and a task.
     pub max_connections: usize,

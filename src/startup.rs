@@ -137,6 +137,7 @@ impl Application {
             state,
             limits: ConnLimits {
                 header_read_timeout: Duration::from_secs(settings.header_read_timeout_seconds),
+                write_timeout: Duration::from_secs(settings.write_timeout_seconds),
                 max_connections: settings.max_connections,
             },
             shutdown_timeout: Duration::from_secs(settings.shutdown_timeout),

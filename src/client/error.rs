@@ -14,7 +14,8 @@ pub enum ClientError {
         /// status's reason phrase when the body was not a bloomcast error.
         code: String,
         message: String,
-        /// The server's `Retry-After`, when it sent one (503 while the store is down).
+        /// The server's `Retry-After`, when it sent one (503: the store is down, the
+        /// server is busy, or its work on the request outlived the request timeout).
         retry_after: Option<Duration>,
     },
     /// The request never got an answer: connection refused, reset, timed out.

@@ -33,6 +33,7 @@ fn every_documented_environment_variable_still_exists() {
         "BLOOMCAST_REFRESH_MS",
         "BLOOMCAST_REQUEST_TIMEOUT_SECONDS",
         "BLOOMCAST_HEADER_READ_TIMEOUT_SECONDS",
+        "BLOOMCAST_WRITE_TIMEOUT_SECONDS",
         "BLOOMCAST_CLOCK_OFFSET_SECONDS",
         "BLOOMCAST_ACCESS_LOG",
     ] {
@@ -182,11 +183,13 @@ fn environment_overrides_the_documented_names() {
         ("BLOOMCAST_CAPACITY", "5000"),
         ("BLOOMCAST_REQUEST_TIMEOUT_SECONDS", "7"),
         ("BLOOMCAST_HEADER_READ_TIMEOUT_SECONDS", "2"),
+        ("BLOOMCAST_WRITE_TIMEOUT_SECONDS", "9"),
         ("BLOOMCAST_CLOCK_OFFSET_SECONDS", "-3600"),
     ]))
     .unwrap();
     assert_eq!(s.request_timeout_seconds, 7);
     assert_eq!(s.header_read_timeout_seconds, 2);
+    assert_eq!(s.write_timeout_seconds, 9);
     assert_eq!(s.clock_offset_seconds, -3600);
     assert_eq!(s.listen.port(), 9999);
     assert_eq!(s.data_dir, PathBuf::from("/var/lib/bloomcast"));
@@ -257,6 +260,10 @@ fn settings_that_cannot_work_are_refused_with_their_name() {
         ("capacity", Box::new(|s| s.capacity = 500_000_000)),
         ("max_hour_ids", Box::new(|s| s.max_hour_ids = u64::MAX / 4)),
         ("max_connections", Box::new(|s| s.max_connections = 0)),
+        (
+            "write_timeout_seconds",
+            Box::new(|s| s.write_timeout_seconds = 0),
+        ),
         ("write_queue_depth", Box::new(|s| s.write_queue_depth = 0)),
         ("union_builds", Box::new(|s| s.union_builds = 0)),
     ];

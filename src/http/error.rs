@@ -36,8 +36,13 @@ pub enum ApiError {
     /// 415 for a `Content-Encoding` other than those in [`super::coding::ACCEPTED`].
     #[error("{0}")]
     UnsupportedEncoding(String),
+    /// 408: the client was still sending its request when the request timeout ran out.
     #[error("the request took too long; send it faster or in smaller parts")]
     Timeout,
+    /// 503: the request was received whole, and the server's work on it outlived the
+    /// request timeout (a build too slow, a store that does not answer).
+    #[error("the server took too long to answer; retry later")]
+    ServerTimeout,
     /// The store cannot write (disk full, I/O error, read-only, locked) or be reached.
     #[error("the store cannot take writes right now; nothing was recorded; retry later")]
     Unavailable,
@@ -72,7 +77,9 @@ impl ApiError {
                 StatusCode::UNSUPPORTED_MEDIA_TYPE
             }
             ApiError::Timeout => StatusCode::REQUEST_TIMEOUT,
-            ApiError::Unavailable | ApiError::Busy(_) => StatusCode::SERVICE_UNAVAILABLE,
+            ApiError::Unavailable | ApiError::Busy(_) | ApiError::ServerTimeout => {
+                StatusCode::SERVICE_UNAVAILABLE
+            }
             ApiError::HourFull(_) => StatusCode::INSUFFICIENT_STORAGE,
             ApiError::Corrupt(_) | ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
@@ -91,7 +98,8 @@ impl ApiError {
             ApiError::PayloadTooLarge(_) | ApiError::DecodedTooLarge(_) => "payload_too_large",
             ApiError::UnsupportedMediaType(_) => "unsupported_media_type",
             ApiError::UnsupportedEncoding(_) => "unsupported_encoding",
-            ApiError::Timeout => "timeout",
+            // One code for both: the status says whose side was slow.
+            ApiError::Timeout | ApiError::ServerTimeout => "timeout",
             ApiError::Unavailable => "store_unavailable",
             ApiError::Busy(_) => "busy",
             ApiError::HourFull(_) => "hour_full",
@@ -148,7 +156,7 @@ impl IntoResponse for ApiError {
             ApiError::Unauthorized => {
                 headers.insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
             }
-            ApiError::Unavailable => {
+            ApiError::Unavailable | ApiError::ServerTimeout => {
                 headers.insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
             }
             ApiError::Busy(_) => {

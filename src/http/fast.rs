@@ -166,6 +166,11 @@ impl App {
         tower::Service::call(&mut self.router, request)
     }
 
+    /// The server's counters (the connection layer counts the connections it drops).
+    pub fn metrics(&self) -> &Arc<super::Metrics> {
+        &self.state.metrics
+    }
+
     /// This application for a connection from `peer` (the access log names it).
     pub fn for_peer(&self, peer: SocketAddr) -> App {
         App {

@@ -190,15 +190,6 @@ pub async fn method_not_allowed() -> ApiError {
     ApiError::MethodNotAllowed
 }
 
-/// Answers a request that overran the request timeout (a slow or stalled client).
-pub async fn timed_out(err: tower::BoxError) -> ApiError {
-    if err.is::<tower::timeout::error::Elapsed>() {
-        ApiError::Timeout
-    } else {
-        ApiError::Internal(err.to_string())
-    }
-}
-
 /// Answers a request whose handler panicked.
 pub fn panicked(panic: Box<dyn std::any::Any + Send + 'static>) -> axum::response::Response {
     let detail = panic

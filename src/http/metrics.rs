@@ -82,6 +82,9 @@ pub struct Totals {
 /// The server's counters. Cheap to update from any thread; read by [`Metrics::render`].
 pub struct Metrics {
     ids_ingested: AtomicU64,
+    /// Connections closed because their client took no response bytes for the write
+    /// timeout (rare: one shared counter).
+    dropped_write_timeout: AtomicU64,
     shards: Box<[Shard]>,
     /// Requests whose route or status has no slot: route → status → count.
     other: Mutex<BTreeMap<(String, u16), u64>>,
@@ -93,6 +96,7 @@ impl Default for Metrics {
     fn default() -> Metrics {
         Metrics {
             ids_ingested: AtomicU64::new(0),
+            dropped_write_timeout: AtomicU64::new(0),
             shards: (0..SHARDS).map(|_| Shard::default()).collect(),
             other: Mutex::new(BTreeMap::new()),
             series: super::series::Series::default(),
@@ -124,6 +128,11 @@ impl Metrics {
     /// Counts IDs acknowledged by an ingest (once per batch, so one shared counter).
     pub fn ids_ingested(&self, n: usize) {
         self.ids_ingested.fetch_add(n as u64, Ordering::Relaxed);
+    }
+
+    /// Counts a connection closed by the write timeout (`write_timeout_seconds`).
+    pub fn connection_dropped_write_timeout(&self) {
+        self.dropped_write_timeout.fetch_add(1, Ordering::Relaxed);
     }
 
     #[cfg(test)]
@@ -248,6 +257,14 @@ impl Metrics {
             "bloomcast_http_wire_responses_total",
             "Of the fast responses, those written on the socket without hyper's connection handling.",
             self.sum(|s| &s.wire),
+        );
+        let _ = writeln!(
+            out,
+            "# HELP bloomcast_connections_dropped_total Connections the server closed, by reason \
+             (write_timeout: the client took no response bytes for write_timeout_seconds).\n\
+             # TYPE bloomcast_connections_dropped_total counter\n\
+             bloomcast_connections_dropped_total{{reason=\"write_timeout\"}} {}",
+            self.dropped_write_timeout.load(Ordering::Relaxed)
         );
         let _ = writeln!(
             out,
@@ -376,6 +393,10 @@ mod tests {
         assert!(text.contains("bloomcast_http_not_modified_total 1"));
         assert!(text.contains("bloomcast_http_response_body_bytes_total 150"));
         assert!(text.contains("bloomcast_current_hour_ids 7"));
+        assert!(text.contains(
+            "\n# TYPE bloomcast_connections_dropped_total counter\n\
+             bloomcast_connections_dropped_total{reason=\"write_timeout\"} 0\n"
+        ));
         assert!(text.contains(
             "bloomcast_http_requests_total{route=\"/{y}/{mo}/{d}/{h}\",status=\"200\"} 2"
         ));

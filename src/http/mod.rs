@@ -7,6 +7,7 @@ mod coding;
 mod compact;
 mod cors;
 mod dashboard;
+mod deadline;
 pub mod deltas;
 mod error;
 mod fast;
@@ -33,7 +34,6 @@ pub use paths::{canonical_path, day_segments, hour_segments, parse_filter_path, 
 pub use series::run_sampler;
 
 use crate::service::Service;
-use axum::error_handling::HandleErrorLayer;
 use axum::http::{header, HeaderName, Method};
 use axum::routing::{get, post};
 use axum::Router;
@@ -51,8 +51,8 @@ pub struct AppState {
     pub metrics: Arc<Metrics>,
     pub body_limit: usize,
     pub open_max_age: u64,
-    /// How long a request may take, body included, before it is answered 408: a client
-    /// trickling its body cannot hold a connection and a handler forever.
+    /// How long a request may take, body included: a client trickling its body cannot
+    /// hold a connection and a handler forever (408), nor can a handler (503).
     pub request_timeout: Duration,
     /// Ingest bodies read at once: bounds the memory uploads can hold.
     pub ingest_permits: Arc<tokio::sync::Semaphore>,
@@ -124,7 +124,8 @@ fn routes(state: AppState, cors: cors::FastCorsLayer) -> Router {
         .method_not_allowed_fallback(meta::method_not_allowed)
         // One stack, applied once: the router boxes (and clones per request) each
         // `.layer` separately, so one layer call costs one box instead of five.
-        // Outermost first: trace, panics, loading, 408 on timeout, CORS, metrics.
+        // Outermost first: trace, panics, loading, the request timeout (408 or 503), CORS,
+        // metrics.
         .layer(
             tower::ServiceBuilder::new()
                 .layer(
@@ -137,13 +138,12 @@ fn routes(state: AppState, cors: cors::FastCorsLayer) -> Router {
                 .layer(tower_http::catch_panic::CatchPanicLayer::custom(
                     meta::panicked,
                 ))
-                // Outside the timeout: waiting for the open hour to load is never a 408.
+                // Outside the timeout: waiting for the open hour to load never times out.
                 .layer(axum::middleware::from_fn_with_state(
                     state.service.clone(),
                     loading::wait_until_loaded,
                 ))
-                .layer(HandleErrorLayer::new(meta::timed_out))
-                .timeout(state.request_timeout)
+                .layer(deadline::DeadlineLayer(state.request_timeout))
                 .layer(cors)
                 .layer(metrics::TrackLayer(state.metrics.clone())),
         )

@@ -20,9 +20,12 @@
 //! to send each request head, counted from when the connection starts waiting for it (so
 //! it also bounds an idle keep-alive connection), and a head is at most
 //! [`MAX_HEAD_BYTES`] (past it, hyper answers 431). Responses are written before more is
-//! read, so a client that does not read its answers holds at most one batch of them.
+//! read, so a client that does not read its answers holds at most one batch of them, and
+//! both writers write through [`Stall`]: a client that takes none of its answers for
+//! `write_timeout` is disconnected.
 
 use super::drain::Watch;
+use super::stall::Stall;
 use super::{ConnLimits, MAX_HEADERS, MAX_HEAD_BYTES};
 use crate::http::h1::{self, Length};
 use crate::http::{App, Wire};
@@ -54,7 +57,7 @@ const FLUSH_AT: usize = 64 * 1024;
 
 /// Serves one accepted connection until it closes.
 pub(super) async fn serve(
-    mut stream: TcpStream,
+    stream: TcpStream,
     peer: SocketAddr,
     app: App,
     builder: http1::Builder,
@@ -63,6 +66,7 @@ pub(super) async fn serve(
 ) {
     // The peer's address, for the access log.
     let mut app = app.for_peer(peer);
+    let mut stream = Stall::new(stream, limits.write_timeout, app.metrics().clone());
     let buffered = match polls(&mut stream, &mut app, limits.header_read_timeout, &watch).await {
         Ok(Some(buffered)) => buffered,
         Ok(None) => return,
@@ -94,7 +98,7 @@ pub(super) async fn serve(
 /// Answers polls until the connection closes (`None`) or a request needs hyper: then
 /// returns the bytes read and not answered, that request's first.
 async fn polls(
-    stream: &mut TcpStream,
+    stream: &mut Stall<TcpStream>,
     app: &mut App,
     timeout: Duration,
     watch: &Watch,
@@ -297,7 +301,7 @@ fn negotiation_headers(headers: &[httparse::Header<'_>]) -> Option<HeaderMap> {
 }
 
 /// `head` then `body`, with as few writes as the socket takes.
-async fn write_two(stream: &mut TcpStream, head: &[u8], body: &[u8]) -> io::Result<()> {
+async fn write_two(stream: &mut Stall<TcpStream>, head: &[u8], body: &[u8]) -> io::Result<()> {
     let (mut head, mut body) = (head, body);
     while !head.is_empty() {
         let n = stream
@@ -348,7 +352,7 @@ thread_local! {
 /// The connection as hyper reads it: the bytes already read, then the socket.
 struct Rewind {
     read: Bytes,
-    stream: TcpStream,
+    stream: Stall<TcpStream>,
 }
 
 impl AsyncRead for Rewind {

@@ -223,3 +223,93 @@ async fn shutdown_lets_an_in_flight_request_finish_and_closes_idle_connections()
     assert_eq!(reply.json()["accepted"], 1);
     stopping.await.unwrap();
 }
+
+/// A connection with a small receive buffer (so the server's writes block sooner) that
+/// sends `requests` pipelined GETs of `path` and then reads nothing.
+async fn never_reads(
+    addr: std::net::SocketAddr,
+    path: &str,
+    extra: &str,
+    requests: usize,
+) -> tokio::net::TcpStream {
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.set_recv_buffer_size(4096).unwrap();
+    let mut stream = socket.connect(addr).await.unwrap();
+    let one = format!("GET {path} HTTP/1.1\r\nHost: t\r\n{extra}\r\n");
+    stream
+        .write_all(one.repeat(requests).as_bytes())
+        .await
+        .unwrap();
+    stream
+}
+
+/// The value of the dropped-connections counter in `/metrics`.
+async fn dropped_for_write_timeout(addr: std::net::SocketAddr) -> u64 {
+    let metrics = get(addr, "/metrics").await;
+    let text = String::from_utf8(metrics.body).unwrap();
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("bloomcast_connections_dropped_total{reason=\"write_timeout\"}"))
+        .unwrap_or_else(|| panic!("no dropped-connections counter in {text}"));
+    line.rsplit(' ').next().unwrap().parse().unwrap()
+}
+
+#[tokio::test]
+async fn clients_that_never_read_their_answers_are_dropped_after_the_write_timeout() {
+    let server = spawn_with(|s| {
+        s.max_connections = 4;
+        s.write_timeout_seconds = 1;
+        // An empty open hour's filter of 240 KB: 64 answers on one connection are 15 MB,
+        // far more than the kernel buffers between the server and a client that does
+        // not read, so the server is certainly blocked writing to each.
+        s.capacity = 200_000;
+    })
+    .await;
+    let bin = format!("{HOUR}.bin");
+    let mut stalled = Vec::new();
+    for i in 0..4 {
+        // Half on the connection's own writer (polls), half on hyper's (a `Connection`
+        // header hands the connection to hyper).
+        let extra = if i % 2 == 0 {
+            ""
+        } else {
+            "Connection: keep-alive\r\n"
+        };
+        stalled.push(never_reads(server.addr, &bin, extra, 64).await);
+    }
+    let started = Instant::now();
+
+    // Every slot is taken by a client that does not read: this connection waits in the
+    // listen backlog until one of them is dropped (`get` gives up after 5 s).
+    let health = get(server.addr, "/healthz").await;
+
+    assert_eq!(health.status, 200, "{}", health.head);
+    assert!(
+        started.elapsed() >= Duration::from_millis(900),
+        "{:?}",
+        started.elapsed()
+    );
+    let mut dropped = dropped_for_write_timeout(server.addr).await;
+    while dropped < 4 && started.elapsed() < Duration::from_secs(10) {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        dropped = dropped_for_write_timeout(server.addr).await;
+    }
+    assert_eq!(
+        dropped, 4,
+        "each stalled connection is dropped and counted once"
+    );
+    // The server hung up on them: a read ends (reset or end of stream) instead of waiting.
+    for mut stream in stalled {
+        let mut sink = vec![0u8; 64 * 1024];
+        let ended = tokio::time::timeout(Duration::from_secs(5), async {
+            while let Ok(n) = stream.read(&mut sink).await {
+                if n == 0 {
+                    break;
+                }
+            }
+        })
+        .await;
+        assert!(ended.is_ok(), "a stalled connection was left open");
+    }
+    assert_healthy(server.addr, &[]).await;
+}

@@ -18,5 +18,6 @@ mod ingest;
 mod publication;
 mod rollover;
 mod store_integrity;
+mod timeouts;
 mod unions;
 mod wrapped;

@@ -70,7 +70,8 @@ class HTTPError(Exception):
         self.retry_after = retry_after
 
     def is_transient(self):
-        """Worth retrying later: the store is away (503) or the request timed out (408)."""
+        """Worth retrying later: the store is away, the server is busy or took too long
+        (503), or the request was sent too slowly (408)."""
         return self.status in (408, 503)
 
 
