@@ -78,7 +78,7 @@ impl Client {
             prev,
             signature,
         };
-        let mut verified = self.verified.lock().unwrap_or_else(|p| p.into_inner());
+        let mut verified = crate::sync::lock(&self.verified);
         let known_prev = verified.get(&hour.prev().index()).map(|(_, h)| *h);
         let header = claim.verify(key, known_prev.as_ref())?;
         if let Some((next_prev, _)) = verified.get(&hour.next().index()) {
