@@ -93,16 +93,16 @@ pub fn hex(bytes: &[u8]) -> String {
     crate::bloom::to_hex(bytes)
 }
 
-/// Parses exactly `N` bytes of hex (either case).
+/// Parses exactly `N` bytes of hex, ignoring whitespace around it: every key, digest,
+/// link and signature read from a header, a document, a file or the command line.
+///
+/// Strict as the protocol's "Bad hex" (docs/PROTOCOL.md, section 6) is: exactly two
+/// digits `0-9a-f` per byte, nothing else (no sign, no `0x`); `A-F` is accepted, as
+/// [`crate::bloom::from_hex`] accepts it in filter bodies. The digits are decoded by the
+/// `hex` crate, the one hex decoder of this crate.
 pub fn parse_hex<const N: usize>(s: &str) -> Option<[u8; N]> {
-    let s = s.trim();
-    if s.len() != N * 2 || !s.is_ascii() {
-        return None;
-    }
     let mut out = [0u8; N];
-    for (i, byte) in out.iter_mut().enumerate() {
-        *byte = u8::from_str_radix(&s[i * 2..i * 2 + 2], 16).ok()?;
-    }
+    hex::decode_to_slice(s.trim(), &mut out).ok()?;
     Some(out)
 }
 
@@ -278,6 +278,62 @@ mod tests {
             "abc".parse::<PublicKey>(),
             Err(ChainError::BadKey(_))
         ));
+    }
+
+    /// `good` spoiled as a loose decoder would still read it: a sign before a digit
+    /// (`u8::from_str_radix` reads `+f` as 0x0f), a `0x` prefix, a digit dropped or added,
+    /// a character that is not a digit, a non-ASCII character.
+    fn spoiled(good: &str) -> Vec<String> {
+        let tail = &good[2..];
+        vec![
+            format!("+f{tail}"),
+            format!("-1{tail}"),
+            format!("0x{tail}"),
+            good[1..].to_owned(),
+            format!("{good}0"),
+            format!("0g{tail}"),
+            format!("é{}", &good[2..]),
+            format!("{} {}", &good[..2], &good[3..]),
+        ]
+    }
+
+    #[test]
+    fn parse_hex_takes_exactly_two_digits_a_byte_in_either_case() {
+        assert_eq!(parse_hex::<2>("0fA0"), Some([0x0f, 0xa0]));
+        assert_eq!(parse_hex::<2>(" 0fa0\n"), Some([0x0f, 0xa0]), "around it");
+        for bad in spoiled("0fa0")
+            .into_iter()
+            .chain(["+f+f".into(), "".into()])
+        {
+            assert_eq!(parse_hex::<2>(&bad), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn a_public_key_is_refused_unless_every_digit_is_hex() {
+        let key = signer().public_key();
+        let text = key.to_string();
+        assert_eq!(text.to_uppercase().parse::<PublicKey>(), Ok(key));
+        for bad in spoiled(&text) {
+            assert!(
+                matches!(bad.parse::<PublicKey>(), Err(ChainError::BadKey(_))),
+                "{bad:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_signature_or_hash_in_hex_is_refused_unless_every_digit_is_hex() {
+        let sig = signer().sign(1, &GENESIS);
+        let text = hex(&sig);
+        assert_eq!(parse_hex::<64>(&text), Some(sig));
+        assert_eq!(parse_hex::<64>(&text.to_uppercase()), Some(sig));
+        for bad in spoiled(&text) {
+            assert_eq!(parse_hex::<64>(&bad), None, "{bad:?}");
+        }
+        for bad in spoiled(&hex(&GENESIS)) {
+            assert_eq!(parse_hex::<32>(&bad), None, "{bad:?}");
+        }
     }
 
     #[test]

@@ -193,7 +193,7 @@ impl JumpGuard {
         let offset = wall - expected;
         if offset <= self.tolerance {
             if self.is_ahead.load(Ordering::Acquire) {
-                let mut ahead = self.ahead.lock().unwrap_or_else(|p| p.into_inner());
+                let mut ahead = crate::sync::lock(&self.ahead);
                 if ahead.take().is_some() {
                     tracing::warn!(
                         "the wall clock is back within the time measured since its jump; following it again"
@@ -207,7 +207,7 @@ impl JumpGuard {
             }
             return wall;
         }
-        let mut ahead = self.ahead.lock().unwrap_or_else(|p| p.into_inner());
+        let mut ahead = crate::sync::lock(&self.ahead);
         match *ahead {
             Some((since, first)) if (offset - first).abs() <= self.tolerance => {
                 if mono.saturating_sub(since) >= self.confirm {
@@ -240,7 +240,7 @@ impl JumpGuard {
     /// What the guard says now, for a wall reading `wall` at monotonic `mono`.
     pub fn state(&self, wall: DateTime<Utc>, mono: std::time::Duration) -> JumpState {
         let guarded = self.guard(wall, mono);
-        let ahead = *self.ahead.lock().unwrap_or_else(|p| p.into_inner());
+        let ahead = *crate::sync::lock(&self.ahead);
         JumpState {
             ahead_seconds: (wall - guarded).num_seconds().max(0),
             jumps: self.jumps.load(Ordering::Relaxed),

@@ -27,5 +27,6 @@ pub mod service;
 pub mod sha256;
 pub mod startup;
 pub mod store;
+mod sync;
 pub mod telemetry;
 pub mod wire;

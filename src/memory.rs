@@ -13,23 +13,6 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-// mimalloc's native library is linked through this crate.
-extern crate mimalloc;
-
-extern "C" {
-    fn mi_collect(force: bool);
-}
-
-#[cfg(target_os = "linux")]
-extern "C" {
-    fn prctl(option: std::os::raw::c_int, ...) -> std::os::raw::c_int;
-}
-
-#[cfg(all(target_os = "linux", target_env = "gnu"))]
-extern "C" {
-    fn malloc_trim(pad: usize) -> std::os::raw::c_int;
-}
-
 /// Keys read at once past which [`release_freed`] is worth its cost (a walk of the heap).
 pub const LARGE_BATCH: usize = 1 << 16;
 
@@ -46,11 +29,11 @@ pub const SETTLE: Duration = Duration::from_secs(12);
 pub fn release_freed() {
     // SAFETY: `mi_collect` takes no pointers and may be called from any thread at any
     // time; `force` only makes it return memory eagerly.
-    unsafe { mi_collect(true) }
+    unsafe { libmimalloc_sys::mi_collect(true) }
     // SAFETY: `malloc_trim` takes no pointers and is thread-safe (it locks each arena).
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     unsafe {
-        malloc_trim(0);
+        libc::malloc_trim(0);
     }
 }
 
@@ -69,18 +52,11 @@ pub fn release_freed() {
 pub fn forgo_huge_pages() -> bool {
     #[cfg(target_os = "linux")]
     {
-        const PR_SET_THP_DISABLE: std::os::raw::c_int = 41;
+        let (on, unused): (libc::c_ulong, libc::c_ulong) = (1, 0);
         // SAFETY: `prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0)` takes no pointers; it sets a
-        // flag of the process's memory map, which the kernel checks at each fault.
-        unsafe {
-            prctl(
-                PR_SET_THP_DISABLE,
-                1 as std::os::raw::c_ulong,
-                0 as std::os::raw::c_ulong,
-                0 as std::os::raw::c_ulong,
-                0 as std::os::raw::c_ulong,
-            ) == 0
-        }
+        // flag of the process's memory map, which the kernel checks at each fault. The
+        // variadic arguments are passed as the `unsigned long` the kernel reads.
+        unsafe { libc::prctl(libc::PR_SET_THP_DISABLE, on, unused, unused, unused) == 0 }
     }
     #[cfg(not(target_os = "linux"))]
     {
@@ -112,3 +88,18 @@ pub fn release_transient<T: Send + 'static>(transient: T) {
 
 /// Whether a settled release is pending.
 static SETTLING: AtomicBool = AtomicBool::new(false);
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn huge_pages_are_off_for_the_process_once_forgone() {
+        assert!(forgo_huge_pages());
+        let unused: libc::c_ulong = 0;
+        // SAFETY: `prctl(PR_GET_THP_DISABLE, 0, 0, 0, 0)` takes no pointers and only
+        // reads the flag set above.
+        let flag = unsafe { libc::prctl(libc::PR_GET_THP_DISABLE, unused, unused, unused, unused) };
+        assert_eq!(flag, 1);
+    }
+}

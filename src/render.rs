@@ -142,10 +142,7 @@ impl Rendered {
 
     /// What the next version's rendering needs of this one ([`render_next`]), once.
     pub fn take_coding(&self) -> Option<HexCoding> {
-        self.coding
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .take()
+        crate::sync::lock(&self.coding).take()
     }
 
     /// Whether an `If-None-Match` value matches this representation in either

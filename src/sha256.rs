@@ -252,6 +252,7 @@ mod lanes {
         };
     }
 
+    /// SAFETY: the CPU must have SHA, SSE2, SSSE3 and SSE4.1 (only [`two_ni`] calls it).
     #[target_feature(enable = "sha,sse2,ssse3,sse4.1")]
     unsafe fn load(state: &[u32; 8]) -> Lane {
         let p: *const __m128i = state.as_ptr().cast();
@@ -264,6 +265,7 @@ mod lanes {
         }
     }
 
+    /// SAFETY: the CPU must have SHA, SSE2, SSSE3 and SSE4.1 (only [`two_ni`] calls it).
     #[target_feature(enable = "sha,sse2,ssse3,sse4.1")]
     unsafe fn store(lane: Lane, state: &mut [u32; 8]) {
         let feba = _mm_shuffle_epi32(lane.abef, 0x1B);

@@ -29,22 +29,13 @@ fn init_with_default(level: &str) {
 /// where it cannot be read.
 #[cfg(all(target_os = "linux", target_pointer_width = "64"))]
 pub fn thread_cpu() -> Option<Duration> {
-    #[repr(C)]
-    struct Timespec {
-        tv_sec: i64,
-        tv_nsec: i64,
-    }
-    extern "C" {
-        fn clock_gettime(clock: i32, tp: *mut Timespec) -> i32;
-    }
-    const CLOCK_THREAD_CPUTIME_ID: i32 = 3;
-    let mut ts = Timespec {
+    let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
     };
-    // SAFETY: `ts` is a valid, writable `struct timespec` (two 64-bit fields on 64-bit
-    // Linux), and this clock id is always supported by Linux.
-    if unsafe { clock_gettime(CLOCK_THREAD_CPUTIME_ID, &mut ts) } != 0 {
+    // SAFETY: `ts` is a valid, writable `struct timespec` that outlives the call, and
+    // this clock id is always supported by Linux.
+    if unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) } != 0 {
         return None;
     }
     Some(Duration::new(
@@ -57,4 +48,19 @@ pub fn thread_cpu() -> Option<Duration> {
 #[cfg(not(all(target_os = "linux", target_pointer_width = "64")))]
 pub fn thread_cpu() -> Option<Duration> {
     None
+}
+
+#[cfg(all(test, target_os = "linux", target_pointer_width = "64"))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_thread_cpu_time_is_read_and_never_goes_back() {
+        let before = thread_cpu().expect("readable on 64-bit Linux");
+        let sum: u64 = (0..1_000_000u64).map(std::hint::black_box).sum();
+        assert_eq!(sum, 499_999_500_000);
+        let after = thread_cpu().expect("readable on 64-bit Linux");
+        assert!(after >= before, "{after:?} < {before:?}");
+        assert!(after > Duration::ZERO);
+    }
 }

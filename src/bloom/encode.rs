@@ -57,26 +57,20 @@ fn digit(nibble: u8) -> u8 {
     nibble + if nibble > 9 { b'a' - 10 } else { b'0' }
 }
 
-/// Parses hex (lowercase on the wire; uppercase is accepted too).
+/// Parses hex: lowercase on the wire; uppercase is accepted too, as docs/PROTOCOL.md
+/// (section 6, "Bad hex") allows a decoder to. Anything else, a sign or `0x` included,
+/// is refused. The digits are decoded by the `hex` crate, the one hex decoder of this
+/// crate ([`crate::chain::parse_hex`] is the same for fixed-size values).
 ///
 /// # Errors
 /// [`FilterError::OddHexLength`] or [`FilterError::BadHex`] naming the first bad character.
-pub fn from_hex(hex: &str) -> Result<Vec<u8>, FilterError> {
-    let raw = hex.as_bytes();
-    if raw.len() % 2 != 0 {
-        return Err(FilterError::OddHexLength(raw.len()));
-    }
-    let nibble = |i: usize| -> Result<u8, FilterError> {
-        match raw[i] {
-            c @ b'0'..=b'9' => Ok(c - b'0'),
-            c @ b'a'..=b'f' => Ok(c - b'a' + 10),
-            c @ b'A'..=b'F' => Ok(c - b'A' + 10),
-            _ => Err(FilterError::BadHex { index: i }),
+pub fn from_hex(text: &str) -> Result<Vec<u8>, FilterError> {
+    hex::decode(text).map_err(|e| match e {
+        hex::FromHexError::InvalidHexCharacter { index, .. } => FilterError::BadHex { index },
+        hex::FromHexError::OddLength | hex::FromHexError::InvalidStringLength => {
+            FilterError::OddHexLength(text.len())
         }
-    };
-    (0..raw.len() / 2)
-        .map(|i| Ok((nibble(2 * i)? << 4) | nibble(2 * i + 1)?))
-        .collect()
+    })
 }
 
 impl Filter {
@@ -145,6 +139,37 @@ mod tests {
     fn bad_hex_names_the_character() {
         assert_eq!(from_hex("0g"), Err(FilterError::BadHex { index: 1 }));
         assert_eq!(from_hex("abc"), Err(FilterError::OddHexLength(3)));
+    }
+
+    #[test]
+    fn a_sign_or_prefix_before_a_digit_is_bad_hex() {
+        assert_eq!(from_hex("+f"), Err(FilterError::BadHex { index: 0 }));
+        assert_eq!(from_hex("00-1"), Err(FilterError::BadHex { index: 2 }));
+        assert_eq!(from_hex("0x0f"), Err(FilterError::BadHex { index: 1 }));
+        assert_eq!(from_hex("0 "), Err(FilterError::BadHex { index: 1 }));
+        assert_eq!(from_hex("é"), Err(FilterError::BadHex { index: 0 }));
+        assert_eq!(from_hex("f"), Err(FilterError::OddHexLength(1)));
+        assert_eq!(from_hex(""), Ok(vec![]));
+    }
+
+    #[test]
+    fn a_filter_body_in_loose_hex_is_refused_and_in_uppercase_accepted() {
+        assert!(matches!(
+            Filter::decode_hex(16, 1, "sha1-km32", "+f00"),
+            Err(FilterError::BadHex { index: 0 })
+        ));
+        assert!(matches!(
+            Filter::decode_hex(16, 1, "sha1-km32", "0x0f"),
+            Err(FilterError::BadHex { index: 1 })
+        ));
+        assert!(matches!(
+            Filter::decode_hex(16, 1, "sha1-km32", "00f"),
+            Err(FilterError::OddHexLength(3))
+        ));
+        assert_eq!(
+            Filter::decode_hex(16, 1, "sha1-km32", "A0FF").unwrap(),
+            Filter::decode_hex(16, 1, "sha1-km32", "a0ff").unwrap()
+        );
     }
 
     #[test]

@@ -95,8 +95,7 @@ impl RibbonCache {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Held> {
-        // A panic while holding the lock cannot leave the map inconsistent.
-        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+        crate::sync::lock(&self.inner)
     }
 }
 

@@ -45,7 +45,7 @@ pub(crate) struct Dictionaries {
 
 impl Dictionaries {
     fn lock(&self) -> std::sync::MutexGuard<'_, ByPath> {
-        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+        crate::sync::lock(&self.inner)
     }
 
     pub(crate) fn get(&self, path: &str) -> Option<Arc<Dictionary>> {

@@ -78,7 +78,7 @@ impl Client {
             prev,
             signature,
         };
-        let mut verified = self.verified.lock().unwrap_or_else(|p| p.into_inner());
+        let mut verified = crate::sync::lock(&self.verified);
         let known_prev = verified.get(&hour.prev().index()).map(|(_, h)| *h);
         let header = claim.verify(key, known_prev.as_ref())?;
         if let Some((next_prev, _)) = verified.get(&hour.next().index()) {
@@ -249,4 +249,68 @@ fn parse_entry(e: &Entry) -> Result<(Hour, Claim, Hash)> {
         signature,
     };
     Ok((hour, claim, hash(&e.header, "header")?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::chain::{Signer, GENESIS};
+
+    /// A chain entry for hour 2026-01-01T00 signed by seed 7, in hex as the server writes it.
+    fn entry() -> Entry {
+        let hour = Hour::parse_flexible("2026-01-01T00").unwrap();
+        let digest = chain::digest(b"filter");
+        let header = chain::header(&digest, &GENESIS);
+        let signature = Signer::from_seed(&[7; 32]).sign(hour.index(), &header);
+        Entry {
+            hour: hour.rfc3339(),
+            digest: chain::hex(&digest),
+            prev: chain::hex(&GENESIS),
+            header: chain::hex(&header),
+            signature: Some(chain::hex(&signature)),
+        }
+    }
+
+    #[test]
+    fn a_chain_entry_in_hex_of_either_case_parses() {
+        let (_, claim, header) = parse_entry(&entry()).unwrap();
+        assert_eq!(claim.digest, chain::digest(b"filter"));
+        assert_eq!(header, chain::header(&claim.digest, &GENESIS));
+        let mut upper = entry();
+        upper.signature = upper.signature.map(|s| s.to_uppercase());
+        upper.digest = upper.digest.to_uppercase();
+        let (_, upper_claim, _) = parse_entry(&upper).unwrap();
+        assert_eq!(
+            (upper_claim.digest, upper_claim.signature),
+            (claim.digest, claim.signature)
+        );
+    }
+
+    #[test]
+    fn a_chain_entry_with_a_loose_hex_field_is_malformed() {
+        let spoil = |s: &str| {
+            [
+                format!("+f{}", &s[2..]),
+                s[1..].to_owned(),
+                format!("0x{}", &s[2..]),
+            ]
+        };
+        for bad in spoil(entry().signature.as_deref().unwrap()) {
+            let mut e = entry();
+            e.signature = Some(bad.clone());
+            let err = parse_entry(&e).expect_err(&bad);
+            assert!(
+                matches!(err, ClientError::Unverified(ChainError::Malformed { .. })),
+                "{bad}: {err}"
+            );
+        }
+        for bad in spoil(&entry().digest) {
+            let mut e = entry();
+            e.digest = bad.clone();
+            assert!(parse_entry(&e).is_err(), "digest {bad}");
+            let mut e = entry();
+            e.prev = bad.clone();
+            assert!(parse_entry(&e).is_err(), "prev {bad}");
+        }
+    }
 }

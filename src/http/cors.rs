@@ -110,7 +110,7 @@ impl From<HeaderMap> for CorsHeaders {
 fn interned(value: &HeaderValue) -> HeaderValue {
     static VALUES: Mutex<BTreeSet<&'static str>> = Mutex::new(BTreeSet::new());
     let text = value.to_str().expect("CORS header values are ASCII");
-    let mut values = VALUES.lock().expect("interned values");
+    let mut values = crate::sync::lock(&VALUES);
     let text = match values.get(text) {
         Some(text) => text,
         None => {

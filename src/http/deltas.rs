@@ -79,7 +79,7 @@ impl Deltas {
     }
 
     fn inner(&self) -> std::sync::MutexGuard<'_, Inner> {
-        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+        crate::sync::lock(&self.inner)
     }
 
     /// Offers a version of the open `hour` served at `now`: whether it is kept as a

@@ -88,9 +88,9 @@ fn percent_decode(s: &str) -> Option<String> {
         match b {
             b'+' => out.push(b' '),
             b'%' => {
-                let hex = [bytes.next()?, bytes.next()?];
-                let hex = std::str::from_utf8(&hex).ok()?;
-                out.push(u8::from_str_radix(hex, 16).ok()?);
+                let mut byte = [0u8];
+                hex::decode_to_slice([bytes.next()?, bytes.next()?], &mut byte).ok()?;
+                out.push(byte[0]);
             }
             b => out.push(b),
         }
@@ -106,6 +106,8 @@ mod tests {
     fn repeated_ids_are_percent_decoded_in_order() {
         let (ids, since) = parse_query("id=user%3A1&id=caf%C3%A9&id=a+b").unwrap();
         assert_eq!(ids, ["user:1", "café", "a b"]);
+        let (ids, _) = parse_query("id=user%3a1").unwrap();
+        assert_eq!(ids, ["user:1"], "either case of hex digit");
         assert_eq!(since, None);
         let (_, since) = parse_query("id=x&since=2008-09-03T13").unwrap();
         assert_eq!(since, Some(crate::hour::hour_of(2008, 9, 3, 13).unwrap()));
@@ -118,6 +120,9 @@ mod tests {
             "since=2008-09-03T13",
             "id=%zz",
             "id=%ff",
+            "id=%+f",
+            "id=%-1",
+            "id=%f",
             "id=x&who=y",
             "id=x&since=later",
         ] {

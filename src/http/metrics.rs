@@ -167,7 +167,7 @@ impl Metrics {
                 shard.requests[r][s].fetch_add(1, Ordering::Relaxed);
             }
             _ => {
-                let mut other = self.other.lock().expect("metrics lock");
+                let mut other = crate::sync::lock(&self.other);
                 *other.entry((route.to_owned(), status)).or_default() += 1;
             }
         }
@@ -197,7 +197,7 @@ impl Metrics {
                 totals.reads += n;
             }
         }
-        for ((route, _), n) in self.other.lock().expect("metrics lock").iter() {
+        for ((route, _), n) in crate::sync::lock(&self.other).iter() {
             totals.requests += n;
             if route.starts_with("/{y}") || route.starts_with("/since/") {
                 totals.reads += n;
@@ -276,7 +276,7 @@ impl Metrics {
             "# HELP bloomcast_http_requests_total HTTP requests by route and status."
         );
         let _ = writeln!(out, "# TYPE bloomcast_http_requests_total counter");
-        let mut requests = self.other.lock().expect("metrics lock").clone();
+        let mut requests = crate::sync::lock(&self.other).clone();
         for (r, route) in ROUTES.iter().enumerate() {
             for (s, status) in STATUSES.iter().enumerate() {
                 let n = self.sum(|shard| &shard.requests[r][s]);

@@ -29,7 +29,7 @@ pub struct Series {
 impl Series {
     /// Adds a sample and forgets those older than the window.
     pub fn push(&self, sample: Sample) {
-        let mut samples = self.samples.lock().expect("series lock");
+        let mut samples = crate::sync::lock(&self.samples);
         samples.push_back(sample);
         while samples
             .front()
@@ -41,7 +41,7 @@ impl Series {
 
     /// The window's samples, oldest first, followed by `now` (a fresh reading).
     pub fn with(&self, now: Sample) -> Vec<Sample> {
-        let samples = self.samples.lock().expect("series lock");
+        let samples = crate::sync::lock(&self.samples);
         let mut out: Vec<Sample> = samples
             .iter()
             .filter(|s| s.at >= now.at - WINDOW_SECONDS && s.at < now.at)

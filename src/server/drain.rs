@@ -11,7 +11,7 @@ use atomic_waker::AtomicWaker;
 use std::collections::HashMap;
 use std::future::poll_fn;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use tokio::sync::Notify;
 
@@ -69,7 +69,7 @@ impl Drain {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Arc<AtomicWaker>>> {
-        self.live.lock().unwrap_or_else(PoisonError::into_inner)
+        crate::sync::lock(&self.live)
     }
 }
 

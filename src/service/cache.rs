@@ -104,7 +104,7 @@ impl RenderCache {
         if size > self.budget {
             return;
         }
-        let mut bytes = self.bytes.lock().expect("cache lock");
+        let mut bytes = crate::sync::lock(&self.bytes);
         let mut map = Map::clone(&self.map.load());
         // Never read yet: ranks below everything read since the last insert.
         let stamp = self.epoch.fetch_add(1, Ordering::Relaxed);
@@ -134,13 +134,13 @@ impl RenderCache {
 
     /// `(entries, bytes)` held now, for operators.
     pub fn usage(&self) -> (usize, usize) {
-        let bytes = *self.bytes.lock().unwrap_or_else(|p| p.into_inner());
+        let bytes = *crate::sync::lock(&self.bytes);
         (self.map.load().len(), bytes)
     }
 
     /// Drops everything of hours before `hour` (after pruning).
     pub fn forget_before(&self, hour: i64) {
-        let mut bytes = self.bytes.lock().expect("cache lock");
+        let mut bytes = crate::sync::lock(&self.bytes);
         let mut map = Map::clone(&self.map.load());
         map.retain(|key, entry| {
             let keep = key.first_hour() >= hour;

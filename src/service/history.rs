@@ -40,8 +40,7 @@ impl HistoryFilters {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Kept> {
-        // Only whole inserts and removals happen under the lock: a panic leaves it sound.
-        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+        crate::sync::lock(&self.inner)
     }
 
     /// Forgets hours before `from`, which are past retention.

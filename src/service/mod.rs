@@ -65,12 +65,15 @@ use crate::clock::{Clock, GuardedClock, JumpGuard, JumpState};
 use crate::hour::{Day, Hour};
 use crate::render::Rendered;
 use crate::store::{Store, StoreError};
+// Every std lock of the service is taken through it: the policy for poisoning is
+// stated in `crate::sync`.
+use crate::sync::lock;
 use cache::RenderCache;
 use chrono::{DateTime, Utc};
 use open_hours::OpenHours;
 pub use stats::{CacheStats, HourStats};
 use std::sync::atomic::{AtomicI64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 use thiserror::Error;
 pub use unions::{StepStats, UnionWork};
@@ -442,12 +445,4 @@ impl Service {
             other => Ok(other?),
         }
     }
-}
-
-/// Locks a mutex whose data stays consistent even if a holder panicked (plain maps of
-/// finished values), so one panic never makes every later request fail.
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }

@@ -61,3 +61,24 @@ fn generate(path: &Path) -> std::io::Result<Signer> {
     tracing::warn!(file = %path.display(), "no signing key configured (signing_key_file): generated one and saved it in this file");
     Ok(Signer::from_seed(&seed))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_key_file_is_its_seed_in_hex_of_either_case_and_nothing_looser() {
+        let seed = chain::hex(&[7; 32]);
+        let key = Signer::from_seed(&[7; 32]).public_key();
+        assert_eq!(parse(&format!("{seed}\n")).unwrap().public_key(), key);
+        assert_eq!(parse(&seed.to_uppercase()).unwrap().public_key(), key);
+        for bad in [
+            format!("+7{}", &seed[2..]),
+            format!("0x{}", &seed[2..]),
+            seed[1..].to_owned(),
+            format!("{seed}7"),
+        ] {
+            assert!(parse(&bad).is_none(), "{bad}");
+        }
+    }
+}

@@ -181,13 +181,13 @@ impl SqliteStore {
         let readers = self.readers.clone();
         let path = self.path.clone();
         tokio::task::spawn_blocking(move || {
-            let pooled = readers.lock().unwrap_or_else(|p| p.into_inner()).pop();
+            let pooled = crate::sync::lock(&readers).pop();
             let conn = match pooled {
                 Some(c) => c,
                 None => open_connection(&path)?,
             };
             let out = f(&conn);
-            readers.lock().unwrap_or_else(|p| p.into_inner()).push(conn);
+            crate::sync::lock(&readers).push(conn);
             out
         })
         .await

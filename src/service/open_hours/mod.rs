@@ -92,17 +92,13 @@ impl OpenHours {
     /// updated: it is then emptied, and every open hour reloads from the store (the
     /// truth) on its next read, instead of every later request failing on the poison.
     fn ledger(&self) -> MutexGuard<'_, Ledger> {
-        match self.ledger.lock() {
-            Ok(guard) => guard,
-            Err(poisoned) => {
-                tracing::error!("a panic interrupted an update of the open hours; reloading them from the store");
-                let mut guard = poisoned.into_inner();
-                *guard = Ledger::default();
-                self.board.changed();
-                self.ledger.clear_poison();
-                guard
-            }
-        }
+        crate::sync::lock_repairing(&self.ledger, |ledger| {
+            tracing::error!(
+                "a panic interrupted an update of the open hours; reloading them from the store"
+            );
+            *ledger = Ledger::default();
+            self.board.changed();
+        })
     }
 
     /// The open entry of `hour`, created if needed, unless the hour is closed (by this

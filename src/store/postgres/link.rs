@@ -186,8 +186,10 @@ fn percent_decode(s: &str) -> Result<String, LinkError> {
     let mut i = 0;
     while i < bytes.len() {
         if bytes[i] == b'%' {
-            let hex = s.get(i + 1..i + 3).ok_or_else(bad)?;
-            out.push(u8::from_str_radix(hex, 16).map_err(|_| bad())?);
+            let mut byte = [0u8];
+            let hex = bytes.get(i + 1..i + 3).ok_or_else(bad)?;
+            hex::decode_to_slice(hex, &mut byte).map_err(|_| bad())?;
+            out.push(byte[0]);
             i += 3;
         } else {
             out.push(bytes[i]);

@@ -148,10 +148,11 @@ fn sslrootcert_in_the_url_wins_over_the_ca_file_setting() {
 
 #[test]
 fn a_bad_percent_encoding_is_a_syntax_error() {
-    let err = PgLink::new("postgres://db/bloom?sslrootcert=%zz", Path::new(""))
-        .err()
-        .unwrap();
-    assert!(matches!(err, LinkError::Syntax(_)), "{err}");
+    for bad in ["%zz", "%+f", "%-1", "%f"] {
+        let url = format!("postgres://db/bloom?sslrootcert={bad}");
+        let err = PgLink::new(&url, Path::new("")).err().unwrap();
+        assert!(matches!(err, LinkError::Syntax(_)), "{bad}: {err}");
+    }
 }
 
 #[test]
