@@ -104,14 +104,26 @@ fn apply_group(
         let mut insert = tx
             .prepare_cached("INSERT INTO batches (hour, keys, checksum) VALUES (?1, ?2, ?3)")
             .map_err(sql_error)?;
-        // The hour's batch record, in the same transaction (see `HourRecord`).
+        // Each hour's batch record, in the same transaction (see `HourRecord`): the
+        // group's appends are counted per hour and written once, before any command
+        // that reads or deletes the records and at the end.
         let mut count = tx
             .prepare_cached(
-                "INSERT INTO batch_counts (hour, batches) VALUES (?1, 1)
-                 ON CONFLICT (hour) DO UPDATE SET batches = batches + 1",
+                "INSERT INTO batch_counts (hour, batches) VALUES (?1, ?2)
+                 ON CONFLICT (hour) DO UPDATE SET batches = batches + excluded.batches",
             )
             .map_err(sql_error)?;
+        let mut counted: Vec<(i64, i64)> = Vec::new();
+        let mut write_counts = |counted: &mut Vec<(i64, i64)>| -> Result<()> {
+            for (hour, n) in counted.drain(..) {
+                count.execute([hour, n]).map_err(sql_error)?;
+            }
+            Ok(())
+        };
         for cmd in group {
+            if matches!(cmd, Command::Seal { .. } | Command::Prune { .. }) {
+                write_counts(&mut counted)?;
+            }
             let answer = match cmd {
                 Command::Append {
                     hour,
@@ -130,7 +142,10 @@ fn apply_group(
                         .execute(params![hour.index(), blob, checksum])
                         .map_err(sql_error)?;
                     let seq = tx.last_insert_rowid();
-                    count.execute([hour.index()]).map_err(sql_error)?;
+                    match counted.iter_mut().find(|(h, _)| *h == hour.index()) {
+                        Some((_, n)) => *n += 1,
+                        None => counted.push((hour.index(), 1)),
+                    }
                     Answer::Appended(hour, seq)
                 }
                 Command::Close { hour, .. } => {
@@ -210,6 +225,7 @@ fn apply_group(
             };
             answers.push(answer);
         }
+        write_counts(&mut counted)?;
     }
     tx.commit().map_err(sql_error)?;
     Ok(answers)
