@@ -11,12 +11,13 @@ mod estimate;
 mod filter;
 mod hash;
 mod partitioned;
+mod prefetch;
 mod ribbon;
 mod sizing;
 mod union;
 
 pub use distinct::distinct_keys;
-pub(crate) use encode::hex_into;
+pub use encode::hex_into;
 pub use encode::{from_hex, to_hex};
 pub use error::FilterError;
 pub use estimate::Overlap;

@@ -129,6 +129,7 @@ pub fn update_both(a: &mut Sha256, a_data: &[u8], b: &mut Sha256, b_data: &[u8])
 }
 
 /// `sha2`'s compression of whole blocks.
+#[allow(unsafe_code)]
 fn compress(state: &mut [u32; 8], blocks: &[u8]) {
     debug_assert_eq!(blocks.len() % BLOCK, 0);
     // SAFETY: `GenericArray<u8, U64>` is `#[repr(transparent)]` over `[u8; 64]` (align 1),
@@ -139,6 +140,7 @@ fn compress(state: &mut [u32; 8], blocks: &[u8]) {
 }
 
 #[cfg(target_arch = "x86_64")]
+#[allow(unsafe_code)]
 mod lanes {
     use super::BLOCK;
     use std::arch::x86_64::*;
@@ -255,107 +257,116 @@ mod lanes {
     /// SAFETY: the CPU must have SHA, SSE2, SSSE3 and SSE4.1 (only [`two_ni`] calls it).
     #[target_feature(enable = "sha,sse2,ssse3,sse4.1")]
     unsafe fn load(state: &[u32; 8]) -> Lane {
-        let p: *const __m128i = state.as_ptr().cast();
-        let dcba = _mm_loadu_si128(p);
-        let efgh = _mm_shuffle_epi32(_mm_loadu_si128(p.add(1)), 0x1B);
-        let cdab = _mm_shuffle_epi32(dcba, 0xB1);
-        Lane {
-            abef: _mm_alignr_epi8(cdab, efgh, 8),
-            cdgh: _mm_blend_epi16(efgh, cdab, 0xF0),
+        // SAFETY: the caller has the target features (this fn's contract); `state` holds 8 words, two unaligned 16-byte loads in bounds.
+        unsafe {
+            let p: *const __m128i = state.as_ptr().cast();
+            let dcba = _mm_loadu_si128(p);
+            let efgh = _mm_shuffle_epi32(_mm_loadu_si128(p.add(1)), 0x1B);
+            let cdab = _mm_shuffle_epi32(dcba, 0xB1);
+            Lane {
+                abef: _mm_alignr_epi8(cdab, efgh, 8),
+                cdgh: _mm_blend_epi16(efgh, cdab, 0xF0),
+            }
         }
     }
 
     /// SAFETY: the CPU must have SHA, SSE2, SSSE3 and SSE4.1 (only [`two_ni`] calls it).
     #[target_feature(enable = "sha,sse2,ssse3,sse4.1")]
     unsafe fn store(lane: Lane, state: &mut [u32; 8]) {
-        let feba = _mm_shuffle_epi32(lane.abef, 0x1B);
-        let dchg = _mm_shuffle_epi32(lane.cdgh, 0xB1);
-        let p: *mut __m128i = state.as_mut_ptr().cast();
-        _mm_storeu_si128(p, _mm_blend_epi16(feba, dchg, 0xF0));
-        _mm_storeu_si128(p.add(1), _mm_alignr_epi8(dchg, feba, 8));
+        // SAFETY: the caller has the target features (this fn's contract); `state` holds 8 words, two unaligned 16-byte stores in bounds.
+        unsafe {
+            let feba = _mm_shuffle_epi32(lane.abef, 0x1B);
+            let dchg = _mm_shuffle_epi32(lane.cdgh, 0xB1);
+            let p: *mut __m128i = state.as_mut_ptr().cast();
+            _mm_storeu_si128(p, _mm_blend_epi16(feba, dchg, 0xF0));
+            _mm_storeu_si128(p.add(1), _mm_alignr_epi8(dchg, feba, 8));
+        }
     }
 
     /// SAFETY: the CPU must have SHA, SSE2, SSSE3 and SSE4.1; `a` and `b` whole blocks
     /// of equal length.
     #[target_feature(enable = "sha,sse2,ssse3,sse4.1")]
     unsafe fn two_ni(sa: &mut [u32; 8], a: &[u8], sb: &mut [u32; 8], b: &[u8]) {
-        let mask = _mm_set_epi64x(0x0C0D_0E0F_0809_0A0B, 0x0405_0607_0001_0203);
-        let (mut la, mut lb) = (load(sa), load(sb));
-        for (block_a, block_b) in a.chunks_exact(BLOCK).zip(b.chunks_exact(BLOCK)) {
-            let (was_a, was_b) = (la, lb);
-            let pa: *const __m128i = block_a.as_ptr().cast();
-            let pb: *const __m128i = block_b.as_ptr().cast();
-            let mut la_w0 = _mm_shuffle_epi8(_mm_loadu_si128(pa.add(0)), mask);
-            let mut la_w1 = _mm_shuffle_epi8(_mm_loadu_si128(pa.add(1)), mask);
-            let mut la_w2 = _mm_shuffle_epi8(_mm_loadu_si128(pa.add(2)), mask);
-            let mut la_w3 = _mm_shuffle_epi8(_mm_loadu_si128(pa.add(3)), mask);
-            let mut lb_w0 = _mm_shuffle_epi8(_mm_loadu_si128(pb.add(0)), mask);
-            let mut lb_w1 = _mm_shuffle_epi8(_mm_loadu_si128(pb.add(1)), mask);
-            let mut lb_w2 = _mm_shuffle_epi8(_mm_loadu_si128(pb.add(2)), mask);
-            let mut lb_w3 = _mm_shuffle_epi8(_mm_loadu_si128(pb.add(3)), mask);
-            rounds4!(la, la_w0, 0);
-            rounds4!(lb, lb_w0, 0);
-            rounds4!(la, la_w1, 1);
-            rounds4!(lb, lb_w1, 1);
-            rounds4!(la, la_w2, 2);
-            rounds4!(lb, lb_w2, 2);
-            rounds4!(la, la_w3, 3);
-            rounds4!(lb, lb_w3, 3);
-            la_w0 = schedule!(la_w0, la_w1, la_w2, la_w3);
-            rounds4!(la, la_w0, 4);
-            lb_w0 = schedule!(lb_w0, lb_w1, lb_w2, lb_w3);
-            rounds4!(lb, lb_w0, 4);
-            la_w1 = schedule!(la_w1, la_w2, la_w3, la_w0);
-            rounds4!(la, la_w1, 5);
-            lb_w1 = schedule!(lb_w1, lb_w2, lb_w3, lb_w0);
-            rounds4!(lb, lb_w1, 5);
-            la_w2 = schedule!(la_w2, la_w3, la_w0, la_w1);
-            rounds4!(la, la_w2, 6);
-            lb_w2 = schedule!(lb_w2, lb_w3, lb_w0, lb_w1);
-            rounds4!(lb, lb_w2, 6);
-            la_w3 = schedule!(la_w3, la_w0, la_w1, la_w2);
-            rounds4!(la, la_w3, 7);
-            lb_w3 = schedule!(lb_w3, lb_w0, lb_w1, lb_w2);
-            rounds4!(lb, lb_w3, 7);
-            la_w0 = schedule!(la_w0, la_w1, la_w2, la_w3);
-            rounds4!(la, la_w0, 8);
-            lb_w0 = schedule!(lb_w0, lb_w1, lb_w2, lb_w3);
-            rounds4!(lb, lb_w0, 8);
-            la_w1 = schedule!(la_w1, la_w2, la_w3, la_w0);
-            rounds4!(la, la_w1, 9);
-            lb_w1 = schedule!(lb_w1, lb_w2, lb_w3, lb_w0);
-            rounds4!(lb, lb_w1, 9);
-            la_w2 = schedule!(la_w2, la_w3, la_w0, la_w1);
-            rounds4!(la, la_w2, 10);
-            lb_w2 = schedule!(lb_w2, lb_w3, lb_w0, lb_w1);
-            rounds4!(lb, lb_w2, 10);
-            la_w3 = schedule!(la_w3, la_w0, la_w1, la_w2);
-            rounds4!(la, la_w3, 11);
-            lb_w3 = schedule!(lb_w3, lb_w0, lb_w1, lb_w2);
-            rounds4!(lb, lb_w3, 11);
-            la_w0 = schedule!(la_w0, la_w1, la_w2, la_w3);
-            rounds4!(la, la_w0, 12);
-            lb_w0 = schedule!(lb_w0, lb_w1, lb_w2, lb_w3);
-            rounds4!(lb, lb_w0, 12);
-            la_w1 = schedule!(la_w1, la_w2, la_w3, la_w0);
-            rounds4!(la, la_w1, 13);
-            lb_w1 = schedule!(lb_w1, lb_w2, lb_w3, lb_w0);
-            rounds4!(lb, lb_w1, 13);
-            la_w2 = schedule!(la_w2, la_w3, la_w0, la_w1);
-            rounds4!(la, la_w2, 14);
-            lb_w2 = schedule!(lb_w2, lb_w3, lb_w0, lb_w1);
-            rounds4!(lb, lb_w2, 14);
-            la_w3 = schedule!(la_w3, la_w0, la_w1, la_w2);
-            rounds4!(la, la_w3, 15);
-            lb_w3 = schedule!(lb_w3, lb_w0, lb_w1, lb_w2);
-            rounds4!(lb, lb_w3, 15);
-            la.abef = _mm_add_epi32(la.abef, was_a.abef);
-            la.cdgh = _mm_add_epi32(la.cdgh, was_a.cdgh);
-            lb.abef = _mm_add_epi32(lb.abef, was_b.abef);
-            lb.cdgh = _mm_add_epi32(lb.cdgh, was_b.cdgh);
+        // SAFETY: the caller has the target features (this fn's contract); every load reads 16 bytes inside a 64-byte block of `a` or `b`, or inside `K` (64 words, index below 64).
+        unsafe {
+            let mask = _mm_set_epi64x(0x0C0D_0E0F_0809_0A0B, 0x0405_0607_0001_0203);
+            let (mut la, mut lb) = (load(sa), load(sb));
+            for (block_a, block_b) in a.chunks_exact(BLOCK).zip(b.chunks_exact(BLOCK)) {
+                let (was_a, was_b) = (la, lb);
+                let pa: *const __m128i = block_a.as_ptr().cast();
+                let pb: *const __m128i = block_b.as_ptr().cast();
+                let mut la_w0 = _mm_shuffle_epi8(_mm_loadu_si128(pa.add(0)), mask);
+                let mut la_w1 = _mm_shuffle_epi8(_mm_loadu_si128(pa.add(1)), mask);
+                let mut la_w2 = _mm_shuffle_epi8(_mm_loadu_si128(pa.add(2)), mask);
+                let mut la_w3 = _mm_shuffle_epi8(_mm_loadu_si128(pa.add(3)), mask);
+                let mut lb_w0 = _mm_shuffle_epi8(_mm_loadu_si128(pb.add(0)), mask);
+                let mut lb_w1 = _mm_shuffle_epi8(_mm_loadu_si128(pb.add(1)), mask);
+                let mut lb_w2 = _mm_shuffle_epi8(_mm_loadu_si128(pb.add(2)), mask);
+                let mut lb_w3 = _mm_shuffle_epi8(_mm_loadu_si128(pb.add(3)), mask);
+                rounds4!(la, la_w0, 0);
+                rounds4!(lb, lb_w0, 0);
+                rounds4!(la, la_w1, 1);
+                rounds4!(lb, lb_w1, 1);
+                rounds4!(la, la_w2, 2);
+                rounds4!(lb, lb_w2, 2);
+                rounds4!(la, la_w3, 3);
+                rounds4!(lb, lb_w3, 3);
+                la_w0 = schedule!(la_w0, la_w1, la_w2, la_w3);
+                rounds4!(la, la_w0, 4);
+                lb_w0 = schedule!(lb_w0, lb_w1, lb_w2, lb_w3);
+                rounds4!(lb, lb_w0, 4);
+                la_w1 = schedule!(la_w1, la_w2, la_w3, la_w0);
+                rounds4!(la, la_w1, 5);
+                lb_w1 = schedule!(lb_w1, lb_w2, lb_w3, lb_w0);
+                rounds4!(lb, lb_w1, 5);
+                la_w2 = schedule!(la_w2, la_w3, la_w0, la_w1);
+                rounds4!(la, la_w2, 6);
+                lb_w2 = schedule!(lb_w2, lb_w3, lb_w0, lb_w1);
+                rounds4!(lb, lb_w2, 6);
+                la_w3 = schedule!(la_w3, la_w0, la_w1, la_w2);
+                rounds4!(la, la_w3, 7);
+                lb_w3 = schedule!(lb_w3, lb_w0, lb_w1, lb_w2);
+                rounds4!(lb, lb_w3, 7);
+                la_w0 = schedule!(la_w0, la_w1, la_w2, la_w3);
+                rounds4!(la, la_w0, 8);
+                lb_w0 = schedule!(lb_w0, lb_w1, lb_w2, lb_w3);
+                rounds4!(lb, lb_w0, 8);
+                la_w1 = schedule!(la_w1, la_w2, la_w3, la_w0);
+                rounds4!(la, la_w1, 9);
+                lb_w1 = schedule!(lb_w1, lb_w2, lb_w3, lb_w0);
+                rounds4!(lb, lb_w1, 9);
+                la_w2 = schedule!(la_w2, la_w3, la_w0, la_w1);
+                rounds4!(la, la_w2, 10);
+                lb_w2 = schedule!(lb_w2, lb_w3, lb_w0, lb_w1);
+                rounds4!(lb, lb_w2, 10);
+                la_w3 = schedule!(la_w3, la_w0, la_w1, la_w2);
+                rounds4!(la, la_w3, 11);
+                lb_w3 = schedule!(lb_w3, lb_w0, lb_w1, lb_w2);
+                rounds4!(lb, lb_w3, 11);
+                la_w0 = schedule!(la_w0, la_w1, la_w2, la_w3);
+                rounds4!(la, la_w0, 12);
+                lb_w0 = schedule!(lb_w0, lb_w1, lb_w2, lb_w3);
+                rounds4!(lb, lb_w0, 12);
+                la_w1 = schedule!(la_w1, la_w2, la_w3, la_w0);
+                rounds4!(la, la_w1, 13);
+                lb_w1 = schedule!(lb_w1, lb_w2, lb_w3, lb_w0);
+                rounds4!(lb, lb_w1, 13);
+                la_w2 = schedule!(la_w2, la_w3, la_w0, la_w1);
+                rounds4!(la, la_w2, 14);
+                lb_w2 = schedule!(lb_w2, lb_w3, lb_w0, lb_w1);
+                rounds4!(lb, lb_w2, 14);
+                la_w3 = schedule!(la_w3, la_w0, la_w1, la_w2);
+                rounds4!(la, la_w3, 15);
+                lb_w3 = schedule!(lb_w3, lb_w0, lb_w1, lb_w2);
+                rounds4!(lb, lb_w3, 15);
+                la.abef = _mm_add_epi32(la.abef, was_a.abef);
+                la.cdgh = _mm_add_epi32(la.cdgh, was_a.cdgh);
+                lb.abef = _mm_add_epi32(lb.abef, was_b.abef);
+                lb.cdgh = _mm_add_epi32(lb.cdgh, was_b.cdgh);
+            }
+            store(la, sa);
+            store(lb, sb);
         }
-        store(la, sa);
-        store(lb, sb);
     }
 }
 

@@ -26,7 +26,7 @@ pub fn to_hex(bytes: &[u8]) -> String {
 
 /// [`to_hex`] appended to `out`, into room made at once (a push per character took
 /// 40-50 ms for the 10.4 MB of a large union).
-pub(crate) fn hex_into(bytes: &[u8], out: &mut Vec<u8>) {
+pub fn hex_into(bytes: &[u8], out: &mut Vec<u8>) {
     let start = out.len();
     out.resize(start + bytes.len() * 2, 0);
     let dst = &mut out[start..];

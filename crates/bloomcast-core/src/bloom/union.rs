@@ -28,7 +28,7 @@ const BUCKET_KEYS: usize = 1 << 12;
 /// As [`Filter::sized_within`].
 ///
 /// ```
-/// use bloomcast::bloom::{union_of, Key};
+/// use bloomcast_core::bloom::{union_of, Key};
 /// let sealed: Vec<Key> = {
 ///     let mut k: Vec<Key> = (0..100).map(|i| Key::of(&format!("a{i}"))).collect();
 ///     k.sort_unstable();

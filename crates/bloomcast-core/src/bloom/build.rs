@@ -15,6 +15,7 @@
 //! sealing use this path without changing a single published byte.
 
 use super::hash::Modulus;
+use super::prefetch::prefetch;
 use super::Key;
 
 /// Bits per region, at least: 2^18 bits is 32 KiB of filter, the size of L1, so the
@@ -98,23 +99,6 @@ fn set_prefetching(words: &mut [u64], modulus: Modulus, k: u32, sets: &[&[Key]])
             load(slot, key, words, &mut ring);
         }
     }
-}
-
-/// Asks the CPU to bring the cache line of bit `pos` in; a no-op off x86-64.
-#[inline(always)]
-fn prefetch(words: &[u64], pos: u32) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        let ptr = words[(pos >> 6) as usize..].as_ptr();
-        // SAFETY: a prefetch reads nothing architecturally and never faults; the
-        // pointer is in bounds anyway (the slice index above is checked).
-        unsafe {
-            use core::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-            _mm_prefetch::<_MM_HINT_T0>(ptr.cast());
-        }
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = (words, pos);
 }
 
 /// The partitioned build: per chunk of keys, count positions per region, place them

@@ -1,12 +1,16 @@
 //! docs/ribbon-vectors.json: generated from the code, checked against it and against a
 //! decoder transcribed from docs/PROTOCOL.md section 12 alone (bit by bit, no shared
-//! helpers). `BLOOMCAST_BLESS=1 cargo test --lib ribbon` rewrites the file.
+//! helpers). `BLOOMCAST_BLESS=1 cargo test -p bloomcast-core ribbon` rewrites the file.
 
 use super::Ribbon;
 use crate::bloom::{to_hex, Key};
 use serde_json::{json, Value};
 
-const PATH: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/ribbon-vectors.json");
+/// The vectors live with the protocol, at the top of the repository.
+const PATH: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../../docs/ribbon-vectors.json"
+);
 
 const IDS: [&str; 6] = ["", "abc", "flickr:12345", "ünïcødé", "😀", "user:1000"];
 

@@ -12,7 +12,7 @@ use std::borrow::Cow;
 /// Every key of every set once, in increasing order.
 ///
 /// ```
-/// use bloomcast::bloom::{distinct_keys, Key};
+/// use bloomcast_core::bloom::{distinct_keys, Key};
 /// let a = [Key::from_u64(1), Key::from_u64(5)];
 /// let b = [Key::from_u64(5), Key::from_u64(2), Key::from_u64(2)];
 /// let keys = distinct_keys(&[&a, &b]);

@@ -97,7 +97,7 @@ const SURE_SIGMAS: f64 = 8.0;
 /// variance about `m q (1 - (1 + λ) q)`, with `λ = kn/m` and `q = e^(-λ)` (the
 /// occupancy problem); its distribution is close to normal at these sizes. A size is
 /// "surely too full" when the mean exceeds the allowed count by more than
-/// [`SURE_SIGMAS`] standard deviations. Large unions at the optimal size are exactly
+/// `SURE_SIGMAS` (8) standard deviations. Large unions at the optimal size are exactly
 /// this case (at 8.45M keys and p = 0.01 the mean is 9 sigma over), so skipping the
 /// build changes which sizes are tried, never which one is chosen, except with a
 /// probability below 10^-15; the size that is built is still checked by its real fill.

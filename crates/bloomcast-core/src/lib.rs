@@ -1,0 +1,28 @@
+//! The core of [bloomcast](https://crates.io/crates/bloomcast): hourly filters of "what
+//! changed", as values. Everything here is pure: no I/O, no clock, no async runtime, so a
+//! program that only reads or builds filters embeds this crate alone.
+//!
+//! - [`bloom`]: the filter math: the `sha1-km32` hash scheme, sizing, the Bloom filter,
+//!   its hex and byte encodings, unions, estimates, the partitioned filter, and the
+//!   compact ribbon filter.
+//! - [`wire`]: wire format v1: the self-describing JSON document and the raw
+//!   representations' headers, and their strict decoding.
+//! - [`chain`]: verifiable history: an hour's digest, the hour chain's headers, the
+//!   signed message and Ed25519 verification.
+//! - [`hour`]: UTC hours and days as validated values, parsed once from
+//!   `/YYYY/MM/DD/HH`.
+//! - [`dcz`]: the RFC 9842 dictionary-compressed (`dcz`) framing of open-hour deltas.
+//! - [`sha256`]: SHA-256 over `sha2`'s compression function, two messages in step where
+//!   the CPU has SHA-NI.
+//!
+//! The byte layouts are specified in the project's `docs/PROTOCOL.md`.
+//!
+//! The crate's README, whose examples run as doctests:
+#![doc = include_str!("../README.md")]
+
+pub mod bloom;
+pub mod chain;
+pub mod dcz;
+pub mod hour;
+pub mod sha256;
+pub mod wire;
