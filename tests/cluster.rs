@@ -425,119 +425,12 @@ async fn two_nodes_whose_clocks_disagree_by_an_hour_lose_nothing() {
     drop_schema(&url, &schema).await;
 }
 
-/// A node's wall clock stepped 722 hours ahead for three seconds, with a second node on
-/// the right time: neither prunes, no ID goes a month ahead, and once the clock is back
-/// both serve every acknowledged ID in the hour it was acknowledged in.
-async fn a_node_whose_clock_jumps_a_month_ahead_prunes_nothing_in_postgres() {
-    let url = Need::Postgres.found();
-    let schema = unique_schema();
-    let dir = tempfile::tempdir().unwrap();
-    let h = hour_of(2008, 9, 3, 13).unwrap();
-    let jumpy_clock = ManualClock::at(h, Duration::minutes(10));
-    let steady_clock = ManualClock::at(h, Duration::minutes(10));
-    let mut settings = node_settings(&url, &schema, dir.path().to_owned());
-    settings.retention_hours = 24;
-    let jumpy = node(settings.clone(), &jumpy_clock).await;
-    let steady = node(settings, &steady_clock).await;
-    let http = reqwest::Client::new();
-    let mut acked: HashMap<String, Vec<String>> = HashMap::new();
-    let sealed: Vec<String> = (0..200).map(|i| format!("sealed-{i}")).collect();
-    acked
-        .entry(post_ids(&http, &jumpy.base, &sealed).await.unwrap())
-        .or_default()
-        .extend(sealed);
-    for clock in [&jumpy_clock, &steady_clock] {
-        clock.advance(Duration::hours(1));
-    }
-    jumpy.service.tick().await.unwrap();
-
-    jumpy_clock.step(Duration::hours(722));
-    jumpy_clock.advance(Duration::seconds(3));
-    steady_clock.advance(Duration::seconds(3));
-    let during: Vec<String> = (0..200).map(|i| format!("during-{i}")).collect();
-    let hour = post_ids(&http, &jumpy.base, &during).await.unwrap();
-    assert_eq!(hour, "2008-09-03T14:00:00Z", "not a month ahead");
-    acked.entry(hour).or_default().extend(during);
-    jumpy.service.tick().await.unwrap();
-    steady.service.tick().await.unwrap();
-    assert!(jumpy.service.clock_jump().ahead_seconds >= 722 * 3600 - 60);
-    jumpy_clock.step(Duration::hours(-722));
-    jumpy.service.tick().await.unwrap();
-    assert_eq!(jumpy.service.current_hour(), h.next());
-    assert_eq!(steady.service.current_hour(), h.next());
-
-    for clock in [&jumpy_clock, &steady_clock] {
-        clock.advance(Duration::hours(1));
-    }
-    steady.service.tick().await.unwrap();
-    for base in [&jumpy.base, &steady.base] {
-        for (hour, ids) in &acked {
-            let (meta, filter) = fetch(&http, base, &path_of(hour)).await;
-            assert!(meta.complete, "{base} {hour}");
-            let lost = ids.iter().filter(|id| !filter.contains(id)).count();
-            assert_eq!(lost, 0, "{base}: {lost} of {} lost in {hour}", ids.len());
-        }
-    }
-    drop_schema(&url, &schema).await;
-}
-
-/// A node's wall clock 25 hours ahead for an hour of monotonic time (retention 24 h),
-/// housekeeping every ten minutes on both nodes: nothing is pruned, every receipt names
-/// an hour of real time, and both nodes serve every acknowledged ID.
-async fn a_node_whose_clock_is_25_hours_ahead_for_an_hour_prunes_nothing_in_postgres() {
-    let url = Need::Postgres.found();
-    let schema = unique_schema();
-    let dir = tempfile::tempdir().unwrap();
-    let h = hour_of(2008, 9, 3, 13).unwrap();
-    let jumpy_clock = ManualClock::at(h, Duration::minutes(10));
-    let steady_clock = ManualClock::at(h, Duration::minutes(10));
-    let mut settings = node_settings(&url, &schema, dir.path().to_owned());
-    settings.retention_hours = 24;
-    let jumpy = node(settings.clone(), &jumpy_clock).await;
-    let steady = node(settings, &steady_clock).await;
-    let http = reqwest::Client::new();
-    let mut acked: HashMap<String, Vec<String>> = HashMap::new();
-    let sealed: Vec<String> = (0..200).map(|i| format!("sealed-{i}")).collect();
-    acked
-        .entry(post_ids(&http, &steady.base, &sealed).await.unwrap())
-        .or_default()
-        .extend(sealed);
-    for clock in [&jumpy_clock, &steady_clock] {
-        clock.advance(Duration::hours(1));
-    }
-    steady.service.tick().await.unwrap();
-
-    jumpy_clock.step(Duration::hours(25));
-    for round in 0..6 {
-        for clock in [&jumpy_clock, &steady_clock] {
-            clock.advance(Duration::minutes(10));
-        }
-        jumpy.service.tick().await.unwrap();
-        steady.service.tick().await.unwrap();
-        let ids: Vec<String> = (0..50).map(|i| format!("held-{round}-{i}")).collect();
-        let hour = post_ids(&http, &jumpy.base, &ids).await.unwrap();
-        assert!(hour.starts_with("2008-09-03T1"), "{hour}: not a day ahead");
-        acked.entry(hour).or_default().extend(ids);
-    }
-    assert!(jumpy.service.clock_jump().ahead_seconds >= 25 * 3600 - 60);
-    assert_eq!(jumpy.service.current_hour(), h.next().next());
-
-    jumpy_clock.step(Duration::hours(-25));
-    for clock in [&jumpy_clock, &steady_clock] {
-        clock.advance(Duration::hours(1));
-    }
-    jumpy.service.tick().await.unwrap();
-    steady.service.tick().await.unwrap();
-    for base in [&jumpy.base, &steady.base] {
-        for (hour, ids) in &acked {
-            let (meta, filter) = fetch(&http, base, &path_of(hour)).await;
-            assert!(meta.complete, "{base} {hour}");
-            let lost = ids.iter().filter(|id| !filter.contains(id)).count();
-            assert_eq!(lost, 0, "{base}: {lost} of {} lost in {hour}", ids.len());
-        }
-    }
-    drop_schema(&url, &schema).await;
-}
+#[path = "cluster/clock_jumps.rs"]
+mod clock_jumps;
+use clock_jumps::{
+    a_node_whose_clock_is_25_hours_ahead_for_an_hour_prunes_nothing_in_postgres,
+    a_node_whose_clock_jumps_a_month_ahead_prunes_nothing_in_postgres,
+};
 
 #[path = "cluster/checksums.rs"]
 mod checksums;
