@@ -6,12 +6,12 @@
 //!   the `bloomcast-core` crate, re-exported here under their own names.
 //! - [`store`]: storage behind one trait; the embedded SQLite store.
 //! - [`service`]: ingest, publication, sealing and pruning, independent of HTTP.
-//! - [`client`]: the Rust SDK: fetch filters, ask what changed, publish.
+//! - [`client`]: the Rust SDK (the `bloomcast-client` crate): fetch filters, ask what
+//!   changed, publish.
 //! - [`http`]: the router and thin handlers; [`server`]: the accept loop with its
 //!   connection timeouts; [`startup`]: building and running it.
 
 pub mod cli;
-pub mod client;
 pub mod clock;
 pub mod config;
 pub mod http;
@@ -21,7 +21,9 @@ pub mod server;
 pub mod service;
 pub mod startup;
 pub mod store;
-mod sync;
+
 pub mod telemetry;
 
+pub use bloomcast_client as client;
+use bloomcast_core::sync;
 pub use bloomcast_core::{bloom, chain, dcz, hour, sha256, wire};

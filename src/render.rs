@@ -13,45 +13,8 @@ mod ribbon;
 pub use gz::HexCoding;
 pub use ribbon::{render_compact, render_ribbon, Compact, RIBBON_JSON_TYPE, RIBBON_TYPE};
 
-/// The three representations of a filter.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Repr {
-    /// The v1 JSON document (`application/json`, the default; suffix `.json`).
-    Json,
-    /// Raw lowercase hex (`text/plain`, suffix `.hex`) with `Bloom-*` headers.
-    Hex,
-    /// Raw bytes (`application/octet-stream`, suffix `.bin`) with `Bloom-*` headers.
-    Bin,
-}
-
-impl Repr {
-    pub const ALL: [Repr; 3] = [Repr::Json, Repr::Hex, Repr::Bin];
-
-    pub fn content_type(self) -> &'static str {
-        match self {
-            Repr::Json => "application/json",
-            Repr::Hex => "text/plain; charset=utf-8",
-            Repr::Bin => "application/octet-stream",
-        }
-    }
-
-    /// The URL suffix that selects this representation.
-    pub fn suffix(self) -> &'static str {
-        match self {
-            Repr::Json => "json",
-            Repr::Hex => "hex",
-            Repr::Bin => "bin",
-        }
-    }
-
-    pub fn from_suffix(s: &str) -> Option<Repr> {
-        Repr::ALL.into_iter().find(|r| r.suffix() == s)
-    }
-
-    pub fn index(self) -> usize {
-        self as usize
-    }
-}
+/// The three representations of a filter (defined with the wire formats).
+pub use crate::wire::Repr;
 
 /// How fast to compress: closed hours are compressed once, so they get the best.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -66,8 +66,8 @@ impl Client {
     /// server finds too large (413) is split in halves, each sent the same way.
     ///
     /// ```no_run
-    /// # async fn run() -> Result<(), bloomcast::client::ClientError> {
-    /// use bloomcast::client::{Client, PublishOptions};
+    /// # async fn run() -> Result<(), bloomcast_client::ClientError> {
+    /// use bloomcast_client::{Client, PublishOptions};
     /// let client = Client::builder("http://127.0.0.1:8080").token("secret-token").build()?;
     /// let ids: Vec<String> = vec!["user:1".into(), "user:2".into()];
     /// let summary = client.publish(&ids, &PublishOptions::default()).await?;

@@ -35,9 +35,9 @@ impl Client {
     /// has) through the server's current hour whose filter holds it.
     ///
     /// ```no_run
-    /// # async fn run() -> Result<(), bloomcast::client::ClientError> {
-    /// use bloomcast::hour::Hour;
-    /// let client = bloomcast::client::Client::new("http://127.0.0.1:8080")?;
+    /// # async fn run() -> Result<(), bloomcast_client::ClientError> {
+    /// use bloomcast_client::hour::Hour;
+    /// let client = bloomcast_client::Client::new("http://127.0.0.1:8080")?;
     /// let since = Hour::parse_flexible("2008-09-03T05").expect("a valid hour");
     /// for h in client.history(&["user:42"], since).await? {
     ///     println!("{}: {:?}", h.id, h.hours);

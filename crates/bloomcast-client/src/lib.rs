@@ -1,26 +1,18 @@
-//! The Rust SDK: fetch filters from a bloomcast server and answer "which of my IDs may
-//! have changed since I last looked?".
-//!
-//! ```no_run
-//! # async fn run() -> Result<(), bloomcast::client::ClientError> {
-//! use bloomcast::client::Client;
-//! use bloomcast::hour::Hour;
-//!
-//! let client = Client::new("http://127.0.0.1:8080")?;
-//! let since = Hour::parse_flexible("2008-09-03T05").expect("a valid hour");
-//! let followed = ["user:1", "user:2", "user:3"];
-//! for change in client.changed_since(&followed, since).await? {
-//!     println!("{}..{}: fetch {:?}", change.from, change.to, change.ids);
-//! }
-//! # Ok(())
-//! # }
-//! ```
+//! The Rust SDK of bloomcast: fetch filters from a bloomcast server and answer "which of
+//! my IDs may have changed since I last looked?".
 //!
 //! The client keeps every filter it fetched with its ETag: a complete filter is never
 //! fetched twice and an open one is revalidated with `If-None-Match`, so polling hourly
 //! costs one small request per new hour. Filters travel as gzip-compressed raw bytes,
 //! the smallest representation; a followed open hour travels as a delta (RFC 9842
 //! `dcz`) against the last version of it the server offered as a dictionary.
+//!
+//! The crate's README, whose examples run as doctests:
+#![doc = include_str!("../README.md")]
+
+// The core's modules, under the names the SDK's code and its users know them by.
+use bloomcast_core::sync;
+pub use bloomcast_core::{bloom, chain, dcz, hour, wire};
 
 mod builder;
 mod cache;
@@ -222,9 +214,9 @@ impl Client {
     /// The filter of one hour.
     ///
     /// ```no_run
-    /// # async fn run() -> Result<(), bloomcast::client::ClientError> {
-    /// use bloomcast::hour::Hour;
-    /// let client = bloomcast::client::Client::new("http://127.0.0.1:8080")?;
+    /// # async fn run() -> Result<(), bloomcast_client::ClientError> {
+    /// use bloomcast_client::hour::Hour;
+    /// let client = bloomcast_client::Client::new("http://127.0.0.1:8080")?;
     /// let hour = Hour::parse_flexible("2008-09-03T13").expect("a valid hour");
     /// let fetched = client.hour(hour).await?;
     /// if fetched.filter.contains("user:42") {

@@ -2,7 +2,7 @@
 
 use super::dictionaries::Dictionary;
 use super::{Client, ClientError, Fetched, Index, Receipt, Result};
-use crate::render::Repr;
+use crate::wire::Repr;
 use crate::wire::{self, Document};
 use reqwest::header::{self, HeaderMap};
 use reqwest::{RequestBuilder, Response, StatusCode};

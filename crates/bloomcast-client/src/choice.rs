@@ -92,7 +92,7 @@ pub fn ribbon_rows(n: u64) -> u64 {
 /// Ties go to the smaller filter.
 ///
 /// ```
-/// use bloomcast::client::{cheapest_form, Form};
+/// use bloomcast_client::{cheapest_form, Form};
 /// // Following 45,754 feeds at 10 KiB a fetch, an hour of 280 IDs is worth 23 bits:
 /// let choice = cheapest_form(280, 0.01, 45_754, 10 * 1024);
 /// assert_eq!(choice.form, Form::Ribbon { r: 23 });

@@ -25,11 +25,11 @@ impl ClientBuilder {
     /// What fetching a resource that turns out unchanged costs the caller, in bytes
     /// (default [`DEFAULT_FETCH_COST`], 10 KiB). [`Client::changed_since`] reads each
     /// closed hour in the form and precision that minimise filter bytes plus
-    /// `IDs followed × fpp × fetch_cost` ([`cheapest_form`]): a ribbon at up to 2^-24
+    /// `IDs followed × fpp × fetch_cost` ([`cheapest_form`](crate::cheapest_form)): a ribbon at up to 2^-24
     /// for a large following, the v1 Bloom filter for a nearly empty hour.
     ///
     /// ```
-    /// let client = bloomcast::client::Client::builder("http://127.0.0.1:8080")
+    /// let client = bloomcast_client::Client::builder("http://127.0.0.1:8080")
     ///     .fetch_cost(50 * 1024) // a feed page with its images
     ///     .build();
     /// assert!(client.is_ok());
@@ -56,7 +56,7 @@ impl ClientBuilder {
     ///
     /// ```
     /// let key = "d75a980182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a";
-    /// let client = bloomcast::client::Client::builder("http://127.0.0.1:8080")
+    /// let client = bloomcast_client::Client::builder("http://127.0.0.1:8080")
     ///     .pubkey(key.parse().expect("a public key"))
     ///     .build();
     /// assert!(client.is_ok());
@@ -86,7 +86,7 @@ impl ClientBuilder {
 
     /// A directory where [`Client::history`] keeps complete hours' filters, so a later
     /// process fetches only hours it has not seen complete (default: none, memory only;
-    /// [`default_cache_dir`] is the conventional place).
+    /// [`default_cache_dir`](crate::default_cache_dir) is the conventional place).
     pub fn cache_dir(mut self, dir: impl Into<std::path::PathBuf>) -> Self {
         self.cache_dir = Some(dir.into());
         self

@@ -18,8 +18,8 @@ impl Client {
     /// request.
     ///
     /// ```no_run
-    /// # async fn demo(client: bloomcast::client::Client) -> Result<(), bloomcast::client::ClientError> {
-    /// let hour = bloomcast::hour::Hour::parse_flexible("2008-09-03T13").unwrap();
+    /// # async fn demo(client: bloomcast_client::Client) -> Result<(), bloomcast_client::ClientError> {
+    /// let hour = bloomcast_client::hour::Hour::parse_flexible("2008-09-03T13").unwrap();
     /// let filter = client.ribbon(hour, Some(0.001)).await?;
     /// assert!(filter.fpp() <= 0.001);
     /// let maybe_changed = filter.contains_id("flickr:12345");

@@ -1,4 +1,4 @@
-//! Locking a `std::sync::Mutex`, under the one policy this crate has for a poisoned lock.
+//! Locking a `std::sync::Mutex`, under the one policy bloomcast's crates follow for a poisoned lock.
 //!
 //! **A poisoned lock is recovered, never passed on as a panic.** Every std mutex here
 //! guards a plain value: a map of finished values (rendered hours, signatures, kept
@@ -14,14 +14,14 @@
 //! instead, once, before anyone uses it again ([`lock_repairing`]: the open hours' ledger
 //! is emptied and reloaded from the store).
 //!
-//! Every std lock in `src/` is taken through these two functions. Tokio's locks do not
+//! Every std lock in the server, the SDK and this crate is taken through these two functions. Tokio's locks do not
 //! poison and are not concerned.
 
 use std::sync::{Mutex, MutexGuard};
 
 /// Locks `mutex`, taking its value as it is if a holder panicked (see the module docs
 /// for why that is always safe here).
-pub(crate) fn lock<T: ?Sized>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+pub fn lock<T: ?Sized>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -30,7 +30,7 @@ pub(crate) fn lock<T: ?Sized>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 /// Locks `mutex`; if a holder panicked, first hands its value to `repair` (which puts it
 /// back into a consistent state, such as empty) and clears the poison, so the repair
 /// runs once per panic.
-pub(crate) fn lock_repairing<T: ?Sized>(
+pub fn lock_repairing<T: ?Sized>(
     mutex: &Mutex<T>,
     repair: impl FnOnce(&mut T),
 ) -> MutexGuard<'_, T> {
