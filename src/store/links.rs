@@ -3,7 +3,8 @@
 //! seal, never changed, and kept when the hour itself is pruned (a row is 104 bytes), so
 //! the chain stays checkable from its start.
 
-use super::{checksum, Result, StoreError};
+use super::rows::checksum;
+use super::{Result, StoreError};
 use crate::chain::{self, Hash};
 use crate::hour::Hour;
 
