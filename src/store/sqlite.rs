@@ -6,13 +6,14 @@
 
 use super::{
     batch_checksum, check_count, distinct, filter_checksum, keys_to_blob, sealed_keys_checksum,
-    verify_batch, verify_sealed_keys, ChainLink, HourRecord, KeysPage, Linking, Marks, Result,
-    SealedHour, SealedRow, Sealing, Store, StoreError,
+    verify_sealed_keys, ChainLink, KeysPage, Linking, Marks, Result, SealedHour, SealedRow,
+    Sealing, Store, StoreError,
 };
 use crate::bloom::Key;
 use crate::hour::Hour;
 use async_trait::async_trait;
-use rusqlite::{params, Connection, OptionalExtension};
+use reads::{batches_after, record};
+use rusqlite::{Connection, OptionalExtension};
 use schema::{check_files, meta, prepare};
 use std::path::{Path, PathBuf};
 use std::sync::{mpsc, Arc, Mutex};
@@ -20,6 +21,7 @@ use tokio::sync::oneshot;
 use writer::{writer_loop, Command};
 
 mod chain;
+mod reads;
 mod schema;
 mod writer;
 
@@ -397,68 +399,6 @@ impl Store for SqliteStore {
     async fn ping(&self) -> Result<()> {
         self.command(|reply| Command::Heartbeat { reply }).await
     }
-}
-
-/// Key batches of `hour` after `cursor`, verified, and how many were read.
-fn batches_after(conn: &Connection, hour: Hour, cursor: i64) -> Result<(KeysPage, usize)> {
-    let mut stmt = conn
-        .prepare_cached(
-            "SELECT seq, keys, checksum FROM batches
-             WHERE hour = ?1 AND seq > ?2 ORDER BY seq",
-        )
-        .map_err(sql_error)?;
-    let mut rows = stmt
-        .query(params![hour.index(), cursor])
-        .map_err(sql_error)?;
-    let mut page = KeysPage {
-        keys: Vec::new(),
-        cursor,
-    };
-    let mut read = 0;
-    while let Some(row) = rows.next().map_err(sql_error)? {
-        page.cursor = row.get(0).map_err(sql_error)?;
-        let blob: Vec<u8> = row.get(1).map_err(sql_error)?;
-        let checksum: i64 = row.get(2).map_err(sql_error)?;
-        verify_batch(hour, page.cursor, &blob, Some(checksum), &mut page.keys)?;
-        read += 1;
-    }
-    Ok((page, read))
-}
-
-/// What the store records of `hour` besides its rows (see [`HourRecord`]).
-fn record(conn: &Connection, hour: Hour) -> Result<HourRecord> {
-    let (batches, pruned, link) = conn
-        .query_row(
-            "SELECT (SELECT batches FROM batch_counts WHERE hour = ?1),
-                    (SELECT value FROM meta WHERE name = 'pruned_before'),
-                    c.digest, c.prev, c.header, c.checksum
-             FROM (SELECT 1) LEFT JOIN chain c ON c.hour = ?1",
-            [hour.index()],
-            |r| {
-                let link = match r.get::<_, Option<Vec<u8>>>(2)? {
-                    Some(digest) => Some((
-                        digest,
-                        r.get::<_, Vec<u8>>(3)?,
-                        r.get::<_, Vec<u8>>(4)?,
-                        r.get::<_, i64>(5)?,
-                    )),
-                    None => None,
-                };
-                Ok((
-                    r.get::<_, Option<i64>>(0)?,
-                    r.get::<_, Option<i64>>(1)?,
-                    link,
-                ))
-            },
-        )
-        .map_err(sql_error)?;
-    Ok(HourRecord {
-        link: link.map(|(digest, prev, header, checksum)| {
-            ChainLink::verify_row(hour, &digest, &prev, &header, checksum)
-        }),
-        pruned_before: pruned.map(Hour::from_index),
-        batches,
-    })
 }
 
 #[cfg(test)]

@@ -5,6 +5,7 @@
 use super::schema::SCHEMA_VERSION;
 use super::*;
 use crate::hour::hour_of;
+use rusqlite::params;
 
 fn h() -> Hour {
     hour_of(2008, 9, 3, 13).unwrap()
