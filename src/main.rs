@@ -10,7 +10,8 @@ use std::process::ExitCode;
 
 /// mimalloc rather than the system allocator: a served request makes some 40 small
 /// allocations (hyper, axum, tower), and glibc's malloc and free were a quarter of the
-/// read path's instructions under callgrind (docs/BENCHMARKS.md, Serving vs nginx).
+/// read path's instructions under callgrind (docs/BENCHMARKS.md, Serving vs nginx;
+/// the before/after callgrind tables are in its git history).
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

@@ -46,7 +46,7 @@ pub fn release_freed() {
 /// huge page (its default `max_ptes_none` is 511 of 512). Measured with an open hour of
 /// 1M keys: RSS fell to 39.8 MiB at the release after the load, then climbed back to
 /// 44.9 MiB within 45 s; with huge pages off it stays at 27 MiB (docs/BENCHMARKS.md,
-/// "Issue 11, ninth pass"). What it could cost is the huge pages' TLB reach for random
+/// "Open hour memory"). What it could cost is the huge pages' TLB reach for random
 /// access to large filters; `union_of` over 9.6M keys measured the same without them
 /// (236–240 ms against 242 ms, interleaved, same docs section).
 pub fn forgo_huge_pages() -> bool {

@@ -1,5 +1,9 @@
-//! The README cannot rot: its shell examples run verbatim, in order, against a fresh
-//! server, and print what the README says they print.
+//! The README and the pages of docs/ cannot rot: their shell examples run verbatim, in
+//! order, against a fresh server, and print what they say they print.
+//!
+//! README.md's blocks run first, then each docs/*.md page's in the order of its file name,
+//! all in the same session, against the same server (a page's blocks may use what the
+//! README's quick start set up: `BLOOMCAST_TOKEN`, `$HOUR`, the files it wrote).
 //!
 //! Fenced blocks whose info string starts with `sh`, `bash`, `shell` or `console` are
 //! shell blocks. Each runs, in order, in one `bash -e` session (variables and files carry
@@ -26,9 +30,11 @@ use std::time::Duration;
 const SHELLS: [&str; 4] = ["sh", "bash", "shell", "console"];
 const TAGS: [&str; 3] = ["no-run", "python", "node"];
 
-/// One fenced shell block of the README.
+/// One fenced shell block of README.md or a docs page.
 #[derive(Debug)]
 struct Block {
+    /// The page, relative to the repository root.
+    page: String,
     /// 1-based line of the opening fence.
     line: usize,
     tags: Vec<String>,
@@ -53,8 +59,8 @@ fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// The shell blocks of a Markdown text.
-fn shell_blocks(markdown: &str) -> Vec<Block> {
+/// The shell blocks of a Markdown page.
+fn shell_blocks(page: &str, markdown: &str) -> Vec<Block> {
     let mut out = Vec::new();
     let mut open: Option<(usize, Option<Vec<String>>, String)> = None;
     for (n, line) in markdown.lines().enumerate() {
@@ -69,7 +75,12 @@ fn shell_blocks(markdown: &str) -> Vec<Block> {
             (Some(_), Some(_)) => {
                 let (line, tags, code) = open.take().unwrap();
                 if let Some(tags) = tags {
-                    out.push(Block { line, tags, code });
+                    out.push(Block {
+                        page: page.to_owned(),
+                        line,
+                        tags,
+                        code,
+                    });
                 }
             }
             (Some((_, _, code)), None) => {
@@ -79,7 +90,7 @@ fn shell_blocks(markdown: &str) -> Vec<Block> {
             (None, None) => {}
         }
     }
-    assert!(open.is_none(), "an unclosed code fence");
+    assert!(open.is_none(), "{page}: an unclosed code fence");
     out
 }
 
@@ -104,12 +115,33 @@ fn matches(pattern: &str, line: &str) -> bool {
     true
 }
 
-fn readme() -> String {
-    std::fs::read_to_string(root().join("README.md")).expect("README.md")
+/// README.md, then docs/*.md by file name.
+fn pages() -> Vec<String> {
+    let mut docs: Vec<String> = std::fs::read_dir(root().join("docs"))
+        .expect("docs/")
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| name.ends_with(".md"))
+        .map(|name| format!("docs/{name}"))
+        .collect();
+    docs.sort();
+    std::iter::once("README.md".to_owned())
+        .chain(docs)
+        .collect()
+}
+
+/// The shell blocks of every page, in the order they run.
+fn all_blocks() -> Vec<Block> {
+    pages()
+        .iter()
+        .flat_map(|page| {
+            let text = std::fs::read_to_string(root().join(page)).expect(page);
+            shell_blocks(page, &text)
+        })
+        .collect()
 }
 
 fn main() {
-    let blocks = shell_blocks(&readme());
+    let blocks = all_blocks();
     let mut run_needs = vec![Need::Curl];
     if blocks
         .iter()
@@ -144,22 +176,35 @@ fn main() {
 }
 
 fn every_readme_shell_block_is_run_or_marked_no_run() {
-    let blocks = shell_blocks(&readme());
+    let blocks = all_blocks();
+    assert!(
+        pages().len() > 1 && blocks.iter().any(|b| b.page.starts_with("docs/")),
+        "no docs/*.md page has a shell block: {:?}",
+        pages()
+    );
     for block in &blocks {
         for tag in &block.tags {
             assert!(
                 TAGS.contains(&tag.as_str()),
-                "README.md line {}: unknown tag {tag:?} (known: {TAGS:?})",
+                "{} line {}: unknown tag {tag:?} (known: {TAGS:?})",
+                block.page,
                 block.line
             );
         }
     }
-    let run = blocks.iter().filter(|b| b.runs()).count();
-    assert!(run >= 4, "only {run} README blocks run: {blocks:#?}");
-    assert!(blocks
+    let readme_runs = blocks
         .iter()
-        .filter(|b| b.runs())
-        .all(|b| !b.expected().is_empty()));
+        .filter(|b| b.page == "README.md" && b.runs())
+        .count();
+    assert!(readme_runs >= 4, "only {readme_runs} README blocks run");
+    for block in blocks.iter().filter(|b| b.runs()) {
+        assert!(
+            !block.expected().is_empty(),
+            "{} line {}: a block that runs says nothing of its output (`#> ...`)",
+            block.page,
+            block.line
+        );
+    }
 }
 
 /// `bloomcast` and a `bloomcast-py` that runs the package from the source tree.
@@ -194,10 +239,7 @@ fn clean(program: &str) -> Command {
 }
 
 fn the_readme_shell_blocks_run_verbatim_and_print_what_they_say() {
-    let blocks: Vec<Block> = shell_blocks(&readme())
-        .into_iter()
-        .filter(Block::runs)
-        .collect();
+    let blocks: Vec<Block> = all_blocks().into_iter().filter(Block::runs).collect();
     // The README's counts assume one hour: do not start within a minute of its end.
     let into_hour = chrono::Utc::now().timestamp().rem_euclid(3600);
     if into_hour > 3540 {
@@ -259,7 +301,8 @@ fn the_readme_shell_blocks_run_verbatim_and_print_what_they_say() {
     let reached = current.map_or(0, |i| i + 1);
     let failed_at = |i: usize| {
         format!(
-            "README.md block at line {}:\n{}\n--- its stdout:\n{}\n--- stderr of the run:\n{stderr}",
+            "{} block at line {}:\n{}\n--- its stdout:\n{}\n--- stderr of the run:\n{stderr}",
+            blocks[i].page,
             blocks[i].line,
             blocks[i].code,
             outputs[i].join("\n")
@@ -267,7 +310,7 @@ fn the_readme_shell_blocks_run_verbatim_and_print_what_they_say() {
     };
     assert!(
         out.status.success(),
-        "the README's shell blocks failed ({}) in {}",
+        "the shell blocks failed ({}) in {}",
         out.status,
         failed_at(reached.saturating_sub(1))
     );

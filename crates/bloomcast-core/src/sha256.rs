@@ -5,8 +5,8 @@
 //! the SHA extensions (SHA-NI), the 64 rounds of one block are a chain of dependent
 //! instructions, so one message is hashed at that chain's latency while the unit could
 //! take more: two independent messages fed block for block, interleaved, hash at about
-//! 1.7 times the bytes per second of one on the machine of docs/BENCHMARKS.md ("Issue
-//! 11, tenth pass"). [`update_both`] does that where the CPU has SHA-NI; elsewhere, and
+//! 1.7 times the bytes per second of one on the machine of docs/BENCHMARKS.md
+//! ("Unions"). [`update_both`] does that where the CPU has SHA-NI; elsewhere, and
 //! for the blocks of one message alone, blocks go to `sha2`'s own compression function,
 //! so every hash here is `sha2`'s bit for bit.
 

@@ -12,7 +12,7 @@
 //! use: each merge replaces every run by a longer one, and an allocator that serves
 //! blocks of a few KiB from shared pages keeps the pages that the old runs left half
 //! used. Measured at 1M keys with mimalloc, 4,096 runs of 2 KiB left about 5 MiB that way
-//! (docs/BENCHMARKS.md, "Issue 11, ninth pass"); blocks this large get pages of their own,
+//! (docs/BENCHMARKS.md, "Open hour memory"); blocks this large get pages of their own,
 //! which go back whole when freed.
 //!
 //! Keys are SHA-1 prefixes, uniform over `u64`, so a key's place in its run is guessed
