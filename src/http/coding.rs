@@ -1,9 +1,9 @@
 //! `Content-Encoding` of ingest bodies: which codings are accepted, and decoding them
 //! with the body limit applied to what they decode to as well as to what was sent.
 //!
-//! Decoding streams into a buffer that may not grow past the limit, so a small body that
-//! decodes to gigabytes (a "zip bomb") costs at most `limit` bytes of memory and the
-//! time to decode that much before it is refused.
+//! Decoding stops one byte past the limit, so a small body that decodes to gigabytes (a
+//! "zip bomb") costs about twice `limit` bytes of memory at most, and the time to decode
+//! that much, before it is refused.
 
 use super::error::{ApiError, Result};
 use axum::body::Bytes;
@@ -12,9 +12,6 @@ use std::io::Read;
 
 /// The codings a body may arrive in, as `Accept-Encoding` names them on a 415.
 pub const ACCEPTED: &str = "gzip, zstd";
-
-/// Bytes decoded per read: small enough to notice the limit soon after it is passed.
-const CHUNK: usize = 64 * 1024;
 
 /// The zstd window (log2 bytes) always allowed: the largest that levels 1 to 19 ask for
 /// when the size is not known in advance (a streaming encoder), 8 MiB.
@@ -102,27 +99,20 @@ impl Coding {
     }
 }
 
-/// Reads `reader` to its end into a buffer whose capacity never passes `limit`.
-fn read_bounded(mut reader: impl Read, limit: usize, coding: Coding) -> Result<Bytes> {
-    let mut out: Vec<u8> = Vec::new();
-    let mut chunk = vec![0u8; CHUNK];
-    loop {
-        let n = match reader.read(&mut chunk) {
-            Ok(0) => return Ok(Bytes::from(out)),
-            Ok(n) => n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(invalid(coding, &e)),
-        };
-        if out.len() + n > limit {
-            return Err(ApiError::DecodedTooLarge(limit));
-        }
-        if out.capacity() - out.len() < n {
-            // Doubling, as `Vec` would, but never past the limit.
-            let target = (out.capacity() * 2).max(out.len() + n).min(limit);
-            out.reserve_exact(target - out.len());
-        }
-        out.extend_from_slice(&chunk[..n]);
+/// Reads `reader` to its end, or to one byte past `limit` (which tells a body of exactly
+/// `limit` bytes from a larger one): the buffer grows as `Vec` does, to about twice the
+/// limit at most.
+fn read_bounded(reader: impl Read, limit: usize, coding: Coding) -> Result<Bytes> {
+    let mut out = Vec::new();
+    let most = u64::try_from(limit).unwrap_or(u64::MAX).saturating_add(1);
+    reader
+        .take(most)
+        .read_to_end(&mut out)
+        .map_err(|e| invalid(coding, &e))?;
+    if out.len() > limit {
+        return Err(ApiError::DecodedTooLarge(limit));
     }
+    Ok(Bytes::from(out))
 }
 
 fn invalid(coding: Coding, e: &std::io::Error) -> ApiError {
