@@ -71,6 +71,9 @@ impl Writes {
 pub(super) struct Health {
     /// The latest failed write, while no write has proven the store takes writes again.
     writes: Mutex<Writes>,
+    /// Whether `writes` holds a failure: a successful write (every ingest) reads this
+    /// and takes no lock while the store is healthy. Set and cleared under the lock.
+    failing: AtomicBool,
     /// Hours that could not be served because their stored data failed verification.
     corrupt: Mutex<BTreeSet<Hour>>,
     /// Verification failures found (including those repaired from intact keys).
@@ -87,6 +90,7 @@ impl Default for Health {
     fn default() -> Self {
         Health {
             writes: Mutex::new(Writes::default()),
+            failing: AtomicBool::new(false),
             corrupt: Mutex::new(BTreeSet::new()),
             corrupt_found: AtomicU64::new(0),
             loaded_flag: AtomicBool::new(false),
@@ -163,7 +167,14 @@ impl Service {
     }
 
     fn note_success(&self, began: Instant) {
-        if lock(&self.health.writes).succeeded(began) {
+        // A failure noted after this load began after this write did: it proves nothing
+        // against it, so skipping the lock then loses nothing.
+        if !self.health.failing.load(Ordering::Acquire) {
+            return;
+        }
+        let mut writes = lock(&self.health.writes);
+        if writes.succeeded(began) {
+            self.health.failing.store(false, Ordering::Release);
             tracing::info!("the store takes writes again");
         }
     }
@@ -171,7 +182,9 @@ impl Service {
     fn note_failure(&self, e: &StoreError) {
         let text = full_message(e);
         tracing::warn!(error = %text, "a store write failed");
-        lock(&self.health.writes).failed(Instant::now(), text);
+        let mut writes = lock(&self.health.writes);
+        writes.failed(Instant::now(), text);
+        self.health.failing.store(true, Ordering::Release);
     }
 
     /// Records an hour whose stored data failed verification and could not be rebuilt.
