@@ -1,12 +1,14 @@
-//! The accept loop: HTTP/1.1 connections, their polls answered on the socket
-//! ([`conn`]) and everything else served by hyper with a header read timeout,
-//! which `axum::serve` does not expose. A client that trickles its headers (slow loris)
+//! The accept loop: HTTP/1.1 connections, each framed by our own writer while it sends
+//! requests without a body and by hyper after ([`conn`]), every request served by the
+//! one application ([`App`]). hyper gets a header read timeout, which `axum::serve`
+//! does not expose. A client that trickles its headers (slow loris)
 //! is disconnected when the timeout runs out; the whole-request timeout (408 or 503) lives in
 //! the router. On shutdown the loop stops accepting, asks every connection to finish its
 //! in-flight request and close, and returns once all have.
 
 mod conn;
 mod drain;
+mod h1;
 mod stall;
 
 use crate::http::App;

@@ -4,13 +4,14 @@
 //! verifies with.
 
 use super::error::{ApiError, Result};
-use super::paths::hour_segments;
+use super::paths::filter_path;
 use super::AppState;
 use crate::bloom::SHA1_KM32;
 use crate::chain;
-use crate::service::MAX_CHAIN_PAGE;
-use axum::extract::rejection::{PathRejection, QueryRejection};
-use axum::extract::{Path, Query, State};
+use crate::service::{Target, MAX_CHAIN_PAGE};
+use axum::extract::rejection::QueryRejection;
+use axum::extract::{Query, State};
+use axum::http::Uri;
 use axum::http::{header, HeaderValue};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
@@ -30,12 +31,15 @@ pub struct ChainQuery {
 #[tracing::instrument(skip_all)]
 pub async fn get_chain(
     State(state): State<AppState>,
-    path: std::result::Result<Path<(String, String, String, String)>, PathRejection>,
+    uri: Uri,
     query: std::result::Result<Query<ChainQuery>, QueryRejection>,
 ) -> Result<Response> {
-    let Path((y, mo, d, h)) = path.map_err(|e| ApiError::InvalidHour(e.body_text()))?;
     let Query(query) = query.map_err(|e| ApiError::BadRequest(e.body_text()))?;
-    let (from, suffix) = hour_segments(&y, &mo, &d, &h)?;
+    // The router matched `/chain` and four segments: the rest is an hour path.
+    let rest = uri.path().strip_prefix("/chain").unwrap_or_default();
+    let (Target::Hour(from), suffix) = filter_path(rest)? else {
+        return Err(ApiError::NotFound(format!("no hour at {rest:?}")));
+    };
     if suffix.is_some_and(|r| r != crate::render::Repr::Json) {
         return Err(ApiError::NotFound(
             "the chain is published as JSON only".into(),

@@ -9,7 +9,7 @@
 use super::error::{ApiError, Result};
 use super::filters::{cache_control, not_modified};
 use super::negotiate::{accepts_gzip, wants_compact};
-use super::paths::parse_filter_path;
+use super::paths::filter_path;
 use super::AppState;
 use crate::bloom::bits_for_fpp;
 use crate::render::Compact;
@@ -48,7 +48,7 @@ pub fn fpp_param(query: Option<&str>) -> Option<&str> {
 }
 
 async fn serve(state: &AppState, parts: &Parts, plain: &str, form: Compact) -> Result<Response> {
-    let (target, suffix) = parse_filter_path(plain)?;
+    let (target, suffix) = filter_path(plain)?;
     if suffix.is_some() {
         return Err(ApiError::NotFound("one suffix per URL".into()));
     }

@@ -23,7 +23,7 @@ use tower::{Layer, Service, ServiceExt};
 use tower_http::cors::CorsLayer;
 
 /// The headers `Cors` adds to an actual request's response, in its order.
-pub struct CorsHeaders {
+struct CorsHeaders {
     vary: Option<HeaderValue>,
     others: Vec<(HeaderName, HeaderValue)>,
 }
@@ -69,17 +69,10 @@ impl FastCorsLayer {
     }
 }
 
-impl FastCorsLayer {
-    /// The headers added to every actual request's response.
-    pub fn headers(&self) -> Arc<CorsHeaders> {
-        self.headers.clone()
-    }
-}
-
 impl CorsHeaders {
     /// Adds the headers to a response's, as `Cors` does: `Vary` appended to the
     /// handler's, the others replaced.
-    pub fn apply(&self, out: &mut HeaderMap) {
+    fn apply(&self, out: &mut HeaderMap) {
         if let Some(vary) = &self.vary {
             out.append(header::VARY, vary.clone());
         }

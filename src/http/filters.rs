@@ -1,15 +1,14 @@
 //! `GET /YYYY/MM/DD/HH`, `GET /YYYY/MM/DD` and `GET /since/YYYY/MM/DD/HH`: filters in
 //! the negotiated representation and encoding, with validators and cache headers.
 
-use super::error::{ApiError, Result};
+use super::error::Result;
 use super::negotiate::{accepts_gzip, choose_repr, dcz_dictionary};
-use super::paths::{day_segments, hour_segments};
+use super::paths::filter_path;
 use super::AppState;
 use crate::render::{Encodings, Rendered, Repr};
 use crate::service::{Target, View};
 use axum::body::Body;
-use axum::extract::rejection::PathRejection;
-use axum::extract::{FromRequestParts, Path, Request, State};
+use axum::extract::{Request, State};
 use axum::http::request::Parts;
 use axum::http::{header, HeaderMap, HeaderName, HeaderValue, StatusCode};
 use axum::response::Response;
@@ -17,77 +16,14 @@ use chrono::{DateTime, Utc};
 
 const IMMUTABLE: &str = "public, max-age=31536000, immutable";
 
-pub async fn get_hour(State(state): State<AppState>, request: Request) -> Result<Response> {
-    let (mut parts, _) = request.into_parts();
+/// `GET` of any filter path: the compact form when asked for, else the filter.
+pub async fn get_filter(State(state): State<AppState>, request: Request) -> Result<Response> {
+    let (parts, _) = request.into_parts();
     if let Some(compact) = super::compact::maybe_serve(&state, &parts).await {
         return compact;
     }
-    let (hour, suffix) = hour_in_path(&mut parts, &state, "/").await?;
-    serve(&state, Target::Hour(hour), suffix, &parts).await
-}
-
-pub async fn get_day(State(state): State<AppState>, request: Request) -> Result<Response> {
-    let (mut parts, _) = request.into_parts();
-    if let Some(compact) = super::compact::maybe_serve(&state, &parts).await {
-        return compact;
-    }
-    let (day, suffix) = match segments::<3>(parts.uri.path(), "/") {
-        Some([y, mo, d]) => day_segments(y, mo, d)?,
-        None => {
-            let (y, mo, d): (String, String, String) = decoded(&mut parts, &state).await?;
-            day_segments(&y, &mo, &d)?
-        }
-    };
-    serve(&state, Target::Day(day), suffix, &parts).await
-}
-
-pub async fn get_since(State(state): State<AppState>, request: Request) -> Result<Response> {
-    let (mut parts, _) = request.into_parts();
-    if let Some(compact) = super::compact::maybe_serve(&state, &parts).await {
-        return compact;
-    }
-    let (hour, suffix) = hour_in_path(&mut parts, &state, "/since/").await?;
-    serve(&state, Target::Since(hour), suffix, &parts).await
-}
-
-/// The hour (and suffix) of a path `prefix` + `YYYY/MM/DD/HH[.ext]` the router matched:
-/// read in place, or through the `Path` extractor when percent-encoded.
-async fn hour_in_path(
-    parts: &mut Parts,
-    state: &AppState,
-    prefix: &str,
-) -> Result<(crate::hour::Hour, Option<Repr>)> {
-    match segments::<4>(parts.uri.path(), prefix) {
-        Some([y, mo, d, h]) => hour_segments(y, mo, d, h),
-        None => {
-            let (y, mo, d, h): (String, String, String, String) = decoded(parts, state).await?;
-            hour_segments(&y, &mo, &d, &h)
-        }
-    }
-}
-
-/// The path's segments after `prefix`, read in place (the router has matched the path,
-/// so this is where its parameters are). `None` when a segment is percent-encoded: the
-/// caller then has the `Path` extractor decode them, with its errors.
-fn segments<'p, const N: usize>(path: &'p str, prefix: &str) -> Option<[&'p str; N]> {
-    let rest = path.strip_prefix(prefix)?;
-    if rest.contains('%') {
-        return None;
-    }
-    let mut parts = rest.split('/');
-    let out: [&str; N] = std::array::from_fn(|_| parts.next().unwrap_or(""));
-    (parts.next().is_none() && out.iter().all(|s| !s.is_empty())).then_some(out)
-}
-
-/// The percent-decoded path parameters, as the `Path` extractor gives them.
-async fn decoded<T>(parts: &mut Parts, state: &AppState) -> Result<T>
-where
-    T: serde::de::DeserializeOwned + Send,
-{
-    let Path(segments) = Path::<T>::from_request_parts(parts, state)
-        .await
-        .map_err(|e: PathRejection| ApiError::InvalidHour(e.body_text()))?;
-    Ok(segments)
+    let (target, suffix) = filter_path(parts.uri.path())?;
+    serve(&state, target, suffix, &parts).await
 }
 
 async fn serve(

@@ -1,7 +1,7 @@
 //! Requests that need the open hour wait until it is loaded after a start, outside the
 //! request timeout; closed hours, `/healthz` and `/metrics` are answered meanwhile.
 
-use super::paths::parse_filter_path;
+use super::paths::filter_path;
 use crate::service::{Service, Target};
 use axum::extract::{Request, State};
 use axum::middleware::Next;
@@ -25,7 +25,7 @@ fn needs_open_hour(service: &Service, path: &str) -> bool {
     if matches!(path, "/healthz" | "/metrics") {
         return false;
     }
-    match parse_filter_path(path) {
+    match filter_path(path) {
         Ok((Target::Hour(hour), _)) => hour >= service.current_hour(),
         _ => true,
     }

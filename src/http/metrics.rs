@@ -50,7 +50,7 @@ struct Shard {
     not_modified: AtomicU64,
     /// Hour reads answered by the fast lane (from a ready rendering).
     fast: AtomicU64,
-    /// Of those, the ones written on the socket by the connection's own writer.
+    /// Responses written by the connection's own HTTP/1 writer rather than hyper's.
     wire: AtomicU64,
     requests: [[AtomicU64; STATUSES.len()]; ROUTES.len()],
 }
@@ -145,14 +145,18 @@ impl Metrics {
         );
     }
 
-    /// Counts a response of the hour route (`GET /YYYY/MM/DD/HH`) given by the fast lane.
-    pub fn record_fast_hour_read(&self, status: u16, bytes: u64, wire: bool) {
-        let shard = &self.shards[shard_index()];
-        shard.fast.fetch_add(1, Ordering::Relaxed);
-        if wire {
-            shard.wire.fetch_add(1, Ordering::Relaxed);
-        }
-        self.record_slot(Some(0), ROUTES[0], status, bytes);
+    /// Counts an hour read answered by the fast lane.
+    pub fn count_fast(&self) {
+        self.shards[shard_index()]
+            .fast
+            .fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Counts a response written by the connection's own HTTP/1 writer.
+    pub fn count_wire(&self) {
+        self.shards[shard_index()]
+            .wire
+            .fetch_add(1, Ordering::Relaxed);
     }
 
     fn record_slot(&self, slot: Option<usize>, route: &str, status: u16, bytes: u64) {
@@ -255,7 +259,7 @@ impl Metrics {
         counter(
             &mut out,
             "bloomcast_http_wire_responses_total",
-            "Of the fast responses, those written on the socket without hyper's connection handling.",
+            "Responses written on the socket by the connection's own HTTP/1 writer rather than by hyper.",
             self.sum(|s| &s.wire),
         );
         let _ = writeln!(
@@ -296,8 +300,28 @@ impl Metrics {
     }
 }
 
-/// Counts every request by matched route and status, and body bytes (a layer rather than
-/// `from_fn`, so a request costs no boxed future and no clone of the route name).
+/// The route that answered a request, carried on its response for [`Track`], which
+/// sits above the router and the fast lane and so cannot see the router's match.
+#[derive(Clone)]
+pub enum Answered {
+    /// The fast lane, for `GET /YYYY/MM/DD/HH`.
+    HourLane,
+    /// A route of the router.
+    Route(MatchedPath),
+}
+
+/// Middleware inside the router: tags each response with the route that matched.
+pub async fn tag_route(request: Request, next: axum::middleware::Next) -> Response {
+    let matched = request.extensions().get::<MatchedPath>().cloned();
+    let mut response = next.run(request).await;
+    if let Some(matched) = matched {
+        response.extensions_mut().insert(Answered::Route(matched));
+    }
+    response
+}
+
+/// Counts every response by the route that answered it ([`Answered`]) and its status,
+/// and body bytes (a layer rather than `from_fn`, so a request costs no boxed future).
 #[derive(Clone)]
 pub struct TrackLayer(pub Arc<Metrics>);
 
@@ -332,18 +356,9 @@ where
     }
 
     fn call(&mut self, request: Request) -> Self::Future {
-        let matched = request.extensions().get::<MatchedPath>();
-        let slot = route_slot(matched);
-        // A route without a slot keeps its name for the locked map (rare by design).
-        let name = match slot {
-            Some(_) => None,
-            None => matched.map(|m| m.as_str().to_owned()),
-        };
         Tracked {
             inner: self.inner.call(request),
             metrics: Some(self.metrics.clone()),
-            slot,
-            name,
         }
     }
 }
@@ -354,8 +369,6 @@ pin_project_lite::pin_project! {
         #[pin]
         inner: F,
         metrics: Option<Arc<Metrics>>,
-        slot: Option<usize>,
-        name: Option<String>,
     }
 }
 
@@ -370,8 +383,13 @@ where
         let result = std::task::ready!(this.inner.poll(cx));
         if let (Ok(response), Some(metrics)) = (&result, this.metrics.take()) {
             let bytes = response.body().size_hint().exact().unwrap_or(0);
-            let name = this.name.as_deref().unwrap_or(UNMATCHED);
-            metrics.record_slot(*this.slot, name, response.status().as_u16(), bytes);
+            let status = response.status().as_u16();
+            let (slot, name) = match response.extensions().get::<Answered>() {
+                Some(Answered::HourLane) => (Some(0), ROUTES[0]),
+                Some(Answered::Route(matched)) => (route_slot(Some(matched)), matched.as_str()),
+                None => (route_slot(None), UNMATCHED),
+            };
+            metrics.record_slot(slot, name, status, bytes);
         }
         Poll::Ready(result)
     }

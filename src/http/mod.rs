@@ -1,6 +1,7 @@
 //! The HTTP layer: routing, shared state and thin handlers over [`Service`].
 
 mod access_log;
+mod app;
 mod auth;
 mod chain;
 mod coding;
@@ -10,11 +11,10 @@ mod dashboard;
 mod deadline;
 pub mod deltas;
 mod error;
-mod fast;
 mod filters;
-pub mod h1;
 mod history;
 mod ingest;
+mod lane;
 mod loading;
 mod meta;
 mod metrics;
@@ -24,13 +24,13 @@ mod prepared;
 mod series;
 mod stats;
 
+pub use app::App;
 pub use auth::Auth;
 pub use error::ApiError;
-pub use fast::{App, Wire};
 pub use ingest::{decode_keys, BodyKind, MAX_ID_BYTES};
 pub use metrics::{Metrics, Totals};
 pub use negotiate::AVAILABLE_DICTIONARY;
-pub use paths::{canonical_path, day_segments, hour_segments, parse_filter_path, FilterPath};
+pub use paths::{canonical_path, filter_path, parse_filter_path, FilterPath};
 pub use series::run_sampler;
 
 use crate::service::Service;
@@ -40,8 +40,6 @@ use axum::Router;
 use std::sync::Arc;
 use std::time::Duration;
 use tower_http::cors::{Any, CorsLayer};
-use tower_http::trace::{DefaultMakeSpan, DefaultOnResponse, TraceLayer};
-use tracing::Level;
 
 /// Everything a handler needs, cloned per request (all shared behind `Arc`s).
 #[derive(Clone)]
@@ -62,18 +60,15 @@ pub struct AppState {
     pub deltas: Arc<deltas::Deltas>,
 }
 
-/// The application as one `Router`, for in-process tests (`oneshot`): the fast lane
-/// in front of the routes, as [`app`] serves them.
+/// The application as one `Router`, for in-process tests (`oneshot`): the whole stack
+/// ([`App`]), as the server serves it.
 pub fn router(state: AppState) -> Router {
     Router::new().fallback_service(app(state))
 }
 
-/// The application as the server runs it: the read path's fast lane ([`App`]) in front
-/// of the routes.
+/// The application as the server runs it: one stack in front of the routes ([`App`]).
 pub fn app(state: AppState) -> App {
-    let cors = cors::FastCorsLayer::new(cors_config());
-    let headers = cors.headers();
-    App::new(routes(state.clone(), cors), state, headers)
+    App::new(state.clone(), routes(state))
 }
 
 /// Any origin may read every response, its validators and `Bloom-*` headers included.
@@ -101,10 +96,11 @@ fn cors_config() -> CorsLayer {
         ])
 }
 
-/// Every route, behind one stack of layers.
-fn routes(state: AppState, cors: cors::FastCorsLayer) -> Router {
-    let access_log = state.access_log;
-    let router = Router::new()
+/// Every route, with what only routed requests need: the route tag the metrics read,
+/// the loading gate, and the request timeout (408 or 503). The layers every request
+/// passes are [`App`]'s.
+fn routes(state: AppState) -> Router {
+    Router::new()
         .route("/", get(meta::index))
         .route("/healthz", get(meta::healthz))
         .route("/metrics", get(meta::metrics))
@@ -117,40 +113,22 @@ fn routes(state: AppState, cors: cors::FastCorsLayer) -> Router {
         .route("/history", get(history::get_history))
         .route("/.well-known/bloomcast.json", get(chain::well_known))
         .route("/chain/{y}/{mo}/{d}/{h}", get(chain::get_chain))
-        .route("/since/{y}/{mo}/{d}/{h}", get(filters::get_since))
-        .route("/{y}/{mo}/{d}/{h}", get(filters::get_hour))
-        .route("/{y}/{mo}/{d}", get(filters::get_day))
+        .route("/since/{y}/{mo}/{d}/{h}", get(filters::get_filter))
+        .route("/{y}/{mo}/{d}/{h}", get(filters::get_filter))
+        .route("/{y}/{mo}/{d}", get(filters::get_filter))
         .fallback(meta::not_found)
         .method_not_allowed_fallback(meta::method_not_allowed)
         // One stack, applied once: the router boxes (and clones per request) each
-        // `.layer` separately, so one layer call costs one box instead of five.
-        // Outermost first: trace, panics, loading, the request timeout (408 or 503), CORS,
-        // metrics.
+        // `.layer` separately. Outermost first: the route tag, the loading gate (outside
+        // the timeout: waiting for the open hour to load never times out), the deadline.
         .layer(
             tower::ServiceBuilder::new()
-                .layer(
-                    TraceLayer::new_for_http()
-                        .make_span_with(DefaultMakeSpan::new().level(Level::DEBUG))
-                        .on_response(DefaultOnResponse::new().level(Level::DEBUG)),
-                )
-                // A panic in a handler is answered 500 `internal` and logged, never a
-                // dropped connection; shared state guards against half-finished updates.
-                .layer(tower_http::catch_panic::CatchPanicLayer::custom(
-                    meta::panicked,
-                ))
-                // Outside the timeout: waiting for the open hour to load never times out.
+                .layer(axum::middleware::from_fn(metrics::tag_route))
                 .layer(axum::middleware::from_fn_with_state(
                     state.service.clone(),
                     loading::wait_until_loaded,
                 ))
-                .layer(deadline::DeadlineLayer(state.request_timeout))
-                .layer(cors)
-                .layer(metrics::TrackLayer(state.metrics.clone())),
+                .layer(deadline::DeadlineLayer(state.request_timeout)),
         )
-        .with_state(state);
-    if access_log {
-        router.layer(axum::middleware::from_fn(access_log::log))
-    } else {
-        router
-    }
+        .with_state(state)
 }

@@ -1,58 +1,63 @@
-//! Filter paths, parsed purely: `/YYYY/MM/DD/HH`, `/YYYY/MM/DD` and
+//! Filter paths, parsed purely and in one place: `/YYYY/MM/DD/HH`, `/YYYY/MM/DD` and
 //! `/since/YYYY/MM/DD/HH`, each with an optional `.json`, `.hex` or `.bin` suffix on the
-//! last segment. The handlers parse the segments the router matched through these
-//! functions; [`parse_filter_path`] does the router's part too, for fuzzing and tests.
+//! last segment. The fast lane, the loading gate, the filter and compact handlers and
+//! the chain route all read a path through [`filter_path`].
 
 use super::error::{ApiError, Result};
 use crate::hour::{Day, Hour};
 use crate::render::Repr;
 use crate::service::Target;
+use percent_encoding::percent_decode_str;
+use std::borrow::Cow;
 
 /// What a filter path asks for: the covered time and the representation, if the path
 /// chose one by its suffix.
 pub type FilterPath = (Target, Option<Repr>);
 
-/// Parses the segments of `/YYYY/MM/DD/HH[.ext]`.
-///
-/// # Errors
-/// 400 `invalid_hour` for a malformed or impossible hour, 404 for an unknown suffix.
-pub fn hour_segments(y: &str, mo: &str, d: &str, h: &str) -> Result<(Hour, Option<Repr>)> {
-    let (h, suffix) = split_suffix(h)?;
-    Ok((Hour::from_parts(y, mo, d, h)?, suffix))
-}
+/// Segments a filter path has at most (`since` and four).
+const MAX_SEGMENTS: usize = 5;
 
-/// Parses the segments of `/YYYY/MM/DD[.ext]`.
+/// Parses a request's path (as sent: each segment is percent-decoded on its own, as
+/// the router's `Path` extractor decodes its parameters).
 ///
 /// # Errors
-/// As [`hour_segments`].
-pub fn day_segments(y: &str, mo: &str, d: &str) -> Result<(Day, Option<Repr>)> {
-    let (d, suffix) = split_suffix(d)?;
-    Ok((Day::from_parts(y, mo, d)?, suffix))
-}
-
-/// Parses a whole (percent-decoded) path as the router and handlers would.
-///
-/// # Errors
-/// 404 for a path that is not a filter path (wrong number of segments, empty segments),
-/// else as [`hour_segments`].
-pub fn parse_filter_path(path: &str) -> Result<FilterPath> {
+/// 404 for a path that is not a filter path (wrong number of segments, empty segments,
+/// an unknown suffix), 400 `invalid_hour` for a malformed or impossible hour.
+pub fn filter_path(path: &str) -> Result<FilterPath> {
     let not_found = || ApiError::NotFound(format!("no filter at {path:?}"));
     let rest = path.strip_prefix('/').ok_or_else(not_found)?;
-    let segments: Vec<&str> = rest.split('/').collect();
-    if segments.iter().any(|s| s.is_empty()) {
-        return Err(not_found());
-    }
-    match segments.as_slice() {
-        ["since", y, mo, d, h] => {
-            hour_segments(y, mo, d, h).map(|(hour, r)| (Target::Since(hour), r))
+    let mut segments: [Cow<'_, str>; MAX_SEGMENTS] = Default::default();
+    let mut n = 0;
+    for raw in rest.split('/') {
+        let slot = segments.get_mut(n).ok_or_else(not_found)?;
+        *slot = decode(raw)?;
+        if slot.is_empty() {
+            return Err(not_found());
         }
-        [y, mo, d, h] => hour_segments(y, mo, d, h).map(|(hour, r)| (Target::Hour(hour), r)),
-        [y, mo, d] => day_segments(y, mo, d).map(|(day, r)| (Target::Day(day), r)),
+        n += 1;
+    }
+    match &segments[..n] {
+        [since, y, mo, d, h] if since == "since" => {
+            parse_hour(y, mo, d, h).map(|(hour, r)| (Target::Since(hour), r))
+        }
+        [y, mo, d, h] => parse_hour(y, mo, d, h).map(|(hour, r)| (Target::Hour(hour), r)),
+        [y, mo, d] => {
+            let (d, suffix) = split_suffix(d)?;
+            Ok((Target::Day(Day::from_parts(y, mo, d)?), suffix))
+        }
         _ => Err(not_found()),
     }
 }
 
-/// The canonical path of a parsed filter path (what [`parse_filter_path`] accepts back).
+/// Parses a whole path that is not percent-encoded, for fuzzing and tests.
+///
+/// # Errors
+/// As [`filter_path`].
+pub fn parse_filter_path(path: &str) -> Result<FilterPath> {
+    filter_path(path)
+}
+
+/// The canonical path of a parsed filter path (what [`filter_path`] accepts back).
 pub fn canonical_path((target, suffix): FilterPath) -> String {
     let path = match target {
         Target::Hour(hour) => hour.path(),
@@ -65,28 +70,17 @@ pub fn canonical_path((target, suffix): FilterPath) -> String {
     }
 }
 
-/// An hour path in its plain form, `/YYYY/MM/DD/HH[.ext]`, read byte by byte for the
-/// read path's fast lane; anything else (percent-encoding, a malformed or impossible
-/// hour, an unknown suffix) is `None`, left to the router for its error.
-pub fn plain_hour_path(path: &str) -> Option<(Hour, Option<Repr>)> {
-    let b = path.as_bytes();
-    let shape = b.len() >= 14
-        && b[0] == b'/'
-        && b[5] == b'/'
-        && b[8] == b'/'
-        && b[11] == b'/'
-        && [1..5, 6..8, 9..11, 12..14]
-            .into_iter()
-            .all(|r| b[r].iter().all(u8::is_ascii_digit));
-    if !shape {
-        return None;
-    }
-    let suffix = match &path[14..] {
-        "" => None,
-        ext => Some(Repr::from_suffix(ext.strip_prefix('.')?)?),
-    };
-    let hour = Hour::from_parts(&path[1..5], &path[6..8], &path[9..11], &path[12..14]).ok()?;
-    Some((hour, suffix))
+/// The segments `YYYY`, `MM`, `DD`, `HH[.ext]`.
+fn parse_hour(y: &str, mo: &str, d: &str, h: &str) -> Result<(Hour, Option<Repr>)> {
+    let (h, suffix) = split_suffix(h)?;
+    Ok((Hour::from_parts(y, mo, d, h)?, suffix))
+}
+
+/// One segment, percent-decoded (borrowed when it has no `%`).
+fn decode(segment: &str) -> Result<Cow<'_, str>> {
+    percent_decode_str(segment)
+        .decode_utf8()
+        .map_err(|_| ApiError::InvalidHour(format!("{segment:?} is not UTF-8 once decoded")))
 }
 
 /// `13.hex` → (`13`, Some(Hex)). An unknown suffix is a resource that does not exist.
@@ -145,29 +139,34 @@ mod tests {
     }
 
     #[test]
-    fn the_plain_hour_path_agrees_with_the_full_parser() {
-        for path in [
-            "/2008/09/03/13",
-            "/2008/09/03/13.json",
-            "/2008/09/03/13.bin",
-            "/2008/09/03/13.hex",
-            "/2008/09/03/24",
-            "/2008/02/30/00",
-            "/2008/09/03/13.xml",
-            "/2008/09/03/13.",
-            "/2008/09/03/13x",
-            "/2008/09/03/1",
-            "/since/2008/09/03",
-            "/2008/09/03",
-            "/2008/09/0%33/13",
-            "/2008/09/03/13/",
-        ] {
-            let full = match parse_filter_path(path) {
-                Ok((Target::Hour(hour), suffix)) => Some((hour, suffix)),
-                _ => None,
-            };
-            assert_eq!(plain_hour_path(path), full, "{path}");
-        }
+    fn segments_are_percent_decoded_one_by_one() {
+        let h = hour_of(2008, 9, 3, 13).unwrap();
+        assert_eq!(
+            filter_path("/2008/09/0%33/13").unwrap(),
+            (Target::Hour(h), None)
+        );
+        // An encoded slash stays inside its segment, as the router matched it.
+        assert_eq!(
+            filter_path("/2008/09/03/1%2F3")
+                .unwrap_err()
+                .status()
+                .as_u16(),
+            400
+        );
+        assert_eq!(
+            filter_path("/2008/09/03/%FF")
+                .unwrap_err()
+                .status()
+                .as_u16(),
+            400
+        );
+        assert_eq!(
+            filter_path("/2008/09/03/13/14/15")
+                .unwrap_err()
+                .status()
+                .as_u16(),
+            404
+        );
     }
 
     #[test]

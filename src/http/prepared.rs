@@ -3,19 +3,17 @@
 //! nothing and writes no cache line another core reads (a shared `Bytes` or header
 //! value would bump a reference count every core touches).
 //!
-//! A prepared response is the very response [`respond`] and the CORS layer give, made
-//! by that code for one *variant* of the request (gzip or not, suffix or not, 304 or
+//! A prepared response is the very response [`respond`] gives, made by that code for
+//! one *variant* of the request (gzip or not, suffix or not, 304 or
 //! not, whether the hour has a previous and a next hour): only `Cache-Control` of an
 //! open hour changes with time, and it is set per request from a static table.
 
-use super::cors::CorsHeaders;
 use super::filters::{cache_control, respond};
-use super::h1::{self, Length};
 use super::AppState;
 use crate::render::{Rendered, Repr};
 use crate::service::ReadyHour;
 use axum::body::{Body, HttpBody as _};
-use axum::http::{header, HeaderMap, HeaderName, HeaderValue, StatusCode};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::Response;
 use bytes::Bytes;
 use rustc_hash::FxBuildHasher;
@@ -72,70 +70,31 @@ thread_local! {
     static KEPT: RefCell<Kept> = RefCell::new(Kept::default());
 }
 
-/// A prepared response, borrowed: what the fast lane clones into a response, or what
-/// the connection's own writer ([`Answer::write_http1`]) copies onto the wire.
-pub struct Answer<'a> {
-    pub status: StatusCode,
-    /// Every header but `Date`, in order, `Content-Length` included.
-    headers: &'a HeaderMap,
-    /// An open hour's `Cache-Control`, which replaces the prepared one in place.
-    cache_control: Option<HeaderValue>,
-    body: &'a Bytes,
-}
-
-impl Answer<'_> {
-    pub fn into_response(self) -> Response {
-        let mut response = Response::new(if self.body.is_empty() {
-            Body::empty()
-        } else {
-            Body::from(self.body.clone())
-        });
-        *response.status_mut() = self.status;
-        *response.headers_mut() = self.headers.clone();
-        if let Some(value) = self.cache_control {
-            response.headers_mut().insert(header::CACHE_CONTROL, value);
-        }
-        response
-    }
-
-    /// Appends this response's head to `out` as HTTP/1.1 on a kept-alive connection,
-    /// byte for byte as hyper encodes [`Answer::into_response`] for a `GET`.
-    pub fn write_http1(&self, out: &mut Vec<u8>, date: &[u8]) {
-        static CACHE_CONTROL: HeaderName = header::CACHE_CONTROL;
-        let replace = self.cache_control.as_ref().map(|v| (&CACHE_CONTROL, v));
-        let length = Length::Known(self.body.len());
-        h1::write_head(out, self.status, self.headers, replace, length, date);
-    }
-
-    /// The body, to send after [`Answer::write_http1`]'s head.
-    pub fn body(&self) -> &Bytes {
-        self.body
-    }
-}
-
-/// Calls `f` with the prepared response to a request of `variant` for a ready hour.
-pub fn with_answer<R>(
-    state: &AppState,
-    cors: &CorsHeaders,
-    ready: &ReadyHour,
-    variant: Variant,
-    f: impl FnOnce(Answer<'_>) -> R,
-) -> R {
+/// The prepared response to a request of `variant` for a ready hour.
+pub fn response(state: &AppState, ready: &ReadyHour, variant: Variant) -> Response {
     let cache_control = ready
         .open_until
         .map(|until| cache_control(state, Some(until)));
     // Twice: the thread's copy of the bodies, and the rendering it keeps alive.
     let size = 2 * ready.rendered.size();
-    if size > KEPT_MAX {
-        let (parts, _) = finished(state, cors, ready, variant).into_parts();
+    let mut response = if size > KEPT_MAX {
+        let response = finished(state, ready, variant);
         let r = ready.rendered;
-        return f(Answer {
-            status: parts.status,
-            headers: &parts.headers,
-            cache_control,
-            body: body_for(parts.status, variant.gzip, &r.identity, &r.gzip),
-        });
+        let (parts, _) = response.into_parts();
+        let body = body_for(parts.status, variant.gzip, &r.identity, &r.gzip).clone();
+        Response::from_parts(parts, body_of(body))
+    } else {
+        kept(state, ready, variant)
+    };
+    if let Some(value) = cache_control {
+        response.headers_mut().insert(header::CACHE_CONTROL, value);
     }
+    response
+}
+
+/// The response from this thread's prepared ones, prepared now if it is the first.
+fn kept(state: &AppState, ready: &ReadyHour, variant: Variant) -> Response {
+    let size = 2 * ready.rendered.size();
     let slot = variant.index(ready);
     KEPT.with(|kept| {
         let kept = &mut *kept.borrow_mut();
@@ -156,16 +115,23 @@ pub fn with_answer<R>(
             }
         });
         let (status, headers) = entry.variants[slot].get_or_insert_with(|| {
-            let (parts, _) = finished(state, cors, ready, variant).into_parts();
+            let (parts, _) = finished(state, ready, variant).into_parts();
             (parts.status, parts.headers)
         });
-        f(Answer {
-            status: *status,
-            headers,
-            cache_control,
-            body: body_for(*status, variant.gzip, &entry.identity, &entry.gzip),
-        })
+        let body = body_for(*status, variant.gzip, &entry.identity, &entry.gzip).clone();
+        let mut response = Response::new(body_of(body));
+        *response.status_mut() = *status;
+        *response.headers_mut() = headers.clone();
+        response
     })
+}
+
+fn body_of(bytes: Bytes) -> Body {
+    if bytes.is_empty() {
+        Body::empty()
+    } else {
+        Body::from(bytes)
+    }
 }
 
 /// The body a response of `status` sends: none on a 304, else the encoding asked for.
@@ -184,8 +150,8 @@ fn body_for<'b>(
 }
 
 /// The whole response to a request of `variant`, made by the handler's own code as the
-/// router's stack finishes it (CORS headers, then `Content-Length`).
-fn finished(state: &AppState, cors: &CorsHeaders, ready: &ReadyHour, variant: Variant) -> Response {
+/// router finishes it (with `Content-Length`).
+fn finished(state: &AppState, ready: &ReadyHour, variant: Variant) -> Response {
     let mut request = HeaderMap::new();
     if variant.gzip {
         request.insert(header::ACCEPT_ENCODING, HeaderValue::from_static("gzip"));
@@ -195,7 +161,6 @@ fn finished(state: &AppState, cors: &CorsHeaders, ready: &ReadyHour, variant: Va
     }
     let suffix: Option<Repr> = variant.suffix.then_some(ready.rendered.repr);
     let mut response = respond(state, &ready.view(), suffix, &request, None);
-    cors.apply(response.headers_mut());
     // Last, as the router sets it on every response with a body of known size.
     if let Some(length) = response.body().size_hint().exact() {
         let length = HeaderValue::from(length);

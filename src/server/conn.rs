@@ -1,20 +1,17 @@
-//! One connection: polls answered on the socket, everything else by hyper.
+//! One connection, framed by one of two HTTP/1.1 writers, each handing every request
+//! to the one application ([`App`]): the connection's own, for requests without a body,
+//! and hyper, for everything else.
 //!
-//! A poll (`GET /YYYY/MM/DD/HH[.ext]` of a ready rendering, HTTP/1.1, no body) is parsed
-//! here with `httparse` (the parser hyper uses, with hyper's limits) and answered by
-//! [`App::answer_wire`] with the very bytes hyper would send for the fast lane's
-//! response, without what hyper's connection state costs per request (the request's
-//! header map and URI, the service call, the head's encoding from a header map, the
-//! dispatcher's polling). A poll of an hour the fast lane cannot answer right now (it
-//! needs the store, a render or a refresh, or asks for a delta or another form) is
-//! given to the router on this connection, and its response written as hyper would
-//! write it ([`h1::write_head`]): an ingest or a refresh does not move the pollers
-//! reading at that moment off this path. The first request of a connection that is not
-//! a poll (any other route or method, a request with a body or `Connection`, `Expect`
-//! or `Upgrade`, a query, a head that does not parse or is too large) hands the
-//! connection, with every byte read so far, to hyper for the rest of its life: hyper
-//! then answers that request and all after it exactly as before, as it does every
-//! request while the access log is on.
+//! Pollers send `GET`s without a body on kept-alive connections, and for those hyper's
+//! connection state (its dispatcher, the head's encoding from a header map, a service
+//! call through a boxed future) is most of what a poll of a prepared response costs. So
+//! while a connection sends only such requests (`GET`, HTTP/1.1, no body and no
+//! `Connection`, `Expect` or `Upgrade` header), they are parsed here with `httparse`
+//! (the parser hyper uses, with hyper's limits), given to the application, and their
+//! responses written as hyper writes them ([`h1::write_head`]; `tests/abuse/wire.rs`
+//! compares the bytes). The first request of any other kind (another method, a body, a
+//! head that does not parse or is too large) hands the connection, with every byte read
+//! so far, to hyper for the rest of its life.
 //!
 //! The slow-client defences are the same as hyper's: a client has `header_read_timeout`
 //! to send each request head, counted from when the connection starts waiting for it (so
@@ -25,13 +22,14 @@
 //! `write_timeout` is disconnected.
 
 use super::drain::Watch;
+use super::h1::{self, Length};
 use super::stall::Stall;
 use super::{ConnLimits, MAX_HEADERS, MAX_HEAD_BYTES};
-use crate::http::h1::{self, Length};
-use crate::http::{App, Wire};
+use crate::http::App;
 use axum::body::{Body, HttpBody as _};
 use axum::extract::Request;
-use axum::http::{header, HeaderMap, HeaderName, HeaderValue};
+use axum::http::{header, HeaderName, HeaderValue};
+use axum::response::Response;
 use bytes::{Buf, Bytes, BytesMut};
 use http_body_util::BodyExt as _;
 use hyper::server::conn::http1;
@@ -95,8 +93,8 @@ pub(super) async fn serve(
     }
 }
 
-/// Answers polls until the connection closes (`None`) or a request needs hyper: then
-/// returns the bytes read and not answered, that request's first.
+/// Answers requests until the connection closes (`None`) or a request needs hyper:
+/// then returns the bytes read and not answered, that request's first.
 async fn polls(
     stream: &mut Stall<TcpStream>,
     app: &mut App,
@@ -113,16 +111,18 @@ async fn polls(
     loop {
         // Answer every whole request read.
         while !buf.is_empty() {
-            let (used, body) = match answer(&buf, app, &mut out)? {
-                Parsed::Answered { used, body } => (used, body),
-                Parsed::Route { used, request } => (used, routed(app, *request, &mut out).await?),
-                Parsed::Partial => break,
-                Parsed::Hyper => {
+            let (used, request) = match head(&buf) {
+                Head::Ours { used, request } => (used, request),
+                Head::Partial => break,
+                Head::Hyper => {
                     stream.write_all(&out).await?;
                     return Ok(Some(buf));
                 }
             };
             buf.advance(used);
+            let Ok(response) = app.call(*request).await;
+            let body = write_response(response, &mut out).await?;
+            app.metrics().count_wire();
             deadline = Instant::now() + timeout;
             if let Some(body) = body {
                 write_two(stream, &out, &body).await?;
@@ -165,12 +165,10 @@ async fn polls(
     }
 }
 
-enum Parsed {
-    /// A poll answered in `out`, from the first `used` bytes; `body` is still to be sent
-    /// after `out` when it was not copied there.
-    Answered { used: usize, body: Option<Bytes> },
-    /// A poll the router answers, from the first `used` bytes.
-    Route {
+/// The first request in the bytes read.
+enum Head {
+    /// A request this writer frames, from the first `used` bytes.
+    Ours {
         used: usize,
         request: Box<Request<Body>>,
     },
@@ -180,40 +178,44 @@ enum Parsed {
     Hyper,
 }
 
-/// Reads the first request in `buf` and answers it in `out` if it is a poll.
-fn answer(buf: &[u8], app: &App, out: &mut Vec<u8>) -> io::Result<Parsed> {
+/// Reads the first request in `buf`.
+fn head(buf: &[u8]) -> Head {
+    /// Headers that ask for hyper's framing: a body, or something of the connection.
+    const HYPERS: [&str; 5] = [
+        "content-length",
+        "transfer-encoding",
+        "connection",
+        "expect",
+        "upgrade",
+    ];
     let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
-    let mut request = httparse::Request::new(&mut headers);
-    let used = match request.parse(buf) {
+    let mut parsed = httparse::Request::new(&mut headers);
+    let used = match parsed.parse(buf) {
         Ok(httparse::Status::Complete(used)) if used <= MAX_HEAD_BYTES => used,
-        Ok(httparse::Status::Partial) => return Ok(Parsed::Partial),
+        Ok(httparse::Status::Partial) => return Head::Partial,
         // Malformed, too many headers, too large: hyper gives its answer.
-        _ => return Ok(Parsed::Hyper),
+        _ => return Head::Hyper,
     };
-    if request.method != Some("GET") || request.version != Some(1) {
-        return Ok(Parsed::Hyper);
+    if parsed.method != Some("GET") || parsed.version != Some(1) {
+        return Head::Hyper;
     }
-    let Some(path) = request
-        .path
-        .filter(|p| p.starts_with('/') && !p.contains('?'))
-    else {
-        return Ok(Parsed::Hyper);
+    let Some(path) = parsed.path.filter(|p| p.starts_with('/')) else {
+        return Head::Hyper;
     };
-    let Some(wanted) = negotiation_headers(request.headers) else {
-        return Ok(Parsed::Hyper);
-    };
-    let wire = with_date(|date| app.answer_wire(path, &wanted, date, out, INLINE_BODY));
-    Ok(match wire {
-        Wire::Answered(body) => Parsed::Answered { used, body },
-        Wire::Hyper => Parsed::Hyper,
-        Wire::Route => match to_request(path, request.headers) {
-            Some(request) => Parsed::Route {
-                used,
-                request: Box::new(request),
-            },
-            None => Parsed::Hyper,
+    if parsed
+        .headers
+        .iter()
+        .any(|h| HYPERS.iter().any(|n| h.name.eq_ignore_ascii_case(n)))
+    {
+        return Head::Hyper;
+    }
+    match to_request(path, parsed.headers) {
+        Some(request) => Head::Ours {
+            used,
+            request: Box::new(request),
         },
-    })
+        None => Head::Hyper,
+    }
 }
 
 /// The request as hyper would give it to the service: `GET`, HTTP/1.1, every header.
@@ -229,26 +231,20 @@ fn to_request(path: &str, headers: &[httparse::Header<'_>]) -> Option<Request<Bo
     Some(request)
 }
 
-/// Calls the router with `request` and appends its response to `out` as hyper would
-/// write it; returns a body too large to copy, to be sent after `out`.
-async fn routed(
-    app: &mut App,
-    request: Request<Body>,
-    out: &mut Vec<u8>,
-) -> io::Result<Option<Bytes>> {
-    let Ok(response) = app.route(request).await;
+/// Appends `response` to `out` as hyper would write it; returns a body too large to
+/// copy, to be sent after `out`.
+async fn write_response(response: Response, out: &mut Vec<u8>) -> io::Result<Option<Bytes>> {
     let (parts, body) = response.into_parts();
     // hyper sends a body of unknown size chunked, unless the headers give its length.
     let known =
         body.size_hint().exact().is_some() || parts.headers.contains_key(header::CONTENT_LENGTH);
-    let body = body.collect().await.map_err(io::Error::other)?.to_bytes();
+    let body = whole(body).await?;
     let length = if known {
         Length::Known(body.len())
     } else {
         Length::Chunked
     };
-    let send =
-        with_date(|date| h1::write_head(out, parts.status, &parts.headers, None, length, date));
+    let send = with_date(|date| h1::write_head(out, parts.status, &parts.headers, length, date));
     if !send {
         return Ok(None);
     }
@@ -268,36 +264,26 @@ async fn routed(
     Ok(None)
 }
 
-/// The request headers a poll's answer depends on, as a header map; `None` for a
-/// request hyper must see (one with a body, or one that asks something of the
-/// connection).
-fn negotiation_headers(headers: &[httparse::Header<'_>]) -> Option<HeaderMap> {
-    const TAKEN: [HeaderName; 4] = [
-        header::ACCEPT,
-        header::ACCEPT_ENCODING,
-        header::IF_NONE_MATCH,
-        HeaderName::from_static(crate::http::AVAILABLE_DICTIONARY),
-    ];
-    const HYPERS: [&str; 5] = [
-        "content-length",
-        "transfer-encoding",
-        "connection",
-        "expect",
-        "upgrade",
-    ];
-    let mut map = HeaderMap::new();
-    for h in headers {
-        if HYPERS.iter().any(|n| h.name.eq_ignore_ascii_case(n)) {
-            return None;
-        }
-        if let Some(name) = TAKEN
-            .iter()
-            .find(|n| h.name.eq_ignore_ascii_case(n.as_str()))
-        {
-            map.append(name.clone(), HeaderValue::from_bytes(h.value).ok()?);
+/// A body's bytes; a body of one piece (every prepared response's) is not copied.
+async fn whole(body: Body) -> io::Result<Bytes> {
+    let mut body = std::pin::pin!(body);
+    let mut first = Bytes::new();
+    let mut rest: Option<BytesMut> = None;
+    while let Some(frame) = body.frame().await {
+        let Ok(data) = frame.map_err(io::Error::other)?.into_data() else {
+            continue; // trailers: hyper does not send them on HTTP/1.1 either
+        };
+        match &mut rest {
+            Some(rest) => rest.extend_from_slice(&data),
+            None if first.is_empty() => first = data,
+            None => {
+                let mut joined = BytesMut::from(&first[..]);
+                joined.extend_from_slice(&data);
+                rest = Some(joined);
+            }
         }
     }
-    Some(map)
+    Ok(rest.map_or(first, BytesMut::freeze))
 }
 
 /// `head` then `body`, with as few writes as the socket takes.
@@ -405,25 +391,33 @@ impl AsyncWrite for Rewind {
 mod tests {
     use super::*;
 
-    fn headers(raw: &[(&'static str, &'static [u8])]) -> Vec<httparse::Header<'static>> {
-        raw.iter()
-            .map(|(name, value)| httparse::Header { name, value })
-            .collect()
+    fn kind(raw: &str) -> &'static str {
+        match head(raw.as_bytes()) {
+            Head::Ours { used, request } => {
+                assert_eq!(used, raw.len());
+                assert_eq!(request.headers().len(), raw.matches("\r\n").count() - 2);
+                "ours"
+            }
+            Head::Partial => "partial",
+            Head::Hyper => "hyper",
+        }
     }
 
     #[test]
-    fn negotiation_keeps_what_the_answer_depends_on_and_refuses_bodies() {
-        let map = negotiation_headers(&headers(&[
-            ("Host", b"x"),
-            ("Accept-Encoding", b"gzip"),
-            ("accept-encoding", b"br"),
-            ("If-None-Match", b"\"abc\""),
-            ("Origin", b"https://a.example"),
-        ]))
-        .unwrap();
-        assert_eq!(map.len(), 3);
-        assert_eq!(map.get_all(header::ACCEPT_ENCODING).iter().count(), 2);
-        assert!(map.get(header::HOST).is_none());
+    fn bodiless_gets_are_ours_and_everything_else_is_hypers() {
+        let get = "GET /2008/09/03/13 HTTP/1.1\r\nHost: x\r\nAccept-Encoding: gzip\r\n\r\n";
+        assert_eq!(kind(get), "ours");
+        assert_eq!(kind("GET /metrics?x=1 HTTP/1.1\r\nHost: x\r\n\r\n"), "ours");
+        assert_eq!(kind(&get[..get.len() - 2]), "partial");
+        for other in [
+            "HEAD / HTTP/1.1\r\n\r\n",
+            "POST /updates HTTP/1.1\r\nContent-Length: 0\r\n\r\n",
+            "GET / HTTP/1.0\r\n\r\n",
+            "GET * HTTP/1.1\r\n\r\n",
+            "GET / HTTP/1.1\r\nbad header\r\n\r\n",
+        ] {
+            assert_eq!(kind(other), "hyper", "{other:?}");
+        }
         for hyper_only in [
             "Content-Length",
             "transfer-encoding",
@@ -431,11 +425,8 @@ mod tests {
             "Expect",
             "Upgrade",
         ] {
-            let with = [httparse::Header {
-                name: hyper_only,
-                value: b"0",
-            }];
-            assert!(negotiation_headers(&with).is_none(), "{hyper_only}");
+            let raw = format!("GET / HTTP/1.1\r\n{hyper_only}: 0\r\n\r\n");
+            assert_eq!(kind(&raw), "hyper", "{hyper_only}");
         }
     }
 

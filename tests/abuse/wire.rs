@@ -1,6 +1,7 @@
-//! Polls answered on the socket by the connection's own writer (`src/server/conn.rs`):
-//! byte for byte what hyper sends for the same request, in order when pipelined, handed
-//! to hyper mid-connection for anything else, and under the same slow-client defences.
+//! Requests without a body framed by the connection's own writer (`src/server/conn.rs`):
+//! answered byte for byte as hyper answers the same request, in order when pipelined,
+//! the connection handed to hyper mid-way for anything else, and under the same
+//! slow-client defences.
 
 use crate::helpers::*;
 use std::time::{Duration, Instant};
@@ -11,16 +12,27 @@ fn poll(path: &str, extra: &str) -> Vec<u8> {
     format!("GET {path} HTTP/1.1\r\nHost: test\r\n{extra}\r\n").into_bytes()
 }
 
-/// How many responses the connection's own writer has sent.
-async fn wire_count(addr: std::net::SocketAddr) -> u64 {
+/// A request that asks something of the connection, so hyper frames it and every
+/// request after it on that connection.
+fn handover() -> Vec<u8> {
+    poll("/healthz", "Connection: keep-alive\r\n")
+}
+
+/// A counter of `/metrics` (read on a connection of its own, which hyper frames).
+async fn counter(addr: std::net::SocketAddr, name: &str) -> u64 {
     let reply = get(addr, "/metrics").await;
     String::from_utf8(reply.body)
         .unwrap()
         .lines()
-        .find_map(|l| l.strip_prefix("bloomcast_http_wire_responses_total "))
-        .expect("the wire counter is exported")
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' '))
+        .expect("the counter is exported")
         .parse()
         .unwrap()
+}
+
+/// How many responses the connection's own writer has sent.
+async fn wire_count(addr: std::net::SocketAddr) -> u64 {
+    counter(addr, "bloomcast_http_wire_responses_total").await
 }
 
 /// The head with its `date` value blanked (it is the only per-second part), and the
@@ -79,10 +91,11 @@ async fn polls_on_the_socket_are_byte_for_byte_what_hyper_sends() {
                             extra += "Origin: https://example.org\r\n";
                         }
                         let request = poll(&format!("{hour}{suffix}"), &extra);
-                        // Through hyper: a router request first hands the connection
-                        // over; the poll is then read twice (the first may render).
+                        // Through hyper: a request asking something of the connection
+                        // first hands it over; the poll is then read twice (the first
+                        // may render).
                         let mut hyper = connect(server.addr).await;
-                        assert_eq!(send(&mut hyper, &poll("/healthz", "")).await.status, 200);
+                        assert_eq!(send(&mut hyper, &handover()).await.status, 200);
                         send(&mut hyper, &request).await;
                         let by_hyper = send(&mut hyper, &request).await;
                         let before = wire_count(server.addr).await;
@@ -130,7 +143,7 @@ async fn polls_the_lane_cannot_answer_are_routed_on_the_socket_as_hyper_would_se
     ] {
         let request = poll(path, extra);
         let mut hyper = connect(server.addr).await;
-        assert_eq!(send(&mut hyper, &poll("/healthz", "")).await.status, 200);
+        assert_eq!(send(&mut hyper, &handover()).await.status, 200);
         let by_hyper = send(&mut hyper, &request).await;
         assert!(by_hyper.status >= 400, "{path}: {}", by_hyper.status);
         let mut wire = connect(server.addr).await;
@@ -146,19 +159,25 @@ async fn polls_the_lane_cannot_answer_are_routed_on_the_socket_as_hyper_would_se
         );
     }
     // The open hour just after an ingest is not ready: the first reader's poll is
-    // routed (and renders); hyper's fast lane then sends the same bytes.
+    // routed (and renders), on the socket; through hyper, the fast lane then sends the
+    // same bytes.
     ingest(server.addr, &ids("more", 5)).await;
     let request = poll(open, "Accept-Encoding: gzip\r\n");
-    let before = wire_count(server.addr).await;
+    let fast = "bloomcast_http_fast_responses_total";
+    let (before, fast_before) = (
+        wire_count(server.addr).await,
+        counter(server.addr, fast).await,
+    );
     let mut wire = connect(server.addr).await;
     let routed = send(&mut wire, &request).await;
+    assert_eq!(wire_count(server.addr).await, before + 1, "on the socket");
     assert_eq!(
-        wire_count(server.addr).await,
-        before,
+        counter(server.addr, fast).await,
+        fast_before,
         "routed, not prepared"
     );
     let mut hyper = connect(server.addr).await;
-    assert_eq!(send(&mut hyper, &poll("/healthz", "")).await.status, 200);
+    assert_eq!(send(&mut hyper, &handover()).await.status, 200);
     let by_hyper = send(&mut hyper, &request).await;
     assert_eq!(routed.status, 200);
     assert_eq!(masked(&routed), masked(&by_hyper));
@@ -185,7 +204,7 @@ async fn pipelined_polls_are_answered_in_order_and_hyper_takes_over_mid_connecti
     let mut conn = connect(server.addr).await;
     let mut batch = poll(closed, "");
     batch.extend(poll(closed, &format!("If-None-Match: {etag}\r\n")));
-    batch.extend(poll("/healthz", ""));
+    batch.extend(handover());
     batch.extend(poll(closed, ""));
     conn.write_all(&batch).await.unwrap();
     let replies: Vec<Reply> = {
@@ -243,7 +262,7 @@ async fn a_head_split_across_writes_is_answered_and_odd_requests_get_hypers_answ
     .await;
     assert_eq!(reply.status, 400);
 
-    // HTTP/1.0 and a query take hyper and the router; the answers are the same bytes.
+    // HTTP/1.0 takes hyper, a query the router; the answers are what they should be.
     let mut old = connect(server.addr).await;
     let reply = send(
         &mut old,

@@ -1,10 +1,10 @@
 //! HTTP/1.1 response heads written as hyper 1 writes them, for the connection's own
-//! writer (`crate::server`): the same status line, the headers in the map's order with
+//! writer ([`super::conn`]): the same status line, the headers in the map's order with
 //! names in lower case, hyper's `Content-Length` rules, and `date` last. Only what a
 //! response to a `GET` without a body on a kept-alive connection needs; the bytes are
 //! checked against hyper's own by `tests/abuse/wire.rs`.
 
-use axum::http::{header, HeaderMap, HeaderName, HeaderValue, StatusCode};
+use axum::http::{header, HeaderMap, HeaderName, StatusCode};
 
 /// How the body follows the head.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -15,14 +15,13 @@ pub enum Length {
     Chunked,
 }
 
-/// Appends the head of a response with `status`, `headers` (with `replace`'s value in
-/// place of its name's) and a body of `length` to `out`, then `date`. Returns whether
+/// Appends the head of a response with `status`, `headers` and a body of `length` to
+/// `out`, then `date`. Returns whether
 /// the body is to be sent (never for 204 and 304).
 pub fn write_head(
     out: &mut Vec<u8>,
     status: StatusCode,
     headers: &HeaderMap,
-    replace: Option<(&HeaderName, &HeaderValue)>,
     length: Length,
     date: &[u8],
 ) -> bool {
@@ -43,10 +42,6 @@ pub fn write_head(
     for (name, value) in headers {
         let repeated = last == Some(name);
         last = Some(name);
-        let value = match replace {
-            Some((n, v)) if n == name => v,
-            _ => value,
-        };
         match *name {
             // hyper writes a length header's first value only, and none for an empty
             // body (it adds `content-length: 0` below where one is allowed).
@@ -89,10 +84,11 @@ fn line(out: &mut Vec<u8>, name: &[u8], value: &[u8]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use axum::http::HeaderValue;
 
     fn head(status: StatusCode, headers: &HeaderMap, length: Length) -> (String, bool) {
         let mut out = Vec::new();
-        let body = write_head(&mut out, status, headers, None, length, b"DATE");
+        let body = write_head(&mut out, status, headers, length, b"DATE");
         (String::from_utf8(out).unwrap(), body)
     }
 
@@ -133,30 +129,6 @@ mod tests {
         assert_eq!(
             head(StatusCode::OK, &bare, Length::Chunked).0,
             "HTTP/1.1 200 OK\r\nvary: accept\r\nvary: origin\r\ntransfer-encoding: chunked\r\ndate: DATE\r\n\r\n"
-        );
-    }
-
-    #[test]
-    fn a_replaced_value_keeps_its_place() {
-        let mut h = HeaderMap::new();
-        h.insert(
-            header::CACHE_CONTROL,
-            HeaderValue::from_static("public, max-age=9"),
-        );
-        h.insert(header::ETAG, HeaderValue::from_static("\"x\""));
-        let now = HeaderValue::from_static("public, max-age=3");
-        let mut out = Vec::new();
-        write_head(
-            &mut out,
-            StatusCode::OK,
-            &h,
-            Some((&header::CACHE_CONTROL, &now)),
-            Length::Known(1),
-            b"D",
-        );
-        assert_eq!(
-            String::from_utf8(out).unwrap(),
-            "HTTP/1.1 200 OK\r\ncache-control: public, max-age=3\r\netag: \"x\"\r\ncontent-length: 1\r\ndate: D\r\n\r\n"
         );
     }
 }

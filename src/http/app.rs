@@ -1,0 +1,108 @@
+//! The one way into the server: every request, whichever writer frames its connection
+//! ([`crate::server`]), is served by this one stack, so each concern that cuts across
+//! requests is written once, as one layer:
+//!
+//! ```text
+//! access log (when on) → tracing → panics → metrics → CORS → fast lane → router
+//!                                                                   (route tag → loading → deadline → handlers)
+//! ```
+//!
+//! The fast lane ([`super::lane`]) answers polls of ready hours from prepared responses;
+//! the layers above it treat its responses as the router's. The loading gate and the
+//! request deadline are inside the router: the lane only answers what is ready now.
+
+use super::{access_log, lane, meta, metrics, AppState};
+use axum::body::{Body, HttpBody};
+use axum::extract::{ConnectInfo, Request};
+use axum::response::{IntoResponse, Response};
+use axum::Router;
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::task::{Context, Poll};
+use tower::util::BoxCloneSyncService;
+use tower::ServiceBuilder;
+use tower_http::trace::{DefaultMakeSpan, DefaultOnResponse, TraceLayer};
+use tracing::Level;
+
+type Stack = BoxCloneSyncService<Request, Response, Infallible>;
+
+/// The whole application as one service.
+#[derive(Clone)]
+pub struct App {
+    stack: Stack,
+    state: AppState,
+    /// The connection's peer, for the access log (`ConnectInfo`, as `axum::serve` gives it).
+    peer: Option<SocketAddr>,
+}
+
+impl App {
+    /// The stack around `routes`.
+    pub(super) fn new(state: AppState, routes: Router) -> App {
+        let access_log = state
+            .access_log
+            .then(|| axum::middleware::from_fn(access_log::log));
+        let stack = ServiceBuilder::new()
+            .option_layer(access_log)
+            // The layers below wrap the body in their own types; one box back to `Body`.
+            .map_response(IntoResponse::into_response)
+            .layer(
+                TraceLayer::new_for_http()
+                    .make_span_with(DefaultMakeSpan::new().level(Level::DEBUG))
+                    .on_response(DefaultOnResponse::new().level(Level::DEBUG)),
+            )
+            // A panic anywhere below is answered 500 `internal` and logged, never a
+            // dropped connection; shared state guards against half-finished updates.
+            .layer(tower_http::catch_panic::CatchPanicLayer::custom(
+                meta::panicked as fn(_) -> Response,
+            ))
+            .layer(metrics::TrackLayer(state.metrics.clone()))
+            .layer(super::cors::FastCorsLayer::new(super::cors_config()))
+            .layer(lane::LaneLayer(state.clone()))
+            .service(routes);
+        App {
+            stack: BoxCloneSyncService::new(stack),
+            state,
+            peer: None,
+        }
+    }
+
+    /// The response to `request`.
+    pub fn call(&mut self, mut request: Request) -> <Stack as tower::Service<Request>>::Future {
+        if let (Some(peer), true) = (self.peer, self.state.access_log) {
+            request.extensions_mut().insert(ConnectInfo(peer));
+        }
+        tower::Service::call(&mut self.stack, request)
+    }
+
+    /// The server's counters (the connection layer counts what it writes and drops).
+    pub fn metrics(&self) -> &std::sync::Arc<super::Metrics> {
+        &self.state.metrics
+    }
+
+    /// This application for a connection from `peer` (the access log names it).
+    pub fn for_peer(&self, peer: SocketAddr) -> App {
+        App {
+            peer: Some(peer),
+            ..self.clone()
+        }
+    }
+}
+
+impl<B> tower::Service<Request<B>> for App
+where
+    B: HttpBody<Data = bytes::Bytes> + Send + 'static,
+    B::Error: Into<axum::BoxError>,
+{
+    type Response = Response;
+    type Error = Infallible;
+    type Future = <Stack as tower::Service<Request>>::Future;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        // Every layer is always ready.
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: Request<B>) -> Self::Future {
+        App::call(self, request.map(Body::new))
+    }
+}

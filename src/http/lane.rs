@@ -1,0 +1,134 @@
+//! The read path's fast lane: one layer of the application's stack ([`super::app`]),
+//! just above the router. A `GET` of an hour whose rendering is ready
+//! ([`Service::with_ready_hour`]) is answered here with the response prepared once per
+//! rendering and worker thread ([`super::prepared`]), made by the filter handler's own
+//! code: exactly what the router would answer, without what the router costs per
+//! request (route matching and its parameter map, the loading gate and the request
+//! deadline, boxed futures). Everything else, and every hour not ready now, goes on to
+//! the router.
+//!
+//! The layers above it (tracing, panics, the access log, metrics, CORS) see the lane's
+//! responses as they see the router's: each is written once, in the stack.
+//!
+//! [`Service::with_ready_hour`]: crate::service::Service::with_ready_hour
+
+use super::filters::not_modified;
+use super::metrics::Answered;
+use super::negotiate::{accepts_gzip, choose_repr, wants_compact, AVAILABLE_DICTIONARY};
+use super::paths::filter_path;
+use super::prepared::{self, Variant};
+use super::AppState;
+use crate::service::Target;
+use axum::extract::Request;
+use axum::http::Method;
+use axum::response::Response;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+/// Puts the fast lane in front of a service (the router).
+#[derive(Clone)]
+pub struct LaneLayer(pub AppState);
+
+impl<S> tower::Layer<S> for LaneLayer {
+    type Service = Lane<S>;
+
+    fn layer(&self, inner: S) -> Lane<S> {
+        Lane {
+            inner,
+            state: self.0.clone(),
+        }
+    }
+}
+
+/// The service of [`LaneLayer`].
+#[derive(Clone)]
+pub struct Lane<S> {
+    inner: S,
+    state: AppState,
+}
+
+impl<S> tower::Service<Request> for Lane<S>
+where
+    S: tower::Service<Request, Response = Response>,
+{
+    type Response = Response;
+    type Error = S::Error;
+    type Future = LaneFuture<S::Future>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: Request) -> Self::Future {
+        match answer(&self.state, &request) {
+            Some(response) => LaneFuture::Answered {
+                response: Some(response),
+            },
+            None => LaneFuture::Routed {
+                future: self.inner.call(request),
+            },
+        }
+    }
+}
+
+/// The prepared response to `request`, if it is a poll of a ready hour.
+fn answer(state: &AppState, request: &Request) -> Option<Response> {
+    let uri = request.uri();
+    // A query (`?fpp=`) and the compact forms are the router's, as are deltas (a
+    // poller offering a dictionary): prepared responses are whole v1 bodies.
+    if request.method() != Method::GET || uri.query().is_some() {
+        return None;
+    }
+    // Only hour paths: a cheap look before parsing keeps other routes' GETs from
+    // making a parse error.
+    if !uri.path().as_bytes().get(1).is_some_and(u8::is_ascii_digit) {
+        return None;
+    }
+    let Ok((Target::Hour(hour), suffix)) = filter_path(uri.path()) else {
+        return None;
+    };
+    let headers = request.headers();
+    if headers.contains_key(AVAILABLE_DICTIONARY)
+        || (suffix.is_none() && wants_compact(headers).is_some())
+    {
+        return None;
+    }
+    let repr = suffix.unwrap_or_else(|| choose_repr(headers));
+    let mut response = state.service.with_ready_hour(hour, repr, |ready| {
+        let variant = Variant {
+            gzip: accepts_gzip(headers),
+            suffix: suffix.is_some(),
+            not_modified: not_modified(ready.rendered, headers),
+        };
+        prepared::response(state, ready, variant)
+    })?;
+    response.extensions_mut().insert(Answered::HourLane);
+    state.metrics.count_fast();
+    Some(response)
+}
+
+pin_project_lite::pin_project! {
+    /// The response future of [`Lane`]: ready at once, or the router's.
+    #[project = LaneProj]
+    pub enum LaneFuture<F> {
+        Answered { response: Option<Response> },
+        Routed { #[pin] future: F },
+    }
+}
+
+impl<F, E> Future for LaneFuture<F>
+where
+    F: Future<Output = Result<Response, E>>,
+{
+    type Output = Result<Response, E>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        match self.project() {
+            LaneProj::Answered { response } => {
+                Poll::Ready(Ok(response.take().expect("polled after completion")))
+            }
+            LaneProj::Routed { future } => future.poll(cx),
+        }
+    }
+}
