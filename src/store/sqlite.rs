@@ -3,17 +3,20 @@
 //! All writes go through one writer thread that drains every request waiting for it
 //! into a single transaction: concurrent ingests share one commit and one fsync
 //! (group commit). Reads use their own connections and never wait for the writer.
+//!
+//! Here: opening the file, the writer queue and the reader pool, and the [`Store`]
+//! methods, each sent to the writer thread (`writer`) or run as a read (`reads`). The
+//! file's schema and its versions are in `schema`, the hour chain's rows in `chain`.
 
 use super::{
-    batch_checksum, check_count, distinct, filter_checksum, keys_to_blob, sealed_keys_checksum,
-    verify_sealed_keys, ChainLink, KeysPage, Linking, Marks, Result, SealedHour, SealedRow,
-    Sealing, Store, StoreError,
+    batch_checksum, filter_checksum, keys_to_blob, sealed_keys_checksum, ChainLink, KeysPage,
+    Linking, Marks, Result, SealedHour, Sealing, Store, StoreError,
 };
 use crate::bloom::Key;
 use crate::hour::Hour;
 use async_trait::async_trait;
-use reads::{batches_after, record};
-use rusqlite::{Connection, OptionalExtension};
+use errors::sql_error;
+use rusqlite::Connection;
 use schema::{check_files, meta, prepare};
 use std::path::{Path, PathBuf};
 use std::sync::{mpsc, Arc, Mutex};
@@ -21,6 +24,7 @@ use tokio::sync::oneshot;
 use writer::{writer_loop, Command};
 
 mod chain;
+mod errors;
 mod reads;
 mod schema;
 mod writer;
@@ -37,41 +41,6 @@ pub struct SqliteStore {
 /// Write commands that may wait for the writer thread by default; beyond that, writes
 /// are refused as busy rather than queued without bound (each may hold a 16 MiB batch).
 pub const DEFAULT_WRITE_QUEUE: usize = 256;
-
-/// Classifies a SQLite error by its result code, keeping it as the cause: what a full
-/// disk, an I/O error, a read-only file or a lock answers is retryable; corruption is not.
-pub(super) fn sql_error(e: rusqlite::Error) -> StoreError {
-    use rusqlite::ffi::ErrorCode as C;
-    let code = match &e {
-        rusqlite::Error::SqliteFailure(f, _) => Some(f.code),
-        _ => None,
-    };
-    match code {
-        Some(
-            C::DiskFull
-            | C::SystemIoFailure
-            | C::ReadOnly
-            | C::DatabaseBusy
-            | C::DatabaseLocked
-            | C::CannotOpen
-            | C::OutOfMemory
-            | C::PermissionDenied
-            | C::FileLockingProtocolFailed,
-        ) => StoreError::unavailable("the SQLite database cannot be written or read", e),
-        Some(C::DatabaseCorrupt | C::NotADatabase) => StoreError::Corrupt(format!("SQLite: {e}")),
-        // A value of the wrong type or range in bloomcast's own tables: rot in a record.
-        _ if matches!(
-            e,
-            rusqlite::Error::InvalidColumnType(..)
-                | rusqlite::Error::IntegralValueOutOfRange(..)
-                | rusqlite::Error::FromSqlConversionFailure(..)
-        ) =>
-        {
-            StoreError::Corrupt(format!("SQLite: a stored value is malformed: {e}"))
-        }
-        _ => StoreError::failed("SQLite", e),
-    }
-}
 
 /// A connection that waits for locks and commits durably, before the journal mode is set.
 fn connect(path: &Path) -> Result<Connection> {
@@ -205,31 +174,7 @@ impl Store for SqliteStore {
 
     async fn marks(&self) -> Result<Marks> {
         let genesis = self.genesis;
-        self.read(move |conn| {
-            let (closed, newest): (Option<i64>, Option<i64>) = conn
-                .query_row(
-                    "SELECT (SELECT value FROM meta WHERE name = 'closed_through'),
-                            (SELECT max(hour) FROM batches)",
-                    [],
-                    |r| Ok((r.get(0)?, r.get(1)?)),
-                )
-                .map_err(sql_error)?;
-            let closed_through = closed.map(Hour::from_index);
-            let high_water = [
-                Some(genesis),
-                closed_through.map(Hour::next),
-                newest.map(Hour::from_index),
-            ]
-            .into_iter()
-            .flatten()
-            .max()
-            .unwrap_or(genesis);
-            Ok(Marks {
-                closed_through,
-                high_water,
-            })
-        })
-        .await
+        self.read(move |conn| reads::marks(conn, genesis)).await
     }
 
     async fn append(&self, hour: Hour, keys: &[Key]) -> Result<Hour> {
@@ -258,41 +203,13 @@ impl Store for SqliteStore {
         self.command(|reply| Command::Close { hour, reply }).await
     }
 
-    /// From the start of the hour (`cursor` 0), the batches read are checked against the
-    /// hour's record, in the same snapshot.
     async fn keys_after(&self, hour: Hour, cursor: i64) -> Result<KeysPage> {
-        self.read(move |conn| {
-            let tx = conn.unchecked_transaction().map_err(sql_error)?;
-            let (page, batches) = batches_after(&tx, hour, cursor)?;
-            if cursor == 0 {
-                record(&tx, hour)?.check_batches(hour, batches)?;
-            }
-            Ok(page)
-        })
-        .await
+        self.read(move |conn| reads::keys_after(conn, hour, cursor))
+            .await
     }
 
-    /// The sealed keys, or else the batches, checked against the hour's record in the
-    /// same snapshot.
     async fn keys(&self, hour: Hour) -> Result<Vec<Key>> {
-        self.read(move |conn| {
-            let tx = conn.unchecked_transaction().map_err(sql_error)?;
-            let sealed = tx
-                .query_row(
-                    "SELECT count, keys, keys_checksum FROM hours WHERE hour = ?1",
-                    [hour.index()],
-                    |r| Ok((r.get::<_, i64>(0)?, r.get::<_, Vec<u8>>(1)?, r.get(2)?)),
-                )
-                .optional()
-                .map_err(sql_error)?;
-            if let Some((count, blob, checksum)) = sealed {
-                return verify_sealed_keys(hour, count, &blob, Some(checksum));
-            }
-            let (page, batches) = batches_after(&tx, hour, 0)?;
-            record(&tx, hour)?.check_batches(hour, batches)?;
-            Ok(distinct(page.keys))
-        })
-        .await
+        self.read(move |conn| reads::keys(conn, hour)).await
     }
 
     async fn seal(&self, sealed: &SealedHour, keys: &[Key]) -> Result<Sealing> {
@@ -311,68 +228,17 @@ impl Store for SqliteStore {
         .await
     }
 
-    /// The sealed row, verified and cross-checked against the hour's record in the same
-    /// snapshot.
     async fn sealed(&self, hour: Hour) -> Result<Option<SealedHour>> {
-        self.read(move |conn| {
-            let tx = conn.unchecked_transaction().map_err(sql_error)?;
-            let row = tx
-                .query_row(
-                    "SELECT count, m, k, filter, length(keys), checksum FROM hours WHERE hour = ?1",
-                    [hour.index()],
-                    |r| {
-                        Ok(SealedRow {
-                            hour,
-                            count: r.get(0)?,
-                            m: r.get(1)?,
-                            k: r.get(2)?,
-                            filter: r.get(3)?,
-                            key_bytes: r.get(4)?,
-                            checksum: Some(r.get(5)?),
-                        })
-                    },
-                )
-                .optional()
-                .map_err(sql_error)?;
-            let sealed = row.map(SealedRow::verify).transpose()?;
-            record(&tx, hour)?.check_sealed(hour, sealed)
-        })
-        .await
+        self.read(move |conn| reads::sealed(conn, hour)).await
     }
 
     async fn last_sealed(&self) -> Result<Option<Hour>> {
-        self.read(|conn| {
-            conn.query_row("SELECT max(hour) FROM hours", [], |r| {
-                r.get::<_, Option<i64>>(0)
-            })
-            .map(|h| h.map(Hour::from_index))
-            .map_err(sql_error)
-        })
-        .await
+        self.read(reads::last_sealed).await
     }
 
     async fn sealed_counts(&self, from: Hour, to: Hour) -> Result<Vec<(Hour, u64)>> {
-        self.read(move |conn| {
-            let mut stmt = conn
-                .prepare_cached(
-                    "SELECT hour, count, length(keys) FROM hours
-                     WHERE hour BETWEEN ?1 AND ?2 ORDER BY hour",
-                )
-                .map_err(sql_error)?;
-            let rows = stmt
-                .query_map([from.index(), to.index()], |r| {
-                    Ok((Hour::from_index(r.get(0)?), r.get(1)?, r.get(2)?))
-                })
-                .map_err(sql_error)?;
-            let mut counts = Vec::new();
-            for row in rows {
-                let (hour, count, key_bytes) = row.map_err(sql_error)?;
-                let row = format!("the sealed count of hour {hour}");
-                counts.push((hour, check_count(&row, count, key_bytes)?));
-            }
-            Ok(counts)
-        })
-        .await
+        self.read(move |conn| reads::sealed_counts(conn, from, to))
+            .await
     }
 
     async fn put_link(&self, link: &ChainLink) -> Result<Linking> {

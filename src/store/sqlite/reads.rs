@@ -1,18 +1,129 @@
-//! Reads shared by the embedded store's trait methods, each on a connection (or a read
-//! transaction) the caller holds, so rows and the records they are checked against come
-//! from one snapshot.
+//! The embedded store's reads, each on a connection the caller holds (the store runs
+//! them on a pooled reader, off the async runtime). A read that checks rows against the
+//! hour's record reads both in one transaction, so they come from one snapshot.
 
 use super::sql_error;
+use crate::bloom::Key;
 use crate::hour::Hour;
-use crate::store::{verify_batch, ChainLink, HourRecord, KeysPage, Result};
-use rusqlite::{params, Connection};
+use crate::store::{
+    check_count, distinct, verify_batch, verify_sealed_keys, ChainLink, HourRecord, KeysPage,
+    Marks, Result, SealedHour, SealedRow,
+};
+use rusqlite::{params, Connection, OptionalExtension};
+
+pub(super) fn marks(conn: &Connection, genesis: Hour) -> Result<Marks> {
+    let (closed, newest): (Option<i64>, Option<i64>) = conn
+        .query_row(
+            "SELECT (SELECT value FROM meta WHERE name = 'closed_through'),
+                    (SELECT max(hour) FROM batches)",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .map_err(sql_error)?;
+    let closed_through = closed.map(Hour::from_index);
+    let high_water = [
+        Some(genesis),
+        closed_through.map(Hour::next),
+        newest.map(Hour::from_index),
+    ]
+    .into_iter()
+    .flatten()
+    .max()
+    .unwrap_or(genesis);
+    Ok(Marks {
+        closed_through,
+        high_water,
+    })
+}
+
+/// From the start of the hour (`cursor` 0), the batches read are checked against the
+/// hour's record, in the same snapshot.
+pub(super) fn keys_after(conn: &Connection, hour: Hour, cursor: i64) -> Result<KeysPage> {
+    let tx = conn.unchecked_transaction().map_err(sql_error)?;
+    let (page, batches) = batches_after(&tx, hour, cursor)?;
+    if cursor == 0 {
+        record(&tx, hour)?.check_batches(hour, batches)?;
+    }
+    Ok(page)
+}
+
+/// The sealed keys, or else the batches, checked against the hour's record in the
+/// same snapshot.
+pub(super) fn keys(conn: &Connection, hour: Hour) -> Result<Vec<Key>> {
+    let tx = conn.unchecked_transaction().map_err(sql_error)?;
+    let sealed = tx
+        .query_row(
+            "SELECT count, keys, keys_checksum FROM hours WHERE hour = ?1",
+            [hour.index()],
+            |r| Ok((r.get::<_, i64>(0)?, r.get::<_, Vec<u8>>(1)?, r.get(2)?)),
+        )
+        .optional()
+        .map_err(sql_error)?;
+    if let Some((count, blob, checksum)) = sealed {
+        return verify_sealed_keys(hour, count, &blob, Some(checksum));
+    }
+    let (page, batches) = batches_after(&tx, hour, 0)?;
+    record(&tx, hour)?.check_batches(hour, batches)?;
+    Ok(distinct(page.keys))
+}
+
+/// The sealed row, verified and cross-checked against the hour's record in the same
+/// snapshot.
+pub(super) fn sealed(conn: &Connection, hour: Hour) -> Result<Option<SealedHour>> {
+    let tx = conn.unchecked_transaction().map_err(sql_error)?;
+    let row = tx
+        .query_row(
+            "SELECT count, m, k, filter, length(keys), checksum FROM hours WHERE hour = ?1",
+            [hour.index()],
+            |r| {
+                Ok(SealedRow {
+                    hour,
+                    count: r.get(0)?,
+                    m: r.get(1)?,
+                    k: r.get(2)?,
+                    filter: r.get(3)?,
+                    key_bytes: r.get(4)?,
+                    checksum: Some(r.get(5)?),
+                })
+            },
+        )
+        .optional()
+        .map_err(sql_error)?;
+    let sealed = row.map(SealedRow::verify).transpose()?;
+    record(&tx, hour)?.check_sealed(hour, sealed)
+}
+
+pub(super) fn last_sealed(conn: &Connection) -> Result<Option<Hour>> {
+    conn.query_row("SELECT max(hour) FROM hours", [], |r| {
+        r.get::<_, Option<i64>>(0)
+    })
+    .map(|h| h.map(Hour::from_index))
+    .map_err(sql_error)
+}
+
+pub(super) fn sealed_counts(conn: &Connection, from: Hour, to: Hour) -> Result<Vec<(Hour, u64)>> {
+    let mut stmt = conn
+        .prepare_cached(
+            "SELECT hour, count, length(keys) FROM hours
+             WHERE hour BETWEEN ?1 AND ?2 ORDER BY hour",
+        )
+        .map_err(sql_error)?;
+    let rows = stmt
+        .query_map([from.index(), to.index()], |r| {
+            Ok((Hour::from_index(r.get(0)?), r.get(1)?, r.get(2)?))
+        })
+        .map_err(sql_error)?;
+    let mut counts = Vec::new();
+    for row in rows {
+        let (hour, count, key_bytes) = row.map_err(sql_error)?;
+        let row = format!("the sealed count of hour {hour}");
+        counts.push((hour, check_count(&row, count, key_bytes)?));
+    }
+    Ok(counts)
+}
 
 /// Key batches of `hour` after `cursor`, verified, and how many were read.
-pub(super) fn batches_after(
-    conn: &Connection,
-    hour: Hour,
-    cursor: i64,
-) -> Result<(KeysPage, usize)> {
+fn batches_after(conn: &Connection, hour: Hour, cursor: i64) -> Result<(KeysPage, usize)> {
     let mut stmt = conn
         .prepare_cached(
             "SELECT seq, keys, checksum FROM batches
@@ -38,7 +149,7 @@ pub(super) fn batches_after(
 }
 
 /// What the store records of `hour` besides its rows (see [`HourRecord`]).
-pub(super) fn record(conn: &Connection, hour: Hour) -> Result<HourRecord> {
+fn record(conn: &Connection, hour: Hour) -> Result<HourRecord> {
     let (batches, pruned, link) = conn
         .query_row(
             "SELECT (SELECT batches FROM batch_counts WHERE hour = ?1),

@@ -5,6 +5,7 @@
 use super::schema::SCHEMA_VERSION;
 use super::*;
 use crate::hour::hour_of;
+use crate::store::distinct;
 use rusqlite::params;
 
 fn h() -> Hour {

@@ -1,6 +1,7 @@
 //! The embedded store's behaviour: appends, closing, sealing, paging and pruning.
 use super::*;
 use crate::hour::hour_of;
+use crate::store::distinct;
 use rusqlite::params;
 
 fn keys(ids: &[&str]) -> Vec<Key> {

@@ -3,10 +3,18 @@
 //! Bits are kept in little-endian `u64` words, so bit `j` is bit `j % 64` of word
 //! `j / 64`; written out little-endian, that is bit `j % 8` of byte `j / 8`, exactly
 //! the wire layout. Words make union, intersection and popcount word-wide.
+//!
+//! Here: the filter's shape, adding and testing IDs, and what it says about its fill.
+//! Beside it: `sized` (the smallest filter that keeps its advertised false-positive
+//! probability), `combine` (union, intersection and overlap of equal shapes) and
+//! `bytes` (the body in wire order, out and in).
 
 use super::hash::Modulus;
-use super::{build, sizing, FilterError, HashScheme, Key, Params};
-use std::borrow::Cow;
+use super::{sizing, FilterError, HashScheme, Key, Params};
+
+mod bytes;
+mod combine;
+mod sized;
 
 /// A Bloom filter with the "sha1-km32" scheme. It also counts its set bits, so fill
 /// and the false-positive estimate cost nothing to read.
@@ -50,51 +58,6 @@ impl Filter {
         filter
     }
 
-    /// The smallest filter, starting from the optimal size for `keys.len()` IDs at `p`
-    /// and growing `m` in steps of 1/32, whose false-positive probability *at its
-    /// actual fill* is at most `p`. The optimal size alone lands near `p` on average
-    /// and above it about half the time; this guarantees the advertised figure.
-    /// Deterministic in the set of keys, whatever their order.
-    ///
-    /// # Errors
-    /// As [`Params::optimal`], or [`FilterError::MOutOfRange`] if no filter below
-    /// 2^32 bits reaches `p`.
-    pub fn sized_within(keys: &[Key], p: f64) -> Result<Filter, FilterError> {
-        let distinct = super::distinct_count(&[keys]);
-        Filter::sized_over(keys.len() as u64, distinct, &[keys], p)
-    }
-
-    /// [`Filter::sized_within`] for `n` distinct keys given as several sets, which
-    /// may overlap and repeat keys: the bits do not depend on order or repetition,
-    /// only the count does, so the caller counts and this builds.
-    ///
-    /// Only the actual fill decides whether a size passes, so each candidate is built
-    /// in full ([`build::set_keys`] makes a build cheap), except one whose fill is all
-    /// but certain to fail. `n` sizes the filter; `distinct` is the exact count of distinct keys in `sets`,
-    /// which predicts the fill of a size before it is built (a size surely too full is
-    /// skipped: [`sizing::surely_too_full`]).
-    pub(crate) fn sized_over(
-        n: u64,
-        distinct: u64,
-        sets: &[&[Key]],
-        p: f64,
-    ) -> Result<Filter, FilterError> {
-        let mut params = Params::optimal(n, p)?;
-        loop {
-            if sizing::surely_too_full(distinct, params, p) {
-                params = grown(n, params)?;
-                continue;
-            }
-            let mut words = vec![0u64; (params.m as usize).div_ceil(64)];
-            build::set_keys(&mut words, Modulus::new(params.m), params.k, sets);
-            let filter = Filter::from_words(params, words);
-            if filter.fpp() <= p {
-                return Ok(filter);
-            }
-            params = grown(n, params)?;
-        }
-    }
-
     /// A filter over bits set elsewhere, counting them once.
     fn from_words(params: Params, words: Vec<u64>) -> Filter {
         let ones = words.iter().map(|w| u64::from(w.count_ones())).sum();
@@ -105,43 +68,6 @@ impl Filter {
             ones,
             modulus: Modulus::new(params.m),
         }
-    }
-
-    /// Assembles a filter from wire parts, validating everything `decode` must.
-    pub(crate) fn from_le_bytes(
-        params: Params,
-        hash: HashScheme,
-        bytes: &[u8],
-    ) -> Result<Filter, FilterError> {
-        let expected = params.byte_len();
-        if bytes.len() != expected {
-            return Err(FilterError::WrongLength {
-                m: params.m,
-                expected,
-                actual: bytes.len(),
-            });
-        }
-        let mut words = vec![0u64; (params.m as usize).div_ceil(64)];
-        for (word, chunk) in words.iter_mut().zip(bytes.chunks(8)) {
-            let mut buf = [0u8; 8];
-            buf[..chunk.len()].copy_from_slice(chunk);
-            *word = u64::from_le_bytes(buf);
-        }
-        let tail = params.m % 64;
-        if tail != 0 {
-            let last = words[words.len() - 1];
-            if last >> tail != 0 {
-                return Err(FilterError::BitsPastM { m: params.m });
-            }
-        }
-        let ones = words.iter().map(|w| u64::from(w.count_ones())).sum();
-        Ok(Filter {
-            params,
-            hash,
-            words,
-            ones,
-            modulus: Modulus::new(params.m),
-        })
     }
 
     /// Adds an ID. Returns `true` if any bit changed (the ID was certainly new).
@@ -190,48 +116,6 @@ impl Filter {
         ids.into_iter().filter(|id| self.contains(id)).collect()
     }
 
-    /// Bitwise OR: afterwards this filter contains everything either contained.
-    ///
-    /// # Errors
-    /// [`FilterError::Incompatible`] unless m, k and hash are equal.
-    pub fn union_with(&mut self, other: &Filter) -> Result<(), FilterError> {
-        self.combine(other, |a, b| a | b)
-    }
-
-    /// Bitwise AND: afterwards this filter may contain only what both may contain.
-    ///
-    /// # Errors
-    /// [`FilterError::Incompatible`] unless m, k and hash are equal.
-    pub fn intersect_with(&mut self, other: &Filter) -> Result<(), FilterError> {
-        self.combine(other, |a, b| a & b)
-    }
-
-    /// Estimates of `|A|`, `|B|`, `|A ∪ B|` and `|A ∩ B|` from this filter (A) and
-    /// `other` (B), without combining them; see [`super::Overlap`].
-    ///
-    /// # Errors
-    /// [`FilterError::Incompatible`] unless m, k and hash are equal.
-    pub fn overlap(&self, other: &Filter) -> Result<super::Overlap, FilterError> {
-        self.check_shape(other)?;
-        let union_ones = super::estimate::or_ones(&self.words, &other.words);
-        let estimate = |ones| sizing::estimated_cardinality(ones, self.params);
-        Ok(super::Overlap::from_estimates(
-            estimate(self.ones),
-            estimate(other.ones),
-            estimate(union_ones),
-        ))
-    }
-
-    fn check_shape(&self, other: &Filter) -> Result<(), FilterError> {
-        super::bits::same_shape((self.params, self.hash), (other.params, other.hash))
-    }
-
-    fn combine(&mut self, other: &Filter, op: impl Fn(u64, u64) -> u64) -> Result<(), FilterError> {
-        self.check_shape(other)?;
-        self.ones = super::bits::combine(&mut self.words, &other.words, op);
-        Ok(())
-    }
-
     pub fn params(&self) -> Params {
         self.params
     }
@@ -267,42 +151,6 @@ impl Filter {
     pub fn estimated_count(&self) -> f64 {
         sizing::estimated_cardinality(self.ones, self.params)
     }
-
-    /// [`Filter::to_bytes`] without a copy where the words' memory is already in wire
-    /// order (little-endian targets): what is hashed and hex-coded for each new version
-    /// of an open union is then read in place, not copied to fresh pages first.
-    pub fn bytes(&self) -> Cow<'_, [u8]> {
-        #[cfg(target_endian = "little")]
-        {
-            use zerocopy::IntoBytes;
-            Cow::Borrowed(&self.words.as_bytes()[..self.params.byte_len()])
-        }
-        #[cfg(not(target_endian = "little"))]
-        {
-            Cow::Owned(self.to_bytes())
-        }
-    }
-
-    /// The filter body in wire order: `ceil(m/8)` bytes, bit `j` in byte `j/8`
-    /// under mask `1 << (j % 8)`.
-    pub fn to_bytes(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(self.params.byte_len());
-        for word in &self.words {
-            out.extend_from_slice(&word.to_le_bytes());
-        }
-        out.truncate(self.params.byte_len());
-        out
-    }
-}
-
-/// The next size [`Filter::sized_over`] tries: `m` grown by a thirty-second.
-fn grown(n: u64, params: Params) -> Result<Params, FilterError> {
-    let m = u64::from(params.m);
-    let m = m + (m / 32).max(1);
-    if m >= 1 << 32 {
-        return Err(FilterError::MOutOfRange(m));
-    }
-    Ok(Params::for_count(n, m as u32))
 }
 
 #[cfg(test)]
@@ -311,18 +159,6 @@ mod tests {
 
     fn params(m: u32, k: u32) -> Params {
         Params { m, k }
-    }
-
-    #[test]
-    fn the_bytes_read_in_place_are_the_wire_bytes_at_any_m() {
-        for m in [1, 7, 8, 63, 64, 65, 1000, 4099] {
-            let mut f = Filter::new(params(m, 3));
-            for i in 0..m / 4 {
-                f.insert(&i.to_string());
-            }
-            assert_eq!(f.bytes(), f.to_bytes(), "m = {m}");
-            assert_eq!(f.bytes().len(), f.params.byte_len(), "m = {m}");
-        }
     }
 
     #[test]
@@ -369,55 +205,5 @@ mod tests {
         let absent = f.definitely_absent(ids);
         assert!(!absent.contains(&"in-1") && !absent.contains(&"in-2"));
         assert_eq!(present.len() + absent.len(), ids.len());
-    }
-
-    #[test]
-    fn union_and_intersection_need_equal_shapes() {
-        let mut a = Filter::new(params(100, 3));
-        let b = Filter::new(params(101, 3));
-        let c = Filter::new(params(100, 4));
-        assert!(matches!(
-            a.union_with(&b),
-            Err(FilterError::Incompatible { .. })
-        ));
-        assert!(matches!(
-            a.intersect_with(&c),
-            Err(FilterError::Incompatible { .. })
-        ));
-    }
-
-    #[test]
-    fn intersection_keeps_common_ids() {
-        let mut a = Filter::with_capacity(10, 0.0001).unwrap();
-        let mut b = a.clone();
-        a.insert("both");
-        a.insert("only-a");
-        b.insert("both");
-        b.insert("only-b");
-        a.intersect_with(&b).unwrap();
-        assert!(a.contains("both"));
-        assert_eq!(
-            a.ones(),
-            Filter::from_keys(a.params(), &[Key::of("both")]).ones()
-        );
-    }
-
-    #[test]
-    fn sized_within_never_advertises_more_than_the_target() {
-        for n in [0usize, 1, 7, 100, 3000, 20_000] {
-            let keys: Vec<Key> = (0..n).map(|i| Key::of(&format!("id-{i}"))).collect();
-            let f = Filter::sized_within(&keys, 0.01).unwrap();
-            assert!(f.fpp() <= 0.01, "n {n}: fpp {}", f.fpp());
-            assert!(f.m() >= Params::optimal(n as u64, 0.01).unwrap().m);
-            assert!(keys.iter().all(|k| f.contains_key(*k)));
-        }
-    }
-
-    #[test]
-    fn sized_within_ignores_key_order() {
-        let mut keys: Vec<Key> = (0..500).map(|i| Key::of(&i.to_string())).collect();
-        let a = Filter::sized_within(&keys, 0.01).unwrap();
-        keys.reverse();
-        assert_eq!(a, Filter::sized_within(&keys, 0.01).unwrap());
     }
 }

@@ -1,0 +1,122 @@
+//! The raw (hex or binary) representations: the `Bloom-*` headers that describe their
+//! body, made from a filter's [`Meta`] and read back by [`decode_raw`].
+
+use super::Meta;
+use crate::bloom::{Filter, FilterError};
+
+/// Response headers that describe a raw (hex or binary) body.
+pub const HEADER_M: &str = "bloom-m";
+pub const HEADER_K: &str = "bloom-k";
+pub const HEADER_HASH: &str = "bloom-hash";
+pub const HEADER_COUNT: &str = "bloom-count";
+pub const HEADER_COMPLETE: &str = "bloom-complete";
+/// Extensions: the time range a raw body covers (RFC 3339 hour starts, inclusive).
+pub const HEADER_FROM: &str = "bloom-from";
+pub const HEADER_TO: &str = "bloom-to";
+pub const HEADER_HOUR: &str = "bloom-hour";
+pub const HEADER_FPP: &str = "bloom-fpp";
+
+impl Meta {
+    /// The raw representations' headers for this metadata and filter.
+    pub fn headers(&self, filter: &Filter) -> Vec<(&'static str, String)> {
+        let mut out = vec![
+            (HEADER_M, filter.m().to_string()),
+            (HEADER_K, filter.k().to_string()),
+            (HEADER_HASH, filter.hash().name().to_owned()),
+            (HEADER_COUNT, self.count.to_string()),
+            (HEADER_COMPLETE, self.complete.to_string()),
+            // The shortest round-tripping form, as in JSON (e.g. `1.2e-22`, not 22 zeros).
+            (
+                HEADER_FPP,
+                serde_json::Number::from_f64(filter.fpp())
+                    .map_or_else(|| "0".to_owned(), |n| n.to_string()),
+            ),
+        ];
+        if let Some(h) = &self.hour {
+            out.push((HEADER_HOUR, h.clone()));
+        }
+        if let Some(f) = &self.from {
+            out.push((HEADER_FROM, f.clone()));
+        }
+        if let Some(t) = &self.to {
+            out.push((HEADER_TO, t.clone()));
+        }
+        out
+    }
+}
+
+/// Decodes a raw body (hex when `hex`, else bytes) with its headers, looked up by
+/// lowercase name through `header`.
+///
+/// # Errors
+/// [`FilterError::BadDocument`] for a missing or unreadable header, or any decoding error.
+pub fn decode_raw<'h>(
+    header: impl Fn(&str) -> Option<&'h str>,
+    body: &[u8],
+    hex: bool,
+) -> Result<(Meta, Filter), FilterError> {
+    let need = |name: &str| {
+        header(name).ok_or_else(|| FilterError::BadDocument(format!("missing header {name}")))
+    };
+    let number = |name: &str| -> Result<u64, FilterError> {
+        need(name)?
+            .trim()
+            .parse()
+            .map_err(|_| FilterError::BadDocument(format!("header {name} is not a number")))
+    };
+    let (m, k, count) = (number(HEADER_M)?, number(HEADER_K)?, number(HEADER_COUNT)?);
+    let hash = need(HEADER_HASH)?.trim();
+    let complete = match need(HEADER_COMPLETE)?.trim() {
+        "true" => true,
+        "false" => false,
+        other => {
+            return Err(FilterError::BadDocument(format!(
+                "header {HEADER_COMPLETE} must be true or false, got {other:?}"
+            )))
+        }
+    };
+    let filter = if hex {
+        let text = std::str::from_utf8(body)
+            .map_err(|_| FilterError::BadDocument("hex body is not UTF-8".into()))?;
+        Filter::decode_hex(m, k, hash, text.trim_end())?
+    } else {
+        Filter::decode_bytes(m, k, hash, body)?
+    };
+    let owned = |name: &str| header(name).map(str::to_owned);
+    let meta = Meta {
+        hour: owned(HEADER_HOUR),
+        from: owned(HEADER_FROM),
+        to: owned(HEADER_TO),
+        complete,
+        count,
+    };
+    Ok((meta, filter))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::meta::sample;
+    use super::*;
+    use std::collections::HashMap;
+
+    #[test]
+    fn raw_round_trips_through_headers() {
+        let (meta, f) = sample();
+        let headers: HashMap<&str, String> = meta.headers(&f).into_iter().collect();
+        let get = |n: &str| headers.get(n).map(String::as_str);
+        assert_eq!(
+            decode_raw(get, f.to_hex().as_bytes(), true).unwrap(),
+            (meta.clone(), f.clone())
+        );
+        assert_eq!(decode_raw(get, &f.to_bytes(), false).unwrap(), (meta, f));
+    }
+
+    #[test]
+    fn the_fpp_header_is_short_for_tiny_probabilities() {
+        let (meta, f) = sample();
+        let headers: HashMap<&str, String> = meta.headers(&f).into_iter().collect();
+        let fpp = &headers[HEADER_FPP];
+        assert!(fpp.len() < 30 && fpp.contains("e-"), "{fpp}");
+        assert_eq!(fpp.parse::<f64>().unwrap(), f.fpp());
+    }
+}

@@ -1,0 +1,161 @@
+//! The open hours in PostgreSQL: appending batches of keys, the boundary that closes
+//! hours to appends, and reading an hour's keys back (paged while it is open, whole
+//! once closed) checked against the hour's record.
+//!
+//! The hour boundary: every append reads the `closed_through` row `FOR SHARE` and
+//! writes to the first hour after it, in one statement; closing an hour updates that
+//! row, which waits for every append holding it and makes every later append see the
+//! new value. So an append racing the close of H lands in H or H+1, never nowhere, and
+//! once the close commits, H's keys are final.
+
+use super::errors::pg_error;
+use super::{snapshot, PgStore};
+use crate::bloom::Key;
+use crate::hour::Hour;
+use crate::store::{
+    batch_checksum, distinct, keys_to_blob, verify_batch, verify_sealed_keys, KeysPage, Marks,
+    Result, StoreError,
+};
+
+pub(super) async fn marks(store: &PgStore) -> Result<Marks> {
+    let client = store.client().await?;
+    let sql = store.sql(
+        "SELECT (SELECT value FROM {s}.meta WHERE name = 'closed_through'),
+                (SELECT max(hour) FROM {s}.batches)",
+    );
+    let stmt = client.prepare_cached(&sql).await.map_err(pg_error)?;
+    let row = client.query_one(&stmt, &[]).await.map_err(pg_error)?;
+    let closed_through = row.get::<_, Option<i64>>(0).map(Hour::from_index);
+    let newest = row.get::<_, Option<i64>>(1).map(Hour::from_index);
+    let high_water = [Some(store.genesis), closed_through.map(Hour::next), newest]
+        .into_iter()
+        .flatten()
+        .max()
+        .unwrap_or(store.genesis);
+    Ok(Marks {
+        closed_through: closed_through.filter(|c| *c >= store.genesis),
+        high_water,
+    })
+}
+
+/// One statement, one round trip when `hour` is open: lock the boundary row shared
+/// and insert only if it is still after it. The checksum covers the hour, so when the
+/// hour was closed meanwhile the batch is checksummed again for the first open hour
+/// and the insert retried, guarded the same way.
+pub(super) async fn append(store: &PgStore, hour: Hour, keys: &[Key]) -> Result<Hour> {
+    let client = store.client().await?;
+    // The batch and its record in one statement (one transaction).
+    let insert = store.sql(
+        "WITH b AS (
+             INSERT INTO {s}.batches (hour, keys, checksum)
+             SELECT $1::bigint, $2, $3 FROM {s}.meta m
+             WHERE m.name = 'closed_through' AND m.value < $1::bigint FOR SHARE OF m
+             RETURNING hour),
+         c AS (
+             INSERT INTO {s}.batch_counts (hour, slot, batches)
+             SELECT hour, floor(random() * 16)::smallint, 1 FROM b
+             ON CONFLICT (hour, slot)
+             DO UPDATE SET batches = {s}.batch_counts.batches + 1)
+         SELECT hour FROM b",
+    );
+    let insert = client.prepare_cached(&insert).await.map_err(pg_error)?;
+    let closed = store.sql("SELECT value FROM {s}.meta WHERE name = 'closed_through'");
+    let blob = keys_to_blob(keys);
+    let mut target = hour;
+    // Each retry means another node closed an hour meanwhile: a handful at most.
+    for _ in 0..16 {
+        let checksum = batch_checksum(target, &blob);
+        let row = client
+            .query_opt(&insert, &[&target.index(), &blob, &checksum])
+            .await
+            .map_err(pg_error)?;
+        if let Some(row) = row {
+            return Ok(Hour::from_index(row.get(0)));
+        }
+        let row = client.query_one(&closed, &[]).await.map_err(pg_error)?;
+        target = target.max(Hour::from_index(row.get::<_, i64>(0) + 1));
+    }
+    Err(StoreError::Unavailable {
+        what: format!("hours kept closing while a batch was appended (last tried {target})"),
+        source: None,
+    })
+}
+
+pub(super) async fn close_through(store: &PgStore, hour: Hour) -> Result<()> {
+    let client = store.client().await?;
+    let sql =
+        store.sql("UPDATE {s}.meta SET value = GREATEST(value, $1) WHERE name = 'closed_through'");
+    client
+        .execute(&sql, &[&hour.index()])
+        .await
+        .map_err(pg_error)?;
+    Ok(())
+}
+
+/// The cursor is the oldest transaction still running when the page was read:
+/// every row of an older transaction was visible then, so the next page starts at
+/// it and can miss nothing that commits late.
+///
+/// From the start of the hour (`cursor` 0), the batches read are checked against the
+/// hour's record in the same snapshot.
+pub(super) async fn keys_after(store: &PgStore, hour: Hour, cursor: i64) -> Result<KeysPage> {
+    let mut client = store.client().await?;
+    let tx = snapshot(&mut client).await?;
+    let client = &tx;
+    let sql = store.sql(
+        "SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint, b.seq, b.keys,
+                b.checksum
+         FROM (SELECT 1) AS one
+         LEFT JOIN {s}.batches b ON b.hour = $1 AND b.xid >= $2::text::xid8",
+    );
+    let stmt = client.prepare_cached(&sql).await.map_err(pg_error)?;
+    let rows = client
+        .query(&stmt, &[&hour.index(), &cursor.to_string()])
+        .await
+        .map_err(pg_error)?;
+    let mut page = KeysPage {
+        keys: Vec::new(),
+        cursor,
+    };
+    let mut read = 0;
+    for row in rows {
+        page.cursor = row.get(0);
+        if let Some(seq) = row.get::<_, Option<i64>>(1) {
+            verify_batch(hour, seq, row.get(2), row.get(3), &mut page.keys)?;
+            read += 1;
+        }
+    }
+    if cursor == 0 {
+        store.record(&tx, hour).await?.check_batches(hour, read)?;
+    }
+    Ok(page)
+}
+
+pub(super) async fn keys(store: &PgStore, hour: Hour) -> Result<Vec<Key>> {
+    let mut client = store.client().await?;
+    let tx = snapshot(&mut client).await?;
+    let client = &tx;
+    // One statement, one snapshot: either the sealed keys or the batches, never a
+    // moment between a seal's insert and its delete.
+    let sql = store.sql(
+        "SELECT true, count, keys, keys_checksum FROM {s}.hours WHERE hour = $1
+         UNION ALL
+         SELECT false, seq, keys, checksum FROM {s}.batches WHERE hour = $1",
+    );
+    let rows = client
+        .query(&sql, &[&hour.index()])
+        .await
+        .map_err(pg_error)?;
+    if let Some(sealed) = rows.iter().find(|r| r.get::<_, bool>(0)) {
+        return verify_sealed_keys(hour, sealed.get(1), sealed.get(2), sealed.get(3));
+    }
+    let mut keys = Vec::new();
+    for row in &rows {
+        verify_batch(hour, row.get(1), row.get(2), row.get(3), &mut keys)?;
+    }
+    store
+        .record(&tx, hour)
+        .await?
+        .check_batches(hour, rows.len())?;
+    Ok(distinct(keys))
+}
