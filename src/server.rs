@@ -9,6 +9,7 @@
 mod conn;
 mod drain;
 mod h1;
+mod rewind;
 mod stall;
 
 use crate::http::App;

@@ -22,7 +22,8 @@
 //! `write_timeout` is disconnected.
 
 use super::drain::Watch;
-use super::h1::{self, Length};
+use super::h1::{self, with_date, Length};
+use super::rewind::Rewind;
 use super::stall::Stall;
 use super::{ConnLimits, MAX_HEADERS, MAX_HEAD_BYTES};
 use crate::http::App;
@@ -35,13 +36,10 @@ use http_body_util::BodyExt as _;
 use hyper::server::conn::http1;
 use hyper_util::rt::TokioIo;
 use hyper_util::service::TowerToHyperService;
-use std::cell::RefCell;
 use std::io::{self, IoSlice};
 use std::net::SocketAddr;
-use std::pin::Pin;
-use std::task::{Context, Poll};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::time::Instant;
 
@@ -303,90 +301,6 @@ async fn write_two(stream: &mut Stall<TcpStream>, head: &[u8], body: &[u8]) -> i
     stream.write_all(body).await
 }
 
-/// The `Date` value, formatted once a second per thread (as hyper does).
-struct CachedDate {
-    second: u64,
-    text: [u8; 29],
-}
-
-impl CachedDate {
-    fn now(&mut self) -> &[u8] {
-        let now = SystemTime::now();
-        let second = now.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
-        if second != self.second {
-            self.second = second;
-            let text = httpdate::fmt_http_date(now);
-            if text.len() == self.text.len() {
-                self.text.copy_from_slice(text.as_bytes());
-            }
-        }
-        &self.text
-    }
-}
-
-/// Calls `f` with this second's `Date` value.
-fn with_date<R>(f: impl FnOnce(&[u8]) -> R) -> R {
-    DATE.with(|date| f(date.borrow_mut().now()))
-}
-
-thread_local! {
-    static DATE: RefCell<CachedDate> = const {
-        RefCell::new(CachedDate { second: u64::MAX, text: [b' '; 29] })
-    };
-}
-
-/// The connection as hyper reads it: the bytes already read, then the socket.
-struct Rewind {
-    read: Bytes,
-    stream: Stall<TcpStream>,
-}
-
-impl AsyncRead for Rewind {
-    fn poll_read(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        out: &mut ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
-        if !self.read.is_empty() {
-            let n = self.read.len().min(out.remaining());
-            out.put_slice(&self.read[..n]);
-            self.read.advance(n);
-            return Poll::Ready(Ok(()));
-        }
-        Pin::new(&mut self.stream).poll_read(cx, out)
-    }
-}
-
-impl AsyncWrite for Rewind {
-    fn poll_write(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.stream).poll_write(cx, buf)
-    }
-
-    fn poll_write_vectored(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        bufs: &[IoSlice<'_>],
-    ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.stream).poll_write_vectored(cx, bufs)
-    }
-
-    fn is_write_vectored(&self) -> bool {
-        self.stream.is_write_vectored()
-    }
-
-    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.stream).poll_flush(cx)
-    }
-
-    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.stream).poll_shutdown(cx)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -428,17 +342,5 @@ mod tests {
             let raw = format!("GET / HTTP/1.1\r\n{hyper_only}: 0\r\n\r\n");
             assert_eq!(kind(&raw), "hyper", "{hyper_only}");
         }
-    }
-
-    #[test]
-    fn the_date_is_an_http_date_and_follows_the_clock() {
-        let mut date = CachedDate {
-            second: u64::MAX,
-            text: [b' '; 29],
-        };
-        let text = String::from_utf8(date.now().to_vec()).unwrap();
-        let parsed = httpdate::parse_http_date(&text).unwrap();
-        let off = SystemTime::now().duration_since(parsed).unwrap_or_default();
-        assert!(off < Duration::from_secs(3), "{text}");
     }
 }

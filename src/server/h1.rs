@@ -5,6 +5,8 @@
 //! checked against hyper's own by `tests/abuse/wire.rs`.
 
 use axum::http::{header, HeaderMap, HeaderName, StatusCode};
+use std::cell::RefCell;
+use std::time::{SystemTime, UNIX_EPOCH};
 
 /// How the body follows the head.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -81,10 +83,43 @@ fn line(out: &mut Vec<u8>, name: &[u8], value: &[u8]) {
     out.extend_from_slice(b"\r\n");
 }
 
+/// The `Date` value, formatted once a second per thread (as hyper does).
+struct CachedDate {
+    second: u64,
+    text: [u8; 29],
+}
+
+impl CachedDate {
+    fn now(&mut self) -> &[u8] {
+        let now = SystemTime::now();
+        let second = now.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+        if second != self.second {
+            self.second = second;
+            let text = httpdate::fmt_http_date(now);
+            if text.len() == self.text.len() {
+                self.text.copy_from_slice(text.as_bytes());
+            }
+        }
+        &self.text
+    }
+}
+
+/// Calls `f` with this second's `Date` value.
+pub fn with_date<R>(f: impl FnOnce(&[u8]) -> R) -> R {
+    DATE.with(|date| f(date.borrow_mut().now()))
+}
+
+thread_local! {
+    static DATE: RefCell<CachedDate> = const {
+        RefCell::new(CachedDate { second: u64::MAX, text: [b' '; 29] })
+    };
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use axum::http::HeaderValue;
+    use std::time::Duration;
 
     fn head(status: StatusCode, headers: &HeaderMap, length: Length) -> (String, bool) {
         let mut out = Vec::new();
@@ -130,5 +165,17 @@ mod tests {
             head(StatusCode::OK, &bare, Length::Chunked).0,
             "HTTP/1.1 200 OK\r\nvary: accept\r\nvary: origin\r\ntransfer-encoding: chunked\r\ndate: DATE\r\n\r\n"
         );
+    }
+
+    #[test]
+    fn the_date_is_an_http_date_and_follows_the_clock() {
+        let mut date = CachedDate {
+            second: u64::MAX,
+            text: [b' '; 29],
+        };
+        let text = String::from_utf8(date.now().to_vec()).unwrap();
+        let parsed = httpdate::parse_http_date(&text).unwrap();
+        let off = SystemTime::now().duration_since(parsed).unwrap_or_default();
+        assert!(off < Duration::from_secs(3), "{text}");
     }
 }

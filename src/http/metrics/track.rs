@@ -1,0 +1,107 @@
+//! The metrics' request layer: which route answered ([`Answered`], tagged inside the
+//! router or by the fast lane) and [`Track`], the layer above both that counts every
+//! response.
+
+use super::{route_slot, Metrics, ROUTES, UNMATCHED};
+use axum::body::HttpBody as _;
+use axum::extract::{MatchedPath, Request};
+use axum::response::Response;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+/// The route that answered a request, carried on its response for [`Track`], which
+/// sits above the router and the fast lane and so cannot see the router's match.
+#[derive(Clone)]
+pub enum Answered {
+    /// The fast lane, for `GET /YYYY/MM/DD/HH`.
+    HourLane,
+    /// A route of the router.
+    Route(MatchedPath),
+}
+
+/// Middleware inside the router: tags each response with the route that matched.
+pub async fn tag_route(request: Request, next: axum::middleware::Next) -> Response {
+    let matched = request.extensions().get::<MatchedPath>().cloned();
+    let mut response = next.run(request).await;
+    if let Some(matched) = matched {
+        response.extensions_mut().insert(Answered::Route(matched));
+    }
+    response
+}
+
+/// Counts every response by the route that answered it ([`Answered`]) and its status,
+/// and body bytes (a layer rather than `from_fn`, so a request costs no boxed future).
+#[derive(Clone)]
+pub struct TrackLayer(pub Arc<Metrics>);
+
+impl<S> tower::Layer<S> for TrackLayer {
+    type Service = Track<S>;
+
+    fn layer(&self, inner: S) -> Track<S> {
+        Track {
+            inner,
+            metrics: self.0.clone(),
+        }
+    }
+}
+
+/// The service of [`TrackLayer`].
+#[derive(Clone)]
+pub struct Track<S> {
+    inner: S,
+    metrics: Arc<Metrics>,
+}
+
+impl<S> tower::Service<Request> for Track<S>
+where
+    S: tower::Service<Request, Response = Response>,
+{
+    type Response = Response;
+    type Error = S::Error;
+    type Future = Tracked<S::Future>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: Request) -> Self::Future {
+        Tracked {
+            inner: self.inner.call(request),
+            metrics: Some(self.metrics.clone()),
+        }
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// The response future of [`Track`]: counts the response when it is ready.
+    pub struct Tracked<F> {
+        #[pin]
+        inner: F,
+        metrics: Option<Arc<Metrics>>,
+    }
+}
+
+impl<F, E> Future for Tracked<F>
+where
+    F: Future<Output = Result<Response, E>>,
+{
+    type Output = Result<Response, E>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.project();
+        let result = std::task::ready!(this.inner.poll(cx));
+        if let (Ok(response), Some(metrics)) = (&result, this.metrics.take()) {
+            let bytes = response.body().size_hint().exact().unwrap_or(0);
+            let status = response.status().as_u16();
+            let (slot, name) = match response.extensions().get::<Answered>() {
+                Some(Answered::HourLane) => (Some(0), ROUTES[0]),
+                Some(Answered::Route(matched)) => (route_slot(Some(matched)), matched.as_str()),
+                None => (route_slot(None), UNMATCHED),
+            };
+            metrics.record_slot(slot, name, status, bytes);
+        }
+        Poll::Ready(result)
+    }
+}
