@@ -3,7 +3,7 @@
 //! Pure: values in, values out. The server renders with it, the SDK and CLI parse
 //! with it, and `docs/PROTOCOL.md` describes exactly this.
 
-use crate::bloom::{Filter, FilterError};
+use crate::bloom::{Filter, FilterError, HashScheme};
 use crate::sha256::Sha256;
 use serde::{Deserialize, Serialize};
 use std::borrow::Cow;
@@ -110,18 +110,20 @@ impl Meta {
 
     /// The raw representations' headers for this metadata and filter.
     pub fn headers(&self, filter: &Filter) -> Vec<(&'static str, String)> {
+        self.headers_for(&FilterParams::of(filter))
+    }
+
+    /// The raw representations' headers for this metadata and a filter's parameters
+    /// (what [`Meta::headers`] gives for that filter, from values kept without it).
+    pub fn headers_for(&self, params: &FilterParams) -> Vec<(&'static str, String)> {
         let mut out = vec![
-            (HEADER_M, filter.m().to_string()),
-            (HEADER_K, filter.k().to_string()),
-            (HEADER_HASH, filter.hash().name().to_owned()),
+            (HEADER_M, params.m.to_string()),
+            (HEADER_K, params.k.to_string()),
+            (HEADER_HASH, params.hash.name().to_owned()),
             (HEADER_COUNT, self.count.to_string()),
             (HEADER_COMPLETE, self.complete.to_string()),
             // The shortest round-tripping form, as in JSON (e.g. `1.2e-22`, not 22 zeros).
-            (
-                HEADER_FPP,
-                serde_json::Number::from_f64(filter.fpp())
-                    .map_or_else(|| "0".to_owned(), |n| n.to_string()),
-            ),
+            (HEADER_FPP, fpp_text(params.fpp)),
         ];
         if let Some(h) = &self.hour {
             out.push((HEADER_HOUR, h.clone()));
@@ -134,6 +136,34 @@ impl Meta {
         }
         out
     }
+}
+
+/// What the raw headers say of a Bloom filter besides [`Meta`]: its size, hash count
+/// and scheme, and its false-positive estimate.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FilterParams {
+    pub m: u32,
+    pub k: u32,
+    pub hash: HashScheme,
+    pub fpp: f64,
+}
+
+impl FilterParams {
+    /// The parameters of `filter`.
+    pub fn of(filter: &Filter) -> FilterParams {
+        FilterParams {
+            m: filter.m(),
+            k: filter.k(),
+            hash: filter.hash(),
+            fpp: filter.fpp(),
+        }
+    }
+}
+
+/// A false-positive estimate as the `Bloom-Fpp` header gives it: the shortest
+/// round-tripping form, as in JSON (`0` for a value JSON cannot hold).
+pub fn fpp_text(fpp: f64) -> String {
+    serde_json::Number::from_f64(fpp).map_or_else(|| "0".to_owned(), |n| n.to_string())
 }
 
 /// A document serialized with an empty `filter`, split where its hex goes: the text up to
