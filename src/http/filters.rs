@@ -106,7 +106,7 @@ async fn serve(
 }
 
 /// The `dcz` body of the open hour when the request offers a kept dictionary, accepts
-/// `dcz` and is not answered 304 (see [`super::deltas`]).
+/// `dcz` and is not answered 304 (the service keeps the versions and makes the deltas).
 async fn open_hour_delta(
     state: &AppState,
     view: &View,
@@ -117,7 +117,7 @@ async fn open_hour_delta(
     if not_modified(&view.rendered, request) {
         return None;
     }
-    state.deltas.delta(hour, &view.rendered, &dictionary).await
+    state.service.delta(hour, &view.rendered, &dictionary).await
 }
 
 /// The response to a filter request, with the open hour's `delta` when one was made
@@ -192,12 +192,12 @@ pub(super) fn respond(
     response
 }
 
-/// RFC 9842 for the open hour: its `Use-As-Dictionary` value when this version is kept
-/// as a dictionary (see [`super::deltas`]).
+/// RFC 9842 for the open hour: its `Use-As-Dictionary` value when the service keeps
+/// this version as a dictionary.
 fn kept_as_dictionary(state: &AppState, view: &View, suffix: Option<Repr>) -> Option<HeaderValue> {
     let hour = view.open_hour?;
     let r = &view.rendered;
-    state.deltas.offer(hour, r, state.service.now()).then(|| {
+    state.service.keep_as_dictionary(hour, r).then(|| {
         let suffix = suffix.map_or(String::new(), |repr| format!(".{}", repr.suffix()));
         let id = r.etag.trim_matches('"');
         let value = format!("match=\"{}{suffix}\", id=\"{id}\"", hour.path());

@@ -14,7 +14,8 @@
 //!
 //! Its state is split into parts, each owning its locks behind a small API, and each
 //! module doc says what the part owns and its own lock order: `open_hours` (the ledger
-//! of open hours, the board, the refresh and render turns, when the marks were read),
+//! of open hours, the board, the refresh and render turns, when the marks were read, the
+//! versions kept for deltas),
 //! `unions` (union builds' range turns and build slots, and what builds leave for the
 //! next reader), `sealer` (the seal turn, the seal backoff, signatures and sealed hours'
 //! figures), `cache` (rendered immutable responses), `history` (decoded filters) and
@@ -35,10 +36,11 @@
 //! The heartbeat's turn (`health`) is taken by `/healthz` alone, with no other lock held.
 //!
 //! The other std mutexes (inside `unions`, `sealer`, `cache`, `history`, `health`, and
-//! `open_hours`' `marks_read_at`) each guard a plain map or value, are held only inside
-//! one method, never across an await and never while taking another lock, and are not
-//! taken while the ledger is held. The board takes no lock (atomics and `arc-swap`): it
-//! is written while the ledger is held.
+//! `open_hours`' `marks_read_at` and kept versions for deltas) each guard a plain map or
+//! value, are held only inside one method, never across an await and never while taking
+//! another lock, and are not taken while the ledger is held. The board takes no lock
+//! (atomics and `arc-swap`): it is written while the ledger is held. A delta being made
+//! (a `OnceCell` in `open_hours::deltas`) is awaited with no lock of the service held.
 
 mod cache;
 mod chain;
@@ -70,7 +72,7 @@ use crate::store::{Store, StoreError};
 use crate::sync::lock;
 use cache::RenderCache;
 use chrono::{DateTime, Utc};
-use open_hours::OpenHours;
+use open_hours::{Deltas, OpenHours};
 pub use stats::{CacheStats, HourStats};
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
@@ -128,6 +130,14 @@ pub struct Tuning {
     pub clock_jump_confirm: Duration,
     /// The key that signs each sealed hour's chain link; `None` publishes unsigned.
     pub signer: Option<crate::chain::Signer>,
+    /// Bytes of the open hour's versions kept as compression dictionaries (RFC 9842
+    /// deltas for pollers); 0 keeps none.
+    pub delta_bytes: usize,
+    /// A new version of the open hour is kept at most this often (`open_max_age`: a
+    /// poller holds its dictionary that long) ...
+    pub delta_every: Duration,
+    /// ... unless this many new IDs arrived since the last one kept (0: by time only).
+    pub delta_ids: u64,
 }
 
 /// What an ingest acknowledged.
@@ -218,7 +228,11 @@ impl Service {
         let service = Service {
             started,
             cache: RenderCache::new(tuning.cache_bytes),
-            open: OpenHours::new(tuning.capacity, tuning.target_fpp),
+            open: OpenHours::new(
+                tuning.capacity,
+                tuning.target_fpp,
+                Deltas::new(tuning.delta_bytes, tuning.delta_every, tuning.delta_ids),
+            ),
             store,
             clock,
             tuning,

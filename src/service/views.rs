@@ -9,6 +9,7 @@ use crate::hour::{Day, Hour};
 use crate::render::{render, Effort, Encodings, Rendered, Repr};
 use crate::store::StoreError;
 use crate::wire::Meta;
+use bytes::Bytes;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -129,6 +130,20 @@ impl Service {
         self.open
             .keep_rendering(hour, slot, job.version, job.generation, &rendered);
         Ok(Some(rendered))
+    }
+
+    /// Offers the rendering `r` of the open `hour` served now as a compression
+    /// dictionary (RFC 9842): whether it is kept as one (see `open_hours::deltas`), so
+    /// its response may offer it.
+    pub fn keep_as_dictionary(&self, hour: Hour, r: &Rendered) -> bool {
+        self.open.deltas().offer(hour, r, self.now())
+    }
+
+    /// The current rendering `r` of the open `hour` compressed against its kept version
+    /// whose SHA-256 is `dictionary` (a `dcz` body, RFC 9842); `None` when that version
+    /// is unknown, expired or of another filter size.
+    pub async fn delta(&self, hour: Hour, r: &Rendered, dictionary: &[u8; 32]) -> Option<Bytes> {
+        self.open.deltas().delta(hour, r, dictionary).await
     }
 
     /// Pulls keys other nodes appended to the open hour (and the store's marks), at most
