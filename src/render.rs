@@ -6,7 +6,6 @@ use crate::wire::{Document, Meta};
 use bytes::Bytes;
 use flate2::{write::GzEncoder, Compression};
 use std::io::Write;
-use std::sync::Mutex;
 
 mod gz;
 mod ribbon;
@@ -89,23 +88,12 @@ pub struct Rendered {
     /// The filter's size in bits and its count of IDs (a delta needs the same `m`).
     pub m: u64,
     pub count: u64,
-    /// What rendering the gzip body alone of a hex form left for the next version
-    /// ([`render_next`]); taken by the first renderer of that version.
-    coding: Mutex<Option<HexCoding>>,
-    /// Its size in bytes when this was rendered, counted in [`Rendered::size`] even once
-    /// taken, so the cache's accounting of this rendering never changes.
-    coding_size: usize,
 }
 
 impl Rendered {
     /// Bytes held in memory, for the cache's budget.
     pub fn size(&self) -> usize {
-        self.identity.len() + self.gzip.len() + self.coding_size + 256
-    }
-
-    /// What the next version's rendering needs of this one ([`render_next`]), once.
-    pub fn take_coding(&self) -> Option<HexCoding> {
-        crate::sync::lock(&self.coding).take()
+        self.identity.len() + self.gzip.len() + 256
     }
 
     /// Whether an `If-None-Match` value matches this representation in either
@@ -149,13 +137,14 @@ pub fn render_as(
     effort: Effort,
     encodings: Encodings,
 ) -> Rendered {
-    render_next(meta, filter, repr, effort, encodings, None)
+    render_next(meta, filter, repr, effort, encodings, None).0
 }
 
-/// [`render_as`] for a filter whose earlier version was rendered as `before` (its
-/// [`Rendered::take_coding`]): the gzip body alone of a hex form then codes only what
-/// changed since (`gz::hex_of`), and keeps what the next version needs. The bytes are
-/// those [`render_as`] gives.
+/// [`render_as`] for a filter whose earlier version was rendered with `before` (what
+/// that rendering left, the second value returned here): the gzip body alone of a hex
+/// form then codes only what changed since (`gz::hex_of`), and returns what the next
+/// version needs. The bytes are those [`render_as`] gives. Whoever makes successive
+/// versions keeps that coding beside the rendering it came with.
 pub fn render_next(
     meta: &Meta,
     filter: &Filter,
@@ -163,7 +152,7 @@ pub fn render_next(
     effort: Effort,
     encodings: Encodings,
     before: Option<HexCoding>,
-) -> Rendered {
+) -> (Rendered, Option<HexCoding>) {
     let bloom_headers = match repr {
         Repr::Json => Vec::new(),
         Repr::Hex | Repr::Bin => meta.headers(filter),
@@ -213,7 +202,7 @@ pub fn render_next(
         Encodings::Both => (format!("\"{tag}-gz\""), crate::chain::repr_digest(&gzip)),
         Encodings::Identity | Encodings::Gzip => (etag.clone(), repr_digest.clone()),
     };
-    Rendered {
+    let rendered = Rendered {
         repr,
         encodings,
         repr_digest,
@@ -222,15 +211,14 @@ pub fn render_next(
         etag,
         etag_gzip,
         identity,
-        coding_size: coding.as_ref().map_or(0, HexCoding::size),
-        coding: Mutex::new(coding),
         gzip,
         bloom_headers,
         complete: meta.complete,
         sha256,
         m: filter.m().into(),
         count: meta.count,
-    }
+    };
+    (rendered, coding)
 }
 
 /// The strong ETag's value (unquoted) of a body whose SHA-256 is `sha256` (the identity
@@ -424,28 +412,23 @@ mod tests {
     fn a_version_rendered_from_the_one_before_is_the_fresh_rendering() {
         let (meta, mut f) = half_full();
         for repr in [Repr::Json, Repr::Hex] {
-            let first = render_as(&meta, &f, repr, Effort::Fast, Encodings::Gzip);
-            assert!(
-                first.size() > first.gzip.len() + f.bytes().len(),
-                "its coding counted"
-            );
-            let before = first.take_coding();
-            assert!(
-                before.is_some() && first.take_coding().is_none(),
-                "taken once"
-            );
+            let (_, before) = render_next(&meta, &f, repr, Effort::Fast, Encodings::Gzip, None);
+            let before = before.expect("a gzip body alone of a hex form leaves its coding");
+            assert!(before.size() >= f.bytes().len(), "it keeps the bytes coded");
             f.insert(&format!("one more {repr:?}"));
             let meta = Meta::hour("2008-09-03T13:00:00Z".into(), false, 200_001);
-            let next = render_next(&meta, &f, repr, Effort::Fast, Encodings::Gzip, before);
+            let (next, after) =
+                render_next(&meta, &f, repr, Effort::Fast, Encodings::Gzip, Some(before));
+            assert!(after.is_some(), "and the next version's for the one after");
             let fresh = render_as(&meta, &f, repr, Effort::Fast, Encodings::Gzip);
             assert_eq!(next.gzip, fresh.gzip, "{repr:?}");
             assert_eq!(
                 (&next.etag, &next.repr_digest),
                 (&fresh.etag, &fresh.repr_digest)
             );
-            // Renderings that hold an identity body keep no coding.
-            let both = render_as(&meta, &f, repr, Effort::Fast, Encodings::Both);
-            assert!(both.take_coding().is_none());
+            // Renderings that hold an identity body leave no coding.
+            let (_, none) = render_next(&meta, &f, repr, Effort::Fast, Encodings::Both, None);
+            assert!(none.is_none());
         }
     }
 

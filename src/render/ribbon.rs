@@ -120,8 +120,6 @@ fn rendered(
         bloom_headers,
         complete: meta.complete,
         identity: Bytes::from(identity),
-        coding: std::sync::Mutex::new(None),
-        coding_size: 0,
     }
 }
 
