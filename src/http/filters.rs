@@ -3,7 +3,7 @@
 
 use super::error::{ApiError, Result};
 use super::negotiate::{accepts_gzip, choose_repr, dcz_dictionary};
-use super::paths::{day_segments, hour_segments};
+use super::paths::{canonical_path, day_segments, hour_segments};
 use super::AppState;
 use crate::render::{Encodings, Rendered, Repr};
 use crate::service::{Target, View};
@@ -198,9 +198,9 @@ fn kept_as_dictionary(state: &AppState, view: &View, suffix: Option<Repr>) -> Op
     let hour = view.open_hour?;
     let r = &view.rendered;
     state.service.keep_as_dictionary(hour, r).then(|| {
-        let suffix = suffix.map_or(String::new(), |repr| format!(".{}", repr.suffix()));
+        let path = canonical_path((Target::Hour(hour), suffix));
         let id = r.etag.trim_matches('"');
-        let value = format!("match=\"{}{suffix}\", id=\"{id}\"", hour.path());
+        let value = format!("match=\"{path}\", id=\"{id}\"");
         HeaderValue::try_from(value).expect("ascii")
     })
 }
@@ -237,17 +237,13 @@ static MAX_AGES: std::sync::LazyLock<Vec<&'static str>> = std::sync::LazyLock::n
 
 fn link_header(view: &View, suffix: Option<Repr>) -> Option<HeaderValue> {
     let mut links = String::new();
-    for (path, rel) in [(&view.prev, "prev"), (&view.next, "next")] {
-        let Some(path) = path else { continue };
+    for (target, rel) in [(view.prev, "prev"), (view.next, "next")] {
+        let Some(target) = target else { continue };
         if !links.is_empty() {
             links.push_str(", ");
         }
         links.push('<');
-        links.push_str(path);
-        if let Some(repr) = suffix {
-            links.push('.');
-            links.push_str(repr.suffix());
-        }
+        links.push_str(&canonical_path((target, suffix)));
         links.push_str(">; rel=\"");
         links.push_str(rel);
         links.push('"');

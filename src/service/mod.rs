@@ -12,6 +12,9 @@
 //!   read back from the store unverified is served as a filter;
 //! - every served filter's false-positive estimate is at most the target.
 //!
+//! It speaks in hours, bytes, digests and versions: what they are called on the wire
+//! (URLs, ETags, headers, status codes) is the HTTP layer's to say.
+//!
 //! Its state is split into parts, each owning its locks behind a small API, and each
 //! module doc says what the part owns and its own lock order: `open_hours` (the ledger
 //! of open hours, the board, the refresh and render turns, when the marks were read, the
@@ -119,9 +122,9 @@ pub struct Tuning {
     pub cache_bytes: usize,
     /// How stale the view of the open hour may be (other nodes' appends).
     pub refresh: Duration,
-    /// Distinct IDs an hour may hold; ingest beyond it is refused (507).
+    /// Distinct IDs an hour may hold; ingest beyond it is refused (`HourFull`).
     pub max_hour_ids: u64,
-    /// Union builds of different ranges at once; more are refused (503 busy).
+    /// Union builds of different ranges at once; more are refused (`Busy`).
     pub union_builds: usize,
     /// How far the wall clock may run ahead of the monotonic clock before it is a jump
     /// (see [`crate::clock::JumpGuard`]).
@@ -156,31 +159,32 @@ pub enum Target {
     Since(Hour),
 }
 
-/// A served filter and what the HTTP layer needs to describe it.
+/// A served filter, with where it stands among the others.
 #[derive(Debug, Clone)]
 pub struct View {
     pub rendered: Arc<Rendered>,
     /// `None` when complete (immutable); else when the content may next change for good
     /// (the end of the open hour).
     pub open_until: Option<DateTime<Utc>>,
-    /// Path of the previous hour or day, if the service has it.
-    pub prev: Option<String>,
-    /// Path of the next hour or day, if it exists yet.
-    pub next: Option<String>,
+    /// The previous hour or day, if the service has it.
+    pub prev: Option<Target>,
+    /// The next hour or day, if it exists yet.
+    pub next: Option<Target>,
     /// The open hour this view shows, whose versions may serve as compression
     /// dictionaries for later ones (RFC 9842); `None` for closed hours and unions.
     pub open_hour: Option<Hour>,
 }
 
 /// One line of the index.
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct HourSummary {
-    pub hour: String,
-    pub url: String,
+    pub hour: Hour,
     pub count: u64,
     pub complete: bool,
 }
 
+/// What bloomcast does. Its parts own their locks; the order across them is in the
+/// module doc, and each part's own at its struct (`OpenHours`, `Deltas`, `Unions`).
 pub struct Service {
     store: Arc<dyn Store>,
     /// The clock held to its monotonic reading: forward jumps are not followed until
@@ -420,8 +424,7 @@ impl Service {
         let earliest = self.earliest(now);
         self.refresh(now).await?;
         let mut out = vec![HourSummary {
-            hour: now.rfc3339(),
-            url: now.path(),
+            hour: now,
             count: self.current_count(),
             complete: false,
         }];
@@ -435,8 +438,7 @@ impl Service {
                     None => self.closed_count(hour).await?,
                 };
                 out.push(HourSummary {
-                    hour: hour.rfc3339(),
-                    url: hour.path(),
+                    hour,
                     count,
                     complete,
                 });

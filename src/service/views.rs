@@ -63,8 +63,8 @@ impl Service {
                 Ok(View {
                     rendered,
                     open_until: (!complete).then(|| now.end()),
-                    prev: (hour.prev() >= self.earliest(now)).then(|| hour.prev().path()),
-                    next: (hour < now).then(|| hour.next().path()),
+                    prev: (hour.prev() >= self.earliest(now)).then(|| Target::Hour(hour.prev())),
+                    next: (hour < now).then(|| Target::Hour(hour.next())),
                     open_hour: (!complete).then_some(hour),
                 })
             }
@@ -80,8 +80,10 @@ impl Service {
                 Ok(View {
                     rendered,
                     open_until: (!complete).then(|| now.end()),
-                    prev: (prev_day.last_hour() >= self.earliest(now)).then(|| prev_day.path()),
-                    next: (last < now).then(|| Day::from_hour_index(first.index() + 24).path()),
+                    prev: (prev_day.last_hour() >= self.earliest(now))
+                        .then_some(Target::Day(prev_day)),
+                    next: (last < now)
+                        .then(|| Target::Day(Day::from_hour_index(first.index() + 24))),
                     open_hour: None,
                 })
             }
