@@ -2,6 +2,7 @@
 //! the negotiated representation and encoding, with validators and cache headers.
 
 use super::error::{ApiError, Result};
+use super::head::{head, Head};
 use super::negotiate::{accepts_gzip, choose_repr, dcz_dictionary};
 use super::paths::{canonical_path, day_segments, hour_segments};
 use super::AppState;
@@ -130,10 +131,10 @@ pub(super) fn respond(
     delta: Option<bytes::Bytes>,
 ) -> Response {
     let r = &view.rendered;
+    let head = head(r);
     let gzip = r.encodings.sends_gzip(accepts_gzip(request));
     let cache_control = cache_control(state, view.open_until);
-    let etag = if gzip { &r.etag_gzip } else { &r.etag };
-    let etag = HeaderValue::from_str(etag).expect("hex etag");
+    let etag = head.etag(gzip).clone();
     let vary = HeaderValue::from_static(match view.open_hour {
         Some(_) => "Accept, Accept-Encoding, Available-Dictionary",
         None => "Accept, Accept-Encoding",
@@ -151,9 +152,9 @@ pub(super) fn respond(
         return response;
     }
 
-    let dictionary = kept_as_dictionary(state, view, suffix);
+    let dictionary = kept_as_dictionary(state, view, &head, suffix);
     let etag = match delta {
-        Some(_) => HeaderValue::try_from(r.etag_dcz()).expect("hex etag"),
+        Some(_) => head.etag_dcz().clone(),
         None => etag,
     };
     // `Repr-Digest` covers the bytes sent: a delta's own (made per delta, not per
@@ -161,15 +162,16 @@ pub(super) fn respond(
     let delta_digest;
     let (body, digest) = match &delta {
         Some(delta) => {
-            delta_digest = crate::chain::repr_digest(delta);
+            let digest = crate::chain::repr_digest(delta);
+            delta_digest = HeaderValue::try_from(digest).expect("base64");
             (delta, &delta_digest)
         }
-        None if gzip => (&r.gzip, &r.repr_digest_gzip),
-        None => (&r.identity, &r.repr_digest),
+        None if gzip => (&r.gzip, head.repr_digest(true)),
+        None => (&r.identity, head.repr_digest(false)),
     };
     let mut response = Response::new(Body::from(body.clone()));
     let out = response.headers_mut();
-    out.reserve(9 + r.bloom_headers.len() + r.chain_headers.len());
+    out.reserve(9 + head.metadata().len());
     out.insert(
         header::CONTENT_TYPE,
         HeaderValue::from_static(r.repr.content_type()),
@@ -177,7 +179,7 @@ pub(super) fn respond(
     out.insert(header::ETAG, etag);
     out.insert(header::CACHE_CONTROL, cache_control);
     out.insert(header::VARY, vary);
-    insert_metadata(out, r.bloom_headers.iter().chain(&r.chain_headers), digest);
+    insert_metadata(out, head.metadata(), digest);
     if let Some(link) = link_header(view, suffix) {
         out.insert(header::LINK, link);
     }
@@ -194,15 +196,22 @@ pub(super) fn respond(
 
 /// RFC 9842 for the open hour: its `Use-As-Dictionary` value when the service keeps
 /// this version as a dictionary.
-fn kept_as_dictionary(state: &AppState, view: &View, suffix: Option<Repr>) -> Option<HeaderValue> {
+fn kept_as_dictionary(
+    state: &AppState,
+    view: &View,
+    head: &Head,
+    suffix: Option<Repr>,
+) -> Option<HeaderValue> {
     let hour = view.open_hour?;
-    let r = &view.rendered;
-    state.service.keep_as_dictionary(hour, r).then(|| {
-        let path = canonical_path((Target::Hour(hour), suffix));
-        let id = r.etag.trim_matches('"');
-        let value = format!("match=\"{path}\", id=\"{id}\"");
-        HeaderValue::try_from(value).expect("ascii")
-    })
+    state
+        .service
+        .keep_as_dictionary(hour, &view.rendered)
+        .then(|| {
+            let path = canonical_path((Target::Hour(hour), suffix));
+            let id = head.dictionary_id();
+            let value = format!("match=\"{path}\", id=\"{id}\"");
+            HeaderValue::try_from(value).expect("ascii")
+        })
 }
 
 /// Whether the request's `If-None-Match` names this representation (either encoding).
@@ -210,7 +219,7 @@ pub(super) fn not_modified(r: &Rendered, request: &HeaderMap) -> bool {
     request
         .get(header::IF_NONE_MATCH)
         .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| r.matches(v))
+        .is_some_and(|v| super::head::matches(r, v))
 }
 
 /// `Cache-Control` of a filter: immutable when complete, else a max-age that never runs
@@ -253,20 +262,16 @@ fn link_header(view: &View, suffix: Option<Repr>) -> Option<HeaderValue> {
 
 /// A rendering's own headers (`Bloom-*`, the chain's) and the `Repr-Digest` of the bytes
 /// sent, in that order, after whatever `out` holds.
-pub(super) fn insert_metadata<'h>(
+pub(super) fn insert_metadata(
     out: &mut HeaderMap,
-    headers: impl Iterator<Item = &'h (&'static str, String)>,
-    digest: &str,
+    headers: &[(HeaderName, HeaderValue)],
+    digest: &HeaderValue,
 ) {
     for (name, value) in headers {
-        if let Ok(value) = HeaderValue::from_str(value) {
-            out.insert(HeaderName::from_static(name), value);
-        }
+        out.insert(name.clone(), value.clone());
     }
-    if let Ok(value) = HeaderValue::from_str(digest) {
-        out.insert(
-            HeaderName::from_static(crate::chain::HEADER_REPR_DIGEST),
-            value,
-        );
-    }
+    out.insert(
+        HeaderName::from_static(crate::chain::HEADER_REPR_DIGEST),
+        digest.clone(),
+    );
 }

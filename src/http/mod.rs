@@ -12,6 +12,7 @@ mod error;
 mod fast;
 mod filters;
 pub mod h1;
+mod head;
 mod history;
 mod ingest;
 mod loading;

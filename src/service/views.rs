@@ -245,18 +245,18 @@ impl Service {
             }
         };
         let complete = bytes.is_some();
-        let chain_headers = if let Some(bytes) = &bytes {
+        let chain = if let Some(bytes) = &bytes {
             let digest = crate::chain::digest(bytes);
-            self.chain_headers(hour, &digest).await?
+            self.chain_place(hour, &digest).await?
         } else {
-            Vec::new()
+            None
         };
         let meta = Meta::hour(hour.rfc3339(), complete, count);
         let mut rendered = render_off_thread(meta, filter, repr, Effort::Best).await?;
-        rendered.chain_headers = chain_headers;
+        rendered.chain = chain;
         let rendered = Arc::new(rendered);
         // A sealed hour not yet linked (its seal is pending) is rendered again once it is.
-        let linked = !rendered.chain_headers.is_empty() || self.tuning.signer.is_none();
+        let linked = rendered.chain.is_some() || self.tuning.signer.is_none();
         if complete && linked {
             self.cache.insert(key, rendered.clone());
         }
