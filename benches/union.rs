@@ -218,7 +218,17 @@ fn bench_size(c: &mut Criterion<CpuTime>, label: &str, total: usize, old: bool) 
     let next_meta = Meta::range("from".into(), "to".into(), false, count + 100);
     group.bench_function("render_next_json_gzip", |b| {
         b.iter_batched(
-            || render_as(&meta, &filter, Repr::Json, Effort::Fast, Encodings::Gzip).take_coding(),
+            || {
+                render_next(
+                    &meta,
+                    &filter,
+                    Repr::Json,
+                    Effort::Fast,
+                    Encodings::Gzip,
+                    None,
+                )
+                .1
+            },
             |before| {
                 render_next(
                     black_box(&next_meta),

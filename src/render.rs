@@ -1,17 +1,17 @@
 //! Rendering a filter into the bytes a client receives: each representation once,
-//! with its gzip form and its ETag, so serving is a memory copy.
+//! with its gzip form and the SHA-256 that names it, so serving is a memory copy. What
+//! a rendering is called on the wire (ETags, headers) is the HTTP layer's to say.
 
 use crate::bloom::Filter;
-use crate::wire::{Document, Meta};
+use crate::wire::{Document, FilterParams, Meta};
 use bytes::Bytes;
 use flate2::{write::GzEncoder, Compression};
 use std::io::Write;
-use std::sync::Mutex;
 
 mod gz;
 mod ribbon;
 pub use gz::HexCoding;
-pub use ribbon::{render_compact, render_ribbon, Compact, RIBBON_JSON_TYPE, RIBBON_TYPE};
+pub use ribbon::{render_compact, render_ribbon, Compact};
 
 /// The three representations of a filter (defined with the wire formats).
 pub use crate::wire::Repr;
@@ -28,8 +28,8 @@ pub enum Effort {
 /// Content served for long (an hour, a complete union) is rendered once with both. A
 /// union ending in the open hour is rendered again for each new version of that hour,
 /// and each version is read in the encoding its pollers ask for; rendering the other
-/// too would double the bytes hashed (a full SHA-256 per body, for its ETag and
-/// `Repr-Digest`), so such a version holds only the one asked for.
+/// too would double the bytes hashed (a full SHA-256 per body, its name and digest), so
+/// such a version holds only the one asked for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Encodings {
     Both,
@@ -59,76 +59,77 @@ impl Encodings {
     }
 }
 
-/// One representation of one filter, ready to send.
+/// One representation of one filter, ready to send: its bodies and the values that
+/// describe them (the SHA-256 that names it, its filter's metadata, its place in the
+/// hour chain). The HTTP layer turns these into ETags and headers.
 #[derive(Debug)]
 pub struct Rendered {
     pub repr: Repr,
     /// Which of the two bodies below this rendering holds; the other is empty, and its
-    /// ETag and `Repr-Digest` are those of the one held.
+    /// digests are those of the one held.
     pub encodings: Encodings,
     pub identity: Bytes,
     pub gzip: Bytes,
-    /// Strong ETag of the identity bytes, quoted.
-    pub etag: String,
-    /// Strong ETag of the gzip bytes, quoted: the identity tag with a `-gz` suffix (in a
-    /// rendering of the gzip body alone, the prefix of that body's own SHA-256 with it).
-    pub etag_gzip: String,
-    /// `Bloom-*` headers (raw representations only).
-    pub bloom_headers: Vec<(&'static str, String)>,
-    /// `Repr-Digest` (RFC 9530) of the identity bytes and of the gzip bytes.
-    pub repr_digest: String,
-    pub repr_digest_gzip: String,
-    /// The hour chain's headers (`Bloom-Prev-Header`, `Bloom-Signature`) of a sealed
-    /// hour, in every representation; empty otherwise.
-    pub chain_headers: Vec<(&'static str, String)>,
-    pub complete: bool,
-    /// SHA-256 of the identity bytes: this version's name as a compression dictionary
-    /// (RFC 9842 `Available-Dictionary`). In a rendering of the gzip body alone, that
-    /// body's SHA-256 instead: such a rendering (an open union's) is never a dictionary.
+    /// SHA-256 of the identity bytes: this version's name (its validator, and its name
+    /// as a compression dictionary, RFC 9842). In a rendering of the gzip body alone,
+    /// that body's SHA-256 instead: such a rendering (an open union's) is never a
+    /// dictionary.
     pub sha256: [u8; 32],
+    /// SHA-256 of the gzip bytes (their digest); in a rendering of one body, that
+    /// body's ([`Rendered::sha256`]).
+    pub gzip_sha256: [u8; 32],
+    /// What the raw form's wire format says beside the body (its `Bloom-*` fields).
+    pub fields: RawFields,
+    /// A sealed hour's place in the hour chain, sent with every representation of it;
+    /// `None` otherwise.
+    pub chain: Option<ChainPlace>,
+    pub complete: bool,
     /// The filter's size in bits and its count of IDs (a delta needs the same `m`).
     pub m: u64,
     pub count: u64,
-    /// What rendering the gzip body alone of a hex form left for the next version
-    /// ([`render_next`]); taken by the first renderer of that version.
-    coding: Mutex<Option<HexCoding>>,
-    /// Its size in bytes when this was rendered, counted in [`Rendered::size`] even once
-    /// taken, so the cache's accounting of this rendering never changes.
-    coding_size: usize,
+}
+
+/// What a raw body's wire format says beside it, as values: a JSON document says it all
+/// in its body.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RawFields {
+    /// A JSON document: nothing beside the body.
+    None,
+    /// A Bloom filter's raw form (hex or binary): its metadata and parameters.
+    Bloom { meta: Meta, params: FilterParams },
+    /// A ribbon filter's binary form: its metadata, its false-positive rate and its
+    /// structure (fingerprint bits `r`, slots `m`, the seed).
+    Ribbon {
+        meta: Meta,
+        fpp: f64,
+        r: u32,
+        m: u32,
+        seed: u64,
+    },
+}
+
+/// A sealed hour's place in the hour chain: the header of the hour before it, and the
+/// publisher's signature over its link (none when the service does not sign).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ChainPlace {
+    pub prev: crate::chain::Hash,
+    pub signature: Option<[u8; 64]>,
 }
 
 impl Rendered {
     /// Bytes held in memory, for the cache's budget.
     pub fn size(&self) -> usize {
-        self.identity.len() + self.gzip.len() + self.coding_size + 256
+        self.identity.len() + self.gzip.len() + 256
     }
 
-    /// What the next version's rendering needs of this one ([`render_next`]), once.
-    pub fn take_coding(&self) -> Option<HexCoding> {
-        crate::sync::lock(&self.coding).take()
-    }
-
-    /// Whether an `If-None-Match` value matches this representation in either
-    /// encoding (weak comparison, as RFC 9110 prescribes for `If-None-Match`).
-    pub fn matches(&self, if_none_match: &str) -> bool {
-        // The common case first: a client sending back the one tag it was given.
-        if if_none_match == self.etag || if_none_match == self.etag_gzip {
-            return true;
+    /// The SHA-256 of the body sent: the gzip body's when `gzip` (it is sent), else
+    /// the identity body's.
+    pub fn sha256_of(&self, gzip: bool) -> &[u8; 32] {
+        if gzip {
+            &self.gzip_sha256
+        } else {
+            &self.sha256
         }
-        if_none_match.split(',').map(str::trim).any(|tag| {
-            let tag = tag.strip_prefix("W/").unwrap_or(tag);
-            tag == "*" || tag == self.etag || tag == self.etag_gzip || self.is_dcz_tag(tag)
-        })
-    }
-
-    /// Strong ETag of a `dcz` (dictionary-compressed) response of these bytes, quoted.
-    pub fn etag_dcz(&self) -> String {
-        format!("{}-dcz\"", &self.etag[..self.etag.len() - 1])
-    }
-
-    fn is_dcz_tag(&self, tag: &str) -> bool {
-        let base = &self.etag[..self.etag.len() - 1];
-        tag.strip_prefix(base) == Some("-dcz\"")
     }
 }
 
@@ -139,9 +140,9 @@ pub fn render(meta: &Meta, filter: &Filter, repr: Repr, effort: Effort) -> Rende
 
 /// Renders a filter with its metadata, holding the bodies of `encodings` only.
 ///
-/// The ETag of a rendering that holds both is the identity body's; one of the gzip
-/// body alone is named by that body's own SHA-256, so the identity body is never
-/// hashed (a union's JSON is twice the size of its bits).
+/// A rendering that holds both is named by the identity body's SHA-256; one of the gzip
+/// body alone by that body's own, so the identity body is never hashed (a union's JSON
+/// is twice the size of its bits).
 pub fn render_as(
     meta: &Meta,
     filter: &Filter,
@@ -149,13 +150,14 @@ pub fn render_as(
     effort: Effort,
     encodings: Encodings,
 ) -> Rendered {
-    render_next(meta, filter, repr, effort, encodings, None)
+    render_next(meta, filter, repr, effort, encodings, None).0
 }
 
-/// [`render_as`] for a filter whose earlier version was rendered as `before` (its
-/// [`Rendered::take_coding`]): the gzip body alone of a hex form then codes only what
-/// changed since (`gz::hex_of`), and keeps what the next version needs. The bytes are
-/// those [`render_as`] gives.
+/// [`render_as`] for a filter whose earlier version was rendered with `before` (what
+/// that rendering left, the second value returned here): the gzip body alone of a hex
+/// form then codes only what changed since (`gz::hex_of`), and returns what the next
+/// version needs. The bytes are those [`render_as`] gives. Whoever makes successive
+/// versions keeps that coding beside the rendering it came with.
 pub fn render_next(
     meta: &Meta,
     filter: &Filter,
@@ -163,10 +165,13 @@ pub fn render_next(
     effort: Effort,
     encodings: Encodings,
     before: Option<HexCoding>,
-) -> Rendered {
-    let bloom_headers = match repr {
-        Repr::Json => Vec::new(),
-        Repr::Hex | Repr::Bin => meta.headers(filter),
+) -> (Rendered, Option<HexCoding>) {
+    let fields = match repr {
+        Repr::Json => RawFields::None,
+        Repr::Hex | Repr::Bin => RawFields::Bloom {
+            meta: meta.clone(),
+            params: FilterParams::of(filter),
+        },
     };
     let gzip_only = encodings == Encodings::Gzip;
     // The gzip body alone of a hex form: coded straight from the filter's bytes, the
@@ -205,40 +210,25 @@ pub fn render_next(
     // One body names the rendering: the identity, or the gzip body when it is alone.
     let sha256 = named_sha256
         .unwrap_or_else(|| crate::dcz::sha256(if gzip_only { &gzip } else { &identity }));
-    let tag = etag_of(&sha256);
-    let etag = format!("\"{tag}{}\"", if gzip_only { "-gz" } else { "" });
-    let repr_digest = crate::chain::repr_digest_of(&sha256);
-    // A rendering of one body gives that body's tag and digest for either encoding.
-    let (etag_gzip, repr_digest_gzip) = match encodings {
-        Encodings::Both => (format!("\"{tag}-gz\""), crate::chain::repr_digest(&gzip)),
-        Encodings::Identity | Encodings::Gzip => (etag.clone(), repr_digest.clone()),
+    // A rendering of one body gives that body's digest for either encoding.
+    let gzip_sha256 = match encodings {
+        Encodings::Both => crate::dcz::sha256(&gzip),
+        Encodings::Identity | Encodings::Gzip => sha256,
     };
-    Rendered {
+    let rendered = Rendered {
         repr,
         encodings,
-        repr_digest,
-        repr_digest_gzip,
-        chain_headers: Vec::new(),
-        etag,
-        etag_gzip,
         identity,
-        coding_size: coding.as_ref().map_or(0, HexCoding::size),
-        coding: Mutex::new(coding),
         gzip,
-        bloom_headers,
-        complete: meta.complete,
         sha256,
+        gzip_sha256,
+        fields,
+        chain: None,
+        complete: meta.complete,
         m: filter.m().into(),
         count: meta.count,
-    }
-}
-
-/// The strong ETag's value (unquoted) of a body whose SHA-256 is `sha256` (the identity
-/// body's, or the gzip body's in a rendering of that alone): its first 80 bits in hex.
-/// One SHA-256 pass names a body three ways (its ETag, its `Repr-Digest`, its name as a
-/// dictionary); the ETag is opaque to clients.
-pub(crate) fn etag_of(sha256: &[u8; 32]) -> String {
-    crate::bloom::to_hex(&sha256[..10])
+    };
+    (rendered, coding)
 }
 
 pub(crate) fn gzip(data: &[u8], repr: Repr, effort: Effort) -> Vec<u8> {
@@ -359,28 +349,31 @@ mod tests {
     }
 
     #[test]
-    fn repr_digests_cover_the_bytes_of_each_encoding() {
+    fn digests_cover_the_bytes_of_each_encoding() {
         let (meta, f) = sample(true);
         let r = render(&meta, &f, Repr::Bin, Effort::Best);
-        assert_eq!(r.repr_digest, crate::chain::repr_digest(&r.identity));
-        assert_eq!(r.repr_digest_gzip, crate::chain::repr_digest(&r.gzip));
-        assert_ne!(r.repr_digest, r.repr_digest_gzip);
+        assert_eq!(r.sha256, crate::dcz::sha256(&r.identity));
+        assert_eq!(r.gzip_sha256, crate::dcz::sha256(&r.gzip));
+        assert_ne!(r.sha256, r.gzip_sha256);
+        assert_eq!(
+            (r.sha256_of(false), r.sha256_of(true)),
+            (&r.sha256, &r.gzip_sha256)
+        );
     }
 
     #[test]
-    fn etags_are_stable_and_differ_by_content_and_encoding() {
+    fn the_name_is_stable_and_differs_by_content() {
         let (meta, f) = sample(true);
         let a = render(&meta, &f, Repr::Json, Effort::Best);
         let b = render(&meta, &f, Repr::Json, Effort::Fast);
         assert_eq!(
-            a.etag, b.etag,
-            "the tag depends on content, not compression effort"
+            a.sha256, b.sha256,
+            "the name depends on content, not compression effort"
         );
-        assert_ne!(a.etag, a.etag_gzip);
         let mut g = f.clone();
         g.insert("y");
-        assert_ne!(render(&meta, &g, Repr::Json, Effort::Best).etag, a.etag);
-        assert_ne!(render(&meta, &f, Repr::Hex, Effort::Best).etag, a.etag);
+        assert_ne!(render(&meta, &g, Repr::Json, Effort::Best).sha256, a.sha256);
+        assert_ne!(render(&meta, &f, Repr::Hex, Effort::Best).sha256, a.sha256);
     }
 
     #[test]
@@ -395,27 +388,15 @@ mod tests {
             GzDecoder::new(&gz.gzip[..]).read_to_end(&mut text).unwrap();
             assert_eq!(text, both.identity, "{repr:?}: the same document");
             assert!(gz.gzip.len() <= both.gzip.len() + 64, "{repr:?}: as small");
-            assert_eq!(gz.repr_digest_gzip, crate::chain::repr_digest(&gz.gzip));
             assert_eq!(gz.sha256, crate::dcz::sha256(&gz.gzip));
-            assert_eq!(gz.etag_gzip, format!("\"{}-gz\"", etag_of(&gz.sha256)));
-            assert_eq!(
-                (&gz.etag, &gz.repr_digest),
-                (&gz.etag_gzip, &gz.repr_digest_gzip)
-            );
-            assert_ne!(
-                gz.etag_gzip, both.etag_gzip,
-                "tags of different encodings differ"
-            );
+            assert_eq!(gz.gzip_sha256, gz.sha256);
+            assert_ne!(gz.sha256, both.sha256, "named by another body");
 
             let id = render_as(&meta, &f, repr, Effort::Fast, Encodings::Identity);
             assert!(id.gzip.is_empty(), "{repr:?}: no gzip body made");
             assert_eq!(id.identity, both.identity);
-            assert_eq!((&id.etag, &id.repr_digest), (&both.etag, &both.repr_digest));
-            assert_eq!(
-                (&id.etag_gzip, &id.repr_digest_gzip),
-                (&id.etag, &id.repr_digest)
-            );
             assert_eq!(id.sha256, both.sha256);
+            assert_eq!(id.gzip_sha256, id.sha256);
             assert!(id.size() < both.size() && gz.size() < both.size());
         }
     }
@@ -424,28 +405,20 @@ mod tests {
     fn a_version_rendered_from_the_one_before_is_the_fresh_rendering() {
         let (meta, mut f) = half_full();
         for repr in [Repr::Json, Repr::Hex] {
-            let first = render_as(&meta, &f, repr, Effort::Fast, Encodings::Gzip);
-            assert!(
-                first.size() > first.gzip.len() + f.bytes().len(),
-                "its coding counted"
-            );
-            let before = first.take_coding();
-            assert!(
-                before.is_some() && first.take_coding().is_none(),
-                "taken once"
-            );
+            let (_, before) = render_next(&meta, &f, repr, Effort::Fast, Encodings::Gzip, None);
+            let before = before.expect("a gzip body alone of a hex form leaves its coding");
+            assert!(before.size() >= f.bytes().len(), "it keeps the bytes coded");
             f.insert(&format!("one more {repr:?}"));
             let meta = Meta::hour("2008-09-03T13:00:00Z".into(), false, 200_001);
-            let next = render_next(&meta, &f, repr, Effort::Fast, Encodings::Gzip, before);
+            let (next, after) =
+                render_next(&meta, &f, repr, Effort::Fast, Encodings::Gzip, Some(before));
+            assert!(after.is_some(), "and the next version's for the one after");
             let fresh = render_as(&meta, &f, repr, Effort::Fast, Encodings::Gzip);
             assert_eq!(next.gzip, fresh.gzip, "{repr:?}");
-            assert_eq!(
-                (&next.etag, &next.repr_digest),
-                (&fresh.etag, &fresh.repr_digest)
-            );
-            // Renderings that hold an identity body keep no coding.
-            let both = render_as(&meta, &f, repr, Effort::Fast, Encodings::Both);
-            assert!(both.take_coding().is_none());
+            assert_eq!(next.sha256, fresh.sha256);
+            // Renderings that hold an identity body leave no coding.
+            let (_, none) = render_next(&meta, &f, repr, Effort::Fast, Encodings::Both, None);
+            assert!(none.is_none());
         }
     }
 
@@ -463,28 +436,13 @@ mod tests {
     }
 
     #[test]
-    fn if_none_match_accepts_lists_weak_tags_and_star() {
+    fn raw_representations_carry_their_fields() {
         let (meta, f) = sample(false);
-        let r = render(&meta, &f, Repr::Hex, Effort::Fast);
-        assert!(r.matches(&r.etag));
-        assert!(r.matches(&format!("\"other\", W/{}", r.etag_gzip)));
-        assert!(r.matches("*"));
-        assert!(r.matches(&r.etag_dcz()));
-        assert!(!r.matches("\"other\""));
-        assert!(!r.matches("\"other-dcz\""));
-    }
-
-    #[test]
-    fn raw_representations_carry_bloom_headers() {
-        let (meta, f) = sample(false);
-        assert!(render(&meta, &f, Repr::Json, Effort::Fast)
-            .bloom_headers
-            .is_empty());
+        let json = render(&meta, &f, Repr::Json, Effort::Fast);
+        assert_eq!(json.fields, RawFields::None);
         let hex = render(&meta, &f, Repr::Hex, Effort::Fast);
-        assert!(hex
-            .bloom_headers
-            .iter()
-            .any(|(n, v)| *n == "bloom-m" && v == &f.m().to_string()));
+        let params = FilterParams::of(&f);
+        assert_eq!(hex.fields, RawFields::Bloom { meta, params });
         assert_eq!(hex.identity, Bytes::from(f.to_hex()));
     }
 }

@@ -5,7 +5,6 @@ mod signing;
 
 use crate::clock::{Clock, OffsetClock, SystemClock};
 use crate::config::{ConfigError, Settings};
-use crate::http::deltas::Deltas;
 use crate::http::{router, AppState, Auth, Metrics};
 use crate::server::{self, ConnLimits};
 use crate::service::{Service, ServiceError, Tuning};
@@ -102,6 +101,9 @@ impl Application {
             clock_jump_tolerance: Duration::from_secs(settings.clock_jump_tolerance_seconds),
             clock_jump_confirm: Duration::from_secs(settings.clock_jump_confirm_seconds),
             signer: signing::signer(&settings)?,
+            delta_bytes: settings.delta_bytes,
+            delta_every: Duration::from_secs(settings.open_max_age),
+            delta_ids: settings.delta_ids,
         };
         let service = Arc::new(Service::new(store, clock, tuning).await?);
         // Seal whatever closed while the server was down and load the open hour, in the
@@ -126,11 +128,6 @@ impl Application {
             request_timeout: Duration::from_secs(settings.request_timeout_seconds),
             ingest_permits: Arc::new(tokio::sync::Semaphore::new(settings.ingest_concurrency)),
             access_log: settings.access_log,
-            deltas: Arc::new(Deltas::new(
-                settings.delta_bytes,
-                settings.open_max_age,
-                settings.delta_ids,
-            )),
         };
         Ok(Application {
             listener,

@@ -8,6 +8,7 @@
 
 use super::error::{ApiError, Result};
 use super::filters::{cache_control, not_modified};
+use super::head::head;
 use super::negotiate::{accepts_gzip, wants_compact};
 use super::paths::filter_path;
 use super::AppState;
@@ -22,12 +23,33 @@ use axum::response::Response;
 pub const MIN_BITS: u32 = 4;
 pub const MAX_BITS: u32 = 24;
 
+/// The content type of the compact (ribbon) representation; see docs/PROTOCOL.md.
+pub const RIBBON_TYPE: &str = "application/vnd.bloomcast.ribbon";
+/// The content type of its JSON form.
+pub const RIBBON_JSON_TYPE: &str = "application/vnd.bloomcast.ribbon+json";
+
+/// The content type of a compact form.
+pub fn content_type(form: Compact) -> &'static str {
+    match form {
+        Compact::Ribbon => RIBBON_TYPE,
+        Compact::RibbonJson => RIBBON_JSON_TYPE,
+    }
+}
+
+/// The URL suffix that selects a compact form, after the dot.
+fn suffix(form: Compact) -> &'static str {
+    match form {
+        Compact::Ribbon => "ribbon",
+        Compact::RibbonJson => "ribbon.json",
+    }
+}
+
 /// The compact response, when the request asks for one (by suffix, or by `Accept` on
 /// a path without a suffix); `None` leaves the request to the v1 handler.
 pub async fn maybe_serve(state: &AppState, parts: &Parts) -> Option<Result<Response>> {
     let path = parts.uri.path();
     let by_suffix = Compact::ALL.into_iter().find_map(|form| {
-        let plain = path.strip_suffix(form.suffix())?.strip_suffix('.')?;
+        let plain = path.strip_suffix(suffix(form))?.strip_suffix('.')?;
         Some((plain, form))
     });
     let (plain, form) = match by_suffix {
@@ -55,14 +77,10 @@ async fn serve(state: &AppState, parts: &Parts, plain: &str, form: Compact) -> R
     let r = bits(state, parts.uri.query())?;
     let view = state.service.compact_view(target, r, form).await?;
     let rendered = &view.rendered;
+    let head = head(rendered);
     // Only the JSON form has a gzip encoding (the body is near-random bits).
     let gzip = !rendered.gzip.is_empty() && accepts_gzip(&parts.headers);
-    let etag = if gzip {
-        &rendered.etag_gzip
-    } else {
-        &rendered.etag
-    };
-    let etag = HeaderValue::from_str(etag).expect("hex etag");
+    let etag = head.etag(gzip).clone();
     let cache = cache_control(state, view.open_until);
     let vary = HeaderValue::from_static("Accept, Accept-Encoding");
     let mut response = if not_modified(rendered, &parts.headers) {
@@ -70,18 +88,18 @@ async fn serve(state: &AppState, parts: &Parts, plain: &str, form: Compact) -> R
         *response.status_mut() = StatusCode::NOT_MODIFIED;
         response
     } else {
-        let (body, digest) = if gzip {
-            (&rendered.gzip, &rendered.repr_digest_gzip)
+        let body = if gzip {
+            &rendered.gzip
         } else {
-            (&rendered.identity, &rendered.repr_digest)
+            &rendered.identity
         };
         let mut response = Response::new(Body::from(body.clone()));
         let out = response.headers_mut();
         out.insert(
             header::CONTENT_TYPE,
-            HeaderValue::from_static(form.content_type()),
+            HeaderValue::from_static(content_type(form)),
         );
-        super::filters::insert_metadata(out, rendered.bloom_headers.iter(), digest);
+        super::filters::insert_metadata(out, head.metadata(), head.repr_digest(gzip));
         if gzip {
             out.insert(header::CONTENT_ENCODING, HeaderValue::from_static("gzip"));
         }

@@ -2,8 +2,9 @@
 //! the negotiated representation and encoding, with validators and cache headers.
 
 use super::error::Result;
+use super::head::{head, Head};
 use super::negotiate::{accepts_gzip, choose_repr, dcz_dictionary};
-use super::paths::filter_path;
+use super::paths::{canonical_path, filter_path};
 use super::AppState;
 use crate::render::{Encodings, Rendered, Repr};
 use crate::service::{Target, View};
@@ -42,7 +43,7 @@ async fn serve(
 }
 
 /// The `dcz` body of the open hour when the request offers a kept dictionary, accepts
-/// `dcz` and is not answered 304 (see [`super::deltas`]).
+/// `dcz` and is not answered 304 (the service keeps the versions and makes the deltas).
 async fn open_hour_delta(
     state: &AppState,
     view: &View,
@@ -53,7 +54,7 @@ async fn open_hour_delta(
     if not_modified(&view.rendered, request) {
         return None;
     }
-    state.deltas.delta(hour, &view.rendered, &dictionary).await
+    state.service.delta(hour, &view.rendered, &dictionary).await
 }
 
 /// The response to a filter request, with the open hour's `delta` when one was made
@@ -66,10 +67,10 @@ pub(super) fn respond(
     delta: Option<bytes::Bytes>,
 ) -> Response {
     let r = &view.rendered;
+    let head = head(r);
     let gzip = r.encodings.sends_gzip(accepts_gzip(request));
     let cache_control = cache_control(state, view.open_until);
-    let etag = if gzip { &r.etag_gzip } else { &r.etag };
-    let etag = HeaderValue::from_str(etag).expect("hex etag");
+    let etag = head.etag(gzip).clone();
     let vary = HeaderValue::from_static(match view.open_hour {
         Some(_) => "Accept, Accept-Encoding, Available-Dictionary",
         None => "Accept, Accept-Encoding",
@@ -87,9 +88,9 @@ pub(super) fn respond(
         return response;
     }
 
-    let dictionary = kept_as_dictionary(state, view, suffix);
+    let dictionary = kept_as_dictionary(state, view, &head, suffix);
     let etag = match delta {
-        Some(_) => HeaderValue::try_from(r.etag_dcz()).expect("hex etag"),
+        Some(_) => head.etag_dcz().clone(),
         None => etag,
     };
     // `Repr-Digest` covers the bytes sent: a delta's own (made per delta, not per
@@ -97,15 +98,16 @@ pub(super) fn respond(
     let delta_digest;
     let (body, digest) = match &delta {
         Some(delta) => {
-            delta_digest = crate::chain::repr_digest(delta);
+            let digest = crate::chain::repr_digest(delta);
+            delta_digest = HeaderValue::try_from(digest).expect("base64");
             (delta, &delta_digest)
         }
-        None if gzip => (&r.gzip, &r.repr_digest_gzip),
-        None => (&r.identity, &r.repr_digest),
+        None if gzip => (&r.gzip, head.repr_digest(true)),
+        None => (&r.identity, head.repr_digest(false)),
     };
     let mut response = Response::new(Body::from(body.clone()));
     let out = response.headers_mut();
-    out.reserve(9 + r.bloom_headers.len() + r.chain_headers.len());
+    out.reserve(9 + head.metadata().len());
     out.insert(
         header::CONTENT_TYPE,
         HeaderValue::from_static(r.repr.content_type()),
@@ -113,7 +115,7 @@ pub(super) fn respond(
     out.insert(header::ETAG, etag);
     out.insert(header::CACHE_CONTROL, cache_control);
     out.insert(header::VARY, vary);
-    insert_metadata(out, r.bloom_headers.iter().chain(&r.chain_headers), digest);
+    insert_metadata(out, head.metadata(), digest);
     if let Some(link) = link_header(view, suffix) {
         out.insert(header::LINK, link);
     }
@@ -128,17 +130,24 @@ pub(super) fn respond(
     response
 }
 
-/// RFC 9842 for the open hour: its `Use-As-Dictionary` value when this version is kept
-/// as a dictionary (see [`super::deltas`]).
-fn kept_as_dictionary(state: &AppState, view: &View, suffix: Option<Repr>) -> Option<HeaderValue> {
+/// RFC 9842 for the open hour: its `Use-As-Dictionary` value when the service keeps
+/// this version as a dictionary.
+fn kept_as_dictionary(
+    state: &AppState,
+    view: &View,
+    head: &Head,
+    suffix: Option<Repr>,
+) -> Option<HeaderValue> {
     let hour = view.open_hour?;
-    let r = &view.rendered;
-    state.deltas.offer(hour, r, state.service.now()).then(|| {
-        let suffix = suffix.map_or(String::new(), |repr| format!(".{}", repr.suffix()));
-        let id = r.etag.trim_matches('"');
-        let value = format!("match=\"{}{suffix}\", id=\"{id}\"", hour.path());
-        HeaderValue::try_from(value).expect("ascii")
-    })
+    state
+        .service
+        .keep_as_dictionary(hour, &view.rendered)
+        .then(|| {
+            let path = canonical_path((Target::Hour(hour), suffix));
+            let id = head.dictionary_id();
+            let value = format!("match=\"{path}\", id=\"{id}\"");
+            HeaderValue::try_from(value).expect("ascii")
+        })
 }
 
 /// Whether the request's `If-None-Match` names this representation (either encoding).
@@ -146,7 +155,7 @@ pub(super) fn not_modified(r: &Rendered, request: &HeaderMap) -> bool {
     request
         .get(header::IF_NONE_MATCH)
         .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| r.matches(v))
+        .is_some_and(|v| super::head::matches(r, v))
 }
 
 /// `Cache-Control` of a filter: immutable when complete, else a max-age that never runs
@@ -173,17 +182,13 @@ static MAX_AGES: std::sync::LazyLock<Vec<&'static str>> = std::sync::LazyLock::n
 
 fn link_header(view: &View, suffix: Option<Repr>) -> Option<HeaderValue> {
     let mut links = String::new();
-    for (path, rel) in [(&view.prev, "prev"), (&view.next, "next")] {
-        let Some(path) = path else { continue };
+    for (target, rel) in [(view.prev, "prev"), (view.next, "next")] {
+        let Some(target) = target else { continue };
         if !links.is_empty() {
             links.push_str(", ");
         }
         links.push('<');
-        links.push_str(path);
-        if let Some(repr) = suffix {
-            links.push('.');
-            links.push_str(repr.suffix());
-        }
+        links.push_str(&canonical_path((target, suffix)));
         links.push_str(">; rel=\"");
         links.push_str(rel);
         links.push('"');
@@ -193,20 +198,16 @@ fn link_header(view: &View, suffix: Option<Repr>) -> Option<HeaderValue> {
 
 /// A rendering's own headers (`Bloom-*`, the chain's) and the `Repr-Digest` of the bytes
 /// sent, in that order, after whatever `out` holds.
-pub(super) fn insert_metadata<'h>(
+pub(super) fn insert_metadata(
     out: &mut HeaderMap,
-    headers: impl Iterator<Item = &'h (&'static str, String)>,
-    digest: &str,
+    headers: &[(HeaderName, HeaderValue)],
+    digest: &HeaderValue,
 ) {
     for (name, value) in headers {
-        if let Ok(value) = HeaderValue::from_str(value) {
-            out.insert(HeaderName::from_static(name), value);
-        }
+        out.insert(name.clone(), value.clone());
     }
-    if let Ok(value) = HeaderValue::from_str(digest) {
-        out.insert(
-            HeaderName::from_static(crate::chain::HEADER_REPR_DIGEST),
-            value,
-        );
-    }
+    out.insert(
+        HeaderName::from_static(crate::chain::HEADER_REPR_DIGEST),
+        digest.clone(),
+    );
 }

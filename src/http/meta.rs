@@ -4,6 +4,7 @@ use super::error::{ApiError, Result};
 use super::negotiate::accepts_gzip;
 use super::AppState;
 use crate::bloom::SHA1_KM32;
+use crate::service::HourSummary;
 use axum::extract::State;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -43,10 +44,21 @@ pub async fn index(State(state): State<AppState>, request: HeaderMap) -> Result<
             "chain": "/chain/YYYY/MM/DD/HH",
             "history": "/history?id=ID[&id=ID...][&since=HOUR] (ingest token)",
         },
-        "hours": hours,
+        "hours": hours.iter().map(index_line).collect::<Vec<_>>(),
     });
     let body = serde_json::to_vec(&body).expect("a JSON value serializes");
     Ok(revalidated_json(body, &request))
+}
+
+/// One hour of the index, with its URL.
+fn index_line(summary: &HourSummary) -> Value {
+    let hour = summary.hour;
+    json!({
+        "hour": hour.rfc3339(),
+        "url": hour.path(),
+        "count": summary.count,
+        "complete": summary.complete,
+    })
 }
 
 /// A JSON body that changes often (the index: its counts move with every ingest), sent

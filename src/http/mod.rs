@@ -9,9 +9,9 @@ mod compact;
 mod cors;
 mod dashboard;
 mod deadline;
-pub mod deltas;
 mod error;
 mod filters;
+mod head;
 mod history;
 mod ingest;
 mod lane;
@@ -56,8 +56,6 @@ pub struct AppState {
     pub ingest_permits: Arc<tokio::sync::Semaphore>,
     /// Whether to log one line per request (setting `access_log`).
     pub access_log: bool,
-    /// Open-hour versions kept as compression dictionaries, and the deltas made from them.
-    pub deltas: Arc<deltas::Deltas>,
 }
 
 /// The application as one `Router`, for in-process tests (`oneshot`): the whole stack

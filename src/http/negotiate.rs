@@ -57,9 +57,9 @@ pub fn wants_compact(headers: &HeaderMap) -> Option<Compact> {
     }
     let (mut ribbon, mut json, mut other) = (0.0f32, 0.0f32, 0.0f32);
     for (range, q) in ranges(accept) {
-        if range.eq_ignore_ascii_case(Compact::Ribbon.content_type()) {
+        if range.eq_ignore_ascii_case(super::compact::RIBBON_TYPE) {
             ribbon = ribbon.max(q);
-        } else if range.eq_ignore_ascii_case(Compact::RibbonJson.content_type()) {
+        } else if range.eq_ignore_ascii_case(super::compact::RIBBON_JSON_TYPE) {
             json = json.max(q);
         } else if !range.contains('*') {
             other = other.max(q);
@@ -179,7 +179,7 @@ mod tests {
 
     #[test]
     fn ribbon_is_chosen_only_when_preferred() {
-        let t = crate::render::RIBBON_TYPE;
+        let t = crate::http::compact::RIBBON_TYPE;
         let wants = |accept: &str| wants_compact(&headers(header::ACCEPT, accept));
         assert_eq!(wants(t), Some(Compact::Ribbon));
         assert_eq!(
@@ -194,7 +194,7 @@ mod tests {
 
     #[test]
     fn the_json_form_is_chosen_by_its_own_type() {
-        let t = crate::render::RIBBON_JSON_TYPE;
+        let t = crate::http::compact::RIBBON_JSON_TYPE;
         let wants = |accept: &str| wants_compact(&headers(header::ACCEPT, accept));
         assert_eq!(wants(t), Some(Compact::RibbonJson));
         assert_eq!(

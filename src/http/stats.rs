@@ -4,6 +4,7 @@
 use super::error::{ApiError, Result};
 use super::series::{Sample, SAMPLE_EVERY, WINDOW_SECONDS};
 use super::AppState;
+use crate::service::HourStats;
 use axum::extract::{RawQuery, State};
 use axum::http::header;
 use axum::response::IntoResponse;
@@ -30,7 +31,7 @@ pub async fn stats(
         "capacity": tuning.capacity,
         "retention_hours": tuning.retention_hours,
         "current": { "hour": now.rfc3339(), "url": now.path() },
-        "hours": per_hour,
+        "hours": per_hour.iter().map(hour_figures).collect::<Vec<_>>(),
         "rates": {
             "window_seconds": WINDOW_SECONDS,
             "sample_seconds": SAMPLE_EVERY.as_secs(),
@@ -41,6 +42,21 @@ pub async fn stats(
         "unions": service.union_work(),
     });
     Ok(([(header::CACHE_CONTROL, "no-store")], Json(body)))
+}
+
+/// One hour's figures, with its URL.
+fn hour_figures(s: &HourStats) -> Value {
+    json!({
+        "hour": s.hour.rfc3339(),
+        "url": s.hour.path(),
+        "count": s.count,
+        "m": s.m,
+        "k": s.k,
+        "ones": s.ones,
+        "fill": s.fill,
+        "fpp": s.fpp,
+        "complete": s.complete,
+    })
 }
 
 /// `hours=N` from the query string; other parameters are ignored.

@@ -1,46 +1,23 @@
-//! Rendering the compact (ribbon) representation: the binary body with its `Bloom-*`
-//! headers, and its self-describing JSON form. Both are immutable once complete, so
-//! they are rendered (and the JSON form compressed) once.
+//! Rendering the compact (ribbon) representation: the binary body with the fields its
+//! `Bloom-*` headers carry, and its self-describing JSON form. Both are immutable once
+//! complete, so they are rendered (and the JSON form compressed) once.
 
-use super::{gzip, Effort, Rendered, Repr};
-use crate::bloom::{Ribbon, SHA1_KM32};
-use crate::wire::{
-    Meta, RibbonDocument, HEADER_COMPLETE, HEADER_COUNT, HEADER_FPP, HEADER_FROM, HEADER_HASH,
-    HEADER_HOUR, HEADER_TO,
-};
+use super::{gzip, Effort, RawFields, Rendered, Repr};
+use crate::bloom::Ribbon;
+use crate::wire::{Meta, RibbonDocument};
 use bytes::Bytes;
-
-/// The content type of the compact (ribbon) representation; see docs/PROTOCOL.md.
-pub const RIBBON_TYPE: &str = "application/vnd.bloomcast.ribbon";
-/// The content type of its JSON form.
-pub const RIBBON_JSON_TYPE: &str = "application/vnd.bloomcast.ribbon+json";
 
 /// The two forms of the compact representation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Compact {
-    /// The `BCR1` body (`.ribbon`), never gzipped.
+    /// The `BCR1` body, never gzipped.
     Ribbon,
-    /// The JSON document holding it as hex (`.ribbon.json`), gzipped on request.
+    /// The JSON document holding it as hex, gzipped on request.
     RibbonJson,
 }
 
 impl Compact {
     pub const ALL: [Compact; 2] = [Compact::Ribbon, Compact::RibbonJson];
-
-    pub fn content_type(self) -> &'static str {
-        match self {
-            Compact::Ribbon => RIBBON_TYPE,
-            Compact::RibbonJson => RIBBON_JSON_TYPE,
-        }
-    }
-
-    /// The URL suffix that selects this form, after the dot.
-    pub fn suffix(self) -> &'static str {
-        match self {
-            Compact::Ribbon => "ribbon",
-            Compact::RibbonJson => "ribbon.json",
-        }
-    }
 }
 
 /// Renders a ribbon filter in one of its forms.
@@ -50,45 +27,24 @@ pub fn render_compact(meta: &Meta, ribbon: &Ribbon, form: Compact) -> Rendered {
         Compact::RibbonJson => {
             let identity = RibbonDocument::new(meta.clone(), ribbon).to_json();
             let gzip = gzip(&identity, Repr::Json, Effort::Best);
-            rendered(meta, ribbon, identity, gzip, Vec::new(), Repr::Json)
+            rendered(meta, ribbon, identity, gzip, RawFields::None, Repr::Json)
         }
     }
 }
 
-/// Renders a ribbon filter's body with its headers. The body is near-random bits,
+/// Renders a ribbon filter's body with its fields. The body is near-random bits,
 /// so it is never gzipped (`gzip` is empty) and `repr` is unused (`Bin`): the compact
-/// responder sets [`RIBBON_TYPE`] itself.
+/// responder names its content type itself.
 pub fn render_ribbon(meta: &Meta, ribbon: &Ribbon) -> Rendered {
-    let mut bloom_headers = vec![
-        (HEADER_HASH, SHA1_KM32.to_owned()),
-        (HEADER_COUNT, meta.count.to_string()),
-        (HEADER_COMPLETE, meta.complete.to_string()),
-        (
-            HEADER_FPP,
-            serde_json::Number::from_f64(ribbon.fpp())
-                .map_or_else(|| "0".into(), |n| n.to_string()),
-        ),
-        (
-            "bloom-ribbon",
-            format!(
-                "w=64; r={}; m={}; seed={}",
-                ribbon.r(),
-                ribbon.m(),
-                ribbon.seed()
-            ),
-        ),
-    ];
-    for (name, value) in [
-        (HEADER_HOUR, &meta.hour),
-        (HEADER_FROM, &meta.from),
-        (HEADER_TO, &meta.to),
-    ] {
-        if let Some(value) = value {
-            bloom_headers.push((name, value.clone()));
-        }
-    }
+    let fields = RawFields::Ribbon {
+        meta: meta.clone(),
+        fpp: ribbon.fpp(),
+        r: ribbon.r(),
+        m: ribbon.m(),
+        seed: ribbon.seed(),
+    };
     let identity = ribbon.to_bytes();
-    rendered(meta, ribbon, identity, Vec::new(), bloom_headers, Repr::Bin)
+    rendered(meta, ribbon, identity, Vec::new(), fields, Repr::Bin)
 }
 
 fn rendered(
@@ -96,32 +52,21 @@ fn rendered(
     ribbon: &Ribbon,
     identity: Vec<u8>,
     gzip: Vec<u8>,
-    bloom_headers: Vec<(&'static str, String)>,
+    fields: RawFields,
     repr: Repr,
 ) -> Rendered {
-    let sha256 = crate::dcz::sha256(&identity);
-    let tag = super::etag_of(&sha256);
     Rendered {
         repr,
         encodings: super::Encodings::Both,
-        repr_digest: crate::chain::repr_digest_of(&sha256),
-        repr_digest_gzip: if gzip.is_empty() {
-            String::new()
-        } else {
-            crate::chain::repr_digest(&gzip)
-        },
-        chain_headers: Vec::new(),
-        etag: format!("\"{tag}\""),
-        etag_gzip: format!("\"{tag}-gz\""),
-        sha256,
+        sha256: crate::dcz::sha256(&identity),
+        gzip_sha256: crate::dcz::sha256(&gzip),
+        fields,
+        chain: None,
         m: u64::from(ribbon.m()),
         count: meta.count,
         gzip: Bytes::from(gzip),
-        bloom_headers,
         complete: meta.complete,
         identity: Bytes::from(identity),
-        coding: std::sync::Mutex::new(None),
-        coding_size: 0,
     }
 }
 
@@ -131,7 +76,7 @@ mod tests {
     use crate::bloom::Key;
 
     #[test]
-    fn both_forms_hold_the_same_filter_and_union_headers_name_the_range() {
+    fn both_forms_hold_the_same_filter_and_the_raw_one_its_fields() {
         let keys: Vec<Key> = (0..50).map(|i| Key::of(&format!("k{i}"))).collect();
         let ribbon = Ribbon::build(&keys, 7).unwrap();
         let meta = Meta::range("a".into(), "b".into(), true, 50);
@@ -139,11 +84,12 @@ mod tests {
         let json = render_compact(&meta, &ribbon, Compact::RibbonJson);
         assert_eq!(Ribbon::from_bytes(&bin.identity).unwrap(), ribbon);
         assert_eq!(RibbonDocument::parse(&json.identity).unwrap().1, ribbon);
-        assert_ne!(bin.etag, json.etag);
+        assert_ne!(bin.sha256, json.sha256);
         assert!(bin.gzip.is_empty() && !json.gzip.is_empty());
-        let header = |name| bin.bloom_headers.iter().find(|(n, _)| *n == name);
-        assert_eq!(header(HEADER_FROM).unwrap().1, "a");
-        assert_eq!(header(HEADER_TO).unwrap().1, "b");
-        assert!(header(HEADER_HOUR).is_none());
+        let RawFields::Ribbon { meta: said, r, .. } = &bin.fields else {
+            panic!("the raw form carries its fields: {:?}", bin.fields);
+        };
+        assert_eq!((said, *r), (&meta, ribbon.r()));
+        assert_eq!(json.fields, RawFields::None);
     }
 }

@@ -5,6 +5,7 @@
 use super::{Result, Service, ServiceError};
 use crate::chain::{self, PublicKey};
 use crate::hour::Hour;
+use crate::render::ChainPlace;
 use crate::store::{ChainLink, StoreError};
 
 /// Most links one `GET /chain/...` page holds.
@@ -81,23 +82,24 @@ impl Service {
         Some(self.sealer.signature(signer, link))
     }
 
-    /// The chain's response headers of a sealed hour whose `.bin` bytes have `digest`:
-    /// empty when the hour has no link (or its link row fails verification).
+    /// The place in the chain of a sealed hour whose `.bin` bytes have `digest`, served
+    /// with its every representation: `None` when the hour has no link (or its link row
+    /// fails verification).
     ///
     /// # Errors
     /// [`StoreError::Corrupt`] (recorded) when the hour's link covers other bytes.
-    pub(super) async fn chain_headers(
+    pub(super) async fn chain_place(
         &self,
         hour: Hour,
         digest: &chain::Hash,
-    ) -> Result<Vec<(&'static str, String)>> {
+    ) -> Result<Option<ChainPlace>> {
         let signed = match self.signed_link(hour).await {
             Ok(Some(signed)) => signed,
-            Ok(None) => return Ok(Vec::new()),
+            Ok(None) => return Ok(None),
             // Served unsigned (clients that verify refuse it), never unserved.
             Err(ServiceError::Store(e @ StoreError::Corrupt(_))) => {
                 self.note_corrupt(hour, &e);
-                return Ok(Vec::new());
+                return Ok(None);
             }
             Err(e) => return Err(e),
         };
@@ -113,10 +115,9 @@ impl Service {
             self.note_corrupt(hour, &e);
             return Err(e.into());
         }
-        let mut out = vec![(chain::HEADER_PREV, chain::hex(&signed.link.prev))];
-        if let Some(sig) = signed.signature {
-            out.push((chain::HEADER_SIGNATURE, chain::hex(&sig)));
-        }
-        Ok(out)
+        Ok(Some(ChainPlace {
+            prev: signed.link.prev,
+            signature: signed.signature,
+        }))
     }
 }

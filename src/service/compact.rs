@@ -5,12 +5,12 @@
 //! structure cannot take more. A ribbon cannot be OR-ed either, so a union's is built
 //! from the sorted distinct union of its hours' keys.
 //!
-//! Any reader can ask for any closed hour at any of the precisions `http::compact`
-//! allows, so every compact build, an hour's as a union's, is bounded as union builds
-//! are: readers of one range, precision and form share one build; builds take a slot of
-//! the union pool (503 busy past it, at once) and reserve their working memory from the
-//! build budget before they read a key (503 busy while others hold it, 406 when the
-//! build alone exceeds it); the result is kept in the render cache.
+//! Any reader can ask for any closed hour at any precision a client may name, so every
+//! compact build, an hour's as a union's, is bounded as union builds are: readers of one
+//! range, precision and form share one build; builds take a slot of the union pool
+//! (`Busy` past it, at once) and reserve their working memory from the build budget
+//! before they read a key (`Busy` while others hold it, `NotAcceptable` when the build
+//! alone exceeds it); the result is kept in the render cache.
 
 use super::cache::CompactKey;
 use super::unions::{Held, Refused, Step};
@@ -50,8 +50,8 @@ impl Service {
                          fetch it as .bin, .hex or .json until then"
                     )));
                 }
-                let prev = (hour.prev() >= self.earliest(now)).then(|| hour.prev().path());
-                (hour, hour, prev, Some(hour.next().path()))
+                let prev = (hour.prev() >= self.earliest(now)).then(|| Target::Hour(hour.prev()));
+                (hour, hour, prev, Some(Target::Hour(hour.next())))
             }
             Target::Day(day) => {
                 let (first, last) = self.day_hours(day, now)?;
@@ -63,8 +63,9 @@ impl Service {
                     )));
                 }
                 let prev_day = Day::from_hour_index(first.index() - 24);
-                let prev = (prev_day.last_hour() >= self.earliest(now)).then(|| prev_day.path());
-                let next = Day::from_hour_index(first.index() + 24).path();
+                let prev =
+                    (prev_day.last_hour() >= self.earliest(now)).then_some(Target::Day(prev_day));
+                let next = Target::Day(Day::from_hour_index(first.index() + 24));
                 (first.max(self.earliest(now)), last, prev, Some(next))
             }
             Target::Since(from) => {
@@ -212,7 +213,7 @@ impl Service {
 
     /// Runs `work` for `key` as unions are built: one build per range, precision and
     /// form at a time (readers of one share it: those waiting find its result cached),
-    /// on the bounded build pool, refused at once (503 busy) when the pool is full.
+    /// on the bounded build pool, refused at once (`Busy`) when the pool is full.
     /// `work` gets the slot, reserves its memory with it and hands both to its work on
     /// the blocking pool.
     async fn once<F, Fut>(&self, key: CompactKey, work: F) -> Result<(Arc<Rendered>, bool)>
@@ -229,9 +230,9 @@ impl Service {
     }
 
     /// Reserves `bytes` of working memory for a compact build of `from..=to` holding
-    /// `slot`: 503 busy while other builds hold too much of the budget, 406 when the
-    /// build alone needs more than the whole budget (it never fits; the Bloom forms
-    /// answer the same question).
+    /// `slot`: `Busy` while other builds hold too much of the budget, `NotAcceptable`
+    /// when the build alone needs more than the whole budget (it never fits; the Bloom
+    /// forms answer the same question).
     fn reserve(
         &self,
         slot: OwnedSemaphorePermit,

@@ -104,12 +104,12 @@ impl Default for Health {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum HealthStatus {
-    /// The store does not take writes: ingest answers 503.
+    /// The store does not take writes: ingest fails.
     Unavailable,
     /// The open hour is still being loaded after a start.
     Loading,
-    /// Serving, but some hours failed verification and answer 500 `corrupt`, or the
-    /// wall clock jumped ahead and is not followed.
+    /// Serving, but some hours failed verification (they are refused as corrupt), or
+    /// the wall clock jumped ahead and is not followed.
     Degraded,
     Ok,
 }

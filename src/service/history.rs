@@ -9,10 +9,9 @@
 //! or past the budget) come through [`Service::view`], exactly as clients get them.
 
 use super::{Result, Service};
-use crate::bloom::{Filter, Key};
+use crate::bloom::{Filter, FilterError, Key};
 use crate::hour::Hour;
-use crate::render::Repr;
-use crate::wire::decode_raw;
+use crate::render::{RawFields, Repr};
 use std::collections::btree_map::Entry;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -160,15 +159,12 @@ impl Service {
                 // The raw form: its body is the filter's bytes, with no hex or JSON to
                 // encode for this and parse back.
                 let rendered = &self.hour_bin(hour).await?;
-                let header = |name: &str| {
-                    rendered
-                        .bloom_headers
-                        .iter()
-                        .find(|(n, _)| *n == name)
-                        .map(|(_, v)| v.as_str())
+                let RawFields::Bloom { params, .. } = &rendered.fields else {
+                    let why = format!("the raw rendering of {hour} carries no filter parameters");
+                    return Err(FilterError::BadDocument(why).into());
                 };
-                let (_, filter) = decode_raw(header, &rendered.identity, false)?;
-                let filter = Arc::new(filter);
+                let (m, k, hash) = (params.m.into(), params.k.into(), params.hash.name());
+                let filter = Arc::new(Filter::decode_bytes(m, k, hash, &rendered.identity)?);
                 if rendered.complete {
                     self.history.keep(hour, filter.clone());
                 }

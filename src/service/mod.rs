@@ -12,9 +12,13 @@
 //!   read back from the store unverified is served as a filter;
 //! - every served filter's false-positive estimate is at most the target.
 //!
+//! It speaks in hours, bytes, digests and versions: what they are called on the wire
+//! (URLs, ETags, headers, status codes) is the HTTP layer's to say.
+//!
 //! Its state is split into parts, each owning its locks behind a small API, and each
 //! module doc says what the part owns and its own lock order: `open_hours` (the ledger
-//! of open hours, the board, the refresh and render turns, when the marks were read),
+//! of open hours, the board, the refresh and render turns, when the marks were read, the
+//! versions kept for deltas),
 //! `unions` (union builds' range turns and build slots, and what builds leave for the
 //! next reader), `sealer` (the seal turn, the seal backoff, signatures and sealed hours'
 //! figures), `cache` (rendered immutable responses), `history` (decoded filters) and
@@ -35,10 +39,11 @@
 //! The heartbeat's turn (`health`) is taken by `/healthz` alone, with no other lock held.
 //!
 //! The other std mutexes (inside `unions`, `sealer`, `cache`, `history`, `health`, and
-//! `open_hours`' `marks_read_at`) each guard a plain map or value, are held only inside
-//! one method, never across an await and never while taking another lock, and are not
-//! taken while the ledger is held. The board takes no lock (atomics and `arc-swap`): it
-//! is written while the ledger is held.
+//! `open_hours`' `marks_read_at` and kept versions for deltas) each guard a plain map or
+//! value, are held only inside one method, never across an await and never while taking
+//! another lock, and are not taken while the ledger is held. The board takes no lock
+//! (atomics and `arc-swap`): it is written while the ledger is held. A delta being made
+//! (a `OnceCell` in `open_hours::deltas`) is awaited with no lock of the service held.
 
 mod cache;
 mod chain;
@@ -70,7 +75,7 @@ use crate::store::{Store, StoreError};
 use crate::sync::lock;
 use cache::RenderCache;
 use chrono::{DateTime, Utc};
-use open_hours::OpenHours;
+use open_hours::{Deltas, OpenHours};
 pub use stats::{CacheStats, HourStats};
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
@@ -117,9 +122,9 @@ pub struct Tuning {
     pub cache_bytes: usize,
     /// How stale the view of the open hour may be (other nodes' appends).
     pub refresh: Duration,
-    /// Distinct IDs an hour may hold; ingest beyond it is refused (507).
+    /// Distinct IDs an hour may hold; ingest beyond it is refused (`HourFull`).
     pub max_hour_ids: u64,
-    /// Union builds of different ranges at once; more are refused (503 busy).
+    /// Union builds of different ranges at once; more are refused (`Busy`).
     pub union_builds: usize,
     /// How far the wall clock may run ahead of the monotonic clock before it is a jump
     /// (see [`crate::clock::JumpGuard`]).
@@ -128,6 +133,14 @@ pub struct Tuning {
     pub clock_jump_confirm: Duration,
     /// The key that signs each sealed hour's chain link; `None` publishes unsigned.
     pub signer: Option<crate::chain::Signer>,
+    /// Bytes of the open hour's versions kept as compression dictionaries (RFC 9842
+    /// deltas for pollers); 0 keeps none.
+    pub delta_bytes: usize,
+    /// A new version of the open hour is kept at most this often (`open_max_age`: a
+    /// poller holds its dictionary that long) ...
+    pub delta_every: Duration,
+    /// ... unless this many new IDs arrived since the last one kept (0: by time only).
+    pub delta_ids: u64,
 }
 
 /// What an ingest acknowledged.
@@ -146,31 +159,32 @@ pub enum Target {
     Since(Hour),
 }
 
-/// A served filter and what the HTTP layer needs to describe it.
+/// A served filter, with where it stands among the others.
 #[derive(Debug, Clone)]
 pub struct View {
     pub rendered: Arc<Rendered>,
     /// `None` when complete (immutable); else when the content may next change for good
     /// (the end of the open hour).
     pub open_until: Option<DateTime<Utc>>,
-    /// Path of the previous hour or day, if the service has it.
-    pub prev: Option<String>,
-    /// Path of the next hour or day, if it exists yet.
-    pub next: Option<String>,
+    /// The previous hour or day, if the service has it.
+    pub prev: Option<Target>,
+    /// The next hour or day, if it exists yet.
+    pub next: Option<Target>,
     /// The open hour this view shows, whose versions may serve as compression
     /// dictionaries for later ones (RFC 9842); `None` for closed hours and unions.
     pub open_hour: Option<Hour>,
 }
 
 /// One line of the index.
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct HourSummary {
-    pub hour: String,
-    pub url: String,
+    pub hour: Hour,
     pub count: u64,
     pub complete: bool,
 }
 
+/// What bloomcast does. Its parts own their locks; the order across them is in the
+/// module doc, and each part's own at its struct (`OpenHours`, `Deltas`, `Unions`).
 pub struct Service {
     store: Arc<dyn Store>,
     /// The clock held to its monotonic reading: forward jumps are not followed until
@@ -218,7 +232,11 @@ impl Service {
         let service = Service {
             started,
             cache: RenderCache::new(tuning.cache_bytes),
-            open: OpenHours::new(tuning.capacity, tuning.target_fpp),
+            open: OpenHours::new(
+                tuning.capacity,
+                tuning.target_fpp,
+                Deltas::new(tuning.delta_bytes, tuning.delta_every, tuning.delta_ids),
+            ),
             store,
             clock,
             tuning,
@@ -406,8 +424,7 @@ impl Service {
         let earliest = self.earliest(now);
         self.refresh(now).await?;
         let mut out = vec![HourSummary {
-            hour: now.rfc3339(),
-            url: now.path(),
+            hour: now,
             count: self.current_count(),
             complete: false,
         }];
@@ -421,8 +438,7 @@ impl Service {
                     None => self.closed_count(hour).await?,
                 };
                 out.push(HourSummary {
-                    hour: hour.rfc3339(),
-                    url: hour.path(),
+                    hour,
                     count,
                     complete,
                 });

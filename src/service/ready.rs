@@ -9,7 +9,7 @@
 //! acknowledgement it arrived after. Anything else (no rendering yet, a change since,
 //! a refresh due, an hour out of range) is `None`, and the caller takes the full path.
 
-use super::{Service, View};
+use super::{Service, Target, View};
 use crate::hour::Hour;
 use crate::render::{Rendered, Repr};
 use arc_swap::ArcSwapOption;
@@ -120,8 +120,8 @@ impl ReadyHour<'_> {
         View {
             rendered: self.rendered.clone(),
             open_until: self.open_until,
-            prev: self.prev.then(|| self.hour.prev().path()),
-            next: self.next.then(|| self.hour.next().path()),
+            prev: self.prev.then(|| Target::Hour(self.hour.prev())),
+            next: self.next.then(|| Target::Hour(self.hour.next())),
             open_hour: self.open_until.map(|_| self.hour),
         }
     }

@@ -7,10 +7,9 @@ use crate::hour::Hour;
 use serde::Serialize;
 
 /// One hour's filter as served: what it holds and how full and precise it is.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct HourStats {
-    pub hour: String,
-    pub url: String,
+    pub hour: Hour,
     /// Distinct IDs recorded (exact).
     pub count: u64,
     pub m: u32,
@@ -29,8 +28,7 @@ impl HourStats {
     fn new(hour: Hour, count: u64, m: u32, k: u32, ones: u64, complete: bool) -> HourStats {
         let fill = ones as f64 / f64::from(m);
         HourStats {
-            hour: hour.rfc3339(),
-            url: hour.path(),
+            hour,
             count,
             m,
             k,

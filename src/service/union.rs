@@ -61,7 +61,7 @@ impl Service {
         }
         // Readers of one range share its next build instead of each starting their own;
         // builds of different ranges run on a bounded pool, and past it a request is
-        // refused at once (503 busy) rather than queued into a 408.
+        // refused at once (`Busy`) rather than queued past its deadline.
         let _same_range = self.unions.turn(key).await;
         if let Some(r) = cached() {
             return Ok((r, complete));
@@ -199,20 +199,21 @@ impl Service {
         }
     }
 
-    /// Caches a rendering: immutable ones in the render cache, open ones with their stamp.
+    /// Caches a rendering: immutable ones in the render cache, open ones with their stamp
+    /// and what they left for rendering the next version.
     fn keep_union(
         &self,
         key: UnionKey,
         complete: bool,
         stamp: Option<OpenStamp>,
-        rendered: Rendered,
+        (rendered, coding): (Rendered, Option<HexCoding>),
     ) -> (Arc<Rendered>, bool) {
         let rendered = Arc::new(rendered);
         if complete {
             self.cache.insert(key, rendered.clone());
         } else if let Some(stamp) = stamp {
-            self.unions
-                .keep_open((key, rendered.encodings), stamp, rendered.clone());
+            let open = (key, rendered.encodings);
+            self.unions.keep_open(open, stamp, rendered.clone(), coding);
         }
         (rendered, complete)
     }

@@ -9,6 +9,7 @@ use crate::hour::{Day, Hour};
 use crate::render::{render, Effort, Encodings, Rendered, Repr};
 use crate::store::StoreError;
 use crate::wire::Meta;
+use bytes::Bytes;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -62,8 +63,8 @@ impl Service {
                 Ok(View {
                     rendered,
                     open_until: (!complete).then(|| now.end()),
-                    prev: (hour.prev() >= self.earliest(now)).then(|| hour.prev().path()),
-                    next: (hour < now).then(|| hour.next().path()),
+                    prev: (hour.prev() >= self.earliest(now)).then(|| Target::Hour(hour.prev())),
+                    next: (hour < now).then(|| Target::Hour(hour.next())),
                     open_hour: (!complete).then_some(hour),
                 })
             }
@@ -79,8 +80,10 @@ impl Service {
                 Ok(View {
                     rendered,
                     open_until: (!complete).then(|| now.end()),
-                    prev: (prev_day.last_hour() >= self.earliest(now)).then(|| prev_day.path()),
-                    next: (last < now).then(|| Day::from_hour_index(first.index() + 24).path()),
+                    prev: (prev_day.last_hour() >= self.earliest(now))
+                        .then_some(Target::Day(prev_day)),
+                    next: (last < now)
+                        .then(|| Target::Day(Day::from_hour_index(first.index() + 24))),
                     open_hour: None,
                 })
             }
@@ -129,6 +132,20 @@ impl Service {
         self.open
             .keep_rendering(hour, slot, job.version, job.generation, &rendered);
         Ok(Some(rendered))
+    }
+
+    /// Offers the rendering `r` of the open `hour` served now as a compression
+    /// dictionary (RFC 9842): whether it is kept as one (see `open_hours::deltas`), so
+    /// its response may offer it.
+    pub fn keep_as_dictionary(&self, hour: Hour, r: &Rendered) -> bool {
+        self.open.deltas().offer(hour, r, self.now())
+    }
+
+    /// The current rendering `r` of the open `hour` compressed against its kept version
+    /// whose SHA-256 is `dictionary` (a `dcz` body, RFC 9842); `None` when that version
+    /// is unknown, expired or of another filter size.
+    pub async fn delta(&self, hour: Hour, r: &Rendered, dictionary: &[u8; 32]) -> Option<Bytes> {
+        self.open.deltas().delta(hour, r, dictionary).await
     }
 
     /// Pulls keys other nodes appended to the open hour (and the store's marks), at most
@@ -228,18 +245,18 @@ impl Service {
             }
         };
         let complete = bytes.is_some();
-        let chain_headers = if let Some(bytes) = &bytes {
+        let chain = if let Some(bytes) = &bytes {
             let digest = crate::chain::digest(bytes);
-            self.chain_headers(hour, &digest).await?
+            self.chain_place(hour, &digest).await?
         } else {
-            Vec::new()
+            None
         };
         let meta = Meta::hour(hour.rfc3339(), complete, count);
         let mut rendered = render_off_thread(meta, filter, repr, Effort::Best).await?;
-        rendered.chain_headers = chain_headers;
+        rendered.chain = chain;
         let rendered = Arc::new(rendered);
         // A sealed hour not yet linked (its seal is pending) is rendered again once it is.
-        let linked = !rendered.chain_headers.is_empty() || self.tuning.signer.is_none();
+        let linked = rendered.chain.is_some() || self.tuning.signer.is_none();
         if complete && linked {
             self.cache.insert(key, rendered.clone());
         }

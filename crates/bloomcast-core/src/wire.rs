@@ -21,8 +21,8 @@ pub use document::Document;
 pub use ids::{check_id, IdError, MAX_ID_BYTES};
 pub use meta::Meta;
 pub use raw::{
-    decode_raw, HEADER_COMPLETE, HEADER_COUNT, HEADER_FPP, HEADER_FROM, HEADER_HASH, HEADER_HOUR,
-    HEADER_K, HEADER_M, HEADER_TO,
+    decode_raw, fpp_text, FilterParams, HEADER_COMPLETE, HEADER_COUNT, HEADER_FPP, HEADER_FROM,
+    HEADER_HASH, HEADER_HOUR, HEADER_K, HEADER_M, HEADER_TO,
 };
 pub use repr::Repr;
 pub use ribbon::{decode_compact, RibbonDocument, STRUCTURE as RIBBON_STRUCTURE};

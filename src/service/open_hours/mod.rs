@@ -21,7 +21,9 @@
 //!   [`OpenHours::version`];
 //! - reads (`reads.rs`): [`OpenHours::count`], [`OpenHours::figures`];
 //! - sealing: [`OpenHours::forget_through`]; the marks: [`OpenHours::marks_due`],
-//!   [`OpenHours::marks_read`].
+//!   [`OpenHours::marks_read`];
+//! - deltas ([`OpenHours::deltas`], `deltas.rs`): which served versions of the open
+//!   hour are kept as compression dictionaries, and the `dcz` bodies made from them.
 //!
 //! A closed hour's entry is never recreated (a reader racing the seal must serve the
 //! seal): the methods that may create an entry take the service's `closed_through` mark
@@ -32,11 +34,16 @@
 //! other way round. The ledger (a std mutex) is innermost: taken only inside a method
 //! here, never held across an await or while taking a tokio lock; the board takes no
 //! lock (atomics and `arc-swap`) and is written while the ledger is held, with the
-//! change it describes. `marks_read_at` is a leaf, held only inside a method here.
+//! change it describes. `marks_read_at` and the kept versions (`deltas`) are leaves,
+//! each held only inside a method, never with the ledger or another lock held; a delta
+//! being made is awaited with no lock held.
 
+mod deltas;
 mod keyset;
 mod ledger;
 mod reads;
+
+pub(super) use deltas::Deltas;
 
 pub(super) use reads::Rendering;
 
@@ -49,6 +56,12 @@ use ledger::{Ledger, OpenHour};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+/// The open hours' state. Lock order, outermost first (never the other way round):
+/// the refresh turn or a render turn (tokio locks, each taken with no other tokio lock
+/// held), then the ledger (a std mutex, innermost: held only inside a method here,
+/// never across an await). `marks_read_at` and the kept versions' mutex inside `deltas`
+/// are leaves, never taken with the ledger or another lock held; a delta being made is
+/// awaited with none held. The board takes no lock.
 pub(super) struct OpenHours {
     ledger: Mutex<Ledger>,
     /// The open hour's latest renderings, for the read path's fast lane.
@@ -59,6 +72,9 @@ pub(super) struct OpenHours {
     render_turns: [tokio::sync::Mutex<()>; 3],
     /// When the marks were last read from the store (other nodes move them too).
     marks_read_at: Mutex<Option<Instant>>,
+    /// Versions of the open hour kept as compression dictionaries, and the deltas made
+    /// from them.
+    deltas: Deltas,
     /// What a new open hour's filter is sized for first, and the target it keeps.
     capacity: u64,
     target_fpp: f64,
@@ -76,13 +92,14 @@ pub(super) struct Reservation {
 
 impl OpenHours {
     /// No open hour yet; the marks were just read.
-    pub fn new(capacity: u64, target_fpp: f64) -> OpenHours {
+    pub fn new(capacity: u64, target_fpp: f64, deltas: Deltas) -> OpenHours {
         OpenHours {
             ledger: Mutex::new(Ledger::default()),
             board: Board::new(),
             refresh_turn: tokio::sync::Mutex::new(()),
             render_turns: Default::default(),
             marks_read_at: Mutex::new(Some(Instant::now())),
+            deltas,
             capacity,
             target_fpp,
         }
@@ -228,6 +245,11 @@ impl OpenHours {
     /// The open hour's published renderings, for the read path's fast lane.
     pub fn board(&self) -> &Board {
         &self.board
+    }
+
+    /// The open hour's versions kept as compression dictionaries.
+    pub fn deltas(&self) -> &Deltas {
+        &self.deltas
     }
 
     /// Waits for the turn to refresh from the store.

@@ -3,16 +3,16 @@
 //! - the build lock of each v1 union range and of each compact union (range, precision
 //!   and form): readers of one range share its next build;
 //! - the bounded build pool: builds of different ranges at once, past which a build is
-//!   refused at once (503 busy) rather than queued into a 408; compact builds (a closed
-//!   hour's or a past day's ribbon, at any precision) take their slots too;
+//!   refused at once (`Busy`) rather than queued past its deadline; compact builds (a
+//!   closed hour's or a past day's ribbon, at any precision) take their slots too;
 //! - the working memory of compact builds in flight (`memory`, a budget of `cache_bytes`
 //!   apart from the render cache's): a build reserves its estimate before it starts, or
 //!   is refused; its slot and reservation go with its work onto the blocking pool and are
 //!   released when that work ends, even if the request that started it has gone;
 //! - the open unions: renderings of unions ending in the open hour, one per encoding
 //!   asked for, each with the version of that hour it shows (a quarter of `cache_bytes`),
-//!   and, for a gzip JSON or hex body, what coding it left for the next version's
-//!   renderer, which takes it under the range's turn ([`Unions::coding_before`]);
+//!   and beside it, for a gzip JSON or hex body, what coding it left for the next
+//!   version's renderer, which takes it under the range's turn ([`Unions::coding_before`]);
 //! - the newest union filters built (`built`);
 //! - sealed hours' keys, for the exact count of a union carried forward (an eighth of
 //!   `cache_bytes`);
@@ -24,14 +24,7 @@
 //! work (`union.rs`, `incremental.rs`, `compact.rs`); all of the state above is reached
 //! through this API only.
 //!
-//! Lock order: a range's turn ([`Unions::turn`], [`Unions::compact_turn`]; a tokio lock
-//! held across the build), then a pool [`Unions::slot`], then a memory reservation
-//! ([`Unions::reserve`], atomics, never waits), never the other way round. The
-//! std mutexes inside (the range maps, the open unions, the built filters, the sealed
-//! keys) are leaves: each is held only inside one method here, never across an await and
-//! never while taking another lock, so these methods may be called with a turn or a slot
-//! held, but not with the service's ledger held. A rendering's own coding mutex
-//! (`Rendered::take_coding`) is taken after the open unions' is released.
+//! Lock order: see [`Unions`].
 
 mod built;
 mod memory;
@@ -60,18 +53,27 @@ use sealed_keys::SealedKeys;
 use std::sync::{Arc, Mutex};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
+/// The unions' state. Lock order: a range's turn ([`Unions::turn`],
+/// [`Unions::compact_turn`]; a tokio lock held across the build), then a pool
+/// [`Unions::slot`], then a memory reservation ([`Unions::reserve`], atomics, never
+/// waits), never the other way round. The std mutexes inside (the range maps, `open`
+/// with the codings it keeps, the built filters, the sealed keys) are leaves: each is
+/// held only inside one method here, never across an await and never while taking
+/// another lock, so these methods may be called with a turn or a slot held, but not
+/// with the service's ledger held.
 pub(super) struct Unions {
     /// One build at a time per union range: readers of a range share its next build.
     ranges: Ranges<UnionKey>,
     /// One compact build at a time per union range and precision (on `pool`).
     compact_ranges: Ranges<CompactKey>,
-    /// Union and compact builds of different ranges running at once; past it, 503 `busy`.
+    /// Union and compact builds of different ranges running at once; past it, `Busy`.
     pool: Arc<Semaphore>,
     /// Working memory reserved by compact builds in flight.
     memory: Arc<BuildMemory>,
     /// Unions that end in the open hour (`since`, today), each with the open hour's
     /// version it was built from: pollers asking for the same range between two ingests
-    /// share one build instead of each re-reading every hour's keys.
+    /// share one build instead of each re-reading every hour's keys. Beside each, what
+    /// its rendering left for rendering the next version.
     open: Mutex<OpenUnions>,
     /// The newest union filters built, so each representation renders one build, and
     /// one ending in the open hour is carried forward rather than rebuilt.
@@ -191,15 +193,22 @@ impl Unions {
         lock(&self.open).get(key, wanted)
     }
 
-    /// What rendering the union of `key` kept now left for rendering its next version.
+    /// What rendering the union of `key` kept now left for rendering its next version,
+    /// taken (once): its next renderer holds the range's turn.
     pub fn coding_before(&self, key: &OpenKey) -> Option<HexCoding> {
-        let kept = lock(&self.open).latest(key)?;
-        kept.take_coding()
+        lock(&self.open).take_coding(key)
     }
 
-    /// Keeps the rendering of an open union, showing `stamp`.
-    pub fn keep_open(&self, key: OpenKey, stamp: OpenStamp, rendered: Arc<Rendered>) {
-        lock(&self.open).insert(key, stamp, rendered);
+    /// Keeps the rendering of an open union, showing `stamp`, with what it left for
+    /// rendering the next version.
+    pub fn keep_open(
+        &self,
+        key: OpenKey,
+        stamp: OpenStamp,
+        rendered: Arc<Rendered>,
+        coding: Option<HexCoding>,
+    ) {
+        lock(&self.open).insert(key, stamp, rendered, coding);
     }
 
     /// The union filter built for `from..=to` showing exactly `current` (the open hour

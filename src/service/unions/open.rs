@@ -1,10 +1,12 @@
 //! Unions that end in the open hour (`since`, today), each with the open hour's version
 //! it was built from, so pollers asking for the same range between two ingests share one
-//! build. Bounded in bytes (a quarter of `cache_bytes`) and in entries; the least
-//! recently used goes first, and unions of an earlier open hour go as soon as the hour
-//! turns (nobody can ask for them again).
+//! build; and beside each, what its rendering left for rendering the next version (the
+//! coding of a gzip JSON or hex body, see `render::gz`), which the next renderer takes.
+//! Bounded in bytes (a quarter of `cache_bytes`, the codings counted) and in entries;
+//! the least recently used goes first, and unions of an earlier open hour go as soon as
+//! the hour turns (nobody can ask for them again).
 
-use crate::render::{Encodings, Rendered, Repr};
+use crate::render::{Encodings, HexCoding, Rendered, Repr};
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -21,6 +23,11 @@ pub(super) const OPEN_UNIONS: usize = 64;
 struct Entry {
     stamp: OpenStamp,
     value: Arc<Rendered>,
+    /// What rendering `value` left for the next version's renderer, until taken.
+    coding: Option<HexCoding>,
+    /// Bytes counted for this entry: the rendering's and its coding's as kept (still
+    /// counted once the coding is taken, so the accounting never changes).
+    size: usize,
     last_used: u64,
 }
 
@@ -55,13 +62,21 @@ impl OpenUnions {
         Some(entry.value.clone())
     }
 
-    /// The union of `key` kept now, whatever it shows (not counted as a use).
-    pub fn latest(&self, key: &OpenKey) -> Option<Arc<Rendered>> {
-        self.entries.get(key).map(|entry| entry.value.clone())
+    /// What the rendering of `key` kept now (whatever it shows) left for rendering the
+    /// next version, taken: once (not counted as a use).
+    pub fn take_coding(&mut self, key: &OpenKey) -> Option<HexCoding> {
+        self.entries.get_mut(key)?.coding.take()
     }
 
-    pub fn insert(&mut self, key: OpenKey, stamp: OpenStamp, value: Arc<Rendered>) {
-        let size = value.size();
+    /// Keeps `value` showing `stamp`, with what it left for the next version.
+    pub fn insert(
+        &mut self,
+        key: OpenKey,
+        stamp: OpenStamp,
+        value: Arc<Rendered>,
+        coding: Option<HexCoding>,
+    ) {
+        let size = value.size() + coding.as_ref().map_or(0, HexCoding::size);
         if size > self.budget {
             return;
         }
@@ -95,6 +110,8 @@ impl OpenUnions {
             Entry {
                 stamp,
                 value,
+                coding,
+                size,
                 last_used: self.tick,
             },
         );
@@ -102,7 +119,7 @@ impl OpenUnions {
 
     fn remove(&mut self, key: &OpenKey) {
         if let Some(gone) = self.entries.remove(key) {
-            self.bytes -= gone.value.size();
+            self.bytes -= gone.size;
         }
     }
 
@@ -120,7 +137,7 @@ impl OpenUnions {
 mod tests {
     use super::*;
     use crate::bloom::Filter;
-    use crate::render::{render, Effort};
+    use crate::render::{render, render_next, Effort};
     use crate::wire::Meta;
 
     fn key(from: i64, to: i64) -> OpenKey {
@@ -141,10 +158,10 @@ mod tests {
     fn bytes_stay_within_the_budget_and_the_least_recently_used_goes_first() {
         let one = rendered(10_000);
         let mut unions = OpenUnions::new(one.size() * 2);
-        unions.insert(key(1, 5), (5, 1), one.clone());
-        unions.insert(key(2, 5), (5, 1), one.clone());
+        unions.insert(key(1, 5), (5, 1), one.clone(), None);
+        unions.insert(key(2, 5), (5, 1), one.clone(), None);
         assert!(unions.get(&key(1, 5), (5, 1)).is_some());
-        unions.insert(key(3, 5), (5, 1), one.clone());
+        unions.insert(key(3, 5), (5, 1), one.clone(), None);
         assert!(
             unions.get(&key(2, 5), (5, 1)).is_none(),
             "2 was least recently used"
@@ -156,10 +173,10 @@ mod tests {
     #[test]
     fn a_union_older_than_wanted_or_of_another_hour_is_not_served() {
         let mut unions = OpenUnions::new(1 << 20);
-        unions.insert(key(1, 5), (5, 3), rendered(10));
+        unions.insert(key(1, 5), (5, 3), rendered(10), None);
         assert!(unions.get(&key(1, 5), (5, 4)).is_none());
         assert!(unions.get(&key(1, 5), (5, 3)).is_some());
-        unions.insert(key(2, 6), (6, 1), rendered(10));
+        unions.insert(key(2, 6), (6, 1), rendered(10), None);
         assert_eq!(unions.usage().0, 1, "the earlier hour's unions went");
     }
 
@@ -167,10 +184,37 @@ mod tests {
     fn each_encoding_of_a_union_is_kept_on_its_own() {
         let mut unions = OpenUnions::new(1 << 20);
         let gzip = ((1, 5, Repr::Bin), Encodings::Gzip);
-        unions.insert(gzip, (5, 3), rendered(10));
+        unions.insert(gzip, (5, 3), rendered(10), None);
         assert!(unions
             .get(&((1, 5, Repr::Bin), Encodings::Identity), (5, 3))
             .is_none());
         assert!(unions.get(&gzip, (5, 3)).is_some());
+    }
+
+    #[test]
+    fn what_a_version_left_for_the_next_is_taken_once_and_stays_counted() {
+        let mut f = Filter::with_capacity(20_000, 0.01).unwrap();
+        for i in 0..20_000 {
+            f.insert(&format!("id-{i}"));
+        }
+        let meta = Meta::range("a".into(), "b".into(), false, 20_000);
+        let gzip = ((1, 5, Repr::Hex), Encodings::Gzip);
+        let (first, coding) =
+            render_next(&meta, &f, Repr::Hex, Effort::Fast, Encodings::Gzip, None);
+        let coding = coding.expect("a gzip hex body alone leaves its coding");
+        let (first, kept) = (Arc::new(first), coding.size());
+        assert!(kept > 0);
+        let mut unions = OpenUnions::new(1 << 24);
+        unions.insert(gzip, (5, 3), first.clone(), Some(coding));
+        assert_eq!(unions.usage().1, first.size() + kept, "its coding counted");
+        assert!(unions.take_coding(&gzip).is_some());
+        assert!(unions.take_coding(&gzip).is_none(), "taken once");
+        assert_eq!(
+            unions.usage().1,
+            first.size() + kept,
+            "still counted once taken"
+        );
+        unions.insert(gzip, (5, 4), rendered(10), None);
+        assert_eq!(unions.usage().1, rendered(10).size(), "gone with its entry");
     }
 }

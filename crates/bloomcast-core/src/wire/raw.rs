@@ -2,7 +2,7 @@
 //! body, made from a filter's [`Meta`] and read back by [`decode_raw`].
 
 use super::Meta;
-use crate::bloom::{Filter, FilterError};
+use crate::bloom::{Filter, FilterError, HashScheme};
 
 /// Response headers that describe a raw (hex or binary) body.
 pub const HEADER_M: &str = "bloom-m";
@@ -19,18 +19,19 @@ pub const HEADER_FPP: &str = "bloom-fpp";
 impl Meta {
     /// The raw representations' headers for this metadata and filter.
     pub fn headers(&self, filter: &Filter) -> Vec<(&'static str, String)> {
+        self.headers_for(&FilterParams::of(filter))
+    }
+
+    /// The raw representations' headers for this metadata and a filter's parameters
+    /// (what [`Meta::headers`] gives for that filter, from values kept without it).
+    pub fn headers_for(&self, params: &FilterParams) -> Vec<(&'static str, String)> {
         let mut out = vec![
-            (HEADER_M, filter.m().to_string()),
-            (HEADER_K, filter.k().to_string()),
-            (HEADER_HASH, filter.hash().name().to_owned()),
+            (HEADER_M, params.m.to_string()),
+            (HEADER_K, params.k.to_string()),
+            (HEADER_HASH, params.hash.name().to_owned()),
             (HEADER_COUNT, self.count.to_string()),
             (HEADER_COMPLETE, self.complete.to_string()),
-            // The shortest round-tripping form, as in JSON (e.g. `1.2e-22`, not 22 zeros).
-            (
-                HEADER_FPP,
-                serde_json::Number::from_f64(filter.fpp())
-                    .map_or_else(|| "0".to_owned(), |n| n.to_string()),
-            ),
+            (HEADER_FPP, fpp_text(params.fpp)),
         ];
         if let Some(h) = &self.hour {
             out.push((HEADER_HOUR, h.clone()));
@@ -43,6 +44,35 @@ impl Meta {
         }
         out
     }
+}
+
+/// What the raw headers say of a Bloom filter besides [`Meta`]: its size, hash count
+/// and scheme, and its false-positive estimate.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FilterParams {
+    pub m: u32,
+    pub k: u32,
+    pub hash: HashScheme,
+    pub fpp: f64,
+}
+
+impl FilterParams {
+    /// The parameters of `filter`.
+    pub fn of(filter: &Filter) -> FilterParams {
+        FilterParams {
+            m: filter.m(),
+            k: filter.k(),
+            hash: filter.hash(),
+            fpp: filter.fpp(),
+        }
+    }
+}
+
+/// A false-positive estimate as the `Bloom-Fpp` header gives it: the shortest
+/// round-tripping form, as in JSON (e.g. `1.2e-22`, not 22 zeros; `0` for a value JSON
+/// cannot hold).
+pub fn fpp_text(fpp: f64) -> String {
+    serde_json::Number::from_f64(fpp).map_or_else(|| "0".to_owned(), |n| n.to_string())
 }
 
 /// Decodes a raw body (hex when `hex`, else bytes) with its headers, looked up by

@@ -1,11 +1,13 @@
 //! Open-hour deltas (RFC 9842, Compression Dictionary Transport): which served versions
-//! of the open hour are kept as dictionaries, and the `dcz` bodies made from them.
+//! of the open hour are kept as dictionaries, and the `dcz` bodies made from them. The
+//! HTTP layer only says so in headers (`Use-As-Dictionary`, `Content-Encoding: dcz`)
+//! and chooses the response.
 //!
 //! The served body of the open hour is always current (a reader after an acknowledged
 //! ingest sees the ID). What is throttled is which versions are *kept*: the first one
 //! served for an (hour, representation), then one at most every `open_max_age` seconds
 //! or after `delta_ids` new IDs, bounded in bytes (the oldest go first). Only a kept
-//! version's response says `Use-As-Dictionary`, so a client's dictionary is one the
+//! version is offered to clients as a dictionary, so a client's dictionary is one the
 //! server holds until it expires. A version of another `m` than the current one is
 //! dropped: a filter that grew is sent whole once.
 //!
@@ -23,6 +25,7 @@ use chrono::{DateTime, Utc};
 use rustc_hash::FxHashMap;
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 use tokio::sync::OnceCell;
 
 /// zstd level of a delta: 3 makes deltas as small as 19 here (sparse bit changes
@@ -37,7 +40,12 @@ type DeltaKey = (Resource, [u8; 32], [u8; 32]);
 type Making = Arc<OnceCell<Option<Bytes>>>;
 
 /// Kept versions and made deltas.
-pub struct Deltas {
+///
+/// Lock order: `inner` (a std mutex) is a leaf, held only inside [`Deltas::offer`] and
+/// [`Deltas::delta`], never across an await and never while taking another lock. A
+/// delta being made is a `OnceCell` taken out of `inner` and awaited after `inner` is
+/// released; `inner` is taken again, alone, to record it once made.
+pub(in crate::service) struct Deltas {
     budget: usize,
     every_seconds: i64,
     every_ids: u64,
@@ -67,12 +75,12 @@ struct Version {
 }
 
 impl Deltas {
-    /// Keeps at most `budget` bytes of versions; a new one at most every
-    /// `every_seconds` (`open_max_age`) unless `every_ids` new IDs arrived (0: never).
-    pub fn new(budget: usize, every_seconds: u64, every_ids: u64) -> Deltas {
+    /// Keeps at most `budget` bytes of versions; a new one at most `every`
+    /// (`open_max_age`, in whole seconds) unless `every_ids` new IDs arrived (0: never).
+    pub fn new(budget: usize, every: Duration, every_ids: u64) -> Deltas {
         Deltas {
             budget,
-            every_seconds: every_seconds.min(3600) as i64,
+            every_seconds: every.as_secs().min(3600) as i64,
             every_ids,
             inner: Mutex::new(Inner::default()),
         }
@@ -83,7 +91,7 @@ impl Deltas {
     }
 
     /// Offers a version of the open `hour` served at `now`: whether it is kept as a
-    /// dictionary (its response then says `Use-As-Dictionary`).
+    /// dictionary (its response then offers it as one).
     pub fn offer(&self, hour: Hour, r: &Rendered, now: DateTime<Utc>) -> bool {
         if self.budget == 0 || r.identity.len() > self.budget || r.encodings != Encodings::Both {
             return false;
@@ -199,6 +207,10 @@ mod tests {
         render(&meta, &f, Repr::Bin, Effort::Fast)
     }
 
+    fn secs(seconds: u64) -> Duration {
+        Duration::from_secs(seconds)
+    }
+
     fn at(seconds: i64) -> DateTime<Utc> {
         DateTime::from_timestamp(1_795_000_000 + seconds, 0).unwrap()
     }
@@ -206,7 +218,7 @@ mod tests {
     #[tokio::test]
     async fn keeps_versions_by_time_or_new_ids_and_deltas_decode() {
         let hour = Hour::from_index(500_000);
-        let deltas = Deltas::new(1 << 20, 30, 40);
+        let deltas = Deltas::new(1 << 20, secs(30), 40);
         let v0 = version(0..1000, 3000);
         let v1 = version(0..1010, 3000);
         let v2 = version(0..1050, 3000);
@@ -239,7 +251,7 @@ mod tests {
         let small = version(0..100, 200);
         let grown = version(0..500, 3000);
         assert_ne!(small.m, grown.m);
-        let deltas = Deltas::new(1 << 20, 30, 0);
+        let deltas = Deltas::new(1 << 20, secs(30), 0);
         assert!(deltas.offer(hour, &small, at(0)));
         assert!(
             deltas.delta(hour, &grown, &small.sha256).await.is_none(),
@@ -250,7 +262,7 @@ mod tests {
 
         let a = version(0..100, 3000);
         let b = version(0..200, 3000);
-        let deltas = Deltas::new(a.identity.len() + 1, 0, 0);
+        let deltas = Deltas::new(a.identity.len() + 1, secs(0), 0);
         assert!(deltas.offer(hour, &a, at(0)));
         let c = version(0..150, 3000);
         assert!(deltas.delta(hour, &c, &a.sha256).await.is_some());
@@ -264,7 +276,7 @@ mod tests {
             "a went for b"
         );
         assert!(
-            !Deltas::new(0, 0, 0).offer(hour, &a, at(0)),
+            !Deltas::new(0, secs(0), 0).offer(hour, &a, at(0)),
             "0 turns deltas off"
         );
     }
@@ -272,7 +284,7 @@ mod tests {
     #[tokio::test]
     async fn pollers_asking_at_once_share_one_delta() {
         let hour = Hour::from_index(500_000);
-        let deltas = Deltas::new(1 << 20, 30, 0);
+        let deltas = Deltas::new(1 << 20, secs(30), 0);
         let (old, current) = (version(0..1000, 3000), version(0..1100, 3000));
         assert!(deltas.offer(hour, &old, at(0)));
         let (a, b) = tokio::join!(
