@@ -194,7 +194,7 @@ pub fn render_next(
         Repr::Bin => None,
     };
     // The SHA-256 of the body that names the rendering, where making it gave it: the
-    // JSON identity body's, hashed with its `digest` (`json_with_sha256`).
+    // JSON identity body's, hashed as it is written (`json_with_sha256`).
     let (identity, gzip, coding, named_sha256) = match straight {
         Some((gzip, coding)) => (Bytes::new(), gzip, Some(coding), None),
         None => {
