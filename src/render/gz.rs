@@ -140,7 +140,7 @@ impl std::fmt::Debug for HexCoding {
 /// `bytes` as they were then are not coded again: their codes are copied, bit for bit,
 /// from its body, and their CRCs kept, provided the code fitted to `bytes` now is the
 /// one used then. The body is the same either way; only the work differs.
-pub(super) fn hex_of(
+pub fn hex_of(
     prefix: &[u8],
     bytes: &[u8],
     suffix: &[u8],

@@ -12,8 +12,6 @@
 //! - [`hour`]: UTC hours and days as validated values, parsed once from
 //!   `/YYYY/MM/DD/HH`.
 //! - [`dcz`]: the RFC 9842 dictionary-compressed (`dcz`) framing of open-hour deltas.
-//! - [`sha256`]: SHA-256 over `sha2`'s compression function, two messages in step where
-//!   the CPU has SHA-NI.
 //! - [`sync`]: the one policy every bloomcast crate follows for a poisoned lock.
 //!
 //! The byte layouts are specified in the project's `docs/PROTOCOL.md`.
@@ -25,6 +23,5 @@ pub mod bloom;
 pub mod chain;
 pub mod dcz;
 pub mod hour;
-pub mod sha256;
 pub mod sync;
 pub mod wire;

@@ -4,8 +4,8 @@
 
 use super::Meta;
 use crate::bloom::{Filter, FilterError};
-use crate::sha256::Sha256;
 use serde::{Deserialize, Serialize};
+use sha2::{Digest as _, Sha256};
 use std::borrow::Cow;
 
 /// A filter's JSON document (v1). Hourly filters carry `hour`; unions carry
@@ -111,33 +111,28 @@ impl Document {
         (before, bytes, after)
     }
 
-    /// [`Document::json_of`] and the SHA-256 of its bytes. The document's `digest` (of
-    /// the filter's bytes) comes after the hex, so it is hashed in step with the text
-    /// before it (`sha256::update_both`), and the text after it is hashed last: the two
-    /// hashes of a large filter's JSON take about the time of the longer one.
+    /// [`Document::json_of`] and the SHA-256 of its bytes, in one pass: the hex is
+    /// written a piece at a time and hashed while the piece is still in L1, rather than
+    /// read back from memory once the body is whole (a large union's body is 20 MB).
+    /// Hand-written SHA-NI lanes hashing the filter's bytes and the body in step were
+    /// no faster on that union and 10-13% faster on bodies of a few KB to 1 MB, not
+    /// enough to keep (`benches/sha256.rs`, docs/BENCHMARKS.md).
     pub fn json_with_sha256(meta: Meta, filter: &Filter) -> (Vec<u8>, [u8; 32]) {
-        const DIGEST: &[u8] = br#""digest":""#;
-        let bytes = filter.bytes();
-        // The same text with a stand-in digest of the same length, replaced once known.
-        let stand_in = "0".repeat(64);
-        let shell = Document::with_digest(meta, filter, String::new(), stand_in).to_json();
-        let (before, mut after) = split_at_filter(shell);
+        /// Bytes of the filter a piece: 2 KiB of hex, hashed before the next is written.
+        const PIECE: usize = 1024;
+        let (before, bytes, after) = Document::json_parts(meta, filter);
         let mut out = Vec::with_capacity(before.len() + bytes.len() * 2 + after.len());
+        let mut body = Sha256::new();
         out.extend_from_slice(&before);
-        crate::bloom::hex_into(&bytes, &mut out);
-        let (mut of_bytes, mut of_body) = (Sha256::new(), Sha256::new());
-        crate::sha256::update_both(&mut of_bytes, &bytes, &mut of_body, &out);
-        // `digest` is the last field; a string value holding these bytes would have its
-        // quotes escaped.
-        let at = after
-            .windows(DIGEST.len())
-            .rposition(|w| w == DIGEST)
-            .expect("a document has a digest field")
-            + DIGEST.len();
-        after[at..at + 64].copy_from_slice(crate::chain::hex(&of_bytes.finish()).as_bytes());
-        of_body.update(&after);
+        body.update(&before);
+        for piece in bytes.chunks(PIECE) {
+            let at = out.len();
+            crate::bloom::hex_into(piece, &mut out);
+            body.update(&out[at..]);
+        }
         out.extend_from_slice(&after);
-        (out, of_body.finish())
+        body.update(&after);
+        (out, body.finalize().into())
     }
 
     /// Parses and validates a JSON document.
