@@ -135,8 +135,9 @@ impl Metrics {
         self.dropped_write_timeout.fetch_add(1, Ordering::Relaxed);
     }
 
-    #[cfg(test)]
-    fn record(&self, route: &str, status: u16, bytes: u64) {
+    /// Counts one response of `route` (as `MatchedPath` spells it) outside the router's
+    /// layer: tests and `benches/metrics.rs`.
+    pub fn record(&self, route: &str, status: u16, bytes: u64) {
         self.record_slot(
             ROUTES.iter().position(|r| *r == route),
             route,
