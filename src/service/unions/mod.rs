@@ -27,8 +27,8 @@
 //! Lock order: a range's turn ([`Unions::turn`], [`Unions::compact_turn`]; a tokio lock
 //! held across the build), then a pool [`Unions::slot`], then a memory reservation
 //! ([`Unions::reserve`], atomics, never waits), never the other way round. The
-//! std mutexes inside (the range maps, the open unions, the built filters, the sealed
-//! keys) are leaves: each is held only inside one method here, never across an await and
+//! std mutexes inside (the range maps, the open unions, the built filters) and the sealed
+//! keys' cache lock are leaves: each is held only inside one method here, never across an await and
 //! never while taking another lock, so these methods may be called with a turn or a slot
 //! held, but not with the service's ledger held. A rendering's own coding mutex
 //! (`Rendered::take_coding`) is taken after the open unions' is released.
