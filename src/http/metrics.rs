@@ -7,6 +7,13 @@
 //! routes and statuses the server answers are slots known in advance; anything else (a
 //! route another module adds, an unusual status) is counted in a locked map, off the
 //! hot path.
+//!
+//! Measured against `prometheus-client` holding the same metric set, in one run
+//! (`benches/metrics.rs`, docs/BENCHMARKS.md): recording a response here is ~2.4x
+//! faster from one thread and ~2.3x from two. Its Prometheus text encoder writes the
+//! same lines in half the time, but its label sets come out in hash order, not sorted
+//! by route and status as this text is (and as tests check); rendering is once per
+//! scrape, recording once per request.
 
 use axum::body::HttpBody as _;
 use axum::extract::{MatchedPath, Request};

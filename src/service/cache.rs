@@ -11,9 +11,10 @@
 //! docs/BENCHMARKS.md), it stays: its eviction is least recently used first, which the
 //! API tests pin (a day read three times, then left while newer renderings fill the
 //! budget, is the one evicted), and `quick_cache` keeps an entry read often over one
-//! read lately; `moka`'s LRU looks a rendering up about 5x slower than this. (Its
-//! lookup is ~20 ns slower than `quick_cache`'s, and its insert copies the map: inserts
-//! come once per rendering, each costing milliseconds.)
+//! read lately; `moka`'s LRU looks a rendering up about 4x slower than this. (Its
+//! lookup is 10-20 ns slower than `quick_cache`'s from one thread and level from two,
+//! and its insert copies the map, ~7 µs: inserts come once per rendering, each costing
+//! milliseconds.)
 
 use crate::render::{Compact, Rendered, Repr};
 use arc_swap::ArcSwap;
