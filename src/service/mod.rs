@@ -73,7 +73,8 @@ use crate::store::{Store, StoreError};
 // Every std lock of the service is taken through it: the policy for poisoning is
 // stated in `crate::sync`.
 use crate::sync::lock;
-use cache::RenderCache;
+// Public for `benches/caches.rs`, which measures it against the cache crates.
+pub use cache::{CacheKey, RenderCache};
 use chrono::{DateTime, Utc};
 use open_hours::{Deltas, OpenHours};
 pub use stats::{CacheStats, HourStats};
