@@ -41,6 +41,7 @@ impl App {
         let access_log = state
             .access_log
             .then(|| axum::middleware::from_fn(access_log::log));
+        let cors = super::cors::FastCorsLayer::new(super::cors_config());
         let stack = ServiceBuilder::new()
             .option_layer(access_log)
             // The layers below wrap the body in their own types; one box back to `Body`.
@@ -56,8 +57,11 @@ impl App {
                 meta::panicked as fn(_) -> Response,
             ))
             .layer(metrics::TrackLayer(state.metrics.clone()))
-            .layer(super::cors::FastCorsLayer::new(super::cors_config()))
-            .layer(lane::LaneLayer(state.clone()))
+            .layer(cors.clone())
+            .layer(lane::LaneLayer {
+                state: state.clone(),
+                cors: cors.headers(),
+            })
             .service(routes);
         App {
             stack: BoxCloneSyncService::new(stack),

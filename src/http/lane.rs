@@ -8,10 +8,13 @@
 //! the router.
 //!
 //! The layers above it (tracing, panics, the access log, metrics, CORS) see the lane's
-//! responses as they see the router's: each is written once, in the stack.
+//! responses as they see the router's: each is written once, in the stack. The CORS
+//! layer's headers, which do not depend on the request, are applied by that layer's code
+//! once when a response is prepared, and the layer leaves prepared responses as they are.
 //!
 //! [`Service::with_ready_hour`]: crate::service::Service::with_ready_hour
 
+use super::cors::CorsHeaders;
 use super::filters::not_modified;
 use super::metrics::Answered;
 use super::negotiate::{accepts_gzip, choose_repr, wants_compact, AVAILABLE_DICTIONARY};
@@ -24,11 +27,16 @@ use axum::http::Method;
 use axum::response::Response;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 
 /// Puts the fast lane in front of a service (the router).
 #[derive(Clone)]
-pub struct LaneLayer(pub AppState);
+pub struct LaneLayer {
+    pub state: AppState,
+    /// The CORS layer's headers, applied once to each prepared response.
+    pub cors: Arc<CorsHeaders>,
+}
 
 impl<S> tower::Layer<S> for LaneLayer {
     type Service = Lane<S>;
@@ -36,7 +44,8 @@ impl<S> tower::Layer<S> for LaneLayer {
     fn layer(&self, inner: S) -> Lane<S> {
         Lane {
             inner,
-            state: self.0.clone(),
+            state: self.state.clone(),
+            cors: self.cors.clone(),
         }
     }
 }
@@ -46,6 +55,7 @@ impl<S> tower::Layer<S> for LaneLayer {
 pub struct Lane<S> {
     inner: S,
     state: AppState,
+    cors: Arc<CorsHeaders>,
 }
 
 impl<S> tower::Service<Request> for Lane<S>
@@ -61,7 +71,7 @@ where
     }
 
     fn call(&mut self, request: Request) -> Self::Future {
-        match answer(&self.state, &request) {
+        match answer(&self.state, &self.cors, &request) {
             Some(response) => LaneFuture::Answered {
                 response: Some(response),
             },
@@ -73,7 +83,7 @@ where
 }
 
 /// The prepared response to `request`, if it is a poll of a ready hour.
-fn answer(state: &AppState, request: &Request) -> Option<Response> {
+fn answer(state: &AppState, cors: &CorsHeaders, request: &Request) -> Option<Response> {
     let uri = request.uri();
     // A query (`?fpp=`) and the compact forms are the router's, as are deltas (a
     // poller offering a dictionary): prepared responses are whole v1 bodies.
@@ -101,7 +111,7 @@ fn answer(state: &AppState, request: &Request) -> Option<Response> {
             suffix: suffix.is_some(),
             not_modified: not_modified(ready.rendered, headers),
         };
-        prepared::response(state, ready, variant)
+        prepared::response(state, cors, ready, variant)
     })?;
     response.extensions_mut().insert(Answered::HourLane);
     state.metrics.count_fast();

@@ -26,27 +26,52 @@ const MAX_SEGMENTS: usize = 5;
 pub fn filter_path(path: &str) -> Result<FilterPath> {
     let not_found = || ApiError::NotFound(format!("no filter at {path:?}"));
     let rest = path.strip_prefix('/').ok_or_else(not_found)?;
+    if !rest.contains('%') {
+        // The common case, without a copy or a decode.
+        let mut segments = [""; MAX_SEGMENTS];
+        let n = split_into(rest, &mut segments, Ok).ok_or_else(not_found)??;
+        return of_segments(&segments[..n]).ok_or_else(not_found)?;
+    }
     let mut segments: [Cow<'_, str>; MAX_SEGMENTS] = Default::default();
+    let n = split_into(rest, &mut segments, decode).ok_or_else(not_found)??;
+    of_segments(&segments[..n]).ok_or_else(not_found)?
+}
+
+/// Fills `out` with the segments of `rest`, each through `f`; how many, or `None` for
+/// more than fit or an empty one.
+fn split_into<'a, T: AsRef<str>>(
+    rest: &'a str,
+    out: &mut [T],
+    f: impl Fn(&'a str) -> Result<T>,
+) -> Option<Result<usize>> {
     let mut n = 0;
     for raw in rest.split('/') {
-        let slot = segments.get_mut(n).ok_or_else(not_found)?;
-        *slot = decode(raw)?;
-        if slot.is_empty() {
-            return Err(not_found());
+        let slot = out.get_mut(n)?;
+        *slot = match f(raw) {
+            Ok(segment) => segment,
+            Err(e) => return Some(Err(e)),
+        };
+        if slot.as_ref().is_empty() {
+            return None;
         }
         n += 1;
     }
-    match &segments[..n] {
-        [since, y, mo, d, h] if since == "since" => {
-            parse_hour(y, mo, d, h).map(|(hour, r)| (Target::Since(hour), r))
+    Some(Ok(n))
+}
+
+/// The filter path of its segments; `None` for a shape that is not one.
+fn of_segments<T: AsRef<str>>(segments: &[T]) -> Option<Result<FilterPath>> {
+    let s: [&str; MAX_SEGMENTS] =
+        std::array::from_fn(|i| segments.get(i).map_or("", AsRef::as_ref));
+    Some(match segments.len() {
+        5 if s[0] == "since" => {
+            parse_hour(s[1], s[2], s[3], s[4]).map(|(h, r)| (Target::Since(h), r))
         }
-        [y, mo, d, h] => parse_hour(y, mo, d, h).map(|(hour, r)| (Target::Hour(hour), r)),
-        [y, mo, d] => {
-            let (d, suffix) = split_suffix(d)?;
-            Ok((Target::Day(Day::from_parts(y, mo, d)?), suffix))
-        }
-        _ => Err(not_found()),
-    }
+        4 => parse_hour(s[0], s[1], s[2], s[3]).map(|(h, r)| (Target::Hour(h), r)),
+        3 => split_suffix(s[2])
+            .and_then(|(d, suffix)| Ok((Target::Day(Day::from_parts(s[0], s[1], d)?), suffix))),
+        _ => return None,
+    })
 }
 
 /// Parses a whole path that is not percent-encoded, for fuzzing and tests.

@@ -3,11 +3,13 @@
 //! nothing and writes no cache line another core reads (a shared `Bytes` or header
 //! value would bump a reference count every core touches).
 //!
-//! A prepared response is the very response [`respond`] gives, made by that code for
-//! one *variant* of the request (gzip or not, suffix or not, 304 or
+//! A prepared response is the very response [`respond`] and the CORS layer give, made
+//! by that code (the CORS layer's headers applied once here, not per request) for one
+//! *variant* of the request (gzip or not, suffix or not, 304 or
 //! not, whether the hour has a previous and a next hour): only `Cache-Control` of an
 //! open hour changes with time, and it is set per request from a static table.
 
+use super::cors::CorsHeaders;
 use super::filters::{cache_control, respond};
 use super::AppState;
 use crate::render::{Rendered, Repr};
@@ -71,20 +73,25 @@ thread_local! {
 }
 
 /// The prepared response to a request of `variant` for a ready hour.
-pub fn response(state: &AppState, ready: &ReadyHour, variant: Variant) -> Response {
+pub fn response(
+    state: &AppState,
+    cors: &CorsHeaders,
+    ready: &ReadyHour,
+    variant: Variant,
+) -> Response {
     let cache_control = ready
         .open_until
         .map(|until| cache_control(state, Some(until)));
     // Twice: the thread's copy of the bodies, and the rendering it keeps alive.
     let size = 2 * ready.rendered.size();
     let mut response = if size > KEPT_MAX {
-        let response = finished(state, ready, variant);
+        let response = finished(state, cors, ready, variant);
         let r = ready.rendered;
         let (parts, _) = response.into_parts();
         let body = body_for(parts.status, variant.gzip, &r.identity, &r.gzip).clone();
         Response::from_parts(parts, body_of(body))
     } else {
-        kept(state, ready, variant)
+        kept(state, cors, ready, variant)
     };
     if let Some(value) = cache_control {
         response.headers_mut().insert(header::CACHE_CONTROL, value);
@@ -93,7 +100,7 @@ pub fn response(state: &AppState, ready: &ReadyHour, variant: Variant) -> Respon
 }
 
 /// The response from this thread's prepared ones, prepared now if it is the first.
-fn kept(state: &AppState, ready: &ReadyHour, variant: Variant) -> Response {
+fn kept(state: &AppState, cors: &CorsHeaders, ready: &ReadyHour, variant: Variant) -> Response {
     let size = 2 * ready.rendered.size();
     let slot = variant.index(ready);
     KEPT.with(|kept| {
@@ -115,7 +122,7 @@ fn kept(state: &AppState, ready: &ReadyHour, variant: Variant) -> Response {
             }
         });
         let (status, headers) = entry.variants[slot].get_or_insert_with(|| {
-            let (parts, _) = finished(state, ready, variant).into_parts();
+            let (parts, _) = finished(state, cors, ready, variant).into_parts();
             (parts.status, parts.headers)
         });
         let body = body_for(*status, variant.gzip, &entry.identity, &entry.gzip).clone();
@@ -151,7 +158,7 @@ fn body_for<'b>(
 
 /// The whole response to a request of `variant`, made by the handler's own code as the
 /// router finishes it (with `Content-Length`).
-fn finished(state: &AppState, ready: &ReadyHour, variant: Variant) -> Response {
+fn finished(state: &AppState, cors: &CorsHeaders, ready: &ReadyHour, variant: Variant) -> Response {
     let mut request = HeaderMap::new();
     if variant.gzip {
         request.insert(header::ACCEPT_ENCODING, HeaderValue::from_static("gzip"));
@@ -168,5 +175,8 @@ fn finished(state: &AppState, ready: &ReadyHour, variant: Variant) -> Response {
             .headers_mut()
             .insert(header::CONTENT_LENGTH, length);
     }
+    // Then the CORS layer's headers, by its own code, as it adds them to every response
+    // above the router; it leaves the lane's responses as they are.
+    cors.apply(response.headers_mut());
     response
 }

@@ -31,7 +31,7 @@ use axum::body::{Body, HttpBody as _};
 use axum::extract::Request;
 use axum::http::{header, HeaderName, HeaderValue};
 use axum::response::Response;
-use bytes::{Buf, Bytes, BytesMut};
+use bytes::{Bytes, BytesMut};
 use http_body_util::BodyExt as _;
 use hyper::server::conn::http1;
 use hyper_util::rt::TokioIo;
@@ -109,15 +109,18 @@ async fn polls(
     loop {
         // Answer every whole request read.
         while !buf.is_empty() {
-            let (used, request) = match head(&buf) {
-                Head::Ours { used, request } => (used, request),
+            let request = match head(&mut buf) {
+                Head::Ours(request) => request,
                 Head::Partial => break,
+                Head::Refused => {
+                    tracing::debug!("a request head http refuses after httparse took it; closing");
+                    return Ok(None);
+                }
                 Head::Hyper => {
                     stream.write_all(&out).await?;
                     return Ok(Some(buf));
                 }
             };
-            buf.advance(used);
             let Ok(response) = app.call(*request).await;
             let body = write_response(response, &mut out).await?;
             app.metrics().count_wire();
@@ -165,19 +168,19 @@ async fn polls(
 
 /// The first request in the bytes read.
 enum Head {
-    /// A request this writer frames, from the first `used` bytes.
-    Ours {
-        used: usize,
-        request: Box<Request<Body>>,
-    },
+    /// A request this writer frames (its head is taken from the bytes read).
+    Ours(Box<Request<Body>>),
     /// The head is not whole yet.
     Partial,
+    /// A head httparse took whose URI or a header value `http` refuses: the
+    /// connection is closed.
+    Refused,
     /// Hand the connection to hyper.
     Hyper,
 }
 
-/// Reads the first request in `buf`.
-fn head(buf: &[u8]) -> Head {
+/// Reads the first request in `buf`; a request this writer frames is split off it.
+fn head(buf: &mut BytesMut) -> Head {
     /// Headers that ask for hyper's framing: a body, or something of the connection.
     const HYPERS: [&str; 5] = [
         "content-length",
@@ -207,26 +210,36 @@ fn head(buf: &[u8]) -> Head {
     {
         return Head::Hyper;
     }
-    match to_request(path, parsed.headers) {
-        Some(request) => Head::Ours {
-            used,
-            request: Box::new(request),
-        },
-        None => Head::Hyper,
+    // Where each part lies in the head, so that the request's URI and header values
+    // share the head's bytes (as hyper's do) rather than each being copied.
+    let start = buf.as_ptr() as usize;
+    let at = |part: &[u8]| (part.as_ptr() as usize - start, part.len());
+    let path = at(path.as_bytes());
+    let mut fields = Vec::with_capacity(parsed.headers.len());
+    for h in parsed.headers.iter() {
+        let Ok(name) = HeaderName::from_bytes(h.name.as_bytes()) else {
+            return Head::Hyper;
+        };
+        fields.push((at(h.value), name));
     }
-}
-
-/// The request as hyper would give it to the service: `GET`, HTTP/1.1, every header.
-fn to_request(path: &str, headers: &[httparse::Header<'_>]) -> Option<Request<Body>> {
+    let head = buf.split_to(used).freeze();
+    let part = |(from, len): (usize, usize)| head.slice(from..from + len);
     let mut request = Request::new(Body::empty());
-    *request.uri_mut() = path.parse().ok()?;
+    // httparse has checked the path's and the values' bytes as these do: a refusal
+    // here cannot happen, and would close the connection (its head is taken).
+    let Ok(uri) = axum::http::Uri::from_maybe_shared(part(path)) else {
+        return Head::Refused;
+    };
+    *request.uri_mut() = uri;
     let map = request.headers_mut();
-    map.reserve(headers.len());
-    for h in headers {
-        let name = HeaderName::from_bytes(h.name.as_bytes()).ok()?;
-        map.append(name, HeaderValue::from_bytes(h.value).ok()?);
+    map.reserve(fields.len());
+    for (value, name) in fields {
+        let Ok(value) = HeaderValue::from_maybe_shared(part(value)) else {
+            return Head::Refused;
+        };
+        map.append(name, value);
     }
-    Some(request)
+    Head::Ours(Box::new(request))
 }
 
 /// Appends `response` to `out` as hyper would write it; returns a body too large to
@@ -306,13 +319,15 @@ mod tests {
     use super::*;
 
     fn kind(raw: &str) -> &'static str {
-        match head(raw.as_bytes()) {
-            Head::Ours { used, request } => {
-                assert_eq!(used, raw.len());
+        let mut buf = BytesMut::from(raw.as_bytes());
+        match head(&mut buf) {
+            Head::Ours(request) => {
+                assert!(buf.is_empty(), "the head is taken");
                 assert_eq!(request.headers().len(), raw.matches("\r\n").count() - 2);
                 "ours"
             }
             Head::Partial => "partial",
+            Head::Refused => "refused",
             Head::Hyper => "hyper",
         }
     }

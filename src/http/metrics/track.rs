@@ -15,7 +15,8 @@ use std::task::{Context, Poll};
 /// sits above the router and the fast lane and so cannot see the router's match.
 #[derive(Clone)]
 pub enum Answered {
-    /// The fast lane, for `GET /YYYY/MM/DD/HH`.
+    /// The fast lane, for `GET /YYYY/MM/DD/HH`: a response prepared whole, CORS
+    /// headers included.
     HourLane,
     /// A route of the router.
     Route(MatchedPath),
