@@ -57,3 +57,22 @@ pub(super) fn stored_blocks(out: &mut BitWriter, bytes: &[u8], last: bool) {
         out.bytes(chunk);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::render::gz;
+    use flate2::read::GzDecoder;
+    use std::io::Read;
+
+    #[test]
+    fn stored_gzip_decompresses_to_its_input_at_any_length() {
+        for len in [0, 1, 65_534, 65_535, 65_536, 200_000] {
+            let data: Vec<u8> = (0..len).map(|i| (i * 7 % 251) as u8).collect();
+            let mut out = Vec::new();
+            GzDecoder::new(&gz::stored(&data)[..])
+                .read_to_end(&mut out)
+                .unwrap();
+            assert_eq!(out, data, "{len}");
+        }
+    }
+}
