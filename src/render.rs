@@ -5,12 +5,15 @@
 use crate::bloom::Filter;
 use crate::wire::{Document, FilterParams, Meta};
 use bytes::Bytes;
-use flate2::{write::GzEncoder, Compression};
-use std::io::Write;
 
+mod compress;
 mod gz;
+mod rendered;
 mod ribbon;
+pub(crate) use compress::gzip;
+pub use compress::Effort;
 pub use gz::HexCoding;
+pub use rendered::{ChainPlace, Encodings, RawFields, Rendered};
 pub use ribbon::{render_compact, render_ribbon, Compact};
 
 /// The gzip coder's entry points, for `benches/gzip.rs` to measure against the deflate
@@ -28,123 +31,6 @@ pub mod codec {
 
 /// The three representations of a filter (defined with the wire formats).
 pub use crate::wire::Repr;
-
-/// How fast to compress: closed hours are compressed once, so they get the best.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Effort {
-    Fast,
-    Best,
-}
-
-/// The encodings a rendering holds.
-///
-/// Content served for long (an hour, a complete union) is rendered once with both. A
-/// union ending in the open hour is rendered again for each new version of that hour,
-/// and each version is read in the encoding its pollers ask for; rendering the other
-/// too would double the bytes hashed (a full SHA-256 per body, its name and digest), so
-/// such a version holds only the one asked for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Encodings {
-    Both,
-    Identity,
-    Gzip,
-}
-
-impl Encodings {
-    /// The single encoding a request asks for (`gzip`: it accepts gzip).
-    pub fn asked(gzip: bool) -> Encodings {
-        if gzip {
-            Encodings::Gzip
-        } else {
-            Encodings::Identity
-        }
-    }
-
-    /// Whether a response from a rendering holding these is gzip, for a request that
-    /// accepts gzip or not. A one-encoding rendering is only ever made for the requests
-    /// that ask for its encoding ([`Encodings::asked`]).
-    pub fn sends_gzip(self, accepts_gzip: bool) -> bool {
-        match self {
-            Encodings::Both => accepts_gzip,
-            Encodings::Identity => false,
-            Encodings::Gzip => true,
-        }
-    }
-}
-
-/// One representation of one filter, ready to send: its bodies and the values that
-/// describe them (the SHA-256 that names it, its filter's metadata, its place in the
-/// hour chain). The HTTP layer turns these into ETags and headers.
-#[derive(Debug)]
-pub struct Rendered {
-    pub repr: Repr,
-    /// Which of the two bodies below this rendering holds; the other is empty, and its
-    /// digests are those of the one held.
-    pub encodings: Encodings,
-    pub identity: Bytes,
-    pub gzip: Bytes,
-    /// SHA-256 of the identity bytes: this version's name (its validator, and its name
-    /// as a compression dictionary, RFC 9842). In a rendering of the gzip body alone,
-    /// that body's SHA-256 instead: such a rendering (an open union's) is never a
-    /// dictionary.
-    pub sha256: [u8; 32],
-    /// SHA-256 of the gzip bytes (their digest); in a rendering of one body, that
-    /// body's ([`Rendered::sha256`]).
-    pub gzip_sha256: [u8; 32],
-    /// What the raw form's wire format says beside the body (its `Bloom-*` fields).
-    pub fields: RawFields,
-    /// A sealed hour's place in the hour chain, sent with every representation of it;
-    /// `None` otherwise.
-    pub chain: Option<ChainPlace>,
-    pub complete: bool,
-    /// The filter's size in bits and its count of IDs (a delta needs the same `m`).
-    pub m: u64,
-    pub count: u64,
-}
-
-/// What a raw body's wire format says beside it, as values: a JSON document says it all
-/// in its body.
-#[derive(Debug, Clone, PartialEq)]
-pub enum RawFields {
-    /// A JSON document: nothing beside the body.
-    None,
-    /// A Bloom filter's raw form (hex or binary): its metadata and parameters.
-    Bloom { meta: Meta, params: FilterParams },
-    /// A ribbon filter's binary form: its metadata, its false-positive rate and its
-    /// structure (fingerprint bits `r`, slots `m`, the seed).
-    Ribbon {
-        meta: Meta,
-        fpp: f64,
-        r: u32,
-        m: u32,
-        seed: u64,
-    },
-}
-
-/// A sealed hour's place in the hour chain: the header of the hour before it, and the
-/// publisher's signature over its link (none when the service does not sign).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ChainPlace {
-    pub prev: crate::chain::Hash,
-    pub signature: Option<[u8; 64]>,
-}
-
-impl Rendered {
-    /// Bytes held in memory, for the cache's budget.
-    pub fn size(&self) -> usize {
-        self.identity.len() + self.gzip.len() + 256
-    }
-
-    /// The SHA-256 of the body sent: the gzip body's when `gzip` (it is sent), else
-    /// the identity body's.
-    pub fn sha256_of(&self, gzip: bool) -> &[u8; 32] {
-        if gzip {
-            &self.gzip_sha256
-        } else {
-            &self.sha256
-        }
-    }
-}
 
 /// Renders a filter with its metadata, in both encodings.
 pub fn render(meta: &Meta, filter: &Filter, repr: Repr, effort: Effort) -> Rendered {
@@ -244,122 +130,34 @@ pub fn render_next(
     (rendered, coding)
 }
 
-pub(crate) fn gzip(data: &[u8], repr: Repr, effort: Effort) -> Vec<u8> {
-    // The hex forms are a long run of 16 symbols, near uniform at a filter's usual fill:
-    // coded by their counts alone (`gz::hex`), smaller than deflate at any level and in
-    // about 5 ms for a 10.4 MB union's JSON, where deflate took 158 ms at its fastest
-    // level and about 1 s at its best.
-    if matches!(repr, Repr::Json | Repr::Hex) {
-        if let Some(gz) = gz::hex(data) {
-            return gz;
-        }
-    }
-    // The raw bits of a filter near half full are as good as random (`gz::bits`), where
-    // the best deflate took 320 ms on a 10.4 MB union to reach 100.02%.
-    if repr == Repr::Bin && effort == Effort::Best {
-        if let Some(gz) = gz::bits(data) {
-            return gz;
-        }
-    }
-    let level = match (repr, effort) {
-        // A filter's bits are close to random at its fill, so deflate gains nothing on
-        // the raw form (measured: 100.03% of the input at the fastest level, in 0.28 s for
-        // an 11.5 MB union). Content that changes is therefore only framed as gzip.
-        (Repr::Bin, Effort::Fast) => return gz::stored(data),
-        (_, Effort::Fast) => Compression::fast(),
-        (_, Effort::Best) => Compression::best(),
-    };
-    let mut enc = GzEncoder::new(Vec::with_capacity(data.len() / 2 + 64), level);
-    enc.write_all(data).expect("writing to a Vec cannot fail");
-    enc.finish().expect("writing to a Vec cannot fail")
-}
-
+/// Filters and their metadata for the rendering tests.
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use flate2::read::GzDecoder;
-    use std::io::Read;
+mod fixtures {
+    use crate::bloom::Filter;
+    use crate::wire::Meta;
 
-    fn sample(complete: bool) -> (Meta, Filter) {
+    pub(super) fn sample(complete: bool) -> (Meta, Filter) {
         let mut f = Filter::with_capacity(100, 0.01).unwrap();
         f.insert("x");
         (Meta::hour("2008-09-03T13:00:00Z".into(), complete, 1), f)
     }
 
-    #[test]
-    fn gzip_decompresses_to_the_identity_bytes() {
-        let (meta, f) = sample(true);
-        for repr in Repr::ALL {
-            for effort in [Effort::Best, Effort::Fast] {
-                let r = render(&meta, &f, repr, effort);
-                let mut out = Vec::new();
-                GzDecoder::new(&r.gzip[..]).read_to_end(&mut out).unwrap();
-                assert_eq!(out, r.identity.to_vec(), "{repr:?} {effort:?}");
-            }
-        }
-    }
-
-    #[test]
-    fn stored_gzip_decompresses_to_its_input_at_any_length() {
-        for len in [0, 1, 65_534, 65_535, 65_536, 200_000] {
-            let data: Vec<u8> = (0..len).map(|i| (i * 7 % 251) as u8).collect();
-            let mut out = Vec::new();
-            GzDecoder::new(&gz::stored(&data)[..])
-                .read_to_end(&mut out)
-                .unwrap();
-            assert_eq!(out, data, "{len}");
-        }
-    }
-
-    #[test]
-    fn the_raw_form_of_changing_content_is_stored_not_deflated() {
-        let (meta, f) = sample(false);
-        let r = render(&meta, &f, Repr::Bin, Effort::Fast);
-        // Stored blocks: the bytes plus the gzip frame and 5 bytes per 64 KiB block.
-        assert!(r.gzip.len() > r.identity.len());
-        assert!(r.gzip.len() <= r.identity.len() + 64 + 5 * r.identity.len().div_ceil(65535));
-    }
-
     /// A filter of 200,000 IDs at its sizing target: about half its bits set.
-    fn half_full() -> (Meta, Filter) {
+    pub(super) fn half_full() -> (Meta, Filter) {
         let mut f = Filter::with_capacity(200_000, 0.01).unwrap();
         for i in 0..200_000 {
             f.insert(&format!("id-{i}"));
         }
         (Meta::hour("2008-09-03T13:00:00Z".into(), true, 200_000), f)
     }
+}
 
-    fn deflated(data: &[u8], level: Compression) -> usize {
-        let mut enc = GzEncoder::new(Vec::new(), level);
-        enc.write_all(data).unwrap();
-        enc.finish().unwrap().len()
-    }
-
-    #[test]
-    fn the_hex_forms_of_a_half_full_filter_are_coded_smaller_than_deflate_at_any_effort() {
-        let (meta, f) = half_full();
-        for repr in [Repr::Json, Repr::Hex] {
-            for effort in [Effort::Fast, Effort::Best] {
-                let r = render(&meta, &f, repr, effort);
-                let mut out = Vec::new();
-                GzDecoder::new(&r.gzip[..]).read_to_end(&mut out).unwrap();
-                assert_eq!(out, r.identity);
-                assert!(r.gzip.len() < r.identity.len() * 52 / 100);
-                assert!(r.gzip.len() < deflated(&r.identity, Compression::best()));
-            }
-        }
-    }
-
-    #[test]
-    fn raw_bits_near_half_full_are_stored_and_sparse_ones_deflated() {
-        let (meta, f) = half_full();
-        let r = render(&meta, &f, Repr::Bin, Effort::Best);
-        assert!(r.gzip.len() > r.identity.len(), "stored blocks");
-        // One ID in a filter sized for 100: nearly all zero bits, which deflate shrinks.
-        let (meta, f) = sample(true);
-        let r = render(&meta, &f, Repr::Bin, Effort::Best);
-        assert!(r.gzip.len() < r.identity.len());
-    }
+#[cfg(test)]
+mod tests {
+    use super::fixtures::{half_full, sample};
+    use super::*;
+    use flate2::read::GzDecoder;
+    use std::io::Read;
 
     #[test]
     fn digests_cover_the_bytes_of_each_encoding() {
@@ -433,19 +231,6 @@ mod tests {
             let (_, none) = render_next(&meta, &f, repr, Effort::Fast, Encodings::Both, None);
             assert!(none.is_none());
         }
-    }
-
-    #[test]
-    fn a_response_is_gzip_when_asked_and_held() {
-        for accepts in [false, true] {
-            assert_eq!(Encodings::Both.sends_gzip(accepts), accepts);
-            assert!(Encodings::asked(accepts).sends_gzip(accepts) == accepts);
-        }
-        assert!(
-            Encodings::Gzip.sends_gzip(false),
-            "a gzip-only rendering sends gzip"
-        );
-        assert!(!Encodings::Identity.sends_gzip(true));
     }
 
     #[test]

@@ -48,141 +48,49 @@
 mod cache;
 mod chain;
 mod compact;
+mod error;
 mod health;
 mod history;
 mod incremental;
+mod index;
+mod ingest;
 mod lifecycle;
+mod marks;
 mod open_hours;
 mod ready;
+mod retention;
 mod sealer;
 pub use ready::ReadyHour;
 mod stats;
+mod target;
+mod tuning;
 mod union;
 mod unions;
 mod views;
 
 pub use chain::{ChainPage, SignedLink, MAX_CHAIN_PAGE};
+pub use error::{Result, ServiceError};
 pub use health::{HealthReport, HealthStatus, RECOVERY_HOLD};
 pub use history::History;
+pub use index::HourSummary;
+pub use ingest::Receipt;
+pub use target::{Target, View};
+pub use tuning::Tuning;
 
-use crate::bloom::{FilterError, Key};
-use crate::clock::{Clock, GuardedClock, JumpGuard, JumpState};
-use crate::hour::{Day, Hour};
-use crate::render::Rendered;
-use crate::store::{Store, StoreError};
+use crate::clock::{Clock, GuardedClock, JumpGuard};
+use crate::hour::Hour;
+use crate::store::Store;
 // Every std lock of the service is taken through it: the policy for poisoning is
 // stated in `crate::sync`.
 use crate::sync::lock;
 // Public for `benches/caches.rs`, which measures it against the cache crates.
 pub use cache::{CacheKey, RenderCache};
-use chrono::{DateTime, Utc};
 use open_hours::{Deltas, OpenHours};
 pub use stats::{CacheStats, HourStats};
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::AtomicI64;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
-use thiserror::Error;
+use std::time::Duration;
 pub use unions::{StepStats, UnionWork};
-
-#[derive(Debug, Error)]
-pub enum ServiceError {
-    #[error("{0}")]
-    NotFound(String),
-    #[error("{0}")]
-    Gone(String),
-    #[error("{0}")]
-    BadRange(String),
-    /// The batch would take the hour past `max_hour_ids` distinct IDs; nothing was recorded.
-    #[error("the hour {hour} is full: it holds {count} distinct IDs and the limit is {max}")]
-    HourFull { hour: Hour, count: u64, max: u64 },
-    /// A bounded pool is full; retry shortly.
-    #[error("{0}")]
-    Busy(String),
-    /// The resource exists, but not in the representation asked for (a compact
-    /// filter of the open hour).
-    #[error("{0}")]
-    NotAcceptable(String),
-    #[error(transparent)]
-    Store(#[from] StoreError),
-    /// A filter could not be built or read back (a stored filter that fails to decode).
-    #[error("filter error: {0}")]
-    Filter(#[from] FilterError),
-    /// A background task the request waited on failed (a panic while building).
-    #[error("background task failed: {0}")]
-    Task(#[from] tokio::task::JoinError),
-}
-
-pub type Result<T, E = ServiceError> = std::result::Result<T, E>;
-
-/// The service's tunables, from [`crate::config::Settings`].
-#[derive(Debug, Clone)]
-pub struct Tuning {
-    pub capacity: u64,
-    pub target_fpp: f64,
-    pub retention_hours: u64,
-    pub cache_bytes: usize,
-    /// How stale the view of the open hour may be (other nodes' appends).
-    pub refresh: Duration,
-    /// Distinct IDs an hour may hold; ingest beyond it is refused (`HourFull`).
-    pub max_hour_ids: u64,
-    /// Union builds of different ranges at once; more are refused (`Busy`).
-    pub union_builds: usize,
-    /// How far the wall clock may run ahead of the monotonic clock before it is a jump
-    /// (see [`crate::clock::JumpGuard`]).
-    pub clock_jump_tolerance: Duration,
-    /// How long a forward jump must hold before it is followed.
-    pub clock_jump_confirm: Duration,
-    /// The key that signs each sealed hour's chain link; `None` publishes unsigned.
-    pub signer: Option<crate::chain::Signer>,
-    /// Bytes of the open hour's versions kept as compression dictionaries (RFC 9842
-    /// deltas for pollers); 0 keeps none.
-    pub delta_bytes: usize,
-    /// A new version of the open hour is kept at most this often (`open_max_age`: a
-    /// poller holds its dictionary that long) ...
-    pub delta_every: Duration,
-    /// ... unless this many new IDs arrived since the last one kept (0: by time only).
-    pub delta_ids: u64,
-}
-
-/// What an ingest acknowledged.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Receipt {
-    pub hour: Hour,
-    pub accepted: usize,
-}
-
-/// What a client asked for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Target {
-    Hour(Hour),
-    Day(Day),
-    /// From this hour through the current one.
-    Since(Hour),
-}
-
-/// A served filter, with where it stands among the others.
-#[derive(Debug, Clone)]
-pub struct View {
-    pub rendered: Arc<Rendered>,
-    /// `None` when complete (immutable); else when the content may next change for good
-    /// (the end of the open hour).
-    pub open_until: Option<DateTime<Utc>>,
-    /// The previous hour or day, if the service has it.
-    pub prev: Option<Target>,
-    /// The next hour or day, if it exists yet.
-    pub next: Option<Target>,
-    /// The open hour this view shows, whose versions may serve as compression
-    /// dictionaries for later ones (RFC 9842); `None` for closed hours and unions.
-    pub open_hour: Option<Hour>,
-}
-
-/// One line of the index.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct HourSummary {
-    pub hour: Hour,
-    pub count: u64,
-    pub complete: bool,
-}
 
 /// What bloomcast does. Its parts own their locks; the order across them is in the
 /// module doc, and each part's own at its struct (`OpenHours`, `Deltas`, `Unions`).
@@ -259,207 +167,5 @@ impl Service {
 
     pub fn genesis(&self) -> Hour {
         self.genesis
-    }
-
-    /// The service's current (open) hour: the later of the clock's hour and the newest
-    /// hour the store has opened, so that time only moves forward for the service.
-    pub fn current_hour(&self) -> Hour {
-        self.clock.current_hour().max(self.high_water())
-    }
-
-    fn high_water(&self) -> Hour {
-        Hour::from_index(self.high_water.load(Ordering::Acquire))
-    }
-
-    /// The newest hour durably closed to appends, if any.
-    fn closed_through(&self) -> Option<Hour> {
-        match self.closed_through.load(Ordering::Acquire) {
-            i64::MIN => None,
-            h => Some(Hour::from_index(h)),
-        }
-    }
-
-    pub fn now(&self) -> DateTime<Utc> {
-        self.clock.now()
-    }
-
-    /// What the clock's jump guard says now: how far the wall clock is ahead of the
-    /// time the service runs on, and the jumps seen.
-    pub fn clock_jump(&self) -> JumpState {
-        self.clock.jump_state()
-    }
-
-    /// The hour before which retention may prune: the retention horizon of `now`, but
-    /// never past the horizon of the high-water mark at start plus the whole hours
-    /// measured on the monotonic clock since (and one hour of slack). A clock read once
-    /// far ahead (a jump, or a start on a stepped clock) prunes nothing; after a long
-    /// stop, pruning catches up at the pace of real time, keeping old hours longer,
-    /// never shorter, than retention.
-    pub(super) fn prune_horizon(&self, now: Hour) -> Hour {
-        let (at_start, mono) = self.started;
-        let passed = self.clock.monotonic().saturating_sub(mono).as_secs() / 3600;
-        let bound = Hour::from_index(at_start.index().saturating_add(passed as i64 + 1));
-        self.earliest(now.min(bound))
-    }
-
-    /// How far the clock is behind the start of the current hour (0 when it is not):
-    /// non-zero after a clock step back, until the clock catches up.
-    pub fn clock_behind_seconds(&self) -> i64 {
-        let start = self.high_water().start();
-        (start - self.clock.now()).num_seconds().max(0)
-    }
-
-    fn warn_if_clock_behind(&self) {
-        let behind = self.clock_behind_seconds();
-        if behind > 0 {
-            tracing::warn!(
-                behind_seconds = behind,
-                current = %self.current_hour(),
-                "the clock is behind the newest hour the store has opened: ingest stays in that \
-                 hour until the clock passes its end"
-            );
-        }
-    }
-
-    /// Reads the marks from the store (other nodes move them) and takes the later of
-    /// each; time never moves back.
-    ///
-    /// # Errors
-    /// Store failures.
-    pub(super) async fn read_marks(&self) -> Result<()> {
-        let marks = self.store.marks().await?;
-        self.raise_high_water(marks.high_water);
-        if let Some(closed) = marks.closed_through {
-            self.closed_through
-                .fetch_max(closed.index(), Ordering::AcqRel);
-        }
-        self.open.marks_read();
-        Ok(())
-    }
-
-    /// As [`Service::read_marks`], at most once per refresh interval.
-    pub(super) async fn read_marks_if_due(&self) -> Result<()> {
-        if self.open.marks_due(self.tuning.refresh) {
-            self.read_marks().await?;
-        }
-        Ok(())
-    }
-
-    fn raise_high_water(&self, hour: Hour) {
-        let before = self.high_water.fetch_max(hour.index(), Ordering::AcqRel);
-        if hour.index() > before && self.clock.current_hour() < hour {
-            self.warn_if_clock_behind();
-        }
-    }
-
-    /// The oldest hour still served: genesis or the retention horizon, whichever is later.
-    pub fn earliest(&self, now: Hour) -> Hour {
-        let horizon = Hour::from_index(now.index() - self.tuning.retention_hours as i64 + 1);
-        horizon.max(self.genesis)
-    }
-
-    /// Records keys in the current hour. Returns once they are durable.
-    ///
-    /// # Errors
-    /// [`ServiceError::HourFull`] past `max_hour_ids`; [`ServiceError::Store`] if the
-    /// store could not make them durable. Nothing was acknowledged then, and the caller
-    /// may retry.
-    pub async fn ingest(&self, keys: &[Key]) -> Result<Receipt> {
-        self.wait_loaded().await;
-        let now = self.current_hour();
-        let max = self.tuning.max_hour_ids;
-        let reservation = self.open.reserve(now, keys, max, self.closed_through())?;
-        let began = Instant::now();
-        let appended = self.store.append_at(now, keys).await;
-        let (hour, cursor) = match self.note_write_begun(Some(began), appended) {
-            Ok(appended) => appended,
-            Err(e) => {
-                self.open.release(reservation);
-                return Err(e);
-            }
-        };
-        self.raise_high_water(hour);
-        let closed = self.closed_through();
-        self.open
-            .acknowledge(reservation, hour, keys, cursor, closed);
-        Ok(Receipt {
-            hour,
-            accepted: keys.len(),
-        })
-    }
-
-    /// The distinct-key count of the current hour as this node sees it.
-    pub fn current_count(&self) -> u64 {
-        let now = self.current_hour();
-        self.open.count(now)
-    }
-
-    /// Checks that `hour` is one the service can speak for.
-    fn check(&self, hour: Hour, now: Hour) -> Result<()> {
-        if hour > now {
-            return Err(ServiceError::NotFound(format!(
-                "{hour} is in the future; the current hour is {now}"
-            )));
-        }
-        if hour < self.genesis {
-            return Err(ServiceError::NotFound(format!(
-                "{hour} is before this service's first hour {}: nothing is known about it",
-                self.genesis
-            )));
-        }
-        if hour < self.earliest(now) {
-            return Err(ServiceError::Gone(format!(
-                "{hour} is past the retention of {} hours",
-                self.tuning.retention_hours
-            )));
-        }
-        Ok(())
-    }
-
-    /// The most recent hours, newest first, back to `earliest` but at most `limit`.
-    ///
-    /// # Errors
-    /// Store failures.
-    pub async fn recent(&self, limit: usize) -> Result<Vec<HourSummary>> {
-        let now = self.current_hour();
-        let earliest = self.earliest(now);
-        self.refresh(now).await?;
-        let mut out = vec![HourSummary {
-            hour: now,
-            count: self.current_count(),
-            complete: false,
-        }];
-        let oldest = Hour::from_index((now.index() - limit as i64 + 1).max(earliest.index()));
-        if oldest < now {
-            let sealed = self.sealed_counts(oldest, now.prev()).await?;
-            let mut hour = now.prev();
-            while hour >= oldest {
-                let (count, complete) = match sealed.iter().find(|(h, _)| *h == hour) {
-                    Some((_, c)) => (*c, true),
-                    None => self.closed_count(hour).await?,
-                };
-                out.push(HourSummary {
-                    hour,
-                    count,
-                    complete,
-                });
-                hour = hour.prev();
-            }
-        }
-        Ok(out)
-    }
-}
-
-impl Service {
-    /// `(hour, count)` of the sealed hours in `from..=to`; when a row fails verification,
-    /// none (each hour is then read on its own, and a corrupt one rebuilt from its keys).
-    async fn sealed_counts(&self, from: Hour, to: Hour) -> Result<Vec<(Hour, u64)>> {
-        match self.store.sealed_counts(from, to).await {
-            Err(StoreError::Corrupt(why)) => {
-                tracing::error!(%from, %to, %why, "a sealed hour's count failed verification");
-                Ok(Vec::new())
-            }
-            other => Ok(other?),
-        }
     }
 }

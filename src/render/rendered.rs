@@ -1,0 +1,135 @@
+//! What a rendering is: one representation's bodies, which encodings it holds, and the
+//! values that describe them (the SHA-256s that name it, the fields beside a raw body,
+//! a sealed hour's place in the chain), for the HTTP layer to name on the wire.
+
+use super::Repr;
+use crate::wire::{FilterParams, Meta};
+use bytes::Bytes;
+
+/// The encodings a rendering holds.
+///
+/// Content served for long (an hour, a complete union) is rendered once with both. A
+/// union ending in the open hour is rendered again for each new version of that hour,
+/// and each version is read in the encoding its pollers ask for; rendering the other
+/// too would double the bytes hashed (a full SHA-256 per body, its name and digest), so
+/// such a version holds only the one asked for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Encodings {
+    Both,
+    Identity,
+    Gzip,
+}
+
+impl Encodings {
+    /// The single encoding a request asks for (`gzip`: it accepts gzip).
+    pub fn asked(gzip: bool) -> Encodings {
+        if gzip {
+            Encodings::Gzip
+        } else {
+            Encodings::Identity
+        }
+    }
+
+    /// Whether a response from a rendering holding these is gzip, for a request that
+    /// accepts gzip or not. A one-encoding rendering is only ever made for the requests
+    /// that ask for its encoding ([`Encodings::asked`]).
+    pub fn sends_gzip(self, accepts_gzip: bool) -> bool {
+        match self {
+            Encodings::Both => accepts_gzip,
+            Encodings::Identity => false,
+            Encodings::Gzip => true,
+        }
+    }
+}
+
+/// One representation of one filter, ready to send: its bodies and the values that
+/// describe them (the SHA-256 that names it, its filter's metadata, its place in the
+/// hour chain). The HTTP layer turns these into ETags and headers.
+#[derive(Debug)]
+pub struct Rendered {
+    pub repr: Repr,
+    /// Which of the two bodies below this rendering holds; the other is empty, and its
+    /// digests are those of the one held.
+    pub encodings: Encodings,
+    pub identity: Bytes,
+    pub gzip: Bytes,
+    /// SHA-256 of the identity bytes: this version's name (its validator, and its name
+    /// as a compression dictionary, RFC 9842). In a rendering of the gzip body alone,
+    /// that body's SHA-256 instead: such a rendering (an open union's) is never a
+    /// dictionary.
+    pub sha256: [u8; 32],
+    /// SHA-256 of the gzip bytes (their digest); in a rendering of one body, that
+    /// body's ([`Rendered::sha256`]).
+    pub gzip_sha256: [u8; 32],
+    /// What the raw form's wire format says beside the body (its `Bloom-*` fields).
+    pub fields: RawFields,
+    /// A sealed hour's place in the hour chain, sent with every representation of it;
+    /// `None` otherwise.
+    pub chain: Option<ChainPlace>,
+    pub complete: bool,
+    /// The filter's size in bits and its count of IDs (a delta needs the same `m`).
+    pub m: u64,
+    pub count: u64,
+}
+
+/// What a raw body's wire format says beside it, as values: a JSON document says it all
+/// in its body.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RawFields {
+    /// A JSON document: nothing beside the body.
+    None,
+    /// A Bloom filter's raw form (hex or binary): its metadata and parameters.
+    Bloom { meta: Meta, params: FilterParams },
+    /// A ribbon filter's binary form: its metadata, its false-positive rate and its
+    /// structure (fingerprint bits `r`, slots `m`, the seed).
+    Ribbon {
+        meta: Meta,
+        fpp: f64,
+        r: u32,
+        m: u32,
+        seed: u64,
+    },
+}
+
+/// A sealed hour's place in the hour chain: the header of the hour before it, and the
+/// publisher's signature over its link (none when the service does not sign).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ChainPlace {
+    pub prev: crate::chain::Hash,
+    pub signature: Option<[u8; 64]>,
+}
+
+impl Rendered {
+    /// Bytes held in memory, for the cache's budget.
+    pub fn size(&self) -> usize {
+        self.identity.len() + self.gzip.len() + 256
+    }
+
+    /// The SHA-256 of the body sent: the gzip body's when `gzip` (it is sent), else
+    /// the identity body's.
+    pub fn sha256_of(&self, gzip: bool) -> &[u8; 32] {
+        if gzip {
+            &self.gzip_sha256
+        } else {
+            &self.sha256
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_response_is_gzip_when_asked_and_held() {
+        for accepts in [false, true] {
+            assert_eq!(Encodings::Both.sends_gzip(accepts), accepts);
+            assert!(Encodings::asked(accepts).sends_gzip(accepts) == accepts);
+        }
+        assert!(
+            Encodings::Gzip.sends_gzip(false),
+            "a gzip-only rendering sends gzip"
+        );
+        assert!(!Encodings::Identity.sends_gzip(true));
+    }
+}

@@ -1,0 +1,37 @@
+//! The service's one error type: every way a call into the service fails, in the
+//! service's own terms (the HTTP layer says which status each is), and its `Result`.
+
+use crate::bloom::FilterError;
+use crate::hour::Hour;
+use crate::store::StoreError;
+use thiserror::Error;
+
+#[derive(Debug, Error)]
+pub enum ServiceError {
+    #[error("{0}")]
+    NotFound(String),
+    #[error("{0}")]
+    Gone(String),
+    #[error("{0}")]
+    BadRange(String),
+    /// The batch would take the hour past `max_hour_ids` distinct IDs; nothing was recorded.
+    #[error("the hour {hour} is full: it holds {count} distinct IDs and the limit is {max}")]
+    HourFull { hour: Hour, count: u64, max: u64 },
+    /// A bounded pool is full; retry shortly.
+    #[error("{0}")]
+    Busy(String),
+    /// The resource exists, but not in the representation asked for (a compact
+    /// filter of the open hour).
+    #[error("{0}")]
+    NotAcceptable(String),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// A filter could not be built or read back (a stored filter that fails to decode).
+    #[error("filter error: {0}")]
+    Filter(#[from] FilterError),
+    /// A background task the request waited on failed (a panic while building).
+    #[error("background task failed: {0}")]
+    Task(#[from] tokio::task::JoinError),
+}
+
+pub type Result<T, E = ServiceError> = std::result::Result<T, E>;
