@@ -24,6 +24,9 @@ const MAX_SEGMENTS: usize = 5;
 /// 404 for a path that is not a filter path (wrong number of segments, empty segments,
 /// an unknown suffix), 400 `invalid_hour` for a malformed or impossible hour.
 pub fn filter_path(path: &str) -> Result<FilterPath> {
+    if let Some(parsed) = plain_hour(path) {
+        return Ok(parsed);
+    }
     let not_found = || ApiError::NotFound(format!("no filter at {path:?}"));
     let rest = path.strip_prefix('/').ok_or_else(not_found)?;
     if !rest.contains('%') {
@@ -35,6 +38,30 @@ pub fn filter_path(path: &str) -> Result<FilterPath> {
     let mut segments: [Cow<'_, str>; MAX_SEGMENTS] = Default::default();
     let n = split_into(rest, &mut segments, decode).ok_or_else(not_found)??;
     of_segments(&segments[..n]).ok_or_else(not_found)?
+}
+
+/// The hour of a path in the shape pollers send, `/YYYY/MM/DD/HH[.ext]` with every
+/// segment plain digits, read byte by byte; `None` for anything else (which the general
+/// parse below answers, errors included).
+fn plain_hour(path: &str) -> Option<FilterPath> {
+    let b = path.as_bytes();
+    let shape = b.len() >= 14
+        && b[0] == b'/'
+        && b[5] == b'/'
+        && b[8] == b'/'
+        && b[11] == b'/'
+        && [1..5, 6..8, 9..11, 12..14]
+            .into_iter()
+            .all(|r| b[r].iter().all(u8::is_ascii_digit));
+    if !shape {
+        return None;
+    }
+    let suffix = match &path[14..] {
+        "" => None,
+        ext => Some(Repr::from_suffix(ext.strip_prefix('.')?)?),
+    };
+    let hour = Hour::from_parts(&path[1..5], &path[6..8], &path[9..11], &path[12..14]).ok()?;
+    Some((Target::Hour(hour), suffix))
 }
 
 /// Fills `out` with the segments of `rest`, each through `f`; how many, or `None` for
@@ -160,6 +187,28 @@ mod tests {
         ] {
             let err = parse_filter_path(path).unwrap_err();
             assert_eq!(err.status().as_u16(), status, "{path}: {err}");
+        }
+    }
+
+    #[test]
+    fn the_plain_hour_shape_agrees_with_the_general_parse() {
+        for path in [
+            "/2008/09/03/13",
+            "/2008/09/03/13.json",
+            "/2008/09/03/13.bin",
+            "/2008/09/03/24",
+            "/2008/02/30/00",
+            "/2008/09/03/13.xml",
+            "/2008/09/03/13.",
+            "/2008/09/03/13x",
+            "/2008/09/03/13/",
+        ] {
+            let rest = path.strip_prefix('/').unwrap();
+            let mut segments = [""; MAX_SEGMENTS];
+            let general = split_into(rest, &mut segments, Ok)
+                .and_then(|n| of_segments(&segments[..n.ok()?]))
+                .and_then(Result::ok);
+            assert_eq!(plain_hour(path), general, "{path}");
         }
     }
 
