@@ -341,3 +341,49 @@ async fn with_the_access_log_on_every_poll_is_logged_even_of_a_ready_hour() {
         .collect();
     assert_eq!(polls.len(), 4, "{polls:?}");
 }
+
+#[tokio::test]
+async fn with_debug_logging_every_request_has_a_span_and_a_response_event() {
+    let dir = tempfile::tempdir().unwrap();
+    let quiet = start(dir.path().join("a").as_path(), &[]);
+    let traced = start(
+        dir.path().join("b").as_path(),
+        &[("RUST_LOG", "info,bloomcast::http::app=debug")],
+    );
+    let mut hours = Vec::new();
+    for server in [&quiet, &traced] {
+        let index: serde_json::Value = reqwest::get(format!("{}/", server.base))
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let hour = index["current"]["url"].as_str().unwrap().to_owned();
+        // One keep-alive connection: after the first read the hour is ready, and the
+        // fast lane answers on the connection's own writer.
+        let client = reqwest::Client::new();
+        for _ in 0..3 {
+            let reply = client
+                .get(format!("{}{hour}", server.base))
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(reply.status(), 200);
+        }
+        hours.push(hour);
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let events = |server: &common::Server, hour: &str| -> usize {
+        let log = server.log.lock().unwrap();
+        log.iter()
+            .filter(|l| {
+                l.contains("bloomcast::http::app")
+                    && l.contains(&format!("uri={hour}"))
+                    && l.contains("response")
+                    && l.contains("status=200")
+            })
+            .count()
+    };
+    assert_eq!(events(&quiet, &hours[0]), 0);
+    assert_eq!(events(&traced, &hours[1]), 3);
+}

@@ -3,7 +3,7 @@
 //! requests is written once, as one layer:
 //!
 //! ```text
-//! access log (when on) → tracing → panics → metrics → CORS → fast lane → router
+//! access log (when on) → tracing (when on) → panics → metrics → CORS → fast lane → router
 //!                                                                   (route tag → loading → deadline → handlers)
 //! ```
 //!
@@ -19,10 +19,11 @@ use axum::Router;
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::task::{Context, Poll};
+use std::time::Duration;
 use tower::util::BoxCloneSyncService;
 use tower::ServiceBuilder;
-use tower_http::trace::{DefaultMakeSpan, DefaultOnResponse, TraceLayer};
-use tracing::Level;
+use tower_http::trace::TraceLayer;
+use tracing::{Level, Span};
 
 type Stack = BoxCloneSyncService<Request, Response, Infallible>;
 
@@ -41,16 +42,37 @@ impl App {
         let access_log = state
             .access_log
             .then(|| axum::middleware::from_fn(access_log::log));
+        // A span per request and an event per response, at debug under this module's
+        // target (`bloomcast::http::app`), when debug is on for it at start: the filter
+        // is fixed for the life of the process, so without it the stack has no layer
+        // (and no clock reading) for them at all.
+        let trace = tracing::enabled!(Level::DEBUG).then(|| {
+            tower::layer::util::Stack::new(
+                TraceLayer::new_for_http()
+                    .make_span_with(|request: &Request| {
+                        tracing::debug_span!(
+                            "request",
+                            method = %request.method(),
+                            uri = %request.uri(),
+                            version = ?request.version(),
+                        )
+                    })
+                    .on_response(|response: &Response<_>, latency: Duration, _: &Span| {
+                        tracing::debug!(
+                            status = response.status().as_u16(),
+                            latency_us = latency.as_micros() as u64,
+                            "response"
+                        );
+                    }),
+                tower::util::MapResponseLayer::new(IntoResponse::into_response),
+            )
+        });
         let cors = super::cors::FastCorsLayer::new(super::cors_config());
         let stack = ServiceBuilder::new()
             .option_layer(access_log)
+            .option_layer(trace)
             // The layers below wrap the body in their own types; one box back to `Body`.
             .map_response(IntoResponse::into_response)
-            .layer(
-                TraceLayer::new_for_http()
-                    .make_span_with(DefaultMakeSpan::new().level(Level::DEBUG))
-                    .on_response(DefaultOnResponse::new().level(Level::DEBUG)),
-            )
             // A panic anywhere below is answered 500 `internal` and logged, never a
             // dropped connection; shared state guards against half-finished updates.
             .layer(tower_http::catch_panic::CatchPanicLayer::custom(
