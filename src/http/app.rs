@@ -78,7 +78,12 @@ impl App {
             .layer(tower_http::catch_panic::CatchPanicLayer::custom(
                 meta::panicked as fn(_) -> Response,
             ))
-            .layer(metrics::TrackLayer(state.metrics.clone()))
+            // The counters outlive the application: counting a request then writes no
+            // reference count that every core shares (one `Arc` handle is leaked per
+            // application, so its `Metrics` live as long as the process).
+            .layer(metrics::TrackLayer(Box::leak(Box::new(
+                state.metrics.clone(),
+            ))))
             .layer(cors.clone())
             .layer(lane::LaneLayer {
                 state: state.clone(),

@@ -35,7 +35,9 @@ pub struct FastCorsLayer {
     /// For preflights; behind an `Arc` because axum clones a route's whole service stack
     /// per request, and a `CorsLayer` clone allocates.
     cors: Arc<CorsLayer>,
-    headers: Arc<CorsHeaders>,
+    /// Leaked once per application: a request's future holds a `'static` reference,
+    /// so no reference count that every core shares is written per request.
+    headers: &'static CorsHeaders,
 }
 
 impl FastCorsLayer {
@@ -64,7 +66,7 @@ impl FastCorsLayer {
             "FastCorsLayer needs request-independent CORS headers"
         );
         FastCorsLayer {
-            headers: Arc::new(CorsHeaders::from(with_origin)),
+            headers: Box::leak(Box::new(CorsHeaders::from(with_origin))),
             cors: Arc::new(cors),
         }
     }
@@ -73,8 +75,8 @@ impl FastCorsLayer {
 impl FastCorsLayer {
     /// The headers added to every actual request's response: the fast lane applies
     /// them when it prepares a response, once per rendering, instead of per request.
-    pub fn headers(&self) -> Arc<CorsHeaders> {
-        self.headers.clone()
+    pub fn headers(&self) -> &'static CorsHeaders {
+        self.headers
     }
 }
 
@@ -177,7 +179,7 @@ where
         }
         CorsFuture::Actual {
             future: self.inner.call(request),
-            headers: self.layer.headers.clone(),
+            headers: self.layer.headers,
         }
     }
 }
@@ -186,7 +188,7 @@ pin_project_lite::pin_project! {
     /// The response future of [`FastCors`].
     #[project = CorsProj]
     pub enum CorsFuture<F> {
-        Actual { #[pin] future: F, headers: Arc<CorsHeaders> },
+        Actual { #[pin] future: F, headers: &'static CorsHeaders },
         Preflight { future: BoxedResponse },
     }
 }

@@ -27,7 +27,6 @@ use axum::http::Method;
 use axum::response::Response;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
 use std::task::{Context, Poll};
 
 /// Puts the fast lane in front of a service (the router).
@@ -35,7 +34,7 @@ use std::task::{Context, Poll};
 pub struct LaneLayer {
     pub state: AppState,
     /// The CORS layer's headers, applied once to each prepared response.
-    pub cors: Arc<CorsHeaders>,
+    pub cors: &'static CorsHeaders,
 }
 
 impl<S> tower::Layer<S> for LaneLayer {
@@ -45,7 +44,7 @@ impl<S> tower::Layer<S> for LaneLayer {
         Lane {
             inner,
             state: self.state.clone(),
-            cors: self.cors.clone(),
+            cors: self.cors,
         }
     }
 }
@@ -55,7 +54,7 @@ impl<S> tower::Layer<S> for LaneLayer {
 pub struct Lane<S> {
     inner: S,
     state: AppState,
-    cors: Arc<CorsHeaders>,
+    cors: &'static CorsHeaders,
 }
 
 impl<S> tower::Service<Request> for Lane<S>
@@ -71,7 +70,7 @@ where
     }
 
     fn call(&mut self, request: Request) -> Self::Future {
-        match answer(&self.state, &self.cors, &request) {
+        match answer(&self.state, self.cors, &request) {
             Some(response) => LaneFuture::Answered {
                 response: Some(response),
             },

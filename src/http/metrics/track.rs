@@ -8,7 +8,6 @@ use axum::extract::{MatchedPath, Request};
 use axum::response::Response;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
 use std::task::{Context, Poll};
 
 /// The route that answered a request, carried on its response for [`Track`], which
@@ -35,7 +34,7 @@ pub async fn tag_route(request: Request, next: axum::middleware::Next) -> Respon
 /// Counts every response by the route that answered it ([`Answered`]) and its status,
 /// and body bytes (a layer rather than `from_fn`, so a request costs no boxed future).
 #[derive(Clone)]
-pub struct TrackLayer(pub Arc<Metrics>);
+pub struct TrackLayer(pub &'static Metrics);
 
 impl<S> tower::Layer<S> for TrackLayer {
     type Service = Track<S>;
@@ -43,7 +42,7 @@ impl<S> tower::Layer<S> for TrackLayer {
     fn layer(&self, inner: S) -> Track<S> {
         Track {
             inner,
-            metrics: self.0.clone(),
+            metrics: self.0,
         }
     }
 }
@@ -52,7 +51,7 @@ impl<S> tower::Layer<S> for TrackLayer {
 #[derive(Clone)]
 pub struct Track<S> {
     inner: S,
-    metrics: Arc<Metrics>,
+    metrics: &'static Metrics,
 }
 
 impl<S> tower::Service<Request> for Track<S>
@@ -70,7 +69,7 @@ where
     fn call(&mut self, request: Request) -> Self::Future {
         Tracked {
             inner: self.inner.call(request),
-            metrics: Some(self.metrics.clone()),
+            metrics: Some(self.metrics),
         }
     }
 }
@@ -80,7 +79,7 @@ pin_project_lite::pin_project! {
     pub struct Tracked<F> {
         #[pin]
         inner: F,
-        metrics: Option<Arc<Metrics>>,
+        metrics: Option<&'static Metrics>,
     }
 }
 
