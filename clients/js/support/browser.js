@@ -113,7 +113,8 @@ export async function launch() {
       `--user-data-dir=${profile}`,
       "about:blank",
     ],
-    { stdio: ["ignore", "ignore", "pipe"] },
+    // A process group of its own, so that closing can stop the helper processes too.
+    { stdio: ["ignore", "ignore", "pipe"], detached: true },
   );
   const port = await new Promise((resolve, reject) => {
     let seen = "";
@@ -146,9 +147,19 @@ export async function launch() {
       child.kill("SIGTERM");
       await exited;
     }
-    // Chromium's helper processes can still be writing the profile for a moment after
-    // the browser process exits: retry the removal (ENOTEMPTY) rather than fail.
-    rmSync(profile, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 });
+    // Chromium's helper processes can outlive the browser process and still write the
+    // profile: stop the whole group, then remove the profile, retrying for a while
+    // (ENOTEMPTY). A profile left in the temporary directory is not a test failure.
+    try {
+      process.kill(-child.pid, "SIGKILL");
+    } catch {
+      // The group is already gone.
+    }
+    try {
+      rmSync(profile, { recursive: true, force: true, maxRetries: 50, retryDelay: 100 });
+    } catch (e) {
+      console.warn(`# left the browser profile ${profile}: ${e.message}`);
+    }
   };
   return { page, close };
 }

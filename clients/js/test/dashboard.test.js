@@ -53,8 +53,11 @@ before(async () => {
 });
 
 after(async () => {
-  await browser?.close();
-  await server?.stop();
+  try {
+    await browser?.close();
+  } finally {
+    await server?.stop();
+  }
 });
 
 const openBar = `document.querySelector("#plot-count rect.bar.open")?.dataset.value`;
