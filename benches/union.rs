@@ -41,13 +41,16 @@ use bloomcast::dcz::sha256;
 use bloomcast::render::{render, render_as, render_next, Effort, Encodings, Repr};
 use bloomcast::store::{blob_to_keys, distinct, keys_to_blob};
 use bloomcast::wire::Meta;
-use criterion::measurement::{Measurement, ValueFormatter, WallTime};
 use criterion::{
     black_box, criterion_group, criterion_main, BatchSize, BenchmarkId, Criterion, Throughput,
 };
 use flate2::{write::GzEncoder, Compression};
 use std::io::Write;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+#[path = "common/cpu_time.rs"]
+mod cpu_time;
+use cpu_time::CpuTime;
 
 /// The server's allocator (src/main.rs), so a union's filter gets the memory a served
 /// union gets: mimalloc's arena, on 4 KiB pages as the server has it (its `no_thp`
@@ -101,50 +104,6 @@ fn old_sized_within(keys: &[Key], p: f64) -> Result<Filter, FilterError> {
         }
         let m = u64::from(params.m);
         params = Params::for_count(n, (m + (m / 32).max(1)) as u32);
-    }
-}
-
-/// CPU time of the calling thread, in nanoseconds.
-struct CpuTime;
-
-static WALL: WallTime = WallTime;
-
-impl CpuTime {
-    /// Nanoseconds on CPU (the server's own clock for union work,
-    /// `telemetry::thread_cpu`); wall clock since an arbitrary start where it cannot be
-    /// read.
-    fn now() -> f64 {
-        bloomcast::telemetry::thread_cpu()
-            .map(|cpu| cpu.as_nanos() as f64)
-            .unwrap_or_else(|| {
-                static START: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
-                START.get_or_init(Instant::now).elapsed().as_nanos() as f64
-            })
-    }
-}
-
-impl Measurement for CpuTime {
-    type Intermediate = f64;
-    type Value = f64;
-
-    fn start(&self) -> f64 {
-        CpuTime::now()
-    }
-    fn end(&self, start: f64) -> f64 {
-        CpuTime::now() - start
-    }
-    fn add(&self, a: &f64, b: &f64) -> f64 {
-        a + b
-    }
-    fn zero(&self) -> f64 {
-        0.0
-    }
-    fn to_f64(&self, value: &f64) -> f64 {
-        *value
-    }
-    fn formatter(&self) -> &dyn ValueFormatter {
-        // Values are nanoseconds, as wall time's are, so its formatting applies.
-        WALL.formatter()
     }
 }
 
