@@ -41,12 +41,14 @@ use std::time::Duration;
 #[path = "common/cpu_time.rs"]
 mod cpu_time;
 use cpu_time::CpuTime;
+#[path = "common/keys.rs"]
+mod synthetic;
+use synthetic::{hours, splitmix};
 
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 const P: f64 = 0.01;
-const HOURS: usize = 24;
 
 /// A gzip coder of whole bodies.
 type Coder = Box<dyn Fn(&[u8]) -> Vec<u8>>;
@@ -117,35 +119,9 @@ fn gunzip(gz: &[u8]) -> Vec<u8> {
     out
 }
 
-/// Uniform keys, a new one each call (splitmix64).
+/// Uniform keys, a new one each call.
 fn keys(seed: u64) -> impl FnMut() -> Key {
-    let mut state = seed.wrapping_mul(0x2545_f491_4f6c_dd1d);
-    move || {
-        state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        Key::from_u64(z ^ (z >> 31))
-    }
-}
-
-/// `total` keys as 24 sorted distinct hours, each sharing an eighth with the one before
-/// (as `benches/union.rs` makes them).
-fn hours(total: usize) -> Vec<Vec<Key>> {
-    let per_hour = total / HOURS;
-    let mut next = keys(total as u64);
-    let mut hours: Vec<Vec<Key>> = Vec::with_capacity(HOURS);
-    for h in 0..HOURS {
-        let mut keys: Vec<Key> = match h {
-            0 => Vec::with_capacity(per_hour),
-            _ => hours[h - 1].iter().step_by(8).copied().collect(),
-        };
-        while keys.len() < per_hour {
-            keys.push(next());
-        }
-        hours.push(distinct(keys));
-    }
-    hours
+    splitmix(seed.wrapping_mul(0x2545_f491_4f6c_dd1d))
 }
 
 /// Times `ours` and every crate on `data`, a body of `repr`, after checking each output
@@ -230,7 +206,7 @@ fn gzip(c: &mut Criterion<CpuTime>) {
     bench_body(c, "hour_json", &json, Repr::Json, Effort::Best);
     bench_body(c, "hour_bin", &filter.to_bytes(), Repr::Bin, Effort::Best);
 
-    let hours = hours(9_600_000);
+    let hours = hours(9_600_000, keys(9_600_000));
     let sets: Vec<&[Key]> = hours.iter().map(Vec::as_slice).collect();
     let (filter, count) = union_of(&sets, P).expect("sizable");
     println!(

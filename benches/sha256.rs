@@ -25,22 +25,16 @@ use std::time::Duration;
 #[path = "common/cpu_time.rs"]
 mod cpu_time;
 use cpu_time::CpuTime;
+#[path = "common/keys.rs"]
+mod synthetic;
+use synthetic::splitmix;
 
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// A filter of `n` distinct uniform keys at p = 0.01.
 fn filter_of(n: usize) -> Filter {
-    let mut state = n as u64;
-    let keys: Vec<Key> = (0..n)
-        .map(|_| {
-            state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-            let mut z = state;
-            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-            Key::from_u64(z ^ (z >> 31))
-        })
-        .collect();
+    let keys: Vec<Key> = std::iter::repeat_with(splitmix(n as u64)).take(n).collect();
     union_of(&[&distinct(keys)], 0.01).expect("sizable").0
 }
 

@@ -51,6 +51,9 @@ use std::time::Duration;
 #[path = "common/cpu_time.rs"]
 mod cpu_time;
 use cpu_time::CpuTime;
+#[path = "common/keys.rs"]
+mod keys;
+use keys::{hours, splitmix};
 
 /// The server's allocator (src/main.rs), so a union's filter gets the memory a served
 /// union gets: mimalloc's arena, on 4 KiB pages as the server has it (its `no_thp`
@@ -59,32 +62,6 @@ use cpu_time::CpuTime;
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 const P: f64 = 0.01;
-const HOURS: usize = 24;
-
-/// `total` keys as 24 sorted distinct hours, each sharing an eighth with the one before.
-fn hours(total: usize, seed: u64) -> Vec<Vec<Key>> {
-    let per_hour = total / HOURS;
-    let mut state = seed;
-    let mut next = move || {
-        state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        Key::from_u64(z ^ (z >> 31))
-    };
-    let mut hours: Vec<Vec<Key>> = Vec::with_capacity(HOURS);
-    for h in 0..HOURS {
-        let mut keys: Vec<Key> = match h {
-            0 => Vec::with_capacity(per_hour),
-            _ => hours[h - 1].iter().step_by(8).copied().collect(),
-        };
-        while keys.len() < per_hour {
-            keys.push(next());
-        }
-        hours.push(distinct(keys));
-    }
-    hours
-}
 
 /// A gzip member of `data` at `level`, as `render` made every hex form's before.
 fn deflate(data: &[u8], level: Compression) -> Vec<u8> {
@@ -108,7 +85,7 @@ fn old_sized_within(keys: &[Key], p: f64) -> Result<Filter, FilterError> {
 }
 
 fn bench_size(c: &mut Criterion<CpuTime>, label: &str, total: usize, old: bool) {
-    let hours = hours(total, total as u64);
+    let hours = hours(total, splitmix(total as u64));
     let sets: Vec<&[Key]> = hours.iter().map(Vec::as_slice).collect();
     let read: usize = sets.iter().map(|s| s.len()).sum();
     let blobs: Vec<Vec<u8>> = sets.iter().map(|s| keys_to_blob(s)).collect();
