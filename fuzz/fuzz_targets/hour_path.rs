@@ -5,17 +5,17 @@
 #![no_main]
 
 use bloomcast::hour::Hour;
-use bloomcast::http::{canonical_path, parse_filter_path};
+use bloomcast::http::{canonical_path, filter_path};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
     let Ok(path) = std::str::from_utf8(data) else {
         return;
     };
-    match parse_filter_path(path) {
+    match filter_path(path) {
         Ok(parsed) => {
             let canonical = canonical_path(parsed);
-            let again = parse_filter_path(&canonical).expect("a canonical path parses");
+            let again = filter_path(&canonical).expect("a canonical path parses");
             assert_eq!(again, parsed, "{path:?} → {canonical:?}");
             assert_eq!(canonical_path(again), canonical);
         }

@@ -30,7 +30,7 @@ pub use error::ApiError;
 pub use ingest::{decode_keys, BodyKind, MAX_ID_BYTES};
 pub use metrics::{Metrics, Totals};
 pub use negotiate::AVAILABLE_DICTIONARY;
-pub use paths::{canonical_path, filter_path, parse_filter_path, FilterPath};
+pub use paths::{canonical_path, filter_path, FilterPath};
 pub use series::run_sampler;
 
 use crate::service::Service;

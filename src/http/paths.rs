@@ -101,14 +101,6 @@ fn of_segments<T: AsRef<str>>(segments: &[T]) -> Option<Result<FilterPath>> {
     })
 }
 
-/// Parses a whole path that is not percent-encoded, for fuzzing and tests.
-///
-/// # Errors
-/// As [`filter_path`].
-pub fn parse_filter_path(path: &str) -> Result<FilterPath> {
-    filter_path(path)
-}
-
 /// The canonical path of a parsed filter path (what [`filter_path`] accepts back).
 pub fn canonical_path((target, suffix): FilterPath) -> String {
     let path = match target {
@@ -157,15 +149,15 @@ mod tests {
     fn the_three_shapes_parse_with_and_without_suffix() {
         let h = hour_of(2008, 9, 3, 13).unwrap();
         assert_eq!(
-            parse_filter_path("/2008/09/03/13").unwrap(),
+            filter_path("/2008/09/03/13").unwrap(),
             (Target::Hour(h), None)
         );
         assert_eq!(
-            parse_filter_path("/2008/09/03.bin").unwrap(),
+            filter_path("/2008/09/03.bin").unwrap(),
             (Target::Day(h.day()), Some(Repr::Bin))
         );
         assert_eq!(
-            parse_filter_path("/since/2008/09/03/13.hex").unwrap(),
+            filter_path("/since/2008/09/03/13.hex").unwrap(),
             (Target::Since(h), Some(Repr::Hex))
         );
     }
@@ -185,7 +177,7 @@ mod tests {
             // Four segments: the hour route, with "since" as a malformed year.
             ("/since/2008/09/03", 400),
         ] {
-            let err = parse_filter_path(path).unwrap_err();
+            let err = filter_path(path).unwrap_err();
             assert_eq!(err.status().as_u16(), status, "{path}: {err}");
         }
     }
@@ -246,7 +238,7 @@ mod tests {
     #[test]
     fn canonical_paths_parse_back_to_the_same_target() {
         for path in ["/2008/09/03/13.json", "/2008/09/03", "/since/1969/12/31/23"] {
-            let parsed = parse_filter_path(path).unwrap();
+            let parsed = filter_path(path).unwrap();
             assert_eq!(canonical_path(parsed), path);
         }
     }
