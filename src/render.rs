@@ -130,25 +130,30 @@ pub fn render_next(
     (rendered, coding)
 }
 
-/// Filters and their metadata for the rendering tests.
+/// Filters and their metadata for the rendering tests (and `http::head`'s).
 #[cfg(test)]
-mod fixtures {
+pub(crate) mod fixtures {
     use crate::bloom::Filter;
     use crate::wire::Meta;
 
-    pub(super) fn sample(complete: bool) -> (Meta, Filter) {
+    pub(crate) fn sample(complete: bool) -> (Meta, Filter) {
         let mut f = Filter::with_capacity(100, 0.01).unwrap();
         f.insert("x");
         (Meta::hour("2008-09-03T13:00:00Z".into(), complete, 1), f)
     }
 
-    /// A filter of 200,000 IDs at its sizing target: about half its bits set.
-    pub(super) fn half_full() -> (Meta, Filter) {
-        let mut f = Filter::with_capacity(200_000, 0.01).unwrap();
-        for i in 0..200_000 {
+    /// A complete hour of `n` IDs at its sizing target: about half its bits set.
+    pub(crate) fn filled(n: u64) -> (Meta, Filter) {
+        let mut f = Filter::with_capacity(n, 0.01).unwrap();
+        for i in 0..n {
             f.insert(&format!("id-{i}"));
         }
-        (Meta::hour("2008-09-03T13:00:00Z".into(), true, 200_000), f)
+        (Meta::hour("2008-09-03T13:00:00Z".into(), true, n), f)
+    }
+
+    /// A filter of 200,000 IDs.
+    pub(super) fn half_full() -> (Meta, Filter) {
+        filled(200_000)
     }
 }
 

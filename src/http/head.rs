@@ -133,18 +133,11 @@ mod fixtures {
     use crate::wire::Meta;
     use axum::http::HeaderValue;
 
-    pub(super) fn sample(complete: bool) -> (Meta, Filter) {
-        let mut f = Filter::with_capacity(100, 0.01).unwrap();
-        f.insert("x");
-        (Meta::hour("2008-09-03T13:00:00Z".into(), complete, 1), f)
-    }
+    pub(super) use crate::render::fixtures::sample;
 
+    /// An hour of 20,000 IDs.
     pub(super) fn half_full() -> (Meta, Filter) {
-        let mut f = Filter::with_capacity(20_000, 0.01).unwrap();
-        for i in 0..20_000 {
-            f.insert(&format!("id-{i}"));
-        }
-        (Meta::hour("2008-09-03T13:00:00Z".into(), true, 20_000), f)
+        crate::render::fixtures::filled(20_000)
     }
 
     pub(super) fn text(v: &HeaderValue) -> &str {
