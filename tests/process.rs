@@ -314,25 +314,7 @@ async fn the_access_log_writes_one_line_per_request_when_enabled() {
 async fn with_the_access_log_on_every_poll_is_logged_even_of_a_ready_hour() {
     let dir = tempfile::tempdir().unwrap();
     let logged = start(dir.path(), &[("BLOOMCAST_ACCESS_LOG", "true")]);
-    let index: serde_json::Value = reqwest::get(format!("{}/", logged.base))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let hour = index["current"]["url"].as_str().unwrap().to_owned();
-    // One keep-alive connection: the first read renders, the next three find the hour
-    // ready (what the socket's own writer answers when the log is off).
-    let client = reqwest::Client::new();
-    for i in 0..4 {
-        let reply = client
-            .get(format!("{}{hour}", logged.base))
-            .header("x-poll", i.to_string())
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(reply.status(), 200);
-    }
+    let hour = poll_current_hour(&logged, 4).await;
     tokio::time::sleep(Duration::from_millis(200)).await;
     let log = logged.log.lock().unwrap();
     let polls: Vec<_> = log
@@ -352,25 +334,7 @@ async fn with_debug_logging_every_request_has_a_span_and_a_response_event() {
     );
     let mut hours = Vec::new();
     for server in [&quiet, &traced] {
-        let index: serde_json::Value = reqwest::get(format!("{}/", server.base))
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        let hour = index["current"]["url"].as_str().unwrap().to_owned();
-        // One keep-alive connection: after the first read the hour is ready, and the
-        // fast lane answers on the connection's own writer.
-        let client = reqwest::Client::new();
-        for _ in 0..3 {
-            let reply = client
-                .get(format!("{}{hour}", server.base))
-                .send()
-                .await
-                .unwrap();
-            assert_eq!(reply.status(), 200);
-        }
-        hours.push(hour);
+        hours.push(poll_current_hour(server, 3).await);
     }
     tokio::time::sleep(Duration::from_millis(200)).await;
     let events = |server: &common::Server, hour: &str| -> usize {
@@ -386,4 +350,27 @@ async fn with_debug_logging_every_request_has_a_span_and_a_response_event() {
     };
     assert_eq!(events(&quiet, &hours[0]), 0);
     assert_eq!(events(&traced, &hours[1]), 3);
+}
+
+/// Reads the current hour `times` on one keep-alive connection, each a 200, and returns
+/// its path: the first read renders it, the next find it ready (what the fast lane
+/// answers on the connection's own writer).
+async fn poll_current_hour(server: &common::Server, times: usize) -> String {
+    let index: serde_json::Value = reqwest::get(format!("{}/", server.base))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let hour = index["current"]["url"].as_str().unwrap().to_owned();
+    let client = reqwest::Client::new();
+    for _ in 0..times {
+        let reply = client
+            .get(format!("{}{hour}", server.base))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(reply.status(), 200);
+    }
+    hour
 }
