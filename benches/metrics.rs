@@ -27,17 +27,7 @@ use prometheus_client::registry::Registry;
 use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
-const ROUTES: [&str; 9] = [
-    "/{y}/{mo}/{d}/{h}",
-    "/since/{y}/{mo}/{d}/{h}",
-    "/{y}/{mo}/{d}",
-    "/",
-    "/healthz",
-    "/metrics",
-    "/updates",
-    "/stats",
-    "unmatched",
-];
+const ROUTES: &[&str] = Metrics::ROUTES;
 
 /// The responses recorded, cycled: mostly polls of an hour (200 and 304).
 const RESPONSES: [(&str, u16, u64); 8] = [

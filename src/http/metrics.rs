@@ -131,6 +131,10 @@ fn shard_index() -> usize {
 }
 
 impl Metrics {
+    /// The routes counted in slots of their own, as `MatchedPath` spells them (the
+    /// last is requests no route matched); `benches/metrics.rs` registers the same set.
+    pub const ROUTES: &'static [&'static str] = &ROUTES;
+
     /// Counts IDs acknowledged by an ingest (once per batch, so one shared counter).
     pub fn ids_ingested(&self, n: usize) {
         self.ids_ingested.fetch_add(n as u64, Ordering::Relaxed);
