@@ -39,6 +39,10 @@ pub struct JumpGuard {
     jumps: std::sync::atomic::AtomicU64,
 }
 
+/// How far behind the time expected a wall reading must be to count as a step back
+/// (and re-anchor the guard at once).
+const STEPPED_BACK_MS: i64 = 10;
+
 /// Milliseconds of a monotonic reading.
 fn millis(d: std::time::Duration) -> i64 {
     i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
@@ -57,28 +61,25 @@ impl JumpGuard {
         }
     }
 
-    fn trust(&self, wall: DateTime<Utc>, mono: std::time::Duration) {
-        self.anchor_wall
-            .store(wall.timestamp_millis(), Ordering::Release);
-        self.anchor_mono.store(millis(mono), Ordering::Release);
+    fn trust(&self, wall_ms: i64, mono_ms: i64) {
+        self.anchor_wall.store(wall_ms, Ordering::Release);
+        self.anchor_mono.store(mono_ms, Ordering::Release);
     }
 
     /// The guarded time for a wall reading `wall` taken at monotonic `mono`.
     pub fn guard(&self, wall: DateTime<Utc>, mono: std::time::Duration) -> DateTime<Utc> {
+        // Milliseconds throughout: this runs on every request that reads the clock.
+        let (wall_ms, mono_ms) = (wall.timestamp_millis(), millis(mono));
         let anchor = self.anchor_wall.load(Ordering::Acquire);
         if anchor == i64::MIN {
-            self.trust(wall, mono);
+            self.trust(wall_ms, mono_ms);
             return wall;
         }
         let at = self.anchor_mono.load(Ordering::Acquire);
-        let passed = Duration::milliseconds(millis(mono).saturating_sub(at).max(0));
-        let expected = Utc
-            .timestamp_millis_opt(anchor)
-            .single()
-            .and_then(|t| t.checked_add_signed(passed))
-            .unwrap_or(wall);
-        let offset = wall - expected;
-        if offset <= self.tolerance {
+        let passed = mono_ms.saturating_sub(at).max(0);
+        let expected_ms = anchor.saturating_add(passed);
+        let offset_ms = wall_ms.saturating_sub(expected_ms);
+        if offset_ms <= self.tolerance.num_milliseconds() {
             if self.is_ahead.load(Ordering::Acquire) {
                 let mut ahead = crate::sync::lock(&self.ahead);
                 if ahead.take().is_some() {
@@ -88,12 +89,20 @@ impl JumpGuard {
                 }
                 self.is_ahead.store(false, Ordering::Release);
             }
-            // Written at most once a second: nothing shared is written per call.
-            if passed >= Duration::seconds(1) || offset < Duration::zero() {
-                self.trust(wall, mono);
+            // Written at most once a second, or when the wall clock was stepped back:
+            // nothing shared is written per call. (Readings of the two clocks, each
+            // truncated to the millisecond, disagree by a millisecond or two; a slewing
+            // clock drifts less than one in a second.)
+            if passed >= 1000 || offset_ms < -STEPPED_BACK_MS {
+                self.trust(wall_ms, mono_ms);
             }
             return wall;
         }
+        let offset = Duration::milliseconds(offset_ms);
+        let expected = Utc
+            .timestamp_millis_opt(expected_ms)
+            .single()
+            .unwrap_or(wall);
         let mut ahead = crate::sync::lock(&self.ahead);
         match *ahead {
             Some((since, first)) if (offset - first).abs() <= self.tolerance => {
@@ -104,7 +113,7 @@ impl JumpGuard {
                     );
                     *ahead = None;
                     self.is_ahead.store(false, Ordering::Release);
-                    self.trust(wall, mono);
+                    self.trust(wall_ms, mono_ms);
                     return wall;
                 }
             }
@@ -210,6 +219,36 @@ mod tests {
         assert_eq!(guarded.now(), clock.now());
         assert_eq!(guarded.jump_state().ahead_seconds, 0);
         assert_eq!(guarded.jump_state().jumps, 1);
+    }
+
+    #[test]
+    fn the_anchor_is_written_once_a_second_or_on_a_step_back_not_per_reading() {
+        let h = hour_of(2026, 11, 1, 10).unwrap();
+        let clock = ManualClock::at(h, Duration::zero());
+        let guarded = guarded(&clock);
+        guarded.now();
+        let anchor = || guarded.guard.anchor_wall.load(Ordering::Relaxed);
+        let first = anchor();
+        // The two clocks' readings a millisecond or two apart, either way: no write.
+        clock.step(Duration::milliseconds(-2));
+        assert_eq!(guarded.now(), clock.now(), "a step back is followed");
+        clock.advance(Duration::milliseconds(500));
+        assert_eq!(guarded.now(), clock.now());
+        assert_eq!(anchor(), first);
+        // A step back of a minute re-anchors at once, so a step forward again is no jump.
+        clock.step(Duration::minutes(-1));
+        assert_eq!(guarded.now(), clock.now());
+        assert_eq!(anchor(), clock.now().timestamp_millis());
+        let stepped = anchor();
+        clock.advance(Duration::milliseconds(999));
+        guarded.now();
+        assert_eq!(anchor(), stepped);
+        clock.advance(Duration::milliseconds(1));
+        guarded.now();
+        assert_eq!(anchor(), clock.now().timestamp_millis(), "a second since");
+        clock.step(Duration::minutes(1));
+        assert_eq!(guarded.now(), clock.now());
+        assert_eq!(guarded.jump_state().jumps, 0);
     }
 
     #[test]
