@@ -151,8 +151,7 @@ impl Day {
         let day = digits(d, 2).ok_or_else(malformed)?;
         let date = NaiveDate::from_ymd_opt(year as i32, month, day)
             .ok_or_else(|| HourError::Impossible(format!("{y}-{mo}-{d}")))?;
-        let epoch = NaiveDate::from_ymd_opt(1970, 1, 1).expect("the epoch is a date");
-        Ok(Day((date - epoch).num_days()))
+        Ok(Day(i64::from(date.to_epoch_days())))
     }
 
     /// The day containing the hour with this index.
