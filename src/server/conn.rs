@@ -29,7 +29,7 @@ use super::{ConnLimits, MAX_HEADERS, MAX_HEAD_BYTES};
 use crate::http::App;
 use axum::body::{Body, HttpBody as _};
 use axum::extract::Request;
-use axum::http::{header, HeaderName, HeaderValue};
+use axum::http::{header, HeaderMap, HeaderName, HeaderValue};
 use axum::response::Response;
 use bytes::{Bytes, BytesMut};
 use http_body_util::BodyExt as _;
@@ -110,18 +110,18 @@ async fn polls(
         // Answer every whole request read.
         while !buf.is_empty() {
             let request = match head(&mut buf) {
-                Head::Ours(request) => request,
-                Head::Partial => break,
-                Head::Refused => {
+                Ok(request) => request,
+                Err(NotOurs::Partial) => break,
+                Err(NotOurs::Refused) => {
                     tracing::debug!("a request head http refuses after httparse took it; closing");
                     return Ok(None);
                 }
-                Head::Hyper => {
+                Err(NotOurs::Hyper) => {
                     stream.write_all(&out).await?;
                     return Ok(Some(buf));
                 }
             };
-            let Ok(response) = app.call(*request).await;
+            let Ok(response) = app.call(request).await;
             let body = write_response(response, &mut out).await?;
             app.metrics().count_wire();
             deadline = Instant::now() + timeout;
@@ -166,10 +166,8 @@ async fn polls(
     }
 }
 
-/// The first request in the bytes read.
-enum Head {
-    /// A request this writer frames (its head is taken from the bytes read).
-    Ours(Box<Request<Body>>),
+/// Why the bytes read do not (yet) give a request this writer frames.
+enum NotOurs {
     /// The head is not whole yet.
     Partial,
     /// A head httparse took whose URI or a header value `http` refuses: the
@@ -179,47 +177,48 @@ enum Head {
     Hyper,
 }
 
+/// Headers a poll sends (`Host`, `Accept-Encoding`, `If-None-Match`, a few more) fit
+/// without an allocation.
+type Fields = smallvec::SmallVec<[((usize, usize), HeaderName); 12]>;
+
 /// Reads the first request in `buf`; a request this writer frames is split off it.
-fn head(buf: &mut BytesMut) -> Head {
-    /// Headers that ask for hyper's framing: a body, or something of the connection.
-    const HYPERS: [&str; 5] = [
-        "content-length",
-        "transfer-encoding",
-        "connection",
-        "expect",
-        "upgrade",
-    ];
-    let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
-    let mut parsed = httparse::Request::new(&mut headers);
-    let used = match parsed.parse(buf) {
+fn head(buf: &mut BytesMut) -> Result<Request<Body>, NotOurs> {
+    // Left uninitialised, as hyper leaves them: httparse writes only the headers it reads.
+    let mut headers = [const { std::mem::MaybeUninit::uninit() }; MAX_HEADERS];
+    let mut parsed = httparse::Request::new(&mut []);
+    let used = match parsed.parse_with_uninit_headers(buf, &mut headers) {
         Ok(httparse::Status::Complete(used)) if used <= MAX_HEAD_BYTES => used,
-        Ok(httparse::Status::Partial) => return Head::Partial,
+        Ok(httparse::Status::Partial) => return Err(NotOurs::Partial),
         // Malformed, too many headers, too large: hyper gives its answer.
-        _ => return Head::Hyper,
+        _ => return Err(NotOurs::Hyper),
     };
     if parsed.method != Some("GET") || parsed.version != Some(1) {
-        return Head::Hyper;
+        return Err(NotOurs::Hyper);
     }
     let Some(path) = parsed.path.filter(|p| p.starts_with('/')) else {
-        return Head::Hyper;
+        return Err(NotOurs::Hyper);
     };
-    if parsed
-        .headers
-        .iter()
-        .any(|h| HYPERS.iter().any(|n| h.name.eq_ignore_ascii_case(n)))
-    {
-        return Head::Hyper;
-    }
     // Where each part lies in the head, so that the request's URI and header values
     // share the head's bytes (as hyper's do) rather than each being copied.
     let start = buf.as_ptr() as usize;
     let at = |part: &[u8]| (part.as_ptr() as usize - start, part.len());
     let path = at(path.as_bytes());
-    let mut fields = Vec::with_capacity(parsed.headers.len());
+    let mut fields = Fields::new();
     for h in parsed.headers.iter() {
         let Ok(name) = HeaderName::from_bytes(h.name.as_bytes()) else {
-            return Head::Hyper;
+            return Err(NotOurs::Hyper);
         };
+        // A body, or something of the connection: hyper's framing.
+        if matches!(
+            name,
+            header::CONTENT_LENGTH
+                | header::TRANSFER_ENCODING
+                | header::CONNECTION
+                | header::EXPECT
+                | header::UPGRADE
+        ) {
+            return Err(NotOurs::Hyper);
+        }
         fields.push((at(h.value), name));
     }
     let head = buf.split_to(used).freeze();
@@ -228,18 +227,18 @@ fn head(buf: &mut BytesMut) -> Head {
     // httparse has checked the path's and the values' bytes as these do: a refusal
     // here cannot happen, and would close the connection (its head is taken).
     let Ok(uri) = axum::http::Uri::from_maybe_shared(part(path)) else {
-        return Head::Refused;
+        return Err(NotOurs::Refused);
     };
     *request.uri_mut() = uri;
-    let map = request.headers_mut();
-    map.reserve(fields.len());
+    let mut map = HeaderMap::with_capacity(fields.len());
     for (value, name) in fields {
         let Ok(value) = HeaderValue::from_maybe_shared(part(value)) else {
-            return Head::Refused;
+            return Err(NotOurs::Refused);
         };
         map.append(name, value);
     }
-    Head::Ours(Box::new(request))
+    *request.headers_mut() = map;
+    Ok(request)
 }
 
 /// Appends `response` to `out` as hyper would write it; returns a body too large to
@@ -321,14 +320,14 @@ mod tests {
     fn kind(raw: &str) -> &'static str {
         let mut buf = BytesMut::from(raw.as_bytes());
         match head(&mut buf) {
-            Head::Ours(request) => {
+            Ok(request) => {
                 assert!(buf.is_empty(), "the head is taken");
                 assert_eq!(request.headers().len(), raw.matches("\r\n").count() - 2);
                 "ours"
             }
-            Head::Partial => "partial",
-            Head::Refused => "refused",
-            Head::Hyper => "hyper",
+            Err(NotOurs::Partial) => "partial",
+            Err(NotOurs::Refused) => "refused",
+            Err(NotOurs::Hyper) => "hyper",
         }
     }
 
