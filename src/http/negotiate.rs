@@ -2,7 +2,7 @@
 //! (`Accept-Encoding`), honouring q-values.
 
 use crate::render::{Compact, Repr};
-use axum::http::{header, HeaderMap};
+use axum::http::{header, HeaderMap, HeaderName};
 
 /// Splits `type;q=0.5` into the media range (as sent: compare it ignoring ASCII case)
 /// and its quality.
@@ -132,7 +132,7 @@ pub fn dcz_dictionary(headers: &HeaderMap) -> Option<[u8; 32]> {
 }
 
 /// The request header naming a client's dictionary (RFC 9842).
-pub const AVAILABLE_DICTIONARY: &str = "available-dictionary";
+pub const AVAILABLE_DICTIONARY: HeaderName = HeaderName::from_static("available-dictionary");
 
 #[cfg(test)]
 mod tests {
