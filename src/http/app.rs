@@ -3,15 +3,18 @@
 //! requests is written once, as one layer:
 //!
 //! ```text
-//! access log (when on) → tracing (when on) → panics → metrics → CORS → fast lane → router
+//! access log (when on) → tracing (when on) → panics → metrics → fast lane → CORS → router
 //!                                                                   (route tag → loading → deadline → handlers)
 //! ```
 //!
 //! The fast lane ([`super::lane`]) answers polls of ready hours from prepared responses;
-//! the layers above it treat its responses as the router's. The loading gate and the
-//! request deadline are inside the router: the lane only answers what is ready now.
+//! the layers above it treat its responses as the router's. Its responses are prepared
+//! with the CORS layer's own headers ([`super::cors::CorsHeaders::apply`], run once per
+//! prepared response), so that layer sits below it, around the router. The loading gate
+//! and the request deadline are inside the router: the lane only answers what is ready
+//! now.
 
-use super::{access_log, lane, meta, metrics, AppState};
+use super::{access_log, lane, metrics, panics, AppState};
 use axum::body::{Body, HttpBody};
 use axum::extract::{ConnectInfo, Request};
 use axum::response::{IntoResponse, Response};
@@ -71,24 +74,20 @@ impl App {
         let stack = ServiceBuilder::new()
             .option_layer(access_log)
             .option_layer(trace)
-            // The layers below wrap the body in their own types; one box back to `Body`.
-            .map_response(IntoResponse::into_response)
             // A panic anywhere below is answered 500 `internal` and logged, never a
             // dropped connection; shared state guards against half-finished updates.
-            .layer(tower_http::catch_panic::CatchPanicLayer::custom(
-                meta::panicked as fn(_) -> Response,
-            ))
+            .layer(panics::ContainLayer)
             // The counters outlive the application: counting a request then writes no
             // reference count that every core shares (one `Arc` handle is leaked per
             // application, so its `Metrics` live as long as the process).
             .layer(metrics::TrackLayer(Box::leak(Box::new(
                 state.metrics.clone(),
             ))))
-            .layer(cors.clone())
             .layer(lane::LaneLayer {
                 state: state.clone(),
                 cors: cors.headers(),
             })
+            .layer(cors)
             .service(routes);
         App {
             stack: BoxCloneSyncService::new(stack),

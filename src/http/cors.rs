@@ -9,7 +9,6 @@
 //! on a probe request, and appended as `Cors` would; preflights (`OPTIONS`) still go
 //! through `Cors`.
 
-use super::metrics::Answered;
 use axum::extract::Request;
 use axum::http::{header, HeaderMap, HeaderName, HeaderValue, Method};
 use axum::response::Response;
@@ -203,10 +202,7 @@ where
         match self.project() {
             CorsProj::Actual { future, headers } => {
                 let mut response = std::task::ready!(future.poll(cx))?;
-                // The fast lane's prepared responses carry these headers already.
-                if !matches!(response.extensions().get(), Some(Answered::HourLane)) {
-                    headers.apply(response.headers_mut());
-                }
+                headers.apply(response.headers_mut());
                 Poll::Ready(Ok(response))
             }
             CorsProj::Preflight { future } => future.as_mut().poll(cx),

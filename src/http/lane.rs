@@ -7,16 +7,17 @@
 //! deadline, boxed futures). Everything else, and every hour not ready now, goes on to
 //! the router.
 //!
-//! The layers above it (tracing, panics, the access log, metrics, CORS) see the lane's
-//! responses as they see the router's: each is written once, in the stack. The CORS
-//! layer's headers, which do not depend on the request, are applied by that layer's code
-//! once when a response is prepared, and the layer leaves prepared responses as they are.
+//! The layers above it (tracing, panics, the access log, metrics) see the lane's
+//! responses as they see the router's: each is written once, in the stack (metrics learn
+//! the lane's route from its future, [`KnownRoute`]). The CORS layer sits below it,
+//! around the router: its headers, which do not depend on the request, are applied by
+//! that layer's code once when a response is prepared.
 //!
 //! [`Service::with_ready_hour`]: crate::service::Service::with_ready_hour
 
 use super::cors::CorsHeaders;
 use super::filters::not_modified;
-use super::metrics::Answered;
+use super::metrics::KnownRoute;
 use super::negotiate::{accepts_gzip, choose_repr, wants_compact, AVAILABLE_DICTIONARY};
 use super::paths::filter_path;
 use super::prepared::{self, Variant};
@@ -104,7 +105,7 @@ fn answer(state: &AppState, cors: &CorsHeaders, request: &Request) -> Option<Res
         return None;
     }
     let repr = suffix.unwrap_or_else(|| choose_repr(headers));
-    let mut response = state.service.with_ready_hour(hour, repr, |ready| {
+    let response = state.service.with_ready_hour(hour, repr, |ready| {
         let variant = Variant {
             gzip: accepts_gzip(headers),
             suffix: suffix.is_some(),
@@ -112,7 +113,6 @@ fn answer(state: &AppState, cors: &CorsHeaders, request: &Request) -> Option<Res
         };
         prepared::response(state, cors, ready, variant)
     })?;
-    response.extensions_mut().insert(Answered::HourLane);
     state.metrics.count_fast();
     Some(response)
 }
@@ -123,6 +123,12 @@ pin_project_lite::pin_project! {
     pub enum LaneFuture<F> {
         Answered { response: Option<Response> },
         Routed { #[pin] future: F },
+    }
+}
+
+impl<F> KnownRoute for LaneFuture<F> {
+    fn is_hour_lane(&self) -> bool {
+        matches!(self, LaneFuture::Answered { .. })
     }
 }
 

@@ -17,7 +17,7 @@
 
 mod track;
 
-pub use track::{tag_route, Answered, TrackLayer};
+pub use track::{tag_route, KnownRoute, TrackLayer};
 
 use axum::extract::MatchedPath;
 use std::cell::Cell;

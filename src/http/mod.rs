@@ -19,6 +19,7 @@ mod loading;
 mod meta;
 mod metrics;
 mod negotiate;
+mod panics;
 mod paths;
 mod prepared;
 mod series;

@@ -1,6 +1,6 @@
-//! The metrics' request layer: which route answered ([`Answered`], tagged inside the
-//! router or by the fast lane) and [`Track`], the layer above both that counts every
-//! response.
+//! The metrics' request layer: which route answered (the fast lane's future says so
+//! before it is polled, [`KnownRoute`]; the router tags its responses, [`Answered`]) and
+//! [`Track`], the layer above both that counts every response.
 
 use super::{route_slot, Metrics, ROUTES, UNMATCHED};
 use axum::body::HttpBody as _;
@@ -10,15 +10,16 @@ use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-/// The route that answered a request, carried on its response for [`Track`], which
-/// sits above the router and the fast lane and so cannot see the router's match.
+/// The router's route that answered a request, carried on its response for [`Track`],
+/// which sits above the router and so cannot see its match.
 #[derive(Clone)]
-pub enum Answered {
-    /// The fast lane, for `GET /YYYY/MM/DD/HH`: a response prepared whole, CORS
-    /// headers included.
-    HourLane,
-    /// A route of the router.
-    Route(MatchedPath),
+pub struct Answered(MatchedPath);
+
+/// The response future of the service below [`Track`]: whether it is the fast lane's
+/// answer (route `/{year}/{month}/{day}/{hour}`), known when the request is called, so
+/// that the lane's responses need no tag (an allocation per response).
+pub trait KnownRoute {
+    fn is_hour_lane(&self) -> bool;
 }
 
 /// Middleware inside the router: tags each response with the route that matched.
@@ -26,7 +27,7 @@ pub async fn tag_route(request: Request, next: axum::middleware::Next) -> Respon
     let matched = request.extensions().get::<MatchedPath>().cloned();
     let mut response = next.run(request).await;
     if let Some(matched) = matched {
-        response.extensions_mut().insert(Answered::Route(matched));
+        response.extensions_mut().insert(Answered(matched));
     }
     response
 }
@@ -57,6 +58,7 @@ pub struct Track<S> {
 impl<S> tower::Service<Request> for Track<S>
 where
     S: tower::Service<Request, Response = Response>,
+    S::Future: KnownRoute,
 {
     type Response = Response;
     type Error = S::Error;
@@ -67,8 +69,10 @@ where
     }
 
     fn call(&mut self, request: Request) -> Self::Future {
+        let inner = self.inner.call(request);
         Tracked {
-            inner: self.inner.call(request),
+            hour_lane: inner.is_hour_lane(),
+            inner,
             metrics: Some(self.metrics),
         }
     }
@@ -79,6 +83,7 @@ pin_project_lite::pin_project! {
     pub struct Tracked<F> {
         #[pin]
         inner: F,
+        hour_lane: bool,
         metrics: Option<&'static Metrics>,
     }
 }
@@ -96,8 +101,8 @@ where
             let bytes = response.body().size_hint().exact().unwrap_or(0);
             let status = response.status().as_u16();
             let (slot, name) = match response.extensions().get::<Answered>() {
-                Some(Answered::HourLane) => (Some(0), ROUTES[0]),
-                Some(Answered::Route(matched)) => (route_slot(Some(matched)), matched.as_str()),
+                _ if *this.hour_lane => (Some(0), ROUTES[0]),
+                Some(Answered(matched)) => (route_slot(Some(matched)), matched.as_str()),
                 None => (route_slot(None), UNMATCHED),
             };
             metrics.record_slot(slot, name, status, bytes);
