@@ -1,5 +1,5 @@
 //! The accept loop: HTTP/1.1 connections, each framed by our own writer while it sends
-//! requests without a body and by hyper after ([`conn`]), every request served by the
+//! requests without a body and by hyper after (`server::conn`), every request served by the
 //! one application ([`App`]). hyper gets a header read timeout, which `axum::serve`
 //! does not expose. A client that trickles its headers (slow loris)
 //! is disconnected when the timeout runs out; the whole-request timeout (408 or 503) lives in

@@ -33,7 +33,7 @@ pub enum ApiError {
     DecodedTooLarge(usize),
     #[error("{0}")]
     UnsupportedMediaType(String),
-    /// 415 for a `Content-Encoding` other than those in [`super::coding::ACCEPTED`].
+    /// 415 for a `Content-Encoding` other than those in `http::coding::ACCEPTED`.
     #[error("{0}")]
     UnsupportedEncoding(String),
     /// 408: the client was still sending its request when the request timeout ran out.

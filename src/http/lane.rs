@@ -1,4 +1,4 @@
-//! The read path's fast lane: one layer of the application's stack ([`super::app`]),
+//! The read path's fast lane: one layer of the application's stack ([`mod@super::app`]),
 //! just above the router. A `GET` of an hour whose rendering is ready
 //! ([`Service::with_ready_hour`]) is answered here with the response prepared once per
 //! rendering and worker thread ([`super::prepared`]), made by the filter handler's own

@@ -73,7 +73,7 @@ impl Default for Shard {
     }
 }
 
-/// The cumulative counters at one moment, for rates (see [`super::series`]).
+/// The cumulative counters at one moment, for rates (see `http::series`).
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub struct Totals {
     pub ids_ingested: u64,

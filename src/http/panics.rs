@@ -1,4 +1,4 @@
-//! Panic containment, one layer of the application's stack ([`super::app`]): a panic
+//! Panic containment, one layer of the application's stack ([`mod@super::app`]): a panic
 //! while a request is called or its response future polled is answered 500 `internal`
 //! ([`super::meta::panicked`]) and logged, never a dropped connection.
 //!

@@ -52,7 +52,7 @@ impl Series {
     }
 }
 
-/// Samples `metrics` every [`SAMPLE_EVERY`] until `stop` resolves.
+/// Samples `metrics` every `SAMPLE_EVERY` until `stop` resolves.
 pub async fn run_sampler(metrics: Arc<Metrics>, stop: impl Future<Output = ()>) {
     let mut every = tokio::time::interval(SAMPLE_EVERY);
     every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);

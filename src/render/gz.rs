@@ -6,7 +6,7 @@
 //!   [`bits`] the same for a filter's raw bits when they are near half set. Such bits
 //!   are close to random, so deflate gains nothing on them, and the deflate encoder's own
 //!   stored mode took 70-90 ms for 11.5 MB.
-//! - [`hex`]: random hex has no repeats for deflate's matcher to find either: at the
+//! - [`hex`](fn@hex): random hex has no repeats for deflate's matcher to find either: at the
 //!   fastest level, flate2 spent 330–410 ms on the 20.9 MB hex of an 8.45M-key union and
 //!   got 54.4% of the input, on every new version of an open union; at the best level,
 //!   1.09 s for 57.0%. What the hex does have is a small alphabet: 16 symbols, about 4

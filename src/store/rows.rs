@@ -18,7 +18,7 @@ use crate::hour::Hour;
 /// 2. the hour's index (hours since the Unix epoch) as 8 bytes, big-endian two's
 ///    complement (so a row that rot moves to another hour fails);
 /// 3. the row's fields, as listed by [`batch_checksum`], [`filter_checksum`],
-///    [`sealed_keys_checksum`] and [`ChainLink::checksum`].
+///    [`sealed_keys_checksum`] and [`ChainLink::checksum`](super::links::ChainLink::checksum).
 ///
 /// Stored as a non-negative integer (`0..2^32`).
 pub(super) fn checksum(kind: u8, hour: Hour, fields: &[&[u8]]) -> i64 {

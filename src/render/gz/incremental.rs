@@ -51,17 +51,15 @@ impl std::fmt::Debug for HexCoding {
 }
 
 /// `prefix`, the lowercase hex of `bytes`, then `suffix` (a filter's JSON document or
-/// hex form) as a gzip member, as [`hex`] codes that text, without the hex ever being
+/// hex form) as a gzip member, as `gz::hex` codes that text, without the hex ever being
 /// written out: each byte of `bytes` is coded as its two digits by one lookup, and the
 /// text's CRC is made from each chunk's, taken over its hex made in cache. `None` where
-/// [`hex`] would give none: too few digits, or digits too skewed.
+/// `gz::hex` would give none: too few digits, or digits too skewed.
 ///
 /// Given `before`, the coding of an earlier version of the same filter, the chunks of
 /// `bytes` as they were then are not coded again: their codes are copied, bit for bit,
 /// from its body, and their CRCs kept, provided the code fitted to `bytes` now is the
 /// one used then. The body is the same either way; only the work differs.
-///
-/// [`hex`]: super::hex_runs::hex()
 pub fn hex_of(
     prefix: &[u8],
     bytes: &[u8],
