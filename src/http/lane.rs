@@ -26,8 +26,8 @@ use crate::service::Target;
 use axum::extract::Request;
 use axum::http::Method;
 use axum::response::Response;
-use std::future::Future;
-use std::pin::Pin;
+use futures_util::future::Either;
+use std::future::{ready, Ready};
 use std::task::{Context, Poll};
 
 /// Puts the fast lane in front of a service (the router).
@@ -64,7 +64,7 @@ where
 {
     type Response = Response;
     type Error = S::Error;
-    type Future = LaneFuture<S::Future>;
+    type Future = LaneFuture<S::Future, S::Error>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
         self.inner.poll_ready(cx)
@@ -72,12 +72,8 @@ where
 
     fn call(&mut self, request: Request) -> Self::Future {
         match answer(&self.state, self.cors, &request) {
-            Some(response) => LaneFuture::Answered {
-                response: Some(response),
-            },
-            None => LaneFuture::Routed {
-                future: self.inner.call(request),
-            },
+            Some(response) => Either::Left(ready(Ok(response))),
+            None => Either::Right(self.inner.call(request)),
         }
     }
 }
@@ -117,33 +113,11 @@ fn answer(state: &AppState, cors: &CorsHeaders, request: &Request) -> Option<Res
     Some(response)
 }
 
-pin_project_lite::pin_project! {
-    /// The response future of [`Lane`]: ready at once, or the router's.
-    #[project = LaneProj]
-    pub enum LaneFuture<F> {
-        Answered { response: Option<Response> },
-        Routed { #[pin] future: F },
-    }
-}
+/// The response future of [`Lane`]: ready at once (a prepared response), or the router's.
+pub type LaneFuture<F, E> = Either<Ready<Result<Response, E>>, F>;
 
-impl<F> KnownRoute for LaneFuture<F> {
+impl<F, E> KnownRoute for LaneFuture<F, E> {
     fn is_hour_lane(&self) -> bool {
-        matches!(self, LaneFuture::Answered { .. })
-    }
-}
-
-impl<F, E> Future for LaneFuture<F>
-where
-    F: Future<Output = Result<Response, E>>,
-{
-    type Output = Result<Response, E>;
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        match self.project() {
-            LaneProj::Answered { response } => {
-                Poll::Ready(Ok(response.take().expect("polled after completion")))
-            }
-            LaneProj::Routed { future } => future.poll(cx),
-        }
+        matches!(self, Either::Left(_))
     }
 }
