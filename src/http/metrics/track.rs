@@ -100,10 +100,13 @@ where
         if let (Ok(response), Some(metrics)) = (&result, this.metrics.take()) {
             let bytes = response.body().size_hint().exact().unwrap_or(0);
             let status = response.status().as_u16();
-            let (slot, name) = match response.extensions().get::<Answered>() {
-                _ if *this.hour_lane => (Some(0), ROUTES[0]),
-                Some(Answered(matched)) => (route_slot(Some(matched)), matched.as_str()),
-                None => (route_slot(None), UNMATCHED),
+            let (slot, name) = if *this.hour_lane {
+                (Some(0), ROUTES[0])
+            } else {
+                match response.extensions().get::<Answered>() {
+                    Some(Answered(matched)) => (route_slot(Some(matched)), matched.as_str()),
+                    None => (route_slot(None), UNMATCHED),
+                }
             };
             metrics.record_slot(slot, name, status, bytes);
         }
