@@ -133,21 +133,25 @@ settings! {
     /// Cache-Control max-age (seconds) for the open hour; never runs past the end of the hour.
     open_max_age: u64 = 30,
     /// Bytes of open-hour versions kept as compression dictionaries (RFC 9842 `dcz`
-    /// deltas for pollers); the oldest go first. 0 turns deltas off.
+    /// deltas for pollers), at most, within their part of cache_bytes; the oldest go
+    /// first. 0 turns deltas off.
     delta_bytes: usize = 64 * 1024 * 1024,
     /// New IDs after which a served open-hour version is kept as a dictionary before
     /// open_max_age seconds have passed since the last one kept (0: only by time).
     delta_ids: u64 = 5000,
     /// Largest accepted ingest body, in bytes.
     body_limit: usize = 16 * 1024 * 1024,
-    /// Bytes of rendered closed-hour responses kept in memory. Unions ending in the open
-    /// hour keep at most a quarter of it apart (a gzip JSON or hex rendering of one counts
-    /// the copy of its bits that its next version is coded against), and the sealed keys
-    /// that count them exactly as they are carried forward an eighth. Compact (ribbon)
-    /// builds in flight reserve their working memory from a budget of the same size, apart:
-    /// past it a build answers 503 busy, and one that alone needs more (about 45 bytes per
-    /// ID) 406 (its Bloom forms are served).
-    cache_bytes: usize = 256 * 1024 * 1024,
+    /// The one memory budget: bytes of everything the server keeps beyond the open hour's
+    /// own keys (which max_hour_ids bounds, about 16 bytes per ID). Split in fixed parts:
+    /// 1/32 (at most 4 MiB per worker thread) for the read path's prepared responses; of
+    /// the rest, a third for union and compact builds in flight (each reserves its peak,
+    /// about 14 bytes per ID of a union and 45 of a compact build, before it reads a key:
+    /// past what is left it answers 503 busy, and one that alone needs more than the part
+    /// 413 range_too_large, or 406 for a compact form), an eighth (at most delta_bytes and
+    /// a quarter more) for the open hour's versions kept as dictionaries and the deltas made
+    /// from them, and all the rest for one cache of renderings, open and built unions,
+    /// decoded filters for /history and sealed keys. GET /stats reports each part.
+    cache_bytes: usize = 512 * 1024 * 1024,
     /// Seconds to let in-flight requests finish on shutdown (SIGTERM, Ctrl-C).
     shutdown_timeout: u64 = 10,
     /// PostgreSQL URL for cluster mode (postgres://user@host:port/db); empty uses the

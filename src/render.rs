@@ -123,6 +123,7 @@ pub fn render_next(
         gzip_sha256,
         fields,
         chain: None,
+        validator: None,
         complete: meta.complete,
         m: filter.m().into(),
         count: meta.count,

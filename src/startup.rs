@@ -95,6 +95,7 @@ impl Application {
             target_fpp: settings.target_fpp,
             retention_hours: settings.retention_hours,
             cache_bytes: settings.cache_bytes,
+            worker_threads: worker_threads(),
             refresh: Duration::from_millis(settings.refresh_ms),
             max_hour_ids: settings.max_hour_ids,
             union_builds: settings.union_builds,
@@ -314,4 +315,9 @@ pub async fn shutdown_signal() {
         _ = ctrl_c => {},
         _ = terminate => {},
     }
+}
+
+/// Worker threads of the runtime serving requests (one where none can be told).
+fn worker_threads() -> usize {
+    tokio::runtime::Handle::try_current().map_or(1, |h| h.metrics().num_workers())
 }

@@ -49,6 +49,9 @@ pub enum ApiError {
     /// A queue or pool is full: retry shortly.
     #[error("{0}")]
     Busy(String),
+    /// 413: a union too large to build within the server's memory budget.
+    #[error("{0}")]
+    RangeTooLarge(String),
     /// The hour holds `max_hour_ids` distinct IDs; nothing of the batch was recorded.
     #[error("{0}")]
     HourFull(String),
@@ -70,9 +73,9 @@ impl ApiError {
             ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             ApiError::NotAcceptable(_) => StatusCode::NOT_ACCEPTABLE,
             ApiError::Gone(_) => StatusCode::GONE,
-            ApiError::PayloadTooLarge(_) | ApiError::DecodedTooLarge(_) => {
-                StatusCode::PAYLOAD_TOO_LARGE
-            }
+            ApiError::PayloadTooLarge(_)
+            | ApiError::DecodedTooLarge(_)
+            | ApiError::RangeTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::UnsupportedMediaType(_) | ApiError::UnsupportedEncoding(_) => {
                 StatusCode::UNSUPPORTED_MEDIA_TYPE
             }
@@ -102,6 +105,7 @@ impl ApiError {
             ApiError::Timeout | ApiError::ServerTimeout => "timeout",
             ApiError::Unavailable => "store_unavailable",
             ApiError::Busy(_) => "busy",
+            ApiError::RangeTooLarge(_) => "range_too_large",
             ApiError::HourFull(_) => "hour_full",
             ApiError::Corrupt(_) => "corrupt",
             ApiError::Internal(_) => "internal",
@@ -115,6 +119,7 @@ impl From<ServiceError> for ApiError {
             ServiceError::NotFound(m) => ApiError::NotFound(m),
             ServiceError::Gone(m) => ApiError::Gone(m),
             ServiceError::NotAcceptable(m) => ApiError::NotAcceptable(m),
+            ServiceError::RangeTooLarge(m) => ApiError::RangeTooLarge(m),
             ServiceError::BadRange(m) => ApiError::InvalidHour(m),
             full @ ServiceError::HourFull { .. } => ApiError::HourFull(format!(
                 "{full}; nothing of this batch was recorded (setting max_hour_ids)"

@@ -36,10 +36,46 @@ async fn serve(
     super::compact::refuse_fpp_on_v1(parts.uri.query())?;
     let headers = &parts.headers;
     let repr = suffix.unwrap_or_else(|| choose_repr(headers));
+    if let Some(response) = revalidated(state, target, repr, headers).await? {
+        return Ok(response);
+    }
     let asked = Encodings::asked(accepts_gzip(headers));
     let view = state.service.view(target, repr, asked).await?;
     let delta = open_hour_delta(state, &view, headers).await;
     Ok(respond(state, &view, suffix, headers, delta))
+}
+
+/// The 304 to a revalidation of a complete union, answered from what names it (its
+/// hours' digests) without building it; `None` when it cannot be told that way.
+async fn revalidated(
+    state: &AppState,
+    target: Target,
+    repr: Repr,
+    request: &HeaderMap,
+) -> Result<Option<Response>> {
+    let Some(if_none_match) = request.get(header::IF_NONE_MATCH) else {
+        return Ok(None);
+    };
+    let Ok(if_none_match) = if_none_match.to_str() else {
+        return Ok(None);
+    };
+    let Some(name) = state.service.known_validator(target, repr).await? else {
+        return Ok(None);
+    };
+    if !super::head::matches_name(&name, Encodings::Both, if_none_match) {
+        return Ok(None);
+    }
+    let gzip = accepts_gzip(request);
+    let mut response = Response::new(Body::empty());
+    *response.status_mut() = StatusCode::NOT_MODIFIED;
+    let out = response.headers_mut();
+    out.insert(header::ETAG, super::head::etag_of_name(&name, gzip));
+    out.insert(header::CACHE_CONTROL, HeaderValue::from_static(IMMUTABLE));
+    out.insert(
+        header::VARY,
+        HeaderValue::from_static("Accept, Accept-Encoding"),
+    );
+    Ok(Some(response))
 }
 
 /// The `dcz` body of the open hour when the request offers a kept dictionary, accepts

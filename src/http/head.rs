@@ -21,7 +21,7 @@ use std::sync::{Arc, Weak};
 mod fields;
 mod if_none_match;
 use fields::{chain_fields, fields, value};
-pub(super) use if_none_match::matches;
+pub(super) use if_none_match::{matches, matches_name};
 
 /// Renderings a thread keeps heads for; past it, the thread starts over. Each entry
 /// holds its rendering's allocation (not its bodies: a [`Weak`]), so the address that
@@ -42,9 +42,16 @@ pub(super) struct Head {
     metadata: Vec<(HeaderName, HeaderValue)>,
 }
 
+/// The ETag of the body a rendering named `name` holding both encodings sends (the gzip
+/// body's when `gzip`), as [`Head`] gives it, without the rendering.
+pub(super) fn etag_of_name(name: &[u8; 32], gzip: bool) -> HeaderValue {
+    let tag = crate::bloom::to_hex(&name[..10]);
+    value(format!("\"{tag}{}\"", if gzip { "-gz" } else { "" }))
+}
+
 impl Head {
     fn of(r: &Rendered) -> Head {
-        let tag = crate::bloom::to_hex(&r.sha256[..10]);
+        let tag = crate::bloom::to_hex(&r.tag()[..10]);
         let quoted = |suffix: &str| value(format!("\"{tag}{suffix}\""));
         let (identity, gzip) = match r.encodings {
             Encodings::Both => ("", "-gz"),

@@ -188,6 +188,35 @@ pub async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
             let _ = writeln!(text, "{name}{{step=\"{step}\"}} {value}");
         }
     }
+    // The one memory budget: each part's bytes held now, and its share.
+    let (total, parts) = super::stats::memory_parts(&state);
+    let _ = writeln!(
+        text,
+        "# HELP bloomcast_memory_bytes Bytes held now by each part of the memory budget (cache_bytes), and by each piece of its cache part (cache_*).\n\
+         # TYPE bloomcast_memory_bytes gauge"
+    );
+    for p in &parts {
+        let _ = writeln!(
+            text,
+            "bloomcast_memory_bytes{{part=\"{}\"}} {}",
+            p.name, p.bytes
+        );
+    }
+    let _ = writeln!(
+        text,
+        "# HELP bloomcast_memory_budget_bytes Each part's share of the memory budget, and the budget itself (total).\n\
+         # TYPE bloomcast_memory_budget_bytes gauge\n\
+         bloomcast_memory_budget_bytes{{part=\"total\"}} {total}"
+    );
+    for p in &parts {
+        if let Some(budget) = p.budget {
+            let _ = writeln!(
+                text,
+                "bloomcast_memory_budget_bytes{{part=\"{}\"}} {budget}",
+                p.name
+            );
+        }
+    }
     ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], text)
 }
 

@@ -21,14 +21,22 @@ use bytes::Bytes;
 use rustc_hash::FxBuildHasher;
 use std::cell::RefCell;
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-/// Renderings a thread keeps prepared responses for, and the bytes they may hold (each
-/// kept rendering is held alive, with the thread's copy of its bodies); past either, the
-/// thread starts over (renderings come and go by the hour, and a thread serves few at a
-/// time). Memory: at most this per worker thread, beside the render cache's budget.
+/// Renderings a thread keeps prepared responses for; past it, or past its part of the
+/// memory budget (`Split::responses_per_thread`: each kept rendering is held alive, with
+/// the thread's copy of its bodies), the thread starts over (renderings come and go by
+/// the hour, and a thread serves few at a time).
 const RENDERINGS: usize = 64;
-const THREAD_BYTES: usize = 4 << 20;
+
+/// Bytes every thread's prepared responses hold now, for `/stats` and `/metrics`.
+static HELD: AtomicU64 = AtomicU64::new(0);
+
+/// Bytes every worker thread's prepared responses hold now.
+pub fn held_bytes() -> u64 {
+    HELD.load(Ordering::Relaxed)
+}
 /// Renderings larger than this are not kept: their responses are built per request
 /// (sending their bodies costs far more than building their headers).
 const KEPT_MAX: usize = 128 * 1024;
@@ -59,6 +67,12 @@ struct Kept {
     bytes: usize,
 }
 
+impl Drop for Kept {
+    fn drop(&mut self) {
+        HELD.fetch_sub(self.bytes as u64, Ordering::Relaxed);
+    }
+}
+
 /// One rendering's prepared responses, by variant.
 struct Prepared {
     /// Keeps the rendering alive, so its address is not reused while it keys this entry.
@@ -84,7 +98,8 @@ pub fn response(
         .map(|until| cache_control(state, Some(until)));
     // Twice: the thread's copy of the bodies, and the rendering it keeps alive.
     let size = 2 * ready.rendered.size();
-    let mut response = if size > KEPT_MAX {
+    let budget = state.service.split().responses_per_thread as usize;
+    let mut response = if size > KEPT_MAX.min(budget) {
         let response = finished(state, cors, ready, variant);
         let r = ready.rendered;
         let (parts, _) = response.into_parts();
@@ -106,14 +121,17 @@ fn kept(state: &AppState, cors: &CorsHeaders, ready: &ReadyHour, variant: Varian
     KEPT.with(|kept| {
         let kept = &mut *kept.borrow_mut();
         let key = Arc::as_ptr(ready.rendered) as usize;
+        let budget = state.service.split().responses_per_thread as usize;
         if !kept.renderings.contains_key(&key)
-            && (kept.renderings.len() >= RENDERINGS || kept.bytes + size > THREAD_BYTES)
+            && (kept.renderings.len() >= RENDERINGS || kept.bytes + size > budget)
         {
             kept.renderings.clear();
+            HELD.fetch_sub(kept.bytes as u64, Ordering::Relaxed);
             kept.bytes = 0;
         }
         let entry = kept.renderings.entry(key).or_insert_with(|| {
             kept.bytes += size;
+            HELD.fetch_add(size as u64, Ordering::Relaxed);
             Prepared {
                 _rendered: ready.rendered.clone(),
                 identity: Bytes::copy_from_slice(&ready.rendered.identity),

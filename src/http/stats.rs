@@ -39,9 +39,65 @@ pub async fn stats(
         },
         "totals": reading.totals,
         "cache": service.cache_stats(),
+        "memory": memory(&state),
         "unions": service.union_work(),
     });
     Ok(([(header::CACHE_CONTROL, "no-store")], Json(body)))
+}
+
+/// Each part of the one memory budget (`cache_bytes`): bytes held now against its share.
+pub(super) struct Part {
+    pub name: &'static str,
+    pub bytes: u64,
+    /// `None` for a piece of a part (the one cache's pieces share its budget).
+    pub budget: Option<u64>,
+}
+
+/// The parts of the one memory budget, and the pieces of the one cache, as held now.
+pub(super) fn memory_parts(state: &AppState) -> (u64, Vec<Part>) {
+    let m = state.service.memory_stats();
+    let s = m.split;
+    let part = |name, bytes, budget| Part {
+        name,
+        bytes,
+        budget: Some(budget),
+    };
+    let piece = |name, bytes| Part {
+        name,
+        bytes,
+        budget: None,
+    };
+    let parts = vec![
+        part("responses", super::prepared::held_bytes(), s.responses),
+        part("builds", m.build_bytes, s.builds),
+        part("deltas", m.delta_bytes, s.deltas),
+        part("cache", m.kept_bytes, s.kept),
+        piece("cache_renderings", m.kept.renderings),
+        piece("cache_open_unions", m.kept.open_unions),
+        piece("cache_built_unions", m.kept.built_unions),
+        piece("cache_history", m.kept.history),
+        piece("cache_sealed_keys", m.kept.sealed_keys),
+    ];
+    (s.total, parts)
+}
+
+/// `/stats`' `memory`: the budget, what is held in all, and each part.
+fn memory(state: &AppState) -> Value {
+    let (total, parts) = memory_parts(state);
+    let held: u64 = parts
+        .iter()
+        .filter(|p| p.budget.is_some())
+        .map(|p| p.bytes)
+        .sum();
+    let mut by_name = serde_json::Map::new();
+    for p in &parts {
+        let mut v = json!({ "bytes": p.bytes });
+        if let Some(budget) = p.budget {
+            v["budget_bytes"] = json!(budget);
+        }
+        by_name.insert(p.name.to_owned(), v);
+    }
+    json!({ "budget_bytes": total, "bytes": held, "parts": by_name })
 }
 
 /// One hour's figures, with its URL.

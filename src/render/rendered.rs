@@ -66,6 +66,10 @@ pub struct Rendered {
     /// A sealed hour's place in the hour chain, sent with every representation of it;
     /// `None` otherwise.
     pub chain: Option<ChainPlace>,
+    /// What names a complete union instead of its bytes: a digest of its hours' chain
+    /// digests, known without building it (so a revalidation needs no build). `None`:
+    /// named by [`Rendered::sha256`].
+    pub validator: Option<[u8; 32]>,
     pub complete: bool,
     /// The filter's size in bits and its count of IDs (a delta needs the same `m`).
     pub m: u64,
@@ -103,6 +107,12 @@ impl Rendered {
     /// Bytes held in memory, for the cache's budget.
     pub fn size(&self) -> usize {
         self.identity.len() + self.gzip.len() + 256
+    }
+
+    /// What its ETags are made from: its [`Rendered::validator`] if it has one, else
+    /// its [`Rendered::sha256`].
+    pub fn tag(&self) -> &[u8; 32] {
+        self.validator.as_ref().unwrap_or(&self.sha256)
     }
 
     /// The SHA-256 of the body sent: the gzip body's when `gzip` (it is sent), else

@@ -62,6 +62,7 @@ fn rendered(
         gzip_sha256: crate::dcz::sha256(&gzip),
         fields,
         chain: None,
+        validator: None,
         m: u64::from(ribbon.m()),
         count: meta.count,
         gzip: Bytes::from(gzip),

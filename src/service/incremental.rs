@@ -80,19 +80,31 @@ impl Service {
     }
 
     /// How many of `keys` some closed hour of `from..=to` holds: each key is looked up in
-    /// the sealed keys of the hours whose filter may hold it.
+    /// the sealed keys of the hours whose filter may hold it, an hour at a time.
     async fn count_in_closed(&self, from: Hour, to: Hour, keys: &[Key]) -> Result<u64> {
-        let filters = self.hour_filters(from, to).await?;
+        let mut left: Vec<Key> = keys.to_vec();
         let mut found = 0;
-        for &key in keys {
-            for (&hour, filter) in &filters {
-                if filter.contains_key(key)
-                    && self.sealed_keys(hour).await?.binary_search(&key).is_ok()
-                {
-                    found += 1;
-                    break;
-                }
+        let mut hour = from;
+        while hour <= to && !left.is_empty() {
+            let mut maybe = Vec::new();
+            self.for_each_hour_filter(hour, hour, |_, filter| {
+                maybe = left
+                    .iter()
+                    .copied()
+                    .filter(|&k| filter.contains_key(k))
+                    .collect();
+            })
+            .await?;
+            if !maybe.is_empty() {
+                let sealed = self.sealed_keys(hour).await?;
+                let held: Vec<Key> = maybe
+                    .into_iter()
+                    .filter(|k| sealed.binary_search(k).is_ok())
+                    .collect();
+                found += held.len() as u64;
+                left.retain(|k| !held.contains(k));
             }
+            hour = hour.next();
         }
         Ok(found)
     }

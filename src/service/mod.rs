@@ -45,6 +45,7 @@
 //! (atomics and `arc-swap`): it is written while the ledger is held. A delta being made
 //! (a `OnceCell` in `open_hours::deltas`) is awaited with no lock of the service held.
 
+mod budget;
 mod cache;
 mod chain;
 mod compact;
@@ -54,6 +55,7 @@ mod history;
 mod incremental;
 mod index;
 mod ingest;
+mod kept;
 mod lifecycle;
 mod marks;
 mod open_hours;
@@ -68,12 +70,14 @@ mod union;
 mod unions;
 mod views;
 
+pub use budget::Split;
 pub use chain::{ChainPage, SignedLink, MAX_CHAIN_PAGE};
 pub use error::{Result, ServiceError};
 pub use health::{HealthReport, HealthStatus, RECOVERY_HOLD};
 pub use history::History;
 pub use index::HourSummary;
 pub use ingest::Receipt;
+pub use kept::KeptUsage;
 pub use target::{Target, View};
 pub use tuning::Tuning;
 
@@ -86,7 +90,7 @@ use crate::sync::lock;
 // Public for `benches/caches.rs`, which measures it against the cache crates.
 pub use cache::{CacheKey, RenderCache};
 use open_hours::{Deltas, OpenHours};
-pub use stats::{CacheStats, HourStats};
+pub use stats::{CacheStats, HourStats, MemoryStats};
 use std::sync::atomic::AtomicI64;
 use std::sync::Arc;
 use std::time::Duration;
@@ -115,12 +119,14 @@ pub struct Service {
     health: health::Health,
     /// One seal at a time, its backoff, and what it remembers of sealed hours.
     sealer: sealer::Sealer,
+    /// The parts of the one memory budget (`cache_bytes`).
+    split: Split,
+    /// The one cache of what is kept to answer again without rebuilding.
+    kept: Arc<kept::Kept>,
+    /// Its renderings.
     cache: RenderCache,
-    /// Union builds' locks and pool, and what builds leave for the next reader.
+    /// Union builds' locks, pool and working memory; what builds leave, kept.
     unions: unions::Unions,
-    /// Decoded filters of complete hours for [`Service::history`], within a budget of
-    /// `cache_bytes` counted apart from the render cache's.
-    history: history::HistoryFilters,
 }
 
 impl Service {
@@ -133,18 +139,29 @@ impl Service {
     ) -> Result<Service> {
         let genesis = store.genesis().await?;
         let marks = store.marks().await?;
-        let tuning_history_budget = tuning.cache_bytes;
-        let unions = unions::Unions::new(tuning.union_builds, tuning.cache_bytes);
+        let split = Split::of(
+            tuning.cache_bytes as u64,
+            tuning.delta_bytes as u64,
+            tuning.worker_threads,
+        );
+        let kept = Arc::new(kept::Kept::new(split.kept as usize));
+        let unions = unions::Unions::new(tuning.union_builds, split.builds, kept.clone());
         let guard = JumpGuard::new(tuning.clock_jump_tolerance, tuning.clock_jump_confirm);
         let started = (marks.high_water, clock.monotonic());
         let clock = GuardedClock::new(clock, guard);
         let service = Service {
             started,
-            cache: RenderCache::new(tuning.cache_bytes),
+            split,
+            cache: RenderCache::on(kept.clone()),
+            kept,
             open: OpenHours::new(
                 tuning.capacity,
                 tuning.target_fpp,
-                Deltas::new(tuning.delta_bytes, tuning.delta_every, tuning.delta_ids),
+                Deltas::new(
+                    split.delta_versions() as usize,
+                    tuning.delta_every,
+                    tuning.delta_ids,
+                ),
             ),
             store,
             clock,
@@ -155,7 +172,6 @@ impl Service {
             health: health::Health::default(),
             sealer: sealer::Sealer::default(),
             unions,
-            history: history::HistoryFilters::new(tuning_history_budget),
         };
         service.warn_if_clock_behind();
         Ok(service)
@@ -167,5 +183,10 @@ impl Service {
 
     pub fn genesis(&self) -> Hour {
         self.genesis
+    }
+
+    /// The parts of the one memory budget.
+    pub fn split(&self) -> Split {
+        self.split
     }
 }

@@ -43,20 +43,36 @@ impl HourStats {
 /// What the in-memory caches hold now.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct CacheStats {
-    /// Rendered closed hours and day unions kept.
-    pub entries: usize,
-    pub bytes: usize,
-    pub budget_bytes: usize,
+    /// Entries of the one cache, every part.
+    pub entries: u64,
+    /// Bytes of rendered closed hours, complete unions and their compact forms.
+    pub bytes: u64,
+    /// The one cache's part of the budget, which every part of it shares.
+    pub budget_bytes: u64,
     /// Unions ending in the open hour (`since`, today) kept for pollers to share.
-    pub open_unions: usize,
-    pub open_unions_max: usize,
-    /// Bytes the open unions hold, of their budget (a quarter of `cache_bytes`).
-    pub open_unions_bytes: usize,
-    pub open_unions_budget_bytes: usize,
-    /// Working memory compact builds in flight have reserved now, of their budget
-    /// (`cache_bytes`, apart from the render cache's).
+    pub open_unions: u64,
+    /// Bytes the open unions hold, with the codings their next versions are coded against.
+    pub open_unions_bytes: u64,
+    /// What they share (the one cache's part).
+    pub open_unions_budget_bytes: u64,
+    /// Working memory union and compact builds in flight have reserved now, of their
+    /// part of the budget.
     pub build_bytes: u64,
     pub build_budget_bytes: u64,
+}
+
+/// The one memory budget (`cache_bytes`): each part's bytes now, against its share.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct MemoryStats {
+    pub split: super::Split,
+    /// What the one cache holds, by part.
+    pub kept: super::KeptUsage,
+    /// Bytes the one cache holds (every part).
+    pub kept_bytes: u64,
+    /// Working memory reserved by builds in flight.
+    pub build_bytes: u64,
+    /// The open hour's versions kept as dictionaries and the deltas made from them.
+    pub delta_bytes: u64,
 }
 
 impl Service {
@@ -114,21 +130,31 @@ impl Service {
         self.unions.work()
     }
 
-    /// What the render cache and the open-union map hold.
+    /// What the one cache holds, and the builds in flight.
     pub fn cache_stats(&self) -> CacheStats {
-        let (entries, bytes) = self.cache.usage();
-        let unions = self.unions.open_usage();
+        let kept = self.kept.usage();
         let (build_bytes, build_budget_bytes) = self.unions.memory_usage();
         CacheStats {
-            entries,
-            bytes,
-            budget_bytes: self.tuning.cache_bytes,
-            open_unions: unions.entries,
-            open_unions_bytes: unions.bytes,
-            open_unions_budget_bytes: unions.budget_bytes,
-            open_unions_max: unions.max_entries,
+            entries: kept.entries,
+            bytes: kept.renderings,
+            budget_bytes: self.kept.budget(),
+            open_unions: kept.open_union_entries,
+            open_unions_bytes: kept.open_unions,
+            open_unions_budget_bytes: self.kept.budget(),
             build_bytes,
             build_budget_bytes,
+        }
+    }
+
+    /// Each part of the one memory budget the service holds, against its share (the
+    /// prepared responses are the HTTP layer's to count).
+    pub fn memory_stats(&self) -> MemoryStats {
+        MemoryStats {
+            split: self.split,
+            kept: self.kept.usage(),
+            kept_bytes: self.kept.bytes(),
+            build_bytes: self.unions.memory_usage().0,
+            delta_bytes: self.open.deltas().bytes(),
         }
     }
 }

@@ -9,7 +9,12 @@ pub struct Tuning {
     pub capacity: u64,
     pub target_fpp: f64,
     pub retention_hours: u64,
+    /// The one memory budget: everything kept beyond the open hour's own keys (see
+    /// [`crate::service::Split`]).
     pub cache_bytes: usize,
+    /// Worker threads serving requests, each keeping prepared responses within its
+    /// part of the budget.
+    pub worker_threads: usize,
     /// How stale the view of the open hour may be (other nodes' appends).
     pub refresh: Duration,
     /// Distinct IDs an hour may hold; ingest beyond it is refused (`HourFull`).

@@ -3,13 +3,80 @@
 //! sizes.
 
 use super::incremental::room;
-use super::unions::{BuiltUnion, Growth, OpenStamp, Step, UnionKey};
-use super::{Result, Service, ServiceError};
-use crate::bloom::{union_of, union_with_room, Key};
+use super::unions::Held;
+use super::unions::{BuiltUnion, Growth, OpenStamp, Refused, Step, UnionKey};
+use super::{Result, Service, ServiceError, Target};
+use crate::bloom::{union_of, union_with_room, Key, Params};
 use crate::hour::Hour;
 use crate::render::{render_next, Effort, Encodings, HexCoding, Rendered, Repr};
+use crate::store::StoreError;
 use crate::wire::Meta;
 use std::sync::Arc;
+use tokio::sync::OwnedSemaphorePermit;
+
+/// Working memory of a build beside its keys, filter and rendering.
+const BUILD_OVERHEAD: u64 = 64 * 1024;
+
+/// The working memory of building and rendering a union of `read` keys, `unsorted` of
+/// them the open hour's (copied once to be counted), at target `p`: the keys as read,
+/// the copy, and five times the filter's bytes (the filter, sized with room to grow, and
+/// a rendering: a hex body twice its bytes, its gzip, and the copy of its bits the next
+/// version of an open union is coded against).
+pub(super) fn union_build_bytes(read: u64, unsorted: u64, p: f64) -> u64 {
+    let key = std::mem::size_of::<Key>() as u64;
+    let filter = Params::optimal(room(read), p).map_or(1 << 29, |s| u64::from(s.m).div_ceil(8));
+    (read + unsorted) * key + 5 * filter + BUILD_OVERHEAD
+}
+
+/// The start of the longest range ending at `to` whose build fits in `budget` bytes:
+/// the open hour (`open` keys) and the `sealed` hours' counts, newest first.
+fn longest_fitting(
+    to: Hour,
+    sealed: &[(Hour, u64)],
+    open: u64,
+    p: f64,
+    budget: u64,
+) -> Option<Hour> {
+    let mut read = open;
+    let mut start = None;
+    if union_build_bytes(read, open, p) > budget {
+        return None;
+    }
+    if open > 0 {
+        start = Some(to);
+    }
+    let mut hours: Vec<&(Hour, u64)> = sealed.iter().filter(|(h, _)| *h <= to).collect();
+    hours.sort_by_key(|(h, _)| std::cmp::Reverse(*h));
+    for (hour, count) in hours {
+        read += count;
+        if union_build_bytes(read, open, p) > budget {
+            break;
+        }
+        start = Some(*hour);
+    }
+    start
+}
+
+/// A refused reservation as the service's error for a union of `from..=to`.
+fn refusal(from: Hour, to: Hour, refused: Refused) -> ServiceError {
+    let mib = |b: u64| b.div_ceil(1 << 20);
+    let what = format!("{from}..{to}");
+    match refused {
+        Refused::TooLarge { needs, budget } => ServiceError::RangeTooLarge(format!(
+            "the union of {what} needs about {} MiB of memory to build, more than this \
+             server's build budget of {} MiB (a quarter of setting cache_bytes, less its \
+             prepared responses)",
+            mib(needs),
+            mib(budget)
+        )),
+        Refused::Taken { needs, left } => ServiceError::Busy(format!(
+            "building the union of {what} needs about {} MiB of memory and other builds \
+             leave {} MiB of the budget; retry shortly (setting cache_bytes)",
+            mib(needs),
+            mib(left)
+        )),
+    }
+}
 
 impl Service {
     /// The verified keys of the past hour `h`, sealing it first unless `sealed` (from
@@ -66,8 +133,9 @@ impl Service {
         if let Some(r) = cached() {
             return Ok((r, complete));
         }
-        let _slot = self.unions.slot()?;
-        self.build_union(from, to, repr, complete, asked).await
+        let slot = self.unions.slot()?;
+        self.build_union(from, to, repr, complete, asked, slot)
+            .await
     }
 
     async fn build_union(
@@ -77,6 +145,7 @@ impl Service {
         repr: Repr,
         complete: bool,
         asked: Encodings,
+        slot: OwnedSemaphorePermit,
     ) -> Result<(Arc<Rendered>, bool)> {
         let key = (from.index(), to.index(), repr);
         let now = self.current_hour();
@@ -101,6 +170,11 @@ impl Service {
         // from its keys, and the union is then not cached as complete.
         let mut fin = true;
         let sealed = self.sealed_counts(from, to.min(now.prev())).await?;
+        // Its working memory, reserved before a key is read: of the sealed hours and the
+        // open hour now, and of each hour not sealed yet as it is read.
+        let p = self.tuning.target_fpp;
+        let open_count = if to >= now { self.open.count(now) } else { 0 };
+        let mut held = self.reserve_union(slot, from, to, &sealed, open_count)?;
         let mut h = from;
         while h <= to {
             if h == now {
@@ -112,7 +186,13 @@ impl Service {
                     growth = Some((open.id, open.count));
                 }
             } else {
+                let listed = sealed.iter().any(|(s, _)| *s == h);
                 let (keys, sealed) = self.past_hour_keys(h, &sealed).await?;
+                if !listed {
+                    let more = union_build_bytes(keys.len() as u64, 0, p) - BUILD_OVERHEAD;
+                    held.grow(more)
+                        .map_err(|refused| refusal(from, to, refused))?;
+                }
                 fin &= sealed;
                 hours.push(keys);
             }
@@ -122,12 +202,11 @@ impl Service {
         // A union ending in the open hour is built with room to take the hour's next
         // keys (see `incremental`), unless a closed hour in it may still change.
         let growth = growth.filter(|_| fin);
-        let p = self.tuning.target_fpp;
         let meta_of = move |count| Meta::range(from.rfc3339(), to.rfc3339(), complete, count);
         let (effort, encodings, before) = self.rendering_of(key, complete, asked);
         let (rendered, filter, count) = self
             .unions
-            .measured(Step::Build, move || {
+            .run(held, Step::Build, move || {
                 let sets: Vec<&[Key]> = hours.iter().map(Vec::as_slice).collect();
                 let built = match growth {
                     Some(_) => union_with_room(&sets, p, room),
@@ -152,7 +231,112 @@ impl Service {
                 capacity: room(count),
             }),
         });
-        Ok(self.keep_union(key, complete, stamp, rendered))
+        Ok(self.keep_union(key, complete, stamp, rendered).await)
+    }
+
+    /// Reserves the working memory of building the union of `from..=to` from the
+    /// `sealed` hours' keys and `open` keys of the open hour, holding `slot`.
+    ///
+    /// # Errors
+    /// `RangeTooLarge` (naming the longest range ending at `to` that fits) when it alone
+    /// needs more than the builds' part of the budget; `Busy` while other builds hold
+    /// what it needs.
+    fn reserve_union(
+        &self,
+        slot: OwnedSemaphorePermit,
+        from: Hour,
+        to: Hour,
+        sealed: &[(Hour, u64)],
+        open: u64,
+    ) -> Result<Held> {
+        let p = self.tuning.target_fpp;
+        let read: u64 = sealed.iter().map(|(_, c)| c).sum::<u64>() + open;
+        let bytes = union_build_bytes(read, open, p);
+        self.unions.reserve(slot, bytes).map_err(|refused| {
+            let refused = refusal(from, to, refused);
+            match refused {
+                ServiceError::RangeTooLarge(m) => {
+                    let budget = self.unions.memory_usage().1;
+                    let fits = longest_fitting(to, sealed, open, p, budget);
+                    ServiceError::RangeTooLarge(match fits {
+                        Some(start) => format!(
+                            "{m}; the longest range ending at {} this server builds starts at \
+                             {start} (GET /since{} while that hour is open)",
+                            to.rfc3339(),
+                            start.path()
+                        ),
+                        None => m,
+                    })
+                }
+                other => other,
+            }
+        })
+    }
+
+    /// What names the complete union of `from..=to` in `repr` instead of its bytes: a
+    /// digest of the hours' chain digests (with the server's version and the form), so a
+    /// revalidation is answered without building it. `None` when an hour of it has no
+    /// link yet (then it is named by its bytes).
+    ///
+    /// # Errors
+    /// Store failures.
+    pub(super) async fn union_validator(
+        &self,
+        from: Hour,
+        to: Hour,
+        repr: Repr,
+    ) -> Result<Option<[u8; 32]>> {
+        let hours = usize::try_from(to.index() - from.index() + 1).unwrap_or(0);
+        if hours == 0 {
+            return Ok(None);
+        }
+        let links = match self.store.links(from, hours).await {
+            Ok(links) => links,
+            Err(StoreError::Corrupt(_)) => return Ok(None),
+            Err(e) => return Err(e.into()),
+        };
+        let mut named = Vec::with_capacity(64 + 32 * hours);
+        named.extend_from_slice(b"bloomcast union ");
+        named.extend_from_slice(env!("CARGO_PKG_VERSION").as_bytes());
+        named.extend_from_slice(repr.suffix().as_bytes());
+        named.extend_from_slice(&from.index().to_be_bytes());
+        named.extend_from_slice(&to.index().to_be_bytes());
+        let mut hour = from;
+        for link in &links {
+            if link.hour != hour {
+                return Ok(None);
+            }
+            named.extend_from_slice(&link.digest);
+            hour = hour.next();
+        }
+        if hour != to.next() {
+            return Ok(None);
+        }
+        Ok(Some(crate::dcz::sha256(&named)))
+    }
+
+    /// What names the complete day union `target` in `repr`, known without building it
+    /// (see [`Service::union_validator`]): `None` for anything else, or when it is named
+    /// by its bytes.
+    ///
+    /// # Errors
+    /// Store failures.
+    pub async fn known_validator(&self, target: Target, repr: Repr) -> Result<Option<[u8; 32]>> {
+        let Target::Day(day) = target else {
+            return Ok(None);
+        };
+        let now = self.current_hour();
+        let Ok((first, last)) = self.day_hours(day, now) else {
+            return Ok(None);
+        };
+        if last >= now {
+            return Ok(None);
+        }
+        let from = first.max(self.earliest(now));
+        if let Some(r) = self.cache.get(&(from.index(), last.index(), repr)) {
+            return Ok(r.validator);
+        }
+        self.union_validator(from, last, repr).await
     }
 
     /// Renders a built union filter and caches the rendering.
@@ -177,7 +361,7 @@ impl Service {
                 render_next(&meta, &filter, repr, effort, encodings, before)
             })
             .await?;
-        Ok(self.keep_union(key, complete, built.stamp, rendered))
+        Ok(self.keep_union(key, complete, built.stamp, rendered).await)
     }
 
     /// How a union is rendered: a complete one once for good, in both encodings and at
@@ -201,13 +385,25 @@ impl Service {
 
     /// Caches a rendering: immutable ones in the render cache, open ones with their stamp
     /// and what they left for rendering the next version.
-    fn keep_union(
+    /// A complete one is named by its hours' digests ([`Service::union_validator`]);
+    /// by its bytes when they cannot be read now.
+    async fn keep_union(
         &self,
         key: UnionKey,
         complete: bool,
         stamp: Option<OpenStamp>,
-        (rendered, coding): (Rendered, Option<HexCoding>),
+        (mut rendered, coding): (Rendered, Option<HexCoding>),
     ) -> (Arc<Rendered>, bool) {
+        if complete {
+            let (from, to) = (Hour::from_index(key.0), Hour::from_index(key.1));
+            rendered.validator = match self.union_validator(from, to, key.2).await {
+                Ok(validator) => validator,
+                Err(e) => {
+                    tracing::warn!(error = %e, %from, %to, "cannot read the union's hour links; it is named by its bytes");
+                    None
+                }
+            };
+        }
         let rendered = Arc::new(rendered);
         if complete {
             self.cache.insert(key, rendered.clone());

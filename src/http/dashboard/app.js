@@ -131,10 +131,15 @@ function ratePlot(container, points, value, label, nowIso) {
 
 function figures(stats) {
   const c = stats.cache;
+  const mem = stats.memory;
   const t = stats.totals;
   const items = [
-    ["Render cache", `${c.entries} filters, ${bytes(c.bytes)} of ${bytes(c.budget_bytes)}`],
-    ["Open unions shared", `${c.open_unions} of ${c.open_unions_max}`],
+    ["Memory budget", `${bytes(mem.bytes)} of ${bytes(mem.budget_bytes)} held`],
+    ...["cache", "builds", "deltas", "responses"].map((name) => {
+      const part = mem.parts[name];
+      return [`· ${name}`, `${bytes(part.bytes)} of ${bytes(part.budget_bytes)}`];
+    }),
+    ["Cache entries", `${fmt(c.entries)} (${bytes(c.bytes)} renderings, ${c.open_unions} open unions)`],
     ["IDs ingested (since start)", fmt(t.ids_ingested)],
     ["Requests (since start)", `${fmt(t.requests)}, ${fmt(t.reads)} filter reads`],
     ["304 Not Modified", t.reads ? `${fmt(t.not_modified)} (${pct(t.not_modified / Math.max(t.reads, 1))} of reads)` : "0"],

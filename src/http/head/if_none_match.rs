@@ -7,28 +7,38 @@ use crate::render::{Encodings, Rendered};
 /// RFC 9110 prescribes for `If-None-Match`), or a `dcz` delta of its bytes: each tag is
 /// read against the rendering's SHA-256, with nothing formatted.
 pub(in crate::http) fn matches(r: &Rendered, if_none_match: &str) -> bool {
+    matches_name(r.tag(), r.encodings, if_none_match)
+}
+
+/// Whether an `If-None-Match` value names the rendering named `name` holding
+/// `encodings` (as [`matches`]), known without the rendering itself.
+pub(in crate::http) fn matches_name(
+    name: &[u8; 32],
+    encodings: Encodings,
+    if_none_match: &str,
+) -> bool {
     if_none_match.split(',').map(str::trim).any(|tag| {
         let tag = tag.strip_prefix("W/").unwrap_or(tag);
-        tag == "*" || names(r, tag)
+        tag == "*" || names(name, encodings, tag)
     })
 }
 
-/// Whether `tag` is one of the quoted tags [`Head`] gives `r`.
+/// Whether `tag` is one of the quoted tags [`Head`] gives a rendering named `name`.
 ///
 /// [`Head`]: super::Head
-fn names(r: &Rendered, tag: &str) -> bool {
+fn names(name: &[u8; 32], encodings: Encodings, tag: &str) -> bool {
     let Some(inner) = tag.strip_prefix('"').and_then(|t| t.strip_suffix('"')) else {
         return false;
     };
     let Some((hex, suffix)) = inner.split_at_checked(20) else {
         return false;
     };
-    let suffixes: &[&str] = match r.encodings {
+    let suffixes: &[&str] = match encodings {
         Encodings::Both => &["", "-gz", "-dcz"],
         Encodings::Identity => &["", "-dcz"],
         Encodings::Gzip => &["-gz", "-gz-dcz"],
     };
-    suffixes.contains(&suffix) && is_hex_of(hex.as_bytes(), &r.sha256[..10])
+    suffixes.contains(&suffix) && is_hex_of(hex.as_bytes(), &name[..10])
 }
 
 /// Whether `hex` is the lowercase hex of `bytes`.

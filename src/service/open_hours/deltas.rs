@@ -86,6 +86,12 @@ impl Deltas {
         }
     }
 
+    /// Bytes held now: the versions kept and the deltas made from them.
+    pub fn bytes(&self) -> u64 {
+        let inner = self.inner();
+        (inner.bytes + inner.made_bytes) as u64
+    }
+
     fn inner(&self) -> std::sync::MutexGuard<'_, Inner> {
         crate::sync::lock(&self.inner)
     }

@@ -1,18 +1,10 @@
-//! The newest union filters built, so each representation of a union renders one build,
-//! and one ending in the open hour is carried forward (`incremental`) rather than
-//! rebuilt. At most [`BUILT_UNIONS`] of them, each within a quarter of `cache_bytes`.
-//!
-//! Lock order: its one std mutex is a leaf, held only inside a method here.
+//! The newest union filter built for a range, so each representation of a union renders
+//! one build, and one ending in the open hour is carried forward (`incremental`) rather
+//! than rebuilt. Kept in the one cache ([`crate::service::kept`]), one per range.
 
 use super::open::OpenStamp;
 use crate::bloom::Filter;
-use crate::hour::Hour;
-use crate::service::lock;
-use std::collections::VecDeque;
-use std::sync::{Arc, Mutex};
-
-/// Built union filters kept for their other representations.
-const BUILT_UNIONS: usize = 4;
+use std::sync::Arc;
 
 /// One built union filter and what it shows.
 #[derive(Clone)]
@@ -37,63 +29,4 @@ pub(in crate::service) struct Growth {
     pub position: u64,
     /// The count it was sized for; past it, it is rebuilt.
     pub capacity: u64,
-}
-
-/// The kept filters, newest last.
-pub(super) struct BuiltUnions {
-    kept: Mutex<VecDeque<BuiltUnion>>,
-    /// Bytes of the largest filter kept (a quarter of `cache_bytes`).
-    max_bytes: usize,
-}
-
-impl BuiltUnions {
-    pub fn new(max_bytes: usize) -> BuiltUnions {
-        BuiltUnions {
-            kept: Mutex::new(VecDeque::new()),
-            max_bytes,
-        }
-    }
-
-    /// The filter built for `from..=to` showing exactly `current` (the open hour and
-    /// its version; `None` for a range of closed hours), if one is kept.
-    pub fn find(
-        &self,
-        from: Hour,
-        to: Hour,
-        current: Option<OpenStamp>,
-        complete: bool,
-    ) -> Option<BuiltUnion> {
-        lock(&self.kept)
-            .iter()
-            .find(|b| {
-                b.range == (from.index(), to.index())
-                    && b.stamp == current
-                    && b.complete == complete
-            })
-            .cloned()
-    }
-
-    /// Takes out the kept union of `from..=now` that can be carried forward, if any.
-    pub fn take_growable(&self, from: Hour, now: Hour) -> Option<BuiltUnion> {
-        let mut kept = lock(&self.kept);
-        let at = kept.iter().position(|b| {
-            b.range == (from.index(), now.index())
-                && b.growth.is_some()
-                && b.stamp.is_some_and(|s| s.0 == now.index())
-        })?;
-        kept.remove(at)
-    }
-
-    /// Keeps `built` in place of any of its range, the oldest going past the count.
-    pub fn remember(&self, built: BuiltUnion) {
-        if built.filter.m() as usize / 8 > self.max_bytes {
-            return;
-        }
-        let mut kept = lock(&self.kept);
-        kept.retain(|b| b.range != built.range);
-        if kept.len() >= BUILT_UNIONS {
-            kept.pop_front();
-        }
-        kept.push_back(built);
-    }
 }

@@ -66,6 +66,22 @@ impl BuildMemory {
     }
 }
 
+impl Reserved {
+    /// Reserves `bytes` more for the same build, or refuses at once (holding what it
+    /// held): `TooLarge` when the build's whole reservation would pass the budget.
+    pub fn grow(&mut self, bytes: u64) -> Result<(), Refused> {
+        let needs = self.bytes + bytes;
+        if needs > self.memory.budget {
+            let budget = self.memory.budget;
+            return Err(Refused::TooLarge { needs, budget });
+        }
+        let more = self.memory.reserve(bytes)?;
+        self.bytes += more.bytes;
+        std::mem::forget(more);
+        Ok(())
+    }
+}
+
 impl Drop for Reserved {
     fn drop(&mut self) {
         self.memory.reserved.fetch_sub(self.bytes, Ordering::AcqRel);
@@ -106,7 +122,23 @@ mod tests {
                 left: 400
             })
         );
-        let small = memory.reserve(400).unwrap();
+        let mut small = memory.reserve(300).unwrap();
+        assert_eq!(
+            small.grow(101),
+            Err(Refused::Taken {
+                needs: 101,
+                left: 100
+            })
+        );
+        assert_eq!(
+            small.grow(701),
+            Err(Refused::TooLarge {
+                needs: 1001,
+                budget: 1000
+            }),
+            "the whole build, not its growth, against the budget"
+        );
+        small.grow(100).unwrap();
         assert_eq!(memory.usage(), (1000, 1000));
         drop(first);
         drop(small);

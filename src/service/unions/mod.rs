@@ -5,17 +5,17 @@
 //! - the bounded build pool: builds of different ranges at once, past which a build is
 //!   refused at once (`Busy`) rather than queued past its deadline; compact builds (a
 //!   closed hour's or a past day's ribbon, at any precision) take their slots too;
-//! - the working memory of compact builds in flight (`memory`, a budget of `cache_bytes`
-//!   apart from the render cache's): a build reserves its estimate before it starts, or
-//!   is refused; its slot and reservation go with its work onto the blocking pool and are
-//!   released when that work ends, even if the request that started it has gone;
-//! - the open unions: renderings of unions ending in the open hour, one per encoding
-//!   asked for, each with the version of that hour it shows (a quarter of `cache_bytes`),
-//!   and beside it, for a gzip JSON or hex body, what coding it left for the next
-//!   version's renderer, which takes it under the range's turn ([`Unions::coding_before`]);
-//! - the newest union filters built (`built`);
-//! - sealed hours' keys, for the exact count of a union carried forward (an eighth of
-//!   `cache_bytes`);
+//! - the working memory of union and compact builds in flight (`memory`, the builds'
+//!   share of the one budget): a build reserves its estimate before it reads the keys
+//!   it builds from, or is refused; its slot and reservation go with its work onto the
+//!   blocking pool and are released when that work ends, even if the request that
+//!   started it has gone;
+//! - in the one cache ([`super::kept`]): the open unions (renderings of unions ending in
+//!   the open hour, one per encoding asked for, each with the version of that hour it
+//!   shows, and beside it, for a gzip JSON or hex body, what coding it left for the next
+//!   version's renderer, which takes it under the range's turn,
+//!   [`Unions::coding_before`]); the newest union filter built per range; sealed hours'
+//!   keys, for the exact count of a union carried forward;
 //! - what union and compact work has cost (`work`: runs and CPU time of each step, for
 //!   `/stats` and `/metrics`), counted by [`Unions::measured`] and [`Unions::run`], which
 //!   run that work on the blocking pool.
@@ -30,27 +30,26 @@ mod built;
 mod memory;
 mod open;
 mod ranges;
-mod sealed_keys;
 mod work;
 
 pub(super) use built::{BuiltUnion, Growth};
 pub(super) use memory::Refused;
+use memory::Reserved;
 pub(super) use open::{OpenKey, OpenStamp, UnionKey};
 pub(super) use ranges::RangeTurn;
 pub(super) use work::Step;
 pub use work::{StepStats, UnionWork};
 
 use super::cache::CompactKey;
+use super::kept::{Kept, OpenUnion, Slot, Value};
 use super::{lock, Result, ServiceError};
 use crate::bloom::Key;
 use crate::hour::Hour;
 use crate::render::{HexCoding, Rendered};
-use built::BuiltUnions;
-use memory::{BuildMemory, Reserved};
-use open::{OpenUnions, OPEN_UNIONS};
+use memory::BuildMemory;
 use ranges::Ranges;
-use sealed_keys::SealedKeys;
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::Arc;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 /// The unions' state. Lock order: a range's turn ([`Unions::turn`],
@@ -70,16 +69,11 @@ pub(super) struct Unions {
     pool: Arc<Semaphore>,
     /// Working memory reserved by compact builds in flight.
     memory: Arc<BuildMemory>,
-    /// Unions that end in the open hour (`since`, today), each with the open hour's
-    /// version it was built from: pollers asking for the same range between two ingests
-    /// share one build instead of each re-reading every hour's keys. Beside each, what
-    /// its rendering left for rendering the next version.
-    open: Mutex<OpenUnions>,
-    /// The newest union filters built, so each representation renders one build, and
-    /// one ending in the open hour is carried forward rather than rebuilt.
-    built: BuiltUnions,
-    /// Sealed hours' keys, for the exact count of a union carried forward.
-    sealed_keys: SealedKeys,
+    /// What builds leave for the next reader: open unions, built filters, sealed keys.
+    kept: Arc<Kept>,
+    /// The open hour of the open unions kept (an hour index): those of an earlier one
+    /// are dropped when one of a later hour is kept.
+    open_hour: AtomicI64,
     /// What union work has cost.
     work: work::Work,
 }
@@ -88,28 +82,27 @@ pub(super) struct Unions {
 /// released when it is dropped.
 pub(in crate::service) struct Held {
     _slot: OwnedSemaphorePermit,
-    _memory: Reserved,
+    memory: Reserved,
 }
 
-/// What the open unions hold now, for `/stats`.
-pub(super) struct OpenUsage {
-    pub entries: usize,
-    pub max_entries: usize,
-    pub bytes: usize,
-    pub budget_bytes: usize,
+impl Held {
+    /// Reserves `bytes` more working memory for this build, or refuses at once.
+    pub fn grow(&mut self, bytes: u64) -> std::result::Result<(), Refused> {
+        self.memory.grow(bytes)
+    }
 }
 
 impl Unions {
-    /// `builds` at once (at least one), within budgets carved from `cache_bytes`.
-    pub fn new(builds: usize, cache_bytes: usize) -> Unions {
+    /// `builds` at once (at least one), their working memory within `build_bytes`
+    /// together, what they leave kept in `kept`.
+    pub fn new(builds: usize, build_bytes: u64, kept: Arc<Kept>) -> Unions {
         Unions {
             ranges: Ranges::new(),
             compact_ranges: Ranges::new(),
             pool: Arc::new(Semaphore::new(builds.max(1))),
-            memory: BuildMemory::new(cache_bytes as u64),
-            open: Mutex::new(OpenUnions::new(cache_bytes / 4)),
-            built: BuiltUnions::new(cache_bytes / 4),
-            sealed_keys: SealedKeys::new(cache_bytes / 8),
+            memory: BuildMemory::new(build_bytes),
+            kept,
+            open_hour: AtomicI64::new(i64::MIN),
             work: work::Work::default(),
         }
     }
@@ -179,7 +172,7 @@ impl Unions {
     ) -> std::result::Result<Held, Refused> {
         Ok(Held {
             _slot: slot,
-            _memory: self.memory.reserve(bytes)?,
+            memory: self.memory.reserve(bytes)?,
         })
     }
 
@@ -188,15 +181,24 @@ impl Unions {
         self.memory.usage()
     }
 
-    /// The open union of `key` if it shows at least `wanted` (versions only grow).
+    /// The open union of `key` if it shows at least `wanted` (same open hour, version
+    /// not older: versions only grow).
     pub fn open(&self, key: &OpenKey, wanted: OpenStamp) -> Option<Arc<Rendered>> {
-        lock(&self.open).get(key, wanted)
+        match self.kept.get(&Slot::OpenUnion(*key))? {
+            Value::OpenUnion(u) if u.stamp.0 == wanted.0 && u.stamp.1 >= wanted.1 => {
+                Some(u.rendered.clone())
+            }
+            _ => None,
+        }
     }
 
     /// What rendering the union of `key` kept now left for rendering its next version,
     /// taken (once): its next renderer holds the range's turn.
     pub fn coding_before(&self, key: &OpenKey) -> Option<HexCoding> {
-        lock(&self.open).take_coding(key)
+        match self.kept.get(&Slot::OpenUnion(*key))? {
+            Value::OpenUnion(u) => lock(&u.coding).take(),
+            _ => None,
+        }
     }
 
     /// Keeps the rendering of an open union, showing `stamp`, with what it left for
@@ -208,7 +210,16 @@ impl Unions {
         rendered: Arc<Rendered>,
         coding: Option<HexCoding>,
     ) {
-        lock(&self.open).insert(key, stamp, rendered, coding);
+        // Unions of earlier open hours can never be asked for again.
+        if self.open_hour.fetch_max(stamp.0, Ordering::AcqRel) < stamp.0 {
+            self.kept.retain(|_, value| match value {
+                Value::OpenUnion(u) => u.stamp.0 >= stamp.0,
+                _ => true,
+            });
+        }
+        let union = OpenUnion::new(stamp, rendered, coding);
+        self.kept
+            .insert(Slot::OpenUnion(key), Value::OpenUnion(Arc::new(union)));
     }
 
     /// The union filter built for `from..=to` showing exactly `current` (the open hour
@@ -220,39 +231,45 @@ impl Unions {
         current: Option<OpenStamp>,
         complete: bool,
     ) -> Option<BuiltUnion> {
-        self.built.find(from, to, current, complete)
+        match self.kept.get(&Slot::Built((from.index(), to.index())))? {
+            Value::Built(b) if b.stamp == current && b.complete == complete => {
+                Some(BuiltUnion::clone(&b))
+            }
+            _ => None,
+        }
     }
 
     /// Takes out the kept union of `from..=now` that can be carried forward, if any.
     pub fn take_growable(&self, from: Hour, now: Hour) -> Option<BuiltUnion> {
-        self.built.take_growable(from, now)
+        let slot = Slot::Built((from.index(), now.index()));
+        let growable = |value: &Value| match value {
+            Value::Built(b) => b.growth.is_some() && b.stamp.is_some_and(|s| s.0 == now.index()),
+            _ => false,
+        };
+        match self.kept.remove_if(&slot, growable)? {
+            // Taken out: nobody else holds it, so it is carried forward without a copy.
+            Value::Built(b) => Some(Arc::try_unwrap(b).unwrap_or_else(|b| BuiltUnion::clone(&b))),
+            _ => None,
+        }
     }
 
-    /// Keeps the newest few built filters (within a quarter of the cache budget each),
-    /// so each representation of a union is a rendering of one build.
+    /// Keeps the newest filter built for its range (in place of any before), so each
+    /// representation of a union is a rendering of one build.
     pub fn remember(&self, built: BuiltUnion) {
-        self.built.remember(built);
+        let slot = Slot::Built(built.range);
+        self.kept.insert(slot, Value::Built(Arc::new(built)));
     }
 
     /// The sorted keys of the sealed `hour`, if kept.
     pub fn sealed_keys(&self, hour: Hour) -> Option<Arc<Vec<Key>>> {
-        self.sealed_keys.get(hour)
+        match self.kept.get(&Slot::SealedKeys(hour))? {
+            Value::Keys(keys) => Some(keys),
+            _ => None,
+        }
     }
 
     /// Keeps the sorted keys of the sealed `hour`, within the budget.
     pub fn keep_sealed_keys(&self, hour: Hour, keys: Arc<Vec<Key>>) {
-        self.sealed_keys.keep(hour, keys);
-    }
-
-    /// What the open unions hold now.
-    pub fn open_usage(&self) -> OpenUsage {
-        let open = lock(&self.open);
-        let (entries, bytes) = open.usage();
-        OpenUsage {
-            entries,
-            max_entries: OPEN_UNIONS,
-            bytes,
-            budget_bytes: open.budget(),
-        }
+        self.kept.insert(Slot::SealedKeys(hour), Value::Keys(keys));
     }
 }

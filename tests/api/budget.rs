@@ -1,0 +1,151 @@
+//! The one memory budget (`cache_bytes`): no union is built past it, every part stays
+//! within its share, and a past day's union is revalidated without a build.
+
+use crate::helpers::{start_hour, TestApp, TOKEN};
+use axum::http::StatusCode;
+
+/// `n` IDs of hour `h`, none seen in another hour.
+fn ids(h: usize, n: usize) -> Vec<String> {
+    (0..n).map(|i| format!("h{h}-id{i}")).collect()
+}
+
+async fn ingest(app: &TestApp, ids: &[String]) {
+    let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
+    app.ingest(&ids).await;
+}
+
+#[tokio::test]
+async fn a_since_range_over_every_retained_hour_past_the_budget_is_refused_naming_what_fits() {
+    // 100 IDs in each of 721 hours; a budget whose builds' part holds about a third of
+    // their union.
+    let app = TestApp::spawn_with(|s| s.cache_bytes = 1536 * 1024).await;
+    let hours = 721;
+    for h in 0..hours {
+        ingest(&app, &ids(h, 100)).await;
+        if h + 1 < hours {
+            app.next_hour().await;
+        }
+    }
+    let stats = app.get("/stats").await.json();
+    let builds_budget = stats["memory"]["parts"]["builds"]["budget_bytes"]
+        .as_u64()
+        .unwrap();
+    assert!(builds_budget < 100 * 721 * 8, "{builds_budget}");
+    let oldest = start_hour().next();
+    let since = format!("/since{}", oldest.path());
+
+    let reply = app.get(&since).await;
+
+    reply.assert_error(413, "range_too_large");
+    let message = reply.json()["message"].as_str().unwrap().to_owned();
+    assert!(message.contains("cache_bytes"), "{message}");
+    let fits = message
+        .split("GET ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap_or_else(|| panic!("names the longest range that fits: {message}"));
+    assert!(fits.starts_with("/since/"), "{message}");
+    let (meta, filter) = app.filter(&format!("{fits}.json")).await;
+    assert!(meta.count > 100 * 24, "a useful range fits: {}", meta.count);
+    assert!(meta.count < 100 * 721);
+    assert!(filter.contains(&format!("h{}-id7", hours - 1)));
+    let stats = app.get("/stats").await.json();
+    assert_eq!(
+        stats["memory"]["parts"]["builds"]["bytes"], 0,
+        "nothing held once the builds end"
+    );
+}
+
+#[tokio::test]
+async fn revalidating_a_past_day_is_answered_from_its_hours_digests_without_a_build() {
+    let app = TestApp::spawn().await;
+    // 13:00 on 2008-09-03: through the end of that day and one hour into the next.
+    for h in 0..12 {
+        ingest(&app, &ids(h, 50)).await;
+        app.next_hour().await;
+    }
+    let day = "/2008/09/03.json";
+    let first = app.get_with(day, &[("accept-encoding", "gzip")]).await;
+    assert_eq!(first.status, StatusCode::OK);
+    let etag = first.header("etag").unwrap().to_owned();
+    assert!(etag.ends_with("-gz\""), "{etag}");
+
+    // A restart forgets every rendering: what names the day is read from its hours.
+    let app = app.restart().await;
+    let again = app
+        .get_with(
+            day,
+            &[
+                ("accept-encoding", "gzip"),
+                ("if-none-match", etag.as_str()),
+            ],
+        )
+        .await;
+
+    assert_eq!(again.status, StatusCode::NOT_MODIFIED);
+    assert_eq!(again.header("etag"), Some(etag.as_str()));
+    assert_eq!(
+        again.header("cache-control"),
+        Some("public, max-age=31536000, immutable")
+    );
+    assert_eq!(app.service.union_work().builds.runs, 0, "no build");
+    // The same union built afresh is named the same.
+    let rebuilt = app.get_with(day, &[("accept-encoding", "gzip")]).await;
+    assert_eq!(rebuilt.status, StatusCode::OK);
+    assert_eq!(rebuilt.header("etag"), Some(etag.as_str()));
+    assert_eq!(app.service.union_work().builds.runs, 1);
+    // Another form's tag is not this one's.
+    let hex = app
+        .get_with("/2008/09/03.hex", &[("if-none-match", etag.as_str())])
+        .await;
+    assert_eq!(hex.status, StatusCode::OK);
+}
+
+#[tokio::test]
+async fn every_part_stays_within_its_share_under_many_unions_and_history() {
+    let app = TestApp::spawn_with(|s| s.cache_bytes = 1 << 20).await;
+    for h in 0..30 {
+        ingest(&app, &ids(h, 400)).await;
+        app.next_hour().await;
+    }
+    let auth = format!("Bearer {TOKEN}");
+    let id_query: String = (0..200).map(|i| format!("id=h3-id{i}&")).collect();
+    for h in 0..30 {
+        let hour = {
+            let mut hour = start_hour();
+            for _ in 0..h {
+                hour = hour.next();
+            }
+            hour
+        };
+        for form in ["json", "hex", "bin"] {
+            let reply = app.get(&format!("/since{}.{form}", hour.path())).await;
+            assert_eq!(reply.status, StatusCode::OK);
+            let reply = app.get(&format!("{}.{form}", hour.path())).await;
+            assert_eq!(reply.status, StatusCode::OK);
+        }
+        let reply = app
+            .get_with(&format!("/history?{id_query}"), &[("authorization", &auth)])
+            .await;
+        assert_eq!(reply.status, StatusCode::OK);
+        let memory = app.get("/stats").await.json()["memory"].clone();
+        let mut held = 0;
+        for part in ["responses", "builds", "deltas", "cache"] {
+            let p = &memory["parts"][part];
+            let (bytes, budget) = (
+                p["bytes"].as_u64().unwrap(),
+                p["budget_bytes"].as_u64().unwrap(),
+            );
+            assert!(bytes <= budget, "{part}: {bytes} of {budget}");
+            held += bytes;
+        }
+        assert!(held <= memory["budget_bytes"].as_u64().unwrap());
+        assert_eq!(memory["bytes"].as_u64().unwrap(), held);
+    }
+    let text = String::from_utf8(app.get("/metrics").await.body).unwrap();
+    assert!(
+        text.contains("bloomcast_memory_budget_bytes{part=\"total\"} 1048576"),
+        "{text}"
+    );
+    assert!(text.contains("bloomcast_memory_bytes{part=\"cache_renderings\"}"));
+}
