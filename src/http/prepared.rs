@@ -24,9 +24,10 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-/// Renderings a thread keeps prepared responses for; past it, or past its part of the
-/// memory budget (`Split::responses_per_thread`: each kept rendering is held alive, with
-/// the thread's copy of its bodies), the thread starts over (renderings come and go by
+/// Renderings a thread keeps prepared responses for; past it, or past half its part of
+/// the memory budget (`Split::responses_per_thread`; the service's renderings served
+/// lately have the other half): each kept rendering is held alive, with the thread's
+/// copy of its bodies), the thread starts over (renderings come and go by
 /// the hour, and a thread serves few at a time).
 const RENDERINGS: usize = 64;
 
@@ -98,7 +99,7 @@ pub fn response(
         .map(|until| cache_control(state, Some(until)));
     // Twice: the thread's copy of the bodies, and the rendering it keeps alive.
     let size = 2 * ready.rendered.size();
-    let budget = state.service.split().responses_per_thread as usize;
+    let budget = state.service.split().responses_per_thread as usize / 2;
     let mut response = if size > KEPT_MAX.min(budget) {
         let response = finished(state, cors, ready, variant);
         let r = ready.rendered;
@@ -121,7 +122,7 @@ fn kept(state: &AppState, cors: &CorsHeaders, ready: &ReadyHour, variant: Varian
     KEPT.with(|kept| {
         let kept = &mut *kept.borrow_mut();
         let key = Arc::as_ptr(ready.rendered) as usize;
-        let budget = state.service.split().responses_per_thread as usize;
+        let budget = state.service.split().responses_per_thread as usize / 2;
         if !kept.renderings.contains_key(&key)
             && (kept.renderings.len() >= RENDERINGS || kept.bytes + size > budget)
         {

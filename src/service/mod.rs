@@ -60,6 +60,7 @@ mod lifecycle;
 mod marks;
 mod open_hours;
 mod ready;
+mod recent;
 mod retention;
 mod sealer;
 pub use ready::ReadyHour;
@@ -99,6 +100,9 @@ pub use unions::{StepStats, UnionWork};
 /// What bloomcast does. Its parts own their locks; the order across them is in the
 /// module doc, and each part's own at its struct (`OpenHours`, `Deltas`, `Unions`).
 pub struct Service {
+    /// This service's own number (tests run many in one process): what per-thread
+    /// state is keyed by.
+    id: u64,
     store: Arc<dyn Store>,
     /// The clock held to its monotonic reading: forward jumps are not followed until
     /// confirmed, so no clock reading alone opens or prunes an hour.
@@ -149,7 +153,9 @@ impl Service {
         let guard = JumpGuard::new(tuning.clock_jump_tolerance, tuning.clock_jump_confirm);
         let started = (marks.high_water, clock.monotonic());
         let clock = GuardedClock::new(clock, guard);
+        static SERVICES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         let service = Service {
+            id: SERVICES.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             started,
             split,
             cache: RenderCache::on(kept.clone()),

@@ -1,7 +1,8 @@
 //! The read path's fast lane: an hour whose rendering is ready, found without a lock,
 //! an await or a write to anything shared but reference counts.
 //!
-//! Closed hours come from the render cache (a lock-free snapshot). The open hour comes
+//! Closed hours come from the thread's renderings served lately (`recent`), else the
+//! one cache (a lookup that takes its lock). The open hour comes
 //! from the [`Board`]: its latest renderings, published with the ledger generation they
 //! show. Every change to the open hours bumps the generation (under the ledger lock,
 //! before the ingest is acknowledged), so a rendering is served here only while nothing
@@ -146,7 +147,10 @@ impl Service {
             return None;
         }
         let (prev, next) = (hour.prev() >= self.earliest(now), hour < now);
-        let ready = |rendered: &Arc<Rendered>, open_until| {
+        // `f` is called once, from whichever place finds the rendering.
+        let mut f = Some(f);
+        let mut ready = |rendered: &Arc<Rendered>, open_until| {
+            let f = f.take().expect("called once");
             f(&ReadyHour {
                 hour,
                 rendered,
@@ -156,12 +160,18 @@ impl Service {
             })
         };
         if hour == now {
-            self.open
+            return self
+                .open
                 .board()
-                .with(hour, repr, |r| ready(r, Some(now.end())))
-        } else {
-            let key = (hour.index(), hour.index(), repr);
-            self.cache.with(&key, |r| ready(r, None))
+                .with(hour, repr, |r| ready(r, Some(now.end())));
         }
+        let key = (hour.index(), hour.index(), repr);
+        if let Some(out) = super::recent::with(self.id, &key, |r| ready(r, None)) {
+            return Some(out);
+        }
+        let rendered = self.cache.get(&key)?;
+        let budget = self.split.responses_per_thread as usize / 2;
+        super::recent::keep(self.id, key, &rendered, budget);
+        Some(ready(&rendered, None))
     }
 }

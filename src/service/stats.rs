@@ -73,6 +73,9 @@ pub struct MemoryStats {
     pub build_bytes: u64,
     /// The open hour's versions kept as dictionaries and the deltas made from them.
     pub delta_bytes: u64,
+    /// Closed hours' renderings held by worker threads for the read path (within the
+    /// responses' part, beside the HTTP layer's prepared responses).
+    pub recent_bytes: u64,
 }
 
 impl Service {
@@ -155,6 +158,7 @@ impl Service {
             kept_bytes: self.kept.bytes(),
             build_bytes: self.unions.memory_usage().0,
             delta_bytes: self.open.deltas().bytes(),
+            recent_bytes: super::recent::held_bytes(),
         }
     }
 }
