@@ -57,6 +57,19 @@ fn longest_fitting(
     start
 }
 
+/// What names a sealed hour's rendering in `repr` instead of its bytes: a digest of its
+/// filter's digest (its chain link's), with the server's version and the form, so its
+/// revalidation is answered from its link without rendering it.
+pub(super) fn hour_validator(hour: Hour, repr: Repr, digest: &[u8; 32]) -> [u8; 32] {
+    let mut named = Vec::with_capacity(96);
+    named.extend_from_slice(b"bloomcast hour ");
+    named.extend_from_slice(env!("CARGO_PKG_VERSION").as_bytes());
+    named.extend_from_slice(repr.suffix().as_bytes());
+    named.extend_from_slice(&hour.index().to_be_bytes());
+    named.extend_from_slice(digest);
+    crate::dcz::sha256(&named)
+}
+
 /// A refused reservation as the service's error for a union of `from..=to`.
 fn refusal(from: Hour, to: Hour, refused: Refused) -> ServiceError {
     let mib = |b: u64| b.div_ceil(1 << 20);
@@ -315,17 +328,30 @@ impl Service {
         Ok(Some(crate::dcz::sha256(&named)))
     }
 
-    /// What names the complete day union `target` in `repr`, known without building it
-    /// (see [`Service::union_validator`]): `None` for anything else, or when it is named
-    /// by its bytes.
+    /// What names the closed hour or complete day union `target` in `repr`, known
+    /// without rendering or building it (see [`hour_validator`] and
+    /// [`Service::union_validator`]): `None` for anything else, or when it is named by
+    /// its bytes.
     ///
     /// # Errors
     /// Store failures.
     pub async fn known_validator(&self, target: Target, repr: Repr) -> Result<Option<[u8; 32]>> {
-        let Target::Day(day) = target else {
-            return Ok(None);
-        };
         let now = self.current_hour();
+        let day = match target {
+            Target::Day(day) => day,
+            Target::Hour(hour) if hour < now && self.check(hour, now).is_ok() => {
+                if let Some(r) = self.cache.get(&(hour.index(), hour.index(), repr)) {
+                    return Ok(r.validator);
+                }
+                let link = match self.store.last_link(hour.next()).await {
+                    Ok(link) => link.filter(|l| l.hour == hour),
+                    Err(StoreError::Corrupt(_)) => None,
+                    Err(e) => return Err(e.into()),
+                };
+                return Ok(link.map(|l| hour_validator(hour, repr, &l.digest)));
+            }
+            _ => return Ok(None),
+        };
         let Ok((first, last)) = self.day_hours(day, now) else {
             return Ok(None);
         };

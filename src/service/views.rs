@@ -205,6 +205,13 @@ impl Service {
         if let Some(r) = self.cache.get(&key) {
             return Ok((r, true));
         }
+        // Readers of one hour and form share its rendering (a storm of polls of an hour
+        // no longer kept renders it once), and each rendering reserves its working memory
+        // from the builds' part of the budget first.
+        let _same_hour = self.unions.hour_render_turn(key).await;
+        if let Some(r) = self.cache.get(&key) {
+            return Ok((r, true));
+        }
         let sealed = match self.store.sealed(hour).await {
             Ok(Some(sealed)) => Some(sealed),
             Ok(None) => match self.seal_or_backoff(hour).await {
@@ -233,27 +240,46 @@ impl Service {
                 }
             }
         });
-        let (filter, count, bytes) = match decoded {
-            Some(sealed) => sealed,
+        // The filter decoded, and the rendering: its bodies (hex twice the bytes, a gzip)
+        // and their coding.
+        let reserve = |filter_bytes: u64| {
+            self.unions
+                .reserve_memory(6 * filter_bytes + 64 * 1024)
+                .map_err(|_| {
+                    ServiceError::Busy(format!(
+                        "rendering {} needs memory other builds hold now; retry shortly \
+                         (setting cache_bytes)",
+                        hour.path()
+                    ))
+                })
+        };
+        let (filter, count, bytes, _memory) = match decoded {
+            Some((filter, count, bytes)) => {
+                let memory = reserve(u64::from(filter.m()).div_ceil(8))?;
+                (filter, count, bytes, memory)
+            }
             None => {
                 let keys = self.closed_keys(hour).await?;
                 let (keys, filter) = self.build(keys).await?;
                 let closed = self.closed_through().is_some_and(|c| hour <= c);
                 // Only a durably closed hour is final: its bytes are what its seal will hold.
                 let bytes = closed.then(|| filter.to_bytes());
-                (filter, keys.len() as u64, bytes)
+                let memory = reserve(u64::from(filter.m()).div_ceil(8))?;
+                (filter, keys.len() as u64, bytes, memory)
             }
         };
         let complete = bytes.is_some();
-        let chain = if let Some(bytes) = &bytes {
+        let (chain, validator) = if let Some(bytes) = &bytes {
             let digest = crate::chain::digest(bytes);
-            self.chain_place(hour, &digest).await?
+            let validator = super::union::hour_validator(hour, repr, &digest);
+            (self.chain_place(hour, &digest).await?, Some(validator))
         } else {
-            None
+            (None, None)
         };
         let meta = Meta::hour(hour.rfc3339(), complete, count);
         let mut rendered = render_off_thread(meta, filter, repr, Effort::Best).await?;
         rendered.chain = chain;
+        rendered.validator = validator;
         let rendered = Arc::new(rendered);
         // A sealed hour not yet linked (its seal is pending) is rendered again once it is.
         let linked = rendered.chain.is_some() || self.tuning.signer.is_none();

@@ -89,6 +89,7 @@ async fn revalidating_a_past_day_is_answered_from_its_hours_digests_without_a_bu
         Some("public, max-age=31536000, immutable")
     );
     assert_eq!(app.service.union_work().builds.runs, 0, "no build");
+    assert_eq!(app.service.cache_stats().entries, 0, "nothing rendered");
     // The same union built afresh is named the same.
     let rebuilt = app.get_with(day, &[("accept-encoding", "gzip")]).await;
     assert_eq!(rebuilt.status, StatusCode::OK);
@@ -99,6 +100,33 @@ async fn revalidating_a_past_day_is_answered_from_its_hours_digests_without_a_bu
         .get_with("/2008/09/03.hex", &[("if-none-match", etag.as_str())])
         .await;
     assert_eq!(hex.status, StatusCode::OK);
+}
+
+#[tokio::test]
+async fn revalidating_a_closed_hour_no_longer_kept_is_answered_from_its_link_without_rendering() {
+    let app = TestApp::spawn().await;
+    ingest(&app, &ids(0, 50)).await;
+    app.next_hour().await;
+    let hour = format!("{}.hex", start_hour().path());
+    let first = app.get(&hour).await;
+    assert_eq!(first.status, StatusCode::OK);
+    let etag = first.header("etag").unwrap().to_owned();
+
+    let app = app.restart().await;
+    let again = app
+        .get_with(&hour, &[("if-none-match", etag.as_str())])
+        .await;
+
+    assert_eq!(again.status, StatusCode::NOT_MODIFIED);
+    assert_eq!(again.header("etag"), Some(etag.as_str()));
+    assert_eq!(app.service.cache_stats().entries, 0, "nothing rendered");
+    let rendered = app.get(&hour).await;
+    assert_eq!(
+        rendered.header("etag"),
+        Some(etag.as_str()),
+        "named the same"
+    );
+    assert_eq!(rendered.body, first.body);
 }
 
 #[tokio::test]

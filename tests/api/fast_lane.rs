@@ -96,9 +96,20 @@ async fn routed_then_fast(
     headers: &[(&str, &str)],
     first: &str,
 ) -> (Reply, Reply) {
-    let before = fast_reads(app).await;
+    let mut before = fast_reads(app).await;
     let routed = app.get_with(path, headers).await;
     assert_eq!(fast_reads(app).await, before, "{path}: {first}");
+    if headers.iter().any(|(name, _)| *name == "if-none-match") && routed.status == 304 {
+        // A closed hour's revalidation is answered from its chain link without a
+        // rendering; a read renders it (if it is not ready yet) for the fast lane.
+        let plain: Vec<(&str, &str)> = headers
+            .iter()
+            .copied()
+            .filter(|(name, _)| *name != "if-none-match")
+            .collect();
+        app.get_with(path, &plain).await;
+        before = fast_reads(app).await;
+    }
     let fast = app.get_with(path, headers).await;
     assert_eq!(
         fast_reads(app).await,

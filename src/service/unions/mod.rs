@@ -34,7 +34,7 @@ mod work;
 
 pub(super) use built::{BuiltUnion, Growth};
 pub(super) use memory::Refused;
-use memory::Reserved;
+pub(super) use memory::Reserved;
 pub(super) use open::{OpenKey, OpenStamp, UnionKey};
 pub(super) use ranges::RangeTurn;
 pub(super) use work::Step;
@@ -65,6 +65,8 @@ pub(super) struct Unions {
     ranges: Ranges<UnionKey>,
     /// One compact build at a time per union range and precision (on `pool`).
     compact_ranges: Ranges<CompactKey>,
+    /// One rendering at a time of each closed hour and form not kept (off the pool).
+    hour_renders: Ranges<UnionKey>,
     /// Union and compact builds of different ranges running at once; past it, `Busy`.
     pool: Arc<Semaphore>,
     /// Working memory reserved by compact builds in flight.
@@ -99,6 +101,7 @@ impl Unions {
         Unions {
             ranges: Ranges::new(),
             compact_ranges: Ranges::new(),
+            hour_renders: Ranges::new(),
             pool: Arc::new(Semaphore::new(builds.max(1))),
             memory: BuildMemory::new(build_bytes),
             kept,
@@ -149,6 +152,20 @@ impl Unions {
     /// Waits for the turn to build the compact union `key`.
     pub async fn compact_turn(&self, key: CompactKey) -> RangeTurn<'_, CompactKey> {
         self.compact_ranges.turn(key).await
+    }
+
+    /// Waits for the turn to render the closed hour of `key` (its first and last hour
+    /// are the hour): readers of one share its rendering.
+    pub async fn hour_render_turn(&self, key: UnionKey) -> RangeTurn<'_, UnionKey> {
+        self.hour_renders.turn(key).await
+    }
+
+    /// Reserves `bytes` of working memory (at most the whole builds' part: a rendering
+    /// larger than that runs alone) for work that takes no pool slot, a closed hour's
+    /// rendering; refused at once while other work holds what it needs.
+    pub fn reserve_memory(&self, bytes: u64) -> std::result::Result<Reserved, Refused> {
+        let (_, budget) = self.memory.usage();
+        self.memory.reserve(bytes.min(budget))
     }
 
     /// A build slot, held for the build.
