@@ -52,6 +52,7 @@ enum Command {
 fn main() -> ExitCode {
     // First, before the runtime's threads touch their heaps (src/memory.rs).
     let huge_pages_off = bloomcast::memory::forgo_huge_pages();
+    bloomcast::memory::hold_no_freed_memory();
     let cli = Cli::parse();
     match cli.command {
         Command::Serve => bloomcast::telemetry::init(),

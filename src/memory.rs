@@ -37,6 +37,32 @@ pub fn release_freed() {
     }
 }
 
+/// Keeps both allocators from holding what the server frees, so that what its memory
+/// budget does not hold is handed back at once (`benches/harness/memory.sh`, in
+/// docs/BENCHMARKS.md, "One memory budget"):
+/// - mimalloc purges a freed page at once (its default waits 10 ms, and then only
+///   when the thread that freed it allocates again: a blocking-pool thread that built a
+///   union and went idle kept what the build freed);
+/// - glibc's allocator (SQLite's: its page caches and the buffers blobs are read into)
+///   maps blocks of 128 KiB and more on their own and unmaps them when freed (it would
+///   raise that threshold to the largest block freed, up to 32 MiB, and keep such blocks
+///   in its arenas), in two arenas rather than eight per core.
+///
+/// Called first thing in `main`, before any thread allocates.
+pub fn hold_no_freed_memory() {
+    /// `mi_option_purge_delay` in mimalloc 2's `mi_option_t` (not exported by the
+    /// binding).
+    const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
+    // SAFETY: `mi_option_set` takes no pointers; options may be set at any time.
+    unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, 0) }
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: `mallopt` takes no pointers and runs before other threads exist.
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 128 * 1024);
+        libc::mallopt(libc::M_ARENA_MAX, 2);
+    }
+}
+
 /// Turns transparent huge pages off for this process (Linux; elsewhere a no-op).
 /// Returns whether they are off.
 ///
