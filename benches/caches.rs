@@ -1,7 +1,11 @@
 //! The render cache (`service::RenderCache`: closed hours' and past days' renderings
-//! within a byte budget, looked up by every poll of a closed hour) against `quick_cache`
-//! and `moka` doing the same job: `Arc<Rendered>` by `(first hour, last hour, repr)`,
-//! weighed by `Rendered::size`, within one byte budget.
+//! within a byte budget; a view of the one cache, a `quick_cache` of one shard behind
+//! an enum of every kind it keeps) against `quick_cache` and `moka` doing the same job
+//! directly: `Arc<Rendered>` by `(first hour, last hour, repr)`, weighed by
+//! `Rendered::size`, within one byte budget. `recent_front` is what a poll of a closed
+//! hour does on the server (`service/recent.rs`): a per-thread map of the renderings
+//! that thread served lately in front of the one cache, looked up without a lock or a
+//! reference count.
 //!
 //! ```text
 //! cargo bench --bench caches -- --warm-up-time 1 --measurement-time 3
@@ -47,6 +51,37 @@ trait Under: Sync {
     /// Looks `key` up and returns the size of the rendering found (0 on a miss).
     fn hit(&self, key: &CacheKey) -> usize;
     fn insert(&self, key: CacheKey, value: Arc<Rendered>);
+}
+
+/// The read path's lookup: the thread's recent renderings, then the one cache.
+struct RecentFront(RenderCache);
+
+thread_local! {
+    static RECENT: std::cell::RefCell<std::collections::HashMap<CacheKey, Arc<Rendered>>> =
+        Default::default();
+}
+
+impl Under for RecentFront {
+    fn hit(&self, key: &CacheKey) -> usize {
+        let held = RECENT.with(|r| r.borrow().get(key).map(|r| r.size()));
+        if let Some(size) = held {
+            return size;
+        }
+        let Some(rendered) = self.0.get(key) else {
+            return 0;
+        };
+        RECENT.with(|r| {
+            let mut r = r.borrow_mut();
+            if r.len() >= 64 {
+                r.clear();
+            }
+            r.insert(*key, rendered.clone());
+        });
+        rendered.size()
+    }
+    fn insert(&self, key: CacheKey, value: Arc<Rendered>) {
+        self.0.insert(key, value);
+    }
 }
 
 /// Ours, as the fast lane reads it: borrowed.
@@ -155,6 +190,10 @@ fn key(i: u64) -> CacheKey {
 fn caches(budget: usize, items: usize) -> Vec<(&'static str, Box<dyn Under>)> {
     vec![
         ("ours_with", Box::new(OursWith(RenderCache::new(budget)))),
+        (
+            "recent_front",
+            Box::new(RecentFront(RenderCache::new(budget))),
+        ),
         ("ours_get", Box::new(OursGet(RenderCache::new(budget)))),
         ("quick_cache", Box::new(Quick::new(budget, items, None))),
         (
