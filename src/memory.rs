@@ -48,7 +48,9 @@ pub fn release_freed() {
 ///   raise that threshold to the largest block freed, up to 32 MiB, and keep such blocks
 ///   in its arenas), in two arenas rather than eight per core.
 ///
-/// Called first thing in `main`, before any thread allocates.
+/// Called first thing in `main`, before any thread allocates. A block one thread frees
+/// for another still waits for its owner to allocate again or exit: `main` keeps the
+/// blocking pool small and its idle threads short-lived for that.
 pub fn hold_no_freed_memory() {
     /// `mi_option_purge_delay` in mimalloc 2's `mi_option_t` (not exported by the
     /// binding).
