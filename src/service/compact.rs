@@ -13,7 +13,7 @@
 //! alone exceeds it); the result is kept in the render cache.
 
 use super::cache::CompactKey;
-use super::unions::{Held, Refused, Step};
+use super::unions::{Held, Step};
 use super::{Result, Service, ServiceError, Target, View};
 use crate::bloom::{distinct_keys, Key, Ribbon};
 use crate::hour::{Day, Hour};
@@ -245,25 +245,16 @@ impl Service {
         } else {
             format!("{}..{}", from.path(), to.path())
         };
-        let mib = |b: u64| b.div_ceil(1 << 20);
-        self.unions
-            .reserve(slot, bytes)
-            .map_err(|refused| match refused {
-                Refused::TooLarge { needs, budget } => ServiceError::NotAcceptable(format!(
-                    "the compact form of {what} needs about {} MiB of memory to build, more \
-                 than this server's build budget of {} MiB (setting cache_bytes); fetch \
-                 it as .bin, .hex or .json",
-                    mib(needs),
-                    mib(budget)
-                )),
-                Refused::Taken { needs, left } => ServiceError::Busy(format!(
-                    "building the compact form of {what} needs about {} MiB of memory and \
-                 other builds leave {} MiB of the budget; retry shortly (setting \
-                 cache_bytes)",
-                    mib(needs),
-                    mib(left)
-                )),
+        self.unions.reserve(slot, bytes).map_err(|refused| {
+            let building = format!("building the compact form of {what}");
+            refused.answer(&building, |needs, budget| {
+                ServiceError::NotAcceptable(format!(
+                    "the compact form of {what} needs about {needs} MiB of memory to build, \
+                     more than this server's build budget of {budget} MiB (setting \
+                     cache_bytes); fetch it as .bin, .hex or .json"
+                ))
             })
+        })
     }
 
     /// Caches a complete rendering; an incomplete one is served once and built again.

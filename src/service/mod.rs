@@ -69,6 +69,7 @@ mod target;
 mod tuning;
 mod union;
 mod unions;
+mod validators;
 mod views;
 
 pub use budget::Split;

@@ -3,13 +3,12 @@
 //! sizes.
 
 use super::incremental::room;
-use super::unions::Held;
-use super::unions::{BuiltUnion, Growth, OpenStamp, Refused, Step, UnionKey};
-use super::{Result, Service, ServiceError, Target};
+use super::unions::{BuiltUnion, Growth, Held, OpenStamp, Refused, Step, UnionKey};
+use super::validators::Named;
+use super::{Result, Service, ServiceError};
 use crate::bloom::{union_of, union_with_room, Key, Params};
 use crate::hour::Hour;
 use crate::render::{render_next, Effort, Encodings, HexCoding, Rendered, Repr};
-use crate::store::StoreError;
 use crate::wire::Meta;
 use std::sync::Arc;
 use tokio::sync::OwnedSemaphorePermit;
@@ -57,38 +56,16 @@ fn longest_fitting(
     start
 }
 
-/// What names a sealed hour's rendering in `repr` instead of its bytes: a digest of its
-/// filter's digest (its chain link's), with the server's version and the form, so its
-/// revalidation is answered from its link without rendering it.
-pub(super) fn hour_validator(hour: Hour, repr: Repr, digest: &[u8; 32]) -> [u8; 32] {
-    let mut named = Vec::with_capacity(96);
-    named.extend_from_slice(b"bloomcast hour ");
-    named.extend_from_slice(env!("CARGO_PKG_VERSION").as_bytes());
-    named.extend_from_slice(repr.suffix().as_bytes());
-    named.extend_from_slice(&hour.index().to_be_bytes());
-    named.extend_from_slice(digest);
-    crate::dcz::sha256(&named)
-}
-
 /// A refused reservation as the service's error for a union of `from..=to`.
 fn refusal(from: Hour, to: Hour, refused: Refused) -> ServiceError {
-    let mib = |b: u64| b.div_ceil(1 << 20);
-    let what = format!("{from}..{to}");
-    match refused {
-        Refused::TooLarge { needs, budget } => ServiceError::RangeTooLarge(format!(
-            "the union of {what} needs about {} MiB of memory to build, more than this \
-             server's build budget of {} MiB (a quarter of setting cache_bytes, less its \
-             prepared responses)",
-            mib(needs),
-            mib(budget)
-        )),
-        Refused::Taken { needs, left } => ServiceError::Busy(format!(
-            "building the union of {what} needs about {} MiB of memory and other builds \
-             leave {} MiB of the budget; retry shortly (setting cache_bytes)",
-            mib(needs),
-            mib(left)
-        )),
-    }
+    let what = format!("building the union of {from}..{to}");
+    refused.answer(&what, |needs, budget| {
+        ServiceError::RangeTooLarge(format!(
+            "the union of {from}..{to} needs about {needs} MiB of memory to build, more \
+             than this server's build budget of {budget} MiB (a third of setting \
+             cache_bytes, less its prepared responses)"
+        ))
+    })
 }
 
 impl Service {
@@ -286,85 +263,6 @@ impl Service {
         })
     }
 
-    /// What names the complete union of `from..=to` in `repr` instead of its bytes: a
-    /// digest of the hours' chain digests (with the server's version and the form), so a
-    /// revalidation is answered without building it. `None` when an hour of it has no
-    /// link yet (then it is named by its bytes).
-    ///
-    /// # Errors
-    /// Store failures.
-    pub(super) async fn union_validator(
-        &self,
-        from: Hour,
-        to: Hour,
-        repr: Repr,
-    ) -> Result<Option<[u8; 32]>> {
-        let hours = usize::try_from(to.index() - from.index() + 1).unwrap_or(0);
-        if hours == 0 {
-            return Ok(None);
-        }
-        let links = match self.store.links(from, hours).await {
-            Ok(links) => links,
-            Err(StoreError::Corrupt(_)) => return Ok(None),
-            Err(e) => return Err(e.into()),
-        };
-        let mut named = Vec::with_capacity(64 + 32 * hours);
-        named.extend_from_slice(b"bloomcast union ");
-        named.extend_from_slice(env!("CARGO_PKG_VERSION").as_bytes());
-        named.extend_from_slice(repr.suffix().as_bytes());
-        named.extend_from_slice(&from.index().to_be_bytes());
-        named.extend_from_slice(&to.index().to_be_bytes());
-        let mut hour = from;
-        for link in &links {
-            if link.hour != hour {
-                return Ok(None);
-            }
-            named.extend_from_slice(&link.digest);
-            hour = hour.next();
-        }
-        if hour != to.next() {
-            return Ok(None);
-        }
-        Ok(Some(crate::dcz::sha256(&named)))
-    }
-
-    /// What names the closed hour or complete day union `target` in `repr`, known
-    /// without rendering or building it (see [`hour_validator`] and
-    /// [`Service::union_validator`]): `None` for anything else, or when it is named by
-    /// its bytes.
-    ///
-    /// # Errors
-    /// Store failures.
-    pub async fn known_validator(&self, target: Target, repr: Repr) -> Result<Option<[u8; 32]>> {
-        let now = self.current_hour();
-        let day = match target {
-            Target::Day(day) => day,
-            Target::Hour(hour) if hour < now && self.check(hour, now).is_ok() => {
-                if let Some(r) = self.cache.get(&(hour.index(), hour.index(), repr)) {
-                    return Ok(r.validator);
-                }
-                let link = match self.store.last_link(hour.next()).await {
-                    Ok(link) => link.filter(|l| l.hour == hour),
-                    Err(StoreError::Corrupt(_)) => None,
-                    Err(e) => return Err(e.into()),
-                };
-                return Ok(link.map(|l| hour_validator(hour, repr, &l.digest)));
-            }
-            _ => return Ok(None),
-        };
-        let Ok((first, last)) = self.day_hours(day, now) else {
-            return Ok(None);
-        };
-        if last >= now {
-            return Ok(None);
-        }
-        let from = first.max(self.earliest(now));
-        if let Some(r) = self.cache.get(&(from.index(), last.index(), repr)) {
-            return Ok(r.validator);
-        }
-        self.union_validator(from, last, repr).await
-    }
-
     /// Renders a built union filter and caches the rendering.
     async fn serve_built(
         &self,
@@ -411,7 +309,7 @@ impl Service {
 
     /// Caches a rendering: immutable ones in the render cache, open ones with their stamp
     /// and what they left for rendering the next version.
-    /// A complete one is named by its hours' digests ([`Service::union_validator`]);
+    /// A complete one is named by its hours' digests ([`Service::linked_name`]);
     /// by its bytes when they cannot be read now.
     async fn keep_union(
         &self,
@@ -422,7 +320,7 @@ impl Service {
     ) -> (Arc<Rendered>, bool) {
         if complete {
             let (from, to) = (Hour::from_index(key.0), Hour::from_index(key.1));
-            rendered.validator = match self.union_validator(from, to, key.2).await {
+            rendered.validator = match self.linked_name(Named::Union, from, to, key.2).await {
                 Ok(validator) => validator,
                 Err(e) => {
                     tracing::warn!(error = %e, %from, %to, "cannot read the union's hour links; it is named by its bytes");

@@ -3,6 +3,7 @@
 //! the hour's keys when it fails verification or cannot be sealed yet).
 
 use super::open_hours::Rendering;
+use super::validators::{name, Named};
 use super::{Result, Service, ServiceError, Target, View};
 use crate::bloom::{Filter, SHA1_KM32};
 use crate::hour::{Day, Hour};
@@ -245,12 +246,10 @@ impl Service {
         let reserve = |filter_bytes: u64| {
             self.unions
                 .reserve_memory(6 * filter_bytes + 64 * 1024)
-                .map_err(|_| {
-                    ServiceError::Busy(format!(
-                        "rendering {} needs memory other builds hold now; retry shortly \
-                         (setting cache_bytes)",
-                        hour.path()
-                    ))
+                .map_err(|refused| {
+                    // Reserved up to the whole part: a rendering is never too large.
+                    let what = format!("rendering {}", hour.path());
+                    refused.answer(&what, |_, _| ServiceError::Busy(what.clone()))
                 })
         };
         let (filter, count, bytes, _memory) = match decoded {
@@ -271,7 +270,7 @@ impl Service {
         let complete = bytes.is_some();
         let (chain, validator) = if let Some(bytes) = &bytes {
             let digest = crate::chain::digest(bytes);
-            let validator = super::union::hour_validator(hour, repr, &digest);
+            let validator = name(Named::Hour, repr, hour, hour, [&digest]);
             (self.chain_place(hour, &digest).await?, Some(validator))
         } else {
             (None, None)

@@ -24,6 +24,27 @@ pub(in crate::service) enum Refused {
     Taken { needs: u64, left: u64 },
 }
 
+impl Refused {
+    /// The service's answer to a refusal of `what`'s working memory: 503 `Busy` while
+    /// other builds hold it, `too_large(needs, budget)` (in MiB) when it never fits.
+    pub fn answer(
+        self,
+        what: &str,
+        too_large: impl FnOnce(u64, u64) -> crate::service::ServiceError,
+    ) -> crate::service::ServiceError {
+        let mib = |b: u64| b.div_ceil(1 << 20);
+        match self {
+            Refused::TooLarge { needs, budget } => too_large(mib(needs), mib(budget)),
+            Refused::Taken { needs, left } => crate::service::ServiceError::Busy(format!(
+                "{what} needs about {} MiB of memory and other builds leave {} MiB of the \
+                 budget; retry shortly (setting cache_bytes)",
+                mib(needs),
+                mib(left)
+            )),
+        }
+    }
+}
+
 /// Memory held for one build; released on drop.
 pub(in crate::service) struct Reserved {
     memory: Arc<BuildMemory>,
