@@ -65,17 +65,33 @@ async fn revalidated(
     if !super::head::matches_name(&name, Encodings::Both, if_none_match) {
         return Ok(None);
     }
-    let gzip = accepts_gzip(request);
+    let etag = super::head::etag_of_name(&name, accepts_gzip(request));
+    let immutable = HeaderValue::from_static(IMMUTABLE);
+    Ok(Some(not_modified_response(etag, immutable, vary(false))))
+}
+
+/// A 304: the validator, and the cache headers the 200 would have had.
+fn not_modified_response(
+    etag: HeaderValue,
+    cache_control: HeaderValue,
+    vary: HeaderValue,
+) -> Response {
     let mut response = Response::new(Body::empty());
     *response.status_mut() = StatusCode::NOT_MODIFIED;
     let out = response.headers_mut();
-    out.insert(header::ETAG, super::head::etag_of_name(&name, gzip));
-    out.insert(header::CACHE_CONTROL, HeaderValue::from_static(IMMUTABLE));
-    out.insert(
-        header::VARY,
-        HeaderValue::from_static("Accept, Accept-Encoding"),
-    );
-    Ok(Some(response))
+    out.insert(header::ETAG, etag);
+    out.insert(header::CACHE_CONTROL, cache_control);
+    out.insert(header::VARY, vary);
+    response
+}
+
+/// `Vary` of a filter: the open hour's answers also depend on the dictionary offered.
+fn vary(open_hour: bool) -> HeaderValue {
+    HeaderValue::from_static(if open_hour {
+        "Accept, Accept-Encoding, Available-Dictionary"
+    } else {
+        "Accept, Accept-Encoding"
+    })
 }
 
 /// The `dcz` body of the open hour when the request offers a kept dictionary, accepts
@@ -107,21 +123,12 @@ pub(super) fn respond(
     let gzip = r.encodings.sends_gzip(accepts_gzip(request));
     let cache_control = cache_control(state, view.open_until);
     let etag = head.etag(gzip).clone();
-    let vary = HeaderValue::from_static(match view.open_hour {
-        Some(_) => "Accept, Accept-Encoding, Available-Dictionary",
-        None => "Accept, Accept-Encoding",
-    });
+    let vary = vary(view.open_hour.is_some());
 
     // The response is built in place (no second header map merged into it), its
     // headers in the order they always had: content type first on a 200.
     if not_modified(r, request) {
-        let mut response = Response::new(Body::empty());
-        *response.status_mut() = StatusCode::NOT_MODIFIED;
-        let out = response.headers_mut();
-        out.insert(header::ETAG, etag);
-        out.insert(header::CACHE_CONTROL, cache_control);
-        out.insert(header::VARY, vary);
-        return response;
+        return not_modified_response(etag, cache_control, vary);
     }
 
     let dictionary = kept_as_dictionary(state, view, &head, suffix);

@@ -45,14 +45,17 @@ pub(super) struct Head {
 /// The ETag of the body a rendering named `name` holding both encodings sends (the gzip
 /// body's when `gzip`), as [`Head`] gives it, without the rendering.
 pub(super) fn etag_of_name(name: &[u8; 32], gzip: bool) -> HeaderValue {
-    let tag = crate::bloom::to_hex(&name[..10]);
-    value(format!("\"{tag}{}\"", if gzip { "-gz" } else { "" }))
+    quoted_tag(name, if gzip { "-gz" } else { "" })
+}
+
+/// An ETag: the first 80 bits of `name` in lowercase hex, then `suffix`, quoted.
+fn quoted_tag(name: &[u8; 32], suffix: &str) -> HeaderValue {
+    value(format!("\"{}{suffix}\"", crate::bloom::to_hex(&name[..10])))
 }
 
 impl Head {
     fn of(r: &Rendered) -> Head {
-        let tag = crate::bloom::to_hex(&r.tag()[..10]);
-        let quoted = |suffix: &str| value(format!("\"{tag}{suffix}\""));
+        let quoted = |suffix: &str| quoted_tag(r.tag(), suffix);
         let (identity, gzip) = match r.encodings {
             Encodings::Both => ("", "-gz"),
             Encodings::Identity => ("", ""),
