@@ -46,42 +46,33 @@ impl Service {
         }
         let keys: Vec<Key> = ids.iter().map(|id| Key::of(id)).collect();
         let mut hours: Vec<Vec<Hour>> = vec![Vec::new(); ids.len()];
-        self.for_each_hour_filter(from, now, |hour, filter| {
+        let mut hour = from;
+        while hour <= now {
+            // One hour's filter at a time, however long the window.
+            let filter = self.hour_filter(hour).await?;
             for (key, hours) in keys.iter().zip(&mut hours) {
                 if filter.contains_key(*key) {
                     hours.push(hour);
                 }
             }
-        })
-        .await?;
+            hour = hour.next();
+        }
         let ids = ids.iter().cloned().zip(hours).collect();
         Ok(History { from, to: now, ids })
     }
 }
 
 impl Service {
-    /// Calls `f` with the filter of each hour of `from..=to` as clients get it,
-    /// decoded, oldest first: complete hours' are kept in the one cache, the others
-    /// decoded for the call and dropped before the next hour's.
+    /// The filter of `hour` as clients get it, decoded: a complete hour's is kept in the
+    /// one cache, any other decoded for the call.
     ///
     /// # Errors
     /// Store failures while fetching an hour not kept in memory.
-    pub(super) async fn for_each_hour_filter(
-        &self,
-        from: Hour,
-        to: Hour,
-        mut f: impl FnMut(Hour, &Filter) + Send,
-    ) -> Result<()> {
-        let mut hour = from;
-        while hour <= to {
-            let filter = match self.kept.get(&Slot::Decoded(hour)) {
-                Some(Value::Decoded(filter)) => filter,
-                _ => self.decoded(hour).await?,
-            };
-            f(hour, &filter);
-            hour = hour.next();
+    pub(super) async fn hour_filter(&self, hour: Hour) -> Result<Arc<Filter>> {
+        if let Some(Value::Decoded(filter)) = self.kept.get(&Slot::Decoded(hour)) {
+            return Ok(filter);
         }
-        Ok(())
+        self.decoded(hour).await
     }
 
     /// The filter of `hour` as clients get it, decoded from its raw form; kept when it

@@ -86,15 +86,12 @@ impl Service {
         let mut found = 0;
         let mut hour = from;
         while hour <= to && !left.is_empty() {
-            let mut maybe = Vec::new();
-            self.for_each_hour_filter(hour, hour, |_, filter| {
-                maybe = left
-                    .iter()
-                    .copied()
-                    .filter(|&k| filter.contains_key(k))
-                    .collect();
-            })
-            .await?;
+            let filter = self.hour_filter(hour).await?;
+            let maybe: Vec<Key> = left
+                .iter()
+                .copied()
+                .filter(|&k| filter.contains_key(k))
+                .collect();
             if !maybe.is_empty() {
                 let sealed = self.sealed_keys(hour).await?;
                 let held: Vec<Key> = maybe
