@@ -12,9 +12,9 @@
 //! ```
 //!
 //! - `hit/1`: one thread looks up resident renderings (2048 keys, cycled): the read
-//!   path's case, a poll finding a ready rendering. `ours_with` is what the fast lane
-//!   calls (the value borrowed, no reference count touched); `ours_get` and the crates
-//!   hand out a clone of the `Arc`.
+//!   path's case, a poll finding a ready rendering. `ours_with` and `ours_get` are the
+//!   render cache's two calls (both clone the `Arc` now, as the crates do);
+//!   `recent_front` is the server's fast lane.
 //! - `hit/2_spread`, `hit/2_same`: two threads at once, over different keys, or both on
 //!   one key (many pollers on the hour that just closed). Time is wall time per lookup
 //!   of each thread: equal to `hit/1` is perfect scaling.
