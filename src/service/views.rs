@@ -5,7 +5,7 @@
 use super::open_hours::Rendering;
 use super::validators::{name, Named};
 use super::{Result, Service, ServiceError, Target, View};
-use crate::bloom::{Filter, SHA1_KM32};
+use crate::bloom::{Filter, Key, SHA1_KM32};
 use crate::hour::{Day, Hour};
 use crate::render::{render, Effort, Encodings, Rendered, Repr};
 use crate::store::StoreError;
@@ -161,22 +161,35 @@ impl Service {
         let Some((cursor, ever)) = due() else {
             return Ok(());
         };
-        let page = self.store.keys_after(hour, cursor).await;
-        if page.is_ok() {
+        // The keys come in pieces as the store reads them, each added as it arrives, so
+        // loading an hour of any size holds a piece or two beside the hour itself.
+        // Requests wait for the first load (`wait_loaded`); a later refresh that stops
+        // part way has added only keys of the hour, and keeps its cursor.
+        let (pieces, mut received) = tokio::sync::mpsc::channel::<Vec<Key>>(1);
+        let closed = self.closed_through();
+        let add = async {
+            let mut read = 0;
+            while let Some(piece) = received.recv().await {
+                read += piece.len();
+                self.open.add_read(hour, &piece, closed);
+            }
+            read
+        };
+        let (cursor, read) = tokio::join!(self.store.send_keys_after(hour, cursor, pieces), add);
+        if cursor.is_ok() {
             // Other nodes move the marks too; learn them with the keys.
             if let Err(e) = self.read_marks_if_due().await {
                 tracing::warn!(error = %e, "cannot read the store's hour marks");
             }
         }
-        match page {
-            Ok(page) => {
-                let large = page.keys.len() >= crate::memory::LARGE_BATCH;
+        if read >= crate::memory::LARGE_BATCH {
+            // The load at start: its pieces are gone, give them back (see `memory`).
+            crate::memory::release_transient(());
+        }
+        match cursor {
+            Ok(cursor) => {
                 let closed = self.closed_through();
-                self.open.apply_page(hour, &page, closed, every);
-                if large {
-                    // The load at start: its batch is gone, give it back (see `memory`).
-                    crate::memory::release_transient(page);
-                }
+                self.open.read_through(hour, cursor, closed, every);
                 Ok(())
             }
             Err(e @ StoreError::Corrupt(_)) => {

@@ -128,6 +128,19 @@ impl SealedHour {
     }
 }
 
+/// Where a store sends an open hour's keys as it reads them ([`Store::send_keys_after`]).
+pub type KeyPieces = tokio::sync::mpsc::Sender<Vec<Key>>;
+
+/// About how many keys a store sends at once while reading an open hour (512 KiB of
+/// keys; a piece ends at a batch's end, so it holds up to one batch more): the reader
+/// holds a piece or two, never the hour's whole list.
+pub const PIECE_KEYS: usize = 1 << 16;
+
+/// The end of a read whose receiver of pieces ([`KeyPieces`]) went away.
+pub(crate) fn receiver_gone() -> StoreError {
+    StoreError::bug("the receiver of an open hour's keys went away during the read")
+}
+
 /// New keys of an open hour since a cursor, for keeping an in-memory view current.
 #[derive(Debug, Clone, Default)]
 pub struct KeysPage {
@@ -218,8 +231,33 @@ pub trait Store: Send + Sync + 'static {
     /// Closes every hour up to and including `hour` to appends.
     async fn close_through(&self, hour: Hour) -> Result<()>;
 
-    /// Keys appended to `hour` after `cursor` (0 for all). Duplicates are possible.
-    async fn keys_after(&self, hour: Hour, cursor: i64) -> Result<KeysPage>;
+    /// Keys appended to `hour` after `cursor` (0 for all), sent to `pieces` as they are
+    /// read, in pieces of about [`PIECE_KEYS`] (whole batches), so that reading an hour of
+    /// any size holds a few pieces at a time. Duplicates are possible. Returns the cursor
+    /// to pass back: what every piece sent covers.
+    ///
+    /// Every key sent is a verified key of the hour, even when the read as a whole then
+    /// fails (a later batch does not verify, or the batches do not match the hour's
+    /// record): the error says the hour is not known in full, never that a key sent is
+    /// wrong. A receiver that goes away ends the read with an error.
+    async fn send_keys_after(&self, hour: Hour, cursor: i64, pieces: KeyPieces) -> Result<i64>;
+
+    /// As [`Store::send_keys_after`], gathered in one page: for reads known to be small.
+    async fn keys_after(&self, hour: Hour, cursor: i64) -> Result<KeysPage> {
+        let (pieces, mut received) = tokio::sync::mpsc::channel(2);
+        let gather = async {
+            let mut keys = Vec::new();
+            while let Some(piece) = received.recv().await {
+                keys.extend(piece);
+            }
+            keys
+        };
+        let (cursor, keys) = tokio::join!(self.send_keys_after(hour, cursor, pieces), gather);
+        Ok(KeysPage {
+            keys,
+            cursor: cursor?,
+        })
+    }
 
     /// The distinct keys of any hour, open (as of now) or sealed.
     async fn keys(&self, hour: Hour) -> Result<Vec<Key>>;

@@ -10,7 +10,8 @@
 //! that closes them), `sealed` (sealed hours and pruning), `chain` (the hour chain).
 
 use super::{
-    ChainLink, HourRecord, KeysPage, Linking, Marks, Result, SealedHour, Sealing, Store, StoreError,
+    ChainLink, HourRecord, KeyPieces, Linking, Marks, Result, SealedHour, Sealing, Store,
+    StoreError,
 };
 use crate::bloom::Key;
 use crate::hour::Hour;
@@ -175,8 +176,8 @@ impl Store for PgStore {
         batches::close_through(self, hour).await
     }
 
-    async fn keys_after(&self, hour: Hour, cursor: i64) -> Result<KeysPage> {
-        batches::keys_after(self, hour, cursor).await
+    async fn send_keys_after(&self, hour: Hour, cursor: i64, pieces: KeyPieces) -> Result<i64> {
+        batches::send_keys_after(self, hour, cursor, pieces).await
     }
 
     async fn keys(&self, hour: Hour) -> Result<Vec<Key>> {

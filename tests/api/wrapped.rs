@@ -7,7 +7,7 @@ use async_trait::async_trait;
 use bloomcast::bloom::Key;
 use bloomcast::hour::Hour;
 use bloomcast::store::{
-    ChainLink, KeysPage, Linking, Marks, Result, SealedHour, Sealing, Store, StoreError,
+    ChainLink, KeyPieces, Linking, Marks, Result, SealedHour, Sealing, Store, StoreError,
 };
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -56,7 +56,7 @@ impl Gate {
     }
 }
 
-/// Delegates to an inner store; `keys_after` (the open hour's refresh and load) waits at
+/// Delegates to an inner store; `send_keys_after` (the open hour's refresh and load) waits at
 /// `refresh_gate` and counts the keys it returns, `keys` (sealing, unions) waits at
 /// `keys_gate`, and `sealed` panics once when `panic_on_sealed` is set. `sealed` and
 /// `last_link` calls are counted; `seal_first` and `link_first` play another node that
@@ -68,7 +68,7 @@ pub struct Wrapped {
     pub refresh_gate: Gate,
     pub keys_gate: Gate,
     pub panic_on_sealed: AtomicBool,
-    /// Keys `keys_after` has returned (what refreshes read back from the store).
+    /// Keys `send_keys_after` has sent (what refreshes read back from the store).
     pub keys_read_back: AtomicUsize,
     /// Calls of `sealed` (reads of a sealed filter).
     pub sealed_reads: AtomicUsize,
@@ -130,12 +130,18 @@ impl Store for Wrapped {
     async fn close_through(&self, hour: Hour) -> Result<()> {
         self.inner.close_through(hour).await
     }
-    async fn keys_after(&self, hour: Hour, cursor: i64) -> Result<KeysPage> {
+    async fn send_keys_after(&self, hour: Hour, cursor: i64, pieces: KeyPieces) -> Result<i64> {
         self.refresh_gate.pass().await;
         let page = self.inner.keys_after(hour, cursor).await?;
         self.keys_read_back
             .fetch_add(page.keys.len(), Ordering::SeqCst);
-        Ok(page)
+        if !page.keys.is_empty() {
+            pieces
+                .send(page.keys)
+                .await
+                .map_err(|_| StoreError::bug("receiver gone"))?;
+        }
+        Ok(page.cursor)
     }
     async fn keys(&self, hour: Hour) -> Result<Vec<Key>> {
         self.keys_gate.pass().await;

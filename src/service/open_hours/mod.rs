@@ -12,7 +12,8 @@
 //!   [`OpenHours::acknowledge`] records the appended keys and releases their room in one
 //!   hold of the ledger, so a concurrent reservation sees one or the other;
 //! - refresh, under [`OpenHours::refresh_turn`]: [`OpenHours::refresh_due`], then
-//!   [`OpenHours::apply_page`] with what the store returned;
+//!   [`OpenHours::add_read`] with each piece the store sends and
+//!   [`OpenHours::read_through`] with the cursor it returns;
 //! - rendering (`reads.rs`): [`OpenHours::rendering`], then under
 //!   [`OpenHours::render_turn`] [`OpenHours::render_job`] and
 //!   [`OpenHours::keep_rendering`];
@@ -51,7 +52,6 @@ use super::ready::Board;
 use super::{lock, Result, ServiceError};
 use crate::bloom::Key;
 use crate::hour::Hour;
-use crate::store::KeysPage;
 use ledger::{Ledger, OpenHour};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -212,21 +212,29 @@ impl OpenHours {
         due.then_some((open.cursor, open.refreshed_at.is_some()))
     }
 
-    /// Records a page of `hour`'s keys read from the store (unless the hour closed
-    /// meanwhile): the hour is refreshed now, the next refresh due `every` later.
-    pub fn apply_page(
+    /// Adds keys of `hour` read from the store (unless the hour closed meanwhile).
+    pub fn add_read(&self, hour: Hour, keys: &[Key], closed_through: Option<Hour>) {
+        let mut ledger = self.ledger();
+        if let Some(open) = self.entry(&mut ledger, hour, closed_through) {
+            if open.add(keys) > 0 {
+                self.board.changed();
+            }
+        }
+    }
+
+    /// A read of `hour` from the store is complete up to `cursor` (its keys added by
+    /// [`OpenHours::add_read`]): the hour is refreshed now, the next refresh due `every`
+    /// later.
+    pub fn read_through(
         &self,
         hour: Hour,
-        page: &KeysPage,
+        cursor: i64,
         closed_through: Option<Hour>,
         every: Duration,
     ) {
         let mut ledger = self.ledger();
         if let Some(open) = self.entry(&mut ledger, hour, closed_through) {
-            if open.add(&page.keys) > 0 {
-                self.board.changed();
-            }
-            open.cursor = open.cursor.max(page.cursor);
+            open.cursor = open.cursor.max(cursor);
             let now = Instant::now();
             open.refreshed_at = Some(now);
             self.board.refreshed(now, every);

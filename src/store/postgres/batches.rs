@@ -13,9 +13,11 @@ use super::{snapshot, PgStore};
 use crate::bloom::Key;
 use crate::hour::Hour;
 use crate::store::{
-    batch_checksum, distinct, keys_to_blob, verify_batch, verify_sealed_keys, KeysPage, Marks,
-    Result, StoreError,
+    batch_checksum, distinct, keys_to_blob, receiver_gone, verify_batch, verify_sealed_keys,
+    KeyPieces, Marks, Result, StoreError, PIECE_KEYS,
 };
+use futures_util::TryStreamExt;
+use tokio_postgres::types::ToSql;
 
 pub(super) async fn marks(store: &PgStore) -> Result<Marks> {
     let client = store.client().await?;
@@ -98,7 +100,12 @@ pub(super) async fn close_through(store: &PgStore, hour: Hour) -> Result<()> {
 ///
 /// From the start of the hour (`cursor` 0), the batches read are checked against the
 /// hour's record in the same snapshot.
-pub(super) async fn keys_after(store: &PgStore, hour: Hour, cursor: i64) -> Result<KeysPage> {
+pub(super) async fn send_keys_after(
+    store: &PgStore,
+    hour: Hour,
+    cursor: i64,
+    pieces: KeyPieces,
+) -> Result<i64> {
     let mut client = store.client().await?;
     let tx = snapshot(&mut client).await?;
     let client = &tx;
@@ -109,26 +116,31 @@ pub(super) async fn keys_after(store: &PgStore, hour: Hour, cursor: i64) -> Resu
          LEFT JOIN {s}.batches b ON b.hour = $1 AND b.xid >= $2::text::xid8",
     );
     let stmt = client.prepare_cached(&sql).await.map_err(pg_error)?;
-    let rows = client
-        .query(&stmt, &[&hour.index(), &cursor.to_string()])
-        .await
-        .map_err(pg_error)?;
-    let mut page = KeysPage {
-        keys: Vec::new(),
-        cursor,
-    };
-    let mut read = 0;
-    for row in rows {
-        page.cursor = row.get(0);
+    let after = cursor.to_string();
+    let params: [&(dyn ToSql + Sync); 2] = [&hour.index(), &after];
+    // Rows as they arrive, not all of them at once: a piece of keys is held at a time.
+    let rows = client.query_raw(&stmt, params).await.map_err(pg_error)?;
+    futures_util::pin_mut!(rows);
+    let (mut next, mut read) = (cursor, 0);
+    let mut piece = Vec::new();
+    while let Some(row) = rows.try_next().await.map_err(pg_error)? {
+        next = row.get(0);
         if let Some(seq) = row.get::<_, Option<i64>>(1) {
-            verify_batch(hour, seq, row.get(2), row.get(3), &mut page.keys)?;
+            verify_batch(hour, seq, row.get(2), row.get(3), &mut piece)?;
             read += 1;
+        }
+        if piece.len() >= PIECE_KEYS {
+            let full = std::mem::take(&mut piece);
+            pieces.send(full).await.map_err(|_| receiver_gone())?;
         }
     }
     if cursor == 0 {
         store.record(&tx, hour).await?.check_batches(hour, read)?;
     }
-    Ok(page)
+    if !piece.is_empty() {
+        pieces.send(piece).await.map_err(|_| receiver_gone())?;
+    }
+    Ok(next)
 }
 
 pub(super) async fn keys(store: &PgStore, hour: Hour) -> Result<Vec<Key>> {

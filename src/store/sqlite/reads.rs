@@ -6,8 +6,8 @@ use super::sql_error;
 use crate::bloom::Key;
 use crate::hour::Hour;
 use crate::store::{
-    check_count, distinct, verify_batch, verify_sealed_keys, ChainLink, HourRecord, KeysPage,
-    Marks, Result, SealedHour, SealedRow,
+    check_count, distinct, verify_batch, verify_sealed_keys, ChainLink, HourRecord, Marks, Result,
+    SealedHour, SealedRow, PIECE_KEYS,
 };
 use rusqlite::{params, Connection, OptionalExtension};
 
@@ -37,14 +37,20 @@ pub(super) fn marks(conn: &Connection, genesis: Hour) -> Result<Marks> {
 }
 
 /// From the start of the hour (`cursor` 0), the batches read are checked against the
-/// hour's record, in the same snapshot.
-pub(super) fn keys_after(conn: &Connection, hour: Hour, cursor: i64) -> Result<KeysPage> {
+/// hour's record, in the same snapshot. Keys go to `emit` in pieces of about
+/// [`PIECE_KEYS`]; returns the cursor they cover.
+pub(super) fn send_keys_after(
+    conn: &Connection,
+    hour: Hour,
+    cursor: i64,
+    emit: impl FnMut(Vec<Key>) -> Result<()>,
+) -> Result<i64> {
     let tx = conn.unchecked_transaction().map_err(sql_error)?;
-    let (page, batches) = batches_after(&tx, hour, cursor)?;
+    let (after, batches) = batches_after(&tx, hour, cursor, emit)?;
     if cursor == 0 {
         record(&tx, hour)?.check_batches(hour, batches)?;
     }
-    Ok(page)
+    Ok(after)
 }
 
 /// The sealed keys, or else the batches, checked against the hour's record in the
@@ -62,9 +68,13 @@ pub(super) fn keys(conn: &Connection, hour: Hour) -> Result<Vec<Key>> {
     if let Some((count, blob, checksum)) = sealed {
         return verify_sealed_keys(hour, count, &blob, Some(checksum));
     }
-    let (page, batches) = batches_after(&tx, hour, 0)?;
+    let mut keys = Vec::new();
+    let (_, batches) = batches_after(&tx, hour, 0, |piece| {
+        keys.extend(piece);
+        Ok(())
+    })?;
     record(&tx, hour)?.check_batches(hour, batches)?;
-    Ok(distinct(page.keys))
+    Ok(distinct(keys))
 }
 
 /// The sealed row, verified and cross-checked against the hour's record in the same
@@ -123,7 +133,14 @@ pub(super) fn sealed_counts(conn: &Connection, from: Hour, to: Hour) -> Result<V
 }
 
 /// Key batches of `hour` after `cursor`, verified, and how many were read.
-fn batches_after(conn: &Connection, hour: Hour, cursor: i64) -> Result<(KeysPage, usize)> {
+/// The batches of `hour` after `cursor`, verified, their keys handed to `emit` in
+/// pieces of about [`PIECE_KEYS`]: the cursor they end at, and how many batches.
+fn batches_after(
+    conn: &Connection,
+    hour: Hour,
+    cursor: i64,
+    mut emit: impl FnMut(Vec<Key>) -> Result<()>,
+) -> Result<(i64, usize)> {
     let mut stmt = conn
         .prepare_cached(
             "SELECT seq, keys, checksum FROM batches
@@ -133,19 +150,26 @@ fn batches_after(conn: &Connection, hour: Hour, cursor: i64) -> Result<(KeysPage
     let mut rows = stmt
         .query(params![hour.index(), cursor])
         .map_err(sql_error)?;
-    let mut page = KeysPage {
-        keys: Vec::new(),
-        cursor,
-    };
-    let mut read = 0;
+    let (mut cursor, mut read) = (cursor, 0);
+    let mut piece = Vec::new();
     while let Some(row) = rows.next().map_err(sql_error)? {
-        page.cursor = row.get(0).map_err(sql_error)?;
-        let blob: Vec<u8> = row.get(1).map_err(sql_error)?;
+        cursor = row.get(0).map_err(sql_error)?;
+        let blob: &[u8] = row
+            .get_ref(1)
+            .map_err(sql_error)?
+            .as_blob()
+            .map_err(|e| sql_error(e.into()))?;
         let checksum: i64 = row.get(2).map_err(sql_error)?;
-        verify_batch(hour, page.cursor, &blob, Some(checksum), &mut page.keys)?;
+        verify_batch(hour, cursor, blob, Some(checksum), &mut piece)?;
         read += 1;
+        if piece.len() >= PIECE_KEYS {
+            emit(std::mem::take(&mut piece))?;
+        }
     }
-    Ok((page, read))
+    if !piece.is_empty() {
+        emit(piece)?;
+    }
+    Ok((cursor, read))
 }
 
 /// What the store records of `hour` besides its rows (see [`HourRecord`]).

@@ -1,7 +1,7 @@
 //! The embedded store's behaviour: appends, closing, sealing, paging and pruning.
 use super::*;
 use crate::hour::hour_of;
-use crate::store::distinct;
+use crate::store::{distinct, PIECE_KEYS};
 use rusqlite::params;
 
 fn keys(ids: &[&str]) -> Vec<Key> {
@@ -95,6 +95,38 @@ async fn keys_after_pages_by_cursor() {
     let second = store.keys_after(h, first.cursor).await.unwrap();
     assert_eq!(first.keys, keys(&["a"]));
     assert_eq!(second.keys, keys(&["b"]));
+}
+
+#[tokio::test]
+async fn an_open_hour_is_read_in_pieces_of_whole_batches() {
+    let dir = tempfile::tempdir().unwrap();
+    let h = hour_of(2008, 9, 3, 13).unwrap();
+    let store = SqliteStore::open(dir.path(), h).unwrap();
+    let batch = PIECE_KEYS / 2 + 1;
+    let all: Vec<Key> = (0..3 * batch)
+        .map(|i| Key::of(&format!("piece-{i}")))
+        .collect();
+    for part in all.chunks(batch) {
+        store.append(h, part).await.unwrap();
+    }
+    let (pieces, mut received) = tokio::sync::mpsc::channel::<Vec<Key>>(1);
+    let gather = async {
+        let mut sizes = Vec::new();
+        let mut keys = Vec::new();
+        while let Some(piece) = received.recv().await {
+            sizes.push(piece.len());
+            keys.extend(piece);
+        }
+        (sizes, keys)
+    };
+    let (cursor, (sizes, keys)) = tokio::join!(store.send_keys_after(h, 0, pieces), gather);
+    // A piece closes once it reaches PIECE_KEYS, at a batch's end: two batches, then one.
+    assert_eq!(sizes, vec![2 * batch, batch]);
+    assert_eq!(keys, all);
+    assert_eq!(
+        cursor.unwrap(),
+        store.keys_after(h, 0).await.unwrap().cursor
+    );
 }
 
 #[tokio::test]
