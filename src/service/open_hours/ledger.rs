@@ -16,7 +16,7 @@ use std::time::Instant;
 
 /// Distinct keys kept in arrival order for unions to catch up from: at least this many,
 /// or a 32nd of the hour if more (about half a byte per ID).
-const MIN_RECENT: usize = 1 << 16;
+const MIN_RECENT: usize = 1 << 14;
 const RECENT_FRACTION: usize = 32;
 
 /// Tells one `OpenHour` from another: positions count from a hour's own start, and an
