@@ -5,7 +5,13 @@
 //! ```text
 //! cargo run --release --example loadgen -- --url http://127.0.0.1:8080 --token TOKEN \
 //!     --batch 1000 --clients 64 --seconds 10
+//! cargo run --release --example loadgen -- --url http://127.0.0.1:8080 --token TOKEN \
+//!     --batch 1000 --clients 8 --ids 5000000     # exactly 5M IDs, then exit
 //! ```
+//!
+//! With `--ids N` the clients share N IDs between them (the last batch may be shorter)
+//! and the run ends when the last of them is acknowledged, with no warm-up: every ID
+//! counts, and a script can read the server's memory the moment the load is acknowledged.
 //!
 //! A 200 from bloomcast means the IDs are durable, so acknowledged IDs over wall time is
 //! the durable ingest rate. `--url` takes a comma-separated list: client i talks to URL
@@ -16,6 +22,7 @@
 //! (transport error or a status other than 200) is counted and makes the exit status 1:
 //! the generator never retries, so a failure is never hidden.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -27,6 +34,8 @@ struct Args {
     seconds: f64,
     warmup: f64,
     prefix: String,
+    /// `--ids N`: send exactly N IDs in all, then stop (no time limit, no warm-up).
+    ids: Option<u64>,
 }
 
 fn args() -> Args {
@@ -38,6 +47,7 @@ fn args() -> Args {
         seconds: 10.0,
         warmup: 1.0,
         prefix: format!("lg{}", std::process::id()),
+        ids: None,
     };
     let argv: Vec<String> = std::env::args().skip(1).collect();
     for pair in argv.chunks(2) {
@@ -57,8 +67,9 @@ fn args() -> Args {
             "--seconds" => a.seconds = number(),
             "--warmup" => a.warmup = number(),
             "--prefix" => a.prefix = value.clone(),
+            "--ids" => a.ids = Some(number() as u64),
             other => panic!(
-                "unknown option {other} (--url, --token, --batch, --clients, --seconds, --warmup, --prefix)"
+                "unknown option {other} (--url, --token, --batch, --clients, --seconds, --warmup, --prefix, --ids)"
             ),
         }
     }
@@ -70,6 +81,9 @@ fn args() -> Args {
         !a.token.is_empty(),
         "--token (or BLOOMCAST_TOKEN) is required"
     );
+    if a.ids.is_some() {
+        a.warmup = 0.0;
+    }
     a
 }
 
@@ -98,6 +112,17 @@ fn body(prefix: &str, client: usize, next: &mut u64, batch: usize) -> String {
     out
 }
 
+/// Takes the next batch's size from the IDs left to send (`--ids`): `batch`, or fewer
+/// at the end, or 0 once none are left.
+fn take(left: &AtomicU64, batch: usize) -> usize {
+    let mut taken = 0;
+    let _ = left.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| {
+        taken = n.min(batch as u64);
+        Some(n - taken)
+    });
+    taken as usize
+}
+
 async fn client(
     http: reqwest::Client,
     url: String,
@@ -105,11 +130,19 @@ async fn client(
     index: usize,
     measure_from: Instant,
     stop_at: Instant,
+    left: Arc<AtomicU64>,
 ) -> Tally {
     let mut tally = Tally::default();
     let mut next = 0u64;
     while Instant::now() < stop_at {
-        let payload = body(&args.prefix, index, &mut next, args.batch);
+        let size = match args.ids {
+            Some(_) => take(&left, args.batch),
+            None => args.batch,
+        };
+        if size == 0 {
+            break;
+        }
+        let payload = body(&args.prefix, index, &mut next, size);
         let started = Instant::now();
         let outcome = http
             .post(&url)
@@ -136,7 +169,7 @@ async fn client(
         }
         match outcome {
             Ok(()) => {
-                tally.ids += args.batch as u64;
+                tally.ids += size as u64;
                 tally
                     .latencies
                     .push(elapsed.as_micros().min(u128::from(u32::MAX)) as u32);
@@ -169,7 +202,12 @@ async fn main() -> std::process::ExitCode {
         .expect("an HTTP client");
     let start = Instant::now();
     let measure_from = start + Duration::from_secs_f64(args.warmup);
-    let stop_at = measure_from + Duration::from_secs_f64(args.seconds);
+    let stop_at = match args.ids {
+        // Bounded by the IDs, not the clock: a day is past any run.
+        Some(_) => measure_from + Duration::from_secs(86_400),
+        None => measure_from + Duration::from_secs_f64(args.seconds),
+    };
+    let left = Arc::new(AtomicU64::new(args.ids.unwrap_or(0)));
     let tasks: Vec<_> = (0..args.clients)
         .map(|i| {
             let url = format!(
@@ -183,6 +221,7 @@ async fn main() -> std::process::ExitCode {
                 i,
                 measure_from,
                 stop_at,
+                left.clone(),
             ))
         })
         .collect();
