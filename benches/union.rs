@@ -38,7 +38,7 @@
 
 use bloomcast::bloom::{distinct_count, union_of, Filter, FilterError, Key, Params};
 use bloomcast::dcz::sha256;
-use bloomcast::render::{render, render_as, render_next, Effort, Encodings, Repr};
+use bloomcast::render::{render, render_as, render_next, Before, Effort, Encodings, Repr};
 use bloomcast::store::{blob_to_keys, distinct, keys_to_blob};
 use bloomcast::wire::Meta;
 use criterion::{
@@ -161,7 +161,7 @@ fn bench_size(c: &mut Criterion<CpuTime>, label: &str, total: usize, old: bool) 
                     Repr::Json,
                     Effort::Fast,
                     Encodings::Gzip,
-                    None,
+                    Before::default(),
                 )
                 .1
             },
@@ -172,7 +172,10 @@ fn bench_size(c: &mut Criterion<CpuTime>, label: &str, total: usize, old: bool) 
                     Repr::Json,
                     Effort::Fast,
                     Encodings::Gzip,
-                    before,
+                    Before {
+                        coding: before,
+                        body: Vec::new(),
+                    },
                 )
             },
             BatchSize::LargeInput,

@@ -49,7 +49,17 @@ pub fn render_as(
     effort: Effort,
     encodings: Encodings,
 ) -> Rendered {
-    render_next(meta, filter, repr, effort, encodings, None).0
+    render_next(meta, filter, repr, effort, encodings, Before::default()).0
+}
+
+/// What the rendering of a filter's earlier version leaves for rendering the next: the
+/// gzip coding of a hex form ([`HexCoding`]), and the memory of its identity body,
+/// written over (a union's body is megabytes; fresh pages cost about as much as
+/// hashing them). Empty for a first rendering.
+#[derive(Default)]
+pub struct Before {
+    pub coding: Option<HexCoding>,
+    pub body: Vec<u8>,
 }
 
 /// [`render_as`] for a filter whose earlier version was rendered with `before` (what
@@ -63,8 +73,12 @@ pub fn render_next(
     repr: Repr,
     effort: Effort,
     encodings: Encodings,
-    before: Option<HexCoding>,
+    before: Before,
 ) -> (Rendered, Option<HexCoding>) {
+    let Before {
+        coding: before,
+        body: spare,
+    } = before;
     let fields = match repr {
         Repr::Json => RawFields::None,
         Repr::Hex | Repr::Bin => RawFields::Bloom {
@@ -91,12 +105,12 @@ pub fn render_next(
         None => {
             let (identity, sha256) = match repr {
                 Repr::Json if !gzip_only => {
-                    let (json, sha256) = Document::json_with_sha256(meta.clone(), filter);
+                    let (json, sha256) = Document::json_with_sha256_in(meta.clone(), filter, spare);
                     (json, Some(sha256))
                 }
                 Repr::Json => (Document::json_of(meta.clone(), filter), None),
                 Repr::Hex => (filter.to_hex().into_bytes(), None),
-                Repr::Bin => (filter.to_bytes(), None),
+                Repr::Bin => (filter.to_bytes_in(spare), None),
             };
             let gzip = match encodings {
                 Encodings::Identity => Vec::new(),
@@ -219,22 +233,65 @@ mod tests {
     }
 
     #[test]
+    fn an_identity_body_written_over_the_one_before_is_the_fresh_rendering() {
+        let (meta, mut f) = half_full();
+        for repr in [Repr::Json, Repr::Bin] {
+            let first = render_as(&meta, &f, repr, Effort::Fast, Encodings::Identity);
+            f.insert(&format!("one more {repr:?}"));
+            let mut spare = first.into_identity_memory();
+            assert!(!spare.is_empty(), "{repr:?}: nothing else held the body");
+            spare.truncate(spare.len() / 3);
+            let before = Before {
+                coding: None,
+                body: spare,
+            };
+            let (next, _) = render_next(&meta, &f, repr, Effort::Fast, Encodings::Identity, before);
+            let fresh = render_as(&meta, &f, repr, Effort::Fast, Encodings::Identity);
+            assert_eq!(next.identity, fresh.identity, "{repr:?}");
+            assert_eq!(next.sha256, fresh.sha256);
+        }
+    }
+
+    #[test]
     fn a_version_rendered_from_the_one_before_is_the_fresh_rendering() {
         let (meta, mut f) = half_full();
         for repr in [Repr::Json, Repr::Hex] {
-            let (_, before) = render_next(&meta, &f, repr, Effort::Fast, Encodings::Gzip, None);
+            let (_, before) = render_next(
+                &meta,
+                &f,
+                repr,
+                Effort::Fast,
+                Encodings::Gzip,
+                Before::default(),
+            );
             let before = before.expect("a gzip body alone of a hex form leaves its coding");
             assert!(before.size() >= f.bytes().len(), "it keeps the bytes coded");
             f.insert(&format!("one more {repr:?}"));
             let meta = Meta::hour("2008-09-03T13:00:00Z".into(), false, 200_001);
-            let (next, after) =
-                render_next(&meta, &f, repr, Effort::Fast, Encodings::Gzip, Some(before));
+            let (next, after) = render_next(
+                &meta,
+                &f,
+                repr,
+                Effort::Fast,
+                Encodings::Gzip,
+                Before {
+                    coding: Some(before),
+                    body: Vec::new(),
+                },
+            );
             assert!(after.is_some(), "and the next version's for the one after");
             let fresh = render_as(&meta, &f, repr, Effort::Fast, Encodings::Gzip);
             assert_eq!(next.gzip, fresh.gzip, "{repr:?}");
             assert_eq!(next.sha256, fresh.sha256);
             // Renderings that hold an identity body leave no coding.
-            let (_, none) = render_next(&meta, &f, repr, Effort::Fast, Encodings::Both, None);
+            let (_, none) = render_next(
+                &meta,
+                &f,
+                repr,
+                Effort::Fast,
+                Encodings::Both,
+                Before::default(),
+            );
             assert!(none.is_none());
         }
     }

@@ -104,6 +104,15 @@ pub struct ChainPlace {
 }
 
 impl Rendered {
+    /// The memory of the identity body, for rendering a next version over it
+    /// ([`super::Before`]); empty when something else still holds the body.
+    pub fn into_identity_memory(self) -> Vec<u8> {
+        self.identity
+            .try_into_mut()
+            .map(Vec::from)
+            .unwrap_or_default()
+    }
+
     /// Bytes held in memory, for the cache's budget.
     pub fn size(&self) -> usize {
         self.identity.len() + self.gzip.len() + 256

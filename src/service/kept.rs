@@ -45,16 +45,27 @@ pub(super) struct OpenUnion {
     pub stamp: OpenStamp,
     pub rendered: Arc<Rendered>,
     pub coding: Mutex<Option<HexCoding>>,
+    /// The version before, whose memory the next version is rendered over: by then no
+    /// response still sends it.
+    pub previous: Mutex<Option<Arc<Rendered>>>,
     bytes: u64,
 }
 
 impl OpenUnion {
-    pub fn new(stamp: OpenStamp, rendered: Arc<Rendered>, coding: Option<HexCoding>) -> Self {
-        let bytes = (rendered.size() + coding.as_ref().map_or(0, HexCoding::size)) as u64;
+    pub fn new(
+        stamp: OpenStamp,
+        rendered: Arc<Rendered>,
+        coding: Option<HexCoding>,
+        previous: Option<Arc<Rendered>>,
+    ) -> Self {
+        let bytes = (rendered.size()
+            + coding.as_ref().map_or(0, HexCoding::size)
+            + previous.as_ref().map_or(0, |p| p.size())) as u64;
         OpenUnion {
             stamp,
             rendered,
             coding: Mutex::new(coding),
+            previous: Mutex::new(previous),
             bytes,
         }
     }

@@ -8,7 +8,7 @@ use super::validators::Named;
 use super::{Result, Service, ServiceError};
 use crate::bloom::{union_of, union_with_room, Key, Params};
 use crate::hour::Hour;
-use crate::render::{render_next, Effort, Encodings, HexCoding, Rendered, Repr};
+use crate::render::{render_next, Before, Effort, Encodings, HexCoding, Rendered, Repr};
 use crate::wire::Meta;
 use std::sync::Arc;
 use tokio::sync::OwnedSemaphorePermit;
@@ -298,12 +298,11 @@ impl Service {
         key: UnionKey,
         complete: bool,
         asked: Encodings,
-    ) -> (Effort, Encodings, Option<HexCoding>) {
+    ) -> (Effort, Encodings, Before) {
         if complete {
-            (Effort::Best, Encodings::Both, None)
+            (Effort::Best, Encodings::Both, Before::default())
         } else {
-            let before = self.unions.coding_before(&(key, asked));
-            (Effort::Fast, asked, before)
+            (Effort::Fast, asked, self.unions.before(&(key, asked)))
         }
     }
 

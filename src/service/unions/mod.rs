@@ -45,7 +45,7 @@ use super::kept::{Kept, OpenUnion, Slot, Value};
 use super::{lock, Result, ServiceError};
 use crate::bloom::Key;
 use crate::hour::Hour;
-use crate::render::{HexCoding, Rendered};
+use crate::render::{Before, HexCoding, Rendered};
 use memory::BuildMemory;
 use ranges::Ranges;
 use std::sync::atomic::{AtomicI64, Ordering};
@@ -209,12 +209,20 @@ impl Unions {
         }
     }
 
-    /// What rendering the union of `key` kept now left for rendering its next version,
-    /// taken (once): its next renderer holds the range's turn.
-    pub fn coding_before(&self, key: &OpenKey) -> Option<HexCoding> {
-        match self.kept.get(&Slot::OpenUnion(*key))? {
-            Value::OpenUnion(u) => lock(&u.coding).take(),
-            _ => None,
+    /// What the renderings of the union of `key` kept now left for rendering its next
+    /// version, taken (once): its next renderer holds the range's turn. The version
+    /// before the one kept gives its body's memory, unless a response still holds it.
+    pub fn before(&self, key: &OpenKey) -> Before {
+        match self.kept.get(&Slot::OpenUnion(*key)) {
+            Some(Value::OpenUnion(u)) => Before {
+                coding: lock(&u.coding).take(),
+                body: lock(&u.previous)
+                    .take()
+                    .and_then(|previous| Arc::try_unwrap(previous).ok())
+                    .map(Rendered::into_identity_memory)
+                    .unwrap_or_default(),
+            },
+            _ => Before::default(),
         }
     }
 
@@ -234,7 +242,11 @@ impl Unions {
                 _ => true,
             });
         }
-        let union = OpenUnion::new(stamp, rendered, coding);
+        let previous = match self.kept.get(&Slot::OpenUnion(key)) {
+            Some(Value::OpenUnion(u)) => Some(u.rendered.clone()),
+            _ => None,
+        };
+        let union = OpenUnion::new(stamp, rendered, coding, previous);
         self.kept
             .insert(Slot::OpenUnion(key), Value::OpenUnion(Arc::new(union)));
     }

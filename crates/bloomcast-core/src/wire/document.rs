@@ -118,10 +118,21 @@ impl Document {
     /// no faster on that union and 10-13% faster on bodies of a few KB to 1 MB, not
     /// enough to keep (`benches/sha256.rs`, docs/BENCHMARKS.md).
     pub fn json_with_sha256(meta: Meta, filter: &Filter) -> (Vec<u8>, [u8; 32]) {
+        Document::json_with_sha256_in(meta, filter, Vec::new())
+    }
+
+    /// As [`Document::json_with_sha256`], written over `out`'s memory (its contents are
+    /// dropped; see [`Filter::to_bytes_in`]).
+    pub fn json_with_sha256_in(
+        meta: Meta,
+        filter: &Filter,
+        mut out: Vec<u8>,
+    ) -> (Vec<u8>, [u8; 32]) {
         /// Bytes of the filter a piece: 2 KiB of hex, hashed before the next is written.
         const PIECE: usize = 1024;
         let (before, bytes, after) = Document::json_parts(meta, filter);
-        let mut out = Vec::with_capacity(before.len() + bytes.len() * 2 + after.len());
+        out.clear();
+        out.reserve_exact(before.len() + bytes.len() * 2 + after.len());
         let mut body = Sha256::new();
         out.extend_from_slice(&before);
         body.update(&before);

@@ -63,7 +63,15 @@ impl Filter {
     /// The filter body in wire order: `ceil(m/8)` bytes, bit `j` in byte `j/8`
     /// under mask `1 << (j % 8)`.
     pub fn to_bytes(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(self.params.byte_len());
+        self.to_bytes_in(Vec::new())
+    }
+
+    /// As [`Filter::to_bytes`], written over `out`'s memory (its contents are dropped):
+    /// a caller that renders version after version of one filter reuses one body's pages
+    /// instead of faulting in fresh ones each time.
+    pub fn to_bytes_in(&self, mut out: Vec<u8>) -> Vec<u8> {
+        out.clear();
+        out.reserve_exact(self.params.byte_len());
         for word in &self.words {
             out.extend_from_slice(&word.to_le_bytes());
         }
