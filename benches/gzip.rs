@@ -162,13 +162,13 @@ fn bench_next(c: &mut Criterion<CpuTime>, sets: &[&[Key]]) {
     let json = Document::json_of(next_meta.clone(), &next);
     let before = || {
         let (head, bytes, tail) = Document::json_parts(meta.clone(), &filter);
-        codec::hex_of(&head, &bytes, &tail, None)
+        codec::hex_of(&head, &bytes, &tail, None, Vec::new())
             .expect("a digit code")
             .1
     };
     let ours = |before| {
         let (head, bytes, tail) = Document::json_parts(next_meta.clone(), &next);
-        codec::hex_of(&head, &bytes, &tail, before)
+        codec::hex_of(&head, &bytes, &tail, before, Vec::new())
             .expect("a digit code")
             .0
     };

@@ -53,8 +53,8 @@ pub fn render_as(
 }
 
 /// What the rendering of a filter's earlier version leaves for rendering the next: the
-/// gzip coding of a hex form ([`HexCoding`]), and the memory of its identity body,
-/// written over (a union's body is megabytes; fresh pages cost about as much as
+/// gzip coding of a hex form ([`HexCoding`]), and the memory of a body nothing holds
+/// any more (of the version before that: [`Rendered::into_body_memory`]), written over (a union's body is megabytes; fresh pages cost about as much as
 /// hashing them). Empty for a first rendering.
 #[derive(Default)]
 pub struct Before {
@@ -79,6 +79,9 @@ pub fn render_next(
         coding: before,
         body: spare,
     } = before;
+    // One body is written over the spare memory: the one this rendering holds.
+    let mut spare = Some(spare);
+    let mut spare = move || spare.take().unwrap_or_default();
     let fields = match repr {
         Repr::Json => RawFields::None,
         Repr::Hex | Repr::Bin => RawFields::Bloom {
@@ -93,9 +96,9 @@ pub fn render_next(
         _ if !gzip_only => None,
         Repr::Json => {
             let (head, bytes, tail) = Document::json_parts(meta.clone(), filter);
-            gz::hex_of(&head, &bytes, &tail, before)
+            gz::hex_of(&head, &bytes, &tail, before, spare())
         }
-        Repr::Hex => gz::hex_of(&[], &filter.bytes(), &[], before),
+        Repr::Hex => gz::hex_of(&[], &filter.bytes(), &[], before, spare()),
         Repr::Bin => None,
     };
     // The SHA-256 of the body that names the rendering, where making it gave it: the
@@ -105,12 +108,13 @@ pub fn render_next(
         None => {
             let (identity, sha256) = match repr {
                 Repr::Json if !gzip_only => {
-                    let (json, sha256) = Document::json_with_sha256_in(meta.clone(), filter, spare);
+                    let (json, sha256) =
+                        Document::json_with_sha256_in(meta.clone(), filter, spare());
                     (json, Some(sha256))
                 }
                 Repr::Json => (Document::json_of(meta.clone(), filter), None),
                 Repr::Hex => (filter.to_hex().into_bytes(), None),
-                Repr::Bin => (filter.to_bytes_in(spare), None),
+                Repr::Bin => (filter.to_bytes_in(spare()), None),
             };
             let gzip = match encodings {
                 Encodings::Identity => Vec::new(),
@@ -233,21 +237,28 @@ mod tests {
     }
 
     #[test]
-    fn an_identity_body_written_over_the_one_before_is_the_fresh_rendering() {
+    fn a_body_written_over_an_older_one_is_the_fresh_rendering() {
         let (meta, mut f) = half_full();
-        for repr in [Repr::Json, Repr::Bin] {
-            let first = render_as(&meta, &f, repr, Effort::Fast, Encodings::Identity);
+        let forms = [
+            (Repr::Json, Encodings::Identity),
+            (Repr::Bin, Encodings::Identity),
+            (Repr::Json, Encodings::Gzip),
+            (Repr::Hex, Encodings::Gzip),
+        ];
+        for (repr, encodings) in forms {
+            let first = render_as(&meta, &f, repr, Effort::Fast, encodings);
             f.insert(&format!("one more {repr:?}"));
-            let mut spare = first.into_identity_memory();
+            let mut spare = first.into_body_memory();
             assert!(!spare.is_empty(), "{repr:?}: nothing else held the body");
             spare.truncate(spare.len() / 3);
             let before = Before {
                 coding: None,
                 body: spare,
             };
-            let (next, _) = render_next(&meta, &f, repr, Effort::Fast, Encodings::Identity, before);
-            let fresh = render_as(&meta, &f, repr, Effort::Fast, Encodings::Identity);
+            let (next, _) = render_next(&meta, &f, repr, Effort::Fast, encodings, before);
+            let fresh = render_as(&meta, &f, repr, Effort::Fast, encodings);
             assert_eq!(next.identity, fresh.identity, "{repr:?}");
+            assert_eq!(next.gzip, fresh.gzip, "{repr:?}");
             assert_eq!(next.sha256, fresh.sha256);
         }
     }

@@ -104,13 +104,16 @@ pub struct ChainPlace {
 }
 
 impl Rendered {
-    /// The memory of the identity body, for rendering a next version over it
+    /// The memory of the body this rendering holds (the identity body, or the gzip one
+    /// of a rendering of that alone), for rendering a next version over it
     /// ([`super::Before`]); empty when something else still holds the body.
-    pub fn into_identity_memory(self) -> Vec<u8> {
-        self.identity
-            .try_into_mut()
-            .map(Vec::from)
-            .unwrap_or_default()
+    pub fn into_body_memory(self) -> Vec<u8> {
+        let body = if self.identity.is_empty() {
+            self.gzip
+        } else {
+            self.identity
+        };
+        body.try_into_mut().map(Vec::from).unwrap_or_default()
     }
 
     /// Bytes held in memory, for the cache's budget.

@@ -10,6 +10,17 @@ pub(super) struct BitWriter {
 }
 
 impl BitWriter {
+    /// An empty writer over `spare`'s memory (its contents dropped), room for `capacity`.
+    pub(super) fn over(mut spare: Vec<u8>, capacity: usize) -> BitWriter {
+        spare.clear();
+        spare.reserve_exact(capacity);
+        BitWriter {
+            out: spare,
+            acc: 0,
+            held: 0,
+        }
+    }
+
     pub(super) fn with_capacity(capacity: usize) -> BitWriter {
         BitWriter {
             out: Vec::with_capacity(capacity),

@@ -59,12 +59,15 @@ impl std::fmt::Debug for HexCoding {
 /// Given `before`, the coding of an earlier version of the same filter, the chunks of
 /// `bytes` as they were then are not coded again: their codes are copied, bit for bit,
 /// from its body, and their CRCs kept, provided the code fitted to `bytes` now is the
-/// one used then. The body is the same either way; only the work differs.
+/// one used then. The body is the same either way; only the work differs. It is written
+/// over `spare`'s memory (an older body nothing holds any more; its contents are
+/// dropped), so that a version after version does not fault in fresh pages.
 pub fn hex_of(
     prefix: &[u8],
     bytes: &[u8],
     suffix: &[u8],
     before: Option<HexCoding>,
+    spare: Vec<u8>,
 ) -> Option<(Bytes, HexCoding)> {
     if bytes.len() * 2 < MIN_RUN {
         return None;
@@ -72,7 +75,8 @@ pub fn hex_of(
     let code = DigitCode::fit(&nibble_counts(bytes))?;
     let before =
         before.filter(|b| b.bytes.len() == bytes.len() && b.code.lit_codes == code.lit_codes);
-    let mut out = BitWriter::with_capacity(
+    let mut out = BitWriter::over(
+        spare,
         bytes.len() + bytes.len() / 8 + prefix.len() + suffix.len() + 1024,
     );
     header(&mut out);
@@ -217,7 +221,7 @@ mod tests {
             b"{\"v\":1,\"filter\":\"".as_slice(),
             b"\",\"count\":3}".as_slice(),
         );
-        let (gz, _) = hex_of(before, &bytes, after, None).expect("digits near uniform");
+        let (gz, _) = hex_of(before, &bytes, after, None, Vec::new()).expect("digits near uniform");
         let text = [before, crate::bloom::to_hex(&bytes).as_bytes(), after].concat();
         assert_eq!(gunzip(&gz), text);
         let whole = hex(&text).unwrap();
@@ -229,17 +233,24 @@ mod tests {
         );
         // The hex form alone: no text around it, the coded block the last.
         assert_eq!(
-            gunzip(&hex_of(&[], &bytes, &[], None).unwrap().0),
+            gunzip(&hex_of(&[], &bytes, &[], None, Vec::new()).unwrap().0),
             text[before.len()..text.len() - after.len()]
         );
     }
 
     #[test]
     fn bytes_too_few_or_too_skewed_for_a_digit_code_are_left_to_deflate() {
-        assert!(hex_of(b"{", &bytes_of_fill(MIN_RUN / 2 - 1, 0.5, 1), b"}", None).is_none());
+        assert!(hex_of(
+            b"{",
+            &bytes_of_fill(MIN_RUN / 2 - 1, 0.5, 1),
+            b"}",
+            None,
+            Vec::new()
+        )
+        .is_none());
         for fill in [0.0, 0.02, 0.2, 0.8, 1.0] {
             assert!(
-                hex_of(&[], &bytes_of_fill(50_000, fill, 3), &[], None).is_none(),
+                hex_of(&[], &bytes_of_fill(50_000, fill, 3), &[], None, Vec::new()).is_none(),
                 "fill {fill}"
             );
         }
@@ -266,8 +277,8 @@ mod tests {
         let same_code = before.bytes.len() == bytes.len()
             && DigitCode::fit(&nibble_counts(bytes)).map(|c| c.lit_codes)
                 == Some(before.code.lit_codes);
-        let (next, coding) = hex_of(head, bytes, tail, Some(before)).expect("a code");
-        let (fresh, fresh_coding) = hex_of(head, bytes, tail, None).expect("a code");
+        let (next, coding) = hex_of(head, bytes, tail, Some(before), Vec::new()).expect("a code");
+        let (fresh, fresh_coding) = hex_of(head, bytes, tail, None, Vec::new()).expect("a code");
         assert!(next == fresh, "the same body as a fresh coding");
         assert_eq!(coding.ends, fresh_coding.ends);
         assert_eq!(coding.bytes, bytes);
@@ -280,7 +291,7 @@ mod tests {
     fn a_version_codes_again_only_the_chunks_that_changed_and_gives_the_same_body() {
         let bytes = bytes_of_fill(300_000, 0.5, 11);
         let (head, tail) = (b"{\"count\":9,\"filter\":\"".as_slice(), b"\"}".as_slice());
-        let (_, mut coding) = hex_of(head, &bytes, tail, None).unwrap();
+        let (_, mut coding) = hex_of(head, &bytes, tail, None, Vec::new()).unwrap();
         let mut now = bytes;
         // Changes at a chunk's first and last byte, in the short last chunk, and none.
         let steps: [&[(usize, u8)]; 4] = [
@@ -302,11 +313,11 @@ mod tests {
     #[test]
     fn a_coding_of_other_bytes_or_another_code_is_not_copied_from() {
         let bytes = bytes_of_fill(40_000, 0.5, 5);
-        let (_, shorter) = hex_of(&[], &bytes[..30_000], &[], None).unwrap();
+        let (_, shorter) = hex_of(&[], &bytes[..30_000], &[], None, Vec::new()).unwrap();
         let (_, same_code) = next_equals_fresh(shorter, b"[", &bytes, b"]");
         assert!(!same_code);
         // Bytes whose digits are far from those of the coding before: another code.
-        let (_, half) = hex_of(&[], &bytes, &[], None).unwrap();
+        let (_, half) = hex_of(&[], &bytes, &[], None, Vec::new()).unwrap();
         let skewed = bytes_of_fill(40_000, 0.3, 5);
         let (_, same_code) = next_equals_fresh(half, &[], &skewed, &[]);
         assert!(!same_code);
@@ -334,7 +345,7 @@ mod tests {
             after in proptest::collection::vec(any::<u8>(), 0..70_000),
         ) {
             let bytes = bytes_of_fill(len, fill, seed);
-            if let Some((gz, _)) = hex_of(&before, &bytes, &after, None) {
+            if let Some((gz, _)) = hex_of(&before, &bytes, &after, None, Vec::new()) {
                 let text = [&before[..], crate::bloom::to_hex(&bytes).as_bytes(), &after[..]].concat();
                 prop_assert_eq!(gunzip(&gz), text);
             }
@@ -351,7 +362,7 @@ mod tests {
         ) {
             let mut now = bytes_of_fill(len, 0.5, seed);
             let tail = b"\"}".as_slice();
-            let (_, mut coding) = hex_of(b"{", &now, tail, None).expect("near uniform");
+            let (_, mut coding) = hex_of(b"{", &now, tail, None, Vec::new()).expect("near uniform");
             for (at, head_len) in versions {
                 now = changed(&now, &at);
                 let head = vec![b'{'; head_len];

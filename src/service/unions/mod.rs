@@ -219,7 +219,7 @@ impl Unions {
                 body: lock(&u.previous)
                     .take()
                     .and_then(|previous| Arc::try_unwrap(previous).ok())
-                    .map(Rendered::into_identity_memory)
+                    .map(Rendered::into_body_memory)
                     .unwrap_or_default(),
             },
             _ => Before::default(),
