@@ -142,7 +142,7 @@ settings! {
     /// Largest accepted ingest body, in bytes.
     body_limit: usize = 16 * 1024 * 1024,
     /// The one memory budget: bytes of everything the server keeps beyond the open hour's
-    /// own keys (which max_hour_ids bounds: about 20 bytes per ID at their peak, see
+    /// own keys (which max_hour_ids bounds: about 15 bytes per ID at their peak, see
     /// docs/BENCHMARKS.md). Split in fixed parts: 1/32 (at most 4 MiB per worker thread)
     /// for the read path's prepared responses; of
     /// the rest, a third for union and compact builds in flight (each reserves its peak,
