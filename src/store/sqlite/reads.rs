@@ -57,16 +57,20 @@ pub(super) fn send_keys_after(
 /// same snapshot.
 pub(super) fn keys(conn: &Connection, hour: Hour) -> Result<Vec<Key>> {
     let tx = conn.unchecked_transaction().map_err(sql_error)?;
-    let sealed = tx
-        .query_row(
-            "SELECT count, keys, keys_checksum FROM hours WHERE hour = ?1",
-            [hour.index()],
-            |r| Ok((r.get::<_, i64>(0)?, r.get::<_, Vec<u8>>(1)?, r.get(2)?)),
-        )
-        .optional()
-        .map_err(sql_error)?;
-    if let Some((count, blob, checksum)) = sealed {
-        return verify_sealed_keys(hour, count, &blob, Some(checksum));
+    {
+        // Decoded from the blob where SQLite holds it, not from a copy of it: a union
+        // reads megabytes of keys an hour.
+        let mut stmt = tx
+            .prepare_cached("SELECT count, keys, keys_checksum FROM hours WHERE hour = ?1")
+            .map_err(sql_error)?;
+        let mut rows = stmt.query([hour.index()]).map_err(sql_error)?;
+        if let Some(row) = rows.next().map_err(sql_error)? {
+            let count: i64 = row.get(0).map_err(sql_error)?;
+            let checksum: i64 = row.get(2).map_err(sql_error)?;
+            let blob = row.get_ref(1).map_err(sql_error)?;
+            let blob = blob.as_blob().map_err(|e| sql_error(e.into()))?;
+            return verify_sealed_keys(hour, count, blob, Some(checksum));
+        }
     }
     let mut keys = Vec::new();
     let (_, batches) = batches_after(&tx, hour, 0, |piece| {
