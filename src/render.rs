@@ -77,11 +77,10 @@ pub fn render_next(
 ) -> (Rendered, Option<HexCoding>) {
     let Before {
         coding: before,
-        body: spare,
+        body: mut spare,
     } = before;
-    // One body is written over the spare memory: the one this rendering holds.
-    let mut spare = Some(spare);
-    let mut spare = move || spare.take().unwrap_or_default();
+    // One body is written over the spare memory: the one this rendering holds (the
+    // first `take` gets it, any later one an empty vector).
     let fields = match repr {
         Repr::Json => RawFields::None,
         Repr::Hex | Repr::Bin => RawFields::Bloom {
@@ -96,9 +95,15 @@ pub fn render_next(
         _ if !gzip_only => None,
         Repr::Json => {
             let (head, bytes, tail) = Document::json_parts(meta.clone(), filter);
-            gz::hex_of(&head, &bytes, &tail, before, spare())
+            gz::hex_of(&head, &bytes, &tail, before, std::mem::take(&mut spare))
         }
-        Repr::Hex => gz::hex_of(&[], &filter.bytes(), &[], before, spare()),
+        Repr::Hex => gz::hex_of(
+            &[],
+            &filter.bytes(),
+            &[],
+            before,
+            std::mem::take(&mut spare),
+        ),
         Repr::Bin => None,
     };
     // The SHA-256 of the body that names the rendering, where making it gave it: the
@@ -108,13 +113,16 @@ pub fn render_next(
         None => {
             let (identity, sha256) = match repr {
                 Repr::Json if !gzip_only => {
-                    let (json, sha256) =
-                        Document::json_with_sha256_in(meta.clone(), filter, spare());
+                    let (json, sha256) = Document::json_with_sha256_in(
+                        meta.clone(),
+                        filter,
+                        std::mem::take(&mut spare),
+                    );
                     (json, Some(sha256))
                 }
                 Repr::Json => (Document::json_of(meta.clone(), filter), None),
                 Repr::Hex => (filter.to_hex().into_bytes(), None),
-                Repr::Bin => (filter.to_bytes_in(spare()), None),
+                Repr::Bin => (filter.to_bytes_in(std::mem::take(&mut spare)), None),
             };
             let gzip = match encodings {
                 Encodings::Identity => Vec::new(),

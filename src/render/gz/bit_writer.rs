@@ -22,11 +22,7 @@ impl BitWriter {
     }
 
     pub(super) fn with_capacity(capacity: usize) -> BitWriter {
-        BitWriter {
-            out: Vec::with_capacity(capacity),
-            acc: 0,
-            held: 0,
-        }
+        BitWriter::over(Vec::new(), capacity)
     }
 
     /// The low `n` (at most 32) bits of `value`.

@@ -61,7 +61,7 @@ impl std::fmt::Debug for HexCoding {
 /// from its body, and their CRCs kept, provided the code fitted to `bytes` now is the
 /// one used then. The body is the same either way; only the work differs. It is written
 /// over `spare`'s memory (an older body nothing holds any more; its contents are
-/// dropped), so that a version after version does not fault in fresh pages.
+/// dropped), so that version after version does not fault in fresh pages.
 pub fn hex_of(
     prefix: &[u8],
     bytes: &[u8],
