@@ -2,12 +2,11 @@
 //!
 //! Each key sets k bits spread over the whole array. Once the array outgrows the L2
 //! cache, inserting keys one by one makes nearly every one of those bits a cache miss:
-//! a build of millions of keys then waits on memory, not arithmetic. Three regimes,
-//! chosen by the array's size: up to L2, keys are set directly; up to about half of
-//! L3, directly but with each key's lines prefetched some keys ahead so the misses
-//! overlap; beyond, the keys' positions are partitioned by the region of the array
-//! they fall in (a counting sort on the positions' high bits), then set region by
-//! region, each region small enough to stay in L1 while its bits are set.
+//! a build of millions of keys then waits on memory, not arithmetic. Two regimes,
+//! chosen by the array's size: up to half of L2, keys are set directly; beyond, each
+//! chunk of keys has its positions placed by the region of the array they fall in,
+//! then set region by region, each region small enough to stay in L2 while its bits
+//! are set.
 //!
 //! The bits are exactly those of inserting the keys one by one, in any order and with
 //! any repetitions: setting a bit is idempotent and commutative. That is what lets a
@@ -15,37 +14,22 @@
 //! sealing use this path without changing a single published byte.
 
 use super::hash::Modulus;
-use super::prefetch::prefetch;
 use super::Key;
 
-/// Bits per region, at least: 2^18 bits is 32 KiB of filter, the size of L1, so the
-/// bits of a region are set at L1 speed (measured: faster than 2^16 and 2^20).
-const REGION_SHIFT: u32 = 18;
-
-/// Regions, at most: placing positions writes to one stream per region, and past a
-/// few hundred streams every write misses cache and TLB (profiled at 58.7M keys:
-/// half the build in that store with 1950 regions; 256 took 4.6 s where 1950 took
-/// 6.4 and 64 took 5.6). Larger filters get larger regions.
-const MAX_REGIONS: u32 = 256;
+/// Bits per region: 2^21 bits is 256 KiB of filter, an eighth of the L2 of the
+/// machines measured, so a region stays there while its bits are set. Measured with
+/// 128 KiB, 512 KiB and 1 MiB regions beside it, at 9.6M and 58.7M keys: 256 KiB was
+/// the fastest at both sizes, and this build beat the two it replaced (keys set
+/// directly with prefetching at 9.6M, positions counted then placed by L1-sized
+/// region at 58.7M); `cargo bench --bench union` gives today's figures.
+const REGION_SHIFT: u32 = 21;
 
 /// Arrays up to this many words (1 MiB) stay in L2 anyway: keys are set directly.
 const DIRECT_WORDS: usize = 1 << 17;
 
-/// Arrays up to this many words (16 MiB) fit in the L3 of the machines measured
-/// (32 MiB, shared): keys are set directly with their cache lines prefetched a few
-/// keys ahead, which beat partitioning at 9.6M keys (about 420 against 760 ms per
-/// union). Larger arrays miss L3 too, and partitioning wins (6.3 against 10.7 s at
-/// 58.7M keys).
-const PREFETCH_WORDS: usize = 1 << 21;
-
-/// Keys whose lines are prefetched before their bits are set: 16 keys is about 110
-/// lines in flight at k = 7, enough to cover L3 latency (measured 4, 8, 16, 32: 16 best).
-const AHEAD: usize = 16;
-
-/// Positions buffered per chunk, at most: 64 MiB of `u32`. Per chunk the filter is
-/// swept once region by region, so the buffer must hold several positions per cache
-/// line of filter for that sweep to cost less than the positions themselves
-/// (measured at 58.7M keys: 6.3 s with this cap, 8.4 s with a quarter of it).
+/// Positions placed per chunk, at most: 64 MiB of `u32`. Per chunk the filter is
+/// swept once region by region, so a chunk must hold several positions per cache line
+/// of filter for that sweep to cost less than the positions themselves.
 const MAX_CHUNK_POSITIONS: usize = 1 << 24;
 
 /// Sets the bits of every key of every set in `words`, an array of `modulus.m()` bits
@@ -57,14 +41,13 @@ pub(crate) fn set_keys(words: &mut [u64], modulus: Modulus, k: u32, sets: &[&[Ke
                 set_bit(words, pos);
             }
         }
-    } else if words.len() <= PREFETCH_WORDS {
-        set_prefetching(words, modulus, k, sets);
     } else {
-        // Four positions per filter word (256 per 64-byte line): sweeping the filter
-        // once per chunk then costs about a byte of memory traffic per position.
-        let chunk_positions = (words.len() * 4).min(MAX_CHUNK_POSITIONS);
-        let chunk_keys = (chunk_positions / k as usize).max(1);
-        set_partitioned(words, modulus, k, sets, chunk_keys);
+        // Two positions per filter word (128 per 64-byte line), in a buffer about the
+        // size of the filter: the sweep then costs about two bytes of memory traffic
+        // per position (measured against four per word: the same time, twice the
+        // memory).
+        let chunk_positions = (words.len() * 2).min(MAX_CHUNK_POSITIONS);
+        set_by_region(words, modulus, k, sets, chunk_positions);
     }
 }
 
@@ -73,77 +56,42 @@ fn set_bit(words: &mut [u64], pos: u32) {
     words[(pos >> 6) as usize] |= 1u64 << (pos & 63);
 }
 
-/// Direct setting, with the positions of the key [`AHEAD`] keys on computed into a
-/// ring and their cache lines prefetched, so misses overlap instead of queueing.
-fn set_prefetching(words: &mut [u64], modulus: Modulus, k: u32, sets: &[&[Key]]) {
-    let k = k as usize;
-    let mut ring = vec![0u32; AHEAD * k];
-    let load = |slot: usize, key: &Key, words: &[u64], ring: &mut [u32]| {
-        let slot = &mut ring[slot * k..(slot + 1) * k];
-        for (to, pos) in slot.iter_mut().zip(key.positions_mod(modulus, k as u32)) {
-            *to = pos;
-            prefetch(words, pos);
-        }
-    };
-    let keys = sets.iter().flat_map(|set| set.iter());
-    let mut ahead = keys.clone();
-    for (slot, key) in ahead.by_ref().take(AHEAD).enumerate() {
-        load(slot, key, words, &mut ring);
-    }
-    for (i, _) in keys.enumerate() {
-        let slot = i % AHEAD;
-        for j in 0..k {
-            set_bit(words, ring[slot * k + j]);
-        }
-        if let Some(key) = ahead.next() {
-            load(slot, key, words, &mut ring);
-        }
-    }
-}
-
-/// The partitioned build: per chunk of keys, count positions per region, place them
-/// region by region in a buffer (computing each key's positions a second time is
-/// cheaper than storing and re-reading them), then set them region by region.
-fn set_partitioned(
+/// The regioned build: per chunk of keys, each position is placed in its region's room
+/// in a buffer as it is computed, then the rooms are set region by region. Keys are
+/// uniform, so a room an eighth larger than a region's share of the chunk is nearly
+/// never full; a position that finds its room full (keys that are not uniform: many
+/// repeats) is set at once, which sets the same bit.
+fn set_by_region(
     words: &mut [u64],
     modulus: Modulus,
     k: u32,
     sets: &[&[Key]],
-    chunk_keys: usize,
+    chunk_positions: usize,
 ) {
-    let shift = REGION_SHIFT.max((modulus.m() / MAX_REGIONS).max(1).ilog2() + 1);
-    let regions = (modulus.m() >> shift) as usize + 1;
-    let total: usize = sets.iter().map(|s| s.len()).sum();
-    let chunk_keys = chunk_keys.min(total).max(1);
-    let mut buffer = vec![0u32; chunk_keys * k as usize];
-    let mut starts = vec![0usize; regions + 1];
-    let mut next = vec![0usize; regions];
+    let regions = (modulus.m() >> REGION_SHIFT) as usize + 1;
+    let share = chunk_positions / regions;
+    let room = share + share / 8 + 256;
+    let chunk_keys = (chunk_positions / k as usize).max(1);
+    let mut rooms = vec![0u32; room * regions];
+    let mut filled = vec![0usize; regions];
     for chunk in Chunks::new(sets, chunk_keys) {
-        starts.fill(0);
         for key in chunk.iter().flat_map(|piece| piece.iter()) {
             for pos in key.positions_mod(modulus, k) {
-                starts[(pos >> shift) as usize] += 1;
+                let region = (pos >> REGION_SHIFT) as usize;
+                let at = filled[region];
+                if at < room {
+                    rooms[region * room + at] = pos;
+                    filled[region] = at + 1;
+                } else {
+                    set_bit(words, pos);
+                }
             }
         }
-        let mut sum = 0;
-        for (start, next) in starts.iter_mut().zip(next.iter_mut()) {
-            let count = *start;
-            *start = sum;
-            *next = sum;
-            sum += count;
-        }
-        starts[regions] = sum;
-        for key in chunk.iter().flat_map(|piece| piece.iter()) {
-            for pos in key.positions_mod(modulus, k) {
-                let slot = &mut next[(pos >> shift) as usize];
-                buffer[*slot] = pos;
-                *slot += 1;
-            }
-        }
-        for region in starts.windows(2) {
-            for &pos in &buffer[region[0]..region[1]] {
+        for (placed, filled) in rooms.chunks(room).zip(filled.iter_mut()) {
+            for &pos in &placed[..*filled] {
                 set_bit(words, pos);
             }
+            *filled = 0;
         }
     }
 }
@@ -211,58 +159,70 @@ mod tests {
     }
 
     #[test]
-    fn partitioned_bits_equal_one_by_one_inserts() {
+    fn regioned_bits_equal_one_by_one_inserts() {
         let (a, b) = (keys(30_000, 1), keys(7_000, 2));
         let sets: &[&[Key]] = &[&a, &b[..0], &b, &a[..100]];
-        // Several regions, a last region only partly used, one chunk or many; the
-        // last shape is large enough for regions wider than REGION_SHIFT.
+        // One region or many, a last region only partly used; chunks of one key (rooms
+        // of a few positions, some full), of many, and of every key at once.
         for (m, k) in [
             (3 << 20, 7u32),
             ((5 << 20) + 77, 3),
             (1_000_003, 13),
             ((1 << 27) + 5, 5),
         ] {
-            for chunk_keys in [1, 999, 1 << 20] {
+            for chunk_positions in [1, 999, 1 << 22] {
                 let mut words = vec![0; (m as usize).div_ceil(64)];
-                set_partitioned(&mut words, Modulus::new(m), k, sets, chunk_keys);
+                set_by_region(&mut words, Modulus::new(m), k, sets, chunk_positions);
                 assert_eq!(
                     words,
                     one_by_one(m, k, sets),
-                    "m {m} k {k} chunk {chunk_keys}"
+                    "m {m} k {k} chunk {chunk_positions}"
                 );
             }
         }
+    }
+
+    #[test]
+    fn repeated_keys_overflowing_their_rooms_set_the_same_bits() {
+        // One key many times puts every position of a chunk in k regions: their rooms
+        // fill, and the rest are set at once.
+        let one = keys(1, 9);
+        let many = vec![one[0]; 50_000];
+        let sets: &[&[Key]] = &[&many, &keys(3_000, 4)];
+        let m = (1 << 26) + 3;
+        let mut words = vec![0; (m as usize).div_ceil(64)];
+        set_by_region(&mut words, Modulus::new(m), 7, sets, 1 << 16);
+        assert_eq!(words, one_by_one(m, 7, sets));
     }
 
     proptest::proptest! {
         #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
 
         #[test]
-        fn any_keys_any_shape_set_the_same_bits_partitioned(
+        fn any_keys_any_shape_set_the_same_bits_by_region(
             raw in proptest::collection::vec(proptest::prelude::any::<u64>(), 0..2000),
             split in 0usize..2000,
-            m in 8u32..(4 << 20),
+            m in 8u32..(16 << 20),
             k in 1u32..=64,
-            chunk_keys in 1usize..500,
+            chunk_positions in 1usize..5000,
         ) {
             let keys: Vec<Key> = raw.into_iter().map(Key::from_u64).collect();
             let (a, b) = keys.split_at(split.min(keys.len()));
             let sets: &[&[Key]] = &[a, b, a];
             let mut words = vec![0; (m as usize).div_ceil(64)];
-            set_partitioned(&mut words, Modulus::new(m), k, sets, chunk_keys);
+            set_by_region(&mut words, Modulus::new(m), k, sets, chunk_positions);
             proptest::prop_assert_eq!(words, one_by_one(m, k, sets));
         }
     }
 
     #[test]
-    fn prefetching_bits_equal_one_by_one_inserts() {
-        let (a, b) = (keys(20_000, 1), keys(5, 2));
-        for sets in [&[&a[..], &b[..0], &b, &a[..100]][..], &[&b[..]], &[]] {
-            for (m, k) in [(3 << 20, 7u32), (1_000_003, 13), (64, 1)] {
-                let mut words = vec![0; (m as usize).div_ceil(64)];
-                set_prefetching(&mut words, Modulus::new(m), k, sets);
-                assert_eq!(words, one_by_one(m, k, sets), "m {m} k {k}");
-            }
+    fn every_size_sets_the_bits_of_one_by_one_inserts() {
+        // Each regime through the entry point: direct, and by region.
+        let a = keys(20_000, 5);
+        for m in [64, 1_000_003, (DIRECT_WORDS as u32 * 64) + 64, 3 << 24] {
+            let mut words = vec![0; (m as usize).div_ceil(64)];
+            set_keys(&mut words, Modulus::new(m), 7, &[&a, &a[..10]]);
+            assert_eq!(words, one_by_one(m, 7, &[&a, &a[..10]]), "m {m}");
         }
     }
 

@@ -11,7 +11,6 @@ mod estimate;
 mod filter;
 mod hash;
 mod partitioned;
-mod prefetch;
 mod ribbon;
 mod sizing;
 mod union;

@@ -13,8 +13,8 @@
 
 use super::{Filter, FilterError, Key};
 
-/// Keys per bucket the count aims at: a table of twice that many `u64` slots is
-/// 64 KiB, in L2 with room to spare.
+/// Keys per bucket the count aims at (4K to 8K land in one): a table of four times
+/// that many `u64` slots is 128 to 256 KiB, in L2.
 const BUCKET_KEYS: usize = 1 << 12;
 
 /// The filter [`Filter::sized_within`] would build from the sorted distinct union of
@@ -169,8 +169,11 @@ impl Table {
     /// Distinct keys across `slices`.
     fn count(&mut self, slices: &[&[Key]]) -> u64 {
         let total: usize = slices.iter().map(|s| s.len()).sum();
-        // At most half full, so probes stay short.
-        let bits = (total * 2).next_power_of_two().trailing_zeros().max(4);
+        // At most a quarter full, so nearly every key finds its slot at the first
+        // probe and the probe loop's branch is predicted (measured at 9.6M keys in 24
+        // sorted hours: 79 ms against 87 at half full; buckets of 1K, 2K or 8K keys
+        // were no faster).
+        let bits = (total * 4).next_power_of_two().trailing_zeros().max(4);
         let len = 1usize << bits;
         self.slots.clear();
         self.slots.resize(len, 0);
