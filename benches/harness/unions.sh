@@ -8,6 +8,9 @@
 #   BIN=/path/to/other/bloomcast benches/harness/unions.sh   # measure another build
 #   READER_CPU=1 benches/harness/unions.sh    # the reader loops pinned to core 1, off
 #                                             # the server's core (unpinned by default)
+#   BUILDS_ONLY=1 HOUR_IDS=2445833 BLOOMCAST_CACHE_BYTES=4294967296 benches/harness/unions.sh
+#                                             # the builds alone, at 58.7M keys (their
+#                                             # build needs about 820 MiB of the budget)
 #
 # Prints, each measured from the server process's own CPU time (/proc/PID/stat) and peak
 # RSS (VmHWM):
@@ -72,6 +75,16 @@ rows=()
 measure "since 24 h, .bin, cold" "$base/since/$since.bin"
 measure "since 24 h, .bin, again" "$base/since/$since.bin"
 measure "since 24 h, JSON after .bin" "$base/since/$since.json"
+if [ -n "${BUILDS_ONLY:-}" ]; then
+  stop_pid "$pid"
+  echo
+  echo "### Union builds over 24 hours of $HOUR_IDS IDs (server pinned to core $SERVER_CPU)"
+  echo
+  echo "| request | status | server CPU s | peak RSS MiB |"
+  echo "|---|---:|---:|---:|"
+  printf '%s\n' "${rows[@]}"
+  exit 0
+fi
 
 trickle() { # seconds
   local end=$((SECONDS + $1)) i=0

@@ -16,12 +16,13 @@
 use super::hash::Modulus;
 use super::Key;
 
-/// Bits per region: 2^21 bits is 256 KiB of filter, an eighth of the L2 of the
-/// machines measured, so a region stays there while its bits are set. Measured with
-/// 128 KiB, 512 KiB and 1 MiB regions beside it, at 9.6M and 58.7M keys: 256 KiB was
-/// the fastest at both sizes, and this build beat the two it replaced (keys set
-/// directly with prefetching at 9.6M, positions counted then placed by L1-sized
-/// region at 58.7M); `cargo bench --bench union` gives today's figures.
+/// Bits per region: 2^21 bits is 256 KiB of filter, a quarter to an eighth of the L2
+/// of the machines measured (1 and 2 MiB), so a region stays there while its bits are
+/// set. Measured on the 2 MiB one with 128 KiB, 512 KiB and 1 MiB regions beside it, at
+/// 9.6M and 58.7M keys: 256 KiB was the fastest at both sizes. Against the two builds
+/// it replaced (keys set directly with their lines prefetched, and positions counted
+/// then placed by L1-sized region): 25-30% less time at 58.7M keys, the same at 9.6M
+/// (docs/BENCHMARKS.md, "Unions").
 const REGION_SHIFT: u32 = 21;
 
 /// Arrays up to this many words (1 MiB) stay in L2 anyway: keys are set directly.
