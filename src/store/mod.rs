@@ -15,7 +15,7 @@ pub use links::ChainLink;
 pub use record::HourRecord;
 pub use rows::{
     batch_checksum, blob_to_keys, check_count, distinct, filter_checksum, keys_to_blob,
-    sealed_keys_checksum, verify_batch, verify_sealed_keys, SealedRow,
+    read_sealed_keys, sealed_keys_checksum, verify_batch, verify_sealed_keys, SealedRow,
 };
 
 pub use postgres::{LinkError, PgLink, PgStore, SslMode, TlsSetupError};

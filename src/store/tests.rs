@@ -148,3 +148,36 @@ fn sealed_keys_must_match_their_count_and_checksum() {
         matches!(verify_sealed_keys(hour(), 2, &blob[..15], sum), Err(StoreError::Corrupt(m)) if m.contains("checksum mismatch"))
     );
 }
+
+#[test]
+fn sealed_keys_read_in_pieces_are_every_key_and_every_byte_checked() {
+    // Several pieces, the last a partial one.
+    let keys: Vec<Key> = (0..2_500).map(|i| Key::of(&format!("id-{i}"))).collect();
+    let mut blob = keys_to_blob(&keys);
+    let sum = Some(sealed_keys_checksum(hour(), &blob));
+    let mut reads = Vec::new();
+    let read = |blob: &[u8], reads: &mut Vec<(usize, usize)>| {
+        read_sealed_keys(hour(), 2_500, blob.len(), sum, |at, piece| {
+            reads.push((at, piece.len()));
+            piece.copy_from_slice(&blob[at..at + piece.len()]);
+            Ok(())
+        })
+    };
+    assert_eq!(read(&blob, &mut reads).unwrap(), keys);
+    assert!(reads.len() > 2, "{reads:?}");
+    assert!(reads.windows(2).all(|w| w[0].0 + w[0].1 == w[1].0));
+    // One bit of the last piece flipped: refused, though every piece decodes.
+    let last = blob.len() - 3;
+    blob[last] ^= 1;
+    assert!(
+        matches!(read(&blob, &mut reads), Err(StoreError::Corrupt(m)) if m.contains("checksum mismatch") && m.contains("sealed keys"))
+    );
+    // What the reader fails with is the answer, not a partial list.
+    let failing = read_sealed_keys(hour(), 2_500, blob.len(), sum, |_, _| {
+        Err(StoreError::Unavailable {
+            what: "the disk".into(),
+            source: None,
+        })
+    });
+    assert!(matches!(failing, Err(StoreError::Unavailable { .. })));
+}

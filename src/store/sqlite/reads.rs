@@ -6,7 +6,7 @@ use super::sql_error;
 use crate::bloom::Key;
 use crate::hour::Hour;
 use crate::store::{
-    check_count, distinct, verify_batch, verify_sealed_keys, ChainLink, HourRecord, Marks, Result,
+    check_count, distinct, read_sealed_keys, verify_batch, ChainLink, HourRecord, Marks, Result,
     SealedHour, SealedRow, PIECE_KEYS,
 };
 use rusqlite::{params, Connection, OptionalExtension};
@@ -57,20 +57,28 @@ pub(super) fn send_keys_after(
 /// same snapshot.
 pub(super) fn keys(conn: &Connection, hour: Hour) -> Result<Vec<Key>> {
     let tx = conn.unchecked_transaction().map_err(sql_error)?;
-    {
-        // Decoded from the blob where SQLite holds it, not from a copy of it: a union
-        // reads megabytes of keys an hour.
-        let mut stmt = tx
-            .prepare_cached("SELECT count, keys, keys_checksum FROM hours WHERE hour = ?1")
+    let sealed = tx
+        .prepare_cached("SELECT count, length(keys), keys_checksum FROM hours WHERE hour = ?1")
+        .map_err(sql_error)?
+        .query_row([hour.index()], |r| {
+            Ok((
+                r.get::<_, i64>(0)?,
+                r.get::<_, i64>(1)?,
+                r.get::<_, i64>(2)?,
+            ))
+        })
+        .optional()
+        .map_err(sql_error)?;
+    if let Some((count, len, checksum)) = sealed {
+        // Read in pieces straight from the pages SQLite holds, not assembled into one
+        // buffer first: a union reads megabytes of keys an hour.
+        let blob = tx
+            .blob_open(rusqlite::MAIN_DB, c"hours", c"keys", hour.index(), true)
             .map_err(sql_error)?;
-        let mut rows = stmt.query([hour.index()]).map_err(sql_error)?;
-        if let Some(row) = rows.next().map_err(sql_error)? {
-            let count: i64 = row.get(0).map_err(sql_error)?;
-            let checksum: i64 = row.get(2).map_err(sql_error)?;
-            let blob = row.get_ref(1).map_err(sql_error)?;
-            let blob = blob.as_blob().map_err(|e| sql_error(e.into()))?;
-            return verify_sealed_keys(hour, count, blob, Some(checksum));
-        }
+        let len = usize::try_from(len).unwrap_or(0);
+        return read_sealed_keys(hour, count, len, Some(checksum), |at, piece| {
+            blob.read_at_exact(piece, at).map_err(sql_error)
+        });
     }
     let mut keys = Vec::new();
     let (_, batches) = batches_after(&tx, hour, 0, |piece| {
