@@ -1,6 +1,7 @@
 //! The core of [bloomcast](https://crates.io/crates/bloomcast): hourly filters of "what
 //! changed", as values. Everything here is pure: no I/O, no clock, no async runtime, so a
-//! program that only reads or builds filters embeds this crate alone.
+//! program that only reads or builds filters embeds this crate alone. It is safe Rust
+//! throughout (`forbid(unsafe_code)`).
 //!
 //! - [`bloom`]: the filter math: the `sha1-km32` hash scheme, sizing, the Bloom filter,
 //!   its hex and byte encodings, unions, estimates, the partitioned filter, and the
@@ -18,6 +19,7 @@
 //!
 //! The crate's README, whose examples run as doctests:
 #![doc = include_str!("../README.md")]
+#![forbid(unsafe_code)]
 
 pub mod bloom;
 pub mod chain;
