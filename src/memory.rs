@@ -92,16 +92,13 @@ pub fn forgo_huge_pages() -> bool {
     }
 }
 
-/// Drops a large transient that a blocking-pool thread allocated (a page of keys read
-/// from the store) on the blocking pool, where its own thread most likely runs the drop
-/// (the pool hands new work to the thread that just went idle), so its blocks are freed
-/// locally and returned at once; then releases again once every thread has settled
-/// ([`SETTLE`]). Needs a tokio runtime.
-pub fn release_transient<T: Send + 'static>(transient: T) {
-    tokio::task::spawn_blocking(move || {
-        drop(transient);
-        release_freed();
-    });
+/// Releases what a large transient left freed (the pieces of keys a load read from the
+/// store): at once on the blocking pool, where the thread that allocated those pieces
+/// most likely runs (the pool hands new work to the thread that just went idle, and a
+/// block freed by another thread is returned only by its owner), then again once every
+/// thread has settled ([`SETTLE`]). Needs a tokio runtime.
+pub fn release_after_transient() {
+    tokio::task::spawn_blocking(release_freed);
     // At most one settled release pending: large pages may come every refresh in
     // cluster mode, and one pass every SETTLE is enough to keep up with them.
     if SETTLING.swap(true, Ordering::AcqRel) {

@@ -184,7 +184,7 @@ impl Service {
         }
         if read >= crate::memory::LARGE_BATCH {
             // The load at start: its pieces are gone, give them back (see `memory`).
-            crate::memory::release_transient(());
+            crate::memory::release_after_transient();
         }
         match cursor {
             Ok(cursor) => {
