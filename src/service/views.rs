@@ -5,7 +5,7 @@
 use super::open_hours::Rendering;
 use super::validators::{name, Named};
 use super::{Result, Service, ServiceError, Target, View};
-use crate::bloom::{Filter, Key, SHA1_KM32};
+use crate::bloom::{Filter, SHA1_KM32};
 use crate::hour::{Day, Hour};
 use crate::render::{render, Effort, Encodings, Rendered, Repr};
 use crate::store::StoreError;
@@ -165,17 +165,13 @@ impl Service {
         // loading an hour of any size holds a piece or two beside the hour itself.
         // Requests wait for the first load (`wait_loaded`); a later refresh that stops
         // part way has added only keys of the hour, and keeps its cursor.
-        let (pieces, mut received) = tokio::sync::mpsc::channel::<Vec<Key>>(1);
         let closed = self.closed_through();
-        let add = async {
-            let mut read = 0;
-            while let Some(piece) = received.recv().await {
-                read += piece.len();
-                self.open.add_read(hour, &piece, closed);
-            }
-            read
-        };
-        let (cursor, read) = tokio::join!(self.store.send_keys_after(hour, cursor, pieces), add);
+        let mut read = 0;
+        let cursor = crate::store::each_piece_after(&*self.store, hour, cursor, |piece| {
+            read += piece.len();
+            self.open.add_read(hour, &piece, closed);
+        })
+        .await;
         if cursor.is_ok() {
             // Other nodes move the marks too; learn them with the keys.
             if let Err(e) = self.read_marks_if_due().await {

@@ -141,6 +141,25 @@ pub(crate) fn receiver_gone() -> StoreError {
     StoreError::bug("the receiver of an open hour's keys went away during the read")
 }
 
+/// Reads `hour`'s keys after `cursor` from `store` ([`Store::send_keys_after`]), handing
+/// each piece to `each` as it arrives; the cursor the read covers. A piece or two is held
+/// at a time, never the whole read.
+pub async fn each_piece_after<S: Store + ?Sized>(
+    store: &S,
+    hour: Hour,
+    cursor: i64,
+    mut each: impl FnMut(Vec<Key>) + Send,
+) -> Result<i64> {
+    let (pieces, mut received) = tokio::sync::mpsc::channel(1);
+    let take = async {
+        while let Some(piece) = received.recv().await {
+            each(piece);
+        }
+    };
+    let (cursor, ()) = tokio::join!(store.send_keys_after(hour, cursor, pieces), take);
+    cursor
+}
+
 /// New keys of an open hour since a cursor, for keeping an in-memory view current.
 #[derive(Debug, Clone, Default)]
 pub struct KeysPage {
@@ -244,19 +263,9 @@ pub trait Store: Send + Sync + 'static {
 
     /// As [`Store::send_keys_after`], gathered in one page: for reads known to be small.
     async fn keys_after(&self, hour: Hour, cursor: i64) -> Result<KeysPage> {
-        let (pieces, mut received) = tokio::sync::mpsc::channel(2);
-        let gather = async {
-            let mut keys = Vec::new();
-            while let Some(piece) = received.recv().await {
-                keys.extend(piece);
-            }
-            keys
-        };
-        let (cursor, keys) = tokio::join!(self.send_keys_after(hour, cursor, pieces), gather);
-        Ok(KeysPage {
-            keys,
-            cursor: cursor?,
-        })
+        let mut keys = Vec::new();
+        let cursor = each_piece_after(self, hour, cursor, |piece| keys.extend(piece)).await?;
+        Ok(KeysPage { keys, cursor })
     }
 
     /// The distinct keys of any hour, open (as of now) or sealed.
