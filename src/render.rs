@@ -52,10 +52,11 @@ pub fn render_as(
     render_next(meta, filter, repr, effort, encodings, Before::default()).0
 }
 
-/// What the rendering of a filter's earlier version leaves for rendering the next: the
-/// gzip coding of a hex form ([`HexCoding`]), and the memory of a body nothing holds
-/// any more (of the version before that: [`Rendered::into_body_memory`]), written over (a union's body is megabytes; fresh pages cost about as much as
-/// hashing them). Empty for a first rendering.
+/// What the renderings of a filter's earlier versions leave for rendering the next: the
+/// gzip coding of a hex form ([`HexCoding`]), and the memory of a body nothing holds any
+/// more ([`Rendered::into_body_memory`] of the version before last), to be written over:
+/// a union's body is megabytes, and fresh pages cost about as much as hashing them.
+/// Empty for a first rendering.
 #[derive(Default)]
 pub struct Before {
     pub coding: Option<HexCoding>,

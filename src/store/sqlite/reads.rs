@@ -144,7 +144,6 @@ pub(super) fn sealed_counts(conn: &Connection, from: Hour, to: Hour) -> Result<V
     Ok(counts)
 }
 
-/// Key batches of `hour` after `cursor`, verified, and how many were read.
 /// The batches of `hour` after `cursor`, verified, their keys handed to `emit` in
 /// pieces of about [`PIECE_KEYS`]: the cursor they end at, and how many batches.
 fn batches_after(
