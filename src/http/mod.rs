@@ -71,8 +71,12 @@ pub fn app(state: AppState) -> App {
 }
 
 /// Any origin may read every response, its validators and `Bloom-*` headers included.
+/// The CORS headers are the same whatever the request's `Origin`, so they add nothing to
+/// `Vary` (`tower_http`'s default lists `Origin` and the preflight headers, which would
+/// split a shared cache's one object per hour into one per web page origin).
 fn cors_config() -> CorsLayer {
     CorsLayer::new()
+        .vary([] as [HeaderName; 0])
         .allow_origin(Any)
         .allow_methods([Method::GET, Method::HEAD])
         .allow_headers([header::ACCEPT, header::IF_NONE_MATCH])

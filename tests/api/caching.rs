@@ -164,3 +164,26 @@ async fn readers_racing_ingest_see_every_id_acknowledged_before_they_asked() {
         assert!(r.await.unwrap() > 0);
     }
 }
+
+#[tokio::test]
+async fn a_web_page_origin_does_not_split_a_shared_cache() {
+    let app = TestApp::spawn().await;
+    app.ingest(&["a"]).await;
+    let plain = app.get("/2008/09/03/13").await;
+    let page = app
+        .get_with("/2008/09/03/13", &[("origin", "https://feeds.example")])
+        .await;
+    assert_eq!(page.header("access-control-allow-origin"), Some("*"));
+    assert_eq!(page.body, plain.body);
+    for reply in [&plain, &page] {
+        // CORS answers are the same for every origin: `Vary` names only what the
+        // representation depends on, so a cache keeps one object for every page.
+        let vary: Vec<&str> = reply
+            .headers
+            .get_all("vary")
+            .iter()
+            .map(|v| v.to_str().unwrap())
+            .collect();
+        assert_eq!(vary, ["Accept, Accept-Encoding, Available-Dictionary"]);
+    }
+}
