@@ -9,6 +9,7 @@ pub use crate::wire::MAX_ID_BYTES;
 use axum::body::{Body, Bytes};
 use axum::extract::State;
 use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
 use axum::Json;
 use http_body_util::{BodyExt, LengthLimitError, Limited};
 use serde::{Deserialize, Serialize};
@@ -32,7 +33,7 @@ pub async fn post_updates(
     State(state): State<AppState>,
     headers: HeaderMap,
     body: Body,
-) -> Result<(StatusCode, Json<IngestReply>)> {
+) -> Result<Response> {
     state.auth.check(&headers)?;
     let kind = BodyKind::of(&headers)?;
     let coding = Coding::of(&headers)?;
@@ -63,13 +64,16 @@ pub async fn post_updates(
     };
     let receipt = state.service.ingest(&keys).await?;
     state.metrics.ids_ingested(keys.len());
+    // A receipt is for this publisher and this request: no cache may keep it.
     Ok((
         StatusCode::OK,
+        [(header::CACHE_CONTROL, "private, no-store")],
         Json(IngestReply {
             hour: receipt.hour.rfc3339(),
             accepted: receipt.accepted,
         }),
-    ))
+    )
+        .into_response())
 }
 
 /// Reads the body, at most `limit` bytes: a declared `Content-Length` over the limit is

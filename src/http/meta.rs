@@ -217,7 +217,13 @@ pub async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
             );
         }
     }
-    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], text)
+    (
+        [
+            (header::CONTENT_TYPE, "text/plain; version=0.0.4"),
+            (header::CACHE_CONTROL, "no-store"),
+        ],
+        text,
+    )
 }
 
 pub async fn not_found() -> ApiError {
