@@ -51,6 +51,8 @@ pub enum Need {
     Curl,
     /// A Chromium or Chrome binary for browser tests; found: its path or name.
     Chromium,
+    /// Varnish's `varnishd` (and a C compiler, which it compiles VCL with); found: its path.
+    Varnish,
     /// Mounting a small tmpfs (root, `mount`), for the full-disk test; found: `mount`.
     Tmpfs,
 }
@@ -86,6 +88,7 @@ impl Need {
                 "curl not found on PATH; install it (apt-get install curl)",
             ),
             Need::Chromium => probe_chromium(),
+            Need::Varnish => probe_varnish(),
             Need::Tmpfs => probe_tmpfs(),
         };
         cache.lock().unwrap().insert(self, found.clone());
@@ -190,6 +193,23 @@ fn probe_program(names: &[&str], why: &str) -> Result<String, String> {
         })
         .map(|name| name.to_string())
         .ok_or_else(|| why.to_owned())
+}
+
+fn probe_varnish() -> Result<String, String> {
+    ["varnishd", "/usr/sbin/varnishd"]
+        .iter()
+        .find(|name| {
+            Command::new(name)
+                .arg("-V")
+                .output()
+                .is_ok_and(|o| o.status.success())
+        })
+        .map(|name| name.to_string())
+        .ok_or_else(|| {
+            "varnishd not found on PATH or in /usr/sbin; install Varnish (apt-get install \
+             varnish; .ci/run does)"
+                .to_owned()
+        })
 }
 
 fn probe_python_cryptography() -> Result<String, String> {

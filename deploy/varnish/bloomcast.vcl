@@ -1,0 +1,72 @@
+# bloomcast behind Varnish: the caching policy. It holds no backends; the main VCL
+# (deploy/varnish/backends.sh prints one) declares the nodes, a director named `nodes`,
+# and includes this file. Run varnishd with `-p http_gzip_support=off` (see
+# docs/DEPLOY.md): bloomcast codes its own gzip and `dcz` bodies, and each one's
+# `Repr-Digest` and `ETag` name those very bytes, which Varnish's own gzip handling
+# would recode under them.
+#
+# What the nodes' headers already say, and this file keeps:
+# - closed hours, complete days and since-ranges: `public, max-age=31536000, immutable`
+#   with a strong ETag: cached once per variant, revalidated here (304) forever;
+# - the open hour and open unions: `public, max-age=N` (N never past the end of the
+#   hour): cached N seconds, never served staler (no grace on them);
+# - `Vary: Accept, Accept-Encoding` (and `Available-Dictionary` on the open hour): one
+#   object per form and coding, so variants never mix;
+# - errors, `/healthz`, `/stats`: `no-store`; `/history`: `private, no-store`;
+#   `/updates` is a POST: never cached.
+
+sub vcl_recv {
+    # Operator routes answer for one node at one moment: never from the cache.
+    if (req.url ~ "^/(metrics|healthz|stats)(\?|$)") {
+        return (pass);
+    }
+    # One spelling per coding set, so that caches hold one object per variant the
+    # nodes can send, not one per browser's Accept-Encoding string. A coding counts
+    # when listed with q > 0 (as the nodes read it); `dcz` only with a dictionary
+    # offered.
+    if (req.http.Accept-Encoding) {
+        if (req.http.Accept-Encoding ~ "(?i)(^|,)\s*(gzip|x-gzip|\*)\s*(;\s*q\s*=\s*(1(\.0*)?|0?\.\d*[1-9]\d*)\s*)?(,|$)") {
+            set req.http.X-Gzip = "1";
+        }
+        if (req.http.Available-Dictionary &&
+            req.http.Accept-Encoding ~ "(?i)(^|,)\s*dcz\s*(;\s*q\s*=\s*(1(\.0*)?|0?\.\d*[1-9]\d*)\s*)?(,|$)") {
+            if (req.http.X-Gzip) {
+                set req.http.Accept-Encoding = "dcz, gzip";
+            } else {
+                set req.http.Accept-Encoding = "dcz";
+            }
+        } elsif (req.http.X-Gzip) {
+            set req.http.Accept-Encoding = "gzip";
+        } else {
+            unset req.http.Accept-Encoding;
+        }
+        unset req.http.X-Gzip;
+    }
+    if (req.http.Accept-Encoding !~ "dcz") {
+        # The nodes ignore a dictionary without `dcz`: keep it out of the variant key.
+        unset req.http.Available-Dictionary;
+    }
+    # bloomcast sets no cookies and reads none; a poller's cookies for the domain would
+    # only make Varnish pass its polls to a node.
+    unset req.http.Cookie;
+    # Everything else as Varnish's built-in policy has it: only GET and HEAD are
+    # looked up, and a request with `Authorization` (the publisher's /history) passes.
+}
+
+sub vcl_backend_response {
+    # What may be served past its max-age while a fresh copy is fetched: nothing. The
+    # open hour's promise is "never older than max-age"; closed hours never expire.
+    set beresp.grace = 0s;
+    # Expired objects stay a while to be revalidated with If-None-Match: the open
+    # hour's unchanged versions come back as a 304, not a whole filter.
+    if (beresp.http.ETag) {
+        set beresp.keep = 1h;
+    }
+}
+
+sub vcl_backend_error {
+    # A node that went away mid-request: try the others (reads only).
+    if (bereq.retries < 2 && (bereq.method == "GET" || bereq.method == "HEAD")) {
+        return (retry);
+    }
+}
