@@ -205,8 +205,9 @@ impl Mirror {
             files += 1;
         }
         let page = serde_json::to_vec(&json!([entry.to_json()])).expect("JSON of values");
-        // The entry's own hour last: its page marks the hour done.
-        for hour in pages.iter().rev() {
+        // `pages` ends with the entry's own hour: its page, written last, marks the hour
+        // done.
+        for hour in &pages {
             bytes += self.files.write(&chain_path(*hour), &page)?;
             files += 1;
         }
