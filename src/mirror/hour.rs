@@ -108,6 +108,12 @@ impl Mirror {
         // One request at a time per hour: the pass keeps a few hours in flight.
         for &(suffix, gz) in &FORMS {
             let path = format!("{stem}{suffix}");
+            // A ribbon is built on first request, one build at a time by default
+            // (`union_builds`): ask for one at a time rather than be told busy.
+            let _build = match suffix.starts_with(".ribbon") {
+                true => Some(self.builds.acquire().await.expect("never closed")),
+                false => None,
+            };
             let identity = self.get(&path, false).await?.identity;
             let gzipped = match gz {
                 true => Some(self.gzip_of(&path, &identity).await?),

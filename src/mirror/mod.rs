@@ -88,6 +88,8 @@ pub struct Mirror {
     http: reqwest::Client,
     base: String,
     files: Files,
+    /// One ribbon request at a time (the server builds them on first request).
+    builds: tokio::sync::Semaphore,
 }
 
 impl Mirror {
@@ -114,6 +116,7 @@ impl Mirror {
             client,
             http,
             files: Files::new(dir),
+            builds: tokio::sync::Semaphore::new(1),
         })
     }
 
