@@ -397,6 +397,14 @@ mod tests {
     }
 
     #[test]
+    fn a_chain_entry_written_as_json_reads_back_the_same() {
+        let parsed = parse_entry(&entry()).unwrap();
+        let written: Entry = serde_json::from_value(parsed.to_json()).unwrap();
+        assert_eq!(parse_entry(&written).unwrap(), parsed);
+        assert_eq!(written.signature, entry().signature);
+    }
+
+    #[test]
     fn a_chain_entry_with_a_loose_hex_field_is_malformed() {
         let spoil = |s: &str| {
             [
