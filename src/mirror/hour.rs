@@ -4,6 +4,7 @@
 use super::{Mirror, MirrorError, Result};
 use crate::chain;
 use crate::client::ChainEntry;
+use crate::hour::Hour;
 use reqwest::header;
 use std::io::{Read, Write};
 
@@ -151,6 +152,28 @@ impl Mirror {
             out.push((path, identity));
         }
         Ok(out)
+    }
+
+    /// The server's one-entry chain page of `hour` (`/chain/...?limit=1`), its own bytes
+    /// (fields this version does not know included), checked to list `entry`: the
+    /// entry's own hour, or after a gap the next sealed one.
+    pub(super) async fn chain_page(&self, hour: Hour, entry: &ChainEntry) -> Result<Vec<u8>> {
+        let path = format!("/chain{}?limit=1", hour.path());
+        let page = self.get(&path, false).await?.identity;
+        let listed = self.json(&path, &page)?;
+        let first = &listed[0];
+        if first["hour"] != entry.hour.rfc3339().as_str()
+            || first["digest"] != chain::hex(&entry.digest).as_str()
+        {
+            return Err(MirrorError::Protocol {
+                url: format!("{}{path}", self.base),
+                detail: format!(
+                    "it does not list the chain entry of {}",
+                    entry.hour.rfc3339()
+                ),
+            });
+        }
+        Ok(page)
     }
 
     /// The gzip bytes of `path`: the server's when it gzips (checked to decode to

@@ -5,8 +5,9 @@
 //! A pass lists the chain ([`crate::client::Client::chain`], verified when a public key
 //! is given), and writes each sealed hour not mirrored yet in every form with its gzip
 //! sibling, the bytes the server sent (checked against their `Repr-Digest` and the
-//! chain's digest), then the hour's one-entry chain page last: that page marks the
-//! hour done, so the next pass skips it. The index and the well-known document follow.
+//! chain's digest), then the hour's one-entry chain page last (the server's answer to
+//! `?limit=1`, its bytes): that page marks the hour done, so the next pass skips it.
+//! The index and the well-known document follow.
 
 mod files;
 mod hour;
@@ -207,10 +208,10 @@ impl Mirror {
             bytes += self.files.write(&path, &body)?;
             files += 1;
         }
-        let page = serde_json::to_vec(&json!([entry.to_json()])).expect("JSON of values");
         // `pages` ends with the entry's own hour: its page, written last, marks the hour
         // done.
         for hour in &pages {
+            let page = self.chain_page(*hour, entry).await?;
             bytes += self.files.write(&chain_path(*hour), &page)?;
             files += 1;
         }

@@ -78,6 +78,15 @@ async fn a_second_pass_writes_nothing_and_a_third_only_the_new_hour() {
         }
     }
     assert!(dir.join("index.json").is_file());
+    // A chain page is the server's own answer for that hour with ?limit=1.
+    let served = reqwest::get(format!("{}/chain{}?limit=1", origin.base(), hour(1).path()))
+        .await
+        .unwrap()
+        .bytes()
+        .await
+        .unwrap();
+    let page = std::fs::read(dir.join(format!("chain{}", hour(1).path()))).unwrap();
+    assert_eq!(page, served.to_vec());
     assert!(dir.join(".well-known/bloomcast.json").is_file());
     let before = snapshot(&dir);
 
