@@ -12,12 +12,14 @@
 //! - [`http`]: the one application stack every request goes through, and thin handlers;
 //!   [`server`]: the accept loop and the connections' HTTP/1.1 framing, with their
 //!   timeouts; [`startup`]: building and running it.
+//! - [`mirror`]: a static copy of the sealed hours for any file server or CDN.
 
 pub mod cli;
 pub mod clock;
 pub mod config;
 pub mod http;
 pub mod memory;
+pub mod mirror;
 pub mod render;
 pub mod server;
 pub mod service;

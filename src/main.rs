@@ -1,7 +1,8 @@
 //! The `bloomcast` binary: parses the command line and calls into the library.
 
 use bloomcast::cli::{
-    finish, CheckArgs, EstimateArgs, HistoryArgs, IngestArgs, InspectArgs, VerifyArgs, WatchArgs,
+    finish, CheckArgs, EstimateArgs, HistoryArgs, IngestArgs, InspectArgs, MirrorArgs, VerifyArgs,
+    WatchArgs,
 };
 use bloomcast::config::Settings;
 use bloomcast::startup::{shutdown_signal, Application};
@@ -47,6 +48,10 @@ enum Command {
     /// Follow the open hour (and the next ones) and print each given ID the first time it
     /// may have changed, polling with deltas, until interrupted.
     Watch(WatchArgs),
+    /// Write every sealed hour in every form, the chain and the well-known document into
+    /// a directory laid out as the URLs, for any file server or CDN (--follow keeps it
+    /// current).
+    Mirror(MirrorArgs),
 }
 
 /// Threads of the blocking pool at most (store reads, renderings, builds; tokio's
@@ -94,6 +99,7 @@ async fn run(cli: Cli) -> ExitCode {
         Command::Estimate(args) => finish(args.run().await),
         Command::Verify(args) => finish(args.run().await),
         Command::Watch(args) => finish(args.run().await),
+        Command::Mirror(args) => finish(args.run().await),
     }
 }
 

@@ -1,5 +1,5 @@
 //! The command-line client: `check`, `history`, `ingest`, `inspect`, `estimate`,
-//! `verify` and `watch`, over [`crate::client`].
+//! `verify`, `watch` and `mirror`, over [`crate::client`].
 //!
 //! Each verb is a clap `Args` struct with a `run` that returns the process exit code;
 //! `src/main.rs` only dispatches.
@@ -9,6 +9,7 @@ mod estimate;
 mod history;
 mod ingest;
 mod inspect;
+mod mirror;
 mod ribbon;
 mod verify;
 mod watch;
@@ -18,6 +19,7 @@ pub use estimate::EstimateArgs;
 pub use history::HistoryArgs;
 pub use ingest::IngestArgs;
 pub use inspect::InspectArgs;
+pub use mirror::MirrorArgs;
 pub use verify::VerifyArgs;
 pub use watch::{Event, WatchArgs, Watcher};
 
@@ -35,6 +37,8 @@ pub enum CliError {
     Client(#[from] ClientError),
     #[error("{0}")]
     Input(String),
+    #[error(transparent)]
+    Mirror(#[from] crate::mirror::MirrorError),
     #[error("{context}: {source}")]
     Io {
         context: String,

@@ -1,7 +1,8 @@
-//! What a test needs from the machine (PostgreSQL, python3, node, curl, Chromium), probed once,
-//! and the rule for when it is missing: the test is reported **ignored** in the runner's
-//! own summary line (`test result: ok. N passed; 0 failed; M ignored`) with the reason and
-//! how to enable it, never as passed; with `CI` set (to anything but `0`/`false`) it fails.
+//! What a test needs from the machine (PostgreSQL, python3, node, curl, Chromium, nginx),
+//! probed once, and the rule for when it is missing: the test is reported **ignored** in
+//! the runner's own summary line (`test result: ok. N passed; 0 failed; M ignored`) with
+//! the reason and how to enable it, never as passed; with `CI` set (to anything but
+//! `0`/`false`) it fails.
 //!
 //! A test target that uses this is declared `harness = false` in `Cargo.toml` (libtest's
 //! own harness cannot ignore a test at run time) and ends its `main` with [`run`]:
@@ -55,6 +56,8 @@ pub enum Need {
     Varnish,
     /// Mounting a small tmpfs (root, `mount`), for the full-disk test; found: `mount`.
     Tmpfs,
+    /// nginx, to serve a static mirror; found: the program.
+    Nginx,
 }
 
 /// True when running under CI, where nothing may be skipped.
@@ -90,6 +93,7 @@ impl Need {
             Need::Chromium => probe_chromium(),
             Need::Varnish => probe_varnish(),
             Need::Tmpfs => probe_tmpfs(),
+            Need::Nginx => probe_nginx(),
         };
         cache.lock().unwrap().insert(self, found.clone());
         found
@@ -246,6 +250,24 @@ fn probe_chromium() -> Result<String, String> {
         "no Chromium found (chromium, chromium-browser, google-chrome); apt-get install \
          chromium or set BLOOMCAST_TEST_CHROMIUM=/path/to/chrome",
     )
+}
+
+/// `nginx` on PATH or in /usr/sbin (Debian's), run with `-v` (it has no `--version`).
+fn probe_nginx() -> Result<String, String> {
+    ["nginx", "/usr/sbin/nginx"]
+        .iter()
+        .find(|name| {
+            Command::new(name)
+                .arg("-v")
+                .output()
+                .is_ok_and(|o| o.status.success())
+        })
+        .map(|name| name.to_string())
+        .ok_or_else(|| {
+            "nginx not found on PATH or in /usr/sbin; install it (apt-get install nginx) to \
+             serve the static mirror"
+                .to_owned()
+        })
 }
 
 /// Mounts and unmounts a 1 MiB tmpfs under a temporary directory.

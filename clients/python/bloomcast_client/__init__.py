@@ -274,8 +274,13 @@ class Client:
         doc = json.loads(body)
         f = Filter.from_document(doc)  # validate before keeping it
         if self.verifier and doc["complete"] and doc.get("hour"):
-            self.verifier.check(parse_hour(path), f.data, resp_headers.get("Bloom-Prev-Header"),
-                                resp_headers.get("Bloom-Signature"), doc.get("digest"))
+            prev, signature = resp_headers.get("Bloom-Prev-Header"), resp_headers.get("Bloom-Signature")
+            if prev is None and signature is None:
+                # A static mirror (PROTOCOL.md section 13) sends no per-hour headers: the
+                # hour's chain entry carries its link and signature.
+                entry = self._chain_entry(path)
+                prev, signature = entry.get("prev"), entry.get("signature")
+            self.verifier.check(parse_hour(path), f.data, prev, signature, doc.get("digest"))
         if resp_headers.get("ETag"):
             self.cache[path] = (resp_headers["ETag"], doc)
         if doc["complete"]:
@@ -286,6 +291,19 @@ class Client:
 
     def filter(self, path):
         return Filter.from_document(self.document(path))
+
+    def _chain_entry(self, path):
+        """The chain entry of the hour at `path` (`/chain/...?limit=1`), or {}."""
+        try:
+            page = json.loads(self._request(f"/chain{path}?limit=1",
+                                            {"Accept-Encoding": "gzip"})[2])
+        except HTTPError as e:
+            if e.status == 404:
+                return {}
+            raise
+        if page and page[0].get("hour") and parse_hour(page[0]["hour"]) == parse_hour(path):
+            return page[0]
+        return {}
 
     def index(self):
         return json.loads(self._request("/", {"Accept-Encoding": "gzip"})[2])
@@ -347,6 +365,8 @@ class Client:
         """
         since_path = hour_path(since)
         index = self.index() if per_hour is not False or self.verifier else None
+        if per_hour is None and index.get("static"):
+            per_hour = True  # a static mirror (PROTOCOL.md section 13) serves no unions
         if per_hour is None and not self.verifier:
             per_hour = self._hourly_is_cheaper(index, parse_hour(since_path), len(ids))
         if not per_hour and not self.verifier:  # unions are not signed
@@ -397,10 +417,24 @@ class Client:
         from .verify import VerificationError, digest
         entries, path = [], f"/chain{hour_path(since)}?limit=1000"
         while path:
-            status, headers, body = self._request(path, {"Accept-Encoding": "gzip"})
-            entries.extend(json.loads(body))
+            try:
+                status, headers, body = self._request(path, {"Accept-Encoding": "gzip"})
+            except HTTPError as e:
+                if e.status == 404 and entries:
+                    break
+                raise
+            page = json.loads(body)
+            entries.extend(page)
             link = headers.get("Link") or ""
-            path = link.split("<", 1)[1].split(">", 1)[0] if 'rel="next"' in link else None
+            if 'rel="next"' in link:
+                path = link.split("<", 1)[1].split(">", 1)[0]
+            elif page:
+                # No Link (a static mirror's one-entry pages, PROTOCOL.md section 13): the
+                # page after the last entry, until one is empty or absent.
+                after = parse_hour(page[-1]["hour"]) + datetime.timedelta(hours=1)
+                path = f"/chain{hour_path(after)}?limit=1000"
+            else:
+                path = None
         digests = self.verifier.check_chain(entries)
         for hour, want in digests.items():
             got = digest(self.filter(hour_path(hour)).data)

@@ -129,6 +129,7 @@ impl ClientBuilder {
             pubkey: self.pubkey,
             pin: self.pin,
             pinned: tokio::sync::OnceCell::new(),
+            static_layout: Default::default(),
             verified: std::sync::Mutex::default(),
         })
     }

@@ -82,6 +82,8 @@ impl Client {
         let hourly = match strategy {
             // Unions are not signed: a verifying client reads hour by hour.
             _ if inputs.bloom_only => true,
+            // A static mirror serves no unions.
+            _ if index.static_layout => true,
             Strategy::Hourly => true,
             Strategy::Union => false,
             Strategy::Auto => plan::hourly_is_cheaper(&inputs),

@@ -24,6 +24,8 @@ impl Client {
     /// # Errors
     /// [`ClientError::Status`] for an error status, transport and decoding errors.
     pub async fn filter(&self, path: &str) -> Result<Arc<Fetched>> {
+        // A form the caller named is read as named; the default one may be replaced.
+        let chosen = suffix_of(path).is_some();
         let (path, repr) = match suffix_of(path) {
             Some(repr) => (path.to_owned(), repr),
             None => (bin_path(path), Repr::Bin),
@@ -33,33 +35,49 @@ impl Client {
             self.counters.cache_hits.fetch_add(1, Ordering::Relaxed);
             return Ok(Arc::clone(hit));
         }
-        let dictionary = self.dictionaries.get(&path);
-        let mut request = match &dictionary {
-            Some(d) => self
-                .http
-                .get(format!("{}{path}", self.base))
-                .header(header::ACCEPT_ENCODING, "dcz, gzip")
-                .header("available-dictionary", d.offer()),
-            None => self.get(&path),
+        // The default form (`.bin`) from a static mirror comes without the `Bloom-*`
+        // headers it needs: read the self-describing JSON form there instead.
+        let json_path = || format!("{}.json", path.trim_end_matches(".bin"));
+        let mut asked = if !chosen && self.static_layout.load(Ordering::Relaxed) {
+            (json_path(), Repr::Json)
+        } else {
+            (path.clone(), repr)
         };
-        if let Some(etag) = cached.as_ref().and_then(|c| c.etag.as_deref()) {
-            request = request.header(header::IF_NONE_MATCH, etag);
-        }
-        let response = self.send(request).await?;
-        if response.status() == StatusCode::NOT_MODIFIED {
-            self.counters.not_modified.fetch_add(1, Ordering::Relaxed);
-            return cached.ok_or_else(|| ClientError::Protocol("304 without a request".into()));
-        }
-        let response = check(response).await?;
-        let headers = response.headers().clone();
-        let body = self.body(response, dictionary.as_deref()).await?;
-        let fetched = Arc::new(decode(repr, &headers, &body)?);
+        let (headers, body) = loop {
+            let dictionary = self.dictionaries.get(&asked.0);
+            let mut request = match &dictionary {
+                Some(d) => self
+                    .http
+                    .get(format!("{}{}", self.base, asked.0))
+                    .header(header::ACCEPT_ENCODING, "dcz, gzip")
+                    .header("available-dictionary", d.offer()),
+                None => self.get(&asked.0),
+            };
+            if let Some(etag) = cached.as_ref().and_then(|c| c.etag.as_deref()) {
+                request = request.header(header::IF_NONE_MATCH, etag);
+            }
+            let response = self.send(request).await?;
+            if response.status() == StatusCode::NOT_MODIFIED {
+                self.counters.not_modified.fetch_add(1, Ordering::Relaxed);
+                return cached.ok_or_else(|| ClientError::Protocol("304 without a request".into()));
+            }
+            let response = check(response).await?;
+            let headers = response.headers().clone();
+            if !chosen && asked.1 == Repr::Bin && !headers.contains_key(wire::HEADER_M) {
+                self.static_layout.store(true, Ordering::Relaxed);
+                asked = (json_path(), Repr::Json);
+                continue;
+            }
+            let body = self.body(response, dictionary.as_deref()).await?;
+            break (headers, body);
+        };
+        let fetched = Arc::new(decode(asked.1, &headers, &body)?);
         // Before it is cached: a tampered hour is refused, never kept.
-        self.check_signed(&path, &headers, &fetched).await?;
+        self.check_signed(&asked.0, &headers, &fetched).await?;
         if fetched.meta.complete {
-            self.dictionaries.remove(&path);
+            self.dictionaries.remove(&asked.0);
         } else if headers.contains_key("use-as-dictionary") {
-            self.dictionaries.put(&path, Dictionary::new(body));
+            self.dictionaries.put(&asked.0, Dictionary::new(body));
         }
         self.cache.put(&path, Arc::clone(&fetched));
         Ok(fetched)

@@ -33,7 +33,7 @@ pub use error::ClientError;
 pub use history::{default_cache_dir, IdHistory};
 pub use plan::Strategy;
 pub use publish::{PublishOptions, PublishSummary};
-pub use verify::ChainReport;
+pub use verify::{ChainEntry, ChainReport};
 
 use crate::bloom::Filter;
 use crate::hour::{Day, Hour};
@@ -96,6 +96,10 @@ pub struct Index {
     pub current: IndexHour,
     /// Newest first.
     pub hours: Vec<IndexHour>,
+    /// A static mirror's index (PROTOCOL.md section 13): `current` is the newest hour it
+    /// holds, sealed, and it serves no unions.
+    #[serde(default, rename = "static")]
+    pub static_layout: bool,
 }
 
 /// One hour as the index lists it.
@@ -187,6 +191,9 @@ pub struct Client {
     pin: bool,
     /// The pinned key, read or fetched once (`None`: the server does not sign).
     pinned: tokio::sync::OnceCell<Option<crate::chain::PublicKey>>,
+    /// Set once a raw filter came without its `Bloom-*` headers (a static mirror): filters
+    /// are then read in their self-describing JSON form.
+    static_layout: std::sync::atomic::AtomicBool,
     /// Hours verified so far: index → (previous header, header), to check chain links.
     verified:
         std::sync::Mutex<std::collections::HashMap<i64, (crate::chain::Hash, crate::chain::Hash)>>,

@@ -17,7 +17,21 @@ pub struct ChainReport {
     pub header: Option<Hash>,
 }
 
-/// One entry of `GET /chain/...`.
+/// One entry of the hour chain (`GET /chain/...`), parsed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChainEntry {
+    pub hour: Hour,
+    /// SHA-256 of the hour's filter bytes (the `.bin` body).
+    pub digest: Hash,
+    /// The previous hour's header, or the genesis value after a gap.
+    pub prev: Hash,
+    /// SHA-256(digest || prev).
+    pub header: Hash,
+    /// The publisher's signature, when it signs.
+    pub signature: Option<[u8; 64]>,
+}
+
+/// One entry of `GET /chain/...` as sent.
 #[derive(Debug, Clone, Deserialize)]
 struct Entry {
     hour: String,
@@ -58,19 +72,36 @@ impl Client {
         }
         let name = hour.rfc3339();
         let header = |n: &str| headers.get(n).and_then(|v| v.to_str().ok());
-        let prev = header(chain::HEADER_PREV)
-            .and_then(chain::parse_hex::<32>)
-            .ok_or_else(|| {
+        let (prev, signature) = if header(chain::HEADER_PREV).is_none()
+            && header(chain::HEADER_SIGNATURE).is_none()
+        {
+            // A static mirror sends no per-hour headers: the hour's chain entry signs it.
+            let entry = self.chain_entry(hour).await?.ok_or_else(|| {
                 malformed(
                     &name,
-                    "the response carries no chain link (Bloom-Prev-Header): not signed",
+                    "the response carries no chain link and the chain lists no entry for it: not signed",
                 )
             })?;
-        let signature = header(chain::HEADER_SIGNATURE)
-            .and_then(chain::parse_hex::<64>)
-            .ok_or_else(|| {
-                malformed(&name, "the response carries no Bloom-Signature: not signed")
-            })?;
+            let signature = entry
+                .signature
+                .ok_or_else(|| malformed(&name, "the chain entry is not signed"))?;
+            (entry.prev, signature)
+        } else {
+            let prev = header(chain::HEADER_PREV)
+                .and_then(chain::parse_hex::<32>)
+                .ok_or_else(|| {
+                    malformed(
+                        &name,
+                        "the response carries no chain link (Bloom-Prev-Header): not signed",
+                    )
+                })?;
+            let signature = header(chain::HEADER_SIGNATURE)
+                .and_then(chain::parse_hex::<64>)
+                .ok_or_else(|| {
+                    malformed(&name, "the response carries no Bloom-Signature: not signed")
+                })?;
+            (prev, signature)
+        };
         let claim = Claim {
             hour: name.clone(),
             index: hour.index(),
@@ -93,76 +124,102 @@ impl Client {
         Ok(())
     }
 
-    /// Verifies the chain from `since` to the newest sealed hour the server lists, page
-    /// by page, then fetches every listed hour's filter and checks it against its link.
-    /// Works against any base URL serving bloomcast's paths (a mirror, a CDN).
+    /// The chain from `since` to the newest sealed hour the server lists, oldest first,
+    /// page by page; with a public key every entry's header, signature and link to the
+    /// one before are verified (an entry after a gap must start from the genesis value).
+    ///
+    /// A page without `Link: rel="next"` is followed by the page that starts after its
+    /// last entry, until one is empty or absent (404): a static mirror (PROTOCOL.md
+    /// section 13) holds one-entry pages and sends no `Link` header.
+    ///
+    /// # Errors
+    /// [`ClientError::Unverified`] naming the first entry that fails; transport errors
+    /// and error statuses of the first page.
+    pub async fn chain(&self, since: Hour) -> Result<Vec<ChainEntry>> {
+        let key = self.key().await?;
+        let mut entries: Vec<ChainEntry> = Vec::new();
+        let mut path = Some(format!("/chain{}?limit=1000", since.path()));
+        let mut last: Option<(Hour, Hash)> = None;
+        while let Some(next) = path.take() {
+            let (page, link) = match self.chain_page(&next).await {
+                Ok(page) => page,
+                Err(ClientError::Status { status: 404, .. }) if !entries.is_empty() => break,
+                Err(e) => return Err(e),
+            };
+            let continued = page.last().map(|e| e.hour.clone());
+            for e in page {
+                let entry = parse_entry(&e)?;
+                if let Some(key) = &key {
+                    last = Some((entry.hour, verify_link(key, &entry, last)?));
+                }
+                entries.push(entry);
+            }
+            path = match (link, continued) {
+                (Some(link), _) => Some(link),
+                (None, Some(hour)) => {
+                    let hour =
+                        Hour::parse_flexible(&hour).map_err(|_| malformed(&hour, "not an hour"))?;
+                    Some(format!("/chain{}?limit=1000", hour.next().path()))
+                }
+                (None, None) => None,
+            };
+        }
+        Ok(entries)
+    }
+
+    /// Verifies the chain from `since` to the newest sealed hour the server lists
+    /// ([`Client::chain`]), then fetches every listed hour's filter and checks it against
+    /// its link. Works against any base URL serving bloomcast's paths (a mirror, a CDN,
+    /// a static mirror).
     ///
     /// # Errors
     /// [`ClientError::Argument`] without a public key; [`ClientError::Unverified`]
     /// naming the first hour that fails (a changed byte, a missing or swapped hour, a
     /// broken link, another key); transport errors and error statuses.
     pub async fn verify_chain(&self, since: Hour) -> Result<ChainReport> {
-        let Some(key) = self.key().await? else {
+        if self.key().await?.is_none() {
             return Err(ClientError::Argument(
                 "verifying needs the publisher's public key (--pubkey)".into(),
             ));
-        };
-        let mut entries: Vec<(Hour, Claim, Hash)> = Vec::new();
-        let mut path = Some(format!("/chain{}?limit=1000", since.path()));
-        while let Some(next) = path.take() {
-            let (page, link) = self.chain_page(&next).await?;
-            for e in page {
-                entries.push(parse_entry(&e)?);
-            }
-            path = link;
         }
+        let entries = self.chain(since).await?;
         let mut report = ChainReport {
             hours: Vec::new(),
-            header: None,
+            header: entries.last().map(|e| e.header),
         };
-        let mut last: Option<(Hour, Hash)> = None;
-        for (hour, claim, header) in &entries {
-            // Contiguous hours link up; after a gap the publisher restarted the chain
-            // from the genesis value (hours never sealed), or an hour was dropped.
-            let known_prev = match last {
-                Some((h, prev_header)) if h.next() == *hour => Some(prev_header),
-                Some((h, _)) if claim.prev != chain::GENESIS => {
-                    return Err(ClientError::Unverified(ChainError::Link {
-                        hour: claim.hour.clone(),
-                        detail: format!(
-                            "the hours after {} up to it are missing from the chain",
-                            h.rfc3339()
-                        ),
-                    }))
-                }
-                _ => None,
-            };
-            if claim.index != hour.index() {
-                return Err(malformed(&claim.hour, "hour index mismatch"));
-            }
-            let got = claim.verify(&key, known_prev.as_ref())?;
-            if got != *header {
-                return Err(malformed(
-                    &claim.hour,
-                    "the listed header is not SHA-256(digest || prev)",
-                ));
-            }
-            last = Some((*hour, got));
-        }
-        for (hour, claim, _) in &entries {
-            let fetched = self.hour(*hour).await?;
+        for entry in &entries {
+            let fetched = self.hour(entry.hour).await?;
             let digest = chain::digest(&fetched.filter.bytes());
-            if digest != claim.digest {
+            if digest != entry.digest {
                 return Err(ClientError::Unverified(ChainError::Digest {
-                    hour: claim.hour.clone(),
+                    hour: entry.hour.rfc3339(),
                     got: chain::hex(&digest),
-                    want: chain::hex(&claim.digest),
+                    want: chain::hex(&entry.digest),
                 }));
             }
-            report.hours.push(*hour);
+            report.hours.push(entry.hour);
         }
-        report.header = last.map(|(_, h)| h);
         Ok(report)
+    }
+
+    /// The chain entry of one sealed hour, for a response that carries no signature
+    /// headers (a static mirror): the first entry of `/chain/<hour>?limit=1`.
+    async fn chain_entry(&self, hour: Hour) -> Result<Option<ChainEntry>> {
+        let (page, _) = match self
+            .chain_page(&format!("/chain{}?limit=1", hour.path()))
+            .await
+        {
+            Ok(page) => page,
+            Err(ClientError::Status { status: 404, .. }) => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        match page.first() {
+            Some(e) => {
+                let entry = parse_entry(e)?;
+                Ok((entry.hour == hour).then_some(entry))
+            }
+            None => Ok(None),
+        }
     }
 
     /// The key to verify with: the one given, else (with pinning) the one pinned in the
@@ -230,25 +287,65 @@ impl Client {
     }
 }
 
-fn parse_entry(e: &Entry) -> Result<(Hour, Claim, Hash)> {
+fn parse_entry(e: &Entry) -> Result<ChainEntry> {
     let hour = Hour::parse_flexible(&e.hour).map_err(|_| malformed(&e.hour, "not an hour"))?;
     let hash = |s: &str, what: &str| {
         chain::parse_hex::<32>(s)
             .ok_or_else(|| malformed(&e.hour, format!("{what} is not 32 bytes of hex")))
     };
-    let signature = e
-        .signature
-        .as_deref()
-        .and_then(chain::parse_hex::<64>)
-        .ok_or_else(|| malformed(&e.hour, "the chain entry is not signed"))?;
-    let claim = Claim {
-        hour: hour.rfc3339(),
-        index: hour.index(),
+    let signature = match e.signature.as_deref() {
+        None => None,
+        Some(text) => Some(
+            chain::parse_hex::<64>(text)
+                .ok_or_else(|| malformed(&e.hour, "the signature is not 64 bytes of hex"))?,
+        ),
+    };
+    Ok(ChainEntry {
+        hour,
         digest: hash(&e.digest, "digest")?,
         prev: hash(&e.prev, "prev")?,
+        header: hash(&e.header, "header")?,
+        signature,
+    })
+}
+
+/// Verifies one entry against `key` and the entry verified before it, `last`; returns
+/// its header.
+fn verify_link(key: &PublicKey, entry: &ChainEntry, last: Option<(Hour, Hash)>) -> Result<Hash> {
+    let name = entry.hour.rfc3339();
+    // Contiguous hours link up; after a gap the publisher restarted the chain from the
+    // genesis value (hours never sealed), or an hour was dropped.
+    let known_prev = match last {
+        Some((h, prev_header)) if h.next() == entry.hour => Some(prev_header),
+        Some((h, _)) if entry.prev != chain::GENESIS => {
+            return Err(ClientError::Unverified(ChainError::Link {
+                hour: name,
+                detail: format!(
+                    "the hours after {} up to it are missing from the chain",
+                    h.rfc3339()
+                ),
+            }))
+        }
+        _ => None,
+    };
+    let signature = entry
+        .signature
+        .ok_or_else(|| malformed(&name, "the chain entry is not signed"))?;
+    let claim = Claim {
+        hour: name,
+        index: entry.hour.index(),
+        digest: entry.digest,
+        prev: entry.prev,
         signature,
     };
-    Ok((hour, claim, hash(&e.header, "header")?))
+    let got = claim.verify(key, known_prev.as_ref())?;
+    if got != entry.header {
+        return Err(malformed(
+            &claim.hour,
+            "the listed header is not SHA-256(digest || prev)",
+        ));
+    }
+    Ok(got)
 }
 
 #[cfg(test)]
@@ -273,16 +370,16 @@ mod tests {
 
     #[test]
     fn a_chain_entry_in_hex_of_either_case_parses() {
-        let (_, claim, header) = parse_entry(&entry()).unwrap();
-        assert_eq!(claim.digest, chain::digest(b"filter"));
-        assert_eq!(header, chain::header(&claim.digest, &GENESIS));
+        let parsed = parse_entry(&entry()).unwrap();
+        assert_eq!(parsed.digest, chain::digest(b"filter"));
+        assert_eq!(parsed.header, chain::header(&parsed.digest, &GENESIS));
         let mut upper = entry();
         upper.signature = upper.signature.map(|s| s.to_uppercase());
         upper.digest = upper.digest.to_uppercase();
-        let (_, upper_claim, _) = parse_entry(&upper).unwrap();
+        let upper = parse_entry(&upper).unwrap();
         assert_eq!(
-            (upper_claim.digest, upper_claim.signature),
-            (claim.digest, claim.signature)
+            (upper.digest, upper.signature),
+            (parsed.digest, parsed.signature)
         );
     }
 

@@ -1,0 +1,77 @@
+//! `bloomcast mirror DIR --url BASE [--pubkey KEY] [--follow]`: a static copy of a
+//! server's sealed hours for any file server (see [`crate::mirror`], docs/DEPLOY.md).
+
+use super::CliError;
+use crate::chain::PublicKey;
+use crate::mirror::{Mirror, Summary};
+use clap::Args;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Write every sealed hour in every form, the chain pages, the index and the well-known
+/// document into DIR, laid out as the URLs; hours already there are not written again.
+#[derive(Debug, Args)]
+pub struct MirrorArgs {
+    /// The mirror directory (created if missing); serve it with nginx (deploy/
+    /// nginx-mirror.conf) or upload it to an object store.
+    dir: PathBuf,
+    /// The server to mirror, e.g. http://127.0.0.1:8080.
+    #[arg(long, alias = "server", env = "BLOOMCAST_SERVER")]
+    url: String,
+    /// Mirror only a chain that verifies against the publisher's public key (64 hex
+    /// digits); a failing entry stops the mirror before its hour is written.
+    #[arg(long, value_parser = super::verify::parse_pubkey)]
+    pubkey: Option<PublicKey>,
+    /// Keep the mirror current: a pass every --interval seconds until interrupted.
+    #[arg(long)]
+    follow: bool,
+    /// Seconds between passes with --follow.
+    #[arg(long, default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..))]
+    interval: u64,
+}
+
+impl MirrorArgs {
+    /// Runs one pass, or passes until Ctrl-C or SIGTERM with `--follow`; prints one
+    /// line per pass that wrote something (always for the first).
+    ///
+    /// # Errors
+    /// A refused directory (not writable, another service's mirror), a failing
+    /// verification, an unreachable server (without `--follow`; with it, the pass is
+    /// retried at the next interval).
+    pub async fn run(self) -> Result<(), CliError> {
+        let mirror = Mirror::new(self.dir.clone(), &self.url, self.pubkey)?;
+        let summary = mirror.pass().await?;
+        self.print(&summary);
+        if !self.follow {
+            return Ok(());
+        }
+        let stop = crate::startup::shutdown_signal();
+        tokio::pin!(stop);
+        loop {
+            tokio::select! {
+                () = &mut stop => return Ok(()),
+                () = tokio::time::sleep(Duration::from_secs(self.interval)) => {}
+            }
+            match mirror.pass().await {
+                Ok(summary) if summary.files > 0 => self.print(&summary),
+                Ok(_) => {}
+                Err(e) if e.is_transient() => {
+                    tracing::warn!(error = %e, "mirror pass failed; retrying at the next interval");
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
+
+    fn print(&self, s: &Summary) {
+        let newest = s.newest.map_or("none".to_owned(), |h| h.rfc3339());
+        println!(
+            "mirrored {} new hours into {} ({} files, {} bytes); {} already there; newest {newest}",
+            s.written,
+            self.dir.display(),
+            s.files,
+            s.bytes,
+            s.kept
+        );
+    }
+}

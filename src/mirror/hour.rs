@@ -1,0 +1,202 @@
+//! One sealed hour's files: every form the server serves for it, identity and gzip, as
+//! the server sent them, checked before they are written.
+
+use super::{Mirror, MirrorError, Result};
+use crate::chain;
+use crate::client::ChainEntry;
+use crate::hour::Hour;
+use reqwest::header;
+use std::io::{Read, Write};
+
+/// The forms of a sealed hour: the suffix, and whether a `.gz` sibling goes with it (the
+/// ribbon body is near-random bits and is never gzipped, PROTOCOL.md section 12).
+const FORMS: [(&str, bool); 5] = [
+    (".json", true),
+    (".hex", true),
+    (".bin", true),
+    (".ribbon", false),
+    (".ribbon.json", true),
+];
+
+/// Tries of a request the server answers busy (503, 429) before the pass fails.
+const BUSY_ATTEMPTS: u32 = 10;
+/// The longest `Retry-After` waited for, in seconds.
+const MAX_RETRY_AFTER: u64 = 10;
+
+/// A response body as received, and whether it came gzip-encoded.
+pub(super) struct Got {
+    pub identity: Vec<u8>,
+    pub gzipped: bool,
+}
+
+impl Mirror {
+    /// GETs `path` (in identity or, when `gzip`, gzip encoding) and checks the body
+    /// against its `Repr-Digest` when the server sent one.
+    pub(super) async fn get(&self, path: &str, gzip: bool) -> Result<Got> {
+        let url = format!("{}{path}", self.base);
+        let transport = |source| MirrorError::Transport {
+            url: url.clone(),
+            source,
+        };
+        let encoding = if gzip { "gzip" } else { "identity" };
+        let mut attempt = 1;
+        let response = loop {
+            let response = self
+                .http
+                .get(&url)
+                .header(header::ACCEPT_ENCODING, encoding)
+                .send()
+                .await
+                .map_err(transport)?;
+            // Busy (a ribbon build waits for a slot, PROTOCOL.md section 12): wait as told.
+            let busy = matches!(response.status().as_u16(), 429 | 503);
+            if !busy || attempt == BUSY_ATTEMPTS {
+                break response;
+            }
+            let wait = response
+                .headers()
+                .get(header::RETRY_AFTER)
+                .and_then(|v| v.to_str().ok()?.trim().parse().ok())
+                .unwrap_or(1)
+                .min(MAX_RETRY_AFTER);
+            tracing::debug!(%url, wait, "busy; retrying");
+            tokio::time::sleep(std::time::Duration::from_secs(wait)).await;
+            attempt += 1;
+        };
+        if !response.status().is_success() {
+            return Err(MirrorError::Protocol {
+                url,
+                detail: format!("status {}", response.status()),
+            });
+        }
+        let gzipped = response
+            .headers()
+            .get(header::CONTENT_ENCODING)
+            .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"gzip"));
+        let digest = response
+            .headers()
+            .get(chain::HEADER_REPR_DIGEST)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        let body = response.bytes().await.map_err(transport)?.to_vec();
+        if let Some(want) = digest {
+            if chain::repr_digest(&body) != want {
+                return Err(MirrorError::Protocol {
+                    url,
+                    detail: format!("the body does not match its Repr-Digest {want}"),
+                });
+            }
+        }
+        Ok(Got {
+            identity: body,
+            gzipped,
+        })
+    }
+
+    /// Parses a JSON body.
+    pub(super) fn json(&self, path: &str, body: &[u8]) -> Result<serde_json::Value> {
+        serde_json::from_slice(body).map_err(|e| MirrorError::Protocol {
+            url: format!("{}{path}", self.base),
+            detail: format!("not JSON: {e}"),
+        })
+    }
+
+    /// Every file of the hour of `entry`, URL path and bytes: each form, its `.gz`
+    /// sibling, and the plain path (the JSON document, as `GET /YYYY/MM/DD/HH` answers).
+    pub(super) async fn hour_files(&self, entry: &ChainEntry) -> Result<Vec<(String, Vec<u8>)>> {
+        let stem = entry.hour.path();
+        let mut out = Vec::new();
+        // One request at a time per hour: the pass keeps a few hours in flight.
+        for &(suffix, gz) in &FORMS {
+            let path = format!("{stem}{suffix}");
+            // A ribbon is built on first request, one build at a time by default
+            // (`union_builds`): ask for one at a time rather than be told busy.
+            let _build = match suffix.starts_with(".ribbon") {
+                true => Some(self.builds.acquire().await.expect("never closed")),
+                false => None,
+            };
+            let identity = self.get(&path, false).await?.identity;
+            let gzipped = match gz {
+                true => Some(self.gzip_of(&path, &identity).await?),
+                false => None,
+            };
+            let wrong = |detail: String| MirrorError::Protocol {
+                url: format!("{}{path}", self.base),
+                detail,
+            };
+            match suffix {
+                ".bin" if chain::digest(&identity) != entry.digest => {
+                    return Err(wrong(format!(
+                        "its digest is {}, the chain's is {}",
+                        chain::hex(&chain::digest(&identity)),
+                        chain::hex(&entry.digest)
+                    )))
+                }
+                ".json" => {
+                    let doc = self.json(&path, &identity)?;
+                    if doc["digest"].as_str() != Some(&chain::hex(&entry.digest))
+                        || doc["complete"] != true
+                    {
+                        return Err(wrong("not the sealed hour the chain lists".into()));
+                    }
+                    if let Some(gz) = &gzipped {
+                        out.push((format!("{stem}.gz"), gz.clone()));
+                    }
+                    out.push((stem.clone(), identity.clone()));
+                }
+                _ => {}
+            }
+            if let Some(gz) = gzipped {
+                out.push((format!("{path}.gz"), gz));
+            }
+            out.push((path, identity));
+        }
+        Ok(out)
+    }
+
+    /// The server's one-entry chain page of `hour` (`/chain/...?limit=1`), its own bytes
+    /// (fields this version does not know included), checked to list `entry`: the
+    /// entry's own hour, or after a gap the next sealed one.
+    pub(super) async fn chain_page(&self, hour: Hour, entry: &ChainEntry) -> Result<Vec<u8>> {
+        let path = format!("/chain{}?limit=1", hour.path());
+        let page = self.get(&path, false).await?.identity;
+        let listed = self.json(&path, &page)?;
+        let first = &listed[0];
+        if first["hour"] != entry.hour.rfc3339().as_str()
+            || first["digest"] != chain::hex(&entry.digest).as_str()
+        {
+            return Err(MirrorError::Protocol {
+                url: format!("{}{path}", self.base),
+                detail: format!(
+                    "it does not list the chain entry of {}",
+                    entry.hour.rfc3339()
+                ),
+            });
+        }
+        Ok(page)
+    }
+
+    /// The gzip bytes of `path`: the server's when it gzips (checked to decode to
+    /// `identity`), else compressed here.
+    async fn gzip_of(&self, path: &str, identity: &[u8]) -> Result<Vec<u8>> {
+        let got = self.get(path, true).await?;
+        if !got.gzipped {
+            let mut encoder =
+                flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+            encoder.write_all(identity).expect("writing to memory");
+            return Ok(encoder.finish().expect("writing to memory"));
+        }
+        let mut decoded = Vec::with_capacity(identity.len());
+        let same = flate2::read::MultiGzDecoder::new(&got.identity[..])
+            .read_to_end(&mut decoded)
+            .is_ok()
+            && decoded == identity;
+        if !same {
+            return Err(MirrorError::Protocol {
+                url: format!("{}{path}", self.base),
+                detail: "the gzip body does not decode to the identity body".into(),
+            });
+        }
+        Ok(got.identity)
+    }
+}
