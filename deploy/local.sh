@@ -9,6 +9,7 @@
 #   deploy/local.sh                      # builds the release binary first if needed
 #   BIN=target/release/bloomcast deploy/local.sh
 #   PG=postgres://user@host:5432/db deploy/local.sh
+#   PG=private deploy/local.sh           # a private PostgreSQL even when one answers
 #   PORT=8090 deploy/local.sh            # Varnish's port (nodes and PostgreSQL take the next free ones)
 #
 # Needs varnishd (Debian: apt-get install varnish) and, when no PostgreSQL answers,
@@ -70,7 +71,9 @@ take_port; node_ports=("$port")
 take_port; node_ports+=("$port")
 
 # PostgreSQL: the given URL, or the local server when it answers, else a private one.
-if [ -z "${PG:-}" ] && command -v pg_isready >/dev/null && pg_isready -q -h 127.0.0.1 -p 5432 \
+if [ "${PG:-}" = private ]; then
+  PG=""
+elif [ -z "${PG:-}" ] && command -v pg_isready >/dev/null && pg_isready -q -h 127.0.0.1 -p 5432 \
   && psql -X -q "postgres://postgres@127.0.0.1:5432/postgres" -c 'SELECT 1' >/dev/null 2>&1; then
   PG="postgres://postgres@127.0.0.1:5432/postgres"
 fi
