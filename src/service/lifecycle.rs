@@ -55,7 +55,13 @@ impl Service {
     async fn seal_linked(&self, hour: Hour) -> Result<SealedHour> {
         let sealed = self.seal_one(hour).await?;
         match self.link(&sealed).await {
-            Ok(_) => {}
+            // Signed now, while this node holds the key registered for the hour; a
+            // failure leaves it to be signed when first served.
+            Ok(link) => {
+                if let Err(e) = self.signature(&link, None).await {
+                    tracing::warn!(%hour, error = %e, "cannot sign a sealed hour yet; it is signed when first served");
+                }
+            }
             Err(ServiceError::Store(e)) if e.is_transient() => return Err(e.into()),
             Err(e) => {
                 tracing::error!(%hour, error = %e, "cannot link a sealed hour into the chain; it is served unsigned")
