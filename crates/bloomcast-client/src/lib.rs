@@ -23,6 +23,7 @@ mod dictionaries;
 mod error;
 mod fetch;
 mod history;
+mod keys;
 mod plan;
 mod publish;
 mod verify;
@@ -183,10 +184,10 @@ pub struct Client {
     cache_dir: Option<std::path::PathBuf>,
     /// The publisher's key: when set, every closed hour fetched is verified.
     pubkey: Option<crate::chain::PublicKey>,
-    /// Trust on first use: pin the server's key in `cache_dir` and verify with it.
+    /// Trust on first use: pin the server's list of keys in `cache_dir` and verify with it.
     pin: bool,
-    /// The pinned key, read or fetched once (`None`: the server does not sign).
-    pinned: tokio::sync::OnceCell<Option<crate::chain::PublicKey>>,
+    /// The publisher's keys as last read and trusted (see `keys.rs`).
+    keyring: tokio::sync::Mutex<Option<std::sync::Arc<crate::chain::KeyList>>>,
     /// Hours verified so far: index → (previous header, header), to check chain links.
     verified:
         std::sync::Mutex<std::collections::HashMap<i64, (crate::chain::Hash, crate::chain::Hash)>>,

@@ -3,7 +3,7 @@
 //! [`crate::chain`]), and whole ranges of the chain for `bloomcast verify`.
 
 use super::{Client, ClientError, Fetched, Result};
-use crate::chain::{self, ChainError, Claim, Hash, PublicKey};
+use crate::chain::{self, ChainError, Claim, Hash, KeyId, SignatureField};
 use crate::hour::Hour;
 use reqwest::header::HeaderMap;
 use serde::Deserialize;
@@ -25,6 +25,9 @@ struct Entry {
     prev: String,
     header: String,
     signature: Option<String>,
+    /// Absent from servers before keys rotated: the key listed for the hour.
+    #[serde(default)]
+    key_id: Option<String>,
 }
 
 fn malformed(hour: &str, detail: impl Into<String>) -> ClientError {
@@ -45,10 +48,6 @@ impl Client {
         headers: &HeaderMap,
         fetched: &Fetched,
     ) -> Result<()> {
-        let Some(key) = self.key().await? else {
-            return Ok(());
-        };
-        let key = &key;
         let stem = path.rsplit_once('.').map_or(path, |(stem, _)| stem);
         let Ok(hour) = Hour::parse_path(stem) else {
             return Ok(());
@@ -56,6 +55,9 @@ impl Client {
         if !fetched.meta.complete {
             return Ok(());
         }
+        let Some(keys) = self.keys(Some(hour)).await? else {
+            return Ok(());
+        };
         let name = hour.rfc3339();
         let header = |n: &str| headers.get(n).and_then(|v| v.to_str().ok());
         let prev = header(chain::HEADER_PREV)
@@ -66,11 +68,13 @@ impl Client {
                     "the response carries no chain link (Bloom-Prev-Header): not signed",
                 )
             })?;
-        let signature = header(chain::HEADER_SIGNATURE)
-            .and_then(chain::parse_hex::<64>)
+        let field = header(chain::HEADER_SIGNATURE)
+            .and_then(SignatureField::parse)
             .ok_or_else(|| {
                 malformed(&name, "the response carries no Bloom-Signature: not signed")
             })?;
+        let key = &keys.key_for(hour, field.key_id)?;
+        let signature = field.signature;
         let claim = Claim {
             hour: name.clone(),
             index: hour.index(),
@@ -102,12 +106,12 @@ impl Client {
     /// naming the first hour that fails (a changed byte, a missing or swapped hour, a
     /// broken link, another key); transport errors and error statuses.
     pub async fn verify_chain(&self, since: Hour) -> Result<ChainReport> {
-        let Some(key) = self.key().await? else {
+        if self.keys(None).await?.is_none() {
             return Err(ClientError::Argument(
                 "verifying needs the publisher's public key (--pubkey)".into(),
             ));
-        };
-        let mut entries: Vec<(Hour, Claim, Hash)> = Vec::new();
+        }
+        let mut entries: Vec<(Hour, Claim, Hash, Option<KeyId>)> = Vec::new();
         let mut path = Some(format!("/chain{}?limit=1000", since.path()));
         while let Some(next) = path.take() {
             let (page, link) = self.chain_page(&next).await?;
@@ -121,7 +125,7 @@ impl Client {
             header: None,
         };
         let mut last: Option<(Hour, Hash)> = None;
-        for (hour, claim, header) in &entries {
+        for (hour, claim, header, key_id) in &entries {
             // Contiguous hours link up; after a gap the publisher restarted the chain
             // from the genesis value (hours never sealed), or an hour was dropped.
             let known_prev = match last {
@@ -140,7 +144,11 @@ impl Client {
             if claim.index != hour.index() {
                 return Err(malformed(&claim.hour, "hour index mismatch"));
             }
-            let got = claim.verify(&key, known_prev.as_ref())?;
+            let keys = self
+                .keys(Some(*hour))
+                .await?
+                .ok_or_else(|| malformed(&claim.hour, "the server no longer publishes its keys"))?;
+            let got = claim.verify(&keys.key_for(*hour, *key_id)?, known_prev.as_ref())?;
             if got != *header {
                 return Err(malformed(
                     &claim.hour,
@@ -149,7 +157,7 @@ impl Client {
             }
             last = Some((*hour, got));
         }
-        for (hour, claim, _) in &entries {
+        for (hour, claim, _, _) in &entries {
             let fetched = self.hour(*hour).await?;
             let digest = chain::digest(&fetched.filter.bytes());
             if digest != claim.digest {
@@ -163,52 +171,6 @@ impl Client {
         }
         report.header = last.map(|(_, h)| h);
         Ok(report)
-    }
-
-    /// The key to verify with: the one given, else (with pinning) the one pinned in the
-    /// cache directory, pinned from the server's `/.well-known/bloomcast.json` on first
-    /// use; `None` when not verifying.
-    async fn key(&self) -> Result<Option<PublicKey>> {
-        if self.pubkey.is_some() {
-            return Ok(self.pubkey);
-        }
-        let Some(file) = self.pin_file() else {
-            return Ok(None);
-        };
-        let key = self
-            .pinned
-            .get_or_try_init(|| async {
-                if let Ok(text) = std::fs::read_to_string(&file) {
-                    return text.trim().parse().map(Some).map_err(ClientError::Unverified);
-                }
-                let response = super::fetch::check(
-                    self.send(self.get("/.well-known/bloomcast.json")).await?,
-                )
-                .await?;
-                let body = self.body(response, None).await?;
-                let doc: serde_json::Value = serde_json::from_slice(&body)
-                    .map_err(|e| ClientError::Protocol(format!("/.well-known/bloomcast.json: {e}")))?;
-                let Some(text) = doc["public_key"].as_str() else {
-                    // The server does not sign: nothing to pin, nothing to check.
-                    return Ok(None);
-                };
-                let key: PublicKey = text.parse().map_err(ClientError::Unverified)?;
-                if let Some(dir) = file.parent() {
-                    let _ = std::fs::create_dir_all(dir);
-                }
-                if let Err(e) = std::fs::write(&file, format!("{key}\n")) {
-                    tracing::warn!(file = %file.display(), error = %e, "cannot pin the server's key");
-                }
-                Ok(Some(key))
-            })
-            .await?;
-        Ok(*key)
-    }
-
-    /// `<cache dir>/<server>/pubkey` when pinning is on.
-    fn pin_file(&self) -> Option<std::path::PathBuf> {
-        let dir = self.cache_dir.as_deref().filter(|_| self.pin)?;
-        Some(self.server_dir(dir).join("pubkey"))
     }
 
     /// One page of the chain and the path of the next one (`Link: rel="next"`).
@@ -230,7 +192,7 @@ impl Client {
     }
 }
 
-fn parse_entry(e: &Entry) -> Result<(Hour, Claim, Hash)> {
+fn parse_entry(e: &Entry) -> Result<(Hour, Claim, Hash, Option<KeyId>)> {
     let hour = Hour::parse_flexible(&e.hour).map_err(|_| malformed(&e.hour, "not an hour"))?;
     let hash = |s: &str, what: &str| {
         chain::parse_hex::<32>(s)
@@ -248,7 +210,14 @@ fn parse_entry(e: &Entry) -> Result<(Hour, Claim, Hash)> {
         prev: hash(&e.prev, "prev")?,
         signature,
     };
-    Ok((hour, claim, hash(&e.header, "header")?))
+    let key_id = match e.key_id.as_deref() {
+        None => None,
+        Some(id) => Some(
+            id.parse::<KeyId>()
+                .map_err(|_| malformed(&e.hour, format!("key_id {id:?} is not 16 hex digits")))?,
+        ),
+    };
+    Ok((hour, claim, hash(&e.header, "header")?, key_id))
 }
 
 #[cfg(test)]
@@ -268,18 +237,20 @@ mod tests {
             prev: chain::hex(&GENESIS),
             header: chain::hex(&header),
             signature: Some(chain::hex(&signature)),
+            key_id: Some(Signer::from_seed(&[7; 32]).public_key().id().to_string()),
         }
     }
 
     #[test]
     fn a_chain_entry_in_hex_of_either_case_parses() {
-        let (_, claim, header) = parse_entry(&entry()).unwrap();
+        let (_, claim, header, key_id) = parse_entry(&entry()).unwrap();
+        assert_eq!(key_id, Some(Signer::from_seed(&[7; 32]).public_key().id()));
         assert_eq!(claim.digest, chain::digest(b"filter"));
         assert_eq!(header, chain::header(&claim.digest, &GENESIS));
         let mut upper = entry();
         upper.signature = upper.signature.map(|s| s.to_uppercase());
         upper.digest = upper.digest.to_uppercase();
-        let (_, upper_claim, _) = parse_entry(&upper).unwrap();
+        let (_, upper_claim, _, _) = parse_entry(&upper).unwrap();
         assert_eq!(
             (upper_claim.digest, upper_claim.signature),
             (claim.digest, claim.signature)

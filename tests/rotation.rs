@@ -1,0 +1,387 @@
+//! Keys that rotate, end to end on real sockets: a publisher whose key file is replaced
+//! twice (restarted over the same data each time) verifies across both rotations with
+//! the SDK and the CLI; an old hour keeps its signature and ETag; a client refuses an
+//! hour signed by a key listed for other hours, and a forged well-known document that
+//! adds a key for old hours once it pinned the publisher's list.
+
+use axum::body::Body;
+use axum::extract::Request;
+use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
+use axum::response::Response;
+use bloomcast::chain::{self, PublicKey, SignatureField, Signer};
+use bloomcast::client::{Client, ClientError};
+use bloomcast::clock::ManualClock;
+use bloomcast::config::Settings;
+use bloomcast::hour::{hour_of, Hour};
+use bloomcast::startup::Application;
+use chrono::Duration;
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+const TOKEN: &str = "rotation-test-token";
+
+/// Hour `n` after 2008-09-03T05, the first hour served.
+fn hour(n: i64) -> Hour {
+    Hour::from_index(hour_of(2008, 9, 3, 5).unwrap().index() + n)
+}
+
+fn signer(seed: u8) -> Signer {
+    Signer::from_seed(&[seed; 32])
+}
+
+struct Publisher {
+    base: String,
+    stop: tokio::sync::oneshot::Sender<()>,
+    done: tokio::task::JoinHandle<()>,
+}
+
+impl Publisher {
+    /// Serves `data` signing with the key of `seed` (written to the key file first).
+    async fn start(data: &Path, seed: u8, clock: &ManualClock) -> Publisher {
+        let key_file = data.join("key");
+        std::fs::write(&key_file, chain::hex(&[seed; 32])).unwrap();
+        let settings = Settings {
+            listen: "127.0.0.1:0".parse().unwrap(),
+            data_dir: data.join("data"),
+            ingest_tokens: vec![TOKEN.into()],
+            refresh_ms: 0,
+            signing_key_file: key_file,
+            ..Settings::default()
+        };
+        let app = Application::build_with_clock(settings, Arc::new(clock.clone()))
+            .await
+            .expect("the publisher starts");
+        let base = format!("http://{}", app.local_addr());
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let done = tokio::spawn(app.run_until(async {
+            let _ = stopped.await;
+        }));
+        Publisher { base, stop, done }
+    }
+
+    async fn stop(self) {
+        let _ = self.stop.send(());
+        self.done.await.unwrap();
+        // Let the store's writer thread see its channel close.
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+
+    /// Ingests one ID into the open hour, moves the clock to the next hour and reads
+    /// the hour just closed (which seals it).
+    async fn fill_and_seal(&self, clock: &ManualClock, n: i64) {
+        let http = reqwest::Client::new();
+        let reply = http
+            .post(format!("{}/updates", self.base))
+            .bearer_auth(TOKEN)
+            .json(&serde_json::json!({ "ids": [format!("id{n}")] }))
+            .send()
+            .await
+            .unwrap();
+        assert!(reply.status().is_success());
+        clock.advance(Duration::hours(1));
+        let sealed = self.get(&format!("{}.bin", hour(n).path())).await;
+        assert_eq!(sealed.headers()["bloom-complete"], "true");
+    }
+
+    async fn get(&self, path: &str) -> reqwest::Response {
+        reqwest::get(format!("{}{path}", self.base)).await.unwrap()
+    }
+
+    async fn well_known(&self) -> serde_json::Value {
+        self.get("/.well-known/bloomcast.json")
+            .await
+            .json()
+            .await
+            .unwrap()
+    }
+}
+
+/// Hours 0 and 1 under key 1, hour 2 under key 2, hour 3 under key 3 (hour 4 open);
+/// returns the running publisher, a client's pin directory filled before the first
+/// rotation, and hour 0's `.bin` signature and ETag as first served.
+async fn rotated_twice(data: &Path, pins: &Path) -> (Publisher, String, String) {
+    let clock = ManualClock::at(hour(0), Duration::minutes(1));
+    let publisher = Publisher::start(data, 1, &clock).await;
+    publisher.fill_and_seal(&clock, 0).await;
+    publisher.fill_and_seal(&clock, 1).await;
+    let first = publisher.get(&format!("{}.bin", hour(0).path())).await;
+    let signature = first.headers()["bloom-signature"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let etag = first.headers()["etag"].to_str().unwrap().to_owned();
+    pinned(&publisher.base, pins).hour(hour(1)).await.unwrap();
+    publisher.stop().await;
+    let publisher = Publisher::start(data, 2, &clock).await;
+    publisher.fill_and_seal(&clock, 2).await;
+    publisher.stop().await;
+    let publisher = Publisher::start(data, 3, &clock).await;
+    publisher.fill_and_seal(&clock, 3).await;
+    (publisher, signature, etag)
+}
+
+fn pinned(base: &str, pins: &Path) -> Client {
+    Client::builder(base)
+        .cache_dir(pins)
+        .pin_on_first_use()
+        .build()
+        .unwrap()
+}
+
+fn with_key(base: &str, key: PublicKey) -> Client {
+    Client::builder(base).pubkey(key).build().unwrap()
+}
+
+fn assert_refused<T: std::fmt::Debug>(result: Result<T, ClientError>, hour: Hour, why: &str) {
+    match result {
+        Err(e @ ClientError::Unverified(_)) => {
+            let text = e.to_string();
+            assert!(
+                text.contains(&hour.rfc3339()) && text.contains(why),
+                "{text}"
+            );
+        }
+        other => panic!("expected a refusal of {hour} ({why}), got {other:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_well_known_lists_each_key_with_the_hours_it_signed() {
+    let (data, pins) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (publisher, _, _) = rotated_twice(data.path(), pins.path()).await;
+
+    let doc = publisher.well_known().await;
+
+    let keys = doc["keys"].as_array().unwrap();
+    let expected = [
+        (1, hour(0), Some(hour(1))),
+        (2, hour(2), Some(hour(2))),
+        (3, hour(3), None),
+    ];
+    assert_eq!(keys.len(), expected.len(), "{doc}");
+    for (listed, (seed, first, last)) in keys.iter().zip(expected) {
+        let key = signer(seed).public_key();
+        assert_eq!(listed["id"], key.id().to_string());
+        assert_eq!(listed["public_key"], key.to_string());
+        assert_eq!(listed["first_hour"], first.rfc3339());
+        assert_eq!(
+            listed["last_hour"],
+            serde_json::json!(last.map(Hour::rfc3339))
+        );
+    }
+    assert_eq!(doc["public_key"], signer(3).public_key().to_string());
+    publisher.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_old_hour_keeps_its_signature_and_etag_after_two_rotations() {
+    let (data, pins) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (publisher, signature, etag) = rotated_twice(data.path(), pins.path()).await;
+
+    let again = publisher.get(&format!("{}.bin", hour(0).path())).await;
+
+    assert_eq!(
+        again.headers()["bloom-signature"].to_str().unwrap(),
+        signature
+    );
+    assert_eq!(again.headers()["etag"].to_str().unwrap(), etag);
+    let field = SignatureField::parse(&signature).unwrap();
+    assert_eq!(field.key_id, Some(signer(1).public_key().id()));
+    let chain: serde_json::Value = publisher
+        .get(&format!("/chain{}", hour(0).path()))
+        .await
+        .json()
+        .await
+        .unwrap();
+    let ids: Vec<&str> = chain
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["key_id"].as_str().unwrap())
+        .collect();
+    let id = |seed| signer(seed).public_key().id().to_string();
+    assert_eq!(ids, [id(1), id(1), id(2), id(3)]);
+    publisher.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_sdk_and_the_cli_verify_the_chain_across_both_rotations() {
+    let (data, pins) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (publisher, _, _) = rotated_twice(data.path(), pins.path()).await;
+
+    for seed in [1, 3] {
+        let report = with_key(&publisher.base, signer(seed).public_key())
+            .verify_chain(hour(0))
+            .await
+            .unwrap();
+        assert_eq!(report.hours, (0..4).map(hour).collect::<Vec<_>>());
+    }
+    // Pinned before the rotations: the rotated list extends the pinned one.
+    let report = pinned(&publisher.base, pins.path())
+        .verify_chain(hour(0))
+        .await
+        .unwrap();
+    assert_eq!(report.hours.len(), 4);
+    let base = publisher.base.clone();
+    let out = tokio::task::spawn_blocking(move || {
+        std::process::Command::new(env!("CARGO_BIN_EXE_bloomcast"))
+            .args(["verify", "--pubkey", &signer(1).public_key().to_string()])
+            .args(["--since", &hour(0).rfc3339(), "--url", &base])
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("verified 4 hours"), "{stdout}");
+    publisher.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_client_refuses_an_hour_signed_by_a_key_listed_for_other_hours() {
+    let (data, pins) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (publisher, _, _) = rotated_twice(data.path(), pins.path()).await;
+    let forger = Forger::start(&publisher.base).await;
+    // Hour 0 re-signed, validly, by key 2 (listed for hour 2 only), naming it.
+    let link = &forger.chain_entry(hour(0)).await;
+    let header = chain::parse_hex::<32>(link["header"].as_str().unwrap()).unwrap();
+    let forged = SignatureField {
+        signature: signer(2).sign(hour(0).index(), &header),
+        key_id: Some(signer(2).public_key().id()),
+    };
+    forger.set_header(&format!("{}.bin", hour(0).path()), forged.to_string());
+
+    let result = with_key(&forger.base, signer(3).public_key())
+        .hour(hour(0))
+        .await;
+
+    assert_refused(result, hour(0), "listed for other hours");
+    // The same response with a bare signature (no key named) fails under key 1.
+    let bare = SignatureField {
+        key_id: None,
+        ..forged
+    };
+    forger.set_header(&format!("{}.bin", hour(0).path()), bare.to_string());
+    let result = with_key(&forger.base, signer(3).public_key())
+        .hour(hour(0))
+        .await;
+    assert_refused(result, hour(0), "does not verify");
+    publisher.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_forged_well_known_adding_a_key_for_old_hours_is_refused_once_pinned() {
+    let (data, pins) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (publisher, _, _) = rotated_twice(data.path(), pins.path()).await;
+    let forger = Forger::start(&publisher.base).await;
+    pinned(&forger.base, pins.path())
+        .hour(hour(3))
+        .await
+        .unwrap();
+    // A key of the forger's own for hour 1, cut out of key 1's hours.
+    let mut doc = publisher.well_known().await;
+    let evil = signer(9).public_key();
+    let keys = doc["keys"].as_array_mut().unwrap();
+    keys[0]["last_hour"] = hour(0).rfc3339().into();
+    keys.insert(
+        1,
+        serde_json::json!({"id": evil.id().to_string(), "public_key": evil.to_string(),
+            "first_hour": hour(1).rfc3339(), "last_hour": hour(1).rfc3339()}),
+    );
+    forger.set_body("/.well-known/bloomcast.json", doc.to_string());
+
+    let result = pinned(&forger.base, pins.path()).hour(hour(1)).await;
+
+    assert_refused(result, hour(1), "does not extend the one pinned");
+    // A client that never pinned anything takes the document as it finds it (trust on
+    // first use): the pin is what refuses it.
+    let fresh = tempfile::tempdir().unwrap();
+    let unpinned = pinned(&forger.base, fresh.path()).hour(hour(1)).await;
+    assert_refused(unpinned, hour(1), "does not verify");
+    publisher.stop().await;
+}
+
+/// A proxy in front of the publisher that replaces, per path, the `Bloom-Signature`
+/// field or the whole body.
+struct Forger {
+    base: String,
+    origin: String,
+    headers: Arc<Mutex<HashMap<String, String>>>,
+    bodies: Arc<Mutex<HashMap<String, String>>>,
+}
+
+impl Forger {
+    async fn start(origin: &str) -> Forger {
+        let headers = Arc::new(Mutex::new(HashMap::new()));
+        let bodies = Arc::new(Mutex::new(HashMap::new()));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        let app = axum::Router::new().fallback({
+            let (origin, headers, bodies) = (origin.to_owned(), headers.clone(), bodies.clone());
+            move |request: Request| {
+                forward(request, origin.clone(), headers.clone(), bodies.clone())
+            }
+        });
+        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        Forger {
+            base,
+            origin: origin.to_owned(),
+            headers,
+            bodies,
+        }
+    }
+
+    fn set_header(&self, path: &str, signature: String) {
+        self.headers.lock().unwrap().insert(path.into(), signature);
+    }
+
+    fn set_body(&self, path: &str, body: String) {
+        self.bodies.lock().unwrap().insert(path.into(), body);
+    }
+
+    async fn chain_entry(&self, hour: Hour) -> serde_json::Value {
+        let url = format!("{}/chain{}?limit=1", self.origin, hour.path());
+        let list: serde_json::Value = reqwest::get(url).await.unwrap().json().await.unwrap();
+        list[0].clone()
+    }
+}
+
+async fn forward(
+    request: Request,
+    origin: String,
+    forged_headers: Arc<Mutex<HashMap<String, String>>>,
+    forged_bodies: Arc<Mutex<HashMap<String, String>>>,
+) -> Response {
+    let asked = request
+        .uri()
+        .path_and_query()
+        .map_or("/".to_owned(), |p| p.as_str().to_owned());
+    let upstream = reqwest::get(format!("{origin}{asked}")).await.unwrap();
+    let status = StatusCode::from_u16(upstream.status().as_u16()).unwrap();
+    let mut headers = HeaderMap::new();
+    for (name, value) in upstream.headers() {
+        if name != "content-length" && name != "transfer-encoding" {
+            headers.insert(
+                HeaderName::from_bytes(name.as_str().as_bytes()).unwrap(),
+                HeaderValue::from_bytes(value.as_bytes()).unwrap(),
+            );
+        }
+    }
+    if let Some(signature) = forged_headers.lock().unwrap().get(&asked) {
+        headers.insert("bloom-signature", HeaderValue::from_str(signature).unwrap());
+    }
+    let mut body = upstream.bytes().await.unwrap().to_vec();
+    if let Some(forged) = forged_bodies.lock().unwrap().get(&asked) {
+        body = forged.clone().into_bytes();
+    }
+    let mut response = Response::new(Body::from(body));
+    *response.status_mut() = status;
+    *response.headers_mut() = headers;
+    response
+}
