@@ -170,7 +170,8 @@ async fn the_sdk_pins_the_key_on_first_use_and_refuses_another_later() {
         .expect("a pinned list of keys");
     let list: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(pin).unwrap()).unwrap();
-    assert_eq!(list[0]["public_key"], m.pubkey);
+    assert_eq!(list["keys"][0]["public_key"], m.pubkey);
+    assert_eq!(list["verified_through"], hour(0).rfc3339());
 
     m.set(Tamper::FlipBit(hour(1).path()));
     assert_refused(pinned().hour(hour(1)).await, hour(1));
@@ -179,8 +180,8 @@ async fn the_sdk_pins_the_key_on_first_use_and_refuses_another_later() {
     m.set(Tamper::None);
     let mut impostor = list.clone();
     let other: bloomcast::chain::PublicKey = other_key().parse().unwrap();
-    impostor[0]["public_key"] = other.to_string().into();
-    impostor[0]["id"] = other.id().to_string().into();
+    impostor["keys"][0]["public_key"] = other.to_string().into();
+    impostor["keys"][0]["id"] = other.id().to_string().into();
     std::fs::write(pin, impostor.to_string()).unwrap();
     assert_refused(pinned().hour(hour(2)).await, hour(2));
 }

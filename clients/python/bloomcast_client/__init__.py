@@ -210,6 +210,7 @@ class Client:
         self.ribbon_fetches = 0
         self.timeout = timeout
         self.verifier = None
+        self._keys_read = False
         if pubkey:
             from .verify import Verifier
             self.verifier = Verifier(pubkey)
@@ -274,6 +275,7 @@ class Client:
         doc = json.loads(body)
         f = Filter.from_document(doc)  # validate before keeping it
         if self.verifier and doc["complete"] and doc.get("hour"):
+            self._read_keys()
             self.verifier.check(parse_hour(path), f.data, resp_headers.get("Bloom-Prev-Header"),
                                 resp_headers.get("Bloom-Signature"), doc.get("digest"))
         if resp_headers.get("ETag"):
@@ -395,6 +397,7 @@ class Client:
         if not self.verifier:
             raise ValueError("verifying needs the publisher's public key (--pubkey)")
         from .verify import VerificationError, digest
+        self._read_keys()
         entries, path = [], f"/chain{hour_path(since)}?limit=1000"
         while path:
             status, headers, body = self._request(path, {"Accept-Encoding": "gzip"})
@@ -409,6 +412,21 @@ class Client:
                                         "filter's digest is not the chain's: the bytes were "
                                         "altered")
         return list(digests)
+
+    def _read_keys(self):
+        """Once: the publisher's key list (/.well-known/bloomcast.json), adopted if it
+        names the key given (each hour then verifies under the key listed for it)."""
+        if self._keys_read:
+            return
+        self._keys_read = True
+        try:
+            _, _, body = self._request("/.well-known/bloomcast.json",
+                                       {"Accept-Encoding": "gzip"})
+        except HTTPError as e:
+            if e.status == 404:
+                return  # a mirror without the document: the key given alone
+            raise
+        self.verifier.use_keys(json.loads(body).get("keys"))
 
     def publish(self, ids, token):
         """Records ids in the current hour; returns the server's receipt once durable."""

@@ -132,6 +132,7 @@ impl ClientBuilder {
             pubkey: self.pubkey,
             pin: self.pin,
             keyring: tokio::sync::Mutex::default(),
+            pin_mark: std::sync::atomic::AtomicI64::new(i64::MIN),
             verified: std::sync::Mutex::default(),
         })
     }

@@ -5,10 +5,11 @@
 //!   that key (any of its keys); otherwise, or from a server or mirror with no
 //!   well-known document, every hour is verified against the key given alone.
 //! - With pinning, the list is pinned in the cache directory on first use
-//!   (`<dir>/<server>/keys.json`); a later list is accepted only if it extends the
-//!   pinned one ([`KeyList::extends`]): a key added for hours already covered (a forged
-//!   document) is refused. A `pubkey` file pinned by an earlier version is taken as a
-//!   key given.
+//!   (`<dir>/<server>/keys.json`: `{"keys": [...], "verified_through": hour}`, the
+//!   newest hour verified so far); a later list is accepted only if it extends the
+//!   pinned one ([`KeyList::extends`]): a key added for hours already covered, or the
+//!   current key retired before an hour verified under it (a forged document), is
+//!   refused. A `pubkey` file pinned by an earlier version is taken as a key given.
 //!
 //! The list is read once, and again only when an hour it does not cover is verified
 //! (the publisher rotated its key since).
@@ -16,6 +17,7 @@
 use super::{Client, ClientError, Result};
 use crate::chain::{ChainError, KeyList, ListedKey, PublicKey};
 use crate::hour::Hour;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 impl Client {
@@ -46,10 +48,13 @@ impl Client {
             }
         }
         let pin = self.pin_dir().map(|dir| dir.join("keys.json"));
-        let pinned = match &pin {
+        let (pinned, mark) = match &pin {
             Some(file) => read_pinned(file)?,
-            None => None,
+            None => (None, None),
         };
+        if let Some(mark) = mark {
+            self.pin_mark.fetch_max(mark.index(), Ordering::Relaxed);
+        }
         let anchor = self.pubkey.or(match &self.pin_dir() {
             Some(dir) if pinned.is_none() => read_legacy(&dir.join("pubkey"))?,
             _ => None,
@@ -74,17 +79,36 @@ impl Client {
             _ => listed,
         };
         if let Some(pinned) = &pinned {
-            let newest = crate::sync::lock(&self.verified).keys().max().copied();
-            listed.extends(pinned, newest.map(Hour::from_index))?;
+            listed.extends(pinned, self.newest_verified())?;
         }
         if let Some(file) = &pin {
             if pinned.as_ref() != Some(&listed) {
-                write_pinned(file, &listed);
+                write_pinned(file, &listed, self.newest_verified());
             }
         }
         let list = Arc::new(listed);
         *known = Some(list.clone());
         Ok(Some(list))
+    }
+
+    /// The newest hour this client verified, here or (pinned) in an earlier process.
+    fn newest_verified(&self) -> Option<Hour> {
+        let here = crate::sync::lock(&self.verified).keys().max().copied();
+        let pinned = Some(self.pin_mark.load(Ordering::Relaxed)).filter(|&m| m != i64::MIN);
+        here.max(pinned).map(Hour::from_index)
+    }
+
+    /// `hour` verified: with pinning, the pin records it when it is the newest.
+    pub(super) async fn note_verified(&self, hour: Hour) {
+        let Some(file) = self.pin_dir().map(|dir| dir.join("keys.json")) else {
+            return;
+        };
+        if self.pin_mark.fetch_max(hour.index(), Ordering::Relaxed) >= hour.index() {
+            return;
+        }
+        if let Some(list) = self.keyring.lock().await.as_ref() {
+            write_pinned(&file, list, Some(hour));
+        }
     }
 
     /// `<cache dir>/<server>` when pinning is on.
@@ -106,7 +130,7 @@ impl Client {
             .map_err(|e| ClientError::Protocol(format!("/.well-known/bloomcast.json: {e}")))?;
         match (&doc["keys"], doc["public_key"].as_str()) {
             (serde_json::Value::Array(keys), _) if !keys.is_empty() => {
-                Ok(Some(parse_list(&doc["keys"])?))
+                Ok(Some(parse_key_list(&doc["keys"])?))
             }
             (_, Some(key)) => Ok(Some(KeyList::single(key.parse()?))),
             _ => Ok(None),
@@ -119,7 +143,7 @@ impl Client {
 ///
 /// # Errors
 /// [`ChainError::BadKeyList`] saying what is wrong.
-pub fn parse_list(value: &serde_json::Value) -> Result<KeyList, ChainError> {
+pub fn parse_key_list(value: &serde_json::Value) -> Result<KeyList, ChainError> {
     let bad = |what: String| ChainError::BadKeyList(what);
     let entries = value
         .as_array()
@@ -157,7 +181,7 @@ pub fn parse_list(value: &serde_json::Value) -> Result<KeyList, ChainError> {
 }
 
 /// The list as the well-known document writes it.
-pub fn list_json(list: &KeyList) -> serde_json::Value {
+pub fn key_list_json(list: &KeyList) -> serde_json::Value {
     list.keys()
         .iter()
         .map(|k| {
@@ -171,9 +195,10 @@ pub fn list_json(list: &KeyList) -> serde_json::Value {
         .collect()
 }
 
-fn read_pinned(file: &std::path::Path) -> Result<Option<KeyList>> {
+/// The pinned list and the newest hour verified under it.
+fn read_pinned(file: &std::path::Path) -> Result<(Option<KeyList>, Option<Hour>)> {
     let Ok(text) = std::fs::read_to_string(file) else {
-        return Ok(None);
+        return Ok((None, None));
     };
     let value: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
         ClientError::Unverified(ChainError::BadKeyList(format!(
@@ -181,7 +206,10 @@ fn read_pinned(file: &std::path::Path) -> Result<Option<KeyList>> {
             file.display()
         )))
     })?;
-    Ok(Some(parse_list(&value)?))
+    let mark = value["verified_through"]
+        .as_str()
+        .and_then(|h| Hour::parse_flexible(h).ok());
+    Ok((Some(parse_key_list(&value["keys"])?), mark))
 }
 
 fn read_legacy(file: &std::path::Path) -> Result<Option<PublicKey>> {
@@ -191,11 +219,15 @@ fn read_legacy(file: &std::path::Path) -> Result<Option<PublicKey>> {
     }
 }
 
-fn write_pinned(file: &std::path::Path, list: &KeyList) {
+fn write_pinned(file: &std::path::Path, list: &KeyList, verified: Option<Hour>) {
     if let Some(dir) = file.parent() {
         let _ = std::fs::create_dir_all(dir);
     }
-    let text = format!("{:#}\n", list_json(list));
+    let pin = serde_json::json!({
+        "keys": key_list_json(list),
+        "verified_through": verified.map(Hour::rfc3339),
+    });
+    let text = format!("{pin:#}\n");
     if let Err(e) = std::fs::write(file, text) {
         tracing::warn!(file = %file.display(), error = %e, "cannot pin the server's keys");
     }
@@ -215,14 +247,17 @@ mod tests {
             last_hour: None,
         }])
         .unwrap();
-        let json = list_json(&list);
+        let json = key_list_json(&list);
         assert_eq!(json[0]["last_hour"], serde_json::Value::Null);
-        assert_eq!(parse_list(&json), Ok(list));
+        assert_eq!(parse_key_list(&json), Ok(list));
         let mut wrong = json.clone();
         wrong[0]["id"] = "0000000000000000".into();
-        assert!(matches!(parse_list(&wrong), Err(ChainError::BadKeyList(_))));
+        assert!(matches!(
+            parse_key_list(&wrong),
+            Err(ChainError::BadKeyList(_))
+        ));
         let mut bad_hour = json;
         bad_hour[0]["first_hour"] = "yesterday".into();
-        assert!(parse_list(&bad_hour).is_err());
+        assert!(parse_key_list(&bad_hour).is_err());
     }
 }

@@ -13,6 +13,7 @@
 // The core's modules, under the names the SDK's code and its users know them by.
 use bloomcast_core::sync;
 pub use bloomcast_core::{bloom, chain, dcz, hour, wire};
+pub use keys::{key_list_json, parse_key_list};
 
 mod builder;
 mod cache;
@@ -188,6 +189,8 @@ pub struct Client {
     pin: bool,
     /// The publisher's keys as last read and trusted (see `keys.rs`).
     keyring: tokio::sync::Mutex<Option<std::sync::Arc<crate::chain::KeyList>>>,
+    /// The newest hour index recorded in the pin (`i64::MIN`: none).
+    pin_mark: std::sync::atomic::AtomicI64,
     /// Hours verified so far: index → (previous header, header), to check chain links.
     verified:
         std::sync::Mutex<std::collections::HashMap<i64, (crate::chain::Hash, crate::chain::Hash)>>,

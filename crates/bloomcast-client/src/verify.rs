@@ -3,7 +3,7 @@
 //! [`crate::chain`]), and whole ranges of the chain for `bloomcast verify`.
 
 use super::{Client, ClientError, Fetched, Result};
-use crate::chain::{self, ChainError, Claim, Hash, KeyId, SignatureField};
+use crate::chain::{self, ChainError, Claim, Hash, KeyId, PublicKey, SignatureField};
 use crate::hour::Hour;
 use reqwest::header::HeaderMap;
 use serde::Deserialize;
@@ -82,18 +82,25 @@ impl Client {
             prev,
             signature,
         };
+        self.link_verified(&claim, key, hour)?;
+        self.note_verified(hour).await;
+        Ok(())
+    }
+
+    /// Verifies `claim` and links it with the neighbouring hours verified before.
+    fn link_verified(&self, claim: &Claim, key: &PublicKey, hour: Hour) -> Result<()> {
         let mut verified = crate::sync::lock(&self.verified);
         let known_prev = verified.get(&hour.prev().index()).map(|(_, h)| *h);
         let header = claim.verify(key, known_prev.as_ref())?;
         if let Some((next_prev, _)) = verified.get(&hour.next().index()) {
             if *next_prev != header {
                 return Err(ClientError::Unverified(ChainError::Link {
-                    hour: name,
+                    hour: claim.hour.clone(),
                     detail: "the next hour, verified before, links to another header".into(),
                 }));
             }
         }
-        verified.insert(hour.index(), (prev, header));
+        verified.insert(hour.index(), (claim.prev, header));
         Ok(())
     }
 
@@ -170,6 +177,9 @@ impl Client {
             report.hours.push(*hour);
         }
         report.header = last.map(|(_, h)| h);
+        if let Some(newest) = report.hours.last() {
+            self.note_verified(*newest).await;
+        }
         Ok(report)
     }
 
