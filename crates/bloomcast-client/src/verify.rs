@@ -68,11 +68,15 @@ impl Client {
                     "the response carries no chain link (Bloom-Prev-Header): not signed",
                 )
             })?;
-        let field = header(chain::HEADER_SIGNATURE)
-            .and_then(SignatureField::parse)
-            .ok_or_else(|| {
-                malformed(&name, "the response carries no Bloom-Signature: not signed")
-            })?;
+        let field = header(chain::HEADER_SIGNATURE).ok_or_else(|| {
+            malformed(&name, "the response carries no Bloom-Signature: not signed")
+        })?;
+        let field = SignatureField::parse(field).ok_or_else(|| {
+            malformed(
+                &name,
+                "its Bloom-Signature is not 128 hex digits with an optional keyid=\"16 hex digits\"",
+            )
+        })?;
         let key = &keys.key_for(hour, field.key_id)?;
         let signature = field.signature;
         let claim = Claim {
