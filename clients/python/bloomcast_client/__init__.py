@@ -418,15 +418,15 @@ class Client:
         names the key given (each hour then verifies under the key listed for it)."""
         if self._keys_read:
             return
-        self._keys_read = True
         try:
             _, _, body = self._request("/.well-known/bloomcast.json",
                                        {"Accept-Encoding": "gzip"})
         except HTTPError as e:
-            if e.status == 404:
-                return  # a mirror without the document: the key given alone
-            raise
+            if e.status != 404:
+                raise
+            body = b"{}"  # a mirror without the document: the key given alone
         self.verifier.use_keys(json.loads(body).get("keys"))
+        self._keys_read = True
 
     def publish(self, ids, token):
         """Records ids in the current hour; returns the server's receipt once durable."""
