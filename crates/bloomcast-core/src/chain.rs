@@ -13,6 +13,9 @@
 //! - `signature(h) = Ed25519(key, "bloomcast-hour-v1" || hour index (8 bytes, big-endian)
 //!   || header(h))`: the prefix keeps the signature from passing for anything else, the
 //!   hour keeps a valid link from passing for another hour's.
+//!
+//! Keys rotate: [`KeyId`], [`SignatureField`] and [`KeyList`] (in `keys.rs`) say which key
+//! signs which hour.
 
 mod keys;
 
