@@ -75,10 +75,7 @@ impl PgStore {
         .map_err(pg_error)?;
         let inserted = tx
             .execute(
-                &self.sql(
-                    "INSERT INTO {s}.signing_keys (public_key, first_hour) VALUES ($1, $2)
-                     ON CONFLICT DO NOTHING",
-                ),
+                &self.sql("INSERT INTO {s}.signing_keys (public_key, first_hour) VALUES ($1, $2)"),
                 &[&&key.as_bytes()[..], &first.index()],
             )
             .await

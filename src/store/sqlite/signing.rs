@@ -49,8 +49,7 @@ pub(super) fn register(
     .map_err(sql_error)?;
     let inserted = tx
         .execute(
-            "INSERT INTO signing_keys (public_key, first_hour) VALUES (?1, ?2)
-             ON CONFLICT DO NOTHING",
+            "INSERT INTO signing_keys (public_key, first_hour) VALUES (?1, ?2)",
             params![&key.as_bytes()[..], first.index()],
         )
         .map_err(sql_error)?;
