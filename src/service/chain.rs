@@ -59,7 +59,9 @@ impl Service {
         .collect::<std::collections::HashMap<_, _>>();
         let mut signed = Vec::with_capacity(links.len());
         for link in links {
-            let signature = self.signature(&link, stored.remove(&link.hour)).await?;
+            let signature = self
+                .signature_given(&link, stored.remove(&link.hour))
+                .await?;
             signed.push(SignedLink { link, signature });
         }
         Ok(ChainPage {
@@ -80,7 +82,7 @@ impl Service {
             return Ok(None);
         }
         Ok(Some(SignedLink {
-            signature: self.signature(&link, None).await?,
+            signature: self.signature(&link).await?,
             link,
         }))
     }

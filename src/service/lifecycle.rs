@@ -58,7 +58,7 @@ impl Service {
             // Signed now, while this node holds the key registered for the hour; a
             // failure leaves it to be signed when first served.
             Ok(link) => {
-                if let Err(e) = self.signature(&link, None).await {
+                if let Err(e) = self.signature(&link).await {
                     tracing::warn!(%hour, error = %e, "cannot sign a sealed hour yet; it is signed when first served");
                 }
             }

@@ -94,7 +94,16 @@ impl Service {
     ///
     /// # Errors
     /// Store failures.
-    pub(super) async fn signature(
+    pub(super) async fn signature(&self, link: &ChainLink) -> Result<Option<SignatureField>> {
+        if let Some(field) = self.sealer.signature(link.hour, &link.header) {
+            return Ok(Some(field));
+        }
+        let stored = self.store.signatures(link.hour, link.hour).await?.pop();
+        self.signature_given(link, stored).await
+    }
+
+    /// As [`Service::signature`], with the hour's stored signature already read.
+    pub(super) async fn signature_given(
         &self,
         link: &ChainLink,
         stored: Option<HourSignature>,
@@ -102,10 +111,6 @@ impl Service {
         if let Some(field) = self.sealer.signature(link.hour, &link.header) {
             return Ok(Some(field));
         }
-        let stored = match stored {
-            Some(s) => Some(s),
-            None => self.store.signatures(link.hour, link.hour).await?.pop(),
-        };
         let stored = match stored {
             Some(s) => Some(s),
             None => self.sign_once(link).await?,
