@@ -271,6 +271,10 @@ impl Service {
             Err(e) => tracing::warn!(error = %e, "cannot load the open hour yet"),
         }
         self.set_loaded();
+        // Hours sealed before signatures were stored, while this node holds their key.
+        if let Err(e) = self.sign_unsigned().await {
+            tracing::warn!(error = %e, "cannot sign the hours sealed before signatures were stored; each is signed when first served");
+        }
     }
 
     /// Runs [`Service::tick`] at every hour boundary (and sooner while a seal waits for

@@ -4,10 +4,11 @@
 //! for it, and only if this node holds that key; the signature is stored with the hour's
 //! link and served as stored, so it never changes once published.
 
-use super::{Result, Service, ServiceError};
+use super::{Result, Service, ServiceError, MAX_CHAIN_PAGE};
 use crate::chain::{KeyList, SignatureField};
 use crate::hour::Hour;
 use crate::store::{key_list, ChainLink, HourSignature, StoreError};
+use std::collections::HashSet;
 use std::sync::Arc;
 
 /// Tries at registering this node's key while other nodes register theirs.
@@ -64,6 +65,53 @@ impl Service {
         Err(ServiceError::Store(StoreError::bug(
             "cannot register the signing key: other nodes keep registering theirs",
         )))
+    }
+
+    /// Signs, once, every linked hour left without a signature (hours sealed before
+    /// signatures were stored) that this node's key is registered for, so that they stay
+    /// signable after the key is rotated away; returns how many it signed.
+    ///
+    /// # Errors
+    /// Store failures; a link row that fails verification.
+    pub async fn sign_unsigned(&self) -> Result<usize> {
+        let Some(signer) = &self.tuning.signer else {
+            return Ok(0);
+        };
+        let ours = signer.public_key();
+        let list = self.fresh_keys().await?;
+        let Some(mine) = list.keys().iter().find(|k| k.public_key == ours).copied() else {
+            return Ok(0);
+        };
+        let (mut from, mut signed) = (mine.first_hour, 0);
+        loop {
+            let links = self.store.links(from, MAX_CHAIN_PAGE).await?;
+            let Some(last) = links.last().map(|l| l.hour) else {
+                break;
+            };
+            let stored: HashSet<Hour> = self
+                .store
+                .signatures(from, last)
+                .await?
+                .iter()
+                .map(|s| s.hour)
+                .collect();
+            for link in &links {
+                if mine.covers(link.hour)
+                    && !stored.contains(&link.hour)
+                    && self.signature(link).await?.is_some()
+                {
+                    signed += 1;
+                }
+            }
+            if links.len() < MAX_CHAIN_PAGE || mine.last_hour.is_some_and(|l| last >= l) {
+                break;
+            }
+            from = last.next();
+        }
+        if signed > 0 {
+            tracing::info!(signed, key_id = %ours.id(), "signed the hours sealed before signatures were stored");
+        }
+        Ok(signed)
     }
 
     /// The first hour of the chain (or genesis, if earlier or nothing is linked).
