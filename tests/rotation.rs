@@ -10,7 +10,7 @@ use axum::body::Body;
 use axum::extract::Request;
 use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 use axum::response::Response;
-use bloomcast::chain::{self, PublicKey, SignatureField};
+use bloomcast::chain::{self, PublicKey, SignatureField, Signer};
 use bloomcast::client::{Client, ClientError};
 use bloomcast::hour::Hour;
 use common::rotated::{hour, pinned, rotated_twice, signer};
@@ -298,4 +298,56 @@ async fn forward(
     *response.status_mut() = status;
     *response.headers_mut() = headers;
     response
+}
+
+/// `bloomcast rotate-key` in a working directory of its own (no config files), the key
+/// file in `data`.
+fn rotate_key(dir: &std::path::Path) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_bloomcast"))
+        .arg("rotate-key")
+        .current_dir(dir)
+        .env("BLOOMCAST_DATA_DIR", dir.join("data"))
+        .env_remove("BLOOMCAST_SIGNING_KEY_FILE")
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn rotate_key_puts_a_new_key_in_the_key_file_and_refuses_a_file_that_is_not_a_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir
+        .path()
+        .join("data")
+        .join(bloomcast::startup::SIGNING_KEY_FILE);
+    let seed = chain::hex(&[1; 32]);
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    std::fs::write(&file, &seed).unwrap();
+
+    let out = rotate_key(dir.path());
+
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let old = signer(1).public_key().id().to_string();
+    assert!(stdout.contains(&format!("old key id {old}")), "{stdout}");
+    let written = std::fs::read_to_string(&file).unwrap();
+    assert_ne!(written.trim(), seed);
+    let new = Signer::from_seed(&chain::parse_hex(&written).unwrap()).public_key();
+    assert!(
+        stdout.contains(&format!("new key id {}", new.id())),
+        "{stdout}"
+    );
+
+    std::fs::write(&file, "not a key").unwrap();
+    let refused = rotate_key(dir.path());
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(!refused.status.success());
+    assert!(
+        stderr.starts_with("bloomcast: ") && stderr.contains("left as it is"),
+        "{stderr}"
+    );
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "not a key");
 }
