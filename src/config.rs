@@ -122,7 +122,9 @@ settings! {
     ingest_tokens: Vec<SecretString> = Vec::new(),
     /// File holding the Ed25519 key that signs each sealed hour (64 hex digits, a seed).
     /// Empty: generated on first start into <data_dir>/signing-key (mode 0600). Cluster
-    /// mode: give every node the same file, or hours are published unsigned.
+    /// mode: give every node the same file, or hours are published unsigned. A new key in
+    /// the file signs the hours sealed after the restart; published signatures never
+    /// change (PROTOCOL.md section 11).
     signing_key_file: PathBuf = PathBuf::new(),
     /// Distinct IDs an hour's filter is sized for before it grows.
     capacity: u64 = 3000,

@@ -52,6 +52,9 @@ enum Command {
     /// a directory laid out as the URLs, for any file server or CDN (--follow keeps it
     /// current).
     Mirror(MirrorArgs),
+    /// Put a new signing key in the server's key file (configuration as `serve`); the
+    /// server signs the hours sealed after its next start with it.
+    RotateKey,
 }
 
 /// Threads of the blocking pool at most (store reads, renderings, builds; tokio's
@@ -100,6 +103,32 @@ async fn run(cli: Cli) -> ExitCode {
         Command::Verify(args) => finish(args.run().await),
         Command::Watch(args) => finish(args.run().await),
         Command::Mirror(args) => finish(args.run().await),
+        Command::RotateKey => rotate_key(),
+    }
+}
+
+fn rotate_key() -> ExitCode {
+    let base = std::env::current_dir().unwrap_or_default();
+    let settings = match Settings::load_from(&base, |name| std::env::var(name).ok()) {
+        Ok(loaded) => loaded.settings,
+        Err(e) => {
+            eprintln!("bloomcast: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    match bloomcast::startup::rotate_key(&settings) {
+        Ok(r) => {
+            let old = r.old.map_or("none".into(), |k| k.id().to_string());
+            println!("file {}", r.file.display());
+            println!("old key id {old}");
+            println!("new key id {} public key {}", r.new.id(), r.new);
+            println!("restart the server (every node of a cluster) to sign new hours with it");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("bloomcast: {}", bloomcast::store::full_message(&e));
+            ExitCode::FAILURE
+        }
     }
 }
 

@@ -11,7 +11,7 @@ use crate::service::{Service, ServiceError, Tuning};
 use crate::store::{LinkError, PgLink, PgStore, SqliteStore, Store, StoreError};
 use axum::Router;
 use secrecy::ExposeSecret;
-pub use signing::KEY_FILE as SIGNING_KEY_FILE;
+pub use signing::{rotate as rotate_key, Rotated, KEY_FILE as SIGNING_KEY_FILE};
 use std::future::Future;
 use std::net::SocketAddr;
 use std::path::Path;

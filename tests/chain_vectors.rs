@@ -113,3 +113,61 @@ fn the_vectors_verify_as_a_chain_and_fail_when_an_hour_is_dropped() {
     let err = claims[2].verify(&key, Some(&first)).unwrap_err();
     assert!(err.to_string().contains(&claims[2].hour), "{err}");
 }
+
+/// `docs/rotation-vectors.json`: keys that rotate.
+fn rotation() -> serde_json::Value {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/rotation-vectors.json");
+    let text = std::fs::read_to_string(path).expect("docs/rotation-vectors.json is readable");
+    serde_json::from_str(&text).expect("docs/rotation-vectors.json is JSON")
+}
+
+fn text(v: &serde_json::Value) -> &str {
+    v.as_str().expect("a string")
+}
+
+#[test]
+fn the_rotation_vectors_key_ids_and_signature_fields_match_the_code() {
+    let v = rotation();
+    let list = bloomcast::client::parse_key_list(&v["keys"]).expect("the listed keys");
+    assert_eq!(bloomcast::client::key_list_json(&list), v["keys"]);
+    for listed in list.keys() {
+        let id = listed.id().to_string();
+        let seed = chain::parse_hex(text(&v["seeds"][&id])).unwrap();
+        assert_eq!(Signer::from_seed(&seed).public_key(), listed.public_key);
+    }
+    for h in v["hours"].as_array().unwrap() {
+        let hour = bloomcast::hour::Hour::from_index(h["index"].as_i64().unwrap());
+        let listed = list.for_hour(hour).expect("a key for every hour");
+        assert_eq!(listed.id().to_string(), text(&h["key_id"]), "{hour}");
+        let seed = chain::parse_hex(text(&v["seeds"][text(&h["key_id"])])).unwrap();
+        let header = hash(text(&h["header"]));
+        let field = chain::SignatureField {
+            signature: Signer::from_seed(&seed).sign(hour.index(), &header),
+            key_id: Some(listed.id()),
+        };
+        assert_eq!(field.to_string(), text(&h["bloom_signature"]), "{hour}");
+        let parsed = chain::SignatureField::parse(text(&h["bloom_signature"])).unwrap();
+        let key = list.key_for(hour, parsed.key_id).unwrap();
+        key.verify(&hour.rfc3339(), hour.index(), &header, &parsed.signature)
+            .unwrap();
+    }
+}
+
+#[test]
+fn the_rotation_vectors_refusals_are_refused() {
+    let v = rotation();
+    let list = bloomcast::client::parse_key_list(&v["keys"]).unwrap();
+    for r in v["refused"].as_array().unwrap() {
+        let hour = bloomcast::hour::Hour::parse_flexible(text(&r["hour"])).unwrap();
+        let parsed = chain::SignatureField::parse(text(&r["bloom_signature"])).unwrap();
+        let err = list.key_for(hour, parsed.key_id).unwrap_err();
+        assert!(err.to_string().contains(text(&r["why"])), "{err}");
+    }
+    let pinned = bloomcast::client::parse_key_list(&v["pinned"]).unwrap();
+    let verified = bloomcast::hour::Hour::parse_flexible(text(&v["verified"])).unwrap();
+    for case in v["extending"].as_array().unwrap() {
+        let new = bloomcast::client::parse_key_list(&case["keys"]).unwrap();
+        let accepted = new.extends(&pinned, Some(verified)).is_ok();
+        assert_eq!(accepted, case["accepted"], "{}", text(&case["why"]));
+    }
+}

@@ -97,6 +97,15 @@ fn main() {
             || needs::block_on(chain::nodes_sealing_at_once_publish_one_identical_signed_chain()),
         ),
         needs::trial(
+            "a_node_on_a_new_key_signs_new_hours_and_the_old_key_signs_none_of_them",
+            &[Need::Postgres],
+            || {
+                needs::block_on(
+                    rotation::a_node_on_a_new_key_signs_new_hours_and_the_old_key_signs_none_of_them(),
+                )
+            },
+        ),
+        needs::trial(
             "a_cluster_without_a_key_file_publishes_unsigned",
             &[Need::Postgres],
             || needs::block_on(chain::a_cluster_without_a_key_file_publishes_unsigned()),
@@ -437,3 +446,6 @@ mod checksums;
 
 #[path = "cluster/chain.rs"]
 mod chain;
+
+#[path = "cluster/rotation.rs"]
+mod rotation;

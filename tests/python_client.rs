@@ -33,6 +33,11 @@ fn main() {
             the_python_client_verifies_through_a_mirror_and_refuses_tampering,
         ),
         needs::trial(
+            "the_python_client_verifies_across_two_key_rotations",
+            &[Need::PythonCryptography],
+            the_python_client_verifies_across_two_key_rotations,
+        ),
+        needs::trial(
             "the_python_client_finds_every_id_the_cli_ingested",
             &[Need::Python3],
             the_python_client_finds_every_id_the_cli_ingested,
@@ -168,4 +173,46 @@ fn the_python_client_verifies_through_a_mirror_and_refuses_tampering() {
         .public_key()
         .to_string();
     assert_refuses(&mut verify(&other), &hour(0).rfc3339());
+}
+
+/// A publisher rotated twice (tests/common/rotated.rs): given its first key or its
+/// current one, the Python client verifies the chain and reads every hour, each under
+/// the key listed for it.
+fn the_python_client_verifies_across_two_key_rotations() {
+    use common::rotated::{hour, rotated_twice, signer};
+    let python = Need::PythonCryptography.found();
+    let (data, pins) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    needs::block_on(async {
+        let (publisher, _, _) = rotated_twice(data.path(), pins.path()).await;
+        let base = publisher.base.clone();
+        let since = hour(0).rfc3339();
+        let outputs = tokio::task::spawn_blocking(move || {
+            [1, 3].map(|seed| {
+                let key = signer(seed).public_key().to_string();
+                let verified = run(
+                    client(&python)
+                        .args(["verify", "--pubkey", &key, "--since", &since])
+                        .args(["--url", &base]),
+                    "",
+                );
+                let found = run(
+                    client(&python)
+                        .args(["check", "--server", &base, "--since", &since])
+                        .args(["--pubkey", &key, "id0", "id3"]),
+                    "",
+                );
+                (verified, found)
+            })
+        })
+        .await
+        .unwrap();
+        for (verified, found) in outputs {
+            assert_eq!(
+                verified.last().map(String::as_str),
+                Some("verified 4 hours")
+            );
+            assert_eq!(found, ["id0", "id3"]);
+        }
+        publisher.stop().await;
+    });
 }

@@ -15,3 +15,11 @@ async fn of_racing_seals_and_links_of_an_hour_exactly_one_is_stored_and_says_so(
     let store = Arc::new(SqliteStore::open(dir.path(), h).unwrap());
     common::races::exactly_one_seal_and_link_is_stored(store, h, 8).await;
 }
+
+#[tokio::test]
+async fn of_racing_first_keys_one_is_registered_and_only_a_registered_key_signs() {
+    let dir = tempfile::tempdir().unwrap();
+    let h = hour_of(2008, 9, 3, 13).unwrap();
+    let store = Arc::new(SqliteStore::open(dir.path(), h).unwrap());
+    common::races::one_key_registration_wins_and_only_a_registered_key_signs(store, h, 6).await;
+}

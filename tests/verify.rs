@@ -166,15 +166,23 @@ async fn the_sdk_pins_the_key_on_first_use_and_refuses_another_later() {
     let files: Vec<_> = walk(cache.path());
     let pin = files
         .iter()
-        .find(|p| p.ends_with("pubkey"))
-        .expect("a pinned key");
-    assert_eq!(std::fs::read_to_string(pin).unwrap().trim(), m.pubkey);
+        .find(|p| p.ends_with("keys.json"))
+        .expect("a pinned list of keys");
+    let list: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(pin).unwrap()).unwrap();
+    assert_eq!(list["keys"][0]["public_key"], m.pubkey);
+    assert_eq!(list["verified_through"], hour(0).rfc3339());
 
     m.set(Tamper::FlipBit(hour(1).path()));
     assert_refused(pinned().hour(hour(1)).await, hour(1));
-    // Another key pinned (as if the first use had met an impostor): refused.
+    // Another key pinned for the same hours (as if the first use had met an impostor):
+    // the server's list does not extend it, and is refused.
     m.set(Tamper::None);
-    std::fs::write(pin, other_key()).unwrap();
+    let mut impostor = list.clone();
+    let other: bloomcast::chain::PublicKey = other_key().parse().unwrap();
+    impostor["keys"][0]["public_key"] = other.to_string().into();
+    impostor["keys"][0]["id"] = other.id().to_string().into();
+    std::fs::write(pin, impostor.to_string()).unwrap();
     assert_refused(pinned().hour(hour(2)).await, hour(2));
 }
 

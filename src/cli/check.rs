@@ -32,8 +32,9 @@ pub struct CheckArgs {
     /// ribbons) instead of lines.
     #[arg(long)]
     json: bool,
-    /// Verify every closed hour against the publisher's public key (64 hex digits) and
-    /// refuse a tampered one; reads hour by hour (unions are not signed).
+    /// Verify every closed hour against the publisher's public key (64 hex digits; after
+    /// rotations, any key it lists: each hour under the key listed for it) and refuse a
+    /// tampered one; reads hour by hour (unions are not signed).
     #[arg(long, value_parser = super::verify::parse_pubkey)]
     pubkey: Option<crate::chain::PublicKey>,
     /// IDs to check; `-` reads one per line from stdin.

@@ -12,7 +12,8 @@ use clap::Args;
 #[derive(Debug, Args)]
 pub struct VerifyArgs {
     /// The publisher's public key (64 hex digits; `/.well-known/bloomcast.json` of the
-    /// publisher, or its startup log).
+    /// publisher, or its startup log). After key rotations, any key the publisher lists:
+    /// each hour is verified under the key listed for it.
     #[arg(long, value_parser = parse_pubkey)]
     pubkey: PublicKey,
     /// The first hour to verify, e.g. 2008-09-03T05 (UTC).

@@ -66,7 +66,8 @@ pub async fn get_chain(
                 "digest": chain::hex(&s.link.digest),
                 "prev": chain::hex(&s.link.prev),
                 "header": chain::hex(&s.link.header),
-                "signature": s.signature.map(|sig| chain::hex(&sig)),
+                "signature": s.signature.map(|f| chain::hex(&f.signature)),
+                "key_id": s.signature.and_then(|f| f.key_id).map(|id| id.to_string()),
             })
         })
         .collect();
@@ -93,13 +94,38 @@ pub async fn get_chain(
     Ok(response)
 }
 
-pub async fn well_known(State(state): State<AppState>) -> impl IntoResponse {
+/// The document a client verifies with. `public_key` is the current key (this node's
+/// when nothing is registered); `keys` every key the service has signed with.
+///
+/// # Errors
+/// Store failures reading the key registry.
+pub async fn well_known(State(state): State<AppState>) -> Result<Response> {
     let service = &state.service;
     let tuning = service.tuning();
+    let list = service.key_list().await?;
+    let current = list
+        .keys()
+        .last()
+        .filter(|k| k.last_hour.is_none())
+        .map(|k| k.public_key)
+        .or(service.public_key());
+    let keys: Vec<_> = list
+        .keys()
+        .iter()
+        .map(|k| {
+            json!({
+                "id": k.id().to_string(),
+                "public_key": k.public_key.to_string(),
+                "first_hour": k.first_hour.rfc3339(),
+                "last_hour": k.last_hour.map(|h| h.rfc3339()),
+            })
+        })
+        .collect();
     let body = json!({
         "service": "bloomcast",
         "protocol": 1,
-        "public_key": service.public_key().map(|k| k.to_string()),
+        "public_key": current.map(|k| k.to_string()),
+        "keys": keys,
         "signature": "ed25519",
         "signing_domain": String::from_utf8_lossy(chain::SIGNING_DOMAIN),
         "digest": "sha-256",
@@ -111,5 +137,5 @@ pub async fn well_known(State(state): State<AppState>) -> impl IntoResponse {
         "retention_hours": tuning.retention_hours,
         "urls": { "chain": "/chain/YYYY/MM/DD/HH?limit=N" },
     });
-    ([(header::CACHE_CONTROL, "public, max-age=300")], Json(body))
+    Ok(([(header::CACHE_CONTROL, "public, max-age=300")], Json(body)).into_response())
 }

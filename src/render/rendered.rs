@@ -100,7 +100,7 @@ pub enum RawFields {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ChainPlace {
     pub prev: crate::chain::Hash,
-    pub signature: Option<[u8; 64]>,
+    pub signature: Option<crate::chain::SignatureField>,
 }
 
 impl Rendered {

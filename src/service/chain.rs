@@ -1,9 +1,9 @@
 //! The read side of the hour chain: each sealed hour's link with its signature, for
-//! hour responses and for `GET /chain/...`. Signatures are made once per hour and kept
-//! (64 bytes each); links come from the store, where sealing wrote them.
+//! hour responses and for `GET /chain/...`. Links and signatures come from the store,
+//! where sealing wrote them (see `signing.rs`).
 
 use super::{Result, Service, ServiceError};
-use crate::chain::{self, PublicKey};
+use crate::chain::{self, PublicKey, SignatureField};
 use crate::hour::Hour;
 use crate::render::ChainPlace;
 use crate::store::{ChainLink, StoreError};
@@ -15,8 +15,8 @@ pub const MAX_CHAIN_PAGE: usize = 1000;
 #[derive(Debug, Clone)]
 pub struct SignedLink {
     pub link: ChainLink,
-    /// `None` when the service has no signing key.
-    pub signature: Option<[u8; 64]>,
+    /// `None` when no signature is stored and this node holds no key to make it.
+    pub signature: Option<SignatureField>,
 }
 
 /// One page of the chain.
@@ -29,7 +29,7 @@ pub struct ChainPage {
 }
 
 impl Service {
-    /// The public key clients verify signatures with, if the service signs.
+    /// This node's signing key, if it has one.
     pub fn public_key(&self) -> Option<PublicKey> {
         self.tuning.signer.as_ref().map(chain::Signer::public_key)
     }
@@ -50,14 +50,24 @@ impl Service {
         let next = (links.len() == limit)
             .then(|| links.last().map(|l| l.hour.next()))
             .flatten();
-        let links = links
-            .into_iter()
-            .map(|link| SignedLink {
-                signature: self.signature(&link),
-                link,
-            })
-            .collect();
-        Ok(ChainPage { links, next })
+        let mut stored = match (links.first(), links.last()) {
+            (Some(first), Some(last)) => self.store.signatures(first.hour, last.hour).await?,
+            _ => Vec::new(),
+        }
+        .into_iter()
+        .map(|s| (s.hour, s))
+        .collect::<std::collections::HashMap<_, _>>();
+        let mut signed = Vec::with_capacity(links.len());
+        for link in links {
+            let signature = self
+                .signature_given(&link, stored.remove(&link.hour))
+                .await?;
+            signed.push(SignedLink { link, signature });
+        }
+        Ok(ChainPage {
+            links: signed,
+            next,
+        })
     }
 
     /// The signed link of a sealed hour, if it has one.
@@ -65,21 +75,16 @@ impl Service {
     /// # Errors
     /// Store failures.
     pub async fn signed_link(&self, hour: Hour) -> Result<Option<SignedLink>> {
-        Ok(self
-            .store
-            .last_link(hour.next())
-            .await?
-            .filter(|l| l.hour == hour)
-            .map(|link| SignedLink {
-                signature: self.signature(&link),
-                link,
-            }))
-    }
-
-    /// The signature of a link, made once per hour.
-    fn signature(&self, link: &ChainLink) -> Option<[u8; 64]> {
-        let signer = self.tuning.signer.as_ref()?;
-        Some(self.sealer.signature(signer, link))
+        let Some(link) = self.store.last_link(hour.next()).await? else {
+            return Ok(None);
+        };
+        if link.hour != hour {
+            return Ok(None);
+        }
+        Ok(Some(SignedLink {
+            signature: self.signature(&link).await?,
+            link,
+        }))
     }
 
     /// The place in the chain of a sealed hour whose `.bin` bytes have `digest`, served

@@ -55,7 +55,13 @@ impl Service {
     async fn seal_linked(&self, hour: Hour) -> Result<SealedHour> {
         let sealed = self.seal_one(hour).await?;
         match self.link(&sealed).await {
-            Ok(_) => {}
+            // Signed now, while this node holds the key registered for the hour; a
+            // failure leaves it to be signed when first served.
+            Ok(link) => {
+                if let Err(e) = self.signature(&link).await {
+                    tracing::warn!(%hour, error = %e, "cannot sign a sealed hour yet; it is signed when first served");
+                }
+            }
             Err(ServiceError::Store(e)) if e.is_transient() => return Err(e.into()),
             Err(e) => {
                 tracing::error!(%hour, error = %e, "cannot link a sealed hour into the chain; it is served unsigned")
@@ -265,6 +271,10 @@ impl Service {
             Err(e) => tracing::warn!(error = %e, "cannot load the open hour yet"),
         }
         self.set_loaded();
+        // Hours sealed before signatures were stored, while this node holds their key.
+        if let Err(e) = self.sign_unsigned().await {
+            tracing::warn!(error = %e, "cannot sign the hours sealed before signatures were stored; each is signed when first served");
+        }
     }
 
     /// Runs [`Service::tick`] at every hour boundary (and sooner while a seal waits for

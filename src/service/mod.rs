@@ -63,6 +63,7 @@ mod ready;
 mod recent;
 mod retention;
 mod sealer;
+mod signing;
 pub use ready::ReadyHour;
 mod stats;
 mod target;
@@ -181,6 +182,7 @@ impl Service {
             unions,
         };
         service.warn_if_clock_behind();
+        service.register_signer().await?;
         Ok(service)
     }
 

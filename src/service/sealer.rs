@@ -3,7 +3,8 @@
 //! - the seal turn: one seal at a time per node, so an hour is built once;
 //! - the seal backoff: hours whose seal failed, with when to try again, so a failing
 //!   seal is retried in the background rather than on every request;
-//! - chain-link signatures, made once per hour (64 bytes each);
+//! - chain-link signatures as stored, verified (64 bytes and a key id each), and the
+//!   registry of signing keys as last read;
 //! - sealed hours' figures for `/stats`, read once each (they never change).
 //!
 //! Sealing itself reads and writes the store and the open hours, so it stays the
@@ -19,11 +20,10 @@
 
 use super::lock;
 use super::stats::HourStats;
-use crate::chain::{Hash, Signer};
+use crate::chain::{Hash, KeyList, SignatureField};
 use crate::hour::Hour;
-use crate::store::ChainLink;
 use std::collections::{BTreeMap, HashMap};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// First wait after a failed seal; it doubles up to [`MAX_BACKOFF`].
@@ -42,8 +42,10 @@ pub(super) struct Sealer {
     turn: tokio::sync::Mutex<()>,
     /// Hours whose seal failed, with when to try again.
     retry: Mutex<HashMap<Hour, Retry>>,
-    /// Signatures of chain links, by hour and link header.
-    signatures: Mutex<HashMap<(Hour, Hash), [u8; 64]>>,
+    /// Signatures of chain links as stored and verified, by hour and link header.
+    signatures: Mutex<HashMap<(Hour, Hash), SignatureField>>,
+    /// The registry of signing keys as last read from the store.
+    keys: Mutex<Option<Arc<KeyList>>>,
     /// Figures of sealed hours for `/stats`.
     stats: Mutex<BTreeMap<Hour, HourStats>>,
 }
@@ -98,15 +100,26 @@ impl Sealer {
         lock(&self.retry).retain(|h, _| *h >= earliest);
     }
 
-    /// The signature of `link` by `signer`, made once per hour and link.
-    pub fn signature(&self, signer: &Signer, link: &ChainLink) -> [u8; 64] {
-        let key = (link.hour, link.header);
-        if let Some(sig) = lock(&self.signatures).get(&key) {
-            return *sig;
-        }
-        let sig = signer.sign(link.hour.index(), &link.header);
-        lock(&self.signatures).insert(key, sig);
-        sig
+    /// The signature kept of the link of `hour` with `header`, if any.
+    pub fn signature(&self, hour: Hour, header: &Hash) -> Option<SignatureField> {
+        lock(&self.signatures).get(&(hour, *header)).copied()
+    }
+
+    /// Keeps a stored, verified signature (it never changes).
+    pub fn keep_signature(&self, hour: Hour, header: Hash, field: SignatureField) {
+        lock(&self.signatures).insert((hour, header), field);
+    }
+
+    /// The registry of signing keys as last read (empty before the first read).
+    pub fn keys(&self) -> Arc<KeyList> {
+        lock(&self.keys)
+            .clone()
+            .unwrap_or_else(|| Arc::new(KeyList::new(Vec::new()).expect("an empty list")))
+    }
+
+    /// Keeps the registry as just read.
+    pub fn keep_keys(&self, keys: Arc<KeyList>) {
+        *lock(&self.keys) = Some(keys);
     }
 
     /// The figures of the sealed `hour`, if read already.

@@ -289,8 +289,10 @@ impl Service {
         rendered.chain = chain;
         rendered.validator = validator;
         let rendered = Arc::new(rendered);
-        // A sealed hour not yet linked (its seal is pending) is rendered again once it is.
-        let linked = rendered.chain.is_some() || self.tuning.signer.is_none();
+        // A sealed hour not yet linked (its seal is pending) or signed (by a node holding
+        // its key) is rendered again once it is.
+        let signed = rendered.chain.is_some_and(|c| c.signature.is_some());
+        let linked = signed || self.tuning.signer.is_none();
         if complete && linked {
             self.cache.insert(key, rendered.clone());
         }

@@ -1,12 +1,13 @@
 //! The key that signs the hour chain: read from `signing_key_file`, or generated on
 //! first start into `<data_dir>/signing-key` (mode 0600, as the ingest token). The file
-//! holds the 32-byte Ed25519 seed as 64 hex digits and a newline.
+//! holds the 32-byte Ed25519 seed as 64 hex digits and a newline. `bloomcast rotate-key`
+//! puts a new key in it ([`rotate`]).
 
 use super::{write_private, StartError};
-use crate::chain::{self, Signer};
+use crate::chain::{self, PublicKey, Signer};
 use crate::config::Settings;
 use secrecy::ExposeSecret;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// The generated key's file in the data directory.
 pub const KEY_FILE: &str = "signing-key";
@@ -47,6 +48,66 @@ pub fn signer(settings: &Settings) -> Result<Option<Signer>, StartError> {
     Ok(Some(signer))
 }
 
+/// What [`rotate`] did.
+#[derive(Debug)]
+pub struct Rotated {
+    /// The key file written.
+    pub file: PathBuf,
+    /// The key it held before, if any.
+    pub old: Option<PublicKey>,
+    /// The key it holds now.
+    pub new: PublicKey,
+}
+
+/// Puts a new key in the service's key file (`signing_key_file`, else the generated
+/// `<data_dir>/signing-key`): written beside it (mode 0600), then renamed over it, so the
+/// file always holds a whole key. The server signs with it from its next start (see
+/// `docs/PROTOCOL.md`, "Keys that rotate").
+///
+/// # Errors
+/// A file that holds something other than a key (left as it is), or cannot be written.
+pub fn rotate(settings: &Settings) -> Result<Rotated, StartError> {
+    let file = if settings.signing_key_file.as_os_str().is_empty() {
+        settings.data_dir.join(KEY_FILE)
+    } else {
+        settings.signing_key_file.clone()
+    };
+    let io = |context: String| move |source| StartError::Io { context, source };
+    let old = match std::fs::read_to_string(&file) {
+        Ok(text) => Some(
+            parse(&text)
+                .ok_or_else(|| StartError::Io {
+                    context: format!(
+                        "{} does not hold a signing key (64 hex digits); left as it is",
+                        file.display()
+                    ),
+                    source: std::io::Error::from(std::io::ErrorKind::InvalidData),
+                })?
+                .public_key(),
+        ),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => return Err(io(format!("cannot read {}", file.display()))(e)),
+    };
+    let mut seed = [0u8; 32];
+    getrandom::fill(&mut seed).map_err(|e| StartError::Io {
+        context: "cannot draw a new key".into(),
+        source: std::io::Error::other(e.to_string()),
+    })?;
+    let beside = file.with_extension("new");
+    let _ = std::fs::remove_file(&beside);
+    if let Some(dir) = file.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(io(format!("cannot create {}", dir.display())))?;
+    }
+    write_private(&beside, &chain::hex(&seed))
+        .and_then(|()| std::fs::rename(&beside, &file))
+        .map_err(io(format!("cannot write {}", file.display())))?;
+    Ok(Rotated {
+        file,
+        old,
+        new: Signer::from_seed(&seed).public_key(),
+    })
+}
+
 fn parse(text: &str) -> Option<Signer> {
     chain::parse_hex::<32>(text.trim()).map(|seed| Signer::from_seed(&seed))
 }
@@ -65,6 +126,35 @@ fn generate(path: &Path) -> std::io::Result<Signer> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rotating_puts_a_new_private_key_in_the_file_and_refuses_one_that_is_not_a_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let settings = Settings {
+            data_dir: dir.path().to_owned(),
+            ..Settings::default()
+        };
+        let first = rotate(&settings).unwrap();
+        assert_eq!(first.old, None);
+        assert_eq!(first.file, dir.path().join(KEY_FILE));
+        let second = rotate(&settings).unwrap();
+        assert_eq!(second.old, Some(first.new));
+        assert_ne!(second.new, first.new);
+        let text = std::fs::read_to_string(&second.file).unwrap();
+        assert_eq!(parse(&text).unwrap().public_key(), second.new);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(&second.file)
+                .unwrap()
+                .permissions()
+                .mode();
+            assert_eq!(mode & 0o777, 0o600);
+        }
+        std::fs::write(&second.file, "not a key").unwrap();
+        assert!(rotate(&settings).is_err());
+        assert_eq!(std::fs::read_to_string(&second.file).unwrap(), "not a key");
+    }
 
     #[test]
     fn a_key_file_is_its_seed_in_hex_of_either_case_and_nothing_looser() {

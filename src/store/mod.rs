@@ -9,6 +9,7 @@ mod links;
 mod postgres;
 mod record;
 mod rows;
+mod signatures;
 mod sqlite;
 
 pub use links::ChainLink;
@@ -17,11 +18,13 @@ pub use rows::{
     batch_checksum, blob_to_keys, check_count, distinct, filter_checksum, keys_to_blob,
     read_sealed_keys, sealed_keys_checksum, verify_batch, verify_sealed_keys, SealedRow,
 };
+pub use signatures::{key_from_row, key_list, HourSignature};
 
 pub use postgres::{LinkError, PgLink, PgStore, SslMode, TlsSetupError};
 pub use sqlite::SqliteStore;
 
 use crate::bloom::{Filter, Key};
+use crate::chain::{ListedKey, PublicKey};
 use crate::hour::Hour;
 use async_trait::async_trait;
 use thiserror::Error;
@@ -298,8 +301,31 @@ pub trait Store: Send + Sync + 'static {
     /// The newest chain link of an hour before `before`, if any (verified).
     async fn last_link(&self, before: Hour) -> Result<Option<ChainLink>>;
 
-    /// Deletes everything of hours before `hour` but their chain links; returns how many
-    /// hours went.
+    /// Every signing key registered, oldest first (shared by every node in cluster mode).
+    async fn signing_keys(&self) -> Result<Vec<ListedKey>>;
+
+    /// Registers `key` as the signer of hours from `first_hour` on, retiring the open key
+    /// at the hour before, in one transaction, if the open key is still `current` (`None`:
+    /// no key is registered yet). Returns whether this call registered it; either way
+    /// [`Store::signing_keys`] says what is registered (first writer wins).
+    async fn register_key(
+        &self,
+        key: &PublicKey,
+        first_hour: Hour,
+        current: Option<&PublicKey>,
+    ) -> Result<bool>;
+
+    /// Stores a sealed hour's signature, made by `key`, unless the hour has one or `key`
+    /// is not registered for the hour (checked in the same transaction, so a key retired
+    /// meanwhile signs nothing). Returns whether this call's is the one stored (either
+    /// way [`Store::signatures`] says what is).
+    async fn put_signature(&self, signature: &HourSignature, key: &PublicKey) -> Result<bool>;
+
+    /// The stored signatures of hours in `from..=to`, oldest first.
+    async fn signatures(&self, from: Hour, to: Hour) -> Result<Vec<HourSignature>>;
+
+    /// Deletes everything of hours before `hour` but their chain links and signatures;
+    /// returns how many hours went.
     async fn prune_before(&self, hour: Hour) -> Result<u64>;
 
     /// Cheap check that the store is usable.

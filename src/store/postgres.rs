@@ -10,10 +10,11 @@
 //! that closes them), `sealed` (sealed hours and pruning), `chain` (the hour chain).
 
 use super::{
-    ChainLink, HourRecord, KeyPieces, Linking, Marks, Result, SealedHour, Sealing, Store,
-    StoreError,
+    ChainLink, HourRecord, HourSignature, KeyPieces, Linking, Marks, Result, SealedHour, Sealing,
+    Store, StoreError,
 };
 use crate::bloom::Key;
+use crate::chain::{ListedKey, PublicKey};
 use crate::hour::Hour;
 use async_trait::async_trait;
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
@@ -27,6 +28,7 @@ mod errors;
 mod link;
 mod migrate;
 mod sealed;
+mod signing;
 mod sqlfns;
 mod tls;
 
@@ -212,6 +214,27 @@ impl Store for PgStore {
     async fn last_link(&self, before: Hour) -> Result<Option<ChainLink>> {
         let links = self.link_rows(Hour::from_index(i64::MIN), before, true, 1);
         Ok(links.await?.pop())
+    }
+
+    async fn signing_keys(&self) -> Result<Vec<ListedKey>> {
+        self.key_rows().await
+    }
+
+    async fn register_key(
+        &self,
+        key: &PublicKey,
+        first: Hour,
+        current: Option<&PublicKey>,
+    ) -> Result<bool> {
+        self.register_key_row(key, first, current).await
+    }
+
+    async fn put_signature(&self, signature: &HourSignature, key: &PublicKey) -> Result<bool> {
+        self.put_signature_row(signature, key).await
+    }
+
+    async fn signatures(&self, from: Hour, to: Hour) -> Result<Vec<HourSignature>> {
+        self.signature_rows(from, to).await
     }
 
     async fn prune_before(&self, hour: Hour) -> Result<u64> {

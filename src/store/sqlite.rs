@@ -10,9 +10,10 @@
 
 use super::{
     batch_checksum, filter_checksum, keys_to_blob, receiver_gone, sealed_keys_checksum, ChainLink,
-    KeyPieces, Linking, Marks, Result, SealedHour, Sealing, Store, StoreError,
+    HourSignature, KeyPieces, Linking, Marks, Result, SealedHour, Sealing, Store, StoreError,
 };
 use crate::bloom::Key;
+use crate::chain::{ListedKey, PublicKey};
 use crate::hour::Hour;
 use async_trait::async_trait;
 use errors::sql_error;
@@ -27,6 +28,7 @@ mod chain;
 mod errors;
 mod reads;
 mod schema;
+mod signing;
 mod writer;
 
 /// SQLite-backed [`Store`].
@@ -261,6 +263,40 @@ impl Store for SqliteStore {
     async fn last_link(&self, before: Hour) -> Result<Option<ChainLink>> {
         let links = self.link_rows(Hour::from_index(i64::MIN), before, true, 1);
         Ok(links.await?.pop())
+    }
+
+    async fn signing_keys(&self) -> Result<Vec<ListedKey>> {
+        self.key_rows().await
+    }
+
+    async fn register_key(
+        &self,
+        key: &PublicKey,
+        first: Hour,
+        current: Option<&PublicKey>,
+    ) -> Result<bool> {
+        let (key, current) = (*key, current.copied());
+        self.command(|reply| Command::RegisterKey {
+            key,
+            first,
+            current,
+            reply,
+        })
+        .await
+    }
+
+    async fn put_signature(&self, signature: &HourSignature, key: &PublicKey) -> Result<bool> {
+        let (signature, key) = (*signature, *key);
+        self.command(|reply| Command::Sign {
+            signature,
+            key,
+            reply,
+        })
+        .await
+    }
+
+    async fn signatures(&self, from: Hour, to: Hour) -> Result<Vec<HourSignature>> {
+        self.signature_rows(from, to).await
     }
 
     async fn prune_before(&self, before: Hour) -> Result<u64> {

@@ -52,12 +52,14 @@ async fn a_sealed_hour_verifies_with_the_published_key_and_the_open_hour_is_unsi
     for h in 13..16 {
         let reply = app.get(&format!("/2008/09/03/{h}.bin")).await;
         let hour = bloomcast::hour::hour_of(2008, 9, 3, h).unwrap();
+        let field = chain::SignatureField::parse(reply.header("bloom-signature").unwrap()).unwrap();
+        assert_eq!(field.key_id, Some(key.id()), "the signature names its key");
         let claim = Claim {
             hour: hour.rfc3339(),
             index: hour.index(),
             digest: chain::digest(&reply.body),
             prev: hash(reply.header("bloom-prev-header").unwrap()),
-            signature: chain::parse_hex(reply.header("bloom-signature").unwrap()).unwrap(),
+            signature: field.signature,
         };
         prev = claim
             .verify(&key, Some(&prev))
@@ -121,6 +123,7 @@ async fn the_chain_lists_linked_signed_headers_in_pages() {
             header
         );
         let sig = chain::parse_hex(link["signature"].as_str().unwrap()).unwrap();
+        assert_eq!(link["key_id"], key.id().to_string());
         key.verify(&hour.rfc3339(), hour.index(), &header, &sig)
             .unwrap();
         prev = header;

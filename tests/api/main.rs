@@ -18,6 +18,7 @@ mod history;
 mod ingest;
 mod publication;
 mod rollover;
+mod signing;
 mod store_integrity;
 mod timeouts;
 mod unions;

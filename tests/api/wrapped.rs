@@ -5,9 +5,11 @@
 
 use async_trait::async_trait;
 use bloomcast::bloom::Key;
+use bloomcast::chain::{ListedKey, PublicKey};
 use bloomcast::hour::Hour;
 use bloomcast::store::{
-    ChainLink, KeyPieces, Linking, Marks, Result, SealedHour, Sealing, Store, StoreError,
+    ChainLink, HourSignature, KeyPieces, Linking, Marks, Result, SealedHour, Sealing, Store,
+    StoreError,
 };
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -183,6 +185,23 @@ impl Store for Wrapped {
     async fn last_link(&self, before: Hour) -> Result<Option<ChainLink>> {
         self.link_reads.fetch_add(1, Ordering::SeqCst);
         self.inner.last_link(before).await
+    }
+    async fn signing_keys(&self) -> Result<Vec<ListedKey>> {
+        self.inner.signing_keys().await
+    }
+    async fn register_key(
+        &self,
+        key: &PublicKey,
+        first: Hour,
+        current: Option<&PublicKey>,
+    ) -> Result<bool> {
+        self.inner.register_key(key, first, current).await
+    }
+    async fn put_signature(&self, signature: &HourSignature, key: &PublicKey) -> Result<bool> {
+        self.inner.put_signature(signature, key).await
+    }
+    async fn signatures(&self, from: Hour, to: Hour) -> Result<Vec<HourSignature>> {
+        self.inner.signatures(from, to).await
     }
     async fn prune_before(&self, hour: Hour) -> Result<u64> {
         self.inner.prune_before(hour).await

@@ -88,10 +88,11 @@ pub async fn nodes_sealing_at_once_publish_one_identical_signed_chain() {
                 .send()
                 .await
                 .unwrap();
-            assert_eq!(
-                reply.headers()["bloom-signature"].to_str().unwrap(),
-                link["signature"].as_str().unwrap()
-            );
+            let field = reply.headers()["bloom-signature"].to_str().unwrap();
+            let field = chain::SignatureField::parse(field).unwrap();
+            assert_eq!(chain::hex(&field.signature), link["signature"]);
+            assert_eq!(field.key_id, Some(key.id()), "the key that signed it");
+            assert_eq!(link["key_id"], key.id().to_string());
             let body = reply.bytes().await.unwrap();
             assert_eq!(chain::digest(&body), hex32("digest"));
         }

@@ -201,7 +201,10 @@ pub async fn postgres_seal_and_put_link_say_whether_theirs_is_the_stored_row() {
 
     // Racing writers of the next hour: exactly one hears it is the stored one.
     let store = std::sync::Arc::new(store);
-    crate::common::races::exactly_one_seal_and_link_is_stored(store, h().next(), 6).await;
+    crate::common::races::exactly_one_seal_and_link_is_stored(store.clone(), h().next(), 6).await;
+    // And the signing key registry and the signatures, as in SQLite.
+    crate::common::races::one_key_registration_wins_and_only_a_registered_key_signs(store, h(), 6)
+        .await;
     drop_schema(&url, &schema).await;
 }
 

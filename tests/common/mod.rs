@@ -10,6 +10,7 @@ pub mod needs;
 pub mod nodes;
 pub mod pg;
 pub mod races;
+pub mod rotated;
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;

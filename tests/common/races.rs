@@ -49,3 +49,80 @@ pub async fn exactly_one_seal_and_link_is_stored<S: Store>(store: Arc<S>, hour: 
         Some(linked[0].2)
     );
 }
+
+/// `writers` tasks register a key each as the first signing key, from `hour`: exactly one
+/// hears it registered, and the registry holds that key alone, current. A registration
+/// naming another current key does nothing; one naming the right one retires it at the
+/// hour before. A signature is stored only by the key registered for its hour, once.
+pub async fn one_key_registration_wins_and_only_a_registered_key_signs<S: Store>(
+    store: Arc<S>,
+    hour: Hour,
+    writers: u8,
+) {
+    use bloomcast::chain::Signer;
+    use bloomcast::store::HourSignature;
+    let key = |seed: u8| Signer::from_seed(&[seed; 32]).public_key();
+    let tasks: Vec<_> = (1..=writers)
+        .map(|seed| {
+            let store = store.clone();
+            tokio::spawn(async move { store.register_key(&key(seed), hour, None).await.unwrap() })
+        })
+        .collect();
+    let mut won = Vec::new();
+    for (seed, task) in (1..=writers).zip(tasks) {
+        if task.await.unwrap() {
+            won.push(seed);
+        }
+    }
+    assert_eq!(won.len(), 1, "exactly one first key: {won:?}");
+    let first = key(won[0]);
+    let registry = store.signing_keys().await.unwrap();
+    assert_eq!(registry.len(), 1);
+    assert_eq!(
+        (registry[0].public_key, registry[0].first_hour),
+        (first, hour)
+    );
+    assert_eq!(registry[0].last_hour, None);
+
+    let next = key(100);
+    let later = Hour::from_index(hour.index() + 2);
+    let wrong = key(101);
+    assert!(!store
+        .register_key(&next, later, Some(&wrong))
+        .await
+        .unwrap());
+    assert_eq!(store.signing_keys().await.unwrap().len(), 1, "nothing done");
+    assert!(store
+        .register_key(&next, later, Some(&first))
+        .await
+        .unwrap());
+    let registry = store.signing_keys().await.unwrap();
+    assert_eq!(
+        registry[0].last_hour,
+        Some(Hour::from_index(hour.index() + 1))
+    );
+    assert_eq!(
+        (registry[1].public_key, registry[1].last_hour),
+        (next, None)
+    );
+
+    let signed = |seed: u8, byte: u8| HourSignature {
+        hour,
+        key_id: key(seed).id(),
+        signature: [byte; 64],
+    };
+    let by_next = signed(100, 1);
+    assert!(
+        !store.put_signature(&by_next, &next).await.unwrap(),
+        "not its hour"
+    );
+    let by_first = signed(won[0], 2);
+    assert!(store.put_signature(&by_first, &first).await.unwrap());
+    let again = signed(won[0], 3);
+    assert!(
+        !store.put_signature(&again, &first).await.unwrap(),
+        "first write wins"
+    );
+    let stored = store.signatures(hour, later).await.unwrap();
+    assert_eq!(stored, [by_first]);
+}

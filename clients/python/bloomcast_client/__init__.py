@@ -210,6 +210,7 @@ class Client:
         self.ribbon_fetches = 0
         self.timeout = timeout
         self.verifier = None
+        self._keys_read = False
         if pubkey:
             from .verify import Verifier
             self.verifier = Verifier(pubkey)
@@ -274,12 +275,15 @@ class Client:
         doc = json.loads(body)
         f = Filter.from_document(doc)  # validate before keeping it
         if self.verifier and doc["complete"] and doc.get("hour"):
+            self._read_keys()
             prev, signature = resp_headers.get("Bloom-Prev-Header"), resp_headers.get("Bloom-Signature")
             if prev is None and signature is None:
                 # A static mirror (PROTOCOL.md section 13) sends no per-hour headers: the
-                # hour's chain entry carries its link and signature.
+                # hour's chain entry carries its link, signature and key id.
                 entry = self._chain_entry(path)
                 prev, signature = entry.get("prev"), entry.get("signature")
+                if signature is not None and entry.get("key_id"):
+                    signature = f'{signature}; keyid="{entry["key_id"]}"'
             self.verifier.check(parse_hour(path), f.data, prev, signature, doc.get("digest"))
         if resp_headers.get("ETag"):
             self.cache[path] = (resp_headers["ETag"], doc)
@@ -415,6 +419,7 @@ class Client:
         if not self.verifier:
             raise ValueError("verifying needs the publisher's public key (--pubkey)")
         from .verify import VerificationError, digest
+        self._read_keys()
         entries, path = [], f"/chain{hour_path(since)}?limit=1000"
         while path:
             try:
@@ -443,6 +448,21 @@ class Client:
                                         "filter's digest is not the chain's: the bytes were "
                                         "altered")
         return list(digests)
+
+    def _read_keys(self):
+        """Once: the publisher's key list (/.well-known/bloomcast.json), adopted if it
+        names the key given (each hour then verifies under the key listed for it)."""
+        if self._keys_read:
+            return
+        try:
+            _, _, body = self._request("/.well-known/bloomcast.json",
+                                       {"Accept-Encoding": "gzip"})
+        except HTTPError as e:
+            if e.status != 404:
+                raise
+            body = b"{}"  # a mirror without the document: the key given alone
+        self.verifier.use_keys(json.loads(body).get("keys"))
+        self._keys_read = True
 
     def publish(self, ids, token):
         """Records ids in the current hour; returns the server's receipt once durable."""

@@ -39,6 +39,73 @@ def signed_message(index, header_):
     return DOMAIN + index.to_bytes(8, "big", signed=True) + header_
 
 
+def key_id(public_key):
+    """A key's id: the first 8 bytes of SHA-256 of its 32 bytes, 16 hex digits."""
+    return hashlib.sha256(bytes(public_key)).digest()[:8].hex()
+
+
+def parse_signature(value):
+    """A Bloom-Signature value: (signature hex, key id or None). The signature comes
+    first, then `;`-separated parameters; `keyid` is read (quoted or not), others are
+    ignored. A bare signature names no key (the one listed for the hour)."""
+    if value is None:
+        return None, None
+    parts = value.split(";")
+    keyid = None
+    for param in parts[1:]:
+        name, _, v = param.partition("=")
+        if name.strip().lower() == "keyid":
+            keyid = v.strip().strip('"').lower()
+    return parts[0].strip(), keyid
+
+
+def _hour(text):
+    return datetime.datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
+def parse_keys(listed):
+    """The well-known document's `keys` as [(first index, last index or None, public key
+    bytes, id)], oldest first, checked: ids match, ranges ordered and apart, only the
+    newest open. Raises VerificationError otherwise."""
+    out = []
+    for k in listed:
+        try:
+            public = bytes.fromhex(k["public_key"])
+            first = hour_index(_hour(k["first_hour"]))
+            last = hour_index(_hour(k["last_hour"])) if k.get("last_hour") else None
+        except (KeyError, TypeError, ValueError):
+            raise VerificationError(f"the publisher's key list is refused: {k!r}") from None
+        if len(public) != 32 or k.get("id") != key_id(public):
+            raise VerificationError(f"the publisher's key list is refused: the id of "
+                                    f"{k.get('public_key')} is not {k.get('id')}")
+        if last is not None and last < first:
+            raise VerificationError(f"the publisher's key list is refused: key {k['id']} "
+                                    "ends before it starts")
+        if out and (out[-1][1] is None or out[-1][1] >= first):
+            raise VerificationError("the publisher's key list is refused: keys overlap or "
+                                    "are out of order")
+        out.append((first, last, public, k["id"]))
+    return out
+
+
+def extends(new, pinned, verified=None):
+    """Raises VerificationError unless the key list `new` may replace `pinned` (both as
+    parse_keys returns): every pinned key again with its first hour, an open one possibly
+    retired (not before `verified`, the newest hour index verified), a retired one
+    unchanged, new keys after them."""
+    for i, (first, last, public, id_) in enumerate(pinned):
+        if i >= len(new) or new[i][2] != public or new[i][0] != first:
+            raise VerificationError(f"the key list does not extend the one pinned: key {id_} "
+                                    "is missing, replaced or moved")
+        if last is not None and new[i][1] != last:
+            raise VerificationError(f"the key list does not extend the one pinned: key {id_} "
+                                    "had its last hour changed")
+        if (last is None and new[i][1] is not None and verified is not None
+                and first <= verified and new[i][1] < verified):
+            raise VerificationError(f"the key list does not extend the one pinned: key {id_} "
+                                    "is retired before an hour verified under it")
+
+
 def _unhex(text, size, hour, what):
     try:
         raw = bytes.fromhex(text or "")
@@ -51,8 +118,10 @@ def _unhex(text, size, hour, what):
 
 
 class Verifier:
-    """Checks closed hours against one public key (64 hex digits), and the chain links
-    between the hours it has checked."""
+    """Checks closed hours against the publisher's key (64 hex digits), and the chain
+    links between the hours it has checked. After `use_keys` with the well-known
+    document's `keys` naming that key, each hour is checked against the key listed for
+    it, and a signature naming a key listed for other hours is refused."""
 
     def __init__(self, pubkey_hex):
         try:
@@ -60,17 +129,42 @@ class Verifier:
         except ImportError:
             raise MissingDependency("verifying signatures needs the 'cryptography' package "
                                     "(pip install cryptography)") from None
+        self._load = Ed25519PublicKey.from_public_bytes
         try:
-            self._key = Ed25519PublicKey.from_public_bytes(bytes.fromhex(pubkey_hex.strip()))
+            given = bytes.fromhex(pubkey_hex.strip())
+            self._load(given)
         except ValueError:
             raise ValueError(f"not a public key: {pubkey_hex!r} (expected 64 hex digits, "
                              "an Ed25519 public key)") from None
+        self.given = given
+        self.keys = [(None, None, given, key_id(given))]  # the key given, for every hour
         self.headers = {}  # hour index -> (prev, header)
 
-    def _signature_ok(self, index, header_, signature):
+    def use_keys(self, listed):
+        """Adopts the publisher's key list (the well-known `keys`) if it names the key
+        given; otherwise the key given alone stays trusted. Returns whether adopted."""
+        keys = parse_keys(listed or [])
+        if not any(k[2] == self.given for k in keys):
+            return False
+        self.keys = keys
+        return True
+
+    def _key_for(self, index, name, named):
+        listed = next((k for k in self.keys if (k[0] is None or k[0] <= index)
+                       and (k[1] is None or index <= k[1])), None)
+        if listed is None:
+            raise VerificationError(f"hour {name}: no key is listed for this hour")
+        if named and named != listed[3]:
+            whose = ("a key listed for other hours" if any(k[3] == named for k in self.keys)
+                     else "a key that is not listed")
+            raise VerificationError(f"hour {name}: signed by key {named}, {whose}; the key "
+                                    f"listed for it is {listed[3]}")
+        return listed[2]
+
+    def _signature_ok(self, index, header_, signature, key):
         from cryptography.exceptions import InvalidSignature
         try:
-            self._key.verify(signature, signed_message(index, header_))
+            self._load(key).verify(signature, signed_message(index, header_))
             return True
         except InvalidSignature:
             return False
@@ -81,7 +175,9 @@ class Verifier:
         name = hour.strftime("%Y-%m-%dT%H:00:00Z")
         index = hour_index(hour)
         prev = _unhex(prev_hex, 32, name, "Bloom-Prev-Header")
+        signature_hex, named = parse_signature(signature_hex)
         signature = _unhex(signature_hex, 64, name, "Bloom-Signature")
+        key = self._key_for(index, name, named)
         d = digest(data)
         if listed_digest is not None and listed_digest.lower() != d.hex():
             raise VerificationError(f"hour {name}: the filter's digest is {d.hex()}, but the "
@@ -91,7 +187,7 @@ class Verifier:
             raise VerificationError(f"hour {name}: its chain link does not follow the "
                                     "previous hour's header")
         h = header(d, prev)
-        if not self._signature_ok(index, h, signature):
+        if not self._signature_ok(index, h, signature, key):
             raise VerificationError(f"hour {name}: the signature does not verify with the "
                                     "public key given")
         after = self.headers.get(index + 1)
@@ -113,6 +209,7 @@ class Verifier:
             prev = _unhex(e.get("prev"), 32, name, "prev")
             h = _unhex(e.get("header"), 32, name, "header")
             signature = _unhex(e.get("signature"), 64, name, "signature")
+            key = self._key_for(index, name, e.get("key_id"))
             if header(d, prev) != h:
                 raise VerificationError(f"hour {name}: the listed header is not "
                                         "SHA-256(digest || prev)")
@@ -123,7 +220,7 @@ class Verifier:
                 if last[0] + 1 != index and prev != GENESIS:
                     raise VerificationError(f"hour {name}: the hours before it are missing "
                                             "from the chain")
-            if not self._signature_ok(index, h, signature):
+            if not self._signature_ok(index, h, signature, key):
                 raise VerificationError(f"hour {name}: the signature does not verify with "
                                         "the public key given")
             out[hour] = d

@@ -91,3 +91,86 @@ def test_another_key_is_refused():
     h = vectors()["hours"][0]
     with pytest.raises(VerificationError, match=h["hour"]):
         check(other, h)
+
+
+ROTATION = ROOT / "docs" / "rotation-vectors.json"
+
+
+def rotation():
+    return json.loads(ROTATION.read_text(encoding="utf-8"))
+
+
+def test_key_ids_and_signature_fields_match_the_rotation_vectors():
+    from bloomcast_client.verify import key_id, parse_signature
+    v = rotation()
+    for k in v["keys"]:
+        assert key_id(bytes.fromhex(k["public_key"])) == k["id"]
+    for h in v["hours"]:
+        assert parse_signature(h["bloom_signature"]) == (h["signature"], h["key_id"])
+    assert parse_signature(v["hours"][0]["signature"]) == (v["hours"][0]["signature"], None)
+    assert parse_signature(" ab ;x=1; KEYID=0102 ") == ("ab", "0102")
+
+
+@pytest.fixture
+def rotated():
+    pytest.importorskip("cryptography", reason="signature checks need cryptography")
+    from bloomcast_client.verify import Verifier
+    v = rotation()
+    verifier = Verifier(v["keys"][-1]["public_key"])
+    assert verifier.use_keys(v["keys"])
+    return verifier
+
+
+def test_each_hour_verifies_under_the_key_listed_for_it(rotated):
+    for chained, signed in zip(vectors()["hours"], rotation()["hours"]):
+        rotated.check(hour_of(chained), bytes.fromhex(chained["bin_hex"]), chained["prev"],
+                      signed["bloom_signature"])
+
+
+def test_a_signature_by_a_key_listed_for_other_hours_is_refused(rotated):
+    chained = {h["hour"]: h for h in vectors()["hours"]}
+    for r in rotation()["refused"]:
+        h = chained[r["hour"]]
+        with pytest.raises(VerificationError, match=r["why"]) as e:
+            rotated.check(hour_of(h), bytes.fromhex(h["bin_hex"]), h["prev"],
+                          r["bloom_signature"])
+        assert r["hour"] in str(e.value)
+
+
+def test_a_key_list_replaces_a_pinned_one_only_if_it_extends_it():
+    from bloomcast_client.verify import extends, parse_keys
+    v = rotation()
+    pinned = parse_keys(v["pinned"])
+    verified = hour_index(datetime.datetime.fromisoformat(v["verified"].replace("Z", "+00:00")))
+    for case in v["extending"]:
+        new = parse_keys(case["keys"])
+        if case["accepted"]:
+            extends(new, pinned, verified)
+        else:
+            with pytest.raises(VerificationError, match="does not extend"):
+                extends(new, pinned, verified)
+
+
+def test_a_list_with_a_wrong_id_or_overlapping_keys_is_refused():
+    from bloomcast_client.verify import parse_keys
+    keys = rotation()["keys"]
+    wrong = copy.deepcopy(keys)
+    wrong[0]["id"] = "00" * 8
+    overlapping = copy.deepcopy(keys)
+    overlapping[0]["last_hour"] = overlapping[1]["first_hour"]
+    for bad in (wrong, overlapping):
+        with pytest.raises(VerificationError, match="key list is refused"):
+            parse_keys(bad)
+
+
+def test_a_key_given_that_the_list_does_not_name_stays_the_only_one():
+    pytest.importorskip("cryptography", reason="signature checks need cryptography")
+    from bloomcast_client.verify import Verifier
+    v = rotation()
+    other = "3b6a27bcceb6a42d62a3a8d02a6f0d73653215771de243a63ac048a18b59da29"  # RFC 8032 test 3
+    verifier = Verifier(other)
+    assert not verifier.use_keys(v["keys"])
+    h = vectors()["hours"][0]
+    with pytest.raises(VerificationError, match="does not verify"):
+        verifier.check(hour_of(h), bytes.fromhex(h["bin_hex"]), h["prev"],
+                       rotation()["hours"][0]["signature"])

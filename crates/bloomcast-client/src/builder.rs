@@ -39,11 +39,12 @@ impl ClientBuilder {
         self
     }
 
-    /// Trust on first use, without a key given: the server's public key is read from
-    /// `/.well-known/bloomcast.json` once and pinned in the [`cache_dir`](Self::cache_dir)
-    /// (`<dir>/<server>/pubkey`); every closed hour is then verified against the pinned
-    /// key, in this process and later ones, as with [`pubkey`](Self::pubkey). A server
-    /// (or a mirror) that later signs with another key is refused. Needs a cache dir.
+    /// Trust on first use, without a key given: the server's list of keys is read from
+    /// `/.well-known/bloomcast.json` and pinned in the [`cache_dir`](Self::cache_dir)
+    /// (`<dir>/<server>/keys.json`); every closed hour is then verified against the key
+    /// listed for it, in this process and later ones. A later list is accepted only if it
+    /// extends the pinned one (a key rotated in for new hours); one that adds or moves a
+    /// key for hours already covered is refused. Needs a cache dir.
     pub fn pin_on_first_use(mut self) -> Self {
         self.pin = true;
         self
@@ -52,7 +53,9 @@ impl ClientBuilder {
     /// The publisher's public key (`GET /.well-known/bloomcast.json`, printed by the
     /// server at start): every closed hour fetched is then verified (digest, chain link,
     /// signature) and a tampered one refused with [`ClientError::Unverified`]. Unions
-    /// are not signed, so [`Client::changed_since`] fetches hour by hour.
+    /// are not signed, so [`Client::changed_since`] fetches hour by hour. After key
+    /// rotations, any of the keys the server lists may be given: the list must name it,
+    /// and each hour verifies under the key listed for it.
     ///
     /// ```
     /// let key = "d75a980182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a";
@@ -128,7 +131,8 @@ impl ClientBuilder {
             cache_dir: self.cache_dir,
             pubkey: self.pubkey,
             pin: self.pin,
-            pinned: tokio::sync::OnceCell::new(),
+            keyring: tokio::sync::Mutex::default(),
+            pin_mark: std::sync::atomic::AtomicI64::new(i64::MIN),
             static_layout: Default::default(),
             verified: std::sync::Mutex::default(),
         })

@@ -13,6 +13,7 @@
 // The core's modules, under the names the SDK's code and its users know them by.
 use bloomcast_core::sync;
 pub use bloomcast_core::{bloom, chain, dcz, hour, wire};
+pub use keys::{key_list_json, parse_key_list};
 
 mod builder;
 mod cache;
@@ -23,6 +24,7 @@ mod dictionaries;
 mod error;
 mod fetch;
 mod history;
+mod keys;
 mod plan;
 mod publish;
 mod verify;
@@ -187,10 +189,12 @@ pub struct Client {
     cache_dir: Option<std::path::PathBuf>,
     /// The publisher's key: when set, every closed hour fetched is verified.
     pubkey: Option<crate::chain::PublicKey>,
-    /// Trust on first use: pin the server's key in `cache_dir` and verify with it.
+    /// Trust on first use: pin the server's list of keys in `cache_dir` and verify with it.
     pin: bool,
-    /// The pinned key, read or fetched once (`None`: the server does not sign).
-    pinned: tokio::sync::OnceCell<Option<crate::chain::PublicKey>>,
+    /// The publisher's keys as last read and trusted (see `keys.rs`).
+    keyring: tokio::sync::Mutex<Option<std::sync::Arc<crate::chain::KeyList>>>,
+    /// The newest hour index recorded in the pin (`i64::MIN`: none).
+    pin_mark: std::sync::atomic::AtomicI64,
     /// Set once a raw filter came without its `Bloom-*` headers (a static mirror): filters
     /// are then read in their self-describing JSON form.
     static_layout: std::sync::atomic::AtomicBool,

@@ -3,7 +3,7 @@
 //! [`crate::chain`]), and whole ranges of the chain for `bloomcast verify`.
 
 use super::{Client, ClientError, Fetched, Result};
-use crate::chain::{self, ChainError, Claim, Hash, PublicKey};
+use crate::chain::{self, ChainError, Claim, Hash, KeyId, PublicKey, SignatureField};
 use crate::hour::Hour;
 use reqwest::header::HeaderMap;
 use serde::Deserialize;
@@ -29,6 +29,9 @@ pub struct ChainEntry {
     pub header: Hash,
     /// The publisher's signature, when it signs.
     pub signature: Option<[u8; 64]>,
+    /// The id of the key that made it (absent from servers before keys rotated: the key
+    /// listed for the hour).
+    pub key_id: Option<KeyId>,
 }
 
 /// One entry of `GET /chain/...` as sent.
@@ -39,6 +42,9 @@ struct Entry {
     prev: String,
     header: String,
     signature: Option<String>,
+    /// Absent from servers before keys rotated: the key listed for the hour.
+    #[serde(default)]
+    key_id: Option<String>,
 }
 
 fn malformed(hour: &str, detail: impl Into<String>) -> ClientError {
@@ -59,10 +65,6 @@ impl Client {
         headers: &HeaderMap,
         fetched: &Fetched,
     ) -> Result<()> {
-        let Some(key) = self.key().await? else {
-            return Ok(());
-        };
-        let key = &key;
         let stem = path.rsplit_once('.').map_or(path, |(stem, _)| stem);
         let Ok(hour) = Hour::parse_path(stem) else {
             return Ok(());
@@ -70,9 +72,12 @@ impl Client {
         if !fetched.meta.complete {
             return Ok(());
         }
+        let Some(keys) = self.keys(Some(hour)).await? else {
+            return Ok(());
+        };
         let name = hour.rfc3339();
         let header = |n: &str| headers.get(n).and_then(|v| v.to_str().ok());
-        let (prev, signature) = if header(chain::HEADER_PREV).is_none()
+        let (prev, field) = if header(chain::HEADER_PREV).is_none()
             && header(chain::HEADER_SIGNATURE).is_none()
         {
             // A static mirror sends no per-hour headers: the hour's chain entry signs it.
@@ -85,7 +90,11 @@ impl Client {
             let signature = entry
                 .signature
                 .ok_or_else(|| malformed(&name, "the chain entry is not signed"))?;
-            (entry.prev, signature)
+            let field = SignatureField {
+                signature,
+                key_id: entry.key_id,
+            };
+            (entry.prev, field)
         } else {
             let prev = header(chain::HEADER_PREV)
                 .and_then(chain::parse_hex::<32>)
@@ -95,32 +104,44 @@ impl Client {
                         "the response carries no chain link (Bloom-Prev-Header): not signed",
                     )
                 })?;
-            let signature = header(chain::HEADER_SIGNATURE)
-                .and_then(chain::parse_hex::<64>)
-                .ok_or_else(|| {
-                    malformed(&name, "the response carries no Bloom-Signature: not signed")
-                })?;
-            (prev, signature)
+            let field = header(chain::HEADER_SIGNATURE).ok_or_else(|| {
+                malformed(&name, "the response carries no Bloom-Signature: not signed")
+            })?;
+            let field = SignatureField::parse(field).ok_or_else(|| {
+                malformed(
+                    &name,
+                    "its Bloom-Signature is not 128 hex digits with an optional keyid=\"16 hex digits\"",
+                )
+            })?;
+            (prev, field)
         };
+        let key = &keys.key_for(hour, field.key_id)?;
         let claim = Claim {
             hour: name.clone(),
             index: hour.index(),
             digest: chain::digest(&fetched.filter.bytes()),
             prev,
-            signature,
+            signature: field.signature,
         };
+        self.link_verified(&claim, key, hour)?;
+        self.note_verified(hour).await;
+        Ok(())
+    }
+
+    /// Verifies `claim` and links it with the neighbouring hours verified before.
+    fn link_verified(&self, claim: &Claim, key: &PublicKey, hour: Hour) -> Result<()> {
         let mut verified = crate::sync::lock(&self.verified);
         let known_prev = verified.get(&hour.prev().index()).map(|(_, h)| *h);
         let header = claim.verify(key, known_prev.as_ref())?;
         if let Some((next_prev, _)) = verified.get(&hour.next().index()) {
             if *next_prev != header {
                 return Err(ClientError::Unverified(ChainError::Link {
-                    hour: name,
+                    hour: claim.hour.clone(),
                     detail: "the next hour, verified before, links to another header".into(),
                 }));
             }
         }
-        verified.insert(hour.index(), (prev, header));
+        verified.insert(hour.index(), (claim.prev, header));
         Ok(())
     }
 
@@ -136,7 +157,7 @@ impl Client {
     /// [`ClientError::Unverified`] naming the first entry that fails; transport errors
     /// and error statuses of the first page.
     pub async fn chain(&self, since: Hour) -> Result<Vec<ChainEntry>> {
-        let key = self.key().await?;
+        let verifying = self.keys(None).await?.is_some();
         let mut entries: Vec<ChainEntry> = Vec::new();
         let mut path = Some(format!("/chain{}?limit=1000", since.path()));
         let mut last: Option<(Hour, Hash)> = None;
@@ -149,8 +170,12 @@ impl Client {
             let continued = page.last().map(|e| e.hour.clone());
             for e in page {
                 let entry = parse_entry(&e)?;
-                if let Some(key) = &key {
-                    last = Some((entry.hour, verify_link(key, &entry, last)?));
+                if verifying {
+                    let keys = self.keys(Some(entry.hour)).await?.ok_or_else(|| {
+                        malformed(&e.hour, "the server no longer publishes its keys")
+                    })?;
+                    let key = keys.key_for(entry.hour, entry.key_id)?;
+                    last = Some((entry.hour, verify_link(&key, &entry, last)?));
                 }
                 entries.push(entry);
             }
@@ -177,7 +202,7 @@ impl Client {
     /// naming the first hour that fails (a changed byte, a missing or swapped hour, a
     /// broken link, another key); transport errors and error statuses.
     pub async fn verify_chain(&self, since: Hour) -> Result<ChainReport> {
-        if self.key().await?.is_none() {
+        if self.keys(None).await?.is_none() {
             return Err(ClientError::Argument(
                 "verifying needs the publisher's public key (--pubkey)".into(),
             ));
@@ -198,6 +223,9 @@ impl Client {
                 }));
             }
             report.hours.push(entry.hour);
+        }
+        if let Some(newest) = report.hours.last() {
+            self.note_verified(*newest).await;
         }
         Ok(report)
     }
@@ -220,52 +248,6 @@ impl Client {
             }
             None => Ok(None),
         }
-    }
-
-    /// The key to verify with: the one given, else (with pinning) the one pinned in the
-    /// cache directory, pinned from the server's `/.well-known/bloomcast.json` on first
-    /// use; `None` when not verifying.
-    async fn key(&self) -> Result<Option<PublicKey>> {
-        if self.pubkey.is_some() {
-            return Ok(self.pubkey);
-        }
-        let Some(file) = self.pin_file() else {
-            return Ok(None);
-        };
-        let key = self
-            .pinned
-            .get_or_try_init(|| async {
-                if let Ok(text) = std::fs::read_to_string(&file) {
-                    return text.trim().parse().map(Some).map_err(ClientError::Unverified);
-                }
-                let response = super::fetch::check(
-                    self.send(self.get("/.well-known/bloomcast.json")).await?,
-                )
-                .await?;
-                let body = self.body(response, None).await?;
-                let doc: serde_json::Value = serde_json::from_slice(&body)
-                    .map_err(|e| ClientError::Protocol(format!("/.well-known/bloomcast.json: {e}")))?;
-                let Some(text) = doc["public_key"].as_str() else {
-                    // The server does not sign: nothing to pin, nothing to check.
-                    return Ok(None);
-                };
-                let key: PublicKey = text.parse().map_err(ClientError::Unverified)?;
-                if let Some(dir) = file.parent() {
-                    let _ = std::fs::create_dir_all(dir);
-                }
-                if let Err(e) = std::fs::write(&file, format!("{key}\n")) {
-                    tracing::warn!(file = %file.display(), error = %e, "cannot pin the server's key");
-                }
-                Ok(Some(key))
-            })
-            .await?;
-        Ok(*key)
-    }
-
-    /// `<cache dir>/<server>/pubkey` when pinning is on.
-    fn pin_file(&self) -> Option<std::path::PathBuf> {
-        let dir = self.cache_dir.as_deref().filter(|_| self.pin)?;
-        Some(self.server_dir(dir).join("pubkey"))
     }
 
     /// One page of the chain and the path of the next one (`Link: rel="next"`).
@@ -300,8 +282,16 @@ fn parse_entry(e: &Entry) -> Result<ChainEntry> {
                 .ok_or_else(|| malformed(&e.hour, "the signature is not 64 bytes of hex"))?,
         ),
     };
+    let key_id = match e.key_id.as_deref() {
+        None => None,
+        Some(id) => Some(
+            id.parse::<KeyId>()
+                .map_err(|_| malformed(&e.hour, format!("key_id {id:?} is not 16 hex digits")))?,
+        ),
+    };
     Ok(ChainEntry {
         hour,
+        key_id,
         digest: hash(&e.digest, "digest")?,
         prev: hash(&e.prev, "prev")?,
         header: hash(&e.header, "header")?,
@@ -365,12 +355,17 @@ mod tests {
             prev: chain::hex(&GENESIS),
             header: chain::hex(&header),
             signature: Some(chain::hex(&signature)),
+            key_id: Some(Signer::from_seed(&[7; 32]).public_key().id().to_string()),
         }
     }
 
     #[test]
     fn a_chain_entry_in_hex_of_either_case_parses() {
         let parsed = parse_entry(&entry()).unwrap();
+        assert_eq!(
+            parsed.key_id,
+            Some(Signer::from_seed(&[7; 32]).public_key().id())
+        );
         assert_eq!(parsed.digest, chain::digest(b"filter"));
         assert_eq!(parsed.header, chain::header(&parsed.digest, &GENESIS));
         let mut upper = entry();

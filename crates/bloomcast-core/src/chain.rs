@@ -13,6 +13,13 @@
 //! - `signature(h) = Ed25519(key, "bloomcast-hour-v1" || hour index (8 bytes, big-endian)
 //!   || header(h))`: the prefix keeps the signature from passing for anything else, the
 //!   hour keeps a valid link from passing for another hour's.
+//!
+//! Keys rotate: [`KeyId`], [`SignatureField`] and [`KeyList`] (in `keys.rs`) say which key
+//! signs which hour.
+
+mod keys;
+
+pub use keys::{KeyId, KeyList, ListedKey, SignatureField};
 
 use base64::Engine;
 use ed25519_dalek::{Signer as _, SigningKey, VerifyingKey};
@@ -27,7 +34,8 @@ pub const GENESIS: Hash = [0; 32];
 /// Prefixed to every signed message (domain separation).
 pub const SIGNING_DOMAIN: &[u8] = b"bloomcast-hour-v1";
 
-/// Response header: the signature over the hour's chain link, lowercase hex.
+/// Response header: the signature over the hour's chain link, lowercase hex, and the
+/// id of the key that made it ([`SignatureField`]).
 pub const HEADER_SIGNATURE: &str = "bloom-signature";
 /// Response header: `header(h-1)`, lowercase hex, so one hour can be checked on its own.
 pub const HEADER_PREV: &str = "bloom-prev-header";
@@ -51,6 +59,10 @@ pub enum ChainError {
     Malformed { hour: String, detail: String },
     #[error("not a public key: {0} (expected 64 hex digits, an Ed25519 public key)")]
     BadKey(String),
+    #[error("hour {hour}: {detail}")]
+    OtherKey { hour: String, detail: String },
+    #[error("the publisher's key list is refused: {0}")]
+    BadKeyList(String),
 }
 
 /// SHA-256 of an hour's `.bin` bytes.
@@ -166,6 +178,21 @@ impl std::str::FromStr for PublicKey {
 }
 
 impl PublicKey {
+    /// The key of 32 bytes (RFC 8032's encoding).
+    ///
+    /// # Errors
+    /// [`ChainError::BadKey`] when they are not an Ed25519 public key.
+    pub fn from_bytes(bytes: &[u8; 32]) -> Result<PublicKey, ChainError> {
+        VerifyingKey::from_bytes(bytes)
+            .map(PublicKey)
+            .map_err(|_| ChainError::BadKey(hex(bytes)))
+    }
+
+    /// The key's 32 bytes.
+    pub fn as_bytes(&self) -> &[u8; 32] {
+        self.0.as_bytes()
+    }
+
     /// Checks hour `index`'s signature over `header`.
     ///
     /// # Errors

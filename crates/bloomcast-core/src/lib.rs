@@ -9,7 +9,8 @@
 //! - [`wire`]: wire format v1: the self-describing JSON document and the raw
 //!   representations' headers, and their strict decoding.
 //! - [`chain`]: verifiable history: an hour's digest, the hour chain's headers, the
-//!   signed message and Ed25519 verification.
+//!   signed message, Ed25519 verification, and keys that rotate (key ids, the
+//!   `Bloom-Signature` field, the list of keys with the hours each signs).
 //! - [`hour`]: UTC hours and days as validated values, parsed once from
 //!   `/YYYY/MM/DD/HH`.
 //! - [`dcz`]: the RFC 9842 dictionary-compressed (`dcz`) framing of open-hour deltas.

@@ -55,7 +55,7 @@ pub(super) fn chain_fields(place: &ChainPlace, out: &mut Vec<(HeaderName, Header
     let prev = value(chain::hex(&place.prev));
     out.push((HeaderName::from_static(chain::HEADER_PREV), prev));
     if let Some(signature) = &place.signature {
-        let signature = value(chain::hex(signature));
+        let signature = value(signature.to_string());
         out.push((HeaderName::from_static(chain::HEADER_SIGNATURE), signature));
     }
 }
@@ -114,12 +114,17 @@ mod tests {
         let mut r = render(&meta, &f, Repr::Json, Effort::Best);
         r.chain = Some(ChainPlace {
             prev: [7; 32],
-            signature: Some([9; 64]),
+            signature: Some(chain::SignatureField {
+                signature: [9; 64],
+                key_id: Some(chain::KeyId([3; 8])),
+            }),
         });
         let head = Head::of(&r);
         let names: Vec<&str> = head.metadata().iter().map(|(n, _)| n.as_str()).collect();
         assert_eq!(names, [chain::HEADER_PREV, chain::HEADER_SIGNATURE]);
         assert_eq!(text(&head.metadata()[0].1), chain::hex(&[7; 32]));
+        let signature = format!("{}; keyid=\"0303030303030303\"", chain::hex(&[9; 64]));
+        assert_eq!(text(&head.metadata()[1].1), signature);
         r.chain = Some(ChainPlace {
             prev: [7; 32],
             signature: None,

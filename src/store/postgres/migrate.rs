@@ -76,6 +76,7 @@ INSERT INTO {s}.meta (name, value)
     ON CONFLICT (name) DO NOTHING;
 "#,
     ),
+    (6, super::signing::MIGRATION),
 ];
 
 /// Creates the schema if needed and applies the migrations it lacks.

@@ -25,7 +25,9 @@ pub const APPLICATION_ID: i32 = 0x626C_6F6D;
 /// 4: each hour's batch count (`batch_counts`) and the prune mark, so a deleted or moved
 ///    batch, or a sealed row gone from an hour the chain covers, is found (see
 ///    [`crate::store::HourRecord`]).
-pub const SCHEMA_VERSION: i32 = 4;
+/// 5: the signing key registry and each hour's signature (`signing_keys`, `signatures`,
+///    see [`crate::store::HourSignature`]).
+pub const SCHEMA_VERSION: i32 = 5;
 
 /// Version 4: the batch record, counted from the batches there (trusted at that moment),
 /// and the prune mark, set to the oldest sealed hour (older chain links are of hours
@@ -198,6 +200,9 @@ pub(super) fn prepare(conn: &mut Connection, path: &Path) -> Result<()> {
     }
     if from < 4 {
         tx.execute_batch(V4).map_err(sql_error)?;
+    }
+    if from < 5 {
+        tx.execute_batch(super::signing::V5).map_err(sql_error)?;
     }
     if from < SCHEMA_VERSION || app_id == 0 {
         tx.execute_batch(&format!(

@@ -4,8 +4,11 @@
 
 use super::sql_error;
 use crate::bloom::SHA1_KM32;
+use crate::chain::PublicKey;
 use crate::hour::Hour;
-use crate::store::{batch_checksum, ChainLink, Linking, Result, SealedHour, Sealing, StoreError};
+use crate::store::{
+    batch_checksum, ChainLink, HourSignature, Linking, Result, SealedHour, Sealing, StoreError,
+};
 use rusqlite::{params, Connection};
 use std::sync::mpsc;
 use tokio::sync::oneshot;
@@ -43,6 +46,20 @@ pub(super) enum Command {
     Prune {
         before: Hour,
         reply: oneshot::Sender<Result<u64>>,
+    },
+    /// Registers a signing key (see `Store::register_key`); whether it did.
+    RegisterKey {
+        key: PublicKey,
+        first: Hour,
+        current: Option<PublicKey>,
+        reply: oneshot::Sender<Result<bool>>,
+    },
+    /// Stores an hour's signature unless it has one; whether it did.
+    Sign {
+        signature: HourSignature,
+        /// The key that made it: stored only if registered for the hour.
+        key: PublicKey,
+        reply: oneshot::Sender<Result<bool>>,
     },
     /// A no-op write (a heartbeat row) that proves the thread and the disk take commits.
     Heartbeat { reply: oneshot::Sender<Result<()>> },
@@ -91,6 +108,7 @@ enum Answer {
     Sealed(Sealing),
     Linked(Linking),
     Count(u64),
+    Flag(bool),
 }
 
 fn apply_group(
@@ -197,6 +215,20 @@ fn apply_group(
                     Answer::Sealed(Sealing::of_rows_inserted(inserted as u64))
                 }
                 Command::Link { link, .. } => Answer::Linked(super::chain::insert(&tx, link)?),
+                Command::RegisterKey {
+                    key,
+                    first,
+                    current,
+                    ..
+                } => Answer::Flag(super::signing::register(
+                    &tx,
+                    key,
+                    *first,
+                    current.as_ref(),
+                )?),
+                Command::Sign { signature, key, .. } => {
+                    Answer::Flag(super::signing::insert_signature(&tx, signature, key)?)
+                }
                 Command::Heartbeat { .. } => {
                     tx.execute(
                         "INSERT INTO meta (name, value) VALUES ('heartbeat', unixepoch())
@@ -255,6 +287,10 @@ fn reply_all(group: Vec<Command>, outcome: Result<Vec<Answer>>) {
                     (Command::Prune { reply, .. }, Answer::Count(n)) => {
                         reply.send(Ok(n)).map_err(drop)
                     }
+                    (
+                        Command::RegisterKey { reply, .. } | Command::Sign { reply, .. },
+                        Answer::Flag(f),
+                    ) => reply.send(Ok(f)).map_err(drop),
                     _ => unreachable!("answers follow their commands"),
                 };
             }
@@ -271,6 +307,9 @@ fn reply_all(group: Vec<Command>, outcome: Result<Vec<Answer>>) {
                     Command::Seal { reply, .. } => reply.send(Err(err())).map_err(drop),
                     Command::Link { reply, .. } => reply.send(Err(err())).map_err(drop),
                     Command::Prune { reply, .. } => reply.send(Err(err())).map_err(drop),
+                    Command::RegisterKey { reply, .. } | Command::Sign { reply, .. } => {
+                        reply.send(Err(err())).map_err(drop)
+                    }
                 };
             }
         }
