@@ -121,7 +121,13 @@ pub(super) fn respond(
     let r = &view.rendered;
     let head = head(r);
     let gzip = r.encodings.sends_gzip(accepts_gzip(request));
-    let cache_control = cache_control(state, view.open_until);
+    // A closed hour whose signature is still to come would stay unsigned in a cache
+    // that keeps it for ever (a 304 carries no signature): no cache keeps it.
+    let cache_control = if view.signature_pending {
+        HeaderValue::from_static("no-store")
+    } else {
+        cache_control(state, view.open_until)
+    };
     let etag = head.etag(gzip).clone();
     let vary = vary(view.open_hour.is_some());
 

@@ -89,6 +89,8 @@ impl Service {
             prev,
             next,
             open_hour: None,
+            // Compact forms are not signed (the chain covers the v1 filter's bytes).
+            signature_pending: false,
         })
     }
 

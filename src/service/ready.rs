@@ -124,6 +124,8 @@ impl ReadyHour<'_> {
             prev: self.prev.then(|| Target::Hour(self.hour.prev())),
             next: self.next.then(|| Target::Hour(self.hour.next())),
             open_hour: self.open_until.map(|_| self.hour),
+            // Only settled renderings of closed hours are cached, and so ready.
+            signature_pending: false,
         }
     }
 }

@@ -29,4 +29,8 @@ pub struct View {
     /// The open hour this view shows, whose versions may serve as compression
     /// dictionaries for later ones (RFC 9842); `None` for closed hours and unions.
     pub open_hour: Option<Hour>,
+    /// A closed hour served before its signature exists (its seal is not yet linked, or
+    /// only a node holding the key registered for it can sign it): complete, but not in
+    /// the form every cache may keep for ever.
+    pub signature_pending: bool,
 }

@@ -61,12 +61,16 @@ impl Service {
                     None => self.closed_view(hour, repr).await?,
                 };
                 let now = self.current_hour();
+                let signature_pending = complete
+                    && self.tuning.signer.is_some()
+                    && rendered.chain.is_none_or(|c| c.signature.is_none());
                 Ok(View {
                     rendered,
                     open_until: (!complete).then(|| now.end()),
                     prev: (hour.prev() >= self.earliest(now)).then(|| Target::Hour(hour.prev())),
                     next: (hour < now).then(|| Target::Hour(hour.next())),
                     open_hour: (!complete).then_some(hour),
+                    signature_pending,
                 })
             }
             Target::Day(day) => {
@@ -86,6 +90,7 @@ impl Service {
                     next: (last < now)
                         .then(|| Target::Day(Day::from_hour_index(first.index() + 24))),
                     open_hour: None,
+                    signature_pending: false,
                 })
             }
             Target::Since(from) => {
@@ -102,6 +107,7 @@ impl Service {
                     prev: None,
                     next: None,
                     open_hour: None,
+                    signature_pending: false,
                 })
             }
         }

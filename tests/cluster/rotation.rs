@@ -45,6 +45,8 @@ pub async fn a_node_on_a_new_key_signs_new_hours_and_the_old_key_signs_none_of_t
         .await
         .unwrap();
     assert!(unsigned.headers().get("bloom-signature").is_none());
+    // No cache may keep it for ever unsigned (a 304 would never bring the signature).
+    assert_eq!(unsigned.headers()["cache-control"], "no-store");
 
     // ...until the node holding key 2 serves it, signing it once for every node.
     let mut served = Vec::new();
@@ -55,6 +57,11 @@ pub async fn a_node_on_a_new_key_signs_new_hours_and_the_old_key_signs_none_of_t
                 .send()
                 .await
                 .unwrap();
+            assert_eq!(
+                reply.headers()["cache-control"],
+                "public, max-age=31536000, immutable",
+                "signed, hour {n} is immutable"
+            );
             let field = reply.headers()["bloom-signature"]
                 .to_str()
                 .unwrap()
