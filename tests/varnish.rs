@@ -6,17 +6,17 @@
 mod common;
 
 use base64::Engine as _;
-use bloomcast::chain::{PublicKey, Signer};
+use bloomcast::chain::{PublicKey, SignatureField, Signer};
 use bloomcast::clock::ManualClock;
 use bloomcast::hour::{hour_of, Hour};
 use bloomcast::wire::Document;
 use chrono::Duration;
 use common::needs::{self, Need};
-use common::nodes::{drop_schema, node, node_settings, unique_schema, Node};
+use common::nodes::{drop_schema, node, node_settings, try_node, unique_schema, Node};
 use common::{post_ids, TOKEN};
 use reqwest::header::HeaderMap;
 use std::net::TcpListener;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Instant;
 
@@ -42,6 +42,9 @@ fn main() {
         needs::trial("private_routes_are_never_cached", &needs, || {
             needs::block_on(private_routes_are_never_cached())
         }),
+        needs::trial("a_rotated_key_breaks_no_cached_hour", &needs, || {
+            needs::block_on(a_rotated_key_breaks_no_cached_hour())
+        }),
     ]);
 }
 
@@ -55,6 +58,9 @@ const SEED: [u8; 32] = [0x5a; 32];
 /// PostgreSQL, two nodes on one schema sharing a signing key, Varnish in front.
 struct Stack {
     nodes: Vec<Node>,
+    /// Each node's settings, its port as it was given.
+    settings: Vec<bloomcast::config::Settings>,
+    key_file: PathBuf,
     cache: String,
     clock: ManualClock,
     http: reqwest::Client,
@@ -72,18 +78,23 @@ impl Stack {
         let key_file = dir.path().join("signing-key");
         std::fs::write(&key_file, format!("{}\n", "5a".repeat(32))).unwrap();
         let clock = ManualClock::at(first_hour(), Duration::minutes(10));
-        let mut nodes = Vec::new();
+        let (mut nodes, mut kept) = (Vec::new(), Vec::new());
         for i in 0..2 {
             let mut settings = node_settings(&url, &schema, dir.path().join(format!("node{i}")));
             settings.signing_key_file = key_file.clone();
             settings.open_max_age = open_max_age;
             // Every new version of the open hour is kept as a dictionary (for dcz).
             settings.delta_ids = 1;
-            nodes.push(node(settings, &clock).await);
+            let node = node(settings.clone(), &clock).await;
+            settings.listen = node.base.trim_start_matches("http://").parse().unwrap();
+            nodes.push(node);
+            kept.push(settings);
         }
         let (varnish, cache) = start_varnish(dir.path(), &nodes);
         Stack {
             nodes,
+            settings: kept,
+            key_file,
             cache,
             clock,
             http: reqwest::Client::new(),
@@ -101,11 +112,33 @@ impl Stack {
             .expect("ingest acknowledged");
     }
 
-    /// Closes the first hour: the clock moves on and both nodes run their housekeeping.
-    async fn seal_first_hour(&self) {
+    /// Closes the open hour: the clock moves on and both nodes run their housekeeping.
+    async fn seal_open_hour(&self) {
         self.clock.advance(Duration::hours(1));
         for node in &self.nodes {
             node.service.tick().await.unwrap();
+        }
+    }
+
+    /// Stops both nodes and starts them again on their ports with the key of `seed` in
+    /// their key file: a rotation, as `bloomcast rotate-key` and a restart make it.
+    async fn restart_with_key(&mut self, seed: &[u8; 32]) {
+        self.nodes.clear();
+        std::fs::write(&self.key_file, format!("{}\n", bloomcast::chain::hex(seed))).unwrap();
+        for settings in &self.settings {
+            let started = Instant::now();
+            let node = loop {
+                match try_node(settings.clone(), &self.clock).await {
+                    Ok(node) => break node,
+                    // The stopped node may still hold its port for a moment.
+                    Err(e) if started.elapsed().as_secs() < 15 => {
+                        tracing::debug!(error = %e, "node restart");
+                        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+                    }
+                    Err(e) => panic!("the node did not restart on {}: {e}", settings.listen),
+                }
+            };
+            self.nodes.push(node);
         }
     }
 
@@ -259,7 +292,7 @@ async fn closed_hours_reach_the_origin_once_per_form_and_encoding() {
     let stack = Stack::start(30).await;
     stack.publish(0, &ids("a", 50)).await;
     stack.publish(1, &ids("b", 50)).await;
-    stack.seal_first_hour().await;
+    stack.seal_open_hour().await;
     let path = first_hour().path();
     let forms: [(String, Option<&str>); 4] = [
         (path.clone(), None),
@@ -524,7 +557,7 @@ async fn variants_never_mix() {
     }
 
     // A closed hour: gzip for whoever takes it (`*` included), identity for the rest.
-    stack.seal_first_hour().await;
+    stack.seal_open_hour().await;
     for (accept_encoding, coding) in [
         ("gzip", Some("gzip")),
         ("br, *", Some("gzip")),
@@ -554,7 +587,7 @@ async fn verify_and_check_succeed_through_the_cache() {
         stack
             .publish(round % 2, &ids(&format!("r{round}-"), 20))
             .await;
-        stack.seal_first_hour().await;
+        stack.seal_open_hour().await;
     }
     let key: PublicKey = Signer::from_seed(&SEED).public_key();
     let bin = env!("CARGO_BIN_EXE_bloomcast");
@@ -659,5 +692,91 @@ async fn private_routes_are_never_cached() {
         assert_eq!(status, 401);
         assert_eq!(header(&h, "cache-control"), Some("no-store"));
     }
+    stack.stop().await;
+}
+
+async fn a_rotated_key_breaks_no_cached_hour() {
+    let mut stack = Stack::start(30).await;
+    let path = format!("{}.bin", first_hour().path());
+    stack.publish(0, &ids("k1-", 10)).await;
+    stack.seal_open_hour().await;
+    let (status, before, body) = stack.get(&path, &[]).await;
+    assert_eq!(status, 200);
+    let k1 = Signer::from_seed(&SEED).public_key();
+    let signed =
+        |h: &HeaderMap| SignatureField::parse(header(h, "bloom-signature").unwrap()).unwrap();
+    assert_eq!(signed(&before).key_id, Some(k1.id()));
+
+    // Two rotations, an hour sealed under each new key.
+    for (n, seed) in [(1, [0x61u8; 32]), (2, [0x62; 32])] {
+        stack.restart_with_key(&seed).await;
+        stack
+            .publish(n % 2, &ids(&format!("k{}-", n + 1), 10))
+            .await;
+        stack.seal_open_hour().await;
+        let newest = Hour::from_index(first_hour().index() + n as i64);
+        let (status, h, _) = stack.get(&format!("{}.bin", newest.path()), &[]).await;
+        assert_eq!(status, 200);
+        assert_eq!(
+            signed(&h).key_id,
+            Some(Signer::from_seed(&seed).public_key().id())
+        );
+    }
+
+    // The hour cached before the rotations is still served from the cache, as it was,
+    // and still verifies: its signature never changed.
+    let (status, after, cached) = stack.get(&path, &[]).await;
+    assert_eq!(status, 200);
+    assert_eq!(
+        header(&after, "x-varnish").unwrap().split(' ').count(),
+        2,
+        "a cache hit"
+    );
+    assert_eq!(cached, body);
+    assert_eq!(
+        header(&after, "bloom-signature"),
+        header(&before, "bloom-signature")
+    );
+    let wk: serde_json::Value =
+        serde_json::from_slice(&stack.get("/.well-known/bloomcast.json", &[]).await.2).unwrap();
+    assert_eq!(wk["keys"].as_array().unwrap().len(), 3, "{wk}");
+    let bin = env!("CARGO_BIN_EXE_bloomcast");
+    let verify = Command::new(bin)
+        .args([
+            "verify",
+            "--pubkey",
+            &k1.to_string(),
+            "--since",
+            "2008-09-03T13",
+        ])
+        .args(["--url", &stack.cache])
+        .output()
+        .unwrap();
+    assert!(
+        verify.status.success(),
+        "verify across both rotations through the cache: {}",
+        String::from_utf8_lossy(&verify.stderr)
+    );
+    let check = Command::new(bin)
+        .args([
+            "check",
+            "--server",
+            &stack.cache,
+            "--pubkey",
+            &k1.to_string(),
+        ])
+        .args(["--since", "2008-09-03T13", "k1-3", "k3-9", "nobody"])
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&check.stdout);
+    assert!(
+        check.status.success(),
+        "check: {}",
+        String::from_utf8_lossy(&check.stderr)
+    );
+    assert!(
+        out.contains("k1-3") && out.contains("k3-9") && !out.contains("nobody"),
+        "{out}"
+    );
     stack.stop().await;
 }

@@ -47,21 +47,26 @@ pub struct Node {
 
 /// Starts a node with `settings` (its start runs the migrations).
 pub async fn node(settings: Settings, clock: &ManualClock) -> Node {
+    try_node(settings, clock).await.expect("node starts")
+}
+
+/// As [`node`], or why it did not start (its port still taken, say).
+pub async fn try_node(settings: Settings, clock: &ManualClock) -> Result<Node, String> {
     let app = Application::build_with_clock(settings, Arc::new(clock.clone()))
         .await
-        .expect("node starts");
+        .map_err(|e| e.to_string())?;
     let base = format!("http://{}", app.local_addr());
     let service = app.service();
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     tokio::spawn(app.run_until(async move {
         let _ = stopped.await;
     }));
-    Node {
+    Ok(Node {
         base,
         service,
         _stop: stop,
         _dir: None,
-    }
+    })
 }
 
 /// As [`node`], with the default node settings and a data dir of its own.
