@@ -259,6 +259,43 @@ fn start_varnish(dir: &Path, nodes: &[Node]) -> (Child, String) {
     (child, cache)
 }
 
+/// `bloomcast verify --pubkey KEY --since <the first hour>` against `base`, asserted to pass.
+fn verify_through(base: &str, key: &PublicKey, what: &str) {
+    let verify = Command::new(env!("CARGO_BIN_EXE_bloomcast"))
+        .args([
+            "verify",
+            "--pubkey",
+            &key.to_string(),
+            "--since",
+            "2008-09-03T13",
+        ])
+        .args(["--url", base])
+        .output()
+        .unwrap();
+    assert!(
+        verify.status.success(),
+        "verify {what}: {}",
+        String::from_utf8_lossy(&verify.stderr)
+    );
+}
+
+/// `bloomcast check --pubkey KEY --since <the first hour> IDS` against `base`, asserted
+/// to pass: what it printed.
+fn check_through(base: &str, key: &PublicKey, ids: &[&str]) -> String {
+    let check = Command::new(env!("CARGO_BIN_EXE_bloomcast"))
+        .args(["check", "--server", base, "--pubkey", &key.to_string()])
+        .args(["--since", "2008-09-03T13"])
+        .args(ids)
+        .output()
+        .unwrap();
+    assert!(
+        check.status.success(),
+        "check: {}",
+        String::from_utf8_lossy(&check.stderr)
+    );
+    String::from_utf8_lossy(&check.stdout).into_owned()
+}
+
 fn header<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h str> {
     headers.get(name).map(|v| v.to_str().unwrap())
 }
@@ -590,43 +627,11 @@ async fn verify_and_check_succeed_through_the_cache() {
         stack.seal_open_hour().await;
     }
     let key: PublicKey = Signer::from_seed(&SEED).public_key();
-    let bin = env!("CARGO_BIN_EXE_bloomcast");
-    let verify = Command::new(bin)
-        .args([
-            "verify",
-            "--pubkey",
-            &key.to_string(),
-            "--since",
-            "2008-09-03T13",
-        ])
-        .args(["--url", &stack.cache])
-        .output()
-        .unwrap();
-    assert!(
-        verify.status.success(),
-        "verify through the cache: {}",
-        String::from_utf8_lossy(&verify.stderr)
-    );
+    verify_through(&stack.cache, &key, "through the cache");
     let mut reached = Vec::new();
     for _ in 0..2 {
         let before = stack.origin_requests(None).await - stack.origin_requests("/").await;
-        let check = Command::new(bin)
-            .args([
-                "check",
-                "--server",
-                &stack.cache,
-                "--pubkey",
-                &key.to_string(),
-            ])
-            .args(["--since", "2008-09-03T13", "r0-3", "r2-19", "nobody"])
-            .output()
-            .unwrap();
-        let out = String::from_utf8_lossy(&check.stdout);
-        assert!(
-            check.status.success(),
-            "check: {}",
-            String::from_utf8_lossy(&check.stderr)
-        );
+        let out = check_through(&stack.cache, &key, &["r0-3", "r2-19", "nobody"]);
         assert!(out.contains("r0-3") && out.contains("r2-19"), "{out}");
         assert!(!out.contains("nobody"), "{out}");
         reached.push(stack.origin_requests(None).await - stack.origin_requests("/").await - before);
@@ -740,40 +745,8 @@ async fn a_rotated_key_breaks_no_cached_hour() {
     let wk: serde_json::Value =
         serde_json::from_slice(&stack.get("/.well-known/bloomcast.json", &[]).await.2).unwrap();
     assert_eq!(wk["keys"].as_array().unwrap().len(), 3, "{wk}");
-    let bin = env!("CARGO_BIN_EXE_bloomcast");
-    let verify = Command::new(bin)
-        .args([
-            "verify",
-            "--pubkey",
-            &k1.to_string(),
-            "--since",
-            "2008-09-03T13",
-        ])
-        .args(["--url", &stack.cache])
-        .output()
-        .unwrap();
-    assert!(
-        verify.status.success(),
-        "verify across both rotations through the cache: {}",
-        String::from_utf8_lossy(&verify.stderr)
-    );
-    let check = Command::new(bin)
-        .args([
-            "check",
-            "--server",
-            &stack.cache,
-            "--pubkey",
-            &k1.to_string(),
-        ])
-        .args(["--since", "2008-09-03T13", "k1-3", "k3-9", "nobody"])
-        .output()
-        .unwrap();
-    let out = String::from_utf8_lossy(&check.stdout);
-    assert!(
-        check.status.success(),
-        "check: {}",
-        String::from_utf8_lossy(&check.stderr)
-    );
+    verify_through(&stack.cache, &k1, "across both rotations through the cache");
+    let out = check_through(&stack.cache, &k1, &["k1-3", "k3-9", "nobody"]);
     assert!(
         out.contains("k1-3") && out.contains("k3-9") && !out.contains("nobody"),
         "{out}"
