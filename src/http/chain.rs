@@ -137,5 +137,5 @@ pub async fn well_known(State(state): State<AppState>) -> Result<Response> {
         "retention_hours": tuning.retention_hours,
         "urls": { "chain": "/chain/YYYY/MM/DD/HH?limit=N" },
     });
-    Ok(([(header::CACHE_CONTROL, "public, max-age=300")], Json(body)).into_response())
+    Ok(([(header::CACHE_CONTROL, "public, max-age=60")], Json(body)).into_response())
 }

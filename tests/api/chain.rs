@@ -9,6 +9,8 @@ use bloomcast::hour::Hour;
 async fn public_key(app: &TestApp) -> PublicKey {
     let reply = app.get("/.well-known/bloomcast.json").await;
     assert_eq!(reply.status, 200);
+    // Cached a minute at most: after a key rotation, caches list the new key soon.
+    assert_eq!(reply.header("cache-control"), Some("public, max-age=60"));
     let json = reply.json();
     assert_eq!(json["chain_genesis"], "00".repeat(32));
     assert_eq!(json["signing_domain"], "bloomcast-hour-v1");
