@@ -24,28 +24,48 @@ pub fn signer(settings: &Settings) -> Result<Option<Signer>, StartError> {
         tracing::warn!("cluster mode without signing_key_file: hours are published unsigned (set the same key file on every node to sign them)");
         return Ok(None);
     }
-    let path = if configured {
-        settings.signing_key_file.clone()
-    } else {
-        settings.data_dir.join(KEY_FILE)
-    };
-    let io = |context: String| move |source| StartError::Io { context, source };
-    let signer = match std::fs::read_to_string(&path) {
-        Ok(text) => parse(&text).ok_or_else(|| StartError::Io {
-            context: format!(
-                "{} does not hold a signing key (64 hex digits, an Ed25519 seed)",
-                path.display()
-            ),
-            source: std::io::Error::from(std::io::ErrorKind::InvalidData),
-        })?,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound && !configured => {
+    let path = key_file(settings);
+    let signer = match read_key(&path)? {
+        Some(signer) => signer,
+        None if !configured => {
             generate(&path).map_err(io(format!("cannot write {}", path.display())))?
         }
-        Err(e) => return Err(io(format!("cannot read {}", path.display()))(e)),
+        None => {
+            let missing = std::io::Error::from(std::io::ErrorKind::NotFound);
+            return Err(io(format!("cannot read {}", path.display()))(missing));
+        }
     };
     tracing::info!(public_key = %signer.public_key(), file = %path.display(),
         "signing the hour chain; clients verify with --pubkey {}", signer.public_key());
     Ok(Some(signer))
+}
+
+/// The key file: `signing_key_file`, else the generated one in the data directory.
+fn key_file(settings: &Settings) -> PathBuf {
+    if settings.signing_key_file.as_os_str().is_empty() {
+        settings.data_dir.join(KEY_FILE)
+    } else {
+        settings.signing_key_file.clone()
+    }
+}
+
+/// The key `path` holds; `None` when there is no such file.
+fn read_key(path: &Path) -> Result<Option<Signer>, StartError> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => parse(&text).map(Some).ok_or_else(|| StartError::Io {
+            context: format!(
+                "{} does not hold a signing key (64 hex digits, an Ed25519 seed); left as it is",
+                path.display()
+            ),
+            source: std::io::Error::from(std::io::ErrorKind::InvalidData),
+        }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(io(format!("cannot read {}", path.display()))(e)),
+    }
+}
+
+fn io(context: String) -> impl FnOnce(std::io::Error) -> StartError {
+    move |source| StartError::Io { context, source }
 }
 
 /// What [`rotate`] did.
@@ -67,38 +87,12 @@ pub struct Rotated {
 /// # Errors
 /// A file that holds something other than a key (left as it is), or cannot be written.
 pub fn rotate(settings: &Settings) -> Result<Rotated, StartError> {
-    let file = if settings.signing_key_file.as_os_str().is_empty() {
-        settings.data_dir.join(KEY_FILE)
-    } else {
-        settings.signing_key_file.clone()
-    };
-    let io = |context: String| move |source| StartError::Io { context, source };
-    let old = match std::fs::read_to_string(&file) {
-        Ok(text) => Some(
-            parse(&text)
-                .ok_or_else(|| StartError::Io {
-                    context: format!(
-                        "{} does not hold a signing key (64 hex digits); left as it is",
-                        file.display()
-                    ),
-                    source: std::io::Error::from(std::io::ErrorKind::InvalidData),
-                })?
-                .public_key(),
-        ),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-        Err(e) => return Err(io(format!("cannot read {}", file.display()))(e)),
-    };
-    let mut seed = [0u8; 32];
-    getrandom::fill(&mut seed).map_err(|e| StartError::Io {
-        context: "cannot draw a new key".into(),
-        source: std::io::Error::other(e.to_string()),
-    })?;
+    let file = key_file(settings);
+    let old = read_key(&file)?.map(|signer| signer.public_key());
+    let seed = draw_seed().map_err(io("cannot draw a new key".into()))?;
     let beside = file.with_extension("new");
     let _ = std::fs::remove_file(&beside);
-    if let Some(dir) = file.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).map_err(io(format!("cannot create {}", dir.display())))?;
-    }
-    write_private(&beside, &chain::hex(&seed))
+    write_key(&beside, &seed)
         .and_then(|()| std::fs::rename(&beside, &file))
         .map_err(io(format!("cannot write {}", file.display())))?;
     Ok(Rotated {
@@ -113,14 +107,24 @@ fn parse(text: &str) -> Option<Signer> {
 }
 
 fn generate(path: &Path) -> std::io::Result<Signer> {
-    let mut seed = [0u8; 32];
-    getrandom::fill(&mut seed).map_err(|e| std::io::Error::other(e.to_string()))?;
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)?;
-    }
-    write_private(path, &chain::hex(&seed))?;
+    let seed = draw_seed()?;
+    write_key(path, &seed)?;
     tracing::warn!(file = %path.display(), "no signing key configured (signing_key_file): generated one and saved it in this file");
     Ok(Signer::from_seed(&seed))
+}
+
+fn draw_seed() -> std::io::Result<[u8; 32]> {
+    let mut seed = [0u8; 32];
+    getrandom::fill(&mut seed).map_err(|e| std::io::Error::other(e.to_string()))?;
+    Ok(seed)
+}
+
+/// Writes `seed` as a new key file at `path` (mode 0600), its directory made if needed.
+fn write_key(path: &Path, seed: &[u8; 32]) -> std::io::Result<()> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)?;
+    }
+    write_private(path, &chain::hex(seed))
 }
 
 #[cfg(test)]
