@@ -7,7 +7,7 @@
 //! open hour, today, every `since`) is 406.
 
 use super::error::{ApiError, Result};
-use super::filters::{cache_control, not_modified};
+use super::filters::{not_modified, view_cache_control};
 use super::head::head;
 use super::negotiate::{accepts_gzip, wants_compact};
 use super::paths::filter_path;
@@ -81,7 +81,7 @@ async fn serve(state: &AppState, parts: &Parts, plain: &str, form: Compact) -> R
     // Only the JSON form has a gzip encoding (the body is near-random bits).
     let gzip = !rendered.gzip.is_empty() && accepts_gzip(&parts.headers);
     let etag = head.etag(gzip).clone();
-    let cache = cache_control(state, view.open_until);
+    let cache = view_cache_control(state, &view);
     let vary = HeaderValue::from_static("Accept, Accept-Encoding");
     let mut response = if not_modified(rendered, &parts.headers) {
         let mut response = Response::new(Body::empty());

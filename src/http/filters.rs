@@ -121,13 +121,7 @@ pub(super) fn respond(
     let r = &view.rendered;
     let head = head(r);
     let gzip = r.encodings.sends_gzip(accepts_gzip(request));
-    // A closed hour whose signature is still to come would stay unsigned in a cache
-    // that keeps it for ever (a 304 carries no signature): no cache keeps it.
-    let cache_control = if view.signature_pending {
-        HeaderValue::from_static("no-store")
-    } else {
-        cache_control(state, view.open_until)
-    };
+    let cache_control = view_cache_control(state, view);
     let etag = head.etag(gzip).clone();
     let vary = vary(view.open_hour.is_some());
 
@@ -205,6 +199,16 @@ pub(super) fn not_modified(r: &Rendered, request: &HeaderMap) -> bool {
         .get(header::IF_NONE_MATCH)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| super::head::matches(r, v))
+}
+
+/// `Cache-Control` of a view: as [`cache_control`], but `no-store` for a closed hour
+/// whose signature is still to come, which a cache keeping it for ever would serve
+/// unsigned for ever (a 304 carries no signature).
+pub(super) fn view_cache_control(state: &AppState, view: &View) -> HeaderValue {
+    if view.signature_pending {
+        return HeaderValue::from_static("no-store");
+    }
+    cache_control(state, view.open_until)
 }
 
 /// `Cache-Control` of a filter: immutable when complete, else a max-age that never runs
