@@ -15,14 +15,20 @@
 # Prints, each measured from the server process's own CPU time (/proc/PID/stat) and peak
 # RSS (VmHWM):
 # - one `GET /since/<24 hours ago>.bin` (a cold build), then the same again (cached);
+#   COLD=N (default 1) makes N cold builds, each on a freshly started server over the
+#   same store, for the spread of the figure the build goal is about;
 # - the JSON form of the same union after the .bin one;
 # - a reader looping on that since-union for TRICKLE_SECS while a publisher posts 100 IDs
 #   every 0.5 s, next to the same trickle with no reader: the union's share of a core;
 #   then the same reader with nothing arriving (what sending the bytes costs alone), and
 #   the server's own account of the trickle's part (`/stats` `unions`: the CPU time of
-#   carrying the union forward and rendering it, per version). Once for the raw form
-#   without compression, once for JSON with gzip, as a poller asks, and once for JSON
-#   as a plain `curl` of the URL gets it (the issue's reader);
+#   carrying the union forward and rendering it, per version). The two phases alternate
+#   ROUNDS times (default 3): sending a body of megabytes over loopback varies by more
+#   than the trickle costs, so one pair of phases says little; the extra is the mean of
+#   the rounds' differences, with their range. Once for the raw form without compression,
+#   once for JSON with gzip, as a poller asks, and once for JSON as a plain `curl` of the
+#   URL gets it (the issue's reader). The publisher runs on the client core, as the
+#   readers do with READER_CPU;
 # - 50 concurrent distinct since-ranges: how many were answered 200, 503 busy or 408;
 # - the same-run reference: nginx (one process, sendfile, gzip_static; installed from
 #   Debian's packages when missing) on the same core serving the very bytes of that
@@ -49,18 +55,23 @@ for ago in $(seq 24 -1 1); do
   # 24 x HOUR_IDS distinct IDs (9.6M, an 11.5 MB filter), not HOUR_IDS seen 24 times.
   "$EXAMPLES/seed_closed_hour" "$data" "$HOUR_IDS" "$ago" "h$ago" >/dev/null
 done
-port=$(free_port)
-base="http://127.0.0.1:$port"
-(cd "$ROOT" && exec env RUST_LOG=warn BLOOMCAST_LISTEN="127.0.0.1:$port" \
-    BLOOMCAST_DATA_DIR="$data" BLOOMCAST_INGEST_TOKENS="$TOKEN" \
-    taskset -c "$SERVER_CPU" "$BIN" serve) 2>>"$WORK/bloomcast-$port.log" &
-pid=$!
-PIDS+=("$pid")
-# Until /healthz is 200: the startup housekeeping has sealed the 24 hours.
-for _ in $(seq 1 1200); do
-  [ "$(curl -s -o /dev/null -w '%{http_code}' "$base/healthz")" = 200 ] && break
-  sleep 0.5
-done
+# Starts the server on the store; sets pid and base.
+serve() {
+  local port
+  port=$(free_port)
+  base="http://127.0.0.1:$port"
+  (cd "$ROOT" && exec env RUST_LOG=warn BLOOMCAST_LISTEN="127.0.0.1:$port" \
+      BLOOMCAST_DATA_DIR="$data" BLOOMCAST_INGEST_TOKENS="$TOKEN" \
+      taskset -c "$SERVER_CPU" "$BIN" serve) 2>>"$WORK/bloomcast-$port.log" &
+  pid=$!
+  PIDS+=("$pid")
+  # Until /healthz is 200: the startup housekeeping has sealed the 24 hours.
+  for _ in $(seq 1 1200); do
+    [ "$(curl -s -o /dev/null -w '%{http_code}' "$base/healthz")" = 200 ] && break
+    sleep 0.5
+  done
+}
+serve
 since=$(date -u -d '-24 hours' +%Y/%m/%d/%H)
 
 measure() { # label, then curl arguments
@@ -72,6 +83,11 @@ measure() { # label, then curl arguments
   rows+=("| $label | $status | $(cpu_s $((after - before))) | $(hwm_mib "$pid") |")
 }
 rows=()
+for round in $(seq 2 "${COLD:-1}"); do
+  measure "since 24 h, .bin, cold (fresh server $((round - 1)))" "$base/since/$since.bin"
+  stop_pid "$pid"
+  serve
+done
 measure "since 24 h, .bin, cold" "$base/since/$since.bin"
 measure "since 24 h, .bin, again" "$base/since/$since.bin"
 measure "since 24 h, JSON after .bin" "$base/since/$since.json"
@@ -86,8 +102,9 @@ if [ -n "${BUILDS_ONLY:-}" ]; then
   exit 0
 fi
 
-trickle() { # seconds
+trickle() { # seconds; run it in a subshell: it pins its shell to the client core
   local end=$((SECONDS + $1)) i=0
+  taskset -cp "$CLIENT_CPU" "$BASHPID" >/dev/null
   while [ $SECONDS -lt $end ]; do
     seq 1 100 | sed "s/^/trickle-$RANDOM-$i-/" | curl -s -o /dev/null -X POST "$base/updates" \
       -H "Authorization: Bearer $TOKEN" -H 'Content-Type: text/plain' --data-binary @-
@@ -95,7 +112,7 @@ trickle() { # seconds
     sleep 0.5
   done
 }
-before=$(cpu_ticks "$pid"); trickle "$TRICKLE_SECS"; after=$(cpu_ticks "$pid")
+before=$(cpu_ticks "$pid"); (trickle "$TRICKLE_SECS"); after=$(cpu_ticks "$pid")
 alone=$((after - before))
 
 # GETs with these curl arguments, one after another for TRICKLE_SECS; prints how many.
@@ -116,33 +133,42 @@ print(u["advances"]["cpu_seconds"], u["builds"]["cpu_seconds"] + u["renders"]["c
       u["builds"]["runs"] + u["advances"]["runs"])'
 }
 # One reader looping on the since-union in one form for TRICKLE_SECS, first while the
-# trickle runs, then with nothing arriving; one line of figures. The trickle's own cost
-# is the server's account of union work; the first column less the second says about
-# the same, within the run-to-run noise of sending the bytes.
+# trickle runs, then with nothing arriving, ROUNDS times; one line of figures. The extra
+# is each round's first phase less its second, averaged; the server's own account of
+# union work says the same without the noise of sending the bytes.
 shares=()
 reader() { # label, then curl arguments
   local label="$1"; shift
-  local before after with_reader reads idle_reads reader_alone trickler work_before work_after
+  local before after trickler work_before work_after round
+  local with=0 reads=0 alone=0 idle_reads=0 extras=()
   work_before=$(union_work)
-  before=$(cpu_ticks "$pid")
-  trickle "$TRICKLE_SECS" &
-  trickler=$!
-  reads=$(read_loop "$@")
-  wait "$trickler"
-  after=$(cpu_ticks "$pid")
-  with_reader=$((after - before))
+  for round in $(seq 1 "${ROUNDS:-3}"); do
+    before=$(cpu_ticks "$pid")
+    (trickle "$TRICKLE_SECS") &
+    trickler=$!
+    reads=$((reads + $(read_loop "$@")))
+    wait "$trickler"
+    after=$(cpu_ticks "$pid")
+    with=$((with + after - before))
+    extras+=($((after - before)))
+    # The same reader with nothing arriving: what serving the union's bytes costs by itself.
+    before=$(cpu_ticks "$pid")
+    idle_reads=$((idle_reads + $(read_loop "$@")))
+    after=$(cpu_ticks "$pid")
+    alone=$((alone + after - before))
+    extras[-1]=$((extras[-1] - (after - before)))
+  done
   work_after=$(union_work)
-  # The same reader with nothing arriving: what serving the union's bytes costs by itself.
-  before=$(cpu_ticks "$pid")
-  idle_reads=$(read_loop "$@")
-  after=$(cpu_ticks "$pid")
-  reader_alone=$((after - before))
-  shares+=("$(awk -v l="$label" -v w="$with_reader" -v n="$reads" -v r="$reader_alone" -v rn="$idle_reads" \
-      -v s="$TRICKLE_SECS" -v hz="$tick_hz" -v wb="$work_before" -v wa="$work_after" 'BEGIN {
+  shares+=("$(awk -v l="$label" -v w="$with" -v n="$reads" -v r="$alone" -v rn="$idle_reads" \
+      -v s="$((TRICKLE_SECS * ${ROUNDS:-3}))" -v hz="$tick_hz" -v wb="$work_before" -v wa="$work_after" \
+      -v ex="${extras[*]}" -v ps="$TRICKLE_SECS" 'BEGIN {
     split(wb, b, " "); split(wa, a, " ")
     advance = a[1] - b[1]; render = a[2] - b[2]; versions = a[3] - b[3]; per = versions ? 1000 / versions : 0
-    printf "| %s | %.1f%% (%d reads, %.2f ms each) | %.1f%% (%d reads, %.2f ms each) | %.1f%% (%d versions, %.1f ms each: %.2f advancing, %.1f rendering) |", l,
+    rounds = split(ex, e, " "); lo = hi = e[1]
+    for (i = 2; i <= rounds; i++) { if (e[i] < lo) lo = e[i]; if (e[i] > hi) hi = e[i] }
+    printf "| %s | %.1f%% (%d reads, %.2f ms each) | %.1f%% (%d reads, %.2f ms each) | **%.1f%%** (%d rounds: %.1f to %.1f%%) | %.1f%% (%d versions, %.1f ms each: %.2f advancing, %.1f rendering) |", l,
       100 * w / hz / s, n, 1000 * w / hz / n, 100 * r / hz / s, rn, 1000 * r / hz / rn,
+      100 * (w - r) / hz / s, rounds, 100 * lo / hz / ps, 100 * hi / hz / ps,
       100 * (advance + render) / s, versions, (advance + render) * per, advance * per, render * per }')")
 }
 reader "\`.bin\`, identity" "$base/since/$since.bin"
@@ -191,7 +217,7 @@ nginx_reader "JSON, identity (plain curl)" "http://127.0.0.1:$nport/union.json"
 stop_pid "$npid"
 
 echo
-echo "### Unions over 24 hours of $HOUR_IDS IDs (server pinned to core $SERVER_CPU${READER_CPU:+, readers to core $READER_CPU})"
+echo "### Unions over 24 hours of $HOUR_IDS IDs (server pinned to core $SERVER_CPU${READER_CPU:+, readers to core $READER_CPU}, publisher to core $CLIENT_CPU; ${ROUNDS:-3} rounds of $TRICKLE_SECS s)"
 echo
 echo "| request | status | server CPU s | peak RSS MiB |"
 echo "|---|---:|---:|---:|"
@@ -199,8 +225,8 @@ printf '%s\n' "${rows[@]}"
 echo
 awk -v a="$alone" -v s="$TRICKLE_SECS" -v hz="$tick_hz" 'BEGIN {
   printf "Trickle of 100 IDs every 0.5 s for %d s, no reader: %.2f CPU-s (%.1f%% of a core)\n\n", s, a / hz, 100 * a / hz / s }'
-echo "| a reader looping on the union | with the trickle: share of a core | nothing arriving | union work (server's /stats) |"
-echo "|---|---:|---:|---:|"
+echo "| a reader looping on the union | with the trickle: share of a core | nothing arriving | extra: the difference | union work (server's /stats) |"
+echo "|---|---:|---:|---:|---:|"
 printf '%s\n' "${shares[@]}"
 echo
 echo "| the same reader on nginx serving the same bytes (same run) | share of a core |"
