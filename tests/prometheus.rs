@@ -2,9 +2,10 @@
 //! (after ingest, a seal and reads, so most series exist) passes `promtool check metrics`
 //! with no lint problem, every family has `# HELP`, `# TYPE`, its unit in its name and a
 //! documented meaning in docs/PROTOCOL.md ("Metrics"); the rules pass `promtool check
-//! rules`, and `promtool test rules` makes every alert fire and resolve. The promtool
-//! trials need Prometheus's `promtool` (ignored with the reason where it is missing;
-//! `.ci/run` installs Debian's `prometheus`).
+//! rules`, and `promtool test rules` makes every alert fire and resolve; two nodes on one
+//! PostgreSQL report one chain head. The promtool trials need Prometheus's `promtool`, the
+//! chain-head trial PostgreSQL (each ignored with the reason where it is missing; `.ci/run`
+//! installs Debian's `prometheus` and PostgreSQL).
 
 mod common;
 
@@ -13,7 +14,7 @@ use bloomcast::config::Settings;
 use bloomcast::hour::{hour_of, Hour};
 use chrono::Duration;
 use common::needs::{self, Need};
-use common::nodes::node;
+use common::nodes::{drop_schema, node, node_settings, unique_schema};
 use common::{post_ids, TOKEN};
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
@@ -31,6 +32,11 @@ fn main() {
             "the_metrics_report_the_store_the_chain_head_and_errors_by_code",
             &[],
             || needs::block_on(the_metrics_report_the_store_the_chain_head_and_errors_by_code()),
+        ),
+        needs::trial(
+            "nodes_on_one_store_report_one_chain_head_whichever_sealed",
+            &[Need::Postgres],
+            || needs::block_on(nodes_on_one_store_report_one_chain_head_whichever_sealed()),
         ),
         needs::trial(
             "every_alert_has_a_runbook_and_a_test_that_fires_and_resolves_it",
@@ -265,6 +271,51 @@ async fn the_metrics_report_the_store_the_chain_head_and_errors_by_code() {
     assert_eq!(errors("not_found"), Some(1.0));
     assert_eq!(errors("busy"), Some(0.0));
     assert_eq!(errors("store_unavailable"), Some(0.0));
+}
+
+/// The chain-head alert's premise: two nodes on one PostgreSQL schema, one of which
+/// seals the hour, report the same head once each has run its housekeeping.
+async fn nodes_on_one_store_report_one_chain_head_whichever_sealed() {
+    let url = Need::Postgres.found();
+    let schema = unique_schema();
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::at(first_hour(), Duration::minutes(10));
+    let mut nodes = Vec::new();
+    for i in 0..2 {
+        let settings = node_settings(&url, &schema, dir.path().join(format!("node{i}")));
+        nodes.push(node(settings, &clock).await);
+    }
+    let http = reqwest::Client::new();
+    let ids: Vec<String> = (0..20).map(|i| format!("id-{i}")).collect();
+    post_ids(&http, &nodes[1].base, &ids).await.expect("ingest");
+    clock.advance(Duration::hours(1));
+    nodes[0]
+        .service
+        .tick()
+        .await
+        .expect("node 0 seals the hour");
+    let head = |text: &str| {
+        text.lines()
+            .find(|l| l.starts_with("bloomcast_chain_head_info{"))
+            .map(str::to_owned)
+    };
+    let metrics = |i: usize| {
+        let (http, base) = (http.clone(), nodes[i].base.clone());
+        async move {
+            let reply = http.get(format!("{base}/metrics")).send().await.unwrap();
+            reply.text().await.unwrap()
+        }
+    };
+    let sealed = head(&metrics(0).await).expect("node 0 reports the head it sealed");
+    assert_eq!(
+        head(&metrics(1).await),
+        None,
+        "node 1 has not run housekeeping"
+    );
+    nodes[1].service.tick().await.expect("node 1 housekeeping");
+    assert_eq!(head(&metrics(1).await), Some(sealed));
+    drop(nodes);
+    drop_schema(&url, &schema).await;
 }
 
 /// The alert names of `deploy/prometheus/rules/alerts.yml`, each with its rule's text.
