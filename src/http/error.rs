@@ -64,6 +64,33 @@ pub enum ApiError {
 
 pub type Result<T, E = ApiError> = std::result::Result<T, E>;
 
+/// Every `error` code an [`ApiError`] answers with ([`ApiError::code`]): the slots of
+/// `bloomcast_http_errors_total` in `/metrics`, counted from [`ErrorCode`].
+pub const CODES: [&str; 17] = [
+    "bad_request",
+    "invalid_hour",
+    "unauthorized",
+    "not_found",
+    "method_not_allowed",
+    "not_acceptable",
+    "gone",
+    "payload_too_large",
+    "unsupported_media_type",
+    "unsupported_encoding",
+    "timeout",
+    "store_unavailable",
+    "busy",
+    "range_too_large",
+    "hour_full",
+    "corrupt",
+    "internal",
+];
+
+/// The `error` code of an error response, carried on it for the metrics layer (which
+/// sees responses, not errors): 503 `busy` and 503 `store_unavailable` share a status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ErrorCode(pub &'static str);
+
 impl ApiError {
     pub fn status(&self) -> StatusCode {
         match self {
@@ -154,7 +181,8 @@ impl IntoResponse for ApiError {
             tracing::error!(%detail, "request failed");
         }
         let status = self.status();
-        let body = Json(json!({ "error": self.code(), "message": self.to_string() }));
+        let code = self.code();
+        let body = Json(json!({ "error": code, "message": self.to_string() }));
         let mut response = (status, body).into_response();
         let headers = response.headers_mut();
         match self {
@@ -177,6 +205,83 @@ impl IntoResponse for ApiError {
             _ => {}
         }
         headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+        response.extensions_mut().insert(ErrorCode(code));
         response
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// One error of every kind; the match has no wildcard, so a new variant fails to
+    /// compile here until it is listed (and its code checked against [`CODES`]).
+    fn every_kind() -> Vec<ApiError> {
+        let all = vec![
+            ApiError::BadRequest(String::new()),
+            ApiError::InvalidHour(String::new()),
+            ApiError::Unauthorized,
+            ApiError::NotFound(String::new()),
+            ApiError::MethodNotAllowed,
+            ApiError::NotAcceptable(String::new()),
+            ApiError::Gone(String::new()),
+            ApiError::PayloadTooLarge(1),
+            ApiError::DecodedTooLarge(1),
+            ApiError::UnsupportedMediaType(String::new()),
+            ApiError::UnsupportedEncoding(String::new()),
+            ApiError::Timeout,
+            ApiError::ServerTimeout,
+            ApiError::Unavailable,
+            ApiError::Busy(String::new()),
+            ApiError::RangeTooLarge(String::new()),
+            ApiError::HourFull(String::new()),
+            ApiError::Corrupt(String::new()),
+            ApiError::Internal(String::new()),
+        ];
+        for e in &all {
+            match e {
+                ApiError::BadRequest(_)
+                | ApiError::InvalidHour(_)
+                | ApiError::Unauthorized
+                | ApiError::NotFound(_)
+                | ApiError::MethodNotAllowed
+                | ApiError::NotAcceptable(_)
+                | ApiError::Gone(_)
+                | ApiError::PayloadTooLarge(_)
+                | ApiError::DecodedTooLarge(_)
+                | ApiError::UnsupportedMediaType(_)
+                | ApiError::UnsupportedEncoding(_)
+                | ApiError::Timeout
+                | ApiError::ServerTimeout
+                | ApiError::Unavailable
+                | ApiError::Busy(_)
+                | ApiError::RangeTooLarge(_)
+                | ApiError::HourFull(_)
+                | ApiError::Corrupt(_)
+                | ApiError::Internal(_) => {}
+            }
+        }
+        all
+    }
+
+    #[test]
+    fn every_error_code_has_a_metrics_slot_and_every_slot_a_code() {
+        let codes: Vec<&str> = every_kind().iter().map(ApiError::code).collect();
+        for code in &codes {
+            assert!(CODES.contains(code), "{code} has no slot in CODES");
+        }
+        for slot in CODES {
+            assert!(codes.contains(&slot), "no error answers {slot}");
+        }
+    }
+
+    #[test]
+    fn an_error_response_carries_its_code_for_the_metrics_layer() {
+        let response = ApiError::Busy("the pool is full".into()).into_response();
+        assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(
+            response.extensions().get::<ErrorCode>(),
+            Some(&ErrorCode("busy"))
+        );
     }
 }

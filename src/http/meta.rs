@@ -12,7 +12,6 @@ use axum::Json;
 use flate2::write::GzEncoder;
 use flate2::Compression;
 use serde_json::{json, Value};
-use std::fmt::Write as _;
 use std::io::Write as _;
 
 /// How many recent hours the index lists.
@@ -126,103 +125,14 @@ pub async fn healthz(State(state): State<AppState>) -> impl IntoResponse {
     (status, [(header::CACHE_CONTROL, "no-store")], Json(report))
 }
 
+/// The Prometheus text exposition ([`super::metrics::exposition`]).
 pub async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
-    let service = &state.service;
-    let mut text = state.metrics.render(service.current_count());
-    let jump = service.clock_jump();
-    // Kept by the service (it finds them); a sealed filter rebuilt from intact keys counts too.
-    let _ = write!(
-        text,
-        "# HELP bloomcast_clock_behind_seconds How far the clock is behind the newest hour the store has opened (a clock stepped back).
-\
-         # TYPE bloomcast_clock_behind_seconds gauge
-\
-         bloomcast_clock_behind_seconds {}
-\
-         # HELP bloomcast_corrupt_found_total Stored rows that failed verification on read.
-\
-         # TYPE bloomcast_corrupt_found_total counter
-\
-         bloomcast_corrupt_found_total {}
-\
-         # HELP bloomcast_clock_ahead_seconds How far the wall clock is ahead of the time the service runs on (a forward jump not yet corrected or confirmed).
-\
-         # TYPE bloomcast_clock_ahead_seconds gauge
-\
-         bloomcast_clock_ahead_seconds {}
-\
-         # HELP bloomcast_clock_jumps_total Forward wall-clock jumps seen (beyond clock_jump_tolerance_seconds).
-\
-         # TYPE bloomcast_clock_jumps_total counter
-\
-         bloomcast_clock_jumps_total {}
-",
-        service.clock_behind_seconds(),
-        service.corrupt_found(),
-        jump.ahead_seconds,
-        jump.jumps,
-    );
-    // What union work has cost, by step (as `/stats` has it): two counter families.
-    let work = service.union_work();
-    let steps = [
-        ("build", work.builds),
-        ("advance", work.advances),
-        ("render", work.renders),
-        ("hour_ribbon", work.hour_ribbons),
-    ];
-    let families = [
-        (
-            "bloomcast_union_work_seconds_total",
-            "CPU time of union work by step: built from the store, carried forward to the open hour's new keys, rendered; and of closed hours' compact work (hour_ribbon: a ribbon built or rendered as JSON).",
-            steps.map(|(_, s)| s.cpu_seconds.to_string()),
-        ),
-        (
-            "bloomcast_union_work_runs_total",
-            "Runs of union work by step.",
-            steps.map(|(_, s)| s.runs.to_string()),
-        ),
-    ];
-    for (name, help, values) in families {
-        let _ = writeln!(text, "# HELP {name} {help}\n# TYPE {name} counter");
-        for ((step, _), value) in steps.iter().zip(values) {
-            let _ = writeln!(text, "{name}{{step=\"{step}\"}} {value}");
-        }
-    }
-    // The one memory budget: each part's bytes held now, and its share.
-    let (total, parts) = super::stats::memory_parts(&state);
-    let _ = writeln!(
-        text,
-        "# HELP bloomcast_memory_bytes Bytes held now by each part of the memory budget (cache_bytes), and by each piece of its cache part (cache_*).\n\
-         # TYPE bloomcast_memory_bytes gauge"
-    );
-    for p in &parts {
-        let _ = writeln!(
-            text,
-            "bloomcast_memory_bytes{{part=\"{}\"}} {}",
-            p.name, p.bytes
-        );
-    }
-    let _ = writeln!(
-        text,
-        "# HELP bloomcast_memory_budget_bytes Each part's share of the memory budget, and the budget itself (total).\n\
-         # TYPE bloomcast_memory_budget_bytes gauge\n\
-         bloomcast_memory_budget_bytes{{part=\"total\"}} {total}"
-    );
-    for p in &parts {
-        if let Some(budget) = p.budget {
-            let _ = writeln!(
-                text,
-                "bloomcast_memory_budget_bytes{{part=\"{}\"}} {budget}",
-                p.name
-            );
-        }
-    }
     (
         [
             (header::CONTENT_TYPE, "text/plain; version=0.0.4"),
             (header::CACHE_CONTROL, "no-store"),
         ],
-        text,
+        super::metrics::exposition(&state).await,
     )
 }
 

@@ -15,7 +15,10 @@
 //! by route and status as this text is (and as tests check); rendering is once per
 //! scrape, recording once per request.
 
+mod figures;
 mod track;
+
+pub use figures::exposition;
 
 pub use track::{tag_route, KnownRoute, TrackLayer};
 
@@ -25,6 +28,8 @@ use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
+
+use super::error::CODES;
 
 /// The router's routes (as `MatchedPath` spells them), each a counter slot; the last is
 /// requests no route matched. The first three are the filter reads.
@@ -59,6 +64,8 @@ struct Shard {
     /// Responses written by the connection's own HTTP/1 writer rather than hyper's.
     wire: AtomicU64,
     requests: [[AtomicU64; STATUSES.len()]; ROUTES.len()],
+    /// Error responses by their `error` code, a slot each of [`CODES`].
+    errors: [AtomicU64; CODES.len()],
 }
 
 impl Default for Shard {
@@ -69,6 +76,7 @@ impl Default for Shard {
             fast: AtomicU64::new(0),
             wire: AtomicU64::new(0),
             requests: std::array::from_fn(|_| std::array::from_fn(|_| AtomicU64::new(0))),
+            errors: std::array::from_fn(|_| AtomicU64::new(0)),
         }
     }
 }
@@ -168,6 +176,14 @@ impl Metrics {
         self.shards[shard_index()]
             .wire
             .fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Counts an error response by its `error` code (one of [`CODES`]; another, which
+    /// no [`super::ApiError`] answers, is not counted).
+    pub fn count_error(&self, code: &str) {
+        if let Some(slot) = CODES.iter().position(|c| *c == code) {
+            self.shards[shard_index()].errors[slot].fetch_add(1, Ordering::Relaxed);
+        }
     }
 
     fn record_slot(&self, slot: Option<usize>, route: &str, status: u16, bytes: u64) {
@@ -309,6 +325,21 @@ impl Metrics {
         }
         out
     }
+
+    /// Error responses by code, as Prometheus text: apart from [`Metrics::render`], whose
+    /// families `benches/metrics.rs` registers in `prometheus-client` too, to compare.
+    pub fn render_errors(&self, out: &mut String) {
+        let _ = writeln!(
+            out,
+            "# HELP bloomcast_http_errors_total Error responses by their JSON error code (busy and \
+             store_unavailable are both 503; also counted in bloomcast_http_requests_total).\n\
+             # TYPE bloomcast_http_errors_total counter"
+        );
+        for (slot, code) in CODES.iter().enumerate() {
+            let n = self.sum(|shard| &shard.errors[slot]);
+            let _ = writeln!(out, "bloomcast_http_errors_total{{code=\"{code}\"}} {n}");
+        }
+    }
 }
 
 #[cfg(test)]
@@ -335,6 +366,23 @@ mod tests {
         assert!(text.contains(
             "bloomcast_http_requests_total{route=\"/{y}/{mo}/{d}/{h}\",status=\"200\"} 2"
         ));
+    }
+
+    #[test]
+    fn counts_error_responses_by_code_and_every_code_from_zero() {
+        let m = Metrics::default();
+        m.count_error("busy");
+        m.count_error("busy");
+        m.count_error("no_such_code");
+        let mut text = String::new();
+        m.render_errors(&mut text);
+        assert!(
+            text.contains("\nbloomcast_http_errors_total{code=\"busy\"} 2\n"),
+            "{text}"
+        );
+        assert!(text.contains("\nbloomcast_http_errors_total{code=\"store_unavailable\"} 0\n"));
+        assert_eq!(text.lines().count(), 2 + CODES.len(), "{text}");
+        assert!(!text.contains("no_such_code"));
     }
 
     #[test]

@@ -34,6 +34,12 @@ impl Service {
         self.tuning.signer.as_ref().map(chain::Signer::public_key)
     }
 
+    /// The chain's head as housekeeping last read it: the newest linked hour and its
+    /// link header (`None` before any hour is linked).
+    pub fn chain_head(&self) -> Option<(Hour, chain::Hash)> {
+        self.sealer.head()
+    }
+
     /// Up to `limit` links from `from` on, oldest first, each signed.
     ///
     /// # Errors

@@ -213,8 +213,9 @@ impl Service {
     }
 
     /// Housekeeping, run at every hour boundary (and at start): learn the store's marks,
-    /// seal every closed hour not yet sealed, prune hours past retention, and refresh the
-    /// open hour (so its count in `/metrics` follows other nodes' writes too).
+    /// seal every closed hour not yet sealed, read the chain's head (for `/metrics`: other
+    /// nodes may have sealed), prune hours past retention, and refresh the open hour (so
+    /// its count in `/metrics` follows other nodes' writes too).
     ///
     /// # Errors
     /// Store failures; the next tick tries again. An hour that cannot be sealed does not
@@ -233,6 +234,13 @@ impl Service {
                 failed.get_or_insert(e);
             }
             hour = hour.next();
+        }
+        match self.store.last_link(now).await {
+            Ok(Some(link)) => self.sealer.keep_head(link.hour, link.header),
+            Ok(None) => {}
+            // The head stays as last read (a link that fails verification is never
+            // taken for it).
+            Err(e) => tracing::warn!(error = %e, "cannot read the chain's head"),
         }
         let horizon = self.prune_horizon(now);
         if horizon > self.genesis {
@@ -295,6 +303,11 @@ impl Service {
             }
             self.warn_if_clock_behind();
         }
+    }
+
+    /// Seals that failed since start (each is retried after its backoff).
+    pub fn seal_failures(&self) -> u64 {
+        self.sealer.failures()
     }
 
     /// Until the next boundary (just after it), the next seal retry, or a minute.

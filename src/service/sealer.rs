@@ -5,7 +5,9 @@
 //!   seal is retried in the background rather than on every request;
 //! - chain-link signatures as stored, verified (64 bytes and a key id each), and the
 //!   registry of signing keys as last read;
-//! - sealed hours' figures for `/stats`, read once each (they never change).
+//! - sealed hours' figures for `/stats`, read once each (they never change);
+//! - what `/metrics` reports of sealing: failed seals counted, and the chain's head (its
+//!   newest link) as housekeeping last read it.
 //!
 //! Sealing itself reads and writes the store and the open hours, so it stays the
 //! service's work (`lifecycle.rs`, `chain.rs`, `stats.rs`); all of the state above is
@@ -14,7 +16,7 @@
 //! Lock order: the seal turn (a tokio lock, held across a whole seal) may be taken while
 //! a union's turn and build slot are held (a union build seals the hours it reads), and
 //! never the other way round; while it is held, the ledger is taken briefly, and no
-//! union, refresh or render lock. The std mutexes inside (backoff, signatures, figures)
+//! union, refresh or render lock. The std mutexes inside (backoff, signatures, figures, head)
 //! are leaves: each is held only inside one method here, never across an await and never
 //! while taking another lock.
 
@@ -23,6 +25,7 @@ use super::stats::HourStats;
 use crate::chain::{Hash, KeyList, SignatureField};
 use crate::hour::Hour;
 use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -48,6 +51,10 @@ pub(super) struct Sealer {
     keys: Mutex<Option<Arc<KeyList>>>,
     /// Figures of sealed hours for `/stats`.
     stats: Mutex<BTreeMap<Hour, HourStats>>,
+    /// Seals that failed (each retried after its backoff), since start.
+    failures: AtomicU64,
+    /// The newest chain link as last read: its hour and header.
+    head: Mutex<Option<(Hour, Hash)>>,
 }
 
 impl Sealer {
@@ -73,6 +80,7 @@ impl Sealer {
     /// A seal of `hour` failed: backs off (doubling up to a minute) and returns how
     /// long until it is tried again.
     pub fn failed(&self, hour: Hour) -> Duration {
+        self.failures.fetch_add(1, Ordering::Relaxed);
         let mut retries = lock(&self.retry);
         let delay = retries
             .get(&hour)
@@ -85,6 +93,24 @@ impl Sealer {
             },
         );
         delay
+    }
+
+    /// Seals that failed since start.
+    pub fn failures(&self) -> u64 {
+        self.failures.load(Ordering::Relaxed)
+    }
+
+    /// Keeps `hour`'s link header as the chain's head, unless a later hour's is kept.
+    pub fn keep_head(&self, hour: Hour, header: Hash) {
+        let mut head = lock(&self.head);
+        if head.as_ref().is_none_or(|(kept, _)| *kept <= hour) {
+            *head = Some((hour, header));
+        }
+    }
+
+    /// The chain's head as last read: the newest linked hour and its header.
+    pub fn head(&self) -> Option<(Hour, Hash)> {
+        *lock(&self.head)
     }
 
     /// Until the soonest pending retry (zero when one is due), if any.
@@ -135,5 +161,37 @@ impl Sealer {
     /// Forgets the figures of hours before `earliest` (past retention).
     pub fn forget_stats_before(&self, earliest: Hour) {
         lock(&self.stats).retain(|h, _| *h >= earliest);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hour(h: u32) -> Hour {
+        crate::hour::hour_of(2008, 9, 3, h).unwrap()
+    }
+
+    #[test]
+    fn every_failed_seal_is_counted_and_a_seal_clears_only_its_retry() {
+        let sealer = Sealer::default();
+        sealer.failed(hour(1));
+        sealer.failed(hour(1));
+        sealer.failed(hour(2));
+        sealer.sealed(hour(1));
+        assert_eq!(sealer.failures(), 3);
+        assert!(sealer.backoff_left(hour(1)).is_none());
+        assert!(sealer.backoff_left(hour(2)).is_some());
+    }
+
+    #[test]
+    fn the_head_is_the_newest_link_kept_whatever_the_order() {
+        let sealer = Sealer::default();
+        assert_eq!(sealer.head(), None);
+        sealer.keep_head(hour(5), [5; 32]);
+        sealer.keep_head(hour(4), [4; 32]);
+        assert_eq!(sealer.head(), Some((hour(5), [5; 32])));
+        sealer.keep_head(hour(6), [6; 32]);
+        assert_eq!(sealer.head(), Some((hour(6), [6; 32])));
     }
 }

@@ -111,3 +111,56 @@ async fn no_check_says_ok_while_ingest_fails_though_heartbeats_and_small_writes_
         .iter()
         .all(|id| filter.contains(id)));
 }
+
+/// The value of the sample `series` (name and labels as written) in `/metrics`.
+async fn metric(app: &TestApp, series: &str) -> Option<f64> {
+    let text = String::from_utf8(app.get("/metrics").await.body).unwrap();
+    text.lines()
+        .find_map(|line| line.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
+}
+
+#[tokio::test]
+async fn metrics_say_the_store_is_down_and_count_failed_seals_until_writes_succeed_again() {
+    let (app, wrapped) = spawn_wrapped().await;
+    app.ingest(&["before"]).await;
+    assert_eq!(metric(&app, "bloomcast_store_up").await, Some(1.0));
+    assert_eq!(
+        metric(&app, "bloomcast_chain_head_timestamp_seconds").await,
+        None
+    );
+
+    wrapped.fail_appends.store(true, Ordering::SeqCst);
+    wrapped.fail_seals.store(true, Ordering::SeqCst);
+    post(&app, "refused")
+        .await
+        .assert_error(503, "store_unavailable");
+    app.clock.advance(Duration::hours(1));
+    assert!(app.service.tick().await.is_err(), "the seal fails");
+    assert_eq!(metric(&app, "bloomcast_store_up").await, Some(0.0));
+    assert_eq!(
+        metric(&app, "bloomcast_seal_failures_total").await,
+        Some(1.0)
+    );
+    let store_unavailable = r#"bloomcast_http_errors_total{code="store_unavailable"}"#;
+    assert_eq!(metric(&app, store_unavailable).await, Some(1.0));
+    assert_eq!(
+        metric(&app, "bloomcast_chain_head_timestamp_seconds").await,
+        None
+    );
+
+    // Writes succeed again: up once a heartbeat begun after the hold succeeds, and the
+    // retried seal moves the chain's head to the hour.
+    wrapped.fail_appends.store(false, Ordering::SeqCst);
+    wrapped.fail_seals.store(false, Ordering::SeqCst);
+    tokio::time::sleep(RECOVERY_HOLD + std::time::Duration::from_millis(100)).await;
+    app.service.tick().await.unwrap();
+    assert_eq!(metric(&app, "bloomcast_store_up").await, Some(1.0));
+    assert_eq!(
+        metric(&app, "bloomcast_seal_failures_total").await,
+        Some(1.0)
+    );
+    assert_eq!(
+        metric(&app, "bloomcast_chain_head_timestamp_seconds").await,
+        Some(start_hour().start().timestamp() as f64)
+    );
+}

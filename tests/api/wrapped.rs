@@ -64,7 +64,7 @@ impl Gate {
 /// `last_link` calls are counted; `seal_first` and `link_first` play another node that
 /// wins the race: the next `seal` (`put_link`) stores theirs first. While `fail_appends`
 /// is set, appends fail as a full disk would (the heartbeat still succeeds: it squeezes
-/// in); heartbeats are counted.
+/// in), and while `fail_seals` is set, so do seals; heartbeats are counted.
 pub struct Wrapped {
     pub inner: Arc<dyn Store>,
     pub refresh_gate: Gate,
@@ -81,6 +81,7 @@ pub struct Wrapped {
     /// Stored in the inner store just before the next `put_link` call goes through.
     pub link_first: Mutex<Option<ChainLink>>,
     pub fail_appends: AtomicBool,
+    pub fail_seals: AtomicBool,
     /// Calls of `ping` (heartbeats).
     pub pings: AtomicUsize,
 }
@@ -98,6 +99,7 @@ impl Wrapped {
             seal_first: Mutex::new(None),
             link_first: Mutex::new(None),
             fail_appends: AtomicBool::new(false),
+            fail_seals: AtomicBool::new(false),
             pings: AtomicUsize::new(0),
         })
     }
@@ -150,6 +152,10 @@ impl Store for Wrapped {
         self.inner.keys(hour).await
     }
     async fn seal(&self, sealed: &SealedHour, keys: &[Key]) -> Result<Sealing> {
+        if self.fail_seals.load(Ordering::SeqCst) {
+            let full = std::io::Error::other("injected: no space left on device");
+            return Err(StoreError::unavailable("sealing an hour", full));
+        }
         let first = self.seal_first.lock().unwrap().take();
         if let Some((theirs, their_keys)) = first {
             assert_eq!(

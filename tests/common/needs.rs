@@ -1,8 +1,8 @@
-//! What a test needs from the machine (PostgreSQL, python3, node, curl, Chromium, nginx),
-//! probed once, and the rule for when it is missing: the test is reported **ignored** in
-//! the runner's own summary line (`test result: ok. N passed; 0 failed; M ignored`) with
-//! the reason and how to enable it, never as passed; with `CI` set (to anything but
-//! `0`/`false`) it fails.
+//! What a test needs from the machine (PostgreSQL, python3, node, curl, Chromium, nginx,
+//! promtool), probed once, and the rule for when it is missing: the test is reported
+//! **ignored** in the runner's own summary line (`test result: ok. N passed; 0 failed; M
+//! ignored`) with the reason and how to enable it, never as passed; with `CI` set (to
+//! anything but `0`/`false`) it fails.
 //!
 //! A test target that uses this is declared `harness = false` in `Cargo.toml` (libtest's
 //! own harness cannot ignore a test at run time) and ends its `main` with [`run`]:
@@ -58,6 +58,9 @@ pub enum Need {
     Tmpfs,
     /// nginx, to serve a static mirror; found: the program.
     Nginx,
+    /// Prometheus's `promtool` (Debian's `prometheus` package), to check `/metrics` and
+    /// the rules of `deploy/prometheus/`; found: the program.
+    Promtool,
 }
 
 /// True when running under CI, where nothing may be skipped.
@@ -94,6 +97,11 @@ impl Need {
             Need::Varnish => probe_varnish(),
             Need::Tmpfs => probe_tmpfs(),
             Need::Nginx => probe_nginx(),
+            Need::Promtool => probe_program(
+                &["promtool"],
+                "promtool not found on PATH; install Prometheus (apt-get install prometheus; \
+                 .ci/run does)",
+            ),
         };
         cache.lock().unwrap().insert(self, found.clone());
         found

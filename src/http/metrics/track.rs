@@ -1,8 +1,10 @@
 //! The metrics' request layer: which route answered (the fast lane's future says so
 //! before it is polled, [`KnownRoute`]; the router tags its responses, [`Answered`]) and
-//! [`Track`], the layer above both that counts every response.
+//! [`Track`], the layer above both that counts every response (and error responses by
+//! the [`ErrorCode`] they carry).
 
 use super::{route_slot, Metrics, ROUTES, UNMATCHED};
+use crate::http::error::ErrorCode;
 use axum::body::HttpBody as _;
 use axum::extract::{MatchedPath, Request};
 use axum::response::Response;
@@ -109,6 +111,12 @@ where
                 }
             };
             metrics.record_slot(slot, name, status, bytes);
+            // Only error responses carry a code: the success path looks up nothing.
+            if status >= 400 {
+                if let Some(ErrorCode(code)) = response.extensions().get::<ErrorCode>() {
+                    metrics.count_error(code);
+                }
+            }
         }
         Poll::Ready(result)
     }

@@ -1,0 +1,468 @@
+//! `/metrics` and `deploy/prometheus/` as Prometheus reads them: a live node's exposition
+//! (after ingest, a seal and reads, so most series exist) passes `promtool check metrics`
+//! with no lint problem, every family has `# HELP`, `# TYPE`, its unit in its name and a
+//! documented meaning in docs/PROTOCOL.md ("Metrics"); the rules pass `promtool check
+//! rules`, and `promtool test rules` makes every alert fire and resolve; two nodes on one
+//! PostgreSQL report one chain head. The promtool trials need Prometheus's `promtool`, the
+//! chain-head trial PostgreSQL (each ignored with the reason where it is missing; `.ci/run`
+//! installs Debian's `prometheus` and PostgreSQL).
+
+mod common;
+
+use bloomcast::clock::ManualClock;
+use bloomcast::config::Settings;
+use bloomcast::hour::{hour_of, Hour};
+use chrono::Duration;
+use common::needs::{self, Need};
+use common::nodes::{drop_schema, node, node_settings, unique_schema};
+use common::{post_ids, TOKEN};
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+
+fn main() {
+    needs::run(vec![
+        needs::trial(
+            "every_metric_has_help_type_a_unit_and_a_documented_meaning",
+            &[],
+            || needs::block_on(every_metric_has_help_type_a_unit_and_a_documented_meaning()),
+        ),
+        needs::trial(
+            "the_metrics_report_the_store_the_chain_head_and_errors_by_code",
+            &[],
+            || needs::block_on(the_metrics_report_the_store_the_chain_head_and_errors_by_code()),
+        ),
+        needs::trial(
+            "nodes_on_one_store_report_one_chain_head_whichever_sealed",
+            &[Need::Postgres],
+            || needs::block_on(nodes_on_one_store_report_one_chain_head_whichever_sealed()),
+        ),
+        needs::trial(
+            "every_alert_has_a_runbook_and_a_test_that_fires_and_resolves_it",
+            &[],
+            every_alert_has_a_runbook_and_a_test_that_fires_and_resolves_it,
+        ),
+        needs::trial(
+            "promtool_finds_no_problem_in_a_live_metrics_page",
+            &[Need::Promtool],
+            || needs::block_on(promtool_finds_no_problem_in_a_live_metrics_page()),
+        ),
+        needs::trial(
+            "promtool_accepts_the_configuration_and_rules",
+            &[Need::Promtool],
+            promtool_accepts_the_configuration_and_rules,
+        ),
+        needs::trial(
+            "promtool_fires_and_resolves_every_alert",
+            &[Need::Promtool],
+            promtool_fires_and_resolves_every_alert,
+        ),
+    ]);
+}
+
+/// The hour the node publishes into first; its clock starts ten minutes into it.
+fn first_hour() -> Hour {
+    hour_of(2008, 9, 3, 13).unwrap()
+}
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn prometheus_dir() -> PathBuf {
+    root().join("deploy/prometheus")
+}
+
+/// A node on the embedded store after what a day brings: ingest, the hour sealed (and
+/// its chain link read by housekeeping), reads of the sealed hour and its day, and
+/// refused requests. Returns its `/metrics` text and the sealed hour's chain header.
+async fn live_metrics() -> (String, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::at(first_hour(), Duration::minutes(10));
+    let settings = Settings {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        data_dir: dir.path().to_owned(),
+        ingest_tokens: vec![TOKEN.into()],
+        refresh_ms: 0,
+        ..Settings::default()
+    };
+    let node = node(settings, &clock).await;
+    let http = reqwest::Client::new();
+    let ids: Vec<String> = (0..50).map(|i| format!("id-{i}")).collect();
+    post_ids(&http, &node.base, &ids).await.expect("ingest");
+    clock.advance(Duration::hours(1));
+    node.service
+        .tick()
+        .await
+        .expect("housekeeping seals the hour");
+    post_ids(&http, &node.base, &ids[..10])
+        .await
+        .expect("ingest");
+    let get = |path: String| {
+        let http = http.clone();
+        let base = node.base.clone();
+        async move {
+            let reply = http.get(format!("{base}{path}")).send().await.unwrap();
+            (reply.status().as_u16(), reply.text().await.unwrap())
+        }
+    };
+    let sealed = first_hour().path();
+    assert_eq!(get(sealed.clone()).await.0, 200);
+    assert_eq!(get(format!("{sealed}.ribbon")).await.0, 200);
+    assert_eq!(get("/2008/09/03".into()).await.0, 200);
+    assert_eq!(get("/no/such/thing/in/this/service".into()).await.0, 404);
+    assert_eq!(get("/healthz".into()).await.0, 200);
+    let refused = http
+        .post(format!("{}/updates", node.base))
+        .json(&serde_json::json!({ "ids": ["x"] }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), 401);
+    let (status, chain) = get(format!("/chain{sealed}")).await;
+    assert_eq!(status, 200, "{chain}");
+    let links: serde_json::Value = serde_json::from_str(&chain).unwrap();
+    let header = links[0]["header"].as_str().unwrap().to_owned();
+    let (status, text) = get("/metrics".into()).await;
+    assert_eq!(status, 200);
+    (text, header)
+}
+
+/// Family name → (`# TYPE`, whether it has `# HELP`), and the family of every sample.
+struct Families {
+    kinds: BTreeMap<String, String>,
+    helped: BTreeSet<String>,
+    sampled: BTreeSet<String>,
+}
+
+fn families(text: &str) -> Families {
+    let mut families = Families {
+        kinds: BTreeMap::new(),
+        helped: BTreeSet::new(),
+        sampled: BTreeSet::new(),
+    };
+    for line in text.lines() {
+        let mut words = line.split_whitespace();
+        match (words.next(), words.next(), words.next()) {
+            (Some("#"), Some("HELP"), Some(name)) => {
+                assert!(
+                    families.helped.insert(name.to_owned()),
+                    "two HELP for {name}"
+                );
+            }
+            (Some("#"), Some("TYPE"), Some(name)) => {
+                let kind = words.next().unwrap_or_default().to_owned();
+                assert!(
+                    families.kinds.insert(name.to_owned(), kind).is_none(),
+                    "two TYPE for {name}"
+                );
+            }
+            (Some(first), _, _) if !first.starts_with('#') => {
+                let name = first.split('{').next().unwrap();
+                families.sampled.insert(name.to_owned());
+            }
+            _ => {}
+        }
+    }
+    families
+}
+
+/// docs/PROTOCOL.md's "Metrics" section: from its heading to the next one of its level
+/// or above.
+fn documented_metrics() -> String {
+    let protocol = std::fs::read_to_string(root().join("docs/PROTOCOL.md")).unwrap();
+    let start = protocol
+        .find("\n### Metrics")
+        .expect("docs/PROTOCOL.md has a Metrics section");
+    let section = &protocol[start + 1..];
+    let body = &section["### Metrics".len()..];
+    let end = ["\n## ", "\n### "]
+        .iter()
+        .filter_map(|heading| body.find(heading))
+        .min()
+        .unwrap_or(body.len());
+    section[.."### Metrics".len() + end].to_owned()
+}
+
+/// Suffixes that say a gauge's unit (base units), or that it counts IDs (`_ids`) or hours
+/// listed (`_listed`: promtool takes `_hours` for a unit of time), is a 0/1 state (`_up`)
+/// or carries labels (`_info`).
+const GAUGE_SUFFIXES: [&str; 6] = ["_seconds", "_bytes", "_ids", "_listed", "_up", "_info"];
+
+async fn every_metric_has_help_type_a_unit_and_a_documented_meaning() {
+    let (text, _) = live_metrics().await;
+    let found = families(&text);
+    let docs = documented_metrics();
+    assert!(found.kinds.len() >= 20, "{text}");
+    for (name, kind) in &found.kinds {
+        assert!(found.helped.contains(name), "{name} has no # HELP");
+        assert!(name.starts_with("bloomcast_"), "{name}");
+        match kind.as_str() {
+            "counter" => assert!(
+                name.ends_with("_total"),
+                "counter {name} must end in _total"
+            ),
+            "gauge" => assert!(
+                GAUGE_SUFFIXES.iter().any(|s| name.ends_with(s)),
+                "gauge {name} must end in one of {GAUGE_SUFFIXES:?}"
+            ),
+            other => panic!("{name} is a {other}: document its unit and extend this test"),
+        }
+        assert!(
+            docs.contains(&format!("`{name}`")),
+            "{name} is not documented in docs/PROTOCOL.md's Metrics section"
+        );
+    }
+    for name in &found.helped {
+        assert!(found.kinds.contains_key(name), "{name} has no # TYPE");
+    }
+    for name in &found.sampled {
+        assert!(
+            found.kinds.contains_key(name),
+            "sample of {name} without # TYPE"
+        );
+    }
+}
+
+/// The value of the sample `series` (name and labels exactly as written).
+fn value(text: &str, series: &str) -> Option<f64> {
+    text.lines()
+        .find_map(|line| line.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
+}
+
+async fn the_metrics_report_the_store_the_chain_head_and_errors_by_code() {
+    let (text, header) = live_metrics().await;
+    assert_eq!(value(&text, "bloomcast_store_up"), Some(1.0), "{text}");
+    assert_eq!(value(&text, "bloomcast_corrupt_listed"), Some(0.0));
+    assert_eq!(value(&text, "bloomcast_seal_failures_total"), Some(0.0));
+    assert_eq!(
+        value(&text, "bloomcast_max_hour_ids"),
+        Some(Settings::default().max_hour_ids as f64)
+    );
+    assert_eq!(value(&text, "bloomcast_current_hour_ids"), Some(10.0));
+    assert_eq!(value(&text, "bloomcast_ids_ingested_total"), Some(60.0));
+    // The head is the sealed hour, and its header is the one /chain serves for it.
+    assert_eq!(
+        value(&text, "bloomcast_chain_head_timestamp_seconds"),
+        Some(first_hour().start().timestamp() as f64)
+    );
+    assert_eq!(
+        value(
+            &text,
+            &format!("bloomcast_chain_head_info{{header=\"{header}\"}}")
+        ),
+        Some(1.0),
+        "{text}"
+    );
+    assert_eq!(
+        text.matches("\nbloomcast_chain_head_info{").count(),
+        1,
+        "one head: {text}"
+    );
+    // Refused requests by code; codes never answered are there at 0 (rates need them).
+    let errors = |code: &str| {
+        value(
+            &text,
+            &format!("bloomcast_http_errors_total{{code=\"{code}\"}}"),
+        )
+    };
+    assert_eq!(errors("unauthorized"), Some(1.0));
+    assert_eq!(errors("not_found"), Some(1.0));
+    assert_eq!(errors("busy"), Some(0.0));
+    assert_eq!(errors("store_unavailable"), Some(0.0));
+}
+
+/// The chain-head alert's premise: two nodes on one PostgreSQL schema, one of which
+/// seals the hour, report the same head once each has run its housekeeping.
+async fn nodes_on_one_store_report_one_chain_head_whichever_sealed() {
+    let url = Need::Postgres.found();
+    let schema = unique_schema();
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::at(first_hour(), Duration::minutes(10));
+    let mut nodes = Vec::new();
+    for i in 0..2 {
+        let settings = node_settings(&url, &schema, dir.path().join(format!("node{i}")));
+        nodes.push(node(settings, &clock).await);
+    }
+    let http = reqwest::Client::new();
+    let ids: Vec<String> = (0..20).map(|i| format!("id-{i}")).collect();
+    post_ids(&http, &nodes[1].base, &ids).await.expect("ingest");
+    clock.advance(Duration::hours(1));
+    nodes[0]
+        .service
+        .tick()
+        .await
+        .expect("node 0 seals the hour");
+    let head = |text: &str| {
+        text.lines()
+            .find(|l| l.starts_with("bloomcast_chain_head_info{"))
+            .map(str::to_owned)
+    };
+    let metrics = |i: usize| {
+        let (http, base) = (http.clone(), nodes[i].base.clone());
+        async move {
+            let reply = http.get(format!("{base}/metrics")).send().await.unwrap();
+            reply.text().await.unwrap()
+        }
+    };
+    let sealed = head(&metrics(0).await).expect("node 0 reports the head it sealed");
+    assert_eq!(
+        head(&metrics(1).await),
+        None,
+        "node 1 has not run housekeeping"
+    );
+    nodes[1].service.tick().await.expect("node 1 housekeeping");
+    assert_eq!(head(&metrics(1).await), Some(sealed));
+    drop(nodes);
+    drop_schema(&url, &schema).await;
+}
+
+/// The alert names of `deploy/prometheus/rules/alerts.yml`, each with its rule's text.
+fn alert_rules() -> Vec<(String, String)> {
+    let alerts = std::fs::read_to_string(prometheus_dir().join("rules/alerts.yml")).unwrap();
+    alerts
+        .split("\n      - alert: ")
+        .skip(1)
+        .map(|rule| {
+            let (name, body) = rule.split_once('\n').unwrap();
+            (name.trim().to_owned(), body.to_owned())
+        })
+        .collect()
+}
+
+fn every_alert_has_a_runbook_and_a_test_that_fires_and_resolves_it() {
+    let rules = alert_rules();
+    let names: Vec<&str> = rules.iter().map(|(n, _)| n.as_str()).collect();
+    for wanted in [
+        "BloomcastStoreUnavailable",
+        "BloomcastCorruptDataFound",
+        "BloomcastClockBehind",
+        "BloomcastSealFailing",
+        "BloomcastHourNearMaxIds",
+        "BloomcastBusyResponses",
+        "BloomcastMemoryNearBudget",
+        "BloomcastChainHeadDiffers",
+        "BloomcastNoIngest",
+    ] {
+        assert!(names.contains(&wanted), "no alert {wanted} in {names:?}");
+    }
+    for (name, body) in &rules {
+        for field in [
+            "expr:",
+            "for:",
+            "severity:",
+            "summary:",
+            "description:",
+            "runbook: |",
+            "Means:",
+            "Check:",
+            "Do:",
+        ] {
+            assert!(body.contains(field), "{name} has no {field}");
+        }
+    }
+    // Each alert is expected firing at some eval_time and resolved (no alert) at another.
+    let mut tests = String::new();
+    for file in test_files() {
+        tests.push_str(&std::fs::read_to_string(file).unwrap());
+    }
+    for name in names {
+        let checks: Vec<&str> = tests
+            .split("alertname: ")
+            .skip(1)
+            .filter(|check| check.starts_with(&format!("{name}\n")))
+            .collect();
+        assert!(
+            checks.iter().any(|c| c.contains("exp_alerts:\n")),
+            "no test fires {name}"
+        );
+        assert!(
+            checks.iter().any(|c| c.contains("exp_alerts: []")),
+            "no test resolves {name}"
+        );
+    }
+}
+
+/// `deploy/prometheus/tests/*.yml`.
+fn test_files() -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(prometheus_dir().join("tests"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "yml"))
+        .collect();
+    files.sort();
+    assert!(
+        !files.is_empty(),
+        "no promtool tests in deploy/prometheus/tests"
+    );
+    files
+}
+
+/// `promtool ARGS` (in `deploy/prometheus`), with `stdin` piped in; panics with its
+/// output unless it succeeds.
+fn promtool(args: &[&str], paths: &[PathBuf], stdin: &str) -> Output {
+    let mut child = Command::new(Need::Promtool.found())
+        .args(args)
+        .args(paths)
+        .current_dir(prometheus_dir())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "promtool {args:?} {paths:?} failed ({}):\n{}{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+async fn promtool_finds_no_problem_in_a_live_metrics_page() {
+    let (text, _) = live_metrics().await;
+    let out = promtool(&["check", "metrics"], &[], &text);
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        said.trim().is_empty(),
+        "promtool check metrics: {said}\n{text}"
+    );
+}
+
+fn promtool_accepts_the_configuration_and_rules() {
+    let rules: Vec<PathBuf> = ["rules/recording.yml", "rules/alerts.yml"]
+        .iter()
+        .map(|p| prometheus_dir().join(p))
+        .collect();
+    let out = promtool(&["check", "rules"], &rules, "");
+    let said = String::from_utf8_lossy(&out.stdout);
+    let alerts = alert_rules().len();
+    assert!(
+        said.contains(&format!("SUCCESS: {alerts} rules found")),
+        "{said}"
+    );
+    let config = prometheus_dir().join("prometheus.yml");
+    let out = promtool(&["check", "config"], &[config], "");
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(said.contains("SUCCESS: 2 rule files found"), "{said}");
+}
+
+fn promtool_fires_and_resolves_every_alert() {
+    let out = promtool(&["test", "rules"], &test_files(), "");
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(said.contains("SUCCESS"), "{said}");
+    assert!(!said.contains("FAILED"), "{said}");
+}
