@@ -10,8 +10,8 @@
 //! that closes them), `sealed` (sealed hours and pruning), `chain` (the hour chain).
 
 use super::{
-    ChainLink, HourRecord, HourSignature, KeyPieces, Linking, Marks, Result, SealedHour, Sealing,
-    Store, StoreError,
+    ChainLink, HourRecord, HourShape, HourSignature, KeyPieces, Linking, Marks, Result, SealedHour,
+    Sealing, Store, StoreError,
 };
 use crate::bloom::Key;
 use crate::chain::{ListedKey, PublicKey};
@@ -28,6 +28,7 @@ mod errors;
 mod link;
 mod migrate;
 mod sealed;
+mod shape;
 mod signing;
 mod sqlfns;
 mod tls;
@@ -245,5 +246,9 @@ impl Store for PgStore {
         let client = self.client().await?;
         client.simple_query("SELECT 1").await.map_err(pg_error)?;
         Ok(())
+    }
+
+    async fn hour_shape(&self, local: &HourShape) -> Result<Option<HourShape>> {
+        Ok(Some(self.recorded_hour_shape(local).await?))
     }
 }

@@ -1,0 +1,184 @@
+//! Misconfiguration across a fleet: a node started with a signing key the cluster has not
+//! recorded refuses to start, naming both key ids, until the key is made the cluster's
+//! with `bloomcast rotate-key` (here its library half, `startup::record_key`); a node
+//! whose hour-shaping settings differ from the cluster's follows the cluster's and says
+//! so, and `bloomcast cluster-settings set` (`startup::set_cluster`) changes them for
+//! every node from its next start.
+
+use super::{drop_schema, node, node_settings, unique_schema};
+use crate::common::needs::Need;
+use crate::common::nodes::{try_node, Node};
+use crate::common::{post_ids, start};
+use bloomcast::chain::{self, Signer};
+use bloomcast::clock::ManualClock;
+use bloomcast::hour::{hour_of, Hour};
+use bloomcast::startup::{record_key, set_cluster};
+use chrono::Duration;
+
+pub async fn a_node_whose_key_the_cluster_has_not_recorded_refuses_to_start_naming_both_key_ids() {
+    let url = Need::Postgres.found();
+    let schema = unique_schema();
+    let dir = tempfile::tempdir().unwrap();
+    let settings = |seed: u8| {
+        let file = dir.path().join(format!("key-{seed}"));
+        std::fs::write(&file, chain::hex(&[seed; 32])).unwrap();
+        let mut s = node_settings(&url, &schema, dir.path().to_owned());
+        s.signing_key_file = file;
+        s
+    };
+    let id = |seed: u8| Signer::from_seed(&[seed; 32]).public_key().id().to_string();
+    let h: Hour = hour_of(2008, 9, 3, 13).unwrap();
+    let clock = ManualClock::at(h, Duration::minutes(10));
+    let http = reqwest::Client::new();
+    let first = node(settings(1), &clock).await;
+
+    let refused = try_node(settings(3), &clock).await.err().expect("refused");
+    assert!(refused.contains(&id(3)), "names this node's key: {refused}");
+    assert!(
+        refused.contains(&id(1)),
+        "names the cluster's key: {refused}"
+    );
+    assert!(
+        refused.contains("rotate-key"),
+        "says how to fix it: {refused}"
+    );
+    let keys = |base: String| {
+        let http = http.clone();
+        async move {
+            let wk: serde_json::Value = http
+                .get(format!("{base}/.well-known/bloomcast.json"))
+                .send()
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap();
+            wk["keys"].as_array().unwrap().clone()
+        }
+    };
+    let before = keys(first.base.clone()).await;
+    assert_eq!(
+        before.len(),
+        1,
+        "the refused key is not recorded: {before:?}"
+    );
+
+    // Made the cluster's key deliberately, the same file starts.
+    let recorded = record_key(&settings(3), &clock).await.unwrap();
+    assert_eq!(recorded.id().to_string(), id(3));
+    assert_eq!(recorded.last_hour, None);
+    let third = node(settings(3), &clock).await;
+    let after = keys(third.base.clone()).await;
+    assert_eq!(after.len(), 2, "{after:?}");
+    assert!(
+        after[0]["last_hour"].is_string(),
+        "key 1 retired: {after:?}"
+    );
+    // A node on the retired key is recorded: it starts, and signs no new hour.
+    let retired = node(settings(1), &clock).await;
+    drop((first, third, retired));
+    drop_schema(&url, &schema).await;
+}
+
+pub async fn a_node_with_another_target_fpp_follows_the_clusters_says_so_and_a_change_reaches_every_node(
+) {
+    let url = Need::Postgres.found();
+    let schema = unique_schema();
+    let dir = tempfile::tempdir().unwrap();
+    let ids: Vec<String> = (0..500).map(|n| format!("id-{n}")).collect();
+    let first = node(
+        node_settings(&url, &schema, dir.path().to_owned()),
+        &clock(),
+    )
+    .await;
+    let mut odd = node_settings(&url, &schema, dir.path().to_owned());
+    (odd.target_fpp, odd.capacity) = (0.2, 100);
+    let clock_b = clock();
+    let follower = node(odd.clone(), &clock_b).await;
+    assert_eq!(follower.service.tuning().target_fpp, 0.01);
+    assert_eq!(follower.service.tuning().capacity, 3000);
+    let followed = sealed_on(&follower, &clock_b, &ids).await;
+    assert_eq!(
+        followed,
+        sealed_alone(&url, 0.01, &ids).await,
+        "sealed as the cluster's target_fpp seals"
+    );
+    assert_ne!(
+        followed,
+        sealed_alone(&url, 0.2, &ids).await,
+        "the node's own target_fpp would have sealed other bytes"
+    );
+
+    // The real binary says so on stderr, naming the setting and both values.
+    let env = [
+        ("BLOOMCAST_DATABASE_URL", url.as_str()),
+        ("BLOOMCAST_DATABASE_SCHEMA", schema.as_str()),
+        ("BLOOMCAST_TARGET_FPP", "0.2"),
+    ];
+    let own = tempfile::tempdir().unwrap();
+    let server = start(own.path(), &env);
+    let warned: Vec<String> = server
+        .log
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|l| l.contains("WARN") && l.contains("target_fpp"))
+        .cloned()
+        .collect();
+    assert_eq!(warned.len(), 1, "{warned:?}");
+    assert!(warned[0].contains("local=0.2"), "{}", warned[0]);
+    assert!(warned[0].contains("cluster=0.01"), "{}", warned[0]);
+    drop(server);
+
+    // Changed for the whole cluster: every node started from then on builds with it.
+    let changed = set_cluster(&odd, &clock(), &[("target_fpp".into(), "0.2".into())])
+        .await
+        .unwrap();
+    assert_eq!(changed.before.target_fpp, 0.01);
+    assert_eq!(changed.after.target_fpp, 0.2);
+    assert_eq!(changed.after.capacity, 3000, "capacity left as it was");
+    let default = node_settings(&url, &schema, dir.path().to_owned());
+    let restarted = node(default, &clock()).await;
+    assert_eq!(restarted.service.tuning().target_fpp, 0.2);
+    assert_eq!(restarted.service.tuning().capacity, 3000);
+    let refused = set_cluster(&odd, &clock(), &[("retention_hours".into(), "1".into())]).await;
+    assert!(
+        refused.is_err(),
+        "only the hour-shaping settings are cluster-wide"
+    );
+    drop((first, follower, restarted));
+    drop_schema(&url, &schema).await;
+}
+
+/// Seals one hour of `ids` on a node of its own schema with `target_fpp`; the hour's
+/// bytes.
+async fn sealed_alone(url: &str, target_fpp: f64, ids: &[String]) -> Vec<u8> {
+    let schema = unique_schema();
+    let dir = tempfile::tempdir().unwrap();
+    let mut settings = node_settings(url, &schema, dir.path().to_owned());
+    settings.target_fpp = target_fpp;
+    let clock = clock();
+    let bytes = sealed_on(&node(settings, &clock).await, &clock, ids).await;
+    drop_schema(url, &schema).await;
+    bytes
+}
+
+fn clock() -> ManualClock {
+    ManualClock::at(hour_of(2008, 9, 3, 13).unwrap(), Duration::minutes(10))
+}
+
+/// Posts `ids` to `node` (its clock at 13:10), seals the hour an hour on; its bytes.
+async fn sealed_on(node: &Node, clock: &ManualClock, ids: &[String]) -> Vec<u8> {
+    let http = reqwest::Client::new();
+    post_ids(&http, &node.base, ids).await.unwrap();
+    clock.advance(Duration::hours(1));
+    node.service.tick().await.unwrap();
+    let h: Hour = hour_of(2008, 9, 3, 13).unwrap();
+    let reply = http
+        .get(format!("{}{}.bin", node.base, h.path()))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(reply.status(), 200);
+    reply.bytes().await.unwrap().to_vec()
+}
