@@ -135,7 +135,7 @@ settings! {
     /// capacity: in cluster mode the first node records both in PostgreSQL, and a node
     /// whose own value differs logs a warning naming both values and follows the
     /// cluster's; `bloomcast cluster-settings set target_fpp=VALUE` changes them for every
-    /// node, from each node's next start.
+    /// node from the next hour on (docs/DEPLOY.md, A fleet).
     target_fpp: f64 = 0.01,
     /// Hours kept; older hours answer 410 Gone and are pruned.
     retention_hours: u64 = 720,

@@ -192,8 +192,8 @@ async fn cluster_settings(args: ClusterSettingsArgs) -> ExitCode {
             println!("target_fpp {}", after.target_fpp);
             if before != after {
                 println!(
-                    "changed from capacity {} target_fpp {}: restart every node to build hours with the new values",
-                    before.capacity, before.target_fpp
+                    "changed from capacity {} target_fpp {}: every node seals the hours from {} on with the new values",
+                    before.capacity, before.target_fpp, shape.from
                 );
             }
             ExitCode::SUCCESS

@@ -106,7 +106,7 @@ impl Application {
         if !settings.database_url.expose_secret().is_empty() {
             signing::refuse_foreign_key(store.as_ref(), signer.as_ref()).await?;
         }
-        let shape = shape::follow_cluster(&settings, store.as_ref()).await?;
+        let shape = shape::follow_cluster(&settings, store.as_ref(), clock.current_hour()).await?;
         let tuning = Tuning {
             capacity: shape.capacity,
             target_fpp: shape.target_fpp,

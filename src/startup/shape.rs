@@ -1,11 +1,13 @@
 //! The settings that shape an hour's bytes in cluster mode (`capacity`, `target_fpp`):
 //! recorded once for the cluster in PostgreSQL by the first node to start; a node whose
 //! own values differ says so and follows the cluster's ([`follow_cluster`]).
-//! `bloomcast cluster-settings set` changes them for every node ([`set_cluster`]).
+//! `bloomcast cluster-settings set` changes them for every node from the next hour on
+//! ([`set_cluster`]): every node seals each hour with the values in effect for it.
 
 use super::StartError;
 use crate::clock::Clock;
 use crate::config::{ConfigError, Settings};
+use crate::hour::Hour;
 use crate::store::{HourShape, PgLink, PgStore, Store};
 use secrecy::ExposeSecret;
 
@@ -17,9 +19,9 @@ pub fn local(settings: &Settings) -> HourShape {
     }
 }
 
-/// The hour shape this node builds with: the cluster's recorded one (this node's own,
-/// recorded, when it is the first), else its own configuration (the embedded store).
-/// Each setting that differs is logged at WARN with both values.
+/// The hour shape this node starts with, for the hour `now`: the cluster's recorded one
+/// (this node's own, recorded, when it is the first), else its own configuration (the
+/// embedded store). Each setting that differs is logged at WARN with both values.
 ///
 /// # Errors
 /// Store failures; cluster values this node's configuration cannot take (a `capacity`
@@ -27,9 +29,10 @@ pub fn local(settings: &Settings) -> HourShape {
 pub async fn follow_cluster(
     settings: &Settings,
     store: &dyn Store,
+    now: Hour,
 ) -> Result<HourShape, StartError> {
     let ours = local(settings);
-    let Some(cluster) = store.hour_shape(&ours).await? else {
+    let Some(cluster) = store.hour_shape(&ours, now).await? else {
         return Ok(ours);
     };
     for (setting, local, cluster) in ours.differences(&cluster) {
@@ -53,15 +56,19 @@ fn checked(settings: &Settings, shape: &HourShape) -> Result<(), ConfigError> {
 /// What [`set_cluster`] found and left.
 #[derive(Debug)]
 pub struct ClusterShape {
-    /// As recorded before (this configuration's, if none was).
+    /// In effect for the current hour (this configuration's, if none was recorded).
     pub before: HourShape,
-    /// As recorded now.
+    /// In effect from hour `from` on.
     pub after: HourShape,
+    /// The first hour sealed with `after`: the hour after the current one.
+    pub from: Hour,
 }
 
 /// Applies `changes` (`("capacity", "5000")`, `("target_fpp", "0.005")`) to the
-/// cluster's recorded hour shape and records it; no changes: only reads it. Nodes
-/// build hours with the new values from their next start.
+/// cluster's hour shape in effect now and records the result from the next hour on (the
+/// open hour keeps the values it opened with); no changes: only reads it. Every node
+/// seals the hours from then on with the new values; a node's open-hour working filter
+/// and union sizing take them at its next start.
 ///
 /// # Errors
 /// Not in cluster mode; an unknown setting or a value that does not parse or is out of
@@ -82,7 +89,9 @@ pub async fn set_cluster(
     }
     let link = PgLink::new(url, &settings.database_ca_file)?;
     let store = PgStore::connect(link, &settings.database_schema, clock.current_hour()).await?;
-    let before = store.recorded_hour_shape(&local(settings)).await?;
+    let now = clock.current_hour();
+    let before = store.recorded_hour_shape(&local(settings), now).await?;
+    let from = now.next();
     let mut after = before;
     for (name, value) in changes {
         let bad = |message: String| {
@@ -111,7 +120,11 @@ pub async fn set_cluster(
     }
     if after != before {
         checked(settings, &after)?;
-        store.set_hour_shape(&after).await?;
+        store.set_hour_shape(&after, from).await?;
     }
-    Ok(ClusterShape { before, after })
+    Ok(ClusterShape {
+        before,
+        after,
+        from,
+    })
 }

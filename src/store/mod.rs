@@ -333,11 +333,12 @@ pub trait Store: Send + Sync + 'static {
     /// Cheap check that the store is usable.
     async fn ping(&self) -> Result<()>;
 
-    /// The cluster's [`HourShape`], recorded as `local` first when none is (the first
-    /// node's wins); `None` for a store one node alone uses (the embedded one), whose
-    /// node's own configuration shapes its hours.
-    async fn hour_shape(&self, local: &HourShape) -> Result<Option<HourShape>> {
-        let _ = local;
+    /// The cluster's [`HourShape`] in effect for `hour`, recorded as `local` first when
+    /// none is (the first node's wins, in effect for every hour until a change); `None`
+    /// for a store one node alone uses (the embedded one), whose node's own
+    /// configuration shapes its hours.
+    async fn hour_shape(&self, local: &HourShape, hour: Hour) -> Result<Option<HourShape>> {
+        let _ = (local, hour);
         Ok(None)
     }
 }

@@ -248,7 +248,7 @@ impl Store for PgStore {
         Ok(())
     }
 
-    async fn hour_shape(&self, local: &HourShape) -> Result<Option<HourShape>> {
-        Ok(Some(self.recorded_hour_shape(local).await?))
+    async fn hour_shape(&self, local: &HourShape, hour: Hour) -> Result<Option<HourShape>> {
+        Ok(Some(self.recorded_hour_shape(local, hour).await?))
     }
 }

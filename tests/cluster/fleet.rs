@@ -97,7 +97,7 @@ pub async fn a_node_with_another_target_fpp_follows_the_clusters_says_so_and_a_c
     let follower = node(odd.clone(), &clock_b).await;
     assert_eq!(follower.service.tuning().target_fpp, 0.01);
     assert_eq!(follower.service.tuning().capacity, 3000);
-    let followed = sealed_on(&follower, &clock_b, &ids).await;
+    let followed = sealed_on(&follower, &clock_b, &ids, 0).await;
     assert_eq!(
         followed,
         sealed_alone(&url, 0.01, &ids).await,
@@ -109,10 +109,15 @@ pub async fn a_node_with_another_target_fpp_follows_the_clusters_says_so_and_a_c
         "the node's own target_fpp would have sealed other bytes"
     );
 
-    // The real binary says so on stderr, naming the setting and both values.
+    // The real binary says so on stderr, naming the setting and both values (in a schema
+    // of its own: its wall clock, years after these hours, would prune them here).
+    let logged = unique_schema();
+    let recorded = node_settings(&url, &logged, dir.path().to_owned());
+    let shape = set_cluster(&recorded, &clock(), &[]).await.unwrap();
+    assert_eq!(shape.before, shape.after, "no change asked, none made");
     let env = [
         ("BLOOMCAST_DATABASE_URL", url.as_str()),
-        ("BLOOMCAST_DATABASE_SCHEMA", schema.as_str()),
+        ("BLOOMCAST_DATABASE_SCHEMA", logged.as_str()),
         ("BLOOMCAST_TARGET_FPP", "0.2"),
     ];
     let own = tempfile::tempdir().unwrap();
@@ -129,16 +134,31 @@ pub async fn a_node_with_another_target_fpp_follows_the_clusters_says_so_and_a_c
     assert!(warned[0].contains("local=0.2"), "{}", warned[0]);
     assert!(warned[0].contains("cluster=0.01"), "{}", warned[0]);
     drop(server);
+    drop_schema(&url, &logged).await;
 
-    // Changed for the whole cluster: every node started from then on builds with it.
-    let changed = set_cluster(&odd, &clock(), &[("target_fpp".into(), "0.2".into())])
+    // Changed for the whole cluster from the next hour on (the open hour, 14, keeps
+    // 0.01): the follower, started before the change, seals 15 with it too.
+    let changed = set_cluster(&odd, &clock_b, &[("target_fpp".into(), "0.2".into())])
         .await
         .unwrap();
     assert_eq!(changed.before.target_fpp, 0.01);
     assert_eq!(changed.after.target_fpp, 0.2);
     assert_eq!(changed.after.capacity, 3000, "capacity left as it was");
+    assert_eq!(changed.from, hour_of(2008, 9, 3, 15).unwrap());
+    let at_14 = sealed_on(&follower, &clock_b, &ids, 1).await;
+    let at_15 = sealed_on(&follower, &clock_b, &ids, 2).await;
+    assert_eq!(
+        at_14, followed,
+        "the open hour keeps the values it opened with"
+    );
+    assert_eq!(
+        at_15,
+        sealed_alone(&url, 0.2, &ids).await,
+        "the new value from 15 on"
+    );
+    let restarted_at_15 = ManualClock::at(changed.from, Duration::minutes(10));
     let default = node_settings(&url, &schema, dir.path().to_owned());
-    let restarted = node(default, &clock()).await;
+    let restarted = node(default, &restarted_at_15).await;
     assert_eq!(restarted.service.tuning().target_fpp, 0.2);
     assert_eq!(restarted.service.tuning().capacity, 3000);
     let refused = set_cluster(&odd, &clock(), &[("retention_hours".into(), "1".into())]).await;
@@ -158,7 +178,7 @@ async fn sealed_alone(url: &str, target_fpp: f64, ids: &[String]) -> Vec<u8> {
     let mut settings = node_settings(url, &schema, dir.path().to_owned());
     settings.target_fpp = target_fpp;
     let clock = clock();
-    let bytes = sealed_on(&node(settings, &clock).await, &clock, ids).await;
+    let bytes = sealed_on(&node(settings, &clock).await, &clock, ids, 0).await;
     drop_schema(url, &schema).await;
     bytes
 }
@@ -167,13 +187,14 @@ fn clock() -> ManualClock {
     ManualClock::at(hour_of(2008, 9, 3, 13).unwrap(), Duration::minutes(10))
 }
 
-/// Posts `ids` to `node` (its clock at 13:10), seals the hour an hour on; its bytes.
-async fn sealed_on(node: &Node, clock: &ManualClock, ids: &[String]) -> Vec<u8> {
+/// Posts `ids` to `node` (its clock 10 minutes into hour 13 + `n`), seals that hour an
+/// hour on; its bytes.
+async fn sealed_on(node: &Node, clock: &ManualClock, ids: &[String], n: i64) -> Vec<u8> {
     let http = reqwest::Client::new();
     post_ids(&http, &node.base, ids).await.unwrap();
     clock.advance(Duration::hours(1));
     node.service.tick().await.unwrap();
-    let h: Hour = hour_of(2008, 9, 3, 13).unwrap();
+    let h = Hour::from_index(hour_of(2008, 9, 3, 13).unwrap().index() + n);
     let reply = http
         .get(format!("{}{}.bin", node.base, h.path()))
         .send()
