@@ -76,7 +76,39 @@ pub async fn a_node_whose_key_the_cluster_has_not_recorded_refuses_to_start_nami
     );
     // A node on the retired key is recorded: it starts, and signs no new hour.
     let retired = node(settings(1), &clock).await;
-    drop((first, third, retired));
+
+    // `bloomcast rotate-key` in cluster mode: a new key in the file, recorded as the
+    // cluster's current one, with which a node starts.
+    let rotated = dir.path().join("rotated");
+    let out = bloomcast(&[
+        ("BLOOMCAST_DATABASE_URL", url.as_str()),
+        ("BLOOMCAST_DATABASE_SCHEMA", schema.as_str()),
+        ("BLOOMCAST_SIGNING_KEY_FILE", rotated.to_str().unwrap()),
+        ("BLOOMCAST_INGEST_TOKENS", crate::common::TOKEN),
+    ])
+    .arg("rotate-key")
+    .output()
+    .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout} {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("recorded in PostgreSQL as the cluster's current key"),
+        "{stdout}"
+    );
+    let mut on_rotated = node_settings(&url, &schema, dir.path().to_owned());
+    on_rotated.signing_key_file = rotated;
+    let fourth = node(on_rotated, &clock).await;
+    let listed = keys(fourth.base.clone()).await;
+    assert_eq!(listed.len(), 3, "{listed:?}");
+    assert!(
+        listed[1]["last_hour"].is_string(),
+        "key 3 retired: {listed:?}"
+    );
+    drop((first, third, retired, fourth));
     drop_schema(&url, &schema).await;
 }
 
@@ -115,6 +147,21 @@ pub async fn a_node_with_another_target_fpp_follows_the_clusters_says_so_and_a_c
     let recorded = node_settings(&url, &logged, dir.path().to_owned());
     let shape = set_cluster(&recorded, &clock(), &[]).await.unwrap();
     assert_eq!(shape.before, shape.after, "no change asked, none made");
+    let shown = bloomcast(&[
+        ("BLOOMCAST_DATABASE_URL", url.as_str()),
+        ("BLOOMCAST_DATABASE_SCHEMA", logged.as_str()),
+        ("BLOOMCAST_TARGET_FPP", "0.2"),
+        ("BLOOMCAST_INGEST_TOKENS", crate::common::TOKEN),
+    ])
+    .arg("cluster-settings")
+    .output()
+    .unwrap();
+    let stdout = String::from_utf8_lossy(&shown.stdout);
+    assert!(shown.status.success(), "{stdout}");
+    assert!(
+        stdout.contains("target_fpp 0.01\n"),
+        "the cluster's, not its own: {stdout}"
+    );
     let env = [
         ("BLOOMCAST_DATABASE_URL", url.as_str()),
         ("BLOOMCAST_DATABASE_SCHEMA", logged.as_str()),
@@ -202,4 +249,14 @@ async fn sealed_on(node: &Node, clock: &ManualClock, ids: &[String], n: i64) -> 
         .unwrap();
     assert_eq!(reply.status(), 200);
     reply.bytes().await.unwrap().to_vec()
+}
+
+/// The real binary, run in a directory of its own with `env`.
+fn bloomcast(env: &[(&str, &str)]) -> std::process::Command {
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_bloomcast"));
+    cmd.current_dir(std::env::temp_dir());
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd
 }
