@@ -1,11 +1,12 @@
 //! Cluster mode: several nodes on one real PostgreSQL.
 //!
 //! Needs PostgreSQL at `BLOOMCAST_TEST_DATABASE_URL` (default
-//! `postgres://postgres@127.0.0.1:5432/test`), and for the outage test PostgreSQL's server
+//! `postgres://postgres@127.0.0.1:5432/test`), and for the fault tests PostgreSQL's server
 //! programs. Without them the tests are reported ignored with the reason (see
 //! `tests/common/needs.rs`), unless `CI` is set, where they fail. Each test works in its
-//! own schema; the test that stops PostgreSQL starts a private cluster of its own
-//! (`common::pg`).
+//! own schema; the tests that stop PostgreSQL or cut its link start a private cluster of
+//! their own (`common::pg`). The fault tests (`cluster/outages.rs`) print `FAULTS`
+//! lines, one per fault and one per hour (acknowledged and found).
 
 #![cfg(unix)]
 
@@ -114,6 +115,24 @@ fn main() {
             "postgres_going_away_gives_503_and_the_node_recovers",
             &[Need::Postgres, Need::PostgresServer],
             || needs::block_on(postgres_going_away_gives_503_and_the_node_recovers()),
+        ),
+        needs::trial(
+            "postgres_restarted_fast_under_load_loses_nothing_acknowledged",
+            &[Need::PostgresServer],
+            || {
+                needs::block_on(
+                    outages::postgres_restarted_fast_under_load_loses_nothing_acknowledged(),
+                )
+            },
+        ),
+        needs::trial(
+            "postgres_restarted_immediate_under_load_loses_nothing_acknowledged",
+            &[Need::PostgresServer],
+            || {
+                needs::block_on(
+                    outages::postgres_restarted_immediate_under_load_loses_nothing_acknowledged(),
+                )
+            },
         ),
     ]);
 }
@@ -449,3 +468,9 @@ mod chain;
 
 #[path = "cluster/rotation.rs"]
 mod rotation;
+
+#[path = "cluster/load.rs"]
+mod load;
+
+#[path = "cluster/outages.rs"]
+mod outages;
