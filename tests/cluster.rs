@@ -5,8 +5,8 @@
 //! programs. Without them the tests are reported ignored with the reason (see
 //! `tests/common/needs.rs`), unless `CI` is set, where they fail. Each test works in its
 //! own schema; the tests that stop PostgreSQL or cut its link start a private cluster of
-//! their own (`common::pg`). The fault tests (`cluster/outages.rs`) print `FAULTS`
-//! lines, one per fault and one per hour (acknowledged and found).
+//! their own (`common::pg`). The fault tests (`cluster/outages.rs`, `standby.rs`)
+//! print `FAULTS` lines, one per fault and one per hour (acknowledged and found).
 
 #![cfg(unix)]
 
@@ -131,6 +131,15 @@ fn main() {
             || {
                 needs::block_on(
                     outages::postgres_restarted_immediate_under_load_loses_nothing_acknowledged(),
+                )
+            },
+        ),
+        needs::trial(
+            "a_node_started_before_postgres_waits_in_standby_and_serves_once_it_is_up",
+            &[Need::PostgresServer],
+            || {
+                needs::block_on(
+                    standby::a_node_started_before_postgres_waits_in_standby_and_serves_once_it_is_up(),
                 )
             },
         ),
@@ -474,3 +483,6 @@ mod load;
 
 #[path = "cluster/outages.rs"]
 mod outages;
+
+#[path = "cluster/standby.rs"]
+mod standby;

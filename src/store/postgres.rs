@@ -109,6 +109,13 @@ impl PgStore {
         })
     }
 
+    /// Whether an error from [`PgStore::connect`] may pass with no setting changed
+    /// (PostgreSQL not up yet, restarting, unreachable for now), so that a node starting
+    /// is right to wait for it rather than stop.
+    pub fn may_come_up(error: &StoreError) -> bool {
+        errors::may_come_up(error)
+    }
+
     async fn client(&self) -> Result<deadpool_postgres::Object> {
         self.pool.get().await.map_err(pool_error)
     }
