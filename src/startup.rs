@@ -247,7 +247,9 @@ pub async fn open_store(
     if !database_url.is_empty() {
         let link = PgLink::new(database_url, &settings.database_ca_file)?;
         let (mode, ca_file) = (link.mode(), link.ca_file().map(|p| p.display().to_string()));
-        let store = PgStore::connect(link, &settings.database_schema, now).await?;
+        let store = PgStore::connect(link, &settings.database_schema, now)
+            .await?
+            .with_call_timeout(Duration::from_millis(settings.database_timeout_ms));
         tracing::info!(
             schema = %settings.database_schema,
             sslmode = ?mode,

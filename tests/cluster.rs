@@ -5,8 +5,9 @@
 //! programs. Without them the tests are reported ignored with the reason (see
 //! `tests/common/needs.rs`), unless `CI` is set, where they fail. Each test works in its
 //! own schema; the tests that stop PostgreSQL or cut its link start a private cluster of
-//! their own (`common::pg`). The fault tests (`cluster/outages.rs`, `standby.rs`)
-//! print `FAULTS` lines, one per fault and one per hour (acknowledged and found).
+//! their own (`common::pg`). The fault tests (`cluster/outages.rs`, `standby.rs`,
+//! `link_cut.rs`) print `FAULTS` lines, one per fault and one per hour (acknowledged and
+//! found).
 
 #![cfg(unix)]
 
@@ -140,6 +141,15 @@ fn main() {
             || {
                 needs::block_on(
                     standby::a_node_started_before_postgres_waits_in_standby_and_serves_once_it_is_up(),
+                )
+            },
+        ),
+        needs::trial(
+            "a_link_that_stops_answering_fails_ingest_in_time_and_its_connections_are_replaced",
+            &[Need::PostgresServer],
+            || {
+                needs::block_on(
+                    link_cut::a_link_that_stops_answering_fails_ingest_in_time_and_its_connections_are_replaced(),
                 )
             },
         ),
@@ -486,3 +496,9 @@ mod outages;
 
 #[path = "cluster/standby.rs"]
 mod standby;
+
+#[path = "cluster/proxy.rs"]
+mod proxy;
+
+#[path = "cluster/link_cut.rs"]
+mod link_cut;
