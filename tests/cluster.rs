@@ -6,8 +6,8 @@
 //! `tests/common/needs.rs`), unless `CI` is set, where they fail. Each test works in its
 //! own schema; the tests that stop PostgreSQL or cut its link start a private cluster of
 //! their own (`common::pg`). The fault tests (`cluster/outages.rs`, `standby.rs`,
-//! `link_cut.rs`) print `FAULTS` lines, one per fault and one per hour (acknowledged and
-//! found).
+//! `link_cut.rs`, `mid_seal.rs`) print `FAULTS` lines, one per fault and one per hour
+//! (acknowledged and found), for `benches/harness/cluster_faults.sh`.
 
 #![cfg(unix)]
 
@@ -150,6 +150,15 @@ fn main() {
             || {
                 needs::block_on(
                     link_cut::a_link_that_stops_answering_fails_ingest_in_time_and_its_connections_are_replaced(),
+                )
+            },
+        ),
+        needs::trial(
+            "a_node_killed_mid_seal_leaves_the_seal_to_another_with_the_same_bytes_and_link",
+            &[Need::Postgres],
+            || {
+                needs::block_on(
+                    mid_seal::a_node_killed_mid_seal_leaves_the_seal_to_another_with_the_same_bytes_and_link(),
                 )
             },
         ),
@@ -502,3 +511,6 @@ mod proxy;
 
 #[path = "cluster/link_cut.rs"]
 mod link_cut;
+
+#[path = "cluster/mid_seal.rs"]
+mod mid_seal;
