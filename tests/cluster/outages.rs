@@ -61,6 +61,7 @@ async fn restart_under_load(mode: &str) {
     let load = Load::start(&bases, 2, &test);
     load.wait_acked_since(2, Instant::now(), Wait::from_secs(10))
         .await;
+    tokio::time::sleep(Wait::from_millis(500)).await;
     cluster.stop_with(mode).expect("stop the private cluster");
     let down = Instant::now();
     eprintln!("{test}: PostgreSQL stopped ({mode})");
