@@ -34,8 +34,9 @@ pub(super) fn worth_waiting(settings: &Settings, error: &StoreError) -> bool {
 }
 
 /// Answers on `listener` while connecting again with backoff; returns the store once
-/// connected (no connection of the standby outlives this: each is closed after one
-/// answer). Fails when a later attempt fails for a reason waiting cannot cure.
+/// connected. A connection the standby accepted gets its one answer and is closed, so
+/// none is left to it once the service serves the socket. Fails when a later attempt
+/// fails for a reason waiting cannot cure.
 ///
 /// # Errors
 /// As [`open_store`], for an error that is not worth waiting out.
@@ -79,9 +80,9 @@ pub(super) async fn wait_for_store(
             }
             Err(StartError::Store(e)) if worth_waiting(settings, &e) => {
                 let why = full_message(&e);
+                delay = (delay * 2).min(MAX_BACKOFF);
                 tracing::warn!(attempts, retry_in = ?delay, error = %why, "PostgreSQL still cannot be reached");
                 *crate::sync::lock(&reason) = why;
-                delay = (delay * 2).min(MAX_BACKOFF);
             }
             Err(e) => return Err(e),
         }
