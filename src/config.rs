@@ -165,6 +165,12 @@ settings! {
     /// PEM file of the CA(s) that sign the PostgreSQL server's certificate, checked with
     /// sslmode=verify-ca or verify-full in database_url; empty: the public web roots.
     database_ca_file: PathBuf = PathBuf::new(),
+    /// Milliseconds one call to PostgreSQL may take, a connection from the pool included;
+    /// then it is given up (an ingest answers 503 store_unavailable with Retry-After) and
+    /// the pool's idle connections are replaced, so a link that stopped answering without
+    /// closing is not used again. Calls that move a whole hour's keys or filter (sealing,
+    /// loading the open hour) get ten times as long.
+    database_timeout_ms: u64 = 10_000,
     /// How stale (milliseconds) a cluster node's view of the open hour may be.
     refresh_ms: u64 = 1000,
     /// Seconds a whole request may take. A client still sending its body then is answered
@@ -342,6 +348,9 @@ impl Settings {
         }
         if self.body_limit == 0 {
             return invalid("body_limit", "must be at least 1 byte");
+        }
+        if self.database_timeout_ms == 0 {
+            return invalid("database_timeout_ms", "must be at least 1 millisecond");
         }
         if self.request_timeout_seconds == 0 {
             return invalid("request_timeout_seconds", "must be at least 1 second");

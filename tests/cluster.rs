@@ -1,11 +1,13 @@
 //! Cluster mode: several nodes on one real PostgreSQL.
 //!
 //! Needs PostgreSQL at `BLOOMCAST_TEST_DATABASE_URL` (default
-//! `postgres://postgres@127.0.0.1:5432/test`), and for the outage test PostgreSQL's server
+//! `postgres://postgres@127.0.0.1:5432/test`), and for the fault tests PostgreSQL's server
 //! programs. Without them the tests are reported ignored with the reason (see
 //! `tests/common/needs.rs`), unless `CI` is set, where they fail. Each test works in its
-//! own schema; the test that stops PostgreSQL starts a private cluster of its own
-//! (`common::pg`).
+//! own schema; the tests that stop PostgreSQL or cut its link start a private cluster of
+//! their own (`common::pg`). The fault tests (`cluster/outages.rs`, `standby.rs`,
+//! `link_cut.rs`, `mid_seal.rs`) print `FAULTS` lines, one per fault and one per hour
+//! (acknowledged and found), for `benches/harness/cluster_faults.sh`.
 
 #![cfg(unix)]
 
@@ -114,6 +116,51 @@ fn main() {
             "postgres_going_away_gives_503_and_the_node_recovers",
             &[Need::Postgres, Need::PostgresServer],
             || needs::block_on(postgres_going_away_gives_503_and_the_node_recovers()),
+        ),
+        needs::trial(
+            "postgres_restarted_fast_under_load_loses_nothing_acknowledged",
+            &[Need::PostgresServer],
+            || {
+                needs::block_on(
+                    outages::postgres_restarted_fast_under_load_loses_nothing_acknowledged(),
+                )
+            },
+        ),
+        needs::trial(
+            "postgres_restarted_immediate_under_load_loses_nothing_acknowledged",
+            &[Need::PostgresServer],
+            || {
+                needs::block_on(
+                    outages::postgres_restarted_immediate_under_load_loses_nothing_acknowledged(),
+                )
+            },
+        ),
+        needs::trial(
+            "a_node_started_before_postgres_waits_in_standby_and_serves_once_it_is_up",
+            &[Need::PostgresServer],
+            || {
+                needs::block_on(
+                    standby::a_node_started_before_postgres_waits_in_standby_and_serves_once_it_is_up(),
+                )
+            },
+        ),
+        needs::trial(
+            "a_link_that_stops_answering_fails_ingest_in_time_and_its_connections_are_replaced",
+            &[Need::PostgresServer],
+            || {
+                needs::block_on(
+                    link_cut::a_link_that_stops_answering_fails_ingest_in_time_and_its_connections_are_replaced(),
+                )
+            },
+        ),
+        needs::trial(
+            "a_node_killed_mid_seal_leaves_the_seal_to_another_with_the_same_bytes_and_link",
+            &[Need::Postgres],
+            || {
+                needs::block_on(
+                    mid_seal::a_node_killed_mid_seal_leaves_the_seal_to_another_with_the_same_bytes_and_link(),
+                )
+            },
         ),
     ]);
 }
@@ -449,3 +496,21 @@ mod chain;
 
 #[path = "cluster/rotation.rs"]
 mod rotation;
+
+#[path = "cluster/load.rs"]
+mod load;
+
+#[path = "cluster/outages.rs"]
+mod outages;
+
+#[path = "cluster/standby.rs"]
+mod standby;
+
+#[path = "cluster/proxy.rs"]
+mod proxy;
+
+#[path = "cluster/link_cut.rs"]
+mod link_cut;
+
+#[path = "cluster/mid_seal.rs"]
+mod mid_seal;
