@@ -19,7 +19,7 @@ use chrono::Duration;
 use common::needs::{self, Need};
 use common::nodes::{drop_schema, node, node_settings, unique_schema};
 use common::pg::PrivateCluster;
-use common::{fetch, kill9, path_of, post_ids, start, TOKEN};
+use common::{fetch, kill9, path_of, post_ids, start};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -371,17 +371,7 @@ async fn postgres_going_away_gives_503_and_the_node_recovers() {
     tokio::time::sleep(std::time::Duration::from_millis(300)).await;
     cluster.stop().expect("stop the private cluster");
 
-    let refused = http
-        .post(format!("{}/updates", node.base))
-        .bearer_auth(TOKEN)
-        .json(&serde_json::json!({"ids": ["while-down"]}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(refused.status(), 503);
-    assert!(refused.headers().contains_key("retry-after"));
-    let body: serde_json::Value = refused.json().await.unwrap();
-    assert_eq!(body["error"], "store_unavailable");
+    load::assert_ingest_unavailable(&http, &node.base, "while-down").await;
     assert_eq!(
         http.get(format!("{}/healthz", node.base))
             .send()

@@ -6,8 +6,7 @@
 //! writes, and every acknowledged ID is in its hour's filter on both nodes.
 
 use super::load::{
-    acked_by_hour, assert_all_found, assert_ok_or_unavailable, unavailable_by_node, wait_status,
-    Load,
+    acked_by_hour, assert_all_found, assert_ok_or_unavailable, report_fault, wait_status, Load,
 };
 use super::proxy::Proxy;
 use crate::common::nodes::{node, node_settings};
@@ -93,19 +92,6 @@ pub async fn a_link_that_stops_answering_fails_ingest_in_time_and_its_connection
     // Within the database timeout, and a second for the rest of the request.
     assert_ok_or_unavailable(&answers, DATABASE_TIMEOUT + Wait::from_secs(1));
     let acked = acked_by_hour(&answers);
-    eprintln!(
-        "FAULTS test=link_cut outage_ms={} unavailable={} recovery_ms={}",
-        (restored - cut).as_millis(),
-        unavailable_by_node(&answers, 2)
-            .iter()
-            .map(ToString::to_string)
-            .collect::<Vec<_>>()
-            .join("/"),
-        recovery
-            .iter()
-            .map(|d| d.as_millis().to_string())
-            .collect::<Vec<_>>()
-            .join("/")
-    );
+    report_fault("link_cut", restored - cut, &answers, &recovery);
     assert_all_found("link_cut", &bases, &acked).await;
 }

@@ -249,3 +249,37 @@ pub async fn wait_status(
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
+
+/// Prints the line `benches/harness/cluster_faults.sh` reads for one fault: its outage,
+/// the 503s each of the two nodes answered, and each node's time to its first 200 after.
+pub fn report_fault(test: &str, outage: Duration, answers: &[Answer], recovery: &[Duration]) {
+    let joined = |parts: Vec<String>| parts.join("/");
+    eprintln!(
+        "FAULTS test={test} outage_ms={} unavailable={} recovery_ms={}",
+        outage.as_millis(),
+        joined(
+            unavailable_by_node(answers, 2)
+                .iter()
+                .map(ToString::to_string)
+                .collect()
+        ),
+        joined(recovery.iter().map(|d| d.as_millis().to_string()).collect()),
+    );
+}
+
+/// Posts one ID to `base` and asserts the answer is 503 `store_unavailable` with
+/// `Retry-After` and a JSON error body.
+pub async fn assert_ingest_unavailable(http: &reqwest::Client, base: &str, id: &str) {
+    let refused = http
+        .post(format!("{base}/updates"))
+        .bearer_auth(crate::common::TOKEN)
+        .json(&serde_json::json!({ "ids": [id] }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), 503);
+    assert!(refused.headers().contains_key("retry-after"));
+    let body: serde_json::Value = refused.json().await.unwrap();
+    assert_eq!(body["error"], "store_unavailable", "{body}");
+    assert!(body["message"].is_string(), "{body}");
+}

@@ -6,8 +6,8 @@
 //! without a restart, and every acknowledged ID is in its hour's filter on both.
 
 use super::load::{
-    acked_by_hour, assert_all_found, assert_ok_or_unavailable, get, unavailable_by_node,
-    wait_status, Load,
+    acked_by_hour, assert_all_found, assert_ok_or_unavailable, get, report_fault,
+    unavailable_by_node, wait_status, Load,
 };
 use crate::common::nodes::{node, node_settings};
 use crate::common::pg::PrivateCluster;
@@ -123,19 +123,6 @@ async fn restart_under_load(mode: &str) {
             tokio::time::sleep(Wait::from_millis(200)).await;
         }
     }
-    eprintln!(
-        "FAULTS test={test} outage_ms={} unavailable={} recovery_ms={}",
-        outage.as_millis(),
-        unavailable_by_node(&answers, 2)
-            .iter()
-            .map(ToString::to_string)
-            .collect::<Vec<_>>()
-            .join("/"),
-        recovery
-            .iter()
-            .map(|d| d.as_millis().to_string())
-            .collect::<Vec<_>>()
-            .join("/")
-    );
+    report_fault(&test, outage, &answers, &recovery);
     assert_all_found(&test, &bases, &acked).await;
 }

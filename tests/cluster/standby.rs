@@ -2,9 +2,9 @@
 //! on `/healthz` and 503 `store_unavailable` with `Retry-After` to ingest and reads,
 //! connects again with backoff, and serves once PostgreSQL is up, with no restart.
 
-use super::load::{get, wait_status};
+use super::load::{assert_ingest_unavailable, get, wait_status};
 use crate::common::pg::PrivateCluster;
-use crate::common::{fetch, path_of, post_ids, spawn_server, TOKEN};
+use crate::common::{fetch, path_of, post_ids, spawn_server};
 use std::time::{Duration, Instant};
 
 pub async fn a_node_started_before_postgres_waits_in_standby_and_serves_once_it_is_up() {
@@ -30,18 +30,7 @@ pub async fn a_node_started_before_postgres_waits_in_standby_and_serves_once_it_
         assert_eq!(report["status"], "unavailable", "{report}");
         assert!(report["reason"].is_string(), "{report}");
 
-        let refused = http
-            .post(format!("{}/updates", node.base))
-            .bearer_auth(TOKEN)
-            .json(&serde_json::json!({"ids": ["in-standby"]}))
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(refused.status(), 503);
-        assert!(refused.headers().contains_key("retry-after"));
-        let body: serde_json::Value = refused.json().await.unwrap();
-        assert_eq!(body["error"], "store_unavailable", "{body}");
-        assert!(body["message"].is_string(), "{body}");
+        assert_ingest_unavailable(&http, &node.base, "in-standby").await;
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     let log = node.log.lock().unwrap().join("\n");
