@@ -1,8 +1,10 @@
-//! Building and running the server: open the store, bind (port 0 works), serve until
-//! told to stop, then drain within a deadline.
+//! Building and running the server: bind (port 0 works), open the store (in cluster
+//! mode, answering 503 in standby until PostgreSQL can be reached), serve until told to
+//! stop, then drain within a deadline.
 
 mod shape;
 mod signing;
+mod standby;
 
 use crate::chain::KeyId;
 use crate::clock::{Clock, OffsetClock, SystemClock};
@@ -65,7 +67,8 @@ impl Application {
     ///
     /// # Errors
     /// The store cannot be opened, the token file cannot be written, or the address
-    /// cannot be bound.
+    /// cannot be bound. In cluster mode, PostgreSQL out of reach is no error: the port
+    /// answers 503 meanwhile and this returns once it connects (`startup::standby`).
     pub async fn build(settings: Settings) -> Result<Application, StartError> {
         let clock: Arc<dyn Clock> = match settings.clock_offset_seconds {
             0 => Arc::new(SystemClock),
@@ -88,8 +91,15 @@ impl Application {
         settings: Settings,
         clock: Arc<dyn Clock>,
     ) -> Result<Application, StartError> {
-        let store = open_store(&settings, clock.as_ref()).await?;
-        Application::build_with(settings, clock, store).await
+        let listener = bind(&settings).await?;
+        let store = match open_store(&settings, clock.as_ref()).await {
+            Ok(store) => store,
+            Err(StartError::Store(first)) if standby::worth_waiting(&settings, &first) => {
+                standby::wait_for_store(&settings, clock.as_ref(), &listener, first).await?
+            }
+            Err(e) => return Err(e),
+        };
+        Application::assemble(settings, clock, store, listener).await
     }
 
     /// As [`Application::build`] with a given clock and store.
@@ -100,6 +110,16 @@ impl Application {
         settings: Settings,
         clock: Arc<dyn Clock>,
         store: Arc<dyn Store>,
+    ) -> Result<Application, StartError> {
+        let listener = bind(&settings).await?;
+        Application::assemble(settings, clock, store, listener).await
+    }
+
+    async fn assemble(
+        settings: Settings,
+        clock: Arc<dyn Clock>,
+        store: Arc<dyn Store>,
+        listener: TcpListener,
     ) -> Result<Application, StartError> {
         let tokens = ingest_tokens(&settings)?;
         let signer = signing::signer(&settings)?;
@@ -130,13 +150,6 @@ impl Application {
             let service = service.clone();
             async move { service.load().await }
         });
-        let listener =
-            TcpListener::bind(settings.listen)
-                .await
-                .map_err(|source| StartError::Io {
-                    context: format!("cannot listen on {}", settings.listen),
-                    source,
-                })?;
         let state = AppState {
             service,
             auth: Arc::new(Auth::new(&tokens)),
@@ -228,6 +241,16 @@ impl Application {
     }
 }
 
+/// Binds the configured address.
+async fn bind(settings: &Settings) -> Result<TcpListener, StartError> {
+    TcpListener::bind(settings.listen)
+        .await
+        .map_err(|source| StartError::Io {
+            context: format!("cannot listen on {}", settings.listen),
+            source,
+        })
+}
+
 /// Opens the configured store: PostgreSQL when a database URL is set, else the embedded one.
 ///
 /// # Errors
@@ -241,7 +264,9 @@ pub async fn open_store(
     if !database_url.is_empty() {
         let link = PgLink::new(database_url, &settings.database_ca_file)?;
         let (mode, ca_file) = (link.mode(), link.ca_file().map(|p| p.display().to_string()));
-        let store = PgStore::connect(link, &settings.database_schema, now).await?;
+        let store = PgStore::connect(link, &settings.database_schema, now)
+            .await?
+            .with_call_timeout(Duration::from_millis(settings.database_timeout_ms));
         tracing::info!(
             schema = %settings.database_schema,
             sslmode = ?mode,

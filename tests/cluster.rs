@@ -1,11 +1,13 @@
 //! Cluster mode: several nodes on one real PostgreSQL.
 //!
 //! Needs PostgreSQL at `BLOOMCAST_TEST_DATABASE_URL` (default
-//! `postgres://postgres@127.0.0.1:5432/test`), and for the outage test PostgreSQL's server
+//! `postgres://postgres@127.0.0.1:5432/test`), and for the fault tests PostgreSQL's server
 //! programs. Without them the tests are reported ignored with the reason (see
 //! `tests/common/needs.rs`), unless `CI` is set, where they fail. Each test works in its
-//! own schema; the test that stops PostgreSQL starts a private cluster of its own
-//! (`common::pg`).
+//! own schema; the tests that stop PostgreSQL or cut its link start a private cluster of
+//! their own (`common::pg`). The fault tests (`cluster/outages.rs`, `standby.rs`,
+//! `link_cut.rs`, `mid_seal.rs`) print `FAULTS` lines, one per fault and one per hour
+//! (acknowledged and found), for `benches/harness/cluster_faults.sh`.
 
 #![cfg(unix)]
 
@@ -17,7 +19,7 @@ use chrono::Duration;
 use common::needs::{self, Need};
 use common::nodes::{drop_schema, node, node_settings, unique_schema};
 use common::pg::PrivateCluster;
-use common::{fetch, kill9, path_of, post_ids, start, TOKEN};
+use common::{fetch, kill9, path_of, post_ids, start};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -132,6 +134,51 @@ fn main() {
             "postgres_going_away_gives_503_and_the_node_recovers",
             &[Need::Postgres, Need::PostgresServer],
             || needs::block_on(postgres_going_away_gives_503_and_the_node_recovers()),
+        ),
+        needs::trial(
+            "postgres_restarted_fast_under_load_loses_nothing_acknowledged",
+            &[Need::PostgresServer],
+            || {
+                needs::block_on(
+                    outages::postgres_restarted_fast_under_load_loses_nothing_acknowledged(),
+                )
+            },
+        ),
+        needs::trial(
+            "postgres_restarted_immediate_under_load_loses_nothing_acknowledged",
+            &[Need::PostgresServer],
+            || {
+                needs::block_on(
+                    outages::postgres_restarted_immediate_under_load_loses_nothing_acknowledged(),
+                )
+            },
+        ),
+        needs::trial(
+            "a_node_started_before_postgres_waits_in_standby_and_serves_once_it_is_up",
+            &[Need::PostgresServer],
+            || {
+                needs::block_on(
+                    standby::a_node_started_before_postgres_waits_in_standby_and_serves_once_it_is_up(),
+                )
+            },
+        ),
+        needs::trial(
+            "a_link_that_stops_answering_fails_ingest_in_time_and_its_connections_are_replaced",
+            &[Need::PostgresServer],
+            || {
+                needs::block_on(
+                    link_cut::a_link_that_stops_answering_fails_ingest_in_time_and_its_connections_are_replaced(),
+                )
+            },
+        ),
+        needs::trial(
+            "a_node_killed_mid_seal_leaves_the_seal_to_another_with_the_same_bytes_and_link",
+            &[Need::Postgres],
+            || {
+                needs::block_on(
+                    mid_seal::a_node_killed_mid_seal_leaves_the_seal_to_another_with_the_same_bytes_and_link(),
+                )
+            },
         ),
     ]);
 }
@@ -342,17 +389,7 @@ async fn postgres_going_away_gives_503_and_the_node_recovers() {
     tokio::time::sleep(std::time::Duration::from_millis(300)).await;
     cluster.stop().expect("stop the private cluster");
 
-    let refused = http
-        .post(format!("{}/updates", node.base))
-        .bearer_auth(TOKEN)
-        .json(&serde_json::json!({"ids": ["while-down"]}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(refused.status(), 503);
-    assert!(refused.headers().contains_key("retry-after"));
-    let body: serde_json::Value = refused.json().await.unwrap();
-    assert_eq!(body["error"], "store_unavailable");
+    load::assert_ingest_unavailable(&http, &node.base, "while-down").await;
     assert_eq!(
         http.get(format!("{}/healthz", node.base))
             .send()
@@ -470,3 +507,21 @@ mod rotation;
 
 #[path = "cluster/fleet.rs"]
 mod fleet;
+
+#[path = "cluster/load.rs"]
+mod load;
+
+#[path = "cluster/outages.rs"]
+mod outages;
+
+#[path = "cluster/standby.rs"]
+mod standby;
+
+#[path = "cluster/proxy.rs"]
+mod proxy;
+
+#[path = "cluster/link_cut.rs"]
+mod link_cut;
+
+#[path = "cluster/mid_seal.rs"]
+mod mid_seal;

@@ -207,6 +207,11 @@ async fn refusal(url: &str, ca_file: &Path) -> String {
         Ok(_) => panic!("{url} connected but should have been refused"),
         Err(e @ StoreError::Unavailable { .. }) => {
             assert!(std::error::Error::source(&e).is_some(), "cause kept: {e}");
+            // A refused certificate is not waited out in standby: the start stops.
+            assert!(
+                !PgStore::may_come_up(&e),
+                "{url}: not worth waiting for: {e}"
+            );
             bloomcast::store::full_message(&e)
         }
         Err(other) => panic!("{url}: expected a connect error, got {other}"),

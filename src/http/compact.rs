@@ -7,7 +7,7 @@
 //! open hour, today, every `since`) is 406.
 
 use super::error::{ApiError, Result};
-use super::filters::{not_modified, view_cache_control};
+use super::filters::{not_modified, not_modified_by_name, view_cache_control};
 use super::head::head;
 use super::negotiate::{accepts_gzip, wants_compact};
 use super::paths::filter_path;
@@ -75,6 +75,17 @@ async fn serve(state: &AppState, parts: &Parts, plain: &str, form: Compact) -> R
         return Err(ApiError::NotFound("one suffix per URL".into()));
     }
     let r = bits(state, parts.uri.query())?;
+    let vary = HeaderValue::from_static("Accept, Accept-Encoding");
+    if parts.headers.contains_key(header::IF_NONE_MATCH) {
+        // A closed hour or past day is revalidated from its hours' links, never built.
+        let name = (state.service)
+            .known_compact_validator(target, r, form)
+            .await?;
+        let gzip = form == Compact::RibbonJson && accepts_gzip(&parts.headers);
+        if let Some(response) = not_modified_by_name(name, &parts.headers, gzip, vary.clone()) {
+            return Ok(response);
+        }
+    }
     let view = state.service.compact_view(target, r, form).await?;
     let rendered = &view.rendered;
     let head = head(rendered);
@@ -82,7 +93,6 @@ async fn serve(state: &AppState, parts: &Parts, plain: &str, form: Compact) -> R
     let gzip = !rendered.gzip.is_empty() && accepts_gzip(&parts.headers);
     let etag = head.etag(gzip).clone();
     let cache = view_cache_control(state, &view);
-    let vary = HeaderValue::from_static("Accept, Accept-Encoding");
     let mut response = if not_modified(rendered, &parts.headers) {
         let mut response = Response::new(Body::empty());
         *response.status_mut() = StatusCode::NOT_MODIFIED;

@@ -53,21 +53,35 @@ async fn revalidated(
     repr: Repr,
     request: &HeaderMap,
 ) -> Result<Option<Response>> {
-    let Some(if_none_match) = request.get(header::IF_NONE_MATCH) else {
-        return Ok(None);
-    };
-    let Ok(if_none_match) = if_none_match.to_str() else {
-        return Ok(None);
-    };
-    let Some(name) = state.service.known_validator(target, repr).await? else {
-        return Ok(None);
-    };
-    if !super::head::matches_name(&name, Encodings::Both, if_none_match) {
+    if !request.contains_key(header::IF_NONE_MATCH) {
         return Ok(None);
     }
-    let etag = super::head::etag_of_name(&name, accepts_gzip(request));
+    let name = state.service.known_validator(target, repr).await?;
+    Ok(not_modified_by_name(
+        name,
+        request,
+        accepts_gzip(request),
+        vary(false),
+    ))
+}
+
+/// The 304 to a request whose `If-None-Match` names `name`, the name of a complete
+/// rendering known without its bytes (its ETag for a gzip body when `gzip`); `None`
+/// when there is no such name or the request names another.
+pub(super) fn not_modified_by_name(
+    name: Option<[u8; 32]>,
+    request: &HeaderMap,
+    gzip: bool,
+    vary: HeaderValue,
+) -> Option<Response> {
+    let if_none_match = request.get(header::IF_NONE_MATCH)?.to_str().ok()?;
+    let name = name?;
+    if !super::head::matches_name(&name, Encodings::Both, if_none_match) {
+        return None;
+    }
+    let etag = super::head::etag_of_name(&name, gzip);
     let immutable = HeaderValue::from_static(IMMUTABLE);
-    Ok(Some(not_modified_response(etag, immutable, vary(false))))
+    Some(not_modified_response(etag, immutable, vary))
 }
 
 /// A 304: the validator, and the cache headers the 200 would have had.

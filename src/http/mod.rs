@@ -65,6 +65,13 @@ pub fn router(state: AppState) -> Router {
     Router::new().fallback_service(app(state))
 }
 
+/// The answer to a request the store cannot take now: 503 `store_unavailable` with
+/// `Retry-After` (what a node in standby, not yet connected to PostgreSQL, answers).
+pub fn store_unavailable() -> axum::response::Response {
+    use axum::response::IntoResponse;
+    error::ApiError::Unavailable.into_response()
+}
+
 /// The application as the server runs it: one stack in front of the routes ([`App`]).
 pub fn app(state: AppState) -> App {
     App::new(state.clone(), routes(state))

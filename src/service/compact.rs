@@ -14,6 +14,7 @@
 
 use super::cache::CompactKey;
 use super::unions::{Held, Step};
+use super::validators::{compact_kind, Form};
 use super::{Result, Service, ServiceError, Target, View};
 use crate::bloom::{distinct_keys, Key, Ribbon};
 use crate::hour::{Day, Hour};
@@ -126,7 +127,7 @@ impl Service {
                             Ok(render_compact(&meta, &ribbon, Compact::RibbonJson))
                         })
                         .await??;
-                    Ok(self.keep(key, complete, json))
+                    Ok(self.keep(key, complete, json).await)
                 };
                 self.once(key, work).await
             }
@@ -171,7 +172,7 @@ impl Service {
                     Ok(render_ribbon(&meta(from, to, complete, count), &ribbon))
                 })
                 .await??;
-            Ok(self.keep(key, complete, body))
+            Ok(self.keep(key, complete, body).await)
         };
         self.once(key, work).await
     }
@@ -259,8 +260,22 @@ impl Service {
         })
     }
 
-    /// Caches a complete rendering; an incomplete one is served once and built again.
-    fn keep(&self, key: CompactKey, complete: bool, rendered: Rendered) -> (Arc<Rendered>, bool) {
+    /// Caches a complete rendering, named by its hours' chain links so that it is
+    /// revalidated without a build ([`Service::known_compact_validator`]); an incomplete
+    /// one is served once and built again.
+    async fn keep(
+        &self,
+        key: CompactKey,
+        complete: bool,
+        mut rendered: Rendered,
+    ) -> (Arc<Rendered>, bool) {
+        if complete {
+            let (from, to) = (Hour::from_index(key.0), Hour::from_index(key.1));
+            let form = Form::Compact(key.3, key.2);
+            rendered.validator = self
+                .name_when_linked(compact_kind(from, to), from, to, form)
+                .await;
+        }
         let rendered = Arc::new(rendered);
         if complete {
             self.cache.insert_compact(key, rendered.clone());

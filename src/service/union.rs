@@ -319,13 +319,7 @@ impl Service {
     ) -> (Arc<Rendered>, bool) {
         if complete {
             let (from, to) = (Hour::from_index(key.0), Hour::from_index(key.1));
-            rendered.validator = match self.linked_name(Named::Union, from, to, key.2).await {
-                Ok(validator) => validator,
-                Err(e) => {
-                    tracing::warn!(error = %e, %from, %to, "cannot read the union's hour links; it is named by its bytes");
-                    None
-                }
-            };
+            rendered.validator = self.name_when_linked(Named::Union, from, to, key.2).await;
         }
         let rendered = Arc::new(rendered);
         if complete {

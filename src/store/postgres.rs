@@ -20,6 +20,7 @@ use async_trait::async_trait;
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
 use errors::{connect_error, pg_error, pool_error};
 use migrate::migrate;
+use std::future::Future;
 use std::time::Duration;
 
 mod batches;
@@ -36,12 +37,24 @@ mod tls;
 pub use link::{LinkError, PgLink};
 pub use tls::{SslMode, TlsSetupError};
 
+/// How long one store call may wait for PostgreSQL unless told otherwise
+/// ([`PgStore::with_call_timeout`]).
+pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Calls that move a whole hour's keys or filter (sealing, reading a sealed hour,
+/// loading the open hour) may take this many times the call timeout.
+const BULK_FACTOR: u32 = 10;
+
 /// PostgreSQL-backed [`Store`].
 pub struct PgStore {
     pool: Pool,
     /// The quoted schema name, ready to prefix table names.
     schema: String,
     genesis: Hour,
+    /// How long one call may wait for PostgreSQL, a connection from the pool included:
+    /// a link that stops answering without closing (no FIN, no RST) would otherwise hold
+    /// a request, and the connection, for as long as the kernel keeps the socket.
+    timeout: Duration,
 }
 
 impl PgStore {
@@ -107,7 +120,61 @@ impl PgStore {
             pool,
             schema,
             genesis,
+            timeout: DEFAULT_CALL_TIMEOUT,
         })
+    }
+
+    /// The same store, each call given up after `timeout` (bulk calls: ten times that).
+    pub fn with_call_timeout(mut self, timeout: Duration) -> PgStore {
+        self.timeout = timeout;
+        self
+    }
+
+    /// Whether an error from [`PgStore::connect`] may pass with no setting changed
+    /// (PostgreSQL not up yet, restarting, unreachable for now), so that a node starting
+    /// is right to wait for it rather than stop.
+    pub fn may_come_up(error: &StoreError) -> bool {
+        errors::may_come_up(error)
+    }
+
+    /// Runs one store call within the call timeout (`bulk`: ten times it). A call that
+    /// runs out is unavailable, and every idle pooled connection is dropped: one that
+    /// stopped answering would otherwise be handed out again, each caller waiting out
+    /// the timeout in turn, and never replaced. Connections that do answer are opened
+    /// again at the next calls; those in use are dropped when their calls run out too.
+    async fn timed<T>(
+        &self,
+        what: &'static str,
+        bulk: bool,
+        call: impl Future<Output = Result<T>>,
+    ) -> Result<T> {
+        let limit = if bulk {
+            self.timeout * BULK_FACTOR
+        } else {
+            self.timeout
+        };
+        // Bound before matching, so the call (and the connection it holds) is dropped,
+        // and its connection back in the pool, before the pool is cleared.
+        let outcome = tokio::time::timeout(limit, call).await;
+        match outcome {
+            Ok(result) => result,
+            Err(elapsed) => {
+                let dropped = self.pool.retain(|_, _| false).removed.len();
+                tracing::warn!(
+                    call = what,
+                    limit = ?limit,
+                    dropped_idle_connections = dropped,
+                    "PostgreSQL did not answer in time; its idle connections are replaced"
+                );
+                Err(StoreError::unavailable(
+                    format!(
+                        "PostgreSQL did not answer {what} within {} ms",
+                        limit.as_millis()
+                    ),
+                    elapsed,
+                ))
+            }
+        }
     }
 
     async fn client(&self) -> Result<deadpool_postgres::Object> {
@@ -168,57 +235,63 @@ impl Store for PgStore {
     }
 
     async fn marks(&self) -> Result<Marks> {
-        batches::marks(self).await
+        self.timed("marks", false, batches::marks(self)).await
     }
 
     async fn append(&self, hour: Hour, keys: &[Key]) -> Result<Hour> {
-        batches::append(self, hour, keys).await
+        self.timed("append", false, batches::append(self, hour, keys))
+            .await
     }
 
     async fn close_through(&self, hour: Hour) -> Result<()> {
-        batches::close_through(self, hour).await
+        self.timed("close_through", false, batches::close_through(self, hour))
+            .await
     }
 
     async fn send_keys_after(&self, hour: Hour, cursor: i64, pieces: KeyPieces) -> Result<i64> {
-        batches::send_keys_after(self, hour, cursor, pieces).await
+        let read = batches::send_keys_after(self, hour, cursor, pieces);
+        self.timed("send_keys_after", true, read).await
     }
 
     async fn keys(&self, hour: Hour) -> Result<Vec<Key>> {
-        batches::keys(self, hour).await
+        self.timed("keys", true, batches::keys(self, hour)).await
     }
 
     async fn seal(&self, sealed: &SealedHour, keys: &[Key]) -> Result<Sealing> {
-        sealed::seal(self, sealed, keys).await
+        self.timed("seal", true, sealed::seal(self, sealed, keys))
+            .await
     }
 
     async fn sealed(&self, hour: Hour) -> Result<Option<SealedHour>> {
-        sealed::sealed(self, hour).await
+        self.timed("sealed", true, sealed::sealed(self, hour)).await
     }
 
     async fn last_sealed(&self) -> Result<Option<Hour>> {
-        sealed::last_sealed(self).await
+        self.timed("last_sealed", false, sealed::last_sealed(self))
+            .await
     }
 
     async fn sealed_counts(&self, from: Hour, to: Hour) -> Result<Vec<(Hour, u64)>> {
-        sealed::sealed_counts(self, from, to).await
+        let counts = sealed::sealed_counts(self, from, to);
+        self.timed("sealed_counts", false, counts).await
     }
 
     async fn put_link(&self, link: &ChainLink) -> Result<Linking> {
-        self.put_link_row(link).await
+        self.timed("put_link", false, self.put_link_row(link)).await
     }
 
     async fn links(&self, from: Hour, limit: usize) -> Result<Vec<ChainLink>> {
-        self.link_rows(from, Hour::from_index(i64::MAX), false, limit)
-            .await
+        let rows = self.link_rows(from, Hour::from_index(i64::MAX), false, limit);
+        self.timed("links", false, rows).await
     }
 
     async fn last_link(&self, before: Hour) -> Result<Option<ChainLink>> {
         let links = self.link_rows(Hour::from_index(i64::MIN), before, true, 1);
-        Ok(links.await?.pop())
+        Ok(self.timed("last_link", false, links).await?.pop())
     }
 
     async fn signing_keys(&self) -> Result<Vec<ListedKey>> {
-        self.key_rows().await
+        self.timed("signing_keys", false, self.key_rows()).await
     }
 
     async fn register_key(
@@ -227,28 +300,36 @@ impl Store for PgStore {
         first: Hour,
         current: Option<&PublicKey>,
     ) -> Result<bool> {
-        self.register_key_row(key, first, current).await
+        let registered = self.register_key_row(key, first, current);
+        self.timed("register_key", false, registered).await
     }
 
     async fn put_signature(&self, signature: &HourSignature, key: &PublicKey) -> Result<bool> {
-        self.put_signature_row(signature, key).await
+        let put = self.put_signature_row(signature, key);
+        self.timed("put_signature", false, put).await
     }
 
     async fn signatures(&self, from: Hour, to: Hour) -> Result<Vec<HourSignature>> {
-        self.signature_rows(from, to).await
+        self.timed("signatures", false, self.signature_rows(from, to))
+            .await
     }
 
     async fn prune_before(&self, hour: Hour) -> Result<u64> {
-        sealed::prune_before(self, hour).await
+        self.timed("prune_before", true, sealed::prune_before(self, hour))
+            .await
     }
 
     async fn ping(&self) -> Result<()> {
-        let client = self.client().await?;
-        client.simple_query("SELECT 1").await.map_err(pg_error)?;
-        Ok(())
+        let ping = async {
+            let client = self.client().await?;
+            client.simple_query("SELECT 1").await.map_err(pg_error)?;
+            Ok(())
+        };
+        self.timed("ping", false, ping).await
     }
 
     async fn hour_shape(&self, local: &HourShape, hour: Hour) -> Result<Option<HourShape>> {
-        Ok(Some(self.recorded_hour_shape(local, hour).await?))
+        let shape = self.recorded_hour_shape(local, hour);
+        Ok(Some(self.timed("hour_shape", false, shape).await?))
     }
 }

@@ -267,3 +267,62 @@ async fn an_hour_whose_build_exceeds_the_memory_budget_has_no_compact_form() {
     assert_eq!(hour_ribbon_runs(&app).await, 0, "refused before any work");
     assert_eq!(app.get("/2008/09/03/13.bin").await.status, 200);
 }
+
+#[tokio::test]
+async fn revalidating_a_past_days_or_closed_hours_ribbon_needs_no_build() {
+    let app = TestApp::spawn().await;
+    // 13:00 on 2008-09-03 through the end of that day and one hour into the next.
+    for h in 0..12 {
+        let ids: Vec<String> = (0..40).map(|i| format!("h{h}:{i}")).collect();
+        let refs: Vec<&str> = ids.iter().map(String::as_str).collect();
+        app.ingest(&refs).await;
+        app.next_hour().await;
+    }
+    let gzip = ("accept-encoding", "gzip");
+    let forms = [
+        ("/2008/09/03.ribbon.json?fpp=0.001", true),
+        ("/2008/09/03.ribbon", false),
+        ("/2008/09/03/14.ribbon.json", true),
+    ];
+    let mut tags = Vec::new();
+    for (path, gzipped) in forms {
+        let first = app.get_with(path, &[gzip]).await;
+        assert_eq!(first.status, 200, "{path}");
+        let etag = first.header("etag").unwrap().to_owned();
+        assert_eq!(etag.ends_with("-gz\""), gzipped, "{path}: {etag}");
+        tags.push(etag);
+    }
+
+    // A restart forgets every rendering: what names each is read from its hours' links.
+    let app = app.restart().await;
+    for ((path, _), etag) in forms.iter().zip(&tags) {
+        let again = app
+            .get_with(path, &[gzip, ("if-none-match", etag.as_str())])
+            .await;
+        assert_eq!(again.status, 304, "{path}");
+        assert_eq!(again.header("etag"), Some(etag.as_str()), "{path}");
+        assert_eq!(
+            again.header("cache-control"),
+            Some("public, max-age=31536000, immutable")
+        );
+        assert_eq!(again.header("vary"), Some("Accept, Accept-Encoding"));
+    }
+    let stats = app.get("/stats").await.json();
+    assert_eq!(stats["unions"]["builds"]["runs"], 0, "no union built");
+    assert_eq!(hour_ribbon_runs(&app).await, 0, "no hour's ribbon built");
+
+    // Built afresh, each is named the same; another precision's tag is not this one's.
+    for ((path, _), etag) in forms.iter().zip(&tags) {
+        let rebuilt = app.get_with(path, &[gzip]).await;
+        assert_eq!(rebuilt.status, 200, "{path}");
+        assert_eq!(rebuilt.header("etag"), Some(etag.as_str()), "{path}");
+    }
+    let other = app
+        .get_with(
+            "/2008/09/03.ribbon.json?fpp=0.01",
+            &[gzip, ("if-none-match", tags[0].as_str())],
+        )
+        .await;
+    assert_eq!(other.status, 200);
+    assert_ne!(other.header("etag"), Some(tags[0].as_str()));
+}

@@ -37,6 +37,12 @@ impl Drop for Server {
 /// Starts `bloomcast serve` on a free port over `data_dir`, with extra environment,
 /// and waits until it reports the address it listens on.
 pub fn start(data_dir: &Path, env: &[(&str, &str)]) -> Server {
+    start_command(serve_command(data_dir, env))
+}
+
+/// `bloomcast serve` on a free port over `data_dir`, with the test token and extra
+/// environment.
+fn serve_command(data_dir: &Path, env: &[(&str, &str)]) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_bloomcast"));
     cmd.arg("serve")
         .env("BLOOMCAST_LISTEN", "127.0.0.1:0")
@@ -46,12 +52,26 @@ pub fn start(data_dir: &Path, env: &[(&str, &str)]) -> Server {
     for (k, v) in env {
         cmd.env(k, v);
     }
-    start_command(cmd)
+    cmd
 }
 
 /// Spawns a prepared `bloomcast serve` command (which must listen on port 0 or a free
-/// port) and waits until it reports the address it listens on.
-pub fn start_command(mut cmd: Command) -> Server {
+/// port) and waits until it reports the address it listens on and is ready.
+pub fn start_command(cmd: Command) -> Server {
+    let server = spawn_command(cmd);
+    wait_ready(server.base.trim_start_matches("http://"));
+    server
+}
+
+/// As [`start`], returning once the server reports the address it listens on, ready or
+/// not (a cluster node in standby while PostgreSQL cannot be reached).
+pub fn spawn_server(data_dir: &Path, env: &[(&str, &str)]) -> Server {
+    spawn_command(serve_command(data_dir, env))
+}
+
+/// Spawns a prepared `bloomcast serve` command and waits until it reports the address
+/// it listens on (not until it is ready).
+pub fn spawn_command(mut cmd: Command) -> Server {
     cmd.stdout(Stdio::null()).stderr(Stdio::piped());
     let mut child = cmd.spawn().expect("the binary starts");
     let stderr = child.stderr.take().unwrap();
@@ -72,7 +92,6 @@ pub fn start_command(mut cmd: Command) -> Server {
     let addr = rx
         .recv_timeout(Duration::from_secs(30))
         .expect("server reports its address");
-    wait_ready(&addr);
     Server {
         child,
         base: format!("http://{addr}"),

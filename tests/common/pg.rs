@@ -131,8 +131,18 @@ impl PrivateCluster {
     /// # Errors
     /// pg_ctl's complaint.
     pub fn stop(&self) -> Result<(), String> {
+        self.stop_with("immediate")
+    }
+
+    /// Stops the server in pg_ctl's shutdown `mode`: `smart`, `fast` (sessions are
+    /// disconnected, their transactions rolled back) or `immediate` (as a crash would:
+    /// crash recovery at the next start).
+    ///
+    /// # Errors
+    /// pg_ctl's complaint.
+    pub fn stop_with(&self, mode: &str) -> Result<(), String> {
         let data = self.data().display().to_string();
-        self.pg("pg_ctl", &["-D", &data, "-m", "immediate", "-w", "stop"])
+        self.pg("pg_ctl", &["-D", &data, "-m", mode, "-w", "stop"])
     }
 }
 

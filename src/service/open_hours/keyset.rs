@@ -57,7 +57,8 @@ const RUN_BYTES: usize = 1 << 19;
 const MAX_SHARD_BITS: u32 = 12;
 /// The tail is merged once it passes the larger of this and a sixteenth of the runs.
 /// Up to 2^20 keys this sets how often every run is rewritten: at 2^14, an hour of 1M IDs
-/// ingested 5-8% slower than at 2^16 and peaked no lower (`bighour.sh`, interleaved).
+/// ingested 2-13% slower than at 2^16 in 9 of 10 interleaved pairs, and peaked no lower
+/// (docs/BENCHMARKS.md, "Open hour memory").
 const MIN_TAIL: usize = 1 << 16;
 const TAIL_FRACTION: usize = 16;
 

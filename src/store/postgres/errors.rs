@@ -57,3 +57,36 @@ pub(super) fn connect_error(e: PoolError) -> StoreError {
         other => StoreError::unavailable(what, other),
     }
 }
+
+/// Whether a failed connection may succeed later with no setting changed: nothing
+/// listens yet, the server is starting, shutting down or out of connections, the link
+/// timed out or was cut. Not a refused certificate (TLS errors are `InvalidData`), a
+/// password or a `pg_hba.conf` rule (SQLSTATE 28), nor any SQL error.
+pub(super) fn may_come_up(e: &StoreError) -> bool {
+    let StoreError::Unavailable { .. } = e else {
+        return false;
+    };
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        if let Some(pg) = s.downcast_ref::<tokio_postgres::Error>() {
+            if let Some(code) = pg.code() {
+                return matches!(&code.code()[..2], "08" | "57" | "53");
+            }
+            if pg.is_closed() {
+                return true;
+            }
+        }
+        if let Some(PoolError::Timeout(_)) = s.downcast_ref::<PoolError>() {
+            return true;
+        }
+        if let Some(io) = s.downcast_ref::<std::io::Error>() {
+            use std::io::ErrorKind::{InvalidData, InvalidInput, PermissionDenied, Unsupported};
+            return !matches!(
+                io.kind(),
+                InvalidData | InvalidInput | PermissionDenied | Unsupported
+            );
+        }
+        source = s.source();
+    }
+    false
+}

@@ -1,0 +1,66 @@
+//! A node started while its PostgreSQL is down: it listens at once, says `unavailable`
+//! on `/healthz` and 503 `store_unavailable` with `Retry-After` to ingest and reads,
+//! connects again with backoff, and serves once PostgreSQL is up, with no restart.
+
+use super::load::{assert_ingest_unavailable, get, wait_status};
+use crate::common::pg::PrivateCluster;
+use crate::common::{fetch, path_of, post_ids, spawn_server};
+use std::time::{Duration, Instant};
+
+pub async fn a_node_started_before_postgres_waits_in_standby_and_serves_once_it_is_up() {
+    let cluster = PrivateCluster::init()
+        .unwrap_or_else(|why| panic!("initdb prepares a private cluster: {why}"));
+    let dir = tempfile::tempdir().unwrap();
+    let url = cluster.url();
+    let node = spawn_server(
+        dir.path(),
+        &[
+            ("BLOOMCAST_DATABASE_URL", url.as_str()),
+            ("BLOOMCAST_REFRESH_MS", "0"),
+        ],
+    );
+    let http = reqwest::Client::new();
+
+    // Long enough for several attempts to connect, each refused.
+    let standby = Instant::now();
+    while standby.elapsed() < Duration::from_millis(1500) {
+        let (status, body) = get(&http, &format!("{}/healthz", node.base)).await;
+        assert_eq!(status, 503, "healthz in standby");
+        let report: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(report["status"], "unavailable", "{report}");
+        assert!(report["reason"].is_string(), "{report}");
+
+        assert_ingest_unavailable(&http, &node.base, "in-standby").await;
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let log = node.log.lock().unwrap().join("\n");
+    assert!(
+        log.contains("still cannot be reached"),
+        "the node tries again (and says so):\n{log}"
+    );
+
+    cluster.start().expect("start the private cluster");
+    let up = Instant::now();
+    wait_status(
+        &http,
+        &format!("{}/healthz", node.base),
+        200,
+        Duration::from_secs(20),
+    )
+    .await;
+    eprintln!(
+        "FAULTS test=unreachable_at_start serving_after_ms={}",
+        up.elapsed().as_millis()
+    );
+    let ids: Vec<String> = (0..100).map(|i| format!("after-standby-{i}")).collect();
+    let hour = post_ids(&http, &node.base, &ids)
+        .await
+        .expect("ingest once PostgreSQL is up");
+    let (_, filter) = fetch(&http, &node.base, &path_of(&hour)).await;
+    assert!(ids.iter().all(|id| filter.contains(id)));
+    let mut node = node;
+    assert!(
+        node.child.try_wait().unwrap().is_none(),
+        "the same process serves: it never exited"
+    );
+}
