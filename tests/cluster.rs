@@ -117,6 +117,15 @@ fn main() {
             },
         ),
         needs::trial(
+            "a_node_that_loses_the_race_to_record_the_first_key_never_retires_it",
+            &[Need::Postgres],
+            || {
+                needs::block_on(
+                    fleet::a_node_that_loses_the_race_to_record_the_first_key_never_retires_it(),
+                )
+            },
+        ),
+        needs::trial(
             "a_node_with_another_target_fpp_follows_the_clusters_says_so_and_a_change_reaches_every_node",
             &[Need::Postgres],
             || {

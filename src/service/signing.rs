@@ -25,7 +25,7 @@ impl Service {
             return Ok(());
         };
         let ours = signer.public_key();
-        let list = register_key(self.store.as_ref(), self.genesis, &ours).await?;
+        let list = register_key(self.store.as_ref(), self.genesis, &ours, true).await?;
         self.sealer.keep_keys(Arc::new(list));
         Ok(())
     }
@@ -178,11 +178,18 @@ impl Service {
 /// hour after the newest sealed one (the first key: from the first hour of the chain,
 /// which it signs), retiring the current key at the hour before. Used at start (every
 /// node's key, as it finds the registry) and by `bloomcast rotate-key` in cluster mode
-/// (a new key made the cluster's current one); the registry as it stands after.
+/// (a new key made the cluster's current one); the registry as it stands after. With
+/// `retire` false, a current key is never retired: `ours` is registered only into an
+/// empty registry (a cluster node's first start, racing others), else left out.
 ///
 /// # Errors
 /// Store failures; a registry that fails its checks.
-pub async fn register_key(store: &dyn Store, genesis: Hour, ours: &PublicKey) -> Result<KeyList> {
+pub async fn register_key(
+    store: &dyn Store,
+    genesis: Hour,
+    ours: &PublicKey,
+    retire: bool,
+) -> Result<KeyList> {
     for _ in 0..REGISTER_TRIES {
         let list = key_list(store.signing_keys().await?)?;
         if let Some(listed) = list.keys().iter().find(|k| k.public_key == *ours) {
@@ -199,6 +206,9 @@ pub async fn register_key(store: &dyn Store, genesis: Hour, ours: &PublicKey) ->
             return Ok(list);
         }
         let open = list.keys().last().filter(|k| k.last_hour.is_none());
+        if open.is_some() && !retire {
+            return Ok(list);
+        }
         let first = match open {
             None => first_chained_hour(store, genesis).await?,
             Some(open) => {

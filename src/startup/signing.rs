@@ -109,7 +109,8 @@ pub fn rotate(settings: &Settings) -> Result<Rotated, StartError> {
 
 /// Cluster mode: refuses `signer` when the cluster's registry has a current key and
 /// `signer`'s key is not recorded at all (a retired key is recorded: that node starts
-/// and signs no new hour). No key recorded yet: the first node's is recorded, as ever.
+/// and signs no new hour). No key recorded yet: this node's is recorded, unless another
+/// node starting at the same moment records its own first (then this one is refused).
 ///
 /// # Errors
 /// [`StartError::ForeignKey`], naming both key ids; store failures.
@@ -121,7 +122,12 @@ pub async fn refuse_foreign_key(
         return Ok(());
     };
     let ours = signer.public_key();
-    let keys = store.signing_keys().await?;
+    let mut keys = store.signing_keys().await?;
+    if keys.is_empty() {
+        let genesis = store.genesis().await?;
+        let list = register_key(store, genesis, &ours, false).await?;
+        keys = list.keys().to_vec();
+    }
     if keys.iter().any(|k| k.public_key == ours) {
         return Ok(());
     }
@@ -148,7 +154,7 @@ pub async fn record_key(settings: &Settings, clock: &dyn Clock) -> Result<Listed
     };
     let store = open_store(settings, clock).await?;
     let ours = signer.public_key();
-    let list = register_key(store.as_ref(), store.genesis().await?, &ours).await?;
+    let list = register_key(store.as_ref(), store.genesis().await?, &ours, true).await?;
     let listed = list.keys().iter().find(|k| k.public_key == ours).copied();
     Ok(listed.expect("register_key returns a registry that holds the key"))
 }

@@ -10,9 +10,11 @@ use crate::common::needs::Need;
 use crate::common::nodes::{try_node, Node};
 use crate::common::{post_ids, start};
 use bloomcast::chain::{self, Signer};
-use bloomcast::clock::ManualClock;
+use bloomcast::clock::{Clock, ManualClock};
 use bloomcast::hour::{hour_of, Hour};
+use bloomcast::service::register_key;
 use bloomcast::startup::{record_key, set_cluster};
+use bloomcast::store::{PgLink, PgStore, Store};
 use chrono::Duration;
 
 pub async fn a_node_whose_key_the_cluster_has_not_recorded_refuses_to_start_naming_both_key_ids() {
@@ -109,6 +111,36 @@ pub async fn a_node_whose_key_the_cluster_has_not_recorded_refuses_to_start_nami
         "key 3 retired: {listed:?}"
     );
     drop((first, third, retired, fourth));
+    drop_schema(&url, &schema).await;
+}
+
+pub async fn a_node_that_loses_the_race_to_record_the_first_key_never_retires_it() {
+    let url = Need::Postgres.found();
+    let schema = unique_schema();
+    let dir = tempfile::tempdir().unwrap();
+    let mut settings = node_settings(&url, &schema, dir.path().to_owned());
+    settings.signing_key_file = dir.path().join("key-6");
+    std::fs::write(&settings.signing_key_file, chain::hex(&[6; 32])).unwrap();
+    let (k5, k6) = (
+        Signer::from_seed(&[5; 32]).public_key(),
+        Signer::from_seed(&[6; 32]).public_key(),
+    );
+    let clock = clock();
+    let link = PgLink::new(&url, std::path::Path::new("")).unwrap();
+    let store = PgStore::connect(link, &schema, clock.current_hour())
+        .await
+        .unwrap();
+    let genesis = store.genesis().await.unwrap();
+    // Two nodes found the registry empty; key 5's recorded first, then key 6's tries.
+    register_key(&store, genesis, &k5, false).await.unwrap();
+    let after = register_key(&store, genesis, &k6, false).await.unwrap();
+    assert_eq!(after.keys().len(), 1, "{after:?}");
+    assert_eq!(after.keys()[0].public_key, k5);
+    assert_eq!(after.keys()[0].last_hour, None, "key 5 never retired");
+    let refused = try_node(settings, &clock).await.err().expect("refused");
+    assert!(refused.contains(&k5.id().to_string()), "{refused}");
+    assert!(refused.contains(&k6.id().to_string()), "{refused}");
+    drop(store);
     drop_schema(&url, &schema).await;
 }
 
