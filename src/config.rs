@@ -122,13 +122,20 @@ settings! {
     ingest_tokens: Vec<SecretString> = Vec::new(),
     /// File holding the Ed25519 key that signs each sealed hour (64 hex digits, a seed).
     /// Empty: generated on first start into <data_dir>/signing-key (mode 0600). Cluster
-    /// mode: give every node the same file, or hours are published unsigned. A new key in
-    /// the file signs the hours sealed after the restart; published signatures never
-    /// change (PROTOCOL.md section 11).
+    /// mode: give every node the same file, or hours are published unsigned; a node whose
+    /// key is not recorded while another is the cluster's current key refuses to start,
+    /// naming both key ids (`bloomcast rotate-key` records a new key for the cluster). A
+    /// new key in the file signs the hours sealed after the restart; published signatures
+    /// never change (PROTOCOL.md section 11).
     signing_key_file: PathBuf = PathBuf::new(),
-    /// Distinct IDs an hour's filter is sized for before it grows.
+    /// Distinct IDs an hour's filter is sized for before it grows. Cluster-wide (see
+    /// target_fpp).
     capacity: u64 = 3000,
-    /// False-positive probability no served filter ever exceeds.
+    /// False-positive probability no served filter ever exceeds. Cluster-wide with
+    /// capacity: in cluster mode the first node records both in PostgreSQL, and a node
+    /// whose own value differs logs a warning naming both values and follows the
+    /// cluster's; `bloomcast cluster-settings set target_fpp=VALUE` changes them for every
+    /// node from the next hour on (docs/DEPLOY.md, A fleet).
     target_fpp: f64 = 0.01,
     /// Hours kept; older hours answer 410 Gone and are pruned.
     retention_hours: u64 = 720,

@@ -53,8 +53,37 @@ enum Command {
     /// current).
     Mirror(MirrorArgs),
     /// Put a new signing key in the server's key file (configuration as `serve`); the
-    /// server signs the hours sealed after its next start with it.
+    /// server signs the hours sealed after its next start with it. In cluster mode the
+    /// key is also recorded in PostgreSQL as the cluster's current key.
     RotateKey,
+    /// Show the cluster's hour-shaping settings (capacity, target_fpp) recorded in
+    /// PostgreSQL, or change them for every node with `set SETTING=VALUE...`
+    /// (configuration as `serve`; nodes build hours with them from their next start).
+    ClusterSettings(ClusterSettingsArgs),
+}
+
+#[derive(clap::Args)]
+struct ClusterSettingsArgs {
+    #[command(subcommand)]
+    action: Option<ClusterAction>,
+}
+
+#[derive(Subcommand)]
+enum ClusterAction {
+    /// Print the recorded settings (the default).
+    Show,
+    /// Record new values, e.g. `set target_fpp=0.005 capacity=5000`.
+    Set {
+        /// SETTING=VALUE pairs: capacity, target_fpp.
+        #[arg(required = true, value_parser = setting_pair)]
+        changes: Vec<(String, String)>,
+    },
+}
+
+fn setting_pair(text: &str) -> Result<(String, String), String> {
+    text.split_once('=')
+        .map(|(k, v)| (k.trim().to_owned(), v.trim().to_owned()))
+        .ok_or_else(|| format!("{text}: expected SETTING=VALUE"))
 }
 
 /// Threads of the blocking pool at most (store reads, renderings, builds; tokio's
@@ -103,11 +132,12 @@ async fn run(cli: Cli) -> ExitCode {
         Command::Verify(args) => finish(args.run().await),
         Command::Watch(args) => finish(args.run().await),
         Command::Mirror(args) => finish(args.run().await),
-        Command::RotateKey => rotate_key(),
+        Command::RotateKey => rotate_key().await,
+        Command::ClusterSettings(args) => cluster_settings(args).await,
     }
 }
 
-fn rotate_key() -> ExitCode {
+async fn rotate_key() -> ExitCode {
     let base = std::env::current_dir().unwrap_or_default();
     let settings = match Settings::load_from(&base, |name| std::env::var(name).ok()) {
         Ok(loaded) => loaded.settings,
@@ -116,13 +146,56 @@ fn rotate_key() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    match bloomcast::startup::rotate_key(&settings) {
-        Ok(r) => {
+    let clock = bloomcast::clock::SystemClock;
+    match bloomcast::startup::rotate_key_recorded(&settings, &clock).await {
+        Ok((r, recorded)) => {
             let old = r.old.map_or("none".into(), |k| k.id().to_string());
             println!("file {}", r.file.display());
             println!("old key id {old}");
             println!("new key id {} public key {}", r.new.id(), r.new);
-            println!("restart the server (every node of a cluster) to sign new hours with it");
+            if let Some(listed) = recorded {
+                println!(
+                    "recorded in PostgreSQL as the cluster's current key from hour {}",
+                    listed.first_hour
+                );
+                println!("copy this file to every node of the cluster, then restart them to sign new hours with it");
+            } else {
+                println!("restart the server (every node of a cluster) to sign new hours with it");
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("bloomcast: {}", bloomcast::store::full_message(&e));
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn cluster_settings(args: ClusterSettingsArgs) -> ExitCode {
+    let base = std::env::current_dir().unwrap_or_default();
+    let settings = match Settings::load_from(&base, |name| std::env::var(name).ok()) {
+        Ok(loaded) => loaded.settings,
+        Err(e) => {
+            eprintln!("bloomcast: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let changes = match args.action {
+        Some(ClusterAction::Set { changes }) => changes,
+        None | Some(ClusterAction::Show) => Vec::new(),
+    };
+    let clock = bloomcast::clock::SystemClock;
+    match bloomcast::startup::set_cluster(&settings, &clock, &changes).await {
+        Ok(shape) => {
+            let (before, after) = (shape.before, shape.after);
+            println!("capacity {}", after.capacity);
+            println!("target_fpp {}", after.target_fpp);
+            if before != after {
+                println!(
+                    "changed from capacity {} target_fpp {}: every node seals the hours from {} on with the new values",
+                    before.capacity, before.target_fpp, shape.from
+                );
+            }
             ExitCode::SUCCESS
         }
         Err(e) => {

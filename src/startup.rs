@@ -2,9 +2,11 @@
 //! mode, answering 503 in standby until PostgreSQL can be reached), serve until told to
 //! stop, then drain within a deadline.
 
+mod shape;
 mod signing;
 mod standby;
 
+use crate::chain::KeyId;
 use crate::clock::{Clock, OffsetClock, SystemClock};
 use crate::config::{ConfigError, Settings};
 use crate::http::{router, AppState, Auth, Metrics};
@@ -13,7 +15,11 @@ use crate::service::{Service, ServiceError, Tuning};
 use crate::store::{LinkError, PgLink, PgStore, SqliteStore, Store, StoreError};
 use axum::Router;
 use secrecy::ExposeSecret;
-pub use signing::{rotate as rotate_key, Rotated, KEY_FILE as SIGNING_KEY_FILE};
+pub use shape::{set_cluster, ClusterShape};
+pub use signing::{
+    record_key, rotate as rotate_key, rotate_recorded as rotate_key_recorded, Rotated,
+    KEY_FILE as SIGNING_KEY_FILE,
+};
 use std::future::Future;
 use std::net::SocketAddr;
 use std::path::Path;
@@ -33,6 +39,12 @@ pub enum StartError {
     Link(#[from] LinkError),
     #[error(transparent)]
     Service(#[from] ServiceError),
+    /// Cluster mode: this node's signing key is not recorded in the cluster's registry
+    /// while another key is the current one (a copy of the wrong key file, or a key made
+    /// on this node alone). Never registered silently: the node would retire the key
+    /// every other node signs with.
+    #[error("this node's signing key {ours} is not the cluster's: the current key recorded in PostgreSQL is {cluster}. Install the cluster's key file (the one whose key id is {cluster}) as signing_key_file, or run `bloomcast rotate-key` to make a new key the cluster's current one")]
+    ForeignKey { ours: KeyId, cluster: KeyId },
     /// Shown with its cause by [`crate::store::full_message`], as `bloomcast serve` does.
     #[error("{context}")]
     Io {
@@ -110,9 +122,14 @@ impl Application {
         listener: TcpListener,
     ) -> Result<Application, StartError> {
         let tokens = ingest_tokens(&settings)?;
+        let signer = signing::signer(&settings)?;
+        if !settings.database_url.expose_secret().is_empty() {
+            signing::refuse_foreign_key(store.as_ref(), signer.as_ref()).await?;
+        }
+        let shape = shape::follow_cluster(&settings, store.as_ref(), clock.current_hour()).await?;
         let tuning = Tuning {
-            capacity: settings.capacity,
-            target_fpp: settings.target_fpp,
+            capacity: shape.capacity,
+            target_fpp: shape.target_fpp,
             retention_hours: settings.retention_hours,
             cache_bytes: settings.cache_bytes,
             worker_threads: worker_threads(),
@@ -121,7 +138,7 @@ impl Application {
             union_builds: settings.union_builds,
             clock_jump_tolerance: Duration::from_secs(settings.clock_jump_tolerance_seconds),
             clock_jump_confirm: Duration::from_secs(settings.clock_jump_confirm_seconds),
-            signer: signing::signer(&settings)?,
+            signer,
             delta_bytes: settings.delta_bytes,
             delta_every: Duration::from_secs(settings.open_max_age),
             delta_ids: settings.delta_ids,

@@ -108,6 +108,33 @@ fn main() {
             },
         ),
         needs::trial(
+            "a_node_whose_key_the_cluster_has_not_recorded_refuses_to_start_naming_both_key_ids",
+            &[Need::Postgres],
+            || {
+                needs::block_on(
+                    fleet::a_node_whose_key_the_cluster_has_not_recorded_refuses_to_start_naming_both_key_ids(),
+                )
+            },
+        ),
+        needs::trial(
+            "a_node_that_loses_the_race_to_record_the_first_key_never_retires_it",
+            &[Need::Postgres],
+            || {
+                needs::block_on(
+                    fleet::a_node_that_loses_the_race_to_record_the_first_key_never_retires_it(),
+                )
+            },
+        ),
+        needs::trial(
+            "a_node_with_another_target_fpp_follows_the_clusters_says_so_and_a_change_reaches_every_node",
+            &[Need::Postgres],
+            || {
+                needs::block_on(
+                    fleet::a_node_with_another_target_fpp_follows_the_clusters_says_so_and_a_change_reaches_every_node(),
+                )
+            },
+        ),
+        needs::trial(
             "a_cluster_without_a_key_file_publishes_unsigned",
             &[Need::Postgres],
             || needs::block_on(chain::a_cluster_without_a_key_file_publishes_unsigned()),
@@ -486,6 +513,9 @@ mod chain;
 
 #[path = "cluster/rotation.rs"]
 mod rotation;
+
+#[path = "cluster/fleet.rs"]
+mod fleet;
 
 #[path = "cluster/load.rs"]
 mod load;

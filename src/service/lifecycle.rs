@@ -6,7 +6,7 @@ use super::{Result, Service, ServiceError};
 use crate::bloom::{Filter, Key};
 use crate::chain;
 use crate::hour::Hour;
-use crate::store::{ChainLink, Linking, SealedHour, Sealing, StoreError};
+use crate::store::{ChainLink, HourShape, Linking, SealedHour, Sealing, StoreError};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -120,7 +120,7 @@ impl Service {
                 tracing::error!(%hour, error = %e, "a sealed hour failed verification; rebuilding it from its keys");
                 self.health.corrupt_found.fetch_add(1, Ordering::Relaxed);
                 self.open.forget_through(hour);
-                let (keys, filter) = self.build(self.closed_keys(hour).await?).await?;
+                let (keys, filter) = self.build(hour, self.closed_keys(hour).await?).await?;
                 return Ok(SealedHour {
                     hour,
                     count: keys.len() as u64,
@@ -136,7 +136,7 @@ impl Service {
         self.closed_through
             .fetch_max(hour.index(), Ordering::AcqRel);
         let keys = self.closed_keys(hour).await?;
-        let (keys, filter) = self.build(keys).await?;
+        let (keys, filter) = self.build(hour, keys).await?;
         let sealed = SealedHour {
             hour,
             count: keys.len() as u64,
@@ -172,9 +172,17 @@ impl Service {
         }
     }
 
-    /// The final filter of a key set (what sealing stores), built off the runtime.
-    pub(super) async fn build(&self, keys: Vec<Key>) -> Result<(Vec<Key>, Filter)> {
-        let p = self.tuning.target_fpp;
+    /// The final filter of `hour`'s key set (what sealing stores), built off the runtime
+    /// at the `target_fpp` in effect for the hour: the cluster's, read now, for a store
+    /// that records one (so every node seals an hour alike, whenever it started), else
+    /// this node's.
+    pub(super) async fn build(&self, hour: Hour, keys: Vec<Key>) -> Result<(Vec<Key>, Filter)> {
+        let ours = HourShape {
+            capacity: self.tuning.capacity,
+            target_fpp: self.tuning.target_fpp,
+        };
+        let shape = self.store.hour_shape(&ours, hour).await?;
+        let p = shape.map_or(ours.target_fpp, |s| s.target_fpp);
         let (keys, filter) = tokio::task::spawn_blocking(move || {
             let filter = Filter::sized_within(&keys, p);
             (keys, filter)

@@ -65,6 +65,7 @@ mod retention;
 mod sealer;
 mod signing;
 pub use ready::ReadyHour;
+pub use signing::register_key;
 mod stats;
 mod target;
 mod tuning;

@@ -5,9 +5,9 @@
 //! link and served as stored, so it never changes once published.
 
 use super::{Result, Service, ServiceError, MAX_CHAIN_PAGE};
-use crate::chain::{KeyList, SignatureField};
+use crate::chain::{KeyList, PublicKey, SignatureField};
 use crate::hour::Hour;
-use crate::store::{key_list, ChainLink, HourSignature, StoreError};
+use crate::store::{key_list, ChainLink, HourSignature, Store, StoreError};
 use std::collections::HashSet;
 use std::sync::Arc;
 
@@ -15,10 +15,8 @@ use std::sync::Arc;
 const REGISTER_TRIES: usize = 3;
 
 impl Service {
-    /// Registers this node's key, unless registered already: from the hour after the
-    /// newest sealed one (the first key: from the first hour of the chain, which it
-    /// signs), retiring the current key at the hour before. A key registered and since
-    /// retired signs nothing new.
+    /// Registers this node's key, unless registered already (see [`register_key`]). A key
+    /// registered and since retired signs nothing new.
     ///
     /// # Errors
     /// Store failures; a registry that fails its checks.
@@ -27,44 +25,9 @@ impl Service {
             return Ok(());
         };
         let ours = signer.public_key();
-        for _ in 0..REGISTER_TRIES {
-            let list = self.fresh_keys().await?;
-            if let Some(listed) = list.keys().iter().find(|k| k.public_key == ours) {
-                match listed.last_hour {
-                    None => tracing::info!(key_id = %ours.id(), first_hour = %listed.first_hour,
-                        "signing with the current registered key"),
-                    Some(last) => tracing::warn!(key_id = %ours.id(), %last,
-                        "this node's signing key was retired after hour {last}: it signs no new hour (install the current key)"),
-                }
-                return Ok(());
-            }
-            let open = list.keys().last().filter(|k| k.last_hour.is_none());
-            let first = match open {
-                None => self.first_chained_hour().await?,
-                Some(open) => {
-                    let after_sealed = self.store.last_sealed().await?.map(Hour::next);
-                    after_sealed
-                        .unwrap_or(self.genesis)
-                        .max(open.first_hour.next())
-                }
-            };
-            let current = open.map(|k| k.public_key);
-            if self
-                .store
-                .register_key(&ours, first, current.as_ref())
-                .await?
-            {
-                tracing::info!(key_id = %ours.id(), first_hour = %first,
-                    retired = ?current.map(|k| k.id().to_string()), "registered a new signing key");
-            }
-        }
-        let list = self.fresh_keys().await?;
-        if list.keys().iter().any(|k| k.public_key == ours) {
-            return Ok(());
-        }
-        Err(ServiceError::Store(StoreError::bug(
-            "cannot register the signing key: other nodes keep registering theirs",
-        )))
+        let list = register_key(self.store.as_ref(), self.genesis, &ours, true).await?;
+        self.sealer.keep_keys(Arc::new(list));
+        Ok(())
     }
 
     /// Signs, once, every linked hour left without a signature (hours sealed before
@@ -112,14 +75,6 @@ impl Service {
             tracing::info!(signed, key_id = %ours.id(), "signed the hours sealed before signatures were stored");
         }
         Ok(signed)
-    }
-
-    /// The first hour of the chain (or genesis, if earlier or nothing is linked).
-    async fn first_chained_hour(&self) -> Result<Hour> {
-        let oldest = self.store.links(Hour::from_index(i64::MIN), 1).await?;
-        Ok(oldest
-            .first()
-            .map_or(self.genesis, |l| l.hour.min(self.genesis)))
     }
 
     /// Every key registered, read from the store now (and kept for serving).
@@ -217,4 +172,67 @@ impl Service {
         self.store.put_signature(&signature, &ours).await?;
         Ok(self.store.signatures(link.hour, link.hour).await?.pop())
     }
+}
+
+/// Registers `ours` in the store's key registry, unless registered already: from the
+/// hour after the newest sealed one (the first key: from the first hour of the chain,
+/// which it signs), retiring the current key at the hour before. Used at start (every
+/// node's key, as it finds the registry) and by `bloomcast rotate-key` in cluster mode
+/// (a new key made the cluster's current one); the registry as it stands after. With
+/// `retire` false, a current key is never retired: `ours` is registered only into an
+/// empty registry (a cluster node's first start, racing others), else left out.
+///
+/// # Errors
+/// Store failures; a registry that fails its checks.
+pub async fn register_key(
+    store: &dyn Store,
+    genesis: Hour,
+    ours: &PublicKey,
+    retire: bool,
+) -> Result<KeyList> {
+    for _ in 0..REGISTER_TRIES {
+        let list = key_list(store.signing_keys().await?)?;
+        if let Some(listed) = list.keys().iter().find(|k| k.public_key == *ours) {
+            match listed.last_hour {
+                None => tracing::info!(key_id = %ours.id(), first_hour = %listed.first_hour,
+                    "signing with the current registered key"),
+                Some(last) => {
+                    let current = list.keys().last().map(|k| k.public_key.id().to_string());
+                    tracing::warn!(key_id = %ours.id(), %last, current = ?current,
+                        "this node's signing key was retired after hour {last}: it signs no new hour (install the current key, {})",
+                        current.as_deref().unwrap_or("none"));
+                }
+            }
+            return Ok(list);
+        }
+        let open = list.keys().last().filter(|k| k.last_hour.is_none());
+        if open.is_some() && !retire {
+            return Ok(list);
+        }
+        let first = match open {
+            None => first_chained_hour(store, genesis).await?,
+            Some(open) => {
+                let after_sealed = store.last_sealed().await?.map(Hour::next);
+                after_sealed.unwrap_or(genesis).max(open.first_hour.next())
+            }
+        };
+        let current = open.map(|k| k.public_key);
+        if store.register_key(ours, first, current.as_ref()).await? {
+            tracing::info!(key_id = %ours.id(), first_hour = %first,
+                retired = ?current.map(|k| k.id().to_string()), "registered a new signing key");
+        }
+    }
+    let list = key_list(store.signing_keys().await?)?;
+    if list.keys().iter().any(|k| k.public_key == *ours) {
+        return Ok(list);
+    }
+    Err(ServiceError::Store(StoreError::bug(
+        "cannot register the signing key: other nodes keep registering theirs",
+    )))
+}
+
+/// The first hour of the chain (or genesis, if earlier or nothing is linked).
+async fn first_chained_hour(store: &dyn Store, genesis: Hour) -> Result<Hour> {
+    let oldest = store.links(Hour::from_index(i64::MIN), 1).await?;
+    Ok(oldest.first().map_or(genesis, |l| l.hour.min(genesis)))
 }

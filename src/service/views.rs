@@ -274,7 +274,7 @@ impl Service {
             }
             None => {
                 let keys = self.closed_keys(hour).await?;
-                let (keys, filter) = self.build(keys).await?;
+                let (keys, filter) = self.build(hour, keys).await?;
                 let closed = self.closed_through().is_some_and(|c| hour <= c);
                 // Only a durably closed hour is final: its bytes are what its seal will hold.
                 let bytes = closed.then(|| filter.to_bytes());

@@ -1,11 +1,16 @@
 //! The key that signs the hour chain: read from `signing_key_file`, or generated on
 //! first start into `<data_dir>/signing-key` (mode 0600, as the ingest token). The file
 //! holds the 32-byte Ed25519 seed as 64 hex digits and a newline. `bloomcast rotate-key`
-//! puts a new key in it ([`rotate`]).
+//! puts a new key in it ([`rotate`]); in cluster mode it also records the new key as the
+//! cluster's current one ([`rotate_recorded`]), and a node whose key the cluster has not
+//! recorded refuses to start ([`refuse_foreign_key`]).
 
-use super::{write_private, StartError};
-use crate::chain::{self, PublicKey, Signer};
+use super::{open_store, write_private, StartError};
+use crate::chain::{self, ListedKey, PublicKey, Signer};
+use crate::clock::Clock;
 use crate::config::Settings;
+use crate::service::register_key;
+use crate::store::Store;
 use secrecy::ExposeSecret;
 use std::path::{Path, PathBuf};
 
@@ -100,6 +105,76 @@ pub fn rotate(settings: &Settings) -> Result<Rotated, StartError> {
         old,
         new: Signer::from_seed(&seed).public_key(),
     })
+}
+
+/// Cluster mode: refuses `signer` when the cluster's registry has a current key and
+/// `signer`'s key is not recorded at all (a retired key is recorded: that node starts
+/// and signs no new hour). No key recorded yet: this node's is recorded, unless another
+/// node starting at the same moment records its own first (then this one is refused).
+///
+/// # Errors
+/// [`StartError::ForeignKey`], naming both key ids; store failures.
+pub async fn refuse_foreign_key(
+    store: &dyn Store,
+    signer: Option<&Signer>,
+) -> Result<(), StartError> {
+    let Some(signer) = signer else {
+        return Ok(());
+    };
+    let ours = signer.public_key();
+    let mut keys = store.signing_keys().await?;
+    if keys.is_empty() {
+        let genesis = store.genesis().await?;
+        let list = register_key(store, genesis, &ours, false).await?;
+        keys = list.keys().to_vec();
+    }
+    if keys.iter().any(|k| k.public_key == ours) {
+        return Ok(());
+    }
+    match keys.iter().find(|k| k.last_hour.is_none()) {
+        Some(current) => Err(StartError::ForeignKey {
+            ours: ours.id(),
+            cluster: current.id(),
+        }),
+        None => Ok(()),
+    }
+}
+
+/// Records the key in the service's key file as the cluster's current key (see
+/// [`register_key`]): it signs the hours after the newest sealed one, and the key it
+/// replaces signs none of them. What the registry then says of it.
+///
+/// # Errors
+/// No key file, or one that is not a key; the store cannot be opened or written.
+pub async fn record_key(settings: &Settings, clock: &dyn Clock) -> Result<ListedKey, StartError> {
+    let path = key_file(settings);
+    let Some(signer) = read_key(&path)? else {
+        let missing = std::io::Error::from(std::io::ErrorKind::NotFound);
+        return Err(io(format!("cannot read {}", path.display()))(missing));
+    };
+    let store = open_store(settings, clock).await?;
+    let ours = signer.public_key();
+    let list = register_key(store.as_ref(), store.genesis().await?, &ours, true).await?;
+    let listed = list.keys().iter().find(|k| k.public_key == ours).copied();
+    Ok(listed.expect("register_key returns a registry that holds the key"))
+}
+
+/// As [`rotate`], and in cluster mode (a `database_url`) the new key is then recorded as
+/// the cluster's current one ([`record_key`]), which it says.
+///
+/// # Errors
+/// As [`rotate`] and [`record_key`]; when recording fails, the file holds a key the
+/// cluster has not recorded (the node refuses to start with it; run again).
+pub async fn rotate_recorded(
+    settings: &Settings,
+    clock: &dyn Clock,
+) -> Result<(Rotated, Option<ListedKey>), StartError> {
+    let rotated = rotate(settings)?;
+    if settings.database_url.expose_secret().is_empty() {
+        return Ok((rotated, None));
+    }
+    let recorded = record_key(settings, clock).await?;
+    Ok((rotated, Some(recorded)))
 }
 
 fn parse(text: &str) -> Option<Signer> {

@@ -9,6 +9,7 @@ mod links;
 mod postgres;
 mod record;
 mod rows;
+mod shape;
 mod signatures;
 mod sqlite;
 
@@ -18,6 +19,7 @@ pub use rows::{
     batch_checksum, blob_to_keys, check_count, distinct, filter_checksum, keys_to_blob,
     read_sealed_keys, sealed_keys_checksum, verify_batch, verify_sealed_keys, SealedRow,
 };
+pub use shape::HourShape;
 pub use signatures::{key_from_row, key_list, HourSignature};
 
 pub use postgres::{LinkError, PgLink, PgStore, SslMode, TlsSetupError};
@@ -330,6 +332,15 @@ pub trait Store: Send + Sync + 'static {
 
     /// Cheap check that the store is usable.
     async fn ping(&self) -> Result<()>;
+
+    /// The cluster's [`HourShape`] in effect for `hour`, recorded as `local` first when
+    /// none is (the first node's wins, in effect for every hour until a change); `None`
+    /// for a store one node alone uses (the embedded one), whose node's own
+    /// configuration shapes its hours.
+    async fn hour_shape(&self, local: &HourShape, hour: Hour) -> Result<Option<HourShape>> {
+        let _ = (local, hour);
+        Ok(None)
+    }
 }
 
 /// An error and its causes, one line: `what: cause: cause`. Drivers' top messages

@@ -10,8 +10,8 @@
 //! that closes them), `sealed` (sealed hours and pruning), `chain` (the hour chain).
 
 use super::{
-    ChainLink, HourRecord, HourSignature, KeyPieces, Linking, Marks, Result, SealedHour, Sealing,
-    Store, StoreError,
+    ChainLink, HourRecord, HourShape, HourSignature, KeyPieces, Linking, Marks, Result, SealedHour,
+    Sealing, Store, StoreError,
 };
 use crate::bloom::Key;
 use crate::chain::{ListedKey, PublicKey};
@@ -29,6 +29,7 @@ mod errors;
 mod link;
 mod migrate;
 mod sealed;
+mod shape;
 mod signing;
 mod sqlfns;
 mod tls;
@@ -325,5 +326,10 @@ impl Store for PgStore {
             Ok(())
         };
         self.timed("ping", false, ping).await
+    }
+
+    async fn hour_shape(&self, local: &HourShape, hour: Hour) -> Result<Option<HourShape>> {
+        let shape = self.recorded_hour_shape(local, hour);
+        Ok(Some(self.timed("hour_shape", false, shape).await?))
     }
 }

@@ -77,6 +77,7 @@ INSERT INTO {s}.meta (name, value)
 "#,
     ),
     (6, super::signing::MIGRATION),
+    (7, super::shape::MIGRATION),
 ];
 
 /// Creates the schema if needed and applies the migrations it lacks.
