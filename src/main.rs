@@ -4,7 +4,7 @@ use bloomcast::cli::{
     finish, CheckArgs, EstimateArgs, HistoryArgs, IngestArgs, InspectArgs, MirrorArgs, VerifyArgs,
     WatchArgs,
 };
-use bloomcast::config::Settings;
+use bloomcast::config::{Loaded, Settings};
 use bloomcast::startup::{shutdown_signal, Application};
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -137,14 +137,24 @@ async fn run(cli: Cli) -> ExitCode {
     }
 }
 
-async fn rotate_key() -> ExitCode {
+/// The settings `serve` runs with (config/ in the working directory, then the
+/// environment), and the working directory; exit code 2 with the reason on stderr when
+/// they do not load.
+fn load_settings() -> Result<(std::path::PathBuf, Loaded), ExitCode> {
     let base = std::env::current_dir().unwrap_or_default();
-    let settings = match Settings::load_from(&base, |name| std::env::var(name).ok()) {
-        Ok(loaded) => loaded.settings,
+    match Settings::load_from(&base, |name| std::env::var(name).ok()) {
+        Ok(loaded) => Ok((base, loaded)),
         Err(e) => {
             eprintln!("bloomcast: {e}");
-            return ExitCode::from(2);
+            Err(ExitCode::from(2))
         }
+    }
+}
+
+async fn rotate_key() -> ExitCode {
+    let settings = match load_settings() {
+        Ok((_, loaded)) => loaded.settings,
+        Err(code) => return code,
     };
     let clock = bloomcast::clock::SystemClock;
     match bloomcast::startup::rotate_key_recorded(&settings, &clock).await {
@@ -172,13 +182,9 @@ async fn rotate_key() -> ExitCode {
 }
 
 async fn cluster_settings(args: ClusterSettingsArgs) -> ExitCode {
-    let base = std::env::current_dir().unwrap_or_default();
-    let settings = match Settings::load_from(&base, |name| std::env::var(name).ok()) {
-        Ok(loaded) => loaded.settings,
-        Err(e) => {
-            eprintln!("bloomcast: {e}");
-            return ExitCode::from(2);
-        }
+    let settings = match load_settings() {
+        Ok((_, loaded)) => loaded.settings,
+        Err(code) => return code,
     };
     let changes = match args.action {
         Some(ClusterAction::Set { changes }) => changes,
@@ -206,13 +212,9 @@ async fn cluster_settings(args: ClusterSettingsArgs) -> ExitCode {
 }
 
 async fn serve() -> ExitCode {
-    let base = std::env::current_dir().unwrap_or_default();
-    let loaded = match Settings::load_from(&base, |name| std::env::var(name).ok()) {
+    let (base, loaded) = match load_settings() {
         Ok(loaded) => loaded,
-        Err(e) => {
-            eprintln!("bloomcast: {e}");
-            return ExitCode::from(2);
-        }
+        Err(code) => return code,
     };
     let settings = loaded.settings;
     tracing::info!(

@@ -7,7 +7,7 @@
 
 use super::{drop_schema, node, node_settings, unique_schema};
 use crate::common::needs::Need;
-use crate::common::nodes::{try_node, Node};
+use crate::common::nodes::{keyed_node_settings, try_node, Node};
 use crate::common::{post_ids, start};
 use bloomcast::chain::{self, Signer};
 use bloomcast::clock::{Clock, ManualClock};
@@ -21,13 +21,7 @@ pub async fn a_node_whose_key_the_cluster_has_not_recorded_refuses_to_start_nami
     let url = Need::Postgres.found();
     let schema = unique_schema();
     let dir = tempfile::tempdir().unwrap();
-    let settings = |seed: u8| {
-        let file = dir.path().join(format!("key-{seed}"));
-        std::fs::write(&file, chain::hex(&[seed; 32])).unwrap();
-        let mut s = node_settings(&url, &schema, dir.path().to_owned());
-        s.signing_key_file = file;
-        s
-    };
+    let settings = |seed: u8| keyed_node_settings(&url, &schema, dir.path(), seed);
     let id = |seed: u8| Signer::from_seed(&[seed; 32]).public_key().id().to_string();
     let h: Hour = hour_of(2008, 9, 3, 13).unwrap();
     let clock = ManualClock::at(h, Duration::minutes(10));

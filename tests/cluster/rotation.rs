@@ -2,10 +2,11 @@
 //! the hours after the newest sealed one; a node still on the old key
 //! signs none of them, and every node serves the same stored signatures.
 
-use super::{drop_schema, node, node_settings, unique_schema};
+use super::{drop_schema, node, unique_schema};
 use crate::common::needs::Need;
+use crate::common::nodes::keyed_node_settings;
 use crate::common::post_ids;
-use bloomcast::chain::{self, SignatureField, Signer};
+use bloomcast::chain::{SignatureField, Signer};
 use bloomcast::client::Client;
 use bloomcast::clock::ManualClock;
 use bloomcast::hour::{hour_of, Hour};
@@ -15,13 +16,7 @@ pub async fn a_node_on_a_new_key_signs_new_hours_and_the_old_key_signs_none_of_t
     let url = Need::Postgres.found();
     let schema = unique_schema();
     let dir = tempfile::tempdir().unwrap();
-    let settings = |seed: u8| {
-        let file = dir.path().join(format!("key-{seed}"));
-        std::fs::write(&file, chain::hex(&[seed; 32])).unwrap();
-        let mut s = node_settings(&url, &schema, dir.path().to_owned());
-        s.signing_key_file = file;
-        s
-    };
+    let settings = |seed: u8| keyed_node_settings(&url, &schema, dir.path(), seed);
     let (k1, k2) = (
         Signer::from_seed(&[1; 32]).public_key(),
         Signer::from_seed(&[2; 32]).public_key(),

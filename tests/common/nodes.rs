@@ -37,6 +37,17 @@ pub fn node_settings(url: &str, schema: &str, dir: PathBuf) -> Settings {
     }
 }
 
+/// [`node_settings`] signing with the key of 32 bytes `seed`, in a key file of its own in
+/// `dir`.
+pub fn keyed_node_settings(url: &str, schema: &str, dir: &std::path::Path, seed: u8) -> Settings {
+    let file = dir.join(format!("key-{seed}"));
+    std::fs::write(&file, bloomcast::chain::hex(&[seed; 32])).unwrap();
+    Settings {
+        signing_key_file: file,
+        ..node_settings(url, schema, dir.to_owned())
+    }
+}
+
 /// An in-process node serving on a real socket; it stops when dropped.
 pub struct Node {
     pub base: String,
