@@ -125,6 +125,11 @@ impl Stack {
     async fn restart_with_key(&mut self, seed: &[u8; 32]) {
         self.nodes.clear();
         std::fs::write(&self.key_file, format!("{}\n", bloomcast::chain::hex(seed))).unwrap();
+        // What `rotate-key` does beside the file in a cluster: the key becomes the
+        // cluster's current one (a node on a key the cluster has not recorded refuses).
+        bloomcast::startup::record_key(&self.settings[0], &self.clock)
+            .await
+            .expect("record the new key in PostgreSQL");
         for settings in &self.settings {
             let started = Instant::now();
             let node = loop {
