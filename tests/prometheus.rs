@@ -15,11 +15,10 @@ use bloomcast::hour::{hour_of, Hour};
 use chrono::Duration;
 use common::needs::{self, Need};
 use common::nodes::{drop_schema, node, node_settings, unique_schema};
-use common::{post_ids, TOKEN};
+use common::{post_ids, run_with_stdin, TOKEN};
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::Write;
 use std::path::PathBuf;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 
 fn main() {
     needs::run(vec![
@@ -402,22 +401,13 @@ fn test_files() -> Vec<PathBuf> {
 /// `promtool ARGS` (in `deploy/prometheus`), with `stdin` piped in; panics with its
 /// output unless it succeeds.
 fn promtool(args: &[&str], paths: &[PathBuf], stdin: &str) -> Output {
-    let mut child = Command::new(Need::Promtool.found())
-        .args(args)
-        .args(paths)
-        .current_dir(prometheus_dir())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(stdin.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
+    let out = run_with_stdin(
+        Command::new(Need::Promtool.found())
+            .args(args)
+            .args(paths)
+            .current_dir(prometheus_dir()),
+        stdin,
+    );
     assert!(
         out.status.success(),
         "promtool {args:?} {paths:?} failed ({}):\n{}{}",

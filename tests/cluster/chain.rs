@@ -47,14 +47,7 @@ pub async fn nodes_sealing_at_once_publish_one_identical_signed_chain() {
     }
     let mut listings = Vec::new();
     for node in &nodes {
-        let wk: serde_json::Value = http
-            .get(format!("{}/.well-known/bloomcast.json", node.base))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let wk = crate::common::well_known(&http, &node.base).await;
         assert_eq!(wk["public_key"], key.to_string(), "{}", node.base);
         let body = http
             .get(format!("{}/chain{}", node.base, h.path()))

@@ -41,14 +41,7 @@ pub async fn a_node_whose_key_the_cluster_has_not_recorded_refuses_to_start_nami
     let keys = |base: String| {
         let http = http.clone();
         async move {
-            let wk: serde_json::Value = http
-                .get(format!("{base}/.well-known/bloomcast.json"))
-                .send()
-                .await
-                .unwrap()
-                .json()
-                .await
-                .unwrap();
+            let wk = crate::common::well_known(&http, &base).await;
             wk["keys"].as_array().unwrap().clone()
         }
     };

@@ -82,14 +82,7 @@ pub async fn a_node_on_a_new_key_signs_new_hours_and_the_old_key_signs_none_of_t
         served[1], served[3],
         "both nodes serve hour 14's one signature"
     );
-    let wk: serde_json::Value = http
-        .get(format!("{}/.well-known/bloomcast.json", old.base))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let wk = crate::common::well_known(&http, &old.base).await;
     assert_eq!(wk["keys"][0]["last_hour"], h.rfc3339(), "{wk}");
     assert_eq!(wk["keys"][1]["public_key"], k2.to_string(), "{wk}");
     let report = Client::builder(&old.base)

@@ -181,3 +181,14 @@ pub fn run_with_stdin(cmd: &mut Command, stdin: &str) -> Output {
         .unwrap();
     child.wait_with_output().unwrap()
 }
+
+/// `GET BASE/.well-known/bloomcast.json`, parsed.
+pub async fn well_known(http: &reqwest::Client, base: &str) -> serde_json::Value {
+    http.get(format!("{base}/.well-known/bloomcast.json"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
+}
