@@ -73,13 +73,16 @@ free_port() {
 }
 
 # start_bloomcast DATA_DIR PORT [VAR=value ...]: the release binary pinned to the server
-# core, from the repository root (it reads config/ there); sets SERVER_PID.
+# core, from the repository root (it reads config/ there); sets SERVER_PID. With CGROUP
+# set (a cgroup directory, see cpu_cap), it runs in that cgroup, on any core, instead.
 start_bloomcast() {
-  local dir="$1" port="$2"
+  local dir="$1" port="$2" launch
   shift 2
+  launch=(taskset -c "$SERVER_CPU")
+  [[ -z ${CGROUP:-} ]] || launch=(sh -c 'echo $$ >"$0/cgroup.procs" && exec "$@"' "$CGROUP")
   (cd "$ROOT" && exec env RUST_LOG=warn BLOOMCAST_LISTEN="127.0.0.1:$port" \
       BLOOMCAST_DATA_DIR="$dir" BLOOMCAST_INGEST_TOKENS="$TOKEN" "$@" \
-      taskset -c "$SERVER_CPU" "$BIN" serve) 2>>"$WORK/bloomcast-$port.log" &
+      "${launch[@]}" "$BIN" serve) 2>>"$WORK/bloomcast-$port.log" &
   SERVER_PID=$!
   PIDS+=("$SERVER_PID")
   wait_http "http://127.0.0.1:$port/healthz" || die "bloomcast on :$port did not start: $(tail -5 "$WORK/bloomcast-$port.log")"
