@@ -200,15 +200,6 @@ rows_written() {
 xacts() { psql -X -Atq "$PG/postgres" -c "SELECT xact_commit + xact_rollback FROM pg_stat_database WHERE datname = '$DB'"; }
 wal_lsn() { sql "SELECT pg_current_wal_lsn()"; }
 wal_bytes() { sql "SELECT pg_wal_lsn_diff('$2', '$1')::bigint"; }
-# wait_loaded PORT: until /healthz answers 200 (the open hour loaded), up to 10 minutes.
-wait_loaded() {
-  local _
-  for _ in $(seq 1 6000); do
-    curl -sf -o /dev/null "http://127.0.0.1:$1/healthz" && return 0
-    sleep 0.1
-  done
-  die "the node on :$1 did not load its open hour"
-}
 
 # start_nodes SCHEMA NAME: $nodes capped nodes on SCHEMA (urls, ports, node_pids, node_cgs).
 start_nodes() {
@@ -273,12 +264,9 @@ for round in $(seq 1 "$ROUNDS"); do
     total_ids=$(sql "SELECT coalesce(sum(length(keys)), 0) / 8 FROM $schema.batches WHERE hour = (SELECT max(hour) FROM $schema.batches)")
     port=$(free_port)
     pb=$(pg_ticks) t0=$(date +%s.%N)
-    (cd "$ROOT" && exec env RUST_LOG=warn BLOOMCAST_LISTEN="127.0.0.1:$port" BLOOMCAST_DATA_DIR="$WORK/unused" \
-      BLOOMCAST_INGEST_TOKENS="$TOKEN" BLOOMCAST_DATABASE_URL="$PG/$DB" BLOOMCAST_DATABASE_SCHEMA="$schema" \
-      "$BIN" serve) 2>>"$WORK/bloomcast-$port.log" &
-    follower=$!
-    PIDS+=("$follower")
-    wait_loaded "$port"
+    SERVER_CPU=0-$(($(nproc) - 1)) START_TRIES=6000 start_bloomcast "$WORK/unused" "$port" \
+      BLOOMCAST_DATABASE_URL="$PG/$DB" BLOOMCAST_DATABASE_SCHEMA="$schema"
+    follower=$SERVER_PID
     fs=$(ticks "$follower") pa=$(pg_ticks)
     load_s=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN {printf "%.2f", b - a}')
     follow_rows+=("$(awk -v r="$round" -v n="$nodes" -v ids="$total_ids" -v pg="$(pg_spent "$pb" "$pa")" -v node="$fs" -v t="$TICK" -v w="$load_s" \

@@ -75,6 +75,7 @@ free_port() {
 # start_bloomcast DATA_DIR PORT [VAR=value ...]: the release binary pinned to the server
 # core, from the repository root (it reads config/ there); sets SERVER_PID. With CGROUP
 # set (a cgroup directory, see cpu_cap), it runs in that cgroup, on any core, instead.
+# It waits START_TRIES × 0.1 s (default 100) for /healthz to answer 200.
 start_bloomcast() {
   local dir="$1" port="$2" launch
   shift 2
@@ -85,7 +86,7 @@ start_bloomcast() {
       "${launch[@]}" "$BIN" serve) 2>>"$WORK/bloomcast-$port.log" &
   SERVER_PID=$!
   PIDS+=("$SERVER_PID")
-  wait_http "http://127.0.0.1:$port/healthz" || die "bloomcast on :$port did not start: $(tail -5 "$WORK/bloomcast-$port.log")"
+  wait_http "http://127.0.0.1:$port/healthz" "${START_TRIES:-100}" || die "bloomcast on :$port did not start: $(tail -5 "$WORK/bloomcast-$port.log")"
 }
 
 stop_pid() {
@@ -98,9 +99,10 @@ stop_pid() {
   PIDS=("${kept[@]}")
 }
 
+# wait_http URL [TRIES]: until URL answers 2xx, polling every 0.1 s (10 s by default).
 wait_http() {
   local _
-  for _ in $(seq 1 100); do
+  for _ in $(seq 1 "${2:-100}"); do
     curl -sf -o /dev/null "$1" && return 0
     sleep 0.1
   done
