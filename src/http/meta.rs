@@ -127,12 +127,17 @@ pub async fn healthz(State(state): State<AppState>) -> impl IntoResponse {
 
 /// The Prometheus text exposition ([`super::metrics::exposition`]).
 pub async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
+    exposition(super::metrics::exposition(&state).await)
+}
+
+/// A Prometheus text exposition as a response.
+pub fn exposition(text: String) -> impl IntoResponse {
     (
         [
             (header::CONTENT_TYPE, "text/plain; version=0.0.4"),
             (header::CACHE_CONTROL, "no-store"),
         ],
-        super::metrics::exposition(&state).await,
+        text,
     )
 }
 

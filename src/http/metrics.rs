@@ -18,7 +18,7 @@
 mod figures;
 mod track;
 
-pub use figures::exposition;
+pub use figures::{exposition, standby_exposition};
 
 pub use track::{tag_route, KnownRoute, TrackLayer};
 

@@ -72,6 +72,12 @@ pub fn store_unavailable() -> axum::response::Response {
     error::ApiError::Unavailable.into_response()
 }
 
+/// `/metrics` of a node in standby: `bloomcast_store_up 0`, as Prometheus text.
+pub fn standby_metrics() -> axum::response::Response {
+    use axum::response::IntoResponse;
+    meta::exposition(metrics::standby_exposition()).into_response()
+}
+
 /// The application as the server runs it: one stack in front of the routes ([`App`]).
 pub fn app(state: AppState) -> App {
     App::new(state.clone(), routes(state))

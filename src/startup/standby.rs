@@ -1,7 +1,7 @@
 //! Starting in cluster mode while PostgreSQL cannot be reached (not up yet, restarting,
 //! the network not there): the node listens at once, answers every request 503 (ingest
 //! and filters `store_unavailable` with `Retry-After`, `/healthz` `unavailable` with the
-//! reason), and tries to connect again with backoff until it can; then it starts as
+//! reason) but `/metrics` (`bloomcast_store_up 0`), and tries to connect again with backoff until it can; then it starts as
 //! usual on the same socket. A refusal that waiting cannot cure (a certificate, a
 //! password, a `pg_hba.conf` rule, a schema that is not bloomcast's) still stops the
 //! start, naming its cause.
@@ -89,9 +89,9 @@ pub(super) async fn wait_for_store(
     }
 }
 
-/// Accepts connections on `listener` and answers one request on each with a 503: the
-/// `/healthz` document says `unavailable` and why, everything else is the
-/// `store_unavailable` error with `Retry-After`. Never resolves.
+/// Accepts connections on `listener` and answers one request on each: the `/healthz`
+/// document says `unavailable` and why (503), `/metrics` says the store is down (200),
+/// everything else is the `store_unavailable` error with `Retry-After`. Never resolves.
 async fn answer_503(listener: &TcpListener, reason: Arc<Mutex<String>>, head_secs: u64) {
     let mut builder = http1::Builder::new();
     builder
@@ -121,8 +121,10 @@ async fn answer_503(listener: &TcpListener, reason: Arc<Mutex<String>>, head_sec
 }
 
 fn answer(path: &str, why: String) -> Response {
-    if path != "/healthz" {
-        return crate::http::store_unavailable();
+    match path {
+        "/healthz" => {}
+        "/metrics" => return crate::http::standby_metrics(),
+        _ => return crate::http::store_unavailable(),
     }
     let report = serde_json::json!({
         "status": "unavailable",

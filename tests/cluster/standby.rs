@@ -1,5 +1,6 @@
 //! A node started while its PostgreSQL is down: it listens at once, says `unavailable`
-//! on `/healthz` and 503 `store_unavailable` with `Retry-After` to ingest and reads,
+//! on `/healthz`, `bloomcast_store_up 0` on `/metrics` and 503 `store_unavailable` with
+//! `Retry-After` to ingest and reads,
 //! connects again with backoff, and serves once PostgreSQL is up, with no restart.
 
 use super::load::{assert_ingest_unavailable, get, wait_status};
@@ -31,6 +32,11 @@ pub async fn a_node_started_before_postgres_waits_in_standby_and_serves_once_it_
         assert!(report["reason"].is_string(), "{report}");
 
         assert_ingest_unavailable(&http, &node.base, "in-standby").await;
+        assert_eq!(
+            store_up(&http, &node.base).await,
+            "0",
+            "/metrics in standby"
+        );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     let log = node.log.lock().unwrap().join("\n");
@@ -52,6 +58,11 @@ pub async fn a_node_started_before_postgres_waits_in_standby_and_serves_once_it_
         "FAULTS test=unreachable_at_start serving_after_ms={}",
         up.elapsed().as_millis()
     );
+    assert_eq!(
+        store_up(&http, &node.base).await,
+        "1",
+        "/metrics once connected"
+    );
     let ids: Vec<String> = (0..100).map(|i| format!("after-standby-{i}")).collect();
     let hour = post_ids(&http, &node.base, &ids)
         .await
@@ -63,4 +74,17 @@ pub async fn a_node_started_before_postgres_waits_in_standby_and_serves_once_it_
         node.child.try_wait().unwrap().is_none(),
         "the same process serves: it never exited"
     );
+}
+
+/// `bloomcast_store_up` as `/metrics` answers it (200, Prometheus text), so that a node in
+/// standby pages as a store that is down rather than as a failed scrape.
+async fn store_up(http: &reqwest::Client, base: &str) -> String {
+    let (status, body) = get(http, &format!("{base}/metrics")).await;
+    assert_eq!(status, 200, "/metrics answers");
+    let text = String::from_utf8(body.to_vec()).unwrap();
+    assert!(text.contains("# TYPE bloomcast_store_up gauge"), "{text}");
+    text.lines()
+        .find_map(|l| l.strip_prefix("bloomcast_store_up "))
+        .unwrap_or_else(|| panic!("bloomcast_store_up in {text}"))
+        .to_owned()
 }

@@ -20,6 +20,18 @@ fn single(out: &mut String, name: &str, kind: &str, help: &str, value: impl std:
     let _ = writeln!(out, "{name} {value}");
 }
 
+const STORE_UP: &str = "bloomcast_store_up";
+const STORE_UP_HELP: &str = "1 while the store takes writes, 0 while /healthz says unavailable (a write failed and none begun 5 s after it has succeeded since).";
+
+/// The `/metrics` text of a node in standby (started before PostgreSQL could be reached):
+/// the store down and nothing else, so that an alert on the store fires for it rather than
+/// one on a failing scrape.
+pub fn standby_exposition() -> String {
+    let mut out = String::new();
+    single(&mut out, STORE_UP, "gauge", STORE_UP_HELP, 0);
+    out
+}
+
 /// The `/metrics` text. Runs the `/healthz` check (its heartbeat at most once a second),
 /// so `bloomcast_store_up` is what `/healthz` would answer now.
 pub async fn exposition(state: &AppState) -> String {
@@ -29,9 +41,9 @@ pub async fn exposition(state: &AppState) -> String {
     let health = service.health().await;
     single(
         &mut out,
-        "bloomcast_store_up",
+        STORE_UP,
         "gauge",
-        "1 while the store takes writes, 0 while /healthz says unavailable (a write failed and none begun 5 s after it has succeeded since).",
+        STORE_UP_HELP,
         u8::from(health.status != HealthStatus::Unavailable),
     );
     single(
