@@ -1,4 +1,4 @@
-//! The SQL functions of migration 3 (`may_contain`, `changed_in`, `changed_since`) on a
+//! The SQL functions (`may_contain`, `changed_in`, `changed_since`) on a
 //! real PostgreSQL, against the protocol's test vectors and the SDK's own answers.
 //!
 //! Needs PostgreSQL at `BLOOMCAST_TEST_DATABASE_URL` (default
@@ -140,13 +140,28 @@ async fn changed_in_over_a_followed_table_returns_what_the_sdk_returns() {
     for batch in in_sealed.chunks(1000) {
         post_ids(&http, &node.base, batch).await.unwrap();
     }
+    let db = connect(&url).await;
+    // Before any hour is sealed, an hour before the first one is unknown, not "unchanged".
+    for function in ["changed_in", "changed_since"] {
+        let before = db
+            .query_one(
+                &format!("SELECT \"{schema}\".{function}($1::text::timestamptz, 'absent:0')"),
+                &[&sealed.prev().rfc3339()],
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            before.get::<_, Option<bool>>(0),
+            None,
+            "{function} before the first seal"
+        );
+    }
     clock.advance(Duration::hours(1));
     node.service.tick().await.unwrap();
     // A few change in the open hour that follows.
     let in_open: Vec<String> = followed.iter().skip(1).step_by(1000).cloned().collect();
     post_ids(&http, &node.base, &in_open).await.unwrap();
 
-    let db = connect(&url).await;
     db.batch_execute(&format!(
         "CREATE TABLE \"{schema}\".followed (id text PRIMARY KEY)"
     ))
@@ -287,7 +302,7 @@ async fn a_role_that_may_not_create_pgcrypto_starts_without_the_functions_until_
         .await
         .unwrap();
     let second = node(&role_url, &name, &clock).await;
-    assert_eq!(migrations(&dba, &name).await, [1, 2, 3, 4, 5, 6, 7]);
+    assert_eq!(migrations(&dba, &name).await, [1, 2, 4, 5, 6, 7, 8]);
     let count: i64 = dba.query_one(&installed, &[]).await.unwrap().get(0);
     assert_eq!(count, 3);
     let abc: bool = dba

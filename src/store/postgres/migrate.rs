@@ -8,7 +8,8 @@ use crate::store::Result;
 use crate::store::StoreError;
 use deadpool_postgres::{Pool, Transaction};
 
-/// Migrations, applied in order once each; `{s}` is the quoted schema.
+/// Migrations, applied in order once each; `{s}` is the quoted schema. Versions 3 and 8
+/// are the SQL functions' (`sqlfns::VERSION`), installed only where pgcrypto is.
 const MIGRATIONS: &[(i32, &str)] = &[
     (
         1,

@@ -15,14 +15,17 @@ use super::pg_error;
 use crate::store::Result;
 use deadpool_postgres::Transaction;
 
-/// The version this step is recorded under in `schema_migrations`.
-pub(super) const VERSION: i32 = 3;
+/// The version this step is recorded under in `schema_migrations`: 8 since `changed_in`
+/// and `changed_since` answer NULL before the first seal (3 before that; a schema that
+/// has 3 but not 8 gets the functions again, `CREATE OR REPLACE`). `MIGRATIONS` skips it.
+pub(super) const VERSION: i32 = 8;
 
 /// The functions; `{s}` is the quoted schema, `{c}` the quoted schema of pgcrypto.
 ///
 /// `may_contain` raises on a filter shorter than `m` bits rather than answering false:
 /// a wrong answer there would be a false negative. `changed_in` answers NULL (unknown)
-/// for an hour older than every stored hour (pruned, or before genesis). Open hours have
+/// for an hour older than every sealed hour kept (pruned) or, before the first seal, than
+/// genesis (`first_known_hour`). Open hours have
 /// no filter yet, only key blobs in `batches` (8 bytes a key: h1 then h2, big-endian),
 /// so for them the functions test exact key membership, at 8-byte-aligned offsets: never
 /// a false positive, and never a false negative for a key already committed.
@@ -64,6 +67,12 @@ RETURNS boolean LANGUAGE sql STABLE STRICT PARALLEL SAFE AS $$
               WHERE substring(b.keys FROM i * 8 + 1 FOR 8) = {s}.sha1_km32_key($3)))
 $$;
 
+CREATE OR REPLACE FUNCTION {s}.first_known_hour() RETURNS bigint
+LANGUAGE sql STABLE PARALLEL SAFE AS $$
+    SELECT coalesce((SELECT min(t.hour) FROM {s}.hours t),
+                    (SELECT m.value FROM {s}.meta m WHERE m.name = 'genesis'))
+$$;
+
 CREATE OR REPLACE FUNCTION {s}.changed_in(hour timestamptz, id text) RETURNS boolean
 LANGUAGE plpgsql STABLE STRICT PARALLEL SAFE AS $$
 DECLARE
@@ -74,7 +83,7 @@ BEGIN
     IF FOUND THEN
         RETURN {s}.may_contain(sealed.filter, sealed.m, sealed.k, $2);
     END IF;
-    IF h < (SELECT min(t.hour) FROM {s}.hours t) THEN
+    IF h < {s}.first_known_hour() THEN
         RETURN NULL;
     END IF;
     RETURN {s}.open_hours_hold(h, h, $2);
@@ -92,7 +101,7 @@ BEGIN
     IF {s}.open_hours_hold(h, 9223372036854775807, $2) THEN
         RETURN true;
     END IF;
-    IF h < (SELECT min(t.hour) FROM {s}.hours t) THEN
+    IF h < {s}.first_known_hour() THEN
         RETURN NULL;
     END IF;
     RETURN false;
@@ -100,7 +109,7 @@ END $$;
 "#;
 
 /// Installs the functions when pgcrypto is there or can be created; returns whether
-/// they were installed (and migration 3 may be recorded as applied).
+/// they were installed (and their version may be recorded as applied).
 ///
 /// # Errors
 /// A failure of the statements themselves (not of creating the extension).
