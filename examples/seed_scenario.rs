@@ -23,29 +23,38 @@
 //! - a daily bloomcast poller: once, after the day, fetch the day's union.
 
 use bloomcast::client::{cheapest_form, Client, PublishOptions};
-use bloomcast::clock::ManualClock;
+use bloomcast::clock::{Clock, ManualClock};
 use bloomcast::config::Settings;
 use bloomcast::hour::{hour_of, Hour};
 use bloomcast::startup::Application;
 use std::collections::HashSet;
+use std::fmt::Write as _;
 use std::sync::Arc;
 
 const TOKEN: &str = "seed-scenario-token";
 
-struct Args {
-    users: usize,
-    updated: usize,
-    feed_bytes: u64,
-    not_modified_bytes: u64,
+/// The day's shape; the default is the 2008 day (`tests/scenario.rs` checks that
+/// docs/SCENARIO.md shows what it prints).
+pub struct Args {
+    pub users: usize,
+    pub updated: usize,
+    pub feed_bytes: u64,
+    pub not_modified_bytes: u64,
+}
+
+impl Default for Args {
+    fn default() -> Args {
+        Args {
+            users: 45_754,
+            updated: 6_721,
+            feed_bytes: 10_240,
+            not_modified_bytes: 300,
+        }
+    }
 }
 
 fn args() -> Args {
-    let mut a = Args {
-        users: 45_754,
-        updated: 6_721,
-        feed_bytes: 10_240,
-        not_modified_bytes: 300,
-    };
+    let mut a = Args::default();
     let argv: Vec<String> = std::env::args().skip(1).collect();
     for pair in argv.chunks(2) {
         let value = || pair.get(1).and_then(|v| v.parse().ok()).expect("a number");
@@ -89,7 +98,11 @@ struct Tally {
 
 #[tokio::main]
 async fn main() {
-    let a = args();
+    print!("{}", run(&args()).await);
+}
+
+/// Replays the day and returns the report the example prints.
+pub async fn run(a: &Args) -> String {
     let day = hour_of(2008, 9, 3, 0).expect("a valid hour");
     let dir = tempfile::tempdir().expect("a temporary directory");
     let clock = ManualClock::at(day, chrono::Duration::minutes(1));
@@ -132,13 +145,15 @@ async fn main() {
     let probe = Client::new(&base).expect("a client");
     for (h, updates) in by_hour.iter().enumerate() {
         let hour = Hour::from_index(day.index() + h as i64);
-        clock.set(hour.start() + chrono::Duration::minutes(30));
+        // Time passes (the service follows a clock that moves with its monotonic time;
+        // a wall clock stepped alone would be a jump it waits to confirm).
+        clock.advance(hour.start() + chrono::Duration::minutes(30) - clock.now());
         publisher
             .publish(updates, &PublishOptions::default())
             .await
             .expect("the updates are acknowledged");
         // One minute past the hour: the poller fetches the hour that just closed.
-        clock.set(hour.end() + chrono::Duration::minutes(1));
+        clock.advance(hour.end() + chrono::Duration::minutes(1) - clock.now());
         let fetched = hourly_client.hour(hour).await.expect("the closed hour");
         assert!(fetched.meta.complete, "{hour} should be closed");
         let truth: HashSet<&str> = updates.iter().map(String::as_str).collect();
@@ -206,10 +221,11 @@ async fn main() {
     let stats = daily_client.stats();
     (daily.filter_requests, daily.filter_bytes) = (stats.requests, stats.body_bytes);
 
-    report(&a, &hourly, &cheapest, &daily, union.meta.count);
+    report(a, &hourly, &cheapest, &daily, union.meta.count)
 }
 
-fn report(a: &Args, hourly: &Tally, cheapest: &Tally, daily: &Tally, distinct: u64) {
+fn report(a: &Args, hourly: &Tally, cheapest: &Tally, daily: &Tally, distinct: u64) -> String {
+    let mut out = String::new();
     let polls = a.users as u64 * 24;
     let poll_bytes =
         a.updated as u64 * a.feed_bytes + (polls - a.updated as u64) * a.not_modified_bytes;
@@ -222,18 +238,22 @@ fn report(a: &Args, hourly: &Tally, cheapest: &Tally, daily: &Tally, distinct: u
     let (dr, db) = cost(daily);
     let (cr, cb) = cost(cheapest);
     let mb = |b: u64| b as f64 / 1e6;
-    println!(
+    let _ = writeln!(
+        out,
         "The 2008 scenario: {} followed users, {} updated ({} distinct) over 24 hours",
         a.users, a.updated, distinct
     );
-    println!(
+    let _ = writeln!(
+        out,
         "assumed: a changed feed is {} bytes; an unchanged conditional GET (304) costs {} bytes",
         a.feed_bytes, a.not_modified_bytes
     );
-    println!();
-    println!("| poller | requests/day | MB/day | filter requests | filter bytes | useful fetches | wasted fetches (measured) | wasted (predicted) |");
-    println!("|---|---:|---:|---:|---:|---:|---:|---:|");
-    println!(
+    let _ = writeln!(out);
+    let _ = writeln!(
+        out,"| poller | requests/day | MB/day | filter requests | filter bytes | useful fetches | wasted fetches (measured) | wasted (predicted) |");
+    let _ = writeln!(out, "|---|---:|---:|---:|---:|---:|---:|---:|");
+    let _ = writeln!(
+        out,
         "| poll every feed hourly | {polls} | {:.1} | - | - | {} | 0 | - |",
         mb(poll_bytes),
         a.updated
@@ -243,7 +263,8 @@ fn report(a: &Args, hourly: &Tally, cheapest: &Tally, daily: &Tally, distinct: u
         ("bloomcast, hourly, cheapest form", cheapest, cr, cb),
         ("bloomcast, daily union", daily, dr, db),
     ] {
-        println!(
+        let _ = writeln!(
+            out,
             "| {name} | {r} | {:.1} | {} | {} | {} | {} | {:.0} |",
             mb(b),
             t.filter_requests,
@@ -253,13 +274,15 @@ fn report(a: &Args, hourly: &Tally, cheapest: &Tally, daily: &Tally, distinct: u
             t.predicted_wasted
         );
     }
-    println!();
-    println!(
+    let _ = writeln!(out);
+    let _ = writeln!(
+        out,
         "hourly bloomcast: {:.0}x fewer requests and {:.1}x fewer bytes than polling every feed; no update missed",
         polls as f64 / hr as f64,
         poll_bytes as f64 / hb as f64
     );
-    println!(
+    let _ = writeln!(
+        out,
         "cheapest form: {} of 24 closed hours read as ribbons, {} bytes; its filter requests \
          and bytes include changed_since's index request and the new open hour at each \
          call, {} bytes in all",
@@ -269,4 +292,5 @@ fn report(a: &Args, hourly: &Tally, cheapest: &Tally, daily: &Tally, distinct: u
             .saturating_sub(cheapest.overhead_bytes),
         cheapest.overhead_bytes
     );
+    out
 }
