@@ -52,6 +52,22 @@ export class ProtocolError extends BloomcastError {
   }
 }
 
+/** A closed hour that does not verify against the publisher's key (section 11); names the hour. */
+export class VerificationError extends BloomcastError {
+  constructor(message) {
+    super("verification", message);
+    this.name = "VerificationError";
+  }
+}
+
+/** Signatures cannot be checked: this runtime's WebCrypto has no Ed25519. */
+export class MissingDependency extends BloomcastError {
+  constructor(message) {
+    super("missing_dependency", message);
+    this.name = "MissingDependency";
+  }
+}
+
 const encoder = new TextEncoder();
 
 /** The two hash halves of an ID: SHA-1 of its exact UTF-8 bytes, big-endian words 0 and 1. */
