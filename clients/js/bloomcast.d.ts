@@ -6,7 +6,8 @@ export const SHA1_KM32: "sha1-km32";
 export interface Key { h1: number; h2: number }
 
 export class BloomcastError extends Error {
-  /** Machine-readable: the server's `error` code, or "decode", "protocol", "transport", "argument". */
+  /** Machine-readable: the server's `error` code, or "decode", "protocol", "transport", "argument",
+   * "verification", "missing_dependency". */
   code: string;
 }
 export class StatusError extends BloomcastError {
@@ -17,6 +18,10 @@ export class StatusError extends BloomcastError {
 }
 export class DecodeError extends BloomcastError {}
 export class ProtocolError extends BloomcastError {}
+/** A closed hour that does not verify against the publisher's key (PROTOCOL.md section 11); names the hour. */
+export class VerificationError extends BloomcastError {}
+/** Signatures cannot be checked: this runtime's WebCrypto has no Ed25519. */
+export class MissingDependency extends BloomcastError {}
 
 export function keyOf(id: string): Promise<Key>;
 export function positions(key: Key, m: number, k: number): number[];
@@ -53,6 +58,8 @@ export interface Meta {
   k: number;
   hash: string;
   fpp: number;
+  /** SHA-256 of the filter's bytes, hex (JSON documents). */
+  digest?: string;
 }
 
 export class Fetched {
@@ -121,7 +128,17 @@ export function cheapestForm(
 export class Client {
   constructor(
     base: string,
-    options?: { token?: string; repr?: "json" | "hex" | "bin"; fetch?: typeof fetch },
+    options?: {
+      token?: string;
+      repr?: "json" | "hex" | "bin";
+      fetch?: typeof fetch;
+      /** The publisher's Ed25519 public key, 64 hex digits: every closed hour is then verified
+       * (PROTOCOL.md section 11) and a failing one rejects with VerificationError naming it.
+       * Throws TypeError at once for a malformed key. */
+      pubkey?: string;
+      /** The WebCrypto to verify with (default `globalThis.crypto.subtle`). */
+      subtle?: SubtleCrypto;
+    },
   );
   readonly base: string;
   stats: { requests: number; notModified: number; cacheHits: number };
@@ -146,4 +163,8 @@ export class Client {
     since: Date | string,
     options?: { strategy?: "union" | "hourly"; fetchCost?: number },
   ): Promise<Changed[]>;
+  /** Verifies the chain from `since` to the newest sealed hour, then every listed hour's
+   * filter; resolves to the hours verified (RFC 3339). Needs `pubkey`. Rejects with
+   * VerificationError naming the hour, or MissingDependency without WebCrypto Ed25519. */
+  verifyChain(since: Date | string): Promise<string[]>;
 }

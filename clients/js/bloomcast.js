@@ -4,8 +4,9 @@
 // ETag revalidation for open filters and a memory cache for complete ones.
 //
 // Vocabulary mirrors the Rust SDK (`bloomcast::client`): `Client#hour`, `#day`, `#since`,
-// `#filter`, `#index`, `#ingest`, `#changedSince`, `#ribbon`; a fetched filter (and a
-// `Ribbon`, the compact form of section 12) answers `mayContain`.
+// `#filter`, `#index`, `#ingest`, `#changedSince`, `#ribbon`, `#verifyChain`; a fetched
+// filter (and a `Ribbon`, the compact form of section 12) answers `mayContain`. With a
+// `pubkey`, closed hours are verified (section 11) by verify.js, imported on first use.
 // Types: bloomcast.d.ts.
 
 /** The only hash scheme of protocol version 1. */
@@ -49,6 +50,22 @@ export class ProtocolError extends BloomcastError {
   constructor(message) {
     super("protocol", message);
     this.name = "ProtocolError";
+  }
+}
+
+/** A closed hour that does not verify against the publisher's key (section 11); names the hour. */
+export class VerificationError extends BloomcastError {
+  constructor(message) {
+    super("verification", message);
+    this.name = "VerificationError";
+  }
+}
+
+/** Signatures cannot be checked: this runtime's WebCrypto has no Ed25519. */
+export class MissingDependency extends BloomcastError {
+  constructor(message) {
+    super("missing_dependency", message);
+    this.name = "MissingDependency";
   }
 }
 
@@ -211,7 +228,7 @@ export function parseDocument(doc) {
     hash: field(doc, "hash", "string"),
     fpp: field(doc, "fpp", "number"),
   };
-  for (const name of ["hour", "from", "to"]) if (typeof doc[name] === "string") meta[name] = doc[name];
+  for (const name of ["hour", "from", "to", "digest"]) if (typeof doc[name] === "string") meta[name] = doc[name];
   const filter = Filter.fromHex(field(doc, "filter", "string"), meta.m, meta.k, { hash: meta.hash });
   return { meta, filter };
 }
@@ -254,6 +271,12 @@ function toDate(hour) {
 export function hourPath(hour) {
   const d = toDate(hour);
   return `/${pad(d.getUTCFullYear(), 4)}/${pad(d.getUTCMonth() + 1)}/${pad(d.getUTCDate())}/${pad(d.getUTCHours())}`;
+}
+
+/** The hour (a Date) of an hour path `/YYYY/MM/DD/HH`, or null for any other path. */
+function hourOfPath(path) {
+  const m = /^\/(\d{4})\/(\d{2})\/(\d{2})\/(\d{2})$/.exec(path);
+  return m ? new Date(Date.UTC(+m[1], m[2] - 1, +m[3], +m[4])) : null;
 }
 
 /** The URL path of the UTC day containing `day`: `/YYYY/MM/DD`. */
@@ -467,10 +490,19 @@ export function cheapestForm(count, targetFpp, followed, fetchCost = DEFAULT_FET
 export class Client {
   /**
    * @param {string} base  the server's base URL, e.g. `http://127.0.0.1:8080`
-   * @param {{token?: string, repr?: "json"|"hex"|"bin", fetch?: typeof fetch}} [options]
+   * @param {{token?: string, repr?: "json"|"hex"|"bin", fetch?: typeof fetch, pubkey?: string, subtle?: SubtleCrypto}} [options]
+   *   `pubkey`: the publisher's public key (64 hex digits); every closed hour is then
+   *   verified (section 11, module verify.js) with `subtle` (default `crypto.subtle`).
    */
-  constructor(base, { token, repr = "json", fetch: fetchImpl } = {}) {
+  constructor(base, { token, repr = "json", fetch: fetchImpl, pubkey, subtle } = {}) {
     if (!(repr in SUFFIX)) throw new TypeError(`repr is json, hex or bin, not ${repr}`);
+    if (pubkey !== undefined && pubkey !== null && !/^[0-9a-fA-F]{64}$/.test(String(pubkey).trim())) {
+      throw new TypeError(`not a public key: ${JSON.stringify(pubkey)} (expected 64 hex digits, an Ed25519 public key)`);
+    }
+    this.pubkey = pubkey ? String(pubkey).trim() : null;
+    this.subtle = subtle;
+    this.verifierPromise = null;
+    this.keysRead = null;
     this.base = String(base).replace(/\/+$/, "");
     this.token = token;
     this.repr = repr;
@@ -546,8 +578,105 @@ export class Client {
           : new Filter(meta.m, meta.k, new Uint8Array(await response.arrayBuffer()));
       fetched = new Fetched(meta, filter, etag);
     }
+    if (this.pubkey && fetched.meta.complete && fetched.meta.hour) {
+      await this.verifyHour(path, fetched, response.headers);
+    }
     this.cache.set(url, fetched);
     return fetched;
+  }
+
+  /** The verifier of this client's `pubkey` (verify.js, loaded on first use). */
+  verifier() {
+    if (!this.pubkey) return Promise.reject(new BloomcastError("argument", "verifying needs the publisher's public key (pubkey)"));
+    this.verifierPromise ??= import("./verify.js").then(({ Verifier }) =>
+      Verifier.create(this.pubkey, this.subtle ? { subtle: this.subtle } : {}),
+    );
+    return this.verifierPromise;
+  }
+
+  /** Once: the publisher's key list (`/.well-known/bloomcast.json`), adopted if it names
+   * the key given (each hour then verifies under the key listed for it). */
+  readKeys() {
+    this.keysRead ??= (async () => {
+      const verifier = await this.verifier();
+      let doc = {};
+      try {
+        doc = await (await this.request("/.well-known/bloomcast.json")).json();
+      } catch (e) {
+        if (!(e instanceof StatusError && e.status === 404)) throw e; // a mirror without it: the key given alone
+      }
+      await verifier.useKeys(doc.keys);
+      return verifier;
+    })();
+    this.keysRead.catch(() => (this.keysRead = null));
+    return this.keysRead;
+  }
+
+  /** Verifies a closed hour just fetched, under the index of the hour asked for. */
+  async verifyHour(path, fetched, headers) {
+    const verifier = await this.readKeys();
+    let prev = headers.get("bloom-prev-header");
+    let signature = headers.get("bloom-signature");
+    if (prev === null && signature === null) {
+      // A static mirror (section 13) sends no per-hour headers: the hour's chain entry
+      // carries its link, signature and key id.
+      const entry = await this.chainEntry(path);
+      prev = entry.prev;
+      signature = entry.signature;
+      if (signature && entry.key_id) signature = `${signature}; keyid="${entry.key_id}"`;
+    }
+    await verifier.check(hourOfPath(path) ?? fetched.meta.hour, fetched.filter.bytes, prev, signature, fetched.meta.digest);
+  }
+
+  /** The chain entry of the hour at `path` (`/chain/...?limit=1`), or `{}`. */
+  async chainEntry(path) {
+    let page;
+    try {
+      page = await (await this.request(`/chain${path}?limit=1`)).json();
+    } catch (e) {
+      if (e instanceof StatusError && e.status === 404) return {};
+      throw e;
+    }
+    const want = hourOfPath(path)?.getTime();
+    return page?.[0]?.hour && Date.parse(page[0].hour) === want ? page[0] : {};
+  }
+
+  /**
+   * Verifies the chain from `since` to the newest sealed hour (`/chain`, page by page),
+   * then every listed hour's filter against it. Resolves to the hours verified (RFC 3339).
+   * @throws VerificationError naming the first hour that fails; MissingDependency without Ed25519
+   */
+  async verifyChain(since) {
+    const verifier = await this.readKeys();
+    const entries = [];
+    let path = `/chain${hourPath(since)}?limit=1000`;
+    while (path) {
+      let response;
+      try {
+        response = await this.request(path);
+      } catch (e) {
+        if (e instanceof StatusError && e.status === 404 && entries.length) break;
+        throw e;
+      }
+      const page = await response.json();
+      entries.push(...page);
+      const next = /<([^>]*)>\s*;\s*rel="next"/.exec(response.headers.get("link") ?? "");
+      if (next) path = next[1];
+      else if (page.length) {
+        // No Link (a static mirror's one-entry pages, section 13): the page after the
+        // last entry, until one is empty or absent.
+        path = `/chain${hourPath(Date.parse(page[page.length - 1].hour) + 3600e3)}?limit=1000`;
+      } else path = null;
+    }
+    const digests = await verifier.checkChain(entries);
+    const { digest, toHex } = await import("./verify.js");
+    for (const [hour, want] of digests) {
+      const got = await digest((await this.hour(hour)).filter.bytes, verifier.subtle);
+      if (toHex(got) !== toHex(want)) {
+        throw new VerificationError(`hour ${hour}: the filter's digest is not the chain's: the bytes were altered`);
+      }
+    }
+    return [...digests.keys()];
   }
 
   /**
@@ -613,7 +742,8 @@ export class Client {
    * (no false negatives); one that did not is returned with about the filters' fpp.
    * `strategy`: "union" (one `/since` filter, the default) or "hourly" (each hour's filter;
    * each closed hour as the v1 filter or a ribbon, whichever `cheapestForm` picks for
-   * `ids.length` IDs at `fetchCost` bytes per wasted fetch).
+   * `ids.length` IDs at `fetchCost` bytes per wasted fetch). With a `pubkey` every hour's
+   * v1 filter, each closed one verified: unions and ribbons are not signed.
    */
   async changedSince(ids, since, { strategy = "union", fetchCost = DEFAULT_FETCH_COST } = {}) {
     const index = await this.index();
@@ -625,20 +755,22 @@ export class Client {
     }
     const keys = await Promise.all(ids.map(keyOf));
     const pick = (filter) => ids.filter((_, i) => filter.containsKey(keys[i]));
-    if (strategy === "union") {
+    // Unions and ribbons are not signed: a verifying client reads each hour's v1 filter.
+    const verifying = Boolean(this.pubkey);
+    if (strategy === "union" && !verifying) {
       const fetched = await this.since(from);
       const hits = pick(fetched.filter);
       const range = fetched.range();
       return hits.length ? [{ ...range, ids: hits }] : [];
     }
-    if (strategy !== "hourly") throw new TypeError(`strategy is union or hourly, not ${strategy}`);
+    if (strategy !== "hourly" && strategy !== "union") throw new TypeError(`strategy is union or hourly, not ${strategy}`);
     const out = [];
     const counts = new Map((index.hours ?? []).map((h) => [toDate(h.hour).getTime(), h.count]));
     for (let t = from.getTime(); t <= now.getTime(); t += 3600e3) {
       const hour = new Date(t);
       // The open hour has no compact form: always v1 (revalidated by ETag).
       const filter =
-        t < now.getTime()
+        t < now.getTime() && !verifying
           ? await this.closedHour(hour, counts.get(t) ?? index.capacity, index.target_fpp, ids.length, fetchCost)
           : (await this.hour(hour)).filter;
       const hits = pick(filter);

@@ -1,0 +1,45 @@
+// Verification against a real server: an hour ingested with the server's clock shifted
+// back an hour, then sealed and signed once the server runs on the real clock; the
+// client with the published key verifies it and its chain, and with another key refuses.
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { Client, VerificationError } from "../bloomcast.js";
+import { startServer, binary, skipUnless, NO_BINARY, TOKEN } from "../support/server.js";
+
+const skip = skipUnless(binary(), NO_BINARY);
+const OTHER_KEY = "3d4017c3e843895a92b70aa74d1b7ebc9c982ccf2ec4968cc0cd55f12af4660c"; // RFC 8032 test 2
+const ids = Array.from({ length: 50 }, (_, i) => `signed:${i}`);
+let server;
+let sealed;
+let publicKey;
+
+before(async () => {
+  if (skip) return;
+  const past = await startServer({ env: { BLOOMCAST_CLOCK_OFFSET_SECONDS: "-3600" } });
+  sealed = (await new Client(past.base, { token: TOKEN }).ingest(ids)).hour;
+  await past.stop({ keep: true });
+  server = await startServer({ dir: past.dir });
+  publicKey = (await (await fetch(`${server.base}/.well-known/bloomcast.json`)).json()).public_key;
+});
+
+after(async () => {
+  await server?.stop();
+});
+
+test("a sealed hour verifies under the published key, in every representation", { skip }, async () => {
+  for (const repr of ["json", "hex", "bin"]) {
+    const fetched = await new Client(server.base, { repr, pubkey: publicKey }).hour(sealed);
+    assert.equal(fetched.meta.complete, true, repr);
+    for (const id of ids) assert.ok(await fetched.mayContain(id), `${repr}: ${id}`);
+  }
+});
+
+test("verifyChain verifies the sealed hour's chain and filter", { skip }, async () => {
+  const verified = await new Client(server.base, { pubkey: publicKey }).verifyChain(sealed);
+  assert.equal(verified[0], sealed);
+});
+
+test("a client given another key refuses the hour, naming it and the key that signed it", { skip }, async () => {
+  const client = new Client(server.base, { pubkey: OTHER_KEY });
+  await assert.rejects(client.hour(sealed), (e) => e instanceof VerificationError && e.message.includes(sealed) && /a key that is not listed/.test(e.message));
+});
