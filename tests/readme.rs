@@ -22,6 +22,10 @@
 
 mod common;
 
+#[allow(dead_code)]
+#[path = "../examples/readme_sdk.rs"]
+mod readme_sdk;
+
 use common::needs::{self, Need};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -165,6 +169,11 @@ fn main() {
             "the_readme_shell_blocks_run_verbatim_and_print_what_they_say",
             &run_needs,
             the_readme_shell_blocks_run_verbatim_and_print_what_they_say,
+        ),
+        needs::trial(
+            "the_readme_rust_block_is_the_compiled_example_and_runs_on_a_young_server",
+            &[],
+            the_readme_rust_block_is_the_compiled_example_and_runs_on_a_young_server,
         ),
         needs::trial("output_patterns_match_as_documented", &[], || {
             assert!(matches("a...c", "abc") && matches("a...c", "ac"));
@@ -325,4 +334,52 @@ fn the_readme_shell_blocks_run_verbatim_and_print_what_they_say() {
             );
         }
     }
+}
+
+/// The README's one Rust block is `examples/readme_sdk.rs` between its markers (so it
+/// compiles), and it runs without error on a server started within the hour: its 3-hour
+/// window starts at the server's first hour instead of asking for hours it never had.
+fn the_readme_rust_block_is_the_compiled_example_and_runs_on_a_young_server() {
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let blocks: Vec<&str> = readme.split("```rust\n").skip(1).collect();
+    assert_eq!(blocks.len(), 1, "one Rust block in the README");
+    let block = blocks[0].split("```").next().unwrap();
+    let example = std::fs::read_to_string(root().join("examples/readme_sdk.rs")).unwrap();
+    let marked = example
+        .split("// README begin\n")
+        .nth(1)
+        .and_then(|rest| rest.split("    // README end").next())
+        .expect("the README markers in examples/readme_sdk.rs");
+    let dedented: String = marked
+        .lines()
+        .map(|l| format!("{}\n", l.strip_prefix("    ").unwrap_or(l)))
+        .collect();
+    assert_eq!(
+        block, dedented,
+        "README.md's Rust block differs from examples/readme_sdk.rs"
+    );
+
+    let work = tempfile::tempdir().unwrap();
+    let mut serve = clean(env!("CARGO_BIN_EXE_bloomcast"));
+    serve
+        .arg("serve")
+        .current_dir(work.path())
+        .env("BLOOMCAST_LISTEN", "127.0.0.1:0");
+    let server = common::start_command(serve);
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let followed = vec!["user:1".to_owned(), "nobody".to_owned()];
+    let ran = runtime.block_on(readme_sdk::changed_in_the_last_hours(
+        &server.base,
+        &followed,
+    ));
+    if let Err(e) = ran {
+        panic!("the README's Rust block failed on a server started within the hour: {e}");
+    }
+    let window = runtime
+        .block_on(async {
+            let client = bloomcast::client::Client::new(&server.base)?;
+            client.index().await?.window(3)
+        })
+        .unwrap();
+    assert!(window.clamped, "a fresh server is younger than 3 hours");
 }

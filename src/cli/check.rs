@@ -73,19 +73,14 @@ impl CheckArgs {
             None => {
                 // A window of hours reaching back before the server's first hour, or
                 // past its retention, starts at the oldest hour it can answer for.
-                let index = client.index().await?;
-                let now = index.current_hour()?;
-                let back = i64::from(self.hours.unwrap_or(24)) - 1;
-                let retained = now.index() - index.retention_hours as i64 + 1;
-                let oldest = index.genesis_hour()?.index().max(retained);
-                let wanted = now.index() - back;
-                if wanted < oldest {
+                let window = client.index().await?.window(self.hours.unwrap_or(24))?;
+                if window.clamped {
                     eprintln!(
                         "bloomcast: note: the server has hours from {} on; checking from there",
-                        Hour::from_index(oldest).rfc3339()
+                        window.since.rfc3339()
                     );
                 }
-                Hour::from_index(wanted.max(oldest))
+                window.since
             }
         };
         let strategy = match self.strategy {

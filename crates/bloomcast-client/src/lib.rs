@@ -133,6 +133,33 @@ impl Index {
         Hour::parse_flexible(&self.genesis)
             .map_err(|e| ClientError::Protocol(format!("index genesis: {e}")))
     }
+
+    /// The last `hours` hours, the current one included, as far back as the server can
+    /// answer for: a window reaching before its first hour or past its retention starts
+    /// at the oldest hour it has, and says so (`clamped`), as `bloomcast check --hours`
+    /// does. Pass [`Window::since`] to [`Client::changed_since`].
+    ///
+    /// # Errors
+    /// [`ClientError::Protocol`] when the index names an unreadable hour.
+    pub fn window(&self, hours: u32) -> Result<Window> {
+        let now = self.current_hour()?;
+        let retained = now.index() - i64::try_from(self.retention_hours).unwrap_or(i64::MAX) + 1;
+        let oldest = self.genesis_hour()?.index().max(retained);
+        let wanted = now.index() - i64::from(hours.max(1)) + 1;
+        Ok(Window {
+            since: Hour::from_index(wanted.max(oldest)),
+            clamped: wanted < oldest,
+        })
+    }
+}
+
+/// The first hour of a window of recent hours ([`Index::window`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Window {
+    /// The window's first hour.
+    pub since: Hour,
+    /// Whether the window was cut short: the server has no hours (any more) before `since`.
+    pub clamped: bool,
 }
 
 /// The server's reply to an accepted ingest batch.
