@@ -175,6 +175,11 @@ fn main() {
             &[],
             the_readme_rust_block_is_the_compiled_example_and_runs_on_a_young_server,
         ),
+        needs::trial(
+            "the_readme_js_block_runs_on_a_young_server",
+            &[Need::Node],
+            the_readme_js_block_runs_on_a_young_server,
+        ),
         needs::trial("output_patterns_match_as_documented", &[], || {
             assert!(matches("a...c", "abc") && matches("a...c", "ac"));
             assert!(matches("{\"n\":...}", "{\"n\":12}"));
@@ -382,4 +387,53 @@ fn the_readme_rust_block_is_the_compiled_example_and_runs_on_a_young_server() {
         })
         .unwrap();
     assert!(window.clamped, "a fresh server is younger than 3 hours");
+}
+
+/// The README's one JavaScript block runs with `node`, as written, from a directory
+/// laid out as the checkout (`./clients/js`), on a server started within the hour with
+/// an ID in it: it exits 0 and prints the ID among the changed ones.
+fn the_readme_js_block_runs_on_a_young_server() {
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let blocks: Vec<&str> = readme.split("```js\n").skip(1).collect();
+    assert_eq!(blocks.len(), 1, "one JavaScript block in the README");
+    let block = blocks[0].split("```").next().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(root().join("clients"), work.path().join("clients")).unwrap();
+    std::fs::write(work.path().join("readme.mjs"), block).unwrap();
+    let mut serve = clean(env!("CARGO_BIN_EXE_bloomcast"));
+    serve
+        .arg("serve")
+        .current_dir(work.path())
+        .env("BLOOMCAST_LISTEN", "127.0.0.1:0")
+        .env("BLOOMCAST_INGEST_TOKENS", common::TOKEN);
+    let server = common::start_command(serve);
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let ids = ["user:42".to_owned()];
+    runtime
+        .block_on(common::post_ids(
+            &reqwest::Client::new(),
+            &server.base,
+            &ids,
+        ))
+        .expect("the ID is acknowledged");
+    let out = clean(Need::Node.found().as_str())
+        .arg("readme.mjs")
+        .current_dir(work.path())
+        .env("BLOOMCAST_SERVER", &server.base)
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(
+        out.status.success(),
+        "the README's JS block failed:\n{stdout}\n{stderr}"
+    );
+    assert!(stdout.starts_with("false\n"), "{stdout}");
+    assert!(stdout.contains("'user:42'"), "{stdout}");
+    assert!(
+        stderr.contains("note: the server has hours from"),
+        "{stderr}"
+    );
 }

@@ -143,6 +143,8 @@ export class Client {
   readonly base: string;
   stats: { requests: number; notModified: number; cacheHits: number };
   index(): Promise<Index>;
+  /** The last `hours` hours as far back as the server has them: `since` (RFC 3339) and whether it was cut short. */
+  window(hours: number): Promise<{ since: string; clamped: boolean }>;
   filter(path: string): Promise<Fetched>;
   hour(hour: Date | string): Promise<Fetched>;
   /** A closed hour as a ribbon, at the target fpp or at `fpp`; 406 for the open hour. */

@@ -542,6 +542,23 @@ export class Client {
     return response.json();
   }
 
+  /**
+   * The last `hours` hours, the current one included, as far back as the server can answer
+   * for, as `bloomcast check --hours` does: `{ since, clamped }`, `since` the window's first
+   * hour (RFC 3339) to pass to `changedSince`, `clamped` true when the window starts later
+   * than asked because the server has no hours (any more) before `since`.
+   */
+  async window(hours) {
+    const index = await this.index();
+    const HOUR = 3600e3;
+    const now = Date.parse(index.current.hour);
+    const retained = now - (index.retention_hours - 1) * HOUR;
+    const oldest = Math.max(Date.parse(index.genesis), retained);
+    const wanted = now - (Math.max(1, Math.floor(hours)) - 1) * HOUR;
+    const since = new Date(Math.max(wanted, oldest)).toISOString().replace(".000Z", "Z");
+    return { since, clamped: wanted < oldest };
+  }
+
   /** Any filter by path (`/YYYY/MM/DD/HH`, `/YYYY/MM/DD`, `/since/...`), revalidated by ETag. */
   async filter(path) {
     const url = path + SUFFIX[this.repr];

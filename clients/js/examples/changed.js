@@ -8,13 +8,13 @@ const ids = args.length ? args : ["user:1", "user:2", "nobody"];
 const client = new Client(server);
 
 try {
-  const index = await client.index();
-  // Three hours back, but never before the server's first hour (that would be a 404).
-  const threeHoursAgo = Date.parse(index.current.hour) - 3 * 3600e3;
-  const since = new Date(Math.max(threeHoursAgo, Date.parse(index.genesis)));
+  // The last three hours, but never before the server's first hour (that would be a 404).
+  const { since, clamped } = await client.window(3);
+  if (clamped) console.error(`note: the server has hours from ${since} on`);
   for (const change of await client.changedSince(ids, since)) {
     console.log(`${change.from} .. ${change.to}: ${change.ids.join(" ")}`);
   }
+  const index = await client.index();
   const hour = await client.hour(index.current.hour);
   console.log(`current hour: ${hour.meta.count} IDs, m=${hour.meta.m}, k=${hour.meta.k}, fpp=${hour.meta.fpp.toExponential(2)}`);
 } catch (e) {
