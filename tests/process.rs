@@ -374,3 +374,44 @@ async fn poll_current_hour(server: &common::Server, times: usize) -> String {
     }
     hour
 }
+
+/// A restart alone does not change the open hour's bytes: its filter is sized from the
+/// keys it holds, not from the batches they came in, so loading the hour back builds the
+/// same filter and a poller's ETag still matches (a 304, not a download).
+#[tokio::test]
+async fn a_restart_keeps_the_open_hours_etag() {
+    let dir = tempfile::tempdir().unwrap();
+    let http = reqwest::Client::new();
+    let mut server = start(dir.path(), &[]);
+    // Past the default capacity (3000) in batches, so the filter has grown.
+    let mut hour = String::new();
+    for b in 0..20 {
+        let ids: Vec<String> = (0..1000).map(|i| format!("restart-{b}-{i}")).collect();
+        hour = post_ids(&http, &server.base, &ids).await.unwrap();
+    }
+    let tag = |base: String| {
+        let http = http.clone();
+        let path = path_of(&hour);
+        async move {
+            let reply = http
+                .get(format!("{base}{path}.bin"))
+                .header("accept-encoding", "gzip")
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(reply.status(), 200);
+            let etag = reply.headers()["etag"].to_str().unwrap().to_owned();
+            let m = reply.headers()["bloom-m"].to_str().unwrap().to_owned();
+            (etag, m)
+        }
+    };
+    let before = tag(server.base.clone()).await;
+    kill9(&mut server);
+    let server = start(dir.path(), &[]);
+    // Unless the hour turned meanwhile (the hour is then closed and sealed anew).
+    if bloomcast::hour::Hour::containing(chrono::Utc::now()).rfc3339() != hour {
+        return;
+    }
+    let after = tag(server.base.clone()).await;
+    assert_eq!(after, before, "(ETag, m) before and after the restart");
+}

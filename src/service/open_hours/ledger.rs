@@ -105,20 +105,34 @@ impl OpenHour {
         new
     }
 
+    /// The filter is sized for a rung of one ladder, `capacity` setting × 2^j: the
+    /// smallest rung that holds the count within the target. Both conditions only get
+    /// worse as keys arrive, so the rung, and with it the filter's bytes, are a function
+    /// of the keys alone, not of the batches they came in: a restart that loads the hour
+    /// back builds the very same filter, and pollers keep their ETag.
     fn grow_if_needed(&mut self) {
         let count = self.keys.len() as u64;
-        while count > self.capacity || self.filter.fpp() > self.target_fpp {
-            self.capacity = (self.capacity * 2).max(count);
+        if count <= self.capacity && self.filter.fpp() <= self.target_fpp {
+            return;
+        }
+        let mut capacity = self.capacity;
+        while capacity < count {
+            capacity = capacity.saturating_mul(2);
+        }
+        loop {
             let params =
-                Params::optimal(self.capacity, self.target_fpp).unwrap_or_else(|_| max_params());
+                Params::optimal(capacity, self.target_fpp).unwrap_or_else(|_| max_params());
             let mut filter = Filter::new(params);
             for k in self.keys.iter() {
                 filter.insert_key(Key::from_u64(k));
             }
             self.filter = filter;
-            if params.m == u32::MAX {
-                break; // cannot grow further; the wire format caps m below 2^32
+            self.capacity = capacity;
+            // The wire format caps m below 2^32: past that it cannot grow further.
+            if self.filter.fpp() <= self.target_fpp || params.m == u32::MAX {
+                break;
             }
+            capacity = capacity.saturating_mul(2);
         }
     }
 
@@ -204,6 +218,27 @@ mod tests {
         }
         assert!(h.filter().m() > Params::optimal(100, 0.01).unwrap().m);
         assert!(all.iter().all(|k| h.filter().contains_key(*k)));
+    }
+
+    #[test]
+    fn the_filter_is_a_function_of_the_keys_not_of_the_batches_they_came_in() {
+        let all = keys(0..100_000);
+        let built = |batch: usize| {
+            let mut h = OpenHour::new(3000, 0.01);
+            for chunk in all.chunks(batch) {
+                h.add(chunk);
+            }
+            h
+        };
+        // As published (batches of 1000), as loaded back at a restart (pieces of 64K),
+        // and all at once.
+        let published = built(1000);
+        for other in [built(65_536), built(all.len()), built(7)] {
+            assert_eq!(other.filter().m(), published.filter().m());
+            assert_eq!(other.filter().k(), published.filter().k());
+            assert!(other.filter() == published.filter(), "the same bits");
+        }
+        assert!(published.filter().fpp() <= 0.01);
     }
 
     #[test]
