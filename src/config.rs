@@ -11,13 +11,16 @@
 //! only where they are used.
 
 mod docs;
+mod listen;
+mod names;
 mod value;
 
+pub use listen::ListenAddr;
+pub use names::{check_env_names, closest, NOT_SETTINGS};
 pub use value::{redact_url, SettingValue};
 
 use secrecy::{ExposeSecret, SecretString};
 use serde::Deserialize;
-use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use thiserror::Error;
 
@@ -38,6 +41,13 @@ pub enum ConfigError {
     },
     #[error("invalid setting {name}: {message}")]
     Invalid { name: &'static str, message: String },
+    #[error(
+        "unknown environment variable {name} (the closest known is {closest}); every \
+         setting's variable is listed by `bloomcast serve --help` and in docs/CONFIG.md"
+    )]
+    UnknownEnv { name: String, closest: String },
+    #[error("environment variable {name} is not valid UTF-8")]
+    NotUnicode { name: String },
 }
 
 /// One setting as documented: key, environment variable, default (as shown) and doc.
@@ -111,13 +121,15 @@ macro_rules! settings {
 }
 
 settings! {
-    /// Address and port to listen on.
-    listen: SocketAddr = SocketAddr::from(([127, 0, 0, 1], 8080)),
+    /// Address and port to listen on: an IP address (IPv6 in brackets) or a host name,
+    /// e.g. 0.0.0.0:8080 or localhost:8080. A name is resolved at start and the first of
+    /// its addresses that can be bound is used.
+    listen: ListenAddr = ListenAddr::from(std::net::SocketAddr::from(([127, 0, 0, 1], 8080))),
     /// Where the embedded store (a SQLite file) and the generated ingest token live.
     /// A relative path is taken from the working directory (the resolved path is logged).
     data_dir: PathBuf = PathBuf::from("data"),
-    /// Bearer tokens accepted by POST /updates, comma-separated in the environment.
-    /// Empty: a random token is generated on first start and kept in <data_dir>/ingest-token.
+    /// Bearer tokens accepted by POST /updates, comma-separated in the environment, each
+    /// at least 8 characters. Empty: a random token is generated on first start and kept in <data_dir>/ingest-token.
     /// Required in cluster mode (the same on every node).
     ingest_tokens: Vec<SecretString> = Vec::new(),
     /// File holding the Ed25519 key that signs each sealed hour (64 hex digits, a seed).
@@ -234,6 +246,35 @@ pub struct Loaded {
     pub files: Vec<PathBuf>,
 }
 
+/// Settings given on `bloomcast serve`'s command line: each wins over the environment
+/// and the files.
+#[derive(Clone, Debug, Default)]
+pub struct Overrides {
+    /// `--config`: a file read after config/local.toml, instead of `BLOOMCAST_CONFIG`'s.
+    pub config: Option<PathBuf>,
+    /// `--listen`.
+    pub listen: Option<ListenAddr>,
+    /// `--data-dir` (a relative path is taken from the working directory).
+    pub data_dir: Option<PathBuf>,
+}
+
+/// The process's `BLOOMCAST_*` variables, the ones settings are read from.
+///
+/// # Errors
+/// [`ConfigError::NotUnicode`] for one whose value is not UTF-8.
+pub fn process_env() -> Result<Vec<(String, String)>, ConfigError> {
+    std::env::vars_os()
+        .filter_map(|(name, value)| {
+            let name = name.into_string().ok()?;
+            name.starts_with("BLOOMCAST_").then_some((name, value))
+        })
+        .map(|(name, value)| match value.into_string() {
+            Ok(value) => Ok((name, value)),
+            Err(_) => Err(ConfigError::NotUnicode { name }),
+        })
+        .collect()
+}
+
 impl Settings {
     /// Loads `config/default.toml` and `config/local.toml` from `base` if present, then
     /// the file named by `BLOOMCAST_CONFIG` (which must exist), then applies the process
@@ -241,26 +282,37 @@ impl Settings {
     ///
     /// # Errors
     /// An unreadable or malformed file (naming the file, and the line for syntax and type
-    /// errors), a malformed environment value, or a setting out of range.
+    /// errors), an unknown `BLOOMCAST_*` variable, a malformed environment value, or a
+    /// setting out of range.
     pub fn load(base: &Path) -> Result<Settings, ConfigError> {
-        Settings::load_from(base, |name| std::env::var(name).ok()).map(|l| l.settings)
+        Settings::load_from(base, &Overrides::default(), process_env()?).map(|l| l.settings)
     }
 
-    /// As [`Settings::load`], with the environment read through `get`, also returning
-    /// the files read.
+    /// As [`Settings::load`], with the environment given as `(name, value)` pairs and
+    /// the command line's `overrides` applied last, also returning the files read.
     ///
     /// # Errors
     /// As [`Settings::load`].
     pub fn load_from(
         base: &Path,
-        get: impl Fn(&str) -> Option<String>,
+        overrides: &Overrides,
+        env: impl IntoIterator<Item = (String, String)>,
     ) -> Result<Loaded, ConfigError> {
+        let env: std::collections::BTreeMap<String, String> = env.into_iter().collect();
+        check_env_names(env.keys().map(String::as_str))?;
+        let get = |name: &str| env.get(name).cloned();
         let base = std::path::absolute(base).unwrap_or_else(|_| base.to_owned());
         let mut candidates = vec![
             (base.join("config/default.toml"), false),
             (base.join("config/local.toml"), false),
         ];
-        if let Some(extra) = get("BLOOMCAST_CONFIG").filter(|p| !p.is_empty()) {
+        let extra = match &overrides.config {
+            Some(path) => Some(path.clone()),
+            None => get("BLOOMCAST_CONFIG")
+                .filter(|p| !p.is_empty())
+                .map(PathBuf::from),
+        };
+        if let Some(extra) = extra {
             candidates.push((base.join(extra), true));
         }
         let mut table = toml::Table::new();
@@ -276,7 +328,18 @@ impl Settings {
                 path: path.clone(),
                 message: e.to_string().trim_end().to_owned(),
             };
-            toml::from_str::<Settings>(&text).map_err(parse)?;
+            // An unknown key is named with the closest setting, as an unknown variable is.
+            toml::from_str::<Settings>(&text).map_err(|e| {
+                let mut message = e.to_string().trim_end().to_owned();
+                if let Some(hint) = names::unknown_key_hint(&text) {
+                    message.push('\n');
+                    message.push_str(&hint);
+                }
+                ConfigError::Parse {
+                    path: path.clone(),
+                    message,
+                }
+            })?;
             table.extend(text.parse::<toml::Table>().map_err(parse)?);
             files.push(path);
         }
@@ -288,6 +351,12 @@ impl Settings {
                     message: e.to_string(),
                 })?;
         settings.apply_env(get)?;
+        if let Some(listen) = &overrides.listen {
+            settings.listen = listen.clone();
+        }
+        if let Some(dir) = &overrides.data_dir {
+            settings.data_dir = dir.clone();
+        }
         settings.data_dir = base.join(&settings.data_dir);
         if !settings.signing_key_file.as_os_str().is_empty() {
             settings.signing_key_file = base.join(&settings.signing_key_file);
