@@ -3,6 +3,7 @@
 
 use super::*;
 use std::collections::HashMap;
+use std::path::Path;
 
 /// An environment of `pairs`, as `Settings::load_from` takes it.
 fn env(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
