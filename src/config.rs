@@ -1,4 +1,6 @@
-//! Configuration: `config/` files layered with `BLOOMCAST_*` environment overrides.
+//! Configuration: `config/` files layered with `BLOOMCAST_*` environment overrides, then
+//! `bloomcast serve`'s flags (`load.rs`); an unknown `BLOOMCAST_*` variable or file key is
+//! refused naming the closest known name (`names.rs`).
 //!
 //! Every setting is declared once, in the `settings!` block below: its doc comment, name,
 //! type and default. From that one declaration come the struct, its `Default`, the
@@ -11,14 +13,19 @@
 //! only where they are used.
 
 mod docs;
+mod listen;
+mod load;
+mod names;
 mod value;
 
+pub use listen::ListenAddr;
+pub use load::{process_env, Loaded, Overrides};
+pub use names::{check_env_names, closest, NOT_SETTINGS};
 pub use value::{redact_url, SettingValue};
 
 use secrecy::{ExposeSecret, SecretString};
 use serde::Deserialize;
-use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use thiserror::Error;
 
 #[derive(Debug, Error)]
@@ -38,6 +45,13 @@ pub enum ConfigError {
     },
     #[error("invalid setting {name}: {message}")]
     Invalid { name: &'static str, message: String },
+    #[error(
+        "unknown environment variable {name} (the closest known is {closest}); every \
+         setting's variable is listed by `bloomcast serve --help` and in docs/CONFIG.md"
+    )]
+    UnknownEnv { name: String, closest: String },
+    #[error("environment variable {name} is not valid UTF-8")]
+    NotUnicode { name: String },
 }
 
 /// One setting as documented: key, environment variable, default (as shown) and doc.
@@ -111,14 +125,16 @@ macro_rules! settings {
 }
 
 settings! {
-    /// Address and port to listen on.
-    listen: SocketAddr = SocketAddr::from(([127, 0, 0, 1], 8080)),
+    /// Address and port to listen on: an IP address (IPv6 in brackets) or a host name,
+    /// e.g. 0.0.0.0:8080 or localhost:8080. A name is resolved at start and the first of
+    /// its addresses that can be bound is used.
+    listen: ListenAddr = ListenAddr::from(std::net::SocketAddr::from(([127, 0, 0, 1], 8080))),
     /// Where the embedded store (a SQLite file) and the generated ingest token live.
     /// A relative path is taken from the working directory (the resolved path is logged).
     data_dir: PathBuf = PathBuf::from("data"),
-    /// Bearer tokens accepted by POST /updates, comma-separated in the environment.
-    /// Empty: a random token is generated on first start and kept in <data_dir>/ingest-token.
-    /// Required in cluster mode (the same on every node).
+    /// Bearer tokens accepted by POST /updates, comma-separated in the environment, each
+    /// at least 8 characters. Empty: a random token is generated on first start and kept
+    /// in <data_dir>/ingest-token. Required in cluster mode (the same on every node).
     ingest_tokens: Vec<SecretString> = Vec::new(),
     /// File holding the Ed25519 key that signs each sealed hour (64 hex digits, a seed).
     /// Empty: generated on first start into <data_dir>/signing-key (mode 0600). Cluster
@@ -226,76 +242,7 @@ pub fn env_name(key: &str) -> String {
     format!("BLOOMCAST_{}", key.to_ascii_uppercase())
 }
 
-/// Settings as loaded, with where they came from (logged at startup).
-#[derive(Debug)]
-pub struct Loaded {
-    pub settings: Settings,
-    /// The config files read, in order (absolute paths).
-    pub files: Vec<PathBuf>,
-}
-
 impl Settings {
-    /// Loads `config/default.toml` and `config/local.toml` from `base` if present, then
-    /// the file named by `BLOOMCAST_CONFIG` (which must exist), then applies the process
-    /// environment. A relative `data_dir` (or `BLOOMCAST_CONFIG`) is resolved against `base`.
-    ///
-    /// # Errors
-    /// An unreadable or malformed file (naming the file, and the line for syntax and type
-    /// errors), a malformed environment value, or a setting out of range.
-    pub fn load(base: &Path) -> Result<Settings, ConfigError> {
-        Settings::load_from(base, |name| std::env::var(name).ok()).map(|l| l.settings)
-    }
-
-    /// As [`Settings::load`], with the environment read through `get`, also returning
-    /// the files read.
-    ///
-    /// # Errors
-    /// As [`Settings::load`].
-    pub fn load_from(
-        base: &Path,
-        get: impl Fn(&str) -> Option<String>,
-    ) -> Result<Loaded, ConfigError> {
-        let base = std::path::absolute(base).unwrap_or_else(|_| base.to_owned());
-        let mut candidates = vec![
-            (base.join("config/default.toml"), false),
-            (base.join("config/local.toml"), false),
-        ];
-        if let Some(extra) = get("BLOOMCAST_CONFIG").filter(|p| !p.is_empty()) {
-            candidates.push((base.join(extra), true));
-        }
-        let mut table = toml::Table::new();
-        let mut files = Vec::new();
-        for (path, required) in candidates {
-            let text = match std::fs::read_to_string(&path) {
-                Ok(text) => text,
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound && !required => continue,
-                Err(source) => return Err(ConfigError::Read { path, source }),
-            };
-            // Each file on its own first, so an error names its file and line.
-            let parse = |e: toml::de::Error| ConfigError::Parse {
-                path: path.clone(),
-                message: e.to_string().trim_end().to_owned(),
-            };
-            toml::from_str::<Settings>(&text).map_err(parse)?;
-            table.extend(text.parse::<toml::Table>().map_err(parse)?);
-            files.push(path);
-        }
-        let mut settings: Settings =
-            toml::Value::Table(table)
-                .try_into()
-                .map_err(|e: toml::de::Error| ConfigError::Parse {
-                    path: files.last().cloned().unwrap_or_else(|| base.join("config")),
-                    message: e.to_string(),
-                })?;
-        settings.apply_env(get)?;
-        settings.data_dir = base.join(&settings.data_dir);
-        if !settings.signing_key_file.as_os_str().is_empty() {
-            settings.signing_key_file = base.join(&settings.signing_key_file);
-        }
-        settings.validate()?;
-        Ok(Loaded { settings, files })
-    }
-
     /// Checks ranges that would otherwise fail later and less clearly.
     ///
     /// # Errors

@@ -4,7 +4,7 @@ use bloomcast::cli::{
     finish, CheckArgs, EstimateArgs, HistoryArgs, IngestArgs, InspectArgs, MirrorArgs, VerifyArgs,
     WatchArgs,
 };
-use bloomcast::config::{Loaded, Settings};
+use bloomcast::config::{ListenAddr, Loaded, Overrides, Settings};
 use bloomcast::startup::{shutdown_signal, Application};
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -29,9 +29,10 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Run the server (configuration: config/*.toml and BLOOMCAST_* variables).
+    /// Run the server (configuration: config/*.toml, BLOOMCAST_* variables, then these
+    /// flags).
     #[command(after_long_help = Settings::help(), after_help = "Run `bloomcast serve --help` for every setting, its variable and default (also docs/CONFIG.md).")]
-    Serve,
+    Serve(ServeArgs),
     /// Print which of the given IDs may have changed since an hour.
     Check(CheckArgs),
     /// Print, for each ID, the hours in which it may have changed.
@@ -60,6 +61,22 @@ enum Command {
     /// PostgreSQL, or change them for every node with `set SETTING=VALUE...`
     /// (configuration as `serve`; nodes build hours with them from their next start).
     ClusterSettings(ClusterSettingsArgs),
+}
+
+/// Flags of `serve`; each wins over its environment variable and the files.
+#[derive(clap::Args)]
+struct ServeArgs {
+    /// A file of settings read after config/local.toml (instead of BLOOMCAST_CONFIG's).
+    #[arg(long, value_name = "FILE")]
+    config: Option<std::path::PathBuf>,
+    /// Address or host name and port to listen on, e.g. localhost:8080 (the listen
+    /// setting).
+    #[arg(long, value_name = "HOST:PORT")]
+    listen: Option<ListenAddr>,
+    /// Where the embedded store and the generated ingest token live (the data_dir
+    /// setting).
+    #[arg(long, value_name = "DIR")]
+    data_dir: Option<std::path::PathBuf>,
 }
 
 #[derive(clap::Args)]
@@ -98,10 +115,10 @@ fn main() -> ExitCode {
     bloomcast::memory::hold_no_freed_memory();
     let cli = Cli::parse();
     match cli.command {
-        Command::Serve => bloomcast::telemetry::init(),
+        Command::Serve(_) => bloomcast::telemetry::init(),
         _ => bloomcast::telemetry::init_cli(),
     }
-    if !huge_pages_off && cfg!(target_os = "linux") && matches!(cli.command, Command::Serve) {
+    if !huge_pages_off && cfg!(target_os = "linux") && matches!(cli.command, Command::Serve(_)) {
         tracing::warn!("cannot turn transparent huge pages off; memory the server frees may come back (src/memory.rs)");
     }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
@@ -123,7 +140,14 @@ fn main() -> ExitCode {
 
 async fn run(cli: Cli) -> ExitCode {
     match cli.command {
-        Command::Serve => serve().await,
+        Command::Serve(args) => {
+            serve(Overrides {
+                config: args.config,
+                listen: args.listen,
+                data_dir: args.data_dir,
+            })
+            .await
+        }
         Command::Check(args) => finish(args.run().await),
         Command::History(args) => finish(args.run().await),
         Command::Ingest(args) => finish(args.run().await),
@@ -138,11 +162,13 @@ async fn run(cli: Cli) -> ExitCode {
 }
 
 /// The settings `serve` runs with (config/ in the working directory, then the
-/// environment), and the working directory; exit code 2 with the reason on stderr when
-/// they do not load.
-fn load_settings() -> Result<(std::path::PathBuf, Loaded), ExitCode> {
+/// environment, then the command line's `overrides`), and the working directory; exit
+/// code 2 with the reason on stderr when they do not load.
+fn load_settings(overrides: &Overrides) -> Result<(std::path::PathBuf, Loaded), ExitCode> {
     let base = std::env::current_dir().unwrap_or_default();
-    match Settings::load_from(&base, |name| std::env::var(name).ok()) {
+    let loaded =
+        bloomcast::config::process_env().and_then(|env| Settings::load_from(&base, overrides, env));
+    match loaded {
         Ok(loaded) => Ok((base, loaded)),
         Err(e) => {
             eprintln!("bloomcast: {e}");
@@ -152,7 +178,7 @@ fn load_settings() -> Result<(std::path::PathBuf, Loaded), ExitCode> {
 }
 
 async fn rotate_key() -> ExitCode {
-    let settings = match load_settings() {
+    let settings = match load_settings(&Overrides::default()) {
         Ok((_, loaded)) => loaded.settings,
         Err(code) => return code,
     };
@@ -182,7 +208,7 @@ async fn rotate_key() -> ExitCode {
 }
 
 async fn cluster_settings(args: ClusterSettingsArgs) -> ExitCode {
-    let settings = match load_settings() {
+    let settings = match load_settings(&Overrides::default()) {
         Ok((_, loaded)) => loaded.settings,
         Err(code) => return code,
     };
@@ -211,8 +237,8 @@ async fn cluster_settings(args: ClusterSettingsArgs) -> ExitCode {
     }
 }
 
-async fn serve() -> ExitCode {
-    let (base, loaded) = match load_settings() {
+async fn serve(overrides: Overrides) -> ExitCode {
+    let (base, loaded) = match load_settings(&overrides) {
         Ok(loaded) => loaded,
         Err(code) => return code,
     };

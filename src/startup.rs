@@ -241,9 +241,10 @@ impl Application {
     }
 }
 
-/// Binds the configured address.
+/// Binds the configured address; a host name is resolved and the first of its addresses
+/// that can be bound is used.
 async fn bind(settings: &Settings) -> Result<TcpListener, StartError> {
-    TcpListener::bind(settings.listen)
+    TcpListener::bind(settings.listen.as_str())
         .await
         .map_err(|source| StartError::Io {
             context: format!("cannot listen on {}", settings.listen),

@@ -344,3 +344,39 @@ fn inspect_reads_the_json_form_as_the_binary_body_and_names_its_time() {
         "a binary body says nothing of its time"
     );
 }
+
+#[test]
+fn ingest_without_a_token_says_where_to_find_one() {
+    let out = bloomcast(&["ingest", "--server", "127.0.0.1:9", "a"], "");
+
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("BLOOMCAST_TOKEN") && err.contains("data/ingest-token"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_pubkey_of_hex_digits_that_is_no_ed25519_key_is_named_so() {
+    // 64 hex digits, but y = 2 is no point of the curve.
+    let not_a_point = format!("02{}", "0".repeat(62));
+
+    let out = bloomcast(
+        &[
+            "verify",
+            "--pubkey",
+            &not_a_point,
+            "--since",
+            "2008-09-03T05",
+            "--url",
+            "http://127.0.0.1:9",
+        ],
+        "",
+    );
+
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("not a valid Ed25519 public key"), "{err}");
+    assert!(!err.contains("expected 64 hex digits"), "{err}");
+}

@@ -13,9 +13,10 @@ pub struct IngestArgs {
     /// The server's base URL, e.g. http://127.0.0.1:8080 (or 127.0.0.1:8080).
     #[arg(long, env = "BLOOMCAST_SERVER")]
     server: String,
-    /// A bearer token the server accepts.
+    /// A bearer token the server accepts (one of its ingest_tokens, or the one it
+    /// generated into <data_dir>/ingest-token, data/ingest-token by default).
     #[arg(long, env = "BLOOMCAST_TOKEN", hide_env_values = true)]
-    token: String,
+    token: Option<String>,
     /// IDs per request.
     #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     batch: u32,
@@ -27,6 +28,11 @@ pub struct IngestArgs {
     ids: Vec<String>,
 }
 
+/// Where a token comes from, for a user who has none at hand.
+const NO_TOKEN: &str = "no ingest token: pass --token or set BLOOMCAST_TOKEN. A server \
+    without ingest_tokens configured generated one on its first start into \
+    <data_dir>/ingest-token: export BLOOMCAST_TOKEN=$(cat data/ingest-token)";
+
 type Batch = Result<Vec<String>, CliError>;
 
 impl IngestArgs {
@@ -37,7 +43,10 @@ impl IngestArgs {
     /// token, or a batch still failing after every attempt. The message says how many
     /// IDs were acknowledged before.
     pub async fn run(self) -> Result<(), CliError> {
-        let client = client(&self.server, Some(&self.token))?;
+        let Some(token) = self.token.as_deref() else {
+            return Err(CliError::Input(NO_TOKEN.into()));
+        };
+        let client = client(&self.server, Some(token))?;
         let options = PublishOptions {
             attempts: self.attempts,
             ..PublishOptions::default()

@@ -3,12 +3,19 @@
 
 use super::*;
 use std::collections::HashMap;
+use std::path::Path;
 
-fn env(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
-    let map: HashMap<String, String> = pairs
+/// An environment of `pairs`, as `Settings::load_from` takes it.
+fn env(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+    pairs
         .iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
+        .collect()
+}
+
+/// An environment of `pairs`, as `Settings::apply_env` reads it.
+fn lookup(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+    let map: HashMap<String, String> = env(pairs).into_iter().collect();
     move |name| map.get(name).cloned()
 }
 
@@ -88,8 +95,12 @@ fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
 #[test]
 fn a_missing_bloomcast_config_file_is_an_error_naming_it() {
     let dir = tempfile::tempdir().unwrap();
-    let err =
-        Settings::load_from(dir.path(), env(&[("BLOOMCAST_CONFIG", "nope.toml")])).unwrap_err();
+    let err = Settings::load_from(
+        dir.path(),
+        &Overrides::default(),
+        env(&[("BLOOMCAST_CONFIG", "nope.toml")]),
+    )
+    .unwrap_err();
     assert!(matches!(err, ConfigError::Read { .. }), "{err}");
     assert!(err.to_string().contains("nope.toml"), "{err}");
 }
@@ -102,7 +113,7 @@ fn a_syntax_error_names_the_file_and_line() {
         "config/local.toml",
         "capacity = 10\nlisten = [\n",
     );
-    let err = Settings::load_from(dir.path(), env(&[])).unwrap_err();
+    let err = Settings::load_from(dir.path(), &Overrides::default(), env(&[])).unwrap_err();
     let shown = err.to_string();
     assert!(shown.contains(&local.display().to_string()), "{shown}");
     assert!(shown.contains("line 2"), "{shown}");
@@ -112,18 +123,30 @@ fn a_syntax_error_names_the_file_and_line() {
 fn a_wrong_type_or_unknown_key_names_the_file_and_line() {
     let dir = tempfile::tempdir().unwrap();
     let extra = write(dir.path(), "extra.toml", "capacity = 10\n\ncapacty = 5\n");
-    let err =
-        Settings::load_from(dir.path(), env(&[("BLOOMCAST_CONFIG", "extra.toml")])).unwrap_err();
+    let err = Settings::load_from(
+        dir.path(),
+        &Overrides::default(),
+        env(&[("BLOOMCAST_CONFIG", "extra.toml")]),
+    )
+    .unwrap_err();
     let shown = err.to_string();
     assert!(shown.contains(&extra.display().to_string()), "{shown}");
     assert!(
         shown.contains("line 3") && shown.contains("capacty"),
         "{shown}"
     );
+    assert!(
+        shown.contains("`capacty` is no setting: the closest is `capacity`"),
+        "{shown}"
+    );
     write(dir.path(), "extra.toml", "capacity = \"many\"\n");
-    let shown = Settings::load_from(dir.path(), env(&[("BLOOMCAST_CONFIG", "extra.toml")]))
-        .unwrap_err()
-        .to_string();
+    let shown = Settings::load_from(
+        dir.path(),
+        &Overrides::default(),
+        env(&[("BLOOMCAST_CONFIG", "extra.toml")]),
+    )
+    .unwrap_err()
+    .to_string();
     assert!(
         shown.contains("line 1") && shown.contains("capacity"),
         "{shown}"
@@ -146,6 +169,7 @@ fn files_layer_in_order_then_the_environment_and_paths_resolve_against_the_base(
     );
     let loaded = Settings::load_from(
         dir.path(),
+        &Overrides::default(),
         env(&[
             ("BLOOMCAST_CONFIG", "extra.toml"),
             ("BLOOMCAST_OPEN_MAX_AGE", "7"),
@@ -163,6 +187,58 @@ fn files_layer_in_order_then_the_environment_and_paths_resolve_against_the_base(
 }
 
 #[test]
+fn command_line_flags_win_over_the_environment_which_wins_over_files() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "config/local.toml",
+        "listen = \"127.0.0.1:1\"\ndata_dir = \"from-file\"\ncapacity = 10\n",
+    );
+    write(dir.path(), "env.toml", "capacity = 20\n");
+    write(dir.path(), "flag.toml", "capacity = 30\n");
+    let environment = env(&[
+        ("BLOOMCAST_CONFIG", "env.toml"),
+        ("BLOOMCAST_LISTEN", "127.0.0.1:2"),
+        ("BLOOMCAST_DATA_DIR", "from-env"),
+    ]);
+
+    let by_env = Settings::load_from(dir.path(), &Overrides::default(), environment.clone())
+        .unwrap()
+        .settings;
+    let flags = Overrides {
+        config: Some("flag.toml".into()),
+        listen: Some("localhost:3".parse().unwrap()),
+        data_dir: Some("from-flag".into()),
+    };
+    let by_flags = Settings::load_from(dir.path(), &flags, environment)
+        .unwrap()
+        .settings;
+
+    assert_eq!(by_env.listen.as_str(), "127.0.0.1:2");
+    assert!(by_env.data_dir.ends_with("from-env"));
+    assert_eq!(by_env.capacity, 20);
+    assert_eq!(by_flags.listen.as_str(), "localhost:3");
+    assert_eq!(by_flags.data_dir, dir.path().join("from-flag"));
+    assert_eq!(by_flags.capacity, 30);
+}
+
+#[test]
+fn an_unknown_bloomcast_variable_stops_the_load_naming_the_closest_setting() {
+    let dir = tempfile::tempdir().unwrap();
+    let err = Settings::load_from(
+        dir.path(),
+        &Overrides::default(),
+        env(&[("BLOOMCAST_LISTN", "127.0.0.1:1"), ("BLOOMCAST_TOKEN", "x")]),
+    )
+    .unwrap_err();
+    let shown = err.to_string();
+    assert!(
+        shown.contains("BLOOMCAST_LISTN ") && shown.contains("BLOOMCAST_LISTEN"),
+        "{shown}"
+    );
+}
+
+#[test]
 fn the_committed_default_file_parses_to_the_defaults() {
     let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/config/default.toml"))
         .unwrap();
@@ -176,7 +252,7 @@ fn the_committed_default_file_parses_to_the_defaults() {
 #[test]
 fn environment_overrides_the_documented_names() {
     let mut s = Settings::default();
-    s.apply_env(env(&[
+    s.apply_env(lookup(&[
         ("BLOOMCAST_LISTEN", "0.0.0.0:9999"),
         ("BLOOMCAST_DATA_DIR", "/var/lib/bloomcast"),
         ("BLOOMCAST_INGEST_TOKENS", "token-one-x, token-two-y,"),
@@ -191,7 +267,7 @@ fn environment_overrides_the_documented_names() {
     assert_eq!(s.header_read_timeout_seconds, 2);
     assert_eq!(s.write_timeout_seconds, 9);
     assert_eq!(s.clock_offset_seconds, -3600);
-    assert_eq!(s.listen.port(), 9999);
+    assert_eq!(s.listen.as_str(), "0.0.0.0:9999");
     assert_eq!(s.data_dir, PathBuf::from("/var/lib/bloomcast"));
     let tokens: Vec<&str> = s.ingest_tokens.iter().map(|t| t.expose_secret()).collect();
     assert_eq!(tokens, vec!["token-one-x", "token-two-y"]);
@@ -201,7 +277,7 @@ fn environment_overrides_the_documented_names() {
 #[test]
 fn a_bad_environment_value_names_the_variable() {
     let err = Settings::default()
-        .apply_env(env(&[("BLOOMCAST_LISTEN", "nowhere")]))
+        .apply_env(lookup(&[("BLOOMCAST_LISTEN", "nowhere")]))
         .unwrap_err();
     assert!(err.to_string().contains("BLOOMCAST_LISTEN"), "{err}");
 }

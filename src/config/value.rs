@@ -29,7 +29,17 @@ macro_rules! from_str_values {
         }
     )+};
 }
-from_str_values!(u16, u32, u64, usize, i64, f64, bool, SocketAddr);
+from_str_values!(
+    u16,
+    u32,
+    u64,
+    usize,
+    i64,
+    f64,
+    bool,
+    SocketAddr,
+    super::ListenAddr
+);
 
 impl SettingValue for String {
     fn from_env(text: &str) -> Result<Self, String> {

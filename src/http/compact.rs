@@ -37,7 +37,7 @@ pub fn content_type(form: Compact) -> &'static str {
 }
 
 /// The URL suffix that selects a compact form, after the dot.
-fn suffix(form: Compact) -> &'static str {
+pub(super) fn suffix(form: Compact) -> &'static str {
     match form {
         Compact::Ribbon => "ribbon",
         Compact::RibbonJson => "ribbon.json",

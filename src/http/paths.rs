@@ -1,11 +1,12 @@
 //! Filter paths, parsed purely and in one place: `/YYYY/MM/DD/HH`, `/YYYY/MM/DD` and
 //! `/since/YYYY/MM/DD/HH`, each with an optional `.json`, `.hex` or `.bin` suffix on the
-//! last segment. The fast lane, the loading gate, the filter and compact handlers and
-//! the chain route all read a path through [`filter_path`].
+//! last segment (`.ribbon` and `.ribbon.json` are taken off first by `compact.rs`). The
+//! fast lane, the loading gate, the filter and compact handlers and the chain route all
+//! read a path through [`filter_path`].
 
 use super::error::{ApiError, Result};
 use crate::hour::{Day, Hour};
-use crate::render::Repr;
+use crate::render::{Compact, Repr};
 use crate::service::Target;
 use percent_encoding::percent_decode_str;
 use std::borrow::Cow;
@@ -134,9 +135,26 @@ fn split_suffix(segment: &str) -> Result<(&str, Option<Repr>)> {
         Some((head, ext)) => match Repr::from_suffix(ext) {
             Some(repr) => Ok((head, Some(repr))),
             None => Err(ApiError::NotFound(format!(
-                "unknown representation .{ext}: use .json, .hex or .bin"
+                "unknown representation .{ext}: use {}",
+                known_suffixes()
             ))),
         },
+    }
+}
+
+/// Every suffix a filter path may end in, as a sentence: the v1 representations and the
+/// compact forms (`.ribbon`, `.ribbon.json`, served by `compact.rs`).
+fn known_suffixes() -> String {
+    let all: Vec<String> = Repr::ALL
+        .into_iter()
+        .map(Repr::suffix)
+        .chain(Compact::ALL.into_iter().map(super::compact::suffix))
+        .map(|s| format!(".{s}"))
+        .collect();
+    match all.split_last() {
+        Some((last, [])) => last.clone(),
+        Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+        None => String::new(),
     }
 }
 
@@ -159,6 +177,16 @@ mod tests {
         assert_eq!(
             filter_path("/since/2008/09/03/13.hex").unwrap(),
             (Target::Since(h), Some(Repr::Hex))
+        );
+    }
+
+    #[test]
+    fn an_unknown_suffix_is_answered_with_every_suffix_served() {
+        let err = filter_path("/2008/09/03/13.xml").unwrap_err().to_string();
+
+        assert_eq!(
+            err,
+            "unknown representation .xml: use .json, .hex, .bin, .ribbon or .ribbon.json"
         );
     }
 

@@ -68,6 +68,7 @@ impl PgStore {
         let PgLink {
             mut config, tls, ..
         } = link;
+        let server = errors::server_of(&config);
         config.connect_timeout(Duration::from_secs(3));
         let manager = Manager::from_config(
             config,
@@ -86,7 +87,7 @@ impl PgStore {
             .map_err(|e| StoreError::failed("cannot build the PostgreSQL pool", e))?;
         // The first connection says whether the link works at all; its error keeps
         // the cause (e.g. the certificate not valid for the host name).
-        drop(pool.get().await.map_err(connect_error)?);
+        drop(pool.get().await.map_err(|e| connect_error(e, &server))?);
         let schema = format!("\"{}\"", schema.replace('"', ""));
         migrate(&pool, &schema).await?;
         let client = pool.get().await.map_err(pool_error)?;

@@ -2,7 +2,7 @@
 //! for client tests that need time to pass without sleeping.
 
 use bloomcast::clock::ManualClock;
-use bloomcast::config::Settings;
+use bloomcast::config::{ListenAddr, Settings};
 use bloomcast::hour::Hour;
 use bloomcast::startup::Application;
 use chrono::Duration;
@@ -28,7 +28,7 @@ pub async fn serve(
 ) -> InProcess {
     let dir = tempfile::tempdir().unwrap();
     let mut settings = Settings {
-        listen,
+        listen: ListenAddr::from(listen),
         data_dir: dir.path().to_owned(),
         ingest_tokens: vec![token.into()],
         refresh_ms: 0,

@@ -59,6 +59,10 @@ pub enum ChainError {
     Malformed { hour: String, detail: String },
     #[error("not a public key: {0} (expected 64 hex digits, an Ed25519 public key)")]
     BadKey(String),
+    /// 64 hex digits that do not encode a point of the curve: a key mistyped or
+    /// truncated and padded, not a format problem.
+    #[error("not a valid Ed25519 public key: {0} (64 hex digits, but not a point on the curve)")]
+    NotEd25519(String),
     #[error("hour {hour}: {detail}")]
     OtherKey { hour: String, detail: String },
     #[error("the publisher's key list is refused: {0}")]
@@ -171,9 +175,7 @@ impl std::str::FromStr for PublicKey {
 
     fn from_str(s: &str) -> Result<PublicKey, ChainError> {
         let bytes = parse_hex::<32>(s).ok_or_else(|| ChainError::BadKey(s.to_owned()))?;
-        VerifyingKey::from_bytes(&bytes)
-            .map(PublicKey)
-            .map_err(|_| ChainError::BadKey(s.to_owned()))
+        PublicKey::from_bytes(&bytes)
     }
 }
 
@@ -181,11 +183,11 @@ impl PublicKey {
     /// The key of 32 bytes (RFC 8032's encoding).
     ///
     /// # Errors
-    /// [`ChainError::BadKey`] when they are not an Ed25519 public key.
+    /// [`ChainError::NotEd25519`] when they are not an Ed25519 public key.
     pub fn from_bytes(bytes: &[u8; 32]) -> Result<PublicKey, ChainError> {
         VerifyingKey::from_bytes(bytes)
             .map(PublicKey)
-            .map_err(|_| ChainError::BadKey(hex(bytes)))
+            .map_err(|_| ChainError::NotEd25519(hex(bytes)))
     }
 
     /// The key's 32 bytes.
@@ -305,6 +307,19 @@ mod tests {
             "abc".parse::<PublicKey>(),
             Err(ChainError::BadKey(_))
         ));
+    }
+
+    #[test]
+    fn hex_digits_that_are_no_curve_point_are_named_as_such() {
+        // y = 2 has no x on the curve (its x^2 is not a square mod p).
+        let not_a_point = format!("02{}", "0".repeat(62));
+
+        let err = not_a_point.parse::<PublicKey>().unwrap_err();
+
+        assert!(matches!(err, ChainError::NotEd25519(_)), "{err}");
+        let shown = err.to_string();
+        assert!(shown.contains("not a valid Ed25519 public key"), "{shown}");
+        assert!(!shown.contains("expected 64 hex digits"), "{shown}");
     }
 
     /// `good` spoiled as a loose decoder would still read it: a sign before a digit

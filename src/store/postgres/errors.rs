@@ -49,9 +49,36 @@ pub(super) fn pool_error(e: PoolError) -> StoreError {
     }
 }
 
-/// A failed first connection, with the driver's error (not the pool's wrapper) as cause.
-pub(super) fn connect_error(e: PoolError) -> StoreError {
-    let what = "cannot connect to the database";
+/// Where `config` connects, for messages: `host:port`, each host tried (a host name that
+/// does not resolve is named by the driver's error only as "failed to lookup address").
+pub(super) fn server_of(config: &tokio_postgres::Config) -> String {
+    use tokio_postgres::config::Host;
+    let ports = config.get_ports();
+    let servers: Vec<String> = config
+        .get_hosts()
+        .iter()
+        .enumerate()
+        .map(|(i, host)| {
+            // One port for all hosts, or one each; 5432 when none is given.
+            let port = ports.get(i).or(ports.first()).copied().unwrap_or(5432);
+            match host {
+                Host::Tcp(name) if name.contains(':') => format!("[{name}]:{port}"),
+                Host::Tcp(name) => format!("{name}:{port}"),
+                #[cfg(unix)]
+                Host::Unix(dir) => format!("{}/.s.PGSQL.{port}", dir.display()),
+            }
+        })
+        .collect();
+    match servers.len() {
+        0 => "the default host".to_owned(),
+        _ => servers.join(", "),
+    }
+}
+
+/// A failed first connection to `server`, with the driver's error (not the pool's
+/// wrapper) as cause.
+pub(super) fn connect_error(e: PoolError, server: &str) -> StoreError {
+    let what = format!("cannot connect to the database at {server}");
     match e {
         PoolError::Backend(e) => StoreError::unavailable(what, e),
         other => StoreError::unavailable(what, other),
@@ -89,4 +116,46 @@ pub(super) fn may_come_up(e: &StoreError) -> bool {
         source = s.source();
     }
     false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{PgLink, PgStore};
+    use super::*;
+    use crate::store::full_message;
+    use std::path::Path;
+
+    #[test]
+    fn the_server_is_every_host_with_its_port() {
+        let config = |url: &str| url.parse::<tokio_postgres::Config>().unwrap();
+        assert_eq!(
+            server_of(&config("postgres://db.example/x")),
+            "db.example:5432"
+        );
+        assert_eq!(
+            server_of(&config("host=a,b port=5433,5434 dbname=x")),
+            "a:5433, b:5434"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_host_that_does_not_resolve_is_named_in_the_connect_error() {
+        // `.invalid` never resolves (RFC 2606).
+        let link = PgLink::new(
+            "postgres://bloomcast@db.bloomcast.invalid:5433/x",
+            Path::new(""),
+        )
+        .unwrap();
+        let now = crate::hour::hour_of(2008, 9, 3, 13).unwrap();
+
+        let err = match PgStore::connect(link, "bloomcast", now).await {
+            Ok(_) => panic!("connected to a host that does not exist"),
+            Err(e) => full_message(&e),
+        };
+
+        assert!(
+            err.contains("cannot connect to the database at db.bloomcast.invalid:5433"),
+            "{err}"
+        );
+    }
 }

@@ -11,7 +11,8 @@ use thiserror::Error;
 use tokio_postgres_rustls::MakeRustlsConnect;
 
 /// A database URL that cannot be used, or a CA file that cannot; the message names
-/// the setting to fix. Never shows the URL's password.
+/// the setting to fix, the cause (when there is one) is the `source`, shown after it by
+/// [`crate::store::full_message`]. Never shows the URL's password.
 #[derive(Debug, Error)]
 pub enum LinkError {
     #[error("invalid database_url: sslmode={0:?} is not one of {names}", names = SslMode::NAMES)]
@@ -23,9 +24,9 @@ pub enum LinkError {
     SystemRootsNeedVerifyFull(String),
     #[error("invalid database_url: {0}")]
     Syntax(String),
-    #[error("invalid database_url: {}", crate::store::full_message(.0))]
+    #[error("invalid database_url")]
     Parse(#[source] tokio_postgres::Error),
-    #[error("invalid {setting}: {source}")]
+    #[error("invalid {setting}")]
     Tls {
         setting: &'static str,
         #[source]

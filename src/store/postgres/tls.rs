@@ -68,30 +68,32 @@ pub enum Roots {
     File(PathBuf),
 }
 
-/// Why the TLS configuration cannot be built: mostly a CA file that cannot be used.
+/// Why the TLS configuration cannot be built: mostly a CA file that cannot be used. Each
+/// message says what failed; the cause is its `source`, shown after it by
+/// [`crate::store::full_message`] (never in the message too, or it would show twice).
 #[derive(Debug, Error)]
 pub enum TlsSetupError {
-    #[error("cannot read CA file {path}: {source}")]
+    #[error("cannot read CA file {path}")]
     Read {
         path: PathBuf,
         source: std::io::Error,
     },
-    #[error("CA file {path} is not a PEM certificate list: {source}")]
+    #[error("CA file {path} is not a PEM certificate list")]
     Pem {
         path: PathBuf,
         source: rustls::pki_types::pem::Error,
     },
     #[error("CA file {path} holds no certificate")]
     Empty { path: PathBuf },
-    #[error("CA file {path}: certificate {index} is not a usable CA certificate: {source}")]
+    #[error("CA file {path}: certificate {index} is not a usable CA certificate")]
     Cert {
         path: PathBuf,
         index: usize,
         source: TlsError,
     },
-    #[error("cannot build the certificate verifier: {0}")]
+    #[error("cannot build the certificate verifier")]
     Verifier(#[from] rustls::client::VerifierBuilderError),
-    #[error("cannot configure TLS: {0}")]
+    #[error("cannot configure TLS")]
     Config(#[from] TlsError),
 }
 

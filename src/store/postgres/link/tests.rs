@@ -114,12 +114,18 @@ fn a_missing_ca_file_fails_whatever_the_mode_and_names_the_setting() {
         let err = PgLink::new(&url, Path::new("/nonexistent/ca.pem"))
             .err()
             .unwrap();
-        let text = err.to_string();
+        let text = crate::store::full_message(&err);
         assert!(
             text.contains("database_ca_file") && text.contains("/nonexistent/ca.pem"),
             "{text}"
         );
         assert!(std::error::Error::source(&err).is_some(), "cause kept");
+        assert_eq!(text.matches("/nonexistent/ca.pem").count(), 1, "{text}");
+        assert_eq!(
+            text.matches("(os error 2)").count(),
+            1,
+            "the cause once: {text}"
+        );
     }
     let err = PgLink::new(
         "postgres://db/bloom?sslmode=verify-ca&sslrootcert=/nonexistent/root.crt",
@@ -127,7 +133,11 @@ fn a_missing_ca_file_fails_whatever_the_mode_and_names_the_setting() {
     )
     .err()
     .unwrap();
-    assert!(err.to_string().contains("sslrootcert"), "{err}");
+    let text = crate::store::full_message(&err);
+    assert!(
+        text.contains("sslrootcert") && text.contains("/nonexistent/root.crt"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -160,9 +170,10 @@ fn what_tokio_postgres_rejects_is_named_in_the_message() {
     let err = PgLink::new("postgres://db/bloom?sslcert=/etc/client.pem", Path::new(""))
         .err()
         .unwrap();
-    let text = err.to_string();
+    let text = crate::store::full_message(&err);
     assert!(
         text.contains("database_url") && text.contains("sslcert"),
         "{text}"
     );
+    assert_eq!(text.matches("sslcert").count(), 1, "the cause once: {text}");
 }
