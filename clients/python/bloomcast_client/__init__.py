@@ -6,9 +6,10 @@
         print(first, last, ids)      # fetch these feeds: they may have changed
 
 The command line `bloomcast-py` (check, estimate, history, ingest, inspect, selftest,
-verify, watch) is in bloomcast_client.cli. No dependencies beyond the standard library; with the optional
-`zstandard` package (extra `dcz`), a followed open hour is polled as RFC 9842 `dcz` deltas
-against the last version the server offered as a dictionary (gzip without it).
+verify, watch) is in bloomcast_client.cli. No dependencies beyond the standard library;
+with the optional `zstandard` package (extra `dcz`), a followed open hour is polled as
+RFC 9842 `dcz` deltas against the last version the server offered as a dictionary (gzip
+without it).
 """
 
 import base64
@@ -318,7 +319,8 @@ class Client:
                 prev, signature = entry.get("prev"), entry.get("signature")
                 if signature is not None and entry.get("key_id"):
                     signature = f'{signature}; keyid="{entry["key_id"]}"'
-            self.verifier.check(parse_hour(hour_of), f.data, prev, signature, doc.get("digest"))
+            self.verifier.check(parse_hour(hour_of), f.data, prev, signature,
+                                doc.get("digest"))
         if resp_headers.get("ETag"):
             self.cache[path] = (resp_headers["ETag"], doc)
         if doc["complete"]:

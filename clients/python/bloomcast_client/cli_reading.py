@@ -175,7 +175,8 @@ def cmd_estimate(args):
 
 def add_estimate(verbs):
     p = verbs.add_parser(
-        "estimate", usage="bloomcast-py estimate [-h] --intersect A B [--m M --k K] [--json]", help="estimate |A ∩ B| and |A ∪ B| from two filters of the same shape",
+        "estimate",
+        usage="bloomcast-py estimate [-h] --intersect A B [--m M --k K] [--json]", help="estimate |A ∩ B| and |A ∪ B| from two filters of the same shape",
         description="Estimate |A ∩ B| and |A ∪ B| from two filters of the same shape "
         "(m, k, hash).")
     p.add_argument("--intersect", nargs="*", metavar=("A", "B"),

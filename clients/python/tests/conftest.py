@@ -36,9 +36,10 @@ class FakeServer:
     (Available-Dictionary, dcz in Accept-Encoding) gets a dcz delta against it."""
 
     def __init__(self, current="2026-11-23T10:00:00Z", genesis="2026-11-01T00:00:00Z",
-                 ids=(), hours=None, retention_hours=720):
+                 ids=(), hours=None, retention_hours=720, static=False):
         self.current, self.genesis, self.ids = current, genesis, list(ids)
         self.hours, self.retention_hours = dict(hours or {}), retention_hours
+        self.static = static  # a static mirror: .bin bodies without their Bloom-* headers
         self.paths, self.posted, self.headers, self.kept = [], [], [], {}
         fake = self
 
@@ -62,7 +63,7 @@ class FakeServer:
                         "service": "bloomcast", "retention_hours": fake.retention_hours,
                         "genesis": fake.genesis,
                         "current": {"hour": fake.current, "url": "/x"}})
-                if self.path.endswith(".bin"):
+                if self.path.endswith(".bin") and not fake.static:
                     return self._send_bin(self.path[:-len(".bin")])
                 if self.path.removesuffix(".json") in fake.hours:
                     path = self.path.removesuffix(".json")
@@ -85,8 +86,11 @@ class FakeServer:
                 return self._send(200, doc)
 
             def _send_bin(self, path):
-                ids, complete = fake.hours.get(path, (fake.ids, False))
-                f = hour_filter(ids)
+                ids, complete, *signed = fake.hours.get(path, (fake.ids, False))
+                # A third element: the hour as docs/chain-vectors.json lists it, served
+                # with its m, k, chain link and signature.
+                vector = signed[0] if signed else None
+                f = hour_filter(ids, vector["m"], vector["k"]) if vector else hour_filter(ids)
                 body = bytes(f.data)
                 # A sealed hour's tag differs from its last open version's, as the
                 # server's (made from the chain digest), even with the same bytes.
@@ -106,6 +110,9 @@ class FakeServer:
                     self.send_header("Bloom-" + name, str(value))
                 if not complete:
                     self.send_header("Use-As-Dictionary", f'match="{path}.bin", id="x"')
+                if vector:
+                    self.send_header("Bloom-Prev-Header", vector["prev"])
+                    self.send_header("Bloom-Signature", vector["signature"])
                 if offered and "dcz" in (self.headers.get("Accept-Encoding") or ""):
                     import zstandard
                     d = zstandard.ZstdCompressionDict(

@@ -3,16 +3,17 @@ hold it, polled as `.bin` (deltas with zstandard), as the Rust verb; it runs unt
 interrupted, so the tests end it through the hook it sleeps with (`cli_reading.sleep`)
 or drive the Watcher one poll at a time."""
 
+import datetime
 import hashlib
 import json
 
 import pytest
 
 import bloomcast_client
-from bloomcast_client import Client, cli_reading, parse_hour
+from bloomcast_client import Client, VerificationError, cli_reading, parse_hour
 from bloomcast_client.cli import main
 from bloomcast_client.watch import Watcher, version_of
-from conftest import hour_filter
+from conftest import ROOT, hour_filter
 
 OPEN = "/2026/11/23/10"
 needs_zstd = pytest.mark.skipif(bloomcast_client.zstandard is None,
@@ -136,3 +137,30 @@ def test_command_lines_the_rust_verb_refuses_are_refused_in_its_words(argv, refu
 ])
 def test_a_version_is_its_etag_whatever_the_encoding(etag, name):
     assert version_of(etag) == name
+
+
+def test_a_sealed_hour_is_verified_before_moving_on_and_a_tampered_one_ends_the_watch(
+        fake_server):
+    pytest.importorskip("cryptography", reason="signature checks need cryptography")
+    v = json.loads((ROOT / "docs" / "chain-vectors.json").read_text())
+    h = v["hours"][1]
+    path = "/" + h["hour"][:13].replace("-", "/").replace("T", "/")
+    server = fake_server(hours={path: (h["ids"], True, h)})
+    watcher = Watcher(Client(server.base, pubkey=v["public_key"]), h["ids"][:1],
+                      parse_hour(h["hour"]))
+    assert [e["event"] for e in watcher.poll()] == ["version", "changed"]
+    assert watcher.hour == parse_hour(h["hour"]) + datetime.timedelta(hours=1)
+    tampered = dict(h, prev=v["hours"][2]["prev"])
+    server.hours[path] = (h["ids"], True, tampered)
+    with pytest.raises(VerificationError, match=h["hour"]):
+        Watcher(Client(server.base, pubkey=v["public_key"]), ["x"],
+                parse_hour(h["hour"])).poll()
+
+
+def test_a_static_mirror_without_bloom_headers_is_followed_in_json(fake_server):
+    server = fake_server(hours={OPEN: (["a"], True)}, static=True)
+    watcher = Watcher(Client(server.base), ["a"], parse_hour("2026-11-23T10"))
+    assert [(e["event"], e.get("id")) for e in watcher.poll()] == [
+        ("version", None), ("changed", "a")]
+    assert server.paths == [OPEN + ".bin", OPEN + ".json"]
+    assert watcher.hour == parse_hour("2026-11-23T11")
