@@ -9,7 +9,7 @@ import sys
 import time
 
 from . import Client, parse_hour
-from .estimate import ShapeMismatch, load, overlap, round_half_away
+from .estimate import ShapeMismatch, load, ones, overlap, round_half_away
 from .history import History, default_cache_dir, rfc3339
 from .rustjson import dumps, rust_float
 from .watch import Watcher, event_line
@@ -145,10 +145,9 @@ def cmd_estimate(args):
             "hash=sha1-km32); only filters of the same m, k and hash combine") from None
 
     def side(source, doc, f, estimate):
-        ones = sum(bin(x).count("1") for x in f.data)
         return {"source": source, "count": doc["count"] if doc else None,
                 "estimated_count": round_half_away(estimate), "m": f.m, "k": f.k,
-                "hash": "sha1-km32", "fill": ones / f.m}
+                "hash": "sha1-km32", "fill": ones(f.data) / f.m}
 
     out = {"a": side(a_name, doc_a, a, est["a"]), "b": side(b_name, doc_b, b, est["b"]),
            "union": round_half_away(est["union"]),

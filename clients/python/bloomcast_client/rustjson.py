@@ -31,11 +31,6 @@ def rust_float(x):
     return f"{sign}{body}e{'+' if e10 >= 0 else '-'}{abs(e10)}"
 
 
-def number(x):
-    """A float as serde_json's `json!` holds it: None (null) when not finite."""
-    return x if isinstance(x, int) or math.isfinite(x) else None
-
-
 def dumps(value):
     """`value` (dicts, lists, str, int, float, bool, None) as serde_json's compact
     Display writes it."""
