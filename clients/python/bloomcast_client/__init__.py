@@ -5,10 +5,11 @@
     for first, last, ids in client.changed_since(["user:1", "user:2"], "2008-09-03T05"):
         print(first, last, ids)      # fetch these feeds: they may have changed
 
-The command line `bloomcast-py` (check, ingest, inspect, selftest) is in
-bloomcast_client.cli. No dependencies beyond the standard library; with the optional
-`zstandard` package (extra `dcz`), a followed open hour is polled as RFC 9842 `dcz` deltas
-against the last version the server offered as a dictionary (gzip without it).
+The command line `bloomcast-py` (check, estimate, history, ingest, inspect, selftest,
+verify, watch) is in bloomcast_client.cli. No dependencies beyond the standard library;
+with the optional `zstandard` package (extra `dcz`), a followed open hour is polled as
+RFC 9842 `dcz` deltas against the last version the server offered as a dictionary (gzip
+without it).
 """
 
 import base64
@@ -155,6 +156,35 @@ class Filter:
         return self.data.hex()
 
 
+# --- Section 5: raw representations ----------------------------------------------------
+
+def raw_document(path, headers, body):
+    """A `.bin` body and its Bloom-* headers as the section 4 document they describe.
+    ProtocolError naming the header missing (a static mirror sends none: read `.json`)."""
+    def need(name):
+        value = headers.get(name)
+        if value is None:
+            raise ProtocolError(f"{path}: missing header {name}")
+        return value.strip()
+
+    def number(name):
+        if not need(name).isdigit():
+            raise ProtocolError(f"{path}: header {name} is not a number")
+        return int(need(name))
+
+    complete = need("Bloom-Complete")
+    if complete not in ("true", "false"):
+        raise ProtocolError(f"{path}: header Bloom-Complete must be true or false, "
+                            f"got {complete!r}")
+    doc = {"complete": complete == "true", "count": number("Bloom-Count"),
+           "m": number("Bloom-M"), "k": number("Bloom-K"), "hash": need("Bloom-Hash"),
+           "fpp": float(headers.get("Bloom-Fpp") or 0), "filter": body.hex()}
+    for field in ("hour", "from", "to"):
+        if headers.get("Bloom-" + field.capitalize()):
+            doc[field] = headers["Bloom-" + field.capitalize()]
+    return doc
+
+
 # --- Section 9: the HTTP API -------------------------------------------------------------
 
 def parse_hour(text):
@@ -258,11 +288,15 @@ class Client:
         return raw
 
     def document(self, path):
-        """The JSON document at path (an hour, a day or a since range), with caching."""
+        """The JSON document at path (an hour, a day or a since range), with caching; a
+        path ending in `.bin` is read raw (the fewest bytes, what deltas are best made
+        of) and returned as the document its Bloom-* headers describe."""
         cached = self.cache.get(path)
         if cached and cached[1]["complete"]:
             return cached[1]
-        headers = {"Accept": "application/json", "Accept-Encoding": "gzip"}
+        raw = path.endswith(".bin")
+        headers = {"Accept": "application/octet-stream" if raw else "application/json",
+                   "Accept-Encoding": "gzip"}
         if cached:
             headers["If-None-Match"] = cached[0]
         dictionary = self.dictionaries.get(path) if zstandard is not None else None
@@ -272,19 +306,21 @@ class Client:
         status, resp_headers, body = self._request(path, headers, dictionary=dictionary)
         if status == 304:
             return cached[1]
-        doc = json.loads(body)
+        doc = raw_document(path, resp_headers, body) if raw else json.loads(body)
         f = Filter.from_document(doc)  # validate before keeping it
         if self.verifier and doc["complete"] and doc.get("hour"):
+            hour_of = path.rsplit(".", 1)[0] if path.endswith((".bin", ".json")) else path
             self._read_keys()
             prev, signature = resp_headers.get("Bloom-Prev-Header"), resp_headers.get("Bloom-Signature")
             if prev is None and signature is None:
                 # A static mirror (PROTOCOL.md section 13) sends no per-hour headers: the
                 # hour's chain entry carries its link, signature and key id.
-                entry = self._chain_entry(path)
+                entry = self._chain_entry(hour_of)
                 prev, signature = entry.get("prev"), entry.get("signature")
                 if signature is not None and entry.get("key_id"):
                     signature = f'{signature}; keyid="{entry["key_id"]}"'
-            self.verifier.check(parse_hour(path), f.data, prev, signature, doc.get("digest"))
+            self.verifier.check(parse_hour(hour_of), f.data, prev, signature,
+                                doc.get("digest"))
         if resp_headers.get("ETag"):
             self.cache[path] = (resp_headers["ETag"], doc)
         if doc["complete"]:

@@ -1,5 +1,6 @@
 """bloomcast-py: the command line of the Python client, with the Rust CLI's verbs and
-defaults (check the last 24 hours; ingest in batches of 1000 with 8 attempts).
+defaults (check the last 24 hours; ingest in batches of 1000 with 8 attempts); the
+reading verbs history, estimate and watch are in cli_reading.
 
 Every failure is one line on stderr, `bloomcast-py: <what went wrong>`, and exit code 1
 (2 for a bad command line, as argparse does).
@@ -15,6 +16,7 @@ import sys
 from . import (DEFAULT_FETCH_COST, Client, ConnectionFailed, Filter, HTTPError,
                MissingDependency, ProtocolError, VerificationError, hour_path, parse_hour,
                selftest, selftest_ribbon)
+from .cli_reading import add_estimate, add_history, add_watch, refuse
 from .verify import selftest_chain
 
 PROG = "bloomcast-py"
@@ -208,6 +210,7 @@ def parser():
     check.add_argument("ids", nargs="+", metavar="ID",
                        help="IDs to check; - reads one per line from stdin")
     check.set_defaults(run=cmd_check, needs_server=True)
+    add_history(verbs, server_help)
 
     ingest = verbs.add_parser(
         "ingest", help="publish IDs into the server's current hour",
@@ -235,6 +238,7 @@ def parser():
     inspect.add_argument("--pubkey", metavar="KEY",
                          help="verify a closed hour fetched from a URL against this key")
     inspect.set_defaults(run=cmd_inspect, needs_server=False)
+    add_estimate(verbs)
 
     test = verbs.add_parser(
         "selftest", help="check this client against the published test vectors",
@@ -256,6 +260,7 @@ def parser():
     verify.add_argument("--url", default=os.environ.get("BLOOMCAST_SERVER"),
                         help="the publisher or any mirror (default: $BLOOMCAST_SERVER)")
     verify.set_defaults(run=cmd_verify, needs_server=False)
+    add_watch(verbs, server_help)
     return p
 
 
@@ -264,6 +269,7 @@ def main(argv=None):
     args = p.parse_args(argv)
     if args.needs_server and not args.server:
         p.error("--server is required (or set BLOOMCAST_SERVER)")
+    refuse(args, argv)
     try:
         args.run(args)
     except (Failure, HTTPError, ConnectionFailed, ProtocolError, VerificationError,

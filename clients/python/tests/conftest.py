@@ -1,6 +1,8 @@
 """Shared fixtures: the repository's test vectors, and a small in-process HTTP server
-speaking the parts of PROTOCOL.md the CLI tests need (an index and filter documents)."""
+speaking the parts of PROTOCOL.md the CLI tests need (an index, filter documents, and
+hours' `.bin` forms with validators and open-hour deltas)."""
 
+import hashlib
 import http.server
 import json
 import pathlib
@@ -8,7 +10,7 @@ import threading
 
 import pytest
 
-from bloomcast_client import Filter, optimal
+from bloomcast_client import DCZ_MAGIC, Filter, available_dictionary, optimal
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 
@@ -18,13 +20,27 @@ def vectors_path():
     return ROOT / "docs" / "test-vectors.json"
 
 
+def hour_filter(ids, m=959, k=7):
+    f = Filter(m, k)
+    for id_ in ids:
+        f.add(id_)
+    return f
+
+
 class FakeServer:
-    """Serves GET / and any filter path with a document holding `ids`; records paths."""
+    """Serves GET / and any filter path with a document holding `ids`; records paths.
+
+    `hours` maps an hour path (/2026/11/23/09) to (ids, complete) for that hour alone. Its
+    `.bin` form comes with Bloom-* headers and a strong ETag (304 on a match); an open
+    hour's also says Use-As-Dictionary, and a request offering a version served before
+    (Available-Dictionary, dcz in Accept-Encoding) gets a dcz delta against it."""
 
     def __init__(self, current="2026-11-23T10:00:00Z", genesis="2026-11-01T00:00:00Z",
-                 ids=()):
+                 ids=(), hours=None, retention_hours=720, static=False):
         self.current, self.genesis, self.ids = current, genesis, list(ids)
-        self.paths, self.posted = [], []
+        self.hours, self.retention_hours = dict(hours or {}), retention_hours
+        self.static = static  # a static mirror: .bin bodies without their Bloom-* headers
+        self.paths, self.posted, self.headers, self.kept = [], [], [], {}
         fake = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
@@ -41,11 +57,22 @@ class FakeServer:
 
             def do_GET(self):
                 fake.paths.append(self.path)
+                fake.headers.append(dict(self.headers))
                 if self.path == "/":
                     return self._send(200, {
-                        "service": "bloomcast", "retention_hours": 720,
+                        "service": "bloomcast", "retention_hours": fake.retention_hours,
                         "genesis": fake.genesis,
                         "current": {"hour": fake.current, "url": "/x"}})
+                if self.path.endswith(".bin") and not fake.static:
+                    return self._send_bin(self.path[:-len(".bin")])
+                if self.path.removesuffix(".json") in fake.hours:
+                    path = self.path.removesuffix(".json")
+                    ids, complete = fake.hours[path]
+                    f = hour_filter(ids)
+                    return self._send(200, {
+                        "hour": fake.hour_name(path), "complete": complete,
+                        "count": len(ids), "m": f.m, "k": f.k, "hash": "sha1-km32",
+                        "fpp": 0.01, "filter": f.hex()})
                 m, k = optimal(max(len(fake.ids), 1), 0.01)
                 f = Filter(m, k)
                 for id_ in fake.ids:
@@ -58,6 +85,47 @@ class FakeServer:
                     doc["hour"] = fake.current
                 return self._send(200, doc)
 
+            def _send_bin(self, path):
+                ids, complete, *signed = fake.hours.get(path, (fake.ids, False))
+                # A third element: the hour as docs/chain-vectors.json lists it, served
+                # with its m, k, chain link and signature.
+                vector = signed[0] if signed else None
+                f = hour_filter(ids, vector["m"], vector["k"]) if vector else hour_filter(ids)
+                body = bytes(f.data)
+                # A sealed hour's tag differs from its last open version's, as the
+                # server's (made from the chain digest), even with the same bytes.
+                sealed = b"sealed" if complete else b""
+                etag = f'"{hashlib.sha256(body + sealed).hexdigest()[:20]}"'
+                if self.headers.get("If-None-Match") in (etag, etag[:-1] + '-dcz"'):
+                    self.send_response(304)
+                    self.send_header("ETag", etag)
+                    return self.end_headers()
+                offered = fake.kept.get(self.headers.get("Available-Dictionary") or "")
+                if not complete:
+                    fake.kept[available_dictionary(body)] = body
+                self.send_response(200)
+                for name, value in (("M", f.m), ("K", f.k), ("Hash", "sha1-km32"),
+                                    ("Count", len(ids)), ("Hour", fake.hour_name(path)),
+                                    ("Complete", str(complete).lower())):
+                    self.send_header("Bloom-" + name, str(value))
+                if not complete:
+                    self.send_header("Use-As-Dictionary", f'match="{path}.bin", id="x"')
+                if vector:
+                    self.send_header("Bloom-Prev-Header", vector["prev"])
+                    self.send_header("Bloom-Signature", vector["signature"])
+                if offered and "dcz" in (self.headers.get("Accept-Encoding") or ""):
+                    import zstandard
+                    d = zstandard.ZstdCompressionDict(
+                        offered, dict_type=zstandard.DICT_TYPE_RAWCONTENT)
+                    body = (DCZ_MAGIC + hashlib.sha256(offered).digest()
+                            + zstandard.ZstdCompressor(dict_data=d).compress(body))
+                    self.send_header("Content-Encoding", "dcz")
+                    etag = etag[:-1] + '-dcz"'
+                self.send_header("ETag", etag)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
             def do_POST(self):
                 length = int(self.headers["Content-Length"])
                 batch = json.loads(self.rfile.read(length))["ids"]
@@ -67,6 +135,13 @@ class FakeServer:
         self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.base = f"127.0.0.1:{self.httpd.server_address[1]}"
         threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def hour_name(self, path):
+        """/2026/11/23/09 -> 2026-11-23T09:00:00Z (the current hour for other paths)."""
+        parts = path.strip("/").split("/")
+        if len(parts) != 4 or not all(p.isdigit() for p in parts):
+            return self.current
+        return "{}-{}-{}T{}:00:00Z".format(*parts)
 
     def close(self):
         self.httpd.shutdown()

@@ -9,7 +9,8 @@ import pytest
 from bloomcast_client.cli import main
 
 
-@pytest.mark.parametrize("verb", [[], ["check"], ["ingest"], ["inspect"], ["selftest"], ["verify"]])
+@pytest.mark.parametrize("verb", [[], ["check"], ["estimate"], ["history"], ["ingest"],
+                                  ["inspect"], ["selftest"], ["verify"], ["watch"]])
 def test_every_verb_has_help(verb, capsys):
     with pytest.raises(SystemExit) as exit_:
         main(verb + ["--help"])
