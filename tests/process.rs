@@ -415,3 +415,64 @@ async fn a_restart_keeps_the_open_hours_etag() {
     let after = tag(server.base.clone()).await;
     assert_eq!(after, before, "(ETag, m) before and after the restart");
 }
+
+/// `bloomcast watch` outlives its server going away for a while: a poll that fails for a
+/// passing reason (refused, reset) is tried again at the next one, and once the server
+/// is back the watch reports what arrives.
+#[tokio::test]
+async fn watch_carries_on_through_a_server_restart() {
+    use std::io::BufRead;
+    let dir = tempfile::tempdir().unwrap();
+    let http = reqwest::Client::new();
+    let mut server = start(dir.path(), &[]);
+    let addr = server.base.trim_start_matches("http://").to_owned();
+    let mut watch = Command::new(env!("CARGO_BIN_EXE_bloomcast"))
+        .args([
+            "watch",
+            "--server",
+            &server.base,
+            "--every",
+            "1",
+            "--json",
+            "back:1",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let stdout = watch.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+        {
+            let _ = tx.send(line);
+        }
+    });
+    let first = rx
+        .recv_timeout(Duration::from_secs(10))
+        .expect("a first version");
+    assert!(first.contains(r#""event":"version""#), "{first}");
+
+    kill9(&mut server);
+    std::thread::sleep(Duration::from_millis(2500));
+    assert!(
+        watch.try_wait().unwrap().is_none(),
+        "watch still runs while the server is away"
+    );
+    let server = start(dir.path(), &[("BLOOMCAST_LISTEN", addr.as_str())]);
+    post_ids(&http, &server.base, &["back:1".to_owned()])
+        .await
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let mut changed = false;
+    while !changed && Instant::now() < deadline {
+        if let Ok(line) = rx.recv_timeout(Duration::from_millis(500)) {
+            changed = line.contains(r#""event":"changed""#) && line.contains("back:1");
+        }
+    }
+    let _ = watch.kill();
+    let _ = watch.wait();
+    assert!(changed, "watch reports the ID ingested after the restart");
+}

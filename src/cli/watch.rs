@@ -216,7 +216,16 @@ impl WatchArgs {
         let interrupted = tokio::signal::ctrl_c();
         tokio::pin!(interrupted);
         loop {
-            let events = watcher.poll().await?;
+            // A poll that fails for a passing reason (a kept-alive connection the server
+            // closed as this poll reused it, a 503) is tried again at the next one.
+            let events = match watcher.poll().await {
+                Ok(events) => events,
+                Err(e) if e.is_transient() => {
+                    tracing::warn!(error = %e, "poll failed; trying again at the next one");
+                    Vec::new()
+                }
+                Err(e) => return Err(e.into()),
+            };
             let mut out = std::io::stdout().lock();
             for event in &events {
                 let written = match (self.json, event) {
