@@ -122,11 +122,13 @@ impl OpenHour {
         loop {
             let params =
                 Params::optimal(capacity, self.target_fpp).unwrap_or_else(|_| max_params());
-            let mut filter = Filter::new(params);
+            // Built in place: the old filter goes before the new one's pages are written
+            // (a zeroed allocation takes memory as it is touched), so the two are never
+            // resident together.
+            self.filter = Filter::new(params);
             for k in self.keys.iter() {
-                filter.insert_key(Key::from_u64(k));
+                self.filter.insert_key(Key::from_u64(k));
             }
-            self.filter = filter;
             self.capacity = capacity;
             // The wire format caps m below 2^32: past that it cannot grow further.
             if self.filter.fpp() <= self.target_fpp || params.m == u32::MAX {
