@@ -51,9 +51,7 @@ impl Client {
     pub async fn history<S: AsRef<str>>(&self, ids: &[S], since: Hour) -> Result<Vec<IdHistory>> {
         let index = self.index().await?;
         let now = index.current_hour()?;
-        let retained = now.index() - index.retention_hours as i64 + 1;
-        let oldest = index.genesis_hour()?.index().max(retained);
-        let from = Hour::from_index(since.index().max(oldest));
+        let from = since.max(index.oldest_hour()?);
         if from > now {
             return Err(ClientError::Argument(format!(
                 "{from} is after the server's current hour {now}"

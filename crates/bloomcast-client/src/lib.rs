@@ -134,6 +134,17 @@ impl Index {
             .map_err(|e| ClientError::Protocol(format!("index genesis: {e}")))
     }
 
+    /// The oldest hour the server can answer for: its genesis, or the oldest its
+    /// retention keeps, whichever is later.
+    ///
+    /// # Errors
+    /// [`ClientError::Protocol`] when the index names an unreadable hour.
+    pub fn oldest_hour(&self) -> Result<Hour> {
+        let now = self.current_hour()?;
+        let retained = now.index() - i64::try_from(self.retention_hours).unwrap_or(i64::MAX) + 1;
+        Ok(Hour::from_index(self.genesis_hour()?.index().max(retained)))
+    }
+
     /// The last `hours` hours, the current one included, as far back as the server can
     /// answer for: a window reaching before its first hour or past its retention starts
     /// at the oldest hour it has, and says so (`clamped`), as `bloomcast check --hours`
@@ -143,8 +154,7 @@ impl Index {
     /// [`ClientError::Protocol`] when the index names an unreadable hour.
     pub fn window(&self, hours: u32) -> Result<Window> {
         let now = self.current_hour()?;
-        let retained = now.index() - i64::try_from(self.retention_hours).unwrap_or(i64::MAX) + 1;
-        let oldest = self.genesis_hour()?.index().max(retained);
+        let oldest = self.oldest_hour()?.index();
         let wanted = now.index() - i64::from(hours.max(1)) + 1;
         Ok(Window {
             since: Hour::from_index(wanted.max(oldest)),
