@@ -158,13 +158,13 @@ measure() {
 # reads PATH: one wrk per node on PATH, all at once; prints the summed requests/s and
 # errors, then the wrks' CPU seconds.
 reads() {
-  local url i files=()
+  local file i files=()
   for i in "${!urls[@]}"; do
     files+=("$WORK/wrk-$i.txt")
     wrk -t1 -c"$CONNS" -d"${SECS}s" --latency -H 'Accept-Encoding: gzip' "${urls[$i]}$1" >"$WORK/wrk-$i.txt" &
   done
   wait
-  for url in "${files[@]}"; do parse_wrk "$url"; done | awk '{r += $1; e += $4} END {printf "%.0f %d\n", r, e}'
+  for file in "${files[@]}"; do parse_wrk "$file"; done | awk '{r += $1; e += $4} END {printf "%.0f %d\n", r, e}'
   child_secs
 }
 ingest() {
