@@ -30,4 +30,4 @@ pub mod telemetry;
 
 pub use bloomcast_client as client;
 use bloomcast_core::sync;
-pub use bloomcast_core::{bloom, chain, dcz, hour, wire};
+pub use bloomcast_core::{bloom, chain, dcz, exact, hour, wire};

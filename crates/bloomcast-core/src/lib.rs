@@ -13,6 +13,8 @@
 //!   `Bloom-Signature` field, the list of keys with the hours each signs).
 //! - [`hour`]: UTC hours and days as validated values, parsed once from
 //!   `/YYYY/MM/DD/HH`.
+//! - [`exact`]: exact hours over a known universe: which of its IDs changed, with no
+//!   false positive, near the information-theoretic floor.
 //! - [`dcz`]: the RFC 9842 dictionary-compressed (`dcz`) framing of open-hour deltas.
 //! - [`sync`]: the one policy every bloomcast crate follows for a poisoned lock.
 //!
@@ -25,6 +27,7 @@
 pub mod bloom;
 pub mod chain;
 pub mod dcz;
+pub mod exact;
 pub mod hour;
 pub mod sync;
 pub mod wire;

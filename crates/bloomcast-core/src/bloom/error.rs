@@ -38,6 +38,8 @@ pub enum FilterError {
     RibbonBits(u32),
     #[error("malformed ribbon body: {0}")]
     BadRibbon(String),
+    #[error("malformed exact body: {0}")]
+    BadExact(String),
     #[error("malformed filter document: {0}")]
     BadDocument(String),
 }

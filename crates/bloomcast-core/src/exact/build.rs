@@ -1,0 +1,356 @@
+//! Construction: choose the filter's bits (`k`, `split`) for the least expected size,
+//! build the two filter parts from the changed keys, find the filter's false positives
+//! by testing the whole universe, and store one answer bit for every key it lets
+//! through. Deterministic: the same universe and changed keys give the same bytes.
+
+use super::system::{salt, value_mask, Band, Layout, Row, MAX_WIDTH};
+use super::{passes, selector, Exact, MAX_K, SELECTOR_RANGE, TAG_A, TAG_B, TAG_RETRIEVAL};
+use crate::bloom::{FilterError, Key};
+
+/// Seeds tried at one size before the system grows by 0.5% (the documented fallback).
+/// [`rows_for`] makes a seed succeed half the time or more, so a growth happens in
+/// fewer than 1 build in 256, and each costs 0.5% of that system's rows.
+const SEEDS_PER_SIZE: u32 = 8;
+
+/// Universes up to this many IDs try [`FILTER_SEEDS`] seeds for each filter part and
+/// keep the one that lets the fewest unchanged keys through, which the header records
+/// anyway: a tenth fewer false positives on average, what matters in small bodies.
+const SEARCH_UP_TO: u64 = 200_000;
+const FILTER_SEEDS: u32 = 16;
+
+/// Rows of a system of `n` equations: exactly `n` while the system is dense (at most
+/// 128 rows), then `n` plus a slack that grows with `log10(n)` (a standard ribbon's
+/// failure rate grows with its length), interpolated between the points of
+/// [`SLACK`], at which one seed succeeds at least half the time
+/// (examples/exact_margin.rs measures it).
+pub fn rows_for(n: u64) -> u32 {
+    if n <= u64::from(MAX_WIDTH) {
+        return n as u32;
+    }
+    let x = (n as f64).log10();
+    let rate = match SLACK.iter().position(|&(at, _)| x <= at) {
+        Some(0) => SLACK[0].1,
+        Some(i) => {
+            let ((x0, y0), (x1, y1)) = (SLACK[i - 1], SLACK[i]);
+            y0 + (y1 - y0) * (x - x0) / (x1 - x0)
+        }
+        None => SLACK[SLACK.len() - 1].1,
+    };
+    (n as f64 * (1.0 + rate) + 8.0)
+        .ceil()
+        .min(f64::from(u32::MAX)) as u32
+}
+
+/// (log10 of the equations, slack rate) for 128-wide bands.
+pub const SLACK: [(f64, f64); 5] = [
+    (2.5, 0.0),
+    (3.0, 0.009),
+    (4.0, 0.016),
+    (5.0, 0.025),
+    (6.0, 0.036),
+];
+
+/// The filter's shape: `k` bits for part B, `k + 1` for part A, which holds the keys
+/// whose selector is below `split`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shape {
+    pub k: u32,
+    pub split: u32,
+}
+
+impl Shape {
+    /// The probability that an unchanged key passes the filter.
+    pub fn false_positive_rate(self) -> f64 {
+        let in_a = f64::from(self.split) / f64::from(SELECTOR_RANGE);
+        in_a * (-f64::from(self.k + 1)).exp2() + (1.0 - in_a) * (-f64::from(self.k)).exp2()
+    }
+
+    /// The expected solution bits for `n` universe keys of which `r` changed, `in_a` of
+    /// them in part A.
+    pub fn expected_bits(self, n: u64, r: u64, in_a: u64) -> f64 {
+        let a = u64::from(self.k + 1) * u64::from(rows_for(in_a));
+        let b = if self.k == 0 {
+            0
+        } else {
+            u64::from(self.k) * u64::from(rows_for(r - in_a))
+        };
+        let through = r as f64 + (n - r) as f64 * self.false_positive_rate();
+        (a + b) as f64 + f64::from(rows_for(through.ceil() as u64))
+    }
+
+    /// The shape of least expected size; `per_selector[s]` counts changed keys of
+    /// selector `s`.
+    pub fn best(n: u64, r: u64, per_selector: &[u64; SELECTOR_RANGE as usize]) -> Shape {
+        let mut below = [0u64; SELECTOR_RANGE as usize + 1];
+        for s in 0..SELECTOR_RANGE as usize {
+            below[s + 1] = below[s] + per_selector[s];
+        }
+        let mut best = (f64::INFINITY, Shape { k: 0, split: 0 });
+        for k in 0..=MAX_K - 1 {
+            for split in 0..SELECTOR_RANGE {
+                let shape = Shape { k, split };
+                let bits = shape.expected_bits(n, r, below[split as usize]);
+                if bits < best.0 {
+                    best = (bits, shape);
+                }
+            }
+        }
+        best.1
+    }
+}
+
+impl Exact {
+    /// Builds the exact body of `changed` over `universe` (changed keys missing from the
+    /// universe are added to it; duplicates are harmless).
+    ///
+    /// # Errors
+    /// More than `u32::MAX / 2` universe keys.
+    pub fn build(mut universe: Vec<Key>, changed: &[Key]) -> Result<Exact, FilterError> {
+        let mut changed: Vec<u64> = changed.iter().map(|k| k.to_u64()).collect();
+        changed.sort_unstable();
+        changed.dedup();
+        universe.sort_unstable();
+        universe.dedup();
+        let missing: Vec<Key> = changed
+            .iter()
+            .map(|&c| Key::from_u64(c))
+            .filter(|c| universe.binary_search(c).is_err())
+            .collect();
+        if !missing.is_empty() {
+            universe.extend(missing);
+            universe.sort_unstable();
+        }
+        if universe.len() > (u32::MAX / 2) as usize {
+            return Err(FilterError::BadDocument(format!(
+                "a universe of {} IDs is too large for one exact body",
+                universe.len()
+            )));
+        }
+        let n = universe.len() as u64;
+        let r = changed.len() as u64;
+
+        let mut per_selector = [0u64; SELECTOR_RANGE as usize];
+        for &c in &changed {
+            per_selector[selector(c) as usize] += 1;
+        }
+        let shape = Shape::best(n, r, &per_selector);
+        let (in_a, in_b): (Vec<u64>, Vec<u64>) =
+            changed.iter().partition(|&&c| selector(c) < shape.split);
+
+        // Part A, then part B, bit-contiguous from bit 0. In a small universe each part
+        // keeps the seed that lets the fewest unchanged keys through.
+        let candidates = if n <= SEARCH_UP_TO { FILTER_SEEDS } else { 1 };
+        let unchanged_through =
+            |in_a: bool, layout: &Layout, tag: u32, seed: u32, words: &[u64]| {
+                let mut next_changed = changed.iter().peekable();
+                let salted = salt(tag, seed);
+                let mask = value_mask(layout.bits);
+                let mut count = 0u64;
+                for key in &universe {
+                    let key = key.to_u64();
+                    if next_changed.next_if_eq(&&key).is_some()
+                        || (selector(key) < shape.split) != in_a
+                    {
+                        continue;
+                    }
+                    let row = Row::of(key, salted, layout.m);
+                    count += u64::from(layout.eval(words, &row) == row.fingerprint & mask);
+                }
+                count
+            };
+        let (a_seed, a_band) = filter_part(&in_a, shape.k + 1, TAG_A, candidates, |l, seed, w| {
+            unchanged_through(true, l, TAG_A, seed, w)
+        });
+        let a = Layout {
+            m: a_band.m(),
+            bits: shape.k + 1,
+            offset: 0,
+        };
+        let (b_seed, b_band) = if shape.k == 0 {
+            (0, Band::new(0))
+        } else {
+            filter_part(&in_b, shape.k, TAG_B, candidates, |l, seed, w| {
+                unchanged_through(false, l, TAG_B, seed, w)
+            })
+        };
+        let b = Layout {
+            m: b_band.m(),
+            bits: shape.k,
+            offset: a.bits_len(),
+        };
+        let filters_end = b.offset + b.bits_len();
+        let mut words = vec![0u64; filters_end.div_ceil(64) as usize + 2];
+        a_band.solve_into(a, &mut words);
+        drop(a_band);
+        b_band.solve_into(b, &mut words);
+        drop(b_band);
+        drop((in_a, in_b));
+
+        // Every key the filter lets through, with its answer bit.
+        let seeds = [a_seed, b_seed, 0];
+        let through = |words: &[u64], each: &mut dyn FnMut(u64, u8) -> bool| -> bool {
+            let mut next_changed = changed.iter().peekable();
+            for key in &universe {
+                let key = key.to_u64();
+                let is_changed = next_changed.next_if_eq(&&key).is_some();
+                if passes(key, shape.split, [&a, &b], seeds, words)
+                    && !each(key, u8::from(is_changed))
+                {
+                    return false;
+                }
+            }
+            true
+        };
+        let mut count = 0u64;
+        through(&words, &mut |_, _| {
+            count += 1;
+            true
+        });
+        let mut seed = 0u32;
+        let mut band = Band::<u8>::new(rows_at(count, seed));
+        loop {
+            let m = band.m();
+            let salted = salt(TAG_RETRIEVAL, seed);
+            let ok = through(&words, &mut |key, value| {
+                band.add(&Row::of(key, salted, m), value)
+            });
+            if ok {
+                break;
+            }
+            seed = next_seed(seed, 0);
+            let next = rows_at(count, seed);
+            if next == m {
+                band.clear();
+            } else {
+                band = Band::new(next);
+            }
+        }
+        let m = band.m();
+        let retrieval = Layout {
+            m,
+            bits: 1,
+            offset: filters_end,
+        };
+        words.resize(
+            (filters_end + retrieval.bits_len()).div_ceil(64) as usize + 2,
+            0,
+        );
+        band.solve_into(retrieval, &mut words);
+        Ok(Exact {
+            k: shape.k,
+            split: shape.split,
+            universe: n as u32,
+            changed: r as u32,
+            seeds: [a_seed, b_seed, seed],
+            a,
+            b,
+            retrieval,
+            words,
+        })
+    }
+
+    /// The most memory [`Exact::build`] holds at once for `n` universe keys of which `r`
+    /// changed, in bytes, beside the caller's universe: the changed keys twice, the
+    /// filter bands, and the retrieval band (bounded by the whole universe).
+    pub fn build_bytes(n: u64, r: u64) -> u64 {
+        let retrieval_rows = u64::from(grown(grown(rows_for(n))));
+        16 * r
+            + Band::<u32>::bytes(u64::from(grown(rows_for(r))))
+            + Band::<u8>::bytes(retrieval_rows)
+            + (retrieval_rows + 33 * u64::from(rows_for(r))).div_ceil(8)
+    }
+}
+
+/// The next size after [`SEEDS_PER_SIZE`] failed seeds.
+fn grown(m: u32) -> u32 {
+    m + m / 200 + 1
+}
+
+/// A filter of `keys` at `bits` fingerprint bits: the seed it keeps and its eliminated
+/// band. Of the first `candidates` seeds that succeed, it keeps the one of least bits
+/// plus `score(layout, seed, solution)` (the first on ties).
+fn filter_part(
+    keys: &[u64],
+    bits: u32,
+    tag: u32,
+    candidates: u32,
+    score: impl Fn(&Layout, u32, &[u64]) -> u64,
+) -> (u32, Band<u32>) {
+    let (seed, mut band) = filter_system(keys, bits, tag, 0);
+    if candidates <= 1 {
+        return (seed, band);
+    }
+    let solved = |seed: u32, band: &Band<u32>| {
+        let layout = Layout {
+            m: band.m(),
+            bits,
+            offset: 0,
+        };
+        let mut words = vec![0u64; layout.bits_len().div_ceil(64) as usize + 2];
+        band.solve_into(layout, &mut words);
+        layout.bits_len() + score(&layout, seed, &words)
+    };
+    let mut best = solved(seed, &band);
+    let mut kept = seed;
+    let mut next_seed = seed + 1;
+    for _ in 1..candidates {
+        let (found, next) = filter_system(keys, bits, tag, next_seed);
+        next_seed = found + 1;
+        let got = solved(found, &next);
+        if got < best {
+            (best, kept, band) = (got, found, next);
+        }
+    }
+    (kept, band)
+}
+
+/// Seeds of one size: seed `s` is seed `s % SIZE_SEEDS` at the size grown `s / SIZE_SEEDS`
+/// times by 0.5%.
+const SIZE_SEEDS: u32 = 1 << 16;
+
+/// Rows of a system of `n` equations at `seed`.
+fn rows_at(n: u64, seed: u32) -> u32 {
+    (0..seed / SIZE_SEEDS).fold(rows_for(n), |m, _| grown(m))
+}
+
+/// The seed after a failed one: the next at this size, or the first of the next size
+/// once [`SEEDS_PER_SIZE`] failed in a row from `first`.
+fn next_seed(seed: u32, first: u32) -> u32 {
+    let size = seed / SIZE_SEEDS;
+    let from = if size == first / SIZE_SEEDS {
+        first % SIZE_SEEDS
+    } else {
+        0
+    };
+    if seed % SIZE_SEEDS - from + 1 >= SEEDS_PER_SIZE {
+        (size + 1) * SIZE_SEEDS
+    } else {
+        seed + 1
+    }
+}
+
+/// The first seed from `first` on whose system of `keys` at `bits` bits is consistent,
+/// and its eliminated band.
+fn filter_system(keys: &[u64], bits: u32, tag: u32, first: u32) -> (u32, Band<u32>) {
+    let mask = value_mask(bits);
+    let mut seed = first;
+    let mut band = Band::<u32>::new(rows_at(keys.len() as u64, seed));
+    loop {
+        let m = band.m();
+        let salted = salt(tag, seed);
+        let ok = keys.iter().all(|&key| {
+            let row = Row::of(key, salted, m);
+            band.add(&row, (row.fingerprint & mask) as u32)
+        });
+        if ok {
+            return (seed, band);
+        }
+        seed = next_seed(seed, first);
+        let next = rows_at(keys.len() as u64, seed);
+        if next == m {
+            band.clear();
+        } else {
+            band = Band::new(next);
+        }
+    }
+}

@@ -1,0 +1,179 @@
+use super::*;
+use crate::bloom::Key;
+use proptest::prelude::*;
+
+/// `n` distinct keys from a counter: the SHA-1 of `prefix:i`.
+fn keys(prefix: &str, n: usize) -> Vec<Key> {
+    (0..n).map(|i| Key::of(&format!("{prefix}:{i}"))).collect()
+}
+
+/// Pseudo-random keys (sha1-km32 keys are uniform), fast enough for big universes.
+fn random_keys(seed: u64, n: usize) -> Vec<Key> {
+    let mut state = seed;
+    (0..n)
+        .map(|_| {
+            state = mix64(state.wrapping_add(0x9e37_79b9_7f4a_7c15));
+            Key::from_u64(state)
+        })
+        .collect()
+}
+
+/// Builds over `universe` with every `stride`-th key changed and checks every answer.
+fn check_exact(universe: &[Key], changed: &[Key]) -> Exact {
+    let exact = Exact::build(universe.to_vec(), changed).unwrap();
+    let set: std::collections::HashSet<Key> = changed.iter().copied().collect();
+    for key in universe {
+        assert_eq!(exact.changed(*key), set.contains(key), "wrong answer");
+    }
+    let back = Exact::from_bytes(&exact.to_bytes()).unwrap();
+    assert_eq!(back, exact);
+    exact
+}
+
+fn every(keys: &[Key], fraction: f64) -> Vec<Key> {
+    let r = (keys.len() as f64 * fraction).round() as usize;
+    keys[..r].to_vec()
+}
+
+#[test]
+fn small_universes_get_every_answer_right() {
+    for n in [0, 1, 2, 3, 10, 100, 127, 128, 129, 500, 1000] {
+        let universe = keys(&format!("u{n}"), n);
+        for fraction in [0.0, 0.01, 0.1, 0.3, 0.5, 0.9, 1.0] {
+            check_exact(&universe, &every(&universe, fraction));
+        }
+    }
+}
+
+#[test]
+fn universes_of_thousands_to_hundreds_of_thousands_at_every_fraction() {
+    for n in [1_000, 10_000, 200_000] {
+        let universe = random_keys(n as u64, n);
+        for fraction in [0.0001, 0.001, 0.01, 0.05, 0.2, 0.5] {
+            check_exact(&universe, &every(&universe, fraction));
+        }
+    }
+}
+
+#[test]
+#[ignore = "two million IDs: run with --ignored (release) to check the largest universe"]
+fn two_million_ids_at_every_fraction() {
+    let n = 2_000_000;
+    let universe = random_keys(7, n);
+    for fraction in [0.0001, 0.001, 0.01, 0.1, 0.5] {
+        check_exact(&universe, &every(&universe, fraction));
+    }
+}
+
+#[test]
+fn changed_keys_missing_from_the_universe_are_added_and_duplicates_are_harmless() {
+    let universe = keys("dup", 300);
+    let mut changed = keys("dup", 20);
+    changed.extend(keys("outside", 5));
+    changed.extend(keys("dup", 20));
+    let mut doubled = universe.clone();
+    doubled.extend(universe.iter().copied());
+    let exact = Exact::build(doubled, &changed).unwrap();
+    assert_eq!(exact.universe(), 305);
+    assert_eq!(exact.changed_count(), 25);
+    for key in &changed {
+        assert!(exact.changed(*key));
+    }
+    for key in &universe[20..] {
+        assert!(!exact.changed(*key));
+    }
+}
+
+#[test]
+fn the_same_sets_give_the_same_bytes_in_any_order() {
+    let universe = keys("order", 5_000);
+    let changed = every(&universe, 0.07);
+    let one = Exact::build(universe.clone(), &changed).unwrap().to_bytes();
+    let mut shuffled = universe.clone();
+    shuffled.reverse();
+    let mut changed_back = changed.clone();
+    changed_back.reverse();
+    let two = Exact::build(shuffled, &changed_back).unwrap().to_bytes();
+    assert_eq!(one, two);
+}
+
+#[test]
+fn bodies_stay_within_fifteen_percent_of_the_floor() {
+    for n in [10_000u64, 100_000] {
+        let universe = random_keys(n * 3, n as usize);
+        for fraction in [0.001, 0.003, 0.01, 0.03, 0.1, 0.2, 0.3, 0.5] {
+            let changed = every(&universe, fraction);
+            let exact = Exact::build(universe.clone(), &changed).unwrap();
+            let floor = floor_bits(n, changed.len() as u64) / 8.0;
+            let body = (exact.byte_len() - wire::HEADER) as f64;
+            assert!(
+                body <= 1.15 * floor,
+                "n {n} r/N {fraction}: {body} bytes against a floor of {floor:.1}"
+            );
+        }
+    }
+}
+
+#[test]
+fn floor_bits_matches_small_binomials() {
+    assert_eq!(floor_bits(10, 0), 0.0);
+    assert!((floor_bits(10, 3) - 120f64.log2()).abs() < 1e-9);
+    assert!((floor_bits(1000, 500) - 994.2).abs() < 0.5);
+    // Stirling above 256 agrees with the exact sum at the edge.
+    let exact: f64 = (2..=300u64).map(|i| (i as f64).ln()).sum();
+    assert!((ln_factorial(300) - exact).abs() < 1e-6);
+}
+
+#[test]
+fn malformed_bodies_are_refused_with_the_reason() {
+    let exact = Exact::build(keys("w", 1000), &keys("w", 50)).unwrap();
+    let good = exact.to_bytes();
+    let cases: Vec<(Vec<u8>, &str)> = vec![
+        (good[..10].to_vec(), "shorter than the header"),
+        ([b"XXXX", &good[4..]].concat(), "magic"),
+        (
+            {
+                let mut b = good.clone();
+                b[4] = 2;
+                b
+            },
+            "version 2",
+        ),
+        (
+            {
+                let mut b = good.clone();
+                b[5] = 40;
+                b
+            },
+            "k = 40",
+        ),
+        (
+            {
+                let mut b = good.clone();
+                b[6] = 0;
+                b[7] = 1;
+                b
+            },
+            "split = 256",
+        ),
+        (good[..good.len() - 1].to_vec(), "expected"),
+    ];
+    for (bytes, reason) in cases {
+        let err = Exact::from_bytes(&bytes).unwrap_err().to_string();
+        assert!(err.contains(reason), "{err} should say {reason}");
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+    #[test]
+    fn every_member_of_random_universes_is_answered_exactly(
+        seed in any::<u64>(),
+        n in 0usize..3000,
+        per_mille in 0u32..=1000,
+    ) {
+        let universe = random_keys(seed, n);
+        let changed = every(&universe, f64::from(per_mille) / 1000.0);
+        check_exact(&universe, &changed);
+    }
+}
