@@ -135,3 +135,5 @@ fn ln_factorial(n: u64) -> f64 {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod vectors;
