@@ -1,12 +1,21 @@
-"""Shared fixtures: the repository's test vectors, and a small in-process HTTP server
+"""Shared fixtures: the repository's test vectors, a small in-process HTTP server
 speaking the parts of PROTOCOL.md the CLI tests need (an index, filter documents, and
-hours' `.bin` forms with validators and open-hour deltas)."""
+hours' `.bin` forms with validators and open-hour deltas), and the real server
+(`live_server`).
+
+Something a test needs that is missing (an optional package, the server binary) makes
+it skip, saying what and how to enable it; `.ci/run` fails on any skip."""
 
 import hashlib
 import http.server
 import json
+import os
 import pathlib
+import re
+import subprocess
+import tempfile
 import threading
+import time
 
 import pytest
 
@@ -160,3 +169,93 @@ def fake_server():
     yield make
     for server in servers:
         server.close()
+
+
+# --- the real server ---------------------------------------------------------------------
+
+LIVE_TOKEN = "python-client-test-token"
+NO_BINARY = ("no bloomcast binary: run `cargo build --bin bloomcast` at the repository "
+             "root (or set BLOOMCAST_BIN=/path/to/bloomcast)")
+
+
+def bloomcast_binary():
+    """$BLOOMCAST_BIN, else the workspace's debug then release build (under
+    $CARGO_TARGET_DIR when set, else target/), as clients/js/support/server.js; or None."""
+    targets = [pathlib.Path(os.environ["CARGO_TARGET_DIR"])] \
+        if os.environ.get("CARGO_TARGET_DIR") else []
+    targets.append(ROOT / "target")
+    candidates = [os.environ.get("BLOOMCAST_BIN")] + [
+        str(t / build / "bloomcast") for t in targets for build in ("debug", "release")]
+    return next((c for c in candidates if c and os.access(c, os.X_OK)), None)
+
+
+class LiveServer:
+    """`bloomcast serve` on a free port with a data directory of its own and the ingest
+    token LIVE_TOKEN. `base` is its URL (http://127.0.0.1:PORT)."""
+
+    def __init__(self, binary, data_dir):
+        env = {k: v for k, v in os.environ.items() if not k.startswith("BLOOMCAST_")}
+        env.update(BLOOMCAST_LISTEN="127.0.0.1:0", BLOOMCAST_DATA_DIR=str(data_dir),
+                   BLOOMCAST_INGEST_TOKENS=LIVE_TOKEN, RUST_LOG="info")
+        self.log = tempfile.TemporaryFile()
+        self.process = subprocess.Popen([binary, "serve"], env=env, cwd=data_dir,
+                                        stdin=subprocess.DEVNULL,
+                                        stdout=subprocess.DEVNULL, stderr=self.log)
+        self.base = "http://" + self._address()
+        self._wait_ready()
+
+    def _address(self):
+        """The address of the log's "listening addr=..." line."""
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            found = re.search(r"listening addr=(\S+)", self.log_text())
+            if found:
+                return found.group(1)
+            if self.process.poll() is not None:
+                break
+            time.sleep(0.05)
+        self.close()
+        raise RuntimeError(f"the server did not start:\n{self.log_text()}")
+
+    def _wait_ready(self):
+        """Until /healthz answers 200 (the open hour is loaded)."""
+        import urllib.request
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                with urllib.request.urlopen(self.base + "/healthz", timeout=5) as r:
+                    if r.status == 200:
+                        return
+            except OSError:
+                pass
+            time.sleep(0.05)
+        self.close()
+        raise RuntimeError(f"the server never became ready:\n{self.log_text()}")
+
+    def log_text(self):
+        self.log.seek(0)
+        return self.log.read().decode("utf-8", "replace")
+
+    def close(self):
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self.log.close()
+
+
+@pytest.fixture
+def live_server(tmp_path):
+    """A fresh real server (LiveServer); skips, saying how to enable it, without a
+    bloomcast binary."""
+    binary = bloomcast_binary()
+    if binary is None:
+        pytest.skip(NO_BINARY)
+    data = tmp_path / "server"
+    data.mkdir()
+    server = LiveServer(binary, data)
+    yield server
+    server.close()
