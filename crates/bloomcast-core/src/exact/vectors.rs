@@ -8,10 +8,7 @@ use crate::bloom::{to_hex, Key};
 use serde_json::{json, Value};
 
 /// The vectors live with the protocol, at the top of the repository.
-const PATH: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/../../docs/exact-vectors.json"
-);
+const PATH: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/exact-vectors.json");
 
 const IDS: [&str; 6] = ["", "abc", "flickr:12345", "ünïcødé", "😀", "user:1000"];
 
@@ -80,7 +77,11 @@ fn transcribed_row(key: u64, tag: u64, seed: u64, m: u64) -> (u64, u128, u64) {
     let start = ((a as u128 * (m - w + 1) as u128) >> 64) as u64;
     let mut coeff = 0u128;
     for j in 0..w {
-        let bit = if j < 64 { b >> j & 1 } else { c >> (j - 64) & 1 };
+        let bit = if j < 64 {
+            b >> j & 1
+        } else {
+            c >> (j - 64) & 1
+        };
         coeff |= u128::from(bit) << j;
     }
     if w > 0 {
@@ -148,7 +149,11 @@ fn the_vectors_decode_by_the_written_protocol_alone() {
         let (start, coeff, d) = transcribed_row(key, n("tag"), n("seed"), n("m"));
         assert_eq!(start, n("start"), "{r}");
         assert_eq!(format!("{coeff:032x}"), r["coeff"].as_str().unwrap(), "{r}");
-        assert_eq!(format!("{d:016x}"), r["fingerprint"].as_str().unwrap(), "{r}");
+        assert_eq!(
+            format!("{d:016x}"),
+            r["fingerprint"].as_str().unwrap(),
+            "{r}"
+        );
         assert_eq!(mix64(key ^ mix64(4 << 32)) >> 56, n("selector"), "{r}");
     }
     for b in doc["bodies"].as_array().unwrap() {
