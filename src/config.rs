@@ -164,6 +164,12 @@ settings! {
     /// New IDs after which a served open-hour version is kept as a dictionary before
     /// open_max_age seconds have passed since the last one kept (0: only by time).
     delta_ids: u64 = 5000,
+    /// Seconds each open-hour version kept as a dictionary is also served at its own URL
+    /// (GET /dictionaries/..., linked from the open hour's responses) and kept for at
+    /// least, never past the end of its hour: the Cache-Control max-age of that URL, so
+    /// a client polling less often than open_max_age still holds a dictionary. While
+    /// delta_bytes is full of such versions, no newer one is kept. 0 links none.
+    dictionary_max_age: u64 = 600,
     /// Largest accepted ingest body, in bytes.
     body_limit: usize = 16 * 1024 * 1024,
     /// The one memory budget: bytes of everything the server keeps beyond the open hour's

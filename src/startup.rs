@@ -142,6 +142,7 @@ impl Application {
             delta_bytes: settings.delta_bytes,
             delta_every: Duration::from_secs(settings.open_max_age),
             delta_ids: settings.delta_ids,
+            dictionary_max_age: Duration::from_secs(settings.dictionary_max_age),
         };
         let service = Arc::new(Service::new(store, clock, tuning).await?);
         // Seal whatever closed while the server was down and load the open hour, in the

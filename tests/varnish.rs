@@ -36,6 +36,11 @@ fn main() {
         needs::trial("variants_never_mix", &needs, || {
             needs::block_on(variants_never_mix())
         }),
+        needs::trial(
+            "linked_dictionaries_reach_the_node_that_kept_them",
+            &needs,
+            || needs::block_on(linked_dictionaries_reach_the_node_that_kept_them()),
+        ),
         needs::trial("verify_and_check_succeed_through_the_cache", &needs, || {
             needs::block_on(verify_and_check_succeed_through_the_cache())
         }),
@@ -618,6 +623,43 @@ async fn variants_never_mix() {
             assert_eq!(status, 200);
             assert_eq!(header(&h, "content-encoding"), coding, "{accept_encoding}");
             assert_repr_digest(&h, &body, accept_encoding);
+        }
+    }
+    stack.stop().await;
+}
+
+/// Each node keeps its own versions of the open hour: a dictionary URL must reach the
+/// node its hour path goes to (backends.sh hashes `/dictionaries/<path>/<id>` by
+/// `<path>`). Four representations' URLs, each on either of two nodes by its own hash,
+/// would all land right by chance once in sixteen.
+async fn linked_dictionaries_reach_the_node_that_kept_them() {
+    let stack = Stack::start(2).await;
+    stack.publish(0, &ids("d", 100)).await;
+    let hour = first_hour().path();
+    for path in [
+        format!("{hour}.bin"),
+        format!("{hour}.json"),
+        format!("{hour}.hex"),
+        hour.clone(),
+    ] {
+        let (status, headers, body) = stack.get(&path, &[("accept-encoding", "gzip")]).await;
+        assert_eq!(status, 200, "{path}");
+        let link = header(&headers, "link").unwrap_or_default().to_owned();
+        let url = link
+            .split(", ")
+            .find_map(|l| {
+                l.strip_suffix(">; rel=\"compression-dictionary\"")?
+                    .strip_prefix('<')
+            })
+            .unwrap_or_else(|| panic!("{path} links a dictionary: {link:?}"));
+        for round in 0..2 {
+            let (status, h, dictionary) = stack.get(url, &[]).await;
+            assert_eq!(
+                status, 200,
+                "{url} reaches the node that kept it (round {round})"
+            );
+            assert_eq!(dictionary, gunzip(&body), "{url}");
+            assert!(header(&h, "use-as-dictionary").is_some(), "{url}");
         }
     }
     stack.stop().await;

@@ -2,9 +2,10 @@
 # Prints a main VCL for Varnish in front of bloomcast nodes: one backend per HOST:PORT
 # argument, a director that sends each URL to one healthy node (so that one node builds
 # and keeps a union, and keeps the open hour's versions that `dcz` deltas are made
-# against; a sick node's URLs move to the others), falling back to all nodes when every
-# probe fails (a node without its database still serves the hours it holds), and the
-# policy in bloomcast.vcl beside this script.
+# against; a linked dictionary, /dictionaries/<hour path>/<id>, goes where its hour path
+# goes, to the node that kept it; a sick node's URLs move to the others), falling back
+# to all nodes when every probe fails (a node without its database still serves the
+# hours it holds), and the policy in bloomcast.vcl beside this script.
 #
 #   deploy/varnish/backends.sh 10.0.0.11:8080 10.0.0.12:8080 > /etc/varnish/default.vcl
 set -euo pipefail
@@ -62,7 +63,12 @@ cat <<VCL
 }
 
 sub vcl_recv {
-    set req.backend_hint = healthy.backend(req.url);
+    # A linked dictionary is held by the node that kept it: the one its hour path goes to.
+    if (req.url ~ "^/dictionaries/") {
+        set req.backend_hint = healthy.backend(regsub(req.url, "^/dictionaries(/.*)/[^/]*$", "\\1"));
+    } else {
+        set req.backend_hint = healthy.backend(req.url);
+    }
     if (!std.healthy(req.backend_hint)) {
         set req.backend_hint = any.backend();
     }

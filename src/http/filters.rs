@@ -146,6 +146,7 @@ pub(super) fn respond(
     }
 
     let dictionary = kept_as_dictionary(state, view, &head, suffix);
+    let linked = linked_dictionary(state, view, suffix);
     let etag = match delta {
         Some(_) => head.etag_dcz().clone(),
         None => etag,
@@ -173,7 +174,7 @@ pub(super) fn respond(
     out.insert(header::CACHE_CONTROL, cache_control);
     out.insert(header::VARY, vary);
     insert_metadata(out, head.metadata(), digest);
-    if let Some(link) = link_header(view, suffix) {
+    if let Some(link) = link_header(view, suffix, linked) {
         out.insert(header::LINK, link);
     }
     if let Some(dictionary) = dictionary {
@@ -205,6 +206,17 @@ fn kept_as_dictionary(
             let value = format!("match=\"{path}\", id=\"{id}\"");
             HeaderValue::try_from(value).expect("ascii")
         })
+}
+
+/// RFC 9842 for the open hour: the URL of the kept version its responses link to as a
+/// dictionary with a lifetime of its own (`Link: <url>; rel="compression-dictionary"`),
+/// when the service links one; taken after [`kept_as_dictionary`], which may keep this
+/// very version.
+fn linked_dictionary(state: &AppState, view: &View, suffix: Option<Repr>) -> Option<String> {
+    let hour = view.open_hour?;
+    let sha256 = state.service.linked_dictionary(hour, &view.rendered)?;
+    let path = canonical_path((Target::Hour(hour), suffix));
+    Some(super::dictionaries::url(&path, &sha256))
 }
 
 /// Whether the request's `If-None-Match` names this representation (either encoding).
@@ -247,15 +259,23 @@ static MAX_AGES: std::sync::LazyLock<Vec<&'static str>> = std::sync::LazyLock::n
         .collect()
 });
 
-fn link_header(view: &View, suffix: Option<Repr>) -> Option<HeaderValue> {
+/// `Link`: the previous and next filters, then the open hour's linked dictionary.
+fn link_header(
+    view: &View,
+    suffix: Option<Repr>,
+    dictionary: Option<String>,
+) -> Option<HeaderValue> {
     let mut links = String::new();
-    for (target, rel) in [(view.prev, "prev"), (view.next, "next")] {
-        let Some(target) = target else { continue };
+    let neighbours = [(view.prev, "prev"), (view.next, "next")]
+        .into_iter()
+        .filter_map(|(target, rel)| Some((canonical_path((target?, suffix)), rel)));
+    let dictionary = dictionary.map(|url| (url, "compression-dictionary"));
+    for (url, rel) in neighbours.chain(dictionary) {
         if !links.is_empty() {
             links.push_str(", ");
         }
         links.push('<');
-        links.push_str(&canonical_path((target, suffix)));
+        links.push_str(&url);
         links.push_str(">; rel=\"");
         links.push_str(rel);
         links.push('"');

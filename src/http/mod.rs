@@ -9,6 +9,7 @@ mod compact;
 mod cors;
 mod dashboard;
 mod deadline;
+mod dictionaries;
 mod error;
 mod filters;
 mod head;
@@ -130,6 +131,10 @@ fn routes(state: AppState) -> Router {
         .route("/.well-known/bloomcast.json", get(chain::well_known))
         .route("/chain/{y}/{mo}/{d}/{h}", get(chain::get_chain))
         .route("/since/{y}/{mo}/{d}/{h}", get(filters::get_filter))
+        .route(
+            "/dictionaries/{y}/{mo}/{d}/{h}/{id}",
+            get(dictionaries::get_dictionary),
+        )
         .route("/{y}/{mo}/{d}/{h}", get(filters::get_filter))
         .route("/{y}/{mo}/{d}", get(filters::get_filter))
         .fallback(meta::not_found)

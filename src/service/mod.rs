@@ -94,6 +94,7 @@ use crate::sync::lock;
 // Public for `benches/caches.rs`, which measures it against the cache crates.
 pub use cache::{CacheKey, RenderCache};
 use open_hours::{Deltas, OpenHours};
+pub use open_hours::{Linked, DICTIONARY_ID_BYTES};
 pub use stats::{CacheStats, HourStats, MemoryStats};
 use std::sync::atomic::AtomicI64;
 use std::sync::Arc;
@@ -170,6 +171,7 @@ impl Service {
                     split.delta_versions() as usize,
                     tuning.delta_every,
                     tuning.delta_ids,
+                    tuning.dictionary_max_age,
                 ),
             ),
             store,

@@ -36,4 +36,7 @@ pub struct Tuning {
     pub delta_every: Duration,
     /// ... unless this many new IDs arrived since the last one kept (0: by time only).
     pub delta_ids: u64,
+    /// How long each kept version is promised and served at its own URL (a linked
+    /// dictionary's `max-age`, `dictionary_max_age`); zero links none.
+    pub dictionary_max_age: Duration,
 }

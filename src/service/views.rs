@@ -4,7 +4,7 @@
 
 use super::open_hours::Rendering;
 use super::validators::{name, Named};
-use super::{Result, Service, ServiceError, Target, View};
+use super::{Linked, Result, Service, ServiceError, Target, View, DICTIONARY_ID_BYTES};
 use crate::bloom::{Filter, SHA1_KM32};
 use crate::hour::{Day, Hour};
 use crate::render::{render, Effort, Encodings, Rendered, Repr};
@@ -153,6 +153,22 @@ impl Service {
     /// is unknown, expired or of another filter size.
     pub async fn delta(&self, hour: Hour, r: &Rendered, dictionary: &[u8; 32]) -> Option<Bytes> {
         self.open.deltas().delta(hour, r, dictionary).await
+    }
+
+    /// The SHA-256 of the kept version of the open `hour` that responses showing its
+    /// current rendering `r` link to as a dictionary of their own lifetime, if any.
+    pub fn linked_dictionary(&self, hour: Hour, r: &Rendered) -> Option<[u8; 32]> {
+        self.open.deltas().linked(hour, r.repr, r.m, self.now())
+    }
+
+    /// A kept version of the open `hour` served at its own URL, by its id (the first
+    /// [`DICTIONARY_ID_BYTES`] of its SHA-256); `None` when unknown, expired, or the hour
+    /// is closed.
+    pub fn dictionary(&self, hour: Hour, id: &[u8; DICTIONARY_ID_BYTES]) -> Option<Linked> {
+        if hour != self.current_hour() {
+            return None;
+        }
+        self.open.deltas().dictionary(hour, id, self.now())
     }
 
     /// Pulls keys other nodes appended to the open hour (and the store's marks), at most

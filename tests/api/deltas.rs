@@ -119,9 +119,11 @@ async fn a_delta_decodes_with_its_dictionary_to_the_current_body_in_every_repres
 
 #[tokio::test]
 async fn unknown_expired_and_resized_dictionaries_fall_back_to_the_whole_body() {
-    // Room for one .bin version only (an hour of capacity 3000 is ~3.6 kB as .bin).
+    // Room for one .bin version only (an hour of capacity 3000 is ~3.6 kB as .bin), none
+    // promised to linked dictionaries (tests/api/dictionaries.rs), so each goes for the next.
     let app = TestApp::spawn_with(|s| {
         s.delta_ids = 1;
+        s.dictionary_max_age = 0;
         s.delta_bytes = 5000;
         s.capacity = 3000;
     })

@@ -9,6 +9,7 @@ mod compact_unions;
 mod corruption;
 mod dashboard;
 mod deltas;
+mod dictionaries;
 mod errors;
 mod fast_lane;
 mod faults;

@@ -170,7 +170,16 @@ async fn filters_link_to_the_previous_hour() {
     let app = TestApp::spawn().await;
     app.next_hour().await;
     let reply = app.get("/2008/09/03/14").await;
-    assert_eq!(reply.header("link"), Some("</2008/09/03/13>; rel=\"prev\""));
+    // The open hour also links its dictionary (tests/api/dictionaries.rs), after them.
+    let link = reply.header("link").unwrap();
+    assert!(
+        link.starts_with("</2008/09/03/13>; rel=\"prev\", </dictionaries/2008/09/03/14/"),
+        "{link}"
+    );
+    assert!(
+        link.ends_with(">; rel=\"compression-dictionary\""),
+        "{link}"
+    );
     let first = app.get("/2008/09/03/13.hex").await;
     assert_eq!(
         first.header("link"),

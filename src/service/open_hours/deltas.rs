@@ -11,6 +11,15 @@
 //! server holds until it expires. A version of another `m` than the current one is
 //! dropped: a filter that grew is sent whole once.
 //!
+//! Each kept version is also *linked* (`Link: rel="compression-dictionary"`): served at
+//! its own URL with a lifetime of its own, so a client polling less often than
+//! `open_max_age` still holds it. That lifetime is a promise: a version is kept until
+//! `dictionary_max_age` after it was kept (never past the end of its hour), and the byte
+//! budget never pushes out a version whose promise still runs. When the budget is full
+//! of promised versions, a new version is not kept (its response offers none, and the
+//! pollers' deltas are made against the newest kept one) until a promise runs out. Only
+//! a filter that grows breaks it: versions of another `m` are no base for a delta.
+//!
 //! A `dcz` body is the current version compressed against a kept one, made once per
 //! (dictionary, current version) and shared by every poller holding that dictionary.
 //! It is made on the blocking pool (zstd takes 3-10 ms for a 300k-ID hour, which would
@@ -49,8 +58,23 @@ pub(in crate::service) struct Deltas {
     budget: usize,
     every_seconds: i64,
     every_ids: u64,
+    /// How long a kept version is promised (`dictionary_max_age`), in whole seconds.
+    linked_seconds: i64,
     inner: Mutex<Inner>,
 }
+
+/// A kept version as served at its own URL: its identity bytes, what they are, and how
+/// many more whole seconds the server keeps them.
+pub struct Linked {
+    pub repr: Repr,
+    pub identity: Bytes,
+    pub sha256: [u8; 32],
+    pub max_age: u64,
+}
+
+/// The length of a dictionary id in bytes: the first 80 bits of its SHA-256, the same
+/// as the identity ETag's tag (and `Use-As-Dictionary`'s `id`).
+pub const ID_BYTES: usize = 10;
 
 #[derive(Default)]
 struct Inner {
@@ -72,16 +96,21 @@ struct Version {
     m: u64,
     count: u64,
     at: DateTime<Utc>,
+    /// Kept at least until then (`at` plus the linked lifetime, within the hour).
+    until: DateTime<Utc>,
 }
 
 impl Deltas {
     /// Keeps at most `budget` bytes of versions; a new one at most `every`
-    /// (`open_max_age`, in whole seconds) unless `every_ids` new IDs arrived (0: never).
-    pub fn new(budget: usize, every: Duration, every_ids: u64) -> Deltas {
+    /// (`open_max_age`, in whole seconds) unless `every_ids` new IDs arrived (0: never);
+    /// each for at least `linked` (`dictionary_max_age`) within its hour, the budget
+    /// permitting when it is kept (0: no promise, no linked dictionaries).
+    pub fn new(budget: usize, every: Duration, every_ids: u64, linked: Duration) -> Deltas {
         Deltas {
             budget,
             every_seconds: every.as_secs().min(3600) as i64,
             every_ids,
+            linked_seconds: linked.as_secs().min(3600) as i64,
             inner: Mutex::new(Inner::default()),
         }
     }
@@ -116,13 +145,32 @@ impl Deltas {
                 return inner.versions.iter().any(|v| v.sha256 == r.sha256);
             }
         }
-        // Versions of another `m` can no longer serve this resource; earlier hours' go
-        // by age with the budget.
+        // Versions of another `m` can no longer serve this resource; the others go oldest
+        // first with the budget, once their promise ran out.
         let inner = &mut *inner;
         let before = inner.versions.len();
         inner
             .versions
             .retain(|v| v.resource != resource || v.m == r.m);
+        let need = r.identity.len();
+        inner.bytes = inner.versions.iter().map(|v| v.identity.len()).sum();
+        while inner.bytes + need > self.budget {
+            let Some(i) = inner.versions.iter().position(|v| v.until <= now) else {
+                break;
+            };
+            let old = inner.versions.remove(i).expect("a position");
+            inner.bytes -= old.identity.len();
+        }
+        if inner.versions.len() < before {
+            // Some went: no delta made from them may be served any more.
+            inner.made.clear();
+            inner.made_bytes = 0;
+        }
+        if inner.bytes + need > self.budget {
+            // Every version held is promised: this one is not kept.
+            return false;
+        }
+        let until = (now + chrono::Duration::seconds(self.linked_seconds)).min(hour.end());
         inner.versions.push_back(Version {
             resource,
             sha256: r.sha256,
@@ -130,20 +178,50 @@ impl Deltas {
             m: r.m,
             count: r.count,
             at: now,
+            until: until.max(now),
         });
-        inner.bytes = inner.versions.iter().map(|v| v.identity.len()).sum();
-        while inner.bytes > self.budget {
-            let Some(old) = inner.versions.pop_front() else {
-                break;
-            };
-            inner.bytes -= old.identity.len();
-        }
-        if inner.versions.len() <= before {
-            // Some went: no delta made from them may be served any more.
-            inner.made.clear();
-            inner.made_bytes = 0;
-        }
+        inner.bytes += need;
         true
+    }
+
+    /// The SHA-256 of the newest version of the open `hour` in representation `repr`
+    /// still promised at `now` (what its responses link to), when it has the filter
+    /// size `m` of the current version.
+    pub fn linked(&self, hour: Hour, repr: Repr, m: u64, now: DateTime<Utc>) -> Option<[u8; 32]> {
+        if self.linked_seconds == 0 {
+            return None;
+        }
+        let inner = self.inner();
+        let v = inner
+            .versions
+            .iter()
+            .rev()
+            .find(|v| v.resource == (hour, repr))?;
+        (v.m == m && v.until > now).then_some(v.sha256)
+    }
+
+    /// The kept version of `hour` whose id (the first [`ID_BYTES`] of its SHA-256) is
+    /// `id`, while its promise runs at `now`.
+    pub fn dictionary(
+        &self,
+        hour: Hour,
+        id: &[u8; ID_BYTES],
+        now: DateTime<Utc>,
+    ) -> Option<Linked> {
+        if self.linked_seconds == 0 {
+            return None;
+        }
+        let inner = self.inner();
+        let v = inner
+            .versions
+            .iter()
+            .find(|v| v.resource.0 == hour && v.sha256[..ID_BYTES] == id[..] && v.until > now)?;
+        Some(Linked {
+            repr: v.resource.1,
+            identity: v.identity.clone(),
+            sha256: v.sha256,
+            max_age: (v.until - now).num_seconds().max(0) as u64,
+        })
     }
 
     /// The current version `r` of the open `hour` as a `dcz` body against the kept
@@ -224,7 +302,7 @@ mod tests {
     #[tokio::test]
     async fn keeps_versions_by_time_or_new_ids_and_deltas_decode() {
         let hour = Hour::from_index(500_000);
-        let deltas = Deltas::new(1 << 20, secs(30), 40);
+        let deltas = Deltas::new(1 << 20, secs(30), 40, secs(0));
         let v0 = version(0..1000, 3000);
         let v1 = version(0..1010, 3000);
         let v2 = version(0..1050, 3000);
@@ -257,7 +335,7 @@ mod tests {
         let small = version(0..100, 200);
         let grown = version(0..500, 3000);
         assert_ne!(small.m, grown.m);
-        let deltas = Deltas::new(1 << 20, secs(30), 0);
+        let deltas = Deltas::new(1 << 20, secs(30), 0, secs(0));
         assert!(deltas.offer(hour, &small, at(0)));
         assert!(
             deltas.delta(hour, &grown, &small.sha256).await.is_none(),
@@ -268,7 +346,7 @@ mod tests {
 
         let a = version(0..100, 3000);
         let b = version(0..200, 3000);
-        let deltas = Deltas::new(a.identity.len() + 1, secs(0), 0);
+        let deltas = Deltas::new(a.identity.len() + 1, secs(0), 0, secs(0));
         assert!(deltas.offer(hour, &a, at(0)));
         let c = version(0..150, 3000);
         assert!(deltas.delta(hour, &c, &a.sha256).await.is_some());
@@ -282,15 +360,57 @@ mod tests {
             "a went for b"
         );
         assert!(
-            !Deltas::new(0, secs(0), 0).offer(hour, &a, at(0)),
+            !Deltas::new(0, secs(0), 0, secs(0)).offer(hour, &a, at(0)),
             "0 turns deltas off"
         );
     }
 
     #[tokio::test]
+    async fn a_linked_version_is_kept_while_promised_and_found_by_its_id() {
+        let hour = Hour::from_index(500_000);
+        let (a, b, c) = (
+            version(0..100, 3000),
+            version(0..200, 3000),
+            version(0..300, 3000),
+        );
+        // Room for one version, each promised for 60 seconds.
+        let deltas = Deltas::new(a.identity.len() + 1, secs(0), 0, secs(60));
+        let id = |r: &Rendered| -> [u8; ID_BYTES] { r.sha256[..ID_BYTES].try_into().unwrap() };
+        assert!(deltas.offer(hour, &a, at(0)));
+        assert_eq!(deltas.linked(hour, a.repr, a.m, at(1)), Some(a.sha256));
+        let linked = deltas.dictionary(hour, &id(&a), at(10)).unwrap();
+        assert_eq!((linked.identity, linked.max_age), (a.identity.clone(), 50));
+        assert!(deltas.dictionary(hour.next(), &id(&a), at(10)).is_none());
+        assert!(deltas.dictionary(hour, &id(&b), at(10)).is_none());
+
+        assert!(
+            !deltas.offer(hour, &b, at(30)),
+            "a is promised: b is not kept"
+        );
+        assert!(deltas.delta(hour, &b, &a.sha256).await.is_some());
+        assert_eq!(deltas.linked(hour, b.repr, b.m, at(30)), Some(a.sha256));
+        assert!(deltas.offer(hour, &c, at(60)), "a's promise ran out");
+        assert!(deltas.dictionary(hour, &id(&a), at(60)).is_none());
+        assert_eq!(deltas.linked(hour, c.repr, c.m, at(61)), Some(c.sha256));
+
+        // Never past the end of the hour, and nothing is linked without a lifetime.
+        let end = hour.end();
+        let before_end = |s: i64| end - chrono::Duration::seconds(s);
+        let long = Deltas::new(1 << 20, secs(0), 0, secs(600));
+        assert!(long.offer(hour, &a, before_end(20)));
+        let late = long.dictionary(hour, &id(&a), before_end(5));
+        assert_eq!(late.map(|l| l.max_age), Some(5));
+        assert!(long.linked(hour, a.repr, a.m, end).is_none());
+        let unlinked = Deltas::new(1 << 20, secs(0), 0, secs(0));
+        assert!(unlinked.offer(hour, &a, at(0)));
+        assert!(unlinked.linked(hour, a.repr, a.m, at(0)).is_none());
+        assert!(unlinked.dictionary(hour, &id(&a), at(0)).is_none());
+    }
+
+    #[tokio::test]
     async fn pollers_asking_at_once_share_one_delta() {
         let hour = Hour::from_index(500_000);
-        let deltas = Deltas::new(1 << 20, secs(30), 0);
+        let deltas = Deltas::new(1 << 20, secs(30), 0, secs(0));
         let (old, current) = (version(0..1000, 3000), version(0..1100, 3000));
         assert!(deltas.offer(hour, &old, at(0)));
         let (a, b) = tokio::join!(

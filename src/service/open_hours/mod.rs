@@ -45,6 +45,7 @@ mod ledger;
 mod reads;
 
 pub(super) use deltas::Deltas;
+pub use deltas::{Linked, ID_BYTES as DICTIONARY_ID_BYTES};
 
 pub(super) use reads::Rendering;
 
