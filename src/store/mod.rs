@@ -12,15 +12,18 @@ mod rows;
 mod shape;
 mod signatures;
 mod sqlite;
+mod universe;
 
 pub use links::ChainLink;
 pub use record::HourRecord;
 pub use rows::{
-    batch_checksum, blob_to_keys, check_count, distinct, filter_checksum, keys_to_blob,
+    batch_checksum, blob_to_keys, check_count, distinct, exact_checksum, filter_checksum,
+    keys_to_blob,
     read_sealed_keys, sealed_keys_checksum, verify_batch, verify_sealed_keys, SealedRow,
 };
 pub use shape::HourShape;
 pub use signatures::{key_from_row, key_list, HourSignature};
+pub use universe::{UniverseAdded, UniverseInfo};
 
 pub use postgres::{LinkError, PgLink, PgStore, SslMode, TlsSetupError};
 pub use sqlite::SqliteStore;
@@ -332,6 +335,27 @@ pub trait Store: Send + Sync + 'static {
 
     /// Cheap check that the store is usable.
     async fn ping(&self) -> Result<()>;
+
+    /// The publisher's universe, if one was created.
+    async fn universe(&self) -> Result<Option<UniverseInfo>>;
+
+    /// Durably adds `keys` to the universe as joining in the `open` hour, creating it
+    /// (with `since = open` and the keys of every hour the store holds) when there is
+    /// none. Refuses the whole batch, recording nothing, when it would take the universe
+    /// past `max` distinct keys. Sealing an hour adds its keys to an existing universe,
+    /// as joining in that hour, in the seal's transaction.
+    async fn add_to_universe(&self, keys: &[Key], open: Hour, max: u64) -> Result<UniverseAdded>;
+
+    /// The keys of the universe that joined in `through` or before, sorted: the
+    /// universe as it stood when `through` was sealed, whenever it is read.
+    async fn universe_keys(&self, through: Hour) -> Result<Vec<Key>>;
+
+    /// Stores `hour`'s exact body unless it has one; returns the stored body (the
+    /// first one stored wins, so every node serves the same bytes).
+    async fn put_exact(&self, hour: Hour, body: &[u8]) -> Result<Vec<u8>>;
+
+    /// `hour`'s exact body, verified, if stored.
+    async fn exact(&self, hour: Hour) -> Result<Option<Vec<u8>>>;
 
     /// The cluster's [`HourShape`] in effect for `hour`, recorded as `local` first when
     /// none is (the first node's wins, in effect for every hour until a change); `None`

@@ -11,7 +11,7 @@
 
 use super::{
     ChainLink, HourRecord, HourShape, HourSignature, KeyPieces, Linking, Marks, Result, SealedHour,
-    Sealing, Store, StoreError,
+    Sealing, Store, StoreError, UniverseAdded, UniverseInfo,
 };
 use crate::bloom::Key;
 use crate::chain::{ListedKey, PublicKey};
@@ -33,6 +33,7 @@ mod shape;
 mod signing;
 mod sqlfns;
 mod tls;
+mod universe;
 
 pub use link::{LinkError, PgLink};
 pub use tls::{SslMode, TlsSetupError};
@@ -327,6 +328,29 @@ impl Store for PgStore {
             Ok(())
         };
         self.timed("ping", false, ping).await
+    }
+
+    async fn universe(&self) -> Result<Option<UniverseInfo>> {
+        self.timed("universe", false, self.universe_info()).await
+    }
+
+    async fn add_to_universe(&self, keys: &[Key], open: Hour, max: u64) -> Result<UniverseAdded> {
+        let add = self.add_universe_rows(keys, open, max);
+        self.timed("add_to_universe", true, add).await
+    }
+
+    async fn universe_keys(&self, through: Hour) -> Result<Vec<Key>> {
+        let rows = self.universe_key_rows(through);
+        self.timed("universe_keys", true, rows).await
+    }
+
+    async fn put_exact(&self, hour: Hour, body: &[u8]) -> Result<Vec<u8>> {
+        self.timed("put_exact", false, self.put_exact_row(hour, body))
+            .await
+    }
+
+    async fn exact(&self, hour: Hour) -> Result<Option<Vec<u8>>> {
+        self.timed("exact", false, self.exact_row(hour)).await
     }
 
     async fn hour_shape(&self, local: &HourShape, hour: Hour) -> Result<Option<HourShape>> {

@@ -43,6 +43,11 @@ pub fn batch_checksum(hour: Hour, blob: &[u8]) -> i64 {
     checksum(b'b', hour, &[blob])
 }
 
+/// The checksum of an hour's exact body (its bytes as served).
+pub fn exact_checksum(hour: Hour, body: &[u8]) -> i64 {
+    checksum(b'x', hour, &[body])
+}
+
 /// The checksum of a sealed hour's filter row: covers `count` (8 bytes), `m` and `k`
 /// (4 bytes each), all big-endian, then the filter body in wire order.
 pub fn filter_checksum(sealed: &SealedHour) -> i64 {

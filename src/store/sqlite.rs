@@ -11,6 +11,7 @@
 use super::{
     batch_checksum, filter_checksum, keys_to_blob, receiver_gone, sealed_keys_checksum, ChainLink,
     HourSignature, KeyPieces, Linking, Marks, Result, SealedHour, Sealing, Store, StoreError,
+    UniverseAdded, UniverseInfo,
 };
 use crate::bloom::Key;
 use crate::chain::{ListedKey, PublicKey};
@@ -29,6 +30,7 @@ mod errors;
 mod reads;
 mod schema;
 mod signing;
+mod universe;
 mod writer;
 
 /// SQLite-backed [`Store`].
@@ -307,6 +309,35 @@ impl Store for SqliteStore {
     /// the writer is gone or the disk cannot take a commit.
     async fn ping(&self) -> Result<()> {
         self.command(|reply| Command::Heartbeat { reply }).await
+    }
+
+    async fn universe(&self) -> Result<Option<UniverseInfo>> {
+        self.read(universe::info).await
+    }
+
+    async fn add_to_universe(&self, keys: &[Key], open: Hour, max: u64) -> Result<UniverseAdded> {
+        let keys = keys.to_vec();
+        self.command(|reply| Command::AddToUniverse {
+            keys,
+            open,
+            max,
+            reply,
+        })
+        .await
+    }
+
+    async fn universe_keys(&self, through: Hour) -> Result<Vec<Key>> {
+        self.read(move |conn| universe::keys(conn, through)).await
+    }
+
+    async fn put_exact(&self, hour: Hour, body: &[u8]) -> Result<Vec<u8>> {
+        let body = body.to_vec();
+        self.command(|reply| Command::PutExact { hour, body, reply })
+            .await
+    }
+
+    async fn exact(&self, hour: Hour) -> Result<Option<Vec<u8>>> {
+        self.read(move |conn| universe::exact(conn, hour)).await
     }
 }
 

@@ -9,7 +9,7 @@ use bloomcast::chain::{ListedKey, PublicKey};
 use bloomcast::hour::Hour;
 use bloomcast::store::{
     ChainLink, HourSignature, KeyPieces, Linking, Marks, Result, SealedHour, Sealing, Store,
-    StoreError,
+    StoreError, UniverseAdded, UniverseInfo,
 };
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -215,5 +215,20 @@ impl Store for Wrapped {
     async fn ping(&self) -> Result<()> {
         self.pings.fetch_add(1, Ordering::SeqCst);
         self.inner.ping().await
+    }
+    async fn universe(&self) -> Result<Option<UniverseInfo>> {
+        self.inner.universe().await
+    }
+    async fn add_to_universe(&self, keys: &[Key], open: Hour, max: u64) -> Result<UniverseAdded> {
+        self.inner.add_to_universe(keys, open, max).await
+    }
+    async fn universe_keys(&self, through: Hour) -> Result<Vec<Key>> {
+        self.inner.universe_keys(through).await
+    }
+    async fn put_exact(&self, hour: Hour, body: &[u8]) -> Result<Vec<u8>> {
+        self.inner.put_exact(hour, body).await
+    }
+    async fn exact(&self, hour: Hour) -> Result<Option<Vec<u8>>> {
+        self.inner.exact(hour).await
     }
 }

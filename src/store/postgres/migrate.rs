@@ -9,7 +9,8 @@ use crate::store::StoreError;
 use deadpool_postgres::{Pool, Transaction};
 
 /// Migrations, applied in order once each; `{s}` is the quoted schema. Versions 3 and 8
-/// are the SQL functions' (`sqlfns::VERSION`), installed only where pgcrypto is.
+/// are the SQL functions' (`sqlfns::VERSION`), installed only where pgcrypto is; 9 is
+/// the universe's.
 const MIGRATIONS: &[(i32, &str)] = &[
     (
         1,
@@ -79,6 +80,7 @@ INSERT INTO {s}.meta (name, value)
     ),
     (6, super::signing::MIGRATION),
     (7, super::shape::MIGRATION),
+    (9, super::universe::MIGRATION),
 ];
 
 /// Creates the schema if needed and applies the migrations it lacks.

@@ -42,6 +42,9 @@ pub(super) async fn seal(store: &PgStore, sealed: &SealedHour, keys: &[Key]) -> 
         )
         .await
         .map_err(pg_error)?;
+    if inserted == 1 {
+        super::universe::merge_sealed(store, &tx, sealed.hour, keys).await?;
+    }
     for table in ["batches", "batch_counts"] {
         tx.execute(
             &store.sql(&format!("DELETE FROM {{s}}.{table} WHERE hour = $1")),
@@ -131,6 +134,7 @@ pub(super) async fn prune_before(store: &PgStore, hour: Hour) -> Result<u64> {
     for sql in [
         "DELETE FROM {s}.batches WHERE hour < $1",
         "DELETE FROM {s}.batch_counts WHERE hour < $1",
+        "DELETE FROM {s}.exact_hours WHERE hour < $1",
         "INSERT INTO {s}.meta (name, value) VALUES ('pruned_before', $1)
          ON CONFLICT (name) DO UPDATE SET value = GREATEST({s}.meta.value, excluded.value)",
     ] {

@@ -17,7 +17,8 @@ use deadpool_postgres::Transaction;
 
 /// The version this step is recorded under in `schema_migrations`: 8 since `changed_in`
 /// and `changed_since` answer NULL before the first seal (3 before that; a schema that
-/// has 3 but not 8 gets the functions again, `CREATE OR REPLACE`). `MIGRATIONS` skips it.
+/// has 3 but not 8 gets the functions again, `CREATE OR REPLACE`). `MIGRATIONS` skips it;
+/// 9 is taken by the universe, so a next version of these functions is 10 or later.
 pub(super) const VERSION: i32 = 8;
 
 /// The functions; `{s}` is the quoted schema, `{c}` the quoted schema of pgcrypto.

@@ -27,7 +27,8 @@ pub const APPLICATION_ID: i32 = 0x626C_6F6D;
 ///    [`crate::store::HourRecord`]).
 /// 5: the signing key registry and each hour's signature (`signing_keys`, `signatures`,
 ///    see [`crate::store::HourSignature`]).
-pub const SCHEMA_VERSION: i32 = 5;
+/// 6: the publisher's universe and each hour's exact body (`universe`, `exact_hours`).
+pub const SCHEMA_VERSION: i32 = 6;
 
 /// Version 4: the batch record, counted from the batches there (trusted at that moment),
 /// and the prune mark, set to the oldest sealed hour (older chain links are of hours
@@ -203,6 +204,9 @@ pub(super) fn prepare(conn: &mut Connection, path: &Path) -> Result<()> {
     }
     if from < 5 {
         tx.execute_batch(super::signing::V5).map_err(sql_error)?;
+    }
+    if from < 6 {
+        tx.execute_batch(super::universe::V6).map_err(sql_error)?;
     }
     if from < SCHEMA_VERSION || app_id == 0 {
         tx.execute_batch(&format!(

@@ -6,8 +6,10 @@ use super::sql_error;
 use crate::bloom::SHA1_KM32;
 use crate::chain::PublicKey;
 use crate::hour::Hour;
+use crate::bloom::Key;
 use crate::store::{
     batch_checksum, ChainLink, HourSignature, Linking, Result, SealedHour, Sealing, StoreError,
+    UniverseAdded,
 };
 use rusqlite::{params, Connection};
 use std::sync::mpsc;
@@ -63,6 +65,19 @@ pub(super) enum Command {
     },
     /// A no-op write (a heartbeat row) that proves the thread and the disk take commits.
     Heartbeat { reply: oneshot::Sender<Result<()>> },
+    /// Adds keys to the universe (see `Store::add_to_universe`).
+    AddToUniverse {
+        keys: Vec<Key>,
+        open: Hour,
+        max: u64,
+        reply: oneshot::Sender<Result<UniverseAdded>>,
+    },
+    /// Stores an hour's exact body unless it has one; the stored body.
+    PutExact {
+        hour: Hour,
+        body: Vec<u8>,
+        reply: oneshot::Sender<Result<Vec<u8>>>,
+    },
 }
 
 pub(super) fn writer_loop(
@@ -109,6 +124,8 @@ enum Answer {
     Linked(Linking),
     Count(u64),
     Flag(bool),
+    Universe(UniverseAdded),
+    Body(Vec<u8>),
 }
 
 fn apply_group(
@@ -205,6 +222,9 @@ fn apply_group(
                             ],
                         )
                         .map_err(sql_error)?;
+                    if inserted == 1 {
+                        super::universe::merge_sealed(&tx, sealed.hour, keys)?;
+                    }
                     tx.execute("DELETE FROM batches WHERE hour = ?1", [sealed.hour.index()])
                         .map_err(sql_error)?;
                     tx.execute(
@@ -238,6 +258,12 @@ fn apply_group(
                     .map_err(sql_error)?;
                     Answer::Unit
                 }
+                Command::AddToUniverse {
+                    keys, open, max, ..
+                } => Answer::Universe(super::universe::add(&tx, keys, *open, *max)?),
+                Command::PutExact { hour, body, .. } => {
+                    Answer::Body(super::universe::put_exact(&tx, *hour, body)?)
+                }
                 Command::Prune { before, .. } => {
                     let gone = tx
                         .execute("DELETE FROM hours WHERE hour < ?1", [before.index()])
@@ -245,6 +271,8 @@ fn apply_group(
                     tx.execute("DELETE FROM batches WHERE hour < ?1", [before.index()])
                         .map_err(sql_error)?;
                     tx.execute("DELETE FROM batch_counts WHERE hour < ?1", [before.index()])
+                        .map_err(sql_error)?;
+                    tx.execute("DELETE FROM exact_hours WHERE hour < ?1", [before.index()])
                         .map_err(sql_error)?;
                     tx.execute(
                         "INSERT INTO meta (name, value) VALUES ('pruned_before', ?1)
@@ -291,6 +319,12 @@ fn reply_all(group: Vec<Command>, outcome: Result<Vec<Answer>>) {
                         Command::RegisterKey { reply, .. } | Command::Sign { reply, .. },
                         Answer::Flag(f),
                     ) => reply.send(Ok(f)).map_err(drop),
+                    (Command::AddToUniverse { reply, .. }, Answer::Universe(u)) => {
+                        reply.send(Ok(u)).map_err(drop)
+                    }
+                    (Command::PutExact { reply, .. }, Answer::Body(b)) => {
+                        reply.send(Ok(b)).map_err(drop)
+                    }
                     _ => unreachable!("answers follow their commands"),
                 };
             }
@@ -310,6 +344,8 @@ fn reply_all(group: Vec<Command>, outcome: Result<Vec<Answer>>) {
                     Command::RegisterKey { reply, .. } | Command::Sign { reply, .. } => {
                         reply.send(Err(err())).map_err(drop)
                     }
+                    Command::AddToUniverse { reply, .. } => reply.send(Err(err())).map_err(drop),
+                    Command::PutExact { reply, .. } => reply.send(Err(err())).map_err(drop),
                 };
             }
         }

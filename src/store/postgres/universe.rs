@@ -1,0 +1,201 @@
+//! The universe and exact bodies in PostgreSQL (migration 9): the universe's keys with
+//! the hour each joined, one state row (its first hour and size, locked by every
+//! change to the universe so adds, creation and seals' merges take turns), and each
+//! hour's exact body with a checksum (the first stored wins).
+
+use super::{pg_error, PgStore};
+use crate::bloom::Key;
+use crate::hour::Hour;
+use crate::store::{
+    blob_to_keys, exact_checksum, Result, StoreError, UniverseAdded, UniverseInfo,
+};
+use deadpool_postgres::Transaction;
+
+/// Migration 9.
+pub(super) const MIGRATION: &str = r#"
+-- The publisher's universe (docs/PROTOCOL.md section 14): keys, with the hour each
+-- joined, so the universe as it stood when any hour was sealed can be read again.
+CREATE TABLE {s}.universe (key bigint PRIMARY KEY, added bigint NOT NULL);
+-- One row: the first hour with an exact body (NULL: no universe) and the key count.
+CREATE TABLE {s}.universe_state (
+    one   boolean PRIMARY KEY DEFAULT true CHECK (one),
+    since bigint,
+    count bigint NOT NULL DEFAULT 0
+);
+INSERT INTO {s}.universe_state (one) VALUES (true);
+-- Each sealed hour's exact body, built once from the universe and the hour's keys.
+CREATE TABLE {s}.exact_hours (
+    hour     bigint PRIMARY KEY,
+    body     bytea NOT NULL,
+    checksum bigint NOT NULL
+);
+"#;
+
+/// Keys per insert statement.
+const CHUNK: usize = 50_000;
+
+/// The universe's state row, locked until the transaction ends.
+async fn lock_state(store: &PgStore, tx: &Transaction<'_>) -> Result<(Option<i64>, i64)> {
+    let sql = store.sql("SELECT since, count FROM {s}.universe_state FOR UPDATE");
+    let row = tx.query_one(&sql, &[]).await.map_err(pg_error)?;
+    Ok((row.get(0), row.get(1)))
+}
+
+/// Inserts keys as joining in `hour`; how many were new.
+async fn insert(store: &PgStore, tx: &Transaction<'_>, keys: &[Key], hour: Hour) -> Result<u64> {
+    let sql = store.sql(
+        "INSERT INTO {s}.universe (key, added) SELECT k, $2 FROM unnest($1::bigint[]) AS k
+         ON CONFLICT (key) DO NOTHING",
+    );
+    let stmt = tx.prepare_cached(&sql).await.map_err(pg_error)?;
+    let mut added = 0;
+    for chunk in keys.chunks(CHUNK) {
+        let values: Vec<i64> = chunk.iter().map(|k| k.to_u64() as i64).collect();
+        added += tx
+            .execute(&stmt, &[&values, &hour.index()])
+            .await
+            .map_err(pg_error)?;
+    }
+    Ok(added)
+}
+
+/// Every key the store holds (sealed hours' and open batches'), into the universe as
+/// joining in `hour`, one hour at a time.
+async fn backfill(store: &PgStore, tx: &Transaction<'_>, hour: Hour) -> Result<u64> {
+    let hours = store.sql(
+        "SELECT hour FROM {s}.hours UNION SELECT DISTINCT hour FROM {s}.batches ORDER BY 1",
+    );
+    let blobs = store.sql(
+        "SELECT keys FROM {s}.hours WHERE hour = $1 UNION ALL
+         SELECT keys FROM {s}.batches WHERE hour = $1",
+    );
+    let mut added = 0;
+    for row in tx.query(&hours, &[]).await.map_err(pg_error)? {
+        let of: i64 = row.get(0);
+        let mut keys = Vec::new();
+        for blob in tx.query(&blobs, &[&of]).await.map_err(pg_error)? {
+            // A blob that is not whole keys is left out here; its hour's own reads
+            // report it as corrupt.
+            let _ = blob_to_keys(blob.get(0), &mut keys);
+        }
+        added += insert(store, tx, &keys, hour).await?;
+    }
+    Ok(added)
+}
+
+async fn set_state(store: &PgStore, tx: &Transaction<'_>, since: Hour, count: u64) -> Result<()> {
+    tx.execute(
+        &store.sql("UPDATE {s}.universe_state SET since = $1, count = $2"),
+        &[&since.index(), &(count as i64)],
+    )
+    .await
+    .map_err(pg_error)?;
+    Ok(())
+}
+
+impl PgStore {
+    pub(super) async fn universe_info(&self) -> Result<Option<UniverseInfo>> {
+        let client = self.client().await?;
+        let sql = self.sql("SELECT since, count FROM {s}.universe_state");
+        let row = client.query_one(&sql, &[]).await.map_err(pg_error)?;
+        Ok(row.get::<_, Option<i64>>(0).map(|since| UniverseInfo {
+            count: row.get::<_, i64>(1) as u64,
+            since: Hour::from_index(since),
+        }))
+    }
+
+    pub(super) async fn add_universe_rows(
+        &self,
+        keys: &[Key],
+        open: Hour,
+        max: u64,
+    ) -> Result<UniverseAdded> {
+        let mut client = self.client().await?;
+        let tx = client.transaction().await.map_err(pg_error)?;
+        let (since, before) = lock_state(self, &tx).await?;
+        let before = before as u64;
+        let mut count = before;
+        let since = match since {
+            Some(since) => Hour::from_index(since),
+            None => {
+                count += backfill(self, &tx, open).await?;
+                open
+            }
+        };
+        count += insert(self, &tx, keys, open).await?;
+        if count > max {
+            // Dropping the transaction rolls it back: nothing of the batch is recorded.
+            return Ok(UniverseAdded::Full { count: before });
+        }
+        set_state(self, &tx, since, count).await?;
+        tx.commit().await.map_err(pg_error)?;
+        Ok(UniverseAdded::Added { count })
+    }
+
+    pub(super) async fn universe_key_rows(&self, through: Hour) -> Result<Vec<Key>> {
+        let client = self.client().await?;
+        let sql = self.sql("SELECT key FROM {s}.universe WHERE added <= $1");
+        let rows = client
+            .query(&sql, &[&through.index()])
+            .await
+            .map_err(pg_error)?;
+        let mut keys: Vec<Key> = rows
+            .iter()
+            .map(|r| Key::from_u64(r.get::<_, i64>(0) as u64))
+            .collect();
+        keys.sort_unstable();
+        Ok(keys)
+    }
+
+    pub(super) async fn put_exact_row(&self, hour: Hour, body: &[u8]) -> Result<Vec<u8>> {
+        let client = self.client().await?;
+        let sql = self.sql(
+            "INSERT INTO {s}.exact_hours (hour, body, checksum) VALUES ($1, $2, $3)
+             ON CONFLICT (hour) DO NOTHING",
+        );
+        client
+            .execute(&sql, &[&hour.index(), &body, &exact_checksum(hour, body)])
+            .await
+            .map_err(pg_error)?;
+        drop(client);
+        Ok(self.exact_row(hour).await?.unwrap_or_else(|| body.to_vec()))
+    }
+
+    pub(super) async fn exact_row(&self, hour: Hour) -> Result<Option<Vec<u8>>> {
+        let client = self.client().await?;
+        let sql = self.sql("SELECT body, checksum FROM {s}.exact_hours WHERE hour = $1");
+        let row = client
+            .query_opt(&sql, &[&hour.index()])
+            .await
+            .map_err(pg_error)?;
+        match row {
+            None => Ok(None),
+            Some(row) => {
+                let body: Vec<u8> = row.get(0);
+                if row.get::<_, i64>(1) == exact_checksum(hour, &body) {
+                    Ok(Some(body))
+                } else {
+                    Err(StoreError::Corrupt(format!(
+                        "the exact body of {hour} fails its checksum"
+                    )))
+                }
+            }
+        }
+    }
+}
+
+/// A sealed hour's keys into the universe, when there is one, in the seal's
+/// transaction.
+pub(super) async fn merge_sealed(
+    store: &PgStore,
+    tx: &Transaction<'_>,
+    hour: Hour,
+    keys: &[Key],
+) -> Result<()> {
+    let (since, count) = lock_state(store, tx).await?;
+    let Some(since) = since else {
+        return Ok(());
+    };
+    let added = insert(store, tx, keys, hour).await?;
+    set_state(store, tx, Hour::from_index(since), count as u64 + added).await
+}
