@@ -230,6 +230,12 @@ settings! {
     /// nothing of it is recorded. Bounds the open hour's memory (11 to 16 bytes per distinct ID
     /// at its peak, measured at 1M to 50M IDs).
     max_hour_ids: u64 = 50_000_000,
+    /// Distinct IDs the publisher's universe may hold (POST /universe; exact hours, see
+    /// docs/PROTOCOL.md section 14); a batch that would pass it answers 507 universe_full
+    /// and nothing of it is recorded. IDs ingested through POST /updates join it when their
+    /// hour is sealed, whatever this limit. Bounds the build of an exact hour (about 14
+    /// bytes per universe ID at its peak, reserved from the builds' part of cache_bytes).
+    max_universe_ids: u64 = 10_000_000,
     /// Connections served at once; further connections wait in the listen backlog.
     max_connections: usize = 4096,
     /// Ingest bodies read at once (each up to body_limit bytes); more answer 503 busy with
@@ -270,6 +276,12 @@ impl Settings {
         // (m below 2^32 bits) at the target; checked here, not by a panic at ingest.
         if self.max_hour_ids == 0 {
             return invalid("max_hour_ids", "must be at least 1");
+        }
+        if self.max_universe_ids == 0 || self.max_universe_ids > u64::from(u32::MAX / 2) {
+            return invalid(
+                "max_universe_ids",
+                "must be between 1 and 2147483647 (an exact body counts IDs in 32 bits)",
+            );
         }
         for (name, n) in [
             ("capacity", self.capacity),

@@ -7,11 +7,13 @@ use crate::wire::{Document, FilterParams, Meta};
 use bytes::Bytes;
 
 mod compress;
+mod exact;
 mod gz;
 mod rendered;
 mod ribbon;
 pub(crate) use compress::gzip;
 pub use compress::Effort;
+pub use exact::render_exact;
 pub use gz::HexCoding;
 pub use rendered::{ChainPlace, Encodings, RawFields, Rendered};
 pub use ribbon::{render_compact, render_ribbon, Compact};

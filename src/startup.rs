@@ -135,6 +135,7 @@ impl Application {
             worker_threads: worker_threads(),
             refresh: Duration::from_millis(settings.refresh_ms),
             max_hour_ids: settings.max_hour_ids,
+            max_universe_ids: settings.max_universe_ids,
             union_builds: settings.union_builds,
             clock_jump_tolerance: Duration::from_secs(settings.clock_jump_tolerance_seconds),
             clock_jump_confirm: Duration::from_secs(settings.clock_jump_confirm_seconds),

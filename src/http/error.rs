@@ -55,6 +55,10 @@ pub enum ApiError {
     /// The hour holds `max_hour_ids` distinct IDs; nothing of the batch was recorded.
     #[error("{0}")]
     HourFull(String),
+    /// The universe holds `max_universe_ids` distinct IDs; nothing of the batch was
+    /// recorded.
+    #[error("{0}")]
+    UniverseFull(String),
     /// Stored data failed verification and cannot be rebuilt: never served as a filter.
     #[error("{0}")]
     Corrupt(String),
@@ -66,7 +70,7 @@ pub type Result<T, E = ApiError> = std::result::Result<T, E>;
 
 /// Every `error` code an [`ApiError`] answers with ([`ApiError::code`]): the slots of
 /// `bloomcast_http_errors_total` in `/metrics`, counted from [`ErrorCode`].
-pub const CODES: [&str; 17] = [
+pub const CODES: [&str; 18] = [
     "bad_request",
     "invalid_hour",
     "unauthorized",
@@ -82,6 +86,7 @@ pub const CODES: [&str; 17] = [
     "busy",
     "range_too_large",
     "hour_full",
+    "universe_full",
     "corrupt",
     "internal",
 ];
@@ -110,7 +115,7 @@ impl ApiError {
             ApiError::Unavailable | ApiError::Busy(_) | ApiError::ServerTimeout => {
                 StatusCode::SERVICE_UNAVAILABLE
             }
-            ApiError::HourFull(_) => StatusCode::INSUFFICIENT_STORAGE,
+            ApiError::HourFull(_) | ApiError::UniverseFull(_) => StatusCode::INSUFFICIENT_STORAGE,
             ApiError::Corrupt(_) | ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -134,6 +139,7 @@ impl ApiError {
             ApiError::Busy(_) => "busy",
             ApiError::RangeTooLarge(_) => "range_too_large",
             ApiError::HourFull(_) => "hour_full",
+            ApiError::UniverseFull(_) => "universe_full",
             ApiError::Corrupt(_) => "corrupt",
             ApiError::Internal(_) => "internal",
         }
@@ -150,6 +156,9 @@ impl From<ServiceError> for ApiError {
             ServiceError::BadRange(m) => ApiError::InvalidHour(m),
             full @ ServiceError::HourFull { .. } => ApiError::HourFull(format!(
                 "{full}; nothing of this batch was recorded (setting max_hour_ids)"
+            )),
+            full @ ServiceError::UniverseFull { .. } => ApiError::UniverseFull(format!(
+                "{full}; nothing of this batch was recorded (setting max_universe_ids)"
             )),
             ServiceError::Store(e @ StoreError::Unavailable { .. }) => {
                 tracing::warn!(error = %full_message(&e), "store unavailable");
@@ -235,6 +244,7 @@ mod tests {
             ApiError::Busy(String::new()),
             ApiError::RangeTooLarge(String::new()),
             ApiError::HourFull(String::new()),
+            ApiError::UniverseFull(String::new()),
             ApiError::Corrupt(String::new()),
             ApiError::Internal(String::new()),
         ];
@@ -257,6 +267,7 @@ mod tests {
                 | ApiError::Busy(_)
                 | ApiError::RangeTooLarge(_)
                 | ApiError::HourFull(_)
+                | ApiError::UniverseFull(_)
                 | ApiError::Corrupt(_)
                 | ApiError::Internal(_) => {}
             }

@@ -20,6 +20,9 @@ const IMMUTABLE: &str = "public, max-age=31536000, immutable";
 /// `GET` of any filter path: the compact form when asked for, else the filter.
 pub async fn get_filter(State(state): State<AppState>, request: Request) -> Result<Response> {
     let (parts, _) = request.into_parts();
+    if let Some(exact) = super::exact::maybe_serve(&state, &parts).await {
+        return exact;
+    }
     if let Some(compact) = super::compact::maybe_serve(&state, &parts).await {
         return compact;
     }

@@ -34,11 +34,38 @@ pub async fn post_updates(
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response> {
-    state.auth.check(&headers)?;
-    let kind = BodyKind::of(&headers)?;
-    let coding = Coding::of(&headers)?;
-    // Held until the keys are durable: bounds the memory that uploads can hold.
-    let _permit = state
+    let (keys, _permit) = authenticated_keys(&state, &headers, body).await?;
+    let receipt = state.service.ingest(&keys).await?;
+    state.metrics.ids_ingested(keys.len());
+    // A receipt is for this publisher and this request: no cache may keep it.
+    Ok((
+        StatusCode::OK,
+        [(header::CACHE_CONTROL, "private, no-store")],
+        Json(IngestReply {
+            hour: receipt.hour.rfc3339(),
+            accepted: receipt.accepted,
+        }),
+    )
+        .into_response())
+}
+
+/// The keys of an authenticated batch of IDs (`POST /updates`, `POST /universe`), with
+/// the upload permit to hold until they are durable (it bounds the memory uploads can
+/// hold). The token, the content type, the content coding and a declared length are
+/// checked before a byte of the body is read.
+///
+/// # Errors
+/// 401, 415, 413, 400 as docs/PROTOCOL.md gives them; 503 `busy` past
+/// `ingest_concurrency` uploads at once.
+pub async fn authenticated_keys(
+    state: &AppState,
+    headers: &HeaderMap,
+    body: Body,
+) -> Result<(Vec<Key>, tokio::sync::OwnedSemaphorePermit)> {
+    state.auth.check(headers)?;
+    let kind = BodyKind::of(headers)?;
+    let coding = Coding::of(headers)?;
+    let permit = state
         .ingest_permits
         .clone()
         .try_acquire_owned()
@@ -48,7 +75,7 @@ pub async fn post_updates(
             )
         })?;
     let limit = state.body_limit;
-    let body = read_body(&headers, body, limit).await?;
+    let body = read_body(headers, body, limit).await?;
     tracing::debug!(
         bytes = body.len(),
         coding = coding.name(),
@@ -62,18 +89,7 @@ pub async fn post_updates(
             .await
             .map_err(|e| ApiError::Internal(format!("decoding the body failed: {e}")))??
     };
-    let receipt = state.service.ingest(&keys).await?;
-    state.metrics.ids_ingested(keys.len());
-    // A receipt is for this publisher and this request: no cache may keep it.
-    Ok((
-        StatusCode::OK,
-        [(header::CACHE_CONTROL, "private, no-store")],
-        Json(IngestReply {
-            hour: receipt.hour.rfc3339(),
-            accepted: receipt.accepted,
-        }),
-    )
-        .into_response())
+    Ok((keys, permit))
 }
 
 /// Reads the body, at most `limit` bytes: a declared `Content-Length` over the limit is

@@ -21,6 +21,7 @@ pub async fn index(State(state): State<AppState>, request: HeaderMap) -> Result<
     let service = &state.service;
     let now = service.current_hour();
     let hours = service.recent(INDEX_HOURS).await?;
+    let exact_since = service.exact_since().await?;
     let tuning = service.tuning();
     let body: Value = json!({
         "service": "bloomcast",
@@ -41,23 +42,30 @@ pub async fn index(State(state): State<AppState>, request: HeaderMap) -> Result<
             "stats": "/stats",
             "compact": "/YYYY/MM/DD[/HH].ribbon[.json][?fpp=P] (closed hours and past days)",
             "chain": "/chain/YYYY/MM/DD/HH",
+            "exact": "/YYYY/MM/DD/HH.exact (sealed hours from exact_since)",
             "history": "/history?id=ID[&id=ID...][&since=HOUR] (ingest token)",
+            "universe": "POST /universe, GET /universe (ingest token)",
         },
-        "hours": hours.iter().map(index_line).collect::<Vec<_>>(),
+        "exact_since": exact_since.map(|h| h.rfc3339()),
+        "hours": hours.iter().map(|s| index_line(s, service.exact_bytes(s.hour))).collect::<Vec<_>>(),
     });
     let body = serde_json::to_vec(&body).expect("a JSON value serializes");
     Ok(revalidated_json(body, &request))
 }
 
 /// One hour of the index, with its URL.
-fn index_line(summary: &HourSummary) -> Value {
+fn index_line(summary: &HourSummary, exact_bytes: Option<usize>) -> Value {
     let hour = summary.hour;
-    json!({
+    let mut line = json!({
         "hour": hour.rfc3339(),
         "url": hour.path(),
         "count": summary.count,
         "complete": summary.complete,
-    })
+    });
+    if let Some(bytes) = exact_bytes {
+        line["exact_bytes"] = json!(bytes);
+    }
+    line
 }
 
 /// A JSON body that changes often (the index: its counts move with every ingest), sent

@@ -11,6 +11,7 @@ mod dashboard;
 mod deadline;
 mod dictionaries;
 mod error;
+mod exact;
 mod filters;
 mod head;
 mod history;
@@ -25,6 +26,7 @@ mod paths;
 mod prepared;
 mod series;
 mod stats;
+mod universe;
 
 pub use app::App;
 pub use auth::Auth;
@@ -107,6 +109,7 @@ fn cors_config() -> CorsLayer {
             HeaderName::from_static("bloom-from"),
             HeaderName::from_static("bloom-to"),
             HeaderName::from_static("bloom-ribbon"),
+            HeaderName::from_static("bloom-universe"),
             HeaderName::from_static("bloom-prev-header"),
             HeaderName::from_static("bloom-signature"),
             HeaderName::from_static("repr-digest"),
@@ -127,6 +130,10 @@ fn routes(state: AppState) -> Router {
         .route("/dashboard/style.css", get(dashboard::style))
         .route("/dashboard/bloomcast.js", get(dashboard::client))
         .route("/updates", post(ingest::post_updates))
+        .route(
+            "/universe",
+            post(universe::post_universe).get(universe::get_universe),
+        )
         .route("/history", get(history::get_history))
         .route("/.well-known/bloomcast.json", get(chain::well_known))
         .route("/chain/{y}/{mo}/{d}/{h}", get(chain::get_chain))

@@ -6,7 +6,7 @@ use axum::http::{header, HeaderMap, HeaderName};
 
 /// Splits `type;q=0.5` into the media range (as sent: compare it ignoring ASCII case)
 /// and its quality.
-fn ranges(value: &str) -> impl Iterator<Item = (&str, f32)> + '_ {
+pub(super) fn ranges(value: &str) -> impl Iterator<Item = (&str, f32)> + '_ {
     value.split(',').filter_map(|part| {
         let mut pieces = part.split(';');
         let range = pieces.next()?.trim();

@@ -143,12 +143,14 @@ fn split_suffix(segment: &str) -> Result<(&str, Option<Repr>)> {
 }
 
 /// Every suffix a filter path may end in, as a sentence: the v1 representations and the
-/// compact forms (`.ribbon`, `.ribbon.json`, served by `compact.rs`).
+/// compact forms (`.ribbon`, `.ribbon.json`, served by `compact.rs`) and the exact form
+/// (`.exact`, served by `exact.rs`).
 fn known_suffixes() -> String {
     let all: Vec<String> = Repr::ALL
         .into_iter()
         .map(Repr::suffix)
         .chain(Compact::ALL.into_iter().map(super::compact::suffix))
+        .chain([super::exact::SUFFIX])
         .map(|s| format!(".{s}"))
         .collect();
     match all.split_last() {
@@ -186,7 +188,7 @@ mod tests {
 
         assert_eq!(
             err,
-            "unknown representation .xml: use .json, .hex, .bin, .ribbon or .ribbon.json"
+            "unknown representation .xml: use .json, .hex, .bin, .ribbon, .ribbon.json or .exact"
         );
     }
 

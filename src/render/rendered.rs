@@ -93,6 +93,9 @@ pub enum RawFields {
         m: u32,
         seed: u64,
     },
+    /// An exact body: its metadata (`count` is the changed IDs) and the IDs of the
+    /// universe it answers for.
+    Exact { meta: Meta, universe: u32 },
 }
 
 /// A sealed hour's place in the hour chain: the header of the hour before it, and the

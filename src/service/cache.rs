@@ -8,6 +8,7 @@
 //! docs/BENCHMARKS.md).
 
 use super::kept::{Kept, Slot, Value};
+use crate::hour::Hour;
 use crate::render::{Compact, Rendered, Repr};
 use std::sync::Arc;
 
@@ -53,6 +54,15 @@ impl RenderCache {
             .insert(Slot::Compact(key), Value::Rendering(value));
     }
 
+    /// A sealed hour's cached exact rendering.
+    pub fn get_exact(&self, hour: Hour) -> Option<Arc<Rendered>> {
+        self.get_slot(&Slot::Exact(hour))
+    }
+
+    pub fn insert_exact(&self, hour: Hour, value: Arc<Rendered>) {
+        self.kept.insert(Slot::Exact(hour), Value::Rendering(value));
+    }
+
     pub fn insert(&self, key: CacheKey, value: Arc<Rendered>) {
         self.kept
             .insert(Slot::Rendering(key), Value::Rendering(value));
@@ -72,7 +82,7 @@ impl RenderCache {
             Slot::Compact(k) => k.0 >= hour,
             Slot::OpenUnion(k) => k.0 .0 >= hour,
             Slot::Built(range) => range.0 >= hour,
-            Slot::Decoded(h) | Slot::SealedKeys(h) => h.index() >= hour,
+            Slot::Decoded(h) | Slot::SealedKeys(h) | Slot::Exact(h) => h.index() >= hour,
         });
     }
 }

@@ -17,6 +17,10 @@ pub enum ServiceError {
     /// The batch would take the hour past `max_hour_ids` distinct IDs; nothing was recorded.
     #[error("the hour {hour} is full: it holds {count} distinct IDs and the limit is {max}")]
     HourFull { hour: Hour, count: u64, max: u64 },
+    /// The batch would take the universe past `max_universe_ids` distinct IDs; nothing
+    /// was recorded.
+    #[error("the universe is full: it holds {count} distinct IDs and the limit is {max}")]
+    UniverseFull { count: u64, max: u64 },
     /// A union whose build alone would need more memory than the builds' part of the
     /// budget: it never fits; the message names the longest range that does.
     #[error("{0}")]

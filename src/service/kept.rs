@@ -37,6 +37,8 @@ pub(super) enum Slot {
     Decoded(Hour),
     /// A sealed hour's sorted keys (for the exact count of a union carried forward).
     SealedKeys(Hour),
+    /// A sealed hour's exact rendering (docs/PROTOCOL.md section 14).
+    Exact(Hour),
 }
 
 /// An open union's rendering, the version of the open hour it shows, and what its

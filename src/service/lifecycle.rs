@@ -237,12 +237,14 @@ impl Service {
             None => earliest,
         };
         let mut failed = None;
+        let first = hour;
         while hour < now {
             if let Err(e) = self.seal_or_backoff(hour).await {
                 failed.get_or_insert(e);
             }
             hour = hour.next();
         }
+        self.build_exact_after_seal(first, now).await;
         match self.store.last_link(now).await {
             Ok(Some(link)) => self.sealer.keep_head(link.hour, link.header),
             Ok(None) => {}

@@ -50,6 +50,7 @@ mod cache;
 mod chain;
 mod compact;
 mod error;
+mod exact;
 mod health;
 mod history;
 mod incremental;

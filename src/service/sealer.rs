@@ -55,6 +55,18 @@ pub(super) struct Sealer {
     failures: AtomicU64,
     /// The newest chain link as last read: its hour and header.
     head: Mutex<Option<(Hour, Hash)>>,
+    /// The universe's first hour once read (it never changes), or when it was last
+    /// found missing.
+    universe_since: Mutex<UniverseSeen>,
+}
+
+/// What is known of the universe's first hour.
+#[derive(Default, Clone, Copy)]
+pub(super) enum UniverseSeen {
+    #[default]
+    Unknown,
+    Missing(Instant),
+    Since(Hour),
 }
 
 impl Sealer {
@@ -156,6 +168,19 @@ impl Sealer {
     /// Keeps the figures of the sealed `hour` (they never change).
     pub fn keep_stats(&self, hour: Hour, stats: HourStats) {
         lock(&self.stats).insert(hour, stats);
+    }
+
+    /// What is known of the universe's first hour.
+    pub fn universe_seen(&self) -> UniverseSeen {
+        *lock(&self.universe_since)
+    }
+
+    /// Keeps what the store said of the universe's first hour.
+    pub fn keep_universe(&self, since: Option<Hour>) {
+        *lock(&self.universe_since) = match since {
+            Some(hour) => UniverseSeen::Since(hour),
+            None => UniverseSeen::Missing(Instant::now()),
+        };
     }
 
     /// Forgets the figures of hours before `earliest` (past retention).

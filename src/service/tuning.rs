@@ -19,6 +19,8 @@ pub struct Tuning {
     pub refresh: Duration,
     /// Distinct IDs an hour may hold; ingest beyond it is refused (`HourFull`).
     pub max_hour_ids: u64,
+    /// Distinct IDs the universe may hold; adding beyond it is refused (`UniverseFull`).
+    pub max_universe_ids: u64,
     /// Union builds of different ranges at once; more are refused (`Busy`).
     pub union_builds: usize,
     /// How far the wall clock may run ahead of the monotonic clock before it is a jump

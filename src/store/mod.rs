@@ -18,8 +18,8 @@ pub use links::ChainLink;
 pub use record::HourRecord;
 pub use rows::{
     batch_checksum, blob_to_keys, check_count, distinct, exact_checksum, filter_checksum,
-    keys_to_blob,
-    read_sealed_keys, sealed_keys_checksum, verify_batch, verify_sealed_keys, SealedRow,
+    keys_to_blob, read_sealed_keys, sealed_keys_checksum, verify_batch, verify_sealed_keys,
+    SealedRow,
 };
 pub use shape::HourShape;
 pub use signatures::{key_from_row, key_list, HourSignature};

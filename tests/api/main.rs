@@ -11,6 +11,7 @@ mod dashboard;
 mod deltas;
 mod dictionaries;
 mod errors;
+mod exact;
 mod fast_lane;
 mod faults;
 mod health;

@@ -91,6 +91,20 @@ pub fn signed_message(index: i64, header: &Hash) -> Vec<u8> {
     msg
 }
 
+/// The domain of an exact body's signature (docs/PROTOCOL.md section 14).
+pub const EXACT_SIGNING_DOMAIN: &[u8] = b"bloomcast-exact-v1";
+
+/// The exact bytes signed for hour `index`'s exact body: the domain, the index, the
+/// hour's chain header and the body's SHA-256.
+pub fn exact_signed_message(index: i64, header: &Hash, body: &[u8]) -> Vec<u8> {
+    let mut msg = Vec::with_capacity(EXACT_SIGNING_DOMAIN.len() + 8 + 64);
+    msg.extend_from_slice(EXACT_SIGNING_DOMAIN);
+    msg.extend_from_slice(&index.to_be_bytes());
+    msg.extend_from_slice(header);
+    msg.extend_from_slice(&Sha256::digest(body));
+    msg
+}
+
 /// The `Repr-Digest` field value (RFC 9530) of `bytes`: `sha-256=:BASE64:`.
 pub fn repr_digest(bytes: &[u8]) -> String {
     repr_digest_of(&Sha256::digest(bytes).into())
@@ -151,6 +165,13 @@ impl Signer {
     /// The signature of hour `index`'s link `header`.
     pub fn sign(&self, index: i64, header: &Hash) -> [u8; 64] {
         self.key.sign(&signed_message(index, header)).to_bytes()
+    }
+
+    /// Signs hour `index`'s exact body, bound to the hour's chain `header`.
+    pub fn sign_exact(&self, index: i64, header: &Hash, body: &[u8]) -> [u8; 64] {
+        self.key
+            .sign(&exact_signed_message(index, header, body))
+            .to_bytes()
     }
 }
 
@@ -213,6 +234,27 @@ impl PublicKey {
                 hour: hour.to_owned(),
             })
     }
+
+    /// Verifies the signature of hour `index`'s exact body under the hour's chain
+    /// `header`.
+    ///
+    /// # Errors
+    /// [`ChainError::Signature`] naming the hour.
+    pub fn verify_exact(
+        &self,
+        hour: &str,
+        index: i64,
+        header: &Hash,
+        body: &[u8],
+        signature: &[u8; 64],
+    ) -> Result<(), ChainError> {
+        let sig = ed25519_dalek::Signature::from_bytes(signature);
+        self.0
+            .verify_strict(&exact_signed_message(index, header, body), &sig)
+            .map_err(|_| ChainError::Signature {
+                hour: hour.to_owned(),
+            })
+    }
 }
 
 /// What a client knows of one closed hour after fetching it: the digest it computed of
@@ -260,6 +302,29 @@ mod tests {
 
     fn signer() -> Signer {
         Signer::from_seed(&[7; 32])
+    }
+
+    #[test]
+    fn an_exact_signature_binds_the_body_the_hour_and_its_header() {
+        let key = signer();
+        let public = key.public_key();
+        let sig = key.sign_exact(5, &[1; 32], b"body");
+        assert!(public.verify_exact("h", 5, &[1; 32], b"body", &sig).is_ok());
+        assert!(public
+            .verify_exact("h", 6, &[1; 32], b"body", &sig)
+            .is_err());
+        assert!(public
+            .verify_exact("h", 5, &[2; 32], b"body", &sig)
+            .is_err());
+        assert!(public
+            .verify_exact("h", 5, &[1; 32], b"bodY", &sig)
+            .is_err());
+        // Never valid as an hour's chain signature.
+        assert!(public.verify("h", 5, &[1; 32], &sig).is_err());
+        assert_eq!(
+            exact_signed_message(5, &[1; 32], b"").len(),
+            18 + 8 + 32 + 32
+        );
     }
 
     #[test]

@@ -42,6 +42,18 @@ pub(super) fn fields(fields: &RawFields, out: &mut Vec<(HeaderName, HeaderValue)
             }
             pairs
         }
+        RawFields::Exact { meta, universe } => {
+            let mut pairs = vec![
+                (wire::HEADER_HASH, crate::bloom::SHA1_KM32.to_owned()),
+                (wire::HEADER_COUNT, meta.count.to_string()),
+                ("bloom-universe", universe.to_string()),
+                (wire::HEADER_COMPLETE, meta.complete.to_string()),
+            ];
+            if let Some(hour) = &meta.hour {
+                pairs.push((wire::HEADER_HOUR, hour.clone()));
+            }
+            pairs
+        }
     };
     for (name, text) in pairs {
         if let Ok(value) = HeaderValue::try_from(text) {

@@ -126,11 +126,12 @@ fn union_work(out: &mut String, state: &AppState) {
         ("advance", work.advances),
         ("render", work.renders),
         ("hour_ribbon", work.hour_ribbons),
+        ("hour_exact", work.hour_exacts),
     ];
     let families = [
         (
             "bloomcast_union_work_seconds_total",
-            "CPU time of union work by step: built from the store, carried forward to the open hour's new keys, rendered; and of closed hours' compact work (hour_ribbon: a ribbon built or rendered as JSON).",
+            "CPU time of union work by step: built from the store, carried forward to the open hour's new keys, rendered; and of closed hours' compact work (hour_ribbon: a ribbon built or rendered as JSON; hour_exact: an exact body built).",
             steps.map(|(_, s)| s.cpu_seconds.to_string()),
         ),
         (

@@ -25,6 +25,8 @@ pub(in crate::service) enum Step {
     /// A closed hour's compact (ribbon) work: its ribbon built at one precision, or that
     /// ribbon rendered in its JSON form.
     HourRibbon,
+    /// A closed hour's exact body built over the universe.
+    HourExact,
 }
 
 #[derive(Default)]
@@ -36,7 +38,7 @@ struct Counter {
 /// The counters, one per [`Step`].
 #[derive(Default)]
 pub(super) struct Work {
-    steps: [Counter; 4],
+    steps: [Counter; 5],
 }
 
 /// One step's figures.
@@ -54,6 +56,8 @@ pub struct UnionWork {
     pub renders: StepStats,
     /// Closed hours' compact work (not a union's, counted apart).
     pub hour_ribbons: StepStats,
+    /// Closed hours' exact bodies built.
+    pub hour_exacts: StepStats,
 }
 
 impl Work {
@@ -77,6 +81,7 @@ impl Work {
             advances: of(Step::Advance),
             renders: of(Step::Render),
             hour_ribbons: of(Step::HourRibbon),
+            hour_exacts: of(Step::HourExact),
         }
     }
 }

@@ -6,9 +6,7 @@
 use super::{pg_error, PgStore};
 use crate::bloom::Key;
 use crate::hour::Hour;
-use crate::store::{
-    blob_to_keys, exact_checksum, Result, StoreError, UniverseAdded, UniverseInfo,
-};
+use crate::store::{blob_to_keys, exact_checksum, Result, StoreError, UniverseAdded, UniverseInfo};
 use deadpool_postgres::Transaction;
 
 /// Migration 9.
@@ -62,9 +60,8 @@ async fn insert(store: &PgStore, tx: &Transaction<'_>, keys: &[Key], hour: Hour)
 /// Every key the store holds (sealed hours' and open batches'), into the universe as
 /// joining in `hour`, one hour at a time.
 async fn backfill(store: &PgStore, tx: &Transaction<'_>, hour: Hour) -> Result<u64> {
-    let hours = store.sql(
-        "SELECT hour FROM {s}.hours UNION SELECT DISTINCT hour FROM {s}.batches ORDER BY 1",
-    );
+    let hours = store
+        .sql("SELECT hour FROM {s}.hours UNION SELECT DISTINCT hour FROM {s}.batches ORDER BY 1");
     let blobs = store.sql(
         "SELECT keys FROM {s}.hours WHERE hour = $1 UNION ALL
          SELECT keys FROM {s}.batches WHERE hour = $1",

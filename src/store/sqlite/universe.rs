@@ -79,7 +79,8 @@ fn backfill(tx: &Transaction, hour: Hour) -> Result<u64> {
 
 /// `Store::add_to_universe` inside the writer's transaction.
 pub(super) fn add(tx: &Transaction, keys: &[Key], open: Hour, max: u64) -> Result<UniverseAdded> {
-    tx.execute_batch("SAVEPOINT universe_add").map_err(sql_error)?;
+    tx.execute_batch("SAVEPOINT universe_add")
+        .map_err(sql_error)?;
     let outcome = (|| {
         let before = match info(tx)? {
             Some(info) => info.count,
@@ -104,7 +105,8 @@ pub(super) fn add(tx: &Transaction, keys: &[Key], open: Hour, max: u64) -> Resul
         tx.execute_batch("ROLLBACK TO universe_add")
             .map_err(sql_error)?;
     }
-    tx.execute_batch("RELEASE universe_add").map_err(sql_error)?;
+    tx.execute_batch("RELEASE universe_add")
+        .map_err(sql_error)?;
     outcome
 }
 

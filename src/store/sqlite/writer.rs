@@ -3,10 +3,10 @@
 //! and one fsync. A failed group fails every request in it; none is acknowledged.
 
 use super::sql_error;
+use crate::bloom::Key;
 use crate::bloom::SHA1_KM32;
 use crate::chain::PublicKey;
 use crate::hour::Hour;
-use crate::bloom::Key;
 use crate::store::{
     batch_checksum, ChainLink, HourSignature, Linking, Result, SealedHour, Sealing, StoreError,
     UniverseAdded,

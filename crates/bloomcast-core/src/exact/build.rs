@@ -72,7 +72,7 @@ impl Shape {
         let b = if self.k == 0 {
             0
         } else {
-            u64::from(self.k) * u64::from(rows_for(r - in_a))
+            u64::from(self.k) * u64::from(rows_for(r.saturating_sub(in_a)))
         };
         let through = r as f64 + (n - r) as f64 * self.false_positive_rate();
         (a + b) as f64 + f64::from(rows_for(through.ceil() as u64))
@@ -250,14 +250,18 @@ impl Exact {
     }
 
     /// The most memory [`Exact::build`] holds at once for `n` universe keys of which `r`
-    /// changed, in bytes, beside the caller's universe: the changed keys twice, the
-    /// filter bands, and the retrieval band (bounded by the whole universe).
+    /// changed, in bytes, the universe's own 8 bytes per key included: the changed keys
+    /// twice, then the larger of the filter bands and the retrieval band (sized for the
+    /// keys the filter is expected to let through, plus a tenth), and the solutions.
     pub fn build_bytes(n: u64, r: u64) -> u64 {
-        let retrieval_rows = u64::from(grown(grown(rows_for(n))));
-        16 * r
-            + Band::<u32>::bytes(u64::from(grown(rows_for(r))))
-            + Band::<u8>::bytes(retrieval_rows)
-            + (retrieval_rows + 33 * u64::from(rows_for(r))).div_ceil(8)
+        let r = r.min(n);
+        let uniform = [r / u64::from(SELECTOR_RANGE); SELECTOR_RANGE as usize];
+        let shape = Shape::best(n, r, &uniform);
+        let through = (r as f64 + (n - r) as f64 * shape.false_positive_rate()) * 1.1 + 1024.0;
+        let through = (through as u64).min(n);
+        let filters = Band::<u32>::bytes(u64::from(grown(rows_for(r))));
+        let retrieval = Band::<u8>::bytes(u64::from(grown(rows_for(through))));
+        8 * n + 16 * r + filters.max(retrieval) + (33 * r + through) / 8 + 64 * 1024
     }
 }
 

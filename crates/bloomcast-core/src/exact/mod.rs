@@ -13,7 +13,7 @@
 mod build;
 pub mod system;
 mod wire;
-pub use wire::HEADER;
+pub use wire::MAX_HEADER;
 
 use crate::bloom::{mix64, Key};
 use system::{salt, value_mask, Layout, Row};

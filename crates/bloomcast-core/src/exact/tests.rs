@@ -105,7 +105,7 @@ fn bodies_stay_within_fifteen_percent_of_the_floor() {
             let changed = every(&universe, fraction);
             let exact = Exact::build(universe.clone(), &changed).unwrap();
             let floor = floor_bits(n, changed.len() as u64) / 8.0;
-            let body = (exact.byte_len() - wire::HEADER) as f64;
+            let body = (exact.byte_len() - exact.header_len()) as f64;
             assert!(
                 body <= 1.15 * floor,
                 "n {n} r/N {fraction}: {body} bytes against a floor of {floor:.1}"
@@ -129,7 +129,7 @@ fn malformed_bodies_are_refused_with_the_reason() {
     let exact = Exact::build(keys("w", 1000), &keys("w", 50)).unwrap();
     let good = exact.to_bytes();
     let cases: Vec<(Vec<u8>, &str)> = vec![
-        (good[..10].to_vec(), "shorter than the header"),
+        (good[..5].to_vec(), "shorter than the header"),
         ([b"XXXX", &good[4..]].concat(), "magic"),
         (
             {
@@ -148,14 +148,14 @@ fn malformed_bodies_are_refused_with_the_reason() {
             "k = 40",
         ),
         (
-            {
-                let mut b = good.clone();
-                b[6] = 0;
-                b[7] = 1;
-                b
-            },
-            "split = 256",
+            [&good[..7], &[0x80, 0x00], &good[8..]].concat(),
+            "not minimally encoded",
         ),
+        (
+            [&good[..7], &[0xff, 0xff, 0xff, 0xff, 0x7f]].concat(),
+            "2^32 or more",
+        ),
+        (good[..8].to_vec(), "the header ends inside"),
         (good[..good.len() - 1].to_vec(), "expected"),
     ];
     for (bytes, reason) in cases {

@@ -92,14 +92,28 @@ fn transcribed_row(key: u64, tag: u64, seed: u64, m: u64) -> (u64, u128, u64) {
 
 /// Section 14's query over the raw body, one bit at a time.
 fn transcribed_changed(body: &[u8], id: &str) -> bool {
-    let u = |at: usize| u64::from(u32::from_le_bytes(body[at..at + 4].try_into().unwrap()));
     let k = u64::from(body[5]);
-    let split = u64::from(u16::from_le_bytes([body[6], body[7]]));
-    let (ma, mb, mr) = (u(16), u(20), u(24));
-    let (sa, sb, sr) = (u(28), u(32), u(36));
+    let split = u64::from(body[6]);
+    // Eight LEB128 varints from byte 7.
+    let mut at = 7;
+    let mut fields = [0u64; 8];
+    for field in &mut fields {
+        let mut shift = 0;
+        loop {
+            let b = body[at];
+            at += 1;
+            *field |= u64::from(b & 0x7f) << shift;
+            shift += 7;
+            if b & 0x80 == 0 {
+                break;
+            }
+        }
+    }
+    let [_, _, ma, mb, mr, sa, sb, sr] = fields;
+    let data = at;
     let key = Key::of(id);
     let key = u64::from(key.h1) << 32 | u64::from(key.h2);
-    let bit = |t: u64| u64::from(body[40 + (t / 8) as usize] >> (t % 8) & 1);
+    let bit = |t: u64| u64::from(body[data + (t / 8) as usize] >> (t % 8) & 1);
     // value(system at offset, m rows, bits columns) for the key's row.
     let value = |offset: u64, m: u64, bits: u64, tag: u64, seed: u64| -> (u64, u64) {
         let (start, coeff, d) = transcribed_row(key, tag, seed, m);

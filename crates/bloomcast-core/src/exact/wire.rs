@@ -1,30 +1,56 @@
-//! The body of `.exact` responses: a 40-byte little-endian header, then the three
-//! solutions, bit-contiguous.
+//! The body of `.exact` responses: a short header, then the three solutions,
+//! bit-contiguous.
 //!
 //! ```text
 //! 0   4  magic "BCX1"
 //! 4   1  version (1)
 //! 5   1  k, fingerprint bits of part B (0..=31); part A has k + 1
-//! 6   2  split (u16 LE, 0..=255): keys whose selector is below it are in part A
-//! 8   4  universe, IDs the body answers for (u32 LE)
-//! 12  4  changed, IDs that changed (u32 LE)
-//! 16  4  mA, rows of part A (u32 LE)
-//! 20  4  mB, rows of part B (u32 LE; 0 when k = 0)
-//! 24  4  mR, rows of the retrieval level (u32 LE)
-//! 28  4  seed A, 32 4 seed B, 36 4 seed R (u32 LE)
-//! 40  ceil(((k+1)*mA + k*mB + mR) / 8)  solutions: part A's columns, part B's, the
+//! 6   1  split (0..=255): keys whose selector is below it are in part A
+//! 7   ..  eight unsigned LEB128 varints (each < 2^32, minimal): universe N, changed r,
+//!         rows mA, mB (0 when k = 0), mR, seeds sA, sB, sR
+//! H   ceil(((k+1)*mA + k*mB + mR) / 8)  solutions: part A's columns, part B's, the
 //!         retrieval level's, each column-major (bit b*m + i is bit b of row i), all
-//!         bit-contiguous from bit 0 of byte 40, least significant bit first; padding zero
+//!         bit-contiguous from bit 0 of byte H, least significant bit first; padding zero
 //! ```
+//!
+//! The header is 15 to 47 bytes: small hours stay smaller than their Bloom filter.
 
 use super::system::{Layout, MAX_BITS};
-use super::{Exact, MAX_K, SELECTOR_RANGE};
+use super::{Exact, MAX_K};
 use crate::bloom::FilterError;
 
 pub(super) const MAGIC: [u8; 4] = *b"BCX1";
 pub(super) const VERSION: u8 = 1;
-/// Bytes before the solutions.
-pub const HEADER: usize = 40;
+/// Bytes of the header at most (at least 15).
+pub const MAX_HEADER: usize = 7 + 8 * 5;
+
+/// Appends `v` as an unsigned LEB128 varint.
+fn put_varint(out: &mut Vec<u8>, mut v: u32) {
+    while v >= 0x80 {
+        out.push((v as u8 & 0x7f) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+/// Reads a minimal unsigned LEB128 varint below 2^32 at `*at`, moving past it.
+fn varint(bytes: &[u8], at: &mut usize, name: &str) -> Result<u32, String> {
+    let mut v: u64 = 0;
+    for i in 0..5 {
+        let Some(&b) = bytes.get(*at + i) else {
+            return Err(format!("the header ends inside {name}"));
+        };
+        v |= u64::from(b & 0x7f) << (7 * i);
+        if b & 0x80 == 0 {
+            if i > 0 && b == 0 {
+                return Err(format!("{name} is not minimally encoded"));
+            }
+            *at += i + 1;
+            return u32::try_from(v).map_err(|_| format!("{name} is 2^32 or more"));
+        }
+    }
+    Err(format!("{name} is longer than 5 bytes"))
+}
 
 impl Exact {
     /// Bits of solution.
@@ -34,16 +60,20 @@ impl Exact {
 
     /// Bytes of [`Exact::to_bytes`] without building them.
     pub fn byte_len(&self) -> usize {
-        HEADER + self.solution_bits().div_ceil(8) as usize
+        self.header().len() + self.solution_bits().div_ceil(8) as usize
     }
 
-    /// The self-describing body.
-    pub fn to_bytes(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(self.byte_len());
+    /// Bytes of the header alone.
+    pub fn header_len(&self) -> usize {
+        self.header().len()
+    }
+
+    fn header(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(MAX_HEADER);
         out.extend_from_slice(&MAGIC);
         out.push(VERSION);
         out.push(self.k as u8);
-        out.extend_from_slice(&(self.split as u16).to_le_bytes());
+        out.push(self.split as u8);
         for v in [
             self.universe,
             self.changed,
@@ -54,8 +84,14 @@ impl Exact {
             self.seeds[1],
             self.seeds[2],
         ] {
-            out.extend_from_slice(&v.to_le_bytes());
+            put_varint(&mut out, v);
         }
+        out
+    }
+
+    /// The self-describing body.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut out = self.header();
         let len = self.solution_bits().div_ceil(8) as usize;
         out.extend(self.words.iter().flat_map(|w| w.to_le_bytes()).take(len));
         out
@@ -67,7 +103,7 @@ impl Exact {
     /// [`FilterError::BadExact`] naming the first thing wrong.
     pub fn from_bytes(bytes: &[u8]) -> Result<Exact, FilterError> {
         let bad = |what: String| Err(FilterError::BadExact(what));
-        if bytes.len() < HEADER {
+        if bytes.len() < 7 {
             return bad(format!("{} bytes is shorter than the header", bytes.len()));
         }
         if bytes[0..4] != MAGIC {
@@ -80,14 +116,20 @@ impl Exact {
         if k > MAX_K {
             return bad(format!("k = {k} outside 0..=31"));
         }
-        let split = u32::from(u16::from_le_bytes([bytes[6], bytes[7]]));
-        if split >= SELECTOR_RANGE {
-            return bad(format!("split = {split} outside 0..=255"));
+        let split = u32::from(bytes[6]);
+        let mut at = 7;
+        let mut fields = [0u32; 8];
+        for (field, name) in fields
+            .iter_mut()
+            .zip(["N", "r", "mA", "mB", "mR", "sA", "sB", "sR"])
+        {
+            *field = match varint(bytes, &mut at, name) {
+                Ok(v) => v,
+                Err(what) => return bad(what),
+            };
         }
-        let u32_at = |at: usize| u32::from_le_bytes(bytes[at..at + 4].try_into().expect("4"));
-        let (universe, changed) = (u32_at(8), u32_at(12));
-        let (m_a, m_b, m_r) = (u32_at(16), u32_at(20), u32_at(24));
-        let seeds = [u32_at(28), u32_at(32), u32_at(36)];
+        let [universe, changed, m_a, m_b, m_r, s_a, s_b, s_r] = fields;
+        let seeds = [s_a, s_b, s_r];
         if k == 0 && m_b != 0 {
             return bad(format!("mB = {m_b} with k = 0 (part B has no columns)"));
         }
@@ -108,7 +150,7 @@ impl Exact {
             offset: b.offset + b.bits_len(),
         };
         let bits = retrieval.offset + retrieval.bits_len();
-        let body = &bytes[HEADER..];
+        let body = &bytes[at..];
         let expected = bits.div_ceil(8);
         if body.len() as u64 != expected {
             return bad(format!(

@@ -1,0 +1,98 @@
+//! The exact form of a sealed hour: `/YYYY/MM/DD/HH.exact`, or the plain path with
+//! `Accept: application/vnd.bloomcast.exact` (docs/PROTOCOL.md section 14). Immutable,
+//! with ETag and 304 like every filter; never gzipped. The open hour is 406, an hour
+//! before the universe 404, `?fpp=` 400.
+
+use super::compact::fpp_param;
+use super::error::{ApiError, Result};
+use super::filters::not_modified;
+use super::head::head;
+use super::negotiate::ranges;
+use super::paths::filter_path;
+use super::AppState;
+use crate::service::Target;
+use axum::body::Body;
+use axum::http::request::Parts;
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::response::Response;
+
+/// The content type of the exact form.
+pub const EXACT_TYPE: &str = "application/vnd.bloomcast.exact";
+/// Its URL suffix, after the dot.
+pub const SUFFIX: &str = "exact";
+
+/// The exact response, when the request asks for it (by suffix, or by `Accept` on a
+/// path without a suffix); `None` leaves the request to the other handlers.
+pub async fn maybe_serve(state: &AppState, parts: &Parts) -> Option<Result<Response>> {
+    let path = parts.uri.path();
+    let plain = match path.strip_suffix(SUFFIX).and_then(|p| p.strip_suffix('.')) {
+        Some(plain) => plain,
+        None if !last_segment_has_suffix(path) && wants_exact(&parts.headers) => path,
+        None => return None,
+    };
+    Some(serve(state, parts, plain).await)
+}
+
+fn last_segment_has_suffix(path: &str) -> bool {
+    path.rsplit('/').next().is_some_and(|s| s.contains('.'))
+}
+
+/// Whether `Accept` lists the exact type at a quality no lower than any other type.
+fn wants_exact(headers: &HeaderMap) -> bool {
+    let Some(accept) = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()) else {
+        return false;
+    };
+    if !accept.contains("vnd.bloomcast.exact") {
+        return false;
+    }
+    let (mut exact, mut other) = (0.0f32, 0.0f32);
+    for (range, q) in ranges(accept) {
+        if range.eq_ignore_ascii_case(EXACT_TYPE) {
+            exact = exact.max(q);
+        } else if !range.contains('*') {
+            other = other.max(q);
+        }
+    }
+    exact > 0.0 && exact >= other
+}
+
+async fn serve(state: &AppState, parts: &Parts, plain: &str) -> Result<Response> {
+    let (target, suffix) = filter_path(plain)?;
+    if suffix.is_some() {
+        return Err(ApiError::NotFound("one suffix per URL".into()));
+    }
+    if let Some(asked) = fpp_param(parts.uri.query()) {
+        return Err(ApiError::BadRequest(format!(
+            "fpp={asked} does not apply to the exact form: it has no false positives to \
+             choose (fpp applies to .ribbon and .ribbon.json)"
+        )));
+    }
+    let Target::Hour(hour) = target else {
+        return Err(ApiError::NotFound(
+            "the exact form is an hour's only: /YYYY/MM/DD/HH.exact".into(),
+        ));
+    };
+    let view = state.service.exact_view(hour).await?;
+    let rendered = &view.rendered;
+    let head = head(rendered);
+    let etag = head.etag(false).clone();
+    let mut response = if not_modified(rendered, &parts.headers) {
+        let mut response = Response::new(Body::empty());
+        *response.status_mut() = StatusCode::NOT_MODIFIED;
+        response
+    } else {
+        let mut response = Response::new(Body::from(rendered.identity.clone()));
+        let out = response.headers_mut();
+        out.insert(header::CONTENT_TYPE, HeaderValue::from_static(EXACT_TYPE));
+        super::filters::insert_metadata(out, head.metadata(), head.repr_digest(false));
+        response
+    };
+    let out = response.headers_mut();
+    out.insert(header::ETAG, etag);
+    out.insert(
+        header::CACHE_CONTROL,
+        super::filters::cache_control(state, None),
+    );
+    out.insert(header::VARY, HeaderValue::from_static("Accept"));
+    Ok(response)
+}

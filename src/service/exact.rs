@@ -1,0 +1,239 @@
+//! Exact hours (docs/PROTOCOL.md section 14): the publisher's universe, and each sealed
+//! hour's exact body over it. An hour's body is built once, from the universe as it
+//! stood when the hour was sealed (the keys that joined by then) and the hour's keys,
+//! stored (the first stored wins, so every node serves the same bytes), and kept in
+//! the render cache. A build is bounded as compact builds are: one per hour at a time,
+//! a slot of the build pool, and its peak memory reserved before a key is read.
+
+use super::sealer::UniverseSeen;
+use super::unions::Step;
+use super::{Result, Service, ServiceError, View};
+use crate::bloom::Key;
+use crate::chain::{self, SignatureField};
+use crate::exact::Exact;
+use crate::hour::Hour;
+use crate::render::{render_exact, ChainPlace, Rendered, Repr};
+use crate::store::{StoreError, UniverseAdded, UniverseInfo};
+use crate::wire::Meta;
+use std::sync::Arc;
+
+impl Service {
+    /// The universe, if the publisher created one.
+    ///
+    /// # Errors
+    /// Store failures.
+    pub async fn universe(&self) -> Result<Option<UniverseInfo>> {
+        Ok(self.store.universe().await?)
+    }
+
+    /// Durably adds `keys` to the universe (creating it, from the open hour on, at the
+    /// first call); its size after.
+    ///
+    /// # Errors
+    /// [`ServiceError::UniverseFull`] past `max_universe_ids` (nothing recorded); store
+    /// failures (nothing recorded).
+    pub async fn add_to_universe(&self, keys: &[Key]) -> Result<u64> {
+        let max = self.tuning.max_universe_ids;
+        let open = self.current_hour();
+        match self.note_write(self.store.add_to_universe(keys, open, max).await)? {
+            UniverseAdded::Added { count } => {
+                if !matches!(self.sealer.universe_seen(), UniverseSeen::Since(_)) {
+                    self.sealer
+                        .keep_universe(self.store.universe().await?.map(|u| u.since));
+                }
+                Ok(count)
+            }
+            UniverseAdded::Full { count } => Err(ServiceError::UniverseFull { count, max }),
+        }
+    }
+
+    /// The exact body of a sealed hour.
+    ///
+    /// # Errors
+    /// `NotFound` without a universe, for an hour before it, or a future hour;
+    /// `NotAcceptable` for the open hour; `Gone` past retention; `Busy` when the build
+    /// pool or its memory is taken; store failures.
+    pub async fn exact_view(&self, hour: Hour) -> Result<View> {
+        let mut now = self.current_hour();
+        if hour > now {
+            self.read_marks_if_due().await?;
+            now = self.current_hour();
+        }
+        self.check(hour, now)?;
+        if hour == now {
+            return Err(ServiceError::NotAcceptable(format!(
+                "{hour} is still open: its exact form is built when it is sealed; \
+                 fetch it as .bin, .hex or .json until then"
+            )));
+        }
+        let info = self.store.universe().await?.ok_or_else(|| {
+            ServiceError::NotFound(
+                "this service has no universe, so no exact hours: a publisher creates one \
+                 with POST /universe"
+                    .into(),
+            )
+        })?;
+        if hour < info.since {
+            return Err(ServiceError::NotFound(format!(
+                "{hour} was sealed before the universe existed: exact hours start at {}",
+                info.since
+            )));
+        }
+        let rendered = self.exact_rendering(hour, info).await?;
+        Ok(View {
+            rendered,
+            open_until: None,
+            prev: None,
+            next: None,
+            open_hour: None,
+            signature_pending: false,
+        })
+    }
+
+    /// The first hour with an exact body, for the index: read from the store once it
+    /// exists (it never changes), and while it does not, at most once per `refresh`.
+    ///
+    /// # Errors
+    /// Store failures.
+    pub async fn exact_since(&self) -> Result<Option<Hour>> {
+        match self.sealer.universe_seen() {
+            UniverseSeen::Since(hour) => return Ok(Some(hour)),
+            UniverseSeen::Missing(at) if at.elapsed() < self.tuning.refresh => return Ok(None),
+            _ => {}
+        }
+        let since = self.store.universe().await?.map(|u| u.since);
+        self.sealer.keep_universe(since);
+        Ok(since)
+    }
+
+    /// The size of `hour`'s exact body when it is built and kept, for the index.
+    pub fn exact_bytes(&self, hour: Hour) -> Option<usize> {
+        self.cache.get_exact(hour).map(|hit| hit.identity.len())
+    }
+
+    /// Builds the exact bodies of the sealed hours `from..to` that have none, after they
+    /// are sealed (best effort: an hour that fails is built when first asked for).
+    pub(super) async fn build_exact_after_seal(&self, from: Hour, to: Hour) {
+        let since = match self.exact_since().await {
+            Ok(Some(since)) => since,
+            Ok(None) => return,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot read the universe; exact hours are built when asked for");
+                return;
+            }
+        };
+        let mut hour = from.max(since);
+        while hour < to {
+            if self.cache.get_exact(hour).is_none() {
+                if let Err(e) = self.exact_view(hour).await {
+                    tracing::warn!(%hour, error = %e, "cannot build the exact hour yet; it is built when asked for");
+                }
+            }
+            hour = hour.next();
+        }
+    }
+
+    /// The rendering of a sealed hour's exact body, from the cache, the store, or built.
+    async fn exact_rendering(&self, hour: Hour, info: UniverseInfo) -> Result<Arc<Rendered>> {
+        if let Some(hit) = self.cache.get_exact(hour) {
+            return Ok(hit);
+        }
+        // Readers of one hour share its build: those waiting find it cached. (A turn no
+        // rendering takes: no range ends before it starts.)
+        let turn = (hour.index(), i64::MIN, Repr::Bin);
+        let _same_hour = self.unions.hour_render_turn(turn).await;
+        if let Some(hit) = self.cache.get_exact(hour) {
+            return Ok(hit);
+        }
+        // Sealed first (its keys final, its chain link made), then the body.
+        let (bin, complete) = self.closed_view(hour, Repr::Bin).await?;
+        if !complete {
+            return Err(ServiceError::Store(StoreError::unavailable(
+                format!("{hour} cannot be sealed right now, so it has no exact body yet"),
+                std::io::Error::other("the seal is being retried"),
+            )));
+        }
+        let stored = match self.store.exact(hour).await {
+            Ok(stored) => stored,
+            // A body that fails its checksum is built again: the same keys give the same bytes.
+            Err(e @ StoreError::Corrupt(_)) => {
+                self.note_corrupt(hour, &e);
+                None
+            }
+            Err(e) => return Err(e.into()),
+        };
+        let body = match stored {
+            Some(body) => body,
+            None => {
+                let built = self.build_exact(hour, info.count, bin.count).await?;
+                self.note_write(self.store.put_exact(hour, &built).await)?
+            }
+        };
+        let exact = Exact::from_bytes(&body)?;
+        let chain = match bin.chain {
+            Some(place) => Some(self.exact_chain_place(hour, &bin, place, &body).await?),
+            None => None,
+        };
+        let meta = Meta::hour(hour.rfc3339(), true, u64::from(exact.changed_count()));
+        let rendered = Arc::new(render_exact(&meta, body, exact.universe(), chain));
+        self.cache.insert_exact(hour, rendered.clone());
+        Ok(rendered)
+    }
+
+    /// Builds `hour`'s exact body over the universe as it stood when the hour was
+    /// sealed: the keys that joined in it or before, which include the hour's own.
+    async fn build_exact(&self, hour: Hour, universe: u64, changed: u64) -> Result<Vec<u8>> {
+        let slot = self.unions.slot()?;
+        let bytes = Exact::build_bytes(universe, changed);
+        let held = self.unions.reserve(slot, bytes).map_err(|refused| {
+            refused.answer(
+                &format!("building the exact form of {}", hour.path()),
+                |needs, budget| {
+                    ServiceError::NotAcceptable(format!(
+                        "the exact form of {} needs about {needs} MiB of memory to build, more \
+                     than this server's build budget of {budget} MiB (setting cache_bytes); \
+                     fetch it as .bin, .hex, .json or .ribbon",
+                        hour.path()
+                    ))
+                },
+            )
+        })?;
+        let keys = self.closed_keys(hour).await?;
+        let universe = self.store.universe_keys(hour).await?;
+        let body = self
+            .unions
+            .run(held, Step::HourExact, move || {
+                Exact::build(universe, &keys).map(|exact| exact.to_bytes())
+            })
+            .await??;
+        tracing::info!(%hour, bytes = body.len(), "built an exact hour");
+        Ok(body)
+    }
+
+    /// The exact body's place in the chain: the hour's previous header, and a signature
+    /// over the exact message when this node holds the key listed for the hour.
+    async fn exact_chain_place(
+        &self,
+        hour: Hour,
+        bin: &Rendered,
+        place: ChainPlace,
+        body: &[u8],
+    ) -> Result<ChainPlace> {
+        let header = chain::header(&bin.sha256, &place.prev);
+        let signature = match &self.tuning.signer {
+            Some(signer) if place.signature.is_some() => {
+                let ours = signer.public_key();
+                let list = self.key_list().await?;
+                (list.for_hour(hour).map(|k| k.public_key) == Some(ours)).then(|| SignatureField {
+                    signature: signer.sign_exact(hour.index(), &header, body),
+                    key_id: Some(ours.id()),
+                })
+            }
+            _ => None,
+        };
+        Ok(ChainPlace {
+            prev: place.prev,
+            signature,
+        })
+    }
+}

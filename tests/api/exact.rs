@@ -1,0 +1,241 @@
+//! Exact hours (docs/PROTOCOL.md section 14): the universe (`POST`/`GET /universe`),
+//! `.exact` bodies that answer every universe ID exactly, their caching headers and
+//! signature, and what bad requests get.
+
+use crate::helpers::{TestApp, TOKEN};
+use axum::body::Body;
+use axum::http::Request;
+use bloomcast::chain::{self, PublicKey};
+use bloomcast::exact::Exact;
+
+const EXACT: &str = "application/vnd.bloomcast.exact";
+
+async fn post_universe(
+    app: &TestApp,
+    ids: &[String],
+    token: Option<&str>,
+) -> crate::helpers::Reply {
+    let body = serde_json::to_vec(&serde_json::json!({ "ids": ids })).unwrap();
+    let mut req = Request::post("/universe").header("content-type", "application/json");
+    if let Some(t) = token {
+        req = req.header("authorization", format!("Bearer {t}"));
+    }
+    app.request(req.body(Body::from(body)).unwrap()).await
+}
+
+fn ids(prefix: &str, n: usize) -> Vec<String> {
+    (0..n).map(|i| format!("{prefix}:{i}")).collect()
+}
+
+#[tokio::test]
+async fn every_universe_id_gets_the_true_answer_in_a_sealed_hour() {
+    let app = TestApp::spawn().await;
+    let universe = ids("user", 5_000);
+    let reply = post_universe(&app, &universe, Some(TOKEN)).await;
+    assert_eq!(
+        reply.status,
+        200,
+        "{}",
+        String::from_utf8_lossy(&reply.body)
+    );
+    assert_eq!(reply.json()["count"], 5_000);
+    assert_eq!(reply.json()["accepted"], 5_000);
+    assert_eq!(reply.header("cache-control"), Some("private, no-store"));
+    // 1% of the universe changes, and two IDs the universe did not have.
+    let changed: Vec<&str> = universe.iter().step_by(100).map(String::as_str).collect();
+    app.ingest(&changed).await;
+    app.ingest(&["new:1", "new:2"]).await;
+    app.next_hour().await;
+
+    let reply = app.get("/2008/09/03/13.exact").await;
+    assert_eq!(
+        reply.status,
+        200,
+        "{}",
+        String::from_utf8_lossy(&reply.body)
+    );
+    assert_eq!(reply.header("content-type"), Some(EXACT));
+    assert_eq!(reply.header("bloom-count"), Some("52"));
+    assert_eq!(reply.header("bloom-universe"), Some("5002"));
+    assert_eq!(reply.header("bloom-complete"), Some("true"));
+    assert_eq!(
+        reply.header("cache-control"),
+        Some("public, max-age=31536000, immutable")
+    );
+    reply.assert_digest_of_body("exact");
+    let exact = Exact::from_bytes(&reply.body).unwrap();
+    for id in &universe {
+        assert_eq!(exact.changed_id(id), changed.contains(&id.as_str()), "{id}");
+    }
+    assert!(exact.changed_id("new:1") && exact.changed_id("new:2"));
+    // Ingested IDs joined the universe when their hour was sealed.
+    let info = app
+        .get_with(
+            "/universe",
+            &[("authorization", &format!("Bearer {TOKEN}"))],
+        )
+        .await;
+    assert_eq!(info.json()["count"], 5_002);
+    assert_eq!(info.json()["since"], "2008-09-03T13:00:00Z");
+    // Smaller than the Bloom filter's gzip bytes at 1%, header included.
+    let bin = app
+        .get_with("/2008/09/03/13.bin", &[("accept-encoding", "gzip")])
+        .await;
+    assert_eq!(bin.header("content-encoding"), Some("gzip"));
+    assert!(
+        reply.body.len() < bin.body.len(),
+        "{} vs {}",
+        reply.body.len(),
+        bin.body.len()
+    );
+}
+
+#[tokio::test]
+async fn the_body_is_immutable_revalidates_and_survives_a_restart() {
+    let app = TestApp::spawn().await;
+    post_universe(&app, &ids("u", 300), Some(TOKEN)).await;
+    app.ingest(&["u:1", "u:2"]).await;
+    app.next_hour().await;
+    let first = app.get("/2008/09/03/13.exact").await;
+    assert_eq!(first.status, 200);
+    let etag = first.header("etag").unwrap().to_owned();
+    let again = app
+        .get_with("/2008/09/03/13.exact", &[("if-none-match", &etag)])
+        .await;
+    assert_eq!(again.status, 304);
+    // Accept negotiates the same bytes on the plain path.
+    let by_accept = app.get_with("/2008/09/03/13", &[("accept", EXACT)]).await;
+    assert_eq!(by_accept.status, 200);
+    assert_eq!(by_accept.body, first.body);
+    // IDs added after the hour was sealed do not change its bytes, here or after a restart.
+    post_universe(&app, &ids("later", 1000), Some(TOKEN)).await;
+    assert_eq!(app.get("/2008/09/03/13.exact").await.body, first.body);
+    let app = app.restart().await;
+    let reply = app.get("/2008/09/03/13.exact").await;
+    assert_eq!(reply.body, first.body);
+    assert_eq!(reply.header("etag"), Some(etag.as_str()));
+    // The index says where exact bodies start and how large a built one is.
+    let index = app.get("/").await.json();
+    assert_eq!(index["exact_since"], "2008-09-03T13:00:00Z");
+    let line = &index["hours"][1];
+    assert_eq!(line["hour"], "2008-09-03T13:00:00Z");
+    assert_eq!(line["exact_bytes"], first.body.len());
+}
+
+#[tokio::test]
+async fn the_signature_covers_the_body_under_the_hours_chain_header() {
+    let app = TestApp::spawn().await;
+    post_universe(&app, &ids("s", 100), Some(TOKEN)).await;
+    app.ingest(&["s:5"]).await;
+    app.next_hour().await;
+    let reply = app.get("/2008/09/03/13.exact").await;
+    assert_eq!(reply.status, 200);
+    let well_known = app.get("/.well-known/bloomcast.json").await.json();
+    let key: PublicKey = well_known["public_key"].as_str().unwrap().parse().unwrap();
+    let entry = &app.get("/chain/2008/09/03/13?limit=1").await.json()[0];
+    let header: [u8; 32] = chain::parse_hex(entry["header"].as_str().unwrap()).unwrap();
+    let field = reply
+        .header("bloom-signature")
+        .expect("a signed service signs it");
+    let signature: [u8; 64] = chain::parse_hex(field.split(';').next().unwrap()).unwrap();
+    let hour = bloomcast::hour::hour_of(2008, 9, 3, 13).unwrap();
+    key.verify_exact("13", hour.index(), &header, &reply.body, &signature)
+        .expect("verifies");
+    let mut tampered = reply.body.clone();
+    *tampered.last_mut().unwrap() ^= 1;
+    assert!(key
+        .verify_exact("13", hour.index(), &header, &tampered, &signature)
+        .is_err());
+}
+
+#[tokio::test]
+async fn bad_requests_get_clear_errors() {
+    let app = TestApp::spawn().await;
+    // No universe yet: 404, and GET /universe says so.
+    app.ingest(&["a"]).await;
+    app.next_hour().await;
+    app.get("/2008/09/03/13.exact")
+        .await
+        .assert_error(404, "not_found");
+    let none = app
+        .get_with(
+            "/universe",
+            &[("authorization", &format!("Bearer {TOKEN}"))],
+        )
+        .await;
+    assert_eq!(none.json(), serde_json::json!({"count": 0, "since": null}));
+    // The token is needed for both verbs.
+    post_universe(&app, &ids("x", 3), None)
+        .await
+        .assert_error(401, "unauthorized");
+    post_universe(&app, &ids("x", 3), Some("wrong-token"))
+        .await
+        .assert_error(401, "unauthorized");
+    app.get("/universe").await.assert_error(401, "unauthorized");
+    // Bodies as /updates refuses them.
+    let empty = Request::post("/universe")
+        .header("content-type", "application/json")
+        .header("authorization", format!("Bearer {TOKEN}"))
+        .body(Body::from("{\"ids\": [\"\"]}"))
+        .unwrap();
+    app.request(empty).await.assert_error(400, "bad_request");
+    let xml = Request::post("/universe")
+        .header("content-type", "application/xml")
+        .header("authorization", format!("Bearer {TOKEN}"))
+        .body(Body::from("<ids/>"))
+        .unwrap();
+    app.request(xml)
+        .await
+        .assert_error(415, "unsupported_media_type");
+    // Created now: the hour sealed before it has no exact body; the open hour is 406.
+    assert_eq!(
+        post_universe(&app, &ids("x", 3), Some(TOKEN)).await.status,
+        200
+    );
+    app.get("/2008/09/03/13.exact")
+        .await
+        .assert_error(404, "not_found");
+    app.get("/2008/09/03/14.exact")
+        .await
+        .assert_error(406, "not_acceptable");
+    app.next_hour().await;
+    assert_eq!(app.get("/2008/09/03/14.exact").await.status, 200);
+    app.get("/2008/09/03/14.exact?fpp=0.01")
+        .await
+        .assert_error(400, "bad_request");
+    app.get("/2008/09/03.exact")
+        .await
+        .assert_error(404, "not_found");
+    app.get("/2008/09/03/23.exact")
+        .await
+        .assert_error(404, "not_found");
+}
+
+#[tokio::test]
+async fn a_batch_past_max_universe_ids_is_refused_whole() {
+    let app = TestApp::spawn_with(|s| s.max_universe_ids = 100).await;
+    assert_eq!(
+        post_universe(&app, &ids("a", 60), Some(TOKEN)).await.status,
+        200
+    );
+    let reply = post_universe(&app, &ids("b", 50), Some(TOKEN)).await;
+    reply.assert_error(507, "universe_full");
+    let info = app
+        .get_with(
+            "/universe",
+            &[("authorization", &format!("Bearer {TOKEN}"))],
+        )
+        .await;
+    assert_eq!(
+        info.json()["count"],
+        60,
+        "nothing of the refused batch was recorded"
+    );
+    // Adding IDs already there is idempotent and fits.
+    let again = post_universe(&app, &ids("a", 60), Some(TOKEN)).await;
+    assert_eq!(again.json()["count"], 60);
+    assert_eq!(
+        post_universe(&app, &ids("b", 40), Some(TOKEN)).await.json()["count"],
+        100
+    );
+}
