@@ -114,6 +114,55 @@ export class Ribbon {
   mayContain(id: string): Promise<boolean>;
 }
 
+/** salt(tag, seed) of PROTOCOL.md section 14 (tags: part A 1, part B 2, retrieval 3, selector 4). */
+export function exactSalt(tag: number, seed: number): bigint;
+/** A key's selector, 0..255: below the body's `split` it is in part A. */
+export function exactSelector(key: Key): number;
+/** A key's equation in the exact system `(tag, seed, m)` (section 14): `coeff` is the
+ * 128-bit band (bits 0..min(m,128)-1, bit 0 set; 0 when m = 0), `fingerprint` 64 bits. */
+export function exactRow(
+  key: Key,
+  tag: number,
+  seed: number,
+  m: number,
+): { salt: bigint; selector: number; start: number; coeff: bigint; fingerprint: bigint };
+
+/**
+ * A decoded exact body (an `.exact` hour, PROTOCOL.md section 14): for every ID of the
+ * universe it was built over, whether it changed in the hour, with no false negative and
+ * no false positive. An ID outside that universe did not change in the hour; it may
+ * answer either way.
+ */
+export class Exact {
+  /** Throws DecodeError naming the problem for a body section 14 rules out: magic,
+   * version, k > 31, split > 255, part B rows when k = 0, length, padding bits. */
+  static fromBytes(body: Uint8Array | ArrayBuffer): Exact;
+  /** Fingerprint bits of part B (part A has k + 1), 0..31. */
+  readonly k: number;
+  /** 0..255: a key whose selector is below it is in part A. */
+  readonly split: number;
+  /** `N`, the IDs of the universe the body answers for. */
+  readonly universe: number;
+  /** `r`, the IDs that changed in the hour. */
+  readonly changedCount: number;
+  /** `[mA, mB, mR]`: rows of part A, part B and the retrieval level. */
+  readonly rows: [number, number, number];
+  /** `[sA, sB, sR]`: their seeds. */
+  readonly seeds: [number, number, number];
+  /** The body's size in bytes. */
+  readonly size: number;
+  /** Whether the key changed in the hour (synchronous: no hashing). */
+  changedKey(key: Key): boolean;
+  /** Whether the ID changed in the hour (SHA-1 through WebCrypto, hence async). */
+  changed(id: string): Promise<boolean>;
+  /** `changedKey`, under the name filters answer to. */
+  containsKey(key: Key): boolean;
+  /** `changed`, under the name filters answer to. */
+  mayContain(id: string): Promise<boolean>;
+  /** 0. */
+  fpp(): number;
+}
+
 /** The default cost of a wasted fetch, in bytes (10 KiB). */
 export const DEFAULT_FETCH_COST: number;
 

@@ -4,8 +4,9 @@
 // ETag revalidation for open filters and a memory cache for complete ones.
 //
 // Vocabulary mirrors the Rust SDK (`bloomcast::client`): `Client#hour`, `#day`, `#since`,
-// `#filter`, `#index`, `#ingest`, `#changedSince`, `#ribbon`, `#verifyChain`; a fetched
-// filter (and a `Ribbon`, the compact form of section 12) answers `mayContain`. With a
+// `#filter`, `#index`, `#ingest`, `#changedSince`, `#ribbon`, `#exact`, `#verifyChain`; a fetched
+// filter (and a `Ribbon`, the compact form of section 12) answers `mayContain`; an `Exact`
+// (an exact hour, section 14) answers `changed`. With a
 // `pubkey`, closed hours are verified (section 11) by verify.js, imported on first use.
 // Types: bloomcast.d.ts.
 
@@ -448,6 +449,242 @@ export class Ribbon {
   /** Whether the ID may be in the set (SHA-1 through WebCrypto, hence async). */
   async mayContain(id) {
     return this.containsKey(await keyOf(id));
+  }
+}
+
+// --- Exact hours (section 14): the .exact body and its query --------------------------
+
+const EXACT_MAGIC = [0x42, 0x43, 0x58, 0x31]; // "BCX1"
+const EXACT_HEADER = 40;
+const GOLDEN_HI = 0x9e3779b9;
+const GOLDEN_LO = 0x7f4a7c15;
+
+/** salt(tag, seed) = mix64(tag << 32 | seed), as outHi, outLo. */
+function saltHalves(tag, seed) {
+  mix64Halves(tag >>> 0, seed >>> 0);
+}
+
+// salt(4, 0), the selector's salt: the same for every body.
+saltHalves(4, 0);
+const SELECTOR_SALT_HI = outHi;
+const SELECTOR_SALT_LO = outLo;
+
+/** The selector of a key (0..255): mix64(key ^ salt(4, 0)) >> 56. */
+function selectorOf(h1, h2) {
+  mix64Halves((h1 ^ SELECTOR_SALT_HI) >>> 0, (h2 ^ SELECTOR_SALT_LO) >>> 0);
+  return outHi >>> 24;
+}
+
+// A key's row, in module scope (the query allocates nothing): start, the 128-bit coeff as
+// four 32-bit limbs (c0 least significant), the low 32 bits of the fingerprint.
+let rowStart = 0;
+let rowC0 = 0;
+let rowC1 = 0;
+let rowC2 = 0;
+let rowC3 = 0;
+let rowFpLo = 0;
+let rowFpHi = 0;
+
+/** The mask keeping bits 0..w-1 of limb `limb` (bits 32*limb .. 32*limb+31). */
+function limbMask(w, limb) {
+  const bits = w - 32 * limb;
+  if (bits >= 32) return 0xffffffff;
+  if (bits <= 0) return 0;
+  return (2 ** bits - 1) >>> 0;
+}
+
+/** row(tag, seed, m) of section 14 for the key (h1, h2), given the system's salt halves. */
+function exactRowHalves(h1, h2, saltHi, saltLo, m) {
+  mix64Halves((h1 ^ saltHi) >>> 0, (h2 ^ saltLo) >>> 0);
+  const ah = outHi;
+  const al = outLo;
+  mix64Halves((ah ^ GOLDEN_HI) >>> 0, (al ^ GOLDEN_LO) >>> 0);
+  const bh = outHi;
+  const bl = outLo;
+  mix64Halves((bh ^ GOLDEN_HI) >>> 0, (bl ^ GOLDEN_LO) >>> 0);
+  const ch = outHi;
+  const cl = outLo;
+  mix64Halves((ch ^ GOLDEN_HI) >>> 0, (cl ^ GOLDEN_LO) >>> 0);
+  rowFpHi = outHi;
+  rowFpLo = outLo;
+  const w = m < 128 ? m : 128;
+  // floor(a * (m - w + 1) / 2^64), with m - w + 1 < 2^32: the carries of two 32x32 products.
+  const span = m - w + 1;
+  mul32(al, span);
+  const p1hi = outHi;
+  mul32(ah, span);
+  rowStart = outHi + Math.floor((outLo + p1hi) / 4294967296);
+  if (w === 0) {
+    rowC0 = rowC1 = rowC2 = rowC3 = 0;
+    return;
+  }
+  rowC0 = ((bl & limbMask(w, 0)) | 1) >>> 0;
+  rowC1 = (bh & limbMask(w, 1)) >>> 0;
+  rowC2 = (cl & limbMask(w, 2)) >>> 0;
+  rowC3 = (ch & limbMask(w, 3)) >>> 0;
+}
+
+/** The `bits` columns of a system whose column 0 starts at solution bit `base`, at the row
+ * just computed (rowStart, rowC0..rowC3): bit j of the result is column j's parity. */
+function exactValue(words, base, m, bits) {
+  let got = 0;
+  const c0 = rowC0;
+  const c1 = rowC1;
+  const c2 = rowC2;
+  const c3 = rowC3;
+  for (let j = 0; j < bits; j++) {
+    const t = base + j * m + rowStart; // below 2^38: exact
+    const i = Math.floor(t / 32);
+    const sh = t % 32;
+    let x;
+    if (sh === 0) {
+      x = (words[i] & c0) ^ (words[i + 1] & c1) ^ (words[i + 2] & c2) ^ (words[i + 3] & c3);
+    } else {
+      const back = 32 - sh;
+      const w1 = words[i + 1];
+      const w2 = words[i + 2];
+      const w3 = words[i + 3];
+      x =
+        (((words[i] >>> sh) | (w1 << back)) & c0) ^
+        (((w1 >>> sh) | (w2 << back)) & c1) ^
+        (((w2 >>> sh) | (w3 << back)) & c2) ^
+        (((w3 >>> sh) | (words[i + 4] << back)) & c3);
+    }
+    got |= parity32(x) << j;
+  }
+  return got >>> 0;
+}
+
+const halvesToBig = (hi, lo) => (BigInt(hi >>> 0) << 32n) | BigInt(lo >>> 0);
+
+/** salt(tag, seed) of section 14, a BigInt. */
+export function exactSalt(tag, seed) {
+  saltHalves(tag, seed);
+  return halvesToBig(outHi, outLo);
+}
+
+/** The selector of a key, 0..255: a key whose selector is below `split` is in part A. */
+export function exactSelector(key) {
+  return selectorOf(key.h1, key.h2);
+}
+
+/** The key's equation in the system `(tag, seed, m)` of section 14: `salt`, `selector`,
+ * `start`, the 128-bit `coeff` and the 64-bit `fingerprint` (BigInts but for the first
+ * two numbers). */
+export function exactRow(key, tag, seed, m) {
+  const salt = exactSalt(tag, seed);
+  const selector = selectorOf(key.h1, key.h2);
+  exactRowHalves(key.h1, key.h2, Number(salt >> 32n), Number(salt & 0xffffffffn), m);
+  return {
+    salt,
+    selector,
+    start: rowStart,
+    coeff: (halvesToBig(rowC3, rowC2) << 64n) | halvesToBig(rowC1, rowC0),
+    fingerprint: halvesToBig(rowFpHi, rowFpLo),
+  };
+}
+
+/**
+ * A decoded exact body (section 14): answers, for every ID of the universe it was built
+ * over, whether it changed in the hour, with no false negative and no false positive.
+ * For an ID outside that universe the answer is arbitrary (such an ID did not change in
+ * the hour: every changed ID is in its hour's universe, so the worst is a false positive).
+ */
+export class Exact {
+  /** Decodes an `.exact` body, refusing anything section 14 rules out (DecodeError). */
+  static fromBytes(body) {
+    const bytes = body instanceof Uint8Array ? body : new Uint8Array(body);
+    if (bytes.length < EXACT_HEADER) {
+      throw new DecodeError(`exact body of ${bytes.length} bytes is shorter than its ${EXACT_HEADER}-byte header`);
+    }
+    if (EXACT_MAGIC.some((b, i) => bytes[i] !== b)) throw new DecodeError('exact body: magic is not "BCX1"');
+    if (bytes[4] !== 1) throw new DecodeError(`exact body: version ${bytes[4]} (this client knows 1)`);
+    const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    const k = bytes[5];
+    if (k > 31) throw new DecodeError(`exact body: k = ${k} exceeds 31`);
+    const split = view.getUint16(6, true);
+    if (split > 255) throw new DecodeError(`exact body: split = ${split} exceeds 255`);
+    const u32 = (offset) => view.getUint32(offset, true);
+    const [universe, changedCount, mA, mB, mR, sA, sB, sR] = [8, 12, 16, 20, 24, 28, 32, 36].map(u32);
+    if (k === 0 && mB !== 0) throw new DecodeError(`exact body: mB = ${mB} rows in part B, which has none when k = 0`);
+    const bits = (k + 1) * mA + k * mB + mR; // below 2^38: exact
+    const expected = Math.ceil(bits / 8);
+    if (bytes.length - EXACT_HEADER !== expected) {
+      throw new DecodeError(
+        `exact body: length ${bytes.length}, expected ${EXACT_HEADER + expected} for k = ${k}, rows ${mA}, ${mB}, ${mR} (${bits} solution bits)`,
+      );
+    }
+    if (bits % 8 && bytes[bytes.length - 1] >> bits % 8) throw new DecodeError(`exact body: padding bits past the ${bits} solution bits are set`);
+    // Little-endian 32-bit words with five zero words past the end: every 128-bit window reads whole.
+    const words = new Uint32Array(Math.ceil(expected / 4) + 5);
+    const padded = new Uint8Array(words.length * 4);
+    padded.set(bytes.subarray(EXACT_HEADER));
+    const wordView = new DataView(padded.buffer);
+    for (let i = 0; i < words.length; i++) words[i] = wordView.getUint32(i * 4, true);
+    return new Exact({ k, split, universe, changedCount, rows: [mA, mB, mR], seeds: [sA, sB, sR], words, size: bytes.length });
+  }
+
+  constructor({ k, split, universe, changedCount, rows, seeds, words, size }) {
+    /** Fingerprint bits of part B (part A has k + 1). */
+    this.k = k;
+    /** A key whose selector is below `split` is in part A. */
+    this.split = split;
+    /** `N`: the IDs of the universe the body answers for. */
+    this.universe = universe;
+    /** `r`: the IDs that changed in the hour. */
+    this.changedCount = changedCount;
+    /** `[mA, mB, mR]`: rows of part A, part B and the retrieval level. */
+    this.rows = rows;
+    /** `[sA, sB, sR]`: their seeds. */
+    this.seeds = seeds;
+    /** The body's size in bytes. */
+    this.size = size;
+    this.words = words;
+    saltHalves(1, seeds[0]);
+    this.saltA = [outHi, outLo];
+    saltHalves(2, seeds[1]);
+    this.saltB = [outHi, outLo];
+    saltHalves(3, seeds[2]);
+    this.saltR = [outHi, outLo];
+    this.baseB = (k + 1) * rows[0];
+    this.baseR = this.baseB + k * rows[1];
+  }
+
+  /** Whether the key `{h1, h2}` changed in the hour (exact for keys of the universe). */
+  changedKey(key) {
+    const h1 = key.h1;
+    const h2 = key.h2;
+    const inA = this.split > 0 && selectorOf(h1, h2) < this.split;
+    const bits = inA ? this.k + 1 : this.k;
+    if (bits > 0) {
+      const m = inA ? this.rows[0] : this.rows[1];
+      const salt = inA ? this.saltA : this.saltB;
+      exactRowHalves(h1, h2, salt[0], salt[1], m);
+      const fp = (rowFpLo & (2 ** bits - 1)) >>> 0;
+      if (exactValue(this.words, inA ? 0 : this.baseB, m, bits) !== fp) return false;
+    }
+    exactRowHalves(h1, h2, this.saltR[0], this.saltR[1], this.rows[2]);
+    return exactValue(this.words, this.baseR, this.rows[2], 1) === 1;
+  }
+
+  /** Whether the ID changed in the hour (SHA-1 through WebCrypto, hence async). */
+  async changed(id) {
+    return this.changedKey(await keyOf(id));
+  }
+
+  /** `changedKey`, under the name filters answer to (a `true` here is certain). */
+  containsKey(key) {
+    return this.changedKey(key);
+  }
+
+  /** `changed`, under the name filters answer to. */
+  mayContain(id) {
+    return this.changed(id);
+  }
+
+  /** 0: an exact body has no false positive for IDs of its universe. */
+  fpp() {
+    return 0;
   }
 }
 
