@@ -73,7 +73,14 @@ export class Fetched {
 export function parseDocument(doc: unknown): { meta: Meta; filter: Filter };
 export function parseHeaders(headers: Headers): Meta;
 
-export interface IndexHour { hour: string; url: string; count?: number; complete?: boolean }
+export interface IndexHour {
+  hour: string;
+  url: string;
+  count?: number;
+  complete?: boolean;
+  /** A sealed hour with an exact body (PROTOCOL.md section 14): the body's size in bytes. */
+  exact_bytes?: number;
+}
 export interface Index {
   service: string;
   version: string;
@@ -86,9 +93,17 @@ export interface Index {
   current: IndexHour;
   urls: Record<string, string>;
   hours: IndexHour[];
+  /** The first hour with an exact body (section 14); null (or absent) without a universe. */
+  exact_since?: string | null;
 }
 
-export interface Changed { from: string; to: string; ids: string[] }
+export interface Changed {
+  from: string;
+  to: string;
+  ids: string[];
+  /** True for an hour read as its exact body: these IDs changed, none other followed did. */
+  exact?: true;
+}
 
 /** SplitMix64's finaliser on unsigned 64-bit BigInts (PROTOCOL.md section 12). */
 export function mix64(z: bigint): bigint;
@@ -166,13 +181,37 @@ export class Exact {
 /** The default cost of a wasted fetch, in bytes (10 KiB). */
 export const DEFAULT_FETCH_COST: number;
 
-/** The form of a closed hour minimising body bytes plus followed * fpp * fetchCost. */
+export interface FormChoice {
+  form: "bloom" | "ribbon" | "exact";
+  /** Fingerprint bits of a ribbon. */
+  r?: number;
+  /** Predicted body bytes. */
+  bytes: number;
+  fpp: number;
+  /** bytes + followed * fpp * fetchCost. */
+  expected: number;
+  /** For "exact": the cheapest other form, read when no exact body is served. */
+  otherwise?: FormChoice;
+}
+
+/**
+ * The form of a closed hour minimising body bytes plus followed * fpp * fetchCost.
+ * `exact`: the hour has an exact body (section 14) of that many bytes (the index's
+ * `exact_bytes`), or `true` when its size is not listed (the v1 body's predicted bytes are
+ * used); it is chosen when its bytes are no more than the cheapest other form's sum.
+ * `ribbons: false` leaves ribbons out (they are not signed).
+ */
 export function cheapestForm(
   count: number,
   targetFpp: number,
   followed: number,
   fetchCost?: number,
-): { form: "bloom" | "ribbon"; r?: number; bytes: number; fpp: number; expected: number };
+  options?: { exact?: number | boolean | null; ribbons?: boolean },
+): FormChoice;
+
+/** Checks a body against its response's `Repr-Digest` sha-256 (RFC 9530): resolves to
+ * whether there was one to check; rejects with DecodeError when the body differs. */
+export function checkReprDigest(url: string, headers: Headers, bytes: Uint8Array, subtle?: SubtleCrypto): Promise<boolean>;
 
 export class Client {
   constructor(
@@ -198,6 +237,15 @@ export class Client {
   hour(hour: Date | string): Promise<Fetched>;
   /** A closed hour as a ribbon, at the target fpp or at `fpp`; 406 for the open hour. */
   ribbon(hour: Date | string, options?: { fpp?: number }): Promise<Ribbon>;
+  /**
+   * A sealed hour's exact body (`/YYYY/MM/DD/HH.exact`, PROTOCOL.md section 14), checked
+   * against `Repr-Digest`, `Bloom-Count` and `Bloom-Universe` (DecodeError) and, with a
+   * `pubkey`, its signature over the hour's chain header (VerificationError naming the
+   * hour). Null when the server has no exact body for the hour (404: no universe, an hour
+   * before the index's `exact_since`, a future hour); StatusError 406 for the open hour,
+   * 410 past retention. Kept once fetched.
+   */
+  exact(hour: Date | string): Promise<(Exact & { hour: string }) | null>;
   /** A closed hour in its cheapest form (v1 where no ribbon is served). */
   closedHour(
     hour: Date | string,
@@ -212,7 +260,17 @@ export class Client {
   changedSince(
     ids: string[],
     since: Date | string,
-    options?: { strategy?: "union" | "hourly"; fetchCost?: number },
+    options?: {
+      /** "union" (one `/since` filter, the default) or "hourly" (each hour in its cheapest form). */
+      strategy?: "union" | "hourly";
+      /** Bytes a wasted fetch costs (default 10240). */
+      fetchCost?: number;
+      /** "auto" (default): an hour at or after `exact_since` is read exact when that pays
+       * (`cheapestForm`); "exact": every sealed hour exact, hour by hour whatever `strategy`,
+       * rejecting with ProtocolError when the server has no exact hours (`exact_since`
+       * null) or `since` is before `exact_since`. The open hour is always v1. */
+      form?: "auto" | "exact";
+    },
   ): Promise<Changed[]>;
   /** Verifies the chain from `since` to the newest sealed hour, then every listed hour's
    * filter; resolves to the hours verified (RFC 3339). Needs `pubkey`. Rejects with

@@ -698,30 +698,75 @@ function ribbonRows(n) {
   return Math.max(64, Math.ceil(n * (n < 10000 ? 1.065 : 1.075)) + 16);
 }
 
-/**
- * The form of a closed hour of `count` IDs minimising body bytes plus
- * `followed * fpp * fetchCost`: `{form: "bloom"}` (v1 `.bin` gzip at the target) or
- * `{form: "ribbon", r}` for r in 4..24, with its predicted `bytes`, `fpp` and `expected`
- * bytes. As the Rust SDK's `cheapest_form`.
- */
-export function cheapestForm(count, targetFpp, followed, fetchCost = DEFAULT_FETCH_COST) {
-  const options = [];
-  for (let r = 4; r <= 24; r++) {
-    const bytes = 24 + Math.ceil((r * ribbonRows(count)) / 8);
-    options.push({ form: "ribbon", r, bytes, fpp: 2 ** -r });
-  }
+/** Predicted bytes of the v1 `.bin` body (gzip) of `count` IDs at `targetFpp`, and its fpp (section 12's table). */
+function v1Form(count, targetFpp) {
   const { m } = optimalParams(count, targetFpp);
   const grown = m + Math.floor(m / 32);
   const k = Math.min(64, Math.max(1, Math.round((grown / Math.max(count, 1)) * Math.LN2)));
   const raw = Math.ceil(grown / 8);
   const fpp = Math.min(targetFpp, (1 - Math.exp((-k * count) / grown)) ** k);
-  options.push({ form: "bloom", bytes: raw + 24 + Math.floor(raw / 8192), fpp });
+  return { form: "bloom", bytes: raw + 24 + Math.floor(raw / 8192), fpp };
+}
+
+/**
+ * The form of a closed hour of `count` IDs minimising body bytes plus
+ * `followed * fpp * fetchCost`: `{form: "bloom"}` (v1 `.bin` gzip at the target) or
+ * `{form: "ribbon", r}` for r in 4..24, with its predicted `bytes`, `fpp` and `expected`
+ * bytes. As the Rust SDK's `cheapest_form`.
+ *
+ * `exact`: the hour has an exact body (section 14) of that many bytes (the index's
+ * `exact_bytes`), or `true` when its size is not listed (then the v1 body's predicted
+ * bytes, which an exact body does not exceed once 1% of the universe changed). Its fpp
+ * is 0, so it is chosen, `{form: "exact", bytes, fpp: 0, expected, otherwise}`, when its
+ * bytes are no more than the cheapest other form's sum (`otherwise`, the form to read if
+ * the exact body is not served). `ribbons: false` leaves ribbons out (a verifying client
+ * reads only signed forms).
+ */
+export function cheapestForm(count, targetFpp, followed, fetchCost = DEFAULT_FETCH_COST, { exact, ribbons = true } = {}) {
+  const options = [];
+  if (ribbons) {
+    for (let r = 4; r <= 24; r++) {
+      const bytes = 24 + Math.ceil((r * ribbonRows(count)) / 8);
+      options.push({ form: "ribbon", r, bytes, fpp: 2 ** -r });
+    }
+  }
+  const v1 = v1Form(count, targetFpp);
+  options.push(v1);
   let best = null;
   for (const o of options) {
     o.expected = o.bytes + followed * o.fpp * fetchCost;
     if (!best || o.expected < best.expected || (o.expected === best.expected && o.bytes < best.bytes)) best = o;
   }
-  return best;
+  if (exact === undefined || exact === null || exact === false) return best;
+  const bytes = typeof exact === "number" ? exact : v1.bytes;
+  return bytes <= best.expected ? { form: "exact", bytes, fpp: 0, expected: bytes, otherwise: best } : best;
+}
+
+const BASE64_DIGEST = /(?:^|,)\s*sha-256\s*=\s*:([A-Za-z0-9+/=]*):/i;
+
+/**
+ * Checks the body against the response's `Repr-Digest` (RFC 9530) `sha-256` member, the
+ * SHA-256 of the bytes as sent (an exact or ribbon body is never content-coded). No
+ * header, or no `sha-256` member in it (a static mirror sends none): nothing to check.
+ * @throws DecodeError when the digest differs: the body was altered on its way
+ */
+export async function checkReprDigest(url, headers, bytes, subtle = globalThis.crypto?.subtle) {
+  const value = headers.get("repr-digest");
+  if (!value) return false;
+  const listed = BASE64_DIGEST.exec(value);
+  if (!listed) return false;
+  const digest = new Uint8Array(await subtle.digest("SHA-256", bytes));
+  let binary = "";
+  for (const b of digest) binary += String.fromCharCode(b);
+  if (btoa(binary) !== listed[1]) {
+    throw new DecodeError(`${url}: the body does not match its Repr-Digest (sha-256 ${listed[1]}, body ${btoa(binary)}): it was altered on its way`);
+  }
+  return true;
+}
+
+/** The RFC 3339 name of an hour (a Date or epoch milliseconds). */
+function hourName(hour) {
+  return new Date(hour).toISOString().replace(".000Z", "Z");
 }
 
 export class Client {
@@ -951,9 +996,82 @@ export class Client {
     return ribbon;
   }
 
+  /**
+   * A sealed hour's exact body (section 14, `/YYYY/MM/DD/HH.exact`), decoded: it answers
+   * `changed(id)` exactly for every ID of the publisher's universe. Resolves to null when
+   * the server has no exact body for the hour (404: no universe, an hour before the
+   * index's `exact_since`, or a future hour); a `StatusError` 406 for the open hour (its
+   * exact body is built when it is sealed), 410 past retention. The body is checked
+   * against `Repr-Digest`, `Bloom-Count` and `Bloom-Universe` (DecodeError), and, with a
+   * `pubkey`, its signature against the hour's chain header (VerificationError naming the
+   * hour). Kept once fetched: a sealed hour's body never changes.
+   */
+  async exact(hour) {
+    const path = hourPath(hour);
+    const url = `${path}.exact`;
+    const held = this.cache.get(url);
+    if (held) {
+      this.stats.cacheHits++;
+      return held;
+    }
+    let response;
+    try {
+      response = await this.request(url, { headers: { accept: "application/vnd.bloomcast.exact" } });
+    } catch (e) {
+      if (e instanceof StatusError && e.status === 404) return null;
+      throw e;
+    }
+    const bytes = new Uint8Array(await response.arrayBuffer());
+    await checkReprDigest(url, response.headers, bytes, this.subtle ?? globalThis.crypto?.subtle);
+    const exact = Exact.fromBytes(bytes);
+    for (const [name, value] of [["bloom-count", exact.changedCount], ["bloom-universe", exact.universe]]) {
+      const sent = response.headers.get(name);
+      if (sent !== null && sent.trim() !== String(value)) {
+        throw new DecodeError(`${url}: header ${name} says ${sent.trim()}, the body ${value}`);
+      }
+    }
+    /** The hour the body answers for (RFC 3339). */
+    exact.hour = hourName(hourOfPath(path));
+    if (this.pubkey) await this.verifyExact(path, bytes, response.headers);
+    this.cache.set(url, exact);
+    return exact;
+  }
+
+  /** Verifies an exact body's signature (section 14) over the hour's chain header: the
+   * header of the v1 hour if this client verified it, else of its chain entry (verified). */
+  async verifyExact(path, bytes, headers) {
+    const verifier = await this.readKeys();
+    const hour = hourOfPath(path);
+    let header = verifier.headerOf(hour);
+    if (!header) {
+      const entry = await this.chainEntry(path);
+      if (!entry.hour) {
+        throw new VerificationError(`hour ${hourName(hour)}: the chain has no entry for it, so its exact body cannot be verified`);
+      }
+      await verifier.checkChain([entry]);
+      const { fromHex } = await import("./verify.js");
+      header = fromHex(entry.header);
+    }
+    await verifier.checkExact(hour, bytes, header, headers.get("bloom-signature"));
+  }
+
   /** A closed hour in its cheapest form (`cheapestForm`); v1 where no ribbon is served. */
   async closedHour(hour, count, targetFpp, followed, fetchCost) {
-    const choice = cheapestForm(count ?? 3000, targetFpp ?? 0.01, followed, fetchCost);
+    return this.readForm(hour, cheapestForm(count ?? 3000, targetFpp ?? 0.01, followed, fetchCost));
+  }
+
+  /** A closed hour in the form `choice` (from `cheapestForm`): an exact body that is not
+   * served falls back to `choice.otherwise`, a ribbon that is not to v1. */
+  async readForm(hour, choice) {
+    if (choice.form === "exact") {
+      try {
+        const exact = await this.exact(hour);
+        if (exact) return exact;
+      } catch (e) {
+        if (!(e instanceof StatusError && e.status === 406)) throw e;
+      }
+      choice = choice.otherwise;
+    }
     if (choice.form === "ribbon") {
       try {
         return await this.ribbon(hour, { fpp: choice.fpp });
@@ -992,14 +1110,22 @@ export class Client {
 
   /**
    * Which of `ids` may have changed from `since` through the server's current hour:
-   * `[{from, to, ids}]`, one entry per range with hits. Every ID that changed is returned
-   * (no false negatives); one that did not is returned with about the filters' fpp.
+   * `[{from, to, ids}]`, one entry per range with hits (`exact: true` on an hour read as
+   * an exact body, whose hits are certain). Every ID that changed is returned (no false
+   * negatives); one that did not is returned with about the filters' fpp.
    * `strategy`: "union" (one `/since` filter, the default) or "hourly" (each hour's filter;
-   * each closed hour as the v1 filter or a ribbon, whichever `cheapestForm` picks for
-   * `ids.length` IDs at `fetchCost` bytes per wasted fetch). With a `pubkey` every hour's
-   * v1 filter, each closed one verified: unions and ribbons are not signed.
+   * each closed hour as the v1 filter, a ribbon or its exact body, whichever `cheapestForm`
+   * picks for `ids.length` IDs at `fetchCost` bytes per wasted fetch: exact for a sealed
+   * hour at or after the index's `exact_since` when its `exact_bytes` is no more than the
+   * cheapest other form's sum). `form: "exact"` reads every sealed hour as its exact body
+   * (hour by hour whatever `strategy`), and rejects with a ProtocolError when the server
+   * has none (`exact_since` null, or after `since`). The open hour is always v1. With a
+   * `pubkey` every hour's v1 filter or exact body, each sealed one verified: unions and
+   * ribbons are not signed.
    */
-  async changedSince(ids, since, { strategy = "union", fetchCost = DEFAULT_FETCH_COST } = {}) {
+  async changedSince(ids, since, { strategy = "union", fetchCost = DEFAULT_FETCH_COST, form = "auto" } = {}) {
+    if (strategy !== "hourly" && strategy !== "union") throw new TypeError(`strategy is union or hourly, not ${strategy}`);
+    if (form !== "auto" && form !== "exact") throw new TypeError(`form is auto or exact, not ${form}`);
     const index = await this.index();
     const now = toDate(index.current.hour);
     const from = toDate(since);
@@ -1007,29 +1133,46 @@ export class Client {
     if (from > now) {
       throw new ProtocolError(`since ${from.toISOString()} is after the server's current hour ${index.current.hour}`);
     }
+    const exactSince = index.exact_since ? toDate(index.exact_since).getTime() : null;
+    const forced = form === "exact";
+    if (forced && exactSince === null) {
+      throw new ProtocolError('form "exact": this server publishes no exact hours (its index\'s exact_since is null: no universe is registered)');
+    }
+    if (forced && from.getTime() < exactSince && from < now) {
+      throw new ProtocolError(`form "exact": since ${hourName(from)} is before the first exact hour, ${index.exact_since}`);
+    }
     const keys = await Promise.all(ids.map(keyOf));
     const pick = (filter) => ids.filter((_, i) => filter.containsKey(keys[i]));
-    // Unions and ribbons are not signed: a verifying client reads each hour's v1 filter.
+    // Unions and ribbons are not signed: a verifying client reads each hour's v1 filter
+    // or exact body.
     const verifying = Boolean(this.pubkey);
-    if (strategy === "union" && !verifying) {
+    if (strategy === "union" && !verifying && !forced) {
       const fetched = await this.since(from);
       const hits = pick(fetched.filter);
       const range = fetched.range();
       return hits.length ? [{ ...range, ids: hits }] : [];
     }
-    if (strategy !== "hourly" && strategy !== "union") throw new TypeError(`strategy is union or hourly, not ${strategy}`);
     const out = [];
-    const counts = new Map((index.hours ?? []).map((h) => [toDate(h.hour).getTime(), h.count]));
+    const listed = new Map((index.hours ?? []).map((h) => [toDate(h.hour).getTime(), h]));
     for (let t = from.getTime(); t <= now.getTime(); t += 3600e3) {
       const hour = new Date(t);
-      // The open hour has no compact form: always v1 (revalidated by ETag).
-      const filter =
-        t < now.getTime() && !verifying
-          ? await this.closedHour(hour, counts.get(t) ?? index.capacity, index.target_fpp, ids.length, fetchCost)
-          : (await this.hour(hour)).filter;
+      const name = hourName(t);
+      let filter;
+      if (t === now.getTime()) {
+        // The open hour has no compact or exact form: always v1 (revalidated by ETag).
+        filter = (await this.hour(hour)).filter;
+      } else if (forced) {
+        filter = await this.exact(hour);
+        if (!filter) throw new ProtocolError(`form "exact": the server has no exact body for hour ${name} (404)`);
+      } else {
+        const entry = listed.get(t);
+        const count = entry?.count ?? index.capacity;
+        const exact = exactSince !== null && t >= exactSince ? (Number.isInteger(entry?.exact_bytes) ? entry.exact_bytes : true) : undefined;
+        const choice = cheapestForm(count ?? 3000, index.target_fpp ?? 0.01, ids.length, fetchCost, { exact, ribbons: !verifying });
+        filter = await this.readForm(hour, choice);
+      }
       const hits = pick(filter);
-      const name = hour.toISOString().replace(".000Z", "Z");
-      if (hits.length) out.push({ from: name, to: name, ids: hits });
+      if (hits.length) out.push(filter instanceof Exact ? { from: name, to: name, ids: hits, exact: true } : { from: name, to: name, ids: hits });
     }
     return out;
   }
