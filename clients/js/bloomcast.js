@@ -320,10 +320,11 @@ function mul32(a, b) {
   const a1 = a >>> 16;
   const b0 = b & 0xffff;
   const b1 = b >>> 16;
-  const mid = a1 * b0 + a0 * b1; // < 2^33
-  const low = a0 * b0 + (mid % 65536) * 65536; // < 2^33
-  outHi = (a1 * b1 + Math.floor(mid / 65536) + Math.floor(low / 4294967296)) >>> 0;
-  outLo = low >>> 0;
+  // Every partial sum below stays under 2^32, so `>>>` reads it whole.
+  const mid1 = a1 * b0 + ((a0 * b0) >>> 16); // <= (2^16-1)^2 + 2^16-1 < 2^32
+  const mid2 = a0 * b1 + (mid1 & 0xffff); // likewise
+  outHi = (a1 * b1 + (mid1 >>> 16) + (mid2 >>> 16)) >>> 0;
+  outLo = Math.imul(a, b) >>> 0;
 }
 
 /** outHi, outLo = the low 64 bits of (ahi, alo) * (bhi, blo). */

@@ -39,7 +39,8 @@ test("the query's 32-bit arithmetic is section 14's 64-bit formulas on many keys
   for (let i = 0; i < 3000; i++) {
     state = (state + G) & M;
     const z = mix64(state);
-    const key = { h1: Number(z >> 32n), h2: Number(z & 0xffffffffn) };
+    const extreme = [{ h1: 0, h2: 0 }, { h1: 0xffffffff, h2: 0xffffffff }, { h1: 0x80000000, h2: 1 }][i];
+    const key = extreme ?? { h1: Number(z >> 32n), h2: Number(z & 0xffffffffn) };
     const big = (BigInt(key.h1) << 32n) | BigInt(key.h2);
     const tag = 1 + (i % 3);
     const seed = Number(mix64(z) & 0xffffffffn);
