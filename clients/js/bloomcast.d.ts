@@ -73,7 +73,14 @@ export class Fetched {
 export function parseDocument(doc: unknown): { meta: Meta; filter: Filter };
 export function parseHeaders(headers: Headers): Meta;
 
-export interface IndexHour { hour: string; url: string; count?: number; complete?: boolean }
+export interface IndexHour {
+  hour: string;
+  url: string;
+  count?: number;
+  complete?: boolean;
+  /** A sealed hour with an exact body (PROTOCOL.md section 14): the body's size in bytes. */
+  exact_bytes?: number;
+}
 export interface Index {
   service: string;
   version: string;
@@ -86,9 +93,17 @@ export interface Index {
   current: IndexHour;
   urls: Record<string, string>;
   hours: IndexHour[];
+  /** The first hour with an exact body (section 14); null (or absent) without a universe. */
+  exact_since?: string | null;
 }
 
-export interface Changed { from: string; to: string; ids: string[] }
+export interface Changed {
+  from: string;
+  to: string;
+  ids: string[];
+  /** True for an hour read as its exact body: these IDs changed, none other followed did. */
+  exact?: true;
+}
 
 /** SplitMix64's finaliser on unsigned 64-bit BigInts (PROTOCOL.md section 12). */
 export function mix64(z: bigint): bigint;
@@ -114,16 +129,89 @@ export class Ribbon {
   mayContain(id: string): Promise<boolean>;
 }
 
+/** salt(tag, seed) of PROTOCOL.md section 14 (tags: part A 1, part B 2, retrieval 3, selector 4). */
+export function exactSalt(tag: number, seed: number): bigint;
+/** A key's selector, 0..255: below the body's `split` it is in part A. */
+export function exactSelector(key: Key): number;
+/** A key's equation in the exact system `(tag, seed, m)` (section 14): `coeff` is the
+ * 128-bit band (bits 0..min(m,128)-1, bit 0 set; 0 when m = 0), `fingerprint` 64 bits. */
+export function exactRow(
+  key: Key,
+  tag: number,
+  seed: number,
+  m: number,
+): { salt: bigint; selector: number; start: number; coeff: bigint; fingerprint: bigint };
+
+/**
+ * A decoded exact body (an `.exact` hour, PROTOCOL.md section 14): for every ID of the
+ * universe it was built over, whether it changed in the hour, with no false negative and
+ * no false positive. An ID outside that universe did not change in the hour; it may
+ * answer either way.
+ */
+export class Exact {
+  /** Throws DecodeError naming the problem for a body section 14 rules out: magic,
+   * version, k > 31, split > 255, part B rows when k = 0, length, padding bits. */
+  static fromBytes(body: Uint8Array | ArrayBuffer): Exact;
+  /** Fingerprint bits of part B (part A has k + 1), 0..31. */
+  readonly k: number;
+  /** 0..255: a key whose selector is below it is in part A. */
+  readonly split: number;
+  /** `N`, the IDs of the universe the body answers for. */
+  readonly universe: number;
+  /** `r`, the IDs that changed in the hour. */
+  readonly changedCount: number;
+  /** `[mA, mB, mR]`: rows of part A, part B and the retrieval level. */
+  readonly rows: [number, number, number];
+  /** `[sA, sB, sR]`: their seeds. */
+  readonly seeds: [number, number, number];
+  /** The body's size in bytes. */
+  readonly size: number;
+  /** Whether the key changed in the hour (synchronous: no hashing). */
+  changedKey(key: Key): boolean;
+  /** Whether the ID changed in the hour (SHA-1 through WebCrypto, hence async). */
+  changed(id: string): Promise<boolean>;
+  /** `changedKey`, under the name filters answer to. */
+  containsKey(key: Key): boolean;
+  /** `changed`, under the name filters answer to. */
+  mayContain(id: string): Promise<boolean>;
+  /** 0. */
+  fpp(): number;
+}
+
 /** The default cost of a wasted fetch, in bytes (10 KiB). */
 export const DEFAULT_FETCH_COST: number;
 
-/** The form of a closed hour minimising body bytes plus followed * fpp * fetchCost. */
+export interface FormChoice {
+  form: "bloom" | "ribbon" | "exact";
+  /** Fingerprint bits of a ribbon. */
+  r?: number;
+  /** Predicted body bytes. */
+  bytes: number;
+  fpp: number;
+  /** bytes + followed * fpp * fetchCost. */
+  expected: number;
+  /** For "exact": the cheapest other form, read when no exact body is served. */
+  otherwise?: FormChoice;
+}
+
+/**
+ * The form of a closed hour minimising body bytes plus followed * fpp * fetchCost.
+ * `exact`: the hour has an exact body (section 14) of that many bytes (the index's
+ * `exact_bytes`), or `true` when its size is not listed (the v1 body's predicted bytes are
+ * used); it is chosen when its bytes are no more than the cheapest other form's sum.
+ * `ribbons: false` leaves ribbons out (they are not signed).
+ */
 export function cheapestForm(
   count: number,
   targetFpp: number,
   followed: number,
   fetchCost?: number,
-): { form: "bloom" | "ribbon"; r?: number; bytes: number; fpp: number; expected: number };
+  options?: { exact?: number | boolean | null; ribbons?: boolean },
+): FormChoice;
+
+/** Checks a body against its response's `Repr-Digest` sha-256 (RFC 9530): resolves to
+ * whether there was one to check; rejects with DecodeError when the body differs. */
+export function checkReprDigest(url: string, headers: Headers, bytes: Uint8Array, subtle?: SubtleCrypto): Promise<boolean>;
 
 export class Client {
   constructor(
@@ -149,6 +237,15 @@ export class Client {
   hour(hour: Date | string): Promise<Fetched>;
   /** A closed hour as a ribbon, at the target fpp or at `fpp`; 406 for the open hour. */
   ribbon(hour: Date | string, options?: { fpp?: number }): Promise<Ribbon>;
+  /**
+   * A sealed hour's exact body (`/YYYY/MM/DD/HH.exact`, PROTOCOL.md section 14), checked
+   * against `Repr-Digest`, `Bloom-Count` and `Bloom-Universe` (DecodeError) and, with a
+   * `pubkey`, its signature over the hour's chain header (VerificationError naming the
+   * hour). Null when the server has no exact body for the hour (404: no universe, an hour
+   * before the index's `exact_since`, a future hour); StatusError 406 for the open hour,
+   * 410 past retention. Kept once fetched.
+   */
+  exact(hour: Date | string): Promise<(Exact & { hour: string }) | null>;
   /** A closed hour in its cheapest form (v1 where no ribbon is served). */
   closedHour(
     hour: Date | string,
@@ -163,7 +260,17 @@ export class Client {
   changedSince(
     ids: string[],
     since: Date | string,
-    options?: { strategy?: "union" | "hourly"; fetchCost?: number },
+    options?: {
+      /** "union" (one `/since` filter, the default) or "hourly" (each hour in its cheapest form). */
+      strategy?: "union" | "hourly";
+      /** Bytes a wasted fetch costs (default 10240). */
+      fetchCost?: number;
+      /** "auto" (default): an hour at or after `exact_since` is read exact when that pays
+       * (`cheapestForm`); "exact": every sealed hour exact, hour by hour whatever `strategy`,
+       * rejecting with ProtocolError when the server has no exact hours (`exact_since`
+       * null) or `since` is before `exact_since`. The open hour is always v1. */
+      form?: "auto" | "exact";
+    },
   ): Promise<Changed[]>;
   /** Verifies the chain from `since` to the newest sealed hour, then every listed hour's
    * filter; resolves to the hours verified (RFC 3339). Needs `pubkey`. Rejects with

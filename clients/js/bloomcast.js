@@ -4,8 +4,9 @@
 // ETag revalidation for open filters and a memory cache for complete ones.
 //
 // Vocabulary mirrors the Rust SDK (`bloomcast::client`): `Client#hour`, `#day`, `#since`,
-// `#filter`, `#index`, `#ingest`, `#changedSince`, `#ribbon`, `#verifyChain`; a fetched
-// filter (and a `Ribbon`, the compact form of section 12) answers `mayContain`. With a
+// `#filter`, `#index`, `#ingest`, `#changedSince`, `#ribbon`, `#exact`, `#verifyChain`; a fetched
+// filter (and a `Ribbon`, the compact form of section 12) answers `mayContain`; an `Exact`
+// (an exact hour, section 14) answers `changed`. With a
 // `pubkey`, closed hours are verified (section 11) by verify.js, imported on first use.
 // Types: bloomcast.d.ts.
 
@@ -319,10 +320,11 @@ function mul32(a, b) {
   const a1 = a >>> 16;
   const b0 = b & 0xffff;
   const b1 = b >>> 16;
-  const mid = a1 * b0 + a0 * b1; // < 2^33
-  const low = a0 * b0 + (mid % 65536) * 65536; // < 2^33
-  outHi = (a1 * b1 + Math.floor(mid / 65536) + Math.floor(low / 4294967296)) >>> 0;
-  outLo = low >>> 0;
+  // Every partial sum below stays under 2^32, so `>>>` reads it whole.
+  const mid1 = a1 * b0 + ((a0 * b0) >>> 16); // <= (2^16-1)^2 + 2^16-1 < 2^32
+  const mid2 = a0 * b1 + (mid1 & 0xffff); // likewise
+  outHi = (a1 * b1 + (mid1 >>> 16) + (mid2 >>> 16)) >>> 0;
+  outLo = Math.imul(a, b) >>> 0;
 }
 
 /** outHi, outLo = the low 64 bits of (ahi, alo) * (bhi, blo). */
@@ -451,6 +453,242 @@ export class Ribbon {
   }
 }
 
+// --- Exact hours (section 14): the .exact body and its query --------------------------
+
+const EXACT_MAGIC = [0x42, 0x43, 0x58, 0x31]; // "BCX1"
+const EXACT_HEADER = 40;
+const GOLDEN_HI = 0x9e3779b9;
+const GOLDEN_LO = 0x7f4a7c15;
+
+/** salt(tag, seed) = mix64(tag << 32 | seed), as outHi, outLo. */
+function saltHalves(tag, seed) {
+  mix64Halves(tag >>> 0, seed >>> 0);
+}
+
+// salt(4, 0), the selector's salt: the same for every body.
+saltHalves(4, 0);
+const SELECTOR_SALT_HI = outHi;
+const SELECTOR_SALT_LO = outLo;
+
+/** The selector of a key (0..255): mix64(key ^ salt(4, 0)) >> 56. */
+function selectorOf(h1, h2) {
+  mix64Halves((h1 ^ SELECTOR_SALT_HI) >>> 0, (h2 ^ SELECTOR_SALT_LO) >>> 0);
+  return outHi >>> 24;
+}
+
+// A key's row, in module scope (the query allocates nothing): start, the 128-bit coeff as
+// four 32-bit limbs (c0 least significant), the low 32 bits of the fingerprint.
+let rowStart = 0;
+let rowC0 = 0;
+let rowC1 = 0;
+let rowC2 = 0;
+let rowC3 = 0;
+let rowFpLo = 0;
+let rowFpHi = 0;
+
+/** The mask keeping bits 0..w-1 of limb `limb` (bits 32*limb .. 32*limb+31). */
+function limbMask(w, limb) {
+  const bits = w - 32 * limb;
+  if (bits >= 32) return 0xffffffff;
+  if (bits <= 0) return 0;
+  return (2 ** bits - 1) >>> 0;
+}
+
+/** row(tag, seed, m) of section 14 for the key (h1, h2), given the system's salt halves. */
+function exactRowHalves(h1, h2, saltHi, saltLo, m) {
+  mix64Halves((h1 ^ saltHi) >>> 0, (h2 ^ saltLo) >>> 0);
+  const ah = outHi;
+  const al = outLo;
+  mix64Halves((ah ^ GOLDEN_HI) >>> 0, (al ^ GOLDEN_LO) >>> 0);
+  const bh = outHi;
+  const bl = outLo;
+  mix64Halves((bh ^ GOLDEN_HI) >>> 0, (bl ^ GOLDEN_LO) >>> 0);
+  const ch = outHi;
+  const cl = outLo;
+  mix64Halves((ch ^ GOLDEN_HI) >>> 0, (cl ^ GOLDEN_LO) >>> 0);
+  rowFpHi = outHi;
+  rowFpLo = outLo;
+  const w = m < 128 ? m : 128;
+  // floor(a * (m - w + 1) / 2^64), with m - w + 1 < 2^32: the carries of two 32x32 products.
+  const span = m - w + 1;
+  mul32(al, span);
+  const p1hi = outHi;
+  mul32(ah, span);
+  rowStart = outHi + Math.floor((outLo + p1hi) / 4294967296);
+  if (w === 0) {
+    rowC0 = rowC1 = rowC2 = rowC3 = 0;
+    return;
+  }
+  rowC0 = ((bl & limbMask(w, 0)) | 1) >>> 0;
+  rowC1 = (bh & limbMask(w, 1)) >>> 0;
+  rowC2 = (cl & limbMask(w, 2)) >>> 0;
+  rowC3 = (ch & limbMask(w, 3)) >>> 0;
+}
+
+/** The `bits` columns of a system whose column 0 starts at solution bit `base`, at the row
+ * just computed (rowStart, rowC0..rowC3): bit j of the result is column j's parity. */
+function exactValue(words, base, m, bits) {
+  let got = 0;
+  const c0 = rowC0;
+  const c1 = rowC1;
+  const c2 = rowC2;
+  const c3 = rowC3;
+  for (let j = 0; j < bits; j++) {
+    const t = base + j * m + rowStart; // below 2^38: exact
+    const i = Math.floor(t / 32);
+    const sh = t % 32;
+    let x;
+    if (sh === 0) {
+      x = (words[i] & c0) ^ (words[i + 1] & c1) ^ (words[i + 2] & c2) ^ (words[i + 3] & c3);
+    } else {
+      const back = 32 - sh;
+      const w1 = words[i + 1];
+      const w2 = words[i + 2];
+      const w3 = words[i + 3];
+      x =
+        (((words[i] >>> sh) | (w1 << back)) & c0) ^
+        (((w1 >>> sh) | (w2 << back)) & c1) ^
+        (((w2 >>> sh) | (w3 << back)) & c2) ^
+        (((w3 >>> sh) | (words[i + 4] << back)) & c3);
+    }
+    got |= parity32(x) << j;
+  }
+  return got >>> 0;
+}
+
+const halvesToBig = (hi, lo) => (BigInt(hi >>> 0) << 32n) | BigInt(lo >>> 0);
+
+/** salt(tag, seed) of section 14, a BigInt. */
+export function exactSalt(tag, seed) {
+  saltHalves(tag, seed);
+  return halvesToBig(outHi, outLo);
+}
+
+/** The selector of a key, 0..255: a key whose selector is below `split` is in part A. */
+export function exactSelector(key) {
+  return selectorOf(key.h1, key.h2);
+}
+
+/** The key's equation in the system `(tag, seed, m)` of section 14: `salt`, `selector`,
+ * `start`, the 128-bit `coeff` and the 64-bit `fingerprint` (BigInts but for the first
+ * two numbers). */
+export function exactRow(key, tag, seed, m) {
+  const salt = exactSalt(tag, seed);
+  const selector = selectorOf(key.h1, key.h2);
+  exactRowHalves(key.h1, key.h2, Number(salt >> 32n), Number(salt & 0xffffffffn), m);
+  return {
+    salt,
+    selector,
+    start: rowStart,
+    coeff: (halvesToBig(rowC3, rowC2) << 64n) | halvesToBig(rowC1, rowC0),
+    fingerprint: halvesToBig(rowFpHi, rowFpLo),
+  };
+}
+
+/**
+ * A decoded exact body (section 14): answers, for every ID of the universe it was built
+ * over, whether it changed in the hour, with no false negative and no false positive.
+ * For an ID outside that universe the answer is arbitrary (such an ID did not change in
+ * the hour: every changed ID is in its hour's universe, so the worst is a false positive).
+ */
+export class Exact {
+  /** Decodes an `.exact` body, refusing anything section 14 rules out (DecodeError). */
+  static fromBytes(body) {
+    const bytes = body instanceof Uint8Array ? body : new Uint8Array(body);
+    if (bytes.length < EXACT_HEADER) {
+      throw new DecodeError(`exact body of ${bytes.length} bytes is shorter than its ${EXACT_HEADER}-byte header`);
+    }
+    if (EXACT_MAGIC.some((b, i) => bytes[i] !== b)) throw new DecodeError('exact body: magic is not "BCX1"');
+    if (bytes[4] !== 1) throw new DecodeError(`exact body: version ${bytes[4]} (this client knows 1)`);
+    const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    const k = bytes[5];
+    if (k > 31) throw new DecodeError(`exact body: k = ${k} exceeds 31`);
+    const split = view.getUint16(6, true);
+    if (split > 255) throw new DecodeError(`exact body: split = ${split} exceeds 255`);
+    const u32 = (offset) => view.getUint32(offset, true);
+    const [universe, changedCount, mA, mB, mR, sA, sB, sR] = [8, 12, 16, 20, 24, 28, 32, 36].map(u32);
+    if (k === 0 && mB !== 0) throw new DecodeError(`exact body: mB = ${mB} rows in part B, which has none when k = 0`);
+    const bits = (k + 1) * mA + k * mB + mR; // below 2^38: exact
+    const expected = Math.ceil(bits / 8);
+    if (bytes.length - EXACT_HEADER !== expected) {
+      throw new DecodeError(
+        `exact body: length ${bytes.length}, expected ${EXACT_HEADER + expected} for k = ${k}, rows ${mA}, ${mB}, ${mR} (${bits} solution bits)`,
+      );
+    }
+    if (bits % 8 && bytes[bytes.length - 1] >> bits % 8) throw new DecodeError(`exact body: padding bits past the ${bits} solution bits are set`);
+    // Little-endian 32-bit words with five zero words past the end: every 128-bit window reads whole.
+    const words = new Uint32Array(Math.ceil(expected / 4) + 5);
+    const padded = new Uint8Array(words.length * 4);
+    padded.set(bytes.subarray(EXACT_HEADER));
+    const wordView = new DataView(padded.buffer);
+    for (let i = 0; i < words.length; i++) words[i] = wordView.getUint32(i * 4, true);
+    return new Exact({ k, split, universe, changedCount, rows: [mA, mB, mR], seeds: [sA, sB, sR], words, size: bytes.length });
+  }
+
+  constructor({ k, split, universe, changedCount, rows, seeds, words, size }) {
+    /** Fingerprint bits of part B (part A has k + 1). */
+    this.k = k;
+    /** A key whose selector is below `split` is in part A. */
+    this.split = split;
+    /** `N`: the IDs of the universe the body answers for. */
+    this.universe = universe;
+    /** `r`: the IDs that changed in the hour. */
+    this.changedCount = changedCount;
+    /** `[mA, mB, mR]`: rows of part A, part B and the retrieval level. */
+    this.rows = rows;
+    /** `[sA, sB, sR]`: their seeds. */
+    this.seeds = seeds;
+    /** The body's size in bytes. */
+    this.size = size;
+    this.words = words;
+    saltHalves(1, seeds[0]);
+    this.saltA = [outHi, outLo];
+    saltHalves(2, seeds[1]);
+    this.saltB = [outHi, outLo];
+    saltHalves(3, seeds[2]);
+    this.saltR = [outHi, outLo];
+    this.baseB = (k + 1) * rows[0];
+    this.baseR = this.baseB + k * rows[1];
+  }
+
+  /** Whether the key `{h1, h2}` changed in the hour (exact for keys of the universe). */
+  changedKey(key) {
+    const h1 = key.h1;
+    const h2 = key.h2;
+    const inA = this.split > 0 && selectorOf(h1, h2) < this.split;
+    const bits = inA ? this.k + 1 : this.k;
+    if (bits > 0) {
+      const m = inA ? this.rows[0] : this.rows[1];
+      const salt = inA ? this.saltA : this.saltB;
+      exactRowHalves(h1, h2, salt[0], salt[1], m);
+      const fp = (rowFpLo & (2 ** bits - 1)) >>> 0;
+      if (exactValue(this.words, inA ? 0 : this.baseB, m, bits) !== fp) return false;
+    }
+    exactRowHalves(h1, h2, this.saltR[0], this.saltR[1], this.rows[2]);
+    return exactValue(this.words, this.baseR, this.rows[2], 1) === 1;
+  }
+
+  /** Whether the ID changed in the hour (SHA-1 through WebCrypto, hence async). */
+  async changed(id) {
+    return this.changedKey(await keyOf(id));
+  }
+
+  /** `changedKey`, under the name filters answer to (a `true` here is certain). */
+  containsKey(key) {
+    return this.changedKey(key);
+  }
+
+  /** `changed`, under the name filters answer to. */
+  mayContain(id) {
+    return this.changed(id);
+  }
+
+  /** 0: an exact body has no false positive for IDs of its universe. */
+  fpp() {
+    return 0;
+  }
+}
+
 // --- Choosing the cheapest form of a closed hour (section 12) -------------------------
 
 /** The default cost of a wasted fetch, in bytes. */
@@ -461,30 +699,75 @@ function ribbonRows(n) {
   return Math.max(64, Math.ceil(n * (n < 10000 ? 1.065 : 1.075)) + 16);
 }
 
-/**
- * The form of a closed hour of `count` IDs minimising body bytes plus
- * `followed * fpp * fetchCost`: `{form: "bloom"}` (v1 `.bin` gzip at the target) or
- * `{form: "ribbon", r}` for r in 4..24, with its predicted `bytes`, `fpp` and `expected`
- * bytes. As the Rust SDK's `cheapest_form`.
- */
-export function cheapestForm(count, targetFpp, followed, fetchCost = DEFAULT_FETCH_COST) {
-  const options = [];
-  for (let r = 4; r <= 24; r++) {
-    const bytes = 24 + Math.ceil((r * ribbonRows(count)) / 8);
-    options.push({ form: "ribbon", r, bytes, fpp: 2 ** -r });
-  }
+/** Predicted bytes of the v1 `.bin` body (gzip) of `count` IDs at `targetFpp`, and its fpp (section 12's table). */
+function v1Form(count, targetFpp) {
   const { m } = optimalParams(count, targetFpp);
   const grown = m + Math.floor(m / 32);
   const k = Math.min(64, Math.max(1, Math.round((grown / Math.max(count, 1)) * Math.LN2)));
   const raw = Math.ceil(grown / 8);
   const fpp = Math.min(targetFpp, (1 - Math.exp((-k * count) / grown)) ** k);
-  options.push({ form: "bloom", bytes: raw + 24 + Math.floor(raw / 8192), fpp });
+  return { form: "bloom", bytes: raw + 24 + Math.floor(raw / 8192), fpp };
+}
+
+/**
+ * The form of a closed hour of `count` IDs minimising body bytes plus
+ * `followed * fpp * fetchCost`: `{form: "bloom"}` (v1 `.bin` gzip at the target) or
+ * `{form: "ribbon", r}` for r in 4..24, with its predicted `bytes`, `fpp` and `expected`
+ * bytes. As the Rust SDK's `cheapest_form`.
+ *
+ * `exact`: the hour has an exact body (section 14) of that many bytes (the index's
+ * `exact_bytes`), or `true` when its size is not listed (then the v1 body's predicted
+ * bytes, which an exact body does not exceed once 1% of the universe changed). Its fpp
+ * is 0, so it is chosen, `{form: "exact", bytes, fpp: 0, expected, otherwise}`, when its
+ * bytes are no more than the cheapest other form's sum (`otherwise`, the form to read if
+ * the exact body is not served). `ribbons: false` leaves ribbons out (a verifying client
+ * reads only signed forms).
+ */
+export function cheapestForm(count, targetFpp, followed, fetchCost = DEFAULT_FETCH_COST, { exact, ribbons = true } = {}) {
+  const options = [];
+  if (ribbons) {
+    for (let r = 4; r <= 24; r++) {
+      const bytes = 24 + Math.ceil((r * ribbonRows(count)) / 8);
+      options.push({ form: "ribbon", r, bytes, fpp: 2 ** -r });
+    }
+  }
+  const v1 = v1Form(count, targetFpp);
+  options.push(v1);
   let best = null;
   for (const o of options) {
     o.expected = o.bytes + followed * o.fpp * fetchCost;
     if (!best || o.expected < best.expected || (o.expected === best.expected && o.bytes < best.bytes)) best = o;
   }
-  return best;
+  if (exact === undefined || exact === null || exact === false) return best;
+  const bytes = typeof exact === "number" ? exact : v1.bytes;
+  return bytes <= best.expected ? { form: "exact", bytes, fpp: 0, expected: bytes, otherwise: best } : best;
+}
+
+const BASE64_DIGEST = /(?:^|,)\s*sha-256\s*=\s*:([A-Za-z0-9+/=]*):/i;
+
+/**
+ * Checks the body against the response's `Repr-Digest` (RFC 9530) `sha-256` member, the
+ * SHA-256 of the bytes as sent (an exact or ribbon body is never content-coded). No
+ * header, or no `sha-256` member in it (a static mirror sends none): nothing to check.
+ * @throws DecodeError when the digest differs: the body was altered on its way
+ */
+export async function checkReprDigest(url, headers, bytes, subtle = globalThis.crypto?.subtle) {
+  const value = headers.get("repr-digest");
+  if (!value) return false;
+  const listed = BASE64_DIGEST.exec(value);
+  if (!listed) return false;
+  const digest = new Uint8Array(await subtle.digest("SHA-256", bytes));
+  let binary = "";
+  for (const b of digest) binary += String.fromCharCode(b);
+  if (btoa(binary) !== listed[1]) {
+    throw new DecodeError(`${url}: the body does not match its Repr-Digest (sha-256 ${listed[1]}, body ${btoa(binary)}): it was altered on its way`);
+  }
+  return true;
+}
+
+/** The RFC 3339 name of an hour (a Date or epoch milliseconds). */
+function hourName(hour) {
+  return new Date(hour).toISOString().replace(".000Z", "Z");
 }
 
 export class Client {
@@ -714,9 +997,82 @@ export class Client {
     return ribbon;
   }
 
+  /**
+   * A sealed hour's exact body (section 14, `/YYYY/MM/DD/HH.exact`), decoded: it answers
+   * `changed(id)` exactly for every ID of the publisher's universe. Resolves to null when
+   * the server has no exact body for the hour (404: no universe, an hour before the
+   * index's `exact_since`, or a future hour); a `StatusError` 406 for the open hour (its
+   * exact body is built when it is sealed), 410 past retention. The body is checked
+   * against `Repr-Digest`, `Bloom-Count` and `Bloom-Universe` (DecodeError), and, with a
+   * `pubkey`, its signature against the hour's chain header (VerificationError naming the
+   * hour). Kept once fetched: a sealed hour's body never changes.
+   */
+  async exact(hour) {
+    const path = hourPath(hour);
+    const url = `${path}.exact`;
+    const held = this.cache.get(url);
+    if (held) {
+      this.stats.cacheHits++;
+      return held;
+    }
+    let response;
+    try {
+      response = await this.request(url, { headers: { accept: "application/vnd.bloomcast.exact" } });
+    } catch (e) {
+      if (e instanceof StatusError && e.status === 404) return null;
+      throw e;
+    }
+    const bytes = new Uint8Array(await response.arrayBuffer());
+    await checkReprDigest(url, response.headers, bytes, this.subtle ?? globalThis.crypto?.subtle);
+    const exact = Exact.fromBytes(bytes);
+    for (const [name, value] of [["bloom-count", exact.changedCount], ["bloom-universe", exact.universe]]) {
+      const sent = response.headers.get(name);
+      if (sent !== null && sent.trim() !== String(value)) {
+        throw new DecodeError(`${url}: header ${name} says ${sent.trim()}, the body ${value}`);
+      }
+    }
+    /** The hour the body answers for (RFC 3339). */
+    exact.hour = hourName(hourOfPath(path));
+    if (this.pubkey) await this.verifyExact(path, bytes, response.headers);
+    this.cache.set(url, exact);
+    return exact;
+  }
+
+  /** Verifies an exact body's signature (section 14) over the hour's chain header: the
+   * header of the v1 hour if this client verified it, else of its chain entry (verified). */
+  async verifyExact(path, bytes, headers) {
+    const verifier = await this.readKeys();
+    const hour = hourOfPath(path);
+    let header = verifier.headerOf(hour);
+    if (!header) {
+      const entry = await this.chainEntry(path);
+      if (!entry.hour) {
+        throw new VerificationError(`hour ${hourName(hour)}: the chain has no entry for it, so its exact body cannot be verified`);
+      }
+      await verifier.checkChain([entry]);
+      const { fromHex } = await import("./verify.js");
+      header = fromHex(entry.header);
+    }
+    await verifier.checkExact(hour, bytes, header, headers.get("bloom-signature"));
+  }
+
   /** A closed hour in its cheapest form (`cheapestForm`); v1 where no ribbon is served. */
   async closedHour(hour, count, targetFpp, followed, fetchCost) {
-    const choice = cheapestForm(count ?? 3000, targetFpp ?? 0.01, followed, fetchCost);
+    return this.readForm(hour, cheapestForm(count ?? 3000, targetFpp ?? 0.01, followed, fetchCost));
+  }
+
+  /** A closed hour in the form `choice` (from `cheapestForm`): an exact body that is not
+   * served falls back to `choice.otherwise`, a ribbon that is not to v1. */
+  async readForm(hour, choice) {
+    if (choice.form === "exact") {
+      try {
+        const exact = await this.exact(hour);
+        if (exact) return exact;
+      } catch (e) {
+        if (!(e instanceof StatusError && e.status === 406)) throw e;
+      }
+      choice = choice.otherwise;
+    }
     if (choice.form === "ribbon") {
       try {
         return await this.ribbon(hour, { fpp: choice.fpp });
@@ -755,14 +1111,22 @@ export class Client {
 
   /**
    * Which of `ids` may have changed from `since` through the server's current hour:
-   * `[{from, to, ids}]`, one entry per range with hits. Every ID that changed is returned
-   * (no false negatives); one that did not is returned with about the filters' fpp.
+   * `[{from, to, ids}]`, one entry per range with hits (`exact: true` on an hour read as
+   * an exact body, whose hits are certain). Every ID that changed is returned (no false
+   * negatives); one that did not is returned with about the filters' fpp.
    * `strategy`: "union" (one `/since` filter, the default) or "hourly" (each hour's filter;
-   * each closed hour as the v1 filter or a ribbon, whichever `cheapestForm` picks for
-   * `ids.length` IDs at `fetchCost` bytes per wasted fetch). With a `pubkey` every hour's
-   * v1 filter, each closed one verified: unions and ribbons are not signed.
+   * each closed hour as the v1 filter, a ribbon or its exact body, whichever `cheapestForm`
+   * picks for `ids.length` IDs at `fetchCost` bytes per wasted fetch: exact for a sealed
+   * hour at or after the index's `exact_since` when its `exact_bytes` is no more than the
+   * cheapest other form's sum). `form: "exact"` reads every sealed hour as its exact body
+   * (hour by hour whatever `strategy`), and rejects with a ProtocolError when the server
+   * has none (`exact_since` null, or after `since`). The open hour is always v1. With a
+   * `pubkey` every hour's v1 filter or exact body, each sealed one verified: unions and
+   * ribbons are not signed.
    */
-  async changedSince(ids, since, { strategy = "union", fetchCost = DEFAULT_FETCH_COST } = {}) {
+  async changedSince(ids, since, { strategy = "union", fetchCost = DEFAULT_FETCH_COST, form = "auto" } = {}) {
+    if (strategy !== "hourly" && strategy !== "union") throw new TypeError(`strategy is union or hourly, not ${strategy}`);
+    if (form !== "auto" && form !== "exact") throw new TypeError(`form is auto or exact, not ${form}`);
     const index = await this.index();
     const now = toDate(index.current.hour);
     const from = toDate(since);
@@ -770,29 +1134,46 @@ export class Client {
     if (from > now) {
       throw new ProtocolError(`since ${from.toISOString()} is after the server's current hour ${index.current.hour}`);
     }
+    const exactSince = index.exact_since ? toDate(index.exact_since).getTime() : null;
+    const forced = form === "exact";
+    if (forced && exactSince === null) {
+      throw new ProtocolError('form "exact": this server publishes no exact hours (its index\'s exact_since is null: no universe is registered)');
+    }
+    if (forced && from.getTime() < exactSince && from < now) {
+      throw new ProtocolError(`form "exact": since ${hourName(from)} is before the first exact hour, ${index.exact_since}`);
+    }
     const keys = await Promise.all(ids.map(keyOf));
     const pick = (filter) => ids.filter((_, i) => filter.containsKey(keys[i]));
-    // Unions and ribbons are not signed: a verifying client reads each hour's v1 filter.
+    // Unions and ribbons are not signed: a verifying client reads each hour's v1 filter
+    // or exact body.
     const verifying = Boolean(this.pubkey);
-    if (strategy === "union" && !verifying) {
+    if (strategy === "union" && !verifying && !forced) {
       const fetched = await this.since(from);
       const hits = pick(fetched.filter);
       const range = fetched.range();
       return hits.length ? [{ ...range, ids: hits }] : [];
     }
-    if (strategy !== "hourly" && strategy !== "union") throw new TypeError(`strategy is union or hourly, not ${strategy}`);
     const out = [];
-    const counts = new Map((index.hours ?? []).map((h) => [toDate(h.hour).getTime(), h.count]));
+    const listed = new Map((index.hours ?? []).map((h) => [toDate(h.hour).getTime(), h]));
     for (let t = from.getTime(); t <= now.getTime(); t += 3600e3) {
       const hour = new Date(t);
-      // The open hour has no compact form: always v1 (revalidated by ETag).
-      const filter =
-        t < now.getTime() && !verifying
-          ? await this.closedHour(hour, counts.get(t) ?? index.capacity, index.target_fpp, ids.length, fetchCost)
-          : (await this.hour(hour)).filter;
+      const name = hourName(t);
+      let filter;
+      if (t === now.getTime()) {
+        // The open hour has no compact or exact form: always v1 (revalidated by ETag).
+        filter = (await this.hour(hour)).filter;
+      } else if (forced) {
+        filter = await this.exact(hour);
+        if (!filter) throw new ProtocolError(`form "exact": the server has no exact body for hour ${name} (404)`);
+      } else {
+        const entry = listed.get(t);
+        const count = entry?.count ?? index.capacity;
+        const exact = exactSince !== null && t >= exactSince ? (Number.isInteger(entry?.exact_bytes) ? entry.exact_bytes : true) : undefined;
+        const choice = cheapestForm(count ?? 3000, index.target_fpp ?? 0.01, ids.length, fetchCost, { exact, ribbons: !verifying });
+        filter = await this.readForm(hour, choice);
+      }
       const hits = pick(filter);
-      const name = hour.toISOString().replace(".000Z", "Z");
-      if (hits.length) out.push({ from: name, to: name, ids: hits });
+      if (hits.length) out.push(filter instanceof Exact ? { from: name, to: name, ids: hits, exact: true } : { from: name, to: name, ids: hits });
     }
     return out;
   }

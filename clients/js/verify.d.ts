@@ -19,6 +19,10 @@ export function header(digest: Uint8Array, prev: Uint8Array, subtle?: SubtleCryp
 export function hourIndex(hour: Date | string): number;
 /** The 57 bytes signed: domain, hour index (8 bytes big-endian), header. */
 export function signedMessage(index: number, header: Uint8Array): Uint8Array;
+/** "bloomcast-exact-v1", the first 18 bytes of an exact body's signed message (section 14). */
+export const EXACT_DOMAIN: Uint8Array;
+/** The 90 bytes an exact body's signature covers: domain, hour index (8 bytes big-endian), chain header, SHA-256(body). */
+export function exactMessage(index: number, header: Uint8Array, bodyDigest: Uint8Array): Uint8Array;
 /** The first 8 bytes of SHA-256 of a public key, 16 hex digits. */
 export function keyId(publicKey: Uint8Array, subtle?: SubtleCrypto): Promise<string>;
 /** A `Bloom-Signature` value; `keyId` null when the value names none. */
@@ -55,6 +59,10 @@ export class Verifier {
     signature: string | null,
     listedDigest?: string | null,
   ): Promise<Uint8Array>;
+  /** Verifies an exact body's `Bloom-Signature` over the hour's chain `header` (32 bytes); rejects with VerificationError naming the hour. */
+  checkExact(hour: Date | string, bytes: Uint8Array, header: Uint8Array, signature: string | null): Promise<void>;
+  /** The header of an hour verified with `check`, or null. */
+  headerOf(hour: Date | string): Uint8Array | null;
   /** Verifies a `/chain` listing, oldest first; resolves to hour → digest. */
   checkChain(entries: ChainEntry[]): Promise<Map<string, Uint8Array>>;
 }

@@ -71,6 +71,20 @@ export function signedMessage(index, header_) {
   return out;
 }
 
+/** The 18 ASCII bytes every signed exact body's message starts with (section 14). */
+export const EXACT_DOMAIN = new TextEncoder().encode("bloomcast-exact-v1");
+
+/** The 90 bytes an exact body's signature covers (section 14): domain, hour index (8 bytes
+ * big-endian, signed), the hour's chain header, SHA-256 of the body. */
+export function exactMessage(index, header_, bodyDigest) {
+  const out = new Uint8Array(90);
+  out.set(EXACT_DOMAIN, 0);
+  new DataView(out.buffer).setBigInt64(18, BigInt(index), false);
+  out.set(header_, 26);
+  out.set(bodyDigest, 58);
+  return out;
+}
+
 /** A key's id: the first 8 bytes of SHA-256 of its 32 bytes, 16 hex digits. */
 export async function keyId(publicKey, subtle = defaultSubtle()) {
   return toHex((await digest(publicKey, subtle)).subarray(0, 8));
@@ -220,13 +234,17 @@ export class Verifier {
     return listed;
   }
 
-  async signatureOk(index, header_, signature, listed) {
+  async importedKey(listed) {
     let key = this.imported.get(listed.id);
     if (!key) {
       key = await importKey(this.subtle, listed.publicKey);
       this.imported.set(listed.id, key);
     }
-    return this.subtle.verify(ED25519, key, signature, signedMessage(index, header_));
+    return key;
+  }
+
+  async signatureOk(index, header_, signature, listed) {
+    return this.subtle.verify(ED25519, await this.importedKey(listed), signature, signedMessage(index, header_));
   }
 
   /**
@@ -260,6 +278,33 @@ export class Verifier {
     }
     this.headers.set(index, { prev, header: h });
     return h;
+  }
+
+  /**
+   * Verifies an exact body (section 14) of the hour `hour` (a Date or RFC 3339 string):
+   * its `Bloom-Signature` over "bloomcast-exact-v1" || index || header || SHA-256(bytes),
+   * with the key listed for the hour; `headerBytes` is the hour's chain header (32 bytes,
+   * from a verified v1 hour or chain entry).
+   * @throws VerificationError naming the hour
+   */
+  async checkExact(hour, bytes, headerBytes, signatureHex) {
+    const index = hourIndex(hour);
+    const name = hourName(index);
+    if (!(headerBytes instanceof Uint8Array) || headerBytes.length !== 32) {
+      throw new VerificationError(`hour ${name}: no 32-byte chain header to verify its exact body against`);
+    }
+    const parsed = parseSignature(signatureHex);
+    const signature = unhex(parsed.signature, 64, name, "the exact body's Bloom-Signature");
+    const listed = this.keyFor(index, name, parsed.keyId);
+    const message = exactMessage(index, headerBytes, await digest(bytes, this.subtle));
+    if (!(await this.subtle.verify(ED25519, await this.importedKey(listed), signature, message))) {
+      throw new VerificationError(`hour ${name}: the exact body's signature does not verify with the public key given: the bytes were altered or belong to another hour`);
+    }
+  }
+
+  /** The header of an hour this verifier has checked (`check`), or null. */
+  headerOf(hour) {
+    return this.headers.get(hourIndex(hour))?.header ?? null;
   }
 
   /**

@@ -180,3 +180,18 @@ test("a runtime without WebCrypto Ed25519 gets a clear MissingDependency", async
     );
   }
 });
+
+test("an exact body's signed message is domain, hour index, header and body digest (section 14)", async () => {
+  const { exactMessage, EXACT_DOMAIN } = await import("../verify.js");
+  const h = chain.hours[1];
+  const bodyDigest = await digest(new Uint8Array([1, 2, 3]));
+  const message = exactMessage(hourIndex(h.hour), fromHex(h.header), bodyDigest);
+  assert.equal(message.length, 18 + 8 + 32 + 32);
+  assert.equal(new TextDecoder().decode(EXACT_DOMAIN), "bloomcast-exact-v1");
+  assert.equal(toHex(message.subarray(0, 18)), toHex(EXACT_DOMAIN));
+  assert.equal(new DataView(message.buffer).getBigInt64(18, false), BigInt(h.index));
+  assert.equal(toHex(message.subarray(26, 58)), h.header);
+  assert.equal(toHex(message.subarray(58)), toHex(bodyDigest));
+  // Hours before 1970 are negative, two's complement.
+  assert.equal(toHex(exactMessage(-1, GENESIS, GENESIS).subarray(18, 26)), "ffffffffffffffff");
+});

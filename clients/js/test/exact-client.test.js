@@ -1,0 +1,243 @@
+// Client#exact and changedSince's choice of exact hours (PROTOCOL.md section 14) against
+// a stub server (node:http) publishing the hours of docs/chain-vectors.json, three of them
+// with an exact body of docs/exact-vectors.json (signed with the chain's key, RFC 8032's
+// test 1): the client picks exact where it pays and then answers exactly, forcing exact
+// without a universe is refused, and a body altered on the way is refused.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { createServer } from "node:http";
+import { createHash } from "node:crypto";
+import { Client, Exact, Filter, DecodeError, ProtocolError, StatusError, VerificationError, cheapestForm, SHA1_KM32 } from "../bloomcast.js";
+import { exactMessage, fromHex, toHex, hourIndex, keyId } from "../verify.js";
+
+const read = (name) => JSON.parse(readFileSync(new URL(`../../../docs/${name}`, import.meta.url), "utf8"));
+const chain = read("chain-vectors.json");
+const vectors = read("exact-vectors.json");
+const pathOf = (hour) => `/${hour.slice(0, 4)}/${hour.slice(5, 7)}/${hour.slice(8, 10)}/${hour.slice(11, 13)}`;
+
+const [H13, H14, H15, H16] = chain.hours.map((h) => h.hour);
+const OPEN = "2025-12-20T17:00:00Z";
+// Exact bodies: H14 over u:0..u:299 (12 changed), H15 over u:0..u:999 (200 changed),
+// H16 over u:0..u:1999 (1000 changed; not in the index's hours).
+const EXACT = {
+  [H14]: vectors.bodies.find((v) => v.universe === 300),
+  [H15]: vectors.bodies.find((v) => v.universe === 1000),
+  [H16]: vectors.bodies.find((v) => v.universe === 2000),
+};
+const FOLLOWED = Array.from({ length: 300 }, (_, i) => `u:${i}`); // in every universe above
+
+const signingKey = crypto.subtle.importKey(
+  "pkcs8",
+  fromHex(`302e020100300506032b657004220420${chain.seed}`),
+  { name: "Ed25519" },
+  false,
+  ["sign"],
+);
+
+async function signExact(hour, body) {
+  const h = chain.hours.find((x) => x.hour === hour);
+  const message = exactMessage(hourIndex(hour), fromHex(h.header), createHash("sha256").update(body).digest());
+  return toHex(new Uint8Array(await crypto.subtle.sign({ name: "Ed25519" }, await signingKey, message)));
+}
+
+const reprDigest = (bytes) => `sha-256=:${createHash("sha256").update(bytes).digest("base64")}:`;
+
+/**
+ * A stub bloomcast server. `exactSince`: the index's exact_since (null: no universe).
+ * `tamper`: "body" flips a bit of every exact body after its Repr-Digest is computed;
+ * "resigned" flips it before (a consistent body whose signature no longer verifies).
+ */
+async function stub({ exactSince = H14, tamper = null, signed = false, countHeader = null } = {}) {
+  const seen = [];
+  const index = {
+    service: "bloomcast", protocol: 1, hash: SHA1_KM32, target_fpp: 0.01, capacity: 3000, retention_hours: 720,
+    genesis: H13, current: { hour: OPEN, url: pathOf(OPEN) }, exact_since: exactSince,
+    hours: [
+      { hour: OPEN, url: pathOf(OPEN), count: 0, complete: false },
+      { hour: H15, url: pathOf(H15), count: 200, complete: true, exact_bytes: EXACT[H15].body.length / 2 },
+      { hour: H14, url: pathOf(H14), count: 12, complete: true, exact_bytes: EXACT[H14].body.length / 2 },
+    ],
+  };
+  const open = Filter.empty(1024, 7);
+  const server = createServer(async (req, res) => {
+    const { pathname } = new URL(req.url, "http://stub");
+    seen.push(req.url);
+    const json = (body, status = 200, headers = {}) => {
+      res.writeHead(status, { "content-type": "application/json", ...headers });
+      res.end(JSON.stringify(body));
+    };
+    const notFound = () => json({ error: "not_found", message: "no such hour" }, 404);
+    if (pathname === "/") return json(index);
+    if (pathname === "/.well-known/bloomcast.json") return notFound();
+    if (pathname.startsWith("/chain/")) {
+      const h = chain.hours.find((x) => pathOf(x.hour) === pathname.slice(6));
+      if (!h) return notFound();
+      return json([{ hour: h.hour, digest: h.digest, prev: h.prev, header: h.header, signature: h.signature, key_id: null }]);
+    }
+    if (pathname === pathOf(OPEN)) {
+      return json({ hour: OPEN, complete: false, count: 0, m: 1024, k: 7, hash: SHA1_KM32, fpp: 0, filter: open.toHex() });
+    }
+    if (pathname === `${pathOf(OPEN)}.exact`) return json({ error: "not_acceptable", message: "the open hour has no exact body" }, 406);
+    const exact = /^(\/\d{4}\/\d{2}\/\d{2}\/\d{2})\.exact$/.exec(pathname);
+    if (exact) {
+      const hour = chain.hours.find((x) => pathOf(x.hour) === exact[1])?.hour;
+      const v = EXACT[hour];
+      if (!v || exactSince === null) return notFound();
+      let body = fromHex(v.body);
+      if (tamper === "resigned") body[body.length - 1] ^= 1;
+      const headers = {
+        "content-type": "application/vnd.bloomcast.exact",
+        "repr-digest": reprDigest(body),
+        "bloom-hour": hour,
+        "bloom-count": countHeader ?? String(v.changed.length),
+        "bloom-universe": String(v.universe),
+        "bloom-complete": "true",
+      };
+      if (signed) {
+        const h = chain.hours.find((x) => x.hour === hour);
+        headers["bloom-signature"] = `${await signExact(hour, fromHex(v.body))}; keyid="${await keyId(fromHex(chain.public_key))}"`;
+        headers["bloom-prev-header"] = h.prev;
+      }
+      if (tamper === "body") {
+        body = Uint8Array.from(body);
+        body[body.length - 1] ^= 1;
+      }
+      res.writeHead(200, headers);
+      return res.end(body);
+    }
+    const h = chain.hours.find((x) => pathOf(x.hour) === pathname);
+    if (h) {
+      const headers = signed ? { "bloom-prev-header": h.prev, "bloom-signature": h.signature } : {};
+      return json({ hour: h.hour, complete: true, count: h.ids.length, m: h.m, k: h.k, hash: SHA1_KM32, fpp: 0.01, filter: h.bin_hex, digest: h.digest }, 200, headers);
+    }
+    return notFound(); // ribbons: none served here
+  });
+  await new Promise((ok) => server.listen(0, "127.0.0.1", ok));
+  const base = `http://127.0.0.1:${server.address().port}`;
+  return { base, seen, close: () => new Promise((ok) => server.close(ok)) };
+}
+
+async function withStub(options, body) {
+  const server = await stub(options);
+  try {
+    return await body(server);
+  } finally {
+    await server.close();
+  }
+}
+
+/** What changedSince must answer for FOLLOWED from H13: exactly the changed IDs of each exact hour. */
+const expected = [H14, H15, H16]
+  .map((hour) => ({ from: hour, to: hour, ids: FOLLOWED.filter((id) => EXACT[hour].changed.includes(id)), exact: true }))
+  .filter((c) => c.ids.length);
+
+test("Client#exact fetches the hour's .exact, checks it, and keeps it", () =>
+  withStub({}, async ({ base, seen }) => {
+    const client = new Client(base);
+    const exact = await client.exact(H15);
+    assert.ok(exact instanceof Exact);
+    assert.equal(exact.hour, H15);
+    assert.equal(exact.universe, 1000);
+    assert.equal(exact.changedCount, 200);
+    for (let i = 0; i < 1000; i++) assert.equal(await exact.changed(`u:${i}`), i % 5 === 0, `u:${i}`);
+    assert.equal(await client.exact("2025-12-20T15:59:00Z"), exact);
+    assert.deepEqual(seen, ["/2025/12/20/15.exact"]);
+  }));
+
+test("no exact body is null (404), the open hour a StatusError 406", () =>
+  withStub({}, async ({ base }) => {
+    const client = new Client(base);
+    assert.equal(await client.exact(H13), null);
+    await assert.rejects(client.exact(OPEN), (e) => e instanceof StatusError && e.status === 406);
+  }));
+
+test("changedSince by hour reads sealed hours from exact_since as exact bodies and answers exactly", () =>
+  withStub({}, async ({ base, seen }) => {
+    const client = new Client(base);
+    const changes = await client.changedSince(FOLLOWED, H13, { strategy: "hourly" });
+    assert.deepEqual(changes, expected);
+    const exacts = seen.filter((p) => p.endsWith(".exact"));
+    assert.deepEqual(exacts, [H14, H15, H16].map((h) => `${pathOf(h)}.exact`));
+    // The hour before exact_since in its cheapest other form (no ribbon here: v1), the open hour v1.
+    assert.ok(seen.includes(pathOf(H13)) && seen.includes(pathOf(OPEN)), seen.join(" "));
+    assert.ok(!seen.some((p) => p.startsWith(`${pathOf(OPEN)}.`)), seen.join(" "));
+  }));
+
+test("form: exact reads every sealed hour exact, even with the union strategy", () =>
+  withStub({}, async ({ base, seen }) => {
+    const client = new Client(base);
+    assert.deepEqual(await client.changedSince(FOLLOWED, H14, { form: "exact" }), expected);
+    assert.ok(!seen.some((p) => p.startsWith("/since")), seen.join(" "));
+    await assert.rejects(
+      client.changedSince(FOLLOWED, H13, { form: "exact" }),
+      (e) => e instanceof ProtocolError && e.message.includes(`before the first exact hour, ${H14}`),
+    );
+    await assert.rejects(client.changedSince(FOLLOWED, H14, { form: "bloom" }), TypeError);
+  }));
+
+test("forcing exact without a universe is refused clearly; auto reads the other forms", () =>
+  withStub({ exactSince: null }, async ({ base, seen }) => {
+    const client = new Client(base);
+    await assert.rejects(
+      client.changedSince(FOLLOWED, H14, { strategy: "hourly", form: "exact" }),
+      (e) => e instanceof ProtocolError && /exact_since is null/.test(e.message),
+    );
+    const changes = await client.changedSince(chain.hours[1].ids, H13, { strategy: "hourly" });
+    // v1 filters: H14's ID, and false positives (H15's filter of 13 bits flags it too).
+    assert.deepEqual(changes[0], { from: H14, to: H14, ids: chain.hours[1].ids });
+    assert.ok(changes.every((c) => !c.exact));
+    assert.ok(!seen.some((p) => p.endsWith(".exact")), seen.join(" "));
+  }));
+
+test("an exact body altered on its way fails its Repr-Digest and is not kept", () =>
+  withStub({ tamper: "body" }, async ({ base }) => {
+    const client = new Client(base);
+    await assert.rejects(client.exact(H15), (e) => e instanceof DecodeError && /Repr-Digest/.test(e.message) && e.message.includes("15.exact"));
+    assert.equal(client.cache.size, 0);
+    await assert.rejects(client.changedSince(FOLLOWED, H14, { strategy: "hourly" }), /Repr-Digest/);
+  }));
+
+test("Bloom-Count must be the body's", () =>
+  withStub({ countHeader: "7" }, async ({ base }) => {
+    await assert.rejects(new Client(base).exact(H15), (e) => e instanceof DecodeError && /bloom-count says 7, the body 200/.test(e.message));
+  }));
+
+test("with a pubkey an exact body is verified against its hour's chain header", () =>
+  withStub({ signed: true }, async ({ base, seen }) => {
+    const client = new Client(base, { pubkey: chain.public_key });
+    assert.equal((await client.exact(H15)).universe, 1000);
+    assert.ok(seen.includes(`/chain${pathOf(H15)}?limit=1`), seen.join(" "));
+    // A verifying client reads exact hours too (they are signed), v1 for the others.
+    const changes = await client.changedSince(FOLLOWED, H13);
+    assert.deepEqual(changes, expected);
+    assert.ok(!seen.some((p) => p.startsWith("/since") || p.includes(".ribbon")), seen.join(" "));
+  }));
+
+test("with a pubkey an exact body that is not the one signed is refused naming the hour", () =>
+  withStub({ signed: true, tamper: "resigned" }, async ({ base }) => {
+    const client = new Client(base, { pubkey: chain.public_key });
+    await assert.rejects(client.exact(H14), (e) => e instanceof VerificationError && e.message.includes(H14) && /exact body/.test(e.message));
+    assert.equal(client.cache.size, 0);
+  }));
+
+test("with a pubkey an unsigned exact body is refused", () =>
+  withStub({ signed: false }, async ({ base }) => {
+    const client = new Client(base, { pubkey: chain.public_key });
+    await assert.rejects(client.exact(H15), (e) => e instanceof VerificationError && e.message.includes(H15) && /not signed/.test(e.message));
+  }));
+
+test("exact is chosen when its bytes are no more than the cheapest other form's sum", () => {
+  const other = cheapestForm(200, 0.01, 300, 10240);
+  assert.equal(cheapestForm(200, 0.01, 300, 10240, { exact: Math.floor(other.expected) }).form, "exact");
+  const picked = cheapestForm(200, 0.01, 300, 10240, { exact: 138 });
+  assert.deepEqual([picked.form, picked.bytes, picked.fpp, picked.expected, picked.otherwise], ["exact", 138, 0, 138, other]);
+  assert.equal(cheapestForm(200, 0.01, 300, 10240, { exact: Math.ceil(other.expected) + 1 }).form, other.form);
+  // Not listed: the v1 body's predicted bytes, no more than v1's own sum.
+  const v1 = cheapestForm(200, 0.01, 300, 10240, { ribbons: false });
+  assert.equal(v1.form, "bloom");
+  assert.equal(cheapestForm(200, 0.01, 300, 10240, { exact: true }).bytes, v1.bytes);
+  assert.equal(cheapestForm(200, 0.01, 300, 10240, { exact: true, ribbons: false }).form, "exact");
+  // Following one ID at no fetch cost, a tiny ribbon or v1 filter beats a large exact body.
+  assert.notEqual(cheapestForm(5, 0.01, 1, 0, { exact: 100000 }).form, "exact");
+});

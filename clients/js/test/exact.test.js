@@ -1,0 +1,144 @@
+// Every entry of docs/exact-vectors.json, and the decoding rules of PROTOCOL.md section 14.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { Exact, exactRow, exactSalt, exactSelector, mix64, keyOf, DecodeError } from "../bloomcast.js";
+
+const vectors = JSON.parse(readFileSync(new URL("../../../docs/exact-vectors.json", import.meta.url), "utf8"));
+
+const fromHex = (hex) => Uint8Array.from(hex.match(/../g) ?? [], (b) => parseInt(b, 16));
+
+test("the vectors use the one hash scheme", () => {
+  assert.equal(vectors.hash, "sha1-km32");
+});
+
+for (const v of vectors.rows) {
+  test(`row of ${JSON.stringify(v.id).slice(0, 30)} tag=${v.tag} seed=${v.seed} m=${v.m}`, async () => {
+    const key = await keyOf(v.id);
+    assert.deepEqual(key, { h1: v.h1, h2: v.h2 });
+    const row = exactRow(key, v.tag, v.seed, v.m);
+    assert.equal(row.salt, BigInt(`0x${v.salt}`), "salt");
+    assert.equal(exactSalt(v.tag, v.seed), BigInt(`0x${v.salt}`), "exactSalt");
+    assert.equal(row.selector, v.selector, "selector");
+    assert.equal(exactSelector(key), v.selector, "exactSelector");
+    assert.equal(row.start, v.start, "start");
+    assert.equal(v.coeff.length, 32);
+    assert.equal(row.coeff, BigInt(`0x${v.coeff}`), "coeff");
+    assert.equal(v.fingerprint.length, 16);
+    assert.equal(row.fingerprint, BigInt(`0x${v.fingerprint}`), "fingerprint");
+  });
+}
+
+test("the query's 32-bit arithmetic is section 14's 64-bit formulas on many keys", () => {
+  // exactRow computes with 32-bit halves; this is the BigInt transcription of the section.
+  const G = 0x9e3779b97f4a7c15n;
+  const M = (1n << 64n) - 1n;
+  const salt = (tag, seed) => mix64((BigInt(tag) << 32n) | BigInt(seed));
+  let state = 987654321n;
+  const ms = [0, 1, 2, 31, 32, 33, 63, 64, 65, 95, 96, 127, 128, 129, 1000, 2 ** 20, 2 ** 32 - 1];
+  for (let i = 0; i < 3000; i++) {
+    state = (state + G) & M;
+    const z = mix64(state);
+    const extreme = [{ h1: 0, h2: 0 }, { h1: 0xffffffff, h2: 0xffffffff }, { h1: 0x80000000, h2: 1 }][i];
+    const key = extreme ?? { h1: Number(z >> 32n), h2: Number(z & 0xffffffffn) };
+    const big = (BigInt(key.h1) << 32n) | BigInt(key.h2);
+    const tag = 1 + (i % 3);
+    const seed = Number(mix64(z) & 0xffffffffn);
+    const m = i < ms.length ? ms[i] : Number(mix64(z ^ 1n) % 5000000n);
+    const a = mix64(big ^ salt(tag, seed));
+    const b = mix64(a ^ G);
+    const c = mix64(b ^ G);
+    const d = mix64(c ^ G);
+    const w = Math.min(m, 128);
+    const mask = (1n << BigInt(w)) - 1n;
+    const row = exactRow(key, tag, seed, m);
+    assert.equal(row.salt, salt(tag, seed));
+    assert.equal(row.selector, Number(mix64(big ^ salt(4, 0)) >> 56n));
+    assert.equal(row.start, Number((a * BigInt(m - w + 1)) >> 64n));
+    assert.equal(row.coeff, m === 0 ? 0n : (((c << 64n) | b) & mask) | 1n, `m=${m}`);
+    assert.equal(row.fingerprint, d);
+  }
+});
+
+for (const v of vectors.bodies) {
+  test(`exact body over ${v.universe} IDs, ${v.changed.length} changed: every ID answers exactly`, async () => {
+    const exact = Exact.fromBytes(fromHex(v.body));
+    assert.equal(exact.k, v.k);
+    assert.equal(exact.split, v.split);
+    assert.equal(exact.universe, v.universe);
+    assert.equal(exact.changedCount, v.changed.length);
+    assert.deepEqual(exact.rows, v.rows);
+    assert.deepEqual(exact.seeds, v.seeds);
+    assert.equal(exact.size, v.body.length / 2);
+    const changed = new Set(v.changed);
+    for (let i = 0; i < v.universe; i++) {
+      const id = `u:${i}`;
+      assert.equal(await exact.changed(id), changed.has(id), id);
+    }
+    // The sync key-based query answers alike.
+    const key = await keyOf("u:0");
+    assert.equal(exact.changedKey(key), changed.has("u:0"));
+  });
+}
+
+// Universe 300, k = 3, split = 200, rows 8, 4, 27: 71 solution bits, one padding bit.
+const body = () => fromHex(vectors.bodies.find((v) => v.universe === 300).body);
+// k = 0: part B has no rows.
+const kZero = () => fromHex(vectors.bodies.find((v) => v.k === 0 && v.universe > 0).body);
+
+for (const [offset, value, why] of [
+  [0, 0x58, /magic/],
+  [3, 0x32, /magic/],
+  [4, 2, /version 2/],
+  [4, 0, /version 0/],
+  [5, 32, /k = 32 exceeds 31/],
+  [5, 255, /k = 255 exceeds 31/],
+  [7, 1, /split = 456 exceeds 255/],
+]) {
+  test(`an exact body with byte ${offset} = ${value} is refused (${why.source})`, () => {
+    const broken = body();
+    broken[offset] = value;
+    assert.throws(() => Exact.fromBytes(broken), (e) => e instanceof DecodeError && why.test(e.message));
+  });
+}
+
+test("split 255 is allowed, 256 is not", () => {
+  const edge = body();
+  edge[6] = 255;
+  assert.equal(Exact.fromBytes(edge).split, 255);
+  edge[6] = 0;
+  edge[7] = 1;
+  assert.throws(() => Exact.fromBytes(edge), /split = 256 exceeds 255/);
+});
+
+test("part B rows when k = 0 are refused", () => {
+  const broken = kZero();
+  assert.equal(Exact.fromBytes(kZero()).k, 0);
+  broken[20] = 1;
+  assert.throws(() => Exact.fromBytes(broken), (e) => e instanceof DecodeError && /mB = 1 .*k = 0/.test(e.message));
+});
+
+test("a wrong length and set padding bits are refused", () => {
+  const good = body();
+  assert.equal(Exact.fromBytes(good).rows.join(), "8,4,27");
+  assert.throws(() => Exact.fromBytes(good.subarray(0, -1)), (e) => e instanceof DecodeError && /length 48, expected 49/.test(e.message));
+  const longer = new Uint8Array(good.length + 1);
+  longer.set(good);
+  assert.throws(() => Exact.fromBytes(longer), /length 50, expected 49/);
+  assert.throws(() => Exact.fromBytes(new Uint8Array(39)), /shorter than its 40-byte header/);
+  assert.throws(() => Exact.fromBytes(good.subarray(0, 40)), /expected 49/);
+  // A row count that does not match the body.
+  const rows = body();
+  rows[24] = 35; // 79 bits: 10 bytes
+  assert.throws(() => Exact.fromBytes(rows), /expected 50/);
+  const padded = body();
+  padded[padded.length - 1] |= 0x80;
+  assert.throws(() => Exact.fromBytes(padded), (e) => e instanceof DecodeError && /padding bits/.test(e.message));
+});
+
+test("the empty body (no universe) decodes and answers false", async () => {
+  const exact = Exact.fromBytes(fromHex(vectors.bodies[0].body));
+  assert.equal(exact.universe, 0);
+  assert.equal(await exact.changed("anything"), false);
+  assert.equal(exact.fpp(), 0);
+});
