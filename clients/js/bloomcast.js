@@ -456,7 +456,6 @@ export class Ribbon {
 // --- Exact hours (section 14): the .exact body and its query --------------------------
 
 const EXACT_MAGIC = [0x42, 0x43, 0x58, 0x31]; // "BCX1"
-const EXACT_HEADER = 40;
 const GOLDEN_HI = 0x9e3779b9;
 const GOLDEN_LO = 0x7f4a7c15;
 
@@ -595,31 +594,46 @@ export class Exact {
   /** Decodes an `.exact` body, refusing anything section 14 rules out (DecodeError). */
   static fromBytes(body) {
     const bytes = body instanceof Uint8Array ? body : new Uint8Array(body);
-    if (bytes.length < EXACT_HEADER) {
-      throw new DecodeError(`exact body of ${bytes.length} bytes is shorter than its ${EXACT_HEADER}-byte header`);
+    if (bytes.length < 7) {
+      throw new DecodeError(`exact body of ${bytes.length} bytes is shorter than the header`);
     }
     if (EXACT_MAGIC.some((b, i) => bytes[i] !== b)) throw new DecodeError('exact body: magic is not "BCX1"');
     if (bytes[4] !== 1) throw new DecodeError(`exact body: version ${bytes[4]} (this client knows 1)`);
-    const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
     const k = bytes[5];
     if (k > 31) throw new DecodeError(`exact body: k = ${k} exceeds 31`);
-    const split = view.getUint16(6, true);
-    if (split > 255) throw new DecodeError(`exact body: split = ${split} exceeds 255`);
-    const u32 = (offset) => view.getUint32(offset, true);
-    const [universe, changedCount, mA, mB, mR, sA, sB, sR] = [8, 12, 16, 20, 24, 28, 32, 36].map(u32);
+    const split = bytes[6];
+    // Eight minimal unsigned LEB128 varints, each below 2^32.
+    let at = 7;
+    const varint = (name) => {
+      let value = 0;
+      for (let i = 0; i < 5; i++) {
+        if (at + i >= bytes.length) throw new DecodeError(`exact body: the header ends inside ${name}`);
+        const b = bytes[at + i];
+        value += (b & 0x7f) * 2 ** (7 * i);
+        if ((b & 0x80) === 0) {
+          if (i > 0 && b === 0) throw new DecodeError(`exact body: ${name} is not minimally encoded`);
+          if (value >= 2 ** 32) throw new DecodeError(`exact body: ${name} is 2^32 or more`);
+          at += i + 1;
+          return value;
+        }
+      }
+      throw new DecodeError(`exact body: ${name} is longer than 5 bytes`);
+    };
+    const [universe, changedCount, mA, mB, mR, sA, sB, sR] = ["N", "r", "mA", "mB", "mR", "sA", "sB", "sR"].map(varint);
+    const header = at;
     if (k === 0 && mB !== 0) throw new DecodeError(`exact body: mB = ${mB} rows in part B, which has none when k = 0`);
     const bits = (k + 1) * mA + k * mB + mR; // below 2^38: exact
     const expected = Math.ceil(bits / 8);
-    if (bytes.length - EXACT_HEADER !== expected) {
+    if (bytes.length - header !== expected) {
       throw new DecodeError(
-        `exact body: length ${bytes.length}, expected ${EXACT_HEADER + expected} for k = ${k}, rows ${mA}, ${mB}, ${mR} (${bits} solution bits)`,
+        `exact body: length ${bytes.length}, expected ${header + expected} for k = ${k}, rows ${mA}, ${mB}, ${mR} (${bits} solution bits)`,
       );
     }
     if (bits % 8 && bytes[bytes.length - 1] >> bits % 8) throw new DecodeError(`exact body: padding bits past the ${bits} solution bits are set`);
     // Little-endian 32-bit words with five zero words past the end: every 128-bit window reads whole.
     const words = new Uint32Array(Math.ceil(expected / 4) + 5);
     const padded = new Uint8Array(words.length * 4);
-    padded.set(bytes.subarray(EXACT_HEADER));
+    padded.set(bytes.subarray(header));
     const wordView = new DataView(padded.buffer);
     for (let i = 0; i < words.length; i++) words[i] = wordView.getUint32(i * 4, true);
     return new Exact({ k, split, universe, changedCount, rows: [mA, mB, mR], seeds: [sA, sB, sR], words, size: bytes.length });
