@@ -181,6 +181,11 @@ fn main() {
             },
         ),
         needs::trial(
+            "every_node_serves_the_same_exact_bytes_over_the_clusters_universe",
+            &[Need::Postgres],
+            || needs::block_on(exact::every_node_serves_the_same_exact_bytes_over_the_clusters_universe()),
+        ),
+        needs::trial(
             "a_node_killed_mid_seal_leaves_the_seal_to_another_with_the_same_bytes_and_link",
             &[Need::Postgres],
             || {
@@ -534,3 +539,6 @@ mod link_cut;
 
 #[path = "cluster/mid_seal.rs"]
 mod mid_seal;
+
+#[path = "cluster/exact.rs"]
+mod exact;
