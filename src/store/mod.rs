@@ -350,8 +350,9 @@ pub trait Store: Send + Sync + 'static {
     /// universe as it stood when `through` was sealed, whenever it is read.
     async fn universe_keys(&self, through: Hour) -> Result<Vec<Key>>;
 
-    /// Stores `hour`'s exact body unless it has one; returns the stored body (the
-    /// first one stored wins, so every node serves the same bytes).
+    /// Stores `hour`'s exact body unless it has one that verifies (a rotten one is
+    /// replaced); returns the stored body (the first one stored wins, so every node
+    /// serves the same bytes).
     async fn put_exact(&self, hour: Hour, body: &[u8]) -> Result<Vec<u8>>;
 
     /// `hour`'s exact body, verified, if stored.

@@ -144,18 +144,40 @@ impl PgStore {
         Ok(keys)
     }
 
+    /// Stores the body unless the hour has one that verifies (a rotten one is
+    /// replaced); the stored body. Concurrent writers of one hour take turns on its row.
     pub(super) async fn put_exact_row(&self, hour: Hour, body: &[u8]) -> Result<Vec<u8>> {
-        let client = self.client().await?;
-        let sql = self.sql(
-            "INSERT INTO {s}.exact_hours (hour, body, checksum) VALUES ($1, $2, $3)
-             ON CONFLICT (hour) DO NOTHING",
-        );
-        client
-            .execute(&sql, &[&hour.index(), &body, &exact_checksum(hour, body)])
+        let mut client = self.client().await?;
+        let tx = client.transaction().await.map_err(pg_error)?;
+        tx.execute(
+            &self.sql(
+                "INSERT INTO {s}.exact_hours (hour, body, checksum) VALUES ($1, $2, $3)
+                 ON CONFLICT (hour) DO NOTHING",
+            ),
+            &[&hour.index(), &body, &exact_checksum(hour, body)],
+        )
+        .await
+        .map_err(pg_error)?;
+        let row = tx
+            .query_one(
+                &self.sql("SELECT body, checksum FROM {s}.exact_hours WHERE hour = $1 FOR UPDATE"),
+                &[&hour.index()],
+            )
             .await
             .map_err(pg_error)?;
-        drop(client);
-        Ok(self.exact_row(hour).await?.unwrap_or_else(|| body.to_vec()))
+        let stored: Vec<u8> = row.get(0);
+        if row.get::<_, i64>(1) == exact_checksum(hour, &stored) {
+            tx.commit().await.map_err(pg_error)?;
+            return Ok(stored);
+        }
+        tx.execute(
+            &self.sql("UPDATE {s}.exact_hours SET body = $2, checksum = $3 WHERE hour = $1"),
+            &[&hour.index(), &body, &exact_checksum(hour, body)],
+        )
+        .await
+        .map_err(pg_error)?;
+        tx.commit().await.map_err(pg_error)?;
+        Ok(body.to_vec())
     }
 
     pub(super) async fn exact_row(&self, hour: Hour) -> Result<Option<Vec<u8>>> {

@@ -138,15 +138,20 @@ pub(super) fn keys(conn: &Connection, through: Hour) -> Result<Vec<Key>> {
     Ok(out)
 }
 
-/// Stores the body unless the hour has one; the stored body.
+/// Stores the body unless the hour has one that verifies (a rotten one is replaced);
+/// the stored body.
 pub(super) fn put_exact(tx: &Transaction, hour: Hour, body: &[u8]) -> Result<Vec<u8>> {
+    match exact(tx, hour) {
+        Ok(Some(stored)) => return Ok(stored),
+        Ok(None) | Err(StoreError::Corrupt(_)) => {}
+        Err(e) => return Err(e),
+    }
     tx.execute(
-        "INSERT INTO exact_hours (hour, body, checksum) VALUES (?1, ?2, ?3)
-         ON CONFLICT (hour) DO NOTHING",
+        "INSERT OR REPLACE INTO exact_hours (hour, body, checksum) VALUES (?1, ?2, ?3)",
         params![hour.index(), body, exact_checksum(hour, body)],
     )
     .map_err(sql_error)?;
-    Ok(exact(tx, hour)?.unwrap_or_else(|| body.to_vec()))
+    Ok(body.to_vec())
 }
 
 pub(super) fn exact(conn: &Connection, hour: Hour) -> Result<Option<Vec<u8>>> {
