@@ -1,6 +1,7 @@
 //! docs/SCENARIO.md shows what `examples/seed_scenario.rs` prints: the 2008 day is
 //! replayed here (a real server on loopback, its clock moved by hand; about 7 s in a
-//! debug build) and every line of its report must be in the document, verbatim.
+//! debug build) and every line of its report must be in the document, verbatim, and the
+//! README's table of forms must be three of its rows.
 
 #[allow(dead_code)]
 #[path = "../examples/seed_scenario.rs"]
@@ -20,4 +21,21 @@ async fn the_scenario_doc_shows_what_the_example_prints() {
         "docs/SCENARIO.md lacks these lines of `cargo run --release --example seed_scenario`:\n{}",
         missing.join("\n")
     );
+    // The README's table of forms is three of its rows, verbatim.
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md"))
+        .expect("README.md");
+    for row in [
+        "| bloomcast, hourly |",
+        "| bloomcast, hourly, ribbon at the target |",
+        "| bloomcast, hourly, exact (universe registered) |",
+    ] {
+        let line = report
+            .lines()
+            .find(|l| l.starts_with(row))
+            .expect("the report has the row");
+        assert!(
+            readme.contains(line),
+            "README.md lacks the scenario's row {line}"
+        );
+    }
 }
