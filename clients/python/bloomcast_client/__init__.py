@@ -28,6 +28,7 @@ HASH = "sha1-km32"
 from .verify import MissingDependency, VerificationError  # noqa: E402  (re-exported)
 from .ribbon import (DEFAULT_FETCH_COST, Ribbon, RibbonError,  # noqa: E402
                      cheapest_form, hourly_is_cheaper, selftest_ribbon)
+from .exact import Exact, ExactError, selftest_exact  # noqa: E402
 try:  # Optional: deltas of the open hour (RFC 9842 dcz) need zstd.
     import zstandard
 except ImportError:  # pragma: no cover - depends on the environment

@@ -15,7 +15,7 @@ import sys
 
 from . import (DEFAULT_FETCH_COST, Client, ConnectionFailed, Filter, HTTPError,
                MissingDependency, ProtocolError, VerificationError, hour_path, parse_hour,
-               selftest, selftest_ribbon)
+               selftest, selftest_exact, selftest_ribbon)
 from .cli_reading import add_estimate, add_history, add_watch, refuse
 from .verify import selftest_chain
 
@@ -159,6 +159,8 @@ def cmd_inspect(args):
 def cmd_selftest(args):
     if args.vectors.endswith("chain-vectors.json"):
         print(f"ok: {selftest_chain(args.vectors)} chain vectors")
+    elif args.vectors.endswith("exact-vectors.json"):
+        print(f"ok: {selftest_exact(args.vectors)} exact vectors")
     elif args.vectors.endswith("ribbon-vectors.json"):
         print(f"ok: {selftest_ribbon(args.vectors)} ribbon vectors")
     else:
@@ -243,8 +245,8 @@ def parser():
     test = verbs.add_parser(
         "selftest", help="check this client against the published test vectors",
         description="Check hashing, encoding and sizing against docs/test-vectors.json "
-        "(or the chain or ribbon decoder against docs/chain-vectors.json or "
-        "docs/ribbon-vectors.json).")
+        "(or the chain, ribbon or exact decoder against docs/chain-vectors.json, "
+        "docs/ribbon-vectors.json or docs/exact-vectors.json).")
     test.add_argument("vectors", nargs="?", default="docs/test-vectors.json",
                       help="the test vectors file [default: docs/test-vectors.json]")
     test.set_defaults(run=cmd_selftest, needs_server=False)
