@@ -8,6 +8,7 @@ import json
 
 GENESIS = bytes(32)
 DOMAIN = b"bloomcast-hour-v1"
+EXACT_DOMAIN = b"bloomcast-exact-v1"
 EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
 
 
@@ -37,6 +38,13 @@ def hour_index(hour):
 def signed_message(index, header_):
     """The 57 bytes signed: domain, hour index (8 bytes big-endian, signed), header."""
     return DOMAIN + index.to_bytes(8, "big", signed=True) + header_
+
+
+def exact_message(index, header_, body):
+    """The 90 bytes an exact body is signed over (section 14): domain, hour index (8
+    bytes big-endian, signed), the hour's chain header, SHA-256 of the body."""
+    return (EXACT_DOMAIN + index.to_bytes(8, "big", signed=True) + header_
+            + hashlib.sha256(bytes(body)).digest())
 
 
 def key_id(public_key):
@@ -161,13 +169,59 @@ class Verifier:
                                     f"listed for it is {listed[3]}")
         return listed[2]
 
-    def _signature_ok(self, index, header_, signature, key):
+    def _signature_ok(self, index, header_, signature, key, message=None):
         from cryptography.exceptions import InvalidSignature
         try:
-            self._load(key).verify(signature, signed_message(index, header_))
+            self._load(key).verify(signature, message or signed_message(index, header_))
             return True
         except InvalidSignature:
             return False
+
+    def check_entry(self, entry, hour):
+        """Verifies one chain entry (a dict of `/chain/...?limit=1`) of `hour`: its
+        header, signature and key, and its link to hours verified before; returns its
+        header."""
+        name = hour.strftime("%Y-%m-%dT%H:00:00Z")
+        listed = entry.get("hour")
+        if not listed or _hour(listed) != hour:
+            raise VerificationError(f"hour {name}: the chain has no entry for it")
+        self.check_chain([entry])
+        index = hour_index(hour)
+        prev = _unhex(entry.get("prev"), 32, name, "prev")
+        h = _unhex(entry.get("header"), 32, name, "header")
+        self._link(index, name, prev, h)
+        self.headers[index] = (prev, h)
+        return h
+
+    def _link(self, index, name, prev, h):
+        known = self.headers.get(index - 1)
+        if known and known[1] != prev:
+            raise VerificationError(f"hour {name}: its chain link does not follow the "
+                                    "previous hour's header")
+        after = self.headers.get(index + 1)
+        if after and after[0] != h:
+            raise VerificationError(f"hour {name}: the next hour, verified before, links "
+                                    "to another header")
+
+    def check_exact(self, hour, body, header_, prev_hex, signature_hex):
+        """Verifies an hour's exact body (section 14) given the hour's chain header,
+        verified before (the v1 hour's or its chain entry's), and the response's
+        Bloom-Prev-Header (when sent) and Bloom-Signature."""
+        name = hour.strftime("%Y-%m-%dT%H:00:00Z")
+        index = hour_index(hour)
+        known = self.headers.get(index)
+        if prev_hex is not None and known and \
+                _unhex(prev_hex, 32, name, "Bloom-Prev-Header") != known[0]:
+            raise VerificationError(f"hour {name}: the exact body's Bloom-Prev-Header is "
+                                    "not the chain's link for the hour")
+        signature_hex, named = parse_signature(signature_hex)
+        signature = _unhex(signature_hex, 64, name, "Bloom-Signature")
+        key = self._key_for(index, name, named)
+        if not self._signature_ok(index, header_, signature, key,
+                                  exact_message(index, header_, body)):
+            raise VerificationError(f"hour {name}: the exact body's signature does not "
+                                    "verify with the key listed for the hour: the bytes "
+                                    "were altered")
 
     def check(self, hour, data, prev_hex, signature_hex, listed_digest=None):
         """Verifies one hour (an aware datetime) whose filter bytes are `data`, given the
