@@ -27,7 +27,7 @@ HASH = "sha1-km32"
 
 from .verify import MissingDependency, VerificationError  # noqa: E402  (re-exported)
 from .ribbon import (DEFAULT_FETCH_COST, Ribbon, RibbonError,  # noqa: E402
-                     cheapest_form, hourly_is_cheaper, selftest_ribbon)
+                     bloom_choice, cheapest_form, hourly_is_cheaper, selftest_ribbon)
 from .exact import Exact, ExactError, selftest_exact  # noqa: E402
 try:  # Optional: deltas of the open hour (RFC 9842 dcz) need zstd.
     import zstandard
@@ -60,7 +60,35 @@ def available_dictionary(dictionary):
 
 
 class ProtocolError(Exception):
-    """A response that is not a valid v1 filter (PROTOCOL.md section 6)."""
+    """A response that is not a valid filter or body (PROTOCOL.md sections 6, 12, 14),
+    or whose bytes do not match its Repr-Digest."""
+
+
+EXACT_TYPE = "application/vnd.bloomcast.exact"
+
+
+def check_repr_digest(what, headers, body):
+    """Raises ProtocolError when `headers` carry a Repr-Digest (RFC 9530) whose sha-256
+    is not that of `body` (the bytes as sent). No header, or no sha-256 in it: nothing
+    to check (a static mirror sends none)."""
+    value = headers.get("Repr-Digest")
+    if not value:
+        return
+    for member in value.split(","):
+        name, _, encoded = member.partition("=")
+        if name.strip().lower() != "sha-256":
+            continue
+        encoded = encoded.strip()
+        try:
+            want = base64.b64decode(encoded[1:-1], validate=True) \
+                if len(encoded) > 2 and encoded[0] == encoded[-1] == ":" else None
+        except ValueError:
+            want = None
+        if want is None or len(want) != 32:
+            raise ProtocolError(f"{what}: malformed Repr-Digest {value!r}")
+        if hashlib.sha256(body).digest() != want:
+            raise ProtocolError(f"{what}: the body does not match its Repr-Digest: the "
+                                "bytes were altered on the way")
 
 
 class HTTPError(Exception):
@@ -232,13 +260,17 @@ class Client:
 
     `fetch_cost`: what fetching a resource that turns out unchanged costs, in bytes.
     changed_since reads each closed hour as a v1 filter or a ribbon (section 12) at the
-    precision minimising filter bytes plus IDs followed * fpp * fetch_cost."""
+    precision minimising filter bytes plus IDs followed * fpp * fetch_cost, or, at or
+    after the index's `exact_since`, as an exact body (section 14) when that is no
+    larger than the cheapest of those sums (exact=True forces it)."""
 
     def __init__(self, base, timeout=30, pubkey=None, fetch_cost=DEFAULT_FETCH_COST):
         self.base = server_base(base)
         self.fetch_cost = fetch_cost
         self.ribbons = {}  # hour path -> the most precise Ribbon held
         self.ribbon_fetches = 0
+        self.exacts = {}  # hour path -> Exact
+        self.exact_fetches = 0
         self.timeout = timeout
         self.verifier = None
         self._keys_read = False
@@ -372,6 +404,55 @@ class Client:
             self.ribbons[path] = ribbon
         return ribbon
 
+    def exact(self, hour):
+        """A sealed hour's exact body (section 14) as an Exact, or None when the server
+        has none for the hour (404: no universe, an hour before its `since`, a future
+        hour). HTTPError 406 for the open hour, 410 past retention. The body is checked
+        against its Repr-Digest and, with a pubkey, its signature; held once read."""
+        path = hour_path(hour)
+        if path in self.exacts:
+            return self.exacts[path]
+        url = path + ".exact"
+        try:
+            _, headers, body = self._request(url, {"Accept": EXACT_TYPE,
+                                                   "Accept-Encoding": "identity"})
+        except HTTPError as e:
+            if e.status == 404:
+                return None
+            raise
+        check_repr_digest(url, headers, body)
+        try:
+            exact = Exact.from_bytes(body)
+        except ExactError as e:
+            raise ProtocolError(f"{url}: {e}") from None
+        for name, value in (("Bloom-Count", exact.changed_count),
+                            ("Bloom-Universe", exact.universe)):
+            said = (headers.get(name) or "").strip()
+            if said and said != str(value):
+                raise ProtocolError(f"{url}: {name} is {said}, the body says {value}")
+        if self.verifier:
+            self._read_keys()
+            when = parse_hour(path)
+            self.verifier.check_exact(when, body, self._hour_header(path, when),
+                                      headers.get("Bloom-Prev-Header"),
+                                      headers.get("Bloom-Signature"))
+        self.exact_fetches += 1
+        self.exacts[path] = exact
+        return exact
+
+    def _hour_header(self, path, hour):
+        """header(h) of a sealed hour, verified: from the v1 hour verified before, else
+        its chain entry, else by verifying the v1 hour."""
+        from .verify import hour_index
+        known = self.verifier.headers.get(hour_index(hour))
+        if known:
+            return known[1]
+        entry = self._chain_entry(path)
+        if entry:
+            return self.verifier.check_entry(entry, hour)
+        self.document(path + ".bin")
+        return self.verifier.headers[hour_index(hour)][1]
+
     def _held(self, path):
         """(contains, fpp) of the most precise complete filter of the hour held."""
         options = []
@@ -383,9 +464,20 @@ class Client:
             options.append((self.ribbons[path].contains, self.ribbons[path].fpp))
         return min(options, key=lambda o: o[1]) if options else None
 
-    def _closed_hour(self, path, count, target_fpp, followed):
-        """`contains` of a closed hour in its cheapest form (or one held no worse)."""
-        form, cost = cheapest_form(count, target_fpp, followed, self.fetch_cost)
+    def _closed_hour(self, path, count, target_fpp, followed, exact_bytes=None):
+        """`contains` of a closed hour in its cheapest form (or one held no worse).
+        `exact_bytes`: the size of the hour's exact body, None when it has none."""
+        if path in self.exacts:
+            return self.exacts[path].changed
+        if self.verifier:  # ribbons are not signed: the v1 filter or the exact body
+            size, fpp = bloom_choice(count, target_fpp)
+            form, cost = ("bloom", None), size + followed * fpp * self.fetch_cost
+        else:
+            form, cost = cheapest_form(count, target_fpp, followed, self.fetch_cost)
+        if exact_bytes is not None and exact_bytes <= cost:
+            exact = self.exact(path)  # no wasted fetch: the sum is its size alone
+            if exact is not None:
+                return exact.changed
         held = self._held(path)
         if held and followed * held[1] * self.fetch_cost <= cost + 400:
             return held[0]
@@ -397,53 +489,98 @@ class Client:
                     raise
         return self.filter(path).contains
 
-    def changed_since(self, ids, since, per_hour=False):
+    def changed_since(self, ids, since, per_hour=False, exact=None):
         """[(first_hour, last_hour, ids that may have changed)], from since to now.
 
         per_hour=False: one union request; True: each hour (cached once complete), closed
         hours in their cheapest form; None: whichever is expected to cost fewer bytes,
         wasted fetches (len(ids) * fpp * fetch_cost) included.
+
+        Read hour by hour, a sealed hour at or after the index's `exact_since` is read as
+        an exact body (section 14) when its size is no more than the cheapest other
+        form's sum. exact=True: every such hour is read in exact form, hour by hour
+        (ProtocolError when the server has no universe, or has no exact body for one of
+        them); exact=False: never. Exact answers hold for IDs of the publisher's
+        universe only.
         """
         since_path = hour_path(since)
+        if exact:
+            per_hour = True
         index = self.index() if per_hour is not False or self.verifier else None
+        exact_from = None
+        if index is not None and exact is not False:
+            if index.get("exact_since"):
+                exact_from = parse_hour(index["exact_since"])
+            elif exact:
+                raise ProtocolError("the server has no exact hours: its index says "
+                                    "exact_since null (no universe registered)")
         if per_hour is None and index.get("static"):
             per_hour = True  # a static mirror (PROTOCOL.md section 13) serves no unions
         if per_hour is None and not self.verifier:
-            per_hour = self._hourly_is_cheaper(index, parse_hour(since_path), len(ids))
+            per_hour = self._hourly_is_cheaper(index, parse_hour(since_path), len(ids),
+                                               exact_from)
         if not per_hour and not self.verifier:  # unions are not signed
             doc = self.document("/since" + since_path)
             f = Filter.from_document(doc)
             found = [i for i in ids if f.contains(i)]
             return [(doc["from"], doc["to"], found)] if found else []
         now = parse_hour(index["current"]["hour"])
-        counts = {h["hour"]: h.get("count") for h in index.get("hours", [])}
+        listed = {h["hour"]: h for h in index.get("hours", [])}
         target, capacity = index.get("target_fpp", 0.01), index.get("capacity", 3000)
         hour = parse_hour(since_path)
         out = []
         while hour <= now:
             path, name = hour_path(hour), hour.strftime("%Y-%m-%dT%H:00:00Z")
-            if hour == now or self.verifier:  # ribbons are not signed
+            count = listed.get(name, {}).get("count")
+            count = capacity if count is None else count
+            if hour == now:  # the open hour: always v1
                 contains = self.filter(path).contains
+            elif exact and hour >= exact_from:
+                got = self.exact(path)
+                if got is None:
+                    raise ProtocolError(f"hour {name}: the server has no exact body for it "
+                                        "(404), though its index says exact_since "
+                                        f"{index['exact_since']}")
+                contains = got.changed
             else:
-                count = counts.get(name)
-                contains = self._closed_hour(path, capacity if count is None else count,
-                                             target, len(ids))
+                contains = self._closed_hour(path, count, target, len(ids),
+                                             self._exact_bytes(hour, name, listed,
+                                                               exact_from, count, target))
             found = [i for i in ids if contains(i)]
             if found:
                 out.append((name, name, found))
             hour += datetime.timedelta(hours=1)
         return out
 
-    def _hourly_is_cheaper(self, index, since, followed):
+    @staticmethod
+    def _exact_bytes(hour, name, listed, exact_from, count, target):
+        """The expected size of a sealed hour's exact body (section 14, choosing it):
+        the index's `exact_bytes`, or for an hour it does not list the v1 body's
+        expected bytes; None before `exact_since` or for a listed hour without one."""
+        if exact_from is None or hour < exact_from:
+            return None
+        if name in listed:
+            return listed[name].get("exact_bytes")
+        return bloom_choice(count, target)[0]
+
+    def _hourly_is_cheaper(self, index, since, followed, exact_from=None):
         if "target_fpp" not in index or "hours" not in index:
             return False  # an index without counts: one union
         now = parse_hour(index["current"]["hour"])
-        counts = {h["hour"]: h.get("count") for h in index["hours"]}
+        listed = {h["hour"]: h for h in index["hours"]}
+        counts = {name: h.get("count") for name, h in listed.items()}
+        capacity, target = index.get("capacity", 3000), index["target_fpp"]
         hours, hour = [], since
         while hour <= now:
             path, name = hour_path(hour), hour.strftime("%Y-%m-%dT%H:00:00Z")
             held, cached = self._held(path), self.cache.get(path)
+            count = capacity if counts.get(name) is None else counts[name]
+            exact_bytes = None if hour == now else self._exact_bytes(
+                hour, name, listed, exact_from, count, target)
+            if path in self.exacts:
+                held, exact_bytes = (self.exacts[path].changed, 0.0), None
             hours.append({"count": counts.get(name), "open": hour == now,
+                          "exact_bytes": exact_bytes,
                           "held_fpp": held[1] if held else None,
                           "unchanged": bool(cached) and cached[1]["count"] == counts.get(name)})
             hour += datetime.timedelta(hours=1)

@@ -84,7 +84,11 @@ def cmd_check(args):
     client = Client(args.server, pubkey=args.pubkey, fetch_cost=args.fetch_cost)
     since = args.since or window_start(client, args.hours or 24)
     per_hour = {"auto": None, "hourly": True, "union": False}[args.strategy]
-    changes = client.changed_since(ids, since, per_hour=per_hour)
+    if args.exact and per_hour is False:
+        raise Failure("--exact reads sealed hours one by one: it cannot be used with "
+                      "--strategy union")
+    changes = client.changed_since(ids, since, per_hour=per_hour,
+                                   exact=True if args.exact else None)
     flagged = {i for _, _, found in changes for i in found}
     seen, changed = set(), []
     for id_ in ids:  # each once, in the order given
@@ -97,7 +101,7 @@ def cmd_check(args):
             "changed": changed,
             "ranges": [{"from": f, "to": t, "ids": found} for f, t, found in changes],
             "requests": client.requests, "bytes": client.wire_bytes,
-            "ribbons": client.ribbon_fetches,
+            "ribbons": client.ribbon_fetches, "exact": client.exact_fetches,
         }))
     else:
         for id_ in changed:
@@ -204,6 +208,12 @@ def parser():
                        help="what fetching one resource costs: each closed hour is read "
                        "as a v1 filter or a ribbon at the precision minimising filter "
                        "bytes plus IDs checked * fpp * BYTES [default: 10240]")
+    check.add_argument("--exact", action="store_true",
+                       help="read every sealed hour at or after the server's exact_since as "
+                       "an exact body (no false positive for IDs of the publisher's "
+                       "universe); an error when the server has no universe. Without it, "
+                       "an exact body is read when no larger than the cheapest other "
+                       "form's bytes plus expected wasted fetches")
     check.add_argument("--json", action="store_true",
                        help="print one JSON object (ranges, requests, bytes) instead of lines")
     check.add_argument("--pubkey", metavar="KEY",

@@ -145,7 +145,8 @@ def hourly_is_cheaper(hours, target_fpp, capacity, followed, fetch_cost, bloom_o
     """Whether reading hour by hour costs fewer expected bytes than one since-union
     (the Rust SDK's plan). `hours`: dicts with `count` (None: unknown, taken as
     capacity), `held_fpp` (the best complete filter held, or None), `unchanged` (an
-    open hour held at its current count: a 304) and `open`."""
+    open hour held at its current count: a 304), `open`, and `exact_bytes` (the size of
+    a sealed hour's exact body, section 14, or None)."""
     from . import optimal
     p = target_fpp
 
@@ -166,6 +167,8 @@ def hourly_is_cheaper(hours, target_fpp, capacity, followed, fetch_cost, bloom_o
             cost = size + waste(fpp)
         else:
             cost = cheapest_form(count, p, followed, fetch_cost)[1]
+        if h.get("exact_bytes") is not None:
+            cost = min(cost, h["exact_bytes"])  # no wasted fetch
         cost += RESPONSE_OVERHEAD
         if h.get("held_fpp") is not None:
             cost = min(cost, waste(h["held_fpp"]))

@@ -6,6 +6,7 @@ hours' `.bin` forms with validators and open-hour deltas), and the real server
 Something a test needs that is missing (an optional package, the server binary) makes
 it skip, saying what and how to enable it; `.ci/run` fails on any skip."""
 
+import base64
 import hashlib
 import http.server
 import json
@@ -19,7 +20,7 @@ import time
 
 import pytest
 
-from bloomcast_client import DCZ_MAGIC, Filter, available_dictionary, optimal
+from bloomcast_client import DCZ_MAGIC, Exact, Filter, available_dictionary, optimal
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 
@@ -42,12 +43,21 @@ class FakeServer:
     `hours` maps an hour path (/2026/11/23/09) to (ids, complete) for that hour alone. Its
     `.bin` form comes with Bloom-* headers and a strong ETag (304 on a match); an open
     hour's also says Use-As-Dictionary, and a request offering a version served before
-    (Available-Dictionary, dcz in Accept-Encoding) gets a dcz delta against it."""
+    (Available-Dictionary, dcz in Accept-Encoding) gets a dcz delta against it.
+
+    `index`: fields added to GET / (e.g. exact_since, target_fpp, hours). `exact` maps an
+    hour path to (body, headers) served at `.exact` (section 14) with the Bloom-* headers
+    and Repr-Digest of the body, which `headers` override; other `.exact` paths are 404,
+    the current hour's 406. `chain` maps an hour path to its chain entry, served at
+    `/chain/...?limit=1`. Ribbons are 404."""
 
     def __init__(self, current="2026-11-23T10:00:00Z", genesis="2026-11-01T00:00:00Z",
-                 ids=(), hours=None, retention_hours=720, static=False):
+                 ids=(), hours=None, retention_hours=720, static=False, index=None,
+                 exact=None, chain=None):
         self.current, self.genesis, self.ids = current, genesis, list(ids)
         self.hours, self.retention_hours = dict(hours or {}), retention_hours
+        self.index, self.exact, self.chain = dict(index or {}), dict(exact or {}), \
+            dict(chain or {})
         self.static = static  # a static mirror: .bin bodies without their Bloom-* headers
         self.paths, self.posted, self.headers, self.kept = [], [], [], {}
         fake = self
@@ -71,7 +81,16 @@ class FakeServer:
                     return self._send(200, {
                         "service": "bloomcast", "retention_hours": fake.retention_hours,
                         "genesis": fake.genesis,
-                        "current": {"hour": fake.current, "url": "/x"}})
+                        "current": {"hour": fake.current, "url": "/x"}, **fake.index})
+                if self.path.endswith(".exact"):
+                    return self._send_exact(self.path[:-len(".exact")])
+                if self.path.startswith("/chain/"):
+                    entry = fake.chain.get(self.path[len("/chain"):].split("?")[0])
+                    if entry is None:
+                        return self._send(404, {"error": "not_found", "message": "none"})
+                    return self._send(200, [entry])
+                if ".ribbon" in self.path or self.path == "/.well-known/bloomcast.json":
+                    return self._send(404, {"error": "not_found", "message": "none"})
                 if self.path.endswith(".bin") and not fake.static:
                     return self._send_bin(self.path[:-len(".bin")])
                 if self.path.removesuffix(".json") in fake.hours:
@@ -93,6 +112,30 @@ class FakeServer:
                 else:
                     doc["hour"] = fake.current
                 return self._send(200, doc)
+
+            def _send_exact(self, path):
+                if fake.hour_name(path) == fake.current:
+                    return self._send(406, {"error": "not_acceptable",
+                                            "message": "the open hour has no exact body"})
+                if path not in fake.exact:
+                    return self._send(404, {"error": "not_found",
+                                            "message": "no exact body for this hour"})
+                body, extra = fake.exact[path]
+                exact = Exact.from_bytes(body)
+                headers = {
+                    "Content-Type": "application/vnd.bloomcast.exact",
+                    "Repr-Digest": "sha-256=:" + base64.b64encode(
+                        hashlib.sha256(body).digest()).decode() + ":",
+                    "Bloom-Hour": fake.hour_name(path),
+                    "Bloom-Count": str(exact.changed_count),
+                    "Bloom-Universe": str(exact.universe),
+                    "Bloom-Complete": "true", **extra}
+                self.send_response(200)
+                for name, value in headers.items():
+                    self.send_header(name, value)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
 
             def _send_bin(self, path):
                 ids, complete, *signed = fake.hours.get(path, (fake.ids, False))

@@ -1,0 +1,234 @@
+"""Exact hours through the client (PROTOCOL.md section 14) against the stub server:
+Client.exact, `check` choosing and forcing the exact form, Repr-Digest and signatures."""
+
+import hashlib
+import json
+
+import pytest
+
+from bloomcast_client import Client, HTTPError, ProtocolError, VerificationError
+from bloomcast_client.cli import main
+from bloomcast_client.verify import exact_message, header, hour_index, signed_message
+from conftest import ROOT
+
+SEALED, OPEN = "/2026/11/23/09", "/2026/11/23/10"
+SEALED_NAME, OPEN_NAME = "2026-11-23T09:00:00Z", "2026-11-23T10:00:00Z"
+# RFC 8032 test 1: the key docs/chain-vectors.json signs with.
+SEED = bytes.fromhex("9d61b19deffd5a60ba844af492ec2cc44449c5697b326919703bac031cae7f60")
+PUBKEY = "d75a980182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a"
+
+
+def vector(universe=1000):
+    bodies = json.loads((ROOT / "docs" / "exact-vectors.json").read_text("utf-8"))["bodies"]
+    return next(b for b in bodies if b["universe"] == universe)
+
+
+def universe(v):
+    return [f"u:{i}" for i in range(v["universe"])]
+
+
+def index(exact_since=SEALED_NAME, exact_bytes=None, count=200):
+    sealed = {"hour": SEALED_NAME, "count": count}
+    if exact_bytes is not None:
+        sealed["exact_bytes"] = exact_bytes
+    return {"exact_since": exact_since, "target_fpp": 0.01, "capacity": 3000,
+            "hours": [sealed, {"hour": OPEN_NAME, "count": 0}]}
+
+
+def serve(fake_server, body=None, headers=None, **kwargs):
+    v = vector()
+    body = bytes.fromhex(v["body"]) if body is None else body
+    kwargs.setdefault("index", index(exact_bytes=len(body)))
+    return fake_server(hours={SEALED: (v["changed"][:1], True), OPEN: ([], False)},
+                       exact={SEALED: (body, headers or {})}, **kwargs)
+
+
+def check(server, *args, ids=None):
+    return main(["check", "--server", server.base, "--since", "2026-11-23T09", "--json",
+                 *args, *(ids or universe(vector()))])
+
+
+def test_client_exact_reads_a_sealed_hour_and_answers_exactly(fake_server):
+    server = serve(fake_server)
+    client = Client(server.base)
+    exact = client.exact("2026-11-23T09")
+    v = vector()
+    assert (exact.universe, exact.changed_count, exact.k) == (1000, 200, v["k"])
+    assert [i for i in universe(v) if exact.changed(i)] == v["changed"]
+    assert client.exact("2026-11-23T09") is exact  # held: immutable
+    assert server.paths == [SEALED + ".exact"]
+    assert server.headers[0]["Accept"] == "application/vnd.bloomcast.exact"
+
+
+def test_no_exact_body_is_none_and_the_open_hour_is_406(fake_server):
+    server = serve(fake_server)
+    client = Client(server.base)
+    assert client.exact("2026-11-23T08") is None
+    with pytest.raises(HTTPError) as e:
+        client.exact("2026-11-23T10")
+    assert e.value.status == 406
+
+
+def test_check_prefers_the_exact_body_and_answers_exactly(fake_server, capsys):
+    server = serve(fake_server)
+    assert check(server) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["changed"] == vector()["changed"]  # no false positive among 1000 IDs
+    assert out["exact"] == 1 and out["ribbons"] == 0
+    assert SEALED + ".exact" in server.paths
+    assert not any(p.startswith(SEALED) and not p.endswith(".exact") for p in server.paths)
+    assert any(p.startswith(OPEN) for p in server.paths)  # the open hour: v1
+    assert not any(p.startswith(OPEN) and p.endswith(".exact") for p in server.paths)
+
+
+def test_an_hour_not_listed_is_judged_by_the_v1_bodys_expected_bytes(fake_server, capsys):
+    # exact_since before the listed hours: 08 is not listed, and has no exact body (404),
+    # so the v1 filter answers for it; 09 is read exact.
+    server = serve(fake_server, index={**index(exact_bytes=len(bytes.fromhex(vector()["body"]))),
+                                       "exact_since": "2026-11-23T08:00:00Z"})
+    assert main(["check", "--server", server.base, "--since", "2026-11-23T08", "--json",
+                 "--strategy", "hourly", *universe(vector())]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert "/2026/11/23/08.exact" in server.paths and SEALED + ".exact" in server.paths
+    assert set(vector()["changed"]) <= set(out["changed"])
+
+
+def test_a_larger_exact_body_than_the_cheapest_form_is_not_read(fake_server, capsys):
+    server = serve(fake_server, index=index(exact_bytes=10_000_000))
+    assert check(server, "--strategy", "hourly", ids=["u:0"]) == 0
+    json.loads(capsys.readouterr().out)
+    assert SEALED + ".exact" not in server.paths
+
+
+def test_without_exact_since_no_exact_body_is_asked_for(fake_server, capsys):
+    server = serve(fake_server, index=index(exact_since=None))
+    assert check(server, "--strategy", "hourly") == 0
+    capsys.readouterr()
+    assert not any(p.endswith(".exact") for p in server.paths)
+
+
+def test_forced_exact_reads_every_sealed_hour_exact(fake_server, capsys):
+    # Listed without exact_bytes, and a large one: --exact reads it exact all the same.
+    server = serve(fake_server, index=index())
+    assert check(server, "--exact") == 0
+    assert json.loads(capsys.readouterr().out)["changed"] == vector()["changed"]
+    assert SEALED + ".exact" in server.paths
+
+
+def test_forced_exact_fails_clearly_without_a_universe(fake_server, capsys):
+    server = serve(fake_server, index=index(exact_since=None))
+    assert check(server, "--exact") == 1
+    err = capsys.readouterr().err
+    assert "no exact hours" in err and "exact_since null" in err
+    assert not any(p.endswith(".exact") for p in server.paths)
+
+
+def test_forced_exact_fails_clearly_on_a_missing_body(fake_server, capsys):
+    server = serve(fake_server, index={**index(), "exact_since": "2026-11-23T08:00:00Z"})
+    assert main(["check", "--server", server.base, "--since", "2026-11-23T08",
+                 "--exact", "u:0"]) == 1
+    assert "hour 2026-11-23T08:00:00Z: the server has no exact body for it" in \
+        capsys.readouterr().err
+
+
+def test_forced_exact_refuses_a_union(fake_server, capsys):
+    server = serve(fake_server)
+    assert check(server, "--exact", "--strategy", "union") == 1
+    assert "--exact" in capsys.readouterr().err and not server.paths
+
+
+def tampered():
+    body = bytearray.fromhex(vector()["body"])
+    body[60] ^= 0x10  # a solution bit: still a well-formed body
+    return bytes(body)
+
+
+def test_a_tampered_body_fails_its_repr_digest(fake_server, capsys):
+    original = bytes.fromhex(vector()["body"])
+    import base64
+    digest = "sha-256=:" + base64.b64encode(hashlib.sha256(original).digest()).decode() + ":"
+    server = serve(fake_server, body=tampered(), headers={"Repr-Digest": digest})
+    with pytest.raises(ProtocolError, match="does not match its Repr-Digest"):
+        Client(server.base).exact(SEALED)
+    assert check(server) == 1
+    assert "Repr-Digest" in capsys.readouterr().err
+
+
+def test_headers_that_disagree_with_the_body_are_refused(fake_server):
+    server = serve(fake_server, headers={"Bloom-Universe": "999"})
+    with pytest.raises(ProtocolError, match="Bloom-Universe is 999, the body says 1000"):
+        Client(server.base).exact(SEALED)
+
+
+# --- signatures (section 14, signatures and the chain) ----------------------------------
+
+@pytest.fixture
+def signer():
+    ed25519 = pytest.importorskip(
+        "cryptography.hazmat.primitives.asymmetric.ed25519",
+        reason="signatures need the cryptography package (extra verify)")
+    return ed25519.Ed25519PrivateKey.from_private_bytes(SEED)
+
+
+def signed(signer, body, signed_body=None):
+    """The stub's exact headers and chain entry for SEALED, its exact body signed
+    (signed_body: the bytes the signature was made over, when not `body`)."""
+    index_ = hour_index(__import__("bloomcast_client").parse_hour(SEALED_NAME))
+    digest, prev = hashlib.sha256(b"the v1 hour's bytes").digest(), bytes(32)
+    h = header(digest, prev)
+    entry = {"hour": SEALED_NAME, "digest": digest.hex(), "prev": prev.hex(),
+             "header": h.hex(), "signature": signer.sign(signed_message(index_, h)).hex(),
+             "key_id": "21fe31dfa154a261"}
+    signature = signer.sign(exact_message(index_, h, signed_body or body)).hex()
+    headers = {"Bloom-Signature": f'{signature}; keyid="21fe31dfa154a261"',
+               "Bloom-Prev-Header": prev.hex()}
+    return headers, {SEALED: entry}
+
+
+def test_a_signed_exact_body_verifies_against_its_chain_entry(fake_server, signer, capsys):
+    body = bytes.fromhex(vector()["body"])
+    headers, chain = signed(signer, body)
+    server = serve(fake_server, body=body, headers=headers, chain=chain)
+    assert Client(server.base, pubkey=PUBKEY).exact(SEALED).universe == 1000
+    assert SEALED + "?limit=1" in "".join(server.paths)
+    assert check(server, "--pubkey", PUBKEY) == 0
+    assert json.loads(capsys.readouterr().out)["changed"] == vector()["changed"]
+
+
+def test_a_tampered_signed_body_fails_its_signature(fake_server, signer, capsys):
+    # Repr-Digest made for the altered bytes (as a mirror could): the signature catches it.
+    original = bytes.fromhex(vector()["body"])
+    headers, chain = signed(signer, tampered(), signed_body=original)
+    server = serve(fake_server, body=tampered(), headers=headers, chain=chain)
+    with pytest.raises(VerificationError, match="2026-11-23T09:00:00Z: the exact body's "
+                       "signature does not verify"):
+        Client(server.base, pubkey=PUBKEY).exact(SEALED)
+    assert check(server, "--pubkey", PUBKEY) == 1
+    assert "signature does not verify" in capsys.readouterr().err
+
+
+def test_an_exact_body_signed_for_another_hour_fails(fake_server, signer):
+    body = bytes.fromhex(vector()["body"])
+    headers, chain = signed(signer, body)
+    chain[SEALED]["hour"] = "2026-11-23T08:00:00Z"  # the chain has no entry for 09
+    server = serve(fake_server, body=body, headers=headers, chain=chain)
+    with pytest.raises(VerificationError):
+        Client(server.base, pubkey=PUBKEY).exact(SEALED)
+
+
+def test_an_unsigned_exact_body_fails_under_a_pubkey(fake_server, signer):
+    body = bytes.fromhex(vector()["body"])
+    _, chain = signed(signer, body)
+    server = serve(fake_server, body=body, chain=chain)
+    with pytest.raises(VerificationError, match="Bloom-Signature missing"):
+        Client(server.base, pubkey=PUBKEY).exact(SEALED)
+
+
+def test_an_exact_body_makes_reading_hour_by_hour_cheaper_than_a_union():
+    from bloomcast_client import hourly_is_cheaper
+    # 24 sealed hours of 3000 IDs, 100 IDs followed at 10 KiB a fetch: one union costs
+    # fewer bytes than any filter hour by hour, but not than exact bodies of 400 bytes.
+    hours = [{"count": 3000} for _ in range(24)] + [{"count": 0, "open": True}]
+    assert not hourly_is_cheaper(hours, 0.01, 3000, 100, 10240)
+    exact = [{"count": 3000, "exact_bytes": 400} for _ in range(24)] + hours[-1:]
+    assert hourly_is_cheaper(exact, 0.01, 3000, 100, 10240)
