@@ -138,8 +138,8 @@ class Exact:
         return cls(k, split, n, r, (m_a, m_b, m_r), (s_a, s_b, s_r), solution)
 
     def _value(self, key, system, check_fingerprint):
-        """Part A or B (check_fingerprint): whether the key's value equals its
-        fingerprint's low bits. The retrieval level: its one bit."""
+        """Part A or B (check_fingerprint): whether the key's value, its `bits` columns,
+        equals its fingerprint's low bits. The retrieval level: its one bit."""
         slt, m, w, span, first, bits = system
         a = key ^ slt
         a = ((a ^ (a >> 30)) * 0xBF58476D1CE4E5B9) & MASK64
@@ -152,14 +152,20 @@ class Exact:
         else:
             coeff = 0
         t = first + ((a * span) >> 64)
-        s, got = self._solution, 0
-        for j in range(bits):
+        s = self._solution
+        if not check_fingerprint:  # the retrieval level: one column
             window = int.from_bytes(s[t >> 3:(t >> 3) + WINDOW], "little") >> (t & 7)
-            got |= (_popcount(window & coeff) & 1) << j
+            return _popcount(window & coeff) & 1
+        # Column by column against the fingerprint's bits: most keys that did not change
+        # differ within the first two.
+        fingerprint = mix64(c ^ GOLDEN)
+        for _ in range(bits):
+            window = int.from_bytes(s[t >> 3:(t >> 3) + WINDOW], "little") >> (t & 7)
+            if (_popcount(window & coeff) ^ fingerprint) & 1:
+                return False
+            fingerprint >>= 1
             t += m
-        if check_fingerprint:
-            return got == mix64(c ^ GOLDEN) & ((1 << bits) - 1)
-        return got
+        return True
 
     def changed_key(self, h1, h2):
         key = (h1 << 32) | h2

@@ -232,3 +232,11 @@ def test_an_exact_body_makes_reading_hour_by_hour_cheaper_than_a_union():
     assert not hourly_is_cheaper(hours, 0.01, 3000, 100, 10240)
     exact = [{"count": 3000, "exact_bytes": 400} for _ in range(24)] + hours[-1:]
     assert hourly_is_cheaper(exact, 0.01, 3000, 100, 10240)
+
+
+def test_the_signed_message_is_domain_index_header_and_body_digest():
+    h = bytes(range(32))
+    message = exact_message(-1, h, b"BCX1")
+    assert len(message) == 18 + 8 + 32 + 32
+    assert message == (b"bloomcast-exact-v1" + b"\xff" * 8 + h
+                       + hashlib.sha256(b"BCX1").digest())
