@@ -474,13 +474,16 @@ class Client:
             form, cost = ("bloom", None), size + followed * fpp * self.fetch_cost
         else:
             form, cost = cheapest_form(count, target_fpp, followed, self.fetch_cost)
-        if exact_bytes is not None and exact_bytes <= cost:
-            exact = self.exact(path)  # no wasted fetch: the sum is its size alone
+        # An exact body wastes no fetch: its sum is its size alone.
+        use_exact = exact_bytes is not None and exact_bytes <= cost
+        held = self._held(path)
+        if held and followed * held[1] * self.fetch_cost <= \
+                (exact_bytes if use_exact else cost) + 400:
+            return held[0]
+        if use_exact:
+            exact = self.exact(path)
             if exact is not None:
                 return exact.changed
-        held = self._held(path)
-        if held and followed * held[1] * self.fetch_cost <= cost + 400:
-            return held[0]
         if form[0] == "ribbon":
             try:
                 return self.ribbon(path, 2.0 ** -form[1]).contains

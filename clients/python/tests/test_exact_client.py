@@ -240,3 +240,15 @@ def test_the_signed_message_is_domain_index_header_and_body_digest():
     assert len(message) == 18 + 8 + 32 + 32
     assert message == (b"bloomcast-exact-v1" + b"\xff" * 8 + h
                        + hashlib.sha256(b"BCX1").digest())
+
+
+def test_a_v1_hour_held_is_kept_unless_its_wasted_fetches_cost_more(fake_server):
+    server = serve(fake_server)
+    client = Client(server.base)
+    client.cache[SEALED] = ('"v1"', client.document(SEALED))  # the v1 hour, complete
+    server.paths.clear()
+    client.changed_since(["u:0"], "2026-11-23T09", per_hour=True)  # 1 x 0.01 x 10 KiB
+    assert SEALED + ".exact" not in server.paths
+    found = client.changed_since(universe(vector()), "2026-11-23T09", per_hour=True)
+    assert SEALED + ".exact" in server.paths  # 1000 x 0.01 x 10 KiB: the exact body
+    assert found == [(SEALED_NAME, SEALED_NAME, vector()["changed"])]
