@@ -234,12 +234,13 @@ def bloomcast_binary():
 
 class LiveServer:
     """`bloomcast serve` on a free port with a data directory of its own and the ingest
-    token LIVE_TOKEN. `base` is its URL (http://127.0.0.1:PORT)."""
+    token LIVE_TOKEN. `base` is its URL (http://127.0.0.1:PORT); `settings`, more
+    BLOOMCAST_* variables."""
 
-    def __init__(self, binary, data_dir):
+    def __init__(self, binary, data_dir, **settings):
         env = {k: v for k, v in os.environ.items() if not k.startswith("BLOOMCAST_")}
         env.update(BLOOMCAST_LISTEN="127.0.0.1:0", BLOOMCAST_DATA_DIR=str(data_dir),
-                   BLOOMCAST_INGEST_TOKENS=LIVE_TOKEN, RUST_LOG="info")
+                   BLOOMCAST_INGEST_TOKENS=LIVE_TOKEN, RUST_LOG="info", **settings)
         self.log = tempfile.TemporaryFile()
         self.process = subprocess.Popen([binary, "serve"], env=env, cwd=data_dir,
                                         stdin=subprocess.DEVNULL,

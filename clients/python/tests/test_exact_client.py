@@ -1,12 +1,14 @@
 """Exact hours through the client (PROTOCOL.md section 14) against the stub server:
-Client.exact, `check` choosing and forcing the exact form, Repr-Digest and signatures."""
+Client.exact, `check` choosing and forcing the exact form, Repr-Digest and signatures;
+and against the real server (skipped without its binary)."""
 
 import hashlib
 import json
 
 import pytest
 
-from bloomcast_client import Client, HTTPError, ProtocolError, VerificationError
+from bloomcast_client import (Client, HTTPError, MissingDependency, ProtocolError,
+                              VerificationError)
 from bloomcast_client.cli import main
 from bloomcast_client.verify import exact_message, header, hour_index, signed_message
 from conftest import ROOT
@@ -84,7 +86,8 @@ def test_check_prefers_the_exact_body_and_answers_exactly(fake_server, capsys):
 def test_an_hour_not_listed_is_judged_by_the_v1_bodys_expected_bytes(fake_server, capsys):
     # exact_since before the listed hours: 08 is not listed, and has no exact body (404),
     # so the v1 filter answers for it; 09 is read exact.
-    server = serve(fake_server, index={**index(exact_bytes=len(bytes.fromhex(vector()["body"]))),
+    size = len(bytes.fromhex(vector()["body"]))
+    server = serve(fake_server, index={**index(exact_bytes=size),
                                        "exact_since": "2026-11-23T08:00:00Z"})
     assert main(["check", "--server", server.base, "--since", "2026-11-23T08", "--json",
                  "--strategy", "hourly", *universe(vector())]) == 0
@@ -252,3 +255,54 @@ def test_a_v1_hour_held_is_kept_unless_its_wasted_fetches_cost_more(fake_server)
     found = client.changed_since(universe(vector()), "2026-11-23T09", per_hour=True)
     assert SEALED + ".exact" in server.paths  # 1000 x 0.01 x 10 KiB: the exact body
     assert found == [(SEALED_NAME, SEALED_NAME, vector()["changed"])]
+
+
+# --- the real server ----------------------------------------------------------------------
+
+def test_the_real_servers_exact_hour_answers_exactly_and_verifies(tmp_path):
+    """A universe and changes recorded an hour back (clock_offset_seconds), the server
+    restarted on time: the hour is sealed, and `check --exact` reads it exact, signed."""
+    import re
+    import urllib.request
+
+    from conftest import LIVE_TOKEN, NO_BINARY, LiveServer, bloomcast_binary
+    binary = bloomcast_binary()
+    if binary is None:
+        pytest.skip(NO_BINARY)
+    data = tmp_path / "server"
+    data.mkdir()
+    ids = [f"u:{i}" for i in range(2000)]
+    changed = ids[::37]
+
+    def post(base, path, batch):
+        request = urllib.request.Request(
+            base + path, data=json.dumps({"ids": batch}).encode(),
+            headers={"Authorization": "Bearer " + LIVE_TOKEN,
+                     "Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return json.loads(response.read())
+
+    server = LiveServer(binary, data, BLOOMCAST_CLOCK_OFFSET_SECONDS="-3600")
+    try:
+        assert post(server.base, "/universe", ids)["count"] == len(ids)
+        hour = post(server.base, "/updates", changed)["hour"]
+    finally:
+        server.close()
+    server = LiveServer(binary, data)
+    try:
+        pubkey = re.search(r"--pubkey ([0-9a-f]{64})", server.log_text()).group(1)
+        client = Client(server.base)
+        index = client.index()
+        assert index["exact_since"] == hour
+        listed = next(h for h in index["hours"] if h["hour"] == hour)
+        exact = client.exact(hour)
+        assert listed["exact_bytes"] > 0 and exact.universe == len(ids)
+        assert [i for i in ids if exact.changed(i)] == changed
+        try:
+            verifying = Client(server.base, pubkey=pubkey)
+        except MissingDependency:  # no cryptography package: unverified
+            verifying = Client(server.base)
+        found = verifying.changed_since(ids, hour, exact=True)
+        assert found[0] == (hour, hour, changed) and verifying.exact_fetches == 1
+    finally:
+        server.close()
