@@ -2,7 +2,7 @@
 //! and what a wasted fetch costs.
 
 use super::{
-    cache::EtagCache, compact, dictionaries, Client, ClientError, Counters, Result,
+    cache::EtagCache, compact, dictionaries, exact_hours, Client, ClientError, Counters, Result,
     DEFAULT_FETCH_COST,
 };
 use std::time::Duration;
@@ -125,6 +125,7 @@ impl ClientBuilder {
             token: self.token,
             cache: EtagCache::new(self.cache_entries),
             ribbons: compact::RibbonCache::new(self.cache_entries),
+            exacts: exact_hours::ExactCache::new(self.cache_entries),
             fetch_cost: self.fetch_cost,
             dictionaries: dictionaries::Dictionaries::default(),
             counters: Counters::default(),
