@@ -141,6 +141,8 @@ fn main() {
                 let bytes = ribbon.byte_len() as u64;
                 read(&mut best, bytes, ribbon.fpp(), &|k| ribbon.contains(k));
             }
+            // Only `exact_or` picks the exact form.
+            Form::Exact => unreachable!("cheapest_form never picks the exact form"),
         }
     }
     let sizes: Vec<usize> = by_hour.iter().map(Vec::len).collect();

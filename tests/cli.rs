@@ -380,3 +380,123 @@ fn a_pubkey_of_hex_digits_that_is_no_ed25519_key_is_named_so() {
     assert!(err.contains("not a valid Ed25519 public key"), "{err}");
     assert!(!err.contains("expected 64 hex digits"), "{err}");
 }
+
+#[test]
+fn check_exact_without_a_universe_names_the_server_and_post_universe() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = common::start(dir.path(), &[]);
+
+    let since = now_hour();
+    let out = bloomcast(
+        &[
+            "check",
+            "--server",
+            &server.base,
+            "--exact",
+            "--since",
+            &since,
+            "a",
+        ],
+        "",
+    );
+
+    assert!(!out.status.success(), "accepted: {}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains(&server.base) && err.contains("POST /universe"),
+        "{err}"
+    );
+    assert_eq!(err.lines().count(), 1, "{err}");
+}
+
+/// Runs `bloomcast <args>` off the async runtime that serves the test's server.
+async fn bloomcast_async(args: Vec<String>, stdin: String) -> Output {
+    tokio::task::spawn_blocking(move || {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        bloomcast(&args, &stdin)
+    })
+    .await
+    .unwrap()
+}
+
+fn strings(args: &[&str]) -> Vec<String> {
+    args.iter().map(|s| (*s).to_owned()).collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn check_reads_exact_hours_when_cheaper_or_forced_and_inspect_prints_one() {
+    let start = bloomcast::hour::hour_of(2008, 9, 3, 5).unwrap();
+    let (server, changed) = common::exact::serve(common::TOKEN, start, 2_000, 2, 20).await;
+    let universe = common::exact::universe(2_000).join("\n");
+    let want: std::collections::HashSet<String> = changed.concat().into_iter().collect();
+    let key = common::well_known(&reqwest::Client::new(), &server.base).await["public_key"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let base = [
+        "check",
+        "--server",
+        &server.base,
+        "--since",
+        "2008-09-03T05",
+        "--json",
+    ];
+
+    for extra in [
+        vec![],
+        // Forced, where a wasted fetch costs nothing (it would read Bloom filters).
+        vec!["--exact", "--fetch-cost", "0"],
+        vec!["--pubkey", &key],
+    ] {
+        let mut args = strings(&base);
+        args.extend(strings(&extra));
+        args.push("-".into());
+        let out = bloomcast_async(args, universe.clone()).await;
+        assert!(out.status.success(), "{extra:?}: {}", stderr(&out));
+        let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(doc["exacts"], 2, "{extra:?}: {doc}");
+        let got: std::collections::HashSet<String> =
+            serde_json::from_value(doc["changed"].clone()).unwrap();
+        // Each changed ID and none of the 1,960 universe IDs that did not change.
+        assert_eq!(got, want, "{extra:?}");
+    }
+
+    let url = format!("{}/2008/09/03/05.exact", server.base);
+    let out = bloomcast_async(
+        strings(&["inspect", "--json", "--pubkey", &key, &url]),
+        String::new(),
+    )
+    .await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let from_url: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(from_url["structure"], "exact", "{from_url}");
+    assert_eq!(from_url["covers"], "2008-09-03T05:00:00Z");
+    assert_eq!(from_url["universe"], 2_000);
+    assert_eq!(from_url["changed"], 20);
+    let body = reqwest::get(&url).await.unwrap().bytes().await.unwrap();
+    assert_eq!(from_url["bytes"], body.len());
+
+    let dir = tempfile::tempdir().unwrap();
+    let saved = dir.path().join("05.exact");
+    std::fs::write(&saved, &body).unwrap();
+    let out = bloomcast_async(
+        strings(&["inspect", saved.to_str().unwrap()]),
+        String::new(),
+    )
+    .await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    for line in [
+        "structure       exact",
+        "universe        2000",
+        "changed         20",
+    ] {
+        assert!(text.contains(line), "{text}");
+    }
+    for field in ["k", "split", "rows", "seeds", "bytes"] {
+        assert!(
+            text.lines().any(|l| l.starts_with(field)),
+            "{field}: {text}"
+        );
+    }
+}

@@ -298,3 +298,193 @@ async fn a_closed_hour_decodes_as_a_ribbon_at_the_precision_asked() {
         other => panic!("expected 406, got {other}"),
     }
 }
+
+// --- Exact hours (docs/PROTOCOL.md section 14) -----------------------------------------
+
+use bloomcast::client::Forms;
+use common::exact::Lie;
+
+/// The IDs `changes` reports for `hour`.
+fn reported(changes: &[bloomcast::client::Changed], hour: Hour) -> HashSet<String> {
+    changes
+        .iter()
+        .filter(|c| c.from == hour && c.to == hour)
+        .flat_map(|c| c.ids.iter().cloned())
+        .collect()
+}
+
+fn hour_n(n: i64) -> Hour {
+    Hour::from_index(start_hour().index() + n)
+}
+
+async fn public_key(base: &str) -> bloomcast::chain::PublicKey {
+    common::well_known(&reqwest::Client::new(), base).await["public_key"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn following_the_universe_reads_exact_hours_and_wastes_no_fetch() {
+    // 2,000 universe IDs followed, 20 of them changed in each of two sealed hours.
+    let (server, changed) = common::exact::serve(TOKEN, start_hour(), 2_000, 2, 20).await;
+    let universe = common::exact::universe(2_000);
+    let client = Client::new(&server.base).unwrap();
+    let index = client.index().await.unwrap();
+    assert_eq!(index.exact_since.as_deref(), Some("2008-09-03T05:00:00Z"));
+
+    let changes = client.changed_since(&universe, start_hour()).await.unwrap();
+
+    assert_eq!(client.stats().exacts, 2, "{:?}", client.stats());
+    for (h, batch) in changed.iter().enumerate() {
+        let want: HashSet<String> = batch.iter().cloned().collect();
+        // Every changed ID, and not one of the 1,980 that did not change.
+        assert_eq!(reported(&changes, hour_n(h as i64)), want, "hour {h}");
+    }
+    assert!(
+        reported(&changes, hour_n(2)).is_empty(),
+        "the open hour is empty"
+    );
+    // The v1 filter of the same hour sends a poller to unchanged universe IDs.
+    let bloom = client.hour(start_hour()).await.unwrap();
+    let wasted = universe
+        .iter()
+        .filter(|id| bloom.filter.contains(id) && !changed[0].contains(id))
+        .count();
+    assert!(wasted > 0, "the Bloom filter has false positives to save");
+    // Held once fetched: asking again costs no request.
+    let requests = client.stats().requests;
+    let exact = client.exact(start_hour()).await.unwrap().unwrap();
+    assert_eq!(client.stats().requests, requests);
+    assert_eq!((exact.universe(), exact.changed_count()), (2_000, 20));
+    // The index lists a built body's size, what the choice weighs.
+    let index = client.index().await.unwrap();
+    let listed = index
+        .hours
+        .iter()
+        .find(|h| h.hour == start_hour().rfc3339());
+    assert_eq!(
+        listed.and_then(|h| h.exact_bytes),
+        Some(exact.byte_len() as u64)
+    );
+}
+
+#[tokio::test]
+async fn exact_hours_answer_none_without_a_universe_and_forcing_them_is_an_error() {
+    let server = serve().await;
+    three_hours(&server).await;
+    let client = Client::new(&server.base).unwrap();
+
+    assert!(client.exact(start_hour()).await.unwrap().is_none());
+    let err = client
+        .changed_since_in(&["h0:1"], start_hour(), Strategy::Auto, Forms::Exact)
+        .await
+        .unwrap_err();
+    assert!(matches!(err, ClientError::Argument(_)), "{err:?}");
+    let message = err.to_string();
+    assert!(
+        message.contains(&server.base) && message.contains("POST /universe"),
+        "{message}"
+    );
+    // Without forcing, nothing changes: v1 and ribbons as before.
+    let changes = client
+        .changed_since_with(&["h0:1"], start_hour(), Strategy::Hourly)
+        .await
+        .unwrap();
+    assert!(reported(&changes, start_hour()).contains("h0:1"));
+    assert_eq!(client.stats().exacts, 0);
+}
+
+#[tokio::test]
+async fn forcing_exact_reads_sealed_hours_exactly_and_the_open_hour_as_v1() {
+    let (server, changed) = common::exact::serve(TOKEN, start_hour(), 300, 2, 3).await;
+    // Few IDs followed at no cost a wasted fetch: on its own the client would read
+    // Bloom filters.
+    let client = Client::builder(&server.base).fetch_cost(0).build().unwrap();
+    let followed = common::exact::universe(300);
+
+    let changes = client
+        .changed_since_in(&followed, start_hour(), Strategy::Union, Forms::Exact)
+        .await
+        .unwrap();
+
+    assert_eq!(client.stats().exacts, 2);
+    for (h, batch) in changed.iter().enumerate() {
+        let want: HashSet<String> = batch.iter().cloned().collect();
+        assert_eq!(reported(&changes, hour_n(h as i64)), want);
+    }
+    match client.exact(hour_n(2)).await.unwrap_err() {
+        ClientError::Status { status, .. } => assert_eq!(status, 406),
+        other => panic!("expected 406 for the open hour, got {other}"),
+    }
+}
+
+#[tokio::test]
+async fn an_exact_body_the_server_does_not_serve_falls_back_to_another_form() {
+    let (server, changed) = common::exact::serve(TOKEN, start_hour(), 2_000, 1, 20).await;
+    let proxy = common::exact::proxy(&server.base).await;
+    proxy.set(Lie::HideExact);
+    let client = Client::new(&proxy.base).unwrap();
+    let universe = common::exact::universe(2_000);
+
+    let changes = client
+        .changed_since_with(&universe, start_hour(), Strategy::Hourly)
+        .await
+        .unwrap();
+
+    let found = reported(&changes, start_hour());
+    assert!(changed[0].iter().all(|id| found.contains(id)));
+    let stats = client.stats();
+    assert_eq!(stats.exacts, 0);
+    assert_eq!(stats.ribbons, 1, "{stats:?}");
+}
+
+#[tokio::test]
+async fn a_verifying_client_reads_signed_exact_hours_and_refuses_a_tampered_one() {
+    let (server, changed) = common::exact::serve(TOKEN, start_hour(), 2_000, 2, 20).await;
+    let proxy = common::exact::proxy(&server.base).await;
+    let key = public_key(&server.base).await;
+    let verifying = || Client::builder(&proxy.base).pubkey(key).build().unwrap();
+    let universe = common::exact::universe(2_000);
+
+    // Honest: exact bodies verified under their chain entries' headers.
+    let client = verifying();
+    let changes = client.changed_since(&universe, start_hour()).await.unwrap();
+    assert_eq!(client.stats().exacts, 2);
+    assert_eq!(client.stats().ribbons, 0, "ribbons are not signed");
+    for (h, batch) in changed.iter().enumerate() {
+        let want: HashSet<String> = batch.iter().cloned().collect();
+        assert_eq!(reported(&changes, hour_n(h as i64)), want);
+    }
+    // And under the header of the v1 hour verified before, without asking the chain.
+    let client = verifying();
+    client.hour(start_hour()).await.unwrap();
+    let requests = client.stats().requests;
+    assert!(client.exact(start_hour()).await.unwrap().is_some());
+    assert_eq!(client.stats().requests, requests + 1);
+
+    // One bit of each exact body flipped, its Repr-Digest fixed up: the signature tells.
+    proxy.set(Lie::FlipExact);
+    for result in [
+        verifying().exact(start_hour()).await.map(|_| ()),
+        verifying()
+            .changed_since(&universe, start_hour())
+            .await
+            .map(|_| ()),
+    ] {
+        match result {
+            Err(e @ ClientError::Unverified(_)) => {
+                assert!(e.to_string().contains(&start_hour().rfc3339()), "{e}")
+            }
+            other => panic!("expected a refusal naming the hour, got {other:?}"),
+        }
+    }
+    // A client that does not verify takes the body (it decodes, its digest matches).
+    assert!(Client::new(&proxy.base)
+        .unwrap()
+        .exact(start_hour())
+        .await
+        .unwrap()
+        .is_some());
+}

@@ -1,7 +1,7 @@
 //! `bloomcast check`: which of these IDs may have changed since an hour?
 
 use super::{collect_ids, verifying_client, CliError};
-use crate::client::Strategy;
+use crate::client::{Forms, Strategy};
 use crate::hour::{Hour, HourError};
 use clap::{Args, ValueEnum};
 use serde_json::json;
@@ -24,17 +24,26 @@ pub struct CheckArgs {
     #[arg(long, value_enum, default_value = "auto")]
     strategy: StrategyArg,
     /// What fetching one resource costs, in bytes: each closed hour is read in the form
-    /// (v1 Bloom or ribbon) and precision minimising filter bytes plus the expected
-    /// wasted fetches, IDs checked × fpp × BYTES.
+    /// (v1 Bloom, ribbon, or from the server's exact_since its exact body, which wastes
+    /// none) and precision minimising filter bytes plus the expected wasted fetches, IDs
+    /// checked × fpp × BYTES.
     #[arg(long, value_name = "BYTES", default_value_t = crate::client::DEFAULT_FETCH_COST)]
     fetch_cost: u64,
-    /// Print one JSON object (per-hour results, requests, bytes and closed hours read as
-    /// ribbons) instead of lines.
+    /// Read every sealed hour from the server's exact_since as its exact body: no false
+    /// positive among the IDs of the publisher's universe (check only those). Reads hour
+    /// by hour; earlier hours and the open one as usual. Fails when the server has no
+    /// universe (its publisher never called POST /universe).
+    #[arg(long)]
+    exact: bool,
+    /// Print one JSON object (per-hour results, requests, bytes, closed hours read as
+    /// ribbons and, when any were, sealed hours read as exact bodies: "exacts") instead
+    /// of lines.
     #[arg(long)]
     json: bool,
-    /// Verify every closed hour against the publisher's public key (64 hex digits; after
-    /// rotations, any key it lists: each hour under the key listed for it) and refuse a
-    /// tampered one; reads hour by hour (unions are not signed).
+    /// Verify every closed hour (v1 filter or exact body) against the publisher's public
+    /// key (64 hex digits; after rotations, any key it lists: each hour under the key
+    /// listed for it) and refuse a tampered one; reads hour by hour and no ribbons (unions
+    /// and ribbons are not signed).
     #[arg(long, value_parser = super::verify::parse_pubkey)]
     pubkey: Option<crate::chain::PublicKey>,
     /// IDs to check; `-` reads one per line from stdin.
@@ -88,7 +97,14 @@ impl CheckArgs {
             StrategyArg::Hourly => Strategy::Hourly,
             StrategyArg::Union => Strategy::Union,
         };
-        let changes = client.changed_since_with(&ids, since, strategy).await?;
+        let forms = if self.exact {
+            Forms::Exact
+        } else {
+            Forms::Auto
+        };
+        let changes = client
+            .changed_since_in(&ids, since, strategy, forms)
+            .await?;
 
         // Each ID once, in the order given, however many hours it appears in.
         let flagged: HashSet<&str> = changes
@@ -105,7 +121,7 @@ impl CheckArgs {
         let mut out = std::io::stdout().lock();
         let written = if self.json {
             let stats = client.stats();
-            let doc = json!({
+            let mut doc = json!({
                 "server": client.base(),
                 "since": since.rfc3339(),
                 "checked": ids.len(),
@@ -119,6 +135,10 @@ impl CheckArgs {
                 "bytes": stats.body_bytes,
                 "ribbons": stats.ribbons,
             });
+            // Only when some were: the output of a server without a universe is as before.
+            if stats.exacts > 0 {
+                doc["exacts"] = json!(stats.exacts);
+            }
             writeln!(out, "{doc}")
         } else {
             changed.iter().try_for_each(|id| writeln!(out, "{id}"))

@@ -12,16 +12,18 @@ use std::io::Read;
 #[derive(Debug, Args)]
 pub struct InspectArgs {
     /// A filter URL (http://host:port/2008/09/03/13, or .../13.ribbon or
-    /// .../13.ribbon.json for the compact form) or a file holding a JSON document
-    /// (optionally gzip-compressed), a ribbon body or its JSON form, or raw hex or bytes
-    /// with --m and --k.
+    /// .../13.ribbon.json for the compact form, or .../13.exact for a sealed hour's exact
+    /// body: universe, changed, k, split, rows, seeds, bytes) or a file holding a JSON
+    /// document (optionally gzip-compressed), a ribbon body or its JSON form, an exact
+    /// body, or raw hex or bytes with --m and --k.
     target: String,
     #[command(flatten)]
     raw: RawShape,
     /// Print one JSON object instead of lines.
     #[arg(long)]
     json: bool,
-    /// Verify a closed hour fetched from a URL against the publisher's public key.
+    /// Verify a closed hour (or its exact body) fetched from a URL against the
+    /// publisher's public key.
     #[arg(long, value_parser = super::verify::parse_pubkey)]
     pubkey: Option<crate::chain::PublicKey>,
 }
@@ -51,6 +53,10 @@ impl InspectArgs {
     /// # Errors
     /// An unreachable URL, an error status, an unreadable file or filter.
     pub async fn run(self) -> Result<(), CliError> {
+        if let Some(exact) = super::exact::load(&self.target, self.pubkey).await? {
+            super::exact::print(&exact, self.json);
+            return Ok(());
+        }
         if let Some(ribbon) = super::ribbon::load(&self.target).await? {
             super::ribbon::print(&ribbon, self.json);
             return Ok(());

@@ -6,6 +6,7 @@
 
 mod check;
 mod estimate;
+mod exact;
 mod history;
 mod ingest;
 mod inspect;

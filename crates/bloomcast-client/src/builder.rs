@@ -2,7 +2,7 @@
 //! and what a wasted fetch costs.
 
 use super::{
-    cache::EtagCache, compact, dictionaries, Client, ClientError, Counters, Result,
+    cache::EtagCache, compact, dictionaries, exact_hours, Client, ClientError, Counters, Result,
     DEFAULT_FETCH_COST,
 };
 use std::time::Duration;
@@ -26,7 +26,9 @@ impl ClientBuilder {
     /// (default [`DEFAULT_FETCH_COST`], 10 KiB). [`Client::changed_since`] reads each
     /// closed hour in the form and precision that minimise filter bytes plus
     /// `IDs followed × fpp × fetch_cost` ([`cheapest_form`](crate::cheapest_form)): a ribbon at up to 2^-24
-    /// for a large following, the v1 Bloom filter for a nearly empty hour.
+    /// for a large following, the v1 Bloom filter for a nearly empty hour, and from the
+    /// index's `exact_since` the hour's exact body when it costs no more
+    /// ([`exact_or`](crate::exact_or)).
     ///
     /// ```
     /// let client = bloomcast_client::Client::builder("http://127.0.0.1:8080")
@@ -52,8 +54,10 @@ impl ClientBuilder {
 
     /// The publisher's public key (`GET /.well-known/bloomcast.json`, printed by the
     /// server at start): every closed hour fetched is then verified (digest, chain link,
-    /// signature) and a tampered one refused with [`ClientError::Unverified`]. Unions
-    /// are not signed, so [`Client::changed_since`] fetches hour by hour. After key
+    /// signature) and a tampered one refused with [`ClientError::Unverified`], and so is
+    /// every exact body (under the hour's chain header). Unions and ribbons are not
+    /// signed, so [`Client::changed_since`] fetches hour by hour, v1 filters and exact
+    /// bodies only. After key
     /// rotations, any of the keys the server lists may be given: the list must name it,
     /// and each hour verifies under the key listed for it.
     ///
@@ -125,6 +129,7 @@ impl ClientBuilder {
             token: self.token,
             cache: EtagCache::new(self.cache_entries),
             ribbons: compact::RibbonCache::new(self.cache_entries),
+            exacts: exact_hours::ExactCache::new(self.cache_entries),
             fetch_cost: self.fetch_cost,
             dictionaries: dictionaries::Dictionaries::default(),
             counters: Counters::default(),

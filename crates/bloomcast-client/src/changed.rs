@@ -1,10 +1,12 @@
 //! The question pollers ask: which of my IDs may have changed since an hour? Answered
 //! hour by hour or with one since-union, whichever the planner says costs fewer bytes;
-//! hour by hour, each closed hour in its cheapest form ([`super::cheapest_form`]).
+//! hour by hour, each closed hour in its cheapest form ([`super::cheapest_form`]; from
+//! the index's `exact_since`, [`super::exact_or`]).
 
-use super::choice::{cheapest_form, wasted, Form};
+use super::choice::{cheapest_form, exact_or, wasted, Choice, Form, Forms};
 use super::{fetch, plan, Changed, Client, ClientError, Fetched, Index, Result, Strategy};
 use crate::bloom::{Filter, Key, Ribbon};
+use crate::exact::Exact;
 use crate::hour::Hour;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -13,6 +15,7 @@ use std::sync::Arc;
 enum Held {
     Bloom(Arc<Fetched>),
     Ribbon(Arc<Ribbon>),
+    Exact(Arc<Exact>),
 }
 
 impl Held {
@@ -20,6 +23,7 @@ impl Held {
         match self {
             Held::Bloom(fetched) => fetched.filter.contains_key(key),
             Held::Ribbon(ribbon) => ribbon.contains(key),
+            Held::Exact(exact) => exact.changed(key),
         }
     }
 
@@ -27,6 +31,8 @@ impl Held {
         match self {
             Held::Bloom(fetched) => fetched.filter.fpp(),
             Held::Ribbon(ribbon) => ribbon.fpp(),
+            // None among the universe's IDs, the only ones a caller asks about.
+            Held::Exact(_) => 0.0,
         }
     }
 }
@@ -37,11 +43,16 @@ impl Client {
     ///
     /// Bytes are counted as filter bytes plus `ids.len() × fpp ×` the fetch cost
     /// ([`super::ClientBuilder::fetch_cost`]): each closed hour is read as a v1 Bloom
-    /// filter or a ribbon at the precision minimising that sum; the open hour as a v1
-    /// filter (revalidated, or a delta). A verifying client reads v1 filters only.
+    /// filter or a ribbon at the precision minimising that sum, or, for a sealed hour at
+    /// or after the index's `exact_since`, as its exact body when that costs no more (it
+    /// wastes no fetch: PROTOCOL.md section 14); the open hour as a v1 filter
+    /// (revalidated, or a delta). A verifying client reads v1 filters and exact bodies
+    /// (both signed), never ribbons. An exact body the server does not serve (404) falls
+    /// back to the other form.
     ///
     /// Every ID that changed in the range is returned (no false negatives); an ID that
-    /// did not is returned with the filters' false-positive probability.
+    /// did not is returned with the filters' false-positive probability (none from an
+    /// hour read exactly, for the IDs of the publisher's universe).
     ///
     /// # Errors
     /// As [`Client::since`].
@@ -63,11 +74,49 @@ impl Client {
         since: Hour,
         strategy: Strategy,
     ) -> Result<Vec<Changed>> {
+        self.changed_since_in(ids, since, strategy, Forms::Auto)
+            .await
+    }
+
+    /// [`Client::changed_since_with`], choosing whether sealed hours from the index's
+    /// `exact_since` may ([`Forms::Auto`]) or must ([`Forms::Exact`]) be read as exact
+    /// bodies. [`Forms::Exact`] reads hour by hour whatever the strategy; hours before
+    /// `exact_since` and the open hour are read as [`Forms::Auto`] would.
+    ///
+    /// ```no_run
+    /// # async fn demo(client: bloomcast_client::Client, since: bloomcast_client::hour::Hour) -> Result<(), bloomcast_client::ClientError> {
+    /// use bloomcast_client::{Forms, Strategy};
+    /// let ids = ["user:1", "user:2"]; // IDs of the publisher's universe
+    /// let changes = client.changed_since_in(&ids, since, Strategy::Auto, Forms::Exact).await?;
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// As [`Client::since`]; with [`Forms::Exact`], [`ClientError::Argument`] when the
+    /// server has no universe (its index's `exact_since` is null) and
+    /// [`ClientError::Protocol`] when it has no exact body for a sealed hour from
+    /// `exact_since`.
+    pub async fn changed_since_in<S: AsRef<str>>(
+        &self,
+        ids: &[S],
+        since: Hour,
+        strategy: Strategy,
+        forms: Forms,
+    ) -> Result<Vec<Changed>> {
         let index = self.index().await?;
         let now = index.current_hour()?;
         if since > now {
             return Err(ClientError::Argument(format!(
                 "since {since} is after the server's current hour {now}"
+            )));
+        }
+        let exact_since = index.exact_since_hour()?;
+        let forced = forms == Forms::Exact;
+        if forced && exact_since.is_none() {
+            return Err(ClientError::Argument(format!(
+                "{} publishes no exact hours: its index's exact_since is null, so its \
+                 publisher has registered no universe (POST /universe)",
+                self.base
             )));
         }
         let keys: Vec<Key> = ids.iter().map(|id| Key::of(id.as_ref())).collect();
@@ -79,14 +128,16 @@ impl Client {
                 .collect()
         };
         let inputs = self.plan_inputs(&index, since, now, ids.len() as u64);
+        let exact = exact_sizes(&index, since, now, exact_since);
         let hourly = match strategy {
+            _ if forced => true,
             // Unions are not signed: a verifying client reads hour by hour.
             _ if inputs.bloom_only => true,
             // A static mirror serves no unions.
             _ if index.static_layout => true,
             Strategy::Hourly => true,
             Strategy::Union => false,
-            Strategy::Auto => plan::hourly_is_cheaper(&inputs),
+            Strategy::Auto => plan::hourly_is_cheaper_with(&inputs, &exact),
         };
         if !hourly {
             let fetched = self.since(since).await?;
@@ -105,13 +156,24 @@ impl Client {
         }
         let mut out = Vec::new();
         let mut hour = since;
-        for input in &inputs.hours {
-            let ids = if input.open || inputs.bloom_only {
+        for (input, exact) in inputs.hours.iter().zip(&exact) {
+            let ids = if input.open || (inputs.bloom_only && exact.is_none()) {
                 let fetched = self.hour(hour).await?;
                 pick(&|key| fetched.filter.contains_key(key))
+            } else if forced && exact.is_some() {
+                let exact = self.exact(hour).await?.ok_or_else(|| {
+                    ClientError::Protocol(format!(
+                        "{} has no exact body for the sealed hour {} (404), though its \
+                         index says exact hours start at {}",
+                        self.base,
+                        hour.rfc3339(),
+                        index.exact_since.as_deref().unwrap_or("?"),
+                    ))
+                })?;
+                pick(&|key| exact.changed(key))
             } else {
                 let count = input.count.unwrap_or(inputs.capacity);
-                let held = self.closed_hour(hour, count, &inputs).await?;
+                let held = self.closed_hour(hour, count, &inputs, *exact).await?;
                 pick(&|key| held.contains_key(key))
             };
             if !ids.is_empty() {
@@ -127,17 +189,42 @@ impl Client {
     }
 
     /// A closed hour in the form that minimises filter bytes plus wasted fetches: one
-    /// held already when it is no worse than fetching another, else the cheapest form.
-    async fn closed_hour(&self, hour: Hour, count: u64, inputs: &plan::Inputs) -> Result<Held> {
+    /// held already when it is no worse than fetching another, else the cheapest form
+    /// (its exact body, of `exact` bytes, when it may be read so and costs no more).
+    async fn closed_hour(
+        &self,
+        hour: Hour,
+        count: u64,
+        inputs: &plan::Inputs,
+        exact: Option<u64>,
+    ) -> Result<Held> {
         let (followed, cost) = (inputs.followed, inputs.fetch_cost);
-        let choice = cheapest_form(count, inputs.target_fpp, followed, cost);
+        let other = if inputs.bloom_only {
+            // A verifying client: ribbons are not signed.
+            Choice::bloom(count, inputs.target_fpp)
+        } else {
+            cheapest_form(count, inputs.target_fpp, followed, cost)
+        };
+        let choice = match exact {
+            Some(bytes) => exact_or(bytes, other, followed, cost),
+            None => other,
+        };
         let fetching = choice.expected_bytes(followed, cost) + plan::RESPONSE_OVERHEAD;
         if let Some(held) = self.held(hour) {
             if wasted(held.fpp(), followed, cost) <= fetching {
                 return Ok(held);
             }
         }
-        let Form::Ribbon { r } = choice.form else {
+        if choice.form == Form::Exact {
+            match self.exact(hour).await {
+                Ok(Some(exact)) => return Ok(Held::Exact(exact)),
+                // No exact body after all (404), or an hour the server has not sealed
+                // yet (406): the other form answers the same question.
+                Ok(None) | Err(ClientError::Status { status: 406, .. }) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        let Form::Ribbon { r } = other.form else {
             return Ok(Held::Bloom(self.hour(hour).await?));
         };
         match self.ribbon(hour, Some((-f64::from(r)).exp2())).await {
@@ -151,8 +238,12 @@ impl Client {
         }
     }
 
-    /// The most precise complete filter of `hour` this client holds, in either form.
+    /// The most precise complete filter of `hour` this client holds, in any form (an
+    /// exact body first).
     fn held(&self, hour: Hour) -> Option<Held> {
+        if let Some(exact) = self.exacts.get(hour) {
+            return Some(Held::Exact(exact));
+        }
         let bloom = self
             .cache
             .get(&fetch::bin_path(&hour.path()))
@@ -193,4 +284,37 @@ impl Client {
             bloom_only: self.pubkey.is_some() || self.pin,
         }
     }
+}
+
+/// Per hour from `since` through `now`, the bytes of its exact body when it may be read in
+/// that form: a sealed hour at or after `exact_since`, at the index's `exact_bytes`, or
+/// for an hour the index does not list (or lists without them) the v1 body's predicted
+/// bytes, which an exact body does not exceed once 1% of the universe changed.
+fn exact_sizes(
+    index: &Index,
+    since: Hour,
+    now: Hour,
+    exact_since: Option<Hour>,
+) -> Vec<Option<u64>> {
+    let listed: HashMap<&str, (Option<u64>, Option<u64>)> = index
+        .hours
+        .iter()
+        .map(|h| (h.hour.as_str(), (h.count, h.exact_bytes)))
+        .collect();
+    let mut out = Vec::new();
+    let mut hour = since;
+    while hour <= now {
+        let eligible = hour < now && exact_since.is_some_and(|first| hour >= first);
+        out.push(eligible.then(|| {
+            let (count, bytes) = listed
+                .get(hour.rfc3339().as_str())
+                .copied()
+                .unwrap_or((None, None));
+            bytes.unwrap_or_else(|| {
+                Choice::bloom(count.unwrap_or(index.capacity), index.target_fpp).filter_bytes
+            })
+        }));
+        hour = hour.next();
+    }
+    out
 }

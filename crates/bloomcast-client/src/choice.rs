@@ -27,6 +27,22 @@ pub enum Form {
     Bloom,
     /// The ribbon filter at `fpp = 2^-r` (`.ribbon?fpp=2^-r`).
     Ribbon { r: u32 },
+    /// The exact body (`.exact`, PROTOCOL.md section 14): no false positive among the
+    /// IDs of the publisher's universe, for sealed hours from the index's `exact_since`.
+    Exact,
+}
+
+/// Whether [`Client::changed_since_in`](crate::Client::changed_since_in) may read exact
+/// bodies on its own or must read them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Forms {
+    /// Each sealed hour in its cheapest form: v1 Bloom, ribbon, or (from the index's
+    /// `exact_since`) exact.
+    #[default]
+    Auto,
+    /// Every sealed hour from the index's `exact_since` in exact form (hour by hour); an
+    /// error when the server has no universe (`exact_since` is null).
+    Exact,
 }
 
 /// A form with its predicted body size and false-positive probability.
@@ -63,6 +79,17 @@ impl Choice {
             form: Form::Ribbon { r },
             filter_bytes: 24 + (u64::from(r) * ribbon_rows(n)).div_ceil(8),
             fpp: (-f64::from(r)).exp2(),
+        }
+    }
+
+    /// The exact body of a sealed hour, of `bytes` bytes (the index's `exact_bytes`, or
+    /// for an hour it does not list, the v1 body's predicted bytes): served without gzip,
+    /// with no false positive among the universe's IDs.
+    pub fn exact(bytes: u64) -> Choice {
+        Choice {
+            form: Form::Exact,
+            filter_bytes: bytes,
+            fpp: 0.0,
         }
     }
 
@@ -106,6 +133,27 @@ pub fn cheapest_form(count: u64, target_fpp: f64, followed: u64, fetch_cost: u64
         .chain([Choice::bloom(count, target_fpp)])
         .min_by(|a, b| cost(a).partial_cmp(&cost(b)).expect("finite costs"))
         .expect("at least one form")
+}
+
+/// The exact body when it costs no more than `other` (PROTOCOL.md section 14, "Choosing
+/// it"): its bytes against `other`'s filter bytes plus `followed × fpp × fetch_cost`,
+/// since an exact body wastes no fetch. Ties go to the exact body.
+///
+/// ```
+/// use bloomcast_client::{cheapest_form, exact_or, Choice, Form};
+/// // 45,754 IDs followed, an hour of 280: a 23-bit ribbon of about 830 bytes, or an
+/// // exact body of 700 bytes that wastes nothing.
+/// let other = cheapest_form(280, 0.01, 45_754, 10 * 1024);
+/// assert_eq!(exact_or(700, other, 45_754, 10 * 1024).form, Form::Exact);
+/// assert_eq!(exact_or(5_000, other, 45_754, 10 * 1024), other);
+/// ```
+pub fn exact_or(exact_bytes: u64, other: Choice, followed: u64, fetch_cost: u64) -> Choice {
+    let exact = Choice::exact(exact_bytes);
+    if exact.expected_bytes(followed, fetch_cost) <= other.expected_bytes(followed, fetch_cost) {
+        exact
+    } else {
+        other
+    }
 }
 
 #[cfg(test)]
@@ -165,7 +213,7 @@ mod tests {
     fn few_ids_followed_take_a_coarse_filter_and_many_a_precise_one() {
         let r = |followed| match cheapest_form(300, 0.01, followed, DEFAULT_FETCH_COST).form {
             Form::Ribbon { r } => r,
-            Form::Bloom => 0,
+            Form::Bloom | Form::Exact => 0,
         };
         assert_eq!(r(1), 7);
         assert_eq!(r(100), 14);
@@ -177,7 +225,7 @@ mod tests {
     fn a_dearer_fetch_asks_for_more_bits() {
         let r = |cost| match cheapest_form(30_000, 0.01, 1_000, cost).form {
             Form::Ribbon { r } => r,
-            Form::Bloom => 0,
+            Form::Bloom | Form::Exact => 0,
         };
         assert!(r(100) < r(10 * 1024) && r(10 * 1024) < r(1 << 20));
     }
@@ -196,5 +244,19 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn an_exact_body_wins_when_no_dearer_than_the_cheapest_other_sum() {
+        let other = cheapest_form(300, 0.01, 2_000, DEFAULT_FETCH_COST);
+        let sum = other.expected_bytes(2_000, DEFAULT_FETCH_COST) as u64;
+        assert_eq!(
+            exact_or(sum, other, 2_000, DEFAULT_FETCH_COST).form,
+            Form::Exact
+        );
+        assert_eq!(exact_or(sum + 2, other, 2_000, DEFAULT_FETCH_COST), other);
+        let exact = Choice::exact(123);
+        assert_eq!((exact.filter_bytes, exact.fpp), (123, 0.0));
+        assert_eq!(exact.expected_bytes(1_000_000, 1 << 20), 123.0);
     }
 }

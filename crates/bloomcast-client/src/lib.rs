@@ -12,7 +12,7 @@
 
 // The core's modules, under the names the SDK's code and its users know them by.
 use bloomcast_core::sync;
-pub use bloomcast_core::{bloom, chain, dcz, hour, wire};
+pub use bloomcast_core::{bloom, chain, dcz, exact, hour, wire};
 pub use keys::{key_list_json, parse_key_list};
 
 mod builder;
@@ -22,6 +22,7 @@ mod choice;
 mod compact;
 mod dictionaries;
 mod error;
+mod exact_hours;
 mod fetch;
 mod history;
 mod keys;
@@ -30,7 +31,7 @@ mod publish;
 mod verify;
 
 pub use builder::ClientBuilder;
-pub use choice::{cheapest_form, Choice, Form, DEFAULT_FETCH_COST, RIBBON_BITS};
+pub use choice::{cheapest_form, exact_or, Choice, Form, Forms, DEFAULT_FETCH_COST, RIBBON_BITS};
 pub use error::ClientError;
 pub use history::{default_cache_dir, IdHistory};
 pub use plan::Strategy;
@@ -102,6 +103,10 @@ pub struct Index {
     /// holds, sealed, and it serves no unions.
     #[serde(default, rename = "static")]
     pub static_layout: bool,
+    /// The first hour with an exact body (PROTOCOL.md section 14), RFC 3339; `None` when
+    /// the publisher registered no universe (or the server predates exact hours).
+    #[serde(default)]
+    pub exact_since: Option<String>,
 }
 
 /// One hour as the index lists it.
@@ -113,6 +118,9 @@ pub struct IndexHour {
     pub count: Option<u64>,
     #[serde(default)]
     pub complete: Option<bool>,
+    /// The size of the hour's exact body, when it has one (section 14).
+    #[serde(default)]
+    pub exact_bytes: Option<u64>,
 }
 
 impl Index {
@@ -132,6 +140,20 @@ impl Index {
     pub fn genesis_hour(&self) -> Result<Hour> {
         Hour::parse_flexible(&self.genesis)
             .map_err(|e| ClientError::Protocol(format!("index genesis: {e}")))
+    }
+
+    /// The first hour with an exact body, `None` without a universe.
+    ///
+    /// # Errors
+    /// [`ClientError::Protocol`] when the index names an unreadable hour.
+    pub fn exact_since_hour(&self) -> Result<Option<Hour>> {
+        self.exact_since
+            .as_deref()
+            .map(|h| {
+                Hour::parse_flexible(h)
+                    .map_err(|e| ClientError::Protocol(format!("index exact_since: {e}")))
+            })
+            .transpose()
     }
 
     /// The oldest hour the server can answer for: its genesis, or the oldest its
@@ -195,6 +217,8 @@ pub struct Stats {
     pub deltas: u64,
     /// Closed hours fetched as ribbon filters (PROTOCOL.md section 12).
     pub ribbons: u64,
+    /// Sealed hours fetched as exact bodies (PROTOCOL.md section 14).
+    pub exacts: u64,
 }
 
 #[derive(Debug, Default)]
@@ -205,6 +229,7 @@ struct Counters {
     cache_hits: AtomicU64,
     deltas: AtomicU64,
     ribbons: AtomicU64,
+    exacts: AtomicU64,
 }
 
 /// An async bloomcast client. Cheap to share: wrap it in an `Arc` or clone the parts.
@@ -216,6 +241,8 @@ pub struct Client {
     cache: EtagCache,
     /// Closed hours held as ribbons, the most precise of each.
     ribbons: compact::RibbonCache,
+    /// Sealed hours held as exact bodies.
+    exacts: exact_hours::ExactCache,
     /// Bytes a caller spends fetching a resource a filter wrongly flagged: what
     /// `changed_since` weighs false positives at.
     fetch_cost: u64,
@@ -256,6 +283,7 @@ impl Client {
             cache_hits: c.cache_hits.load(Ordering::Relaxed),
             deltas: c.deltas.load(Ordering::Relaxed),
             ribbons: c.ribbons.load(Ordering::Relaxed),
+            exacts: c.exacts.load(Ordering::Relaxed),
         }
     }
 

@@ -9,7 +9,7 @@
 //! bytes of both, counting the fetches each would waste on false positives, and take
 //! the cheaper.
 
-use super::choice::{cheapest_form, wasted};
+use super::choice::{cheapest_form, exact_or, wasted};
 use crate::bloom::Params;
 
 /// How [`super::Client::changed_since_with`] fetches.
@@ -67,8 +67,9 @@ impl Inputs {
         h.count.unwrap_or(self.capacity)
     }
 
-    /// Expected bytes of one hour read on its own, wasted fetches included.
-    fn hour_cost(&self, h: &HourInput) -> f64 {
+    /// Expected bytes of one hour read on its own, wasted fetches included; `exact` is the
+    /// size of the hour's exact body when it may be read in that form.
+    fn hour_cost(&self, h: &HourInput, exact: Option<u64>) -> f64 {
         let (p, count) = (self.target_fpp, self.count(h));
         let waste = |fpp: f64| wasted(fpp, self.followed, self.fetch_cost);
         if h.open {
@@ -82,10 +83,14 @@ impl Inputs {
             };
             return fetch + waste(fpp);
         }
-        let fetch = if self.bloom_only {
+        let other = if self.bloom_only {
             super::choice::Choice::bloom(count, p)
         } else {
             cheapest_form(count, p, self.followed, self.fetch_cost)
+        };
+        let fetch = match exact {
+            Some(bytes) => exact_or(bytes, other, self.followed, self.fetch_cost),
+            None => other,
         };
         let fetched = fetch.expected_bytes(self.followed, self.fetch_cost) + RESPONSE_OVERHEAD;
         match h.held_fpp {
@@ -96,8 +101,17 @@ impl Inputs {
 }
 
 /// Whether fetching hour by hour costs fewer bytes than one union.
+#[cfg(test)]
 pub(crate) fn hourly_is_cheaper(inputs: &Inputs) -> bool {
-    let hourly: f64 = inputs.hours.iter().map(|h| inputs.hour_cost(h)).sum();
+    hourly_is_cheaper_with(inputs, &[])
+}
+
+/// [`hourly_is_cheaper`] with, per hour of `inputs.hours`, the size of its exact body
+/// when it may be read in that form (PROTOCOL.md section 14; missing: none).
+pub(crate) fn hourly_is_cheaper_with(inputs: &Inputs, exact: &[Option<u64>]) -> bool {
+    let hourly: f64 = (inputs.hours.iter().enumerate())
+        .map(|(i, h)| inputs.hour_cost(h, exact.get(i).copied().flatten()))
+        .sum();
     let total: u64 = inputs.hours.iter().map(|h| inputs.count(h)).sum();
     let p = inputs.target_fpp;
     let union =
@@ -181,5 +195,23 @@ mod tests {
     fn the_payload_estimate_matches_the_sizing_formula() {
         // n = 3000, p = 0.01 gives m = 28756 bits: 3594.5 bytes.
         assert!((payload(3000, 0.01) - 28756.0 / 8.0).abs() < 1.0);
+    }
+
+    #[test]
+    fn exact_hours_of_a_large_following_read_hourly_and_waste_nothing() {
+        // 2,000 IDs over a missed day of 20-ID hours: the union at 0.01 wastes 20 fetches
+        // (200 KB); 23 exact bodies of about 150 bytes waste none.
+        let mut hours: Vec<_> = (0..23).map(|_| hour(20, false, false)).collect();
+        hours.push(hour(0, true, true));
+        let exact: Vec<_> = (0..23).map(|_| Some(150)).chain([None]).collect();
+        let mut verifying = inputs(hours, 2_000);
+        verifying.bloom_only = true;
+        assert!(hourly_is_cheaper_with(&verifying, &exact));
+        // Exact bodies larger than the v1 filter's sum leave the choice as it was.
+        let dear: Vec<_> = (0..24).map(|_| Some(1 << 30)).collect();
+        assert_eq!(
+            hourly_is_cheaper_with(&verifying, &dear),
+            hourly_is_cheaper(&verifying)
+        );
     }
 }

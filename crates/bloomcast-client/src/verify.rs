@@ -47,7 +47,7 @@ struct Entry {
     key_id: Option<String>,
 }
 
-fn malformed(hour: &str, detail: impl Into<String>) -> ClientError {
+pub(super) fn malformed(hour: &str, detail: impl Into<String>) -> ClientError {
     ClientError::Unverified(ChainError::Malformed {
         hour: hour.to_owned(),
         detail: detail.into(),
@@ -128,8 +128,9 @@ impl Client {
         Ok(())
     }
 
-    /// Verifies `claim` and links it with the neighbouring hours verified before.
-    fn link_verified(&self, claim: &Claim, key: &PublicKey, hour: Hour) -> Result<()> {
+    /// Verifies `claim` and links it with the neighbouring hours verified before; returns
+    /// its header.
+    pub(super) fn link_verified(&self, claim: &Claim, key: &PublicKey, hour: Hour) -> Result<Hash> {
         let mut verified = crate::sync::lock(&self.verified);
         let known_prev = verified.get(&hour.prev().index()).map(|(_, h)| *h);
         let header = claim.verify(key, known_prev.as_ref())?;
@@ -142,7 +143,7 @@ impl Client {
             }
         }
         verified.insert(hour.index(), (claim.prev, header));
-        Ok(())
+        Ok(header)
     }
 
     /// The chain from `since` to the newest sealed hour the server lists, oldest first,
@@ -232,7 +233,7 @@ impl Client {
 
     /// The chain entry of one sealed hour, for a response that carries no signature
     /// headers (a static mirror): the first entry of `/chain/<hour>?limit=1`.
-    async fn chain_entry(&self, hour: Hour) -> Result<Option<ChainEntry>> {
+    pub(super) async fn chain_entry(&self, hour: Hour) -> Result<Option<ChainEntry>> {
         let (page, _) = match self
             .chain_page(&format!("/chain{}?limit=1", hour.path()))
             .await
