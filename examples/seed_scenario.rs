@@ -18,8 +18,8 @@
 //!   filter, then fetch only the feeds it flags;
 //! - the same with the SDK's `changed_since` since the hour that just closed, weighing a
 //!   wasted fetch at the 304's cost (`ClientBuilder::fetch_cost`): it reads the closed
-//!   hour in the cheapest form (a ribbon at the precision that pays) and the new open
-//!   hour, and asks the index for counts, all counted;
+//!   hour in the cheapest form (here the exact one; without a universe, a ribbon at the
+//!   precision that pays) and the new open hour, and asks the index, all counted;
 //! - a daily bloomcast poller: once, after the day, fetch the day's union;
 //! - two more hourly pollers, each reading every closed hour in one form: the ribbon at
 //!   the service's target fpp (`.ribbon`), and the exact form (`.exact`) over the
@@ -96,8 +96,9 @@ struct Tally {
     useful: u64,
     wasted: u64,
     predicted_wasted: f64,
-    /// Closed hours read as ribbons.
+    /// Closed hours read as ribbons, and in exact form.
     ribbons: u64,
+    exacts: u64,
     /// Bytes of the requests besides the closed hours' filters (index, open hour).
     overhead_bytes: u64,
 }
@@ -208,7 +209,10 @@ pub async fn run(a: &Args) -> String {
         // measured by a second client making the same two requests.
         probe.index().await.expect("the index");
         probe.hour(hour.next()).await.expect("the open hour");
-        let before = cheapest_client.stats().ribbons;
+        let (before, exacts_before) = (
+            cheapest_client.stats().ribbons,
+            cheapest_client.stats().exacts,
+        );
         let changes = cheapest_client
             .changed_since(&users, hour)
             .await
@@ -224,9 +228,15 @@ pub async fn run(a: &Args) -> String {
         cheapest.useful += truth.len() as u64;
         cheapest.wasted += (flagged.len() - truth.len()) as u64;
         cheapest.ribbons += cheapest_client.stats().ribbons - before;
-        let n = updates.len() as u64;
-        let choice = cheapest_form(n, settings.target_fpp, a.users as u64, a.not_modified_bytes);
-        cheapest.predicted_wasted += (a.users - updates.len()) as f64 * choice.fpp;
+        let read_exact = cheapest_client.stats().exacts - exacts_before;
+        cheapest.exacts += read_exact;
+        // An hour read exact wastes nothing; otherwise the form chosen predicts.
+        if read_exact == 0 {
+            let n = updates.len() as u64;
+            let choice =
+                cheapest_form(n, settings.target_fpp, a.users as u64, a.not_modified_bytes);
+            cheapest.predicted_wasted += (a.users - updates.len()) as f64 * choice.fpp;
+        }
     }
     let stats = hourly_client.stats();
     hourly.filter_requests = stats.requests;
@@ -356,9 +366,10 @@ fn report(a: &Args, tallies: [&Tally; 5], distinct: u64) -> String {
     );
     let _ = writeln!(
         out,
-        "cheapest form: {} of 24 closed hours read as ribbons, {} bytes; its filter requests \
-         and bytes include changed_since's index request and the new open hour at each \
-         call, {} bytes in all",
+        "cheapest form: of 24 closed hours, {} read exact and {} as ribbons, {} bytes; its filter \
+         requests and bytes include changed_since's index request and the new open hour at \
+         each call, {} bytes in all",
+        cheapest.exacts,
         cheapest.ribbons,
         cheapest
             .filter_bytes
