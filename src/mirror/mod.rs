@@ -219,7 +219,8 @@ impl Mirror {
     }
 
     /// The mirror's index: the server's, with the newest mirrored hour as `current`, the
-    /// newest mirrored hours as `hours`, and `"static": true` (PROTOCOL.md section 13).
+    /// newest mirrored hours as `hours`, `"static": true` and `"exact_since": null`
+    /// (PROTOCOL.md section 13).
     fn index_document(&self, server_index: &Value, entries: &[ChainEntry]) -> Result<Vec<u8>> {
         let mut hours = Vec::new();
         for entry in entries.iter().rev().take(INDEX_HOURS) {
@@ -241,6 +242,8 @@ impl Mirror {
         doc["current"] = hours.first().cloned().unwrap_or(Value::Null);
         doc["hours"] = Value::Array(hours);
         doc["static"] = Value::Bool(true);
+        // No exact hours: a file server sends no signature header to verify one by.
+        doc["exact_since"] = Value::Null;
         doc["urls"] = json!({
             "hour": "/YYYY/MM/DD/HH[.json|.hex|.bin|.ribbon|.ribbon.json] (sealed hours)",
             "chain": "/chain/YYYY/MM/DD/HH (one entry a page)",
