@@ -56,7 +56,6 @@ fn universes_of_thousands_to_hundreds_of_thousands_at_every_fraction() {
 }
 
 #[test]
-#[ignore = "two million IDs: run with --ignored (release) to check the largest universe"]
 fn two_million_ids_at_every_fraction() {
     let n = 2_000_000;
     let universe = random_keys(7, n);
