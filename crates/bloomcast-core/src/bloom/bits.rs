@@ -46,3 +46,19 @@ pub(super) fn same_shape(
     }
     Ok(())
 }
+
+/// A solution's bytes as little-endian `u64` words (the last one zero-padded), then
+/// `zero_words` zero words, so that every window a query reads lies inside: how the
+/// ribbon and exact bodies are read back.
+pub(crate) fn le_words(bytes: &[u8], zero_words: usize) -> Vec<u64> {
+    let mut words: Vec<u64> = bytes
+        .chunks(8)
+        .map(|c| {
+            let mut w = [0u8; 8];
+            w[..c.len()].copy_from_slice(c);
+            u64::from_le_bytes(w)
+        })
+        .collect();
+    words.resize(words.len() + zero_words, 0);
+    words
+}

@@ -2,7 +2,7 @@
 //! encodings. No I/O, no clock, no globals; the server, the client SDK and the CLI
 //! all build on it.
 
-mod bits;
+pub(crate) mod bits;
 mod build;
 mod distinct;
 mod encode;

@@ -161,15 +161,7 @@ impl Exact {
         if bits % 8 != 0 && body[expected as usize - 1] >> (bits % 8) != 0 {
             return bad("padding bits past the solutions are set".into());
         }
-        let mut words: Vec<u64> = body
-            .chunks(8)
-            .map(|c| {
-                let mut w = [0u8; 8];
-                w[..c.len()].copy_from_slice(c);
-                u64::from_le_bytes(w)
-            })
-            .collect();
-        words.extend([0, 0]);
+        let words = crate::bloom::bits::le_words(body, 2);
         Ok(Exact {
             k,
             split,

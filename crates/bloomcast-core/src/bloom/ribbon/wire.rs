@@ -80,15 +80,7 @@ impl Ribbon {
         if bits % 8 != 0 && body[expected - 1] >> (bits % 8) != 0 {
             return bad("padding bits past r*m are set".into());
         }
-        let mut words: Vec<u64> = body
-            .chunks(8)
-            .map(|c| {
-                let mut w = [0u8; 8];
-                w[..c.len()].copy_from_slice(c);
-                u64::from_le_bytes(w)
-            })
-            .collect();
-        words.push(0);
+        let words = crate::bloom::bits::le_words(body, 1);
         Ok(Ribbon {
             n,
             m,
