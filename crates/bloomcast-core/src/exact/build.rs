@@ -6,6 +6,7 @@
 use super::system::{salt, value_mask, Band, Layout, Row, MAX_WIDTH};
 use super::{passes, selector, Exact, MAX_K, SELECTOR_RANGE, TAG_A, TAG_B, TAG_RETRIEVAL};
 use crate::bloom::{FilterError, Key};
+use std::borrow::Cow;
 
 /// Seeds tried at one size before the system grows by 0.5% (the documented fallback).
 /// [`rows_for`] makes a seed succeed half the time or more, so a growth happens in
@@ -42,12 +43,13 @@ pub fn rows_for(n: u64) -> u32 {
 }
 
 /// (log10 of the equations, slack rate) for 128-wide bands.
-pub const SLACK: [(f64, f64); 5] = [
+pub const SLACK: [(f64, f64); 6] = [
     (2.5, 0.0),
     (3.0, 0.009),
     (4.0, 0.016),
     (5.0, 0.025),
     (6.0, 0.036),
+    (7.0, 0.047),
 ];
 
 /// The filter's shape: `k` bits for part B, `k + 1` for part A, which holds the keys
@@ -101,19 +103,25 @@ impl Shape {
 
 impl Exact {
     /// Builds the exact body of `changed` over `universe` (changed keys missing from the
-    /// universe are added to it; duplicates are harmless).
+    /// universe are added to it; duplicates are harmless). Changed keys already sorted
+    /// and distinct (a sealed hour's, as stored) are read in place, not copied.
     ///
     /// # Errors
     /// More than `u32::MAX / 2` universe keys.
     pub fn build(mut universe: Vec<Key>, changed: &[Key]) -> Result<Exact, FilterError> {
-        let mut changed: Vec<u64> = changed.iter().map(|k| k.to_u64()).collect();
-        changed.sort_unstable();
-        changed.dedup();
+        let changed: Cow<[Key]> = if changed.windows(2).all(|w| w[0] < w[1]) {
+            Cow::Borrowed(changed)
+        } else {
+            let mut sorted = changed.to_vec();
+            sorted.sort_unstable();
+            sorted.dedup();
+            Cow::Owned(sorted)
+        };
         universe.sort_unstable();
         universe.dedup();
         let missing: Vec<Key> = changed
             .iter()
-            .map(|&c| Key::from_u64(c))
+            .copied()
             .filter(|c| universe.binary_search(c).is_err())
             .collect();
         if !missing.is_empty() {
@@ -130,12 +138,14 @@ impl Exact {
         let r = changed.len() as u64;
 
         let mut per_selector = [0u64; SELECTOR_RANGE as usize];
-        for &c in &changed {
-            per_selector[selector(c) as usize] += 1;
+        for c in changed.iter() {
+            per_selector[selector(c.to_u64()) as usize] += 1;
         }
         let shape = Shape::best(n, r, &per_selector);
-        let (in_a, in_b): (Vec<u64>, Vec<u64>) =
-            changed.iter().partition(|&&c| selector(c) < shape.split);
+        let (in_a, in_b): (Vec<u64>, Vec<u64>) = changed
+            .iter()
+            .map(|c| c.to_u64())
+            .partition(|&c| selector(c) < shape.split);
 
         // Part A, then part B, bit-contiguous from bit 0. In a small universe each part
         // keeps the seed that lets the fewest unchanged keys through.
@@ -148,7 +158,7 @@ impl Exact {
                 let mut count = 0u64;
                 for key in &universe {
                     let key = key.to_u64();
-                    if next_changed.next_if_eq(&&key).is_some()
+                    if next_changed.next_if(|c| c.to_u64() == key).is_some()
                         || (selector(key) < shape.split) != in_a
                     {
                         continue;
@@ -192,7 +202,7 @@ impl Exact {
             let mut next_changed = changed.iter().peekable();
             for key in &universe {
                 let key = key.to_u64();
-                let is_changed = next_changed.next_if_eq(&&key).is_some();
+                let is_changed = next_changed.next_if(|c| c.to_u64() == key).is_some();
                 if passes(key, shape.split, [&a, &b], seeds, words)
                     && !each(key, u8::from(is_changed))
                 {
@@ -222,6 +232,8 @@ impl Exact {
             if next == m {
                 band.clear();
             } else {
+                // The old band goes before the larger one is made: never both at once.
+                drop(std::mem::replace(&mut band, Band::new(0)));
                 band = Band::new(next);
             }
         }
@@ -354,6 +366,7 @@ fn filter_system(keys: &[u64], bits: u32, tag: u32, first: u32) -> (u32, Band<u3
         if next == m {
             band.clear();
         } else {
+            drop(std::mem::replace(&mut band, Band::new(0)));
             band = Band::new(next);
         }
     }
