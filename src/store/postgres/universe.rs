@@ -8,6 +8,8 @@ use crate::bloom::Key;
 use crate::hour::Hour;
 use crate::store::{blob_to_keys, exact_checksum, Result, StoreError, UniverseAdded, UniverseInfo};
 use deadpool_postgres::Transaction;
+use futures_util::TryStreamExt;
+use tokio_postgres::types::ToSql;
 
 /// Migration 9.
 pub(super) const MIGRATION: &str = r#"
@@ -129,17 +131,21 @@ impl PgStore {
         Ok(UniverseAdded::Added { count })
     }
 
+    /// The keys that joined by `through`, sorted. Rows are read as they arrive (a
+    /// universe of 10M rows held as rows at once would take gigabytes), into one vector
+    /// sized from the universe's count: 8 bytes a key, what an exact build reserves.
     pub(super) async fn universe_key_rows(&self, through: Hour) -> Result<Vec<Key>> {
+        let count = self.universe_info().await?.map_or(0, |u| u.count);
         let client = self.client().await?;
         let sql = self.sql("SELECT key FROM {s}.universe WHERE added <= $1");
-        let rows = client
-            .query(&sql, &[&through.index()])
-            .await
-            .map_err(pg_error)?;
-        let mut keys: Vec<Key> = rows
-            .iter()
-            .map(|r| Key::from_u64(r.get::<_, i64>(0) as u64))
-            .collect();
+        let stmt = client.prepare_cached(&sql).await.map_err(pg_error)?;
+        let params: [&(dyn ToSql + Sync); 1] = [&through.index()];
+        let rows = client.query_raw(&stmt, params).await.map_err(pg_error)?;
+        futures_util::pin_mut!(rows);
+        let mut keys = Vec::with_capacity(count as usize);
+        while let Some(row) = rows.try_next().await.map_err(pg_error)? {
+            keys.push(Key::from_u64(row.get::<_, i64>(0) as u64));
+        }
         keys.sort_unstable();
         Ok(keys)
     }
