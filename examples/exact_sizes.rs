@@ -112,8 +112,9 @@ fn big() {
     let secs = start.elapsed().as_secs_f64();
     let peak = PEAK.load(Relaxed) - before;
     println!(
-        "\nN = {n}, r = {r}: built in {secs:.2} s; peak heap {:.1} MB = {:.1} B per universe ID (universe and changed keys included); body {} B = {:.3} x floor",
+        "\nN = {n}, r = {r}: built in {secs:.2} s; peak heap {:.1} MB (reserved by a server: {:.1} MB) = {:.1} B per universe ID (universe and changed keys included); body {} B = {:.3} x floor",
         peak as f64 / 1e6,
+        Exact::build_bytes(n as u64, r as u64) as f64 / 1e6,
         peak as f64 / n as f64,
         exact.byte_len(),
         (exact.byte_len() - exact.header_len()) as f64 / (floor_bits(n as u64, r as u64) / 8.0)

@@ -233,9 +233,11 @@ settings! {
     /// Distinct IDs the publisher's universe may hold (POST /universe; exact hours, see
     /// docs/PROTOCOL.md section 14); a batch that would pass it answers 507 universe_full
     /// and nothing of it is recorded. IDs ingested through POST /updates join it when their
-    /// hour is sealed, whatever this limit. Bounds the build of an exact hour (about 14
-    /// bytes per universe ID at its peak, reserved from the builds' part of cache_bytes).
-    max_universe_ids: u64 = 10_000_000,
+    /// hour is sealed, whatever this limit. Bounds the build of an exact hour: 9 to 31 bytes
+    /// per universe ID at its peak (more as more of the universe changed in the hour),
+    /// reserved from the builds' part of cache_bytes, which at the default cache_bytes fits
+    /// this default at any fraction changed; a build that does not fit answers 406.
+    max_universe_ids: u64 = 5_000_000,
     /// Connections served at once; further connections wait in the listen backlog.
     max_connections: usize = 4096,
     /// Ingest bodies read at once (each up to body_limit bytes); more answer 503 busy with

@@ -14,6 +14,7 @@
 #   benches/harness/exact.sh                          # N = 10,000,000, R = 1,000,000
 #   N=1000000 R=100000 benches/harness/exact.sh       # a quick run
 #   PG_URL=postgres://postgres@127.0.0.1:5432/test benches/harness/exact.sh
+#   R=5000000 CACHE_BYTES=1073741824 benches/harness/exact.sh   # 50% changed: a larger budget
 #
 # The server's clock is offset (clock_offset_seconds) so that its hour ends LEAD seconds
 # (default 240) after it starts; posting must finish by then (the script says if not).
@@ -50,7 +51,7 @@ offset=$(( (3600 - LEAD) - $(date -u +%s) % 3600 ))
 log "server hour ends in ${LEAD}s (clock offset ${offset}s)"
 data="$WORK/data"
 start_bloomcast "$data" "$port" BLOOMCAST_CLOCK_OFFSET_SECONDS="$offset" \
-  BLOOMCAST_MAX_UNIVERSE_IDS="$N"
+  BLOOMCAST_MAX_UNIVERSE_IDS="$N" BLOOMCAST_CACHE_BYTES="${CACHE_BYTES:-536870912}"
 pid=$SERVER_PID
 hour=$(current_path "$port")
 started=$(date +%s)

@@ -262,18 +262,27 @@ impl Exact {
     }
 
     /// The most memory [`Exact::build`] holds at once for `n` universe keys of which `r`
-    /// changed, in bytes, the universe's own 8 bytes per key included: the changed keys
-    /// twice, then the larger of the filter bands and the retrieval band (sized for the
-    /// keys the filter is expected to let through, plus a tenth), and the solutions.
+    /// changed, in bytes, with the universe's 8 bytes a key and the changed keys' 8 (as a
+    /// sealed hour's come: sorted, read in place): while the filter is built, the changed
+    /// keys split by part and the parts' bands; then the retrieval band, sized for the
+    /// keys the filter is expected to let through plus a tenth; and the solutions.
     pub fn build_bytes(n: u64, r: u64) -> u64 {
         let r = r.min(n);
         let uniform = [r / u64::from(SELECTOR_RANGE); SELECTOR_RANGE as usize];
         let shape = Shape::best(n, r, &uniform);
         let through = (r as f64 + (n - r) as f64 * shape.false_positive_rate()) * 1.1 + 1024.0;
         let through = (through as u64).min(n);
-        let filters = Band::<u32>::bytes(u64::from(grown(rows_for(r))));
+        let in_a = r * u64::from(shape.split) / u64::from(SELECTOR_RANGE) + 1024;
+        let in_b = if shape.k == 0 {
+            0
+        } else {
+            r.saturating_sub(in_a) + 2048
+        };
+        let band = |keys: u64| Band::<u32>::bytes(u64::from(grown(rows_for(keys.min(r)))));
+        let filters = 8 * r + band(in_a) + band(in_b);
         let retrieval = Band::<u8>::bytes(u64::from(grown(rows_for(through))));
-        8 * n + 16 * r + filters.max(retrieval) + (33 * r + through) / 8 + 64 * 1024
+        let solutions = (shape.expected_bits(n, r, in_a.min(r)) * 1.1 / 8.0) as u64;
+        8 * n + 8 * r + filters.max(retrieval) + solutions + 64 * 1024
     }
 }
 

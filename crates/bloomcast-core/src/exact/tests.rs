@@ -176,3 +176,17 @@ proptest! {
         check_exact(&universe, &changed);
     }
 }
+
+#[test]
+fn the_memory_a_build_reserves_fits_the_default_budget_up_to_five_million_ids() {
+    // The builds' part of the default cache_bytes (512 MiB): a third of what the read
+    // path's 1/32 leaves.
+    let budget = (512u64 << 20) * 31 / 32 / 3;
+    for per_mille in [1, 10, 100, 200, 300, 500, 1000] {
+        let bytes = Exact::build_bytes(5_000_000, 5_000 * per_mille);
+        assert!(bytes <= budget, "{per_mille}: {bytes} > {budget}");
+    }
+    // N = 10M at 10% fits too; at 50% it needs a larger budget.
+    assert!(Exact::build_bytes(10_000_000, 1_000_000) <= budget);
+    assert!(Exact::build_bytes(10_000_000, 5_000_000) > budget);
+}
