@@ -43,3 +43,23 @@ test("a client given another key refuses the hour, naming it and the key that si
   const client = new Client(server.base, { pubkey: OTHER_KEY });
   await assert.rejects(client.hour(sealed), (e) => e instanceof VerificationError && e.message.includes(sealed) && /a key that is not listed/.test(e.message));
 });
+
+// examples/verify.js, as its usage line runs it: exit 0 and the hours it verified; with
+// another key, exit 1 naming the hour that fails.
+test("examples/verify.js verifies the chain, and refuses another key naming the hour", { skip }, async () => {
+  const { execFile } = await import("node:child_process");
+  const run = (key) =>
+    new Promise((resolve) => {
+      const script = new URL("../examples/verify.js", import.meta.url).pathname;
+      execFile(process.execPath, [script, server.base, key, sealed], (error, stdout, stderr) =>
+        resolve({ code: error ? error.code : 0, stdout, stderr }),
+      );
+    });
+  const good = await run(publicKey);
+  assert.equal(good.code, 0, good.stderr);
+  assert.match(good.stdout, new RegExp(`^verified \\d+ hours, ${sealed} \\.\\. `));
+  const bad = await run(OTHER_KEY);
+  assert.equal(bad.code, 1, bad.stdout);
+  assert.match(bad.stderr, /^VerificationError: /);
+  assert.ok(bad.stderr.includes(sealed), bad.stderr);
+});
