@@ -138,10 +138,8 @@ impl Service {
         if let Some(hit) = self.cache.get_exact(hour) {
             return Ok(hit);
         }
-        // Readers of one hour share its build: those waiting find it cached. (A turn no
-        // rendering takes: no range ends before it starts.)
-        let turn = (hour.index(), i64::MIN, Repr::Bin);
-        let _same_hour = self.unions.hour_render_turn(turn).await;
+        // Readers of one hour share its build: those waiting find it cached.
+        let _same_hour = self.unions.exact_turn(hour.index()).await;
         if let Some(hit) = self.cache.get_exact(hour) {
             return Ok(hit);
         }

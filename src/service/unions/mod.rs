@@ -67,6 +67,8 @@ pub(super) struct Unions {
     compact_ranges: Ranges<CompactKey>,
     /// One rendering at a time of each closed hour and form not kept (off the pool).
     hour_renders: Ranges<UnionKey>,
+    /// One exact build at a time of each sealed hour (by hour index, on `pool`).
+    exact_hours: Ranges<i64>,
     /// Union and compact builds of different ranges running at once; past it, `Busy`.
     pool: Arc<Semaphore>,
     /// Working memory reserved by compact builds in flight.
@@ -102,6 +104,7 @@ impl Unions {
             ranges: Ranges::new(),
             compact_ranges: Ranges::new(),
             hour_renders: Ranges::new(),
+            exact_hours: Ranges::new(),
             pool: Arc::new(Semaphore::new(builds.max(1))),
             memory: BuildMemory::new(build_bytes),
             kept,
@@ -158,6 +161,12 @@ impl Unions {
     /// are the hour): readers of one share its rendering.
     pub async fn hour_render_turn(&self, key: UnionKey) -> RangeTurn<'_, UnionKey> {
         self.hour_renders.turn(key).await
+    }
+
+    /// Waits for the turn to build the exact body of the sealed hour of index `hour`:
+    /// readers of one share its build.
+    pub async fn exact_turn(&self, hour: i64) -> RangeTurn<'_, i64> {
+        self.exact_hours.turn(hour).await
     }
 
     /// Reserves `bytes` of working memory (at most the whole builds' part: a rendering
