@@ -10,7 +10,7 @@ use super::error::{ApiError, Result};
 use super::filters::{not_modified, not_modified_by_name, view_cache_control};
 use super::head::head;
 use super::negotiate::{accepts_gzip, wants_compact};
-use super::paths::filter_path;
+use super::paths::{filter_path, last_segment_has_suffix};
 use super::AppState;
 use crate::bloom::bits_for_fpp;
 use crate::render::Compact;
@@ -58,10 +58,6 @@ pub async fn maybe_serve(state: &AppState, parts: &Parts) -> Option<Result<Respo
         None => return None,
     };
     Some(serve(state, parts, plain, form).await)
-}
-
-fn last_segment_has_suffix(path: &str) -> bool {
-    path.rsplit('/').next().is_some_and(|s| s.contains('.'))
 }
 
 /// The `fpp` parameter of a query string, if it has one.

@@ -7,13 +7,13 @@ use super::compact::fpp_param;
 use super::error::{ApiError, Result};
 use super::filters::not_modified;
 use super::head::head;
-use super::negotiate::ranges;
-use super::paths::filter_path;
+use super::negotiate::wants_exact;
+use super::paths::{filter_path, last_segment_has_suffix};
 use super::AppState;
 use crate::service::Target;
 use axum::body::Body;
 use axum::http::request::Parts;
-use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::Response;
 
 /// The content type of the exact form.
@@ -31,29 +31,6 @@ pub async fn maybe_serve(state: &AppState, parts: &Parts) -> Option<Result<Respo
         None => return None,
     };
     Some(serve(state, parts, plain).await)
-}
-
-fn last_segment_has_suffix(path: &str) -> bool {
-    path.rsplit('/').next().is_some_and(|s| s.contains('.'))
-}
-
-/// Whether `Accept` lists the exact type at a quality no lower than any other type.
-fn wants_exact(headers: &HeaderMap) -> bool {
-    let Some(accept) = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()) else {
-        return false;
-    };
-    if !accept.contains("vnd.bloomcast.exact") {
-        return false;
-    }
-    let (mut exact, mut other) = (0.0f32, 0.0f32);
-    for (range, q) in ranges(accept) {
-        if range.eq_ignore_ascii_case(EXACT_TYPE) {
-            exact = exact.max(q);
-        } else if !range.contains('*') {
-            other = other.max(q);
-        }
-    }
-    exact > 0.0 && exact >= other
 }
 
 async fn serve(state: &AppState, parts: &Parts, plain: &str) -> Result<Response> {

@@ -18,7 +18,9 @@
 use super::cors::CorsHeaders;
 use super::filters::not_modified;
 use super::metrics::KnownRoute;
-use super::negotiate::{accepts_gzip, choose_repr, wants_compact, AVAILABLE_DICTIONARY};
+use super::negotiate::{
+    accepts_gzip, choose_repr, wants_compact, wants_exact, AVAILABLE_DICTIONARY,
+};
 use super::paths::filter_path;
 use super::prepared::{self, Variant};
 use super::AppState;
@@ -81,7 +83,7 @@ where
 /// The prepared response to `request`, if it is a poll of a ready hour.
 fn answer(state: &AppState, cors: &CorsHeaders, request: &Request) -> Option<Response> {
     let uri = request.uri();
-    // A query (`?fpp=`) and the compact forms are the router's, as are deltas (a
+    // A query (`?fpp=`), the compact and exact forms are the router's, as are deltas (a
     // poller offering a dictionary): prepared responses are whole v1 bodies.
     if request.method() != Method::GET || uri.query().is_some() {
         return None;
@@ -96,7 +98,7 @@ fn answer(state: &AppState, cors: &CorsHeaders, request: &Request) -> Option<Res
     };
     let headers = request.headers();
     if headers.contains_key(AVAILABLE_DICTIONARY)
-        || (suffix.is_none() && wants_compact(headers).is_some())
+        || (suffix.is_none() && (wants_compact(headers).is_some() || wants_exact(headers)))
     {
         return None;
     }

@@ -6,7 +6,7 @@ use axum::http::{header, HeaderMap, HeaderName};
 
 /// Splits `type;q=0.5` into the media range (as sent: compare it ignoring ASCII case)
 /// and its quality.
-pub(super) fn ranges(value: &str) -> impl Iterator<Item = (&str, f32)> + '_ {
+fn ranges(value: &str) -> impl Iterator<Item = (&str, f32)> + '_ {
     value.split(',').filter_map(|part| {
         let mut pieces = part.split(';');
         let range = pieces.next()?.trim();
@@ -45,6 +45,26 @@ pub fn choose_repr(headers: &HeaderMap) -> Repr {
         }
     }
     best.map_or(Repr::Json, |(r, _)| r)
+}
+
+/// Whether `Accept` lists the exact form (`application/vnd.bloomcast.exact`, section 14)
+/// with a positive quality at least that of every other type it lists.
+pub fn wants_exact(headers: &HeaderMap) -> bool {
+    let Some(accept) = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()) else {
+        return false;
+    };
+    if !accept.contains("vnd.bloomcast.exact") {
+        return false;
+    }
+    let (mut exact, mut other) = (0.0f32, 0.0f32);
+    for (range, q) in ranges(accept) {
+        if range.eq_ignore_ascii_case(super::exact::EXACT_TYPE) {
+            exact = exact.max(q);
+        } else if !range.contains('*') {
+            other = other.max(q);
+        }
+    }
+    exact > 0.0 && exact >= other
 }
 
 /// The compact form `Accept` prefers, if any: `application/vnd.bloomcast.ribbon` or

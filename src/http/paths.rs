@@ -142,6 +142,12 @@ fn split_suffix(segment: &str) -> Result<(&str, Option<Repr>)> {
     }
 }
 
+/// Whether a path's last segment has a suffix (`.json`, `.ribbon`, ...): then it, not
+/// `Accept`, chooses the representation.
+pub(super) fn last_segment_has_suffix(path: &str) -> bool {
+    path.rsplit('/').next().is_some_and(|s| s.contains('.'))
+}
+
 /// Every suffix a filter path may end in, as a sentence: the v1 representations and the
 /// compact forms (`.ribbon`, `.ribbon.json`, served by `compact.rs`) and the exact form
 /// (`.exact`, served by `exact.rs`).
