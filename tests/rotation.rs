@@ -8,7 +8,7 @@ mod common;
 
 use axum::body::Body;
 use axum::extract::Request;
-use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
+use axum::http::HeaderValue;
 use axum::response::Response;
 use bloomcast::chain::{self, PublicKey, SignatureField, Signer};
 use bloomcast::client::{Client, ClientError};
@@ -276,21 +276,10 @@ async fn forward(
         .uri()
         .path_and_query()
         .map_or("/".to_owned(), |p| p.as_str().to_owned());
-    let upstream = reqwest::get(format!("{origin}{asked}")).await.unwrap();
-    let status = StatusCode::from_u16(upstream.status().as_u16()).unwrap();
-    let mut headers = HeaderMap::new();
-    for (name, value) in upstream.headers() {
-        if name != "content-length" && name != "transfer-encoding" {
-            headers.insert(
-                HeaderName::from_bytes(name.as_str().as_bytes()).unwrap(),
-                HeaderValue::from_bytes(value.as_bytes()).unwrap(),
-            );
-        }
-    }
+    let (status, mut headers, mut body) = common::upstream(&origin, &asked).await;
     if let Some(signature) = forged_headers.lock().unwrap().get(&asked) {
         headers.insert("bloom-signature", HeaderValue::from_str(signature).unwrap());
     }
-    let mut body = upstream.bytes().await.unwrap().to_vec();
     if let Some(forged) = forged_bodies.lock().unwrap().get(&asked) {
         body = forged.clone().into_bytes();
     }

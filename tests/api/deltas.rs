@@ -12,7 +12,8 @@ const REPRS: [(&str, &str); 3] = [
     ("bin", "application/octet-stream"),
 ];
 
-fn offer(dictionary: &[u8]) -> String {
+/// The `Available-Dictionary` value offering `dictionary`.
+pub(crate) fn offer(dictionary: &[u8]) -> String {
     let sha = dcz::sha256(dictionary);
     format!(
         ":{}:",
@@ -20,11 +21,11 @@ fn offer(dictionary: &[u8]) -> String {
     )
 }
 
-fn ids(from: usize, to: usize) -> Vec<String> {
+pub(crate) fn ids(from: usize, to: usize) -> Vec<String> {
     (from..to).map(|i| format!("item-{i}")).collect()
 }
 
-async fn ingest(app: &TestApp, ids: &[String]) {
+pub(crate) async fn ingest(app: &TestApp, ids: &[String]) {
     let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
     app.ingest(&ids).await;
 }

@@ -2,27 +2,10 @@
 //! version at a URL of its own, whose lifetime (`dictionary_max_age`, within the hour)
 //! outlives the poll's `max-age`, so a client polling less often still gets deltas.
 
+use crate::deltas::{ids, ingest, offer};
 use crate::helpers::*;
-use base64::Engine as _;
 use bloomcast::dcz;
 use chrono::Duration;
-
-fn offer(dictionary: &[u8]) -> String {
-    let sha = dcz::sha256(dictionary);
-    format!(
-        ":{}:",
-        base64::engine::general_purpose::STANDARD.encode(sha)
-    )
-}
-
-fn ids(from: usize, to: usize) -> Vec<String> {
-    (from..to).map(|i| format!("item-{i}")).collect()
-}
-
-async fn ingest(app: &TestApp, ids: &[String]) {
-    let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
-    app.ingest(&ids).await;
-}
 
 const BIN: &str = "application/octet-stream";
 

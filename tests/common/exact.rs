@@ -6,7 +6,7 @@
 use super::inproc::{self, InProcess};
 use axum::body::Body;
 use axum::extract::Request;
-use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
+use axum::http::{HeaderValue, StatusCode};
 use axum::response::Response;
 use bloomcast::hour::Hour;
 use chrono::Duration;
@@ -114,23 +114,7 @@ async fn forward(request: Request, origin: String, lie: Lie) -> Response {
         *response.status_mut() = StatusCode::NOT_FOUND;
         return response;
     }
-    // Identity encoding from the origin, as tests/common/mirror.rs asks.
-    let upstream = reqwest::Client::new()
-        .get(format!("{origin}{asked}"))
-        .send()
-        .await
-        .unwrap();
-    let status = StatusCode::from_u16(upstream.status().as_u16()).unwrap();
-    let mut headers = HeaderMap::new();
-    for (name, value) in upstream.headers() {
-        if name != "content-length" && name != "transfer-encoding" {
-            headers.insert(
-                HeaderName::from_bytes(name.as_str().as_bytes()).unwrap(),
-                HeaderValue::from_bytes(value.as_bytes()).unwrap(),
-            );
-        }
-    }
-    let mut body = upstream.bytes().await.unwrap().to_vec();
+    let (status, mut headers, mut body) = super::upstream(&origin, &asked).await;
     if exact && lie == Lie::FlipExact && status == StatusCode::OK {
         *body.last_mut().unwrap() ^= 1;
         headers.insert(

@@ -7,7 +7,7 @@
 
 use axum::body::Body;
 use axum::extract::Request;
-use axum::http::{HeaderMap, StatusCode};
+
 use axum::response::Response;
 use bloomcast::hour::{hour_of, Hour};
 use chrono::Duration;
@@ -141,22 +141,7 @@ async fn proxy(request: Request, origin: String, tamper: Arc<Mutex<Tamper>>) -> 
         _ => asked.clone(),
     };
     // Identity encoding from the origin, so the bytes tampered with are the filter's.
-    let upstream = reqwest::Client::new()
-        .get(format!("{origin}{fetch}"))
-        .send()
-        .await
-        .unwrap();
-    let status = StatusCode::from_u16(upstream.status().as_u16()).unwrap();
-    let mut headers = HeaderMap::new();
-    for (name, value) in upstream.headers() {
-        if name != "content-length" && name != "transfer-encoding" {
-            headers.insert(
-                axum::http::HeaderName::from_bytes(name.as_str().as_bytes()).unwrap(),
-                axum::http::HeaderValue::from_bytes(value.as_bytes()).unwrap(),
-            );
-        }
-    }
-    let mut body = upstream.bytes().await.unwrap().to_vec();
+    let (status, headers, mut body) = super::upstream(&origin, &fetch).await;
     match &tamper {
         Tamper::FlipBit(prefix) if asked.starts_with(prefix.as_str()) && !body.is_empty() => {
             let json = headers

@@ -193,3 +193,30 @@ pub async fn well_known(http: &reqwest::Client, base: &str) -> serde_json::Value
         .await
         .unwrap()
 }
+
+/// What `origin` answers to a GET of `path` (identity encoding: reqwest here asks for no
+/// other): its status, its headers but the framing ones (the proxy's own response sets
+/// those) and its body. For the test proxies that pass a publisher's answers on, some
+/// altered.
+pub async fn upstream(
+    origin: &str,
+    path: &str,
+) -> (axum::http::StatusCode, axum::http::HeaderMap, Vec<u8>) {
+    use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
+    let upstream = reqwest::Client::new()
+        .get(format!("{origin}{path}"))
+        .send()
+        .await
+        .unwrap();
+    let status = StatusCode::from_u16(upstream.status().as_u16()).unwrap();
+    let mut headers = HeaderMap::new();
+    for (name, value) in upstream.headers() {
+        if name != "content-length" && name != "transfer-encoding" {
+            headers.insert(
+                HeaderName::from_bytes(name.as_str().as_bytes()).unwrap(),
+                HeaderValue::from_bytes(value.as_bytes()).unwrap(),
+            );
+        }
+    }
+    (status, headers, upstream.bytes().await.unwrap().to_vec())
+}
