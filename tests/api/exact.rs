@@ -179,6 +179,15 @@ async fn bad_requests_get_clear_errors() {
         .body(Body::from("{\"ids\": [\"\"]}"))
         .unwrap();
     app.request(empty).await.assert_error(400, "bad_request");
+    // A body with nothing in it, as /updates answers it.
+    for route in ["/universe", "/updates"] {
+        let nothing = Request::post(route)
+            .header("content-type", "application/json")
+            .header("authorization", format!("Bearer {TOKEN}"))
+            .body(Body::empty())
+            .unwrap();
+        app.request(nothing).await.assert_error(400, "bad_request");
+    }
     let xml = Request::post("/universe")
         .header("content-type", "application/xml")
         .header("authorization", format!("Bearer {TOKEN}"))
