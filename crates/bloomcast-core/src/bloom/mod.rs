@@ -12,6 +12,7 @@ mod filter;
 mod hash;
 mod partitioned;
 mod ribbon;
+pub mod ribbon2;
 mod sizing;
 mod union;
 
@@ -24,6 +25,7 @@ pub use filter::Filter;
 pub use hash::{HashScheme, Key, Positions, SHA1_KM32};
 pub use partitioned::PartitionedFilter;
 pub use ribbon::{bits_for_fpp, mix64, Ribbon, Slot, WIDTH};
+pub use ribbon2::{Grade, Ribbon2};
 pub use sizing::{
     estimated_cardinality, estimated_cardinality_partitioned, fpp_at_fill, surely_too_full, Params,
     MAX_K, MIN_M,

@@ -12,7 +12,7 @@
 
 mod build;
 pub mod system;
-mod wire;
+pub(crate) mod wire;
 pub use wire::MAX_HEADER;
 
 use crate::bloom::{mix64, Key};

@@ -63,8 +63,9 @@ pub fn width(m: u32) -> u32 {
     m.min(MAX_WIDTH)
 }
 
+/// Mask of the low `w` bits of a coefficient.
 #[inline]
-fn low_mask(w: u32) -> u128 {
+pub fn low_mask(w: u32) -> u128 {
     if w >= 128 {
         u128::MAX
     } else {
@@ -106,11 +107,38 @@ impl Layout {
         let mut got = 0u64;
         for b in 0..self.bits {
             let t = self.offset + u64::from(b) * u64::from(self.m) + u64::from(row.start);
-            let window = window(words, t) & row.coeff;
-            got |= u64::from(window.count_ones() & 1) << b;
+            got |= u64::from(parity(window(words, t) & row.coeff)) << b;
         }
         got
     }
+
+    /// Whether the key's value is `value`: [`Layout::eval`] column by column, stopping
+    /// at the first that differs (after two columns on average for a key not stored).
+    #[inline]
+    pub fn matches(&self, words: &[u64], row: &Row, value: u64) -> bool {
+        if self.m == 0 {
+            return value & value_mask(self.bits) == 0;
+        }
+        let mut t = self.offset + u64::from(row.start);
+        for b in 0..self.bits {
+            if parity(window(words, t) & row.coeff) != (value >> b) as u32 & 1 {
+                return false;
+            }
+            t += u64::from(self.m);
+        }
+        true
+    }
+}
+
+/// The parity of a 128-bit word, without a popcount instruction: fold to 64 bits, pair
+/// bits up to nibbles, and let one multiplication sum the nibbles' parities.
+#[inline]
+pub fn parity(x: u128) -> u32 {
+    let mut x = x as u64 ^ (x >> 64) as u64;
+    x ^= x >> 1;
+    x ^= x >> 2;
+    x = (x & 0x1111_1111_1111_1111).wrapping_mul(0x1111_1111_1111_1111);
+    ((x >> 60) & 1) as u32
 }
 
 /// The 128 bits from bit `t` on. `words` ends with two zero words past the data.
@@ -149,6 +177,15 @@ impl<V: Rhs> Band<V> {
             coeff: vec![0; m as usize],
             rhs: vec![V::default(); m as usize],
         }
+    }
+
+    /// Clears every row and sets the size to `m` rows for another attempt.
+    pub fn reset(&mut self, m: u32) {
+        self.m = m;
+        self.coeff.clear();
+        self.coeff.resize(m as usize, 0);
+        self.rhs.clear();
+        self.rhs.resize(m as usize, V::default());
     }
 
     /// Clears every row for another attempt.

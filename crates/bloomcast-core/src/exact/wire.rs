@@ -25,7 +25,7 @@ pub(super) const VERSION: u8 = 1;
 pub const MAX_HEADER: usize = 7 + 8 * 5;
 
 /// Appends `v` as an unsigned LEB128 varint.
-fn put_varint(out: &mut Vec<u8>, mut v: u32) {
+pub(crate) fn put_varint(out: &mut Vec<u8>, mut v: u32) {
     while v >= 0x80 {
         out.push((v as u8 & 0x7f) | 0x80);
         v >>= 7;
@@ -34,7 +34,7 @@ fn put_varint(out: &mut Vec<u8>, mut v: u32) {
 }
 
 /// Reads a minimal unsigned LEB128 varint below 2^32 at `*at`, moving past it.
-fn varint(bytes: &[u8], at: &mut usize, name: &str) -> Result<u32, String> {
+pub(crate) fn varint(bytes: &[u8], at: &mut usize, name: &str) -> Result<u32, String> {
     let mut v: u64 = 0;
     for i in 0..5 {
         let Some(&b) = bytes.get(*at + i) else {
