@@ -16,7 +16,7 @@ pub use compress::Effort;
 pub use exact::render_exact;
 pub use gz::HexCoding;
 pub use rendered::{ChainPlace, Encodings, RawFields, Rendered};
-pub use ribbon::{render_compact, render_ribbon, Compact};
+pub use ribbon::{render_compact, render_ribbon, render_ribbon2, Compact};
 
 /// The gzip coder's entry points, for `benches/gzip.rs` to measure against the deflate
 /// crates on the server's own inputs; not an API.

@@ -12,7 +12,7 @@ use super::head::head;
 use super::negotiate::{accepts_gzip, wants_compact};
 use super::paths::{filter_path, last_segment_has_suffix};
 use super::AppState;
-use crate::bloom::bits_for_fpp;
+use crate::bloom::{bits_for_fpp, Grade};
 use crate::render::Compact;
 use axum::body::Body;
 use axum::http::request::Parts;
@@ -27,12 +27,15 @@ pub const MAX_BITS: u32 = 24;
 pub const RIBBON_TYPE: &str = "application/vnd.bloomcast.ribbon";
 /// The content type of its JSON form.
 pub const RIBBON_JSON_TYPE: &str = "application/vnd.bloomcast.ribbon+json";
+/// The content type of version 2 (`.ribbon2`).
+pub const RIBBON2_TYPE: &str = "application/vnd.bloomcast.ribbon; v=2";
 
 /// The content type of a compact form.
 pub fn content_type(form: Compact) -> &'static str {
     match form {
         Compact::Ribbon => RIBBON_TYPE,
         Compact::RibbonJson => RIBBON_JSON_TYPE,
+        Compact::Ribbon2 => RIBBON2_TYPE,
     }
 }
 
@@ -41,6 +44,7 @@ pub(super) fn suffix(form: Compact) -> &'static str {
     match form {
         Compact::Ribbon => "ribbon",
         Compact::RibbonJson => "ribbon.json",
+        Compact::Ribbon2 => "ribbon2",
     }
 }
 
@@ -70,7 +74,10 @@ async fn serve(state: &AppState, parts: &Parts, plain: &str, form: Compact) -> R
     if suffix.is_some() {
         return Err(ApiError::NotFound("one suffix per URL".into()));
     }
-    let r = bits(state, parts.uri.query())?;
+    let r = match form {
+        Compact::Ribbon2 => grade(state, parts.uri.query())?.code(),
+        Compact::Ribbon | Compact::RibbonJson => bits(state, parts.uri.query())?,
+    };
     let vary = HeaderValue::from_static("Accept, Accept-Encoding");
     if parts.headers.contains_key(header::IF_NONE_MATCH) {
         // A closed hour or past day is revalidated from its hours' links, never built.
@@ -136,6 +143,28 @@ fn bits(state: &AppState, query: Option<&str>) -> Result<u32> {
             "fpp={asked} is out of range: 2^-24 (5.96e-8) <= fpp < 1"
         ))),
     }
+}
+
+/// The version 2 grade for the request: the cheapest whose rate is at most `fpp` (from
+/// the query, else the service's target), `fpp` coarser than 2^-4 served as 2^-4.
+fn grade(state: &AppState, query: Option<&str>) -> Result<Grade> {
+    let coarsest = (-f64::from(MIN_BITS)).exp2();
+    let finest = (-f64::from(MAX_BITS)).exp2();
+    let p = match fpp_param(query) {
+        None => state.service.tuning().target_fpp.clamp(finest, coarsest),
+        Some(asked) => {
+            let p: f64 = asked
+                .parse()
+                .map_err(|_| ApiError::BadRequest(format!("fpp={asked} is not a number")))?;
+            if !(p >= finest && p < 1.0) {
+                return Err(ApiError::BadRequest(format!(
+                    "fpp={asked} is out of range: 2^-24 (5.96e-8) <= fpp < 1"
+                )));
+            }
+            p.min(coarsest)
+        }
+    };
+    Grade::for_fpp(p).ok_or_else(|| ApiError::BadRequest(format!("fpp={p} has no grade")))
 }
 
 /// `?fpp=` on a v1 (Bloom) representation: refused, never ignored. A Bloom filter has

@@ -41,12 +41,14 @@ pub async fn index(State(state): State<AppState>, request: HeaderMap) -> Result<
             "dashboard": "/dashboard",
             "stats": "/stats",
             "compact": "/YYYY/MM/DD[/HH].ribbon[.json][?fpp=P] (closed hours and past days)",
+            "compact_v2": "/YYYY/MM/DD[/HH].ribbon2[?fpp=P] (closed hours and past days, any precision)",
             "chain": "/chain/YYYY/MM/DD/HH",
             "exact": "/YYYY/MM/DD/HH.exact (sealed hours from exact_since)",
             "history": "/history?id=ID[&id=ID...][&since=HOUR] (ingest token)",
             "universe": "POST /universe, GET /universe (ingest token)",
         },
         "exact_since": exact_since.map(|h| h.rfc3339()),
+        "ribbon_versions": [1, 2],
         "hours": hours.iter().map(|s| index_line(s, service.exact_bytes(s.hour))).collect::<Vec<_>>(),
     });
     let body = serde_json::to_vec(&body).expect("a JSON value serializes");

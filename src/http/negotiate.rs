@@ -7,17 +7,27 @@ use axum::http::{header, HeaderMap, HeaderName};
 /// Splits `type;q=0.5` into the media range (as sent: compare it ignoring ASCII case)
 /// and its quality.
 fn ranges(value: &str) -> impl Iterator<Item = (&str, f32)> + '_ {
+    versioned_ranges(value).map(|(range, q, _)| (range, q))
+}
+
+/// As [`ranges`], with each range's `v=` parameter (the compact form's version).
+fn versioned_ranges(value: &str) -> impl Iterator<Item = (&str, f32, Option<&str>)> + '_ {
     value.split(',').filter_map(|part| {
         let mut pieces = part.split(';');
         let range = pieces.next()?.trim();
         if range.is_empty() {
             return None;
         }
-        let q = pieces
-            .filter_map(|p| p.trim().strip_prefix("q="))
-            .find_map(|q| q.trim().parse::<f32>().ok())
-            .unwrap_or(1.0);
-        Some((range, q))
+        let (mut q, mut v) = (1.0, None);
+        for piece in pieces {
+            let piece = piece.trim();
+            if let Some(value) = piece.strip_prefix("q=") {
+                q = value.trim().parse::<f32>().unwrap_or(q);
+            } else if let Some(value) = piece.strip_prefix("v=") {
+                v = Some(value.trim().trim_matches('"'));
+            }
+        }
+        Some((range, q, v))
     })
 }
 
@@ -67,17 +77,19 @@ pub fn wants_exact(headers: &HeaderMap) -> bool {
     exact > 0.0 && exact >= other
 }
 
-/// The compact form `Accept` prefers, if any: `application/vnd.bloomcast.ribbon` or
-/// its `+json` form listed with a positive quality at least that of every v1 type it
-/// lists (the binary form on a tie between the two).
+/// The compact form `Accept` prefers, if any: `application/vnd.bloomcast.ribbon` (with
+/// `v=2`, version 2) or its `+json` form listed with a positive quality at least that
+/// of every v1 type it lists (on a tie: version 2, then the binary form).
 pub fn wants_compact(headers: &HeaderMap) -> Option<Compact> {
     let accept = headers.get(header::ACCEPT)?.to_str().ok()?;
     if !accept.contains("vnd.bloomcast.ribbon") {
         return None;
     }
-    let (mut ribbon, mut json, mut other) = (0.0f32, 0.0f32, 0.0f32);
-    for (range, q) in ranges(accept) {
-        if range.eq_ignore_ascii_case(super::compact::RIBBON_TYPE) {
+    let (mut ribbon, mut json, mut other, mut v2) = (0.0f32, 0.0f32, 0.0f32, 0.0f32);
+    for (range, q, version) in versioned_ranges(accept) {
+        if range.eq_ignore_ascii_case(super::compact::RIBBON_TYPE) && version == Some("2") {
+            v2 = v2.max(q);
+        } else if range.eq_ignore_ascii_case(super::compact::RIBBON_TYPE) {
             ribbon = ribbon.max(q);
         } else if range.eq_ignore_ascii_case(super::compact::RIBBON_JSON_TYPE) {
             json = json.max(q);
@@ -85,7 +97,9 @@ pub fn wants_compact(headers: &HeaderMap) -> Option<Compact> {
             other = other.max(q);
         }
     }
-    let (form, q) = if json > ribbon {
+    let (form, q) = if v2 >= ribbon.max(json) && v2 > 0.0 {
+        (Compact::Ribbon2, v2)
+    } else if json > ribbon {
         (Compact::RibbonJson, json)
     } else {
         (Compact::Ribbon, ribbon)
@@ -210,6 +224,32 @@ mod tests {
         assert_eq!(wants(&format!("{t};q=0")), None);
         assert_eq!(wants("*/*"), None);
         assert_eq!(wants_compact(&HeaderMap::new()), None);
+    }
+
+    #[test]
+    fn version_2_is_chosen_by_its_parameter() {
+        let wants = |accept: &str| wants_compact(&headers(header::ACCEPT, accept));
+        let v2 = crate::http::compact::RIBBON2_TYPE;
+        assert_eq!(wants(v2), Some(Compact::Ribbon2));
+        assert_eq!(
+            wants("application/vnd.bloomcast.ribbon;v=2;q=0.9, application/vnd.bloomcast.ribbon;q=0.8"),
+            Some(Compact::Ribbon2)
+        );
+        assert_eq!(
+            wants("application/vnd.bloomcast.ribbon; v=\"2\", application/vnd.bloomcast.ribbon"),
+            Some(Compact::Ribbon2),
+            "a tie goes to version 2"
+        );
+        assert_eq!(
+            wants("application/vnd.bloomcast.ribbon; v=2; q=0.5, application/vnd.bloomcast.ribbon"),
+            Some(Compact::Ribbon)
+        );
+        assert_eq!(
+            wants("application/vnd.bloomcast.ribbon; v=1"),
+            Some(Compact::Ribbon),
+            "any other version is version 1"
+        );
+        assert_eq!(wants(&format!("{v2};q=0.5, application/octet-stream")), None);
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! Filter paths, parsed purely and in one place: `/YYYY/MM/DD/HH`, `/YYYY/MM/DD` and
 //! `/since/YYYY/MM/DD/HH`, each with an optional `.json`, `.hex` or `.bin` suffix on the
-//! last segment (`.ribbon` and `.ribbon.json` are taken off first by `compact.rs`). The
+//! last segment (`.ribbon`, `.ribbon.json` and `.ribbon2` are taken off first by `compact.rs`). The
 //! fast lane, the loading gate, the filter and compact handlers and the chain route all
 //! read a path through [`filter_path`].
 
@@ -149,7 +149,7 @@ pub(super) fn last_segment_has_suffix(path: &str) -> bool {
 }
 
 /// Every suffix a filter path may end in, as a sentence: the v1 representations and the
-/// compact forms (`.ribbon`, `.ribbon.json`, served by `compact.rs`) and the exact form
+/// compact forms (`.ribbon`, `.ribbon.json`, `.ribbon2`, served by `compact.rs`) and the exact form
 /// (`.exact`, served by `exact.rs`).
 fn known_suffixes() -> String {
     let all: Vec<String> = Repr::ALL
@@ -194,7 +194,7 @@ mod tests {
 
         assert_eq!(
             err,
-            "unknown representation .xml: use .json, .hex, .bin, .ribbon, .ribbon.json or .exact"
+            "unknown representation .xml: use .json, .hex, .bin, .ribbon, .ribbon.json, .ribbon2 or .exact"
         );
     }
 

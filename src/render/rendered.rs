@@ -93,6 +93,14 @@ pub enum RawFields {
         m: u32,
         seed: u64,
     },
+    /// A version 2 ribbon body: its metadata, rate and structure.
+    Ribbon2 {
+        meta: Meta,
+        fpp: f64,
+        k: u32,
+        split: u32,
+        shards: [u32; 2],
+    },
     /// An exact body: its metadata (`count` is the changed IDs) and the IDs of the
     /// universe it answers for.
     Exact { meta: Meta, universe: u32 },

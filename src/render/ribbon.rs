@@ -3,7 +3,7 @@
 //! complete, so they are rendered (and the JSON form compressed) once.
 
 use super::{gzip, Effort, RawFields, Rendered, Repr};
-use crate::bloom::Ribbon;
+use crate::bloom::{Ribbon, Ribbon2};
 use crate::wire::{Meta, RibbonDocument};
 use bytes::Bytes;
 
@@ -14,10 +14,13 @@ pub enum Compact {
     Ribbon,
     /// The JSON document holding it as hex, gzipped on request.
     RibbonJson,
+    /// Version 2, the `BCR2` body (any precision near the floor), never gzipped. Its
+    /// precision is a [`crate::bloom::Grade`] code where the others have `r`.
+    Ribbon2,
 }
 
 impl Compact {
-    pub const ALL: [Compact; 2] = [Compact::Ribbon, Compact::RibbonJson];
+    pub const ALL: [Compact; 3] = [Compact::Ribbon, Compact::RibbonJson, Compact::Ribbon2];
 }
 
 /// Renders a ribbon filter in one of its forms.
@@ -29,6 +32,34 @@ pub fn render_compact(meta: &Meta, ribbon: &Ribbon, form: Compact) -> Rendered {
             let gzip = gzip(&identity, Repr::Json, Effort::Best);
             rendered(meta, ribbon, identity, gzip, RawFields::None, Repr::Json)
         }
+        Compact::Ribbon2 => unreachable!("a version 2 body is rendered by render_ribbon2"),
+    }
+}
+
+/// Renders a version 2 body with its fields; never gzipped, like version 1's.
+pub fn render_ribbon2(meta: &Meta, ribbon: &Ribbon2) -> Rendered {
+    let (shards_a, shards_b) = ribbon.shard_counts();
+    let fields = RawFields::Ribbon2 {
+        meta: meta.clone(),
+        fpp: ribbon.fpp(),
+        k: ribbon.grade().k,
+        split: ribbon.grade().split,
+        shards: [shards_a, shards_b],
+    };
+    let identity = ribbon.to_bytes();
+    Rendered {
+        repr: Repr::Bin,
+        encodings: super::Encodings::Both,
+        sha256: crate::dcz::sha256(&identity),
+        gzip_sha256: crate::dcz::sha256(&[]),
+        fields,
+        chain: None,
+        validator: None,
+        m: ribbon.rows(),
+        count: meta.count,
+        gzip: Bytes::new(),
+        complete: meta.complete,
+        identity: Bytes::from(identity),
     }
 }
 

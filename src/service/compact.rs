@@ -16,9 +16,9 @@ use super::cache::CompactKey;
 use super::unions::{Held, Step};
 use super::validators::{compact_kind, Form};
 use super::{Result, Service, ServiceError, Target, View};
-use crate::bloom::{distinct_keys, Key, Ribbon};
+use crate::bloom::{distinct_keys, FilterError, Grade, Key, Ribbon, Ribbon2};
 use crate::hour::{Day, Hour};
-use crate::render::{render_compact, render_ribbon, Compact, Rendered, Repr};
+use crate::render::{render_compact, render_ribbon, render_ribbon2, Compact, Rendered, Repr};
 use crate::wire::Meta;
 use std::future::Future;
 use std::sync::Arc;
@@ -107,9 +107,12 @@ impl Service {
         if let Some(hit) = self.cache.get_compact(&key) {
             return Ok((hit, true));
         }
-        let (body, complete) = self.ribbon_body(from, to, r).await?;
+        if form == Compact::Ribbon2 {
+            return self.ribbon_body(from, to, r, form).await;
+        }
+        let (body, complete) = self.ribbon_body(from, to, r, Compact::Ribbon).await?;
         match form {
-            Compact::Ribbon => Ok((body, complete)),
+            Compact::Ribbon | Compact::Ribbon2 => Ok((body, complete)),
             // The JSON form carries the body just built or cached: never a second build.
             Compact::RibbonJson => {
                 let work = |slot| async move {
@@ -134,9 +137,17 @@ impl Service {
         }
     }
 
-    /// The `.ribbon` body of `from..=to`, from the cache or built.
-    async fn ribbon_body(&self, from: Hour, to: Hour, r: u32) -> Result<(Arc<Rendered>, bool)> {
-        let key = (from.index(), to.index(), r, Compact::Ribbon);
+    /// The `.ribbon` body (`form` [`Compact::Ribbon`], `r` bits) or the `.ribbon2` body
+    /// (`form` [`Compact::Ribbon2`], `r` a [`Grade`] code) of `from..=to`, from the cache
+    /// or built.
+    async fn ribbon_body(
+        &self,
+        from: Hour,
+        to: Hour,
+        r: u32,
+        form: Compact,
+    ) -> Result<(Arc<Rendered>, bool)> {
+        let key = (from.index(), to.index(), r, form);
         if let Some(hit) = self.cache.get_compact(&key) {
             return Ok((hit, true));
         }
@@ -151,7 +162,7 @@ impl Service {
                 (self.closed_counts(from, to).await?, true)
             };
             let read: u64 = counts.iter().map(|(_, n)| n).sum();
-            let held = self.reserve(slot, from, to, build_bytes(read, counts.len(), r))?;
+            let held = self.reserve(slot, from, to, build_bytes(read, counts.len(), r, form))?;
             let (sets, complete) = if from == to {
                 (vec![self.closed_keys(from).await?], complete)
             } else {
@@ -167,9 +178,14 @@ impl Service {
                 .run(held, step, move || -> Result<Rendered> {
                     let sets: Vec<&[Key]> = sets.iter().map(Vec::as_slice).collect();
                     let keys = distinct_keys(&sets);
-                    let ribbon = Ribbon::build(&keys, r)?;
-                    let count = keys.len() as u64;
-                    Ok(render_ribbon(&meta(from, to, complete, count), &ribbon))
+                    let meta = meta(from, to, complete, keys.len() as u64);
+                    if form == Compact::Ribbon2 {
+                        let grade = Grade::from_code(r).ok_or_else(|| {
+                            FilterError::BadDocument(format!("no version 2 grade {r}"))
+                        })?;
+                        return Ok(render_ribbon2(&meta, &Ribbon2::build(&keys, grade)?));
+                    }
+                    Ok(render_ribbon(&meta, &Ribbon::build(&keys, r)?))
                 })
                 .await??;
             Ok(self.keep(key, complete, body).await)
@@ -284,15 +300,18 @@ impl Service {
     }
 }
 
-/// What a compact rendering of `from..=to` says about itself: an hour, or a range.
-/// The working memory of building a ribbon of `r` bits from `sets` key sets of `read`
-/// keys in all (their distinct union is at most that): the sets as read, their
-/// distinct union (a merge of several holds two levels of runs at once), the build's
-/// own ([`Ribbon::build_bytes`]) and the body rendered from it.
-fn build_bytes(read: u64, sets: usize, r: u32) -> u64 {
+/// The working memory of building a ribbon (`r` bits, or for version 2 a grade code)
+/// from `sets` key sets of `read` keys in all (their distinct union is at most that):
+/// the sets as read, their distinct union (a merge of several holds two levels of runs
+/// at once), and the build's own with the body rendered from it.
+fn build_bytes(read: u64, sets: usize, r: u32, form: Compact) -> u64 {
     let key = std::mem::size_of::<Key>() as u64;
     let merged = if sets > 1 { 2 } else { 1 };
-    read * key * (1 + merged) + Ribbon::build_bytes(read, r) + Ribbon::solution_bytes(read, r)
+    let build = match Grade::from_code(r).filter(|_| form == Compact::Ribbon2) {
+        Some(grade) => Ribbon2::build_bytes(read, grade),
+        None => Ribbon::build_bytes(read, r) + Ribbon::solution_bytes(read, r),
+    };
+    read * key * (1 + merged) + build
 }
 
 /// The working memory of rendering a ribbon body of `body` bytes in its JSON form: the
@@ -301,6 +320,7 @@ fn json_bytes(body: usize) -> u64 {
     4 * body as u64 + 64 * 1024
 }
 
+/// What a compact rendering of `from..=to` says about itself: an hour, or a range.
 fn meta(from: Hour, to: Hour, complete: bool, count: u64) -> Meta {
     if from == to {
         Meta::hour(from.rfc3339(), complete, count)

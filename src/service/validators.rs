@@ -38,6 +38,7 @@ impl Form {
             Form::Bloom(repr) => repr.suffix().to_owned(),
             Form::Compact(Compact::Ribbon, r) => format!("#ribbon r={r}"),
             Form::Compact(Compact::RibbonJson, r) => format!("#ribbon.json r={r}"),
+            Form::Compact(Compact::Ribbon2, grade) => format!("#ribbon2 grade={grade}"),
         }
     }
 }

@@ -5,6 +5,7 @@ mod caching;
 mod chain;
 mod clock_jumps;
 mod compact;
+mod compact_v2;
 mod compact_unions;
 mod corruption;
 mod dashboard;

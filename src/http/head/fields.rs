@@ -13,6 +13,27 @@ pub(super) fn value(text: String) -> HeaderValue {
 
 /// The `Bloom-*` headers of a raw form, in the order the wire format gives them; a
 /// value a header cannot carry is left out.
+/// The headers of a ribbon body, either version: `structure` is `Bloom-Ribbon`'s value.
+fn ribbon_pairs(meta: &wire::Meta, fpp: f64, structure: String) -> Vec<(&'static str, String)> {
+    let mut pairs = vec![
+        (wire::HEADER_HASH, crate::bloom::SHA1_KM32.to_owned()),
+        (wire::HEADER_COUNT, meta.count.to_string()),
+        (wire::HEADER_COMPLETE, meta.complete.to_string()),
+        (wire::HEADER_FPP, fpp_text(fpp)),
+        ("bloom-ribbon", structure),
+    ];
+    for (name, value) in [
+        (wire::HEADER_HOUR, &meta.hour),
+        (wire::HEADER_FROM, &meta.from),
+        (wire::HEADER_TO, &meta.to),
+    ] {
+        if let Some(value) = value {
+            pairs.push((name, value.clone()));
+        }
+    }
+    pairs
+}
+
 pub(super) fn fields(fields: &RawFields, out: &mut Vec<(HeaderName, HeaderValue)>) {
     let pairs = match fields {
         RawFields::None => return,
@@ -23,25 +44,18 @@ pub(super) fn fields(fields: &RawFields, out: &mut Vec<(HeaderName, HeaderValue)
             r,
             m,
             seed,
-        } => {
-            let mut pairs = vec![
-                (wire::HEADER_HASH, crate::bloom::SHA1_KM32.to_owned()),
-                (wire::HEADER_COUNT, meta.count.to_string()),
-                (wire::HEADER_COMPLETE, meta.complete.to_string()),
-                (wire::HEADER_FPP, fpp_text(*fpp)),
-                ("bloom-ribbon", format!("w=64; r={r}; m={m}; seed={seed}")),
-            ];
-            for (name, value) in [
-                (wire::HEADER_HOUR, &meta.hour),
-                (wire::HEADER_FROM, &meta.from),
-                (wire::HEADER_TO, &meta.to),
-            ] {
-                if let Some(value) = value {
-                    pairs.push((name, value.clone()));
-                }
-            }
-            pairs
-        }
+        } => ribbon_pairs(meta, *fpp, format!("w=64; r={r}; m={m}; seed={seed}")),
+        RawFields::Ribbon2 {
+            meta,
+            fpp,
+            k,
+            split,
+            shards: [a, b],
+        } => ribbon_pairs(
+            meta,
+            *fpp,
+            format!("v=2; w=128; k={k}; split={split}; shards={a},{b}"),
+        ),
         RawFields::Exact { meta, universe } => {
             let mut pairs = vec![
                 (wire::HEADER_HASH, crate::bloom::SHA1_KM32.to_owned()),

@@ -115,6 +115,19 @@ impl Ribbon2 {
     }
 }
 
+impl Ribbon2 {
+    /// The most memory [`Ribbon2::build`] of `n` keys at `grade` holds at once, in
+    /// bytes: the keys grouped by shard (8 bytes each), one shard's band, and the
+    /// solution three times over (as solved, as blocks, and as the body rendered from
+    /// them), each at the grade's bits with a fifth to spare. What a server reserves
+    /// before a build; the keys themselves are the caller's.
+    pub fn build_bytes(n: u64, grade: Grade) -> u64 {
+        let solution = (n as f64 * (grade.bits_per_key() + 1.0) * 1.2 / 8.0) as u64;
+        let band = Band::<u32>::bytes(u64::from(rows_for(2 * SHARD_KEYS)));
+        8 * n + band + 3 * solution + 64 * 1024
+    }
+}
+
 /// Eliminates one shard's system into `band`: its rows and seed.
 fn solve(keys: &[u64], part_a: bool, bits: u32, band: &mut Band<u32>) -> (u32, u8) {
     let mask = value_mask(bits);

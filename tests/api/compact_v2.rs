@@ -1,0 +1,139 @@
+//! Version 2 of the compact form (`.ribbon2`, PROTOCOL.md section 12): any precision a
+//! client names maps to one immutable body within 1.05x of the floor, negotiated by
+//! suffix or by `Accept: ...; v=2`; version 1 (`.ribbon`) keeps its bytes.
+
+use crate::helpers::TestApp;
+use bloomcast::bloom::{Grade, Key, Ribbon, Ribbon2};
+
+const V2: &str = "application/vnd.bloomcast.ribbon; v=2";
+
+async fn closed_hour_of(ids: &[String]) -> TestApp {
+    let app = TestApp::spawn().await;
+    let refs: Vec<&str> = ids.iter().map(String::as_str).collect();
+    app.ingest(&refs).await;
+    app.next_hour().await;
+    app
+}
+
+fn ids(n: usize) -> Vec<String> {
+    (0..n).map(|i| format!("flickr:{i}")).collect()
+}
+
+#[tokio::test]
+async fn any_precision_is_served_near_the_floor_holding_every_id() {
+    let ids = ids(3_000);
+    let app = closed_hour_of(&ids).await;
+    for fpp in [0.05, 0.0437, 0.01, 0.003, 0.001, 2.2e-5, (-20f64).exp2()] {
+        let reply = app
+            .get(&format!("/2008/09/03/13.ribbon2?fpp={fpp}"))
+            .await;
+        assert_eq!(reply.status, 200, "{fpp}");
+        assert_eq!(reply.header("content-type"), Some(V2));
+        assert_eq!(reply.header("content-encoding"), None, "never gzipped");
+        assert_eq!(
+            reply.header("cache-control"),
+            Some("public, max-age=31536000, immutable")
+        );
+        let f = Ribbon2::from_bytes(&reply.body).unwrap();
+        assert_eq!(f.grade(), Grade::for_fpp(fpp).unwrap());
+        assert!(f.fpp() <= fpp);
+        assert!(ids.iter().all(|id| f.contains_id(id)), "{fpp}");
+        let floor = ids.len() as f64 * (1.0 / fpp).log2() / 8.0;
+        let ratio = reply.body.len() as f64 / floor;
+        assert!(ratio <= 1.05, "{fpp}: {ratio:.4}x the floor");
+        let said: f64 = reply.header("bloom-fpp").unwrap().parse().unwrap();
+        assert!((said - f.fpp()).abs() <= f.fpp() * 1e-6, "{said} vs {}", f.fpp());
+        assert_eq!(reply.header("bloom-count"), Some("3000"));
+        let structure = reply.header("bloom-ribbon").unwrap();
+        assert!(structure.starts_with("v=2; w=128; k="), "{structure}");
+    }
+}
+
+#[tokio::test]
+async fn one_precision_names_one_body_forever_and_revalidates() {
+    let app = closed_hour_of(&ids(200)).await;
+    let first = app.get("/2008/09/03/13.ribbon2?fpp=0.003").await;
+    // Another value of the same grade: the same bytes and validator.
+    let grade = Grade::for_fpp(0.003).unwrap();
+    let same = app
+        .get(&format!("/2008/09/03/13.ribbon2?fpp={}", grade.fpp()))
+        .await;
+    assert_eq!(same.body, first.body);
+    assert_eq!(same.header("etag"), first.header("etag"));
+    let etag = first.header("etag").unwrap().to_owned();
+    let again = app
+        .get_with(
+            "/2008/09/03/13.ribbon2?fpp=0.003",
+            &[("if-none-match", &etag)],
+        )
+        .await;
+    assert_eq!(again.status, 304);
+    // A restart builds the same bytes.
+    let app = app.restart().await;
+    let rebuilt = app.get("/2008/09/03/13.ribbon2?fpp=0.003").await;
+    assert_eq!(rebuilt.body, first.body);
+    assert_eq!(rebuilt.header("etag"), first.header("etag"));
+}
+
+#[tokio::test]
+async fn accept_with_v_2_negotiates_version_2_and_version_1_keeps_its_bytes() {
+    let ids = ids(500);
+    let app = closed_hour_of(&ids).await;
+    assert_eq!(app.get("/2008/09/03/13").await.status, 200);
+    let by_suffix = app.get("/2008/09/03/13.ribbon2").await;
+    let by_accept = app.get_with("/2008/09/03/13", &[("accept", V2)]).await;
+    assert_eq!(by_accept.status, 200);
+    assert_eq!(by_accept.header("content-type"), Some(V2));
+    assert_eq!(by_accept.body, by_suffix.body);
+    let without_fpp = Ribbon2::from_bytes(&by_suffix.body).unwrap();
+    assert_eq!(without_fpp.grade(), Grade::for_fpp(0.01).unwrap(), "the target");
+    // Version 1 is what it was: the v1 body of the same keys.
+    let v1 = app
+        .get_with(
+            "/2008/09/03/13",
+            &[("accept", "application/vnd.bloomcast.ribbon")],
+        )
+        .await;
+    let mut keys: Vec<Key> = ids.iter().map(|id| Key::of(id)).collect();
+    keys.sort_unstable();
+    assert_eq!(v1.body, Ribbon::build(&keys, 7).unwrap().to_bytes());
+    let index = app.get("/").await.json();
+    assert_eq!(index["ribbon_versions"], serde_json::json!([1, 2]));
+}
+
+#[tokio::test]
+async fn bad_precisions_and_the_open_hour_get_clear_errors() {
+    let app = closed_hour_of(&ids(10)).await;
+    for bad in ["1e-9", "1", "0", "-0.1", "often", "NaN"] {
+        app.get(&format!("/2008/09/03/13.ribbon2?fpp={bad}"))
+            .await
+            .assert_error(400, "bad_request");
+    }
+    // Coarser than 2^-4 is served as 2^-4.
+    let coarse = app.get("/2008/09/03/13.ribbon2?fpp=0.3").await;
+    let f = Ribbon2::from_bytes(&coarse.body).unwrap();
+    assert_eq!(f.grade(), Grade { k: 4, split: 0 });
+    app.ingest(&["open"]).await;
+    app.get("/2008/09/03/14.ribbon2")
+        .await
+        .assert_error(406, "not_acceptable");
+    app.get_with("/2008/09/03/14", &[("accept", V2)])
+        .await
+        .assert_error(406, "not_acceptable");
+}
+
+#[tokio::test]
+async fn a_past_day_is_one_version_2_filter_of_its_distinct_ids() {
+    let app = TestApp::spawn().await;
+    app.ingest(&["a", "b"]).await;
+    app.next_hour().await;
+    app.ingest(&["b", "c"]).await;
+    for _ in 0..11 {
+        app.next_hour().await;
+    }
+    let day = app.get("/2008/09/03.ribbon2?fpp=0.001").await;
+    assert_eq!(day.status, 200, "{}", String::from_utf8_lossy(&day.body));
+    let f = Ribbon2::from_bytes(&day.body).unwrap();
+    assert_eq!(f.n(), 3);
+    assert!(["a", "b", "c"].iter().all(|id| f.contains_id(id)));
+}
