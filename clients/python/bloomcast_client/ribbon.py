@@ -125,7 +125,7 @@ def cheapest_form(count, target_fpp, followed, fetch_cost=DEFAULT_FETCH_COST,
     `ribbon_versions`: the index's `ribbon_versions`. When it lists 2 (section 12,
     "Version 2"), version 2 is offered instead of version 1: ("ribbon2", P) with P on
     the grid 2^-(q/4), q = 16..96, its body bytes from `ribbon2_bytes` and its fpp the
-    grade's."""
+    grade's (0 for an empty hour: a body of no key has no shard, and answers false)."""
     from .ribbon2 import RIBBON2_GRID, grade_fpp, grade_for_fpp, ribbon2_bytes
 
     def expected(size, fpp):
@@ -135,8 +135,8 @@ def cheapest_form(count, target_fpp, followed, fetch_cost=DEFAULT_FETCH_COST,
     if ribbon_versions and 2 in ribbon_versions:
         for p in RIBBON2_GRID:
             size = ribbon2_bytes(count, p)
-            options.append((expected(size, grade_fpp(*grade_for_fpp(p))), size,
-                            ("ribbon2", p)))
+            fpp = grade_fpp(*grade_for_fpp(p)) if count else 0.0
+            options.append((expected(size, fpp), size, ("ribbon2", p)))
     else:
         for r in RIBBON_BITS:
             size = ribbon_bytes(count, r)
