@@ -28,6 +28,7 @@ HASH = "sha1-km32"
 from .verify import MissingDependency, VerificationError  # noqa: E402  (re-exported)
 from .ribbon import (DEFAULT_FETCH_COST, Ribbon, RibbonError,  # noqa: E402
                      bloom_choice, cheapest_form, hourly_is_cheaper, selftest_ribbon)
+from .ribbon2 import Ribbon2, grade_for_fpp, selftest_ribbon2  # noqa: E402
 from .exact import Exact, ExactError, selftest_exact  # noqa: E402
 try:  # Optional: deltas of the open hour (RFC 9842 dcz) need zstd.
     import zstandard
@@ -65,6 +66,7 @@ class ProtocolError(Exception):
 
 
 EXACT_TYPE = "application/vnd.bloomcast.exact"
+RIBBON2_TYPE = "application/vnd.bloomcast.ribbon; v=2"
 
 
 def check_repr_digest(what, headers, body):
@@ -252,6 +254,15 @@ def server_base(server):
     return base.rstrip("/")
 
 
+def ribbon_versions(index):
+    """The compact form versions an index (GET /) says its server serves: its
+    `ribbon_versions` (section 12, "Version 2"), (1,) when it lists none."""
+    versions = index.get("ribbon_versions")
+    if not isinstance(versions, list):
+        return (1,)
+    return tuple(v for v in versions if isinstance(v, int) and not isinstance(v, bool))
+
+
 class Client:
     """Fetches filters with gzip, keeps ETags, and never refetches a complete filter.
 
@@ -260,15 +271,19 @@ class Client:
 
     `fetch_cost`: what fetching a resource that turns out unchanged costs, in bytes.
     changed_since reads each closed hour as a v1 filter or a ribbon (section 12) at the
-    precision minimising filter bytes plus IDs followed * fpp * fetch_cost, or, at or
-    after the index's `exact_since`, as an exact body (section 14) when that is no
-    larger than the cheapest of those sums (exact=True forces it)."""
+    precision minimising filter bytes plus IDs followed * fpp * fetch_cost (a version 2
+    ribbon, at any quarter-bit precision, instead of version 1 when the index's
+    `ribbon_versions` lists 2), or, at or after the index's `exact_since`, as an exact
+    body (section 14) when that is no larger than the cheapest of those sums (exact=True
+    forces it)."""
 
     def __init__(self, base, timeout=30, pubkey=None, fetch_cost=DEFAULT_FETCH_COST):
         self.base = server_base(base)
         self.fetch_cost = fetch_cost
         self.ribbons = {}  # hour path -> the most precise Ribbon held
-        self.ribbon_fetches = 0
+        self.ribbons2 = {}  # hour path -> the most precise Ribbon2 held
+        self.ribbon_fetches = 0  # compact bodies read, either version
+        self.ribbon2_fetches = 0  # of which version 2
         self.exacts = {}  # hour path -> Exact
         self.exact_fetches = 0
         self.timeout = timeout
@@ -404,6 +419,29 @@ class Client:
             self.ribbons[path] = ribbon
         return ribbon
 
+    def ribbon2(self, hour, fpp=None):
+        """A closed hour as a Ribbon2 (section 12, "Version 2"), at the server's target or
+        at the grade of `fpp` (2^-24 <= fpp < 1); one held at least as precise is answered
+        without a request. HTTPError 406 for the open hour, 404 from a server without
+        version 2. The body is checked against its Repr-Digest."""
+        path = hour_path(hour)
+        held = self.ribbons2.get(path)
+        if held is not None and fpp is not None and held.fpp <= fpp:
+            return held
+        url = path + ".ribbon2" + (f"?fpp={fpp!r}" if fpp is not None else "")
+        _, headers, body = self._request(url, {"Accept": RIBBON2_TYPE,
+                                               "Accept-Encoding": "identity"})
+        check_repr_digest(url, headers, body)
+        try:
+            ribbon = Ribbon2.from_bytes(body)
+        except RibbonError as e:
+            raise ProtocolError(f"{url}: {e}") from None
+        self.ribbon_fetches += 1
+        self.ribbon2_fetches += 1
+        if held is None or ribbon.fpp < held.fpp:
+            self.ribbons2[path] = ribbon
+        return ribbon
+
     def exact(self, hour):
         """A sealed hour's exact body (section 14) as an Exact, or None when the server
         has none for the hour (404: no universe, an hour before its `since`, a future
@@ -460,20 +498,24 @@ class Client:
         if cached and cached[1]["complete"]:
             f = Filter.from_document(cached[1])
             options.append((f.contains, cached[1]["fpp"]))
-        if path in self.ribbons:
-            options.append((self.ribbons[path].contains, self.ribbons[path].fpp))
+        for held in (self.ribbons.get(path), self.ribbons2.get(path)):
+            if held is not None:
+                options.append((held.contains, held.fpp))
         return min(options, key=lambda o: o[1]) if options else None
 
-    def _closed_hour(self, path, count, target_fpp, followed, exact_bytes=None):
+    def _closed_hour(self, path, count, target_fpp, followed, exact_bytes=None,
+                     ribbon_versions=None):
         """`contains` of a closed hour in its cheapest form (or one held no worse).
-        `exact_bytes`: the size of the hour's exact body, None when it has none."""
+        `exact_bytes`: the size of the hour's exact body, None when it has none;
+        `ribbon_versions`: the index's (version 2 is preferred where it lists 2)."""
         if path in self.exacts:
             return self.exacts[path].changed
         if self.verifier:  # ribbons are not signed: the v1 filter or the exact body
             size, fpp = bloom_choice(count, target_fpp)
             form, cost = ("bloom", None), size + followed * fpp * self.fetch_cost
         else:
-            form, cost = cheapest_form(count, target_fpp, followed, self.fetch_cost)
+            form, cost = cheapest_form(count, target_fpp, followed, self.fetch_cost,
+                                       ribbon_versions)
         # An exact body wastes no fetch: its sum is its size alone.
         use_exact = exact_bytes is not None and exact_bytes <= cost
         held = self._held(path)
@@ -484,8 +526,10 @@ class Client:
             exact = self.exact(path)
             if exact is not None:
                 return exact.changed
-        if form[0] == "ribbon":
+        if form[0] in ("ribbon", "ribbon2"):
             try:
+                if form[0] == "ribbon2":
+                    return self.ribbon2(path, form[1]).contains
                 return self.ribbon(path, 2.0 ** -form[1]).contains
             except HTTPError as e:  # no compact form here: the v1 filter answers the same
                 if e.status not in (404, 406):
@@ -530,6 +574,7 @@ class Client:
         now = parse_hour(index["current"]["hour"])
         listed = {h["hour"]: h for h in index.get("hours", [])}
         target, capacity = index.get("target_fpp", 0.01), index.get("capacity", 3000)
+        versions = ribbon_versions(index)
         hour = parse_hour(since_path)
         out = []
         while hour <= now:
@@ -548,7 +593,8 @@ class Client:
             else:
                 contains = self._closed_hour(path, count, target, len(ids),
                                              self._exact_bytes(hour, name, listed,
-                                                               exact_from, count, target))
+                                                               exact_from, count, target),
+                                             versions)
             found = [i for i in ids if contains(i)]
             if found:
                 out.append((name, name, found))
@@ -588,7 +634,8 @@ class Client:
                           "unchanged": bool(cached) and cached[1]["count"] == counts.get(name)})
             hour += datetime.timedelta(hours=1)
         return hourly_is_cheaper(hours, index["target_fpp"], index.get("capacity", 3000),
-                                 followed, self.fetch_cost)
+                                 followed, self.fetch_cost,
+                                 ribbon_versions=ribbon_versions(index))
 
     def verify_chain(self, since):
         """Verifies the chain from `since` to the newest sealed hour (page by page), then

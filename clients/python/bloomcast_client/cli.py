@@ -15,7 +15,7 @@ import sys
 
 from . import (DEFAULT_FETCH_COST, Client, ConnectionFailed, Filter, HTTPError,
                MissingDependency, ProtocolError, VerificationError, hour_path, parse_hour,
-               selftest, selftest_exact, selftest_ribbon)
+               selftest, selftest_exact, selftest_ribbon, selftest_ribbon2)
 from .cli_reading import add_estimate, add_history, add_watch, refuse
 from .verify import selftest_chain
 
@@ -167,6 +167,8 @@ def cmd_selftest(args):
         print(f"ok: {selftest_exact(args.vectors)} exact vectors")
     elif args.vectors.endswith("ribbon-vectors.json"):
         print(f"ok: {selftest_ribbon(args.vectors)} ribbon vectors")
+    elif args.vectors.endswith("ribbon2-vectors.json"):
+        print(f"ok: {selftest_ribbon2(args.vectors)} ribbon2 vectors")
     else:
         print(f"ok: {selftest(args.vectors)} vectors")
 
@@ -206,8 +208,9 @@ def parser():
     check.add_argument("--fetch-cost", type=non_negative, default=DEFAULT_FETCH_COST,
                        metavar="BYTES",
                        help="what fetching one resource costs: each closed hour is read "
-                       "as a v1 filter or a ribbon at the precision minimising filter "
-                       "bytes plus IDs checked * fpp * BYTES [default: 10240]")
+                       "as a v1 filter or a ribbon (version 2 where the server serves it) "
+                       "at the precision minimising filter bytes plus IDs checked * fpp * "
+                       "BYTES [default: 10240]")
     check.add_argument("--exact", action="store_true",
                        help="read every sealed hour at or after the server's exact_since as "
                        "an exact body (no false positive for IDs of the publisher's "
@@ -255,8 +258,9 @@ def parser():
     test = verbs.add_parser(
         "selftest", help="check this client against the published test vectors",
         description="Check hashing, encoding and sizing against docs/test-vectors.json "
-        "(or the chain, ribbon or exact decoder against docs/chain-vectors.json, "
-        "docs/ribbon-vectors.json or docs/exact-vectors.json).")
+        "(or the chain, ribbon, ribbon v2 or exact decoder against "
+        "docs/chain-vectors.json, docs/ribbon-vectors.json, docs/ribbon2-vectors.json or "
+        "docs/exact-vectors.json).")
     test.add_argument("vectors", nargs="?", default="docs/test-vectors.json",
                       help="the test vectors file [default: docs/test-vectors.json]")
     test.set_defaults(run=cmd_selftest, needs_server=False)

@@ -116,17 +116,31 @@ def bloom_choice(n, target_fpp):
     return raw + 24 + raw // 8192, fpp
 
 
-def cheapest_form(count, target_fpp, followed, fetch_cost=DEFAULT_FETCH_COST):
+def cheapest_form(count, target_fpp, followed, fetch_cost=DEFAULT_FETCH_COST,
+                  ribbon_versions=None):
     """The form of a closed hour of `count` IDs minimising filter bytes plus
     followed * fpp * fetch_cost: ("bloom", None) or ("ribbon", r), with its expected
-    bytes. As the Rust SDK's `cheapest_form`."""
+    bytes. As the Rust SDK's `cheapest_form`.
+
+    `ribbon_versions`: the index's `ribbon_versions`. When it lists 2 (section 12,
+    "Version 2"), version 2 is offered instead of version 1: ("ribbon2", P) with P on
+    the grid 2^-(q/4), q = 16..96, its body bytes from `ribbon2_bytes` and its fpp the
+    grade's (0 for an empty hour: a body of no key has no shard, and answers false)."""
+    from .ribbon2 import RIBBON2_GRID, grade_fpp, grade_for_fpp, ribbon2_bytes
+
     def expected(size, fpp):
         return size + followed * fpp * fetch_cost
 
     options = []
-    for r in RIBBON_BITS:
-        size = ribbon_bytes(count, r)
-        options.append((expected(size, 2.0 ** -r), size, ("ribbon", r)))
+    if ribbon_versions and 2 in ribbon_versions:
+        for p in RIBBON2_GRID:
+            size = ribbon2_bytes(count, p)
+            fpp = grade_fpp(*grade_for_fpp(p)) if count else 0.0
+            options.append((expected(size, fpp), size, ("ribbon2", p)))
+    else:
+        for r in RIBBON_BITS:
+            size = ribbon_bytes(count, r)
+            options.append((expected(size, 2.0 ** -r), size, ("ribbon", r)))
     size, fpp = bloom_choice(count, target_fpp)
     options.append((expected(size, fpp), size, ("bloom", None)))
     cost, _, form = min(options, key=lambda o: (o[0], o[1]))
@@ -141,12 +155,14 @@ def _payload(n, p):
     return max(n, 1) * math.log(1 / p) / math.log(2) ** 2 / 8
 
 
-def hourly_is_cheaper(hours, target_fpp, capacity, followed, fetch_cost, bloom_only=False):
+def hourly_is_cheaper(hours, target_fpp, capacity, followed, fetch_cost, bloom_only=False,
+                      ribbon_versions=None):
     """Whether reading hour by hour costs fewer expected bytes than one since-union
     (the Rust SDK's plan). `hours`: dicts with `count` (None: unknown, taken as
     capacity), `held_fpp` (the best complete filter held, or None), `unchanged` (an
     open hour held at its current count: a 304), `open`, and `exact_bytes` (the size of
-    a sealed hour's exact body, section 14, or None)."""
+    a sealed hour's exact body, section 14, or None). `ribbon_versions`: the index's,
+    as `cheapest_form` takes it."""
     from . import optimal
     p = target_fpp
 
@@ -166,7 +182,7 @@ def hourly_is_cheaper(hours, target_fpp, capacity, followed, fetch_cost, bloom_o
             size, fpp = bloom_choice(count, p)
             cost = size + waste(fpp)
         else:
-            cost = cheapest_form(count, p, followed, fetch_cost)[1]
+            cost = cheapest_form(count, p, followed, fetch_cost, ribbon_versions)[1]
         if h.get("exact_bytes") is not None:
             cost = min(cost, h["exact_bytes"])  # no wasted fetch
         cost += RESPONSE_OVERHEAD
