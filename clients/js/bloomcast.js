@@ -6,7 +6,8 @@
 // Vocabulary mirrors the Rust SDK (`bloomcast::client`): `Client#hour`, `#day`, `#since`,
 // `#filter`, `#index`, `#ingest`, `#changedSince`, `#ribbon`, `#exact`, `#verifyChain`; a fetched
 // filter (and a `Ribbon`, the compact form of section 12) answers `mayContain`; an `Exact`
-// (an exact hour, section 14) answers `changed`. With a
+// (an exact hour, section 14) answers `changed`; a `Ribbon2` (`#ribbon2`, the compact
+// form's version 2) answers `contains` and `mayContain`. With a
 // `pubkey`, closed hours are verified (section 11) by verify.js, imported on first use.
 // Types: bloomcast.d.ts.
 
@@ -991,6 +992,16 @@ function ribbonRows(n) {
   return Math.max(64, Math.ceil(n * (n < 10000 ? 1.065 : 1.075)) + 16);
 }
 
+/** Predicted bytes of a `.ribbon2` body of `n` keys at the grade `(k, split)`: about
+ * `12 + 4*S + ceil(n*bits*1.005/8) + S*bits/2` with `bits = k + split/256` and `S`
+ * shards (the header, the 0.5% and 4 rows of slack per shard), a few bytes above the
+ * server's (shards of at most 128 keys have no slack). */
+function ribbon2Bytes(n, k, split) {
+  const bits = k + split / 256;
+  const shards = Math.ceil((n * split) / 256 / 4096) + Math.ceil((n * (1 - split / 256)) / 4096);
+  return Math.ceil(12 + 4 * shards + Math.ceil((n * bits * 1.005) / 8) + (shards * bits) / 2);
+}
+
 /** Predicted bytes of the v1 `.bin` body (gzip) of `count` IDs at `targetFpp`, and its fpp (section 12's table). */
 function v1Form(count, targetFpp) {
   const { m } = optimalParams(count, targetFpp);
@@ -1013,11 +1024,21 @@ function v1Form(count, targetFpp) {
  * is 0, so it is chosen, `{form: "exact", bytes, fpp: 0, expected, otherwise}`, when its
  * bytes are no more than the cheapest other form's sum (`otherwise`, the form to read if
  * the exact body is not served). `ribbons: false` leaves ribbons out (a verifying client
- * reads only signed forms).
+ * reads only signed forms). `ribbon2: true` (the server's index lists 2 in
+ * `ribbon_versions`) offers version 2 ribbons instead of version 1's:
+ * `{form: "ribbon2", fpp, k, split, gradeFpp, bytes}` for `fpp` on the grid 2^-(q/4),
+ * q = 16..96 (the value to send as `?fpp=`), `(k, split)` its grade and `gradeFpp` the
+ * grade's rate (at most `fpp`; `expected` counts `fpp`).
  */
-export function cheapestForm(count, targetFpp, followed, fetchCost = DEFAULT_FETCH_COST, { exact, ribbons = true } = {}) {
+export function cheapestForm(count, targetFpp, followed, fetchCost = DEFAULT_FETCH_COST, { exact, ribbons = true, ribbon2 = false } = {}) {
   const options = [];
-  if (ribbons) {
+  if (ribbons && ribbon2) {
+    for (let q = 16; q <= 96; q++) {
+      const fpp = 2 ** -(q / 4);
+      const { k, split, fpp: gradeFpp } = gradeForFpp(fpp);
+      options.push({ form: "ribbon2", fpp, k, split, gradeFpp, bytes: ribbon2Bytes(count, k, split) });
+    }
+  } else if (ribbons) {
     for (let r = 4; r <= 24; r++) {
       const bytes = 24 + Math.ceil((r * ribbonRows(count)) / 8);
       options.push({ form: "ribbon", r, bytes, fpp: 2 ** -r });
@@ -1290,6 +1311,28 @@ export class Client {
   }
 
   /**
+   * A closed hour as a version 2 ribbon (section 12, "Version 2": `.ribbon2`), at the
+   * server's target fpp or at `fpp` (2^-24 <= fpp < 1; the server serves the cheapest
+   * grade at most `fpp`, coarser than 2^-4 as 2^-4). Checked against `Repr-Digest` when
+   * sent. Kept once fetched: a closed hour never changes. A `StatusError` 406 for the
+   * open hour, 404 from a server without version 2 (its index's `ribbon_versions`).
+   */
+  async ribbon2(hour, { fpp } = {}) {
+    const url = `${hourPath(hour)}.ribbon2${fpp === undefined ? "" : `?fpp=${fpp}`}`;
+    const held = this.cache.get(url);
+    if (held) {
+      this.stats.cacheHits++;
+      return held;
+    }
+    const response = await this.request(url, { headers: { accept: "application/vnd.bloomcast.ribbon; v=2" } });
+    const bytes = new Uint8Array(await response.arrayBuffer());
+    await checkReprDigest(url, response.headers, bytes, this.subtle ?? globalThis.crypto?.subtle);
+    const ribbon = Ribbon2.fromBytes(bytes);
+    this.cache.set(url, ribbon);
+    return ribbon;
+  }
+
+  /**
    * A sealed hour's exact body (section 14, `/YYYY/MM/DD/HH.exact`), decoded: it answers
    * `changed(id)` exactly for every ID of the publisher's universe. Resolves to null when
    * the server has no exact body for the hour (404: no universe, an hour before the
@@ -1348,9 +1391,10 @@ export class Client {
     await verifier.checkExact(hour, bytes, header, headers.get("bloom-signature"));
   }
 
-  /** A closed hour in its cheapest form (`cheapestForm`); v1 where no ribbon is served. */
-  async closedHour(hour, count, targetFpp, followed, fetchCost) {
-    return this.readForm(hour, cheapestForm(count ?? 3000, targetFpp ?? 0.01, followed, fetchCost));
+  /** A closed hour in its cheapest form (`cheapestForm`, with its `options`); v1 where
+   * no ribbon is served. */
+  async closedHour(hour, count, targetFpp, followed, fetchCost, options) {
+    return this.readForm(hour, cheapestForm(count ?? 3000, targetFpp ?? 0.01, followed, fetchCost, options));
   }
 
   /** A closed hour in the form `choice` (from `cheapestForm`): an exact body that is not
@@ -1365,9 +1409,9 @@ export class Client {
       }
       choice = choice.otherwise;
     }
-    if (choice.form === "ribbon") {
+    if (choice.form === "ribbon" || choice.form === "ribbon2") {
       try {
-        return await this.ribbon(hour, { fpp: choice.fpp });
+        return await (choice.form === "ribbon2" ? this.ribbon2(hour, { fpp: choice.fpp }) : this.ribbon(hour, { fpp: choice.fpp }));
       } catch (e) {
         if (!(e instanceof StatusError && (e.status === 404 || e.status === 406))) throw e;
       }
@@ -1407,7 +1451,8 @@ export class Client {
    * an exact body, whose hits are certain). Every ID that changed is returned (no false
    * negatives); one that did not is returned with about the filters' fpp.
    * `strategy`: "union" (one `/since` filter, the default) or "hourly" (each hour's filter;
-   * each closed hour as the v1 filter, a ribbon or its exact body, whichever `cheapestForm`
+   * each closed hour as the v1 filter, a ribbon (version 2, `.ribbon2`, when the index's
+   * `ribbon_versions` lists 2) or its exact body, whichever `cheapestForm`
    * picks for `ids.length` IDs at `fetchCost` bytes per wasted fetch: exact for a sealed
    * hour at or after the index's `exact_since` when its `exact_bytes` is no more than the
    * cheapest other form's sum). `form: "exact"` reads every sealed hour as its exact body
@@ -1446,6 +1491,7 @@ export class Client {
       return hits.length ? [{ ...range, ids: hits }] : [];
     }
     const out = [];
+    const ribbon2 = Array.isArray(index.ribbon_versions) && index.ribbon_versions.includes(2);
     const listed = new Map((index.hours ?? []).map((h) => [toDate(h.hour).getTime(), h]));
     for (let t = from.getTime(); t <= now.getTime(); t += 3600e3) {
       const hour = new Date(t);
@@ -1461,7 +1507,7 @@ export class Client {
         const entry = listed.get(t);
         const count = entry?.count ?? index.capacity;
         const exact = exactSince !== null && t >= exactSince ? (Number.isInteger(entry?.exact_bytes) ? entry.exact_bytes : true) : undefined;
-        const choice = cheapestForm(count ?? 3000, index.target_fpp ?? 0.01, ids.length, fetchCost, { exact, ribbons: !verifying });
+        const choice = cheapestForm(count ?? 3000, index.target_fpp ?? 0.01, ids.length, fetchCost, { exact, ribbons: !verifying, ribbon2 });
         filter = await this.readForm(hour, choice);
       }
       const hits = pick(filter);
