@@ -148,6 +148,11 @@ export function ribbon2Route(key: Key, split: number, sA: number, sB: number): {
  * RangeError unless 2^-31 <= p < 1. */
 export function gradeForFpp(p: number): { k: number; split: number; fpp: number };
 
+/** Predicted bytes of a `.ribbon2` body of `n` keys at the grade `(k, split)` (what
+ * `cheapestForm` counts): `12 + 4*S + ceil(n*bits*1.005/8) + S*bits/2`, `bits = k + split/256`,
+ * `S` shards; a few bytes above the server's. */
+export function ribbon2Bytes(n: number, k: number, split: number): number;
+
 /** A decoded version 2 ribbon (`.ribbon2`, body `BCR2`; PROTOCOL.md section 12, "Version 2"). */
 export class Ribbon2 {
   /** Throws DecodeError naming the problem for a body section 12 rules out: magic,

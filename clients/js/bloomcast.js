@@ -996,7 +996,7 @@ function ribbonRows(n) {
  * `12 + 4*S + ceil(n*bits*1.005/8) + S*bits/2` with `bits = k + split/256` and `S`
  * shards (the header, the 0.5% and 4 rows of slack per shard), a few bytes above the
  * server's (shards of at most 128 keys have no slack). */
-function ribbon2Bytes(n, k, split) {
+export function ribbon2Bytes(n, k, split) {
   const bits = k + split / 256;
   const shards = Math.ceil((n * split) / 256 / 4096) + Math.ceil((n * (1 - split / 256)) / 4096);
   return Math.ceil(12 + 4 * shards + Math.ceil((n * bits * 1.005) / 8) + (shards * bits) / 2);
