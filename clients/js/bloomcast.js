@@ -1398,7 +1398,7 @@ export class Client {
   }
 
   /** A closed hour in the form `choice` (from `cheapestForm`): an exact body that is not
-   * served falls back to `choice.otherwise`, a ribbon that is not to v1. */
+   * served falls back to `choice.otherwise`, a ribbon (version 1 or 2) that is not to v1. */
   async readForm(hour, choice) {
     if (choice.form === "exact") {
       try {
