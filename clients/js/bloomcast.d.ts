@@ -95,6 +95,8 @@ export interface Index {
   hours: IndexHour[];
   /** The first hour with an exact body (section 14); null (or absent) without a universe. */
   exact_since?: string | null;
+  /** Versions of the compact form served, e.g. [1, 2] (absent: version 1 only). */
+  ribbon_versions?: number[];
 }
 
 export interface Changed {
@@ -126,6 +128,58 @@ export class Ribbon {
   readonly seed: bigint;
   fpp(): number;
   containsKey(key: Key): boolean;
+  mayContain(id: string): Promise<boolean>;
+}
+
+/** A key's equation in a version 2 shard `(part, seed, m)` (PROTOCOL.md section 12,
+ * "Version 2"): `coeff` is the 128-bit band (bits 0..min(m,128)-1, bit 0 set; 0 when
+ * m = 0), `fingerprint` 64 bits (its low `bits` are compared). */
+export function ribbon2Row(
+  key: Key,
+  part: "A" | "B",
+  seed: number,
+  m: number,
+): { start: number; coeff: bigint; fingerprint: bigint };
+/** Where a key goes in a version 2 body of `split` with `sA` and `sB` shards: its part
+ * ("A" when its selector is below `split`) and its shard within that part. */
+export function ribbon2Route(key: Key, split: number, sA: number, sB: number): { part: "A" | "B"; shard: number };
+/** The version 2 grade for a requested rate `p`: the cheapest `(k, split)` whose rate
+ * `fpp = 2^-k * (1 - split/512)` is at most `p` (as Rust's `Grade::for_fpp`). Throws
+ * RangeError unless 2^-31 <= p < 1. */
+export function gradeForFpp(p: number): { k: number; split: number; fpp: number };
+
+/** Predicted bytes of a `.ribbon2` body of `n` keys at the grade `(k, split)` (what
+ * `cheapestForm` counts): `12 + 4*S + ceil(n*bits*1.005/8) + S*bits/2`, `bits = k + split/256`,
+ * `S` shards; a few bytes above the server's. */
+export function ribbon2Bytes(n: number, k: number, split: number): number;
+
+/** A decoded version 2 ribbon (`.ribbon2`, body `BCR2`; PROTOCOL.md section 12, "Version 2"). */
+export class Ribbon2 {
+  /** Throws DecodeError naming the problem for a body section 12 rules out: magic,
+   * k > 31 (or 31 with a split), sA with split 0, varints (minimal, below 2^32), part B
+   * rows when k = 0, length, padding bits. */
+  static fromBytes(body: Uint8Array | ArrayBuffer): Ribbon2;
+  /** Keys the filter was built from. */
+  readonly n: number;
+  /** Fingerprint bits of part B (part A has k + 1), 0..31. */
+  readonly k: number;
+  /** 0..255: a key whose selector is below it is in part A (k + 1 bits). */
+  readonly split: number;
+  /** The false-positive rate, 2^-k * (1 - split/512) (a number, not a method). */
+  readonly fpp: number;
+  /** `[sA, sB]`: shards of part A and of part B. */
+  readonly shards: [number, number];
+  /** Each shard's rows, part A's first. */
+  readonly rows: number[];
+  /** Each shard's seed, part A's first. */
+  readonly seeds: number[];
+  /** The body's size in bytes. */
+  readonly size: number;
+  /** Whether the key may be in the set (synchronous: no hashing). */
+  containsKey(key: Key): boolean;
+  /** Whether the ID may be in the set (SHA-1 through WebCrypto, hence async). */
+  contains(id: string): Promise<boolean>;
+  /** `contains`, under the name filters answer to. */
   mayContain(id: string): Promise<boolean>;
 }
 
@@ -182,9 +236,14 @@ export class Exact {
 export const DEFAULT_FETCH_COST: number;
 
 export interface FormChoice {
-  form: "bloom" | "ribbon" | "exact";
+  form: "bloom" | "ribbon" | "ribbon2" | "exact";
   /** Fingerprint bits of a ribbon. */
   r?: number;
+  /** The grade of a "ribbon2" (its `fpp` is the grid value to request, `gradeFpp` the
+   * grade's rate, at most `fpp`). */
+  k?: number;
+  split?: number;
+  gradeFpp?: number;
   /** Predicted body bytes. */
   bytes: number;
   fpp: number;
@@ -199,14 +258,16 @@ export interface FormChoice {
  * `exact`: the hour has an exact body (section 14) of that many bytes (the index's
  * `exact_bytes`), or `true` when its size is not listed (the v1 body's predicted bytes are
  * used); it is chosen when its bytes are no more than the cheapest other form's sum.
- * `ribbons: false` leaves ribbons out (they are not signed).
+ * `ribbons: false` leaves ribbons out (they are not signed). `ribbon2: true` (the index
+ * lists 2 in `ribbon_versions`) offers version 2 ribbons, at fpp 2^-(q/4) for q = 16..96,
+ * instead of version 1's.
  */
 export function cheapestForm(
   count: number,
   targetFpp: number,
   followed: number,
   fetchCost?: number,
-  options?: { exact?: number | boolean | null; ribbons?: boolean },
+  options?: { exact?: number | boolean | null; ribbons?: boolean; ribbon2?: boolean },
 ): FormChoice;
 
 /** Checks a body against its response's `Repr-Digest` sha-256 (RFC 9530): resolves to
@@ -237,6 +298,10 @@ export class Client {
   hour(hour: Date | string): Promise<Fetched>;
   /** A closed hour as a ribbon, at the target fpp or at `fpp`; 406 for the open hour. */
   ribbon(hour: Date | string, options?: { fpp?: number }): Promise<Ribbon>;
+  /** A closed hour as a version 2 ribbon (`.ribbon2`), at the target fpp or at `fpp`
+   * (2^-24 <= fpp < 1, served at the cheapest grade at most it); checked against
+   * `Repr-Digest` when sent; 406 for the open hour, 404 from a server without version 2. */
+  ribbon2(hour: Date | string, options?: { fpp?: number }): Promise<Ribbon2>;
   /**
    * A sealed hour's exact body (`/YYYY/MM/DD/HH.exact`, PROTOCOL.md section 14), checked
    * against `Repr-Digest`, `Bloom-Count` and `Bloom-Universe` (DecodeError) and, with a
@@ -253,7 +318,8 @@ export class Client {
     targetFpp: number | undefined,
     followed: number,
     fetchCost: number,
-  ): Promise<Filter | Ribbon>;
+    options?: { exact?: number | boolean | null; ribbons?: boolean; ribbon2?: boolean },
+  ): Promise<Filter | Ribbon | Ribbon2 | Exact>;
   day(day: Date | string): Promise<Fetched>;
   since(hour: Date | string): Promise<Fetched>;
   ingest(ids: string[]): Promise<{ hour: string; accepted: number }>;
@@ -261,7 +327,8 @@ export class Client {
     ids: string[],
     since: Date | string,
     options?: {
-      /** "union" (one `/since` filter, the default) or "hourly" (each hour in its cheapest form). */
+      /** "union" (one `/since` filter, the default) or "hourly" (each hour in its cheapest
+       * form: ribbons of version 2 where the index's `ribbon_versions` lists 2). */
       strategy?: "union" | "hourly";
       /** Bytes a wasted fetch costs (default 10240). */
       fetchCost?: number;

@@ -6,7 +6,8 @@
 // Vocabulary mirrors the Rust SDK (`bloomcast::client`): `Client#hour`, `#day`, `#since`,
 // `#filter`, `#index`, `#ingest`, `#changedSince`, `#ribbon`, `#exact`, `#verifyChain`; a fetched
 // filter (and a `Ribbon`, the compact form of section 12) answers `mayContain`; an `Exact`
-// (an exact hour, section 14) answers `changed`. With a
+// (an exact hour, section 14) answers `changed`; a `Ribbon2` (`#ribbon2`, the compact
+// form's version 2) answers `contains` and `mayContain`. With a
 // `pubkey`, closed hours are verified (section 11) by verify.js, imported on first use.
 // Types: bloomcast.d.ts.
 
@@ -703,6 +704,284 @@ export class Exact {
   }
 }
 
+// --- Compact filters, version 2 (section 12, "Version 2"): the .ribbon2 body and its query
+
+const RIBBON2_MAGIC = [0x42, 0x43, 0x52, 0x32]; // "BCR2"
+
+// G, 2G and 3G (wrapping) as 32-bit halves: b, c, d, e = mix64(u ^ i*G), i = 0..3.
+const G_MULTIPLES = [1n, 2n, 3n].map((i) => BigInt.asUintN(64, 0x9e3779b97f4a7c15n * i));
+const G1_HI = Number(G_MULTIPLES[0] >> 32n);
+const G1_LO = Number(G_MULTIPLES[0] & 0xffffffffn);
+const G2_HI = Number(G_MULTIPLES[1] >> 32n);
+const G2_LO = Number(G_MULTIPLES[1] & 0xffffffffn);
+const G3_HI = Number(G_MULTIPLES[2] >> 32n);
+const G3_LO = Number(G_MULTIPLES[2] & 0xffffffffn);
+// The row hash's first, seed-independent step: mix64(key ^ 0x2545f4914f6cdd1d).
+const ROW2_SALT_HI = 0x2545f491;
+const ROW2_SALT_LO = 0x4f6cdd1d;
+
+/** The route of a key (h1, h2) at `split` over shards (sA, sB): sets route2InA and
+ * route2Shard (the shard within its part). h = mix64(key ^ salt(4, 0)): selector h >> 56,
+ * shard floor((h mod 2^56) * count / 2^56). */
+let route2InA = false;
+let route2Shard = 0;
+function route2Halves(h1, h2, split, sA, sB) {
+  mix64Halves((h1 ^ SELECTOR_SALT_HI) >>> 0, (h2 ^ SELECTOR_SALT_LO) >>> 0);
+  const hi24 = outHi & 0xffffff;
+  const lo = outLo;
+  route2InA = outHi >>> 24 < split;
+  const count = route2InA ? sA : sB;
+  // (hi24 * 2^32 + lo) * count / 2^56, exactly: the carry of lo * count into hi24 * count.
+  mul32(lo, count);
+  const carry = outHi;
+  mul32(hi24, count); // below 2^56: outHi below 2^24
+  const low = outLo + carry; // below 2^33
+  const high = outHi + Math.floor(low / 4294967296);
+  route2Shard = high * 256 + ((low >>> 0) >>> 24);
+}
+
+/** rowStart, rowC0..rowC3, rowFpHi/rowFpLo of section 12's version 2 for a key whose
+ * seed-independent step is (baseHi, baseLo), in a shard of `m` rows with salt (saltHi, saltLo). */
+function ribbon2RowHalves(baseHi, baseLo, saltHi, saltLo, m) {
+  const uh = (baseHi ^ saltHi) >>> 0;
+  const ul = (baseLo ^ saltLo) >>> 0;
+  mix64Halves(uh, ul);
+  const bh = outHi;
+  const bl = outLo;
+  mix64Halves((uh ^ G1_HI) >>> 0, (ul ^ G1_LO) >>> 0);
+  const ch = outHi;
+  const cl = outLo;
+  mix64Halves((uh ^ G2_HI) >>> 0, (ul ^ G2_LO) >>> 0);
+  const dh = outHi;
+  const dl = outLo;
+  mix64Halves((uh ^ G3_HI) >>> 0, (ul ^ G3_LO) >>> 0);
+  rowFpHi = outHi;
+  rowFpLo = outLo;
+  const w = m < 128 ? m : 128;
+  // floor(b * (m - w + 1) / 2^64), with m - w + 1 <= 2^32 - 128: the carries of two 32x32 products.
+  const span = m - w + 1;
+  mul32(bl, span);
+  const p1hi = outHi;
+  mul32(bh, span);
+  rowStart = outHi + Math.floor((outLo + p1hi) / 4294967296);
+  if (w === 0) {
+    rowC0 = rowC1 = rowC2 = rowC3 = 0;
+    return;
+  }
+  rowC0 = ((cl & limbMask(w, 0)) | 1) >>> 0;
+  rowC1 = (ch & limbMask(w, 1)) >>> 0;
+  rowC2 = (dl & limbMask(w, 2)) >>> 0;
+  rowC3 = (dh & limbMask(w, 3)) >>> 0;
+}
+
+/** Whether the `bits` columns of a shard whose solution starts at bit `base` give the
+ * fingerprint `fp` at the row just computed; stops at the first column that differs. */
+function ribbon2Matches(words, base, m, bits, fp) {
+  const c0 = rowC0;
+  const c1 = rowC1;
+  const c2 = rowC2;
+  const c3 = rowC3;
+  for (let j = 0; j < bits; j++) {
+    const t = base + j * m + rowStart; // below 2^53: exact
+    const i = Math.floor(t / 32);
+    const sh = t % 32;
+    let x;
+    if (sh === 0) {
+      x = (words[i] & c0) ^ (words[i + 1] & c1) ^ (words[i + 2] & c2) ^ (words[i + 3] & c3);
+    } else {
+      const back = 32 - sh;
+      const w1 = words[i + 1];
+      const w2 = words[i + 2];
+      const w3 = words[i + 3];
+      x =
+        (((words[i] >>> sh) | (w1 << back)) & c0) ^
+        (((w1 >>> sh) | (w2 << back)) & c1) ^
+        (((w2 >>> sh) | (w3 << back)) & c2) ^
+        (((w3 >>> sh) | (words[i + 4] << back)) & c3);
+    }
+    if (parity32(x) !== ((fp >>> j) & 1)) return false;
+  }
+  return true;
+}
+
+/** A key's equation in a version 2 shard `(part, seed, m)` (section 12): `start`, the
+ * 128-bit `coeff` (bits 0..min(m,128)-1, bit 0 set; 0 when m = 0) and the 64-bit
+ * `fingerprint` (BigInts), `part` "A" or "B". */
+export function ribbon2Row(key, part, seed, m) {
+  if (part !== "A" && part !== "B") throw new TypeError(`part is "A" or "B", not ${JSON.stringify(part)}`);
+  saltHalves(part === "A" ? 1 : 2, seed);
+  const saltHi = outHi;
+  const saltLo = outLo;
+  mix64Halves((key.h1 ^ ROW2_SALT_HI) >>> 0, (key.h2 ^ ROW2_SALT_LO) >>> 0);
+  ribbon2RowHalves(outHi, outLo, saltHi, saltLo, m);
+  return {
+    start: rowStart,
+    coeff: (halvesToBig(rowC3, rowC2) << 64n) | halvesToBig(rowC1, rowC0),
+    fingerprint: halvesToBig(rowFpHi, rowFpLo),
+  };
+}
+
+/** Where a key goes in a version 2 body of `split` with `sA` and `sB` shards: its `part`
+ * ("A" when its selector is below `split`) and its `shard` within that part. */
+export function ribbon2Route(key, split, sA, sB) {
+  route2Halves(key.h1, key.h2, split, sA, sB);
+  return { part: route2InA ? "A" : "B", shard: route2Shard };
+}
+
+/**
+ * The grade of version 2 for a requested false-positive rate `p` (section 12): the
+ * cheapest `(k, split)` whose rate `fpp = 2^-k * (1 - split/512)` is at most `p`, with
+ * `k = floor(log2(1/p))`, `split = ceil(512 * (1 - p * 2^k))` (256: k + 1, split 0), as
+ * the Rust `Grade::for_fpp` (its guard against the float's log2 included).
+ * @throws RangeError unless 2^-31 <= p < 1
+ */
+export function gradeForFpp(p) {
+  if (!(Number.isFinite(p) && p >= 2 ** -31 && p < 1)) throw new RangeError(`p must be in [2^-31, 1), not ${p}`);
+  let k = Math.floor(-Math.log2(p));
+  // Guard the float: 2^-k must be the largest power of two at least p.
+  while (k > 0 && 2 ** -k < p) k--;
+  while (2 ** -(k + 1) >= p) k++;
+  let split = Math.max(0, Math.ceil(512 * (1 - p * 2 ** k)));
+  if (split >= 256) {
+    k += 1;
+    split = 0;
+  }
+  if (k > 31 || (k === 31 && split !== 0)) throw new RangeError(`p = ${p} needs more than 32 fingerprint bits`);
+  return { k, split, fpp: 2 ** -k * (1 - split / 512) };
+}
+
+/** A minimal unsigned LEB128 varint below 2^32 at `bytes[at]`: [value, next offset]. */
+function varint32(bytes, at, name) {
+  let value = 0;
+  for (let i = 0; i < 5; i++) {
+    if (at + i >= bytes.length) throw new DecodeError(`ribbon2 body: the header ends inside ${name}`);
+    const b = bytes[at + i];
+    value += (b & 0x7f) * 2 ** (7 * i);
+    if ((b & 0x80) === 0) {
+      if (i > 0 && b === 0) throw new DecodeError(`ribbon2 body: ${name} is not minimally encoded`);
+      if (value >= 2 ** 32) throw new DecodeError(`ribbon2 body: ${name} is 2^32 or more`);
+      return [value, at + i + 1];
+    }
+  }
+  throw new DecodeError(`ribbon2 body: ${name} is longer than 5 bytes`);
+}
+
+/**
+ * A decoded compact filter of version 2 (`.ribbon2`, section 12): `n` keys at the grade
+ * `(k, split)`, false-positive rate `fpp = 2^-k * (1 - split/512)`.
+ */
+export class Ribbon2 {
+  /** Decodes a `.ribbon2` body, refusing anything section 12 rules out (DecodeError). */
+  static fromBytes(body) {
+    const bytes = body instanceof Uint8Array ? body : new Uint8Array(body);
+    if (bytes.length < 6) throw new DecodeError(`ribbon2 body of ${bytes.length} bytes is shorter than the header`);
+    if (RIBBON2_MAGIC.some((b, i) => bytes[i] !== b)) throw new DecodeError('ribbon2 body: magic is not "BCR2"');
+    const k = bytes[4];
+    const split = bytes[5];
+    if (k > 31 || (k === 31 && split !== 0)) {
+      throw new DecodeError(`ribbon2 body: k = ${k}, split = ${split}: part A would exceed 32 bits`);
+    }
+    let at = 6;
+    let n;
+    let sA;
+    let sB;
+    [n, at] = varint32(bytes, at, "n");
+    [sA, at] = varint32(bytes, at, "sA");
+    [sB, at] = varint32(bytes, at, "sB");
+    if (split === 0 && sA !== 0) throw new DecodeError(`ribbon2 body: sA = ${sA} with split = 0 (part A holds no key)`);
+    const total = sA + sB;
+    // Every shard takes at least two header bytes: a count past that is a lie.
+    if (total > (bytes.length - at) / 2) {
+      throw new DecodeError(`ribbon2 body: ${total} shards do not fit in ${bytes.length} bytes`);
+    }
+    const rows = new Array(total);
+    const offsets = new Array(total);
+    const seeds = new Array(total);
+    let offset = 0;
+    for (let i = 0; i < total; i++) {
+      let m;
+      [m, at] = varint32(bytes, at, `shard ${i}'s m`);
+      if (at >= bytes.length) throw new DecodeError(`ribbon2 body: the header ends inside shard ${i}'s seed`);
+      const bits = i < sA ? k + 1 : k;
+      if (bits === 0 && m !== 0) throw new DecodeError(`ribbon2 body: a shard of part B has m = ${m} with k = 0`);
+      rows[i] = m;
+      seeds[i] = bytes[at++];
+      offsets[i] = offset;
+      offset += m * bits; // below 2^53: exact
+    }
+    const expected = Math.ceil(offset / 8);
+    if (bytes.length - at !== expected) {
+      throw new DecodeError(
+        `ribbon2 body: solutions of ${bytes.length - at} bytes, expected ${expected} for the shards' rows (${offset} solution bits)`,
+      );
+    }
+    if (offset % 8 && bytes[bytes.length - 1] >> offset % 8) {
+      throw new DecodeError(`ribbon2 body: padding bits past the ${offset} solution bits are set`);
+    }
+    // Little-endian 32-bit words with five zero words past the end: every 128-bit window reads whole.
+    const words = new Uint32Array(Math.ceil(expected / 4) + 5);
+    const padded = new Uint8Array(words.length * 4);
+    padded.set(bytes.subarray(at));
+    const wordView = new DataView(padded.buffer);
+    for (let i = 0; i < words.length; i++) words[i] = wordView.getUint32(i * 4, true);
+    return new Ribbon2({ n, k, split, shards: [sA, sB], rows, seeds, offsets, words, size: bytes.length });
+  }
+
+  constructor({ n, k, split, shards, rows, seeds, offsets, words, size }) {
+    /** Keys the filter was built from. */
+    this.n = n;
+    /** Fingerprint bits of part B (part A has k + 1), 0..31. */
+    this.k = k;
+    /** 0..255: a key whose selector is below it is in part A. */
+    this.split = split;
+    /** The false-positive rate of the grade, 2^-k * (1 - split/512). */
+    this.fpp = 2 ** -k * (1 - split / 512);
+    /** `[sA, sB]`: shards of part A and of part B. */
+    this.shards = shards;
+    /** Each shard's rows and seed, part A's first. */
+    this.rows = rows;
+    this.seeds = seeds;
+    /** The body's size in bytes. */
+    this.size = size;
+    this.words = words;
+    // Per shard, precomputed: where its solution starts, and its salt's halves.
+    this.offsets = offsets;
+    this.salts = new Uint32Array(2 * rows.length);
+    for (let i = 0; i < rows.length; i++) {
+      saltHalves(i < shards[0] ? 1 : 2, seeds[i]);
+      this.salts[2 * i] = outHi;
+      this.salts[2 * i + 1] = outLo;
+    }
+  }
+
+  /** Whether the key `{h1, h2}` may be in the set: never false for a member. */
+  containsKey(key) {
+    const h1 = key.h1;
+    const h2 = key.h2;
+    const [sA, sB] = this.shards;
+    route2Halves(h1, h2, this.split, sA, sB);
+    const inA = route2InA;
+    if ((inA ? sA : sB) === 0) return false;
+    const index = inA ? route2Shard : sA + route2Shard;
+    const bits = inA ? this.k + 1 : this.k;
+    if (bits === 0) return true;
+    const m = this.rows[index];
+    mix64Halves((h1 ^ ROW2_SALT_HI) >>> 0, (h2 ^ ROW2_SALT_LO) >>> 0);
+    ribbon2RowHalves(outHi, outLo, this.salts[2 * index], this.salts[2 * index + 1], m);
+    return ribbon2Matches(this.words, this.offsets[index], m, bits, rowFpLo);
+  }
+
+  /** Whether the ID may be in the set (SHA-1 through WebCrypto, hence async). */
+  async contains(id) {
+    return this.containsKey(await keyOf(id));
+  }
+
+  /** `contains`, under the name filters answer to. */
+  mayContain(id) {
+    return this.contains(id);
+  }
+}
+
 // --- Choosing the cheapest form of a closed hour (section 12) -------------------------
 
 /** The default cost of a wasted fetch, in bytes. */
@@ -711,6 +990,16 @@ export const DEFAULT_FETCH_COST = 10240;
 /** Rows of the server's ribbon for `n` keys (section 12, construction). */
 function ribbonRows(n) {
   return Math.max(64, Math.ceil(n * (n < 10000 ? 1.065 : 1.075)) + 16);
+}
+
+/** Predicted bytes of a `.ribbon2` body of `n` keys at the grade `(k, split)`: about
+ * `12 + 4*S + ceil(n*bits*1.005/8) + S*bits/2` with `bits = k + split/256` and `S`
+ * shards (the header, the 0.5% and 4 rows of slack per shard), a few bytes above the
+ * server's (shards of at most 128 keys have no slack). */
+export function ribbon2Bytes(n, k, split) {
+  const bits = k + split / 256;
+  const shards = Math.ceil((n * split) / 256 / 4096) + Math.ceil((n * (1 - split / 256)) / 4096);
+  return Math.ceil(12 + 4 * shards + Math.ceil((n * bits * 1.005) / 8) + (shards * bits) / 2);
 }
 
 /** Predicted bytes of the v1 `.bin` body (gzip) of `count` IDs at `targetFpp`, and its fpp (section 12's table). */
@@ -735,11 +1024,21 @@ function v1Form(count, targetFpp) {
  * is 0, so it is chosen, `{form: "exact", bytes, fpp: 0, expected, otherwise}`, when its
  * bytes are no more than the cheapest other form's sum (`otherwise`, the form to read if
  * the exact body is not served). `ribbons: false` leaves ribbons out (a verifying client
- * reads only signed forms).
+ * reads only signed forms). `ribbon2: true` (the server's index lists 2 in
+ * `ribbon_versions`) offers version 2 ribbons instead of version 1's:
+ * `{form: "ribbon2", fpp, k, split, gradeFpp, bytes}` for `fpp` on the grid 2^-(q/4),
+ * q = 16..96 (the value to send as `?fpp=`), `(k, split)` its grade and `gradeFpp` the
+ * grade's rate (at most `fpp`; `expected` counts `fpp`).
  */
-export function cheapestForm(count, targetFpp, followed, fetchCost = DEFAULT_FETCH_COST, { exact, ribbons = true } = {}) {
+export function cheapestForm(count, targetFpp, followed, fetchCost = DEFAULT_FETCH_COST, { exact, ribbons = true, ribbon2 = false } = {}) {
   const options = [];
-  if (ribbons) {
+  if (ribbons && ribbon2) {
+    for (let q = 16; q <= 96; q++) {
+      const fpp = 2 ** -(q / 4);
+      const { k, split, fpp: gradeFpp } = gradeForFpp(fpp);
+      options.push({ form: "ribbon2", fpp, k, split, gradeFpp, bytes: ribbon2Bytes(count, k, split) });
+    }
+  } else if (ribbons) {
     for (let r = 4; r <= 24; r++) {
       const bytes = 24 + Math.ceil((r * ribbonRows(count)) / 8);
       options.push({ form: "ribbon", r, bytes, fpp: 2 ** -r });
@@ -1012,6 +1311,28 @@ export class Client {
   }
 
   /**
+   * A closed hour as a version 2 ribbon (section 12, "Version 2": `.ribbon2`), at the
+   * server's target fpp or at `fpp` (2^-24 <= fpp < 1; the server serves the cheapest
+   * grade at most `fpp`, coarser than 2^-4 as 2^-4). Checked against `Repr-Digest` when
+   * sent. Kept once fetched: a closed hour never changes. A `StatusError` 406 for the
+   * open hour, 404 from a server without version 2 (its index's `ribbon_versions`).
+   */
+  async ribbon2(hour, { fpp } = {}) {
+    const url = `${hourPath(hour)}.ribbon2${fpp === undefined ? "" : `?fpp=${fpp}`}`;
+    const held = this.cache.get(url);
+    if (held) {
+      this.stats.cacheHits++;
+      return held;
+    }
+    const response = await this.request(url, { headers: { accept: "application/vnd.bloomcast.ribbon; v=2" } });
+    const bytes = new Uint8Array(await response.arrayBuffer());
+    await checkReprDigest(url, response.headers, bytes, this.subtle ?? globalThis.crypto?.subtle);
+    const ribbon = Ribbon2.fromBytes(bytes);
+    this.cache.set(url, ribbon);
+    return ribbon;
+  }
+
+  /**
    * A sealed hour's exact body (section 14, `/YYYY/MM/DD/HH.exact`), decoded: it answers
    * `changed(id)` exactly for every ID of the publisher's universe. Resolves to null when
    * the server has no exact body for the hour (404: no universe, an hour before the
@@ -1070,13 +1391,14 @@ export class Client {
     await verifier.checkExact(hour, bytes, header, headers.get("bloom-signature"));
   }
 
-  /** A closed hour in its cheapest form (`cheapestForm`); v1 where no ribbon is served. */
-  async closedHour(hour, count, targetFpp, followed, fetchCost) {
-    return this.readForm(hour, cheapestForm(count ?? 3000, targetFpp ?? 0.01, followed, fetchCost));
+  /** A closed hour in its cheapest form (`cheapestForm`, with its `options`); v1 where
+   * no ribbon is served. */
+  async closedHour(hour, count, targetFpp, followed, fetchCost, options) {
+    return this.readForm(hour, cheapestForm(count ?? 3000, targetFpp ?? 0.01, followed, fetchCost, options));
   }
 
   /** A closed hour in the form `choice` (from `cheapestForm`): an exact body that is not
-   * served falls back to `choice.otherwise`, a ribbon that is not to v1. */
+   * served falls back to `choice.otherwise`, a ribbon (version 1 or 2) that is not to v1. */
   async readForm(hour, choice) {
     if (choice.form === "exact") {
       try {
@@ -1087,9 +1409,9 @@ export class Client {
       }
       choice = choice.otherwise;
     }
-    if (choice.form === "ribbon") {
+    if (choice.form === "ribbon" || choice.form === "ribbon2") {
       try {
-        return await this.ribbon(hour, { fpp: choice.fpp });
+        return await (choice.form === "ribbon2" ? this.ribbon2(hour, { fpp: choice.fpp }) : this.ribbon(hour, { fpp: choice.fpp }));
       } catch (e) {
         if (!(e instanceof StatusError && (e.status === 404 || e.status === 406))) throw e;
       }
@@ -1129,7 +1451,8 @@ export class Client {
    * an exact body, whose hits are certain). Every ID that changed is returned (no false
    * negatives); one that did not is returned with about the filters' fpp.
    * `strategy`: "union" (one `/since` filter, the default) or "hourly" (each hour's filter;
-   * each closed hour as the v1 filter, a ribbon or its exact body, whichever `cheapestForm`
+   * each closed hour as the v1 filter, a ribbon (version 2, `.ribbon2`, when the index's
+   * `ribbon_versions` lists 2) or its exact body, whichever `cheapestForm`
    * picks for `ids.length` IDs at `fetchCost` bytes per wasted fetch: exact for a sealed
    * hour at or after the index's `exact_since` when its `exact_bytes` is no more than the
    * cheapest other form's sum). `form: "exact"` reads every sealed hour as its exact body
@@ -1168,6 +1491,7 @@ export class Client {
       return hits.length ? [{ ...range, ids: hits }] : [];
     }
     const out = [];
+    const ribbon2 = Array.isArray(index.ribbon_versions) && index.ribbon_versions.includes(2);
     const listed = new Map((index.hours ?? []).map((h) => [toDate(h.hour).getTime(), h]));
     for (let t = from.getTime(); t <= now.getTime(); t += 3600e3) {
       const hour = new Date(t);
@@ -1183,7 +1507,7 @@ export class Client {
         const entry = listed.get(t);
         const count = entry?.count ?? index.capacity;
         const exact = exactSince !== null && t >= exactSince ? (Number.isInteger(entry?.exact_bytes) ? entry.exact_bytes : true) : undefined;
-        const choice = cheapestForm(count ?? 3000, index.target_fpp ?? 0.01, ids.length, fetchCost, { exact, ribbons: !verifying });
+        const choice = cheapestForm(count ?? 3000, index.target_fpp ?? 0.01, ids.length, fetchCost, { exact, ribbons: !verifying, ribbon2 });
         filter = await this.readForm(hour, choice);
       }
       const hits = pick(filter);
