@@ -141,8 +141,10 @@ fn main() {
                 let bytes = ribbon.byte_len() as u64;
                 read(&mut best, bytes, ribbon.fpp(), &|k| ribbon.contains(k));
             }
-            // Only `exact_or` picks the exact form.
-            Form::Exact => unreachable!("cheapest_form never picks the exact form"),
+            // Only `exact_or` picks the exact form; only `cheapest_form_of` version 2.
+            Form::Exact | Form::Ribbon2 { .. } => {
+                unreachable!("cheapest_form picks neither the exact form nor version 2")
+            }
         }
     }
     let sizes: Vec<usize> = by_hour.iter().map(Vec::len).collect();

@@ -299,6 +299,46 @@ async fn a_closed_hour_decodes_as_a_ribbon_at_the_precision_asked() {
     }
 }
 
+#[tokio::test]
+async fn a_closed_hour_decodes_as_version_2_at_any_precision_asked() {
+    let server = serve().await;
+    let updated = three_hours(&server).await;
+    let client = Client::new(&server.base).unwrap();
+
+    let target = client.ribbon2(start_hour(), None).await.unwrap();
+    let precise = client.ribbon2(start_hour(), Some(0.003)).await.unwrap();
+    let held = client.ribbon2(start_hour(), Some(0.004)).await.unwrap();
+
+    assert!(target.fpp() <= 0.01 && target.fpp() > 0.009);
+    assert!(precise.fpp() <= 0.003 && precise.fpp() > 0.0029);
+    assert!(Arc::ptr_eq(&held, &precise), "the held 0.003 answers 0.004");
+    for f in [&target, &precise] {
+        assert!(updated[0].iter().all(|id| f.contains_id(id)));
+    }
+    assert_eq!(client.stats().ribbons2, 2);
+}
+
+#[tokio::test]
+async fn changed_since_reads_closed_hours_as_version_2_where_the_server_serves_it() {
+    let server = serve().await;
+    let updated = three_hours(&server).await;
+    let client = Client::new(&server.base).unwrap();
+    let mut followed: Vec<String> = updated.concat();
+    followed.extend(ids("quiet", 5_000));
+
+    let changes = client
+        .changed_since_with(&followed, start_hour(), Strategy::Hourly)
+        .await
+        .unwrap();
+
+    let stats = client.stats();
+    assert_eq!((stats.ribbons, stats.ribbons2), (2, 2), "{stats:?}");
+    for (h, batch) in updated.iter().enumerate() {
+        let found = reported(&changes, hour_n(h as i64));
+        assert!(batch.iter().all(|id| found.contains(id)), "hour {h}");
+    }
+}
+
 // --- Exact hours (docs/PROTOCOL.md section 14) -----------------------------------------
 
 use bloomcast::client::Forms;

@@ -708,28 +708,26 @@ export class Exact {
 
 const RIBBON2_MAGIC = [0x42, 0x43, 0x52, 0x32]; // "BCR2"
 
-// G, 2G and 3G (wrapping) as 32-bit halves: b, c, d, e = mix64(u ^ i*G), i = 0..3.
-const G_MULTIPLES = [1n, 2n, 3n].map((i) => BigInt.asUintN(64, 0x9e3779b97f4a7c15n * i));
+// G and 2G (wrapping) as 32-bit halves: b, c, d = mix64(u ^ i*G), i = 0..2.
+const G_MULTIPLES = [1n, 2n].map((i) => BigInt.asUintN(64, 0x9e3779b97f4a7c15n * i));
 const G1_HI = Number(G_MULTIPLES[0] >> 32n);
 const G1_LO = Number(G_MULTIPLES[0] & 0xffffffffn);
 const G2_HI = Number(G_MULTIPLES[1] >> 32n);
 const G2_LO = Number(G_MULTIPLES[1] & 0xffffffffn);
-const G3_HI = Number(G_MULTIPLES[2] >> 32n);
-const G3_LO = Number(G_MULTIPLES[2] & 0xffffffffn);
-// The row hash's first, seed-independent step: mix64(key ^ 0x2545f4914f6cdd1d).
+// The row hash's first, seed-independent step and the key's fingerprint:
+// e = mix64(key ^ 0x2545f4914f6cdd1d).
 const ROW2_SALT_HI = 0x2545f491;
 const ROW2_SALT_LO = 0x4f6cdd1d;
 
 /** The route of a key (h1, h2) at `split` over shards (sA, sB): sets route2InA and
- * route2Shard (the shard within its part). h = mix64(key ^ salt(4, 0)): selector h >> 56,
- * shard floor((h mod 2^56) * count / 2^56). */
+ * route2Shard (the shard within its part). The key's own bits: selector key >> 56,
+ * shard floor((key mod 2^56) * count / 2^56). */
 let route2InA = false;
 let route2Shard = 0;
 function route2Halves(h1, h2, split, sA, sB) {
-  mix64Halves((h1 ^ SELECTOR_SALT_HI) >>> 0, (h2 ^ SELECTOR_SALT_LO) >>> 0);
-  const hi24 = outHi & 0xffffff;
-  const lo = outLo;
-  route2InA = outHi >>> 24 < split;
+  const hi24 = h1 & 0xffffff;
+  const lo = h2 >>> 0;
+  route2InA = h1 >>> 24 < split;
   const count = route2InA ? sA : sB;
   // (hi24 * 2^32 + lo) * count / 2^56, exactly: the carry of lo * count into hi24 * count.
   mul32(lo, count);
@@ -741,7 +739,7 @@ function route2Halves(h1, h2, split, sA, sB) {
 }
 
 /** rowStart, rowC0..rowC3, rowFpHi/rowFpLo of section 12's version 2 for a key whose
- * seed-independent step is (baseHi, baseLo), in a shard of `m` rows with salt (saltHi, saltLo). */
+ * seed-independent step e is (baseHi, baseLo), in a shard of `m` rows with salt (saltHi, saltLo). */
 function ribbon2RowHalves(baseHi, baseLo, saltHi, saltLo, m) {
   const uh = (baseHi ^ saltHi) >>> 0;
   const ul = (baseLo ^ saltLo) >>> 0;
@@ -754,9 +752,8 @@ function ribbon2RowHalves(baseHi, baseLo, saltHi, saltLo, m) {
   mix64Halves((uh ^ G2_HI) >>> 0, (ul ^ G2_LO) >>> 0);
   const dh = outHi;
   const dl = outLo;
-  mix64Halves((uh ^ G3_HI) >>> 0, (ul ^ G3_LO) >>> 0);
-  rowFpHi = outHi;
-  rowFpLo = outLo;
+  rowFpHi = baseHi;
+  rowFpLo = baseLo;
   const w = m < 128 ? m : 128;
   // floor(b * (m - w + 1) / 2^64), with m - w + 1 <= 2^32 - 128: the carries of two 32x32 products.
   const span = m - w + 1;

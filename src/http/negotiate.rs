@@ -249,7 +249,10 @@ mod tests {
             Some(Compact::Ribbon),
             "any other version is version 1"
         );
-        assert_eq!(wants(&format!("{v2};q=0.5, application/octet-stream")), None);
+        assert_eq!(
+            wants(&format!("{v2};q=0.5, application/octet-stream")),
+            None
+        );
     }
 
     #[test]

@@ -24,9 +24,7 @@ async fn any_precision_is_served_near_the_floor_holding_every_id() {
     let ids = ids(3_000);
     let app = closed_hour_of(&ids).await;
     for fpp in [0.05, 0.0437, 0.01, 0.003, 0.001, 2.2e-5, (-20f64).exp2()] {
-        let reply = app
-            .get(&format!("/2008/09/03/13.ribbon2?fpp={fpp}"))
-            .await;
+        let reply = app.get(&format!("/2008/09/03/13.ribbon2?fpp={fpp}")).await;
         assert_eq!(reply.status, 200, "{fpp}");
         assert_eq!(reply.header("content-type"), Some(V2));
         assert_eq!(reply.header("content-encoding"), None, "never gzipped");
@@ -42,7 +40,11 @@ async fn any_precision_is_served_near_the_floor_holding_every_id() {
         let ratio = reply.body.len() as f64 / floor;
         assert!(ratio <= 1.05, "{fpp}: {ratio:.4}x the floor");
         let said: f64 = reply.header("bloom-fpp").unwrap().parse().unwrap();
-        assert!((said - f.fpp()).abs() <= f.fpp() * 1e-6, "{said} vs {}", f.fpp());
+        assert!(
+            (said - f.fpp()).abs() <= f.fpp() * 1e-6,
+            "{said} vs {}",
+            f.fpp()
+        );
         assert_eq!(reply.header("bloom-count"), Some("3000"));
         let structure = reply.header("bloom-ribbon").unwrap();
         assert!(structure.starts_with("v=2; w=128; k="), "{structure}");
@@ -86,7 +88,11 @@ async fn accept_with_v_2_negotiates_version_2_and_version_1_keeps_its_bytes() {
     assert_eq!(by_accept.header("content-type"), Some(V2));
     assert_eq!(by_accept.body, by_suffix.body);
     let without_fpp = Ribbon2::from_bytes(&by_suffix.body).unwrap();
-    assert_eq!(without_fpp.grade(), Grade::for_fpp(0.01).unwrap(), "the target");
+    assert_eq!(
+        without_fpp.grade(),
+        Grade::for_fpp(0.01).unwrap(),
+        "the target"
+    );
     // Version 1 is what it was: the v1 body of the same keys.
     let v1 = app
         .get_with(

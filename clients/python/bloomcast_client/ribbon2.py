@@ -21,7 +21,7 @@ MAX_K = 31
 SELECTOR_RANGE = 256
 ROW_SALT = 0x2545F4914F6CDD1D
 LOW56 = (1 << 56) - 1
-TAG_A, TAG_B, TAG_ROUTE = 1, 2, 4
+TAG_A, TAG_B = 1, 2
 # Solution bytes a 128-bit window at any bit offset reads: 16 plus one for the shift.
 WINDOW_BYTES = 17
 # The fpp this client asks for: quarter-bit steps, 2^-(q/4) for q = 16..96 (2^-4 to 2^-24).
@@ -32,8 +32,6 @@ def salt(tag, seed):
     """salt(tag, seed) = mix64(tag << 32 | seed)."""
     return mix64((tag << 32) | seed)
 
-
-ROUTE_SALT = salt(TAG_ROUTE, 0)
 
 
 if hasattr(int, "bit_count"):  # Python 3.10+
@@ -74,26 +72,25 @@ def grade_fpp(k, split):
 # --- Hashing a key (the section's "Querying") ---------------------------------------------
 
 def route(h1, h2, split, shards_a, shards_b):
-    """(part A?, shard within the part) of the key (h1, h2): h = mix64(key ^ salt(4, 0)),
-    part A when h >> 56 < split, shard = (h mod 2^56) * count >> 56."""
-    h = mix64(((h1 << 32) | h2) ^ ROUTE_SALT)
+    """(part A?, shard within the part) of the key (h1, h2): its own bits route it,
+    part A when key >> 56 < split, shard = (key mod 2^56) * count >> 56."""
+    h = (h1 << 32) | h2
     in_a = (h >> 56) < split
     return in_a, ((h & LOW56) * (shards_a if in_a else shards_b)) >> 56
 
 
 def row(h1, h2, part_a, seed, m):
     """(start, coeff, fingerprint) of the key (h1, h2) in a shard of part A (part_a) or
-    B with m rows and this seed; the fingerprint is all 64 bits of e (a query compares
-    its low `bits`)."""
-    u = mix64(((h1 << 32) | h2) ^ ROW_SALT) ^ salt(TAG_A if part_a else TAG_B, seed)
-    return _row(u, m)
+    B with m rows and this seed; the fingerprint is all 64 bits of e = mix64(key ^
+    0x2545f4914f6cdd1d) (a query compares its low `bits`)."""
+    e = mix64(((h1 << 32) | h2) ^ ROW_SALT)
+    return _row(e, e ^ salt(TAG_A if part_a else TAG_B, seed), m)
 
 
-def _row(u, m):
+def _row(e, u, m):
     b = mix64(u)
     c = mix64(u ^ GOLDEN)
     d = mix64(u ^ ((2 * GOLDEN) & MASK64))
-    e = mix64(u ^ ((3 * GOLDEN) & MASK64))
     w = min(m, 128)
     start = (b * (m - w + 1)) >> 64
     coeff = ((c | d << 64) & ((1 << w) - 1)) | 1 if w else 0
@@ -199,7 +196,7 @@ class Ribbon2:
     def contains_key(self, h1, h2):
         """The section's query for the sha1-km32 key (h1, h2)."""
         key = (h1 << 32) | h2
-        h = mix64(key ^ ROUTE_SALT)
+        h = key
         if (h >> 56) < self.split:
             count, first = self.shards_a, 0
         else:
@@ -207,7 +204,8 @@ class Ribbon2:
         if not count:
             return False  # the key's part holds no key
         m, bits, shard_salt, offset = self._shards[first + (((h & LOW56) * count) >> 56)]
-        start, coeff, fp = _row(mix64(key ^ ROW_SALT) ^ shard_salt, m)
+        e = mix64(key ^ ROW_SALT)
+        start, coeff, fp = _row(e, e ^ shard_salt, m)
         s = self._solution
         t = offset + start
         for _ in range(bits):  # column by column; the first mismatch decides

@@ -129,6 +129,7 @@ impl ClientBuilder {
             token: self.token,
             cache: EtagCache::new(self.cache_entries),
             ribbons: compact::RibbonCache::new(self.cache_entries),
+            ribbons2: compact::RibbonCache::new(self.cache_entries),
             exacts: exact_hours::ExactCache::new(self.cache_entries),
             fetch_cost: self.fetch_cost,
             dictionaries: dictionaries::Dictionaries::default(),

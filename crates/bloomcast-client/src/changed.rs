@@ -3,9 +3,9 @@
 //! hour by hour, each closed hour in its cheapest form ([`super::cheapest_form`]; from
 //! the index's `exact_since`, [`super::exact_or`]).
 
-use super::choice::{cheapest_form, exact_or, wasted, Choice, Form, Forms};
+use super::choice::{cheapest_form_of, exact_or, wasted, Choice, Form, Forms};
 use super::{fetch, plan, Changed, Client, ClientError, Fetched, Index, Result, Strategy};
-use crate::bloom::{Filter, Key, Ribbon};
+use crate::bloom::{Filter, Key, Ribbon, Ribbon2};
 use crate::exact::Exact;
 use crate::hour::Hour;
 use std::collections::HashMap;
@@ -15,6 +15,7 @@ use std::sync::Arc;
 enum Held {
     Bloom(Arc<Fetched>),
     Ribbon(Arc<Ribbon>),
+    Ribbon2(Arc<Ribbon2>),
     Exact(Arc<Exact>),
 }
 
@@ -23,6 +24,7 @@ impl Held {
         match self {
             Held::Bloom(fetched) => fetched.filter.contains_key(key),
             Held::Ribbon(ribbon) => ribbon.contains(key),
+            Held::Ribbon2(ribbon) => ribbon.contains(key),
             Held::Exact(exact) => exact.changed(key),
         }
     }
@@ -31,6 +33,7 @@ impl Held {
         match self {
             Held::Bloom(fetched) => fetched.filter.fpp(),
             Held::Ribbon(ribbon) => ribbon.fpp(),
+            Held::Ribbon2(ribbon) => ribbon.fpp(),
             // None among the universe's IDs, the only ones a caller asks about.
             Held::Exact(_) => 0.0,
         }
@@ -203,7 +206,7 @@ impl Client {
             // A verifying client: ribbons are not signed.
             Choice::bloom(count, inputs.target_fpp)
         } else {
-            cheapest_form(count, inputs.target_fpp, followed, cost)
+            cheapest_form_of(count, inputs.target_fpp, followed, cost, inputs.ribbon2)
         };
         let choice = match exact {
             Some(bytes) => exact_or(bytes, other, followed, cost),
@@ -224,11 +227,19 @@ impl Client {
                 Err(e) => return Err(e),
             }
         }
-        let Form::Ribbon { r } = other.form else {
-            return Ok(Held::Bloom(self.hour(hour).await?));
+        let fetched = match other.form {
+            Form::Ribbon { r } => self
+                .ribbon(hour, Some((-f64::from(r)).exp2()))
+                .await
+                .map(Held::Ribbon),
+            Form::Ribbon2 { k } => self
+                .ribbon2(hour, Some((-f64::from(k)).exp2()))
+                .await
+                .map(Held::Ribbon2),
+            Form::Bloom | Form::Exact => return Ok(Held::Bloom(self.hour(hour).await?)),
         };
-        match self.ribbon(hour, Some((-f64::from(r)).exp2())).await {
-            Ok(ribbon) => Ok(Held::Ribbon(ribbon)),
+        match fetched {
+            Ok(held) => Ok(held),
             // A server without the compact form (404 for the suffix), or an hour it does
             // not serve compactly (406): the v1 filter answers the same question.
             Err(ClientError::Status {
@@ -250,10 +261,11 @@ impl Client {
             .filter(|f| f.meta.complete)
             .map(Held::Bloom);
         let ribbon = self.ribbons.get(hour).map(Held::Ribbon);
-        match (bloom, ribbon) {
-            (Some(b), Some(r)) => Some(if b.fpp() <= r.fpp() { b } else { r }),
-            (b, r) => b.or(r),
-        }
+        let ribbon2 = self.ribbons2.get(hour).map(Held::Ribbon2);
+        [bloom, ribbon, ribbon2]
+            .into_iter()
+            .flatten()
+            .min_by(|a, b| a.fpp().total_cmp(&b.fpp()))
     }
 
     /// What the planner needs: per hour, what we hold of it and its count.
@@ -282,6 +294,7 @@ impl Client {
             followed,
             fetch_cost: self.fetch_cost,
             bloom_only: self.pubkey.is_some() || self.pin,
+            ribbon2: index.ribbon_versions.contains(&2),
         }
     }
 }

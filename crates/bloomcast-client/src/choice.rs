@@ -27,6 +27,10 @@ pub enum Form {
     Bloom,
     /// The ribbon filter at `fpp = 2^-r` (`.ribbon?fpp=2^-r`).
     Ribbon { r: u32 },
+    /// The version 2 ribbon at `fpp = 2^-k` (`.ribbon2?fpp=2^-k`). Version 2 serves any
+    /// precision, but filter bytes and `fpp` are both linear in the fraction between two
+    /// whole bits, so the cheapest is always at a whole bit.
+    Ribbon2 { k: u32 },
     /// The exact body (`.exact`, PROTOCOL.md section 14): no false positive among the
     /// IDs of the publisher's universe, for sealed hours from the index's `exact_since`.
     Exact,
@@ -82,6 +86,18 @@ impl Choice {
         }
     }
 
+    /// The form of a closed hour of `n` IDs as a version 2 ribbon at `2^-k`
+    /// (PROTOCOL.md section 12, "Version 2"): its shards at their first size
+    /// ([`crate::bloom::Ribbon2::predicted_bytes`]), served without gzip.
+    pub fn ribbon2(n: u64, k: u32) -> Choice {
+        let grade = crate::bloom::Grade { k, split: 0 };
+        Choice {
+            form: Form::Ribbon2 { k },
+            filter_bytes: crate::bloom::Ribbon2::predicted_bytes(n, grade),
+            fpp: (-f64::from(k)).exp2(),
+        }
+    }
+
     /// The exact body of a sealed hour, of `bytes` bytes (the index's `exact_bytes`, or
     /// for an hour it does not list, the v1 body's predicted bytes): served without gzip,
     /// with no false positive among the universe's IDs.
@@ -127,9 +143,33 @@ pub fn ribbon_rows(n: u64) -> u64 {
 /// assert_eq!(cheapest_form(0, 0.01, 45_754, 10 * 1024).form, Form::Bloom);
 /// ```
 pub fn cheapest_form(count: u64, target_fpp: f64, followed: u64, fetch_cost: u64) -> Choice {
+    cheapest_form_of(count, target_fpp, followed, fetch_cost, false)
+}
+
+/// [`cheapest_form`], with version 2 ribbons in place of version 1 when `ribbon2` (the
+/// server's index lists version 2).
+///
+/// ```
+/// use bloomcast_client::{cheapest_form_of, Form};
+/// let choice = cheapest_form_of(280, 0.01, 45_754, 10 * 1024, true);
+/// assert_eq!(choice.form, Form::Ribbon2 { k: 23 });
+/// ```
+pub fn cheapest_form_of(
+    count: u64,
+    target_fpp: f64,
+    followed: u64,
+    fetch_cost: u64,
+    ribbon2: bool,
+) -> Choice {
     let cost = |c: &Choice| (c.expected_bytes(followed, fetch_cost), c.filter_bytes);
     RIBBON_BITS
-        .map(|r| Choice::ribbon(count, r))
+        .map(|r| {
+            if ribbon2 {
+                Choice::ribbon2(count, r)
+            } else {
+                Choice::ribbon(count, r)
+            }
+        })
         .chain([Choice::bloom(count, target_fpp)])
         .min_by(|a, b| cost(a).partial_cmp(&cost(b)).expect("finite costs"))
         .expect("at least one form")
@@ -159,7 +199,7 @@ pub fn exact_or(exact_bytes: u64, other: Choice, followed: u64, fetch_cost: u64)
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bloom::{Filter, Key, Ribbon};
+    use crate::bloom::{Filter, Grade, Key, Ribbon, Ribbon2};
 
     fn keys(n: u64) -> Vec<Key> {
         (0..n).map(|i| Key::of(&format!("user:{i}"))).collect()
@@ -181,6 +221,41 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn the_predicted_version_2_size_is_the_servers_within_a_percent() {
+        for n in [1, 40, 129, 300, 2_999, 10_000, 30_000, 100_000] {
+            let keys = keys(n);
+            for k in [4, 7, 13, 24] {
+                let built = Ribbon2::build(&keys, Grade { k, split: 0 }).unwrap();
+                let predicted = Choice::ribbon2(n, k).filter_bytes;
+                let bytes = built.byte_len() as u64;
+                assert!(
+                    bytes.abs_diff(predicted) <= bytes / 100,
+                    "n {n} k {k}: built {bytes} predicted {predicted}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn version_2_takes_the_place_of_version_1_when_the_server_serves_it() {
+        let v2 = cheapest_form_of(3_000, 0.01, 45_754, DEFAULT_FETCH_COST, true);
+        let v1 = cheapest_form_of(3_000, 0.01, 45_754, DEFAULT_FETCH_COST, false);
+        assert!(matches!(v2.form, Form::Ribbon2 { .. }), "{v2:?}");
+        assert!(matches!(v1.form, Form::Ribbon { .. }), "{v1:?}");
+        assert!(
+            v2.expected_bytes(45_754, DEFAULT_FETCH_COST)
+                < v1.expected_bytes(45_754, DEFAULT_FETCH_COST)
+        );
+        // Without a fetch to waste, the fewest bits: smaller than version 1's.
+        let v2 = cheapest_form_of(3_000, 0.01, 1, 0, true);
+        let v1 = cheapest_form_of(3_000, 0.01, 1, 0, false);
+        assert!(
+            v2.filter_bytes * 100 < v1.filter_bytes * 95,
+            "{v2:?} {v1:?}"
+        );
     }
 
     #[test]
@@ -213,7 +288,7 @@ mod tests {
     fn few_ids_followed_take_a_coarse_filter_and_many_a_precise_one() {
         let r = |followed| match cheapest_form(300, 0.01, followed, DEFAULT_FETCH_COST).form {
             Form::Ribbon { r } => r,
-            Form::Bloom | Form::Exact => 0,
+            Form::Bloom | Form::Exact | Form::Ribbon2 { .. } => 0,
         };
         assert_eq!(r(1), 7);
         assert_eq!(r(100), 14);
@@ -225,7 +300,7 @@ mod tests {
     fn a_dearer_fetch_asks_for_more_bits() {
         let r = |cost| match cheapest_form(30_000, 0.01, 1_000, cost).form {
             Form::Ribbon { r } => r,
-            Form::Bloom | Form::Exact => 0,
+            Form::Bloom | Form::Exact | Form::Ribbon2 { .. } => 0,
         };
         assert!(r(100) < r(10 * 1024) && r(10 * 1024) < r(1 << 20));
     }

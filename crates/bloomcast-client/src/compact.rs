@@ -5,7 +5,7 @@
 
 use super::fetch::check;
 use super::{Client, ClientError, Result};
-use crate::bloom::Ribbon;
+use crate::bloom::{Grade, Ribbon, Ribbon2};
 use crate::hour::Hour;
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::Ordering;
@@ -50,38 +50,93 @@ impl Client {
     }
 }
 
-/// Ribbons by hour index, and the hours in insertion order for eviction.
-type Held = (HashMap<i64, Arc<Ribbon>>, VecDeque<i64>);
+impl Client {
+    /// Fetches a closed hour as a version 2 ribbon (`.ribbon2`, PROTOCOL.md section 12):
+    /// at `fpp` or at most it (any value from 2^-24 to 2^-4 is its own precision, within
+    /// 1.05x of the floor), or at the server's target. One of the hour at least as
+    /// precise, fetched before by this client, is answered without a request.
+    ///
+    /// # Errors
+    /// [`ClientError::Status`] 406 for the open hour, 404 from a server without version
+    /// 2, 400 for an `fpp` out of range; a body that is not version 2 is a protocol error.
+    pub async fn ribbon2(&self, hour: Hour, fpp: Option<f64>) -> Result<Arc<Ribbon2>> {
+        if let Some(held) = fpp.and_then(|p| self.ribbons2.get(hour).filter(|r| r.fpp() <= p)) {
+            self.counters.cache_hits.fetch_add(1, Ordering::Relaxed);
+            return Ok(held);
+        }
+        let mut path = format!("{}.ribbon2", hour.path());
+        if let Some(p) = fpp {
+            path.push_str(&format!("?fpp={p:e}"));
+        }
+        let response = check(self.send(self.get(&path)).await?).await?;
+        let body = self.body(response, None).await?;
+        let ribbon = Ribbon2::from_bytes(&body)
+            .map_err(|e| ClientError::Protocol(format!("{path}: {e}")))?;
+        if let Some(p) = fpp.and_then(Grade::for_fpp) {
+            if ribbon.grade() < p {
+                return Err(ClientError::Protocol(format!(
+                    "{path}: served {:?}, coarser than the {p:?} asked for",
+                    ribbon.grade()
+                )));
+            }
+        }
+        self.counters.ribbons.fetch_add(1, Ordering::Relaxed);
+        self.counters.ribbons2.fetch_add(1, Ordering::Relaxed);
+        let ribbon = Arc::new(ribbon);
+        self.ribbons2.put(hour, Arc::clone(&ribbon));
+        Ok(ribbon)
+    }
+}
 
-/// The most precise ribbon held per hour, bounded like the validator cache (the oldest
-/// hour goes first).
+/// Ribbons by hour index, and the hours in insertion order for eviction.
+type Held<T> = (HashMap<i64, Arc<T>>, VecDeque<i64>);
+
+/// A filter of a precision: what the cache keeps the best of.
+pub(crate) trait Precise {
+    fn fpp(&self) -> f64;
+}
+
+impl Precise for Ribbon {
+    fn fpp(&self) -> f64 {
+        Ribbon::fpp(self)
+    }
+}
+
+impl Precise for Ribbon2 {
+    fn fpp(&self) -> f64 {
+        Ribbon2::fpp(self)
+    }
+}
+
+/// The most precise ribbon (of one version) held per hour, bounded like the validator
+/// cache (the oldest hour goes first).
 #[derive(Debug)]
-pub(crate) struct RibbonCache {
-    inner: Mutex<Held>,
+pub(crate) struct RibbonCache<T = Ribbon> {
+    inner: Mutex<Held<T>>,
     capacity: usize,
 }
 
-impl RibbonCache {
-    pub(crate) fn new(capacity: usize) -> RibbonCache {
+impl<T: Precise> RibbonCache<T> {
+    pub(crate) fn new(capacity: usize) -> RibbonCache<T> {
         RibbonCache {
             inner: Mutex::default(),
             capacity,
         }
     }
 
-    pub(crate) fn get(&self, hour: Hour) -> Option<Arc<Ribbon>> {
+    pub(crate) fn get(&self, hour: Hour) -> Option<Arc<T>> {
         self.lock().0.get(&hour.index()).cloned()
     }
 
     /// Keeps `ribbon` unless a more precise one of the hour is held.
-    pub(crate) fn put(&self, hour: Hour, ribbon: Arc<Ribbon>) {
+    pub(crate) fn put(&self, hour: Hour, ribbon: Arc<T>) {
         if self.capacity == 0 {
             return;
         }
         let mut guard = self.lock();
         let (map, order) = &mut *guard;
         match map.get(&hour.index()) {
-            Some(held) if held.r() >= ribbon.r() => return,
+            Some(held) if held.fpp() <= ribbon.fpp() => return,
             Some(_) => {}
             None => order.push_back(hour.index()),
         }
@@ -94,7 +149,7 @@ impl RibbonCache {
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Held> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Held<T>> {
         crate::sync::lock(&self.inner)
     }
 }

@@ -31,7 +31,9 @@ mod publish;
 mod verify;
 
 pub use builder::ClientBuilder;
-pub use choice::{cheapest_form, exact_or, Choice, Form, Forms, DEFAULT_FETCH_COST, RIBBON_BITS};
+pub use choice::{
+    cheapest_form, cheapest_form_of, exact_or, Choice, Form, Forms, DEFAULT_FETCH_COST, RIBBON_BITS,
+};
 pub use error::ClientError;
 pub use history::{default_cache_dir, IdHistory};
 pub use plan::Strategy;
@@ -107,6 +109,9 @@ pub struct Index {
     /// the publisher registered no universe (or the server predates exact hours).
     #[serde(default)]
     pub exact_since: Option<String>,
+    /// The compact form's versions the server serves (`[1, 2]`; absent: version 1 only).
+    #[serde(default)]
+    pub ribbon_versions: Vec<u32>,
 }
 
 /// One hour as the index lists it.
@@ -217,6 +222,8 @@ pub struct Stats {
     pub deltas: u64,
     /// Closed hours fetched as ribbon filters (PROTOCOL.md section 12).
     pub ribbons: u64,
+    /// Of those, version 2 (`.ribbon2`).
+    pub ribbons2: u64,
     /// Sealed hours fetched as exact bodies (PROTOCOL.md section 14).
     pub exacts: u64,
 }
@@ -229,6 +236,7 @@ struct Counters {
     cache_hits: AtomicU64,
     deltas: AtomicU64,
     ribbons: AtomicU64,
+    ribbons2: AtomicU64,
     exacts: AtomicU64,
 }
 
@@ -241,6 +249,8 @@ pub struct Client {
     cache: EtagCache,
     /// Closed hours held as ribbons, the most precise of each.
     ribbons: compact::RibbonCache,
+    /// Closed hours held as version 2 ribbons, the most precise of each.
+    ribbons2: compact::RibbonCache<crate::bloom::Ribbon2>,
     /// Sealed hours held as exact bodies.
     exacts: exact_hours::ExactCache,
     /// Bytes a caller spends fetching a resource a filter wrongly flagged: what
@@ -283,6 +293,7 @@ impl Client {
             cache_hits: c.cache_hits.load(Ordering::Relaxed),
             deltas: c.deltas.load(Ordering::Relaxed),
             ribbons: c.ribbons.load(Ordering::Relaxed),
+            ribbons2: c.ribbons2.load(Ordering::Relaxed),
             exacts: c.exacts.load(Ordering::Relaxed),
         }
     }

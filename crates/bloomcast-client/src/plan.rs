@@ -53,6 +53,9 @@ pub(crate) struct Inputs {
     /// Closed hours must come as v1 Bloom filters (a verifying client: ribbons are not
     /// signed).
     pub bloom_only: bool,
+    /// The server serves the compact form's version 2 (its index lists it): closed hours
+    /// are read as version 2 ribbons where a ribbon is cheapest.
+    pub ribbon2: bool,
 }
 
 /// Payload bytes of a filter for `n` IDs at `p`: `n ln(1/p) / (ln 2)^2` bits.
@@ -140,6 +143,7 @@ mod tests {
             followed,
             fetch_cost: 10 * 1024,
             bloom_only: false,
+            ribbon2: false,
         }
     }
 

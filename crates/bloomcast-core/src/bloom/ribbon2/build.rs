@@ -116,6 +116,35 @@ impl Ribbon2 {
 }
 
 impl Ribbon2 {
+    /// The body's bytes for `n` keys at `grade`, predicted without building: each part
+    /// split evenly in its shards, each shard at its first size (a growth, never seen,
+    /// would add 0.5% of a shard). What a client weighs before fetching.
+    pub fn predicted_bytes(n: u64, grade: Grade) -> u64 {
+        let in_a = n * u64::from(grade.split) / u64::from(super::SELECTOR_RANGE);
+        let mut header = 6 + varint_len(n);
+        let mut bits = 0u64;
+        for (keys, width) in [(in_a, grade.k + 1), (n - in_a, grade.k)] {
+            let shards = if width == 0 {
+                u64::from(keys > 0)
+            } else {
+                u64::from(shards_for(keys))
+            };
+            header += varint_len(shards);
+            for i in 0..shards {
+                // The keys spread as evenly as integers allow.
+                let share = keys / shards + u64::from(i < keys % shards);
+                let m = if width == 0 {
+                    0
+                } else {
+                    u64::from(rows_for(share))
+                };
+                header += varint_len(m) + 1;
+                bits += m * u64::from(width);
+            }
+        }
+        header + bits.div_ceil(8)
+    }
+
     /// The most memory [`Ribbon2::build`] of `n` keys at `grade` holds at once, in
     /// bytes: the keys grouped by shard (8 bytes each), one shard's band, and the
     /// solution three times over (as solved, as blocks, and as the body rendered from
@@ -126,6 +155,11 @@ impl Ribbon2 {
         let band = Band::<u32>::bytes(u64::from(rows_for(2 * SHARD_KEYS)));
         8 * n + band + 3 * solution + 64 * 1024
     }
+}
+
+/// Bytes of `v` as an unsigned LEB128 varint.
+fn varint_len(v: u64) -> u64 {
+    u64::from((64 - v.leading_zeros()).div_ceil(7).max(1))
 }
 
 /// Eliminates one shard's system into `band`: its rows and seed.

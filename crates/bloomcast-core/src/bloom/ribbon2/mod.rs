@@ -17,10 +17,9 @@ mod wire;
 use super::{mix64, Key};
 use crate::exact::system::{low_mask, salt, value_mask, width, Row};
 
-/// Salt tags of the parts' systems and of the route (selector and shard).
+/// Salt tags of the parts' systems.
 const TAG_A: u32 = 1;
 const TAG_B: u32 = 2;
-const TAG_ROUTE: u32 = 4;
 
 /// Selector values: a key is in part A when `selector < split`.
 pub const SELECTOR_RANGE: u32 = 256;
@@ -121,14 +120,14 @@ pub struct Ribbon2 {
 const TAIL: usize = 2 * 32;
 const GROUP: usize = 4;
 
-/// Where a key goes: its part (A when true) and its shard in that part of `shards`.
-/// `h = mix64(key ^ salt(4, 0))`; selector = `h >> 56`; shard = `((h mod 2^56) * shards) >> 56`.
+/// Where a key goes: its part (A when true) and its shard in that part. The key is
+/// already uniform (SHA-1's), so its own bits route it: selector = `key >> 56`, shard =
+/// `((key mod 2^56) * shards) >> 56`.
 #[inline]
 pub fn route(key: u64, split: u32, shards_a: u32, shards_b: u32) -> (bool, u32) {
-    let h = mix64(key ^ salt(TAG_ROUTE, 0));
-    let in_a = ((h >> 56) as u32) < split;
+    let in_a = selector(key) < split;
     let shards = if in_a { shards_a } else { shards_b };
-    let shard = (((h & ((1 << 56) - 1)) as u128 * u128::from(shards)) >> 56) as u32;
+    let shard = ((u128::from(key & ((1 << 56) - 1)) * u128::from(shards)) >> 56) as u32;
     (in_a, shard)
 }
 
@@ -170,14 +169,13 @@ impl Ribbon2 {
     /// key). Without a branch on the part, which is a coin toss at most grades.
     #[inline(always)]
     fn shard_of(&self, key: u64) -> Option<usize> {
-        let h = mix64(key ^ salt(TAG_ROUTE, 0));
         let total = self.shards.len() as u64;
-        let in_a = u64::from(((h >> 56) as u32) < self.grade.split);
+        let in_a = u64::from(((key >> 56) as u32) < self.grade.split);
         let a = u64::from(self.in_a);
         // Part A: shards 0..a; part B: shards a..total.
         let count = in_a * a + (1 - in_a) * (total - a);
         let first = (1 - in_a) * a;
-        let within = (u128::from(h & ((1 << 56) - 1)) * u128::from(count)) >> 56;
+        let within = (u128::from(key & ((1 << 56) - 1)) * u128::from(count)) >> 56;
         (count != 0).then_some((first + within as u64) as usize)
     }
 
@@ -257,25 +255,24 @@ const GOLDEN: u64 = 0x9e37_79b9_7f4a_7c15;
 /// The salt of the row hash's first step, the same in every shard.
 const ROW_SALT: u64 = 0x2545_f491_4f6c_dd1d;
 
-/// The seed-independent first step of a key's row: `mix64(key ^ ROW_SALT)`, computed
-/// while the key's shard is found.
+/// The seed-independent first step of a key's row, `mix64(key ^ ROW_SALT)`, computed
+/// while the key's shard is found; it is also the key's fingerprint.
 #[inline]
 pub fn row_base(key: u64) -> u64 {
     mix64(key ^ ROW_SALT)
 }
 
 /// Where and how a key sits in a shard of `m` rows whose seed has salt `salt`: with
-/// `u = row_base(key) ^ salt`, `b`, `c`, `d`, `e` = `mix64(u ^ i * G)` for i = 0..3
-/// (independent of one another, so computed at once); `start = (b * (m - w + 1)) >>
-/// 64`, `coeff = (c | d << 64)` cut to `w = min(m, 128)` bits with bit 0 set,
-/// `fingerprint = e`.
+/// `u = base ^ salt` (`base` = [`row_base`]), `b`, `c`, `d` = `mix64(u ^ i * G)` for
+/// i = 0..2 (independent of one another, so computed at once); `start = (b * (m - w +
+/// 1)) >> 64`, `coeff = (c | d << 64)` cut to `w = min(m, 128)` bits with bit 0 set,
+/// `fingerprint = base`.
 #[inline]
 pub fn row(base: u64, salt: u64, m: u32) -> Row {
     let u = base ^ salt;
     let b = mix64(u);
     let c = mix64(u ^ GOLDEN);
     let d = mix64(u ^ GOLDEN.wrapping_mul(2));
-    let e = mix64(u ^ GOLDEN.wrapping_mul(3));
     let w = width(m);
     let starts = u128::from(m - w + 1);
     let coeff = if w == 0 {
@@ -286,14 +283,14 @@ pub fn row(base: u64, salt: u64, m: u32) -> Row {
     Row {
         start: ((u128::from(b) * starts) >> 64) as u32,
         coeff,
-        fingerprint: e,
+        fingerprint: base,
     }
 }
 
-/// The selector of a key, `mix64(key ^ salt(4, 0)) >> 56`: part A below the split.
+/// The selector of a key, `key >> 56`: part A below the split.
 #[inline]
 fn selector(key: u64) -> u32 {
-    (mix64(key ^ salt(TAG_ROUTE, 0)) >> 56) as u32
+    (key >> 56) as u32
 }
 
 /// The parity of a word without a popcount instruction: pair bits up to nibbles, and let

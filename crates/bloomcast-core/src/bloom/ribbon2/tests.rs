@@ -99,6 +99,22 @@ fn damaged_bodies_are_refused_with_the_reason() {
 }
 
 #[test]
+fn the_predicted_size_is_the_built_one_within_a_percent() {
+    for n in [0, 1, 40, 129, 3_000, 10_000, 50_000] {
+        let keys = keys(n, "p");
+        for p in [0.05, 0.01, 0.001, (-20f64).exp2(), 0.5] {
+            let grade = Grade::for_fpp(p).unwrap();
+            let built = Ribbon2::build(&keys, grade).unwrap().byte_len() as u64;
+            let predicted = Ribbon2::predicted_bytes(n as u64, grade);
+            assert!(
+                built.abs_diff(predicted) <= built / 100 + 2,
+                "n {n} p {p}: built {built} predicted {predicted}"
+            );
+        }
+    }
+}
+
+#[test]
 fn small_shards_are_dense_and_carry_no_slack() {
     assert_eq!(rows_for(0), 0);
     assert_eq!(rows_for(100), 100);

@@ -83,13 +83,9 @@ fn salt(tag: u64, seed: u64) -> u64 {
 
 /// (start, coeff, fingerprint) as section 12 writes them.
 fn transcribed_row(key: u64, part_a: bool, seed: u64, m: u64) -> (u64, u128, u64) {
-    let u = mix64(key ^ 0x2545f4914f6cdd1d) ^ salt(if part_a { 1 } else { 2 }, seed);
-    let (b, c, d, e) = (
-        mix64(u),
-        mix64(u ^ G),
-        mix64(u ^ G.wrapping_mul(2)),
-        mix64(u ^ G.wrapping_mul(3)),
-    );
+    let e = mix64(key ^ 0x2545f4914f6cdd1d);
+    let u = e ^ salt(if part_a { 1 } else { 2 }, seed);
+    let (b, c, d) = (mix64(u), mix64(u ^ G), mix64(u ^ G.wrapping_mul(2)));
     let w = m.min(128);
     let start = ((b as u128 * (m - w + 1) as u128) >> 64) as u64;
     let mut coeff = c as u128 | (d as u128) << 64;
@@ -103,12 +99,11 @@ fn transcribed_row(key: u64, part_a: bool, seed: u64, m: u64) -> (u64, u128, u64
 }
 
 fn transcribed_route(key: u64, split: u64, sa: u64, sb: u64) -> (bool, u64) {
-    let h = mix64(key ^ salt(4, 0));
-    let in_a = h >> 56 < split;
+    let in_a = key >> 56 < split;
     let count = if in_a { sa } else { sb };
     (
         in_a,
-        (((h & ((1 << 56) - 1)) as u128 * count as u128) >> 56) as u64,
+        (((key & ((1 << 56) - 1)) as u128 * count as u128) >> 56) as u64,
     )
 }
 
