@@ -118,10 +118,11 @@ fn per_query<K: Copy>(keys: &[K], contains: impl Fn(K) -> bool) -> Duration {
             let t = Instant::now();
             let hits = keys.iter().filter(|&&k| contains(black_box(k))).count();
             black_box(hits);
-            t.elapsed() / keys.len() as u32
+            t.elapsed()
         })
         .min()
         .expect("three passes")
+        .div_f64(keys.len() as f64)
 }
 
 /// Time per query over the absent keys with [`Ribbon2::contains_each`] (hashing a batch
@@ -132,10 +133,11 @@ fn per_batch(keys: &[Key], filter: &Ribbon2) -> Duration {
             let t = Instant::now();
             let hits = filter.contains_each(black_box(keys)).filter(|&b| b).count();
             black_box(hits);
-            t.elapsed() / keys.len() as u32
+            t.elapsed()
         })
         .min()
         .expect("three passes")
+        .div_f64(keys.len() as f64)
 }
 
 fn ns_per(d: Duration, n: usize) -> String {

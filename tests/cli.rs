@@ -315,6 +315,33 @@ fn inspect_reads_a_saved_ribbon_body() {
 }
 
 #[test]
+fn inspect_reads_a_saved_version_2_body() {
+    let dir = tempfile::tempdir().unwrap();
+    let keys: Vec<bloomcast::bloom::Key> = (0..5_000)
+        .map(|i| bloomcast::bloom::Key::of(&format!("id:{i}")))
+        .collect();
+    let grade = bloomcast::bloom::Grade::for_fpp(0.003).unwrap();
+    let ribbon = bloomcast::bloom::Ribbon2::build(&keys, grade).unwrap();
+    let saved = dir.path().join("hour.ribbon2");
+    std::fs::write(&saved, ribbon.to_bytes()).unwrap();
+
+    let out = bloomcast(&["inspect", "--json", saved.to_str().unwrap()], "");
+
+    assert!(out.status.success(), "{}", stderr(&out));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["structure"], "ribbon2", "{doc}");
+    assert_eq!(doc["count"], 5_000);
+    assert_eq!(
+        (doc["k"].as_u64(), doc["split"].as_u64()),
+        (Some(8), Some(u64::from(grade.split)))
+    );
+    assert_eq!(doc["bytes"], ribbon.byte_len());
+    assert_eq!(doc["fpp"].as_f64().unwrap(), grade.fpp());
+    let of_floor = doc["of_floor"].as_f64().unwrap();
+    assert!(of_floor > 1.0 && of_floor <= 1.05, "{of_floor}");
+}
+
+#[test]
 fn inspect_reads_the_json_form_as_the_binary_body_and_names_its_time() {
     let dir = tempfile::tempdir().unwrap();
     let keys: Vec<bloomcast::bloom::Key> = (0..100)

@@ -11,8 +11,8 @@ use std::io::Read;
 /// Show a filter's parameters, count, fill and estimated false-positive probability.
 #[derive(Debug, Args)]
 pub struct InspectArgs {
-    /// A filter URL (http://host:port/2008/09/03/13, or .../13.ribbon or
-    /// .../13.ribbon.json for the compact form, or .../13.exact for a sealed hour's exact
+    /// A filter URL (http://host:port/2008/09/03/13, or .../13.ribbon,
+    /// .../13.ribbon.json or .../13.ribbon2 for the compact form, or .../13.exact for a sealed hour's exact
     /// body: universe, changed, k, split, rows, seeds, bytes) or a file holding a JSON
     /// document (optionally gzip-compressed), a ribbon body or its JSON form, an exact
     /// body, or raw hex or bytes with --m and --k.
@@ -55,6 +55,10 @@ impl InspectArgs {
     pub async fn run(self) -> Result<(), CliError> {
         if let Some(exact) = super::exact::load(&self.target, self.pubkey).await? {
             super::exact::print(&exact, self.json);
+            return Ok(());
+        }
+        if let Some(ribbon) = super::ribbon::load_v2(&self.target).await? {
+            super::ribbon::print_v2(&ribbon, self.json);
             return Ok(());
         }
         if let Some(ribbon) = super::ribbon::load(&self.target).await? {
