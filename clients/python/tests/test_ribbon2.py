@@ -8,7 +8,7 @@ import math
 import pytest
 
 from bloomcast_client import (Client, HTTPError, ProtocolError, Ribbon2, RibbonError,
-                              cheapest_form, grade_for_fpp, hourly_is_cheaper)
+                              cheapest_form, grade_for_fpp, hour_path, hourly_is_cheaper)
 from bloomcast_client.ribbon2 import (RIBBON2_GRID, grade_fpp, ribbon2_bytes, route, row,
                                       selftest_ribbon2)
 from conftest import ROOT
@@ -318,3 +318,66 @@ def test_changed_since_reads_a_version_2_hour_and_keeps_it(fake_server):
     # Held: asked again, the hour is answered from it.
     client.changed_since(ids, "2026-11-23T09", per_hour=True)
     assert len(served) == 1
+
+
+# --- against the real server -------------------------------------------------------------
+
+def _closed_hour_on_a_live_server(tmp_path, ids):
+    """A real server whose clock is set so that its hour ends a few seconds after start,
+    `ids` ingested into that hour, and the hour closed: (server, hour). Skips without a
+    bloomcast binary; tries again if the ingest slipped into the next hour."""
+    import datetime
+    import urllib.request
+    from conftest import LIVE_TOKEN, NO_BINARY, LiveServer, bloomcast_binary
+
+    binary = bloomcast_binary()
+    if binary is None:
+        pytest.skip(NO_BINARY)
+    for attempt in range(3):
+        now = datetime.datetime.now(datetime.timezone.utc).timestamp()
+        offset = int(3600 - 6 - now % 3600)  # the server's hour ends in 6 s
+        data = tmp_path / f"server{attempt}"
+        data.mkdir()
+        server = LiveServer(binary, data, BLOOMCAST_CLOCK_OFFSET_SECONDS=str(offset))
+        request = urllib.request.Request(
+            server.base + "/updates", data="\n".join(ids).encode(), method="POST",
+            headers={"Authorization": f"Bearer {LIVE_TOKEN}", "Content-Type": "text/plain"})
+        with urllib.request.urlopen(request, timeout=30) as reply:
+            hour = json.load(reply)["hour"]
+        ending = datetime.datetime.fromtimestamp(now + offset, datetime.timezone.utc)
+        if hour.startswith(ending.strftime("%Y-%m-%dT%H")):
+            return server, hour
+        server.close()
+    pytest.fail("the ingest kept landing in the next hour")
+
+
+def test_a_live_server_serves_every_precision_this_decoder_reads(tmp_path):
+    import time
+    ids = [f"user:{i}" for i in range(3000)]
+    server, hour = _closed_hour_on_a_live_server(tmp_path, ids)
+    try:
+        client = Client(server.base)
+        deadline = time.monotonic() + 30
+        while True:  # 406 until the hour closes
+            try:
+                f = client.ribbon2(hour, 0.05)
+                break
+            except HTTPError as e:
+                if e.status != 406 or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.5)
+        import urllib.request
+        for fpp in (0.05, 0.0437, 0.01, 0.001, 2.2e-5, 2.0 ** -20):
+            f = client.ribbon2(hour, fpp)
+            assert f.fpp <= fpp and f.n == 3000
+            assert all(f.contains(i) for i in ids), fpp
+            url = f"{server.base}{hour_path(hour)}.ribbon2?fpp={fpp!r}"
+            with urllib.request.urlopen(url, timeout=30) as reply:
+                body = reply.read()
+            assert len(body) <= 1.05 * 3000 * math.log2(1 / fpp) / 8, (fpp, len(body))
+            assert Ribbon2.from_bytes(body).fpp == f.fpp
+        assert client.ribbon2_fetches == 6
+        positives = sum(f.contains(f"absent:{i}") for i in range(20000))
+        assert positives <= 20000 * 2.0 ** -20 + 3.3 * math.sqrt(20000 * 2.0 ** -20) + 1
+    finally:
+        server.close()
