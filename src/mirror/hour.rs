@@ -10,12 +10,13 @@ use std::io::{Read, Write};
 
 /// The forms of a sealed hour: the suffix, and whether a `.gz` sibling goes with it (the
 /// ribbon body is near-random bits and is never gzipped, PROTOCOL.md section 12).
-const FORMS: [(&str, bool); 5] = [
+const FORMS: [(&str, bool); 6] = [
     (".json", true),
     (".hex", true),
     (".bin", true),
     (".ribbon", false),
     (".ribbon.json", true),
+    (".ribbon2", false),
 ];
 
 /// Tries of a request the server answers busy (503, 429) before the pass fails.

@@ -245,7 +245,7 @@ impl Mirror {
         // No exact hours: a file server sends no signature header to verify one by.
         doc["exact_since"] = Value::Null;
         doc["urls"] = json!({
-            "hour": "/YYYY/MM/DD/HH[.json|.hex|.bin|.ribbon|.ribbon.json] (sealed hours)",
+            "hour": "/YYYY/MM/DD/HH[.json|.hex|.bin|.ribbon|.ribbon.json|.ribbon2] (sealed hours)",
             "chain": "/chain/YYYY/MM/DD/HH (one entry a page)",
             "well_known": WELL_KNOWN,
         });

@@ -149,6 +149,7 @@ pub async fn nginx_serves_the_mirror_to_check_and_verify_with_the_right_types() 
         (".bin", "application/octet-stream"),
         (".ribbon", "application/vnd.bloomcast.ribbon"),
         (".ribbon.json", "application/vnd.bloomcast.ribbon+json"),
+        (".ribbon2", "application/vnd.bloomcast.ribbon; v=2"),
     ] {
         for gzip in [false, true] {
             let reply = http
@@ -160,7 +161,8 @@ pub async fn nginx_serves_the_mirror_to_check_and_verify_with_the_right_types() 
             assert_eq!(reply.status(), 200, "{suffix}");
             assert_eq!(reply.headers()["content-type"], want, "{suffix}");
             let gzipped = reply.headers().get("content-encoding").is_some();
-            assert_eq!(gzipped, gzip && suffix != ".ribbon", "{suffix} gzip {gzip}");
+            let raw = suffix == ".ribbon" || suffix == ".ribbon2";
+            assert_eq!(gzipped, gzip && !raw, "{suffix} gzip {gzip}");
             // The bytes the origin serves, as they are.
             let origin = http
                 .get(format!("{}{}{suffix}", s.origin.base(), hour(1).path()))

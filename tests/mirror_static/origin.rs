@@ -159,6 +159,7 @@ pub fn hour_files(dir: &Path, h: Hour) -> Vec<PathBuf> {
         .flat_map(|s| [format!("{stem}{s}"), format!("{stem}{s}.gz")])
         .collect();
     names.push(format!("{stem}.ribbon"));
+    names.push(format!("{stem}.ribbon2"));
     names.push(format!("/chain{stem}"));
     names
         .iter()

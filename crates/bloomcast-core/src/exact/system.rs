@@ -246,7 +246,7 @@ impl<V: Rhs> Band<V> {
                 let bit = if c == 0 {
                     0
                 } else {
-                    ((c & *column).count_ones() ^ (rhs >> b)) & 1
+                    (parity(c & *column) ^ (rhs >> b)) & 1
                 };
                 *column |= u128::from(bit);
                 if bit != 0 {

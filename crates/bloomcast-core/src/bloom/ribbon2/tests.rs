@@ -53,6 +53,26 @@ fn every_member_is_found_at_every_size_and_grade() {
 }
 
 #[test]
+fn any_precision_from_2_to_the_minus_20_to_five_percent_is_within_5_percent_of_its_floor() {
+    // 24 precisions spread over the range, powers of two or not, at the two
+    // smallest sizes (the larger ones: benches/ribbon2.rs and benches/harness/ribbon2.sh).
+    for n in [3_000, 30_000] {
+        let keys = keys(n, "floor");
+        for i in 0..24 {
+            let bits = 4.3219 + (20.0 - 4.3219) * f64::from(i) / 23.0 + 0.013 * f64::from(i % 5);
+            let p = (-bits.min(20.0)).exp2();
+            let grade = Grade::for_fpp(p).unwrap();
+            assert!(grade.fpp() <= p);
+            let f = Ribbon2::build(&keys, grade).unwrap();
+            let floor = n as f64 * (1.0 / p).log2() / 8.0;
+            let ratio = f.byte_len() as f64 / floor;
+            assert!(ratio <= 1.05, "n {n} p {p:e}: {ratio:.4}x the floor");
+            assert!(keys.iter().all(|&k| f.contains(k)), "n {n} p {p:e}");
+        }
+    }
+}
+
+#[test]
 fn the_false_positive_rate_is_the_grades() {
     let members = keys(30_000, "in");
     for p in [0.05, 0.01, 0.003] {
