@@ -113,31 +113,30 @@ fn timed<T>(n: usize, build: impl Fn() -> T) -> (T, Duration) {
 
 /// Time per query over the absent keys, the best of three passes.
 fn per_query<K: Copy>(keys: &[K], contains: impl Fn(K) -> bool) -> Duration {
-    (0..3)
-        .map(|_| {
-            let t = Instant::now();
-            let hits = keys.iter().filter(|&&k| contains(black_box(k))).count();
-            black_box(hits);
-            t.elapsed()
-        })
-        .min()
-        .expect("three passes")
-        .div_f64(keys.len() as f64)
+    best_of_three(keys.len(), || {
+        keys.iter().filter(|&&k| contains(black_box(k))).count()
+    })
 }
 
 /// Time per query over the absent keys with [`Ribbon2::contains_each`] (hashing a batch
 /// before its lookups, as the SDK checks followed IDs), the best of three passes.
 fn per_batch(keys: &[Key], filter: &Ribbon2) -> Duration {
+    best_of_three(keys.len(), || {
+        filter.contains_each(black_box(keys)).filter(|&b| b).count()
+    })
+}
+
+/// The best of three timings of `pass` (which answers `n` queries), per query.
+fn best_of_three(n: usize, pass: impl Fn() -> usize) -> Duration {
     (0..3)
         .map(|_| {
             let t = Instant::now();
-            let hits = filter.contains_each(black_box(keys)).filter(|&b| b).count();
-            black_box(hits);
+            black_box(pass());
             t.elapsed()
         })
         .min()
         .expect("three passes")
-        .div_f64(keys.len() as f64)
+        .div_f64(n as f64)
 }
 
 fn ns_per(d: Duration, n: usize) -> String {

@@ -525,34 +525,33 @@ function exactRowHalves(h1, h2, saltHi, saltLo, m) {
   rowC3 = (ch & limbMask(w, 3)) >>> 0;
 }
 
+/** The parity of the 128 solution bits from bit `t` (below 2^53) under the coefficient
+ * of the row just computed (rowC0..rowC3): one column's bit of the row's value. */
+function windowParity(words, t) {
+  const i = Math.floor(t / 32);
+  const sh = t % 32;
+  let x;
+  if (sh === 0) {
+    x = (words[i] & rowC0) ^ (words[i + 1] & rowC1) ^ (words[i + 2] & rowC2) ^ (words[i + 3] & rowC3);
+  } else {
+    const back = 32 - sh;
+    const w1 = words[i + 1];
+    const w2 = words[i + 2];
+    const w3 = words[i + 3];
+    x =
+      (((words[i] >>> sh) | (w1 << back)) & rowC0) ^
+      (((w1 >>> sh) | (w2 << back)) & rowC1) ^
+      (((w2 >>> sh) | (w3 << back)) & rowC2) ^
+      (((w3 >>> sh) | (words[i + 4] << back)) & rowC3);
+  }
+  return parity32(x);
+}
+
 /** The `bits` columns of a system whose column 0 starts at solution bit `base`, at the row
  * just computed (rowStart, rowC0..rowC3): bit j of the result is column j's parity. */
 function exactValue(words, base, m, bits) {
   let got = 0;
-  const c0 = rowC0;
-  const c1 = rowC1;
-  const c2 = rowC2;
-  const c3 = rowC3;
-  for (let j = 0; j < bits; j++) {
-    const t = base + j * m + rowStart; // below 2^38: exact
-    const i = Math.floor(t / 32);
-    const sh = t % 32;
-    let x;
-    if (sh === 0) {
-      x = (words[i] & c0) ^ (words[i + 1] & c1) ^ (words[i + 2] & c2) ^ (words[i + 3] & c3);
-    } else {
-      const back = 32 - sh;
-      const w1 = words[i + 1];
-      const w2 = words[i + 2];
-      const w3 = words[i + 3];
-      x =
-        (((words[i] >>> sh) | (w1 << back)) & c0) ^
-        (((w1 >>> sh) | (w2 << back)) & c1) ^
-        (((w2 >>> sh) | (w3 << back)) & c2) ^
-        (((w3 >>> sh) | (words[i + 4] << back)) & c3);
-    }
-    got |= parity32(x) << j;
-  }
+  for (let j = 0; j < bits; j++) got |= windowParity(words, base + j * m + rowStart) << j;
   return got >>> 0;
 }
 
@@ -774,29 +773,8 @@ function ribbon2RowHalves(baseHi, baseLo, saltHi, saltLo, m) {
 /** Whether the `bits` columns of a shard whose solution starts at bit `base` give the
  * fingerprint `fp` at the row just computed; stops at the first column that differs. */
 function ribbon2Matches(words, base, m, bits, fp) {
-  const c0 = rowC0;
-  const c1 = rowC1;
-  const c2 = rowC2;
-  const c3 = rowC3;
   for (let j = 0; j < bits; j++) {
-    const t = base + j * m + rowStart; // below 2^53: exact
-    const i = Math.floor(t / 32);
-    const sh = t % 32;
-    let x;
-    if (sh === 0) {
-      x = (words[i] & c0) ^ (words[i + 1] & c1) ^ (words[i + 2] & c2) ^ (words[i + 3] & c3);
-    } else {
-      const back = 32 - sh;
-      const w1 = words[i + 1];
-      const w2 = words[i + 2];
-      const w3 = words[i + 3];
-      x =
-        (((words[i] >>> sh) | (w1 << back)) & c0) ^
-        (((w1 >>> sh) | (w2 << back)) & c1) ^
-        (((w2 >>> sh) | (w3 << back)) & c2) ^
-        (((w3 >>> sh) | (words[i + 4] << back)) & c3);
-    }
-    if (parity32(x) !== ((fp >>> j) & 1)) return false;
+    if (windowParity(words, base + j * m + rowStart) !== ((fp >>> j) & 1)) return false;
   }
   return true;
 }

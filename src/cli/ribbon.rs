@@ -12,6 +12,24 @@ use std::io::Read;
 /// A ribbon, with its metadata when its form carries any (the JSON form does).
 pub(super) type Loaded = (Option<Meta>, Ribbon);
 
+/// The body at `url` (of `target`, as the user wrote it), an error status as an error.
+/// Sent without Accept-Encoding: a JSON form comes as identity bytes.
+async fn fetch(target: &str, url: reqwest::Url) -> Result<bytes::Bytes, CliError> {
+    let response = reqwest::get(url)
+        .await
+        .map_err(|e| CliError::Input(format!("{target}: {e}")))?;
+    let status = response.status();
+    let body = response
+        .bytes()
+        .await
+        .map_err(|e| CliError::Input(format!("{target}: {e}")))?;
+    if !status.is_success() {
+        let text = String::from_utf8_lossy(&body);
+        return Err(CliError::Input(format!("{target}: {status}: {text}")));
+    }
+    Ok(body)
+}
+
 /// The version 2 ribbon at `target`, when it is one: a URL whose path ends in
 /// `.ribbon2`, or a file holding its body. `None` for anything else.
 pub(super) async fn load_v2(target: &str) -> Result<Option<Ribbon2>, CliError> {
@@ -22,18 +40,7 @@ pub(super) async fn load_v2(target: &str) -> Result<Option<Ribbon2>, CliError> {
         if !url.path().ends_with(".ribbon2") {
             return Ok(None);
         }
-        let response = reqwest::get(url)
-            .await
-            .map_err(|e| CliError::Input(format!("{target}: {e}")))?;
-        let status = response.status();
-        let body = response
-            .bytes()
-            .await
-            .map_err(|e| CliError::Input(format!("{target}: {e}")))?;
-        if !status.is_success() {
-            let text = String::from_utf8_lossy(&body);
-            return Err(CliError::Input(format!("{target}: {status}: {text}")));
-        }
+        let body = fetch(target, url).await?;
         return Ribbon2::from_bytes(&body).map(Some).map_err(bad);
     }
     match std::fs::read(target) {
@@ -82,19 +89,7 @@ pub(super) async fn load(target: &str) -> Result<Option<Loaded>, CliError> {
         if !url.path().ends_with(".ribbon") && !url.path().ends_with(".ribbon.json") {
             return Ok(None);
         }
-        // Sent without Accept-Encoding: the JSON form comes as identity bytes.
-        let response = reqwest::get(url)
-            .await
-            .map_err(|e| CliError::Input(format!("{target}: {e}")))?;
-        let status = response.status();
-        let body = response
-            .bytes()
-            .await
-            .map_err(|e| CliError::Input(format!("{target}: {e}")))?;
-        if !status.is_success() {
-            let text = String::from_utf8_lossy(&body);
-            return Err(CliError::Input(format!("{target}: {status}: {text}")));
-        }
+        let body = fetch(target, url).await?;
         return decode_compact(&body).map(Some).map_err(bad);
     }
     let Ok(mut bytes) = std::fs::read(target) else {

@@ -103,12 +103,12 @@ impl Service {
         r: u32,
         form: Compact,
     ) -> Result<(Arc<Rendered>, bool)> {
+        if form == Compact::Ribbon2 {
+            return self.ribbon_body(from, to, r, form).await;
+        }
         let key = (from.index(), to.index(), r, form);
         if let Some(hit) = self.cache.get_compact(&key) {
             return Ok((hit, true));
-        }
-        if form == Compact::Ribbon2 {
-            return self.ribbon_body(from, to, r, form).await;
         }
         let (body, complete) = self.ribbon_body(from, to, r, Compact::Ribbon).await?;
         match form {
