@@ -139,6 +139,10 @@ impl CheckArgs {
             if stats.exacts > 0 {
                 doc["exacts"] = json!(stats.exacts);
             }
+            // Of the ribbons, those of version 2 (`.ribbon2`), when some were.
+            if stats.ribbons2 > 0 {
+                doc["ribbons2"] = json!(stats.ribbons2);
+            }
             writeln!(out, "{doc}")
         } else {
             changed.iter().try_for_each(|id| writeln!(out, "{id}"))

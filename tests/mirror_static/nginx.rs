@@ -230,6 +230,28 @@ pub async fn nginx_serves_the_mirror_to_check_and_verify_with_the_right_types() 
         assert!(flagged.contains(&format!("h{n}:7")), "{flagged:?}");
     }
     assert!(flagged.len() < probe_ids().len(), "{flagged:?}");
+    // Unverified and with a dear fetch, closed hours come as version 2 ribbons: nginx
+    // ignores `?fpp=` and serves the target's, which the client reads as it is.
+    let mut args: Vec<String> = ["check", "--server", &s.nginx.base, "--since"]
+        .map(String::from)
+        .to_vec();
+    args.extend([hour(0).rfc3339(), "--fetch-cost".into(), "100000000".into()]);
+    args.extend(["--json".into()]);
+    args.extend(probe_ids());
+    let out = bloomcast(args).await;
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    for n in 0..3 {
+        let id = format!("h{n}:7");
+        assert!(
+            doc["changed"].as_array().unwrap().contains(&id.into()),
+            "{doc}"
+        );
+    }
+    // The index's `current` (the newest mirrored hour) is read as the open hour: v1.
+    assert_eq!(
+        doc["ribbons2"], 2,
+        "the hours before it as version 2: {doc}"
+    );
 
     tamper(&s.dir, 1);
     let refused = check().await;

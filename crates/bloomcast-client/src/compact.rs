@@ -5,7 +5,7 @@
 
 use super::fetch::check;
 use super::{Client, ClientError, Result};
-use crate::bloom::{Grade, Ribbon, Ribbon2};
+use crate::bloom::{Ribbon, Ribbon2};
 use crate::hour::Hour;
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::Ordering;
@@ -54,7 +54,9 @@ impl Client {
     /// Fetches a closed hour as a version 2 ribbon (`.ribbon2`, PROTOCOL.md section 12):
     /// at `fpp` or at most it (any value from 2^-24 to 2^-4 is its own precision, within
     /// 1.05x of the floor), or at the server's target. One of the hour at least as
-    /// precise, fetched before by this client, is answered without a request.
+    /// precise, fetched before by this client, is answered without a request. A static
+    /// mirror (section 13) ignores `fpp`: the filter's own [`Ribbon2::fpp`] is the one
+    /// served.
     ///
     /// # Errors
     /// [`ClientError::Status`] 406 for the open hour, 404 from a server without version
@@ -72,14 +74,6 @@ impl Client {
         let body = self.body(response, None).await?;
         let ribbon = Ribbon2::from_bytes(&body)
             .map_err(|e| ClientError::Protocol(format!("{path}: {e}")))?;
-        if let Some(p) = fpp.and_then(Grade::for_fpp) {
-            if ribbon.grade() < p {
-                return Err(ClientError::Protocol(format!(
-                    "{path}: served {:?}, coarser than the {p:?} asked for",
-                    ribbon.grade()
-                )));
-            }
-        }
         self.counters.ribbons.fetch_add(1, Ordering::Relaxed);
         self.counters.ribbons2.fetch_add(1, Ordering::Relaxed);
         let ribbon = Arc::new(ribbon);
