@@ -3,7 +3,7 @@
 //! 256 fail. Deterministic: the same keys at the same grade give the same bytes.
 
 use super::blocks::Described;
-use super::{route, row, row_base, shard_salt, Grade, Ribbon2};
+use super::{row, row_base, shard_index, shard_salt, Grade, Ribbon2};
 use crate::bloom::{FilterError, Key};
 use crate::exact::system::{value_mask, Band, Layout, MAX_WIDTH};
 
@@ -62,10 +62,9 @@ impl Ribbon2 {
             shards_for(keys.len() as u64 - in_a)
         };
         let total = (shards_a + shards_b) as usize;
-        let index = |key: u64| {
-            let (a, shard) = route(key, grade.split, shards_a, shards_b);
-            (if a { shard } else { shards_a + shard }) as usize
-        };
+        // Every key has a shard: its part has keys, so shards.
+        let index =
+            |key: u64| shard_index(key, grade.split, shards_a, total as u32).unwrap_or_default();
         let mut starts = vec![0usize; total + 1];
         for key in keys {
             starts[index(key.to_u64()) + 1] += 1;

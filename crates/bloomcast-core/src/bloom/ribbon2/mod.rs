@@ -91,9 +91,10 @@ impl Grade {
 
 /// One shard in memory: its rows, fingerprint bits, seed, and where its blocks start.
 ///
-/// The body stores each shard column-major (as section 12 says); in memory a shard is
-/// blocks of 64 rows, each block its `bits` column words side by side, so that a query
-/// reads one short run of words whatever the number of bits.
+/// The body stores each shard column-major (as section 12 says); in memory a shard's
+/// columns go in groups of four, and each group is blocks of 64 rows with the group's
+/// column words side by side ([`blocks::slot`]): a query reads one short run of words per
+/// group, and a key not stored mostly the first group only, whatever the number of bits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Shard {
     m: u32,
@@ -123,12 +124,24 @@ const GROUP: usize = 4;
 /// Where a key goes: its part (A when true) and its shard in that part. The key is
 /// already uniform (SHA-1's), so its own bits route it: selector = `key >> 56`, shard =
 /// `((key mod 2^56) * shards) >> 56`.
-#[inline]
 pub fn route(key: u64, split: u32, shards_a: u32, shards_b: u32) -> (bool, u32) {
     let in_a = selector(key) < split;
-    let shards = if in_a { shards_a } else { shards_b };
-    let shard = ((u128::from(key & ((1 << 56) - 1)) * u128::from(shards)) >> 56) as u32;
-    (in_a, shard)
+    let index = shard_index(key, split, shards_a, shards_a + shards_b).unwrap_or(0) as u32;
+    (in_a, if in_a { index } else { index - shards_a })
+}
+
+/// [`route`] as an index among all `total` shards, part A's `shards_a` first; `None`
+/// when the key's part has no shard (holds no key). Without a branch on the part, which
+/// is a coin toss at most grades: the builder and every query route through it.
+#[inline(always)]
+pub fn shard_index(key: u64, split: u32, shards_a: u32, total: u32) -> Option<usize> {
+    let in_a = u64::from(selector(key) < split);
+    let (a, total) = (u64::from(shards_a), u64::from(total));
+    // Part A: shards 0..a; part B: shards a..total.
+    let count = in_a * a + (1 - in_a) * (total - a);
+    let first = (1 - in_a) * a;
+    let within = (u128::from(key & ((1 << 56) - 1)) * u128::from(count)) >> 56;
+    (count != 0).then_some((first + within as u64) as usize)
 }
 
 impl Ribbon2 {
@@ -165,18 +178,10 @@ impl Ribbon2 {
         self.matches(shard, &row(base, shard.salt, shard.m))
     }
 
-    /// The index of the key's shard, or `None` when its part has no shard (holds no
-    /// key). Without a branch on the part, which is a coin toss at most grades.
+    /// The index of the key's shard ([`shard_index`]).
     #[inline(always)]
     fn shard_of(&self, key: u64) -> Option<usize> {
-        let total = self.shards.len() as u64;
-        let in_a = u64::from(((key >> 56) as u32) < self.grade.split);
-        let a = u64::from(self.in_a);
-        // Part A: shards 0..a; part B: shards a..total.
-        let count = in_a * a + (1 - in_a) * (total - a);
-        let first = (1 - in_a) * a;
-        let within = (u128::from(key & ((1 << 56) - 1)) * u128::from(count)) >> 56;
-        (count != 0).then_some((first + within as u64) as usize)
+        shard_index(key, self.grade.split, self.in_a, self.shards.len() as u32)
     }
 
     /// Whether the XOR of the rows `row` selects equals its fingerprint, column by
@@ -198,19 +203,25 @@ impl Ribbon2 {
                 (c >> (128 - s)) as u64,
             )
         };
-        let at = shard.base + (row.start / 64) as usize * bits;
-        let (w0, rest) = self.blocks[at..at + 3 * bits].split_at(bits);
-        let (w1, w2) = rest.split_at(bits);
+        let nblocks = shard.m.div_ceil(64) as usize;
+        let block = (row.start / 64) as usize;
         let mut expected = row.fingerprint;
-        for ((x0, x1), x2) in w0.chunks(GROUP).zip(w1.chunks(GROUP)).zip(w2.chunks(GROUP)) {
+        let mut first = 0;
+        while first < bits {
+            // A group's three blocks lie side by side: one short run of words.
+            let width = (bits - first).min(GROUP);
+            let at = shard.base + first * nblocks + block * width;
+            let (w0, rest) = self.blocks[at..at + 3 * width].split_at(width);
+            let (w1, w2) = rest.split_at(width);
             let mut got = 0u64;
-            for (i, ((x0, x1), x2)) in x0.iter().zip(x1).zip(x2).enumerate() {
+            for (i, ((x0, x1), x2)) in w0.iter().zip(w1).zip(w2).enumerate() {
                 got |= u64::from(parity64((x0 & c0) ^ (x1 & c1) ^ (x2 & c2))) << i;
             }
-            if got != expected & value_mask(x0.len() as u32) {
+            if got != expected & value_mask(width as u32) {
                 return false;
             }
             expected >>= GROUP;
+            first += GROUP;
         }
         true
     }
