@@ -1,19 +1,8 @@
 //! Between the body's layout and memory's: the body holds each shard column-major and
 //! bit-contiguous (the simplest thing to specify and to decode anywhere); memory holds
-//! its columns in groups of four, each group in blocks of 64 rows with the group's
-//! columns side by side (what a fast query reads).
+//! it in blocks of 64 rows with the columns side by side (what a fast query reads).
 
-use super::{shard_salt, Grade, Ribbon2, Shard, GROUP, TAIL};
-
-/// Where, from a shard's first word, block `j` (rows `64j..64j+63`) of column `b` lies in
-/// memory, for a shard of `blocks` blocks and `bits` columns: group `g = b / 4` starts
-/// after the `4 * g` columns before it, and holds `min(4, bits - 4g)` words a block.
-pub(super) fn slot(blocks: u32, bits: u32, j: u32, b: u32) -> usize {
-    let group = GROUP as u32;
-    let first = b - b % group;
-    let width = (bits - first).min(group);
-    (first * blocks + j * width + b % group) as usize
-}
+use super::{shard_salt, Grade, Ribbon2, Shard, TAIL};
 
 /// A shard as the body describes it: rows, fingerprint bits and seed.
 #[derive(Debug, Clone, Copy)]
@@ -74,7 +63,7 @@ impl Ribbon2 {
                 for j in 0..count {
                     let rows = (d.m - 64 * j).min(64);
                     let word = read64(columns, column + u64::from(64 * j)) & low_bits(rows);
-                    blocks[base + slot(count, d.bits, j, b)] = word;
+                    blocks[base + (j * d.bits + b) as usize] = word;
                 }
             }
             shards.push(Shard {
@@ -112,7 +101,7 @@ impl Ribbon2 {
             for b in 0..s.bits {
                 let column = offset + u64::from(b) * u64::from(s.m);
                 for j in 0..s.m.div_ceil(64) {
-                    let word = self.blocks[s.base + slot(s.m.div_ceil(64), s.bits, j, b)];
+                    let word = self.blocks[s.base + (j * s.bits + b) as usize];
                     or64(&mut words, column + u64::from(64 * j), word);
                 }
             }

@@ -91,10 +91,9 @@ impl Grade {
 
 /// One shard in memory: its rows, fingerprint bits, seed, and where its blocks start.
 ///
-/// The body stores each shard column-major (as section 12 says); in memory a shard's
-/// columns go in groups of four, and each group is blocks of 64 rows with the group's
-/// column words side by side ([`blocks::slot`]): a query reads one short run of words per
-/// group, and a key not stored mostly the first group only, whatever the number of bits.
+/// The body stores each shard column-major (as section 12 says); in memory a shard is
+/// blocks of 64 rows, each block its `bits` column words side by side, so that a query
+/// reads one short run of words whatever the number of bits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Shard {
     m: u32,
@@ -203,25 +202,19 @@ impl Ribbon2 {
                 (c >> (128 - s)) as u64,
             )
         };
-        let nblocks = shard.m.div_ceil(64) as usize;
-        let block = (row.start / 64) as usize;
+        let at = shard.base + (row.start / 64) as usize * bits;
+        let (w0, rest) = self.blocks[at..at + 3 * bits].split_at(bits);
+        let (w1, w2) = rest.split_at(bits);
         let mut expected = row.fingerprint;
-        let mut first = 0;
-        while first < bits {
-            // A group's three blocks lie side by side: one short run of words.
-            let width = (bits - first).min(GROUP);
-            let at = shard.base + first * nblocks + block * width;
-            let (w0, rest) = self.blocks[at..at + 3 * width].split_at(width);
-            let (w1, w2) = rest.split_at(width);
+        for ((x0, x1), x2) in w0.chunks(GROUP).zip(w1.chunks(GROUP)).zip(w2.chunks(GROUP)) {
             let mut got = 0u64;
-            for (i, ((x0, x1), x2)) in w0.iter().zip(w1).zip(w2).enumerate() {
+            for (i, ((x0, x1), x2)) in x0.iter().zip(x1).zip(x2).enumerate() {
                 got |= u64::from(parity64((x0 & c0) ^ (x1 & c1) ^ (x2 & c2))) << i;
             }
-            if got != expected & value_mask(width as u32) {
+            if got != expected & value_mask(x0.len() as u32) {
                 return false;
             }
             expected >>= GROUP;
-            first += GROUP;
         }
         true
     }
