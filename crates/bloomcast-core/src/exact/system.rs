@@ -134,7 +134,12 @@ impl Layout {
 /// bits up to nibbles, and let one multiplication sum the nibbles' parities.
 #[inline]
 pub fn parity(x: u128) -> u32 {
-    let mut x = x as u64 ^ (x >> 64) as u64;
+    parity64(x as u64 ^ (x >> 64) as u64)
+}
+
+/// The parity of a 64-bit word, as [`parity`].
+#[inline]
+pub fn parity64(mut x: u64) -> u32 {
     x ^= x >> 1;
     x ^= x >> 2;
     x = (x & 0x1111_1111_1111_1111).wrapping_mul(0x1111_1111_1111_1111);

@@ -3,6 +3,7 @@
 //! it in blocks of 64 rows with the columns side by side (what a fast query reads).
 
 use super::{shard_salt, Grade, Ribbon2, Shard, TAIL};
+use crate::exact::system::value_mask;
 
 /// A shard as the body describes it: rows, fingerprint bits and seed.
 #[derive(Debug, Clone, Copy)]
@@ -32,14 +33,6 @@ fn or64(words: &mut [u64], pos: u64, v: u64) {
     }
 }
 
-fn low_bits(n: u32) -> u64 {
-    if n >= 64 {
-        u64::MAX
-    } else {
-        (1 << n) - 1
-    }
-}
-
 impl Ribbon2 {
     /// The filter from its shards and their column-major, bit-contiguous solutions.
     pub(super) fn assemble(
@@ -62,7 +55,7 @@ impl Ribbon2 {
                 let column = offset + u64::from(b) * u64::from(d.m);
                 for j in 0..count {
                     let rows = (d.m - 64 * j).min(64);
-                    let word = read64(columns, column + u64::from(64 * j)) & low_bits(rows);
+                    let word = read64(columns, column + u64::from(64 * j)) & value_mask(rows);
                     blocks[base + (j * d.bits + b) as usize] = word;
                 }
             }

@@ -15,7 +15,7 @@ mod build;
 mod wire;
 
 use super::{mix64, Key};
-use crate::exact::system::{low_mask, salt, value_mask, width, Row};
+use crate::exact::system::{low_mask, parity64, salt, value_mask, width, Row};
 
 /// Salt tags of the parts' systems.
 const TAG_A: u32 = 1;
@@ -220,8 +220,8 @@ impl Ribbon2 {
     }
 
     /// Which of `keys` may be in the set, in order: [`Ribbon2::contains`] for each, with
-    /// the hashing of a batch done before its lookups so that they overlap (how the SDK
-    /// checks the IDs it follows against an hour).
+    /// the hashing of a batch done before its lookups so that they overlap (for a caller
+    /// checking many IDs against one hour).
     pub fn contains_each<'a>(&'a self, keys: &'a [Key]) -> impl Iterator<Item = bool> + 'a {
         const BATCH: usize = 16;
         keys.chunks(BATCH).flat_map(move |batch| {
@@ -295,16 +295,6 @@ pub fn row(base: u64, salt: u64, m: u32) -> Row {
 #[inline]
 fn selector(key: u64) -> u32 {
     (key >> 56) as u32
-}
-
-/// The parity of a word without a popcount instruction: pair bits up to nibbles, and let
-/// one multiplication sum the nibbles' parities.
-#[inline]
-fn parity64(mut x: u64) -> u32 {
-    x ^= x >> 1;
-    x ^= x >> 2;
-    x = (x & 0x1111_1111_1111_1111).wrapping_mul(0x1111_1111_1111_1111);
-    ((x >> 60) & 1) as u32
 }
 
 /// The salt of a shard's system: `salt(tag, seed)` with tag 1 for part A, 2 for part B.
