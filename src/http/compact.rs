@@ -74,9 +74,10 @@ async fn serve(state: &AppState, parts: &Parts, plain: &str, form: Compact) -> R
     if suffix.is_some() {
         return Err(ApiError::NotFound("one suffix per URL".into()));
     }
+    let p = requested_fpp(state, parts.uri.query())?;
     let r = match form {
-        Compact::Ribbon2 => grade(state, parts.uri.query())?.code(),
-        Compact::Ribbon | Compact::RibbonJson => bits(state, parts.uri.query())?,
+        Compact::Ribbon2 => grade(p).code(),
+        Compact::Ribbon | Compact::RibbonJson => bits(p),
     };
     let vary = HeaderValue::from_static("Accept, Accept-Encoding");
     if parts.headers.contains_key(header::IF_NONE_MATCH) {
@@ -125,46 +126,39 @@ async fn serve(state: &AppState, parts: &Parts, plain: &str, form: Compact) -> R
     Ok(response)
 }
 
-/// Fingerprint bits for the request: `fpp` from the query rounded down to a power of
-/// two (at most 2^-4, at least 2^-24), else the service's target.
-fn bits(state: &AppState, query: Option<&str>) -> Result<u32> {
+/// The fpp a request asks for: `?fpp=` (2^-24 <= fpp < 1, else 400), or the service's
+/// target.
+fn requested_fpp(state: &AppState, query: Option<&str>) -> Result<f64> {
+    let finest = (-f64::from(MAX_BITS)).exp2();
     let Some(asked) = fpp_param(query) else {
-        let target = state.service.tuning().target_fpp;
-        return Ok(bits_for_fpp(target)
-            .unwrap_or(MAX_BITS)
-            .clamp(MIN_BITS, MAX_BITS));
+        return Ok(state.service.tuning().target_fpp.max(finest));
     };
     let p: f64 = asked
         .parse()
         .map_err(|_| ApiError::BadRequest(format!("fpp={asked} is not a number")))?;
-    match bits_for_fpp(p) {
-        Some(r) if r <= MAX_BITS => Ok(r.max(MIN_BITS)),
-        _ => Err(ApiError::BadRequest(format!(
+    if !(p >= finest && p < 1.0) {
+        return Err(ApiError::BadRequest(format!(
             "fpp={asked} is out of range: 2^-24 (5.96e-8) <= fpp < 1"
-        ))),
+        )));
     }
+    Ok(p)
 }
 
-/// The version 2 grade for the request: the cheapest whose rate is at most `fpp` (from
-/// the query, else the service's target), `fpp` coarser than 2^-4 served as 2^-4.
-fn grade(state: &AppState, query: Option<&str>) -> Result<Grade> {
+/// Fingerprint bits of version 1 for `p`: rounded down to a power of two, at most 2^-4.
+fn bits(p: f64) -> u32 {
+    bits_for_fpp(p)
+        .unwrap_or(MAX_BITS)
+        .clamp(MIN_BITS, MAX_BITS)
+}
+
+/// The version 2 grade for `p`: the cheapest whose rate is at most `p`, anything coarser
+/// than 2^-4 served as 2^-4.
+fn grade(p: f64) -> Grade {
     let coarsest = (-f64::from(MIN_BITS)).exp2();
-    let finest = (-f64::from(MAX_BITS)).exp2();
-    let p = match fpp_param(query) {
-        None => state.service.tuning().target_fpp.clamp(finest, coarsest),
-        Some(asked) => {
-            let p: f64 = asked
-                .parse()
-                .map_err(|_| ApiError::BadRequest(format!("fpp={asked} is not a number")))?;
-            if !(p >= finest && p < 1.0) {
-                return Err(ApiError::BadRequest(format!(
-                    "fpp={asked} is out of range: 2^-24 (5.96e-8) <= fpp < 1"
-                )));
-            }
-            p.min(coarsest)
-        }
-    };
-    Grade::for_fpp(p).ok_or_else(|| ApiError::BadRequest(format!("fpp={p} has no grade")))
+    Grade::for_fpp(p.min(coarsest)).unwrap_or(Grade {
+        k: MAX_BITS,
+        split: 0,
+    })
 }
 
 /// `?fpp=` on a v1 (Bloom) representation: refused, never ignored. A Bloom filter has
