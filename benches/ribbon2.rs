@@ -119,7 +119,7 @@ fn per_query<K: Copy>(keys: &[K], contains: impl Fn(K) -> bool) -> Duration {
 }
 
 /// Time per query over the absent keys with [`Ribbon2::contains_each`] (hashing a batch
-/// before its lookups, as the SDK checks followed IDs), the best of three passes.
+/// before its lookups), the best of three passes.
 fn per_batch(keys: &[Key], filter: &Ribbon2) -> Duration {
     best_of_three(keys.len(), || {
         filter.contains_each(black_box(keys)).filter(|&b| b).count()
