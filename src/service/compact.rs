@@ -15,10 +15,12 @@
 use super::cache::CompactKey;
 use super::unions::{Held, Step};
 use super::validators::{compact_kind, Form};
+use super::vouch::answers_every;
 use super::{Result, Service, ServiceError, Target, View};
 use crate::bloom::{distinct_keys, FilterError, Grade, Key, Ribbon, Ribbon2};
 use crate::hour::{Day, Hour};
 use crate::render::{render_compact, render_ribbon, render_ribbon2, Compact, Rendered, Repr};
+use crate::store::FormName;
 use crate::wire::Meta;
 use std::future::Future;
 use std::sync::Arc;
@@ -164,7 +166,7 @@ impl Service {
             let read: u64 = counts.iter().map(|(_, n)| n).sum();
             let held = self.reserve(slot, from, to, build_bytes(read, counts.len(), r, form))?;
             let (sets, complete) = if from == to {
-                (vec![self.closed_keys(from).await?], complete)
+                (vec![self.vouched_keys(from).await?], complete)
             } else {
                 self.closed_sets(from, to, &counts).await?
             };
@@ -179,15 +181,29 @@ impl Service {
                     let sets: Vec<&[Key]> = sets.iter().map(Vec::as_slice).collect();
                     let keys = distinct_keys(&sets);
                     let meta = meta(from, to, complete, keys.len() as u64);
+                    // Checked before it is first served: "yes" for every key it holds.
                     if form == Compact::Ribbon2 {
                         let grade = Grade::from_code(r).ok_or_else(|| {
                             FilterError::BadDocument(format!("no version 2 grade {r}"))
                         })?;
-                        return Ok(render_ribbon2(&meta, &Ribbon2::build(&keys, grade)?));
+                        let ribbon = Ribbon2::build(&keys, grade)?;
+                        answers_every("a version 2 ribbon", &keys, |k| ribbon.contains(k))?;
+                        return Ok(render_ribbon2(&meta, &ribbon));
                     }
-                    Ok(render_ribbon(&meta, &Ribbon::build(&keys, r)?))
+                    let ribbon = Ribbon::build(&keys, r)?;
+                    answers_every("a ribbon", &keys, |k| ribbon.contains(k))?;
+                    Ok(render_ribbon(&meta, &ribbon))
                 })
-                .await??;
+                .await?;
+            let body = self.noting_corrupt(from, body)?;
+            if complete {
+                // The bytes its URL promises from now on, on every node.
+                let name = match form {
+                    Compact::Ribbon2 => FormName::Ribbon2 { grade: r },
+                    _ => FormName::Ribbon { r },
+                };
+                self.vouch_form(from, to, name, &body.sha256).await?;
+            }
             Ok(self.keep(key, complete, body).await)
         };
         self.once(key, work).await

@@ -13,7 +13,7 @@ use crate::chain::{self, SignatureField};
 use crate::exact::Exact;
 use crate::hour::Hour;
 use crate::render::{render_exact, ChainPlace, Rendered, Repr};
-use crate::store::{StoreError, UniverseAdded, UniverseInfo};
+use crate::store::{FormName, StoreError, UniverseAdded, UniverseInfo};
 use crate::wire::Meta;
 use std::sync::Arc;
 
@@ -160,13 +160,9 @@ impl Service {
             }
             Err(e) => return Err(e.into()),
         };
-        let body = match stored {
-            Some(body) => body,
-            None => {
-                let built = self.build_exact(hour, info.count, bin.count).await?;
-                self.note_write(self.store.put_exact(hour, &built).await)?
-            }
-        };
+        let body = self
+            .vouched_exact(hour, info.count, bin.count, stored)
+            .await?;
         let exact = Exact::from_bytes(&body)?;
         let chain = match bin.chain {
             Some(place) => Some(self.exact_chain_place(hour, &bin, place, &body).await?),
@@ -178,11 +174,22 @@ impl Service {
         Ok(rendered)
     }
 
-    /// Builds `hour`'s exact body over the universe as it stood when the hour was
-    /// sealed: the keys that joined in it or before, which include the hour's own.
-    async fn build_exact(&self, hour: Hour, universe: u64, changed: u64) -> Result<Vec<u8>> {
+    /// `hour`'s exact body, checked before it is served or signed: the `stored` one, or
+    /// else one built over the universe as it stood when the hour was sealed (the keys
+    /// that joined in it or before, which include the hour's own) and stored. Either way
+    /// it must answer "changed" for every key of the hour (vouched for by its sealed
+    /// filter) and "unchanged" for every other key of that universe (checked against
+    /// the tally its seal recorded), and be the bytes first served for the hour.
+    async fn vouched_exact(
+        &self,
+        hour: Hour,
+        universe: u64,
+        changed: u64,
+        stored: Option<Vec<u8>>,
+    ) -> Result<Vec<u8>> {
         let slot = self.unions.slot()?;
-        let bytes = Exact::build_bytes(universe, changed);
+        // The build, and the universe's keys kept beside it to check the body against.
+        let bytes = Exact::build_bytes(universe, changed) + 8 * universe;
         let held = self.unions.reserve(slot, bytes).map_err(|refused| {
             refused.answer(
                 &format!("building the exact form of {}", hour.path()),
@@ -196,15 +203,44 @@ impl Service {
                 },
             )
         })?;
-        let keys = self.closed_keys(hour).await?;
-        let universe = self.store.universe_keys(hour).await?;
-        let body = self
+        let keys = self.vouched_keys(hour).await?;
+        let universe = match self.store.universe_keys(hour).await {
+            Err(e @ StoreError::Corrupt(_)) => {
+                self.note_corrupt(hour, &e);
+                return Err(e.into());
+            }
+            other => other?,
+        };
+        let built = stored.is_none();
+        let checked = self
             .unions
-            .run(held, Step::HourExact, move || {
-                Exact::build(universe, &keys).map(|exact| exact.to_bytes())
+            .run(held, Step::HourExact, move || -> Result<_> {
+                let body = match stored {
+                    Some(body) => body,
+                    None => Exact::build(universe.clone(), &keys)?.to_bytes(),
+                };
+                check_exact(&body, &universe, &keys)?;
+                Ok((body, universe, keys))
             })
-            .await??;
-        tracing::info!(%hour, bytes = body.len(), "built an exact hour");
+            .await?;
+        let (body, universe, keys) = self.noting_corrupt(hour, checked)?;
+        let body = if built {
+            tracing::info!(%hour, bytes = body.len(), "built an exact hour");
+            let kept = self.note_write(self.store.put_exact(hour, &body).await)?;
+            if kept != body {
+                // Another node stored its body first: that is the one served, once checked.
+                let theirs = kept.clone();
+                let checked =
+                    tokio::task::spawn_blocking(move || check_exact(&theirs, &universe, &keys))
+                        .await?;
+                self.noting_corrupt(hour, checked)?;
+            }
+            kept
+        } else {
+            body
+        };
+        self.vouch_form(hour, hour, FormName::Exact, &chain::digest(&body))
+            .await?;
         Ok(body)
     }
 
@@ -234,4 +270,27 @@ impl Service {
             signature,
         })
     }
+}
+
+/// Checks an exact body against what it must say: "changed" for every key of `changed`
+/// (sorted), "unchanged" for every other key of `universe`.
+///
+/// # Errors
+/// [`StoreError::Corrupt`] saying how many keys it answers wrongly; a body that does not
+/// decode.
+fn check_exact(body: &[u8], universe: &[Key], changed: &[Key]) -> Result<()> {
+    let exact = Exact::from_bytes(body)?;
+    super::vouch::answers_every("the exact body", changed, |k| exact.changed(k))?;
+    let wrong = universe
+        .iter()
+        .filter(|k| changed.binary_search(k).is_err() && exact.changed(**k))
+        .count();
+    if wrong > 0 {
+        return Err(StoreError::Corrupt(format!(
+            "the exact body answers \"changed\" for {wrong} IDs of its universe that did not \
+             change: it is not served"
+        ))
+        .into());
+    }
+    Ok(())
 }

@@ -111,7 +111,7 @@ impl Service {
         if let Some(keys) = self.unions.sealed_keys(hour) {
             return Ok(keys);
         }
-        let mut keys = self.closed_keys(hour).await?;
+        let mut keys = self.vouched_keys(hour).await?;
         // Sealed hours come sorted and distinct; one read while the store could not
         // seal it may not.
         if !keys.windows(2).all(|w| w[0] < w[1]) {

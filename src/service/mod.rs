@@ -74,6 +74,7 @@ mod union;
 mod unions;
 mod validators;
 mod views;
+mod vouch;
 
 pub use budget::Split;
 pub use chain::{ChainPage, SignedLink, MAX_CHAIN_PAGE};

@@ -9,6 +9,7 @@ use super::{Result, Service, ServiceError};
 use crate::bloom::{union_of, union_with_room, Key, Params};
 use crate::hour::Hour;
 use crate::render::{render_next, Before, Effort, Encodings, HexCoding, Rendered, Repr};
+use crate::store::FormName;
 use crate::wire::Meta;
 use std::sync::Arc;
 use tokio::sync::OwnedSemaphorePermit;
@@ -85,7 +86,12 @@ impl Service {
                 Err(e) => return Err(e),
             }
         }
-        Ok((self.closed_keys(h).await?, is_sealed))
+        let keys = if is_sealed {
+            self.vouched_keys(h).await?
+        } else {
+            self.closed_keys(h).await?
+        };
+        Ok((keys, is_sealed))
     }
 
     /// One filter over `from..=to`, rebuilt from the hours' keys at a size fit for
@@ -194,7 +200,7 @@ impl Service {
         let growth = growth.filter(|_| fin);
         let meta_of = move |count| Meta::range(from.rfc3339(), to.rfc3339(), complete, count);
         let (effort, encodings, before) = self.rendering_of(key, complete, asked);
-        let (rendered, filter, count) = self
+        let (rendered, filter, count, digest) = self
             .unions
             .run(held, Step::Build, move || {
                 let sets: Vec<&[Key]> = hours.iter().map(Vec::as_slice).collect();
@@ -205,10 +211,15 @@ impl Service {
                 built.map(|(filter, count)| {
                     let rendered =
                         render_next(&meta_of(count), &filter, repr, effort, encodings, before);
-                    (rendered, Arc::new(filter), count)
+                    // A complete union's bytes are what its URLs promise from now on.
+                    let digest = complete.then(|| crate::chain::digest(&filter.to_bytes()));
+                    (rendered, Arc::new(filter), count, digest)
                 })
             })
             .await??;
+        if let Some(digest) = digest {
+            self.vouch_form(from, to, FormName::Bloom, &digest).await?;
+        }
         self.unions.remember(BuiltUnion {
             range: (from.index(), to.index()),
             stamp,

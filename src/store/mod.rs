@@ -5,6 +5,7 @@
 //! the next open hour) and then *sealed* (its final filter and distinct keys stored,
 //! never to change). Only the 8-byte keys are stored, never the IDs themselves.
 
+mod forms;
 mod links;
 mod postgres;
 mod record;
@@ -14,6 +15,7 @@ mod signatures;
 mod sqlite;
 mod universe;
 
+pub use forms::{FormName, FormRecord};
 pub use links::ChainLink;
 pub use record::HourRecord;
 pub use rows::{
@@ -23,7 +25,10 @@ pub use rows::{
 };
 pub use shape::HourShape;
 pub use signatures::{key_from_row, key_list, HourSignature};
-pub use universe::{UniverseAdded, UniverseInfo};
+pub use universe::{
+    check_universe, missing_since, universe_checksum, verify_universe_row, Tally, UniverseAdded,
+    UniverseInfo,
+};
 
 pub use postgres::{LinkError, PgLink, PgStore, SslMode, TlsSetupError};
 pub use sqlite::SqliteStore;
@@ -347,7 +352,10 @@ pub trait Store: Send + Sync + 'static {
     async fn add_to_universe(&self, keys: &[Key], open: Hour, max: u64) -> Result<UniverseAdded>;
 
     /// The keys of the universe that joined in `through` or before, sorted: the
-    /// universe as it stood when `through` was sealed, whenever it is read.
+    /// universe as it stood when `through` was sealed, whenever it is read. Each row is
+    /// verified, and the keys checked against the tally the seal of `through` recorded
+    /// ([`Tally`]): a sealed hour of the universe with no such record, or keys that do
+    /// not add up to it, are [`StoreError::Corrupt`].
     async fn universe_keys(&self, through: Hour) -> Result<Vec<Key>>;
 
     /// Stores `hour`'s exact body unless it has one that verifies (a rotten one is
@@ -357,6 +365,11 @@ pub trait Store: Send + Sync + 'static {
 
     /// `hour`'s exact body, verified, if stored.
     async fn exact(&self, hour: Hour) -> Result<Option<Vec<u8>>>;
+
+    /// Records what a derived body of a closed range is (its digest) unless its range
+    /// and form have a record; returns the digest recorded (the first one stays, so every
+    /// node serves the same bytes or none). Pruned with the range's first hour.
+    async fn record_form(&self, record: &FormRecord) -> Result<crate::chain::Hash>;
 
     /// The cluster's [`HourShape`] in effect for `hour`, recorded as `local` first when
     /// none is (the first node's wins, in effect for every hour until a change); `None`

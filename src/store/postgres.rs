@@ -10,11 +10,11 @@
 //! that closes them), `sealed` (sealed hours and pruning), `chain` (the hour chain).
 
 use super::{
-    ChainLink, HourRecord, HourShape, HourSignature, KeyPieces, Linking, Marks, Result, SealedHour,
-    Sealing, Store, StoreError, UniverseAdded, UniverseInfo,
+    ChainLink, FormRecord, HourRecord, HourShape, HourSignature, KeyPieces, Linking, Marks, Result,
+    SealedHour, Sealing, Store, StoreError, UniverseAdded, UniverseInfo,
 };
 use crate::bloom::Key;
-use crate::chain::{ListedKey, PublicKey};
+use crate::chain::{Hash, ListedKey, PublicKey};
 use crate::hour::Hour;
 use async_trait::async_trait;
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
@@ -26,6 +26,7 @@ use std::time::Duration;
 mod batches;
 mod chain;
 mod errors;
+mod integrity;
 mod link;
 mod migrate;
 mod sealed;
@@ -197,6 +198,9 @@ impl PgStore {
         let sql = self.sql(
             "SELECT (SELECT sum(batches)::bigint FROM {s}.batch_counts WHERE hour = $1),
                     (SELECT value FROM {s}.meta WHERE name = 'pruned_before'),
+                    (SELECT value FROM {s}.meta WHERE name = 'closed_through'),
+                    (SELECT value FROM {s}.meta WHERE name = 'chain_since'),
+                    EXISTS (SELECT 1 FROM {s}.chain WHERE hour > $1),
                     c.digest, c.prev, c.header, c.checksum
              FROM (SELECT 1) AS one LEFT JOIN {s}.chain c ON c.hour = $1",
         );
@@ -206,12 +210,16 @@ impl PgStore {
             .await
             .map_err(pg_error)?;
         let link = row
-            .get::<_, Option<&[u8]>>(2)
-            .map(|digest| ChainLink::verify_row(hour, digest, row.get(3), row.get(4), row.get(5)));
+            .get::<_, Option<&[u8]>>(5)
+            .map(|digest| ChainLink::verify_row(hour, digest, row.get(6), row.get(7), row.get(8)));
+        let mark = |i| row.get::<_, Option<i64>>(i).map(Hour::from_index);
         Ok(HourRecord {
             link,
             batches: row.get(0),
-            pruned_before: row.get::<_, Option<i64>>(1).map(Hour::from_index),
+            pruned_before: mark(1),
+            closed_through: mark(2),
+            chain_since: mark(3),
+            later_link: row.get(4),
         })
     }
 }
@@ -351,6 +359,11 @@ impl Store for PgStore {
 
     async fn exact(&self, hour: Hour) -> Result<Option<Vec<u8>>> {
         self.timed("exact", false, self.exact_row(hour)).await
+    }
+
+    async fn record_form(&self, record: &FormRecord) -> Result<Hash> {
+        self.timed("record_form", false, self.record_form_row(record))
+            .await
     }
 
     async fn hour_shape(&self, local: &HourShape, hour: Hour) -> Result<Option<HourShape>> {

@@ -10,11 +10,11 @@
 
 use super::{
     batch_checksum, filter_checksum, keys_to_blob, receiver_gone, sealed_keys_checksum, ChainLink,
-    HourSignature, KeyPieces, Linking, Marks, Result, SealedHour, Sealing, Store, StoreError,
-    UniverseAdded, UniverseInfo,
+    FormRecord, HourSignature, KeyPieces, Linking, Marks, Result, SealedHour, Sealing, Store,
+    StoreError, UniverseAdded, UniverseInfo,
 };
 use crate::bloom::Key;
-use crate::chain::{ListedKey, PublicKey};
+use crate::chain::{Hash, ListedKey, PublicKey};
 use crate::hour::Hour;
 use async_trait::async_trait;
 use errors::sql_error;
@@ -27,6 +27,7 @@ use writer::{writer_loop, Command};
 
 mod chain;
 mod errors;
+mod forms;
 mod reads;
 mod schema;
 mod signing;
@@ -338,6 +339,12 @@ impl Store for SqliteStore {
 
     async fn exact(&self, hour: Hour) -> Result<Option<Vec<u8>>> {
         self.read(move |conn| universe::exact(conn, hour)).await
+    }
+
+    async fn record_form(&self, record: &FormRecord) -> Result<Hash> {
+        let record = *record;
+        self.command(|reply| Command::RecordForm { record, reply })
+            .await
     }
 }
 

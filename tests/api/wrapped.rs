@@ -8,8 +8,8 @@ use bloomcast::bloom::Key;
 use bloomcast::chain::{ListedKey, PublicKey};
 use bloomcast::hour::Hour;
 use bloomcast::store::{
-    ChainLink, HourSignature, KeyPieces, Linking, Marks, Result, SealedHour, Sealing, Store,
-    StoreError, UniverseAdded, UniverseInfo,
+    ChainLink, FormRecord, HourSignature, KeyPieces, Linking, Marks, Result, SealedHour, Sealing,
+    Store, StoreError, UniverseAdded, UniverseInfo,
 };
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -230,5 +230,8 @@ impl Store for Wrapped {
     }
     async fn exact(&self, hour: Hour) -> Result<Option<Vec<u8>>> {
         self.inner.exact(hour).await
+    }
+    async fn record_form(&self, record: &FormRecord) -> Result<[u8; 32]> {
+        self.inner.record_form(record).await
     }
 }

@@ -83,15 +83,40 @@ pub(super) async fn append(store: &PgStore, hour: Hour, keys: &[Key]) -> Result<
     })
 }
 
+/// Moves the boundary and gives every hour it closes that has no batch record a
+/// zero-batch one, in one transaction holding the boundary row: every closed hour then
+/// has a record or, once sealed, a sealed row (see [`crate::store::HourRecord`]).
 pub(super) async fn close_through(store: &PgStore, hour: Hour) -> Result<()> {
-    let client = store.client().await?;
-    let sql =
-        store.sql("UPDATE {s}.meta SET value = GREATEST(value, $1) WHERE name = 'closed_through'");
-    client
-        .execute(&sql, &[&hour.index()])
+    let mut client = store.client().await?;
+    let tx = client.transaction().await.map_err(pg_error)?;
+    let old: i64 = tx
+        .query_one(
+            &store.sql("SELECT value FROM {s}.meta WHERE name = 'closed_through' FOR UPDATE"),
+            &[],
+        )
         .await
-        .map_err(pg_error)?;
-    Ok(())
+        .map_err(pg_error)?
+        .get(0);
+    if hour.index() <= old {
+        return Ok(());
+    }
+    tx.execute(
+        &store.sql(
+            "INSERT INTO {s}.batch_counts (hour, slot, batches)
+             SELECT h, 0, 0 FROM generate_series($1::bigint, $2::bigint) AS h
+             ON CONFLICT (hour, slot) DO NOTHING",
+        ),
+        &[&(old + 1), &hour.index()],
+    )
+    .await
+    .map_err(pg_error)?;
+    tx.execute(
+        &store.sql("UPDATE {s}.meta SET value = $1 WHERE name = 'closed_through'"),
+        &[&hour.index()],
+    )
+    .await
+    .map_err(pg_error)?;
+    tx.commit().await.map_err(pg_error)
 }
 
 /// The cursor is the oldest transaction still running when the page was read:

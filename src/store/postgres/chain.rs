@@ -19,14 +19,21 @@ CREATE TABLE {s}.chain (
 "#;
 
 impl PgStore {
-    /// Inserts a link unless the hour has one; the row count says which.
+    /// Inserts a link unless the hour has one; the row count says which. The chain's
+    /// first hour (`chain_since`) is set with the first link, in the same statement.
     pub(super) async fn put_link_row(&self, link: &ChainLink) -> Result<Linking> {
         let client = self.client().await?;
-        let inserted = client
-            .execute(
+        let row = client
+            .query_one(
                 &self.sql(
-                    "INSERT INTO {s}.chain (hour, digest, prev, header, checksum)
-                     VALUES ($1, $2, $3, $4, $5) ON CONFLICT (hour) DO NOTHING",
+                    "WITH l AS (
+                         INSERT INTO {s}.chain (hour, digest, prev, header, checksum)
+                         VALUES ($1, $2, $3, $4, $5) ON CONFLICT (hour) DO NOTHING
+                         RETURNING hour),
+                     m AS (
+                         INSERT INTO {s}.meta (name, value) VALUES ('chain_since', $1)
+                         ON CONFLICT (name) DO NOTHING)
+                     SELECT count(*) FROM l",
                 ),
                 &[
                     &link.hour.index(),
@@ -38,7 +45,7 @@ impl PgStore {
             )
             .await
             .map_err(pg_error)?;
-        Ok(Linking::of_rows_inserted(inserted as u64))
+        Ok(Linking::of_rows_inserted(row.get::<_, i64>(0) as u64))
     }
 
     pub(super) async fn link_rows(

@@ -10,7 +10,7 @@ use deadpool_postgres::{Pool, Transaction};
 
 /// Migrations, applied in order once each; `{s}` is the quoted schema. Versions 3 and 8
 /// are the SQL functions' (`sqlfns::VERSION`), installed only where pgcrypto is; 9 is
-/// the universe's.
+/// the universe's; 10 the records that find deleted rows (`integrity`).
 const MIGRATIONS: &[(i32, &str)] = &[
     (
         1,
@@ -81,6 +81,7 @@ INSERT INTO {s}.meta (name, value)
     (6, super::signing::MIGRATION),
     (7, super::shape::MIGRATION),
     (9, super::universe::MIGRATION),
+    (10, super::integrity::MIGRATION),
 ];
 
 /// Creates the schema if needed and applies the migrations it lacks.

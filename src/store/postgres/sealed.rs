@@ -135,6 +135,8 @@ pub(super) async fn prune_before(store: &PgStore, hour: Hour) -> Result<u64> {
         "DELETE FROM {s}.batches WHERE hour < $1",
         "DELETE FROM {s}.batch_counts WHERE hour < $1",
         "DELETE FROM {s}.exact_hours WHERE hour < $1",
+        "DELETE FROM {s}.hour_universe WHERE hour < $1",
+        "DELETE FROM {s}.forms WHERE from_hour < $1",
         "INSERT INTO {s}.meta (name, value) VALUES ('pruned_before', $1)
          ON CONFLICT (name) DO UPDATE SET value = GREATEST({s}.meta.value, excluded.value)",
     ] {

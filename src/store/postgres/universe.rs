@@ -6,7 +6,10 @@
 use super::{pg_error, PgStore};
 use crate::bloom::Key;
 use crate::hour::Hour;
-use crate::store::{blob_to_keys, exact_checksum, Result, StoreError, UniverseAdded, UniverseInfo};
+use crate::store::{
+    blob_to_keys, check_universe, exact_checksum, missing_since, universe_checksum,
+    verify_universe_row, Result, StoreError, Tally, UniverseAdded, UniverseInfo,
+};
 use deadpool_postgres::Transaction;
 use futures_util::TryStreamExt;
 use tokio_postgres::types::ToSql;
@@ -34,29 +37,85 @@ CREATE TABLE {s}.exact_hours (
 /// Keys per insert statement.
 const CHUNK: usize = 50_000;
 
-/// The universe's state row, locked until the transaction ends.
+/// The universe's state row, locked until the transaction ends (`None, 0` when the row
+/// is missing: damage, which [`PgStore::universe_info`] reports).
 async fn lock_state(store: &PgStore, tx: &Transaction<'_>) -> Result<(Option<i64>, i64)> {
     let sql = store.sql("SELECT since, count FROM {s}.universe_state FOR UPDATE");
-    let row = tx.query_one(&sql, &[]).await.map_err(pg_error)?;
-    Ok((row.get(0), row.get(1)))
+    let row = tx.query_opt(&sql, &[]).await.map_err(pg_error)?;
+    Ok(row.map_or((None, 0), |row| (row.get(0), row.get(1))))
 }
 
-/// Inserts keys as joining in `hour`; how many were new.
+/// Fails as corrupt when the universe has rows or exact bodies though its state says
+/// there is none.
+async fn refuse_traces(store: &PgStore, tx: &Transaction<'_>) -> Result<()> {
+    let sql = store.sql(
+        "SELECT EXISTS (SELECT 1 FROM {s}.universe) OR EXISTS (SELECT 1 FROM {s}.exact_hours)
+             OR EXISTS (SELECT 1 FROM {s}.hour_universe)",
+    );
+    let traces: bool = tx.query_one(&sql, &[]).await.map_err(pg_error)?.get(0);
+    if traces {
+        return Err(missing_since());
+    }
+    Ok(())
+}
+
+/// Inserts keys as joining in `hour`, each with its checksum, and adds the new ones to
+/// the hour's tally (the caller holds the state row's lock: changes to the universe
+/// take turns); how many were new.
 async fn insert(store: &PgStore, tx: &Transaction<'_>, keys: &[Key], hour: Hour) -> Result<u64> {
     let sql = store.sql(
-        "INSERT INTO {s}.universe (key, added) SELECT k, $2 FROM unnest($1::bigint[]) AS k
-         ON CONFLICT (key) DO NOTHING",
+        "INSERT INTO {s}.universe (key, added, checksum)
+         SELECT k, $2, c FROM unnest($1::bigint[], $3::bigint[]) AS t(k, c)
+         ON CONFLICT (key) DO NOTHING RETURNING key",
     );
     let stmt = tx.prepare_cached(&sql).await.map_err(pg_error)?;
-    let mut added = 0;
+    let mut new = Tally::default();
     for chunk in keys.chunks(CHUNK) {
         let values: Vec<i64> = chunk.iter().map(|k| k.to_u64() as i64).collect();
-        added += tx
-            .execute(&stmt, &[&values, &hour.index()])
+        let sums: Vec<i64> = chunk.iter().map(|k| universe_checksum(hour, *k)).collect();
+        for row in tx
+            .query(&stmt, &[&values, &hour.index(), &sums])
             .await
-            .map_err(pg_error)?;
+            .map_err(pg_error)?
+        {
+            new.add(Key::from_u64(row.get::<_, i64>(0) as u64));
+        }
     }
-    Ok(added)
+    if new.count > 0 {
+        let was = tx
+            .query_opt(
+                &store.sql("SELECT count, sum FROM {s}.universe_hours WHERE added = $1"),
+                &[&hour.index()],
+            )
+            .await
+            .map_err(pg_error)?
+            .map_or_else(Tally::default, |r| Tally::from_row(r.get(0), r.get(1)));
+        let now = was.plus(new);
+        tx.execute(
+            &store.sql(
+                "INSERT INTO {s}.universe_hours (added, count, sum) VALUES ($1, $2, $3)
+                 ON CONFLICT (added) DO UPDATE SET count = excluded.count, sum = excluded.sum",
+            ),
+            &[&hour.index(), &(now.count as i64), &now.stored_sum()],
+        )
+        .await
+        .map_err(pg_error)?;
+    }
+    Ok(new.count)
+}
+
+/// The tally of the keys that joined in `through` or before, from the hours' tallies.
+async fn tally_through(store: &PgStore, tx: &Transaction<'_>, through: Hour) -> Result<Tally> {
+    let rows = tx
+        .query(
+            &store.sql("SELECT count, sum FROM {s}.universe_hours WHERE added <= $1"),
+            &[&through.index()],
+        )
+        .await
+        .map_err(pg_error)?;
+    Ok(rows.iter().fold(Tally::default(), |t, r| {
+        t.plus(Tally::from_row(r.get(0), r.get(1)))
+    }))
 }
 
 /// Every key the store holds (sealed hours' and open batches'), into the universe as
@@ -84,7 +143,10 @@ async fn backfill(store: &PgStore, tx: &Transaction<'_>, hour: Hour) -> Result<u
 
 async fn set_state(store: &PgStore, tx: &Transaction<'_>, since: Hour, count: u64) -> Result<()> {
     tx.execute(
-        &store.sql("UPDATE {s}.universe_state SET since = $1, count = $2"),
+        &store.sql(
+            "INSERT INTO {s}.universe_state (one, since, count) VALUES (true, $1, $2)
+             ON CONFLICT (one) DO UPDATE SET since = excluded.since, count = excluded.count",
+        ),
         &[&since.index(), &(count as i64)],
     )
     .await
@@ -93,14 +155,25 @@ async fn set_state(store: &PgStore, tx: &Transaction<'_>, since: Hour, count: u6
 }
 
 impl PgStore {
+    /// The universe's first hour and size; a universe whose first hour is missing while
+    /// it has rows (or exact bodies) is damage, never "no universe".
     pub(super) async fn universe_info(&self) -> Result<Option<UniverseInfo>> {
         let client = self.client().await?;
-        let sql = self.sql("SELECT since, count FROM {s}.universe_state");
+        let sql = self.sql(
+            "SELECT st.since, st.count,
+                    EXISTS (SELECT 1 FROM {s}.universe) OR EXISTS (SELECT 1 FROM {s}.exact_hours)
+                        OR EXISTS (SELECT 1 FROM {s}.hour_universe)
+             FROM (SELECT 1) AS one LEFT JOIN {s}.universe_state st ON true",
+        );
         let row = client.query_one(&sql, &[]).await.map_err(pg_error)?;
-        Ok(row.get::<_, Option<i64>>(0).map(|since| UniverseInfo {
-            count: row.get::<_, i64>(1) as u64,
-            since: Hour::from_index(since),
-        }))
+        match row.get::<_, Option<i64>>(0) {
+            Some(since) => Ok(Some(UniverseInfo {
+                count: row.get::<_, i64>(1).max(0) as u64,
+                since: Hour::from_index(since),
+            })),
+            None if row.get::<_, bool>(2) => Err(missing_since()),
+            None => Ok(None),
+        }
     }
 
     pub(super) async fn add_universe_rows(
@@ -117,8 +190,18 @@ impl PgStore {
         let since = match since {
             Some(since) => Hour::from_index(since),
             None => {
+                refuse_traces(self, &tx).await?;
                 count += backfill(self, &tx, open).await?;
-                open
+                // The first hour sealed from now on: not one closed meanwhile, whose
+                // seal recorded no universe.
+                let closed = tx
+                    .query_one(
+                        &self.sql("SELECT value FROM {s}.meta WHERE name = 'closed_through'"),
+                        &[],
+                    )
+                    .await
+                    .map_err(pg_error)?;
+                open.max(Hour::from_index(closed.get::<_, i64>(0) + 1))
             }
         };
         count += insert(self, &tx, keys, open).await?;
@@ -134,18 +217,37 @@ impl PgStore {
     /// The keys that joined by `through`, sorted. Rows are read as they arrive (a
     /// universe of 10M rows held as rows at once would take gigabytes), into one vector
     /// sized from the universe's count: 8 bytes a key, what an exact build reserves.
+    ///
+    /// Each row is verified and the keys checked against the tally recorded when
+    /// `through` was sealed, in one snapshot.
     pub(super) async fn universe_key_rows(&self, through: Hour) -> Result<Vec<Key>> {
         let count = self.universe_info().await?.map_or(0, |u| u.count);
-        let client = self.client().await?;
-        let sql = self.sql("SELECT key FROM {s}.universe WHERE added <= $1");
-        let stmt = client.prepare_cached(&sql).await.map_err(pg_error)?;
+        let mut client = self.client().await?;
+        let tx = super::snapshot(&mut client).await?;
+        let sql = self.sql("SELECT key, added, checksum FROM {s}.universe WHERE added <= $1");
+        let stmt = tx.prepare_cached(&sql).await.map_err(pg_error)?;
         let params: [&(dyn ToSql + Sync); 1] = [&through.index()];
-        let rows = client.query_raw(&stmt, params).await.map_err(pg_error)?;
-        futures_util::pin_mut!(rows);
         let mut keys = Vec::with_capacity(count as usize);
-        while let Some(row) = rows.try_next().await.map_err(pg_error)? {
-            keys.push(Key::from_u64(row.get::<_, i64>(0) as u64));
+        let mut tally = Tally::default();
+        {
+            let rows = tx.query_raw(&stmt, params).await.map_err(pg_error)?;
+            futures_util::pin_mut!(rows);
+            while let Some(row) = rows.try_next().await.map_err(pg_error)? {
+                let key = Key::from_u64(row.get::<_, i64>(0) as u64);
+                verify_universe_row(Hour::from_index(row.get(1)), key, row.get(2))?;
+                tally.add(key);
+                keys.push(key);
+            }
         }
+        let recorded = tx
+            .query_opt(
+                &self.sql("SELECT count, sum FROM {s}.hour_universe WHERE hour = $1"),
+                &[&through.index()],
+            )
+            .await
+            .map_err(pg_error)?
+            .map(|r| Tally::from_row(r.get(0), r.get(1)));
+        check_universe(through, tally, recorded)?;
         keys.sort_unstable();
         Ok(keys)
     }
@@ -209,8 +311,8 @@ impl PgStore {
     }
 }
 
-/// A sealed hour's keys into the universe, when there is one, in the seal's
-/// transaction.
+/// A sealed hour's keys into the universe, when there is one, and the universe's tally
+/// recorded with the hour, in the seal's transaction.
 pub(super) async fn merge_sealed(
     store: &PgStore,
     tx: &Transaction<'_>,
@@ -218,9 +320,22 @@ pub(super) async fn merge_sealed(
     keys: &[Key],
 ) -> Result<()> {
     let (since, count) = lock_state(store, tx).await?;
-    let Some(since) = since else {
+    let Some(since) = since.map(Hour::from_index) else {
         return Ok(());
     };
     let added = insert(store, tx, keys, hour).await?;
-    set_state(store, tx, Hour::from_index(since), count as u64 + added).await
+    set_state(store, tx, since, count as u64 + added).await?;
+    if hour >= since {
+        let tally = tally_through(store, tx, hour).await?;
+        tx.execute(
+            &store.sql(
+                "INSERT INTO {s}.hour_universe (hour, count, sum) VALUES ($1, $2, $3)
+                 ON CONFLICT (hour) DO NOTHING",
+            ),
+            &[&hour.index(), &(tally.count as i64), &tally.stored_sum()],
+        )
+        .await
+        .map_err(pg_error)?;
+    }
+    Ok(())
 }

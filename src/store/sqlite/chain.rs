@@ -34,6 +34,12 @@ pub(super) fn insert(tx: &Connection, link: &ChainLink) -> Result<Linking> {
             ],
         )
         .map_err(sql_error)?;
+    // The chain's first hour, set once: hours sealed before it have no link by design.
+    tx.execute(
+        "INSERT INTO meta (name, value) VALUES ('chain_since', ?1) ON CONFLICT (name) DO NOTHING",
+        [link.hour.index()],
+    )
+    .map_err(sql_error)?;
     Ok(Linking::of_rows_inserted(inserted as u64))
 }
 

@@ -185,36 +185,44 @@ fn batches_after(
 
 /// What the store records of `hour` besides its rows (see [`HourRecord`]).
 fn record(conn: &Connection, hour: Hour) -> Result<HourRecord> {
-    let (batches, pruned, link) = conn
+    let (batches, marks, link) = conn
         .query_row(
             "SELECT (SELECT batches FROM batch_counts WHERE hour = ?1),
                     (SELECT value FROM meta WHERE name = 'pruned_before'),
+                    (SELECT value FROM meta WHERE name = 'closed_through'),
+                    (SELECT value FROM meta WHERE name = 'chain_since'),
+                    EXISTS (SELECT 1 FROM chain WHERE hour > ?1),
                     c.digest, c.prev, c.header, c.checksum
              FROM (SELECT 1) LEFT JOIN chain c ON c.hour = ?1",
             [hour.index()],
             |r| {
-                let link = match r.get::<_, Option<Vec<u8>>>(2)? {
+                let link = match r.get::<_, Option<Vec<u8>>>(5)? {
                     Some(digest) => Some((
                         digest,
-                        r.get::<_, Vec<u8>>(3)?,
-                        r.get::<_, Vec<u8>>(4)?,
-                        r.get::<_, i64>(5)?,
+                        r.get::<_, Vec<u8>>(6)?,
+                        r.get::<_, Vec<u8>>(7)?,
+                        r.get::<_, i64>(8)?,
                     )),
                     None => None,
                 };
+                let mark = |i| r.get::<_, Option<i64>>(i).map(|h| h.map(Hour::from_index));
                 Ok((
                     r.get::<_, Option<i64>>(0)?,
-                    r.get::<_, Option<i64>>(1)?,
+                    (mark(1)?, mark(2)?, mark(3)?, r.get::<_, bool>(4)?),
                     link,
                 ))
             },
         )
         .map_err(sql_error)?;
+    let (pruned_before, closed_through, chain_since, later_link) = marks;
     Ok(HourRecord {
         link: link.map(|(digest, prev, header, checksum)| {
             ChainLink::verify_row(hour, &digest, &prev, &header, checksum)
         }),
-        pruned_before: pruned.map(Hour::from_index),
+        pruned_before,
         batches,
+        closed_through,
+        chain_since,
+        later_link,
     })
 }

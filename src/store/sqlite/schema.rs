@@ -28,7 +28,29 @@ pub const APPLICATION_ID: i32 = 0x626C_6F6D;
 /// 5: the signing key registry and each hour's signature (`signing_keys`, `signatures`,
 ///    see [`crate::store::HourSignature`]).
 /// 6: the publisher's universe and each hour's exact body (`universe`, `exact_hours`).
-pub const SCHEMA_VERSION: i32 = 6;
+/// 7: what derived bodies were (`forms`), universe rows checksummed with their tallies
+///    (`universe_hours`, `hour_universe`), a batch record for every closed hour not
+///    sealed, and the chain's first hour (`chain_since`), so that a row deleted is
+///    found (see [`crate::store::HourRecord`], [`crate::store::Tally`]).
+pub const SCHEMA_VERSION: i32 = 7;
+
+/// Version 7's records of what is there now (trusted at this moment): a zero-batch
+/// record for each closed hour in the served range that has neither a sealed row nor
+/// one, and the chain's first hour.
+const V7_RECORDS: &str = "
+WITH RECURSIVE span(h) AS (
+    SELECT max((SELECT value FROM meta WHERE name = 'genesis'),
+               coalesce((SELECT value FROM meta WHERE name = 'pruned_before'), -9223372036854775807))
+    UNION ALL
+    SELECT h + 1 FROM span WHERE h < (SELECT value FROM meta WHERE name = 'closed_through'))
+INSERT INTO batch_counts (hour, batches)
+    SELECT h, 0 FROM span
+    WHERE h <= (SELECT value FROM meta WHERE name = 'closed_through')
+      AND NOT EXISTS (SELECT 1 FROM hours WHERE hour = h)
+      AND NOT EXISTS (SELECT 1 FROM batch_counts WHERE hour = h);
+INSERT INTO meta (name, value) SELECT 'chain_since', min(hour) FROM chain
+    HAVING min(hour) IS NOT NULL;
+";
 
 /// Version 4: the batch record, counted from the batches there (trusted at that moment),
 /// and the prune mark, set to the oldest sealed hour (older chain links are of hours
@@ -207,6 +229,12 @@ pub(super) fn prepare(conn: &mut Connection, path: &Path) -> Result<()> {
     }
     if from < 6 {
         tx.execute_batch(super::universe::V6).map_err(sql_error)?;
+    }
+    if from < 7 {
+        tx.execute_batch(super::universe::V7).map_err(sql_error)?;
+        tx.execute_batch(super::forms::V7).map_err(sql_error)?;
+        super::universe::backfill_v7(&tx)?;
+        tx.execute_batch(V7_RECORDS).map_err(sql_error)?;
     }
     if from < SCHEMA_VERSION || app_id == 0 {
         tx.execute_batch(&format!(

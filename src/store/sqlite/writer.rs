@@ -5,11 +5,12 @@
 use super::sql_error;
 use crate::bloom::Key;
 use crate::bloom::SHA1_KM32;
+use crate::chain::Hash;
 use crate::chain::PublicKey;
 use crate::hour::Hour;
 use crate::store::{
-    batch_checksum, ChainLink, HourSignature, Linking, Result, SealedHour, Sealing, StoreError,
-    UniverseAdded,
+    batch_checksum, ChainLink, FormRecord, HourSignature, Linking, Result, SealedHour, Sealing,
+    StoreError, UniverseAdded,
 };
 use rusqlite::{params, Connection};
 use std::sync::mpsc;
@@ -72,6 +73,11 @@ pub(super) enum Command {
         max: u64,
         reply: oneshot::Sender<Result<UniverseAdded>>,
     },
+    /// Records a derived body's digest unless its range and form have one; the stored one.
+    RecordForm {
+        record: FormRecord,
+        reply: oneshot::Sender<Result<Hash>>,
+    },
     /// Stores an hour's exact body unless it has one; the stored body.
     PutExact {
         hour: Hour,
@@ -126,6 +132,7 @@ enum Answer {
     Flag(bool),
     Universe(UniverseAdded),
     Body(Vec<u8>),
+    Digest(Hash),
 }
 
 fn apply_group(
@@ -185,6 +192,7 @@ fn apply_group(
                 }
                 Command::Close { hour, .. } => {
                     if closed_through.is_none_or(|c| c < *hour) {
+                        record_closed(&tx, closed_through.map(Hour::next), *hour)?;
                         *closed_through = Some(*hour);
                         tx.execute(
                             "INSERT INTO meta (name, value) VALUES ('closed_through', ?1)
@@ -235,6 +243,9 @@ fn apply_group(
                     Answer::Sealed(Sealing::of_rows_inserted(inserted as u64))
                 }
                 Command::Link { link, .. } => Answer::Linked(super::chain::insert(&tx, link)?),
+                Command::RecordForm { record, .. } => {
+                    Answer::Digest(super::forms::record(&tx, record)?)
+                }
                 Command::RegisterKey {
                     key,
                     first,
@@ -275,6 +286,13 @@ fn apply_group(
                     tx.execute("DELETE FROM exact_hours WHERE hour < ?1", [before.index()])
                         .map_err(sql_error)?;
                     tx.execute(
+                        "DELETE FROM hour_universe WHERE hour < ?1",
+                        [before.index()],
+                    )
+                    .map_err(sql_error)?;
+                    tx.execute("DELETE FROM forms WHERE from_hour < ?1", [before.index()])
+                        .map_err(sql_error)?;
+                    tx.execute(
                         "INSERT INTO meta (name, value) VALUES ('pruned_before', ?1)
                          ON CONFLICT (name) DO UPDATE SET value = max(value, excluded.value)",
                         [before.index()],
@@ -289,6 +307,30 @@ fn apply_group(
     }
     tx.commit().map_err(sql_error)?;
     Ok(answers)
+}
+
+/// Gives each hour of `from..=to` that has no batch record a zero-batch one (`from`
+/// `None`: from genesis), as it closes: every closed hour then has a record or, once
+/// sealed, a sealed row (see [`crate::store::HourRecord`]).
+fn record_closed(tx: &rusqlite::Transaction, from: Option<Hour>, to: Hour) -> Result<()> {
+    let from = match from {
+        Some(from) => from,
+        None => match super::schema::meta(tx, "genesis")? {
+            Some(genesis) => Hour::from_index(genesis),
+            None => to,
+        },
+    };
+    let mut insert = tx
+        .prepare_cached(
+            "INSERT INTO batch_counts (hour, batches) VALUES (?1, 0) ON CONFLICT (hour) DO NOTHING",
+        )
+        .map_err(sql_error)?;
+    let mut hour = from;
+    while hour <= to {
+        insert.execute([hour.index()]).map_err(sql_error)?;
+        hour = hour.next();
+    }
+    Ok(())
 }
 
 fn reply_all(group: Vec<Command>, outcome: Result<Vec<Answer>>) {
@@ -325,6 +367,9 @@ fn reply_all(group: Vec<Command>, outcome: Result<Vec<Answer>>) {
                     (Command::PutExact { reply, .. }, Answer::Body(b)) => {
                         reply.send(Ok(b)).map_err(drop)
                     }
+                    (Command::RecordForm { reply, .. }, Answer::Digest(d)) => {
+                        reply.send(Ok(d)).map_err(drop)
+                    }
                     _ => unreachable!("answers follow their commands"),
                 };
             }
@@ -346,6 +391,7 @@ fn reply_all(group: Vec<Command>, outcome: Result<Vec<Answer>>) {
                     }
                     Command::AddToUniverse { reply, .. } => reply.send(Err(err())).map_err(drop),
                     Command::PutExact { reply, .. } => reply.send(Err(err())).map_err(drop),
+                    Command::RecordForm { reply, .. } => reply.send(Err(err())).map_err(drop),
                 };
             }
         }

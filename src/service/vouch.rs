@@ -1,0 +1,185 @@
+//! What the chain vouches for. A sealed hour's filter, verified against its chain link,
+//! is the authority for everything derived from the hour:
+//!
+//! - the keys a ribbon, an exact body or a union is built from are checked against it:
+//!   the filter they make at the sealed shape must be the sealed bytes (a key swapped,
+//!   added or lost changes them), so keys the chain does not vouch for are damage, and
+//!   nothing is built from them;
+//! - every derived body is checked before it is first served or signed: it answers
+//!   "yes" for every key it was built from ([`answers_every`]), and an exact body "no"
+//!   for every other key of its universe;
+//! - and its digest is recorded the first time ([`crate::store::FormRecord`]): a later
+//!   build of the same range and form whose bytes differ is refused as corrupt, never
+//!   served under a URL that promised other bytes.
+
+use super::{Result, Service, ServiceError};
+use crate::bloom::{Filter, Key, Params};
+use crate::chain;
+use crate::hour::Hour;
+use crate::store::{FormName, FormRecord, StoreError};
+
+/// Filters this large (bits) are rebuilt off the runtime to check keys against them.
+const OFF_RUNTIME_BITS: u32 = 1 << 19;
+
+impl Service {
+    /// The distinct keys of a closed hour, vouched for by its sealed filter when it is
+    /// sealed (an hour not sealed yet is read from its batches, checked against its
+    /// batch record, as sealing reads it).
+    ///
+    /// # Errors
+    /// [`StoreError::Corrupt`] (recorded, naming the hour) when the keys are not the
+    /// ones its sealed filter was built from; store failures.
+    pub(super) async fn vouched_keys(&self, hour: Hour) -> Result<Vec<Key>> {
+        let keys = self.closed_keys(hour).await?;
+        let verdict = match self.store.sealed(hour).await {
+            Ok(Some(sealed)) => {
+                let params = Params::new(sealed.m.into(), sealed.k.into())?;
+                let (keys, same) = rebuilt_is(keys, params, sealed.filter).await?;
+                (keys, same.then_some(()).ok_or("its sealed filter"))
+            }
+            Ok(None) => return Ok(keys),
+            // The sealed row itself is damaged: the keys are checked against the chain
+            // link, through the filter they make at the hour's shape.
+            Err(StoreError::Corrupt(_)) => {
+                let (keys, filter) = self.build(hour, keys).await?;
+                let link = self.store.last_link(hour.next()).await?;
+                let digest = chain::digest(&filter.to_bytes());
+                let same = link.is_some_and(|l| l.hour == hour && l.digest == digest);
+                (keys, same.then_some(()).ok_or("its chain link"))
+            }
+            Err(e) => return Err(e.into()),
+        };
+        match verdict {
+            (keys, Ok(())) => Ok(keys),
+            (keys, Err(authority)) => {
+                let e = StoreError::Corrupt(format!(
+                    "the stored keys of hour {hour} ({} keys) are not the ones {authority} was \
+                     built from: they were damaged, so no form is built from them (the hour's \
+                     own filter is served as sealed)",
+                    keys.len()
+                ));
+                self.note_corrupt(hour, &e);
+                Err(e.into())
+            }
+        }
+    }
+
+    /// Checks a body whose SHA-256 is `digest`, the `form` of `from..=to`, against the
+    /// record of what that form's bytes are, recording it when there is none (its first
+    /// build, on any node).
+    ///
+    /// # Errors
+    /// [`StoreError::Corrupt`] (recorded) when a record holds other bytes: the body is
+    /// never served or signed. Store failures (the record cannot be written now).
+    pub(super) async fn vouch_form(
+        &self,
+        from: Hour,
+        to: Hour,
+        form: FormName,
+        digest: &chain::Hash,
+    ) -> Result<()> {
+        let digest = *digest;
+        let record = FormRecord {
+            from,
+            to,
+            form,
+            digest,
+        };
+        let stored = self.note_write(self.store.record_form(&record).await)?;
+        if stored == digest {
+            return Ok(());
+        }
+        let range = if from == to {
+            format!("hour {from}")
+        } else {
+            format!("{from}..{to}")
+        };
+        let e = StoreError::Corrupt(format!(
+            "the {form} form of {range} built now (SHA-256 {}) is not the one first served \
+             (recorded {}): its keys changed since, or were damaged; it is not served",
+            chain::hex(&digest),
+            chain::hex(&stored)
+        ));
+        self.note_corrupt(from, &e);
+        Err(e.into())
+    }
+}
+
+impl Service {
+    /// `result`, recording `hour` as corrupt when its data failed verification (a body
+    /// that fails its checks is found where it is built, off the runtime).
+    pub(super) fn noting_corrupt<T>(&self, hour: Hour, result: Result<T>) -> Result<T> {
+        if let Err(ServiceError::Store(e @ StoreError::Corrupt(_))) = &result {
+            self.note_corrupt(hour, e);
+        }
+        result
+    }
+}
+
+/// Whether the filter `keys` make at `params` is `sealed`, off the runtime when large;
+/// the keys back with the verdict.
+async fn rebuilt_is(keys: Vec<Key>, params: Params, sealed: Vec<u8>) -> Result<(Vec<Key>, bool)> {
+    let check = move || {
+        let same = Filter::from_keys(params, &keys).to_bytes() == sealed;
+        (keys, same)
+    };
+    if params.m < OFF_RUNTIME_BITS {
+        return Ok(check());
+    }
+    Ok(tokio::task::spawn_blocking(check).await?)
+}
+
+/// Whether `contains` answers "yes" for every one of `keys`: what a body built from
+/// them must do before it is served (no false negative, ever).
+///
+/// # Errors
+/// [`StoreError::Corrupt`] naming `what` and how many keys it misses.
+pub(super) fn answers_every(
+    what: &str,
+    keys: &[Key],
+    contains: impl Fn(Key) -> bool,
+) -> std::result::Result<(), StoreError> {
+    let missed = keys.iter().filter(|&&k| !contains(k)).count();
+    if missed == 0 {
+        return Ok(());
+    }
+    Err(StoreError::Corrupt(format!(
+        "{what} built from {} keys answers \"no\" for {missed} of them: it is not served",
+        keys.len()
+    )))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn keys(n: usize) -> Vec<Key> {
+        (0..n).map(|i| Key::of(&format!("id-{i}"))).collect()
+    }
+
+    #[test]
+    fn a_body_that_misses_a_key_it_was_built_from_is_refused() {
+        let ks = keys(50);
+        let filter = Filter::sized_within(&ks, 0.01).unwrap();
+        assert!(answers_every("x", &ks, |k| filter.contains_key(k)).is_ok());
+        let missing = ks[7];
+        let e = answers_every("the body", &ks, |k| k != missing).unwrap_err();
+        assert!(e.to_string().contains("1 of them"), "{e}");
+    }
+
+    #[tokio::test]
+    async fn keys_rebuild_the_sealed_bytes_only_when_they_are_the_sealed_keys() {
+        let ks = keys(1000);
+        let sealed = Filter::sized_within(&ks, 0.01).unwrap();
+        let params = sealed.params();
+        let bytes = sealed.to_bytes();
+        let (_, same) = rebuilt_is(ks.clone(), params, bytes.clone()).await.unwrap();
+        assert!(same);
+        let mut swapped = ks.clone();
+        swapped[3] = Key::of("not one of them");
+        let (_, same) = rebuilt_is(swapped, params, bytes.clone()).await.unwrap();
+        assert!(!same, "a swapped key changes the bits");
+        let (_, same) = rebuilt_is(ks[1..].to_vec(), params, bytes).await.unwrap();
+        assert!(!same, "a lost key changes the bits");
+    }
+}

@@ -1,0 +1,41 @@
+//! Derived bodies' records in the embedded store (schema version 7, see
+//! [`crate::store::FormRecord`]): written through the writer thread, first write wins.
+
+use super::sql_error;
+use crate::chain::Hash;
+use crate::store::{FormRecord, Result};
+use rusqlite::{params, Transaction};
+
+/// Version 7: the records of derived bodies.
+pub(super) const V7: &str = "
+CREATE TABLE forms (
+    from_hour INTEGER NOT NULL,
+    to_hour   INTEGER NOT NULL,
+    form      TEXT NOT NULL,
+    digest    BLOB NOT NULL,
+    PRIMARY KEY (from_hour, to_hour, form)
+) WITHOUT ROWID;
+";
+
+/// Inserts the record unless the range and form have one; the digest stored.
+pub(super) fn record(tx: &Transaction, record: &FormRecord) -> Result<Hash> {
+    let (from, to, form) = (
+        record.from.index(),
+        record.to.index(),
+        record.form.to_string(),
+    );
+    tx.execute(
+        "INSERT INTO forms (from_hour, to_hour, form, digest) VALUES (?1, ?2, ?3, ?4)
+         ON CONFLICT DO NOTHING",
+        params![from, to, form, &record.digest[..]],
+    )
+    .map_err(sql_error)?;
+    let stored: Vec<u8> = tx
+        .query_row(
+            "SELECT digest FROM forms WHERE from_hour = ?1 AND to_hour = ?2 AND form = ?3",
+            params![from, to, form],
+            |r| r.get(0),
+        )
+        .map_err(sql_error)?;
+    record.digest_of_row(&stored)
+}
