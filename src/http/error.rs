@@ -165,6 +165,29 @@ impl From<ServiceError> for ApiError {
                 ApiError::Unavailable
             }
             ServiceError::Store(StoreError::Busy(m)) | ServiceError::Busy(m) => ApiError::Busy(m),
+            ServiceError::Corrupt {
+                hour,
+                keys_only,
+                source,
+            } => {
+                tracing::error!(%hour, error = %source, "stored data failed verification");
+                ApiError::Corrupt(if keys_only {
+                    format!(
+                        "the stored keys of hour {} failed verification: its own sealed filter \
+                         is served ({}), but nothing built from its keys (its compact and exact \
+                         forms, and any union that includes it); the operator has been alerted",
+                        hour.rfc3339(),
+                        hour.path()
+                    )
+                } else {
+                    format!(
+                        "the stored data of hour {} failed verification: it is not served, in \
+                         any form nor in any union that includes it; the operator has been \
+                         alerted",
+                        hour.rfc3339()
+                    )
+                })
+            }
             ServiceError::Store(e @ StoreError::Corrupt(_)) => {
                 tracing::error!(error = %e, "stored data failed verification");
                 ApiError::Corrupt(

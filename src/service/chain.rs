@@ -112,6 +112,7 @@ impl Service {
                 self.note_corrupt(hour, &e);
                 return Ok(None);
             }
+            Err(ServiceError::Corrupt { .. }) => return Ok(None),
             Err(e) => return Err(e),
         };
         if &signed.link.digest != digest {
@@ -123,8 +124,7 @@ impl Service {
                 chain::hex(digest),
                 chain::hex(&signed.link.digest)
             ));
-            self.note_corrupt(hour, &e);
-            return Err(e.into());
+            return Err(self.corrupt(hour, e));
         }
         Ok(Some(ChainPlace {
             prev: signed.link.prev,

@@ -34,6 +34,16 @@ pub enum ServiceError {
     NotAcceptable(String),
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// The stored data of `hour` failed verification (recorded for `/healthz`): nothing
+    /// it does not vouch for is served. `keys_only`: only the hour's stored keys did,
+    /// so its own sealed filter is still served, but nothing built from its keys.
+    #[error("hour {hour}: {source}")]
+    Corrupt {
+        hour: Hour,
+        keys_only: bool,
+        #[source]
+        source: StoreError,
+    },
     /// A filter could not be built or read back (a stored filter that fails to decode).
     #[error("filter error: {0}")]
     Filter(#[from] FilterError),

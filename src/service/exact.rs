@@ -23,7 +23,11 @@ impl Service {
     /// # Errors
     /// Store failures.
     pub async fn universe(&self) -> Result<Option<UniverseInfo>> {
-        Ok(self.store.universe().await?)
+        let info = self.store.universe().await;
+        if let Err(e @ StoreError::Corrupt(_)) = &info {
+            self.note_corrupt_record("universe", e);
+        }
+        Ok(info?)
     }
 
     /// Durably adds `keys` to the universe (creating it, from the open hour on, at the
@@ -66,7 +70,13 @@ impl Service {
                  fetch it as .bin, .hex or .json until then"
             )));
         }
-        let info = self.store.universe().await?.ok_or_else(|| {
+        let info = match self.universe().await {
+            Err(ServiceError::Store(e @ StoreError::Corrupt(_))) => {
+                return Err(self.corrupt(hour, e))
+            }
+            other => other?,
+        };
+        let info = info.ok_or_else(|| {
             ServiceError::NotFound(
                 "this service has no universe, so no exact hours: a publisher creates one \
                  with POST /universe"
@@ -101,7 +111,12 @@ impl Service {
             UniverseSeen::Missing(at) if at.elapsed() < self.tuning.refresh => return Ok(None),
             _ => {}
         }
-        let since = self.store.universe().await?.map(|u| u.since);
+        let since = match self.universe().await {
+            // Recorded: no exact hour is served while the universe is damaged, and the
+            // index says none, rather than failing.
+            Err(ServiceError::Store(StoreError::Corrupt(_))) => return Ok(None),
+            other => other?.map(|u| u.since),
+        };
         self.sealer.keep_universe(since);
         Ok(since)
     }
@@ -205,10 +220,7 @@ impl Service {
         })?;
         let keys = self.vouched_keys(hour).await?;
         let universe = match self.store.universe_keys(hour).await {
-            Err(e @ StoreError::Corrupt(_)) => {
-                self.note_corrupt(hour, &e);
-                return Err(e.into());
-            }
+            Err(e @ StoreError::Corrupt(_)) => return Err(self.corrupt(hour, e)),
             other => other?,
         };
         let built = stored.is_none();

@@ -76,6 +76,8 @@ pub(super) struct Health {
     failing: AtomicBool,
     /// Hours that could not be served because their stored data failed verification.
     corrupt: Mutex<BTreeSet<Hour>>,
+    /// Stored records that are not an hour's (the universe) and failed verification.
+    corrupt_records: Mutex<BTreeSet<&'static str>>,
     /// Verification failures found (including those repaired from intact keys).
     pub corrupt_found: AtomicU64,
     /// The open hour has been loaded from the store since start: the flag is what every
@@ -92,6 +94,7 @@ impl Default for Health {
             writes: Mutex::new(Writes::default()),
             failing: AtomicBool::new(false),
             corrupt: Mutex::new(BTreeSet::new()),
+            corrupt_records: Mutex::new(BTreeSet::new()),
             corrupt_found: AtomicU64::new(0),
             loaded_flag: AtomicBool::new(false),
             loaded: watch::Sender::new(false),
@@ -127,6 +130,9 @@ pub struct HealthReport {
     pub clock_ahead_seconds: i64,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub corrupt_hours: Vec<String>,
+    /// Stored records other than hours that failed verification (`universe`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub corrupt_records: Vec<String>,
     /// Seconds since the latest failed write, while it holds the status `unavailable`
     /// (it is `ok` again once a write begun [`RECOVERY_HOLD`] after it succeeds).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -194,6 +200,25 @@ impl Service {
         lock(&self.health.corrupt).insert(hour);
     }
 
+    /// The error for `hour`'s data failing verification, recorded as
+    /// [`Service::note_corrupt`] does.
+    pub(super) fn corrupt(&self, hour: Hour, error: StoreError) -> super::ServiceError {
+        self.note_corrupt(hour, &error);
+        super::ServiceError::Corrupt {
+            hour,
+            keys_only: false,
+            source: error,
+        }
+    }
+
+    /// Records a stored record that is not an hour's (`what`, e.g. `universe`) whose data
+    /// failed verification.
+    pub(super) fn note_corrupt_record(&self, what: &'static str, error: &StoreError) {
+        tracing::error!(record = what, error = %full_message(error), "stored data failed verification");
+        self.health.corrupt_found.fetch_add(1, Ordering::Relaxed);
+        lock(&self.health.corrupt_records).insert(what);
+    }
+
     /// Verification failures found so far (for `/metrics`).
     pub fn corrupt_found(&self) -> u64 {
         self.health.corrupt_found.load(Ordering::Relaxed)
@@ -226,6 +251,10 @@ impl Service {
             .iter()
             .map(|h| h.rfc3339())
             .collect();
+        let corrupt_records: Vec<String> = lock(&self.health.corrupt_records)
+            .iter()
+            .map(|r| (*r).to_owned())
+            .collect();
         let write_failure = lock(&self.health.writes).failure.clone();
         let write_failed_seconds_ago = write_failure.as_ref().map(|f| f.at.elapsed().as_secs());
         let jump = self.clock_jump();
@@ -236,10 +265,10 @@ impl Service {
                 HealthStatus::Loading,
                 Some("loading the open hour from the store".to_owned()),
             )
-        } else if !corrupt.is_empty() {
+        } else if !corrupt.is_empty() || !corrupt_records.is_empty() {
             (
                 HealthStatus::Degraded,
-                Some("some hours failed verification and are not served".to_owned()),
+                Some("some stored data failed verification and is not served".to_owned()),
             )
         } else if jump.ahead_seconds > 0 {
             (
@@ -262,6 +291,7 @@ impl Service {
             clock_behind_seconds: self.clock_behind_seconds(),
             clock_ahead_seconds: jump.ahead_seconds,
             corrupt_hours: corrupt,
+            corrupt_records,
             write_failed_seconds_ago,
         }
     }

@@ -115,19 +115,27 @@ impl Service {
             }
             Ok(None) => {}
             // Sealed, but the row fails verification: what it holds is rebuilt from the
-            // hour's verified keys (the same bytes), never trusted.
+            // hour's verified keys (the same bytes), never trusted, and only as far as
+            // the hour's chain link vouches for it: no new link is made for it.
             Err(e @ StoreError::Corrupt(_)) => {
                 tracing::error!(%hour, error = %e, "a sealed hour failed verification; rebuilding it from its keys");
                 self.health.corrupt_found.fetch_add(1, Ordering::Relaxed);
                 self.open.forget_through(hour);
                 let (keys, filter) = self.build(hour, self.closed_keys(hour).await?).await?;
-                return Ok(SealedHour {
+                let rebuilt = SealedHour {
                     hour,
                     count: keys.len() as u64,
                     m: filter.m(),
                     k: filter.k(),
                     filter: filter.to_bytes(),
-                });
+                };
+                let link = self.store.last_link(hour.next()).await?;
+                if link
+                    .is_some_and(|l| l.hour == hour && l.digest == chain::digest(&rebuilt.filter))
+                {
+                    return Ok(rebuilt);
+                }
+                return Err(self.corrupt(hour, e));
             }
             Err(e) => return Err(e.into()),
         }
@@ -164,10 +172,7 @@ impl Service {
     /// verification is recorded as corrupt.
     pub(super) async fn closed_keys(&self, hour: Hour) -> Result<Vec<Key>> {
         match self.store.keys(hour).await {
-            Err(e @ StoreError::Corrupt(_)) => {
-                self.note_corrupt(hour, &e);
-                Err(e.into())
-            }
+            Err(e @ StoreError::Corrupt(_)) => Err(self.corrupt(hour, e)),
             other => Ok(other?),
         }
     }
@@ -285,6 +290,8 @@ impl Service {
                 "open hour loaded"
             ),
             Err(ServiceError::Store(e @ StoreError::Corrupt(_))) => self.note_corrupt(now, &e),
+            // Recorded where it was found.
+            Err(ServiceError::Corrupt { .. }) => {}
             // Served lazily then, as each read refreshes the open hour.
             Err(e) => tracing::warn!(error = %e, "cannot load the open hour yet"),
         }

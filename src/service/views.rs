@@ -210,10 +210,7 @@ impl Service {
                 self.open.read_through(hour, cursor, closed, every);
                 Ok(())
             }
-            Err(e @ StoreError::Corrupt(_)) => {
-                self.note_corrupt(hour, &e);
-                Err(e.into())
-            }
+            Err(e @ StoreError::Corrupt(_)) => Err(self.corrupt(hour, e)),
             // A view that was current once may be served a little stale while the store is away.
             Err(e) if ever && e.is_transient() => {
                 tracing::warn!(error = %e, %hour, "refresh of the open hour failed; serving the last view");
@@ -244,6 +241,9 @@ impl Service {
         if let Some(r) = self.cache.get(&key) {
             return Ok((r, true));
         }
+        // Whether the hour was sealed but its row failed verification: what is rebuilt
+        // from its keys is served only when its chain link vouches for the bytes.
+        let mut rotten = false;
         let sealed = match self.store.sealed(hour).await {
             Ok(Some(sealed)) => Some(sealed),
             Ok(None) => match self.seal_or_backoff(hour).await {
@@ -254,6 +254,7 @@ impl Service {
             Err(e @ StoreError::Corrupt(_)) => {
                 tracing::error!(%hour, error = %e, "a sealed filter failed verification; rebuilding it from the hour's keys");
                 self.health.corrupt_found.fetch_add(1, Ordering::Relaxed);
+                rotten = true;
                 None
             }
             Err(e) => return Err(e.into()),
@@ -268,6 +269,7 @@ impl Service {
                 Err(e) => {
                     tracing::error!(%hour, error = %e, "a sealed filter does not decode; rebuilding it from the hour's keys");
                     self.health.corrupt_found.fetch_add(1, Ordering::Relaxed);
+                    rotten = true;
                     None
                 }
             }
@@ -306,6 +308,15 @@ impl Service {
         } else {
             (None, None)
         };
+        if rotten && chain.is_none() {
+            return Err(self.corrupt(
+                hour,
+                StoreError::Corrupt(format!(
+                    "hour {hour} is sealed but its row failed verification, and no chain link \
+                     vouches for the filter its keys make"
+                )),
+            ));
+        }
         let meta = Meta::hour(hour.rfc3339(), complete, count);
         let mut rendered = render_off_thread(meta, filter, repr, Effort::Best).await?;
         rendered.chain = chain;

@@ -39,12 +39,15 @@ impl Service {
             }
             Ok(None) => return Ok(keys),
             // The sealed row itself is damaged: the keys are checked against the chain
-            // link, through the filter they make at the hour's shape.
-            Err(StoreError::Corrupt(_)) => {
-                let (keys, filter) = self.build(hour, keys).await?;
+            // link, through the filter they make at the hour's shape; without a link
+            // nothing vouches for them (nor for the hour).
+            Err(e @ StoreError::Corrupt(_)) => {
                 let link = self.store.last_link(hour.next()).await?;
-                let digest = chain::digest(&filter.to_bytes());
-                let same = link.is_some_and(|l| l.hour == hour && l.digest == digest);
+                let Some(link) = link.filter(|l| l.hour == hour) else {
+                    return Err(self.corrupt(hour, e));
+                };
+                let (keys, filter) = self.build(hour, keys).await?;
+                let same = chain::digest(&filter.to_bytes()) == link.digest;
                 (keys, same.then_some(()).ok_or("its chain link"))
             }
             Err(e) => return Err(e.into()),
@@ -59,7 +62,11 @@ impl Service {
                     keys.len()
                 ));
                 self.note_corrupt(hour, &e);
-                Err(e.into())
+                Err(ServiceError::Corrupt {
+                    hour,
+                    keys_only: true,
+                    source: e,
+                })
             }
         }
     }
@@ -100,8 +107,7 @@ impl Service {
             chain::hex(&digest),
             chain::hex(&stored)
         ));
-        self.note_corrupt(from, &e);
-        Err(e.into())
+        Err(self.corrupt(from, e))
     }
 }
 
@@ -109,10 +115,10 @@ impl Service {
     /// `result`, recording `hour` as corrupt when its data failed verification (a body
     /// that fails its checks is found where it is built, off the runtime).
     pub(super) fn noting_corrupt<T>(&self, hour: Hour, result: Result<T>) -> Result<T> {
-        if let Err(ServiceError::Store(e @ StoreError::Corrupt(_))) = &result {
-            self.note_corrupt(hour, e);
+        match result {
+            Err(ServiceError::Store(e @ StoreError::Corrupt(_))) => Err(self.corrupt(hour, e)),
+            other => other,
         }
-        result
     }
 }
 

@@ -8,6 +8,7 @@ mod compact;
 mod compact_unions;
 mod compact_v2;
 mod corruption;
+mod damage;
 mod dashboard;
 mod deltas;
 mod dictionaries;
