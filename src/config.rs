@@ -249,6 +249,11 @@ settings! {
     /// or precisions built at once; a request needing another build answers 503 busy at
     /// once (requests for one range share it).
     union_builds: usize = 1,
+    /// Seconds one scrub pass takes: every closed hour still served is read back and
+    /// verified in the background (its row, chain link, keys, exact body, universe), one
+    /// at a time and evenly spaced over the pass, so damage is found before a reader finds
+    /// it (/healthz, bloomcast_scrub_* in /metrics). 0 turns the scrub off.
+    scrub_pass_seconds: u64 = 86_400,
 }
 
 /// `data_dir` → `BLOOMCAST_DATA_DIR`.

@@ -144,6 +144,7 @@ impl Application {
             delta_every: Duration::from_secs(settings.open_max_age),
             delta_ids: settings.delta_ids,
             dictionary_max_age: Duration::from_secs(settings.dictionary_max_age),
+            scrub_pass: Duration::from_secs(settings.scrub_pass_seconds),
         };
         let service = Arc::new(Service::new(store, clock, tuning).await?);
         // Seal whatever closed while the server was down and load the open hour, in the
@@ -207,6 +208,12 @@ impl Application {
                 .service
                 .clone()
                 .run_housekeeping(stopped(stop_rx.clone())),
+        );
+        tokio::spawn(
+            self.state
+                .service
+                .clone()
+                .run_scrub(stopped(stop_rx.clone())),
         );
         // Rates for /stats and the dashboard: sample the counters off the request path.
         tokio::spawn(crate::http::run_sampler(

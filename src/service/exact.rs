@@ -290,7 +290,7 @@ impl Service {
 /// # Errors
 /// [`StoreError::Corrupt`] saying how many keys it answers wrongly; a body that does not
 /// decode.
-fn check_exact(body: &[u8], universe: &[Key], changed: &[Key]) -> Result<()> {
+pub(super) fn check_exact(body: &[u8], universe: &[Key], changed: &[Key]) -> Result<()> {
     let exact = Exact::from_bytes(body)?;
     super::vouch::answers_every("the exact body", changed, |k| exact.changed(k))?;
     let wrong = universe

@@ -137,6 +137,8 @@ pub struct HealthReport {
     /// (it is `ok` again once a write begun [`RECOVERY_HOLD`] after it succeeds).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub write_failed_seconds_ago: Option<u64>,
+    /// What the background scrub has verified and found.
+    pub scrub: super::ScrubReport,
 }
 
 impl HealthReport {
@@ -293,6 +295,7 @@ impl Service {
             corrupt_hours: corrupt,
             corrupt_records,
             write_failed_seconds_ago,
+            scrub: self.scrub_report(),
         }
     }
 

@@ -22,7 +22,8 @@
 //! `unions` (union builds' range turns and build slots, and what builds leave for the
 //! next reader), `sealer` (the seal turn, the seal backoff, signatures and sealed hours'
 //! figures), `cache` (rendered immutable responses), `history` (decoded filters) and
-//! `health` (write failures, corrupt hours, the heartbeat). `Service` itself keeps only
+//! `health` (write failures, corrupt hours, the heartbeat) and `scrub` (what the background
+//! scrub verified and found). `Service` itself keeps only
 //! the store, the clock, the tuning, genesis and the hour marks (atomics).
 //!
 //! Lock order across the parts, outermost first; a lock is never taken while one after
@@ -63,6 +64,7 @@ mod open_hours;
 mod ready;
 mod recent;
 mod retention;
+mod scrub;
 mod sealer;
 mod signing;
 pub use ready::ReadyHour;
@@ -97,6 +99,7 @@ use crate::sync::lock;
 pub use cache::{CacheKey, RenderCache};
 use open_hours::{Deltas, OpenHours};
 pub use open_hours::{Linked, DICTIONARY_ID_BYTES};
+pub use scrub::ScrubReport;
 pub use stats::{CacheStats, HourStats, MemoryStats};
 use std::sync::atomic::AtomicI64;
 use std::sync::Arc;
@@ -137,6 +140,8 @@ pub struct Service {
     cache: RenderCache,
     /// Union builds' locks, pool and working memory; what builds leave, kept.
     unions: unions::Unions,
+    /// What the background scrub has verified and found.
+    scrub: scrub::Scrub,
 }
 
 impl Service {
@@ -185,6 +190,7 @@ impl Service {
             health: health::Health::default(),
             sealer: sealer::Sealer::default(),
             unions,
+            scrub: scrub::Scrub::default(),
         };
         service.warn_if_clock_behind();
         service.register_signer().await?;

@@ -41,4 +41,6 @@ pub struct Tuning {
     /// How long each kept version is promised and served at its own URL (a linked
     /// dictionary's `max-age`, `dictionary_max_age`); zero links none.
     pub dictionary_max_age: Duration,
+    /// How long one scrub pass over the served hours takes; zero turns the scrub off.
+    pub scrub_pass: Duration,
 }

@@ -22,6 +22,7 @@ mod history;
 mod ingest;
 mod publication;
 mod rollover;
+mod scrub;
 mod signing;
 mod store_integrity;
 mod timeouts;

@@ -113,9 +113,58 @@ pub async fn exposition(state: &AppState) -> String {
         let header = crate::chain::hex(&header);
         let _ = writeln!(out, "bloomcast_chain_head_info{{header=\"{header}\"}} 1");
     }
+    scrub(&mut out, &health.scrub);
     union_work(&mut out, state);
     memory(&mut out, state);
     out
+}
+
+/// What the background scrub has verified and found (as `/healthz` has it).
+fn scrub(out: &mut String, report: &crate::service::ScrubReport) {
+    single(
+        out,
+        "bloomcast_scrub_pass_seconds",
+        "gauge",
+        "Seconds one scrub pass over the served hours takes (setting scrub_pass_seconds; 0: off).",
+        report.pass_seconds,
+    );
+    single(
+        out,
+        "bloomcast_scrub_passes_total",
+        "counter",
+        "Scrub passes completed since start.",
+        report.passes,
+    );
+    if let Some(last) = report.last_pass {
+        single(
+            out,
+            "bloomcast_scrub_last_pass_timestamp_seconds",
+            "gauge",
+            "When the last scrub pass ended, Unix seconds. Absent before the first.",
+            last.timestamp(),
+        );
+    }
+    single(
+        out,
+        "bloomcast_scrub_hours_total",
+        "counter",
+        "Hours the scrub verified (read back with every check serving makes).",
+        report.hours,
+    );
+    single(
+        out,
+        "bloomcast_scrub_bytes_total",
+        "counter",
+        "Bytes of stored data the scrub read back and verified (filters, keys, exact bodies, universes).",
+        report.bytes,
+    );
+    single(
+        out,
+        "bloomcast_scrub_damage_found_total",
+        "counter",
+        "Hours the scrub found damaged (each also listed in /healthz corrupt_hours and counted in bloomcast_corrupt_found_total).",
+        report.damage_found,
+    );
 }
 
 /// What union work has cost, by step (as `/stats` has it): two counter families.
