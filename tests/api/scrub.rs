@@ -75,8 +75,11 @@ async fn a_pass_over_an_intact_store_finds_nothing_and_says_so() {
     assert!(metric(&app, "bloomcast_scrub_last_pass_timestamp_seconds").await > 0);
 }
 
+/// Damage done through a connection to the store's file.
+type Damage = Box<dyn Fn(&Connection)>;
+
 /// Damage no reader has met yet, each kind the scrub must find.
-fn damages() -> Vec<(&'static str, Box<dyn Fn(&Connection)>)> {
+fn damages() -> Vec<(&'static str, Damage)> {
     vec![
         (
             "keys swapped, their checksum recomputed",
