@@ -339,6 +339,11 @@ impl Store for SqliteStore {
     async fn exact(&self, hour: Hour) -> Result<Option<Vec<u8>>> {
         self.read(move |conn| universe::exact(conn, hour)).await
     }
+
+    async fn exact_sizes(&self, from: Hour, to: Hour) -> Result<Vec<(Hour, u64)>> {
+        self.read(move |conn| universe::exact_sizes(conn, from, to))
+            .await
+    }
 }
 
 #[cfg(test)]

@@ -18,6 +18,7 @@ mod faults;
 mod health;
 mod helpers;
 mod history;
+mod index_damage;
 mod ingest;
 mod publication;
 mod rollover;
