@@ -20,6 +20,7 @@ mod helpers;
 mod history;
 mod index_damage;
 mod ingest;
+mod negotiation;
 mod publication;
 mod rollover;
 mod signing;
