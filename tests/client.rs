@@ -583,3 +583,44 @@ async fn a_damaged_hour_is_read_as_unknown_never_as_no_change_and_the_rest_serve
     let sealed = client.hour(before).await.unwrap();
     assert!(sealed.meta.complete && ids[0].iter().all(|id| sealed.filter.contains(id)));
 }
+
+#[tokio::test]
+async fn a_client_holding_a_damaged_hours_complete_filter_answers_from_it() {
+    let server = serve().await;
+    let updated = three_hours(&server).await;
+    let followed = updated.concat();
+    let holder = Client::new(&server.base).unwrap();
+    let before = holder
+        .changed_since_with(&followed, start_hour(), Strategy::Hourly)
+        .await
+        .unwrap();
+    // Hour 5's sealed row no longer matches its checksum: the server cannot vouch for it.
+    server.tamper(&format!(
+        "UPDATE hours SET count = count + 1 WHERE hour = {}",
+        start_hour().index()
+    ));
+    let index = holder.index().await.unwrap();
+    assert_eq!(
+        index.corrupt_hours(start_hour(), hour_n(2)).unwrap(),
+        [start_hour()]
+    );
+
+    for strategy in [Strategy::Auto, Strategy::Hourly] {
+        let again = holder
+            .changed_since_with(&followed, start_hour(), strategy)
+            .await
+            .unwrap();
+        assert_eq!(
+            reported(&again, start_hour()),
+            reported(&before, start_hour())
+        );
+    }
+    let fresh = Client::new(&server.base).unwrap();
+    assert_corrupt(
+        &fresh
+            .changed_since(&followed, start_hour())
+            .await
+            .unwrap_err(),
+        &[start_hour()],
+    );
+}

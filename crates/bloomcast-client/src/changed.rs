@@ -184,7 +184,11 @@ impl Client {
         let mut out = Vec::new();
         let mut hour = since;
         for (input, exact) in inputs.hours.iter().zip(&exact) {
-            let ids = if input.open || (inputs.bloom_only && exact.is_none()) {
+            let ids = if damaged.contains(&hour) {
+                // Held complete (checked above): the server cannot serve it.
+                let held = (self.held(hour)).ok_or(ClientError::Corrupt { hours: vec![hour] })?;
+                pick(&|key| held.contains_key(key))
+            } else if input.open || (inputs.bloom_only && exact.is_none()) {
                 let fetched = self.hour(hour).await.map_err(|e| e.of_hour(hour))?;
                 pick(&|key| fetched.filter.contains_key(key))
             } else if forced && exact.is_some() {
