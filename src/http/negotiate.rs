@@ -293,6 +293,11 @@ mod tests {
     #[test]
     fn q_0_refuses_a_type_even_when_a_wildcard_accepts_the_rest() {
         assert_eq!(repr("text/plain;q=0, */*"), Some(Repr::Json));
+        assert_eq!(
+            repr("text/plain;q=0, text/*"),
+            Some(Repr::Json),
+            "hex refused"
+        );
         assert_eq!(repr("application/json;q=0, */*"), Some(Repr::Bin));
         assert_eq!(repr("application/json;q=0, application/*"), Some(Repr::Bin));
         assert_eq!(

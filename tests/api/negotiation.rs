@@ -53,6 +53,7 @@ async fn a_type_refused_at_q_0_is_not_chosen_by_a_wildcard_above_it() {
     let app = app_with_a_sealed_and_an_open_hour().await;
     for (accept, served) in [
         ("text/plain;q=0, */*", "application/json"),
+        ("text/plain;q=0, text/*", "application/json"),
         ("application/json;q=0, */*", "application/octet-stream"),
         ("*/*;q=0, text/plain", "text/plain; charset=utf-8"),
     ] {
