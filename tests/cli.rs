@@ -527,3 +527,55 @@ async fn check_reads_exact_hours_when_cheaper_or_forced_and_inspect_prints_one()
         );
     }
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn check_and_history_fail_naming_a_damaged_hour_and_check_json_says_so_on_stdout() {
+    let start = bloomcast::hour::hour_of(2008, 9, 3, 5).unwrap();
+    let (server, ids) = common::damaged::serve(common::TOKEN, start).await;
+    let damaged = "2008-09-03T06:00:00Z";
+    let all = ids.concat().join("\n");
+    let check = |extra: &[&str]| {
+        let mut args = strings(&["check", "--server", &server.base]);
+        args.extend(strings(extra));
+        args.push("-".into());
+        bloomcast_async(args, all.clone())
+    };
+
+    for window in [&["--since", "2008-09-03T05"][..], &["--hours", "24"]] {
+        let out = check(window).await;
+        assert_eq!(out.status.code(), Some(1), "{window:?}: {}", stderr(&out));
+        assert!(stderr(&out).contains(damaged), "{}", stderr(&out));
+        assert!(
+            out.stdout.is_empty(),
+            "no IDs printed as if nothing else changed"
+        );
+
+        let out = check(&[window, &["--json"][..]].concat()).await;
+        assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+        let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(doc["error"], "corrupt", "{doc}");
+        assert_eq!(doc["hours"], serde_json::json!([damaged]), "{doc}");
+        assert!(doc.get("changed").is_none(), "{doc}");
+    }
+    let history = bloomcast_async(
+        strings(&[
+            "history",
+            "--server",
+            &server.base,
+            "--no-cache",
+            "--since",
+            "2008-09-03T05",
+            "-",
+        ]),
+        all.clone(),
+    )
+    .await;
+    assert_eq!(history.status.code(), Some(1), "{}", stderr(&history));
+    assert!(stderr(&history).contains(damaged), "{}", stderr(&history));
+
+    // A range after it is checked as ever.
+    let out = check(&["--since", "2008-09-03T07"]).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let changed = lines(&out);
+    assert!(ids[2].iter().all(|id| changed.contains(id)), "{changed:?}");
+}

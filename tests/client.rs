@@ -528,3 +528,99 @@ async fn a_verifying_client_reads_signed_exact_hours_and_refuses_a_tampered_one(
         .unwrap()
         .is_some());
 }
+
+/// The server's hours 5, 6 (damaged: `500 corrupt`) and 7 (open).
+fn damaged_hours() -> [Hour; 3] {
+    [start_hour(), hour_n(1), hour_n(2)]
+}
+
+fn assert_corrupt(err: &ClientError, hours: &[Hour]) {
+    match err {
+        ClientError::Corrupt { hours: named } => assert_eq!(named, hours, "{err}"),
+        other => panic!("expected Corrupt naming {hours:?}, got {other:?}"),
+    }
+    for hour in hours {
+        assert!(err.to_string().contains(&hour.rfc3339()), "{err}");
+    }
+    assert!(err.is_transient(), "retried later, never skipped");
+}
+
+#[tokio::test]
+async fn a_damaged_hour_is_read_as_unknown_never_as_no_change_and_the_rest_served() {
+    let (server, ids) = common::damaged::serve(TOKEN, start_hour()).await;
+    let [before, damaged, open] = damaged_hours();
+    let client = Client::new(&server.base).unwrap();
+    let followed = ids.concat();
+
+    let index = client.index().await.unwrap();
+    let line = index
+        .hours
+        .iter()
+        .find(|h| h.hour == damaged.rfc3339())
+        .unwrap();
+    assert!(line.corrupt && line.count.is_none(), "{line:?}");
+    assert_eq!(index.corrupt_hours(before, open).unwrap(), [damaged]);
+    assert_eq!(index.window(3).unwrap().since, before);
+    for strategy in [Strategy::Auto, Strategy::Hourly, Strategy::Union] {
+        let err = client
+            .changed_since_with(&followed, before, strategy)
+            .await
+            .unwrap_err();
+        assert_corrupt(&err, &[damaged]);
+    }
+    assert_corrupt(
+        &client.history(&followed, before).await.unwrap_err(),
+        &[damaged],
+    );
+    // The hour itself answers 500 corrupt; read for the hour, the error names it.
+    let direct = client.hour(damaged).await.unwrap_err();
+    assert_eq!(direct.status(), Some(500));
+    assert_corrupt(&direct.of_hour(damaged), &[damaged]);
+
+    // A range without it is answered as ever.
+    let after = reported(&client.changed_since(&followed, open).await.unwrap(), open);
+    assert!(ids[2].iter().all(|id| after.contains(id)));
+    let sealed = client.hour(before).await.unwrap();
+    assert!(sealed.meta.complete && ids[0].iter().all(|id| sealed.filter.contains(id)));
+}
+
+#[tokio::test]
+async fn a_client_holding_a_damaged_hours_complete_filter_answers_from_it() {
+    let server = serve().await;
+    let updated = three_hours(&server).await;
+    let followed = updated.concat();
+    let holder = Client::new(&server.base).unwrap();
+    let before = holder
+        .changed_since_with(&followed, start_hour(), Strategy::Hourly)
+        .await
+        .unwrap();
+    // Hour 5's sealed row no longer matches its checksum: the server cannot vouch for it.
+    server.tamper(&format!(
+        "UPDATE hours SET count = count + 1 WHERE hour = {}",
+        start_hour().index()
+    ));
+    let index = holder.index().await.unwrap();
+    assert_eq!(
+        index.corrupt_hours(start_hour(), hour_n(2)).unwrap(),
+        [start_hour()]
+    );
+
+    for strategy in [Strategy::Auto, Strategy::Hourly] {
+        let again = holder
+            .changed_since_with(&followed, start_hour(), strategy)
+            .await
+            .unwrap();
+        assert_eq!(
+            reported(&again, start_hour()),
+            reported(&before, start_hour())
+        );
+    }
+    let fresh = Client::new(&server.base).unwrap();
+    assert_corrupt(
+        &fresh
+            .changed_since(&followed, start_hour())
+            .await
+            .unwrap_err(),
+        &[start_hour()],
+    );
+}

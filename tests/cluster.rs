@@ -186,6 +186,11 @@ fn main() {
             || needs::block_on(exact::every_node_serves_the_same_exact_bytes_over_the_clusters_universe()),
         ),
         needs::trial(
+            "a_node_that_served_no_exact_body_lists_the_stored_ones_sizes",
+            &[Need::Postgres],
+            || needs::block_on(exact::a_node_that_served_no_exact_body_lists_the_stored_ones_sizes()),
+        ),
+        needs::trial(
             "a_node_killed_mid_seal_leaves_the_seal_to_another_with_the_same_bytes_and_link",
             &[Need::Postgres],
             || {

@@ -122,3 +122,28 @@ async fn watch_reports_every_ingested_id_exactly_once_across_an_hour_boundary() 
     assert_eq!(json["event"], "version");
     assert!(json["hour"].is_string() && json["version"].is_string() && json["bytes"].is_u64());
 }
+
+#[tokio::test]
+async fn a_watch_reaching_a_damaged_hour_names_it_and_stays_on_it() {
+    let (server, ids) = common::damaged::serve(TOKEN, start_hour()).await;
+    let client = Client::new(&server.base).unwrap();
+    let mut watcher = Watcher::start_at(client, ids.concat(), start_hour());
+    let events = watcher.poll().await.unwrap();
+    assert!(events.len() > ids[0].len(), "the sealed hour is read");
+    let damaged = start_hour().next();
+    assert_eq!(watcher.hour(), damaged);
+
+    for _ in 0..2 {
+        let err = watcher.poll().await.unwrap_err();
+        assert!(
+            matches!(&err, bloomcast::client::ClientError::Corrupt { hours } if hours == &[damaged]),
+            "{err:?}"
+        );
+        assert!(err.is_transient(), "the watch polls it again");
+        assert_eq!(watcher.hour(), damaged, "never moves past it");
+    }
+    // A watch started now begins at the current hour: the index no longer fails.
+    let client = Client::new(&server.base).unwrap();
+    let watcher = Watcher::start(client, ids.concat()).await.unwrap();
+    assert_eq!(watcher.hour(), damaged.next());
+}

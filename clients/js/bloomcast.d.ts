@@ -16,6 +16,12 @@ export class StatusError extends BloomcastError {
   /** Seconds, from `Retry-After`. */
   retryAfter: number | null;
 }
+/** Hours the server could not verify (PROTOCOL.md section 9: listed `corrupt` in its
+ * index, or answering 500 `corrupt`): unknown, never "no change". Status 500, code "corrupt". */
+export class CorruptHoursError extends StatusError {
+  /** RFC 3339, oldest first. */
+  hours: string[];
+}
 export class DecodeError extends BloomcastError {}
 export class ProtocolError extends BloomcastError {}
 /** A closed hour that does not verify against the publisher's key (PROTOCOL.md section 11); names the hour. */
@@ -76,11 +82,18 @@ export function parseHeaders(headers: Headers): Meta;
 export interface IndexHour {
   hour: string;
   url: string;
+  /** Absent on a corrupt line: never read a missing count as an empty hour. */
   count?: number;
   complete?: boolean;
+  /** The server's stored data of the hour failed verification (its filter answers 500
+   * `corrupt`): whether IDs changed in it is unknown. */
+  corrupt?: boolean;
   /** A sealed hour with an exact body (PROTOCOL.md section 14): the body's size in bytes. */
   exact_bytes?: number;
 }
+/** The hours from `from` through `to` an index lists as corrupt (RFC 3339, oldest first);
+ * throws ProtocolError for a corrupt line naming no readable hour. */
+export function corruptHours(index: Index, from: Date | number, to: Date | number): string[];
 export interface Index {
   service: string;
   version: string;
@@ -323,6 +336,10 @@ export class Client {
   day(day: Date | string): Promise<Fetched>;
   since(hour: Date | string): Promise<Fetched>;
   ingest(ids: string[]): Promise<{ hour: string; accepted: number }>;
+  /** The complete filter of an hour (RFC 3339) this client holds, in any form, or null. */
+  heldHour(name: string): Filter | Ribbon | Ribbon2 | Exact | null;
+  /** Rejects with CorruptHoursError naming the hours of the range the server could not
+   * verify that this client does not hold complete. */
   changedSince(
     ids: string[],
     since: Date | string,

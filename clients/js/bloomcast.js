@@ -39,6 +39,44 @@ export class StatusError extends BloomcastError {
   }
 }
 
+/**
+ * Hours the server could not verify (section 9): its index lists them `corrupt`, or one
+ * answered 500 `corrupt`. Whether any ID changed in them is unknown, so no answer
+ * covering them is given: they are never read as "no change". A `StatusError` 500
+ * `corrupt` whose `hours` names them (RFC 3339, oldest first).
+ */
+export class CorruptHoursError extends StatusError {
+  constructor(hours) {
+    const names = [...hours].sort();
+    super(500, "corrupt", `the server could not verify its stored data of ${names.join(", ")}: whether IDs changed then is unknown, so it is not read as no change`, null);
+    this.name = "CorruptHoursError";
+    this.hours = names;
+  }
+}
+
+/** An error of a request for the hour named `name`, with a 500 `corrupt` said as a
+ * CorruptHoursError naming it (its message names none); any other as it is. */
+function ofHour(error, name) {
+  const corrupt = error instanceof StatusError && !(error instanceof CorruptHoursError) && error.status === 500 && error.code === "corrupt";
+  return corrupt ? new CorruptHoursError([name]) : error;
+}
+
+/**
+ * The hours from `from` through `to` (Dates or epoch milliseconds) that an index
+ * (`GET /`) lists as corrupt, as RFC 3339 names, oldest first. A ProtocolError for a
+ * corrupt line naming no readable hour (it could be any hour).
+ */
+export function corruptHours(index, from, to) {
+  const names = [];
+  for (const line of index.hours ?? []) {
+    if (line?.corrupt !== true) continue;
+    const t = Date.parse(line.hour);
+    if (Number.isNaN(t)) throw new ProtocolError(`index: a corrupt line names no readable hour: ${JSON.stringify(line.hour)}`);
+    if (t >= +from && t <= +to) names.push(hourName(t));
+  }
+  return names.sort();
+}
+
 /** A filter that breaks a decoding rule of section 6; it must not be used. */
 export class DecodeError extends BloomcastError {
   constructor(message) {
@@ -1394,6 +1432,18 @@ export class Client {
     return (await this.hour(hour)).filter;
   }
 
+  /** The complete filter of an hour (RFC 3339) this client holds, in any form (v1, ribbon,
+   * exact), or null: a closed hour's never changes. */
+  heldHour(name) {
+    const path = hourPath(name);
+    const v1 = this.cache.get(path + SUFFIX[this.repr]);
+    if (v1?.meta.complete) return v1.filter;
+    for (const [url, held] of this.cache) {
+      if (url.startsWith(`${path}.`) && !(held instanceof Fetched)) return held;
+    }
+    return null;
+  }
+
   /** The filter of one UTC hour (a Date or RFC 3339 string inside it). */
   hour(hour) {
     return this.filter(hourPath(hour));
@@ -1434,7 +1484,10 @@ export class Client {
    * (hour by hour whatever `strategy`), and rejects with a ProtocolError when the server
    * has none (`exact_since` null, or after `since`). The open hour is always v1. With a
    * `pubkey` every hour's v1 filter or exact body, each sealed one verified: unions and
-   * ribbons are not signed.
+   * ribbons are not signed. Rejects with CorruptHoursError naming the hours of the range
+   * the server could not verify (listed `corrupt` in its index, or answering 500
+   * `corrupt`) that this client does not hold complete: never an answer that reads them
+   * as "no change".
    */
   async changedSince(ids, since, { strategy = "union", fetchCost = DEFAULT_FETCH_COST, form = "auto" } = {}) {
     if (strategy !== "hourly" && strategy !== "union") throw new TypeError(`strategy is union or hourly, not ${strategy}`);
@@ -1454,13 +1507,24 @@ export class Client {
     if (forced && from.getTime() < exactSince && from < now) {
       throw new ProtocolError(`form "exact": since ${hourName(from)} is before the first exact hour, ${index.exact_since}`);
     }
+    // An hour the server could not verify is unknown: answer for none of the range,
+    // unless its complete filter is held from before (it never changes).
+    const damaged = corruptHours(index, from, now);
+    const unknown = damaged.filter((name) => !this.heldHour(name));
+    if (unknown.length) throw new CorruptHoursError(unknown);
     const keys = await Promise.all(ids.map(keyOf));
     const pick = (filter) => ids.filter((_, i) => filter.containsKey(keys[i]));
     // Unions and ribbons are not signed: a verifying client reads each hour's v1 filter
     // or exact body.
     const verifying = Boolean(this.pubkey);
     if (strategy === "union" && !verifying && !forced) {
-      const fetched = await this.since(from);
+      let fetched;
+      try {
+        fetched = await this.since(from);
+      } catch (e) {
+        // A union over a damaged hour (held here) answers 500 corrupt.
+        throw e instanceof StatusError && e.code === "corrupt" && damaged.length ? new CorruptHoursError(damaged) : e;
+      }
       const hits = pick(fetched.filter);
       const range = fetched.range();
       return hits.length ? [{ ...range, ids: hits }] : [];
@@ -1472,18 +1536,25 @@ export class Client {
       const hour = new Date(t);
       const name = hourName(t);
       let filter;
-      if (t === now.getTime()) {
-        // The open hour has no compact or exact form: always v1 (revalidated by ETag).
-        filter = (await this.hour(hour)).filter;
-      } else if (forced) {
-        filter = await this.exact(hour);
-        if (!filter) throw new ProtocolError(`form "exact": the server has no exact body for hour ${name} (404)`);
-      } else {
-        const entry = listed.get(t);
-        const count = entry?.count ?? index.capacity;
-        const exact = exactSince !== null && t >= exactSince ? (Number.isInteger(entry?.exact_bytes) ? entry.exact_bytes : true) : undefined;
-        const choice = cheapestForm(count ?? 3000, index.target_fpp ?? 0.01, ids.length, fetchCost, { exact, ribbons: !verifying, ribbon2 });
-        filter = await this.readForm(hour, choice);
+      try {
+        if (damaged.includes(name)) {
+          // Held complete (checked above): the server cannot serve it.
+          filter = this.heldHour(name);
+        } else if (t === now.getTime()) {
+          // The open hour has no compact or exact form: always v1 (revalidated by ETag).
+          filter = (await this.hour(hour)).filter;
+        } else if (forced) {
+          filter = await this.exact(hour);
+          if (!filter) throw new ProtocolError(`form "exact": the server has no exact body for hour ${name} (404)`);
+        } else {
+          const entry = listed.get(t);
+          const count = entry?.count ?? index.capacity;
+          const exact = exactSince !== null && t >= exactSince ? (Number.isInteger(entry?.exact_bytes) ? entry.exact_bytes : true) : undefined;
+          const choice = cheapestForm(count ?? 3000, index.target_fpp ?? 0.01, ids.length, fetchCost, { exact, ribbons: !verifying, ribbon2 });
+          filter = await this.readForm(hour, choice);
+        }
+      } catch (e) {
+        throw ofHour(e, name);
       }
       const hits = pick(filter);
       if (hits.length) out.push(filter instanceof Exact ? { from: name, to: name, ids: hits, exact: true } : { from: name, to: name, ids: hits });

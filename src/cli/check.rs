@@ -1,7 +1,7 @@
 //! `bloomcast check`: which of these IDs may have changed since an hour?
 
 use super::{collect_ids, verifying_client, CliError};
-use crate::client::{Forms, Strategy};
+use crate::client::{ClientError, Forms, Strategy};
 use crate::hour::{Hour, HourError};
 use clap::{Args, ValueEnum};
 use serde_json::json;
@@ -69,12 +69,24 @@ pub(super) fn parse_hour(s: &str) -> Result<Hour, String> {
 }
 
 impl CheckArgs {
-    /// Runs the check and prints the result.
+    /// Runs the check and prints the result; with `--json`, a failure is also printed
+    /// as one JSON object (`error`, `message`, and for hours the server could not
+    /// verify, `hours`), so a program reading stdout never takes it for no change.
     ///
     /// # Errors
     /// Unreadable IDs, an unreachable server, an error status (e.g. 404 for a `since`
-    /// before the server's first hour, 410 past its retention).
+    /// before the server's first hour, 410 past its retention), hours of the range the
+    /// server could not verify ([`ClientError::Corrupt`], naming them).
     pub async fn run(self) -> Result<(), CliError> {
+        let json = self.json;
+        let result = self.check().await;
+        if let (true, Err(e)) = (json, &result) {
+            println!("{}", json_error(e));
+        }
+        result
+    }
+
+    async fn check(self) -> Result<(), CliError> {
         let ids = collect_ids(&self.ids)?;
         let client = verifying_client(&self.server, None, self.pubkey, self.fetch_cost)?;
         let since = match self.since {
@@ -152,4 +164,25 @@ impl CheckArgs {
             source,
         })
     }
+}
+
+/// A failure as `check --json` prints it.
+fn json_error(e: &CliError) -> serde_json::Value {
+    let code = match e {
+        CliError::Client(ClientError::Status { code, .. }) => code.as_str(),
+        CliError::Client(ClientError::Corrupt { .. }) => "corrupt",
+        CliError::Client(ClientError::Transport(_)) => "transport",
+        CliError::Client(ClientError::Decode(_)) => "decode",
+        CliError::Client(ClientError::Unverified(_)) => "unverified",
+        CliError::Client(ClientError::Protocol(_)) => "protocol",
+        CliError::Client(ClientError::Argument(_) | ClientError::Url(_)) | CliError::Input(_) => {
+            "argument"
+        }
+        CliError::Mirror(_) | CliError::Io { .. } => "io",
+    };
+    let mut doc = json!({ "error": code, "message": e.to_string() });
+    if let CliError::Client(ClientError::Corrupt { hours }) = e {
+        doc["hours"] = json!(hours.iter().map(|h| h.rfc3339()).collect::<Vec<_>>());
+    }
+    doc
 }

@@ -9,6 +9,10 @@
 //! --pubkey` does: a sealed hour that does not verify ends the watch with the error,
 //! naming the hour. The open hour's versions are not signed; what they report is what
 //! the server said before the hour was sealed.
+//!
+//! A poll that fails for a passing reason is tried again at the next one, with a warning
+//! on stderr. An hour the server cannot verify (`500 corrupt`) is one: the warning names
+//! it, and the watch stays on it, never moving past an hour it could not read.
 
 use super::{collect_ids, read_ids, verifying_client, CliError};
 use crate::client::{Client, ClientError};
@@ -133,11 +137,14 @@ impl Watcher {
     /// final bytes read first, so nothing of its end is missed).
     ///
     /// # Errors
-    /// Transport errors and error statuses; [`ClientError::Unverified`] when the client
-    /// has a public key and the sealed hour does not verify (nothing of it is reported).
+    /// Transport errors and error statuses; [`ClientError::Corrupt`] naming the hour when
+    /// the server could not verify it (`500 corrupt`: transient, the watch stays on the
+    /// hour and polls it again, never moving past it); [`ClientError::Unverified`] when
+    /// the client has a public key and the sealed hour does not verify (nothing of it is
+    /// reported).
     pub async fn poll(&mut self) -> Result<Vec<Event>, ClientError> {
         let before = self.client.stats();
-        let fetched = self.client.hour(self.hour).await?;
+        let fetched = (self.client.hour(self.hour).await).map_err(|e| e.of_hour(self.hour))?;
         let after = self.client.stats();
         let bytes = after.body_bytes - before.body_bytes;
         let version = fetched
@@ -221,7 +228,8 @@ impl WatchArgs {
             let events = match watcher.poll().await {
                 Ok(events) => events,
                 Err(e) if e.is_transient() => {
-                    tracing::warn!(error = %e, "poll failed; trying again at the next one");
+                    let hour = watcher.hour();
+                    tracing::warn!(%hour, error = %e, "poll failed; trying again at the next one");
                     Vec::new()
                 }
                 Err(e) => return Err(e.into()),

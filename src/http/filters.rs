@@ -1,7 +1,7 @@
 //! `GET /YYYY/MM/DD/HH`, `GET /YYYY/MM/DD` and `GET /since/YYYY/MM/DD/HH`: filters in
 //! the negotiated representation and encoding, with validators and cache headers.
 
-use super::error::Result;
+use super::error::{ApiError, Result};
 use super::head::{head, Head};
 use super::negotiate::{accepts_gzip, choose_repr, dcz_dictionary};
 use super::paths::{canonical_path, filter_path};
@@ -38,7 +38,10 @@ async fn serve(
 ) -> Result<Response> {
     super::compact::refuse_fpp_on_v1(parts.uri.query())?;
     let headers = &parts.headers;
-    let repr = suffix.unwrap_or_else(|| choose_repr(headers));
+    let repr = match suffix {
+        Some(repr) => repr,
+        None => choose_repr(headers).ok_or_else(refused_every_type)?,
+    };
     if let Some(response) = revalidated(state, target, repr, headers).await? {
         return Ok(response);
     }
@@ -46,6 +49,17 @@ async fn serve(
     let view = state.service.view(target, repr, asked).await?;
     let delta = open_hour_delta(state, &view, headers).await;
     Ok(respond(state, &view, suffix, headers, delta))
+}
+
+/// The 406 to an `Accept` that refuses every type a filter is served as (each at `q=0`,
+/// or `*/*;q=0`): RFC 9110 §12.4.2 reads `q=0` as "not acceptable".
+fn refused_every_type() -> ApiError {
+    ApiError::NotAcceptable(
+        "Accept refuses every type this filter is served as (q=0 means not acceptable): \
+         ask for application/json, text/plain or application/octet-stream, or use a \
+         .json, .hex or .bin suffix"
+            .into(),
+    )
 }
 
 /// The 304 to a revalidation of a complete union, answered from what names it (its

@@ -102,7 +102,8 @@ fn answer(state: &AppState, cors: &CorsHeaders, request: &Request) -> Option<Res
     {
         return None;
     }
-    let repr = suffix.unwrap_or_else(|| choose_repr(headers));
+    // An `Accept` that refuses every type gets the router's 406.
+    let repr = suffix.or_else(|| choose_repr(headers))?;
     let response = state.service.with_ready_hour(hour, repr, |ready| {
         let variant = Variant {
             gzip: accepts_gzip(headers),

@@ -4,7 +4,7 @@ use super::error::{ApiError, Result};
 use super::negotiate::accepts_gzip;
 use super::AppState;
 use crate::bloom::SHA1_KM32;
-use crate::service::HourSummary;
+use crate::service::{HourState, HourSummary};
 use axum::extract::State;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -49,22 +49,32 @@ pub async fn index(State(state): State<AppState>, request: HeaderMap) -> Result<
         },
         "exact_since": exact_since.map(|h| h.rfc3339()),
         "ribbon_versions": [1, 2],
-        "hours": hours.iter().map(|s| index_line(s, service.exact_bytes(s.hour))).collect::<Vec<_>>(),
+        "hours": hours.iter().map(index_line).collect::<Vec<_>>(),
     });
     let body = serde_json::to_vec(&body).expect("a JSON value serializes");
     Ok(revalidated_json(body, &request))
 }
 
-/// One hour of the index, with its URL.
-fn index_line(summary: &HourSummary, exact_bytes: Option<usize>) -> Value {
+/// One hour of the index, with its URL. A corrupt hour has no `count`: an older client
+/// that reads a missing or zero count as "nothing changed" must not find one
+/// (docs/PROTOCOL.md section 9).
+fn index_line(summary: &HourSummary) -> Value {
     let hour = summary.hour;
-    let mut line = json!({
-        "hour": hour.rfc3339(),
-        "url": hour.path(),
-        "count": summary.count,
-        "complete": summary.complete,
-    });
-    if let Some(bytes) = exact_bytes {
+    let mut line = match summary.state {
+        HourState::Counted { count, complete } => json!({
+            "hour": hour.rfc3339(),
+            "url": hour.path(),
+            "count": count,
+            "complete": complete,
+        }),
+        HourState::Corrupt => json!({
+            "hour": hour.rfc3339(),
+            "url": hour.path(),
+            "complete": false,
+            "corrupt": true,
+        }),
+    };
+    if let Some(bytes) = summary.exact_bytes {
         line["exact_bytes"] = json!(bytes);
     }
     line

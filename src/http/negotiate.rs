@@ -1,5 +1,8 @@
 //! Content negotiation: which representation (`Accept`) and whether to gzip
-//! (`Accept-Encoding`), honouring q-values.
+//! (`Accept-Encoding`), honouring q-values as RFC 9110 §12.4.2 and §12.5 read them:
+//! `q=0` means "not acceptable", and a type's quality is that of the most specific
+//! range naming it (`text/plain;q=0, */*` refuses hex and takes the rest). Every
+//! `Accept` or `Accept-Encoding` line of a request counts, as if joined by commas.
 
 use crate::render::{Compact, Repr};
 use axum::http::{header, HeaderMap, HeaderName};
@@ -11,6 +14,8 @@ fn ranges(value: &str) -> impl Iterator<Item = (&str, f32)> + '_ {
 }
 
 /// As [`ranges`], with each range's `v=` parameter (the compact form's version).
+/// Parameter names are case-insensitive; a quality that is no number in 0..=1 is read
+/// as the nearest one (none at all: 1).
 fn versioned_ranges(value: &str) -> impl Iterator<Item = (&str, f32, Option<&str>)> + '_ {
     value.split(',').filter_map(|part| {
         let mut pieces = part.split(';');
@@ -20,54 +25,130 @@ fn versioned_ranges(value: &str) -> impl Iterator<Item = (&str, f32, Option<&str
         }
         let (mut q, mut v) = (1.0, None);
         for piece in pieces {
-            let piece = piece.trim();
-            if let Some(value) = piece.strip_prefix("q=") {
-                q = value.trim().parse::<f32>().unwrap_or(q);
-            } else if let Some(value) = piece.strip_prefix("v=") {
-                v = Some(value.trim().trim_matches('"'));
+            let Some((name, value)) = piece.split_once('=') else {
+                continue;
+            };
+            let (name, value) = (name.trim(), value.trim());
+            if name.eq_ignore_ascii_case("q") {
+                q = value
+                    .parse::<f32>()
+                    .ok()
+                    .filter(|q| !q.is_nan())
+                    .map_or(q, |q| q.clamp(0.0, 1.0));
+            } else if name.eq_ignore_ascii_case("v") {
+                v = Some(value.trim_matches('"'));
             }
         }
         Some((range, q, v))
     })
 }
 
-/// The representation the client prefers; JSON when it has no preference we serve.
-pub fn choose_repr(headers: &HeaderMap) -> Repr {
-    let Some(accept) = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()) else {
-        return Repr::Json;
-    };
-    let mut best: Option<(Repr, f32)> = None;
-    for (range, q) in ranges(accept) {
-        let is = |name: &str| range.eq_ignore_ascii_case(name);
-        let repr = if is("application/json") || is("application/*") || is("*/*") {
-            Repr::Json
-        } else if is("text/plain") || is("text/*") {
-            Repr::Hex
-        } else if is("application/octet-stream") {
-            Repr::Bin
-        } else {
-            continue;
-        };
-        // Exact types beat wildcards at equal quality.
-        let q = if range.contains('*') { q - 0.0001 } else { q };
-        if q > 0.0 && best.is_none_or(|(_, bq)| q > bq) {
-            best = Some((repr, q));
+/// Every range of every `Accept` line, with its quality and `v=` parameter.
+fn accept_ranges(headers: &HeaderMap) -> impl Iterator<Item = (&str, f32, Option<&str>)> + '_ {
+    headers
+        .get_all(header::ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(versioned_ranges)
+}
+
+/// Whether some `Accept` line mentions `needle` (a cheap look before parsing).
+fn accept_mentions(headers: &HeaderMap, needle: &str) -> bool {
+    headers
+        .get_all(header::ACCEPT)
+        .iter()
+        .any(|v| v.to_str().is_ok_and(|v| v.contains(needle)))
+}
+
+/// The media types of a filter's representations, in the order a wildcard that names
+/// several picks them (`*/*` and `application/*`: JSON).
+const SERVED: [(Repr, &str); 3] = [
+    (Repr::Json, "application/json"),
+    (Repr::Bin, "application/octet-stream"),
+    (Repr::Hex, "text/plain"),
+];
+
+/// How specifically `range` names `media_type`: 2 by its exact type, 1 by its type's
+/// wildcard (`text/*`), 0 by `*/*`; `None` when it does not name it.
+fn specificity(range: &str, media_type: &str) -> Option<u8> {
+    if range.eq_ignore_ascii_case(media_type) {
+        return Some(2);
+    }
+    let (kind, _) = media_type.split_once('/')?;
+    match range.split_once('/')? {
+        ("*", "*") => Some(0),
+        (k, "*") if k.eq_ignore_ascii_case(kind) => Some(1),
+        _ => None,
+    }
+}
+
+/// What `Accept` says of one representation: the quality of the most specific range
+/// naming it, that range's specificity and its place in the header.
+#[derive(Debug, Clone, Copy)]
+struct Quality {
+    q: f32,
+    specificity: u8,
+    position: usize,
+}
+
+impl Quality {
+    /// Whether a client is better served by this than by `other`: a higher quality;
+    /// at equal quality an exact type beats a wildcard, then the range listed first.
+    fn beats(&self, other: &Quality) -> bool {
+        let exact = |q: &Quality| q.specificity == 2;
+        (self.q, exact(self), std::cmp::Reverse(self.position))
+            .partial_cmp(&(other.q, exact(other), std::cmp::Reverse(other.position)))
+            .is_some_and(std::cmp::Ordering::is_gt)
+    }
+}
+
+/// The representation the client prefers; JSON when it names none we serve (as
+/// `image/png`, or `text/plain;q=0` alone: the RFC lets a server disregard `Accept`
+/// rather than refuse). `None` when it refuses JSON and accepts nothing else we serve
+/// (`*/*;q=0`, or each of the three types at `q=0`): a 406.
+pub fn choose_repr(headers: &HeaderMap) -> Option<Repr> {
+    let mut named: [Option<Quality>; 3] = [None; 3];
+    for (position, (range, q, _)) in accept_ranges(headers).enumerate() {
+        for (slot, (_, media_type)) in named.iter_mut().zip(SERVED) {
+            let Some(specificity) = specificity(range, media_type) else {
+                continue;
+            };
+            let closer = slot.is_none_or(|held| {
+                specificity > held.specificity || (specificity == held.specificity && q > held.q)
+            });
+            if closer {
+                *slot = Some(Quality {
+                    q,
+                    specificity,
+                    position,
+                });
+            }
         }
     }
-    best.map_or(Repr::Json, |(r, _)| r)
+    let mut best: Option<(Repr, Quality)> = None;
+    for ((repr, _), quality) in SERVED.iter().zip(named) {
+        let Some(quality) = quality.filter(|q| q.q > 0.0) else {
+            continue;
+        };
+        if best.is_none_or(|(_, held)| quality.beats(&held)) {
+            best = Some((*repr, quality));
+        }
+    }
+    match (best, named[0]) {
+        (Some((repr, _)), _) => Some(repr),
+        (None, Some(json)) if json.q == 0.0 => None,
+        (None, _) => Some(Repr::Json),
+    }
 }
 
 /// Whether `Accept` lists the exact form (`application/vnd.bloomcast.exact`, section 14)
 /// with a positive quality at least that of every other type it lists.
 pub fn wants_exact(headers: &HeaderMap) -> bool {
-    let Some(accept) = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()) else {
-        return false;
-    };
-    if !accept.contains("vnd.bloomcast.exact") {
+    if !accept_mentions(headers, "vnd.bloomcast.exact") {
         return false;
     }
     let (mut exact, mut other) = (0.0f32, 0.0f32);
-    for (range, q) in ranges(accept) {
+    for (range, q, _) in accept_ranges(headers) {
         if range.eq_ignore_ascii_case(super::exact::EXACT_TYPE) {
             exact = exact.max(q);
         } else if !range.contains('*') {
@@ -81,12 +162,11 @@ pub fn wants_exact(headers: &HeaderMap) -> bool {
 /// `v=2`, version 2) or its `+json` form listed with a positive quality at least that
 /// of every v1 type it lists (on a tie: version 2, then the binary form).
 pub fn wants_compact(headers: &HeaderMap) -> Option<Compact> {
-    let accept = headers.get(header::ACCEPT)?.to_str().ok()?;
-    if !accept.contains("vnd.bloomcast.ribbon") {
+    if !accept_mentions(headers, "vnd.bloomcast.ribbon") {
         return None;
     }
     let (mut ribbon, mut json, mut other, mut v2) = (0.0f32, 0.0f32, 0.0f32, 0.0f32);
-    for (range, q, version) in versioned_ranges(accept) {
+    for (range, q, version) in accept_ranges(headers) {
         if range.eq_ignore_ascii_case(super::compact::RIBBON_TYPE) && version == Some("2") {
             v2 = v2.max(q);
         } else if range.eq_ignore_ascii_case(super::compact::RIBBON_TYPE) {
@@ -133,16 +213,23 @@ thread_local! {
         const { std::cell::RefCell::new((Vec::new(), false)) };
 }
 
+/// Whether `gzip` (or its alias `x-gzip`) is acceptable: by its own entry when it has
+/// one, else by `*` (`gzip;q=0, *` refuses it; `*;q=0, gzip` takes it). When it is not,
+/// the body goes without a coding even if `identity;q=0` or `*;q=0` refuse that too: RFC
+/// 9110 §12.5.3 says to respond without one when no coding we have is acceptable.
 fn gzip_in<'v>(values: impl Iterator<Item = &'v axum::http::HeaderValue>) -> bool {
-    values
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(ranges)
-        .any(|(coding, q)| {
-            q > 0.0
-                && (coding.eq_ignore_ascii_case("gzip")
-                    || coding.eq_ignore_ascii_case("x-gzip")
-                    || coding == "*")
-        })
+    let (mut gzip, mut any) = (None::<f32>, None::<f32>);
+    for (coding, q) in values.filter_map(|v| v.to_str().ok()).flat_map(ranges) {
+        let slot = if coding.eq_ignore_ascii_case("gzip") || coding.eq_ignore_ascii_case("x-gzip") {
+            &mut gzip
+        } else if coding == "*" {
+            &mut any
+        } else {
+            continue;
+        };
+        *slot = Some(slot.map_or(q, |held| held.max(q)));
+    }
+    gzip.or(any).is_some_and(|q| q > 0.0)
 }
 
 /// The dictionary a client offers for a delta (RFC 9842): the SHA-256 in its
@@ -179,36 +266,76 @@ mod tests {
         h
     }
 
+    fn repr(accept: &str) -> Option<Repr> {
+        choose_repr(&headers(header::ACCEPT, accept))
+    }
+
     #[test]
     fn accept_picks_the_highest_quality_representation() {
-        assert_eq!(choose_repr(&HeaderMap::new()), Repr::Json);
+        assert_eq!(choose_repr(&HeaderMap::new()), Some(Repr::Json));
+        assert_eq!(repr("text/plain"), Some(Repr::Hex));
+        assert_eq!(repr("application/octet-stream"), Some(Repr::Bin));
+        assert_eq!(repr("application/json;q=0.5, text/plain"), Some(Repr::Hex));
+        assert_eq!(repr("*/*, application/octet-stream"), Some(Repr::Bin));
         assert_eq!(
-            choose_repr(&headers(header::ACCEPT, "text/plain")),
-            Repr::Hex
+            repr("text/*, application/*"),
+            Some(Repr::Hex),
+            "the first listed"
         );
         assert_eq!(
-            choose_repr(&headers(header::ACCEPT, "application/octet-stream")),
-            Repr::Bin
+            repr("image/png"),
+            Some(Repr::Json),
+            "no type we serve: JSON"
         );
+        assert_eq!(repr("text/plain;q=0"), Some(Repr::Json), "JSON not refused");
+    }
+
+    #[test]
+    fn q_0_refuses_a_type_even_when_a_wildcard_accepts_the_rest() {
+        assert_eq!(repr("text/plain;q=0, */*"), Some(Repr::Json));
         assert_eq!(
-            choose_repr(&headers(
-                header::ACCEPT,
-                "application/json;q=0.5, text/plain"
-            )),
-            Repr::Hex
+            repr("text/plain;q=0, text/*"),
+            Some(Repr::Json),
+            "hex refused"
         );
+        assert_eq!(repr("application/json;q=0, */*"), Some(Repr::Bin));
+        assert_eq!(repr("application/json;q=0, application/*"), Some(Repr::Bin));
         assert_eq!(
-            choose_repr(&headers(header::ACCEPT, "*/*, application/octet-stream")),
-            Repr::Bin
+            repr("application/json;q=0, application/octet-stream;q=0, */*;q=0.1"),
+            Some(Repr::Hex)
         );
+        assert_eq!(repr("*/*;q=0, text/plain"), Some(Repr::Hex));
         assert_eq!(
-            choose_repr(&headers(header::ACCEPT, "image/png")),
-            Repr::Json
+            repr("*/*;q=0.9, application/*;q=0, text/plain;q=0.5"),
+            Some(Repr::Hex),
+            "application/* is more specific than */* for JSON and binary"
         );
-        assert_eq!(
-            choose_repr(&headers(header::ACCEPT, "text/plain;q=0")),
-            Repr::Json
+    }
+
+    #[test]
+    fn every_type_refused_chooses_none_so_the_request_gets_406() {
+        for accept in [
+            "*/*;q=0",
+            "application/json;q=0, text/plain;q=0, application/octet-stream;q=0",
+            "application/json;q=0",
+            "application/json;q=0, image/png",
+            "application/*;q=0, text/*;q=0",
+            "*/*;q=0.0, application/json;q=0.000",
+            "*/*;Q=0",
+            "*/*; q = 0",
+            "*/*;q=-1",
+        ] {
+            assert_eq!(repr(accept), None, "{accept}");
+        }
+        let mut lines = headers(header::ACCEPT, "application/json;q=0");
+        lines.append(header::ACCEPT, "text/*;q=0".parse().unwrap());
+        lines.append(
+            header::ACCEPT,
+            "application/octet-stream;q=0".parse().unwrap(),
         );
+        assert_eq!(choose_repr(&lines), None, "every Accept line counts");
+        lines.append(header::ACCEPT, "text/plain;q=0.5".parse().unwrap());
+        assert_eq!(choose_repr(&lines), Some(Repr::Hex));
     }
 
     #[test]
@@ -289,6 +416,21 @@ mod tests {
         assert!(!accepts_gzip(&headers(header::ACCEPT_ENCODING, "gzip;q=0")));
         assert!(!accepts_gzip(&headers(header::ACCEPT_ENCODING, "identity")));
         assert!(!accepts_gzip(&HeaderMap::new()));
+    }
+
+    #[test]
+    fn gzip_is_judged_by_its_own_entry_before_the_wildcard() {
+        let gzip = |value: &str| accepts_gzip(&headers(header::ACCEPT_ENCODING, value));
+        assert!(gzip("*"));
+        assert!(!gzip("gzip;q=0, *"), "refused by name");
+        assert!(!gzip("*, x-gzip;q=0"), "refused by its alias");
+        assert!(gzip("*;q=0, gzip"));
+        assert!(gzip("identity;q=0, *"));
+        assert!(gzip("identity;q=0, gzip"));
+        // Nothing acceptable: sent without a coding (RFC 9110 §12.5.3), as before.
+        assert!(!gzip("identity;q=0"));
+        assert!(!gzip("*;q=0"));
+        assert!(!gzip("GZIP;Q=0"), "names and parameters in any case");
     }
 
     #[test]

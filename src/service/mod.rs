@@ -83,7 +83,7 @@ pub use chain::{ChainPage, SignedLink, MAX_CHAIN_PAGE};
 pub use error::{Result, ServiceError};
 pub use health::{HealthReport, HealthStatus, RECOVERY_HOLD};
 pub use history::History;
-pub use index::HourSummary;
+pub use index::{HourState, HourSummary};
 pub use ingest::Receipt;
 pub use kept::KeptUsage;
 pub use target::{Target, View};

@@ -379,6 +379,25 @@ pub trait Store: Send + Sync + 'static {
         let _ = (local, hour);
         Ok(None)
     }
+
+    /// `(hour, bytes)` of each hour in `from..=to` with a stored exact body, oldest
+    /// first: what the index lists as `exact_bytes` for hours this process has not
+    /// served yet (after a restart, or built by another node). Not verified: a body
+    /// that fails its checksum is built again, with the same bytes, when it is served.
+    ///
+    /// The default reads each body ([`Store::exact`]); the stores override it with a
+    /// query that reads the lengths alone.
+    async fn exact_sizes(&self, from: Hour, to: Hour) -> Result<Vec<(Hour, u64)>> {
+        let mut out = Vec::new();
+        let mut hour = from;
+        while hour <= to {
+            if let Some(body) = self.exact(hour).await? {
+                out.push((hour, body.len() as u64));
+            }
+            hour = hour.next();
+        }
+        Ok(out)
+    }
 }
 
 /// An error and its causes, one line: `what: cause: cause`. Drivers' top messages

@@ -370,4 +370,9 @@ impl Store for PgStore {
         let shape = self.recorded_hour_shape(local, hour);
         Ok(Some(self.timed("hour_shape", false, shape).await?))
     }
+
+    async fn exact_sizes(&self, from: Hour, to: Hour) -> Result<Vec<(Hour, u64)>> {
+        let rows = self.exact_size_rows(from, to);
+        self.timed("exact_sizes", false, rows).await
+    }
 }

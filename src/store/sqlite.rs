@@ -346,6 +346,11 @@ impl Store for SqliteStore {
         self.command(|reply| Command::RecordForm { record, reply })
             .await
     }
+
+    async fn exact_sizes(&self, from: Hour, to: Hour) -> Result<Vec<(Hour, u64)>> {
+        self.read(move |conn| universe::exact_sizes(conn, from, to))
+            .await
+    }
 }
 
 #[cfg(test)]

@@ -291,3 +291,43 @@ async fn accept_gets_the_exact_form_even_when_the_fast_lane_holds_the_hour() {
     assert_eq!(reply.header("content-type"), Some(EXACT));
     assert!(Exact::from_bytes(&reply.body).unwrap().changed_id("f:3"));
 }
+
+#[tokio::test]
+async fn after_a_restart_the_index_lists_the_stored_exact_bodies_sizes_before_any_is_served() {
+    let app = TestApp::spawn().await;
+    post_universe(&app, &ids("r", 500), Some(TOKEN)).await;
+    app.ingest(&["r:1", "r:2"]).await;
+    app.next_hour().await;
+    app.ingest(&["r:3"]).await;
+    app.next_hour().await;
+    let app = app.restart().await;
+
+    // Nothing served since the restart: the sizes are the stored bodies'.
+    let index = app.get("/").await.json();
+    let listed = |hour: &str| {
+        index["hours"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|l| l["hour"] == hour)
+            .unwrap()["exact_bytes"]
+            .clone()
+    };
+    let (at_13, at_14) = (
+        listed("2008-09-03T13:00:00Z"),
+        listed("2008-09-03T14:00:00Z"),
+    );
+    assert_eq!(
+        index["hours"][0]["exact_bytes"],
+        serde_json::Value::Null,
+        "open"
+    );
+    for (path, listed) in [
+        ("/2008/09/03/13.exact", at_13),
+        ("/2008/09/03/14.exact", at_14),
+    ] {
+        let body = app.get(path).await;
+        assert_eq!(body.status, 200);
+        assert_eq!(listed, body.body.len(), "{path}");
+    }
+}

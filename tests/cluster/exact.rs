@@ -89,3 +89,55 @@ pub async fn every_node_serves_the_same_exact_bytes_over_the_clusters_universe()
     assert_eq!(exact_of(&http, &c.base, path).await, from_a);
     drop_schema(&url, &schema).await;
 }
+
+/// The index of a node that served no exact body lists the sizes of the stored ones:
+/// a node started after the hours were sealed (as after a restart) reads them from
+/// PostgreSQL.
+pub async fn a_node_that_served_no_exact_body_lists_the_stored_ones_sizes() {
+    let url = Need::Postgres.found();
+    let schema = unique_schema();
+    let dir = tempfile::tempdir().unwrap();
+    let h = hour_of(2008, 9, 3, 13).unwrap();
+    let clock = ManualClock::at(h, Duration::minutes(10));
+    let a = node(node_settings(&url, &schema, dir.path().to_owned()), &clock).await;
+    let http = reqwest::Client::new();
+    let universe: Vec<String> = (0..500).map(|i| format!("user:{i}")).collect();
+    post_universe(&http, &a.base, &universe).await;
+    for changed in [&universe[..3], &universe[3..4]] {
+        post_ids(&http, &a.base, changed).await.unwrap();
+        clock.advance(Duration::hours(1));
+        // Sealing builds and stores each hour's exact body.
+        a.service.tick().await.unwrap();
+    }
+    drop(a);
+
+    let b = node(node_settings(&url, &schema, dir.path().to_owned()), &clock).await;
+    let index: serde_json::Value = http
+        .get(format!("{}/", b.base))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let listed = |hour: &str| {
+        index["hours"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|l| l["hour"] == hour)
+            .unwrap_or_else(|| panic!("{hour}: {index}"))["exact_bytes"]
+            .clone()
+    };
+    let (at_13, at_14) = (
+        listed("2008-09-03T13:00:00Z"),
+        listed("2008-09-03T14:00:00Z"),
+    );
+    for (path, listed) in [
+        ("/2008/09/03/13.exact", at_13),
+        ("/2008/09/03/14.exact", at_14),
+    ] {
+        assert_eq!(listed, exact_of(&http, &b.base, path).await.len(), "{path}");
+    }
+    drop_schema(&url, &schema).await;
+}

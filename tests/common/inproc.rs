@@ -51,3 +51,13 @@ pub async fn serve(
         _dir: dir,
     }
 }
+
+impl InProcess {
+    /// Runs SQL on the server's SQLite file from outside the server, as damage would.
+    pub fn tamper(&self, sql: &str) {
+        let conn = rusqlite::Connection::open(self._dir.path().join("bloomcast.sqlite3")).unwrap();
+        conn.busy_timeout(std::time::Duration::from_secs(5))
+            .unwrap();
+        conn.execute_batch(sql).unwrap();
+    }
+}

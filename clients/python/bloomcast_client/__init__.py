@@ -107,6 +107,41 @@ class HTTPError(Exception):
         return self.status in (408, 503)
 
 
+class CorruptHours(HTTPError):
+    """Hours the server could not verify (PROTOCOL.md section 9): its index lists them
+    `corrupt`, or one answered 500 `corrupt`. Whether any ID changed in them is unknown,
+    so no answer covering them is given: they are never read as "no change". `hours`:
+    their RFC 3339 names, oldest first."""
+
+    def __init__(self, hours):
+        self.hours = sorted(hours)
+        super().__init__(500, "corrupt", "the server could not verify its stored data of "
+                         f"{', '.join(self.hours)}: whether IDs changed then is unknown, "
+                         "so it is not read as no change")
+
+
+def of_hour(error, name):
+    """An error of a request for the hour named `name` (RFC 3339), with a 500 `corrupt`
+    said as CorruptHours naming the hour (its message names none); any other as it is."""
+    if isinstance(error, HTTPError) and not isinstance(error, CorruptHours) \
+            and error.status == 500 and error.code == "corrupt":
+        return CorruptHours([name])
+    return error
+
+
+def corrupt_hours(index, since, now):
+    """The RFC 3339 names of the hours from `since` through `now` (datetimes) that an
+    index (GET /) lists as corrupt, oldest first. ValueError for a corrupt line naming an
+    unreadable hour (it could be any hour)."""
+    names = []
+    for line in index.get("hours") or []:
+        if line.get("corrupt") is True:
+            hour = parse_hour(line["hour"])
+            if since <= hour <= now:
+                names.append(hour.strftime("%Y-%m-%dT%H:00:00Z"))
+    return sorted(names)
+
+
 class ConnectionFailed(Exception):
     """No answer: nothing listening, an unknown host, or a timeout."""
 
@@ -549,11 +584,27 @@ class Client:
         (ProtocolError when the server has no universe, or has no exact body for one of
         them); exact=False: never. Exact answers hold for IDs of the publisher's
         universe only.
+
+        CorruptHours names the hours of the range the server could not verify (its
+        index lists them `corrupt`, or one answered 500 `corrupt`) whose complete
+        filter this client does not hold: no answer is given for the range, never one
+        that reads them as "no change".
         """
         since_path = hour_path(since)
         if exact:
             per_hour = True
         index = self.index() if per_hour is not False or self.verifier else None
+        damaged = []
+        if index is not None:
+            # An hour the server could not verify is unknown: answer for none of the
+            # range, unless its complete filter is held from before (it never changes).
+            damaged = corrupt_hours(index, parse_hour(since_path),
+                                    parse_hour(index["current"]["hour"]))
+            unknown = [name for name in damaged if not self._holds(hour_path(name))]
+            if unknown:
+                raise CorruptHours(unknown)
+            if damaged and per_hour is None:
+                per_hour = True  # a union over a damaged hour answers 500
         exact_from = None
         if index is not None and exact is not False:
             if index.get("exact_since"):
@@ -567,7 +618,15 @@ class Client:
             per_hour = self._hourly_is_cheaper(index, parse_hour(since_path), len(ids),
                                                exact_from)
         if not per_hour and not self.verifier:  # unions are not signed
-            doc = self.document("/since" + since_path)
+            try:
+                doc = self.document("/since" + since_path)
+            except HTTPError as e:
+                if e.code != "corrupt":
+                    raise
+                index = index or self.index()
+                named = corrupt_hours(index, parse_hour(since_path),
+                                      parse_hour(index["current"]["hour"]))
+                raise (CorruptHours(named) if named else e) from None
             f = Filter.from_document(doc)
             found = [i for i in ids if f.contains(i)]
             return [(doc["from"], doc["to"], found)] if found else []
@@ -581,25 +640,35 @@ class Client:
             path, name = hour_path(hour), hour.strftime("%Y-%m-%dT%H:00:00Z")
             count = listed.get(name, {}).get("count")
             count = capacity if count is None else count
-            if hour == now:  # the open hour: always v1
-                contains = self.filter(path).contains
-            elif exact and hour >= exact_from:
-                got = self.exact(path)
-                if got is None:
-                    raise ProtocolError(f"hour {name}: the server has no exact body for it "
-                                        "(404), though its index says exact_since "
-                                        f"{index['exact_since']}")
-                contains = got.changed
-            else:
-                contains = self._closed_hour(path, count, target, len(ids),
-                                             self._exact_bytes(hour, name, listed,
-                                                               exact_from, count, target),
-                                             versions)
+            try:
+                if name in damaged:  # held complete (checked above): the server cannot serve it
+                    contains = self.exacts[path].changed if path in self.exacts \
+                        else self._held(path)[0]
+                elif hour == now:  # the open hour: always v1
+                    contains = self.filter(path).contains
+                elif exact and hour >= exact_from:
+                    got = self.exact(path)
+                    if got is None:
+                        raise ProtocolError(f"hour {name}: the server has no exact body "
+                                            "for it (404), though its index says "
+                                            f"exact_since {index['exact_since']}")
+                    contains = got.changed
+                else:
+                    contains = self._closed_hour(
+                        path, count, target, len(ids),
+                        self._exact_bytes(hour, name, listed, exact_from, count, target),
+                        versions)
+            except HTTPError as e:
+                raise of_hour(e, name) from None
             found = [i for i in ids if contains(i)]
             if found:
                 out.append((name, name, found))
             hour += datetime.timedelta(hours=1)
         return out
+
+    def _holds(self, path):
+        """Whether a complete filter of the hour at `path` is held, in any form."""
+        return path in self.exacts or self._held(path) is not None
 
     @staticmethod
     def _exact_bytes(hour, name, listed, exact_from, count, target):

@@ -13,7 +13,7 @@ import math
 import os
 import sys
 
-from . import (DEFAULT_FETCH_COST, Client, ConnectionFailed, Filter, HTTPError,
+from . import (DEFAULT_FETCH_COST, Client, ConnectionFailed, CorruptHours, Filter, HTTPError,
                MissingDependency, ProtocolError, VerificationError, hour_path, parse_hour,
                selftest, selftest_exact, selftest_ribbon, selftest_ribbon2)
 from .cli_reading import add_estimate, add_history, add_watch, refuse
@@ -80,6 +80,38 @@ def window_start(client, hours):
 
 
 def cmd_check(args):
+    """The check; with --json a failure is also one JSON object on stdout (`error`,
+    `message`, and for hours the server could not verify `hours`), as the Rust verb's,
+    so a program reading stdout never takes it for no change."""
+    try:
+        _check(args)
+    except Exception as e:
+        if args.json:
+            print(json.dumps(json_error(e)))
+        raise
+
+
+def json_error(e):
+    """A failure as `check --json` prints it."""
+    if isinstance(e, HTTPError):
+        code = e.code
+    elif isinstance(e, ConnectionFailed):
+        code = "transport"
+    elif isinstance(e, VerificationError):
+        code = "unverified"
+    elif isinstance(e, ProtocolError):
+        code = "protocol"
+    elif isinstance(e, (Failure, ValueError)):
+        code = "argument"
+    else:
+        code = "io"
+    doc = {"error": code, "message": str(e)}
+    if isinstance(e, CorruptHours):
+        doc["hours"] = e.hours
+    return doc
+
+
+def _check(args):
     ids = read_ids(args.ids)
     client = Client(args.server, pubkey=args.pubkey, fetch_cost=args.fetch_cost)
     since = args.since or window_start(client, args.hours or 24)

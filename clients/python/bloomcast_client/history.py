@@ -12,7 +12,8 @@ import os
 import pathlib
 import sys
 
-from . import Filter, ProtocolError, hour_path, parse_hour
+from . import (CorruptHours, Filter, HTTPError, ProtocolError, corrupt_hours, hour_path,
+               of_hour, parse_hour)
 
 
 def default_cache_dir():
@@ -38,7 +39,9 @@ class History:
     def lookup(self, ids, since=None):
         """[(id, [hours])] from `since` (clamped to the oldest hour the server still has;
         None: that hour) through the server's current hour, in the order given.
-        ValueError for a `since` after the current hour."""
+        ValueError for a `since` after the current hour; CorruptHours naming the hours
+        the server could not verify (listed `corrupt`, or answering 500 `corrupt`)
+        whose complete filter is not kept."""
         index = self.client.index()
         now = parse_hour(index["current"]["hour"])
         oldest = max(parse_hour(index["genesis"]),
@@ -47,9 +50,18 @@ class History:
         if hour > now:
             raise ValueError(f"{rfc3339(hour)} is after the server's current hour "
                              f"{rfc3339(now)}")
+        # An hour the server could not verify is unknown, unless its complete filter is
+        # kept from before: no history is given over it.
+        unknown = [name for name in corrupt_hours(index, hour, now)
+                   if not self._holds(parse_hour(name))]
+        if unknown:
+            raise CorruptHours(unknown)
         found = [(id_, []) for id_ in ids]
         while hour <= now:
-            f = self._filter(hour)
+            try:
+                f = self._filter(hour)
+            except HTTPError as e:
+                raise of_hour(e, rfc3339(hour)) from None
             for id_, hours in found:
                 if f.contains(id_):
                     hours.append(hour)
@@ -70,6 +82,13 @@ class History:
                 print(f"bloomcast-py: warning: cannot cache a filter in {file}: {e.strerror}",
                       file=sys.stderr)
         return Filter.from_document(doc)
+
+    def _holds(self, hour):
+        """Whether a complete filter of `hour` is kept, in memory or on disk."""
+        file = self._file(hour)
+        cached = self.client.cache.get(hour_path(hour))
+        return bool(cached and cached[1]["complete"]) or \
+            (file is not None and _read_complete(file) is not None)
 
     def _file(self, hour):
         """<dir>/<first 8 bytes of SHA-1(base), hex>/<YYYY-MM-DDTHH>.json."""

@@ -9,7 +9,7 @@ is sealed and before moving on, are verified; the open hour's versions are not s
 
 import datetime
 
-from . import Filter, ProtocolError, hour_path, parse_hour
+from . import Filter, HTTPError, ProtocolError, hour_path, of_hour, parse_hour
 from .rustjson import dumps
 
 
@@ -61,9 +61,14 @@ class Watcher:
 
     def poll(self):
         """Polls the hour once and returns its events; moves to the next hour once this
-        one is complete (its final bytes read first, so nothing of its end is missed)."""
+        one is complete (its final bytes read first, so nothing of its end is missed).
+        An hour the server could not verify raises CorruptHours naming it (the watch
+        ends there, as on any error status)."""
         bytes_before, deltas_before = self.client.wire_bytes, self.client.deltas
-        doc, path = self._fetch()
+        try:
+            doc, path = self._fetch()
+        except HTTPError as e:  # a 500 corrupt names the hour: never moved past
+            raise of_hour(e, rfc3339(self.hour)) from None
         nbytes = self.client.wire_bytes - bytes_before
         cached = self.client.cache.get(path)
         version = version_of(cached[0] if cached else None)

@@ -49,16 +49,18 @@ class FakeServer:
     hour path to (body, headers) served at `.exact` (section 14) with the Bloom-* headers
     and Repr-Digest of the body, which `headers` override; other `.exact` paths are 404,
     the current hour's 406. `chain` maps an hour path to its chain entry, served at
-    `/chain/...?limit=1`. Ribbons are 404."""
+    `/chain/...?limit=1`. Ribbons are 404. `corrupt`: hour paths whose every form
+    answers 500 `corrupt`, as does every `/since/` union over one."""
 
     def __init__(self, current="2026-11-23T10:00:00Z", genesis="2026-11-01T00:00:00Z",
                  ids=(), hours=None, retention_hours=720, static=False, index=None,
-                 exact=None, chain=None):
+                 exact=None, chain=None, corrupt=()):
         self.current, self.genesis, self.ids = current, genesis, list(ids)
         self.hours, self.retention_hours = dict(hours or {}), retention_hours
         self.index, self.exact, self.chain = dict(index or {}), dict(exact or {}), \
             dict(chain or {})
         self.static = static  # a static mirror: .bin bodies without their Bloom-* headers
+        self.corrupt = set(corrupt)
         self.paths, self.posted, self.headers, self.kept = [], [], [], {}
         fake = self
 
@@ -66,9 +68,11 @@ class FakeServer:
             def log_message(self, *args):
                 pass
 
-            def _send(self, status, doc):
+            def _send(self, status, doc, etag=None):
                 body = json.dumps(doc).encode()
                 self.send_response(status)
+                if etag:
+                    self.send_header("ETag", etag)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
@@ -82,6 +86,11 @@ class FakeServer:
                         "service": "bloomcast", "retention_hours": fake.retention_hours,
                         "genesis": fake.genesis,
                         "current": {"hour": fake.current, "url": "/x"}, **fake.index})
+                hour = self.path.split("?")[0].split(".")[0]
+                since = hour.removeprefix("/since") if hour.startswith("/since/") else None
+                if hour in fake.corrupt or any(since and c >= since for c in fake.corrupt):
+                    return self._send(500, {"error": "corrupt", "message": "this filter's "
+                                            "stored data failed verification"})
                 if self.path.endswith(".exact"):
                     return self._send_exact(self.path[:-len(".exact")])
                 if self.path.startswith("/chain/"):
@@ -97,10 +106,12 @@ class FakeServer:
                     path = self.path.removesuffix(".json")
                     ids, complete = fake.hours[path]
                     f = hour_filter(ids)
+                    # A complete hour's tag: the client keeps the hour (never asks again).
+                    etag = f'"{f.hex()[:16]}-json"' if complete else None
                     return self._send(200, {
                         "hour": fake.hour_name(path), "complete": complete,
                         "count": len(ids), "m": f.m, "k": f.k, "hash": "sha1-km32",
-                        "fpp": 0.01, "filter": f.hex()})
+                        "fpp": 0.01, "filter": f.hex()}, etag)
                 m, k = optimal(max(len(fake.ids), 1), 0.01)
                 f = Filter(m, k)
                 for id_ in fake.ids:

@@ -58,7 +58,10 @@ impl Client {
     /// hour read exactly, for the IDs of the publisher's universe).
     ///
     /// # Errors
-    /// As [`Client::since`].
+    /// As [`Client::since`]; [`ClientError::Corrupt`] naming the hours of the range the
+    /// server could not verify (listed `corrupt` in its index, or answering `500
+    /// corrupt`) that this client does not hold complete: no answer is given for the
+    /// range, never one that reads them as "no change".
     pub async fn changed_since<S: AsRef<str>>(
         &self,
         ids: &[S],
@@ -70,7 +73,7 @@ impl Client {
     /// [`Client::changed_since`] with a chosen [`Strategy`].
     ///
     /// # Errors
-    /// As [`Client::since`].
+    /// As [`Client::changed_since`].
     pub async fn changed_since_with<S: AsRef<str>>(
         &self,
         ids: &[S],
@@ -95,7 +98,7 @@ impl Client {
     /// ```
     ///
     /// # Errors
-    /// As [`Client::since`]; with [`Forms::Exact`], [`ClientError::Argument`] when the
+    /// As [`Client::changed_since`]; with [`Forms::Exact`], [`ClientError::Argument`] when the
     /// server has no universe (its index's `exact_since` is null) and
     /// [`ClientError::Protocol`] when it has no exact body for a sealed hour from
     /// `exact_since`.
@@ -122,6 +125,16 @@ impl Client {
                 self.base
             )));
         }
+        // An hour the server could not verify is unknown: answer for none of the range,
+        // unless this client holds the hour's complete filter from before (it never
+        // changes).
+        let damaged = index.corrupt_hours(since, now)?;
+        let unknown: Vec<Hour> = (damaged.iter().copied())
+            .filter(|hour| self.held(*hour).is_none())
+            .collect();
+        if !unknown.is_empty() {
+            return Err(ClientError::Corrupt { hours: unknown });
+        }
         let keys: Vec<Key> = ids.iter().map(|id| Key::of(id.as_ref())).collect();
         let pick = |contains: &dyn Fn(Key) -> bool| -> Vec<String> {
             keys.iter()
@@ -138,12 +151,23 @@ impl Client {
             _ if inputs.bloom_only => true,
             // A static mirror serves no unions.
             _ if index.static_layout => true,
+            // A union over a damaged hour answers 500: the hours held are read instead.
+            Strategy::Auto if !damaged.is_empty() => true,
             Strategy::Hourly => true,
             Strategy::Union => false,
             Strategy::Auto => plan::hourly_is_cheaper_with(&inputs, &exact),
         };
         if !hourly {
-            let fetched = self.since(since).await?;
+            let fetched = self.since(since).await.map_err(|e| match e {
+                ClientError::Status {
+                    status: 500,
+                    ref code,
+                    ..
+                } if code == "corrupt" && !damaged.is_empty() => ClientError::Corrupt {
+                    hours: damaged.clone(),
+                },
+                other => other,
+            })?;
             let (_, to) = fetched.range()?;
             let filter: &Filter = &fetched.filter;
             let ids = pick(&|key| filter.contains_key(key));
@@ -160,11 +184,16 @@ impl Client {
         let mut out = Vec::new();
         let mut hour = since;
         for (input, exact) in inputs.hours.iter().zip(&exact) {
-            let ids = if input.open || (inputs.bloom_only && exact.is_none()) {
-                let fetched = self.hour(hour).await?;
+            let ids = if damaged.contains(&hour) {
+                // Held complete (checked above): the server cannot serve it.
+                let held = (self.held(hour)).ok_or(ClientError::Corrupt { hours: vec![hour] })?;
+                pick(&|key| held.contains_key(key))
+            } else if input.open || (inputs.bloom_only && exact.is_none()) {
+                let fetched = self.hour(hour).await.map_err(|e| e.of_hour(hour))?;
                 pick(&|key| fetched.filter.contains_key(key))
             } else if forced && exact.is_some() {
-                let exact = self.exact(hour).await?.ok_or_else(|| {
+                let exact = self.exact(hour).await.map_err(|e| e.of_hour(hour))?;
+                let exact = exact.ok_or_else(|| {
                     ClientError::Protocol(format!(
                         "{} has no exact body for the sealed hour {} (404), though its \
                          index says exact hours start at {}",
@@ -176,7 +205,8 @@ impl Client {
                 pick(&|key| exact.changed(key))
             } else {
                 let count = input.count.unwrap_or(inputs.capacity);
-                let held = self.closed_hour(hour, count, &inputs, *exact).await?;
+                let held = (self.closed_hour(hour, count, &inputs, *exact).await)
+                    .map_err(|e| e.of_hour(hour))?;
                 pick(&|key| held.contains_key(key))
             };
             if !ids.is_empty() {

@@ -1,6 +1,7 @@
 //! The SDK's one error type.
 
 use crate::bloom::FilterError;
+use crate::hour::Hour;
 use std::time::Duration;
 
 /// What can go wrong talking to a bloomcast server.
@@ -28,6 +29,13 @@ pub enum ClientError {
     /// chain link or its signature. The message names the hour; nothing of it is used.
     #[error("refusing a filter that does not verify: {0}")]
     Unverified(#[from] crate::chain::ChainError),
+    /// The server could not verify its stored data of these hours (oldest first): its
+    /// index lists them `corrupt`, or one answered `500 corrupt`. Whether any ID changed
+    /// in them is unknown, so no answer covering them is given: they are never read as
+    /// "no change". Transient: the same call may succeed once the operator repairs the
+    /// store; a caller never skips the hours.
+    #[error("{}", corrupt_message(.hours))]
+    Corrupt { hours: Vec<Hour> },
     /// The answer came but does not follow the protocol.
     #[error("unexpected response: {0}")]
     Protocol(String),
@@ -37,6 +45,16 @@ pub enum ClientError {
     /// The base URL or a path cannot form a request URL.
     #[error("bad server URL {0:?}: expected http://HOST:PORT, https://HOST:PORT or HOST:PORT")]
     Url(String),
+}
+
+/// One line naming the hours a [`ClientError::Corrupt`] could not read.
+fn corrupt_message(hours: &[Hour]) -> String {
+    let named: Vec<String> = hours.iter().map(|h| h.rfc3339()).collect();
+    format!(
+        "the server could not verify its stored data of {} (corrupt): whether IDs changed \
+         then is unknown, so it is not read as no change",
+        named.join(", ")
+    )
 }
 
 /// One line naming the server and why it did not answer; a refused connection says so
@@ -81,10 +99,10 @@ impl ClientError {
     }
 
     /// Whether repeating the same request later may succeed: transport failures,
-    /// timeouts, throttling and 5xx. A 4xx is the request's fault and will fail again.
+    /// timeouts, throttling, 5xx and hours the server could not verify. A 4xx is the request's fault and will fail again.
     pub fn is_transient(&self) -> bool {
         match self {
-            ClientError::Transport(_) => true,
+            ClientError::Transport(_) | ClientError::Corrupt { .. } => true,
             ClientError::Status { status, .. } => {
                 matches!(status, 408 | 429) || (500..600).contains(status)
             }
@@ -98,6 +116,19 @@ impl ClientError {
     /// told to ([`PublishOptions::retry_refused`](super::PublishOptions::retry_refused)).
     pub fn is_refused(&self) -> bool {
         matches!(self, ClientError::Transport(e) if e.is_connect() && !e.is_timeout())
+    }
+
+    /// This error of a request for `hour`, with a `500 corrupt` said as
+    /// [`ClientError::Corrupt`] naming the hour (its message names none); any other as it
+    /// is.
+    #[must_use]
+    pub fn of_hour(self, hour: Hour) -> ClientError {
+        match self {
+            ClientError::Status {
+                status: 500, code, ..
+            } if code == "corrupt" => ClientError::Corrupt { hours: vec![hour] },
+            other => other,
+        }
     }
 
     /// How long the server asked us to wait before retrying, if it did.
@@ -131,5 +162,33 @@ mod tests {
             assert!(!status(s).is_transient(), "{s}");
         }
         assert!(!ClientError::Protocol("x".into()).is_transient());
+    }
+
+    #[test]
+    fn a_corrupt_hour_is_named_and_retried_never_skipped() {
+        let hour = Hour::parse_flexible("2008-09-03T05").unwrap();
+        let corrupt = ClientError::Status {
+            status: 500,
+            code: "corrupt".into(),
+            message: "this filter's stored data failed verification".into(),
+            retry_after: None,
+        }
+        .of_hour(hour);
+        assert!(
+            matches!(&corrupt, ClientError::Corrupt { hours } if hours == &[hour]),
+            "{corrupt:?}"
+        );
+        assert!(
+            corrupt.to_string().contains("2008-09-03T05:00:00Z"),
+            "{corrupt}"
+        );
+        assert!(corrupt.is_transient());
+        let internal = ClientError::Status {
+            status: 500,
+            code: "internal".into(),
+            message: String::new(),
+            retry_after: None,
+        };
+        assert!(matches!(internal.of_hour(hour), ClientError::Status { .. }));
     }
 }

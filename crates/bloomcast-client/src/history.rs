@@ -47,7 +47,9 @@ impl Client {
     /// ```
     ///
     /// # Errors
-    /// As [`Client::hour`] and [`Client::index`].
+    /// As [`Client::hour`] and [`Client::index`]; [`ClientError::Corrupt`] naming the
+    /// hours the server could not verify (listed `corrupt` in its index, or answering
+    /// `500 corrupt`) whose complete filter is not kept.
     pub async fn history<S: AsRef<str>>(&self, ids: &[S], since: Hour) -> Result<Vec<IdHistory>> {
         let index = self.index().await?;
         let now = index.current_hour()?;
@@ -57,11 +59,19 @@ impl Client {
                 "{from} is after the server's current hour {now}"
             )));
         }
+        // An hour the server could not verify is unknown, unless its complete filter
+        // is kept from before: no history is given over it.
+        let unknown: Vec<Hour> = (index.corrupt_hours(from, now)?.into_iter())
+            .filter(|hour| !self.holds_complete(*hour))
+            .collect();
+        if !unknown.is_empty() {
+            return Err(ClientError::Corrupt { hours: unknown });
+        }
         let keys: Vec<Key> = ids.iter().map(|id| Key::of(id.as_ref())).collect();
         let mut hours = vec![Vec::new(); keys.len()];
         let mut hour = from;
         while hour <= now {
-            let filter = self.hour_filter(hour).await?;
+            let filter = self.hour_filter(hour).await.map_err(|e| e.of_hour(hour))?;
             for (i, key) in keys.iter().enumerate() {
                 if filter.contains_key(*key) {
                     hours[i].push(hour);
@@ -98,6 +108,14 @@ impl Client {
             }
         }
         Ok(fetched.filter.clone())
+    }
+
+    /// Whether a complete filter of `hour` is kept, in memory or on disk.
+    fn holds_complete(&self, hour: Hour) -> bool {
+        let in_memory = self.cache.get(&super::fetch::bin_path(&hour.path()));
+        in_memory.is_some_and(|f| f.meta.complete)
+            || (self.cache_dir.as_deref())
+                .is_some_and(|dir| read_complete(&self.cache_file(dir, hour)).is_some())
     }
 
     /// `<dir>/<server>/<YYYY-MM-DDTHH>.json`.

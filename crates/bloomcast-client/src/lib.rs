@@ -119,6 +119,7 @@ pub struct Index {
 pub struct IndexHour {
     pub hour: String,
     pub url: String,
+    /// Absent on a corrupt line: never read a missing count as an empty hour.
     #[serde(default)]
     pub count: Option<u64>,
     #[serde(default)]
@@ -126,6 +127,10 @@ pub struct IndexHour {
     /// The size of the hour's exact body, when it has one (section 14).
     #[serde(default)]
     pub exact_bytes: Option<u64>,
+    /// The server's stored data of the hour failed verification (its filter answers
+    /// `500 corrupt`): whether IDs changed in it is unknown, never "no change".
+    #[serde(default)]
+    pub corrupt: bool,
 }
 
 impl Index {
@@ -159,6 +164,25 @@ impl Index {
                     .map_err(|e| ClientError::Protocol(format!("index exact_since: {e}")))
             })
             .transpose()
+    }
+
+    /// The hours from `from` through `to` the index lists as corrupt (section 9), oldest
+    /// first: whether IDs changed in them is unknown.
+    ///
+    /// # Errors
+    /// [`ClientError::Protocol`] when a corrupt line names an unreadable hour (it could
+    /// be any hour).
+    pub fn corrupt_hours(&self, from: Hour, to: Hour) -> Result<Vec<Hour>> {
+        let mut hours = Vec::new();
+        for line in self.hours.iter().filter(|line| line.corrupt) {
+            let hour = Hour::parse_flexible(&line.hour)
+                .map_err(|e| ClientError::Protocol(format!("index corrupt hour: {e}")))?;
+            if (from..=to).contains(&hour) {
+                hours.push(hour);
+            }
+        }
+        hours.sort();
+        Ok(hours)
     }
 
     /// The oldest hour the server can answer for: its genesis, or the oldest its

@@ -309,6 +309,24 @@ impl PgStore {
             }
         }
     }
+
+    /// `(hour, octet_length(body))` of the hours in `from..=to` with an exact body:
+    /// the length of a stored `bytea` is read without detoasting its bytes.
+    pub(super) async fn exact_size_rows(&self, from: Hour, to: Hour) -> Result<Vec<(Hour, u64)>> {
+        let client = self.client().await?;
+        let sql = self.sql(
+            "SELECT hour, octet_length(body)::bigint FROM {s}.exact_hours
+             WHERE hour BETWEEN $1 AND $2 ORDER BY hour",
+        );
+        let rows = client
+            .query(&sql, &[&from.index(), &to.index()])
+            .await
+            .map_err(pg_error)?;
+        Ok(rows
+            .iter()
+            .map(|row| (Hour::from_index(row.get(0)), row.get::<_, i64>(1) as u64))
+            .collect())
+    }
 }
 
 /// A sealed hour's keys into the universe, when there is one, and the universe's tally

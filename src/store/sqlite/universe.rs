@@ -337,3 +337,19 @@ pub(super) fn exact(conn: &Connection, hour: Hour) -> Result<Option<Vec<u8>>> {
         ))),
     }
 }
+
+/// `(hour, length of the stored body)` of the hours in `from..=to` with an exact body:
+/// `length()` of a blob reads its size from the record, not its bytes.
+pub(super) fn exact_sizes(conn: &Connection, from: Hour, to: Hour) -> Result<Vec<(Hour, u64)>> {
+    let mut stmt = conn
+        .prepare_cached(
+            "SELECT hour, length(body) FROM exact_hours WHERE hour BETWEEN ?1 AND ?2 ORDER BY hour",
+        )
+        .map_err(sql_error)?;
+    let rows = stmt
+        .query_map([from.index(), to.index()], |r| {
+            Ok((Hour::from_index(r.get(0)?), r.get::<_, i64>(1)? as u64))
+        })
+        .map_err(sql_error)?;
+    rows.collect::<rusqlite::Result<_>>().map_err(sql_error)
+}
