@@ -14,8 +14,9 @@ fn ranges(value: &str) -> impl Iterator<Item = (&str, f32)> + '_ {
 }
 
 /// As [`ranges`], with each range's `v=` parameter (the compact form's version).
-/// Parameter names are case-insensitive; a quality that is no number in 0..=1 is read
-/// as the nearest one (none at all: 1).
+/// Parameter names are case-insensitive; a quality that is no number in 0..=1 (RFC 9110's
+/// qvalue) is no quality at all: the range keeps 1, so a malformed weight never turns a
+/// request away.
 fn versioned_ranges(value: &str) -> impl Iterator<Item = (&str, f32, Option<&str>)> + '_ {
     value.split(',').filter_map(|part| {
         let mut pieces = part.split(';');
@@ -33,8 +34,8 @@ fn versioned_ranges(value: &str) -> impl Iterator<Item = (&str, f32, Option<&str
                 q = value
                     .parse::<f32>()
                     .ok()
-                    .filter(|q| !q.is_nan())
-                    .map_or(q, |q| q.clamp(0.0, 1.0));
+                    .filter(|q| (0.0..=1.0).contains(q))
+                    .unwrap_or(q);
             } else if name.eq_ignore_ascii_case("v") {
                 v = Some(value.trim_matches('"'));
             }
@@ -323,9 +324,12 @@ mod tests {
             "*/*;q=0.0, application/json;q=0.000",
             "*/*;Q=0",
             "*/*; q = 0",
-            "*/*;q=-1",
         ] {
             assert_eq!(repr(accept), None, "{accept}");
+        }
+        // A weight that is no qvalue is no weight: the range is not refused.
+        for malformed in ["application/json;q=-1", "*/*;q=nan", "*/*;q=2"] {
+            assert_eq!(repr(malformed), Some(Repr::Json), "{malformed}");
         }
         let mut lines = headers(header::ACCEPT, "application/json;q=0");
         lines.append(header::ACCEPT, "text/*;q=0".parse().unwrap());
