@@ -191,6 +191,25 @@ fn main() {
             || needs::block_on(exact::a_node_that_served_no_exact_body_lists_the_stored_ones_sizes()),
         ),
         needs::trial(
+            "damage_in_postgres_is_corrupt_on_every_node_that_meets_it",
+            &[Need::Postgres],
+            || needs::block_on(damage::damage_in_postgres_is_corrupt_on_every_node_that_meets_it()),
+        ),
+        needs::trial(
+            "swapped_keys_in_postgres_build_no_form_and_the_scrub_finds_them_first",
+            &[Need::Postgres],
+            || {
+                needs::block_on(
+                    damage::swapped_keys_in_postgres_build_no_form_and_the_scrub_finds_them_first(),
+                )
+            },
+        ),
+        needs::trial(
+            "migration_10_records_what_a_schema_written_before_it_holds",
+            &[Need::Postgres],
+            || needs::block_on(damage::migration_10_records_what_a_schema_written_before_it_holds()),
+        ),
+        needs::trial(
             "a_node_killed_mid_seal_leaves_the_seal_to_another_with_the_same_bytes_and_link",
             &[Need::Postgres],
             || {
@@ -547,3 +566,6 @@ mod mid_seal;
 
 #[path = "cluster/exact.rs"]
 mod exact;
+
+#[path = "cluster/damage.rs"]
+mod damage;

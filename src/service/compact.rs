@@ -18,6 +18,7 @@ use super::validators::{compact_kind, Form};
 use super::vouch::answers_every;
 use super::{Result, Service, ServiceError, Target, View};
 use crate::bloom::{distinct_keys, FilterError, Grade, Key, Ribbon, Ribbon2};
+use crate::chain::BodyForm;
 use crate::hour::{Day, Hour};
 use crate::render::{render_compact, render_ribbon, render_ribbon2, Compact, Rendered, Repr};
 use crate::store::FormName;
@@ -86,14 +87,19 @@ impl Service {
             }
         };
         let (rendered, complete) = self.compact(from, to, r, form).await?;
+        // An hour's compact body is signed as its filter is (a day's is not): one served
+        // unsigned by a service that signs is not for caches to keep.
+        let signature_pending = complete
+            && from == to
+            && self.tuning.signer.is_some()
+            && rendered.chain.is_none_or(|c| c.signature.is_none());
         Ok(View {
             rendered,
             open_until: (!complete).then(|| now.end()),
             prev,
             next,
             open_hour: None,
-            // Compact forms are not signed (the chain covers the v1 filter's bytes).
-            signature_pending: false,
+            signature_pending,
         })
     }
 
@@ -117,6 +123,8 @@ impl Service {
             Compact::Ribbon | Compact::Ribbon2 => Ok((body, complete)),
             // The JSON form carries the body just built or cached: never a second build.
             Compact::RibbonJson => {
+                // The same body, so the same place in the chain and signature.
+                let chain = body.chain;
                 let work = |slot| async move {
                     let held = self.reserve(slot, from, to, json_bytes(body.identity.len()))?;
                     let meta = meta(from, to, complete, body.count);
@@ -125,13 +133,14 @@ impl Service {
                     } else {
                         Step::Render
                     };
-                    let json = self
+                    let mut json = self
                         .unions
                         .run(held, step, move || -> Result<Rendered> {
                             let ribbon = Ribbon::from_bytes(&body.identity)?;
                             Ok(render_compact(&meta, &ribbon, Compact::RibbonJson))
                         })
                         .await??;
+                    json.chain = chain;
                     Ok(self.keep(key, complete, json).await)
                 };
                 self.once(key, work).await
@@ -196,13 +205,24 @@ impl Service {
                 })
                 .await?;
             let body = self.noting_corrupt(from, body)?;
+            let mut body = body;
             if complete {
                 // The bytes its URL promises from now on, on every node.
-                let name = match form {
-                    Compact::Ribbon2 => FormName::Ribbon2 { grade: r },
-                    _ => FormName::Ribbon { r },
+                let (name, signed) = match form {
+                    Compact::Ribbon2 => (FormName::Ribbon2 { grade: r }, BodyForm::Ribbon2),
+                    _ => (FormName::Ribbon { r }, BodyForm::Ribbon),
                 };
                 self.vouch_form(from, to, name, &body.sha256).await?;
+                // An hour's body is bound to its place in the chain, and signed.
+                if from == to {
+                    let (bin, _) = self.closed_view(from, Repr::Bin).await?;
+                    if let Some(place) = bin.chain {
+                        let place = self
+                            .body_chain_place(from, signed, &bin, place, &body.identity)
+                            .await?;
+                        body.chain = Some(place);
+                    }
+                }
             }
             Ok(self.keep(key, complete, body).await)
         };

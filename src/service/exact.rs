@@ -9,10 +9,10 @@ use super::sealer::UniverseSeen;
 use super::unions::Step;
 use super::{Result, Service, ServiceError, View};
 use crate::bloom::Key;
-use crate::chain::{self, SignatureField};
+use crate::chain::{self, BodyForm};
 use crate::exact::Exact;
 use crate::hour::Hour;
-use crate::render::{render_exact, ChainPlace, Rendered, Repr};
+use crate::render::{render_exact, Rendered, Repr};
 use crate::store::{FormName, StoreError, UniverseAdded, UniverseInfo};
 use crate::wire::Meta;
 use std::sync::Arc;
@@ -180,7 +180,10 @@ impl Service {
             .await?;
         let exact = Exact::from_bytes(&body)?;
         let chain = match bin.chain {
-            Some(place) => Some(self.exact_chain_place(hour, &bin, place, &body).await?),
+            Some(place) => Some(
+                self.body_chain_place(hour, BodyForm::Exact, &bin, place, &body)
+                    .await?,
+            ),
             None => None,
         };
         let meta = Meta::hour(hour.rfc3339(), true, u64::from(exact.changed_count()));
@@ -254,33 +257,6 @@ impl Service {
         self.vouch_form(hour, hour, FormName::Exact, &chain::digest(&body))
             .await?;
         Ok(body)
-    }
-
-    /// The exact body's place in the chain: the hour's previous header, and a signature
-    /// over the exact message when this node holds the key listed for the hour.
-    async fn exact_chain_place(
-        &self,
-        hour: Hour,
-        bin: &Rendered,
-        place: ChainPlace,
-        body: &[u8],
-    ) -> Result<ChainPlace> {
-        let header = chain::header(&bin.sha256, &place.prev);
-        let signature = match &self.tuning.signer {
-            Some(signer) if place.signature.is_some() => {
-                let ours = signer.public_key();
-                let list = self.key_list().await?;
-                (list.for_hour(hour).map(|k| k.public_key) == Some(ours)).then(|| SignatureField {
-                    signature: signer.sign_exact(hour.index(), &header, body),
-                    key_id: Some(ours.id()),
-                })
-            }
-            _ => None,
-        };
-        Ok(ChainPlace {
-            prev: place.prev,
-            signature,
-        })
     }
 }
 

@@ -14,8 +14,9 @@
 
 use super::{Result, Service, ServiceError};
 use crate::bloom::{Filter, Key, Params};
-use crate::chain;
+use crate::chain::{self, BodyForm, SignatureField};
 use crate::hour::Hour;
+use crate::render::{ChainPlace, Rendered};
 use crate::store::{FormName, FormRecord, StoreError};
 
 /// Filters this large (bits) are rebuilt off the runtime to check keys against them.
@@ -112,6 +113,36 @@ impl Service {
 }
 
 impl Service {
+    /// A derived body's place in the chain: the hour's previous header, and a signature
+    /// over the form's message (docs/PROTOCOL.md section 11, "Derived forms") when this
+    /// node holds the key listed for the hour. Called only with a body checked and
+    /// recorded ([`Service::vouch_form`]): nothing else is signed.
+    pub(super) async fn body_chain_place(
+        &self,
+        hour: Hour,
+        form: BodyForm,
+        bin: &Rendered,
+        place: ChainPlace,
+        body: &[u8],
+    ) -> Result<ChainPlace> {
+        let header = chain::header(&bin.sha256, &place.prev);
+        let signature = match &self.tuning.signer {
+            Some(signer) if place.signature.is_some() => {
+                let ours = signer.public_key();
+                let list = self.key_list().await?;
+                (list.for_hour(hour).map(|k| k.public_key) == Some(ours)).then(|| SignatureField {
+                    signature: signer.sign_body(form, hour.index(), &header, body),
+                    key_id: Some(ours.id()),
+                })
+            }
+            _ => None,
+        };
+        Ok(ChainPlace {
+            prev: place.prev,
+            signature,
+        })
+    }
+
     /// `result`, recording `hour` as corrupt when its data failed verification (a body
     /// that fails its checks is found where it is built, off the runtime).
     pub(super) fn noting_corrupt<T>(&self, hour: Hour, result: Result<T>) -> Result<T> {

@@ -373,3 +373,55 @@ async fn a_sealed_row_whose_link_is_gone_while_later_hours_are_linked_is_corrupt
     }
     assert_listed(&app, "2008-09-03T14:00:00Z").await;
 }
+
+#[tokio::test]
+async fn an_hours_ribbons_are_signed_bound_to_its_chain_place_and_a_days_are_not() {
+    use bloomcast::chain::{self, BodyForm, PublicKey};
+    let app = TestApp::spawn().await;
+    ingest_all(&app, &ids("post", 200)).await;
+    app.next_hour().await;
+    let well_known = app.get("/.well-known/bloomcast.json").await.json();
+    let key: PublicKey = well_known["public_key"].as_str().unwrap().parse().unwrap();
+    let entry = &app.get("/chain/2008/09/03/13?limit=1").await.json()[0];
+    let header: [u8; 32] = chain::parse_hex(entry["header"].as_str().unwrap()).unwrap();
+    let signature_of = |reply: &crate::helpers::Reply| -> [u8; 64] {
+        let field = reply.header("bloom-signature").expect("signed");
+        chain::parse_hex(field.split(';').next().unwrap()).unwrap()
+    };
+    let index = h(13).index();
+    for (path, form) in [
+        ("/2008/09/03/13.ribbon", BodyForm::Ribbon),
+        ("/2008/09/03/13.ribbon?fpp=0.001", BodyForm::Ribbon),
+        ("/2008/09/03/13.ribbon2", BodyForm::Ribbon2),
+    ] {
+        let reply = app.get(path).await;
+        assert_eq!(reply.status, StatusCode::OK, "{path}");
+        assert_eq!(
+            reply.header("bloom-prev-header"),
+            entry["prev"].as_str(),
+            "{path}"
+        );
+        let signature = signature_of(&reply);
+        key.verify_body(form, path, index, &header, &reply.body, &signature)
+            .unwrap_or_else(|e| panic!("{path}: {e}"));
+        // Not a signature of the hour's filter, nor of the other ribbon version.
+        let other = match form {
+            BodyForm::Ribbon => BodyForm::Ribbon2,
+            _ => BodyForm::Ribbon,
+        };
+        assert!(key
+            .verify_body(other, path, index, &header, &reply.body, &signature)
+            .is_err());
+        assert!(key.verify(path, index, &header, &signature).is_err());
+    }
+    // The JSON form carries the same body, with the same signature.
+    let json = app.get("/2008/09/03/13.ribbon.json").await;
+    let binary = app.get("/2008/09/03/13.ribbon").await;
+    assert_eq!(signature_of(&json), signature_of(&binary));
+    // A past day is a union: not in the chain, not signed.
+    app.clock.advance(chrono::Duration::hours(11));
+    app.service.tick().await.unwrap();
+    let day = app.get("/2008/09/03.ribbon2").await;
+    assert_eq!(day.status, StatusCode::OK);
+    assert!(day.header("bloom-signature").is_none());
+}

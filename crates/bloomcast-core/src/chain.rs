@@ -94,15 +94,47 @@ pub fn signed_message(index: i64, header: &Hash) -> Vec<u8> {
 /// The domain of an exact body's signature (docs/PROTOCOL.md section 14).
 pub const EXACT_SIGNING_DOMAIN: &[u8] = b"bloomcast-exact-v1";
 
-/// The exact bytes signed for hour `index`'s exact body: the domain, the index, the
-/// hour's chain header and the body's SHA-256.
-pub fn exact_signed_message(index: i64, header: &Hash, body: &[u8]) -> Vec<u8> {
-    let mut msg = Vec::with_capacity(EXACT_SIGNING_DOMAIN.len() + 8 + 64);
-    msg.extend_from_slice(EXACT_SIGNING_DOMAIN);
+/// A form of a sealed hour derived from its filter's keys and signed on its own, bound
+/// to the hour's place in the chain (docs/PROTOCOL.md section 11, "Derived forms"): each
+/// has its own signing domain, so a signature over one form's bytes is never one over
+/// another's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BodyForm {
+    /// `.exact` (section 14).
+    Exact,
+    /// `.ribbon`, version 1 (section 12); its JSON form carries the same body.
+    Ribbon,
+    /// `.ribbon2`, version 2 (section 12).
+    Ribbon2,
+}
+
+impl BodyForm {
+    /// The form's signing domain (ASCII).
+    pub fn domain(self) -> &'static [u8] {
+        match self {
+            BodyForm::Exact => EXACT_SIGNING_DOMAIN,
+            BodyForm::Ribbon => b"bloomcast-ribbon-v1",
+            BodyForm::Ribbon2 => b"bloomcast-ribbon2-v1",
+        }
+    }
+}
+
+/// The exact bytes signed for a `form` body of hour `index`: the form's domain, the
+/// index, the hour's chain header and the body's SHA-256.
+pub fn body_signed_message(form: BodyForm, index: i64, header: &Hash, body: &[u8]) -> Vec<u8> {
+    let domain = form.domain();
+    let mut msg = Vec::with_capacity(domain.len() + 8 + 64);
+    msg.extend_from_slice(domain);
     msg.extend_from_slice(&index.to_be_bytes());
     msg.extend_from_slice(header);
     msg.extend_from_slice(&Sha256::digest(body));
     msg
+}
+
+/// The exact bytes signed for hour `index`'s exact body: the domain, the index, the
+/// hour's chain header and the body's SHA-256.
+pub fn exact_signed_message(index: i64, header: &Hash, body: &[u8]) -> Vec<u8> {
+    body_signed_message(BodyForm::Exact, index, header, body)
 }
 
 /// The `Repr-Digest` field value (RFC 9530) of `bytes`: `sha-256=:BASE64:`.
@@ -169,8 +201,13 @@ impl Signer {
 
     /// Signs hour `index`'s exact body, bound to the hour's chain `header`.
     pub fn sign_exact(&self, index: i64, header: &Hash, body: &[u8]) -> [u8; 64] {
+        self.sign_body(BodyForm::Exact, index, header, body)
+    }
+
+    /// Signs hour `index`'s `form` body, bound to the hour's chain `header`.
+    pub fn sign_body(&self, form: BodyForm, index: i64, header: &Hash, body: &[u8]) -> [u8; 64] {
         self.key
-            .sign(&exact_signed_message(index, header, body))
+            .sign(&body_signed_message(form, index, header, body))
             .to_bytes()
     }
 }
@@ -248,9 +285,26 @@ impl PublicKey {
         body: &[u8],
         signature: &[u8; 64],
     ) -> Result<(), ChainError> {
+        self.verify_body(BodyForm::Exact, hour, index, header, body, signature)
+    }
+
+    /// Verifies the signature of hour `index`'s `form` body under the hour's chain
+    /// `header`.
+    ///
+    /// # Errors
+    /// [`ChainError::Signature`] naming the hour.
+    pub fn verify_body(
+        &self,
+        form: BodyForm,
+        hour: &str,
+        index: i64,
+        header: &Hash,
+        body: &[u8],
+        signature: &[u8; 64],
+    ) -> Result<(), ChainError> {
         let sig = ed25519_dalek::Signature::from_bytes(signature);
         self.0
-            .verify_strict(&exact_signed_message(index, header, body), &sig)
+            .verify_strict(&body_signed_message(form, index, header, body), &sig)
             .map_err(|_| ChainError::Signature {
                 hour: hour.to_owned(),
             })
@@ -324,6 +378,25 @@ mod tests {
         assert_eq!(
             exact_signed_message(5, &[1; 32], b"").len(),
             18 + 8 + 32 + 32
+        );
+    }
+
+    #[test]
+    fn a_signature_over_one_forms_body_is_never_one_over_another_forms() {
+        let key = signer();
+        let public = key.public_key();
+        let forms = [BodyForm::Exact, BodyForm::Ribbon, BodyForm::Ribbon2];
+        for form in forms {
+            let sig = key.sign_body(form, 5, &[1; 32], b"body");
+            for other in forms {
+                let verdict = public.verify_body(other, "h", 5, &[1; 32], b"body", &sig);
+                assert_eq!(verdict.is_ok(), other == form, "{form:?} as {other:?}");
+            }
+            assert!(public.verify("h", 5, &[1; 32], &sig).is_err());
+        }
+        assert_eq!(
+            &body_signed_message(BodyForm::Ribbon2, 5, &[1; 32], b"")[..20],
+            b"bloomcast-ribbon2-v1"
         );
     }
 
