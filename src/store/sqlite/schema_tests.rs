@@ -85,3 +85,70 @@ async fn a_store_written_before_versioning_is_adopted_with_checksums() {
         .unwrap();
     assert_eq!(version, SCHEMA_VERSION);
 }
+
+/// A store as version 6 wrote it: made by this version, then its version 7 records
+/// taken away.
+async fn write_v6_store(dir: &Path) -> Vec<Key> {
+    let store = SqliteStore::open(dir, h()).unwrap();
+    let universe = distinct(keys(&["u-1", "u-2", "u-3"]));
+    store.add_to_universe(&universe, h(), 100).await.unwrap();
+    let sealed = distinct(keys(&["u-1", "new-1"]));
+    let filter = crate::bloom::Filter::sized_within(&sealed, 0.01).unwrap();
+    store.close_through(h()).await.unwrap();
+    let row = SealedHour::new(h(), 2, &filter);
+    assert_eq!(store.seal(&row, &sealed).await.unwrap(), Sealing::Stored);
+    // Two more hours closed, empty and not sealed.
+    store.close_through(h().next().next()).await.unwrap();
+    drop(store);
+    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    let conn = Connection::open(dir.join(FILE_NAME)).unwrap();
+    conn.execute_batch(
+        "DROP TABLE universe_hours; DROP TABLE hour_universe; DROP TABLE forms;
+         ALTER TABLE universe DROP COLUMN checksum;
+         DELETE FROM batch_counts WHERE batches = 0;
+         DELETE FROM meta WHERE name = 'chain_since';
+         PRAGMA user_version = 6;",
+    )
+    .unwrap();
+    universe
+}
+
+#[tokio::test]
+async fn a_version_6_store_gets_the_records_that_find_deleted_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    write_v6_store(dir.path()).await;
+    let store = SqliteStore::open(dir.path(), h()).unwrap();
+    // Every universe row verifies, and adds up to the tally recorded for the seal.
+    let through = store.universe_keys(h()).await.unwrap();
+    assert_eq!(through, distinct(keys(&["u-1", "u-2", "u-3", "new-1"])));
+    // The closed empty hours have their records: readable as empty, not damage.
+    assert!(store.keys(h().next()).await.unwrap().is_empty());
+    drop(store);
+    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    let conn = Connection::open(dir.path().join(FILE_NAME)).unwrap();
+    let version: i32 = conn
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(version, SCHEMA_VERSION);
+    // From now on a deleted record is damage.
+    conn.execute(
+        "DELETE FROM batch_counts WHERE hour = ?1",
+        [h().next().index()],
+    )
+    .unwrap();
+    conn.execute(
+        "DELETE FROM universe WHERE key = (SELECT min(key) FROM universe)",
+        [],
+    )
+    .unwrap();
+    drop(conn);
+    let store = SqliteStore::open(dir.path(), h()).unwrap();
+    assert!(matches!(
+        store.keys(h().next()).await,
+        Err(StoreError::Corrupt(_))
+    ));
+    assert!(matches!(
+        store.universe_keys(h()).await,
+        Err(StoreError::Corrupt(_))
+    ));
+}
