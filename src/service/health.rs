@@ -1,9 +1,14 @@
 //! What `/healthz` reports: whether the store takes writes, whether the open hour is
-//! loaded, and which hours were found corrupt.
+//! loaded, which hours were found corrupt, and the clock; and the heartbeat that keeps it
+//! current and records the service's time for the next start (`crate::clock::ClockRecord`).
+//!
+//! **The heartbeat.** A background task writes one every [`HEARTBEAT_IDLE`] while the
+//! store takes writes and every [`HEARTBEAT_EVERY`] while it does not, so a node nobody
+//! asks (one a load balancer took out of rotation) still finds out by itself that the
+//! store takes writes again; every `/healthz` check writes one too, at most one a second.
 //!
 //! **The write rule.** A store write that fails as unavailable (an ingest append, closing
-//! an hour, a seal, a prune, or the heartbeat every `/healthz` check writes, at most one a
-//! second) makes the status `unavailable` at once. It turns `ok` again only when a write
+//! an hour, a seal, a prune, or a heartbeat) makes the status `unavailable` at once. It turns `ok` again only when a write
 //! that *began* at least [`RECOVERY_HOLD`] after the latest failure has succeeded: the
 //! heartbeat, or an ingest. A write already under way when a write failed, or begun within
 //! the hold after it, proves nothing, and every new failure starts the hold again. The
@@ -20,12 +25,17 @@ use crate::store::{full_message, StoreError};
 use serde::Serialize;
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::sync::watch;
 
-/// A heartbeat is written at most this often, however often `/healthz` is asked.
+/// A heartbeat is written at most this often, however often `/healthz` is asked; and
+/// this often by the background task while the store does not take writes.
 const HEARTBEAT_EVERY: Duration = Duration::from_secs(1);
+
+/// How often the background task writes a heartbeat while the store takes writes: the
+/// clock record a restart checks against is never older than this.
+pub const HEARTBEAT_IDLE: Duration = Duration::from_secs(10);
 
 /// How long after a failed write a successful one still proves nothing: the
 /// `Retry-After` that a 503 `store_unavailable` carries, so that while clients retrying
@@ -108,8 +118,9 @@ pub enum HealthStatus {
     Unavailable,
     /// The open hour is still being loaded after a start.
     Loading,
-    /// Serving, but some hours failed verification (they are refused as corrupt), or
-    /// the wall clock jumped ahead and is not followed.
+    /// Serving, but some hours failed verification (they are refused as corrupt), the
+    /// wall clock jumped ahead (or a start found it far past the last heartbeat) and is
+    /// not followed, or (cluster mode) this node's clock is off the cluster's.
     Degraded,
     Ok,
 }
@@ -125,6 +136,10 @@ pub struct HealthReport {
     /// How far the wall clock is ahead of the time the service runs on: non-zero while a
     /// forward jump is neither corrected nor confirmed (see `clock_jump_confirm_seconds`).
     pub clock_ahead_seconds: i64,
+    /// Cluster mode: how far this node's wall clock is ahead of the cluster's
+    /// (PostgreSQL's), negative behind; absent on the embedded store.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub node_clock_offset_seconds: Option<i64>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub corrupt_hours: Vec<String>,
     /// Seconds since the latest failed write, while it holds the status `unavailable`
@@ -242,14 +257,17 @@ impl Service {
                 Some("some hours failed verification and are not served".to_owned()),
             )
         } else if jump.ahead_seconds > 0 {
+            (HealthStatus::Degraded, Some(jump_reason(&jump)))
+        } else if self.node_clock_off() {
+            let off = self.node_clock_offset_seconds().unwrap_or(0);
             (
                 HealthStatus::Degraded,
                 Some(format!(
-                    "the wall clock jumped {} s ahead; the service runs on the time measured \
-                     since and follows the clock once it is corrected, or after it holds for \
-                     {} s more",
-                    jump.ahead_seconds,
-                    jump.confirm_in_seconds.unwrap_or(0)
+                    "this node's clock is {} s {} PostgreSQL's, which the cluster runs on: it \
+                     opens, seals and prunes nothing by its own clock; fix its time \
+                     synchronisation (NTP)",
+                    off.abs(),
+                    if off > 0 { "ahead of" } else { "behind" }
                 )),
             )
         } else {
@@ -261,18 +279,58 @@ impl Service {
             current_hour: self.current_hour().rfc3339(),
             clock_behind_seconds: self.clock_behind_seconds(),
             clock_ahead_seconds: jump.ahead_seconds,
+            node_clock_offset_seconds: self.node_clock_offset_seconds(),
             corrupt_hours: corrupt,
             write_failed_seconds_ago,
         }
     }
 
+    /// Whether the store takes writes now, as `/healthz` would say without writing a
+    /// heartbeat first (the write rule).
+    pub fn store_takes_writes(&self) -> bool {
+        !self.health.failing.load(Ordering::Acquire)
+    }
+
+    /// Writes a heartbeat now and then every [`HEARTBEAT_IDLE`] ([`HEARTBEAT_EVERY`]
+    /// while the store does not take writes) until `shutdown` resolves.
+    pub async fn run_heartbeats(self: Arc<Self>, shutdown: impl std::future::Future<Output = ()>) {
+        tokio::pin!(shutdown);
+        loop {
+            self.heartbeat().await;
+            let wait = if self.store_takes_writes() {
+                HEARTBEAT_IDLE
+            } else {
+                HEARTBEAT_EVERY
+            };
+            tokio::select! {
+                _ = tokio::time::sleep(wait) => {}
+                _ = &mut shutdown => return,
+            }
+        }
+    }
+
+    /// A heartbeat, unless one was written within [`HEARTBEAT_EVERY`].
     async fn heartbeat(&self) {
         let mut last = self.health.last_heartbeat.lock().await;
         if last.is_some_and(|t| t.elapsed() < HEARTBEAT_EVERY) {
             return;
         }
+        self.write_heartbeat(&mut last).await;
+    }
+
+    /// A heartbeat now, however recent the last (the clock was just confirmed).
+    pub(super) async fn heartbeat_now(&self) {
+        let mut last = self.health.last_heartbeat.lock().await;
+        self.write_heartbeat(&mut last).await;
+    }
+
+    /// Reads the cluster's clock (cluster mode), then writes the heartbeat with the
+    /// clock record through the store's write path, under the heartbeat's turn.
+    async fn write_heartbeat(&self, last: &mut Option<Instant>) {
+        self.observe_reference().await;
+        let record = self.clock.record();
         let began = Instant::now();
-        let outcome = self.store.ping().await;
+        let outcome = self.store.heartbeat(&record).await;
         *last = Some(Instant::now());
         match outcome {
             // A dead writer answers Failed: as unable to write as a full disk.
@@ -282,6 +340,27 @@ impl Service {
             }
         }
     }
+}
+
+/// What `/healthz` says of a forward jump held: by how much, since when, and how it
+/// ends (corrected, confirmed by an operator, or held for the confirmation period).
+fn jump_reason(jump: &crate::clock::JumpState) -> String {
+    let what = if jump.at_start {
+        format!(
+            "the clock at start read {} s past the time the last heartbeat recorded (plus the \
+             time measured since, where this boot measured it)",
+            jump.ahead_seconds
+        )
+    } else {
+        format!("the wall clock jumped {} s ahead", jump.ahead_seconds)
+    };
+    format!(
+        "{what}; the service runs on the time measured since and opens and prunes nothing by \
+         the clock: if the clock is right, confirm it with `bloomcast confirm-clock` (POST \
+         /clock/confirm with the ingest token); otherwise correct it, and it is followed \
+         again at once. It is followed by itself after it holds for {} s more",
+        jump.confirm_in_seconds.unwrap_or(0)
+    )
 }
 
 #[cfg(test)]

@@ -82,6 +82,15 @@ pub async fn exposition(state: &AppState) -> String {
         "Forward wall-clock jumps seen (beyond clock_jump_tolerance_seconds).",
         service.clock_jump().jumps,
     );
+    if let Some(offset) = health.node_clock_offset_seconds {
+        single(
+            &mut out,
+            "bloomcast_node_clock_offset_seconds",
+            "gauge",
+            "Cluster mode: how far this node's wall clock is ahead of the cluster's, PostgreSQL's (negative: behind); past clock_jump_tolerance_seconds /healthz says degraded.",
+            offset,
+        );
+    }
     single(
         &mut out,
         "bloomcast_max_hour_ids",
