@@ -4,6 +4,7 @@
 
 #![allow(dead_code)]
 
+pub mod clock_record;
 pub mod exact;
 pub mod inproc;
 pub mod mirror;
