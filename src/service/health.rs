@@ -257,7 +257,12 @@ impl Service {
                 Some("some hours failed verification and are not served".to_owned()),
             )
         } else if jump.ahead_seconds > 0 {
-            (HealthStatus::Degraded, Some(jump_reason(&jump)))
+            let clock = if self.node_clock_offset_seconds().is_some() {
+                "PostgreSQL's clock"
+            } else {
+                "the wall clock"
+            };
+            (HealthStatus::Degraded, Some(jump_reason(&jump, clock)))
         } else if self.node_clock_off() {
             let off = self.node_clock_offset_seconds().unwrap_or(0);
             (
@@ -342,17 +347,17 @@ impl Service {
     }
 }
 
-/// What `/healthz` says of a forward jump held: by how much, since when, and how it
-/// ends (corrected, confirmed by an operator, or held for the confirmation period).
-fn jump_reason(jump: &crate::clock::JumpState) -> String {
+/// What `/healthz` says of a forward jump of `clock` held: by how much, since when, and
+/// how it ends (corrected, confirmed by an operator, or held for the confirmation period).
+fn jump_reason(jump: &crate::clock::JumpState, clock: &str) -> String {
     let what = if jump.at_start {
         format!(
-            "the clock at start read {} s past the time the last heartbeat recorded (plus the \
+            "{clock} at start read {} s past the time the last heartbeat recorded (plus the \
              time measured since, where this boot measured it)",
             jump.ahead_seconds
         )
     } else {
-        format!("the wall clock jumped {} s ahead", jump.ahead_seconds)
+        format!("{clock} jumped {} s ahead", jump.ahead_seconds)
     };
     format!(
         "{what}; the service runs on the time measured since and opens and prunes nothing by \
