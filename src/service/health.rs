@@ -329,14 +329,18 @@ impl Service {
         self.write_heartbeat(&mut last).await;
     }
 
-    /// Reads the cluster's clock (cluster mode), then writes the heartbeat with the
-    /// clock record through the store's write path, under the heartbeat's turn.
+    /// Writes the heartbeat with the clock record through the store's write path, then
+    /// (cluster mode) reads the cluster's clock, under the heartbeat's turn. The read only
+    /// after a write that succeeded: a store that does not answer costs a check one call
+    /// timeout, not two.
     async fn write_heartbeat(&self, last: &mut Option<Instant>) {
-        self.observe_reference().await;
         let record = self.clock.record();
         let began = Instant::now();
         let outcome = self.store.heartbeat(&record).await;
         *last = Some(Instant::now());
+        if outcome.is_ok() {
+            self.observe_reference().await;
+        }
         match outcome {
             // A dead writer answers Failed: as unable to write as a full disk.
             Err(e @ (StoreError::Failed { .. } | StoreError::Corrupt(_))) => self.note_failure(&e),

@@ -154,8 +154,8 @@ impl Service {
             .is_some_and(|off| off.unsigned_abs() > self.tuning.clock_jump_tolerance.as_secs())
     }
 
-    /// Cluster mode: takes a new reading of the cluster's clock (with each heartbeat),
-    /// and says so, once, when this node's clock goes off it or comes back.
+    /// Cluster mode: takes a new reading of the cluster's clock (after each heartbeat
+    /// written), and says so, once, when this node's clock goes off it or comes back.
     pub(super) async fn observe_reference(&self) {
         let Some(reference) = &self.reference else {
             return;
