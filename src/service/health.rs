@@ -1,23 +1,18 @@
 //! What `/healthz` reports: whether the store takes writes, whether the open hour is
-//! loaded, which hours were found corrupt, and the clock; and the heartbeat that keeps it
-//! current and records the service's time for the next start (`crate::clock::ClockRecord`).
-//!
-//! **The heartbeat.** A background task writes one every [`HEARTBEAT_IDLE`] while the
-//! store takes writes and every [`HEARTBEAT_EVERY`] while it does not, so a node nobody
-//! asks (one a load balancer took out of rotation) still finds out by itself that the
-//! store takes writes again; every `/healthz` check writes one too, at most one a second.
+//! loaded, which hours were found corrupt, and the clock. The heartbeat that keeps it
+//! current, with nobody asking too, is `heartbeat`.
 //!
 //! **The write rule.** A store write that fails as unavailable (an ingest append, closing
-//! an hour, a seal, a prune, or a heartbeat) makes the status `unavailable` at once. It turns `ok` again only when a write
-//! that *began* at least [`RECOVERY_HOLD`] after the latest failure has succeeded: the
-//! heartbeat, or an ingest. A write already under way when a write failed, or begun within
-//! the hold after it, proves nothing, and every new failure starts the hold again. The
-//! reason: on a nearly full disk small writes (a one-row heartbeat, a small batch) squeeze
-//! in between the ones that fail, and a check must not answer `ok` because one of them
-//! did. So while writes keep failing at least once per hold, no check says `ok`; once
-//! they stop failing, the first check after the hold whose heartbeat succeeds does.
-//! Successes whose start is not known (background seals, closes and prunes) end nothing;
-//! their failures count like any other.
+//! an hour, a seal, a prune, or a heartbeat) makes the status `unavailable` at once. It
+//! turns `ok` again only when a write that *began* at least [`RECOVERY_HOLD`] after the
+//! latest failure has succeeded: a heartbeat, or an ingest. A write already under way when
+//! a write failed, or begun within the hold after it, proves nothing, and every new failure
+//! starts the hold again. The reason: on a nearly full disk small writes (a one-row
+//! heartbeat, a small batch) squeeze in between the ones that fail, and a check must not
+//! answer `ok` because one of them did. So while writes keep failing at least once per
+//! hold, no check says `ok`; once they stop failing, the first check after the hold whose
+//! heartbeat succeeds does. Successes whose start is not known (background seals, closes
+//! and prunes) end nothing; their failures count like any other.
 
 use super::{lock, Result, Service};
 use crate::hour::Hour;
@@ -25,17 +20,9 @@ use crate::store::{full_message, StoreError};
 use serde::Serialize;
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 use tokio::sync::watch;
-
-/// A heartbeat is written at most this often, however often `/healthz` is asked; and
-/// this often by the background task while the store does not take writes.
-const HEARTBEAT_EVERY: Duration = Duration::from_secs(1);
-
-/// How often the background task writes a heartbeat while the store takes writes: the
-/// clock record a restart checks against is never older than this.
-pub const HEARTBEAT_IDLE: Duration = Duration::from_secs(10);
 
 /// How long after a failed write a successful one still proves nothing: the
 /// `Retry-After` that a 503 `store_unavailable` carries, so that while clients retrying
@@ -92,8 +79,9 @@ pub(super) struct Health {
     /// request reads (a plain load, nothing shared written), the channel wakes waiters.
     loaded_flag: AtomicBool,
     loaded: watch::Sender<bool>,
-    /// Set while a heartbeat is running or recent, so a flood of probes costs one write.
-    last_heartbeat: tokio::sync::Mutex<Option<Instant>>,
+    /// Set while a heartbeat is running or recent, so a flood of probes costs one write
+    /// (the heartbeat's turn, taken in `heartbeat`).
+    pub(super) last_heartbeat: tokio::sync::Mutex<Option<Instant>>,
 }
 
 impl Default for Health {
@@ -194,7 +182,7 @@ impl Service {
         }
     }
 
-    fn note_failure(&self, e: &StoreError) {
+    pub(super) fn note_failure(&self, e: &StoreError) {
         let text = full_message(e);
         tracing::warn!(error = %text, "a store write failed");
         let mut writes = lock(&self.health.writes);
@@ -294,60 +282,6 @@ impl Service {
     /// heartbeat first (the write rule).
     pub fn store_takes_writes(&self) -> bool {
         !self.health.failing.load(Ordering::Acquire)
-    }
-
-    /// Writes a heartbeat now and then every [`HEARTBEAT_IDLE`] ([`HEARTBEAT_EVERY`]
-    /// while the store does not take writes) until `shutdown` resolves.
-    pub async fn run_heartbeats(self: Arc<Self>, shutdown: impl std::future::Future<Output = ()>) {
-        tokio::pin!(shutdown);
-        loop {
-            self.heartbeat().await;
-            let wait = if self.store_takes_writes() {
-                HEARTBEAT_IDLE
-            } else {
-                HEARTBEAT_EVERY
-            };
-            tokio::select! {
-                _ = tokio::time::sleep(wait) => {}
-                _ = &mut shutdown => return,
-            }
-        }
-    }
-
-    /// A heartbeat, unless one was written within [`HEARTBEAT_EVERY`].
-    async fn heartbeat(&self) {
-        let mut last = self.health.last_heartbeat.lock().await;
-        if last.is_some_and(|t| t.elapsed() < HEARTBEAT_EVERY) {
-            return;
-        }
-        self.write_heartbeat(&mut last).await;
-    }
-
-    /// A heartbeat now, however recent the last (the clock was just confirmed).
-    pub(super) async fn heartbeat_now(&self) {
-        let mut last = self.health.last_heartbeat.lock().await;
-        self.write_heartbeat(&mut last).await;
-    }
-
-    /// Writes the heartbeat with the clock record through the store's write path, then
-    /// (cluster mode) reads the cluster's clock, under the heartbeat's turn. The read only
-    /// after a write that succeeded: a store that does not answer costs a check one call
-    /// timeout, not two.
-    async fn write_heartbeat(&self, last: &mut Option<Instant>) {
-        let record = self.clock.record();
-        let began = Instant::now();
-        let outcome = self.store.heartbeat(&record).await;
-        *last = Some(Instant::now());
-        if outcome.is_ok() {
-            self.observe_reference().await;
-        }
-        match outcome {
-            // A dead writer answers Failed: as unable to write as a full disk.
-            Err(e @ (StoreError::Failed { .. } | StoreError::Corrupt(_))) => self.note_failure(&e),
-            other => {
-                let _ = self.note_write_begun(Some(began), other);
-            }
-        }
     }
 }
 

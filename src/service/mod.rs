@@ -21,8 +21,8 @@
 //! versions kept for deltas),
 //! `unions` (union builds' range turns and build slots, and what builds leave for the
 //! next reader), `sealer` (the seal turn, the seal backoff, signatures and sealed hours'
-//! figures), `cache` (rendered immutable responses), `history` (decoded filters) and
-//! `health` (write failures, corrupt hours, the heartbeat) and `time` (the cluster's
+//! figures), `cache` (rendered immutable responses), `history` (decoded filters),
+//! `health` (write failures, corrupt hours, the heartbeat's turn) and `time` (the cluster's
 //! reference clock). `Service` itself keeps only the store, the clock, the tuning, genesis
 //! and the hour marks (atomics).
 //!
@@ -37,8 +37,8 @@
 //! 4. the ledger (`open_hours`, a std mutex taken only inside `OpenHours`' methods,
 //!    never held across an await) is innermost.
 //!
-//! The heartbeat's turn (`health`) is taken by `/healthz`, the background heartbeat and a
-//! clock confirmation, each with no other lock held.
+//! The heartbeat's turn (`health`, taken in `heartbeat`) is taken by `/healthz`, the
+//! background heartbeat and a clock confirmation, each with no other lock held.
 //!
 //! The other std mutexes (inside `unions`, `sealer`, `cache`, `history`, `health`, and
 //! `open_hours`' `marks_read_at` and kept versions for deltas) each guard a plain map or
@@ -54,6 +54,7 @@ mod compact;
 mod error;
 mod exact;
 mod health;
+mod heartbeat;
 mod history;
 mod incremental;
 mod index;
