@@ -65,7 +65,9 @@ async fn store(universe: usize) -> Store {
         .unwrap();
     app.service().wait_loaded().await;
     if universe > 0 {
-        let keys: Vec<Key> = (0..universe).map(|i| Key::of(&format!("user:{i}"))).collect();
+        let keys: Vec<Key> = (0..universe)
+            .map(|i| Key::of(&format!("user:{i}")))
+            .collect();
         for chunk in keys.chunks(1 << 20) {
             app.service().add_to_universe(chunk).await.unwrap();
         }

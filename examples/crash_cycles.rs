@@ -12,9 +12,13 @@
 //!
 //! `--across-hour` starts each cycle's server a few seconds before the top of an hour
 //! (through `BLOOMCAST_CLOCK_OFFSET_SECONDS`), so ingest, kill and restart straddle the
-//! boundary. `--clock-steps` restarts each cycle's server with its clock stepped (back 2 h,
-//! forward 1 h, back 3 h, ...) through the same setting, as an NTP correction or a
-//! restored VM would, and checks every acknowledged ID in the hour its receipt named.
+//! boundary; each cycle's clock is up to an hour past the last one's, which a start holds
+//! as a jump at the default tolerance, so that mode runs with
+//! `BLOOMCAST_CLOCK_JUMP_TOLERANCE_SECONDS` at two hours. `--clock-steps` restarts each
+//! cycle's server with its clock stepped (back 2 h, forward 1 h, back 3 h, ...) through the
+//! same setting, as an NTP correction or a restored VM would (a step back is followed, a
+//! start further forward than the time trusted before is held as a jump), and checks every
+//! acknowledged ID in the hour its receipt named.
 //! Exits 1 when any acknowledged ID is missing. `benches/harness/crash.sh`
 //! builds and runs it.
 
@@ -69,14 +73,19 @@ struct Server {
 }
 
 impl Server {
-    /// Starts the server on a free port and waits until it says where it listens.
-    fn start(binary: &Path, dir: &Path, offset: i64) -> Server {
+    /// Starts the server on a free port, its clock `offset` seconds off and a jump
+    /// tolerance of `tolerance` seconds, and waits until it says where it listens.
+    fn start(binary: &Path, dir: &Path, offset: i64, tolerance: u64) -> Server {
         let mut child = Command::new(binary)
             .arg("serve")
             .env("BLOOMCAST_LISTEN", "127.0.0.1:0")
             .env("BLOOMCAST_DATA_DIR", dir)
             .env("BLOOMCAST_INGEST_TOKENS", TOKEN)
             .env("BLOOMCAST_CLOCK_OFFSET_SECONDS", offset.to_string())
+            .env(
+                "BLOOMCAST_CLOCK_JUMP_TOLERANCE_SECONDS",
+                tolerance.to_string(),
+            )
             .env("RUST_LOG", "info")
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -222,6 +231,8 @@ async fn main() -> ExitCode {
         .as_nanos() as u64;
     let (mut offset, mut lost_total, mut unanswered_total) = (0i64, 0u64, 0u64);
     let mut boundary_at = 0i64;
+    // Across the hour, each cycle's clock is up to an hour past the last one's on purpose.
+    let tolerance = if args.across_hour { 7200 } else { 300 };
     let mode = match (args.across_hour, args.clock_steps) {
         (true, _) => "across the hour",
         (false, true) => "clock stepped between restarts",
@@ -238,7 +249,7 @@ async fn main() -> ExitCode {
         } else if args.clock_steps {
             offset = CLOCK_STEPS[(cycle - 1) % CLOCK_STEPS.len()] * 3600;
         }
-        let server = Server::start(&args.binary, dir.path(), offset);
+        let server = Server::start(&args.binary, dir.path(), offset, tolerance);
         let before: BTreeMap<String, usize> = acked
             .lock()
             .unwrap()
@@ -278,7 +289,7 @@ async fn main() -> ExitCode {
         }
         let snapshot = acked.lock().unwrap().clone();
         let total: usize = snapshot.values().map(Vec::len).sum();
-        let restarted = Server::start(&args.binary, dir.path(), offset);
+        let restarted = Server::start(&args.binary, dir.path(), offset, tolerance);
         let lost = verify(&http, &restarted.base, &snapshot).await;
         restarted.kill9();
         lost_total += lost;

@@ -214,14 +214,20 @@ settings! {
     /// answers cannot hold a connection slot) and counted in bloomcast_connections_dropped_total.
     write_timeout_seconds: u64 = 20,
     /// Shifts the server's clock by this many seconds, signed (testing only, e.g. to cross
-    /// an hour boundary on purpose; a warning is logged when set).
+    /// an hour boundary on purpose; a warning is logged when set). A start further past the
+    /// last heartbeat than clock_jump_tolerance_seconds is held as a jump; in cluster mode
+    /// it shifts only the node's own clock, which the cluster does not run on.
     clock_offset_seconds: i64 = 0,
     /// Seconds the wall clock may run ahead of the time measured on the monotonic clock
-    /// since it was last trusted; a step further ahead is a jump, not followed (nothing is
-    /// opened or pruned by it) until it is corrected or confirmed.
+    /// since it was last trusted, or at start ahead of the time the last heartbeat recorded
+    /// (plus the downtime, where this boot measured it); a step further ahead is a jump,
+    /// not followed (nothing is opened or pruned by it) until it is corrected or confirmed.
+    /// In cluster mode, also how far a node's own clock may be off PostgreSQL's before its
+    /// /healthz says so.
     clock_jump_tolerance_seconds: u64 = 300,
     /// Seconds of monotonic time a forward clock jump must hold (by the same offset)
-    /// before the service follows it.
+    /// before the service follows it; `bloomcast confirm-clock` (POST /clock/confirm)
+    /// follows it at once.
     clock_jump_confirm_seconds: u64 = 7200,
     /// Log one line per request at info level (remote address, method, path, status,
     /// bytes, duration). Off by default: it costs a little on every request.

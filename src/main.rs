@@ -1,8 +1,8 @@
 //! The `bloomcast` binary: parses the command line and calls into the library.
 
 use bloomcast::cli::{
-    finish, CheckArgs, EstimateArgs, HistoryArgs, IngestArgs, InspectArgs, MirrorArgs, VerifyArgs,
-    WatchArgs,
+    finish, CheckArgs, ConfirmClockArgs, EstimateArgs, HistoryArgs, IngestArgs, InspectArgs,
+    MirrorArgs, VerifyArgs, WatchArgs,
 };
 use bloomcast::config::{ListenAddr, Loaded, Overrides, Settings};
 use bloomcast::startup::{shutdown_signal, Application};
@@ -57,6 +57,10 @@ enum Command {
     /// server signs the hours sealed after its next start with it. In cluster mode the
     /// key is also recorded in PostgreSQL as the cluster's current key.
     RotateKey,
+    /// Tell the server its clock is right: a forward jump it holds (/healthz degraded
+    /// with clock_ahead_seconds, e.g. a start far past its last heartbeat) is followed at
+    /// once.
+    ConfirmClock(ConfirmClockArgs),
     /// Show the cluster's hour-shaping settings (capacity, target_fpp) recorded in
     /// PostgreSQL, or change them for every node with `set SETTING=VALUE...`
     /// (configuration as `serve`; nodes build hours with them from their next start).
@@ -156,6 +160,7 @@ async fn run(cli: Cli) -> ExitCode {
         Command::Verify(args) => finish(args.run().await),
         Command::Watch(args) => finish(args.run().await),
         Command::Mirror(args) => finish(args.run().await),
+        Command::ConfirmClock(args) => finish(args.run().await),
         Command::RotateKey => rotate_key().await,
         Command::ClusterSettings(args) => cluster_settings(args).await,
     }

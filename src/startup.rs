@@ -7,7 +7,7 @@ mod signing;
 mod standby;
 
 use crate::chain::KeyId;
-use crate::clock::{Clock, OffsetClock, SystemClock};
+use crate::clock::{Clock, OffsetClock, SystemClock, TimeSource};
 use crate::config::{ConfigError, Settings};
 use crate::http::{router, AppState, Auth, Metrics};
 use crate::server::{self, ConnLimits};
@@ -63,7 +63,8 @@ pub struct Application {
 
 impl Application {
     /// Builds the server from settings with the system clock (shifted by
-    /// `clock_offset_seconds` when that is set).
+    /// `clock_offset_seconds` when that is set). In cluster mode the service runs on
+    /// PostgreSQL's clock, this machine's only checked against it.
     ///
     /// # Errors
     /// The store cannot be opened, the token file cannot be written, or the address
@@ -80,16 +81,25 @@ impl Application {
                 Arc::new(OffsetClock::new(offset))
             }
         };
-        Application::build_with_clock(settings, clock).await
+        Application::build_on(settings, clock, TimeSource::Store).await
     }
 
-    /// As [`Application::build`] with a given clock (tests move time by hand).
+    /// As [`Application::build`] with a given clock (tests move time by hand): the one
+    /// clock the service runs on, in cluster mode too (it stands for PostgreSQL's).
     ///
     /// # Errors
     /// As [`Application::build`].
     pub async fn build_with_clock(
         settings: Settings,
         clock: Arc<dyn Clock>,
+    ) -> Result<Application, StartError> {
+        Application::build_on(settings, clock, TimeSource::Clock).await
+    }
+
+    async fn build_on(
+        settings: Settings,
+        clock: Arc<dyn Clock>,
+        source: TimeSource,
     ) -> Result<Application, StartError> {
         let listener = bind(&settings).await?;
         let store = match open_store(&settings, clock.as_ref()).await {
@@ -99,10 +109,10 @@ impl Application {
             }
             Err(e) => return Err(e),
         };
-        Application::assemble(settings, clock, store, listener).await
+        Application::assemble(settings, clock, source, store, listener).await
     }
 
-    /// As [`Application::build`] with a given clock and store.
+    /// As [`Application::build_with_clock`] with a given store.
     ///
     /// # Errors
     /// As [`Application::build`].
@@ -112,12 +122,13 @@ impl Application {
         store: Arc<dyn Store>,
     ) -> Result<Application, StartError> {
         let listener = bind(&settings).await?;
-        Application::assemble(settings, clock, store, listener).await
+        Application::assemble(settings, clock, TimeSource::Clock, store, listener).await
     }
 
     async fn assemble(
         settings: Settings,
         clock: Arc<dyn Clock>,
+        source: TimeSource,
         store: Arc<dyn Store>,
         listener: TcpListener,
     ) -> Result<Application, StartError> {
@@ -146,7 +157,7 @@ impl Application {
             dictionary_max_age: Duration::from_secs(settings.dictionary_max_age),
             scrub_pass: Duration::from_secs(settings.scrub_pass_seconds),
         };
-        let service = Arc::new(Service::new(store, clock, tuning).await?);
+        let service = Arc::new(Service::new(store, clock, source, tuning).await?);
         // Seal whatever closed while the server was down and load the open hour, in the
         // background: the port opens at once and `/healthz` says `loading` meanwhile.
         tokio::spawn({
@@ -195,7 +206,8 @@ impl Application {
     }
 
     /// Serves until `shutdown` resolves, then stops accepting, lets in-flight requests
-    /// finish (at most the configured shutdown timeout) and stops housekeeping.
+    /// finish (at most the configured shutdown timeout) and stops housekeeping and the
+    /// heartbeat.
     /// Accept errors (out of file descriptors and the like) are logged and retried,
     /// so serving itself cannot fail.
     pub async fn run_until(self, shutdown: impl Future<Output = ()> + Send + 'static) {
@@ -214,6 +226,14 @@ impl Application {
                 .service
                 .clone()
                 .run_scrub(stopped(stop_rx.clone())),
+        );
+        // The heartbeat: /healthz turns ok by itself once writes succeed again, and the
+        // clock record a restart checks against stays fresh, with nobody asking.
+        tokio::spawn(
+            self.state
+                .service
+                .clone()
+                .run_heartbeats(stopped(stop_rx.clone())),
         );
         // Rates for /stats and the dashboard: sample the counters off the request path.
         tokio::spawn(crate::http::run_sampler(

@@ -1,4 +1,5 @@
-//! The `check`, `ingest` and `inspect` verbs of the real binary against a real server.
+//! The `check`, `ingest`, `inspect` and `confirm-clock` verbs of the real binary against a
+//! real server.
 
 mod common;
 
@@ -381,6 +382,54 @@ fn ingest_without_a_token_says_where_to_find_one() {
     assert!(
         err.contains("BLOOMCAST_TOKEN") && err.contains("data/ingest-token"),
         "{err}"
+    );
+}
+
+#[test]
+fn confirm_clock_follows_a_start_held_a_day_ahead_and_says_when_there_is_nothing_to_confirm() {
+    let dir = tempfile::tempdir().unwrap();
+    drop(common::start(dir.path(), &[]));
+    let ahead = common::start(dir.path(), &[("BLOOMCAST_CLOCK_OFFSET_SECONDS", "86400")]);
+    let health = |base: &str| -> serde_json::Value {
+        serde_json::from_slice(&get_body(&format!("{base}/healthz"))).unwrap()
+    };
+    assert_eq!(health(&ahead.base)["status"], "degraded");
+    let confirm = |token: &str| {
+        bloomcast(
+            &["confirm-clock", "--server", &ahead.base, "--token", token],
+            "",
+        )
+    };
+
+    let refused = confirm("not-the-token");
+    let confirmed = confirm(common::TOKEN);
+    let again = confirm(common::TOKEN);
+
+    assert_eq!(refused.status.code(), Some(1));
+    assert!(stderr(&refused).contains("401"), "{}", stderr(&refused));
+    assert!(confirmed.status.success(), "{}", stderr(&confirmed));
+    let printed = lines(&confirmed);
+    assert!(printed[0].starts_with("confirmed: "), "{printed:?}");
+    let day_ahead: Vec<String> = [-5, 0, 5]
+        .iter()
+        .map(|s| {
+            let t = chrono::Utc::now() + chrono::Duration::days(1) + chrono::Duration::seconds(*s);
+            format!(
+                "current_hour {}",
+                bloomcast::hour::Hour::containing(t).rfc3339()
+            )
+        })
+        .collect();
+    assert!(printed.iter().any(|l| day_ahead.contains(l)), "{printed:?}");
+    let now = health(&ahead.base);
+    assert_eq!(now["status"], "ok", "{now}");
+    let current = format!("current_hour {}", now["current_hour"].as_str().unwrap());
+    assert!(day_ahead.contains(&current), "{current} is not a day ahead");
+    assert_eq!(again.status.code(), Some(1));
+    assert!(
+        stderr(&again).contains("nothing_to_confirm"),
+        "{}",
+        stderr(&again)
     );
 }
 

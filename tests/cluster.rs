@@ -57,6 +57,29 @@ fn main() {
             },
         ),
         needs::trial(
+            "a_node_restarted_with_its_clock_a_year_past_the_clusters_record_is_held_and_prunes_nothing_in_postgres",
+            &[Need::Postgres],
+            || {
+                needs::block_on(
+                    a_node_restarted_with_its_clock_a_year_past_the_clusters_record_is_held_and_prunes_nothing_in_postgres(),
+                )
+            },
+        ),
+        needs::trial(
+            "a_node_started_with_its_clock_a_year_ahead_neither_moves_nor_prunes_the_clusters_hours_and_says_so",
+            &[Need::Postgres],
+            || {
+                needs::block_on(
+                    a_node_started_with_its_clock_a_year_ahead_neither_moves_nor_prunes_the_clusters_hours_and_says_so(),
+                )
+            },
+        ),
+        needs::trial(
+            "the_clock_record_reads_back_whole_from_postgres_and_its_clock_is_now",
+            &[Need::Postgres],
+            || needs::block_on(the_clock_record_reads_back_whole_from_postgres_and_its_clock_is_now()),
+        ),
+        needs::trial(
             "deleted_and_moved_rows_in_postgres_are_corrupt_never_fewer_ids",
             &[Need::Postgres],
             || {
@@ -530,8 +553,11 @@ async fn two_nodes_whose_clocks_disagree_by_an_hour_lose_nothing() {
 #[path = "cluster/clock_jumps.rs"]
 mod clock_jumps;
 use clock_jumps::{
+    a_node_restarted_with_its_clock_a_year_past_the_clusters_record_is_held_and_prunes_nothing_in_postgres,
+    a_node_started_with_its_clock_a_year_ahead_neither_moves_nor_prunes_the_clusters_hours_and_says_so,
     a_node_whose_clock_is_25_hours_ahead_for_an_hour_prunes_nothing_in_postgres,
     a_node_whose_clock_jumps_a_month_ahead_prunes_nothing_in_postgres,
+    the_clock_record_reads_back_whole_from_postgres_and_its_clock_is_now,
 };
 
 #[path = "cluster/checksums.rs"]

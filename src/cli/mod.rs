@@ -1,10 +1,11 @@
 //! The command-line client: `check`, `history`, `ingest`, `inspect`, `estimate`,
-//! `verify`, `watch` and `mirror`, over [`crate::client`].
+//! `verify`, `watch`, `mirror` and `confirm-clock`, over [`crate::client`].
 //!
 //! Each verb is a clap `Args` struct with a `run` that returns the process exit code;
 //! `src/main.rs` only dispatches.
 
 mod check;
+mod clock;
 mod estimate;
 mod exact;
 mod history;
@@ -16,6 +17,7 @@ mod verify;
 mod watch;
 
 pub use check::CheckArgs;
+pub use clock::ConfirmClockArgs;
 pub use estimate::EstimateArgs;
 pub use history::HistoryArgs;
 pub use ingest::IngestArgs;

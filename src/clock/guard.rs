@@ -1,10 +1,10 @@
 //! The jump guard: the service's time held to the time measured on the monotonic clock,
 //! so a wall clock stepped far ahead is followed only once it has stayed there for the
-//! confirmation period.
+//! confirmation period, or an operator confirms it.
 
-use super::Clock;
+use super::{BootReading, Clock, ClockRecord, Expected};
 use chrono::{DateTime, Duration, TimeZone, Utc};
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// Holds a wall clock to the time measured on its monotonic clock.
@@ -14,9 +14,17 @@ use std::sync::{Arc, Mutex};
 /// it. Such a reading is a *forward jump*: it is not followed; the guarded time goes on
 /// from the last trusted reading at the monotonic clock's pace. The jump is followed
 /// only once it is *confirmed*: the wall clock has stayed ahead by the same offset
-/// (within `tolerance`) for `confirm` of monotonic time. A clock corrected before then
-/// is followed again at once, and the jump never happened for the service. Steps back
-/// are followed (the service's own high-water mark keeps its hours from going back).
+/// (within `tolerance`) for `confirm` of monotonic time, or an operator confirms it
+/// ([`JumpGuard::confirm`]). A clock corrected before then is followed again at once,
+/// and the jump never happened for the service. Steps back are followed (the service's
+/// own high-water mark keeps its hours from going back), and the guard keeps the
+/// furthest timeline it trusted: a step forward back onto it (the correction of a step
+/// back) is followed at once, no jump.
+///
+/// The first reading is trusted, unless a start anchored the guard where the store's
+/// clock record says the time should be ([`JumpGuard::anchor_at_start`]): then the first
+/// reading is checked against that as any later one, and a start far past the last
+/// heartbeat is a jump like any other.
 ///
 /// Everything the service decides from time (the current hour, what retention prunes)
 /// reads the guarded time, so a jump can neither move acknowledged IDs into a future
@@ -31,12 +39,27 @@ pub struct JumpGuard {
     /// apart, which the tolerance (minutes) absorbs.
     anchor_wall: AtomicI64,
     anchor_mono: AtomicI64,
-    /// While the wall clock is ahead: since when (monotonic) and by how much. Taken
-    /// only while a jump is in effect.
-    ahead: Mutex<Option<(std::time::Duration, Duration)>>,
+    /// The furthest timeline trusted: the largest wall reading less its monotonic
+    /// reading (milliseconds) of any reading trusted (or of the start's record);
+    /// `i64::MIN` for none. Only grows.
+    reach: AtomicI64,
+    /// The anchor is still the start's expectation: no reading has been trusted since,
+    /// so a jump seen now is a jump from the start.
+    start_anchored: AtomicBool,
+    /// While the wall clock is ahead: since when, by how much, and whether from the
+    /// start. Taken only while a jump is in effect.
+    ahead: Mutex<Option<Ahead>>,
     /// Whether `ahead` is set, so the common path never takes its lock.
-    is_ahead: std::sync::atomic::AtomicBool,
-    jumps: std::sync::atomic::AtomicU64,
+    is_ahead: AtomicBool,
+    jumps: AtomicU64,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Ahead {
+    /// The monotonic reading when the jump was first seen.
+    since: std::time::Duration,
+    offset: Duration,
+    at_start: bool,
 }
 
 /// How far behind the time expected a wall reading must be to count as a step back
@@ -48,6 +71,10 @@ fn millis(d: std::time::Duration) -> i64 {
     i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
 }
 
+fn time_of(ms: i64, or: DateTime<Utc>) -> DateTime<Utc> {
+    Utc.timestamp_millis_opt(ms).single().unwrap_or(or)
+}
+
 impl JumpGuard {
     pub fn new(tolerance: std::time::Duration, confirm: std::time::Duration) -> JumpGuard {
         JumpGuard {
@@ -55,15 +82,45 @@ impl JumpGuard {
             confirm,
             anchor_wall: AtomicI64::new(i64::MIN),
             anchor_mono: AtomicI64::new(0),
+            reach: AtomicI64::new(i64::MIN),
+            start_anchored: AtomicBool::new(false),
             ahead: Mutex::new(None),
-            is_ahead: std::sync::atomic::AtomicBool::new(false),
-            jumps: std::sync::atomic::AtomicU64::new(0),
+            is_ahead: AtomicBool::new(false),
+            jumps: AtomicU64::new(0),
         }
+    }
+
+    /// Anchors the guard, before its first reading, at the time a start expects from the
+    /// store's clock record (the start rule, `clock::record`), taken at monotonic `mono`:
+    /// the first reading is followed only within the tolerance of it (or back on the
+    /// furthest time trusted before); further past, it is a jump, held until corrected
+    /// or confirmed, by time or by an operator.
+    pub fn anchor_at_start(&self, expected: &Expected, mono: std::time::Duration) {
+        let mono_ms = millis(mono);
+        self.anchor_wall
+            .store(expected.time.timestamp_millis(), Ordering::Release);
+        self.anchor_mono.store(mono_ms, Ordering::Release);
+        let reach = expected.trusted.max(expected.time).timestamp_millis();
+        self.reach
+            .store(reach.saturating_sub(mono_ms), Ordering::Release);
+        self.start_anchored.store(true, Ordering::Release);
     }
 
     fn trust(&self, wall_ms: i64, mono_ms: i64) {
         self.anchor_wall.store(wall_ms, Ordering::Release);
         self.anchor_mono.store(mono_ms, Ordering::Release);
+        self.reach
+            .fetch_max(wall_ms.saturating_sub(mono_ms), Ordering::AcqRel);
+        if self.start_anchored.load(Ordering::Relaxed) {
+            self.start_anchored.store(false, Ordering::Release);
+        }
+    }
+
+    /// Ends a jump in effect, if any (the clock was corrected or the jump confirmed).
+    fn end_jump(&self) -> Option<Ahead> {
+        let mut ahead = crate::sync::lock(&self.ahead);
+        self.is_ahead.store(false, Ordering::Release);
+        ahead.take()
     }
 
     /// The guarded time for a wall reading `wall` taken at monotonic `mono`.
@@ -79,15 +136,12 @@ impl JumpGuard {
         let passed = mono_ms.saturating_sub(at).max(0);
         let expected_ms = anchor.saturating_add(passed);
         let offset_ms = wall_ms.saturating_sub(expected_ms);
-        if offset_ms <= self.tolerance.num_milliseconds() {
-            if self.is_ahead.load(Ordering::Acquire) {
-                let mut ahead = crate::sync::lock(&self.ahead);
-                if ahead.take().is_some() {
-                    tracing::warn!(
-                        "the wall clock is back within the time measured since its jump; following it again"
-                    );
-                }
-                self.is_ahead.store(false, Ordering::Release);
+        let tolerance_ms = self.tolerance.num_milliseconds();
+        if offset_ms <= tolerance_ms {
+            if self.is_ahead.load(Ordering::Acquire) && self.end_jump().is_some() {
+                tracing::warn!(
+                    "the wall clock is back within the time measured since its jump; following it again"
+                );
             }
             // Written at most once a second, or when the wall clock was stepped back:
             // nothing shared is written per call. (Readings of the two clocks, each
@@ -98,14 +152,29 @@ impl JumpGuard {
             }
             return wall;
         }
+        // Ahead of the time measured since: back on the furthest timeline trusted before
+        // (the correction of a step back) is no jump.
+        let reach = self.reach.load(Ordering::Acquire);
+        if reach != i64::MIN
+            && wall_ms <= reach.saturating_add(mono_ms).saturating_add(tolerance_ms)
+        {
+            self.end_jump();
+            tracing::info!(
+                forward_seconds = offset_ms / 1000,
+                "the wall clock stepped forward onto the time it was trusted at before; following it"
+            );
+            self.trust(wall_ms, mono_ms);
+            return wall;
+        }
         let offset = Duration::milliseconds(offset_ms);
-        let expected = Utc
-            .timestamp_millis_opt(expected_ms)
-            .single()
-            .unwrap_or(wall);
+        let expected = time_of(expected_ms, wall);
         let mut ahead = crate::sync::lock(&self.ahead);
         match *ahead {
-            Some((since, first)) if (offset - first).abs() <= self.tolerance => {
+            Some(Ahead {
+                since,
+                offset: first,
+                ..
+            }) if (offset - first).abs() <= self.tolerance => {
                 if mono.saturating_sub(since) >= self.confirm {
                     tracing::warn!(
                         ahead_seconds = offset.num_seconds(),
@@ -119,18 +188,59 @@ impl JumpGuard {
             }
             _ => {
                 self.jumps.fetch_add(1, Ordering::Relaxed);
-                tracing::error!(
-                    ahead_seconds = offset.num_seconds(),
-                    confirm_after = ?self.confirm,
-                    "the wall clock jumped ahead of the time measured since it was last trusted; \
-                     not following it (nothing is pruned or opened by it) until it is corrected \
-                     or stays there for the confirmation period"
-                );
-                *ahead = Some((mono, offset));
+                let at_start = self.start_anchored.load(Ordering::Acquire);
+                if at_start {
+                    tracing::error!(
+                        ahead_seconds = offset.num_seconds(),
+                        recorded = %expected,
+                        confirm_after = ?self.confirm,
+                        "the clock at start is far past the time the last heartbeat recorded \
+                         (plus the time measured since, where this boot measured it); not \
+                         following it (nothing is pruned or opened by it) until it is \
+                         corrected, confirmed (bloomcast confirm-clock) or holds for the \
+                         confirmation period"
+                    );
+                } else {
+                    tracing::error!(
+                        ahead_seconds = offset.num_seconds(),
+                        confirm_after = ?self.confirm,
+                        "the wall clock jumped ahead of the time measured since it was last \
+                         trusted; not following it (nothing is pruned or opened by it) until \
+                         it is corrected, confirmed (bloomcast confirm-clock) or stays there \
+                         for the confirmation period"
+                    );
+                }
+                *ahead = Some(Ahead {
+                    since: mono,
+                    offset,
+                    at_start,
+                });
                 self.is_ahead.store(true, Ordering::Release);
             }
         }
         expected
+    }
+
+    /// An operator confirms the wall clock: a jump in effect is followed at once.
+    /// Returns how far the guarded time moved forward, or `None` when no jump was in
+    /// effect (nothing to confirm).
+    pub fn confirm(&self, wall: DateTime<Utc>, mono: std::time::Duration) -> Option<Duration> {
+        let guarded = self.guard(wall, mono);
+        let ended = self.end_jump()?;
+        tracing::warn!(
+            ahead_seconds = (wall - guarded).num_seconds(),
+            at_start = ended.at_start,
+            "an operator confirmed the wall clock; following it"
+        );
+        self.trust(wall.timestamp_millis(), millis(mono));
+        Some(wall - guarded)
+    }
+
+    /// The furthest time trusted, carried on to monotonic `mono` (for the clock record).
+    pub fn trusted(&self, mono: std::time::Duration) -> Option<DateTime<Utc>> {
+        let reach = self.reach.load(Ordering::Acquire);
+        (reach != i64::MIN)
+            .then(|| time_of(reach.saturating_add(millis(mono)), DateTime::UNIX_EPOCH))
     }
 
     /// What the guard says now, for a wall reading `wall` at monotonic `mono`.
@@ -140,11 +250,12 @@ impl JumpGuard {
         JumpState {
             ahead_seconds: (wall - guarded).num_seconds().max(0),
             jumps: self.jumps.load(Ordering::Relaxed),
-            confirm_in_seconds: ahead.map(|(since, _)| {
+            confirm_in_seconds: ahead.map(|a| {
                 self.confirm
-                    .saturating_sub(mono.saturating_sub(since))
+                    .saturating_sub(mono.saturating_sub(a.since))
                     .as_secs()
             }),
+            at_start: ahead.is_some_and(|a| a.at_start),
         }
     }
 }
@@ -158,6 +269,8 @@ pub struct JumpState {
     pub jumps: u64,
     /// Monotonic seconds left before a jump still in effect is followed.
     pub confirm_in_seconds: Option<u64>,
+    /// The jump in effect was seen at start: the first reading far past the clock record.
+    pub at_start: bool,
 }
 
 /// A clock read through a [`JumpGuard`]: what the service runs on.
@@ -176,6 +289,26 @@ impl<C: Clock + ?Sized> GuardedClock<C> {
     pub fn jump_state(&self) -> JumpState {
         self.guard.state(self.inner.now(), self.inner.monotonic())
     }
+
+    /// An operator confirms the inner clock (see [`JumpGuard::confirm`]).
+    pub fn confirm(&self) -> Option<Duration> {
+        self.guard.confirm(self.inner.now(), self.inner.monotonic())
+    }
+
+    /// What a heartbeat records of this clock now (see [`ClockRecord`]).
+    pub fn record(&self) -> ClockRecord {
+        let time = self.now();
+        let trusted = self
+            .guard
+            .trusted(self.monotonic())
+            .unwrap_or(time)
+            .max(time);
+        ClockRecord {
+            time,
+            trusted,
+            boot: self.boot(),
+        }
+    }
 }
 
 impl<C: Clock + ?Sized> Clock for GuardedClock<C> {
@@ -186,116 +319,11 @@ impl<C: Clock + ?Sized> Clock for GuardedClock<C> {
     fn monotonic(&self) -> std::time::Duration {
         self.inner.monotonic()
     }
+
+    fn boot(&self) -> Option<BootReading> {
+        self.inner.boot()
+    }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::clock::ManualClock;
-    use crate::hour::hour_of;
-
-    fn guarded(clock: &ManualClock) -> GuardedClock<ManualClock> {
-        let guard = JumpGuard::new(
-            std::time::Duration::from_secs(300),
-            std::time::Duration::from_secs(2 * 3600),
-        );
-        GuardedClock::new(Arc::new(clock.clone()), guard)
-    }
-
-    #[test]
-    fn a_month_ahead_for_three_seconds_moves_the_guarded_clock_three_seconds() {
-        let h = hour_of(2026, 11, 1, 10).unwrap();
-        let clock = ManualClock::at(h, Duration::minutes(30));
-        let guarded = guarded(&clock);
-        let before = guarded.now();
-        clock.step(Duration::hours(722));
-        clock.advance(Duration::seconds(3));
-        assert_eq!(guarded.now(), before + Duration::seconds(3));
-        assert_eq!(guarded.current_hour(), h);
-        let state = guarded.jump_state();
-        assert_eq!(state.jumps, 1);
-        assert_eq!(state.ahead_seconds, 722 * 3600);
-        clock.step(Duration::hours(-722));
-        assert_eq!(guarded.now(), clock.now());
-        assert_eq!(guarded.jump_state().ahead_seconds, 0);
-        assert_eq!(guarded.jump_state().jumps, 1);
-    }
-
-    #[test]
-    fn the_anchor_is_written_once_a_second_or_on_a_step_back_not_per_reading() {
-        let h = hour_of(2026, 11, 1, 10).unwrap();
-        let clock = ManualClock::at(h, Duration::zero());
-        let guarded = guarded(&clock);
-        guarded.now();
-        let anchor = || guarded.guard.anchor_wall.load(Ordering::Relaxed);
-        let first = anchor();
-        // The two clocks' readings a millisecond or two apart, either way: no write.
-        clock.step(Duration::milliseconds(-2));
-        assert_eq!(guarded.now(), clock.now(), "a step back is followed");
-        clock.advance(Duration::milliseconds(500));
-        assert_eq!(guarded.now(), clock.now());
-        assert_eq!(anchor(), first);
-        // A step back of a minute re-anchors at once, so a step forward again is no jump.
-        clock.step(Duration::minutes(-1));
-        assert_eq!(guarded.now(), clock.now());
-        assert_eq!(anchor(), clock.now().timestamp_millis());
-        let stepped = anchor();
-        clock.advance(Duration::milliseconds(999));
-        guarded.now();
-        assert_eq!(anchor(), stepped);
-        clock.advance(Duration::milliseconds(1));
-        guarded.now();
-        assert_eq!(anchor(), clock.now().timestamp_millis(), "a second since");
-        clock.step(Duration::minutes(1));
-        assert_eq!(guarded.now(), clock.now());
-        assert_eq!(guarded.jump_state().jumps, 0);
-    }
-
-    #[test]
-    fn a_jump_held_past_the_confirmation_period_is_followed() {
-        let h = hour_of(2026, 11, 1, 10).unwrap();
-        let clock = ManualClock::at(h, Duration::zero());
-        let guarded = guarded(&clock);
-        guarded.now();
-        clock.step(Duration::hours(25));
-        guarded.now();
-        for _ in 0..6 {
-            clock.advance(Duration::minutes(10));
-            guarded.now();
-        }
-        // An hour held: still at the monotonic pace.
-        assert_eq!(guarded.now(), h.start() + Duration::hours(1));
-        assert_eq!(guarded.jump_state().confirm_in_seconds, Some(3600));
-        clock.advance(Duration::hours(1));
-        assert_eq!(guarded.now(), clock.now());
-        assert_eq!(guarded.jump_state().ahead_seconds, 0);
-    }
-
-    #[test]
-    fn small_steps_and_steps_back_are_followed() {
-        let h = hour_of(2026, 11, 1, 10).unwrap();
-        let clock = ManualClock::at(h, Duration::zero());
-        let guarded = guarded(&clock);
-        guarded.now();
-        clock.step(Duration::seconds(299));
-        assert_eq!(guarded.now(), clock.now());
-        clock.step(Duration::hours(-3));
-        assert_eq!(guarded.now(), clock.now());
-        assert_eq!(guarded.jump_state().jumps, 0);
-    }
-
-    #[test]
-    fn a_second_jump_restarts_the_confirmation() {
-        let h = hour_of(2026, 11, 1, 10).unwrap();
-        let clock = ManualClock::at(h, Duration::zero());
-        let guarded = guarded(&clock);
-        guarded.now();
-        clock.step(Duration::hours(25));
-        clock.advance(Duration::minutes(90));
-        guarded.now();
-        clock.step(Duration::hours(5));
-        clock.advance(Duration::minutes(60));
-        assert_eq!(guarded.now(), h.start() + Duration::minutes(150));
-        assert_eq!(guarded.jump_state().jumps, 2);
-    }
-}
+mod tests;

@@ -26,6 +26,9 @@ pub enum ApiError {
     NotAcceptable(String),
     #[error("{0}")]
     Gone(String),
+    /// 409: an operator confirmed the clock and no jump is held.
+    #[error("{0}")]
+    NothingToConfirm(String),
     #[error("body is larger than the limit of {0} bytes")]
     PayloadTooLarge(usize),
     /// The body was within the limit as sent, but its `Content-Encoding` decodes past it.
@@ -70,7 +73,7 @@ pub type Result<T, E = ApiError> = std::result::Result<T, E>;
 
 /// Every `error` code an [`ApiError`] answers with ([`ApiError::code`]): the slots of
 /// `bloomcast_http_errors_total` in `/metrics`, counted from [`ErrorCode`].
-pub const CODES: [&str; 18] = [
+pub const CODES: [&str; 19] = [
     "bad_request",
     "invalid_hour",
     "unauthorized",
@@ -78,6 +81,7 @@ pub const CODES: [&str; 18] = [
     "method_not_allowed",
     "not_acceptable",
     "gone",
+    "nothing_to_confirm",
     "payload_too_large",
     "unsupported_media_type",
     "unsupported_encoding",
@@ -105,6 +109,7 @@ impl ApiError {
             ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             ApiError::NotAcceptable(_) => StatusCode::NOT_ACCEPTABLE,
             ApiError::Gone(_) => StatusCode::GONE,
+            ApiError::NothingToConfirm(_) => StatusCode::CONFLICT,
             ApiError::PayloadTooLarge(_)
             | ApiError::DecodedTooLarge(_)
             | ApiError::RangeTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
@@ -130,6 +135,7 @@ impl ApiError {
             ApiError::MethodNotAllowed => "method_not_allowed",
             ApiError::NotAcceptable(_) => "not_acceptable",
             ApiError::Gone(_) => "gone",
+            ApiError::NothingToConfirm(_) => "nothing_to_confirm",
             ApiError::PayloadTooLarge(_) | ApiError::DecodedTooLarge(_) => "payload_too_large",
             ApiError::UnsupportedMediaType(_) => "unsupported_media_type",
             ApiError::UnsupportedEncoding(_) => "unsupported_encoding",
@@ -151,6 +157,7 @@ impl From<ServiceError> for ApiError {
         match e {
             ServiceError::NotFound(m) => ApiError::NotFound(m),
             ServiceError::Gone(m) => ApiError::Gone(m),
+            ServiceError::NothingToConfirm(m) => ApiError::NothingToConfirm(m),
             ServiceError::NotAcceptable(m) => ApiError::NotAcceptable(m),
             ServiceError::RangeTooLarge(m) => ApiError::RangeTooLarge(m),
             ServiceError::BadRange(m) => ApiError::InvalidHour(m),
@@ -257,6 +264,7 @@ mod tests {
             ApiError::MethodNotAllowed,
             ApiError::NotAcceptable(String::new()),
             ApiError::Gone(String::new()),
+            ApiError::NothingToConfirm(String::new()),
             ApiError::PayloadTooLarge(1),
             ApiError::DecodedTooLarge(1),
             ApiError::UnsupportedMediaType(String::new()),
@@ -280,6 +288,7 @@ mod tests {
                 | ApiError::MethodNotAllowed
                 | ApiError::NotAcceptable(_)
                 | ApiError::Gone(_)
+                | ApiError::NothingToConfirm(_)
                 | ApiError::PayloadTooLarge(_)
                 | ApiError::DecodedTooLarge(_)
                 | ApiError::UnsupportedMediaType(_)

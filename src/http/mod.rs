@@ -4,6 +4,7 @@ mod access_log;
 mod app;
 mod auth;
 mod chain;
+mod clock;
 mod coding;
 mod compact;
 mod cors;
@@ -130,6 +131,7 @@ fn routes(state: AppState) -> Router {
         .route("/dashboard/style.css", get(dashboard::style))
         .route("/dashboard/bloomcast.js", get(dashboard::client))
         .route("/updates", post(ingest::post_updates))
+        .route("/clock/confirm", post(clock::confirm))
         .route(
             "/universe",
             post(universe::post_universe).get(universe::get_universe),

@@ -32,6 +32,10 @@ pub enum ServiceError {
     /// filter of the open hour).
     #[error("{0}")]
     NotAcceptable(String),
+    /// An operator confirmed the clock, and no jump is held (the message says what the
+    /// clock does instead).
+    #[error("{0}")]
+    NothingToConfirm(String),
     #[error(transparent)]
     Store(#[from] StoreError),
     /// The stored data of `hour` failed verification (recorded for `/healthz`): nothing

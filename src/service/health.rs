@@ -1,18 +1,18 @@
 //! What `/healthz` reports: whether the store takes writes, whether the open hour is
-//! loaded, and which hours were found corrupt.
+//! loaded, which hours were found corrupt, and the clock. The heartbeat that keeps it
+//! current, with nobody asking too, is `heartbeat`.
 //!
 //! **The write rule.** A store write that fails as unavailable (an ingest append, closing
-//! an hour, a seal, a prune, or the heartbeat every `/healthz` check writes, at most one a
-//! second) makes the status `unavailable` at once. It turns `ok` again only when a write
-//! that *began* at least [`RECOVERY_HOLD`] after the latest failure has succeeded: the
-//! heartbeat, or an ingest. A write already under way when a write failed, or begun within
-//! the hold after it, proves nothing, and every new failure starts the hold again. The
-//! reason: on a nearly full disk small writes (a one-row heartbeat, a small batch) squeeze
-//! in between the ones that fail, and a check must not answer `ok` because one of them
-//! did. So while writes keep failing at least once per hold, no check says `ok`; once
-//! they stop failing, the first check after the hold whose heartbeat succeeds does.
-//! Successes whose start is not known (background seals, closes and prunes) end nothing;
-//! their failures count like any other.
+//! an hour, a seal, a prune, or a heartbeat) makes the status `unavailable` at once. It
+//! turns `ok` again only when a write that *began* at least [`RECOVERY_HOLD`] after the
+//! latest failure has succeeded: a heartbeat, or an ingest. A write already under way when
+//! a write failed, or begun within the hold after it, proves nothing, and every new failure
+//! starts the hold again. The reason: on a nearly full disk small writes (a one-row
+//! heartbeat, a small batch) squeeze in between the ones that fail, and a check must not
+//! answer `ok` because one of them did. So while writes keep failing at least once per
+//! hold, no check says `ok`; once they stop failing, the first check after the hold whose
+//! heartbeat succeeds does. Successes whose start is not known (background seals, closes
+//! and prunes) end nothing; their failures count like any other.
 
 use super::{lock, Result, Service};
 use crate::hour::Hour;
@@ -23,9 +23,6 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 use tokio::sync::watch;
-
-/// A heartbeat is written at most this often, however often `/healthz` is asked.
-const HEARTBEAT_EVERY: Duration = Duration::from_secs(1);
 
 /// How long after a failed write a successful one still proves nothing: the
 /// `Retry-After` that a 503 `store_unavailable` carries, so that while clients retrying
@@ -84,8 +81,9 @@ pub(super) struct Health {
     /// request reads (a plain load, nothing shared written), the channel wakes waiters.
     loaded_flag: AtomicBool,
     loaded: watch::Sender<bool>,
-    /// Set while a heartbeat is running or recent, so a flood of probes costs one write.
-    last_heartbeat: tokio::sync::Mutex<Option<Instant>>,
+    /// Set while a heartbeat is running or recent, so a flood of probes costs one write
+    /// (the heartbeat's turn, taken in `heartbeat`).
+    pub(super) last_heartbeat: tokio::sync::Mutex<Option<Instant>>,
 }
 
 impl Default for Health {
@@ -111,8 +109,9 @@ pub enum HealthStatus {
     Unavailable,
     /// The open hour is still being loaded after a start.
     Loading,
-    /// Serving, but some hours failed verification (they are refused as corrupt), or
-    /// the wall clock jumped ahead and is not followed.
+    /// Serving, but some hours failed verification (they are refused as corrupt), the
+    /// wall clock jumped ahead (or a start found it far past the last heartbeat) and is
+    /// not followed, or (cluster mode) this node's clock is off the cluster's.
     Degraded,
     Ok,
 }
@@ -128,6 +127,10 @@ pub struct HealthReport {
     /// How far the wall clock is ahead of the time the service runs on: non-zero while a
     /// forward jump is neither corrected nor confirmed (see `clock_jump_confirm_seconds`).
     pub clock_ahead_seconds: i64,
+    /// Cluster mode: how far this node's wall clock is ahead of the cluster's
+    /// (PostgreSQL's), negative behind; absent on the embedded store.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub node_clock_offset_seconds: Option<i64>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub corrupt_hours: Vec<String>,
     /// Stored records other than hours that failed verification (`universe`).
@@ -187,7 +190,7 @@ impl Service {
         }
     }
 
-    fn note_failure(&self, e: &StoreError) {
+    pub(super) fn note_failure(&self, e: &StoreError) {
         let text = full_message(e);
         tracing::warn!(error = %text, "a store write failed");
         let mut writes = lock(&self.health.writes);
@@ -273,14 +276,22 @@ impl Service {
                 Some("some stored data failed verification and is not served".to_owned()),
             )
         } else if jump.ahead_seconds > 0 {
+            let clock = if self.node_clock_offset_seconds().is_some() {
+                "PostgreSQL's clock"
+            } else {
+                "the wall clock"
+            };
+            (HealthStatus::Degraded, Some(jump_reason(&jump, clock)))
+        } else if self.node_clock_off() {
+            let off = self.node_clock_offset_seconds().unwrap_or(0);
             (
                 HealthStatus::Degraded,
                 Some(format!(
-                    "the wall clock jumped {} s ahead; the service runs on the time measured \
-                     since and follows the clock once it is corrected, or after it holds for \
-                     {} s more",
-                    jump.ahead_seconds,
-                    jump.confirm_in_seconds.unwrap_or(0)
+                    "this node's clock is {} s {} PostgreSQL's, which the cluster runs on: it \
+                     opens, seals and prunes nothing by its own clock; fix its time \
+                     synchronisation (NTP)",
+                    off.abs(),
+                    if off > 0 { "ahead of" } else { "behind" }
                 )),
             )
         } else {
@@ -292,6 +303,7 @@ impl Service {
             current_hour: self.current_hour().rfc3339(),
             clock_behind_seconds: self.clock_behind_seconds(),
             clock_ahead_seconds: jump.ahead_seconds,
+            node_clock_offset_seconds: self.node_clock_offset_seconds(),
             corrupt_hours: corrupt,
             corrupt_records,
             write_failed_seconds_ago,
@@ -299,22 +311,32 @@ impl Service {
         }
     }
 
-    async fn heartbeat(&self) {
-        let mut last = self.health.last_heartbeat.lock().await;
-        if last.is_some_and(|t| t.elapsed() < HEARTBEAT_EVERY) {
-            return;
-        }
-        let began = Instant::now();
-        let outcome = self.store.ping().await;
-        *last = Some(Instant::now());
-        match outcome {
-            // A dead writer answers Failed: as unable to write as a full disk.
-            Err(e @ (StoreError::Failed { .. } | StoreError::Corrupt(_))) => self.note_failure(&e),
-            other => {
-                let _ = self.note_write_begun(Some(began), other);
-            }
-        }
+    /// Whether the store takes writes now, as `/healthz` would say without writing a
+    /// heartbeat first (the write rule).
+    pub fn store_takes_writes(&self) -> bool {
+        !self.health.failing.load(Ordering::Acquire)
     }
+}
+
+/// What `/healthz` says of a forward jump of `clock` held: by how much, since when, and
+/// how it ends (corrected, confirmed by an operator, or held for the confirmation period).
+fn jump_reason(jump: &crate::clock::JumpState, clock: &str) -> String {
+    let what = if jump.at_start {
+        format!(
+            "{clock} at start read {} s past the time the last heartbeat recorded (plus the \
+             time measured since, where this boot measured it)",
+            jump.ahead_seconds
+        )
+    } else {
+        format!("{clock} jumped {} s ahead", jump.ahead_seconds)
+    };
+    format!(
+        "{what}; the service runs on the time measured since and opens and prunes nothing by \
+         the clock: if the clock is right, confirm it with `bloomcast confirm-clock` (POST \
+         /clock/confirm with the ingest token); otherwise correct it, and it is followed \
+         again at once. It is followed by itself after it holds for {} s more",
+        jump.confirm_in_seconds.unwrap_or(0)
+    )
 }
 
 #[cfg(test)]

@@ -21,10 +21,11 @@
 //! versions kept for deltas),
 //! `unions` (union builds' range turns and build slots, and what builds leave for the
 //! next reader), `sealer` (the seal turn, the seal backoff, signatures and sealed hours'
-//! figures), `cache` (rendered immutable responses), `history` (decoded filters) and
-//! `health` (write failures, corrupt hours, the heartbeat) and `scrub` (what the background
-//! scrub verified and found). `Service` itself keeps only
-//! the store, the clock, the tuning, genesis and the hour marks (atomics).
+//! figures), `cache` (rendered immutable responses), `history` (decoded filters),
+//! `health` (write failures, corrupt hours, the heartbeat's turn), `scrub` (what the
+//! background scrub verified and found) and `time` (the cluster's reference clock).
+//! `Service` itself keeps only the store, the clock, the tuning, genesis and the hour
+//! marks (atomics).
 //!
 //! Lock order across the parts, outermost first; a lock is never taken while one after
 //! it is held:
@@ -37,7 +38,8 @@
 //! 4. the ledger (`open_hours`, a std mutex taken only inside `OpenHours`' methods,
 //!    never held across an await) is innermost.
 //!
-//! The heartbeat's turn (`health`) is taken by `/healthz` alone, with no other lock held.
+//! The heartbeat's turn (`health`, taken in `heartbeat`) is taken by `/healthz`, the
+//! background heartbeat and a clock confirmation, each with no other lock held.
 //!
 //! The other std mutexes (inside `unions`, `sealer`, `cache`, `history`, `health`, and
 //! `open_hours`' `marks_read_at` and kept versions for deltas) each guard a plain map or
@@ -53,6 +55,7 @@ mod compact;
 mod error;
 mod exact;
 mod health;
+mod heartbeat;
 mod history;
 mod incremental;
 mod index;
@@ -71,6 +74,7 @@ pub use ready::ReadyHour;
 pub use signing::register_key;
 mod stats;
 mod target;
+mod time;
 mod tuning;
 mod union;
 mod unions;
@@ -87,9 +91,10 @@ pub use index::{HourState, HourSummary};
 pub use ingest::Receipt;
 pub use kept::KeptUsage;
 pub use target::{Target, View};
+pub use time::ClockReport;
 pub use tuning::Tuning;
 
-use crate::clock::{Clock, GuardedClock, JumpGuard};
+use crate::clock::{Clock, GuardedClock, TimeSource};
 use crate::hour::Hour;
 use crate::store::Store;
 // Every std lock of the service is taken through it: the policy for poisoning is
@@ -114,8 +119,12 @@ pub struct Service {
     id: u64,
     store: Arc<dyn Store>,
     /// The clock held to its monotonic reading: forward jumps are not followed until
-    /// confirmed, so no clock reading alone opens or prunes an hour.
+    /// confirmed, so no clock reading alone opens or prunes an hour. In cluster mode it
+    /// reads the cluster's clock (`reference`), not this node's.
     clock: GuardedClock<dyn Clock>,
+    /// Cluster mode: the cluster's clock (PostgreSQL's), which `clock` reads, and this
+    /// node's own clock reported against it.
+    reference: Option<time::Reference>,
     /// The high-water mark when the service started and the monotonic reading then:
     /// retention prunes no further than this mark plus the time measured since (see
     /// [`Service::prune_horizon`]).
@@ -145,11 +154,17 @@ pub struct Service {
 }
 
 impl Service {
+    /// A service over `store`, its time from `source`: `clock`, or the store's own clock
+    /// (PostgreSQL's in cluster mode) carried on by `clock`'s monotonic reading. Either
+    /// way the first reading is checked against the store's clock record (the start
+    /// rule, `crate::clock::ClockRecord`).
+    ///
     /// # Errors
-    /// The store cannot tell its genesis.
+    /// The store cannot tell its genesis, marks, time or clock record.
     pub async fn new(
         store: Arc<dyn Store>,
         clock: Arc<dyn Clock>,
+        source: TimeSource,
         tuning: Tuning,
     ) -> Result<Service> {
         let genesis = store.genesis().await?;
@@ -161,9 +176,8 @@ impl Service {
         );
         let kept = Arc::new(kept::Kept::new(split.kept as usize));
         let unions = unions::Unions::new(tuning.union_builds, split.builds, kept.clone());
-        let guard = JumpGuard::new(tuning.clock_jump_tolerance, tuning.clock_jump_confirm);
+        let (clock, reference) = time::start_clock(store.as_ref(), clock, source, &tuning).await?;
         let started = (marks.high_water, clock.monotonic());
-        let clock = GuardedClock::new(clock, guard);
         static SERVICES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         let service = Service {
             id: SERVICES.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
@@ -183,6 +197,7 @@ impl Service {
             ),
             store,
             clock,
+            reference,
             tuning,
             genesis,
             high_water: AtomicI64::new(marks.high_water.index()),
@@ -193,6 +208,7 @@ impl Service {
             scrub: scrub::Scrub::default(),
         };
         service.warn_if_clock_behind();
+        service.check_node_clock();
         service.register_signer().await?;
         Ok(service)
     }

@@ -35,8 +35,10 @@ pub use sqlite::SqliteStore;
 
 use crate::bloom::{Filter, Key};
 use crate::chain::{ListedKey, PublicKey};
+use crate::clock::ClockRecord;
 use crate::hour::Hour;
 use async_trait::async_trait;
+use chrono::{DateTime, Utc};
 use thiserror::Error;
 
 /// The cause of a store error, kept for logs (`#[source]`), never shown to clients.
@@ -397,6 +399,27 @@ pub trait Store: Send + Sync + 'static {
             hour = hour.next();
         }
         Ok(out)
+    }
+
+    /// The store's own clock where nodes share the store (PostgreSQL's `now()`): the time
+    /// every node runs on in cluster mode, so that no node's clock alone moves the
+    /// cluster's hours. `None` for a store one node alone uses (the embedded one).
+    async fn time(&self) -> Result<Option<DateTime<Utc>>> {
+        Ok(None)
+    }
+
+    /// The clock record the latest [`Store::heartbeat`] wrote, if any: what a start
+    /// checks its first clock reading against (`crate::clock::ClockRecord`).
+    async fn clock_record(&self) -> Result<Option<ClockRecord>> {
+        Ok(None)
+    }
+
+    /// A heartbeat through the write path, as [`Store::ping`], recording `record` in the
+    /// same transaction (the previous record replaced whole). By default a plain ping,
+    /// recording nothing.
+    async fn heartbeat(&self, record: &ClockRecord) -> Result<()> {
+        let _ = record;
+        self.ping().await
     }
 }
 

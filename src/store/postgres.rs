@@ -15,8 +15,10 @@ use super::{
 };
 use crate::bloom::Key;
 use crate::chain::{Hash, ListedKey, PublicKey};
+use crate::clock::ClockRecord;
 use crate::hour::Hour;
 use async_trait::async_trait;
+use chrono::{DateTime, Utc};
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
 use errors::{connect_error, pg_error, pool_error};
 use migrate::migrate;
@@ -25,6 +27,7 @@ use std::time::Duration;
 
 mod batches;
 mod chain;
+mod clock;
 mod errors;
 mod integrity;
 mod link;
@@ -374,5 +377,21 @@ impl Store for PgStore {
     async fn exact_sizes(&self, from: Hour, to: Hour) -> Result<Vec<(Hour, u64)>> {
         let rows = self.exact_size_rows(from, to);
         self.timed("exact_sizes", false, rows).await
+    }
+
+    /// PostgreSQL's `now()`: the cluster's time.
+    async fn time(&self) -> Result<Option<DateTime<Utc>>> {
+        Ok(Some(self.timed("time", false, self.now_row()).await?))
+    }
+
+    async fn clock_record(&self) -> Result<Option<ClockRecord>> {
+        self.timed("clock_record", false, self.clock_rows()).await
+    }
+
+    /// A write (the clock record's rows), where [`Store::ping`] only reads: it proves
+    /// PostgreSQL takes writes.
+    async fn heartbeat(&self, record: &ClockRecord) -> Result<()> {
+        self.timed("heartbeat", false, self.put_clock_rows(record))
+            .await
     }
 }

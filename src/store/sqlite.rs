@@ -15,6 +15,7 @@ use super::{
 };
 use crate::bloom::Key;
 use crate::chain::{Hash, ListedKey, PublicKey};
+use crate::clock::ClockRecord;
 use crate::hour::Hour;
 use async_trait::async_trait;
 use errors::sql_error;
@@ -309,7 +310,11 @@ impl Store for SqliteStore {
     /// A heartbeat written through the writer thread, as an append would be: fails when
     /// the writer is gone or the disk cannot take a commit.
     async fn ping(&self) -> Result<()> {
-        self.command(|reply| Command::Heartbeat { reply }).await
+        self.command(|reply| Command::Heartbeat {
+            record: None,
+            reply,
+        })
+        .await
     }
 
     async fn universe(&self) -> Result<Option<UniverseInfo>> {
@@ -349,6 +354,17 @@ impl Store for SqliteStore {
 
     async fn exact_sizes(&self, from: Hour, to: Hour) -> Result<Vec<(Hour, u64)>> {
         self.read(move |conn| universe::exact_sizes(conn, from, to))
+            .await
+    }
+
+    async fn clock_record(&self) -> Result<Option<ClockRecord>> {
+        self.read(reads::clock_record).await
+    }
+
+    /// As [`Store::ping`], with the record's rows in the heartbeat's commit.
+    async fn heartbeat(&self, record: &ClockRecord) -> Result<()> {
+        let record = Some(*record);
+        self.command(|reply| Command::Heartbeat { record, reply })
             .await
     }
 }

@@ -5,9 +5,10 @@
 
 use crate::helpers::TestApp;
 use axum::http::StatusCode;
+use bloomcast::clock::Clock;
 use chrono::Duration;
 
-async fn metric(app: &TestApp, name: &str) -> i64 {
+pub(crate) async fn metric(app: &TestApp, name: &str) -> i64 {
     let text = String::from_utf8(app.get("/metrics").await.body).unwrap();
     text.lines()
         .find_map(|l| l.strip_prefix(&format!("{name} ")))
@@ -17,7 +18,7 @@ async fn metric(app: &TestApp, name: &str) -> i64 {
 }
 
 /// Asserts hour `path` is served complete with every one of `ids`.
-async fn assert_sealed_with(app: &TestApp, path: &str, ids: &[&str]) {
+pub(crate) async fn assert_sealed_with(app: &TestApp, path: &str, ids: &[&str]) {
     let reply = app.get(path).await;
     assert_eq!(reply.status, StatusCode::OK, "{path}: {:?}", reply.json());
     let (meta, filter) = bloomcast::wire::Document::parse(&reply.body).unwrap();
@@ -90,4 +91,35 @@ async fn a_clock_25_hours_ahead_held_for_an_hour_prunes_nothing() {
         let (_, filter) = app.filter(&path).await;
         assert!(filter.contains(id), "{path} lost {id}");
     }
+}
+
+#[tokio::test]
+async fn a_step_back_of_two_hours_and_its_correction_leave_no_degraded_window() {
+    let app = TestApp::spawn().await;
+    app.ingest(&["before"]).await;
+    app.next_hour().await; // 14:10
+
+    app.clock.step(Duration::hours(-2)); // 12:10
+    app.service.tick().await.unwrap();
+    let held = app.ingest(&["stepped-back"]).await;
+    assert_eq!(
+        held["hour"], "2008-09-03T14:00:00Z",
+        "time only moves forward"
+    );
+    app.clock.advance(Duration::minutes(5));
+    app.clock.step(Duration::hours(2)); // corrected: 14:15
+
+    let health = app.get("/healthz").await.json();
+    assert_eq!(health["status"], "ok", "{health}");
+    assert_eq!(health["clock_ahead_seconds"], 0);
+    assert_eq!(health["clock_behind_seconds"], 0);
+    assert_eq!(metric(&app, "bloomcast_clock_jumps_total").await, 0);
+    assert_eq!(
+        app.service.now(),
+        app.clock.now(),
+        "the correction is followed"
+    );
+    app.next_hour().await; // 15:15: 14:00 closes on time, not two hours late
+    assert_sealed_with(&app, "/2008/09/03/14", &["stepped-back"]).await;
+    assert_sealed_with(&app, "/2008/09/03/13", &["before"]).await;
 }

@@ -164,3 +164,39 @@ async fn metrics_say_the_store_is_down_and_count_failed_seals_until_writes_succe
         Some(start_hour().start().timestamp() as f64)
     );
 }
+
+#[tokio::test]
+async fn an_idle_node_nobody_asks_turns_ok_by_itself_with_its_own_heartbeats() {
+    let (app, wrapped) = spawn_wrapped().await;
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(app.service.clone().run_heartbeats(async move {
+        let _ = stopped.await;
+    }));
+    wrapped.fail_appends.store(true, Ordering::SeqCst);
+    post(&app, "refused")
+        .await
+        .assert_error(503, "store_unavailable");
+    let failed_at = Instant::now();
+    assert!(!app.service.store_takes_writes());
+    wrapped.fail_appends.store(false, Ordering::SeqCst);
+    let pings = wrapped.pings.load(Ordering::SeqCst);
+
+    // Nothing asks: no request, no /healthz, no /metrics.
+    while !app.service.store_takes_writes() {
+        assert!(
+            failed_at.elapsed() < RECOVERY_HOLD + std::time::Duration::from_secs(3),
+            "still unavailable {:?} after the failure",
+            failed_at.elapsed()
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+
+    assert!(failed_at.elapsed() >= RECOVERY_HOLD);
+    let written = wrapped.pings.load(Ordering::SeqCst) - pings;
+    assert!(
+        written >= 4,
+        "one heartbeat a second while failing: {written}"
+    );
+    let _ = stop.send(());
+    assert_eq!(app.get("/healthz").await.json()["status"], "ok");
+}

@@ -4,6 +4,7 @@ mod budget;
 mod caching;
 mod chain;
 mod clock_jumps;
+mod clock_start;
 mod compact;
 mod compact_unions;
 mod compact_v2;

@@ -6,11 +6,13 @@
 use async_trait::async_trait;
 use bloomcast::bloom::Key;
 use bloomcast::chain::{ListedKey, PublicKey};
+use bloomcast::clock::ClockRecord;
 use bloomcast::hour::Hour;
 use bloomcast::store::{
     ChainLink, FormRecord, HourSignature, KeyPieces, Linking, Marks, Result, SealedHour, Sealing,
     Store, StoreError, UniverseAdded, UniverseInfo,
 };
+use chrono::{DateTime, Utc};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use tokio::sync::{Notify, Semaphore};
@@ -82,7 +84,7 @@ pub struct Wrapped {
     pub link_first: Mutex<Option<ChainLink>>,
     pub fail_appends: AtomicBool,
     pub fail_seals: AtomicBool,
-    /// Calls of `ping` (heartbeats).
+    /// Calls of `ping` and `heartbeat` (heartbeats).
     pub pings: AtomicUsize,
 }
 
@@ -233,5 +235,15 @@ impl Store for Wrapped {
     }
     async fn record_form(&self, record: &FormRecord) -> Result<[u8; 32]> {
         self.inner.record_form(record).await
+    }
+    async fn time(&self) -> Result<Option<DateTime<Utc>>> {
+        self.inner.time().await
+    }
+    async fn clock_record(&self) -> Result<Option<ClockRecord>> {
+        self.inner.clock_record().await
+    }
+    async fn heartbeat(&self, record: &ClockRecord) -> Result<()> {
+        self.pings.fetch_add(1, Ordering::SeqCst);
+        self.inner.heartbeat(record).await
     }
 }

@@ -3,16 +3,17 @@
 //! seals from the same IDs.
 //!
 //! To be sure the kill lands mid-seal, the test holds a lock on the `hours` table that
-//! lets reads through and makes inserts wait: node A (a process whose clock is set just
-//! before the hour's end) closes the hour, reads its keys, builds the filter and then
-//! waits in its seal's `INSERT`, which the test sees in `pg_stat_activity` before it
-//! kills A. Node B (in-process, a clock the test moves) then seals the hour.
+//! lets reads through and makes inserts wait: node A (a process, on PostgreSQL's clock as
+//! every node of a cluster is) starts in the hour after the one B ingested into, so it
+//! closes that hour, reads its keys, builds the filter and then waits in its seal's
+//! `INSERT`, which the test sees in `pg_stat_activity` before it kills A. Node B
+//! (in-process, a clock the test moves) then seals the hour.
 
 use super::{drop_schema, node, node_settings, unique_schema};
 use crate::common::needs::Need;
-use crate::common::{fetch, kill9, post_ids, start};
+use crate::common::{fetch, kill9, post_ids, spawn_server};
 use bloomcast::clock::ManualClock;
-use bloomcast::hour::{hour_of, Hour};
+use bloomcast::hour::Hour;
 use chrono::{Duration, Utc};
 use std::path::Path;
 use std::time::{Duration as Wait, Instant};
@@ -31,7 +32,8 @@ pub async fn a_node_killed_mid_seal_leaves_the_seal_to_another_with_the_same_byt
         s.signing_key_file = key_file.clone();
         s
     };
-    let h = hour_of(2008, 9, 3, 13).unwrap();
+    // The hour before the real one: A, on PostgreSQL's clock, finds it closed at start.
+    let h = Hour::containing(Utc::now()).prev();
     let ids: Vec<String> = (0..IDS).map(|i| format!("mid-seal-{i}")).collect();
     let http = reqwest::Client::new();
 
@@ -56,10 +58,7 @@ pub async fn a_node_killed_mid_seal_leaves_the_seal_to_another_with_the_same_byt
         ))
         .await
         .unwrap();
-    // A's clock: twelve seconds before the hour's end, so it starts, loads the open hour
-    // and then seals it on its own at the boundary.
-    let offset = (h.end() - Duration::seconds(12) - Utc::now()).num_seconds();
-    let mut a = start_node(dir.path(), &url, &schema, &key_file, offset);
+    let mut a = start_node(dir.path(), &url, &schema, &key_file);
     let insert = format!("INSERT INTO \"{schema}\".hours");
     let waiting_since = Instant::now();
     let a_backend: i32 = loop {
@@ -142,25 +141,22 @@ async fn ingest(http: &reqwest::Client, base: &str, ids: &[String], hour: Hour) 
     }
 }
 
-fn start_node(
-    dir: &Path,
-    url: &str,
-    schema: &str,
-    key_file: &Path,
-    offset: i64,
-) -> crate::common::Server {
+/// Node A, once it listens: it seals at start, before it is ready. The cluster's clock
+/// record is B's, an hour behind the real time (B's clock is the test's): a tolerance of
+/// two hours lets A's start follow PostgreSQL's clock rather than hold it as a jump from
+/// the start.
+fn start_node(dir: &Path, url: &str, schema: &str, key_file: &Path) -> crate::common::Server {
     let data = dir.join("node-a");
     std::fs::create_dir_all(&data).unwrap();
-    let offset = offset.to_string();
     let key_file = key_file.display().to_string();
-    start(
+    spawn_server(
         &data,
         &[
             ("BLOOMCAST_DATABASE_URL", url),
             ("BLOOMCAST_DATABASE_SCHEMA", schema),
             ("BLOOMCAST_REFRESH_MS", "0"),
             ("BLOOMCAST_SIGNING_KEY_FILE", &key_file),
-            ("BLOOMCAST_CLOCK_OFFSET_SECONDS", &offset),
+            ("BLOOMCAST_CLOCK_JUMP_TOLERANCE_SECONDS", "7200"),
         ],
     )
 }

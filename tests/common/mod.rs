@@ -4,6 +4,7 @@
 
 #![allow(dead_code)]
 
+pub mod clock_record;
 pub mod damaged;
 pub mod exact;
 pub mod inproc;

@@ -66,18 +66,29 @@ pub async fn try_node(settings: Settings, clock: &ManualClock) -> Result<Node, S
     let app = Application::build_with_clock(settings, Arc::new(clock.clone()))
         .await
         .map_err(|e| e.to_string())?;
+    Ok(running(app))
+}
+
+/// A node as `bloomcast serve` builds it: on the system clock (shifted by the settings'
+/// `clock_offset_seconds`) and running on PostgreSQL's, the cluster's time.
+pub async fn node_on_real_time(settings: Settings) -> Node {
+    running(Application::build(settings).await.expect("node starts"))
+}
+
+/// Serves `app` on its socket until the node is dropped.
+fn running(app: Application) -> Node {
     let base = format!("http://{}", app.local_addr());
     let service = app.service();
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     tokio::spawn(app.run_until(async move {
         let _ = stopped.await;
     }));
-    Ok(Node {
+    Node {
         base,
         service,
         _stop: stop,
         _dir: None,
-    })
+    }
 }
 
 /// As [`node`], with the default node settings and a data dir of its own.

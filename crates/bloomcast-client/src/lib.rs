@@ -19,6 +19,7 @@ mod builder;
 mod cache;
 mod changed;
 mod choice;
+mod clock;
 mod compact;
 mod dictionaries;
 mod error;
@@ -34,6 +35,7 @@ pub use builder::ClientBuilder;
 pub use choice::{
     cheapest_form, cheapest_form_of, exact_or, Choice, Form, Forms, DEFAULT_FETCH_COST, RIBBON_BITS,
 };
+pub use clock::ClockReport;
 pub use error::ClientError;
 pub use history::{default_cache_dir, IdHistory};
 pub use plan::Strategy;

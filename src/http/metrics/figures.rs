@@ -72,16 +72,25 @@ pub async fn exposition(state: &AppState) -> String {
         &mut out,
         "bloomcast_clock_ahead_seconds",
         "gauge",
-        "How far the wall clock is ahead of the time the service runs on (a forward jump not yet corrected or confirmed).",
+        "How far the wall clock is ahead of the time the service runs on (a forward jump, while running or at start, not yet corrected or confirmed).",
         health.clock_ahead_seconds,
     );
     single(
         &mut out,
         "bloomcast_clock_jumps_total",
         "counter",
-        "Forward wall-clock jumps seen (beyond clock_jump_tolerance_seconds).",
+        "Forward wall-clock jumps seen (beyond clock_jump_tolerance_seconds), a start far past the last heartbeat's record included.",
         service.clock_jump().jumps,
     );
+    if let Some(offset) = health.node_clock_offset_seconds {
+        single(
+            &mut out,
+            "bloomcast_node_clock_offset_seconds",
+            "gauge",
+            "Cluster mode: how far this node's wall clock is ahead of the cluster's, PostgreSQL's (negative: behind); past clock_jump_tolerance_seconds /healthz says degraded.",
+            offset,
+        );
+    }
     single(
         &mut out,
         "bloomcast_max_hour_ids",

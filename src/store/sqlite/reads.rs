@@ -4,6 +4,7 @@
 
 use super::sql_error;
 use crate::bloom::Key;
+use crate::clock::ClockRecord;
 use crate::hour::Hour;
 use crate::store::{
     check_count, distinct, read_sealed_keys, verify_batch, ChainLink, HourRecord, Marks, Result,
@@ -34,6 +35,21 @@ pub(super) fn marks(conn: &Connection, genesis: Hour) -> Result<Marks> {
         closed_through,
         high_water,
     })
+}
+
+/// The clock record the latest heartbeat wrote, its rows read in one statement (one
+/// snapshot).
+pub(super) fn clock_record(conn: &Connection) -> Result<Option<ClockRecord>> {
+    let [a, b, c, d] = ClockRecord::ROWS;
+    let rows: [Option<i64>; 4] = conn
+        .query_row(
+            "SELECT (SELECT value FROM meta WHERE name = ?1), (SELECT value FROM meta WHERE name = ?2),
+                    (SELECT value FROM meta WHERE name = ?3), (SELECT value FROM meta WHERE name = ?4)",
+            [a, b, c, d],
+            |r| Ok([r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?]),
+        )
+        .map_err(sql_error)?;
+    Ok(ClockRecord::from_rows(rows))
 }
 
 /// From the start of the hour (`cursor` 0), the batches read are checked against the

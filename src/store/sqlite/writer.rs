@@ -7,6 +7,7 @@ use crate::bloom::Key;
 use crate::bloom::SHA1_KM32;
 use crate::chain::Hash;
 use crate::chain::PublicKey;
+use crate::clock::ClockRecord;
 use crate::hour::Hour;
 use crate::store::{
     batch_checksum, ChainLink, FormRecord, HourSignature, Linking, Result, SealedHour, Sealing,
@@ -64,8 +65,12 @@ pub(super) enum Command {
         key: PublicKey,
         reply: oneshot::Sender<Result<bool>>,
     },
-    /// A no-op write (a heartbeat row) that proves the thread and the disk take commits.
-    Heartbeat { reply: oneshot::Sender<Result<()>> },
+    /// A heartbeat row that proves the thread and the disk take commits, with the
+    /// service's clock record when given (its rows replaced whole, in the same commit).
+    Heartbeat {
+        record: Option<ClockRecord>,
+        reply: oneshot::Sender<Result<()>>,
+    },
     /// Adds keys to the universe (see `Store::add_to_universe`).
     AddToUniverse {
         keys: Vec<Key>,
@@ -260,13 +265,24 @@ fn apply_group(
                 Command::Sign { signature, key, .. } => {
                     Answer::Flag(super::signing::insert_signature(&tx, signature, key)?)
                 }
-                Command::Heartbeat { .. } => {
+                Command::Heartbeat { record, .. } => {
                     tx.execute(
                         "INSERT INTO meta (name, value) VALUES ('heartbeat', unixepoch())
                          ON CONFLICT (name) DO UPDATE SET value = excluded.value",
                         [],
                     )
                     .map_err(sql_error)?;
+                    if let Some(record) = record {
+                        let mut put = tx
+                            .prepare_cached(
+                                "INSERT INTO meta (name, value) VALUES (?1, ?2)
+                                 ON CONFLICT (name) DO UPDATE SET value = excluded.value",
+                            )
+                            .map_err(sql_error)?;
+                        for (name, value) in ClockRecord::ROWS.into_iter().zip(record.to_rows()) {
+                            put.execute(params![name, value]).map_err(sql_error)?;
+                        }
+                    }
                     Answer::Unit
                 }
                 Command::AddToUniverse {
@@ -345,7 +361,7 @@ fn reply_all(group: Vec<Command>, outcome: Result<Vec<Answer>>) {
                     (Command::Close { reply, .. }, Answer::Unit) => {
                         reply.send(Ok(())).map_err(drop)
                     }
-                    (Command::Heartbeat { reply }, Answer::Unit) => {
+                    (Command::Heartbeat { reply, .. }, Answer::Unit) => {
                         reply.send(Ok(())).map_err(drop)
                     }
                     (Command::Seal { reply, .. }, Answer::Sealed(s)) => {
@@ -380,7 +396,7 @@ fn reply_all(group: Vec<Command>, outcome: Result<Vec<Answer>>) {
             for cmd in group {
                 let _ = match cmd {
                     Command::Append { reply, .. } => reply.send(Err(err())).map_err(drop),
-                    Command::Close { reply, .. } | Command::Heartbeat { reply } => {
+                    Command::Close { reply, .. } | Command::Heartbeat { reply, .. } => {
                         reply.send(Err(err())).map_err(drop)
                     }
                     Command::Seal { reply, .. } => reply.send(Err(err())).map_err(drop),
