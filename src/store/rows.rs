@@ -13,8 +13,8 @@ use crate::hour::Hour;
 ///
 /// The bytes covered, in this order:
 /// 1. one ASCII byte naming what the row is: `b` a key batch, `f` a sealed filter,
-///    `k` a sealed hour's distinct keys, `c` a chain link (so one kind of row can never
-///    pass for another);
+///    `k` a sealed hour's distinct keys, `c` a chain link, `x` an exact body, `u` a
+///    universe row (so one kind of row can never pass for another);
 /// 2. the hour's index (hours since the Unix epoch) as 8 bytes, big-endian two's
 ///    complement (so a row that rot moves to another hour fails);
 /// 3. the row's fields, as listed by [`batch_checksum`], [`filter_checksum`],
