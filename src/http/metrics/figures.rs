@@ -155,7 +155,7 @@ fn scrub(out: &mut String, report: &crate::service::ScrubReport) {
     }
     single(
         out,
-        "bloomcast_scrub_hours_total",
+        "bloomcast_scrub_verified_total",
         "counter",
         "Hours the scrub verified (read back with every check serving makes).",
         report.hours,
