@@ -337,6 +337,7 @@ fn every_alert_has_a_runbook_and_a_test_that_fires_and_resolves_it() {
         "BloomcastStoreUnavailable",
         "BloomcastCorruptDataFound",
         "BloomcastClockBehind",
+        "BloomcastClockHeld",
         "BloomcastSealFailing",
         "BloomcastHourNearMaxIds",
         "BloomcastBusyResponses",
