@@ -4,57 +4,15 @@
 //! chain does not vouch for, and never a signature over one; everything the damage does
 //! not touch is still served.
 
-use crate::corruption::db_file;
-use crate::helpers::{TestApp, TOKEN};
-use axum::body::Body;
-use axum::http::{Request, StatusCode};
+use crate::helpers::{ids, TestApp};
+use axum::http::StatusCode;
 use bloomcast::bloom::Key;
 use bloomcast::hour::{hour_of, Hour};
 use bloomcast::store::{blob_to_keys, exact_checksum, keys_to_blob, sealed_keys_checksum};
-use rusqlite::{params, Connection};
-use std::path::Path;
+use rusqlite::params;
 
 fn h(hour: u32) -> Hour {
     hour_of(2008, 9, 3, hour).unwrap()
-}
-
-fn ids(prefix: &str, n: usize) -> Vec<String> {
-    (0..n).map(|i| format!("{prefix}:{i}")).collect()
-}
-
-async fn ingest_all(app: &TestApp, ids: &[String]) {
-    for chunk in ids.chunks(500) {
-        let refs: Vec<&str> = chunk.iter().map(String::as_str).collect();
-        app.ingest(&refs).await;
-    }
-}
-
-async fn post_universe(app: &TestApp, ids: &[String]) {
-    let body = serde_json::to_vec(&serde_json::json!({ "ids": ids })).unwrap();
-    let req = Request::post("/universe")
-        .header("content-type", "application/json")
-        .header("authorization", format!("Bearer {TOKEN}"))
-        .body(Body::from(body))
-        .unwrap();
-    let reply = app.request(req).await;
-    assert_eq!(
-        reply.status,
-        200,
-        "{}",
-        String::from_utf8_lossy(&reply.body)
-    );
-}
-
-fn open(dir: &Path) -> Connection {
-    let conn = Connection::open(db_file(dir)).unwrap();
-    conn.busy_timeout(std::time::Duration::from_secs(5))
-        .unwrap();
-    conn
-}
-
-/// Runs SQL on the store's file from outside the store.
-fn tamper(dir: &Path, sql: &str) {
-    open(dir).execute_batch(sql).unwrap();
 }
 
 /// Asserts `path` answers 500 `corrupt` with a message naming `hour`, and no signature.
@@ -80,9 +38,9 @@ async fn assert_listed(app: &TestApp, hour: &str) {
 /// `changed` IDs of each) and 15 open.
 async fn exact_app(universe: &[String], changed: [&[String]; 2]) -> TestApp {
     let app = TestApp::spawn().await;
-    post_universe(&app, universe).await;
+    app.post_universe(universe).await;
     for ids in changed {
-        ingest_all(&app, ids).await;
+        app.ingest_all(ids).await;
         app.next_hour().await;
     }
     app
@@ -95,8 +53,7 @@ async fn another_hours_exact_body_in_an_hours_row_is_corrupt_never_served_or_sig
     let first = app.get("/2008/09/03/13.exact").await;
     assert_eq!(first.status, StatusCode::OK);
     assert!(first.header("bloom-signature").is_some());
-    let dir = app.settings.data_dir.clone();
-    let conn = open(&dir);
+    let conn = app.db();
     let other: Vec<u8> = conn
         .query_row(
             "SELECT body FROM exact_hours WHERE hour = ?1",
@@ -121,8 +78,8 @@ async fn another_hours_exact_body_in_an_hours_row_is_corrupt_never_served_or_sig
 
 /// Replaces `n` of the sealed keys of `hour` by keys of IDs never published, with the
 /// row's count and checksum kept consistent.
-fn swap_sealed_keys(dir: &Path, hour: Hour, n: usize) {
-    let conn = open(dir);
+fn swap_sealed_keys(app: &TestApp, hour: Hour, n: usize) {
+    let conn = app.db();
     let blob: Vec<u8> = conn
         .query_row(
             "SELECT keys FROM hours WHERE hour = ?1",
@@ -148,11 +105,11 @@ fn swap_sealed_keys(dir: &Path, hour: Hour, n: usize) {
 async fn keys_swapped_in_a_sealed_hour_build_no_form_and_its_filter_is_still_served() {
     let app = TestApp::spawn().await;
     let published = ids("post", 1_000);
-    ingest_all(&app, &published).await;
+    app.ingest_all(&published).await;
     app.next_hour().await;
     app.ingest(&["later:1"]).await;
     app.next_hour().await;
-    swap_sealed_keys(&app.settings.data_dir, h(13), 100);
+    swap_sealed_keys(&app, h(13), 100);
     let app = app.restart().await;
 
     // The sealed filter is what the chain vouches for: served, every ID in it.
@@ -180,20 +137,20 @@ async fn keys_swapped_in_a_sealed_hour_build_no_form_and_its_filter_is_still_ser
 #[tokio::test]
 async fn a_rebuild_whose_bytes_differ_from_the_bytes_first_served_is_corrupt() {
     let app = TestApp::spawn().await;
-    ingest_all(&app, &ids("post", 300)).await;
+    app.ingest_all(&ids("post", 300)).await;
     app.next_hour().await;
     app.next_hour().await;
     for path in ["/2008/09/03/13.ribbon", "/2008/09/03/13.ribbon2"] {
         assert_eq!(app.get(path).await.status, StatusCode::OK, "{path}");
     }
     // Hour 15 is open: the day is not complete, so it has no record yet.
-    let dir = app.settings.data_dir.clone();
-    let recorded: i64 = open(&dir)
+    let recorded: i64 = app
+        .db()
         .query_row("SELECT count(*) FROM forms", [], |r| r.get(0))
         .unwrap();
     assert_eq!(recorded, 2, "one record per form served");
     // What was first served, as the record holds it, is not what a build makes now.
-    tamper(&dir, "UPDATE forms SET digest = zeroblob(32)");
+    app.tamper("UPDATE forms SET digest = zeroblob(32)");
     let app = app.restart().await;
     for path in ["/2008/09/03/13.ribbon", "/2008/09/03/13.ribbon2"] {
         assert_corrupt_naming(&app, path, "2008-09-03T13:00:00Z").await;
@@ -206,19 +163,19 @@ async fn a_rebuild_whose_bytes_differ_from_the_bytes_first_served_is_corrupt() {
 #[tokio::test]
 async fn a_complete_day_is_recorded_and_a_different_rebuild_is_refused() {
     let app = TestApp::spawn().await;
-    ingest_all(&app, &ids("post", 200)).await;
+    app.ingest_all(&ids("post", 200)).await;
     // The day of 2008-09-03 ends; the service moves to the next one.
     app.clock.advance(chrono::Duration::hours(11));
     app.service.tick().await.unwrap();
     let day = app.get("/2008/09/03.bin").await;
     assert_eq!(day.status, StatusCode::OK);
     assert_eq!(day.header("bloom-complete"), Some("true"));
-    let dir = app.settings.data_dir.clone();
-    let form: String = open(&dir)
+    let form: String = app
+        .db()
         .query_row("SELECT form FROM forms", [], |r| r.get(0))
         .unwrap();
     assert_eq!(form, "bloom");
-    tamper(&dir, "UPDATE forms SET digest = zeroblob(32)");
+    app.tamper("UPDATE forms SET digest = zeroblob(32)");
     let app = app.restart().await;
     app.get("/2008/09/03.bin")
         .await
@@ -242,10 +199,7 @@ async fn universe_rows_deleted_or_moved_make_exact_hours_corrupt_never_false_pos
         let app = exact_app(&universe, [&universe[..20], &universe[20..40]]).await;
         assert_eq!(app.get("/2008/09/03/13.exact").await.status, StatusCode::OK);
         // Not kept: built again from the universe as stored now.
-        tamper(
-            &app.settings.data_dir,
-            &format!("DELETE FROM exact_hours; {damage}"),
-        );
+        app.tamper(&format!("DELETE FROM exact_hours; {damage}"));
         let app = app.restart().await;
         for path in ["/2008/09/03/13.exact", "/2008/09/03/14.exact"] {
             let reply = app.get(path).await;
@@ -265,8 +219,7 @@ async fn universe_rows_deleted_or_moved_make_exact_hours_corrupt_never_false_pos
 async fn universe_rows_moved_with_their_checksums_recomputed_are_found_by_the_tally() {
     let universe = ids("user", 2_000);
     let app = exact_app(&universe, [&universe[..20], &universe[20..40]]).await;
-    let dir = app.settings.data_dir.clone();
-    let conn = open(&dir);
+    let conn = app.db();
     let moved: Vec<i64> = conn
         .prepare("SELECT key FROM universe LIMIT 30")
         .unwrap()
@@ -294,18 +247,15 @@ async fn universe_rows_moved_with_their_checksums_recomputed_are_found_by_the_ta
 async fn a_closed_hour_with_no_row_and_no_link_is_corrupt_in_every_form_and_union() {
     let app = TestApp::spawn().await;
     let published = ids("post", 300);
-    post_universe(&app, &published).await;
-    ingest_all(&app, &published).await;
+    app.post_universe(&published).await;
+    app.ingest_all(&published).await;
     app.next_hour().await;
     assert_eq!(app.get("/2008/09/03/13").await.status, StatusCode::OK);
     let h13 = h(13).index();
-    tamper(
-        &app.settings.data_dir,
-        &format!(
-            "DELETE FROM hours WHERE hour = {h13}; DELETE FROM chain WHERE hour = {h13};
+    app.tamper(&format!(
+        "DELETE FROM hours WHERE hour = {h13}; DELETE FROM chain WHERE hour = {h13};
              DELETE FROM exact_hours WHERE hour = {h13};"
-        ),
-    );
+    ));
     let app = app.restart().await;
     for path in [
         "/2008/09/03/13",
@@ -322,7 +272,8 @@ async fn a_closed_hour_with_no_row_and_no_link_is_corrupt_in_every_form_and_unio
     assert_listed(&app, "2008-09-03T13:00:00Z").await;
     // Housekeeping seals nothing empty in its place.
     let _ = app.service.tick().await;
-    let sealed: i64 = open(&app.settings.data_dir)
+    let sealed: i64 = app
+        .db()
         .query_row("SELECT count(*) FROM hours WHERE hour = ?1", [h13], |r| {
             r.get(0)
         })
@@ -336,15 +287,12 @@ async fn a_closed_hour_with_no_row_and_no_link_is_corrupt_in_every_form_and_unio
 #[tokio::test]
 async fn every_sealed_row_and_link_deleted_leaves_no_hour_served_empty() {
     let app = TestApp::spawn().await;
-    post_universe(&app, &ids("user", 50)).await;
+    app.post_universe(&ids("user", 50)).await;
     for hour in 0..3 {
-        ingest_all(&app, &ids(&format!("h{hour}"), 100)).await;
+        app.ingest_all(&ids(&format!("h{hour}"), 100)).await;
         app.next_hour().await;
     }
-    tamper(
-        &app.settings.data_dir,
-        "DELETE FROM hours; DELETE FROM chain; DELETE FROM exact_hours;",
-    );
+    app.tamper("DELETE FROM hours; DELETE FROM chain; DELETE FROM exact_hours;");
     let app = app.restart().await;
     for hour in 13..16 {
         let path = format!("/2008/09/03/{hour}");
@@ -358,13 +306,10 @@ async fn every_sealed_row_and_link_deleted_leaves_no_hour_served_empty() {
 async fn a_sealed_row_whose_link_is_gone_while_later_hours_are_linked_is_corrupt() {
     let app = TestApp::spawn().await;
     for hour in 0..3 {
-        ingest_all(&app, &ids(&format!("h{hour}"), 100)).await;
+        app.ingest_all(&ids(&format!("h{hour}"), 100)).await;
         app.next_hour().await;
     }
-    tamper(
-        &app.settings.data_dir,
-        &format!("DELETE FROM chain WHERE hour = {}", h(14).index()),
-    );
+    app.tamper(&format!("DELETE FROM chain WHERE hour = {}", h(14).index()));
     let app = app.restart().await;
     assert_corrupt_naming(&app, "/2008/09/03/14", "2008-09-03T14:00:00Z").await;
     assert_corrupt_naming(&app, "/2008/09/03/14.ribbon2", "2008-09-03T14:00:00Z").await;
@@ -378,7 +323,7 @@ async fn a_sealed_row_whose_link_is_gone_while_later_hours_are_linked_is_corrupt
 async fn an_hours_ribbons_are_signed_bound_to_its_chain_place_and_a_days_are_not() {
     use bloomcast::chain::{self, BodyForm, PublicKey};
     let app = TestApp::spawn().await;
-    ingest_all(&app, &ids("post", 200)).await;
+    app.ingest_all(&ids("post", 200)).await;
     app.next_hour().await;
     let well_known = app.get("/.well-known/bloomcast.json").await.json();
     let key: PublicKey = well_known["public_key"].as_str().unwrap().parse().unwrap();

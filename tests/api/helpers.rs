@@ -223,6 +223,55 @@ impl TestApp {
         self.service.tick().await.unwrap();
     }
 
+    /// Ingests `ids` in batches of 500, asserting each succeeds.
+    pub async fn ingest_all(&self, ids: &[String]) {
+        for chunk in ids.chunks(500) {
+            let refs: Vec<&str> = chunk.iter().map(String::as_str).collect();
+            self.ingest(&refs).await;
+        }
+    }
+
+    /// Registers `ids` as (part of) the publisher's universe, asserting success.
+    pub async fn post_universe(&self, ids: &[String]) {
+        let body = serde_json::to_vec(&serde_json::json!({ "ids": ids })).unwrap();
+        let req = Request::post("/universe")
+            .header("content-type", "application/json")
+            .header("authorization", format!("Bearer {TOKEN}"))
+            .body(Body::from(body))
+            .unwrap();
+        let reply = self.request(req).await;
+        assert_eq!(
+            reply.status,
+            StatusCode::OK,
+            "{}",
+            String::from_utf8_lossy(&reply.body)
+        );
+    }
+
+    /// The value of the unlabelled series `name` in `/metrics`.
+    pub async fn metric(&self, name: &str) -> i64 {
+        let text = String::from_utf8(self.get("/metrics").await.body).unwrap();
+        text.lines()
+            .find_map(|l| l.strip_prefix(&format!("{name} ")))
+            .unwrap_or_else(|| panic!("no {name} in /metrics:\n{text}"))
+            .parse()
+            .unwrap()
+    }
+
+    /// A connection to the store's file from outside the store, as damage would come.
+    pub fn db(&self) -> rusqlite::Connection {
+        let path = self.settings.data_dir.join("bloomcast.sqlite3");
+        let conn = rusqlite::Connection::open(path).unwrap();
+        conn.busy_timeout(std::time::Duration::from_secs(5))
+            .unwrap();
+        conn
+    }
+
+    /// Runs SQL on the store's file from outside the store.
+    pub fn tamper(&self, sql: &str) {
+        self.db().execute_batch(sql).unwrap();
+    }
+
     /// The parsed filter at `path` (JSON).
     pub async fn filter(&self, path: &str) -> (bloomcast::wire::Meta, bloomcast::bloom::Filter) {
         let reply = self.get(path).await;
@@ -234,6 +283,11 @@ impl TestApp {
         );
         bloomcast::wire::Document::parse(&reply.body).unwrap()
     }
+}
+
+/// `n` IDs named `prefix:0`, `prefix:1`, ...
+pub fn ids(prefix: &str, n: usize) -> Vec<String> {
+    (0..n).map(|i| format!("{prefix}:{i}")).collect()
 }
 
 pub fn gunzip(bytes: &[u8]) -> Vec<u8> {

@@ -2,25 +2,14 @@
 //! back with the checks serving makes, records what it finds as a reader would (listed
 //! in `/healthz`, counted in `/metrics`) and says what it did.
 
-use crate::corruption::db_file;
-use crate::helpers::{TestApp, TOKEN};
-use axum::body::Body;
-use axum::http::Request;
+use crate::helpers::{ids, TestApp};
 use bloomcast::bloom::Key;
 use bloomcast::hour::{hour_of, Hour};
 use bloomcast::store::{blob_to_keys, keys_to_blob, sealed_keys_checksum, ChainLink};
 use rusqlite::{params, Connection};
-use std::path::Path;
 
 fn h(hour: u32) -> Hour {
     hour_of(2008, 9, 3, hour).unwrap()
-}
-
-fn open(dir: &Path) -> Connection {
-    let conn = Connection::open(db_file(dir)).unwrap();
-    conn.busy_timeout(std::time::Duration::from_secs(5))
-        .unwrap();
-    conn
 }
 
 /// An app with a universe and hours 13, 14 and 15 sealed (100 IDs each), 16 open.
@@ -30,14 +19,8 @@ async fn three_sealed_hours() -> TestApp {
 
 async fn three_sealed_hours_with(tweak: impl FnOnce(&mut bloomcast::config::Settings)) -> TestApp {
     let app = TestApp::spawn_with(tweak).await;
-    let universe: Vec<String> = (0..300).map(|i| format!("user:{i}")).collect();
-    let body = serde_json::to_vec(&serde_json::json!({ "ids": universe })).unwrap();
-    let req = Request::post("/universe")
-        .header("content-type", "application/json")
-        .header("authorization", format!("Bearer {TOKEN}"))
-        .body(Body::from(body))
-        .unwrap();
-    assert_eq!(app.request(req).await.status, 200);
+    let universe = ids("user", 300);
+    app.post_universe(&universe).await;
     for hour in 0..3 {
         let ids: Vec<&str> = universe[hour * 100..hour * 100 + 100]
             .iter()
@@ -47,15 +30,6 @@ async fn three_sealed_hours_with(tweak: impl FnOnce(&mut bloomcast::config::Sett
         app.next_hour().await;
     }
     app
-}
-
-async fn metric(app: &TestApp, name: &str) -> i64 {
-    let text = String::from_utf8(app.get("/metrics").await.body).unwrap();
-    text.lines()
-        .find_map(|l| l.strip_prefix(&format!("{name} ")))
-        .unwrap_or_else(|| panic!("no {name} in /metrics"))
-        .parse()
-        .unwrap()
 }
 
 #[tokio::test]
@@ -70,9 +44,13 @@ async fn a_pass_over_an_intact_store_finds_nothing_and_says_so() {
     assert_eq!(health["scrub"]["passes"], 1);
     assert_eq!(health["scrub"]["pass_seconds"], 86_400);
     assert!(health["scrub"]["last_pass"].as_i64().is_some(), "{health}");
-    assert_eq!(metric(&app, "bloomcast_scrub_passes_total").await, 1);
-    assert_eq!(metric(&app, "bloomcast_scrub_damage_found_total").await, 0);
-    assert!(metric(&app, "bloomcast_scrub_last_pass_timestamp_seconds").await > 0);
+    assert_eq!(app.metric("bloomcast_scrub_passes_total").await, 1);
+    assert_eq!(app.metric("bloomcast_scrub_damage_found_total").await, 0);
+    assert!(
+        app.metric("bloomcast_scrub_last_pass_timestamp_seconds")
+            .await
+            > 0
+    );
 }
 
 /// Damage done through a connection to the store's file.
@@ -175,7 +153,7 @@ fn damages() -> Vec<(&'static str, Damage)> {
 async fn a_pass_finds_each_kind_of_damage_before_any_reader() {
     for (name, damage) in damages() {
         let app = three_sealed_hours().await;
-        damage(&open(&app.settings.data_dir));
+        damage(&app.db());
         let app = app.restart().await;
         let before = app.get("/healthz").await.json();
         assert_eq!(
@@ -195,15 +173,15 @@ async fn a_pass_finds_each_kind_of_damage_before_any_reader() {
             listed.iter().any(|h| h == "2008-09-03T14:00:00Z"),
             "{name}: {health}"
         );
-        assert!(metric(&app, "bloomcast_scrub_damage_found_total").await >= 1);
-        assert!(metric(&app, "bloomcast_corrupt_found_total").await >= 1);
+        assert!(app.metric("bloomcast_scrub_damage_found_total").await >= 1);
+        assert!(app.metric("bloomcast_corrupt_found_total").await >= 1);
     }
 }
 
 #[tokio::test]
 async fn the_background_scrub_finds_damage_with_no_request_at_all() {
     let app = three_sealed_hours_with(|s| s.scrub_pass_seconds = 1).await;
-    damages().remove(0).1(&open(&app.settings.data_dir));
+    damages().remove(0).1(&app.db());
     let app = app.restart().await;
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let scrub = tokio::spawn(app.service.clone().run_scrub(async {
