@@ -15,7 +15,7 @@
 use super::cache::CompactKey;
 use super::unions::{Held, Step};
 use super::validators::{compact_kind, Form};
-use super::vouch::answers_every;
+use super::vouch::{answers_every, vouching_bytes};
 use super::{Result, Service, ServiceError, Target, View};
 use crate::bloom::{distinct_keys, FilterError, Grade, Key, Ribbon, Ribbon2};
 use crate::chain::BodyForm;
@@ -173,7 +173,10 @@ impl Service {
                 (self.closed_counts(from, to).await?, true)
             };
             let read: u64 = counts.iter().map(|(_, n)| n).sum();
-            let held = self.reserve(slot, from, to, build_bytes(read, counts.len(), r, form))?;
+            let largest = counts.iter().map(|(_, n)| *n).max().unwrap_or(0);
+            let bytes = build_bytes(read, counts.len(), r, form)
+                + vouching_bytes(largest, self.tuning.target_fpp);
+            let held = self.reserve(slot, from, to, bytes)?;
             let (sets, complete) = if from == to {
                 (vec![self.vouched_keys(from).await?], complete)
             } else {

@@ -207,7 +207,9 @@ impl Service {
     ) -> Result<Vec<u8>> {
         let slot = self.unions.slot()?;
         // The build, and the universe's keys kept beside it to check the body against.
-        let bytes = Exact::build_bytes(universe, changed) + 8 * universe;
+        let bytes = Exact::build_bytes(universe, changed)
+            + 8 * universe
+            + super::vouch::vouching_bytes(changed, self.tuning.target_fpp);
         let held = self.unions.reserve(slot, bytes).map_err(|refused| {
             refused.answer(
                 &format!("building the exact form of {}", hour.path()),

@@ -166,6 +166,15 @@ impl Service {
             return Ok(8 * keys.len() as u64);
         };
         self.verify_link(hour).await?;
+        // Its working memory comes from the builds' part of the budget, as a build's
+        // does: the keys, the filter rebuilt from them, and a universe's keys (all of
+        // the part at most: a scrub takes one hour at a time).
+        let universe = self.universe().await.ok().flatten().map_or(0, |u| u.count);
+        let bytes = 8 * (sealed.count + universe) + 3 * sealed.filter.len() as u64;
+        let _memory = self.unions.reserve_memory(bytes).map_err(|refused| {
+            let what = format!("scrubbing {hour}");
+            refused.answer(&what, |_, _| ServiceError::Busy(what.clone()))
+        })?;
         let keys = self.vouched_keys(hour).await?;
         let mut bytes = sealed.filter.len() as u64 + 8 * keys.len() as u64;
         if let Some(body) = self.store.exact(hour).await.map_err(|e| match e {

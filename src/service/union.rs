@@ -5,6 +5,7 @@
 use super::incremental::room;
 use super::unions::{BuiltUnion, Growth, Held, OpenStamp, Refused, Step, UnionKey};
 use super::validators::Named;
+use super::vouch::vouching_bytes;
 use super::{Result, Service, ServiceError};
 use crate::bloom::{union_of, union_with_room, Key, Params};
 use crate::hour::Hour;
@@ -38,6 +39,7 @@ fn longest_fitting(
     budget: u64,
 ) -> Option<Hour> {
     let mut read = open;
+    let mut largest = 0;
     let mut start = None;
     if union_build_bytes(read, open, p) > budget {
         return None;
@@ -49,7 +51,8 @@ fn longest_fitting(
     hours.sort_by_key(|(h, _)| std::cmp::Reverse(*h));
     for (hour, count) in hours {
         read += count;
-        if union_build_bytes(read, open, p) > budget {
+        largest = largest.max(*count);
+        if union_build_bytes(read, open, p) + vouching_bytes(largest, p) > budget {
             break;
         }
         start = Some(*hour);
@@ -252,7 +255,9 @@ impl Service {
     ) -> Result<Held> {
         let p = self.tuning.target_fpp;
         let read: u64 = sealed.iter().map(|(_, c)| c).sum::<u64>() + open;
-        let bytes = union_build_bytes(read, open, p);
+        // Each sealed hour's keys are vouched for by its filter, one hour at a time.
+        let largest = sealed.iter().map(|(_, c)| *c).max().unwrap_or(0);
+        let bytes = union_build_bytes(read, open, p) + vouching_bytes(largest, p);
         self.unions.reserve(slot, bytes).map_err(|refused| {
             let refused = refusal(from, to, refused);
             match refused {

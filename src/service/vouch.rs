@@ -153,6 +153,17 @@ impl Service {
     }
 }
 
+/// The working memory of vouching for one sealed hour of `count` keys at target `p`:
+/// its sealed filter as read and the filter its keys make beside it. Hours are vouched
+/// for one at a time, so a build over several reserves this for the largest.
+pub(super) fn vouching_bytes(count: u64, p: f64) -> u64 {
+    if count == 0 {
+        return 0;
+    }
+    let filter = Params::optimal(count, p).map_or(1 << 29, |s| u64::from(s.m).div_ceil(8));
+    2 * filter
+}
+
 /// Whether the filter `keys` make at `params` is `sealed`, off the runtime when large;
 /// the keys back with the verdict.
 async fn rebuilt_is(keys: Vec<Key>, params: Params, sealed: Vec<u8>) -> Result<(Vec<Key>, bool)> {
