@@ -189,19 +189,24 @@ async fn rotate_key() -> ExitCode {
     };
     let clock = bloomcast::clock::SystemClock;
     match bloomcast::startup::rotate_key_recorded(&settings, &clock).await {
-        Ok((r, recorded)) => {
+        Ok((r, listed)) => {
             let old = r.old.map_or("none".into(), |k| k.id().to_string());
             println!("file {}", r.file.display());
             println!("old key id {old}");
             println!("new key id {} public key {}", r.new.id(), r.new);
-            if let Some(listed) = recorded {
-                println!(
-                    "recorded in PostgreSQL as the cluster's current key from hour {}",
-                    listed.first_hour
-                );
-                println!("copy this file to every node of the cluster, then restart them to sign new hours with it");
+            let vouched = if listed.succession.vouch.is_some() {
+                format!("vouched for by key {old}")
             } else {
-                println!("restart the server (every node of a cluster) to sign new hours with it");
+                "no key before it".to_owned()
+            };
+            println!(
+                "recorded as the current key from hour {} ({vouched})",
+                listed.first_hour
+            );
+            if secrecy::ExposeSecret::expose_secret(&settings.database_url).is_empty() {
+                println!("restart the server to sign new hours with it");
+            } else {
+                println!("copy this file to every node of the cluster, then restart them to sign new hours with it");
             }
             ExitCode::SUCCESS
         }

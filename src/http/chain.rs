@@ -109,18 +109,7 @@ pub async fn well_known(State(state): State<AppState>) -> Result<Response> {
         .filter(|k| k.last_hour.is_none())
         .map(|k| k.public_key)
         .or(service.public_key());
-    let keys: Vec<_> = list
-        .keys()
-        .iter()
-        .map(|k| {
-            json!({
-                "id": k.id().to_string(),
-                "public_key": k.public_key.to_string(),
-                "first_hour": k.first_hour.rfc3339(),
-                "last_hour": k.last_hour.map(|h| h.rfc3339()),
-            })
-        })
-        .collect();
+    let keys = crate::client::key_list_json(&list);
     let body = json!({
         "service": "bloomcast",
         "protocol": 1,

@@ -5,7 +5,7 @@
 //! link and served as stored, so it never changes once published.
 
 use super::{Result, Service, ServiceError, MAX_CHAIN_PAGE};
-use crate::chain::{KeyList, PublicKey, SignatureField};
+use crate::chain::{KeyList, SignatureField, Signer, Succession};
 use crate::hour::Hour;
 use crate::store::{key_list, ChainLink, HourSignature, Store, StoreError};
 use std::collections::HashSet;
@@ -24,8 +24,7 @@ impl Service {
         let Some(signer) = &self.tuning.signer else {
             return Ok(());
         };
-        let ours = signer.public_key();
-        let list = register_key(self.store.as_ref(), self.genesis, &ours, true).await?;
+        let list = register_key(self.store.as_ref(), self.genesis, signer, None, true).await?;
         self.sealer.keep_keys(Arc::new(list));
         Ok(())
     }
@@ -177,22 +176,45 @@ impl Service {
 /// Registers `ours` in the store's key registry, unless registered already: from the
 /// hour after the newest sealed one (the first key: from the first hour of the chain,
 /// which it signs), retiring the current key at the hour before. Used at start (every
-/// node's key, as it finds the registry) and by `bloomcast rotate-key` in cluster mode
-/// (a new key made the cluster's current one); the registry as it stands after. With
-/// `retire` false, a current key is never retired: `ours` is registered only into an
-/// empty registry (a cluster node's first start, racing others), else left out.
+/// node's key, as it finds the registry) and by `bloomcast rotate-key` (a new key made
+/// the current one); the registry as it stands after. With `retire` false, a current key
+/// is never retired: `ours` is registered only into an empty registry (a cluster node's
+/// first start, racing others), else left out.
+///
+/// The succession is signed both ways (docs/PROTOCOL.md section 11, "Trust"): `ours`
+/// acknowledges the key it retires, and `retiring`, the current key's signer when the
+/// caller holds it (`rotate-key` does), vouches for `ours`. A key registered without
+/// that vouch is trusted by clients that hold it, never by clients holding the key
+/// before it (logged). A key registered before successions were signed gets its
+/// acknowledgement here, from a node that holds it.
 ///
 /// # Errors
 /// Store failures; a registry that fails its checks.
 pub async fn register_key(
     store: &dyn Store,
     genesis: Hour,
-    ours: &PublicKey,
+    signer: &Signer,
+    retiring: Option<&Signer>,
     retire: bool,
 ) -> Result<KeyList> {
+    let ours = &signer.public_key();
     for _ in 0..REGISTER_TRIES {
         let list = key_list(store.signing_keys().await?)?;
-        if let Some(listed) = list.keys().iter().find(|k| k.public_key == *ours) {
+        if let Some(at) = list.keys().iter().position(|k| k.public_key == *ours) {
+            let listed = list.keys()[at];
+            if let Some(prev) = at.checked_sub(1).map(|i| list.keys()[i]) {
+                if listed.succession.ack.is_none() {
+                    let ack = signer.acknowledge(&prev.public_key, listed.first_hour);
+                    if store.put_key_ack(ours, &ack).await? {
+                        tracing::info!(key_id = %ours.id(), previous = %prev.id(),
+                            "acknowledged the key this one succeeds (clients trusting this key verify that one's hours)");
+                    }
+                }
+                if listed.succession.vouch.is_none() {
+                    tracing::warn!(key_id = %ours.id(), previous = %prev.id(),
+                        "no vouch from the key this one succeeds: clients trusting only key {} refuse the hours this key signs (rotate with bloomcast rotate-key, which signs it)", prev.id());
+                }
+            }
             match listed.last_hour {
                 None => tracing::info!(key_id = %ours.id(), first_hour = %listed.first_hour,
                     "signing with the current registered key"),
@@ -217,9 +239,19 @@ pub async fn register_key(
             }
         };
         let current = open.map(|k| k.public_key);
-        if store.register_key(ours, first, current.as_ref()).await? {
+        let succession = Succession {
+            vouch: retiring
+                .filter(|r| Some(r.public_key()) == current)
+                .map(|r| r.vouch(ours, first)),
+            ack: current.map(|c| signer.acknowledge(&c, first)),
+        };
+        if store
+            .register_key(ours, first, current.as_ref(), &succession)
+            .await?
+        {
             tracing::info!(key_id = %ours.id(), first_hour = %first,
-                retired = ?current.map(|k| k.id().to_string()), "registered a new signing key");
+                retired = ?current.map(|k| k.id().to_string()),
+                vouched = succession.vouch.is_some(), "registered a new signing key");
         }
     }
     let list = key_list(store.signing_keys().await?)?;

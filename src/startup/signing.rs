@@ -125,7 +125,7 @@ pub async fn refuse_foreign_key(
     let mut keys = store.signing_keys().await?;
     if keys.is_empty() {
         let genesis = store.genesis().await?;
-        let list = register_key(store, genesis, &ours, false).await?;
+        let list = register_key(store, genesis, signer, None, false).await?;
         keys = list.keys().to_vec();
     }
     if keys.iter().any(|k| k.public_key == ours) {
@@ -140,9 +140,11 @@ pub async fn refuse_foreign_key(
     }
 }
 
-/// Records the key in the service's key file as the cluster's current key (see
-/// [`register_key`]): it signs the hours after the newest sealed one, and the key it
-/// replaces signs none of them. What the registry then says of it.
+/// Records the key in the service's key file as the current key (see [`register_key`]):
+/// it signs the hours after the newest sealed one, and the key it replaces signs none of
+/// them. The file holds the new key alone, so the succession carries its acknowledgement
+/// of the key it replaces but no vouch from that key: clients trusting only the old key
+/// refuse its hours ([`rotate_recorded`] signs both). What the registry then says of it.
 ///
 /// # Errors
 /// No key file, or one that is not a key; the store cannot be opened or written.
@@ -152,29 +154,65 @@ pub async fn record_key(settings: &Settings, clock: &dyn Clock) -> Result<Listed
         let missing = std::io::Error::from(std::io::ErrorKind::NotFound);
         return Err(io(format!("cannot read {}", path.display()))(missing));
     };
+    record(settings, clock, &signer, None).await
+}
+
+/// Registers `signer`'s key as the current one, vouched for by `retiring` when given.
+async fn record(
+    settings: &Settings,
+    clock: &dyn Clock,
+    signer: &Signer,
+    retiring: Option<&Signer>,
+) -> Result<ListedKey, StartError> {
     let store = open_store(settings, clock).await?;
+    let genesis = store.genesis().await?;
+    let list = register_key(store.as_ref(), genesis, signer, retiring, true).await?;
     let ours = signer.public_key();
-    let list = register_key(store.as_ref(), store.genesis().await?, &ours, true).await?;
     let listed = list.keys().iter().find(|k| k.public_key == ours).copied();
     Ok(listed.expect("register_key returns a registry that holds the key"))
 }
 
-/// As [`rotate`], and in cluster mode (a `database_url`) the new key is then recorded as
-/// the cluster's current one ([`record_key`]), which it says.
+/// `bloomcast rotate-key`: a new key, recorded in the store as the current key from the
+/// hour after the newest sealed one with its succession signed both ways (the key in the
+/// file vouches for it, it acknowledges that key: docs/PROTOCOL.md section 11, "Trust"),
+/// then put in the key file (written beside it, renamed over it). Clients that trust the
+/// old key accept the new one through the vouch. The server signs with it from its next
+/// start; hours from its first hour on stay unsigned on a node still on the old key.
 ///
 /// # Errors
-/// As [`rotate`] and [`record_key`]; when recording fails, the file holds a key the
-/// cluster has not recorded (the node refuses to start with it; run again).
+/// As [`rotate`]; the store cannot be opened or written (nothing recorded, the file
+/// left as it was).
 pub async fn rotate_recorded(
     settings: &Settings,
     clock: &dyn Clock,
-) -> Result<(Rotated, Option<ListedKey>), StartError> {
-    let rotated = rotate(settings)?;
-    if settings.database_url.expose_secret().is_empty() {
-        return Ok((rotated, None));
-    }
-    let recorded = record_key(settings, clock).await?;
-    Ok((rotated, Some(recorded)))
+) -> Result<(Rotated, ListedKey), StartError> {
+    let file = key_file(settings);
+    let old = read_key(&file)?;
+    let seed = draw_seed().map_err(io("cannot draw a new key".into()))?;
+    let new = Signer::from_seed(&seed);
+    // The new key is on disk before the store names it: a registry never lists a key
+    // whose secret was lost.
+    let beside = file.with_extension("new");
+    let _ = std::fs::remove_file(&beside);
+    write_key(&beside, &seed).map_err(io(format!("cannot write {}", beside.display())))?;
+    let recorded = match record(settings, clock, &new, old.as_ref()).await {
+        Ok(recorded) => recorded,
+        Err(e) => {
+            let _ = std::fs::remove_file(&beside);
+            return Err(e);
+        }
+    };
+    std::fs::rename(&beside, &file).map_err(io(format!(
+        "the new key is recorded but cannot be moved from {} to {}: move it yourself",
+        beside.display(),
+        file.display()
+    )))?;
+    let rotated = Rotated {
+        file,
+        old: old.map(|s| s.public_key()),
+        new: new.public_key(),
+    };
+    Ok((rotated, recorded))
 }
 
 fn parse(text: &str) -> Option<Signer> {

@@ -34,7 +34,7 @@ pub use postgres::{LinkError, PgLink, PgStore, SslMode, TlsSetupError};
 pub use sqlite::SqliteStore;
 
 use crate::bloom::{Filter, Key};
-use crate::chain::{ListedKey, PublicKey};
+use crate::chain::{ListedKey, PublicKey, Succession};
 use crate::clock::ClockRecord;
 use crate::hour::Hour;
 use async_trait::async_trait;
@@ -316,16 +316,23 @@ pub trait Store: Send + Sync + 'static {
     /// Every signing key registered, oldest first (shared by every node in cluster mode).
     async fn signing_keys(&self) -> Result<Vec<ListedKey>>;
 
-    /// Registers `key` as the signer of hours from `first_hour` on, retiring the open key
-    /// at the hour before, in one transaction, if the open key is still `current` (`None`:
-    /// no key is registered yet). Returns whether this call registered it; either way
-    /// [`Store::signing_keys`] says what is registered (first writer wins).
+    /// Registers `key` as the signer of hours from `first_hour` on, with the signatures
+    /// of its `succession` (the retiring key's vouch, its acknowledgement of it),
+    /// retiring the open key at the hour before, in one transaction, if the open key is
+    /// still `current` (`None`: no key is registered yet). Returns whether this call
+    /// registered it; either way [`Store::signing_keys`] says what is registered (first
+    /// writer wins).
     async fn register_key(
         &self,
         key: &PublicKey,
         first_hour: Hour,
         current: Option<&PublicKey>,
+        succession: &Succession,
     ) -> Result<bool>;
+
+    /// Stores `key`'s acknowledgement of the key before it (a key registered before
+    /// successions were signed), unless it has one; whether this call stored it.
+    async fn put_key_ack(&self, key: &PublicKey, ack: &[u8; 64]) -> Result<bool>;
 
     /// Stores a sealed hour's signature, made by `key`, unless the hour has one or `key`
     /// is not registered for the hour (checked in the same transaction, so a key retired

@@ -14,7 +14,7 @@ use super::{
     SealedHour, Sealing, Store, StoreError, UniverseAdded, UniverseInfo,
 };
 use crate::bloom::Key;
-use crate::chain::{Hash, ListedKey, PublicKey};
+use crate::chain::{Hash, ListedKey, PublicKey, Succession};
 use crate::clock::ClockRecord;
 use crate::hour::Hour;
 use async_trait::async_trait;
@@ -312,9 +312,15 @@ impl Store for PgStore {
         key: &PublicKey,
         first: Hour,
         current: Option<&PublicKey>,
+        succession: &Succession,
     ) -> Result<bool> {
-        let registered = self.register_key_row(key, first, current);
+        let registered = self.register_key_row(key, first, current, succession);
         self.timed("register_key", false, registered).await
+    }
+
+    async fn put_key_ack(&self, key: &PublicKey, ack: &[u8; 64]) -> Result<bool> {
+        self.timed("put_key_ack", false, self.put_ack_row(key, ack))
+            .await
     }
 
     async fn put_signature(&self, signature: &HourSignature, key: &PublicKey) -> Result<bool> {

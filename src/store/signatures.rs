@@ -4,7 +4,7 @@
 //! `docs/PROTOCOL.md`, "Keys that rotate").
 
 use super::{Result, StoreError};
-use crate::chain::{KeyId, KeyList, ListedKey, PublicKey};
+use crate::chain::{KeyId, KeyList, ListedKey, PublicKey, Succession};
 use crate::hour::Hour;
 
 /// One sealed hour's signature as stored: first write wins, never changed.
@@ -31,18 +31,40 @@ impl HourSignature {
     }
 }
 
-/// A registry row as read back: the public key, its first hour and its last, if retired.
+/// A registry row as read back: the public key, its first hour and its last, if retired,
+/// and the signatures of its succession (its predecessor's vouch, its acknowledgement).
 ///
 /// # Errors
-/// [`StoreError::Corrupt`] when the bytes are not a public key.
-pub fn key_from_row(key: &[u8], first: i64, last: Option<i64>) -> Result<ListedKey> {
+/// [`StoreError::Corrupt`] when the bytes are not a public key or a signature.
+pub fn key_from_row(
+    key: &[u8],
+    first: i64,
+    last: Option<i64>,
+    vouch: Option<&[u8]>,
+    ack: Option<&[u8]>,
+) -> Result<ListedKey> {
     let corrupt = || StoreError::Corrupt("a signing key row is not a public key".into());
     let bytes: [u8; 32] = key.try_into().map_err(|_| corrupt())?;
     let public_key = PublicKey::from_bytes(&bytes).map_err(|_| corrupt())?;
+    let signature = |s: Option<&[u8]>| -> Result<Option<[u8; 64]>> {
+        s.map(|s| {
+            s.try_into().map_err(|_| {
+                StoreError::Corrupt(format!(
+                    "a succession signature of key {} is not 64 bytes",
+                    public_key.id()
+                ))
+            })
+        })
+        .transpose()
+    };
     Ok(ListedKey {
         public_key,
         first_hour: Hour::from_index(first),
         last_hour: last.map(Hour::from_index),
+        succession: Succession {
+            vouch: signature(vouch)?,
+            ack: signature(ack)?,
+        },
     })
 }
 

@@ -14,7 +14,7 @@ use super::{
     StoreError, UniverseAdded, UniverseInfo,
 };
 use crate::bloom::Key;
-use crate::chain::{Hash, ListedKey, PublicKey};
+use crate::chain::{Hash, ListedKey, PublicKey, Succession};
 use crate::clock::ClockRecord;
 use crate::hour::Hour;
 use async_trait::async_trait;
@@ -278,15 +278,23 @@ impl Store for SqliteStore {
         key: &PublicKey,
         first: Hour,
         current: Option<&PublicKey>,
+        succession: &Succession,
     ) -> Result<bool> {
-        let (key, current) = (*key, current.copied());
+        let (key, current, succession) = (*key, current.copied(), *succession);
         self.command(|reply| Command::RegisterKey {
             key,
             first,
             current,
+            succession,
             reply,
         })
         .await
+    }
+
+    async fn put_key_ack(&self, key: &PublicKey, ack: &[u8; 64]) -> Result<bool> {
+        let (key, ack) = (*key, *ack);
+        self.command(|reply| Command::PutAck { key, ack, reply })
+            .await
     }
 
     async fn put_signature(&self, signature: &HourSignature, key: &PublicKey) -> Result<bool> {

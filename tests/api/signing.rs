@@ -136,3 +136,78 @@ async fn hours_left_unsigned_are_signed_at_start_by_the_node_holding_their_key()
         assert_eq!(entry["key_id"], key1.id().to_string());
     }
 }
+
+/// The key list the well-known document serves, parsed as a client reads it.
+async fn listed_keys(app: &TestApp) -> chain::KeyList {
+    let wk = app.get("/.well-known/bloomcast.json").await.json();
+    bloomcast::client::parse_key_list(&wk["keys"]).unwrap()
+}
+
+#[tokio::test]
+async fn rotate_key_signs_the_succession_both_ways_so_either_key_trusts_the_other() {
+    let dir = tempfile::tempdir().unwrap();
+    let app = sealed_with_key(&dir).await;
+    let (settings, clock) = (app.settings.clone(), app.clock.clone());
+    let (rotated, listed) = bloomcast::startup::rotate_key_recorded(&settings, &clock)
+        .await
+        .unwrap();
+    let old = Signer::from_seed(&[1; 32]).public_key();
+    assert_eq!(rotated.old, Some(old));
+    assert_eq!(listed.first_hour, hour(16), "after the newest sealed hour");
+    let app = app.restart().await;
+    app.ingest(&["d"]).await;
+    app.next_hour().await;
+
+    let list = listed_keys(&app).await;
+    assert_eq!(list.keys().len(), 2);
+    for anchor in [old, rotated.new] {
+        let trusted = list.trusted_from(&anchor).unwrap();
+        assert_eq!(trusted.key_for(hour(14)), Ok(old), "from {}", anchor.id());
+        assert_eq!(
+            trusted.key_for(hour(16)),
+            Ok(rotated.new),
+            "from {}",
+            anchor.id()
+        );
+    }
+    let signed = app.get("/2008/09/03/16.bin").await;
+    let field = chain::SignatureField::parse(signed.header("bloom-signature").unwrap()).unwrap();
+    assert_eq!(field.key_id, Some(rotated.new.id()));
+}
+
+#[tokio::test]
+async fn a_key_file_replaced_by_hand_is_acknowledged_but_not_vouched_for_by_the_old_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let app = sealed_with_key(&dir).await;
+    use_key(&dir, 2);
+    let app = app.restart().await;
+    let (old, new) = (
+        Signer::from_seed(&[1; 32]).public_key(),
+        Signer::from_seed(&[2; 32]).public_key(),
+    );
+    let list = listed_keys(&app).await;
+    let from_old = list.trusted_from(&old).unwrap();
+    let refused = from_old.key_for(hour(16)).unwrap_err().to_string();
+    assert!(refused.contains(&new.id().to_string()), "{refused}");
+    // The new key acknowledges the old one: its holders verify the old hours.
+    let from_new = list.trusted_from(&new).unwrap();
+    assert_eq!(from_new.key_for(hour(14)), Ok(old));
+}
+
+#[tokio::test]
+async fn a_key_registered_before_successions_were_signed_acknowledges_its_predecessor_at_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let app = sealed_with_key(&dir).await;
+    use_key(&dir, 2);
+    let app = app.restart().await;
+    // As a registry written before successions: no acknowledgement stored.
+    db(&app)
+        .execute("UPDATE signing_keys SET ack = NULL", [])
+        .unwrap();
+    let new = Signer::from_seed(&[2; 32]).public_key();
+    let app = app.restart().await;
+    let list = listed_keys(&app).await;
+    assert!(list.keys()[1].succession.ack.is_some());
+    let from_new = list.trusted_from(&new).unwrap();
+    assert!(from_new.key_for(hour(14)).is_ok());
+}

@@ -5,7 +5,7 @@
 
 use async_trait::async_trait;
 use bloomcast::bloom::Key;
-use bloomcast::chain::{ListedKey, PublicKey};
+use bloomcast::chain::{ListedKey, PublicKey, Succession};
 use bloomcast::clock::ClockRecord;
 use bloomcast::hour::Hour;
 use bloomcast::store::{
@@ -202,8 +202,14 @@ impl Store for Wrapped {
         key: &PublicKey,
         first: Hour,
         current: Option<&PublicKey>,
+        succession: &Succession,
     ) -> Result<bool> {
-        self.inner.register_key(key, first, current).await
+        self.inner
+            .register_key(key, first, current, succession)
+            .await
+    }
+    async fn put_key_ack(&self, key: &PublicKey, ack: &[u8; 64]) -> Result<bool> {
+        self.inner.put_key_ack(key, ack).await
     }
     async fn put_signature(&self, signature: &HourSignature, key: &PublicKey) -> Result<bool> {
         self.inner.put_signature(signature, key).await

@@ -119,8 +119,13 @@ pub async fn a_node_that_loses_the_race_to_record_the_first_key_never_retires_it
         .unwrap();
     let genesis = store.genesis().await.unwrap();
     // Two nodes found the registry empty; key 5's recorded first, then key 6's tries.
-    register_key(&store, genesis, &k5, false).await.unwrap();
-    let after = register_key(&store, genesis, &k6, false).await.unwrap();
+    let (s5, s6) = (Signer::from_seed(&[5; 32]), Signer::from_seed(&[6; 32]));
+    register_key(&store, genesis, &s5, None, false)
+        .await
+        .unwrap();
+    let after = register_key(&store, genesis, &s6, None, false)
+        .await
+        .unwrap();
     assert_eq!(after.keys().len(), 1, "{after:?}");
     assert_eq!(after.keys()[0].public_key, k5);
     assert_eq!(after.keys()[0].last_hour, None, "key 5 never retired");

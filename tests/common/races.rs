@@ -65,7 +65,12 @@ pub async fn one_key_registration_wins_and_only_a_registered_key_signs<S: Store>
     let tasks: Vec<_> = (1..=writers)
         .map(|seed| {
             let store = store.clone();
-            tokio::spawn(async move { store.register_key(&key(seed), hour, None).await.unwrap() })
+            tokio::spawn(async move {
+                store
+                    .register_key(&key(seed), hour, None, &Default::default())
+                    .await
+                    .unwrap()
+            })
         })
         .collect();
     let mut won = Vec::new();
@@ -88,12 +93,12 @@ pub async fn one_key_registration_wins_and_only_a_registered_key_signs<S: Store>
     let later = Hour::from_index(hour.index() + 2);
     let wrong = key(101);
     assert!(!store
-        .register_key(&next, later, Some(&wrong))
+        .register_key(&next, later, Some(&wrong), &Default::default())
         .await
         .unwrap());
     assert_eq!(store.signing_keys().await.unwrap().len(), 1, "nothing done");
     assert!(store
-        .register_key(&next, later, Some(&first))
+        .register_key(&next, later, Some(&first), &Default::default())
         .await
         .unwrap());
     let registry = store.signing_keys().await.unwrap();

@@ -15,7 +15,7 @@
 //! (the publisher rotated its key since).
 
 use super::{Client, ClientError, Result};
-use crate::chain::{ChainError, KeyList, ListedKey, PublicKey};
+use crate::chain::{self, ChainError, KeyList, ListedKey, PublicKey, Succession};
 use crate::hour::Hour;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -171,10 +171,25 @@ pub fn parse_key_list(value: &serde_json::Value) -> Result<KeyList, ChainError> 
                     .ok_or_else(|| bad("last_hour is not an hour".into()))?,
             )?),
         };
+        // Absent (a service older than successions), null or 128 hex digits.
+        let signature = |field: &str| -> Result<Option<[u8; 64]>, ChainError> {
+            match &e[field] {
+                serde_json::Value::Null => Ok(None),
+                v => v
+                    .as_str()
+                    .and_then(chain::parse_hex::<64>)
+                    .map(Some)
+                    .ok_or_else(|| bad(format!("a key's {field} is not a signature"))),
+            }
+        };
         keys.push(ListedKey {
             public_key,
             first_hour: hour(text("first_hour")?)?,
             last_hour,
+            succession: Succession {
+                vouch: signature("vouch")?,
+                ack: signature("ack")?,
+            },
         });
     }
     KeyList::new(keys)
@@ -185,11 +200,14 @@ pub fn key_list_json(list: &KeyList) -> serde_json::Value {
     list.keys()
         .iter()
         .map(|k| {
+            let hex = |s: &Option<[u8; 64]>| s.as_ref().map(|s| chain::hex(s));
             serde_json::json!({
                 "id": k.id().to_string(),
                 "public_key": k.public_key.to_string(),
                 "first_hour": k.first_hour.rfc3339(),
                 "last_hour": k.last_hour.map(Hour::rfc3339),
+                "vouch": hex(&k.succession.vouch),
+                "ack": hex(&k.succession.ack),
             })
         })
         .collect()
@@ -240,16 +258,43 @@ mod tests {
 
     #[test]
     fn a_list_round_trips_through_the_documents_json_and_a_wrong_id_is_refused() {
-        let key = Signer::from_seed(&[7; 32]).public_key();
-        let list = KeyList::new(vec![ListedKey {
-            public_key: key,
-            first_hour: Hour::from_index(10),
-            last_hour: None,
-        }])
+        let (old, new) = (Signer::from_seed(&[7; 32]), Signer::from_seed(&[8; 32]));
+        let first = Hour::from_index(10);
+        let list = KeyList::new(vec![
+            ListedKey {
+                public_key: old.public_key(),
+                first_hour: Hour::from_index(0),
+                last_hour: Some(Hour::from_index(9)),
+                succession: Succession::default(),
+            },
+            ListedKey {
+                public_key: new.public_key(),
+                first_hour: first,
+                last_hour: None,
+                succession: Succession {
+                    vouch: Some(old.vouch(&new.public_key(), first)),
+                    ack: Some(new.acknowledge(&old.public_key(), first)),
+                },
+            },
+        ])
         .unwrap();
         let json = key_list_json(&list);
-        assert_eq!(json[0]["last_hour"], serde_json::Value::Null);
-        assert_eq!(parse_key_list(&json), Ok(list));
+        assert_eq!(json[1]["last_hour"], serde_json::Value::Null);
+        assert_eq!(json[0]["vouch"], serde_json::Value::Null);
+        assert_eq!(parse_key_list(&json), Ok(list.clone()));
+        // A service older than successions lists neither: read as none.
+        let mut older = json.clone();
+        for key in older.as_array_mut().unwrap() {
+            let key = key.as_object_mut().unwrap();
+            key.remove("vouch");
+            key.remove("ack");
+        }
+        let plain = parse_key_list(&older).unwrap();
+        assert!(plain
+            .keys()
+            .iter()
+            .all(|k| k.succession == Succession::default()));
+        let json = key_list_json(&KeyList::new(vec![list.keys()[1]]).unwrap());
         let mut wrong = json.clone();
         wrong[0]["id"] = "0000000000000000".into();
         assert!(matches!(

@@ -18,8 +18,13 @@
 //! signs which hour.
 
 mod keys;
+mod trust;
 
 pub use keys::{KeyId, KeyList, ListedKey, SignatureField};
+pub use trust::{
+    ack_message, checkpoint_message, open_message, vouch_message, Checkpoint, Succession, Trusted,
+    ACK_DOMAIN, CHECKPOINT_DOMAIN, OPEN_DOMAIN, VOUCH_DOMAIN,
+};
 
 use base64::Engine;
 use ed25519_dalek::{Signer as _, SigningKey, VerifyingKey};

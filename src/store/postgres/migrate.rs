@@ -82,6 +82,7 @@ INSERT INTO {s}.meta (name, value)
     (7, super::shape::MIGRATION),
     (9, super::universe::MIGRATION),
     (10, super::integrity::MIGRATION),
+    (11, super::signing::MIGRATION_11),
 ];
 
 /// Creates the schema if needed and applies the migrations it lacks.

@@ -2,9 +2,14 @@
 //! first write wins, never pruned. Nodes register keys one at a time (an advisory lock).
 
 use super::{pg_error, PgStore};
-use crate::chain::{ListedKey, PublicKey};
+use crate::chain::{ListedKey, PublicKey, Succession};
 use crate::hour::Hour;
 use crate::store::{key_from_row, HourSignature, Result};
+
+/// Migration 11: each key's succession signatures (see [`crate::chain::Succession`]).
+pub(super) const MIGRATION_11: &str = r#"
+ALTER TABLE {s}.signing_keys ADD COLUMN vouch bytea, ADD COLUMN ack bytea;
+"#;
 
 /// Migration 6: the key registry and the signatures.
 pub(super) const MIGRATION: &str = r#"
@@ -30,7 +35,7 @@ impl PgStore {
         let rows = client
             .query(
                 &self.sql(
-                    "SELECT public_key, first_hour, last_hour FROM {s}.signing_keys
+                    "SELECT public_key, first_hour, last_hour, vouch, ack FROM {s}.signing_keys
                      ORDER BY first_hour",
                 ),
                 &[],
@@ -38,7 +43,7 @@ impl PgStore {
             .await
             .map_err(pg_error)?;
         rows.iter()
-            .map(|r| key_from_row(r.get(0), r.get(1), r.get(2)))
+            .map(|r| key_from_row(r.get(0), r.get(1), r.get(2), r.get(3), r.get(4)))
             .collect()
     }
 
@@ -47,6 +52,7 @@ impl PgStore {
         key: &PublicKey,
         first: Hour,
         current: Option<&PublicKey>,
+        succession: &Succession,
     ) -> Result<bool> {
         let mut client = self.client().await?;
         let tx = client.transaction().await.map_err(pg_error)?;
@@ -75,13 +81,36 @@ impl PgStore {
         .map_err(pg_error)?;
         let inserted = tx
             .execute(
-                &self.sql("INSERT INTO {s}.signing_keys (public_key, first_hour) VALUES ($1, $2)"),
-                &[&&key.as_bytes()[..], &first.index()],
+                &self.sql(
+                    "INSERT INTO {s}.signing_keys (public_key, first_hour, vouch, ack)
+                     VALUES ($1, $2, $3, $4)",
+                ),
+                &[
+                    &&key.as_bytes()[..],
+                    &first.index(),
+                    &succession.vouch.as_ref().map(|s| &s[..]),
+                    &succession.ack.as_ref().map(|s| &s[..]),
+                ],
             )
             .await
             .map_err(pg_error)?;
         tx.commit().await.map_err(pg_error)?;
         Ok(inserted == 1)
+    }
+
+    /// Stores `key`'s acknowledgement of its predecessor unless it has one.
+    pub(super) async fn put_ack_row(&self, key: &PublicKey, ack: &[u8; 64]) -> Result<bool> {
+        let client = self.client().await?;
+        let updated = client
+            .execute(
+                &self.sql(
+                    "UPDATE {s}.signing_keys SET ack = $2 WHERE public_key = $1 AND ack IS NULL",
+                ),
+                &[&&key.as_bytes()[..], &&ack[..]],
+            )
+            .await
+            .map_err(pg_error)?;
+        Ok(updated == 1)
     }
 
     /// Inserts unless the hour has a signature or `key` is not registered for it, under

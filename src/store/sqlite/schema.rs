@@ -32,7 +32,8 @@ pub const APPLICATION_ID: i32 = 0x626C_6F6D;
 ///    (`universe_hours`, `hour_universe`), a batch record for every closed hour not
 ///    sealed, and the chain's first hour (`chain_since`), so that a row deleted is
 ///    found (see [`crate::store::HourRecord`], [`crate::store::Tally`]).
-pub const SCHEMA_VERSION: i32 = 7;
+/// 8: each signing key's succession signatures (`signing_keys.vouch`, `.ack`).
+pub const SCHEMA_VERSION: i32 = 8;
 
 /// Version 7's records of what is there now (trusted at this moment): a zero-batch
 /// record for each closed hour in the served range that has neither a sealed row nor
@@ -235,6 +236,9 @@ pub(super) fn prepare(conn: &mut Connection, path: &Path) -> Result<()> {
         tx.execute_batch(super::forms::V7).map_err(sql_error)?;
         super::universe::backfill_v7(&tx)?;
         tx.execute_batch(V7_RECORDS).map_err(sql_error)?;
+    }
+    if from < 8 {
+        tx.execute_batch(super::signing::V8).map_err(sql_error)?;
     }
     if from < SCHEMA_VERSION || app_id == 0 {
         tx.execute_batch(&format!(

@@ -2,7 +2,7 @@
 //! written through the writer thread, first write wins, never pruned.
 
 use super::{sql_error, SqliteStore};
-use crate::chain::{ListedKey, PublicKey};
+use crate::chain::{ListedKey, PublicKey, Succession};
 use crate::hour::Hour;
 use crate::store::{key_from_row, HourSignature, Result};
 use rusqlite::{params, Connection, OptionalExtension};
@@ -22,13 +22,20 @@ CREATE TABLE signatures (
 );
 ";
 
-/// Registers `key` from `first` on if the open key is still `current` (on the writer
-/// thread, in its transaction); says whether it did.
+/// Version 8: each key's succession signatures (see [`crate::chain::Succession`]).
+pub(super) const V8: &str = "
+ALTER TABLE signing_keys ADD COLUMN vouch BLOB;
+ALTER TABLE signing_keys ADD COLUMN ack BLOB;
+";
+
+/// Registers `key` from `first` on, with its `succession`, if the open key is still
+/// `current` (on the writer thread, in its transaction); says whether it did.
 pub(super) fn register(
     tx: &Connection,
     key: &PublicKey,
     first: Hour,
     current: Option<&PublicKey>,
+    succession: &Succession,
 ) -> Result<bool> {
     let open: Option<Vec<u8>> = tx
         .query_row(
@@ -49,11 +56,28 @@ pub(super) fn register(
     .map_err(sql_error)?;
     let inserted = tx
         .execute(
-            "INSERT INTO signing_keys (public_key, first_hour) VALUES (?1, ?2)",
-            params![&key.as_bytes()[..], first.index()],
+            "INSERT INTO signing_keys (public_key, first_hour, vouch, ack) VALUES (?1, ?2, ?3, ?4)",
+            params![
+                &key.as_bytes()[..],
+                first.index(),
+                succession.vouch.as_ref().map(|s| &s[..]),
+                succession.ack.as_ref().map(|s| &s[..])
+            ],
         )
         .map_err(sql_error)?;
     Ok(inserted == 1)
+}
+
+/// Stores `key`'s acknowledgement of its predecessor unless it has one; says whether it
+/// did.
+pub(super) fn put_ack(tx: &Connection, key: &PublicKey, ack: &[u8; 64]) -> Result<bool> {
+    let updated = tx
+        .execute(
+            "UPDATE signing_keys SET ack = ?2 WHERE public_key = ?1 AND ack IS NULL",
+            params![&key.as_bytes()[..], &ack[..]],
+        )
+        .map_err(sql_error)?;
+    Ok(updated == 1)
 }
 
 /// Inserts an hour's signature unless it has one or `key` is not registered for the
@@ -86,17 +110,20 @@ impl SqliteStore {
         self.read(|conn| {
             let mut stmt = conn
                 .prepare_cached(
-                    "SELECT public_key, first_hour, last_hour FROM signing_keys
+                    "SELECT public_key, first_hour, last_hour, vouch, ack FROM signing_keys
                      ORDER BY first_hour",
                 )
                 .map_err(sql_error)?;
             let mut rows = stmt.query([]).map_err(sql_error)?;
             let mut out = Vec::new();
             while let Some(r) = rows.next().map_err(sql_error)? {
+                let blob = |i| r.get::<_, Option<Vec<u8>>>(i).map_err(sql_error);
                 out.push(key_from_row(
                     &r.get::<_, Vec<u8>>(0).map_err(sql_error)?,
                     r.get(1).map_err(sql_error)?,
                     r.get(2).map_err(sql_error)?,
+                    blob(3)?.as_deref(),
+                    blob(4)?.as_deref(),
                 )?);
             }
             Ok(out)

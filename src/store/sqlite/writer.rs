@@ -6,7 +6,7 @@ use super::sql_error;
 use crate::bloom::Key;
 use crate::bloom::SHA1_KM32;
 use crate::chain::Hash;
-use crate::chain::PublicKey;
+use crate::chain::{PublicKey, Succession};
 use crate::clock::ClockRecord;
 use crate::hour::Hour;
 use crate::store::{
@@ -56,6 +56,13 @@ pub(super) enum Command {
         key: PublicKey,
         first: Hour,
         current: Option<PublicKey>,
+        succession: Succession,
+        reply: oneshot::Sender<Result<bool>>,
+    },
+    /// Stores a key's acknowledgement of its predecessor unless it has one.
+    PutAck {
+        key: PublicKey,
+        ack: [u8; 64],
         reply: oneshot::Sender<Result<bool>>,
     },
     /// Stores an hour's signature unless it has one; whether it did.
@@ -255,13 +262,18 @@ fn apply_group(
                     key,
                     first,
                     current,
+                    succession,
                     ..
                 } => Answer::Flag(super::signing::register(
                     &tx,
                     key,
                     *first,
                     current.as_ref(),
+                    succession,
                 )?),
+                Command::PutAck { key, ack, .. } => {
+                    Answer::Flag(super::signing::put_ack(&tx, key, ack)?)
+                }
                 Command::Sign { signature, key, .. } => {
                     Answer::Flag(super::signing::insert_signature(&tx, signature, key)?)
                 }
@@ -374,7 +386,9 @@ fn reply_all(group: Vec<Command>, outcome: Result<Vec<Answer>>) {
                         reply.send(Ok(n)).map_err(drop)
                     }
                     (
-                        Command::RegisterKey { reply, .. } | Command::Sign { reply, .. },
+                        Command::RegisterKey { reply, .. }
+                        | Command::Sign { reply, .. }
+                        | Command::PutAck { reply, .. },
                         Answer::Flag(f),
                     ) => reply.send(Ok(f)).map_err(drop),
                     (Command::AddToUniverse { reply, .. }, Answer::Universe(u)) => {
@@ -402,9 +416,9 @@ fn reply_all(group: Vec<Command>, outcome: Result<Vec<Answer>>) {
                     Command::Seal { reply, .. } => reply.send(Err(err())).map_err(drop),
                     Command::Link { reply, .. } => reply.send(Err(err())).map_err(drop),
                     Command::Prune { reply, .. } => reply.send(Err(err())).map_err(drop),
-                    Command::RegisterKey { reply, .. } | Command::Sign { reply, .. } => {
-                        reply.send(Err(err())).map_err(drop)
-                    }
+                    Command::RegisterKey { reply, .. }
+                    | Command::Sign { reply, .. }
+                    | Command::PutAck { reply, .. } => reply.send(Err(err())).map_err(drop),
                     Command::AddToUniverse { reply, .. } => reply.send(Err(err())).map_err(drop),
                     Command::PutExact { reply, .. } => reply.send(Err(err())).map_err(drop),
                     Command::RecordForm { reply, .. } => reply.send(Err(err())).map_err(drop),

@@ -107,6 +107,9 @@ pub struct ListedKey {
     pub first_hour: Hour,
     /// `None` while the key is current.
     pub last_hour: Option<Hour>,
+    /// Its predecessor's vouch for it and its acknowledgement of the predecessor (both
+    /// `None` for the first key, and for keys listed before successions were signed).
+    pub succession: super::Succession,
 }
 
 impl ListedKey {
@@ -163,6 +166,7 @@ impl KeyList {
             public_key: key,
             first_hour: Hour::from_index(i64::MIN),
             last_hour: None,
+            succession: super::Succession::default(),
         }])
     }
 
@@ -252,6 +256,7 @@ mod tests {
             public_key: key(seed),
             first_hour: Hour::from_index(first),
             last_hour: last.map(Hour::from_index),
+            succession: super::super::Succession::default(),
         }
     }
 
