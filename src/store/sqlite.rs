@@ -280,7 +280,7 @@ impl Store for SqliteStore {
         current: Option<&PublicKey>,
         succession: &Succession,
     ) -> Result<bool> {
-        let (key, current, succession) = (*key, current.copied(), *succession);
+        let (key, current, succession) = (*key, current.copied(), Box::new(*succession));
         self.command(|reply| Command::RegisterKey {
             key,
             first,

@@ -56,7 +56,8 @@ pub(super) enum Command {
         key: PublicKey,
         first: Hour,
         current: Option<PublicKey>,
-        succession: Succession,
+        /// Boxed: two signatures would make every command as large.
+        succession: Box<Succession>,
         reply: oneshot::Sender<Result<bool>>,
     },
     /// Stores a key's acknowledgement of its predecessor unless it has one.
