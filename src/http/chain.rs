@@ -124,7 +124,32 @@ pub async fn well_known(State(state): State<AppState>) -> Result<Response> {
         "target_fpp": tuning.target_fpp,
         "capacity": tuning.capacity,
         "retention_hours": tuning.retention_hours,
-        "urls": { "chain": "/chain/YYYY/MM/DD/HH?limit=N" },
+        "urls": { "chain": "/chain/YYYY/MM/DD/HH?limit=N", "checkpoint": "/checkpoint" },
+    });
+    Ok(([(header::CACHE_CONTROL, "public, max-age=60")], Json(body)).into_response())
+}
+
+/// `GET /checkpoint`: the latest signed statement of the service's newest sealed hour
+/// (docs/PROTOCOL.md section 11, "Trust"), made at least every minute. Cached for a
+/// minute, so a mirror that copies it keeps it at most that much older than the origin.
+///
+/// # Errors
+/// 404 when the service signs nothing, has linked no hour yet, or this node holds no key
+/// listed for its newest hour.
+pub async fn checkpoint(State(state): State<AppState>) -> Result<Response> {
+    let Some((checkpoint, key_id)) = state.service.checkpoint() else {
+        return Err(ApiError::NotFound(
+            "no checkpoint: this service signs nothing, has sealed no hour yet, or this node \
+             holds no key listed for its newest hour"
+                .into(),
+        ));
+    };
+    let body = json!({
+        "hour": checkpoint.hour.rfc3339(),
+        "header": chain::hex(&checkpoint.header),
+        "made": checkpoint.made,
+        "signature": chain::hex(&checkpoint.signature),
+        "key_id": key_id.to_string(),
     });
     Ok(([(header::CACHE_CONTROL, "public, max-age=60")], Json(body)).into_response())
 }

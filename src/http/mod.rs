@@ -138,6 +138,7 @@ fn routes(state: AppState) -> Router {
         )
         .route("/history", get(history::get_history))
         .route("/.well-known/bloomcast.json", get(chain::well_known))
+        .route("/checkpoint", get(chain::checkpoint))
         .route("/chain/{y}/{mo}/{d}/{h}", get(chain::get_chain))
         .route("/since/{y}/{mo}/{d}/{h}", get(filters::get_filter))
         .route(

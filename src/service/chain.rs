@@ -40,6 +40,41 @@ impl Service {
         self.sealer.head()
     }
 
+    /// The latest checkpoint this node signed, with the id of its key: `None` before the
+    /// first hour is linked, or when this node holds no key listed for the newest hour.
+    pub fn checkpoint(&self) -> Option<(chain::Checkpoint, chain::KeyId)> {
+        self.sealer.checkpoint()
+    }
+
+    /// Signs a checkpoint of the chain's head `hour` (its `header`), made now, when this
+    /// node holds the key listed for that hour (docs/PROTOCOL.md section 11, "Trust"):
+    /// housekeeping makes one at every hour boundary and at least every minute, so a
+    /// client holding the key tells a stale or withholding mirror from a quiet publisher.
+    pub(super) async fn sign_checkpoint(&self, hour: Hour, header: &chain::Hash) {
+        let Some(signer) = &self.tuning.signer else {
+            return;
+        };
+        let ours = signer.public_key();
+        let listed = match self.key_list().await {
+            Ok(list) => list.for_hour(hour).map(|k| k.public_key),
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot read the key registry; no checkpoint made");
+                return;
+            }
+        };
+        if listed != Some(ours) {
+            return;
+        }
+        let made = self.now().timestamp();
+        let checkpoint = chain::Checkpoint {
+            hour,
+            header: *header,
+            made,
+            signature: signer.checkpoint(made, hour, header),
+        };
+        self.sealer.keep_checkpoint(checkpoint, ours.id());
+    }
+
     /// Up to `limit` links from `from` on, oldest first, each signed.
     ///
     /// # Errors

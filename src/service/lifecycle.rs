@@ -251,7 +251,10 @@ impl Service {
         }
         self.build_exact_after_seal(first, now).await;
         match self.store.last_link(now).await {
-            Ok(Some(link)) => self.sealer.keep_head(link.hour, link.header),
+            Ok(Some(link)) => {
+                self.sealer.keep_head(link.hour, link.header);
+                self.sign_checkpoint(link.hour, &link.header).await;
+            }
             Ok(None) => {}
             // The head stays as last read (a link that fails verification is never
             // taken for it).

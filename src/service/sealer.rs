@@ -7,7 +7,8 @@
 //!   registry of signing keys as last read;
 //! - sealed hours' figures for `/stats`, read once each (they never change);
 //! - what `/metrics` reports of sealing: failed seals counted, and the chain's head (its
-//!   newest link) as housekeeping last read it.
+//!   newest link) as housekeeping last read it;
+//! - the latest checkpoint of that head this node signed (`GET /checkpoint`).
 //!
 //! Sealing itself reads and writes the store and the open hours, so it stays the
 //! service's work (`lifecycle.rs`, `chain.rs`, `stats.rs`); all of the state above is
@@ -22,7 +23,7 @@
 
 use super::lock;
 use super::stats::HourStats;
-use crate::chain::{Hash, KeyList, SignatureField};
+use crate::chain::{Checkpoint, Hash, KeyId, KeyList, SignatureField};
 use crate::hour::Hour;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -55,6 +56,8 @@ pub(super) struct Sealer {
     failures: AtomicU64,
     /// The newest chain link as last read: its hour and header.
     head: Mutex<Option<(Hour, Hash)>>,
+    /// The latest checkpoint this node signed of that head, with the id of its key.
+    checkpoint: Mutex<Option<(Checkpoint, KeyId)>>,
     /// The universe's first hour once read (it never changes), or when it was last
     /// found missing.
     universe_since: Mutex<UniverseSeen>,
@@ -123,6 +126,22 @@ impl Sealer {
     /// The chain's head as last read: the newest linked hour and its header.
     pub fn head(&self) -> Option<(Hour, Hash)> {
         *lock(&self.head)
+    }
+
+    /// Keeps a checkpoint just signed (one of a later hour, or made later, replaces it).
+    pub fn keep_checkpoint(&self, checkpoint: Checkpoint, key: KeyId) {
+        let mut kept = lock(&self.checkpoint);
+        let newer = kept
+            .as_ref()
+            .is_none_or(|(c, _)| (checkpoint.hour, checkpoint.made) >= (c.hour, c.made));
+        if newer {
+            *kept = Some((checkpoint, key));
+        }
+    }
+
+    /// The latest checkpoint signed, with its key's id.
+    pub fn checkpoint(&self) -> Option<(Checkpoint, KeyId)> {
+        *lock(&self.checkpoint)
     }
 
     /// Until the soonest pending retry (zero when one is due), if any.

@@ -211,3 +211,35 @@ async fn a_key_registered_before_successions_were_signed_acknowledges_its_predec
     let from_new = list.trusted_from(&new).unwrap();
     assert!(from_new.key_for(hour(14)).is_ok());
 }
+
+#[tokio::test]
+async fn a_checkpoint_names_the_newest_sealed_hour_signed_and_fresh() {
+    let dir = tempfile::tempdir().unwrap();
+    let app = sealed_with_key(&dir).await;
+    let key = Signer::from_seed(&[1; 32]).public_key();
+    let reply = app.get("/checkpoint").await;
+    assert_eq!(reply.status, 200);
+    assert_eq!(reply.header("cache-control"), Some("public, max-age=60"));
+    let json = reply.json();
+    assert_eq!(json["hour"], "2008-09-03T15:00:00Z", "{json}");
+    let entry = &app.get("/chain/2008/09/03/15?limit=1").await.json()[0];
+    assert_eq!(json["header"], entry["header"]);
+    assert_eq!(json["key_id"], key.id().to_string());
+    let now = app.service.now().timestamp();
+    let made = json["made"].as_i64().unwrap();
+    assert!(made <= now && made > now - 60, "made {made}, now {now}");
+    let checkpoint = chain::Checkpoint {
+        hour: hour(15),
+        header: chain::parse_hex(json["header"].as_str().unwrap()).unwrap(),
+        made,
+        signature: chain::parse_hex(json["signature"].as_str().unwrap()).unwrap(),
+    };
+    key.verify_checkpoint(&checkpoint).unwrap();
+    // The next hour sealed, a newer checkpoint.
+    app.ingest(&["d"]).await;
+    app.next_hour().await;
+    assert_eq!(
+        app.get("/checkpoint").await.json()["hour"],
+        "2008-09-03T16:00:00Z"
+    );
+}
