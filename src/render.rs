@@ -15,7 +15,7 @@ pub(crate) use compress::gzip;
 pub use compress::Effort;
 pub use exact::render_exact;
 pub use gz::HexCoding;
-pub use rendered::{ChainPlace, Encodings, RawFields, Rendered};
+pub use rendered::{ChainPlace, Encodings, OpenSignature, RawFields, Rendered};
 pub use ribbon::{render_compact, render_ribbon, render_ribbon2, Compact};
 
 /// The gzip coder's entry points, for `benches/gzip.rs` to measure against the deflate
@@ -152,6 +152,7 @@ pub fn render_next(
         gzip_sha256,
         fields,
         chain: None,
+        open: None,
         validator: None,
         complete: meta.complete,
         m: filter.m().into(),

@@ -66,6 +66,12 @@ impl Head {
         if let Some(place) = &r.chain {
             chain_fields(place, &mut metadata);
         }
+        if let Some(open) = &r.open {
+            metadata.push((
+                HeaderName::from_static(chain::HEADER_OPEN_SIGNATURE),
+                value(open.to_string()),
+            ));
+        }
         Head {
             etag: quoted(identity),
             etag_gzip: quoted(gzip),

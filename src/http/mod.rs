@@ -113,6 +113,7 @@ fn cors_config() -> CorsLayer {
             HeaderName::from_static("bloom-universe"),
             HeaderName::from_static("bloom-prev-header"),
             HeaderName::from_static("bloom-signature"),
+            HeaderName::from_static("bloom-open-signature"),
             HeaderName::from_static("repr-digest"),
         ])
 }

@@ -24,6 +24,7 @@ pub fn render_exact(
             universe,
         },
         chain,
+        open: None,
         validator: None,
         complete: meta.complete,
         m: 0,

@@ -66,6 +66,8 @@ pub struct Rendered {
     /// A sealed hour's place in the hour chain, sent with every representation of it;
     /// `None` otherwise.
     pub chain: Option<ChainPlace>,
+    /// A version of the open hour's signature, when the service signs: sent with it.
+    pub open: Option<OpenSignature>,
     /// What names a complete union instead of its bytes: a digest of its hours' chain
     /// digests, known without building it (so a revalidation needs no build). `None`:
     /// named by [`Rendered::sha256`].
@@ -112,6 +114,20 @@ pub enum RawFields {
 pub struct ChainPlace {
     pub prev: crate::chain::Hash,
     pub signature: Option<crate::chain::SignatureField>,
+}
+
+/// A version of the open hour signed (docs/PROTOCOL.md section 11, "Trust"): over the
+/// hour, when it was made (Unix seconds) and its filter's bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OpenSignature {
+    pub made: i64,
+    pub field: crate::chain::SignatureField,
+}
+
+impl std::fmt::Display for OpenSignature {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}; made={}", self.field, self.made)
+    }
 }
 
 impl Rendered {

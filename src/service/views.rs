@@ -6,8 +6,9 @@ use super::open_hours::Rendering;
 use super::validators::{name, Named};
 use super::{Linked, Result, Service, ServiceError, Target, View, DICTIONARY_ID_BYTES};
 use crate::bloom::{Filter, SHA1_KM32};
+use crate::chain::SignatureField;
 use crate::hour::{Day, Hour};
-use crate::render::{render, Effort, Encodings, Rendered, Repr};
+use crate::render::{render, Effort, Encodings, OpenSignature, Rendered, Repr};
 use crate::store::StoreError;
 use crate::wire::Meta;
 use bytes::Bytes;
@@ -135,7 +136,20 @@ impl Service {
             Rendering::Due(job) => job,
         };
         let meta = Meta::hour(hour.rfc3339(), false, job.count);
-        let rendered = Arc::new(render_off_thread(meta, job.filter, repr, Effort::Fast).await?);
+        let signer = self.open_signer(hour);
+        let rendered = render_off_thread(meta, job.filter, repr, Effort::Fast, signer.is_some());
+        let (mut rendered, digest) = rendered.await?;
+        if let (Some(signer), Some(digest)) = (signer, digest) {
+            let made = self.now().timestamp();
+            rendered.open = Some(OpenSignature {
+                made,
+                field: SignatureField {
+                    signature: signer.sign_open(hour, made, &digest),
+                    key_id: Some(signer.public_key().id()),
+                },
+            });
+        }
+        let rendered = Arc::new(rendered);
         self.open
             .keep_rendering(hour, slot, job.version, job.generation, &rendered);
         Ok(Some(rendered))
@@ -318,7 +332,7 @@ impl Service {
             ));
         }
         let meta = Meta::hour(hour.rfc3339(), complete, count);
-        let mut rendered = render_off_thread(meta, filter, repr, Effort::Best).await?;
+        let (mut rendered, _) = render_off_thread(meta, filter, repr, Effort::Best, false).await?;
         rendered.chain = chain;
         rendered.validator = validator;
         let rendered = Arc::new(rendered);
@@ -330,6 +344,14 @@ impl Service {
             self.cache.insert(key, rendered.clone());
         }
         Ok((rendered, complete))
+    }
+
+    /// The signer of the open `hour`'s versions: this node's key when the registry (as
+    /// last read) lists it for the hour.
+    fn open_signer(&self, hour: Hour) -> Option<&crate::chain::Signer> {
+        let signer = self.tuning.signer.as_ref()?;
+        let listed = self.sealer.keys().for_hour(hour).map(|k| k.public_key);
+        (listed == Some(signer.public_key())).then_some(signer)
     }
 
     /// A past hour's count for the index, and whether it is complete (as `closed_view`).
@@ -345,15 +367,27 @@ impl Service {
     }
 }
 
-/// Renders on the blocking pool when the filter is large enough to stall the runtime.
+/// Renders on the blocking pool when the filter is large enough to stall the runtime;
+/// with `digest`, also the SHA-256 of the filter's bytes (what an open hour's version is
+/// signed over): the binary form's own name when it is that body, else hashed here.
 async fn render_off_thread(
     meta: Meta,
     filter: Filter,
     repr: Repr,
     effort: Effort,
-) -> Result<Rendered> {
-    if filter.m() < 1 << 19 {
-        return Ok(render(&meta, &filter, repr, effort));
+    digest: bool,
+) -> Result<(Rendered, Option<crate::chain::Hash>)> {
+    let large = filter.m() >= 1 << 19;
+    let work = move || {
+        let rendered = render(&meta, &filter, repr, effort);
+        let digest = digest.then(|| match repr {
+            Repr::Bin if !rendered.identity.is_empty() => rendered.sha256,
+            _ => crate::chain::digest(&filter.to_bytes()),
+        });
+        (rendered, digest)
+    };
+    if !large {
+        return Ok(work());
     }
-    Ok(tokio::task::spawn_blocking(move || render(&meta, &filter, repr, effort)).await?)
+    Ok(tokio::task::spawn_blocking(work).await?)
 }

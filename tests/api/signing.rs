@@ -243,3 +243,57 @@ async fn a_checkpoint_names_the_newest_sealed_hour_signed_and_fresh() {
         "2008-09-03T16:00:00Z"
     );
 }
+
+#[tokio::test]
+async fn each_version_of_the_open_hour_is_signed_with_the_time_it_was_made() {
+    let dir = tempfile::tempdir().unwrap();
+    let app = sealed_with_key(&dir).await;
+    app.ingest(&["open-1", "open-2"]).await;
+    let key = Signer::from_seed(&[1; 32]).public_key();
+    let open = hour(16);
+    for path in ["/2008/09/03/16", "/2008/09/03/16.hex", "/2008/09/03/16.bin"] {
+        let reply = app.get(path).await;
+        assert_eq!(reply.status, 200, "{path}");
+        let value = reply
+            .header("bloom-open-signature")
+            .unwrap_or_else(|| panic!("{path}: the open hour is signed"));
+        let field = chain::SignatureField::parse(value).unwrap();
+        assert_eq!(field.key_id, Some(key.id()));
+        let made: i64 = value
+            .split(';')
+            .find_map(|p| p.trim().strip_prefix("made="))
+            .unwrap()
+            .parse()
+            .unwrap();
+        let now = app.service.now().timestamp();
+        assert!(
+            made <= now && made > now - 60,
+            "{path}: made {made}, now {now}"
+        );
+        let bytes = match path.rsplit_once('.').map(|(_, s)| s) {
+            Some("bin") => reply.body.clone(),
+            Some("hex") => {
+                bloomcast::bloom::from_hex(std::str::from_utf8(&reply.body).unwrap().trim())
+                    .unwrap()
+            }
+            _ => bloomcast::wire::Document::parse(&reply.body)
+                .unwrap()
+                .1
+                .to_bytes(),
+        };
+        let digest = chain::digest(&bytes);
+        key.verify_open(open, made, &digest, &field.signature)
+            .unwrap_or_else(|e| panic!("{path}: {e}"));
+        // Not valid for another time (a replay claiming to be newer), nor other bytes.
+        assert!(key
+            .verify_open(open, made + 3600, &digest, &field.signature)
+            .is_err());
+        assert!(key
+            .verify_open(open, made, &[0; 32], &field.signature)
+            .is_err());
+        assert!(
+            reply.header("bloom-signature").is_none(),
+            "{path}: no chain signature"
+        );
+    }
+}

@@ -42,6 +42,10 @@ pub const SIGNING_DOMAIN: &[u8] = b"bloomcast-hour-v1";
 /// Response header: the signature over the hour's chain link, lowercase hex, and the
 /// id of the key that made it ([`SignatureField`]).
 pub const HEADER_SIGNATURE: &str = "bloom-signature";
+/// Response header on the open hour of a signed service: the signature over the version
+/// served (section 11, "Trust"), its key's id and when it was made:
+/// `<128 hex>; keyid="<16 hex>"; made=<Unix seconds>`.
+pub const HEADER_OPEN_SIGNATURE: &str = "bloom-open-signature";
 /// Response header: `header(h-1)`, lowercase hex, so one hour can be checked on its own.
 pub const HEADER_PREV: &str = "bloom-prev-header";
 /// Response header (RFC 9530) with the SHA-256 of the bytes sent.
