@@ -43,7 +43,7 @@ pub async fn index(State(state): State<AppState>, request: HeaderMap) -> Result<
             "compact": "/YYYY/MM/DD[/HH].ribbon[.json][?fpp=P] (closed hours and past days)",
             "compact_v2": "/YYYY/MM/DD[/HH].ribbon2[?fpp=P] (closed hours and past days, any precision)",
             "chain": "/chain/YYYY/MM/DD/HH",
-            "checkpoint": "/checkpoint (the newest sealed hour, signed at least every minute)",
+            "checkpoint": "/checkpoint",
             "exact": "/YYYY/MM/DD/HH.exact (sealed hours from exact_since)",
             "history": "/history?id=ID[&id=ID...][&since=HOUR] (ingest token)",
             "universe": "POST /universe, GET /universe (ingest token)",
