@@ -345,7 +345,7 @@ fn report(a: &Args, tallies: [&Tally; 5], distinct: u64) -> String {
         ("bloomcast, daily union", daily, dr, db),
         ("bloomcast, hourly, ribbon at the target", ribbon, rr, rb),
         (
-            "bloomcast, hourly, exact (universe registered)",
+            "bloomcast, hourly, exact (following registered IDs)",
             exact,
             xr,
             xb,
