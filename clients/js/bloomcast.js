@@ -1488,10 +1488,11 @@ export class Client {
     await verifier.checkExact(hour, bytes, header, headers.get("bloom-signature"));
   }
 
-  /** A closed hour in its cheapest form (`cheapestForm`, with its `options`); v1 where
-   * no ribbon is served. */
+  /** A closed hour in its cheapest form (`cheapestForm`, with its `options`; `registered`
+   * the client's unless given); v1 where no ribbon is served. */
   async closedHour(hour, count, targetFpp, followed, fetchCost, options) {
-    return this.readForm(hour, cheapestForm(count ?? 3000, targetFpp ?? 0.01, followed, fetchCost, options));
+    const choice = cheapestForm(count ?? 3000, targetFpp ?? 0.01, followed, fetchCost, { registered: this.registered, ...options });
+    return this.readForm(hour, choice);
   }
 
   /** A closed hour in the form `choice` (from `cheapestForm`): an exact body that is not
