@@ -519,8 +519,11 @@ async fn check_reads_exact_hours_when_cheaper_or_forced_and_inspect_prints_one()
     ];
 
     for extra in [
-        vec![],
-        // Forced, where a wasted fetch costs nothing (it would read Bloom filters).
+        // The universe's own IDs, declared so: exact bodies alone.
+        vec!["--registered"],
+        // Forced, where a wasted fetch costs nothing (it would read Bloom filters), and
+        // verifying (v1 filters at 0.01 would waste 20 fetches an hour): each exact body
+        // refines an approximate form, exact for these IDs all the same.
         vec!["--exact", "--fetch-cost", "0"],
         vec!["--pubkey", &key],
     ] {
@@ -575,6 +578,94 @@ async fn check_reads_exact_hours_when_cheaper_or_forced_and_inspect_prints_one()
             "{field}: {text}"
         );
     }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn check_flags_never_registered_ids_at_most_at_the_target_rate_once_a_universe_exists() {
+    // The README's quick start, sealed: a universe registered, then 3,000 IDs published in
+    // each of two hours (most of each hour's universe changed in it).
+    let start = bloomcast::hour::hour_of(2008, 9, 3, 5).unwrap();
+    let (server, published) =
+        common::exact::serve_quick_start(common::TOKEN, start, 2, 3_000).await;
+    let outsiders = common::exact::outsiders(1_000).join("\n");
+    let key = common::well_known(&reqwest::Client::new(), &server.base).await["public_key"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let base = [
+        "check",
+        "--server",
+        &server.base,
+        "--since",
+        "2008-09-03T05",
+        "--json",
+    ];
+    // Two sealed hours (the open one is empty): 2,000 (ID, hour) trials, each flagged at
+    // most at the service's target of 0.01.
+    let bound = common::exact::at_most_at_rate(2_000, 0.01);
+
+    // The default path, hour by hour, verifying (v1 filters refined by the signed exact
+    // bodies), forced exact without the declaration, and a dear fetch (refined ribbons).
+    for (extra, refined) in [
+        (vec![], true),
+        (vec!["--strategy", "hourly"], true),
+        (vec!["--pubkey", &key], true),
+        (vec!["--exact"], true),
+        (vec!["--fetch-cost", "1000000"], true),
+    ] {
+        let mut args = strings(&base);
+        args.extend(strings(&extra));
+        args.push("-".into());
+        let doc = bloomcast_json(args, outsiders.clone()).await;
+        let flags = flags_in(&doc);
+        let ids = doc["changed"].as_array().unwrap().len();
+        let exacts = doc["exacts"].as_u64().unwrap_or(0);
+        eprintln!("{extra:?}: {flags} flags in 2,000 (ID, hour) pairs, {ids} of 1,000 IDs, {exacts} exact bodies");
+        assert!(flags <= bound, "{extra:?}: {flags} flags > {bound}");
+        if refined {
+            assert_eq!(exacts, 2, "{extra:?}: read with the exact bodies");
+        }
+    }
+
+    // Declared registered (falsely), the exact bodies are read alone: their answers for
+    // these IDs are arbitrary, what the declaration is the caller's word against.
+    let mut args = strings(&base);
+    args.extend(strings(&["--registered", "-"]));
+    let doc = bloomcast_json(args, outsiders).await;
+    let flags = flags_in(&doc);
+    eprintln!("[\"--registered\"]: {flags} flags in 2,000 (ID, hour) pairs");
+    assert!(
+        flags > bound,
+        "{flags}: the exact bodies alone were not read"
+    );
+
+    // The published IDs are found in their hours; those of the first hour, in the
+    // universe when the second was sealed, are answered for it exactly: not flagged.
+    let mut args = strings(&base);
+    args.push("-".into());
+    let doc = bloomcast_json(args, published.concat().join("\n")).await;
+    let ranges = doc["ranges"].as_array().unwrap();
+    assert_eq!(ranges.len(), 2, "{}", doc["ranges"]);
+    let [first, second] = [0, 1].map(|n| -> std::collections::HashSet<String> {
+        serde_json::from_value(ranges[n]["ids"].clone()).unwrap()
+    });
+    assert!(published[0].iter().all(|id| first.contains(id)));
+    assert!(published[1].iter().all(|id| second.contains(id)));
+    assert!(published[0].iter().all(|id| !second.contains(id)));
+}
+
+/// Runs `bloomcast <args>`, which must succeed, and reads the JSON it prints.
+async fn bloomcast_json(args: Vec<String>, stdin: String) -> serde_json::Value {
+    let out = bloomcast_async(args, stdin).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// The (ID, hour) pairs `check --json` flagged: one per ID per range listing it.
+fn flags_in(doc: &serde_json::Value) -> usize {
+    (doc["ranges"].as_array().unwrap().iter())
+        .map(|r| r["ids"].as_array().unwrap().len())
+        .sum()
 }
 
 #[tokio::test(flavor = "multi_thread")]

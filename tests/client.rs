@@ -370,7 +370,10 @@ async fn following_the_universe_reads_exact_hours_and_wastes_no_fetch() {
     // 2,000 universe IDs followed, 20 of them changed in each of two sealed hours.
     let (server, changed) = common::exact::serve(TOKEN, start_hour(), 2_000, 2, 20).await;
     let universe = common::exact::universe(2_000);
-    let client = Client::new(&server.base).unwrap();
+    let client = Client::builder(&server.base)
+        .registered(true)
+        .build()
+        .unwrap();
     let index = client.index().await.unwrap();
     assert_eq!(index.exact_since.as_deref(), Some("2008-09-03T05:00:00Z"));
 
@@ -410,6 +413,71 @@ async fn following_the_universe_reads_exact_hours_and_wastes_no_fetch() {
     );
 }
 
+/// The (ID, hour) pairs `changes` flags.
+fn flags(changes: &[bloomcast::client::Changed]) -> usize {
+    changes.iter().map(|c| c.ids.len()).sum()
+}
+
+#[tokio::test]
+async fn ids_not_declared_registered_are_flagged_at_most_at_the_target_with_exact_hours() {
+    // The README's quick start, sealed: most of each hour's universe changed in it.
+    let (server, _) = common::exact::serve_quick_start(TOKEN, start_hour(), 2, 3_000).await;
+    let outsiders = common::exact::outsiders(1_000);
+    let bound = common::exact::at_most_at_rate(2_000, 0.01);
+
+    for strategy in [Strategy::Auto, Strategy::Hourly] {
+        let client = Client::new(&server.base).unwrap();
+        let changes = client
+            .changed_since_with(&outsiders, start_hour(), strategy)
+            .await;
+
+        let changes = changes.unwrap();
+        assert_eq!(
+            client.stats().exacts,
+            2,
+            "{strategy:?}: refined by the exact bodies"
+        );
+        assert!(
+            flags(&changes) <= bound,
+            "{strategy:?}: {} > {bound}",
+            flags(&changes)
+        );
+    }
+    // Declared registered (falsely), the bodies alone answer them at about a coin toss.
+    let client = Client::builder(&server.base)
+        .registered(true)
+        .build()
+        .unwrap();
+    let changes = client
+        .changed_since(&outsiders, start_hour())
+        .await
+        .unwrap();
+    assert!(flags(&changes) > 10 * bound, "{}", flags(&changes));
+}
+
+#[tokio::test]
+async fn exact_bodies_held_are_not_read_alone_for_ids_not_declared_registered() {
+    let (server, _) = common::exact::serve_quick_start(TOKEN, start_hour(), 2, 3_000).await;
+    let client = Client::new(&server.base).unwrap();
+    for h in 0..2 {
+        assert!(client.exact(hour_n(h)).await.unwrap().is_some());
+    }
+    let outsiders = common::exact::outsiders(1_000);
+
+    let changes = client
+        .changed_since_with(&outsiders, start_hour(), Strategy::Hourly)
+        .await
+        .unwrap();
+
+    let bound = common::exact::at_most_at_rate(2_000, 0.01);
+    assert!(flags(&changes) <= bound, "{} > {bound}", flags(&changes));
+    assert_eq!(
+        client.stats().exacts,
+        2,
+        "the bodies held, not fetched again"
+    );
+}
+
 #[tokio::test]
 async fn exact_hours_answer_none_without_a_universe_and_forcing_them_is_an_error() {
     let server = serve().await;
@@ -440,7 +508,8 @@ async fn exact_hours_answer_none_without_a_universe_and_forcing_them_is_an_error
 async fn forcing_exact_reads_sealed_hours_exactly_and_the_open_hour_as_v1() {
     let (server, changed) = common::exact::serve(TOKEN, start_hour(), 300, 2, 3).await;
     // Few IDs followed at no cost a wasted fetch: on its own the client would read
-    // Bloom filters.
+    // Bloom filters. Not declared registered, each exact body refines an approximate
+    // filter: the universe's IDs are answered exactly all the same.
     let client = Client::builder(&server.base).fetch_cost(0).build().unwrap();
     let followed = common::exact::universe(300);
 

@@ -27,7 +27,7 @@ async fn the_scenario_doc_shows_what_the_example_prints() {
     for row in [
         "| bloomcast, hourly |",
         "| bloomcast, hourly, ribbon at the target |",
-        "| bloomcast, hourly, exact (universe registered) |",
+        "| bloomcast, hourly, exact (following registered IDs) |",
     ] {
         let line = report
             .lines()

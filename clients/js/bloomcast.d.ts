@@ -116,8 +116,12 @@ export interface Changed {
   from: string;
   to: string;
   ids: string[];
-  /** True for an hour read as its exact body: these IDs changed, none other followed did. */
+  /** True for an hour read as its exact body alone (a client made with `registered: true`):
+   * these IDs changed, none other followed did. */
   exact?: true;
+  /** True for an hour read with its exact body refining a filter at the target: exact for
+   * registered IDs, any other at most at the target fpp. */
+  refined?: true;
 }
 
 /** SplitMix64's finaliser on unsigned 64-bit BigInts (PROTOCOL.md section 12). */
@@ -249,7 +253,7 @@ export class Exact {
 export const DEFAULT_FETCH_COST: number;
 
 export interface FormChoice {
-  form: "bloom" | "ribbon" | "ribbon2" | "exact";
+  form: "bloom" | "ribbon" | "ribbon2" | "exact" | "refined";
   /** Fingerprint bits of a ribbon. */
   r?: number;
   /** The grade of a "ribbon2" (its `fpp` is the grid value to request, `gradeFpp` the
@@ -262,26 +266,51 @@ export interface FormChoice {
   fpp: number;
   /** bytes + followed * fpp * fetchCost. */
   expected: number;
-  /** For "exact": the cheapest other form, read when no exact body is served. */
+  /** For "exact" and "refined": the cheapest other form, read when no exact body is served. */
   otherwise?: FormChoice;
+  /** For "refined": the form at the target fpp or under the exact body refines, and the
+   * exact body's bytes (`bytes` counts both). */
+  under?: FormChoice;
+  exactBytes?: number;
+  /** A compact form a static mirror holds (the service's target): read without `?fpp=`. */
+  atTarget?: true;
 }
 
 /**
  * The form of a closed hour minimising body bytes plus followed * fpp * fetchCost.
  * `exact`: the hour has an exact body (section 14) of that many bytes (the index's
  * `exact_bytes`), or `true` when its size is not listed (the v1 body's predicted bytes are
- * used); it is chosen when its bytes are no more than the cheapest other form's sum.
+ * used). With `registered: true` (the caller declares its IDs registered) it is chosen
+ * alone ("exact") when its bytes are no more than the cheapest other form's sum; otherwise
+ * it only refines the cheapest form at the target ("refined", `cheapestWithin`), chosen
+ * when both bodies and 400 bytes of a second response cost no more than that sum.
  * `ribbons: false` leaves ribbons out (they are not signed). `ribbon2: true` (the index
  * lists 2 in `ribbon_versions`) offers version 2 ribbons, at fpp 2^-(q/4) for q = 16..96,
- * instead of version 1's.
+ * instead of version 1's. `mirror: true` (a static mirror): ribbons at the target only.
  */
 export function cheapestForm(
   count: number,
   targetFpp: number,
   followed: number,
   fetchCost?: number,
-  options?: { exact?: number | boolean | null; ribbons?: boolean; ribbon2?: boolean },
+  options?: { exact?: number | boolean | null; ribbons?: boolean; ribbon2?: boolean; registered?: boolean; mirror?: boolean },
 ): FormChoice;
+
+/** The approximate form of a closed hour with the fewest body bytes whose fpp is at most
+ * `targetFpp`: what an exact body refines for IDs not declared registered. */
+export function cheapestWithin(count: number, targetFpp: number, options?: { ribbons?: boolean; ribbon2?: boolean }): FormChoice;
+
+/** A sealed hour read with its exact body refining a filter: an ID is changed when both say
+ * so (exact for the universe's IDs, any other at most at `fpp()`). */
+export class Refined {
+  constructor(under: Filter | Ribbon | Ribbon2, exact: Exact);
+  readonly under: Filter | Ribbon | Ribbon2;
+  readonly exact: Exact;
+  containsKey(key: Key): boolean;
+  mayContain(id: string): Promise<boolean>;
+  /** The filter's: the most an ID outside the universe is flagged at. */
+  fpp(): number;
+}
 
 /** Checks a body against its response's `Repr-Digest` sha-256 (RFC 9530): resolves to
  * whether there was one to check; rejects with DecodeError when the body differs. */
@@ -300,8 +329,14 @@ export class Client {
       pubkey?: string;
       /** The WebCrypto to verify with (default `globalThis.crypto.subtle`). */
       subtle?: SubtleCrypto;
+      /** The caller declares every ID it asks `changedSince` about registered in the
+       * publisher's universe (`POST /universe`) from before the first hour asked about:
+       * exact bodies are then read alone. Default false: each only refines a filter at
+       * the target fpp, so an ID never registered is flagged at most at the target. */
+      registered?: boolean;
     },
   );
+  readonly registered: boolean;
   readonly base: string;
   stats: { requests: number; notModified: number; cacheHits: number };
   index(): Promise<Index>;
@@ -331,13 +366,17 @@ export class Client {
     targetFpp: number | undefined,
     followed: number,
     fetchCost: number,
-    options?: { exact?: number | boolean | null; ribbons?: boolean; ribbon2?: boolean },
-  ): Promise<Filter | Ribbon | Ribbon2 | Exact>;
+    options?: { exact?: number | boolean | null; ribbons?: boolean; ribbon2?: boolean; registered?: boolean; mirror?: boolean },
+  ): Promise<Filter | Ribbon | Ribbon2 | Exact | Refined>;
+  /** A closed hour in the form `choice` names (from `cheapestForm`). */
+  readForm(hour: Date | string, choice: FormChoice): Promise<Filter | Ribbon | Ribbon2 | Exact | Refined>;
   day(day: Date | string): Promise<Fetched>;
   since(hour: Date | string): Promise<Fetched>;
   ingest(ids: string[]): Promise<{ hour: string; accepted: number }>;
-  /** The complete filter of an hour (RFC 3339) this client holds, in any form, or null. */
-  heldHour(name: string): Filter | Ribbon | Ribbon2 | Exact | null;
+  /** The complete form of an hour (RFC 3339) this client holds, as it may answer from it,
+   * or null: its exact body alone only when `registered`, else refining a filter held at
+   * `targetFpp` (default 0.01) or under, else that filter. */
+  heldHour(name: string, targetFpp?: number): Filter | Ribbon | Ribbon2 | Exact | Refined | null;
   /** Rejects with CorruptHoursError naming the hours of the range the server could not
    * verify that this client does not hold complete. */
   changedSince(
@@ -345,12 +384,14 @@ export class Client {
     since: Date | string,
     options?: {
       /** "union" (one `/since` filter, the default) or "hourly" (each hour in its cheapest
-       * form: ribbons of version 2 where the index's `ribbon_versions` lists 2). */
+       * form: ribbons of version 2 where the index's `ribbon_versions` lists 2). A static
+       * mirror (its index says `"static": true`) is read hour by hour whatever this says. */
       strategy?: "union" | "hourly";
       /** Bytes a wasted fetch costs (default 10240). */
       fetchCost?: number;
-      /** "auto" (default): an hour at or after `exact_since` is read exact when that pays
-       * (`cheapestForm`); "exact": every sealed hour exact, hour by hour whatever `strategy`,
+      /** "auto" (default): an hour at or after `exact_since` is read with its exact body
+       * when that pays (`cheapestForm`: alone for a `registered` client, else refining a
+       * filter at the target); "exact": every sealed hour so, hour by hour whatever `strategy`,
        * rejecting with ProtocolError when the server has no exact hours (`exact_since`
        * null) or `since` is before `exact_since`. The open hour is always v1. */
       form?: "auto" | "exact";

@@ -9,7 +9,7 @@
 // (an exact hour, section 14) answers `changed`; a `Ribbon2` (`#ribbon2`, the compact
 // form's version 2) answers `contains` and `mayContain`. With a
 // `pubkey`, closed hours are verified (section 11) by verify.js, imported on first use.
-// Types: bloomcast.d.ts.
+// Types: bloomcast.d.ts; usage, with examples the tests run: README.md.
 
 /** The only hash scheme of protocol version 1. */
 export const SHA1_KM32 = "sha1-km32";
@@ -1033,19 +1033,60 @@ function v1Form(count, targetFpp) {
  *
  * `exact`: the hour has an exact body (section 14) of that many bytes (the index's
  * `exact_bytes`), or `true` when its size is not listed (then the v1 body's predicted
- * bytes, which an exact body does not exceed once 1% of the universe changed). Its fpp
- * is 0, so it is chosen, `{form: "exact", bytes, fpp: 0, expected, otherwise}`, when its
- * bytes are no more than the cheapest other form's sum (`otherwise`, the form to read if
- * the exact body is not served). `ribbons: false` leaves ribbons out (a verifying client
- * reads only signed forms). `ribbon2: true` (the server's index lists 2 in
- * `ribbon_versions`) offers version 2 ribbons instead of version 1's:
+ * bytes, which an exact body does not exceed once 1% of the universe changed). An exact
+ * body answers truly only for IDs of the publisher's universe, which is never published:
+ * - `registered: true` (the caller declares every ID it asks about registered): it is
+ *   read alone, `{form: "exact", bytes, fpp: 0, expected, otherwise}`, when its bytes are
+ *   no more than the cheapest other form's sum (it wastes no fetch);
+ * - otherwise it only refines the cheapest form at the target fpp or under
+ *   (`cheapestWithin`), an ID changed when both say so: `{form: "refined", under,
+ *   exactBytes, bytes, fpp: 0, expected, otherwise}` when both bodies and the second
+ *   response's headers (400 bytes) cost no more than that sum. Registered IDs are then
+ *   answered exactly, any other at most at `under.fpp` (at most the target).
+ * `otherwise` is the form to read if the exact body is not served. `ribbons: false` leaves
+ * ribbons out (a verifying client reads only signed forms). `ribbon2: true` (the server's
+ * index lists 2 in `ribbon_versions`) offers version 2 ribbons instead of version 1's:
  * `{form: "ribbon2", fpp, k, split, gradeFpp, bytes}` for `fpp` on the grid 2^-(q/4),
  * q = 16..96 (the value to send as `?fpp=`), `(k, split)` its grade and `gradeFpp` the
- * grade's rate (at most `fpp`; `expected` counts `fpp`).
+ * grade's rate (at most `fpp`; `expected` counts `fpp`). `mirror: true` (a static mirror,
+ * section 13): ribbons only at the service's target, the one precision a mirror holds,
+ * marked `atTarget` (read without `?fpp=`, which a file server ignores).
  */
-export function cheapestForm(count, targetFpp, followed, fetchCost = DEFAULT_FETCH_COST, { exact, ribbons = true, ribbon2 = false } = {}) {
+export function cheapestForm(count, targetFpp, followed, fetchCost = DEFAULT_FETCH_COST, { exact, ribbons = true, ribbon2 = false, registered = false, mirror = false } = {}) {
+  const options = approximateForms(count, targetFpp, { ribbons, ribbon2, mirror });
+  let best = null;
+  for (const o of options) {
+    o.expected = o.bytes + followed * o.fpp * fetchCost;
+    if (!best || o.expected < best.expected || (o.expected === best.expected && o.bytes < best.bytes)) best = o;
+  }
+  if (exact === undefined || exact === null || exact === false) return best;
+  const exactBytes = typeof exact === "number" ? exact : v1Form(count, targetFpp).bytes;
+  if (registered) {
+    return exactBytes <= best.expected ? { form: "exact", bytes: exactBytes, fpp: 0, expected: exactBytes, otherwise: best } : best;
+  }
+  const under = cheapestWithin(count, targetFpp, { ribbons, ribbon2 });
+  const expected = under.bytes + exactBytes + RESPONSE_OVERHEAD;
+  if (expected > best.expected) return best;
+  return { form: "refined", under, exactBytes, bytes: under.bytes + exactBytes, fpp: 0, expected, otherwise: best };
+}
+
+/** Bytes of a response's status line and headers: what a second request costs besides its body. */
+const RESPONSE_OVERHEAD = 400;
+
+/** Every approximate form of a closed hour `cheapestForm` weighs, with `bytes` and `fpp`.
+ * `mirror`: a static mirror (section 13), which holds the compact forms at the service's
+ * target only and ignores `?fpp=`: those, marked `atTarget` (asked for without `?fpp=`). */
+function approximateForms(count, targetFpp, { ribbons = true, ribbon2 = false, mirror = false } = {}) {
   const options = [];
-  if (ribbons && ribbon2) {
+  if (ribbons && mirror) {
+    if (ribbon2) {
+      const { k, split, fpp } = gradeForFpp(Math.min(Math.max(targetFpp, 2 ** -24), 0.0625));
+      options.push({ form: "ribbon2", fpp, k, split, gradeFpp: fpp, bytes: ribbon2Bytes(count, k, split), atTarget: true });
+    } else {
+      const r = Math.min(24, Math.max(4, Math.ceil(-Math.log2(targetFpp))));
+      options.push({ form: "ribbon", r, bytes: 24 + Math.ceil((r * ribbonRows(count)) / 8), fpp: 2 ** -r, atTarget: true });
+    }
+  } else if (ribbons && ribbon2) {
     for (let q = 16; q <= 96; q++) {
       const fpp = 2 ** -(q / 4);
       const { k, split, fpp: gradeFpp } = gradeForFpp(fpp);
@@ -1057,16 +1098,53 @@ export function cheapestForm(count, targetFpp, followed, fetchCost = DEFAULT_FET
       options.push({ form: "ribbon", r, bytes, fpp: 2 ** -r });
     }
   }
-  const v1 = v1Form(count, targetFpp);
-  options.push(v1);
+  options.push(v1Form(count, targetFpp));
+  return options;
+}
+
+/**
+ * The approximate form of a closed hour of `count` IDs with the fewest body bytes whose fpp
+ * is at most `targetFpp` (the v1 filter always is): what an exact body refines for IDs not
+ * declared registered (section 14, "Choosing it"). Options as `cheapestForm`'s.
+ */
+export function cheapestWithin(count, targetFpp, { ribbons = true, ribbon2 = false } = {}) {
   let best = null;
-  for (const o of options) {
-    o.expected = o.bytes + followed * o.fpp * fetchCost;
-    if (!best || o.expected < best.expected || (o.expected === best.expected && o.bytes < best.bytes)) best = o;
+  for (const o of approximateForms(count, targetFpp, { ribbons, ribbon2 })) {
+    if (o.fpp <= targetFpp && (!best || o.bytes < best.bytes)) best = o;
   }
-  if (exact === undefined || exact === null || exact === false) return best;
-  const bytes = typeof exact === "number" ? exact : v1.bytes;
-  return bytes <= best.expected ? { form: "exact", bytes, fpp: 0, expected: bytes, otherwise: best } : best;
+  return best;
+}
+
+/**
+ * A sealed hour read with its exact body refining an approximate filter of it (section 14,
+ * "Choosing it"): an ID is changed only when both say so. Exact for IDs of the
+ * publisher's universe; any other ID at most at the filter's fpp.
+ */
+export class Refined {
+  constructor(under, exact) {
+    /** The approximate filter (fetched filter's `Filter`, `Ribbon` or `Ribbon2`). */
+    this.under = under;
+    /** The hour's `Exact` body. */
+    this.exact = exact;
+  }
+
+  containsKey(key) {
+    return this.under.containsKey(key) && this.exact.changedKey(key);
+  }
+
+  async mayContain(id) {
+    return this.containsKey(await keyOf(id));
+  }
+
+  /** The most an ID outside the universe is flagged at: the approximate filter's. */
+  fpp() {
+    return fppOf(this.under);
+  }
+}
+
+/** A filter's false-positive rate: a method of `Filter` and `Ribbon`, a field of `Ribbon2`. */
+function fppOf(filter) {
+  return typeof filter.fpp === "function" ? filter.fpp() : filter.fpp;
 }
 
 const BASE64_DIGEST = /(?:^|,)\s*sha-256\s*=\s*:([A-Za-z0-9+/=]*):/i;
@@ -1099,16 +1177,22 @@ function hourName(hour) {
 export class Client {
   /**
    * @param {string} base  the server's base URL, e.g. `http://127.0.0.1:8080`
-   * @param {{token?: string, repr?: "json"|"hex"|"bin", fetch?: typeof fetch, pubkey?: string, subtle?: SubtleCrypto}} [options]
+   * @param {{token?: string, repr?: "json"|"hex"|"bin", fetch?: typeof fetch, pubkey?: string, subtle?: SubtleCrypto, registered?: boolean}} [options]
    *   `pubkey`: the publisher's public key (64 hex digits); every closed hour is then
    *   verified (section 11, module verify.js) with `subtle` (default `crypto.subtle`).
+   *   `registered`: the caller declares every ID it asks `changedSince` about registered in
+   *   the publisher's universe (`POST /universe`) from before the first hour asked about:
+   *   exact bodies are then read alone. Default false: the universe is never published,
+   *   and an exact body answers any other ID arbitrarily, so each one only refines a
+   *   filter at the target fpp (section 14, "Choosing it").
    */
-  constructor(base, { token, repr = "json", fetch: fetchImpl, pubkey, subtle } = {}) {
+  constructor(base, { token, repr = "json", fetch: fetchImpl, pubkey, subtle, registered = false } = {}) {
     if (!(repr in SUFFIX)) throw new TypeError(`repr is json, hex or bin, not ${repr}`);
     if (pubkey !== undefined && pubkey !== null && !/^[0-9a-fA-F]{64}$/.test(String(pubkey).trim())) {
       throw new TypeError(`not a public key: ${JSON.stringify(pubkey)} (expected 64 hex digits, an Ed25519 public key)`);
     }
     this.pubkey = pubkey ? String(pubkey).trim() : null;
+    this.registered = Boolean(registered);
     this.subtle = subtle;
     this.verifierPromise = null;
     this.keysRead = null;
@@ -1404,27 +1488,31 @@ export class Client {
     await verifier.checkExact(hour, bytes, header, headers.get("bloom-signature"));
   }
 
-  /** A closed hour in its cheapest form (`cheapestForm`, with its `options`); v1 where
-   * no ribbon is served. */
+  /** A closed hour in its cheapest form (`cheapestForm`, with its `options`; `registered`
+   * the client's unless given); v1 where no ribbon is served. */
   async closedHour(hour, count, targetFpp, followed, fetchCost, options) {
-    return this.readForm(hour, cheapestForm(count ?? 3000, targetFpp ?? 0.01, followed, fetchCost, options));
+    const choice = cheapestForm(count ?? 3000, targetFpp ?? 0.01, followed, fetchCost, { registered: this.registered, ...options });
+    return this.readForm(hour, choice);
   }
 
   /** A closed hour in the form `choice` (from `cheapestForm`): an exact body that is not
    * served falls back to `choice.otherwise`, a ribbon (version 1 or 2) that is not to v1. */
   async readForm(hour, choice) {
-    if (choice.form === "exact") {
+    if (choice.form === "exact" || choice.form === "refined") {
+      let exact = null;
       try {
-        const exact = await this.exact(hour);
-        if (exact) return exact;
+        exact = await this.exact(hour);
       } catch (e) {
         if (!(e instanceof StatusError && e.status === 406)) throw e;
       }
+      if (exact && choice.form === "exact") return exact;
+      if (exact) return this.refined(hour, exact, choice.under);
       choice = choice.otherwise;
     }
     if (choice.form === "ribbon" || choice.form === "ribbon2") {
       try {
-        return await (choice.form === "ribbon2" ? this.ribbon2(hour, { fpp: choice.fpp }) : this.ribbon(hour, { fpp: choice.fpp }));
+        const fpp = choice.atTarget ? undefined : choice.fpp; // a mirror's file has one precision
+        return await (choice.form === "ribbon2" ? this.ribbon2(hour, { fpp }) : this.ribbon(hour, { fpp }));
       } catch (e) {
         if (!(e instanceof StatusError && (e.status === 404 || e.status === 406))) throw e;
       }
@@ -1432,16 +1520,35 @@ export class Client {
     return (await this.hour(hour)).filter;
   }
 
-  /** The complete filter of an hour (RFC 3339) this client holds, in any form (v1, ribbon,
-   * exact), or null: a closed hour's never changes. */
-  heldHour(name) {
+  /** `exact` refining `under` (a choice from `cheapestWithin`), or an approximate filter of
+   * the hour held already that is no less precise. */
+  async refined(hour, exact, under) {
+    const held = this.heldFilter(hourName(toDate(hour)));
+    return new Refined(held && fppOf(held) <= under.fpp ? held : await this.readForm(hour, under), exact);
+  }
+
+  /** The most precise complete approximate filter (v1 or ribbon) of an hour (RFC 3339) held, or null. */
+  heldFilter(name) {
     const path = hourPath(name);
+    const held = [];
     const v1 = this.cache.get(path + SUFFIX[this.repr]);
-    if (v1?.meta.complete) return v1.filter;
-    for (const [url, held] of this.cache) {
-      if (url.startsWith(`${path}.`) && !(held instanceof Fetched)) return held;
+    if (v1?.meta.complete) held.push(v1.filter);
+    for (const [url, filter] of this.cache) {
+      if (url.startsWith(`${path}.`) && (filter instanceof Ribbon || filter instanceof Ribbon2)) held.push(filter);
     }
-    return null;
+    return held.reduce((best, f) => (!best || fppOf(f) < fppOf(best) ? f : best), null);
+  }
+
+  /** The complete form of an hour (RFC 3339) this client holds, as it may answer from it, or
+   * null (a closed hour's never changes): its exact body alone when the IDs are declared
+   * `registered`; else the exact body refining the most precise filter held when that one's
+   * fpp is at most `targetFpp`; else that filter. */
+  heldHour(name, targetFpp = 0.01) {
+    const filter = this.heldFilter(name);
+    const exact = this.cache.get(`${hourPath(name)}.exact`) ?? null;
+    if (exact && this.registered) return exact;
+    if (exact && filter && fppOf(filter) <= targetFpp) return new Refined(filter, exact);
+    return filter;
   }
 
   /** The filter of one UTC hour (a Date or RFC 3339 string inside it). */
@@ -1473,15 +1580,20 @@ export class Client {
   /**
    * Which of `ids` may have changed from `since` through the server's current hour:
    * `[{from, to, ids}]`, one entry per range with hits (`exact: true` on an hour read as
-   * an exact body, whose hits are certain). Every ID that changed is returned (no false
-   * negatives); one that did not is returned with about the filters' fpp.
+   * an exact body alone, whose hits are certain; `refined: true` on one read with its
+   * exact body refining a filter, whose hits are certain for registered IDs). Every ID
+   * that changed is returned (no false negatives); one that did not is returned with about
+   * the filters' fpp.
    * `strategy`: "union" (one `/since` filter, the default) or "hourly" (each hour's filter;
    * each closed hour as the v1 filter, a ribbon (version 2, `.ribbon2`, when the index's
-   * `ribbon_versions` lists 2) or its exact body, whichever `cheapestForm`
-   * picks for `ids.length` IDs at `fetchCost` bytes per wasted fetch: exact for a sealed
-   * hour at or after the index's `exact_since` when its `exact_bytes` is no more than the
-   * cheapest other form's sum). `form: "exact"` reads every sealed hour as its exact body
-   * (hour by hour whatever `strategy`), and rejects with a ProtocolError when the server
+   * `ribbon_versions` lists 2) or with its exact body, whichever `cheapestForm`
+   * picks for `ids.length` IDs at `fetchCost` bytes per wasted fetch: for a sealed hour
+   * at or after the index's `exact_since`, its exact body alone when the client was made
+   * with `registered: true`, else refining a filter at the target fpp). A static mirror
+   * (its index says `"static": true`, section 13) serves no unions: it is read hour by
+   * hour whatever `strategy`. `form: "exact"` reads every sealed hour with its exact body
+   * (alone or refining, as above; hour by hour whatever `strategy`), and rejects with a
+   * ProtocolError when the server
    * has none (`exact_since` null, or after `since`). The open hour is always v1. With a
    * `pubkey` every hour's v1 filter or exact body, each sealed one verified: unions and
    * ribbons are not signed. Rejects with CorruptHoursError naming the hours of the range
@@ -1510,14 +1622,16 @@ export class Client {
     // An hour the server could not verify is unknown: answer for none of the range,
     // unless its complete filter is held from before (it never changes).
     const damaged = corruptHours(index, from, now);
-    const unknown = damaged.filter((name) => !this.heldHour(name));
+    const targetFpp = index.target_fpp ?? 0.01;
+    const unknown = damaged.filter((name) => !this.heldHour(name, targetFpp));
     if (unknown.length) throw new CorruptHoursError(unknown);
     const keys = await Promise.all(ids.map(keyOf));
     const pick = (filter) => ids.filter((_, i) => filter.containsKey(keys[i]));
     // Unions and ribbons are not signed: a verifying client reads each hour's v1 filter
     // or exact body.
     const verifying = Boolean(this.pubkey);
-    if (strategy === "union" && !verifying && !forced) {
+    // A static mirror (section 13) serves no unions, and never a `?fpp=` other than its own.
+    if (strategy === "union" && !verifying && !forced && !index.static) {
       let fetched;
       try {
         fetched = await this.since(from);
@@ -1539,25 +1653,34 @@ export class Client {
       try {
         if (damaged.includes(name)) {
           // Held complete (checked above): the server cannot serve it.
-          filter = this.heldHour(name);
+          filter = this.heldHour(name, targetFpp);
         } else if (t === now.getTime()) {
           // The open hour has no compact or exact form: always v1 (revalidated by ETag).
           filter = (await this.hour(hour)).filter;
         } else if (forced) {
-          filter = await this.exact(hour);
-          if (!filter) throw new ProtocolError(`form "exact": the server has no exact body for hour ${name} (404)`);
+          const exact = await this.exact(hour);
+          if (!exact) throw new ProtocolError(`form "exact": the server has no exact body for hour ${name} (404)`);
+          const count = listed.get(t)?.count ?? index.capacity ?? 3000;
+          filter = this.registered ? exact : await this.refined(hour, exact, cheapestWithin(count, targetFpp, { ribbons: !verifying, ribbon2 }));
         } else {
           const entry = listed.get(t);
           const count = entry?.count ?? index.capacity;
           const exact = exactSince !== null && t >= exactSince ? (Number.isInteger(entry?.exact_bytes) ? entry.exact_bytes : true) : undefined;
-          const choice = cheapestForm(count ?? 3000, index.target_fpp ?? 0.01, ids.length, fetchCost, { exact, ribbons: !verifying, ribbon2 });
+          const choice = cheapestForm(count ?? 3000, targetFpp, ids.length, fetchCost, {
+            exact,
+            ribbons: !verifying,
+            ribbon2,
+            registered: this.registered,
+            mirror: Boolean(index.static),
+          });
           filter = await this.readForm(hour, choice);
         }
       } catch (e) {
         throw ofHour(e, name);
       }
       const hits = pick(filter);
-      if (hits.length) out.push(filter instanceof Exact ? { from: name, to: name, ids: hits, exact: true } : { from: name, to: name, ids: hits });
+      const read = filter instanceof Exact ? { exact: true } : filter instanceof Refined ? { refined: true } : {};
+      if (hits.length) out.push({ from: name, to: name, ids: hits, ...read });
     }
     return out;
   }

@@ -1,6 +1,6 @@
 //! `bloomcast check`: which of these IDs may have changed since an hour?
 
-use super::{collect_ids, verifying_client, CliError};
+use super::{collect_ids, verifying_builder, CliError};
 use crate::client::{ClientError, Forms, Strategy};
 use crate::hour::{Hour, HourError};
 use clap::{Args, ValueEnum};
@@ -24,17 +24,25 @@ pub struct CheckArgs {
     #[arg(long, value_enum, default_value = "auto")]
     strategy: StrategyArg,
     /// What fetching one resource costs, in bytes: each closed hour is read in the form
-    /// (v1 Bloom, ribbon, or from the server's exact_since its exact body, which wastes
-    /// none) and precision minimising filter bytes plus the expected wasted fetches, IDs
-    /// checked × fpp × BYTES.
+    /// (v1 Bloom, ribbon, or from the server's exact_since with its exact body, which
+    /// wastes none among registered IDs) and precision minimising filter bytes plus the
+    /// expected wasted fetches, IDs checked × fpp × BYTES.
     #[arg(long, value_name = "BYTES", default_value_t = crate::client::DEFAULT_FETCH_COST)]
     fetch_cost: u64,
-    /// Read every sealed hour from the server's exact_since as its exact body: no false
-    /// positive among the IDs of the publisher's universe (check only those). Reads hour
-    /// by hour; earlier hours and the open one as usual. Fails when the server has no
-    /// universe (its publisher never called POST /universe).
+    /// Read every sealed hour from the server's exact_since with its exact body: no false
+    /// positive among the IDs of the publisher's universe. Without --registered, each
+    /// exact body refines an approximate form of its hour at the server's target fpp or
+    /// under (an ID is flagged when both say so), so any other ID is flagged at most at
+    /// the target. Reads hour by hour; earlier hours and the open one as usual. Fails when
+    /// the server has no universe (its publisher never called POST /universe).
     #[arg(long)]
     exact: bool,
+    /// Declare every ID checked registered in the publisher's universe (POST /universe)
+    /// before the first hour checked: exact bodies are then read alone. An exact body
+    /// answers an ID outside the universe arbitrarily, and the universe is never
+    /// published, so without this flag each one only refines an approximate form.
+    #[arg(long)]
+    registered: bool,
     /// Print one JSON object (per-hour results, requests, bytes, closed hours read as
     /// ribbons and, when any were, sealed hours read as exact bodies: "exacts") instead
     /// of lines.
@@ -88,7 +96,9 @@ impl CheckArgs {
 
     async fn check(self) -> Result<(), CliError> {
         let ids = collect_ids(&self.ids)?;
-        let client = verifying_client(&self.server, None, self.pubkey, self.fetch_cost)?;
+        let client = verifying_builder(&self.server, None, self.pubkey, self.fetch_cost)
+            .registered(self.registered)
+            .build()?;
         let since = match self.since {
             Some(hour) => hour,
             None => {

@@ -72,6 +72,16 @@ fn verifying_client(
     pubkey: Option<crate::chain::PublicKey>,
     fetch_cost: u64,
 ) -> Result<Client, CliError> {
+    Ok(verifying_builder(server, token, pubkey, fetch_cost).build()?)
+}
+
+/// [`verifying_client`]'s configuration, for a verb that sets more.
+fn verifying_builder(
+    server: &str,
+    token: Option<&str>,
+    pubkey: Option<crate::chain::PublicKey>,
+    fetch_cost: u64,
+) -> crate::client::ClientBuilder {
     let mut builder = Client::builder(server).fetch_cost(fetch_cost);
     if let Some(token) = token {
         builder = builder.token(token);
@@ -79,7 +89,7 @@ fn verifying_client(
     if let Some(key) = pubkey {
         builder = builder.pubkey(key);
     }
-    Ok(builder.build()?)
+    builder
 }
 
 /// Reads one ID per line from `input` (LF or CRLF; blank lines skipped), as the

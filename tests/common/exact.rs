@@ -66,6 +66,59 @@ pub async fn serve(
     (server, per_hour)
 }
 
+/// IDs never registered and never published: what a poller may follow without knowing
+/// (the universe is never published) that its publisher never registered them.
+pub fn outsiders(n: usize) -> Vec<String> {
+    (0..n).map(|i| format!("nobody:{i}")).collect()
+}
+
+/// The most flags `n` trials at a rate of at most `p` give, with sampling error: the
+/// mean plus four standard deviations (a binomial count exceeds it with probability
+/// below 1e-4; at n = 2,000 and p = 0.01, 37).
+pub fn at_most_at_rate(n: usize, p: f64) -> usize {
+    let n = n as f64;
+    (n * p + 4.0 * (n * p * (1.0 - p)).sqrt()).floor() as usize
+}
+
+/// The README's quick start, sealed: a universe of three IDs registered (`user:1`,
+/// `user:2`, `user:5`), then `hours` sealed hours in each of which `per_hour` other IDs
+/// were published (`h<hour>:<i>`; they join the universe as each hour is sealed), and the
+/// next hour open and empty. Most of each hour's universe changed in it, the case where an
+/// exact body's answer for an ID outside the universe is nearly a coin toss. Each sealed
+/// hour's exact body is read once before this returns, as another client would have read
+/// it, so the index lists its `exact_bytes` (what a client's choice weighs).
+pub async fn serve_quick_start(
+    token: &str,
+    start: Hour,
+    hours: usize,
+    per_hour: usize,
+) -> (InProcess, Vec<Vec<String>>) {
+    let server = inproc::serve("127.0.0.1:0".parse().unwrap(), token, start, |_| {}).await;
+    let registered = ["user:1", "user:2", "user:5"].map(String::from);
+    post_universe(&server.base, token, &registered).await;
+    let http = reqwest::Client::new();
+    let mut published = Vec::new();
+    for h in 0..hours {
+        let batch: Vec<String> = (0..per_hour).map(|i| format!("h{h}:{i}")).collect();
+        let reply = http
+            .post(format!("{}/updates", server.base))
+            .bearer_auth(token)
+            .json(&serde_json::json!({ "ids": batch }))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(reply.status(), 200);
+        published.push(batch);
+        server.clock.advance(Duration::hours(1));
+    }
+    for h in 0..hours {
+        let hour = Hour::from_index(start.index() + h as i64);
+        let url = format!("{}{}.exact", server.base, hour.path());
+        assert_eq!(reqwest::get(&url).await.unwrap().status(), 200, "{url}");
+    }
+    (server, published)
+}
+
 /// How the proxy lies.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Lie {

@@ -3,7 +3,8 @@
 //! another service's mirror is refused and left as it was; `--follow` picks up a newly
 //! sealed hour; and the mirror served by nginx alone (deploy/nginx-mirror.conf) passes
 //! `bloomcast check --pubkey` and `bloomcast verify`, the Python client's check and
-//! verify, and the JavaScript client's check.
+//! verify, and the JavaScript client's check (by its default strategy and hour by hour)
+//! and example script.
 //!
 //! The nginx trials are reported ignored, with the reason, where nginx (or python3 with
 //! cryptography, or node) is missing; in CI they fail instead (tests/common/needs.rs).

@@ -315,37 +315,61 @@ pub async fn the_python_client_checks_and_verifies_the_nginx_mirror() {
 
 pub async fn the_js_client_checks_the_nginx_mirror() {
     let s = served().await;
-    let client = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("clients/js/bloomcast.js");
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("clients/js");
     let script = s.dir.parent().unwrap().join("check.mjs");
+    // The default strategy (a union, which a mirror does not have) and hour by hour.
     std::fs::write(
         &script,
         format!(
             "import {{ Client }} from {:?};\n\
-             const [base, since, ids] = process.argv.slice(2);\n\
-             const changed = await new Client(base).changedSince(JSON.parse(ids), since, {{ strategy: \"hourly\" }});\n\
+             const [base, since, ids, strategy] = process.argv.slice(2);\n\
+             const changed = await new Client(base).changedSince(JSON.parse(ids), since, strategy ? {{ strategy }} : {{}});\n\
              console.log(JSON.stringify(changed.flatMap((c) => c.ids)));\n",
-            format!("file://{}", client.display())
+            format!("file://{}", root.join("bloomcast.js").display())
         ),
     )
     .unwrap();
-    let args = vec![
-        script.display().to_string(),
-        s.nginx.base.clone(),
-        hour(0).rfc3339(),
-        serde_json::to_string(&probe_ids()).unwrap(),
-    ];
-    let out = tokio::task::spawn_blocking(move || {
-        Command::new(Need::Node.found())
-            .args(&args)
-            .output()
-            .unwrap()
-    })
-    .await
-    .unwrap();
+    let node = |args: Vec<String>| {
+        tokio::task::spawn_blocking(move || {
+            Command::new(Need::Node.found())
+                .args(&args)
+                .output()
+                .unwrap()
+        })
+    };
+    for strategy in ["", "hourly"] {
+        let args = vec![
+            script.display().to_string(),
+            s.nginx.base.clone(),
+            hour(0).rfc3339(),
+            serde_json::to_string(&probe_ids()).unwrap(),
+            strategy.to_owned(),
+        ];
+        let out = node(args).await.unwrap();
 
-    let flagged: Vec<String> = serde_json::from_str(&lines(&out).join("")).unwrap();
-    for n in 0..3 {
-        assert!(flagged.contains(&format!("h{n}:7")), "{flagged:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{strategy:?}: {stderr}");
+        let flagged: Vec<String> = serde_json::from_str(&lines(&out).join("")).unwrap();
+        for n in 0..3 {
+            assert!(flagged.contains(&format!("h{n}:7")), "{flagged:?}");
+        }
+        assert!(flagged.len() < probe_ids().len(), "{flagged:?}");
     }
-    assert!(flagged.len() < probe_ids().len(), "{flagged:?}");
+
+    // The example script, as the README runs it against a server.
+    let example = root.join("examples/changed.js").display().to_string();
+    let out = node(vec![example, s.nginx.base.clone(), "h2:7".into()])
+        .await
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let printed = lines(&out);
+    assert!(
+        printed.iter().any(|l| l.ends_with(": h2:7")),
+        "{printed:?} {stderr}"
+    );
+    assert!(
+        printed.iter().any(|l| l.starts_with("current hour: ")),
+        "{printed:?}"
+    );
 }

@@ -8,7 +8,21 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { createServer } from "node:http";
 import { createHash } from "node:crypto";
-import { Client, Exact, Filter, DecodeError, ProtocolError, StatusError, VerificationError, cheapestForm, SHA1_KM32 } from "../bloomcast.js";
+import {
+  Client,
+  Exact,
+  Filter,
+  DecodeError,
+  ProtocolError,
+  Refined,
+  StatusError,
+  VerificationError,
+  cheapestForm,
+  cheapestWithin,
+  keyOf,
+  optimalParams,
+  SHA1_KM32,
+} from "../bloomcast.js";
 import { exactMessage, fromHex, toHex, hourIndex, keyId } from "../verify.js";
 
 const read = (name) => JSON.parse(readFileSync(new URL(`../../../docs/${name}`, import.meta.url), "utf8"));
@@ -43,12 +57,27 @@ async function signExact(hour, body) {
 
 const reprDigest = (bytes) => `sha-256=:${createHash("sha256").update(bytes).digest("base64")}:`;
 
+/** v1 documents of the exact hours, their filters holding the IDs that changed (at 0.01). */
+async function consistentHours() {
+  const docs = {};
+  for (const [hour, v] of Object.entries(EXACT)) {
+    const { m, k } = optimalParams(v.changed.length, 0.01);
+    const filter = Filter.empty(m, k);
+    for (const id of v.changed) await filter.insert(id);
+    docs[hour] = { hour, complete: true, count: v.changed.length, m, k, hash: SHA1_KM32, fpp: filter.fpp(), filter: filter.toHex() };
+  }
+  return docs;
+}
+
 /**
  * A stub bloomcast server. `exactSince`: the index's exact_since (null: no universe).
  * `tamper`: "body" flips a bit of every exact body after its Repr-Digest is computed;
  * "resigned" flips it before (a consistent body whose signature no longer verifies).
+ * `consistent`: the exact hours' v1 filters hold the IDs their exact bodies say changed
+ * (else they are the chain vectors' hours, which an exact body alone answers without).
  */
-async function stub({ exactSince = H14, tamper = null, signed = false, countHeader = null } = {}) {
+async function stub({ exactSince = H14, tamper = null, signed = false, countHeader = null, consistent = false } = {}) {
+  const v1 = consistent ? await consistentHours() : {};
   const seen = [];
   const index = {
     service: "bloomcast", protocol: 1, hash: SHA1_KM32, target_fpp: 0.01, capacity: 3000, retention_hours: 720,
@@ -107,6 +136,7 @@ async function stub({ exactSince = H14, tamper = null, signed = false, countHead
       return res.end(body);
     }
     const h = chain.hours.find((x) => pathOf(x.hour) === pathname);
+    if (h && v1[h.hour]) return json(v1[h.hour]);
     if (h) {
       const headers = signed ? { "bloom-prev-header": h.prev, "bloom-signature": h.signature } : {};
       return json({ hour: h.hour, complete: true, count: h.ids.length, m: h.m, k: h.k, hash: SHA1_KM32, fpp: 0.01, filter: h.bin_hex, digest: h.digest }, 200, headers);
@@ -152,9 +182,9 @@ test("no exact body is null (404), the open hour a StatusError 406", () =>
     await assert.rejects(client.exact(OPEN), (e) => e instanceof StatusError && e.status === 406);
   }));
 
-test("changedSince by hour reads sealed hours from exact_since as exact bodies and answers exactly", () =>
+test("changedSince by hour reads sealed hours from exact_since as exact bodies alone for IDs declared registered", () =>
   withStub({}, async ({ base, seen }) => {
-    const client = new Client(base);
+    const client = new Client(base, { registered: true });
     const changes = await client.changedSince(FOLLOWED, H13, { strategy: "hourly" });
     assert.deepEqual(changes, expected);
     const exacts = seen.filter((p) => p.endsWith(".exact"));
@@ -166,7 +196,7 @@ test("changedSince by hour reads sealed hours from exact_since as exact bodies a
 
 test("form: exact reads every sealed hour exact, even with the union strategy", () =>
   withStub({}, async ({ base, seen }) => {
-    const client = new Client(base);
+    const client = new Client(base, { registered: true });
     assert.deepEqual(await client.changedSince(FOLLOWED, H14, { form: "exact" }), expected);
     assert.ok(!seen.some((p) => p.startsWith("/since")), seen.join(" "));
     await assert.rejects(
@@ -192,7 +222,7 @@ test("forcing exact without a universe is refused clearly; auto reads the other 
 
 test("an exact body altered on its way fails its Repr-Digest and is not kept", () =>
   withStub({ tamper: "body" }, async ({ base }) => {
-    const client = new Client(base);
+    const client = new Client(base, { registered: true });
     await assert.rejects(client.exact(H15), (e) => e instanceof DecodeError && /Repr-Digest/.test(e.message) && e.message.includes("15.exact"));
     assert.equal(client.cache.size, 0);
     await assert.rejects(client.changedSince(FOLLOWED, H14, { strategy: "hourly" }), /Repr-Digest/);
@@ -205,7 +235,7 @@ test("Bloom-Count must be the body's", () =>
 
 test("with a pubkey an exact body is verified against its hour's chain header", () =>
   withStub({ signed: true }, async ({ base, seen }) => {
-    const client = new Client(base, { pubkey: chain.public_key });
+    const client = new Client(base, { pubkey: chain.public_key, registered: true });
     assert.equal((await client.exact(H15)).universe, 1000);
     assert.ok(seen.includes(`/chain${pathOf(H15)}?limit=1`), seen.join(" "));
     // A verifying client reads exact hours too (they are signed), v1 for the others.
@@ -227,17 +257,90 @@ test("with a pubkey an unsigned exact body is refused", () =>
     await assert.rejects(client.exact(H15), (e) => e instanceof VerificationError && e.message.includes(H15) && /not signed/.test(e.message));
   }));
 
-test("exact is chosen when its bytes are no more than the cheapest other form's sum", () => {
+test("for IDs declared registered, exact alone is chosen when its bytes are no more than the cheapest other form's sum", () => {
+  const registered = true;
   const other = cheapestForm(200, 0.01, 300, 10240);
-  assert.equal(cheapestForm(200, 0.01, 300, 10240, { exact: Math.floor(other.expected) }).form, "exact");
-  const picked = cheapestForm(200, 0.01, 300, 10240, { exact: 138 });
+  assert.equal(cheapestForm(200, 0.01, 300, 10240, { exact: Math.floor(other.expected), registered }).form, "exact");
+  const picked = cheapestForm(200, 0.01, 300, 10240, { exact: 138, registered });
   assert.deepEqual([picked.form, picked.bytes, picked.fpp, picked.expected, picked.otherwise], ["exact", 138, 0, 138, other]);
-  assert.equal(cheapestForm(200, 0.01, 300, 10240, { exact: Math.ceil(other.expected) + 1 }).form, other.form);
+  assert.equal(cheapestForm(200, 0.01, 300, 10240, { exact: Math.ceil(other.expected) + 1, registered }).form, other.form);
   // Not listed: the v1 body's predicted bytes, no more than v1's own sum.
   const v1 = cheapestForm(200, 0.01, 300, 10240, { ribbons: false });
   assert.equal(v1.form, "bloom");
-  assert.equal(cheapestForm(200, 0.01, 300, 10240, { exact: true }).bytes, v1.bytes);
-  assert.equal(cheapestForm(200, 0.01, 300, 10240, { exact: true, ribbons: false }).form, "exact");
+  assert.equal(cheapestForm(200, 0.01, 300, 10240, { exact: true, registered }).bytes, v1.bytes);
+  assert.equal(cheapestForm(200, 0.01, 300, 10240, { exact: true, ribbons: false, registered }).form, "exact");
   // Following one ID at no fetch cost, a tiny ribbon or v1 filter beats a large exact body.
-  assert.notEqual(cheapestForm(5, 0.01, 1, 0, { exact: 100000 }).form, "exact");
+  assert.notEqual(cheapestForm(5, 0.01, 1, 0, { exact: 100000, registered }).form, "exact");
 });
+
+test("for IDs not declared registered, an exact body only refines a form at the target, counting both bodies", () => {
+  // The same choice as above, not declared: never exact alone.
+  const other = cheapestForm(200, 0.01, 300, 10240);
+  assert.notEqual(cheapestForm(200, 0.01, 300, 10240, { exact: 138 }).form, "exact");
+  const under = cheapestWithin(200, 0.01);
+  assert.ok(under.fpp <= 0.01 && under.form === "ribbon" && under.r === 7, JSON.stringify(under));
+  // A refinement costs the filter at the target, the exact body and a second response.
+  const dear = cheapestForm(200, 0.01, 300, 10 ** 7, { exact: 138 });
+  assert.deepEqual(
+    [dear.form, dear.under, dear.exactBytes, dear.bytes, dear.expected, dear.otherwise.form],
+    ["refined", under, 138, under.bytes + 138, under.bytes + 138 + 400, "ribbon"],
+  );
+  assert.equal(cheapestForm(200, 0.01, 300, 10240, { exact: Math.floor(other.expected) }).form, other.form);
+  // A verifying client refines the v1 filter (ribbons are not signed).
+  const verifying = cheapestForm(200, 0.01, 300, 10240, { exact: 138, ribbons: false });
+  assert.deepEqual([verifying.form, verifying.under.form], ["refined", "bloom"]);
+});
+
+/** IDs outside every universe that H15's exact body alone calls changed (its answer for them
+ * is arbitrary) and its filter at 0.01 does not hold. */
+async function wronglyExact(client) {
+  const exact = await client.exact(H15);
+  const filter = (await client.hour(H15)).filter;
+  const wrong = [];
+  for (let i = 0; i < 1000; i++) {
+    const key = await keyOf(`nobody:${i}`);
+    if (exact.changedKey(key) && !filter.containsKey(key)) wrong.push(`nobody:${i}`);
+  }
+  return wrong;
+}
+
+/** Checks a refined reading: per hour, the universe's IDs exactly; H15 none of `wrong`
+ * (in the other hours they are outside the universe too, flagged only where both say so). */
+function assertRefined(changes, wrong) {
+  for (const want of expected) {
+    const got = changes.find((c) => c.from === want.from);
+    assert.ok(got?.refined, JSON.stringify(got));
+    assert.deepEqual(got.ids.filter((id) => id.startsWith("u:")), want.ids, want.from);
+  }
+  assert.ok(!changes.find((c) => c.from === H15).ids.some((id) => wrong.includes(id)));
+}
+
+test("for IDs not declared registered an exact body refines the hour's filter: exact for the universe, none of the wrong ones", () =>
+  withStub({ consistent: true }, async ({ base, seen }) => {
+    const wrong = await wronglyExact(new Client(base));
+    assert.ok(wrong.length > 100, `${wrong.length}`);
+    const ids = [...FOLLOWED, ...wrong];
+
+    seen.length = 0;
+    assertRefined(await new Client(base).changedSince(ids, H14, { form: "exact" }), wrong);
+    // Each sealed hour: its exact body and a filter at the target (no ribbon here: v1).
+    for (const hour of [H14, H15, H16]) assert.ok(seen.includes(`${pathOf(hour)}.exact`) && seen.includes(pathOf(hour)), seen.join(" "));
+    // Chosen without forcing, where the waste it saves is dear.
+    assertRefined(await new Client(base).changedSince(ids, H14, { strategy: "hourly", fetchCost: 10 ** 7 }), wrong);
+    // Declared registered (falsely), the exact bodies alone flag the wrong ones.
+    const alone = await new Client(base, { registered: true }).changedSince(ids, H14, { form: "exact" });
+    assert.deepEqual(alone.find((c) => c.from === H15).ids, [...expected.find((c) => c.from === H15).ids, ...wrong]);
+  }));
+
+test("an exact body held is answered from alone only for IDs declared registered", () =>
+  withStub({ consistent: true }, async ({ base }) => {
+    const client = new Client(base);
+    const exact = await client.exact(H15);
+    assert.equal(client.heldHour(H15), null, "no filter held to refine");
+    await client.hour(H15);
+    const held = client.heldHour(H15);
+    assert.ok(held instanceof Refined && held.exact === exact && held.fpp() <= 0.01);
+    const declared = new Client(base, { registered: true });
+    await declared.exact(H15);
+    assert.ok(declared.heldHour(H15) instanceof Exact);
+  }));

@@ -305,10 +305,14 @@ test("cheapestForm offers version 2 ribbons on the grid with the option, version
   assert.equal(cheapestForm(280, 0.01, 45754).r, 23);
   assert.equal(cheapestForm(280, 0.01, 45754, 10240, { ribbon2: false }).r, 23);
   assert.equal(cheapestForm(280, 0.01, 45754, 10240, { ribbon2: true, ribbons: false }).form, "bloom");
-  // An exact body still wins when it costs no more, with version 2 as what to read otherwise.
-  const exact = cheapestForm(280, 0.01, 45754, 10240, { ribbon2: true, exact: 100 });
+  // An exact body still wins when it costs no more (alone for IDs declared registered, else
+  // refining a version 2 ribbon at the target), with version 2 as what to read otherwise.
+  const exact = cheapestForm(280, 0.01, 45754, 10240, { ribbon2: true, exact: 100, registered: true });
   assert.equal(exact.form, "exact");
   assert.equal(exact.otherwise.form, "ribbon2");
+  const refined = cheapestForm(280, 0.01, 45754, 10 ** 6, { ribbon2: true, exact: 100 });
+  assert.deepEqual([refined.form, refined.under.form, refined.otherwise.form], ["refined", "ribbon2", "ribbon2"]);
+  assert.ok(refined.under.gradeFpp <= 0.01);
 });
 
 /** A server of one closed hour (05:00, `filter`) and the open one (06:00), logging requests. */

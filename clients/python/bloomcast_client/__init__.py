@@ -30,6 +30,7 @@ from .ribbon import (DEFAULT_FETCH_COST, Ribbon, RibbonError,  # noqa: E402
                      bloom_choice, cheapest_form, hourly_is_cheaper, selftest_ribbon)
 from .ribbon2 import Ribbon2, grade_for_fpp, selftest_ribbon2  # noqa: E402
 from .exact import Exact, ExactError, selftest_exact  # noqa: E402
+from .refine import cheapest_within, exact_reading  # noqa: E402
 try:  # Optional: deltas of the open hour (RFC 9842 dcz) need zstd.
     import zstandard
 except ImportError:  # pragma: no cover - depends on the environment
@@ -58,6 +59,11 @@ def dcz_decode(dictionary, body):
 def available_dictionary(dictionary):
     """The Available-Dictionary value naming these bytes: :BASE64(SHA-256):."""
     return ":" + base64.b64encode(hashlib.sha256(dictionary).digest()).decode() + ":"
+
+
+def _both(contains, changed):
+    """An ID is changed when the approximate filter and the exact body both say so."""
+    return lambda id_: contains(id_) and changed(id_)
 
 
 class ProtocolError(Exception):
@@ -308,13 +314,24 @@ class Client:
     changed_since reads each closed hour as a v1 filter or a ribbon (section 12) at the
     precision minimising filter bytes plus IDs followed * fpp * fetch_cost (a version 2
     ribbon, at any quarter-bit precision, instead of version 1 when the index's
-    `ribbon_versions` lists 2), or, at or after the index's `exact_since`, as an exact
+    `ribbon_versions` lists 2), or, at or after the index's `exact_since`, with its exact
     body (section 14) when that is no larger than the cheapest of those sums (exact=True
-    forces it)."""
+    forces it).
 
-    def __init__(self, base, timeout=30, pubkey=None, fetch_cost=DEFAULT_FETCH_COST):
+    `registered`: the caller declares every ID it asks about registered in the
+    publisher's universe (POST /universe) from before the first hour asked about: an
+    exact body is then read alone. By default (a poller cannot know what is registered:
+    the universe is never published, and an exact body answers any other ID
+    arbitrarily) an exact body only refines the hour's cheapest form at the target fpp
+    or under, an ID changed when both say so, read when the two bodies cost less than
+    the cheapest form alone (bloomcast_client.refine): registered IDs are answered
+    exactly, any other at most at the target."""
+
+    def __init__(self, base, timeout=30, pubkey=None, fetch_cost=DEFAULT_FETCH_COST,
+                 registered=False):
         self.base = server_base(base)
         self.fetch_cost = fetch_cost
+        self.registered = registered
         self.ribbons = {}  # hour path -> the most precise Ribbon held
         self.ribbons2 = {}  # hour path -> the most precise Ribbon2 held
         self.ribbon_fetches = 0  # compact bodies read, either version
@@ -527,7 +544,7 @@ class Client:
         return self.verifier.headers[hour_index(hour)][1]
 
     def _held(self, path):
-        """(contains, fpp) of the most precise complete filter of the hour held."""
+        """(contains, fpp) of the most precise complete approximate filter held."""
         options = []
         cached = self.cache.get(path)
         if cached and cached[1]["complete"]:
@@ -538,29 +555,31 @@ class Client:
                 options.append((held.contains, held.fpp))
         return min(options, key=lambda o: o[1]) if options else None
 
-    def _closed_hour(self, path, count, target_fpp, followed, exact_bytes=None,
-                     ribbon_versions=None):
-        """`contains` of a closed hour in its cheapest form (or one held no worse).
-        `exact_bytes`: the size of the hour's exact body, None when it has none;
-        `ribbon_versions`: the index's (version 2 is preferred where it lists 2)."""
-        if path in self.exacts:
-            return self.exacts[path].changed
-        if self.verifier:  # ribbons are not signed: the v1 filter or the exact body
-            size, fpp = bloom_choice(count, target_fpp)
-            form, cost = ("bloom", None), size + followed * fpp * self.fetch_cost
-        else:
-            form, cost = cheapest_form(count, target_fpp, followed, self.fetch_cost,
-                                       ribbon_versions)
-        # An exact body wastes no fetch: its sum is its size alone.
-        use_exact = exact_bytes is not None and exact_bytes <= cost
+    def _held_reading(self, path, target_fpp):
+        """(contains, fpp) of the hour as held, as it may be used: its exact body alone
+        for a caller that declared its IDs registered; else the exact body refining the
+        most precise filter held when that one's fpp is at most `target_fpp`; else that
+        filter. fpp 0 with an exact body: none among registered IDs, what the cost
+        model weighs."""
+        exact = self.exacts.get(path)
+        if exact is not None and self.registered:
+            return exact.changed, 0.0
         held = self._held(path)
-        if held and followed * held[1] * self.fetch_cost <= \
-                (exact_bytes if use_exact else cost) + 400:
-            return held[0]
-        if use_exact:
-            exact = self.exact(path)
-            if exact is not None:
-                return exact.changed
+        if exact is not None and held is not None and held[1] <= target_fpp:
+            return _both(held[0], exact.changed), 0.0
+        return held
+
+    def _refined(self, path, exact, under):
+        """`contains` of `exact` refining `under` ((form, bytes, fpp) from
+        cheapest_within), or a filter held already that is no less precise."""
+        held = self._held(path)
+        if held is not None and held[1] <= under[2]:
+            return _both(held[0], exact.changed)
+        return _both(self._read_form(path, under[0]), exact.changed)
+
+    def _read_form(self, path, form):
+        """`contains` of a closed hour in the approximate `form` (cheapest_form's); the
+        v1 filter where no compact form is served."""
         if form[0] in ("ribbon", "ribbon2"):
             try:
                 if form[0] == "ribbon2":
@@ -570,6 +589,30 @@ class Client:
                 if e.status not in (404, 406):
                     raise
         return self.filter(path).contains
+
+    def _closed_hour(self, path, count, target_fpp, followed, exact_bytes=None,
+                     ribbon_versions=None):
+        """`contains` of a closed hour in its cheapest reading (or one held no worse).
+        `exact_bytes`: the size of the hour's exact body, None when it has none;
+        `ribbon_versions`: the index's (version 2 is preferred where it lists 2)."""
+        if self.verifier:  # ribbons are not signed: the v1 filter or the exact body
+            size, fpp = bloom_choice(count, target_fpp)
+            form, cost = ("bloom", None), size + followed * fpp * self.fetch_cost
+        else:
+            form, cost = cheapest_form(count, target_fpp, followed, self.fetch_cost,
+                                       ribbon_versions)
+        reading = exact_reading(exact_bytes, cost, count, target_fpp, self.registered,
+                                ribbon_versions, bool(self.verifier))
+        held = self._held_reading(path, target_fpp)
+        if held and followed * held[1] * self.fetch_cost <= \
+                (reading[-1] if reading else cost) + 400:
+            return held[0]
+        if reading:
+            exact = self.exact(path)
+            if exact is not None:
+                return exact.changed if reading[0] == "alone" else \
+                    self._refined(path, exact, reading[1])
+        return self._read_form(path, form)
 
     def changed_since(self, ids, since, per_hour=False, exact=None):
         """[(first_hour, last_hour, ids that may have changed)], from since to now.
@@ -582,8 +625,11 @@ class Client:
         an exact body (section 14) when its size is no more than the cheapest other
         form's sum. exact=True: every such hour is read in exact form, hour by hour
         (ProtocolError when the server has no universe, or has no exact body for one of
-        them); exact=False: never. Exact answers hold for IDs of the publisher's
-        universe only.
+        them); exact=False: never. An exact body answers truly only for IDs of the
+        publisher's universe: it is read alone only for a client made with
+        registered=True, and otherwise refines the hour's cheapest form at the target
+        fpp (forced or not), so an ID never registered is flagged at most at the
+        target.
 
         CorruptHours names the hours of the range the server could not verify (its
         index lists them `corrupt`, or one answered 500 `corrupt`) whose complete
@@ -600,7 +646,9 @@ class Client:
             # range, unless its complete filter is held from before (it never changes).
             damaged = corrupt_hours(index, parse_hour(since_path),
                                     parse_hour(index["current"]["hour"]))
-            unknown = [name for name in damaged if not self._holds(hour_path(name))]
+            target = index.get("target_fpp", 0.01)
+            unknown = [name for name in damaged
+                       if not self._holds(hour_path(name), target)]
             if unknown:
                 raise CorruptHours(unknown)
             if damaged and per_hour is None:
@@ -642,8 +690,7 @@ class Client:
             count = capacity if count is None else count
             try:
                 if name in damaged:  # held complete (checked above): the server cannot serve it
-                    contains = self.exacts[path].changed if path in self.exacts \
-                        else self._held(path)[0]
+                    contains = self._held_reading(path, target)[0]
                 elif hour == now:  # the open hour: always v1
                     contains = self.filter(path).contains
                 elif exact and hour >= exact_from:
@@ -652,7 +699,9 @@ class Client:
                         raise ProtocolError(f"hour {name}: the server has no exact body "
                                             "for it (404), though its index says "
                                             f"exact_since {index['exact_since']}")
-                    contains = got.changed
+                    contains = got.changed if self.registered else self._refined(
+                        path, got, cheapest_within(count, target, versions,
+                                                   bool(self.verifier)))
                 else:
                     contains = self._closed_hour(
                         path, count, target, len(ids),
@@ -666,9 +715,10 @@ class Client:
             hour += datetime.timedelta(hours=1)
         return out
 
-    def _holds(self, path):
-        """Whether a complete filter of the hour at `path` is held, in any form."""
-        return path in self.exacts or self._held(path) is not None
+    def _holds(self, path, target_fpp):
+        """Whether a complete filter of the hour at `path` is held, in a form this client
+        may answer from (an exact body alone only for IDs declared registered)."""
+        return self._held_reading(path, target_fpp) is not None
 
     @staticmethod
     def _exact_bytes(hour, name, listed, exact_from, count, target):
@@ -691,12 +741,12 @@ class Client:
         hours, hour = [], since
         while hour <= now:
             path, name = hour_path(hour), hour.strftime("%Y-%m-%dT%H:00:00Z")
-            held, cached = self._held(path), self.cache.get(path)
+            held, cached = self._held_reading(path, target), self.cache.get(path)
             count = capacity if counts.get(name) is None else counts[name]
             exact_bytes = None if hour == now else self._exact_bytes(
                 hour, name, listed, exact_from, count, target)
-            if path in self.exacts:
-                held, exact_bytes = (self.exacts[path].changed, 0.0), None
+            if held is not None and held[1] == 0.0:
+                exact_bytes = None  # held with its exact body: nothing to fetch
             hours.append({"count": counts.get(name), "open": hour == now,
                           "exact_bytes": exact_bytes,
                           "held_fpp": held[1] if held else None,
@@ -704,7 +754,8 @@ class Client:
             hour += datetime.timedelta(hours=1)
         return hourly_is_cheaper(hours, index["target_fpp"], index.get("capacity", 3000),
                                  followed, self.fetch_cost,
-                                 ribbon_versions=ribbon_versions(index))
+                                 ribbon_versions=ribbon_versions(index),
+                                 registered=self.registered)
 
     def verify_chain(self, since):
         """Verifies the chain from `since` to the newest sealed hour (page by page), then

@@ -113,7 +113,8 @@ def json_error(e):
 
 def _check(args):
     ids = read_ids(args.ids)
-    client = Client(args.server, pubkey=args.pubkey, fetch_cost=args.fetch_cost)
+    client = Client(args.server, pubkey=args.pubkey, fetch_cost=args.fetch_cost,
+                    registered=args.registered)
     since = args.since or window_start(client, args.hours or 24)
     per_hour = {"auto": None, "hourly": True, "union": False}[args.strategy]
     if args.exact and per_hour is False:
@@ -244,11 +245,19 @@ def parser():
                        "at the precision minimising filter bytes plus IDs checked * fpp * "
                        "BYTES [default: 10240]")
     check.add_argument("--exact", action="store_true",
-                       help="read every sealed hour at or after the server's exact_since as "
-                       "an exact body (no false positive for IDs of the publisher's "
-                       "universe); an error when the server has no universe. Without it, "
-                       "an exact body is read when no larger than the cheapest other "
-                       "form's bytes plus expected wasted fetches")
+                       help="read every sealed hour at or after the server's exact_since "
+                       "with its exact body (no false positive for IDs of the publisher's "
+                       "universe; without --registered it refines a filter at the target "
+                       "fpp); an error when the server has no universe. Without it, an "
+                       "exact body is read when no larger than the cheapest other form's "
+                       "bytes plus expected wasted fetches")
+    check.add_argument("--registered", action="store_true",
+                       help="declare every ID checked registered in the publisher's "
+                       "universe (POST /universe) before the first hour checked: exact "
+                       "bodies are then read alone. An exact body answers any other ID "
+                       "arbitrarily and the universe is never published, so without this "
+                       "each one only refines a filter at the target fpp (an ID is "
+                       "flagged when both say so)")
     check.add_argument("--json", action="store_true",
                        help="print one JSON object (ranges, requests, bytes) instead of lines")
     check.add_argument("--pubkey", metavar="KEY",

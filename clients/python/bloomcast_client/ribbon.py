@@ -156,14 +156,16 @@ def _payload(n, p):
 
 
 def hourly_is_cheaper(hours, target_fpp, capacity, followed, fetch_cost, bloom_only=False,
-                      ribbon_versions=None):
+                      ribbon_versions=None, registered=False):
     """Whether reading hour by hour costs fewer expected bytes than one since-union
     (the Rust SDK's plan). `hours`: dicts with `count` (None: unknown, taken as
     capacity), `held_fpp` (the best complete filter held, or None), `unchanged` (an
     open hour held at its current count: a 304), `open`, and `exact_bytes` (the size of
     a sealed hour's exact body, section 14, or None). `ribbon_versions`: the index's,
-    as `cheapest_form` takes it."""
+    as `cheapest_form` takes it. `registered`: the caller declared its IDs registered
+    (an exact body may be read alone; else only to refine a form at the target)."""
     from . import optimal
+    from .refine import exact_reading
     p = target_fpp
 
     def waste(fpp):
@@ -183,8 +185,10 @@ def hourly_is_cheaper(hours, target_fpp, capacity, followed, fetch_cost, bloom_o
             cost = size + waste(fpp)
         else:
             cost = cheapest_form(count, p, followed, fetch_cost, ribbon_versions)[1]
-        if h.get("exact_bytes") is not None:
-            cost = min(cost, h["exact_bytes"])  # no wasted fetch
+        reading = exact_reading(h.get("exact_bytes"), cost, count, p, registered,
+                                ribbon_versions, bloom_only)
+        if reading is not None:
+            cost = reading[-1]  # no wasted fetch among registered IDs
         cost += RESPONSE_OVERHEAD
         if h.get("held_fpp") is not None:
             cost = min(cost, waste(h["held_fpp"]))

@@ -4,10 +4,11 @@ and against the real server (skipped without its binary)."""
 
 import hashlib
 import json
+import sys
 
 import pytest
 
-from bloomcast_client import (Client, HTTPError, MissingDependency, ProtocolError,
+from bloomcast_client import (Client, Exact, HTTPError, MissingDependency, ProtocolError,
                               VerificationError)
 from bloomcast_client.cli import main
 from bloomcast_client.verify import exact_message, header, hour_index, signed_message
@@ -41,7 +42,7 @@ def serve(fake_server, body=None, headers=None, **kwargs):
     v = vector()
     body = bytes.fromhex(v["body"]) if body is None else body
     kwargs.setdefault("index", index(exact_bytes=len(body)))
-    return fake_server(hours={SEALED: (v["changed"][:1], True), OPEN: ([], False)},
+    return fake_server(hours={SEALED: (v["changed"], True), OPEN: ([], False)},
                        exact={SEALED: (body, headers or {})}, **kwargs)
 
 
@@ -71,9 +72,9 @@ def test_no_exact_body_is_none_and_the_open_hour_is_406(fake_server):
     assert e.value.status == 406
 
 
-def test_check_prefers_the_exact_body_and_answers_exactly(fake_server, capsys):
+def test_check_of_ids_declared_registered_prefers_the_exact_body_alone(fake_server, capsys):
     server = serve(fake_server)
-    assert check(server) == 0
+    assert check(server, "--registered") == 0
     out = json.loads(capsys.readouterr().out)
     assert out["changed"] == vector()["changed"]  # no false positive among 1000 IDs
     assert out["exact"] == 1 and out["ribbons"] == 0
@@ -90,7 +91,7 @@ def test_an_hour_not_listed_is_judged_by_the_v1_bodys_expected_bytes(fake_server
     server = serve(fake_server, index={**index(exact_bytes=size),
                                        "exact_since": "2026-11-23T08:00:00Z"})
     assert main(["check", "--server", server.base, "--since", "2026-11-23T08", "--json",
-                 "--strategy", "hourly", *universe(vector())]) == 0
+                 "--strategy", "hourly", "--registered", *universe(vector())]) == 0
     out = json.loads(capsys.readouterr().out)
     assert "/2026/11/23/08.exact" in server.paths and SEALED + ".exact" in server.paths
     assert set(vector()["changed"]) <= set(out["changed"])
@@ -111,11 +112,15 @@ def test_without_exact_since_no_exact_body_is_asked_for(fake_server, capsys):
 
 
 def test_forced_exact_reads_every_sealed_hour_exact(fake_server, capsys):
-    # Listed without exact_bytes, and a large one: --exact reads it exact all the same.
-    server = serve(fake_server, index=index())
-    assert check(server, "--exact") == 0
-    assert json.loads(capsys.readouterr().out)["changed"] == vector()["changed"]
-    assert SEALED + ".exact" in server.paths
+    # Listed without exact_bytes, and a large one: --exact reads it exact all the same:
+    # alone for IDs declared registered, else with the v1 filter it refines.
+    for declared in (["--registered"], []):
+        server = serve(fake_server, index=index())
+        assert check(server, "--exact", *declared) == 0
+        assert json.loads(capsys.readouterr().out)["changed"] == vector()["changed"]
+        assert SEALED + ".exact" in server.paths
+        filters = [p for p in server.paths if p.startswith(SEALED) and ".exact" not in p]
+        assert bool(filters) == (not declared), server.paths
 
 
 def test_forced_exact_fails_clearly_without_a_universe(fake_server, capsys):
@@ -153,7 +158,7 @@ def test_a_tampered_body_fails_its_repr_digest(fake_server, capsys):
     server = serve(fake_server, body=tampered(), headers={"Repr-Digest": digest})
     with pytest.raises(ProtocolError, match="does not match its Repr-Digest"):
         Client(server.base).exact(SEALED)
-    assert check(server) == 1
+    assert check(server, "--registered") == 1
     assert "Repr-Digest" in capsys.readouterr().err
 
 
@@ -161,6 +166,24 @@ def test_headers_that_disagree_with_the_body_are_refused(fake_server):
     server = serve(fake_server, headers={"Bloom-Universe": "999"})
     with pytest.raises(ProtocolError, match="Bloom-Universe is 999, the body says 1000"):
         Client(server.base).exact(SEALED)
+
+
+def test_an_exact_body_refines_the_filter_for_ids_not_declared_registered(fake_server):
+    # IDs outside the universe that the exact body alone calls changed (its answer for
+    # them is arbitrary) but the hour's filter does not hold: refined, never flagged.
+    server = serve(fake_server)
+    body = Exact.from_bytes(bytes.fromhex(vector()["body"]))
+    hour_filter = Client(server.base).filter(SEALED)
+    outsiders = [f"nobody:{i}" for i in range(1000)]
+    wrong = [i for i in outsiders if body.changed(i) and not hour_filter.contains(i)]
+    assert len(wrong) > 100
+    ids = universe(vector()) + wrong
+
+    refined = Client(server.base).changed_since(ids, SEALED_NAME, exact=True)
+    alone = Client(server.base, registered=True).changed_since(ids, SEALED_NAME, exact=True)
+
+    assert refined == [(SEALED_NAME, SEALED_NAME, vector()["changed"])]
+    assert alone == [(SEALED_NAME, SEALED_NAME, vector()["changed"] + wrong)]
 
 
 # --- signatures (section 14, signatures and the chain) ----------------------------------
@@ -194,7 +217,7 @@ def test_a_signed_exact_body_verifies_against_its_chain_entry(fake_server, signe
     server = serve(fake_server, body=body, headers=headers, chain=chain)
     assert Client(server.base, pubkey=PUBKEY).exact(SEALED).universe == 1000
     assert SEALED + "?limit=1" in "".join(server.paths)
-    assert check(server, "--pubkey", PUBKEY) == 0
+    assert check(server, "--pubkey", PUBKEY, "--registered") == 0
     assert json.loads(capsys.readouterr().out)["changed"] == vector()["changed"]
 
 
@@ -234,7 +257,10 @@ def test_an_exact_body_makes_reading_hour_by_hour_cheaper_than_a_union():
     hours = [{"count": 3000} for _ in range(24)] + [{"count": 0, "open": True}]
     assert not hourly_is_cheaper(hours, 0.01, 3000, 100, 10240)
     exact = [{"count": 3000, "exact_bytes": 400} for _ in range(24)] + hours[-1:]
-    assert hourly_is_cheaper(exact, 0.01, 3000, 100, 10240)
+    assert hourly_is_cheaper(exact, 0.01, 3000, 100, 10240, registered=True)
+    # Not declared registered, each would be read with a filter at the target as well:
+    # the union stays cheaper.
+    assert not hourly_is_cheaper(exact, 0.01, 3000, 100, 10240)
 
 
 def test_the_signed_message_is_domain_index_header_and_body_digest():
@@ -247,7 +273,7 @@ def test_the_signed_message_is_domain_index_header_and_body_digest():
 
 def test_a_v1_hour_held_is_kept_unless_its_wasted_fetches_cost_more(fake_server):
     server = serve(fake_server)
-    client = Client(server.base)
+    client = Client(server.base, registered=True)
     client.cache[SEALED] = ('"v1"', client.document(SEALED))  # the v1 hour, complete
     server.paths.clear()
     client.changed_since(["u:0"], "2026-11-23T09", per_hour=True)  # 1 x 0.01 x 10 KiB
@@ -306,5 +332,69 @@ def test_the_real_servers_exact_hour_answers_exactly_and_verifies(tmp_path):
             verifying = Client(server.base)
         found = verifying.changed_since(ids, hour, exact=True)
         assert found[0] == (hour, hour, changed) and verifying.exact_fetches == 1
+    finally:
+        server.close()
+
+
+def at_most_at_rate(n, p):
+    """The most flags n trials at a rate of at most p give, with sampling error: the mean
+    plus four standard deviations (exceeded with probability below 1e-4)."""
+    return int(n * p + 4 * (n * p * (1 - p)) ** 0.5)
+
+
+def test_the_real_servers_exact_hours_flag_unregistered_ids_at_most_at_the_target(
+        tmp_path, capsys):
+    """The README's quick start, sealed (a universe of three IDs registered, then 3,000
+    IDs published, an hour back): `check` of 1,000 IDs never registered nor published,
+    by default, hour by hour and verifying, flags at most the target's share; declared
+    registered (falsely), the exact body alone flags about half."""
+    import re
+    import urllib.request
+
+    from conftest import LIVE_TOKEN, NO_BINARY, LiveServer, bloomcast_binary
+    binary = bloomcast_binary()
+    if binary is None:
+        pytest.skip(NO_BINARY)
+    data = tmp_path / "server"
+    data.mkdir()
+
+    def post(base, path, batch):
+        request = urllib.request.Request(
+            base + path, data=json.dumps({"ids": batch}).encode(),
+            headers={"Authorization": "Bearer " + LIVE_TOKEN,
+                     "Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return json.loads(response.read())
+
+    server = LiveServer(binary, data, BLOOMCAST_CLOCK_OFFSET_SECONDS="-3600")
+    try:
+        post(server.base, "/universe", ["user:1", "user:2", "user:5"])
+        hour = post(server.base, "/updates", [f"h0:{i}" for i in range(3000)])["hour"]
+    finally:
+        server.close()
+    server = LiveServer(binary, data, BLOOMCAST_CLOCK_JUMP_TOLERANCE_SECONDS="7200")
+    try:
+        pubkey = re.search(r"--pubkey ([0-9a-f]{64})", server.log_text()).group(1)
+        assert Client(server.base).exact(hour) is not None  # read once: its size listed
+        outsiders = [f"nobody:{i}" for i in range(1000)]
+        bound = at_most_at_rate(1000, 0.01)  # one sealed hour, at most 0.01 each: 22
+        runs = [[], ["--strategy", "hourly"], ["--registered"]]
+        try:
+            Client(server.base, pubkey=pubkey)
+            runs.append(["--pubkey", pubkey])
+        except MissingDependency:  # no cryptography package: not verified here
+            pass
+        for extra in runs:
+            assert main(["check", "--server", server.base, "--since", hour, "--json",
+                         *extra, *outsiders]) == 0
+            out = json.loads(capsys.readouterr().out)
+            flags = sum(len(r["ids"]) for r in out["ranges"])
+            print(f"{extra[:2]}: {flags} of 1000 flagged, {out['exact']} exact bodies",
+                  file=sys.__stderr__)
+            assert out["exact"] == 1, extra
+            if extra == ["--registered"]:
+                assert flags > 10 * bound, flags
+            else:
+                assert flags <= bound, (extra, flags)
     finally:
         server.close()

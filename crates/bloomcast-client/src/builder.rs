@@ -19,6 +19,7 @@ pub struct ClientBuilder {
     pubkey: Option<crate::chain::PublicKey>,
     pin: bool,
     fetch_cost: u64,
+    registered: bool,
 }
 
 impl ClientBuilder {
@@ -27,8 +28,9 @@ impl ClientBuilder {
     /// closed hour in the form and precision that minimise filter bytes plus
     /// `IDs followed × fpp × fetch_cost` ([`cheapest_form`](crate::cheapest_form)): a ribbon at up to 2^-24
     /// for a large following, the v1 Bloom filter for a nearly empty hour, and from the
-    /// index's `exact_since` the hour's exact body when it costs no more
-    /// ([`exact_or`](crate::exact_or)).
+    /// index's `exact_since` the hour's exact body when it costs no more: alone for IDs
+    /// declared [`registered`](Self::registered) ([`exact_or`](crate::exact_or)), else
+    /// refining an approximate form ([`refined_or`](crate::refined_or)).
     ///
     /// ```
     /// let client = bloomcast_client::Client::builder("http://127.0.0.1:8080")
@@ -38,6 +40,27 @@ impl ClientBuilder {
     /// ```
     pub fn fetch_cost(mut self, bytes: u64) -> Self {
         self.fetch_cost = bytes;
+        self
+    }
+
+    /// Declares that every ID this client asks about is registered in the publisher's
+    /// universe (`POST /universe`) from before the first hour asked about: an exact body
+    /// may then be read alone, with no false positive (PROTOCOL.md section 14). Default
+    /// `false`: a poller cannot know what is registered (the universe is never
+    /// published), and an exact body's answer for any other ID is arbitrary, so each one
+    /// is read only as a refinement of an approximate form of its hour at the service's
+    /// target fpp or under (an ID is changed when both say so): exact for registered IDs,
+    /// at most the target for any other ([`refined_or`](crate::refined_or)).
+    ///
+    /// ```
+    /// // A publisher's own poller, following IDs it registered itself:
+    /// let client = bloomcast_client::Client::builder("http://127.0.0.1:8080")
+    ///     .registered(true)
+    ///     .build();
+    /// assert!(client.is_ok());
+    /// ```
+    pub fn registered(mut self, registered: bool) -> Self {
+        self.registered = registered;
         self
     }
 
@@ -132,6 +155,7 @@ impl ClientBuilder {
             ribbons2: compact::RibbonCache::new(self.cache_entries),
             exacts: exact_hours::ExactCache::new(self.cache_entries),
             fetch_cost: self.fetch_cost,
+            registered: self.registered,
             dictionaries: dictionaries::Dictionaries::default(),
             counters: Counters::default(),
             cache_dir: self.cache_dir,
@@ -166,6 +190,7 @@ impl Client {
             pubkey: None,
             pin: false,
             fetch_cost: DEFAULT_FETCH_COST,
+            registered: false,
         }
     }
 }

@@ -1,44 +1,16 @@
 //! The question pollers ask: which of my IDs may have changed since an hour? Answered
 //! hour by hour or with one since-union, whichever the planner says costs fewer bytes;
 //! hour by hour, each closed hour in its cheapest form ([`super::cheapest_form`]; from
-//! the index's `exact_since`, [`super::exact_or`]).
+//! the index's `exact_since`, with its exact body: alone for IDs declared registered,
+//! [`super::exact_or`], else refining an approximate form, [`super::refined_or`]).
 
-use super::choice::{cheapest_form_of, exact_or, wasted, Choice, Form, Forms};
-use super::{fetch, plan, Changed, Client, ClientError, Fetched, Index, Result, Strategy};
-use crate::bloom::{Filter, Key, Ribbon, Ribbon2};
-use crate::exact::Exact;
+use super::choice::{wasted, Choice, Form, Forms};
+use super::held::Held;
+use super::refine::Reading;
+use super::{fetch, plan, Changed, Client, ClientError, Index, Result, Strategy};
+use crate::bloom::{Filter, Key};
 use crate::hour::Hour;
 use std::collections::HashMap;
-use std::sync::Arc;
-
-/// A closed hour as held: whichever form was cheapest.
-enum Held {
-    Bloom(Arc<Fetched>),
-    Ribbon(Arc<Ribbon>),
-    Ribbon2(Arc<Ribbon2>),
-    Exact(Arc<Exact>),
-}
-
-impl Held {
-    fn contains_key(&self, key: Key) -> bool {
-        match self {
-            Held::Bloom(fetched) => fetched.filter.contains_key(key),
-            Held::Ribbon(ribbon) => ribbon.contains(key),
-            Held::Ribbon2(ribbon) => ribbon.contains(key),
-            Held::Exact(exact) => exact.changed(key),
-        }
-    }
-
-    fn fpp(&self) -> f64 {
-        match self {
-            Held::Bloom(fetched) => fetched.filter.fpp(),
-            Held::Ribbon(ribbon) => ribbon.fpp(),
-            Held::Ribbon2(ribbon) => ribbon.fpp(),
-            // None among the universe's IDs, the only ones a caller asks about.
-            Held::Exact(_) => 0.0,
-        }
-    }
-}
 
 impl Client {
     /// Which of `ids` may have changed from `since` through the server's current hour,
@@ -47,15 +19,20 @@ impl Client {
     /// Bytes are counted as filter bytes plus `ids.len() × fpp ×` the fetch cost
     /// ([`super::ClientBuilder::fetch_cost`]): each closed hour is read as a v1 Bloom
     /// filter or a ribbon at the precision minimising that sum, or, for a sealed hour at
-    /// or after the index's `exact_since`, as its exact body when that costs no more (it
-    /// wastes no fetch: PROTOCOL.md section 14); the open hour as a v1 filter
+    /// or after the index's `exact_since`, with its exact body when that costs no more (it
+    /// wastes no fetch among the universe's IDs: PROTOCOL.md section 14): alone when the
+    /// client declared its IDs [registered](super::ClientBuilder::registered), else
+    /// refining an approximate form at the service's target fpp or under, whose bytes and
+    /// second request it then counts too. The open hour is read as a v1 filter
     /// (revalidated, or a delta). A verifying client reads v1 filters and exact bodies
     /// (both signed), never ribbons. An exact body the server does not serve (404) falls
     /// back to the other form.
     ///
     /// Every ID that changed in the range is returned (no false negatives); an ID that
-    /// did not is returned with the filters' false-positive probability (none from an
-    /// hour read exactly, for the IDs of the publisher's universe).
+    /// did not is returned with the filters' false-positive probability. From an hour read
+    /// with its exact body: none for the IDs of the publisher's universe; for any other
+    /// ID, at most the target (refined), or arbitrary (alone: never read so unless the
+    /// caller declared its IDs registered).
     ///
     /// # Errors
     /// As [`Client::since`]; [`ClientError::Corrupt`] naming the hours of the range the
@@ -85,14 +62,18 @@ impl Client {
     }
 
     /// [`Client::changed_since_with`], choosing whether sealed hours from the index's
-    /// `exact_since` may ([`Forms::Auto`]) or must ([`Forms::Exact`]) be read as exact
-    /// bodies. [`Forms::Exact`] reads hour by hour whatever the strategy; hours before
-    /// `exact_since` and the open hour are read as [`Forms::Auto`] would.
+    /// `exact_since` may ([`Forms::Auto`]) or must ([`Forms::Exact`]) be read with their
+    /// exact bodies. [`Forms::Exact`] reads hour by hour whatever the strategy, each such
+    /// hour's exact body alone when the client declared its IDs
+    /// [registered](super::ClientBuilder::registered), else with the cheapest approximate
+    /// form at the service's target fpp or under ([`super::cheapest_within`]), an ID
+    /// changed when both say so; hours before `exact_since` and the open hour are read as
+    /// [`Forms::Auto`] would.
     ///
     /// ```no_run
     /// # async fn demo(client: bloomcast_client::Client, since: bloomcast_client::hour::Hour) -> Result<(), bloomcast_client::ClientError> {
     /// use bloomcast_client::{Forms, Strategy};
-    /// let ids = ["user:1", "user:2"]; // IDs of the publisher's universe
+    /// let ids = ["user:1", "user:2"]; // exact for IDs of the publisher's universe
     /// let changes = client.changed_since_in(&ids, since, Strategy::Auto, Forms::Exact).await?;
     /// # Ok(()) }
     /// ```
@@ -117,6 +98,7 @@ impl Client {
             )));
         }
         let exact_since = index.exact_since_hour()?;
+        let target_fpp = index.target_fpp;
         let forced = forms == Forms::Exact;
         if forced && exact_since.is_none() {
             return Err(ClientError::Argument(format!(
@@ -130,7 +112,7 @@ impl Client {
         // changes).
         let damaged = index.corrupt_hours(since, now)?;
         let unknown: Vec<Hour> = (damaged.iter().copied())
-            .filter(|hour| self.held(*hour).is_none())
+            .filter(|hour| self.held(*hour, target_fpp).is_none())
             .collect();
         if !unknown.is_empty() {
             return Err(ClientError::Corrupt { hours: unknown });
@@ -186,7 +168,8 @@ impl Client {
         for (input, exact) in inputs.hours.iter().zip(&exact) {
             let ids = if damaged.contains(&hour) {
                 // Held complete (checked above): the server cannot serve it.
-                let held = (self.held(hour)).ok_or(ClientError::Corrupt { hours: vec![hour] })?;
+                let held = (self.held(hour, target_fpp))
+                    .ok_or(ClientError::Corrupt { hours: vec![hour] })?;
                 pick(&|key| held.contains_key(key))
             } else if input.open || (inputs.bloom_only && exact.is_none()) {
                 let fetched = self.hour(hour).await.map_err(|e| e.of_hour(hour))?;
@@ -202,7 +185,15 @@ impl Client {
                         index.exact_since.as_deref().unwrap_or("?"),
                     ))
                 })?;
-                pick(&|key| exact.changed(key))
+                let held = match self.registered {
+                    true => Held::Exact(exact),
+                    false => {
+                        let count = input.count.unwrap_or(inputs.capacity);
+                        (self.refined(hour, exact, inputs.within(count)).await)
+                            .map_err(|e| e.of_hour(hour))?
+                    }
+                };
+                pick(&|key| held.contains_key(key))
             } else {
                 let count = input.count.unwrap_or(inputs.capacity);
                 let held = (self.closed_hour(hour, count, &inputs, *exact).await)
@@ -222,8 +213,8 @@ impl Client {
     }
 
     /// A closed hour in the form that minimises filter bytes plus wasted fetches: one
-    /// held already when it is no worse than fetching another, else the cheapest form
-    /// (its exact body, of `exact` bytes, when it may be read so and costs no more).
+    /// held already when it is no worse than fetching another, else the cheapest reading
+    /// (with its exact body, of `exact` bytes, when it has one and that costs no more).
     async fn closed_hour(
         &self,
         hour: Hour,
@@ -232,70 +223,31 @@ impl Client {
         exact: Option<u64>,
     ) -> Result<Held> {
         let (followed, cost) = (inputs.followed, inputs.fetch_cost);
-        let other = if inputs.bloom_only {
-            // A verifying client: ribbons are not signed.
-            Choice::bloom(count, inputs.target_fpp)
-        } else {
-            cheapest_form_of(count, inputs.target_fpp, followed, cost, inputs.ribbon2)
-        };
-        let choice = match exact {
-            Some(bytes) => exact_or(bytes, other, followed, cost),
-            None => other,
-        };
-        let fetching = choice.expected_bytes(followed, cost) + plan::RESPONSE_OVERHEAD;
-        if let Some(held) = self.held(hour) {
+        let reading = inputs.reading(count, exact);
+        let fetching = reading.expected_bytes(followed, cost) + plan::RESPONSE_OVERHEAD;
+        if let Some(held) = self.held(hour, inputs.target_fpp) {
             if wasted(held.fpp(), followed, cost) <= fetching {
                 return Ok(held);
             }
         }
-        if choice.form == Form::Exact {
-            match self.exact(hour).await {
-                Ok(Some(exact)) => return Ok(Held::Exact(exact)),
-                // No exact body after all (404), or an hour the server has not sealed
-                // yet (406): the other form answers the same question.
-                Ok(None) | Err(ClientError::Status { status: 406, .. }) => {}
-                Err(e) => return Err(e),
+        // `None`: the exact body alone (the caller declared its IDs registered).
+        let under = match reading {
+            Reading::One(choice) if choice.form != Form::Exact => {
+                return self.approximate(hour, choice).await
             }
-        }
-        let fetched = match other.form {
-            Form::Ribbon { r } => self
-                .ribbon(hour, Some((-f64::from(r)).exp2()))
-                .await
-                .map(Held::Ribbon),
-            Form::Ribbon2 { k } => self
-                .ribbon2(hour, Some((-f64::from(k)).exp2()))
-                .await
-                .map(Held::Ribbon2),
-            Form::Bloom | Form::Exact => return Ok(Held::Bloom(self.hour(hour).await?)),
+            Reading::One(_) => None,
+            Reading::Refined { under, .. } => Some(under),
         };
-        match fetched {
-            Ok(held) => Ok(held),
-            // A server without the compact form (404 for the suffix), or an hour it does
-            // not serve compactly (406): the v1 filter answers the same question.
-            Err(ClientError::Status {
-                status: 404 | 406, ..
-            }) => Ok(Held::Bloom(self.hour(hour).await?)),
-            Err(e) => Err(e),
+        match (self.exact(hour).await, under) {
+            (Ok(Some(exact)), None) => Ok(Held::Exact(exact)),
+            (Ok(Some(exact)), Some(under)) => self.refined(hour, exact, under).await,
+            // No exact body after all (404), or an hour the server has not sealed yet
+            // (406): the approximate form answers the same question.
+            (Ok(None) | Err(ClientError::Status { status: 406, .. }), _) => {
+                self.approximate(hour, inputs.other(count)).await
+            }
+            (Err(e), _) => Err(e),
         }
-    }
-
-    /// The most precise complete filter of `hour` this client holds, in any form (an
-    /// exact body first).
-    fn held(&self, hour: Hour) -> Option<Held> {
-        if let Some(exact) = self.exacts.get(hour) {
-            return Some(Held::Exact(exact));
-        }
-        let bloom = self
-            .cache
-            .get(&fetch::bin_path(&hour.path()))
-            .filter(|f| f.meta.complete)
-            .map(Held::Bloom);
-        let ribbon = self.ribbons.get(hour).map(Held::Ribbon);
-        let ribbon2 = self.ribbons2.get(hour).map(Held::Ribbon2);
-        [bloom, ribbon, ribbon2]
-            .into_iter()
-            .flatten()
-            .min_by(|a, b| a.fpp().total_cmp(&b.fpp()))
     }
 
     /// What the planner needs: per hour, what we hold of it and its count.
@@ -311,7 +263,7 @@ impl Client {
             let cached = self.cache.get(&fetch::bin_path(&hour.path()));
             hours.push(plan::HourInput {
                 count: counts.get(&hour.rfc3339()).copied(),
-                held_fpp: self.held(hour).map(|h| h.fpp()),
+                held_fpp: self.held(hour, index.target_fpp).map(|h| h.fpp()),
                 cached_count: cached.map(|f| f.meta.count),
                 open: hour == now,
             });
@@ -325,6 +277,7 @@ impl Client {
             fetch_cost: self.fetch_cost,
             bloom_only: self.pubkey.is_some() || self.pin,
             ribbon2: index.ribbon_versions.contains(&2),
+            registered: self.registered,
         }
     }
 }

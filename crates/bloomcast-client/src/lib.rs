@@ -25,10 +25,12 @@ mod dictionaries;
 mod error;
 mod exact_hours;
 mod fetch;
+mod held;
 mod history;
 mod keys;
 mod plan;
 mod publish;
+mod refine;
 mod verify;
 
 pub use builder::ClientBuilder;
@@ -40,6 +42,7 @@ pub use error::ClientError;
 pub use history::{default_cache_dir, IdHistory};
 pub use plan::Strategy;
 pub use publish::{PublishOptions, PublishSummary};
+pub use refine::{cheapest_within, refined_or, Reading};
 pub use verify::{ChainEntry, ChainReport};
 
 use crate::bloom::Filter;
@@ -282,6 +285,9 @@ pub struct Client {
     /// Bytes a caller spends fetching a resource a filter wrongly flagged: what
     /// `changed_since` weighs false positives at.
     fetch_cost: u64,
+    /// The caller declared the IDs it asks about registered: exact bodies may be read
+    /// alone ([`ClientBuilder::registered`]).
+    registered: bool,
     /// The last version of each open resource the server offered as a dictionary.
     dictionaries: dictionaries::Dictionaries,
     counters: Counters,

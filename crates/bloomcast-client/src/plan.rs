@@ -9,7 +9,8 @@
 //! bytes of both, counting the fetches each would waste on false positives, and take
 //! the cheaper.
 
-use super::choice::{cheapest_form, exact_or, wasted};
+use super::choice::{cheapest_form_of, exact_or, wasted, Choice};
+use super::refine::{cheapest_within, refined_or, Reading};
 use crate::bloom::Params;
 
 /// How [`super::Client::changed_since_with`] fetches.
@@ -56,6 +57,9 @@ pub(crate) struct Inputs {
     /// The server serves the compact form's version 2 (its index lists it): closed hours
     /// are read as version 2 ribbons where a ribbon is cheapest.
     pub ribbon2: bool,
+    /// The caller declared every ID it asks about registered in the publisher's universe:
+    /// an exact body may be read alone (`super::ClientBuilder::registered`).
+    pub registered: bool,
 }
 
 /// Payload bytes of a filter for `n` IDs at `p`: `n ln(1/p) / (ln 2)^2` bits.
@@ -68,6 +72,42 @@ impl Inputs {
     /// An hour the index does not list is older than it shows: assume a full hour.
     fn count(&self, h: &HourInput) -> u64 {
         h.count.unwrap_or(self.capacity)
+    }
+
+    /// The cheapest approximate form of a closed hour of `count` IDs: the v1 filter for a
+    /// verifying client (ribbons are not signed), else the v1 filter or a ribbon.
+    pub(crate) fn other(&self, count: u64) -> Choice {
+        match self.bloom_only {
+            true => Choice::bloom(count, self.target_fpp),
+            false => cheapest_form_of(
+                count,
+                self.target_fpp,
+                self.followed,
+                self.fetch_cost,
+                self.ribbon2,
+            ),
+        }
+    }
+
+    /// How a closed hour of `count` IDs is read; `exact` is the size of its exact body
+    /// when it has one (PROTOCOL.md section 14, "Choosing it"): alone when cheaper for a
+    /// caller that declared its IDs registered, else as a refinement when cheaper
+    /// ([`super::refine`]).
+    pub(crate) fn reading(&self, count: u64, exact: Option<u64>) -> Reading {
+        let (other, followed, cost) = (self.other(count), self.followed, self.fetch_cost);
+        match exact {
+            None => Reading::One(other),
+            Some(bytes) if self.registered => Reading::One(exact_or(bytes, other, followed, cost)),
+            Some(bytes) => {
+                let under = self.within(count);
+                refined_or(bytes, under, other, followed, cost)
+            }
+        }
+    }
+
+    /// The approximate form an exact body of an hour of `count` IDs refines.
+    pub(crate) fn within(&self, count: u64) -> Choice {
+        cheapest_within(count, self.target_fpp, self.ribbon2, self.bloom_only)
     }
 
     /// Expected bytes of one hour read on its own, wasted fetches included; `exact` is the
@@ -86,15 +126,7 @@ impl Inputs {
             };
             return fetch + waste(fpp);
         }
-        let other = if self.bloom_only {
-            super::choice::Choice::bloom(count, p)
-        } else {
-            cheapest_form(count, p, self.followed, self.fetch_cost)
-        };
-        let fetch = match exact {
-            Some(bytes) => exact_or(bytes, other, self.followed, self.fetch_cost),
-            None => other,
-        };
+        let fetch = self.reading(count, exact);
         let fetched = fetch.expected_bytes(self.followed, self.fetch_cost) + RESPONSE_OVERHEAD;
         match h.held_fpp {
             Some(fpp) => fetched.min(waste(fpp)),
@@ -144,6 +176,7 @@ mod tests {
             fetch_cost: 10 * 1024,
             bloom_only: false,
             ribbon2: false,
+            registered: false,
         }
     }
 
