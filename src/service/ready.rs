@@ -165,7 +165,11 @@ impl Service {
             return self
                 .open
                 .board()
-                .with(hour, repr, |r| ready(r, Some(now.end())));
+                .with(hour, repr, |r| {
+                    // A version signed too long ago is signed again on the full path.
+                    self.signature_fresh(r).then(|| ready(r, Some(now.end())))
+                })
+                .flatten();
         }
         let key = (hour.index(), hour.index(), repr);
         if let Some(out) = super::recent::with(self.id, &key, |r| ready(r, None)) {

@@ -15,6 +15,9 @@ use bytes::Bytes;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
+/// How old an open hour's version's signature may get before it is signed again.
+pub(super) const OPEN_RESIGN_SECONDS: i64 = 60;
+
 impl Service {
     /// A day's first and last hour, once it is known not to lie in the future and the
     /// part of it up to `now` is one the service speaks for.
@@ -123,14 +126,15 @@ impl Service {
         let slot = repr.index();
         let every = self.tuning.refresh;
         let closed = self.closed_through();
-        let wanted = match self.open.rendering(hour, slot, closed, every) {
+        let fresh = |r: &Rendered| self.signature_fresh(r);
+        let wanted = match self.open.rendering(hour, slot, closed, every, fresh) {
             Rendering::Closed => return Ok(None),
             Rendering::Ready(r) => return Ok(Some(r)),
             Rendering::Due(version) => version,
         };
         let _one_render = self.open.render_turn(slot).await;
         let closed = self.closed_through();
-        let job = match self.open.render_job(hour, slot, wanted, closed) {
+        let job = match self.open.render_job(hour, slot, wanted, closed, fresh) {
             Rendering::Closed => return Ok(None),
             Rendering::Ready(r) => return Ok(Some(r)),
             Rendering::Due(job) => job,
@@ -344,6 +348,17 @@ impl Service {
             self.cache.insert(key, rendered.clone());
         }
         Ok((rendered, complete))
+    }
+
+    /// Whether a rendering of the open hour may still be served as it is: unsigned, or
+    /// signed less than [`OPEN_RESIGN_SECONDS`] ago. A quiet hour's version is signed
+    /// again then (rendered anew, the same bytes), so its `made` never lags the time
+    /// it is served by more than that, and a client's freshness bound never refuses an
+    /// honest, quiet open hour.
+    pub(super) fn signature_fresh(&self, rendered: &Rendered) -> bool {
+        rendered
+            .open
+            .is_none_or(|o| o.made > self.now().timestamp() - OPEN_RESIGN_SECONDS)
     }
 
     /// The signer of the open `hour`'s versions: this node's key when the registry (as

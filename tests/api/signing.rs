@@ -297,3 +297,46 @@ async fn each_version_of_the_open_hour_is_signed_with_the_time_it_was_made() {
         );
     }
 }
+
+#[tokio::test]
+async fn a_quiet_open_hour_is_signed_again_so_its_signature_never_lags_by_more_than_a_minute() {
+    let dir = tempfile::tempdir().unwrap();
+    let app = sealed_with_key(&dir).await;
+    app.ingest(&["open-1"]).await;
+    let made = |reply: &Reply| -> i64 {
+        reply
+            .header("bloom-open-signature")
+            .unwrap()
+            .split(';')
+            .find_map(|p| p.trim().strip_prefix("made="))
+            .unwrap()
+            .parse()
+            .unwrap()
+    };
+    let first = app.get("/2008/09/03/16.bin").await;
+    app.clock.advance(chrono::Duration::seconds(30));
+    let soon = app.get("/2008/09/03/16.bin").await;
+    assert_eq!(made(&soon), made(&first), "signed once for a while");
+    app.clock.advance(chrono::Duration::seconds(40));
+    let later = app.get("/2008/09/03/16.bin").await;
+    assert!(
+        made(&later) >= made(&first) + 70,
+        "signed again, nothing having changed"
+    );
+    assert_eq!(later.body, first.body);
+    assert_eq!(
+        later.header("etag"),
+        first.header("etag"),
+        "the same version"
+    );
+    let key = Signer::from_seed(&[1; 32]).public_key();
+    let field =
+        chain::SignatureField::parse(later.header("bloom-open-signature").unwrap()).unwrap();
+    key.verify_open(
+        hour(16),
+        made(&later),
+        &chain::digest(&later.body),
+        &field.signature,
+    )
+    .unwrap();
+}

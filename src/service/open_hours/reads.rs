@@ -61,13 +61,14 @@ impl OpenHours {
         slot: usize,
         closed_through: Option<Hour>,
         every: Duration,
+        fresh: impl Fn(&Rendered) -> bool,
     ) -> Rendering<u64> {
         let mut ledger = self.ledger();
         let Some(open) = self.entry(&mut ledger, hour, closed_through) else {
             return Rendering::Closed;
         };
         match &open.rendered[slot] {
-            Some((v, r)) if *v == open.version => {
+            Some((v, r)) if *v == open.version && fresh(r) => {
                 if let Some(at) = open.refreshed_at {
                     self.board.refreshed(at, every);
                 }
@@ -86,13 +87,14 @@ impl OpenHours {
         slot: usize,
         wanted: u64,
         closed_through: Option<Hour>,
+        fresh: impl Fn(&Rendered) -> bool,
     ) -> Rendering<RenderJob> {
         let mut ledger = self.ledger();
         let Some(open) = self.entry(&mut ledger, hour, closed_through) else {
             return Rendering::Closed;
         };
         if let Some((v, r)) = &open.rendered[slot] {
-            if *v >= wanted {
+            if *v >= wanted && fresh(r) {
                 return Rendering::Ready(r.clone());
             }
         }
@@ -105,7 +107,8 @@ impl OpenHours {
     }
 
     /// Keeps and publishes a rendering of a [`RenderJob`]'s `version` and `generation`,
-    /// unless a newer one was kept meanwhile or the hour is gone.
+    /// unless a newer one was kept meanwhile or the hour is gone (one of the same version
+    /// is replaced: it is the same content signed again, see `Service::open_view`).
     pub fn keep_rendering(
         &self,
         hour: Hour,
@@ -118,7 +121,7 @@ impl OpenHours {
         if let Some(open) = ledger.hours.get_mut(&hour) {
             if open.rendered[slot]
                 .as_ref()
-                .is_none_or(|(v, _)| *v < version)
+                .is_none_or(|(v, _)| *v <= version)
             {
                 open.rendered[slot] = Some((version, rendered.clone()));
                 self.board.publish(hour, generation, rendered);
