@@ -13,11 +13,13 @@ without it).
 """
 
 import base64
+import collections
 import datetime
 import gzip
 import hashlib
 import json
 import math
+import re
 import socket
 import time
 import urllib.error
@@ -25,12 +27,14 @@ import urllib.request
 
 HASH = "sha1-km32"
 
-from .verify import MissingDependency, VerificationError  # noqa: E402  (re-exported)
+from .verify import MissingDependency, Unsigned, VerificationError  # noqa: E402  (re-exported)
 from .ribbon import (DEFAULT_FETCH_COST, Ribbon, RibbonError,  # noqa: E402
                      bloom_choice, cheapest_form, hourly_is_cheaper, selftest_ribbon)
 from .ribbon2 import Ribbon2, grade_for_fpp, selftest_ribbon2  # noqa: E402
 from .exact import Exact, ExactError, selftest_exact  # noqa: E402
 from .refine import cheapest_within, exact_reading  # noqa: E402
+from . import coverage, files  # noqa: E402
+from .coverage import Changes, Stale  # noqa: E402  (re-exported)
 try:  # Optional: deltas of the open hour (RFC 9842 dcz) need zstd.
     import zstandard
 except ImportError:  # pragma: no cover - depends on the environment
@@ -64,6 +68,9 @@ def available_dictionary(dictionary):
 def _both(contains, changed):
     """An ID is changed when the approximate filter and the exact body both say so."""
     return lambda id_: contains(id_) and changed(id_)
+
+
+HOUR_PATH = re.compile(r"^(/\d{4}/\d{2}/\d{2}/\d{2})(?:\.json|\.bin|\.hex)?$")
 
 
 class ProtocolError(Exception):
@@ -146,6 +153,9 @@ def corrupt_hours(index, since, now):
             if since <= hour <= now:
                 names.append(hour.strftime("%Y-%m-%dT%H:00:00Z"))
     return sorted(names)
+
+
+Verification = collections.namedtuple("Verification", "hours unverified stale")
 
 
 class ConnectionFailed(Exception):
@@ -286,12 +296,15 @@ def hour_path(hour):
 
 
 def server_base(server):
-    """The base URL; 'host:port' without a scheme means http://host:port."""
+    """The base URL; 'host:port' without a scheme means http://host:port, and
+    `file:///DIR` a mirror directory read offline (bloomcast_client.files)."""
     base = server if "://" in server else "http://" + server
     scheme, _, rest = base.partition("://")
+    if scheme == "file" and rest.startswith("/"):
+        return "file://" + (rest.rstrip("/") or "/")
     if scheme not in ("http", "https") or not rest.strip("/"):
         raise ValueError(f"bad server URL {server!r}: expected http://HOST:PORT, "
-                         "https://HOST:PORT or HOST:PORT")
+                         "https://HOST:PORT, HOST:PORT or file:///DIR (a mirror directory)")
     return base.rstrip("/")
 
 
@@ -307,8 +320,21 @@ def ribbon_versions(index):
 class Client:
     """Fetches filters with gzip, keeps ETags, and never refetches a complete filter.
 
-    With `pubkey` (the publisher's, 64 hex digits), every closed hour is verified
-    (PROTOCOL.md section 11) and a tampered one raises VerificationError naming it.
+    With `pubkey` (the publisher's, 64 hex digits), everything read is verified
+    (PROTOCOL.md section 11, "Trust"): each hour under the key listed for it in the
+    publisher's key list, trusted only through successions signed from `pubkey` (an hour
+    listed under any other key raises VerificationError naming that key); a sealed hour
+    in every form (v1, ribbons, exact); a version of the open hour by its
+    Bloom-Open-Signature, made at most `freshness` seconds (600) ago. A tampered one
+    raises VerificationError naming the hour. A form served without a signature is not
+    used (the hour's v1 filter is read instead); an open hour served without one is used
+    and listed in the answer's `unverified`.
+
+    changed_since says what its answer covers (bloomcast_client.coverage): the hours
+    read, and whether the source is shown current: its newest hour no more than
+    `lag_hours` (2) before this machine's current hour and, with `pubkey`, no older than
+    the publisher's signed checkpoint. A source not shown current raises Stale (with
+    the answer) unless `accept_stale`.
 
     `fetch_cost`: what fetching a resource that turns out unchanged costs, in bytes.
     changed_since reads each closed hour as a v1 filter or a ribbon (section 12) at the
@@ -328,8 +354,16 @@ class Client:
     exactly, any other at most at the target."""
 
     def __init__(self, base, timeout=30, pubkey=None, fetch_cost=DEFAULT_FETCH_COST,
-                 registered=False):
+                 registered=False, accept_stale=False, lag_hours=coverage.LAG_HOURS,
+                 freshness=coverage.FRESHNESS_SECONDS):
         self.base = server_base(base)
+        self.accept_stale, self.lag_hours, self.freshness = accept_stale, lag_hours, freshness
+        self.unverified = {}  # hour name -> why its open version read last is unverified
+        self.open_made = {}  # path of an open hour -> `made` of the version held, verified
+        self.current = None  # the source's current hour, from the last index read
+        self.static = None  # whether the source is a static mirror (its index says so)
+        self.urls = {}  # the index's `urls`
+        self._reading_until = None  # the last hour of the range changed_since reads
         self.fetch_cost = fetch_cost
         self.registered = registered
         self.ribbons = {}  # hour path -> the most precise Ribbon held
@@ -351,8 +385,15 @@ class Client:
         self.deltas = 0
 
     def _request(self, path, headers=None, body=None, dictionary=None):
-        req = urllib.request.Request(self.base + path, data=body, headers=headers or {})
         self.requests += 1
+        if self.base.startswith("file://"):
+            got = files.get(files.root_of(self.base), path)
+            if got is None:
+                raise HTTPError(404, "not_found", f"no file for {path} in "
+                                f"{files.root_of(self.base)}")
+            self.wire_bytes += len(got[2])
+            return got
+        req = urllib.request.Request(self.base + path, data=body, headers=headers or {})
         try:
             with urllib.request.urlopen(req, timeout=self.timeout) as resp:
                 return resp.status, resp.headers, self._read(resp, dictionary)
@@ -397,7 +438,7 @@ class Client:
         raw = path.endswith(".bin")
         headers = {"Accept": "application/octet-stream" if raw else "application/json",
                    "Accept-Encoding": "gzip"}
-        if cached:
+        if cached and not self._open_too_old(path):
             headers["If-None-Match"] = cached[0]
         dictionary = self.dictionaries.get(path) if zstandard is not None else None
         if dictionary is not None:
@@ -408,19 +449,8 @@ class Client:
             return cached[1]
         doc = raw_document(path, resp_headers, body) if raw else json.loads(body)
         f = Filter.from_document(doc)  # validate before keeping it
-        if self.verifier and doc["complete"] and doc.get("hour"):
-            hour_of = path.rsplit(".", 1)[0] if path.endswith((".bin", ".json")) else path
-            self._read_keys()
-            prev, signature = resp_headers.get("Bloom-Prev-Header"), resp_headers.get("Bloom-Signature")
-            if prev is None and signature is None:
-                # A static mirror (PROTOCOL.md section 13) sends no per-hour headers: the
-                # hour's chain entry carries its link, signature and key id.
-                entry = self._chain_entry(hour_of)
-                prev, signature = entry.get("prev"), entry.get("signature")
-                if signature is not None and entry.get("key_id"):
-                    signature = f'{signature}; keyid="{entry["key_id"]}"'
-            self.verifier.check(parse_hour(hour_of), f.data, prev, signature,
-                                doc.get("digest"))
+        if self.verifier and HOUR_PATH.match(path):
+            self._verify_hour(path, doc, f, resp_headers)
         if resp_headers.get("ETag"):
             self.cache[path] = (resp_headers["ETag"], doc)
         if doc["complete"]:
@@ -428,6 +458,50 @@ class Client:
         elif resp_headers.get("Use-As-Dictionary") and zstandard is not None:
             self.dictionaries[path] = body
         return doc
+
+    def _open_too_old(self, path):
+        """Whether the version of an open hour held was verified with a `made` past the
+        freshness bound: revalidating it would keep that signature (a 304 carries
+        none), so it is fetched whole, with the newest signature."""
+        made = self.open_made.get(path)
+        return made is not None and coverage.clock() - made > self.freshness
+
+    def _verify_hour(self, path, doc, f, resp_headers):
+        """Verifies an hour's filter `f` (of `doc`, served with `resp_headers`) as the
+        hour at `path` asked for: a sealed one by its chain link and signature (from its
+        headers, else from its chain entry: a static mirror sends none), an open one by
+        its Bloom-Open-Signature and freshness (unsigned: listed unverified)."""
+        from .verify import rfc3339 as name_of
+        hour = parse_hour(HOUR_PATH.match(path).group(1))
+        self._read_keys()
+        if doc["complete"]:
+            prev = resp_headers.get("Bloom-Prev-Header")
+            signature = resp_headers.get("Bloom-Signature")
+            if prev is None and signature is None:
+                # A static mirror (PROTOCOL.md section 13) sends no per-hour headers: a
+                # chain page verified before, or the hour's chain entry, carries its
+                # link, signature and key id.
+                if self.verifier.check_known(hour, f.data, doc.get("digest")):
+                    return
+                entry = self._chain_entry(hour_path(hour))
+                prev, signature = entry.get("prev"), entry.get("signature")
+                if signature is not None and entry.get("key_id"):
+                    signature = f'{signature}; keyid="{entry["key_id"]}"'
+            self.verifier.check(hour, f.data, prev, signature, doc.get("digest"))
+            return
+        if self.current is not None and hour < self.current:
+            raise VerificationError(
+                f"hour {name_of(hour)}: served as open (complete: false), but the source's "
+                f"current hour is {name_of(self.current)}: a sealed hour is signed as "
+                "sealed, and an open version cannot stand for it")
+        try:
+            self.open_made[path] = self.verifier.check_open(
+                hour, f.data, resp_headers.get("Bloom-Open-Signature"), coverage.clock(),
+                self.freshness)
+            self.unverified.pop(name_of(hour), None)
+        except Unsigned as e:
+            self.open_made.pop(path, None)
+            self.unverified[name_of(hour)] = str(e)
 
     def filter(self, path):
         return Filter.from_document(self.document(path))
@@ -446,7 +520,56 @@ class Client:
         return {}
 
     def index(self):
-        return json.loads(self._request("/", {"Accept-Encoding": "gzip"})[2])
+        """The index (GET /); its current hour and whether it is a static mirror are
+        kept (verifying: a sealed hour is never taken in an open version)."""
+        index = json.loads(self._request("/", {"Accept-Encoding": "gzip"})[2])
+        try:
+            self.current = parse_hour(index["current"]["hour"])
+        except (KeyError, TypeError, ValueError):
+            self.current = None
+        self.static = bool(index.get("static")) or self.base.startswith("file://")
+        self.urls = index.get("urls") if isinstance(index.get("urls"), dict) else {}
+        return index
+
+    def _chain_page(self, path, limit):
+        """The chain page starting at the hour at `path` (at most `limit` entries; a
+        static mirror's has one), [] when there is none (404)."""
+        try:
+            return json.loads(self._request(f"/chain{path}?limit={limit}",
+                                            {"Accept-Encoding": "gzip"})[2])
+        except HTTPError as e:
+            if e.status == 404:
+                return []
+            raise
+
+    def _form_signature(self, url, headers):
+        """A derived form's Bloom-Signature: the response's, else the one line of its
+        `.sig` sidecar (a static mirror, PROTOCOL.md section 13); None when neither."""
+        if headers.get("Bloom-Signature"):
+            return headers["Bloom-Signature"]
+        try:
+            _, _, body = self._request(url.split("?", 1)[0] + ".sig")
+        except HTTPError as e:
+            if e.status == 404:
+                return None
+            raise
+        lines = body.decode("utf-8", "replace").strip().splitlines()
+        return lines[0].strip() if lines else None
+
+    def check_form(self, form, path, url, headers, body, label=None):
+        """Verifies a derived `form` of the sealed hour at `path` ("exact", "ribbon",
+        "ribbon2"; `body` its binary body) fetched from `url` with `headers`, under the
+        hour's verified chain header. Unsigned when it carries no signature."""
+        from .verify import FORM_LABELS
+        self._read_keys()
+        hour = parse_hour(path)
+        signature = self._form_signature(url, headers)
+        if not signature:
+            raise Unsigned(f"hour {hour.strftime('%Y-%m-%dT%H:00:00Z')}: "
+                           f"{label or FORM_LABELS[form]} carries no signature (no "
+                           "Bloom-Signature, no .sig sidecar): unverified")
+        self.verifier.check_form(form, hour, body, self._hour_header(path, hour),
+                                 headers.get("Bloom-Prev-Header"), signature, label)
 
     def contains(self, hour, id_):
         """Whether id_ may have changed in that hour."""
@@ -461,11 +584,13 @@ class Client:
         if held is not None and fpp is not None and held.fpp <= fpp:
             return held
         url = path + ".ribbon" + (f"?fpp={fpp!r}" if fpp is not None else "")
-        _, _, body = self._request(url, {"Accept-Encoding": "gzip"})
+        _, headers, body = self._request(url, {"Accept-Encoding": "gzip"})
         try:
             ribbon = Ribbon.from_bytes(body)
         except RibbonError as e:
             raise ProtocolError(f"{url}: {e}") from None
+        if self.verifier:
+            self.check_form("ribbon", path, url, headers, body)
         self.ribbon_fetches += 1
         if held is None or ribbon.r > held.r:
             self.ribbons[path] = ribbon
@@ -488,6 +613,8 @@ class Client:
             ribbon = Ribbon2.from_bytes(body)
         except RibbonError as e:
             raise ProtocolError(f"{url}: {e}") from None
+        if self.verifier:
+            self.check_form("ribbon2", path, url, headers, body)
         self.ribbon_fetches += 1
         self.ribbon2_fetches += 1
         if held is None or ribbon.fpp < held.fpp:
@@ -521,27 +648,27 @@ class Client:
             if said and said != str(value):
                 raise ProtocolError(f"{url}: {name} is {said}, the body says {value}")
         if self.verifier:
-            self._read_keys()
-            when = parse_hour(path)
-            self.verifier.check_exact(when, body, self._hour_header(path, when),
-                                      headers.get("Bloom-Prev-Header"),
-                                      headers.get("Bloom-Signature"))
+            self.check_form("exact", path, url, headers, body)
         self.exact_fetches += 1
         self.exacts[path] = exact
         return exact
 
     def _hour_header(self, path, hour):
-        """header(h) of a sealed hour, verified: from the v1 hour verified before, else
-        its chain entry, else by verifying the v1 hour."""
+        """header(h) of a sealed hour, verified: from the v1 hour or a chain page
+        verified before, else from the chain page starting at it (on a server, while
+        changed_since reads a range, the hours after it up to the range's end too: one
+        request for the range), else by verifying the v1 hour."""
         from .verify import hour_index
-        known = self.verifier.headers.get(hour_index(hour))
-        if known:
-            return known[1]
-        entry = self._chain_entry(path)
-        if entry:
-            return self.verifier.check_entry(entry, hour)
-        self.document(path + ".bin")
-        return self.verifier.headers[hour_index(hour)][1]
+        index = hour_index(hour)
+        if index not in self.verifier.headers:
+            until = self._reading_until
+            ahead = int((until - hour).total_seconds() // 3600) if until else 1
+            page = self._chain_page(path, min(max(ahead, 1), 1000))
+            if page and page[0].get("hour") and parse_hour(page[0]["hour"]) == hour:
+                self.verifier.check_chain(page)
+        if index not in self.verifier.headers:
+            self.document(path)
+        return self.verifier.headers[index][1]
 
     def _held(self, path):
         """(contains, fpp) of the most precise complete approximate filter held."""
@@ -579,7 +706,8 @@ class Client:
 
     def _read_form(self, path, form):
         """`contains` of a closed hour in the approximate `form` (cheapest_form's); the
-        v1 filter where no compact form is served."""
+        v1 filter where no compact form is served, or (verifying) where it is served
+        without a signature: an unverified form is never used."""
         if form[0] in ("ribbon", "ribbon2"):
             try:
                 if form[0] == "ribbon2":
@@ -588,6 +716,8 @@ class Client:
             except HTTPError as e:  # no compact form here: the v1 filter answers the same
                 if e.status not in (404, 406):
                     raise
+            except Unsigned:
+                pass
         return self.filter(path).contains
 
     def _closed_hour(self, path, count, target_fpp, followed, exact_bytes=None,
@@ -595,27 +725,31 @@ class Client:
         """`contains` of a closed hour in its cheapest reading (or one held no worse).
         `exact_bytes`: the size of the hour's exact body, None when it has none;
         `ribbon_versions`: the index's (version 2 is preferred where it lists 2)."""
-        if self.verifier:  # ribbons are not signed: the v1 filter or the exact body
-            size, fpp = bloom_choice(count, target_fpp)
-            form, cost = ("bloom", None), size + followed * fpp * self.fetch_cost
-        else:
-            form, cost = cheapest_form(count, target_fpp, followed, self.fetch_cost,
-                                       ribbon_versions)
+        form, cost = cheapest_form(count, target_fpp, followed, self.fetch_cost,
+                                   ribbon_versions)
         reading = exact_reading(exact_bytes, cost, count, target_fpp, self.registered,
-                                ribbon_versions, bool(self.verifier))
+                                ribbon_versions)
         held = self._held_reading(path, target_fpp)
         if held and followed * held[1] * self.fetch_cost <= \
                 (reading[-1] if reading else cost) + 400:
             return held[0]
         if reading:
-            exact = self.exact(path)
+            try:
+                exact = self.exact(path)
+            except Unsigned:  # verifying: never used unsigned; the approximate form
+                exact = None
             if exact is not None:
                 return exact.changed if reading[0] == "alone" else \
                     self._refined(path, exact, reading[1])
         return self._read_form(path, form)
 
     def changed_since(self, ids, since, per_hour=False, exact=None):
-        """[(first_hour, last_hour, ids that may have changed)], from since to now.
+        """[(first_hour, last_hour, ids that may have changed)], from since to now, as a
+        Changes list that also says what it covers: `first` and `last`, the first and
+        last hours read; `unverified`, with a pubkey, the hours used unverified (an open
+        hour served without its signature); `stale`, why the source is not shown
+        current (bloomcast_client.coverage): Stale is raised with the answer then,
+        unless the client was made with accept_stale=True.
 
         per_hour=False: one union request; True: each hour (cached once complete), closed
         hours in their cheapest form; None: whichever is expected to cost fewer bytes,
@@ -636,6 +770,15 @@ class Client:
         filter this client does not hold: no answer is given for the range, never one
         that reads them as "no change".
         """
+        try:
+            changes = self._changed_since(ids, since, per_hour, exact)
+        finally:
+            self._reading_until = None
+        if changes.stale and not self.accept_stale:
+            raise Stale(changes)
+        return changes
+
+    def _changed_since(self, ids, since, per_hour, exact):
         since_path = hour_path(since)
         if exact:
             per_hour = True
@@ -677,13 +820,17 @@ class Client:
                 raise (CorruptHours(named) if named else e) from None
             f = Filter.from_document(doc)
             found = [i for i in ids if f.contains(i)]
-            return [(doc["from"], doc["to"], found)] if found else []
+            stale = coverage.lag_reason(self.base, parse_hour(doc["to"]), False,
+                                        coverage.clock(), self.lag_hours)
+            return Changes([(doc["from"], doc["to"], found)] if found else [],
+                           doc["from"], doc["to"], stale=[stale] if stale else [])
         now = parse_hour(index["current"]["hour"])
         listed = {h["hour"]: h for h in index.get("hours", [])}
         target, capacity = index.get("target_fpp", 0.01), index.get("capacity", 3000)
         versions = ribbon_versions(index)
         hour = parse_hour(since_path)
-        out = []
+        out, read, now_sealed = [], [], None
+        self._reading_until = now
         while hour <= now:
             path, name = hour_path(hour), hour.strftime("%Y-%m-%dT%H:00:00Z")
             count = listed.get(name, {}).get("count")
@@ -692,7 +839,9 @@ class Client:
                 if name in damaged:  # held complete (checked above): the server cannot serve it
                     contains = self._held_reading(path, target)[0]
                 elif hour == now:  # the open hour: always v1
-                    contains = self.filter(path).contains
+                    doc = self.document(path)
+                    contains = Filter.from_document(doc).contains
+                    now_sealed = doc["complete"]  # a static mirror's newest hour
                 elif exact and hour >= exact_from:
                     got = self.exact(path)
                     if got is None:
@@ -700,8 +849,7 @@ class Client:
                                             "for it (404), though its index says "
                                             f"exact_since {index['exact_since']}")
                     contains = got.changed if self.registered else self._refined(
-                        path, got, cheapest_within(count, target, versions,
-                                                   bool(self.verifier)))
+                        path, got, cheapest_within(count, target, versions))
                 else:
                     contains = self._closed_hour(
                         path, count, target, len(ids),
@@ -712,8 +860,60 @@ class Client:
             found = [i for i in ids if contains(i)]
             if found:
                 out.append((name, name, found))
+            read.append(name)
             hour += datetime.timedelta(hours=1)
-        return out
+        return Changes(out, read[0] if read else None, read[-1] if read else None,
+                       [name for name in read if name in self.unverified],
+                       self._staleness(now, now_sealed))
+
+    def _staleness(self, newest, sealed=None):
+        """Why this source, whose index's current hour is `newest` (served `sealed`, or
+        open; None: as a static mirror's are, or a server's are not), is not shown
+        current (bloomcast_client.coverage): its newest hour past the lag bound; with a
+        key, a checkpoint newer than its hours or too old, or none where no verified
+        version of the open hour shows it current."""
+        if sealed is None:
+            sealed = self.static
+        now = coverage.clock()
+        reasons = []
+        lagging = coverage.lag_reason(self.base, newest, self.static, now, self.lag_hours)
+        if lagging:
+            reasons.append(lagging)
+        if self.verifier:
+            checkpoint = self.checkpoint()
+            if checkpoint is not None:
+                through = newest if sealed else newest - coverage.HOUR
+                reasons += coverage.checkpoint_reasons(self.base, checkpoint, through, now,
+                                                       self.lag_hours)
+            elif self.static or not any(p in self.open_made for p in (
+                    hour_path(newest), hour_path(newest) + ".bin")):
+                reasons.append(coverage.no_checkpoint_reason(self.base, newest,
+                                                             self.static))
+        return reasons
+
+    def checkpoint(self):
+        """The publisher's checkpoint as this source serves it, verified (PROTOCOL.md
+        section 11): (hour, made), or None when it serves none (404). Read at its
+        index's `urls.checkpoint` (a server's `/checkpoint`, a static mirror's
+        `/checkpoint.json`)."""
+        if self.current is None:
+            self.index()
+        path = self.urls.get("checkpoint")
+        if not isinstance(path, str) or not path.startswith("/"):
+            path = "/checkpoint.json" if self.static else "/checkpoint"
+        try:
+            body = self._request(path, {"Accept-Encoding": "gzip"})[2]
+        except HTTPError as e:
+            if e.status == 404:
+                return None
+            raise
+        self._read_keys()
+        try:
+            doc = json.loads(body)
+        except ValueError:
+            raise VerificationError(f"the checkpoint at {path} is not JSON") from None
+        hour, made, _ = self.verifier.check_checkpoint(doc)
+        return hour, made
 
     def _holds(self, path, target_fpp):
         """Whether a complete filter of the hour at `path` is held, in a form this client
@@ -785,6 +985,7 @@ class Client:
             else:
                 path = None
         digests = self.verifier.check_chain(entries)
+        self._chain_digests = digests
         for hour, want in digests.items():
             got = digest(self.filter(hour_path(hour)).data)
             if got != want:
@@ -792,6 +993,22 @@ class Client:
                                         "filter's digest is not the chain's: the bytes were "
                                         "altered")
         return list(digests)
+
+    def verify(self, since):
+        """Verifies the source from `since` on (bloomcast `verify`): the chain and every
+        listed hour's filter (verify_chain); on a static mirror, every file of each hour
+        too (bloomcast_client.mirror_check); and the publisher's checkpoint. Returns
+        Verification(hours, unverified, stale): the hours verified, the files that could
+        not be (lines), why the source is not shown current."""
+        from .mirror_check import check_hour
+        index = self.index()
+        hours = self.verify_chain(since)
+        unverified = []
+        if self.static:
+            for hour in hours:
+                unverified += check_hour(self, hour, self._chain_digests[hour])
+        newest = parse_hour(index["current"]["hour"])
+        return Verification(hours, unverified, self._staleness(newest))
 
     def _read_keys(self):
         """Once: the publisher's key list (/.well-known/bloomcast.json), adopted if it
