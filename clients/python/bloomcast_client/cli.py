@@ -101,6 +101,7 @@ def report(changes, accept_stale, human):
     """What an answer covers, on stderr: the hours read (`human`: the JSON says it
     otherwise), those unverified, and why the source is not shown current. Returns the
     exit status: STALE for a stale answer not accepted, else 0."""
+    sys.stdout.flush()  # the answer first, then what it covers
     if human:
         read = (f"read {changes.first} through {changes.last}" if changes.first
                 else "read no hour")
