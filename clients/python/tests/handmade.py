@@ -197,4 +197,19 @@ def forge_list(root, hours=HOURS, trusted=K):
     chain.write_text(json.dumps([{
         "hour": name, "digest": d.hex(), "prev": prev.hex(), "header": h.hex(),
         "signature": forger.sign(signed_message(first, h)).hex(), "key_id": key_id(fpub)}]))
+    # Its mirror ends there: the hours after it (signed by the key trusted, which would
+    # give the forgery away) are not offered, nor the publisher's checkpoint.
+    index_path = root / "index.json"
+    index = json.loads(index_path.read_text())
+    index["hours"] = [{**h, "count": 0} if h["hour"] == name else h
+                      for h in index["hours"] if h["hour"] <= name]
+    index["current"] = index["hours"][0]
+    index_path.write_text(json.dumps(index))
+    for later in (h for h in hours if h > name):
+        stem = root / hour_path(later).lstrip("/")
+        for p in list(stem.parent.iterdir()) if stem.parent.is_dir() else []:
+            if p.name == stem.name or p.name.startswith(stem.name + "."):
+                p.unlink()
+        (root / "chain" / hour_path(later).lstrip("/")).unlink(missing_ok=True)
+    (root / "checkpoint.json").unlink(missing_ok=True)
     return key_id(fpub)
