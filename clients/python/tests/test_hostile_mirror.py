@@ -7,6 +7,7 @@ honest mirror verifies; where today's `bloomcast mirror` writes no `.sig` sideca
 checkpoint.json, what they would verify is reported, never passed."""
 
 import json
+import os
 import shutil
 
 import pytest
@@ -34,11 +35,15 @@ def verify(capsys, source, origin, *extra):
                "--url", source, *extra)
 
 
+def needs_nginx():
+    if not shutil.which("nginx") and not os.path.exists("/usr/sbin/nginx"):
+        pytest.skip("no nginx: apt-get install nginx")
+
+
 @pytest.fixture(scope="module")
 def nginx(origin_mirror, tmp_path_factory):
     """nginx serving the honest mirror."""
-    if not shutil.which("nginx") and not __import__("os").path.exists("/usr/sbin/nginx"):
-        pytest.skip("no nginx: apt-get install nginx")
+    needs_nginx()
     served = Nginx(origin_mirror, tmp_path_factory.mktemp("nginx"))
     yield served
     served.close()
@@ -86,6 +91,7 @@ def forged(origin, origin_mirror, tmp_path):
 
 
 def test_the_forged_list_is_refused_naming_the_mirrors_key(origin, forged, tmp_path, capsys):
+    needs_nginx()
     root, forger = forged
     refusal = f"hour {origin.hours[1]}: it is listed under key {forger}, which is refused"
     served = StaticFiles(root)
