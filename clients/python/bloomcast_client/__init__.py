@@ -13,11 +13,13 @@ without it).
 """
 
 import base64
+import collections
 import datetime
 import gzip
 import hashlib
 import json
 import math
+import re
 import socket
 import time
 import urllib.error
@@ -25,12 +27,14 @@ import urllib.request
 
 HASH = "sha1-km32"
 
-from .verify import MissingDependency, VerificationError  # noqa: E402  (re-exported)
+from .verify import MissingDependency, Unsigned, VerificationError  # noqa: E402  (re-exported)
 from .ribbon import (DEFAULT_FETCH_COST, Ribbon, RibbonError,  # noqa: E402
                      bloom_choice, cheapest_form, hourly_is_cheaper, selftest_ribbon)
 from .ribbon2 import Ribbon2, grade_for_fpp, selftest_ribbon2  # noqa: E402
 from .exact import Exact, ExactError, selftest_exact  # noqa: E402
 from .refine import cheapest_within, exact_reading  # noqa: E402
+from . import coverage, files  # noqa: E402
+from .coverage import Changes, Stale  # noqa: E402  (re-exported)
 try:  # Optional: deltas of the open hour (RFC 9842 dcz) need zstd.
     import zstandard
 except ImportError:  # pragma: no cover - depends on the environment
@@ -64,6 +68,9 @@ def available_dictionary(dictionary):
 def _both(contains, changed):
     """An ID is changed when the approximate filter and the exact body both say so."""
     return lambda id_: contains(id_) and changed(id_)
+
+
+HOUR_PATH = re.compile(r"^(/\d{4}/\d{2}/\d{2}/\d{2})(?:\.json|\.bin|\.hex)?$")
 
 
 class ProtocolError(Exception):
@@ -146,6 +153,9 @@ def corrupt_hours(index, since, now):
             if since <= hour <= now:
                 names.append(hour.strftime("%Y-%m-%dT%H:00:00Z"))
     return sorted(names)
+
+
+Verification = collections.namedtuple("Verification", "hours unverified stale")
 
 
 class ConnectionFailed(Exception):
@@ -286,12 +296,15 @@ def hour_path(hour):
 
 
 def server_base(server):
-    """The base URL; 'host:port' without a scheme means http://host:port."""
+    """The base URL; 'host:port' without a scheme means http://host:port, and
+    `file:///DIR` a mirror directory read offline (bloomcast_client.files)."""
     base = server if "://" in server else "http://" + server
     scheme, _, rest = base.partition("://")
+    if scheme == "file" and rest.startswith("/"):
+        return "file://" + (rest.rstrip("/") or "/")
     if scheme not in ("http", "https") or not rest.strip("/"):
         raise ValueError(f"bad server URL {server!r}: expected http://HOST:PORT, "
-                         "https://HOST:PORT or HOST:PORT")
+                         "https://HOST:PORT, HOST:PORT or file:///DIR (a mirror directory)")
     return base.rstrip("/")
 
 
@@ -304,11 +317,27 @@ def ribbon_versions(index):
     return tuple(v for v in versions if isinstance(v, int) and not isinstance(v, bool))
 
 
-class Client:
+from .client_trust import Verifying  # noqa: E402  (needs the names above)
+
+
+class Client(Verifying):
     """Fetches filters with gzip, keeps ETags, and never refetches a complete filter.
 
-    With `pubkey` (the publisher's, 64 hex digits), every closed hour is verified
-    (PROTOCOL.md section 11) and a tampered one raises VerificationError naming it.
+    With `pubkey` (the publisher's, 64 hex digits), everything read is verified
+    (PROTOCOL.md section 11, "Trust"): each hour under the key listed for it in the
+    publisher's key list, trusted only through successions signed from `pubkey` (an hour
+    listed under any other key raises VerificationError naming that key); a sealed hour
+    in every form (v1, ribbons, exact); a version of the open hour by its
+    Bloom-Open-Signature, made at most `freshness` seconds (600) ago. A tampered one
+    raises VerificationError naming the hour. A form served without a signature is not
+    used (the hour's v1 filter is read instead); an open hour served without one is used
+    and listed in the answer's `unverified`.
+
+    changed_since says what its answer covers (bloomcast_client.coverage): the hours
+    read, and whether the source is shown current: its newest hour no more than
+    `lag_hours` (2) before this machine's current hour and, with `pubkey`, no older than
+    the publisher's signed checkpoint. A source not shown current raises Stale (with
+    the answer) unless `accept_stale`.
 
     `fetch_cost`: what fetching a resource that turns out unchanged costs, in bytes.
     changed_since reads each closed hour as a v1 filter or a ribbon (section 12) at the
@@ -328,8 +357,16 @@ class Client:
     exactly, any other at most at the target."""
 
     def __init__(self, base, timeout=30, pubkey=None, fetch_cost=DEFAULT_FETCH_COST,
-                 registered=False):
+                 registered=False, accept_stale=False, lag_hours=coverage.LAG_HOURS,
+                 freshness=coverage.FRESHNESS_SECONDS):
         self.base = server_base(base)
+        self.accept_stale, self.lag_hours, self.freshness = accept_stale, lag_hours, freshness
+        self.unverified = {}  # hour name -> why its open version read last is unverified
+        self.open_made = {}  # path of an open hour -> `made` of the version held, verified
+        self.current = None  # the source's current hour, from the last index read
+        self.static = None  # whether the source is a static mirror (its index says so)
+        self.urls = {}  # the index's `urls`
+        self._reading_until = None  # the last hour of the range changed_since reads
         self.fetch_cost = fetch_cost
         self.registered = registered
         self.ribbons = {}  # hour path -> the most precise Ribbon held
@@ -351,8 +388,15 @@ class Client:
         self.deltas = 0
 
     def _request(self, path, headers=None, body=None, dictionary=None):
-        req = urllib.request.Request(self.base + path, data=body, headers=headers or {})
         self.requests += 1
+        if self.base.startswith("file://"):
+            got = files.get(files.root_of(self.base), path)
+            if got is None:
+                raise HTTPError(404, "not_found", f"no file for {path} in "
+                                f"{files.root_of(self.base)}")
+            self.wire_bytes += len(got[2])
+            return got
+        req = urllib.request.Request(self.base + path, data=body, headers=headers or {})
         try:
             with urllib.request.urlopen(req, timeout=self.timeout) as resp:
                 return resp.status, resp.headers, self._read(resp, dictionary)
@@ -397,7 +441,7 @@ class Client:
         raw = path.endswith(".bin")
         headers = {"Accept": "application/octet-stream" if raw else "application/json",
                    "Accept-Encoding": "gzip"}
-        if cached:
+        if cached and not self._open_too_old(path):
             headers["If-None-Match"] = cached[0]
         dictionary = self.dictionaries.get(path) if zstandard is not None else None
         if dictionary is not None:
@@ -408,19 +452,8 @@ class Client:
             return cached[1]
         doc = raw_document(path, resp_headers, body) if raw else json.loads(body)
         f = Filter.from_document(doc)  # validate before keeping it
-        if self.verifier and doc["complete"] and doc.get("hour"):
-            hour_of = path.rsplit(".", 1)[0] if path.endswith((".bin", ".json")) else path
-            self._read_keys()
-            prev, signature = resp_headers.get("Bloom-Prev-Header"), resp_headers.get("Bloom-Signature")
-            if prev is None and signature is None:
-                # A static mirror (PROTOCOL.md section 13) sends no per-hour headers: the
-                # hour's chain entry carries its link, signature and key id.
-                entry = self._chain_entry(hour_of)
-                prev, signature = entry.get("prev"), entry.get("signature")
-                if signature is not None and entry.get("key_id"):
-                    signature = f'{signature}; keyid="{entry["key_id"]}"'
-            self.verifier.check(parse_hour(hour_of), f.data, prev, signature,
-                                doc.get("digest"))
+        if self.verifier and HOUR_PATH.match(path):
+            self._verify_hour(path, doc, f, resp_headers)
         if resp_headers.get("ETag"):
             self.cache[path] = (resp_headers["ETag"], doc)
         if doc["complete"]:
@@ -432,21 +465,17 @@ class Client:
     def filter(self, path):
         return Filter.from_document(self.document(path))
 
-    def _chain_entry(self, path):
-        """The chain entry of the hour at `path` (`/chain/...?limit=1`), or {}."""
-        try:
-            page = json.loads(self._request(f"/chain{path}?limit=1",
-                                            {"Accept-Encoding": "gzip"})[2])
-        except HTTPError as e:
-            if e.status == 404:
-                return {}
-            raise
-        if page and page[0].get("hour") and parse_hour(page[0]["hour"]) == parse_hour(path):
-            return page[0]
-        return {}
-
     def index(self):
-        return json.loads(self._request("/", {"Accept-Encoding": "gzip"})[2])
+        """The index (GET /); its current hour and whether it is a static mirror are
+        kept (verifying: a sealed hour is never taken in an open version)."""
+        index = json.loads(self._request("/", {"Accept-Encoding": "gzip"})[2])
+        try:
+            self.current = parse_hour(index["current"]["hour"])
+        except (KeyError, TypeError, ValueError):
+            self.current = None
+        self.static = bool(index.get("static")) or self.base.startswith("file://")
+        self.urls = index.get("urls") if isinstance(index.get("urls"), dict) else {}
+        return index
 
     def contains(self, hour, id_):
         """Whether id_ may have changed in that hour."""
@@ -461,11 +490,13 @@ class Client:
         if held is not None and fpp is not None and held.fpp <= fpp:
             return held
         url = path + ".ribbon" + (f"?fpp={fpp!r}" if fpp is not None else "")
-        _, _, body = self._request(url, {"Accept-Encoding": "gzip"})
+        _, headers, body = self._request(url, {"Accept-Encoding": "gzip"})
         try:
             ribbon = Ribbon.from_bytes(body)
         except RibbonError as e:
             raise ProtocolError(f"{url}: {e}") from None
+        if self.verifier:
+            self.check_form("ribbon", path, url, headers, body)
         self.ribbon_fetches += 1
         if held is None or ribbon.r > held.r:
             self.ribbons[path] = ribbon
@@ -488,6 +519,8 @@ class Client:
             ribbon = Ribbon2.from_bytes(body)
         except RibbonError as e:
             raise ProtocolError(f"{url}: {e}") from None
+        if self.verifier:
+            self.check_form("ribbon2", path, url, headers, body)
         self.ribbon_fetches += 1
         self.ribbon2_fetches += 1
         if held is None or ribbon.fpp < held.fpp:
@@ -521,27 +554,10 @@ class Client:
             if said and said != str(value):
                 raise ProtocolError(f"{url}: {name} is {said}, the body says {value}")
         if self.verifier:
-            self._read_keys()
-            when = parse_hour(path)
-            self.verifier.check_exact(when, body, self._hour_header(path, when),
-                                      headers.get("Bloom-Prev-Header"),
-                                      headers.get("Bloom-Signature"))
+            self.check_form("exact", path, url, headers, body)
         self.exact_fetches += 1
         self.exacts[path] = exact
         return exact
-
-    def _hour_header(self, path, hour):
-        """header(h) of a sealed hour, verified: from the v1 hour verified before, else
-        its chain entry, else by verifying the v1 hour."""
-        from .verify import hour_index
-        known = self.verifier.headers.get(hour_index(hour))
-        if known:
-            return known[1]
-        entry = self._chain_entry(path)
-        if entry:
-            return self.verifier.check_entry(entry, hour)
-        self.document(path + ".bin")
-        return self.verifier.headers[hour_index(hour)][1]
 
     def _held(self, path):
         """(contains, fpp) of the most precise complete approximate filter held."""
@@ -579,7 +595,8 @@ class Client:
 
     def _read_form(self, path, form):
         """`contains` of a closed hour in the approximate `form` (cheapest_form's); the
-        v1 filter where no compact form is served."""
+        v1 filter where no compact form is served, or (verifying) where it is served
+        without a signature: an unverified form is never used."""
         if form[0] in ("ribbon", "ribbon2"):
             try:
                 if form[0] == "ribbon2":
@@ -588,6 +605,8 @@ class Client:
             except HTTPError as e:  # no compact form here: the v1 filter answers the same
                 if e.status not in (404, 406):
                     raise
+            except Unsigned:
+                pass
         return self.filter(path).contains
 
     def _closed_hour(self, path, count, target_fpp, followed, exact_bytes=None,
@@ -595,27 +614,31 @@ class Client:
         """`contains` of a closed hour in its cheapest reading (or one held no worse).
         `exact_bytes`: the size of the hour's exact body, None when it has none;
         `ribbon_versions`: the index's (version 2 is preferred where it lists 2)."""
-        if self.verifier:  # ribbons are not signed: the v1 filter or the exact body
-            size, fpp = bloom_choice(count, target_fpp)
-            form, cost = ("bloom", None), size + followed * fpp * self.fetch_cost
-        else:
-            form, cost = cheapest_form(count, target_fpp, followed, self.fetch_cost,
-                                       ribbon_versions)
+        form, cost = cheapest_form(count, target_fpp, followed, self.fetch_cost,
+                                   ribbon_versions)
         reading = exact_reading(exact_bytes, cost, count, target_fpp, self.registered,
-                                ribbon_versions, bool(self.verifier))
+                                ribbon_versions)
         held = self._held_reading(path, target_fpp)
         if held and followed * held[1] * self.fetch_cost <= \
                 (reading[-1] if reading else cost) + 400:
             return held[0]
         if reading:
-            exact = self.exact(path)
+            try:
+                exact = self.exact(path)
+            except Unsigned:  # verifying: never used unsigned; the approximate form
+                exact = None
             if exact is not None:
                 return exact.changed if reading[0] == "alone" else \
                     self._refined(path, exact, reading[1])
         return self._read_form(path, form)
 
     def changed_since(self, ids, since, per_hour=False, exact=None):
-        """[(first_hour, last_hour, ids that may have changed)], from since to now.
+        """[(first_hour, last_hour, ids that may have changed)], from since to now, as a
+        Changes list that also says what it covers: `first` and `last`, the first and
+        last hours read; `unverified`, with a pubkey, the hours used unverified (an open
+        hour served without its signature); `stale`, why the source is not shown
+        current (bloomcast_client.coverage): Stale is raised with the answer then,
+        unless the client was made with accept_stale=True.
 
         per_hour=False: one union request; True: each hour (cached once complete), closed
         hours in their cheapest form; None: whichever is expected to cost fewer bytes,
@@ -636,6 +659,15 @@ class Client:
         filter this client does not hold: no answer is given for the range, never one
         that reads them as "no change".
         """
+        try:
+            changes = self._changed_since(ids, since, per_hour, exact)
+        finally:
+            self._reading_until = None
+        if changes.stale and not self.accept_stale:
+            raise Stale(changes)
+        return changes
+
+    def _changed_since(self, ids, since, per_hour, exact):
         since_path = hour_path(since)
         if exact:
             per_hour = True
@@ -677,13 +709,17 @@ class Client:
                 raise (CorruptHours(named) if named else e) from None
             f = Filter.from_document(doc)
             found = [i for i in ids if f.contains(i)]
-            return [(doc["from"], doc["to"], found)] if found else []
+            stale = coverage.lag_reason(self.base, parse_hour(doc["to"]), False,
+                                        coverage.clock(), self.lag_hours)
+            return Changes([(doc["from"], doc["to"], found)] if found else [],
+                           doc["from"], doc["to"], stale=[stale] if stale else [])
         now = parse_hour(index["current"]["hour"])
         listed = {h["hour"]: h for h in index.get("hours", [])}
         target, capacity = index.get("target_fpp", 0.01), index.get("capacity", 3000)
         versions = ribbon_versions(index)
         hour = parse_hour(since_path)
-        out = []
+        out, read, now_sealed = [], [], None
+        self._reading_until = now
         while hour <= now:
             path, name = hour_path(hour), hour.strftime("%Y-%m-%dT%H:00:00Z")
             count = listed.get(name, {}).get("count")
@@ -692,7 +728,9 @@ class Client:
                 if name in damaged:  # held complete (checked above): the server cannot serve it
                     contains = self._held_reading(path, target)[0]
                 elif hour == now:  # the open hour: always v1
-                    contains = self.filter(path).contains
+                    doc = self.document(path)
+                    contains = Filter.from_document(doc).contains
+                    now_sealed = doc["complete"]  # a static mirror's newest hour
                 elif exact and hour >= exact_from:
                     got = self.exact(path)
                     if got is None:
@@ -700,8 +738,7 @@ class Client:
                                             "for it (404), though its index says "
                                             f"exact_since {index['exact_since']}")
                     contains = got.changed if self.registered else self._refined(
-                        path, got, cheapest_within(count, target, versions,
-                                                   bool(self.verifier)))
+                        path, got, cheapest_within(count, target, versions))
                 else:
                     contains = self._closed_hour(
                         path, count, target, len(ids),
@@ -712,8 +749,11 @@ class Client:
             found = [i for i in ids if contains(i)]
             if found:
                 out.append((name, name, found))
+            read.append(name)
             hour += datetime.timedelta(hours=1)
-        return out
+        return Changes(out, read[0] if read else None, read[-1] if read else None,
+                       [name for name in read if name in self.unverified],
+                       self._staleness(now, now_sealed))
 
     def _holds(self, path, target_fpp):
         """Whether a complete filter of the hour at `path` is held, in a form this client
@@ -756,57 +796,6 @@ class Client:
                                  followed, self.fetch_cost,
                                  ribbon_versions=ribbon_versions(index),
                                  registered=self.registered)
-
-    def verify_chain(self, since):
-        """Verifies the chain from `since` to the newest sealed hour (page by page), then
-        every listed hour's filter against it. Returns the hours verified."""
-        if not self.verifier:
-            raise ValueError("verifying needs the publisher's public key (--pubkey)")
-        from .verify import VerificationError, digest
-        self._read_keys()
-        entries, path = [], f"/chain{hour_path(since)}?limit=1000"
-        while path:
-            try:
-                status, headers, body = self._request(path, {"Accept-Encoding": "gzip"})
-            except HTTPError as e:
-                if e.status == 404 and entries:
-                    break
-                raise
-            page = json.loads(body)
-            entries.extend(page)
-            link = headers.get("Link") or ""
-            if 'rel="next"' in link:
-                path = link.split("<", 1)[1].split(">", 1)[0]
-            elif page:
-                # No Link (a static mirror's one-entry pages, PROTOCOL.md section 13): the
-                # page after the last entry, until one is empty or absent.
-                after = parse_hour(page[-1]["hour"]) + datetime.timedelta(hours=1)
-                path = f"/chain{hour_path(after)}?limit=1000"
-            else:
-                path = None
-        digests = self.verifier.check_chain(entries)
-        for hour, want in digests.items():
-            got = digest(self.filter(hour_path(hour)).data)
-            if got != want:
-                raise VerificationError(f"hour {hour.strftime('%Y-%m-%dT%H:00:00Z')}: the "
-                                        "filter's digest is not the chain's: the bytes were "
-                                        "altered")
-        return list(digests)
-
-    def _read_keys(self):
-        """Once: the publisher's key list (/.well-known/bloomcast.json), adopted if it
-        names the key given (each hour then verifies under the key listed for it)."""
-        if self._keys_read:
-            return
-        try:
-            _, _, body = self._request("/.well-known/bloomcast.json",
-                                       {"Accept-Encoding": "gzip"})
-        except HTTPError as e:
-            if e.status != 404:
-                raise
-            body = b"{}"  # a mirror without the document: the key given alone
-        self.verifier.use_keys(json.loads(body).get("keys"))
-        self._keys_read = True
 
     def publish(self, ids, token):
         """Records ids in the current hour; returns the server's receipt once durable."""

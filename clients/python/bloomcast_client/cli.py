@@ -3,20 +3,23 @@ defaults (check the last 24 hours; ingest in batches of 1000 with 8 attempts); t
 reading verbs history, estimate and watch are in cli_reading.
 
 Every failure is one line on stderr, `bloomcast-py: <what went wrong>`, and exit code 1
-(2 for a bad command line, as argparse does).
+(2 for a bad command line, as argparse does). `check` and `verify` exit 3 when they
+answered but their source is not shown current (bloomcast_client.coverage), unless
+given `--accept-stale`.
 """
 
 import argparse
 import datetime
 import json
-import math
 import os
 import sys
 
-from . import (DEFAULT_FETCH_COST, Client, ConnectionFailed, CorruptHours, Filter, HTTPError,
+from . import (DEFAULT_FETCH_COST, Client, ConnectionFailed, CorruptHours, HTTPError,
                MissingDependency, ProtocolError, VerificationError, hour_path, parse_hour,
                selftest, selftest_exact, selftest_ribbon, selftest_ribbon2)
+from .cli_inspect import Refused, add_inspect
 from .cli_reading import add_estimate, add_history, add_watch, refuse
+from .trust_vectors import selftest_trust
 from .verify import selftest_chain
 
 PROG = "bloomcast-py"
@@ -79,16 +82,37 @@ def window_start(client, hours):
     return max(wanted, oldest)
 
 
+STALE = 3  # exit status: answered, but the source is not shown current
+
+
 def cmd_check(args):
     """The check; with --json a failure is also one JSON object on stdout (`error`,
     `message`, and for hours the server could not verify `hours`), as the Rust verb's,
     so a program reading stdout never takes it for no change."""
     try:
-        _check(args)
+        return _check(args)
     except Exception as e:
         if args.json:
             print(json.dumps(json_error(e)))
         raise
+
+
+def report(changes, accept_stale, human):
+    """What an answer covers, on stderr: the hours read (`human`: the JSON says it
+    otherwise), those unverified, and why the source is not shown current. Returns the
+    exit status: STALE for a stale answer not accepted, else 0."""
+    sys.stdout.flush()  # the answer first, then what it covers
+    if human:
+        read = (f"read {changes.first} through {changes.last}" if changes.first
+                else "read no hour")
+        print(f"{PROG}: {read}", file=sys.stderr)
+    if changes.unverified:
+        print(f"{PROG}: unverified (no signature to check): "
+              f"{', '.join(changes.unverified)}", file=sys.stderr)
+    for reason in changes.stale:
+        print(f"{PROG}: {reason}" + (" (accepted: --accept-stale)" if accept_stale else ""),
+              file=sys.stderr)
+    return STALE if changes.stale and not accept_stale else 0
 
 
 def json_error(e):
@@ -114,7 +138,8 @@ def json_error(e):
 def _check(args):
     ids = read_ids(args.ids)
     client = Client(args.server, pubkey=args.pubkey, fetch_cost=args.fetch_cost,
-                    registered=args.registered)
+                    registered=args.registered, accept_stale=True,
+                    freshness=args.freshness)
     since = args.since or window_start(client, args.hours or 24)
     per_hour = {"auto": None, "hourly": True, "union": False}[args.strategy]
     if args.exact and per_hour is False:
@@ -131,14 +156,17 @@ def _check(args):
     if args.json:
         print(json.dumps({
             "server": client.base, "since": rfc3339(since), "checked": len(ids),
-            "changed": changed,
+            "from": changes.first, "to": changes.last, "changed": changed,
             "ranges": [{"from": f, "to": t, "ids": found} for f, t, found in changes],
+            "unverified": changes.unverified if args.pubkey else None,
+            "stale": changes.stale,
             "requests": client.requests, "bytes": client.wire_bytes,
             "ribbons": client.ribbon_fetches, "exact": client.exact_fetches,
         }))
     else:
         for id_ in changed:
             print(id_)
+    return report(changes, args.accept_stale, human=not args.json)
 
 
 def cmd_ingest(args):
@@ -162,40 +190,11 @@ def cmd_ingest(args):
           f"by hour: {by_hour}", file=sys.stderr)
 
 
-def cmd_inspect(args):
-    target = args.target
-    if target.startswith(("http://", "https://")):
-        scheme, _, rest = target.partition("://")
-        host, slash, path = rest.partition("/")
-        doc = Client(f"{scheme}://{host}", pubkey=args.pubkey).document(slash + path)
-    else:
-        try:
-            with open(target, encoding="utf-8") as f:
-                doc = json.load(f)
-        except OSError as e:
-            raise Failure(f"cannot read {target}: {e.strerror}") from None
-        except ValueError as e:
-            raise Failure(f"{target}: not a JSON filter document ({e})") from None
-    f = Filter.from_document(doc)
-    ones = sum(bin(b).count("1") for b in f.data)
-    fill = ones / f.m
-    fields = {
-        "covers": doc.get("hour") or f"{doc.get('from')} .. {doc.get('to')}",
-        "complete": doc["complete"], "count": doc["count"], "m": f.m, "k": f.k,
-        "hash": doc["hash"], "bytes": len(f.data), "bits_set": ones, "fill": fill,
-        "fpp": fill ** f.k,
-        "estimated_count": round(-f.m / f.k * math.log(1 - fill)) if ones < f.m else None,
-    }
-    if args.json:
-        print(json.dumps(fields))
-    else:
-        for name, value in fields.items():
-            print(f"{name:<16}{json.dumps(value) if not isinstance(value, str) else value}")
-
-
 def cmd_selftest(args):
     if args.vectors.endswith("chain-vectors.json"):
         print(f"ok: {selftest_chain(args.vectors)} chain vectors")
+    elif args.vectors.endswith("trust-vectors.json"):
+        print(f"ok: {selftest_trust(args.vectors)} trust vectors")
     elif args.vectors.endswith("exact-vectors.json"):
         print(f"ok: {selftest_exact(args.vectors)} exact vectors")
     elif args.vectors.endswith("ribbon-vectors.json"):
@@ -207,13 +206,26 @@ def cmd_selftest(args):
 
 
 def cmd_verify(args):
+    if args.dir:
+        if not os.path.isdir(args.dir):
+            raise Failure(f"--dir {args.dir}: not a directory")
+        args.url = "file://" + os.path.abspath(args.dir)
     if not args.url:
-        raise Failure("--url is required (or set BLOOMCAST_SERVER)")
+        raise Failure("--url or --dir is required (or set BLOOMCAST_SERVER)")
     client = Client(args.url, pubkey=args.pubkey)
-    hours = client.verify_chain(args.since)
-    for hour in hours:
+    result = client.verify(args.since)
+    for hour in result.hours:
         print(f"ok {rfc3339(hour)}")
-    print(f"verified {len(hours)} hours")
+    print(f"verified {len(result.hours)} hours")
+    for line in result.unverified:
+        print(f"{PROG}: unverified: {line}", file=sys.stderr)
+    for reason in result.stale:
+        print(f"{PROG}: {reason}" + (" (accepted: --accept-stale)" if args.accept_stale
+                                     else ""), file=sys.stderr)
+    if result.unverified:
+        raise Failure(f"{len(result.unverified)} files could not be verified (listed "
+                      "above): nothing signed came with them")
+    return STALE if result.stale and not args.accept_stale else 0
 
 
 def parser():
@@ -226,7 +238,10 @@ def parser():
 
     check = verbs.add_parser(
         "check", help="print which of the given IDs may have changed",
-        description="Print the IDs that may have changed (exit 0 whether or not any did).")
+        description="Print the IDs that may have changed (exit 0 whether or not any did; "
+        "1 on an error; 3 when answered but the source is not shown current: hours after "
+        "the last one read may have changed unseen, unless --accept-stale). The hours read "
+        "are said on stderr (in --json, as from and to).")
     check.add_argument("--server", default=os.environ.get("BLOOMCAST_SERVER"),
                        help=server_help)
     window = check.add_mutually_exclusive_group()
@@ -259,10 +274,23 @@ def parser():
                        "each one only refines a filter at the target fpp (an ID is "
                        "flagged when both say so)")
     check.add_argument("--json", action="store_true",
-                       help="print one JSON object (ranges, requests, bytes) instead of lines")
+                       help="print one JSON object (from, to, ranges, unverified, stale, "
+                       "requests, bytes) instead of lines")
     check.add_argument("--pubkey", metavar="KEY",
-                       help="verify every closed hour against the publisher's public key "
-                       "(64 hex digits; needs the cryptography package)")
+                       help="verify everything read against the publisher's public key "
+                       "(64 hex digits; needs the cryptography package): every hour under "
+                       "the key listed for it, trusted only through successions KEY "
+                       "signed; the open hour by its signature, and the publisher's "
+                       "checkpoint")
+    check.add_argument("--accept-stale", action="store_true",
+                       help="exit 0 even when the source is not shown current (its newest "
+                       "hour more than 2 hours before this machine's current hour, or "
+                       "behind the publisher's checkpoint); it is still said on stderr. "
+                       "Without it, such an answer exits 3")
+    check.add_argument("--freshness", type=positive, default=600, metavar="SECONDS",
+                       help="with --pubkey, the oldest version of the open hour taken, by "
+                       "the time it was signed: an older one may be a replay hiding the "
+                       "changes since [default: 600]")
     check.add_argument("ids", nargs="+", metavar="ID",
                        help="IDs to check; - reads one per line from stdin")
     check.set_defaults(run=cmd_check, needs_server=True)
@@ -284,24 +312,15 @@ def parser():
                         help="IDs to publish; - reads one per line from stdin")
     ingest.set_defaults(run=cmd_ingest, needs_server=True)
 
-    inspect = verbs.add_parser(
-        "inspect", help="show a filter's parameters, count, fill and fpp",
-        description="Show a filter's parameters, count, fill and false-positive "
-        "probability, from a URL or a saved JSON document.")
-    inspect.add_argument("target", help="a filter URL (http://host:port/2008/09/03/13) "
-                         "or a file holding a JSON filter document")
-    inspect.add_argument("--json", action="store_true", help="print one JSON object")
-    inspect.add_argument("--pubkey", metavar="KEY",
-                         help="verify a closed hour fetched from a URL against this key")
-    inspect.set_defaults(run=cmd_inspect, needs_server=False)
+    add_inspect(verbs)
     add_estimate(verbs)
 
     test = verbs.add_parser(
         "selftest", help="check this client against the published test vectors",
         description="Check hashing, encoding and sizing against docs/test-vectors.json "
-        "(or the chain, ribbon, ribbon v2 or exact decoder against "
-        "docs/chain-vectors.json, docs/ribbon-vectors.json, docs/ribbon2-vectors.json or "
-        "docs/exact-vectors.json).")
+        "(or the chain, trust, ribbon, ribbon v2 or exact decoder against "
+        "docs/chain-vectors.json, docs/trust-vectors.json, docs/ribbon-vectors.json, "
+        "docs/ribbon2-vectors.json or docs/exact-vectors.json).")
     test.add_argument("vectors", nargs="?", default="docs/test-vectors.json",
                       help="the test vectors file [default: docs/test-vectors.json]")
     test.set_defaults(run=cmd_selftest, needs_server=False)
@@ -309,13 +328,24 @@ def parser():
     verify = verbs.add_parser(
         "verify", help="verify the hour chain and each hour's filter against a key",
         description="Verify the hour chain from an hour on, and every listed hour's "
-        "filter, against the publisher's key, from any base URL (a mirror).")
+        "filter, against the publisher's key, from any base URL or a mirror directory "
+        "(--dir, or --url file:///DIR: offline); on a static mirror every file of each "
+        "hour (its .sig sidecars for the ribbons), and the publisher's checkpoint. Exit "
+        "0: all verified; 1: something failed or could not be verified (named); 3: "
+        "verified, but the source is not shown current (unless --accept-stale).")
     verify.add_argument("--pubkey", required=True, metavar="KEY",
                         help="the publisher's public key (64 hex digits)")
     verify.add_argument("--since", required=True, type=hour_arg, metavar="HOUR",
                         help="the first hour to verify, e.g. 2008-09-03T05 (UTC)")
-    verify.add_argument("--url", default=os.environ.get("BLOOMCAST_SERVER"),
-                        help="the publisher or any mirror (default: $BLOOMCAST_SERVER)")
+    where = verify.add_mutually_exclusive_group()
+    where.add_argument("--url", default=os.environ.get("BLOOMCAST_SERVER"),
+                       help="the publisher or any mirror, or file:///DIR (default: "
+                       "$BLOOMCAST_SERVER)")
+    where.add_argument("--dir", metavar="DIR",
+                       help="a mirror directory (bloomcast mirror DIR), verified offline")
+    verify.add_argument("--accept-stale", action="store_true",
+                        help="exit 0 even when the source is not shown current (said on "
+                        "stderr); without it, exit 3")
     verify.set_defaults(run=cmd_verify, needs_server=False)
     add_watch(verbs, server_help)
     return p
@@ -328,14 +358,14 @@ def main(argv=None):
         p.error("--server is required (or set BLOOMCAST_SERVER)")
     refuse(args, argv)
     try:
-        args.run(args)
-    except (Failure, HTTPError, ConnectionFailed, ProtocolError, VerificationError,
+        status = args.run(args)
+    except (Failure, Refused, HTTPError, ConnectionFailed, ProtocolError, VerificationError,
             MissingDependency, ValueError, OSError) as e:
         print(f"{PROG}: {e}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130
-    return 0
+    return status or 0
 
 
 if __name__ == "__main__":

@@ -208,7 +208,9 @@ def cmd_watch(args):
                 from None
     if not ids:
         raise ValueError("no IDs: pass them as arguments, - to read stdin, or --file")
-    watcher = Watcher.start(Client(args.server, pubkey=args.pubkey), ids)
+    client = Client(args.server, pubkey=args.pubkey)
+    watcher = Watcher.start(client, ids)
+    said = set()
     # Even when started with SIGINT ignored (a background job of a script), as the Rust
     # verb, which always listens for it.
     signal.signal(signal.SIGINT, signal.default_int_handler)
@@ -218,6 +220,10 @@ def cmd_watch(args):
                 line = event_line(event, args.json)
                 if line is not None:
                     print(line, flush=True)
+            for hour, why in client.unverified.items():  # with --pubkey: never silently
+                if hour not in said:
+                    said.add(hour)
+                    print(f"bloomcast-py: unverified: {why}", file=sys.stderr, flush=True)
             sleep(args.every)
     except KeyboardInterrupt:
         return  # Ctrl-C ends a watch, exit code 0, as the Rust verb's
@@ -238,9 +244,11 @@ def add_watch(verbs, server_help):
                    help="print one JSON object per event (version and changed, each with "
                    "the hour, the version and the bytes transferred) instead of ID lines")
     p.add_argument("--pubkey", metavar="KEY",
-                   help="verify each hour once it is sealed against this Ed25519 public key "
-                   "(64 hex digits); a sealed hour that does not verify ends the watch with "
-                   "an error naming it (needs the cryptography package)")
+                   help="verify each version of the open hour by its signature (one made "
+                   "more than 600 s ago is refused), and each hour once it is sealed, "
+                   "against this Ed25519 public key (64 hex digits); what does not verify "
+                   "ends the watch with an error naming the hour, a version served unsigned "
+                   "is said on stderr (needs the cryptography package)")
     p.add_argument("ids", nargs="*", metavar="ID",
                    help="IDs to watch; - reads one per line from stdin")
     p.set_defaults(run=cmd_watch, needs_server=True, check=check_watch, parser=p)

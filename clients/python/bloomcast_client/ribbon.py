@@ -77,6 +77,30 @@ class Ribbon:
             raise RibbonError("padding bits past r*m are set")
         return cls(n, m, r, seed, solution)
 
+    @classmethod
+    def from_document(cls, doc):
+        """(Ribbon, its binary body) from the JSON form (section 12, "JSON form"),
+        rejected when `structure` or `hash` is another, `digest` is not the body's
+        SHA-256, or `w`, `r`, `m`, `seed` or `count` differ from the body's."""
+        import hashlib
+        if not isinstance(doc, dict) or doc.get("structure") != "ribbon":
+            raise RibbonError('not a ribbon document ("structure" is not "ribbon")')
+        if doc.get("hash") != "sha1-km32":
+            raise RibbonError(f"unknown hash {doc.get('hash')!r}")
+        text = doc.get("filter")
+        if not isinstance(text, str) or len(text) % 2 or \
+                any(c not in "0123456789abcdefABCDEF" for c in text):
+            raise RibbonError('"filter" is not hex')
+        body = bytes.fromhex(text)
+        if doc.get("digest") != hashlib.sha256(body).hexdigest():
+            raise RibbonError('"digest" is not the SHA-256 of the body')
+        ribbon = cls.from_bytes(body)
+        for field, value in (("w", 64), ("r", ribbon.r), ("m", ribbon.m),
+                             ("seed", ribbon.seed), ("count", ribbon.n)):
+            if doc.get(field) != value or isinstance(doc.get(field), bool):
+                raise RibbonError(f'"{field}" is {doc.get(field)!r}, the body says {value}')
+        return ribbon, body
+
     def contains_key(self, h1, h2):
         start, coeff, fp = slot(h1, h2, self.seed, self.m, self.r)
         s, got = self._solution, 0

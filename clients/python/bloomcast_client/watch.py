@@ -4,8 +4,11 @@ the first time a version of the hour says it may have changed.
 Polls read the hour's `.bin` form; with the `zstandard` package (extra `dcz`) they
 travel as RFC 9842 `dcz` deltas against the last version the server offered as a
 dictionary, so following an hour costs a little more than what changed in it (gzip
-without it). With a verifying client (`pubkey`), each hour's final bytes, read once it
-is sealed and before moving on, are verified; the open hour's versions are not signed."""
+without it). With a verifying client (`pubkey`), each version of the open hour is
+verified by its Bloom-Open-Signature (one made longer ago than the client's freshness
+bound is refused: a replay would hide the changes since; one served unsigned is listed
+in the client's `unverified`), and each hour's final bytes, read once it is sealed and
+before moving on, by the hour chain."""
 
 import datetime
 

@@ -37,6 +37,13 @@ def hour_filter(ids, m=959, k=7):
     return f
 
 
+def at_hour(monkeypatch, hour, minutes=30):
+    """Sets the client's clock to `minutes` past `hour` (RFC 3339)."""
+    from bloomcast_client import coverage, parse_hour
+    now = parse_hour(hour).timestamp() + minutes * 60
+    monkeypatch.setattr(coverage, "clock", lambda: now)
+
+
 class FakeServer:
     """Serves GET / and any filter path with a document holding `ids`; records paths.
 
@@ -50,17 +57,19 @@ class FakeServer:
     and Repr-Digest of the body, which `headers` override; other `.exact` paths are 404,
     the current hour's 406. `chain` maps an hour path to its chain entry, served at
     `/chain/...?limit=1`. Ribbons are 404. `corrupt`: hour paths whose every form
-    answers 500 `corrupt`, as does every `/since/` union over one."""
+    answers 500 `corrupt`, as does every `/since/` union over one. `checkpoint`: the
+    document served at `/checkpoint` (404 without one)."""
 
     def __init__(self, current="2026-11-23T10:00:00Z", genesis="2026-11-01T00:00:00Z",
                  ids=(), hours=None, retention_hours=720, static=False, index=None,
-                 exact=None, chain=None, corrupt=()):
+                 exact=None, chain=None, corrupt=(), checkpoint=None):
         self.current, self.genesis, self.ids = current, genesis, list(ids)
         self.hours, self.retention_hours = dict(hours or {}), retention_hours
         self.index, self.exact, self.chain = dict(index or {}), dict(exact or {}), \
             dict(chain or {})
         self.static = static  # a static mirror: .bin bodies without their Bloom-* headers
         self.corrupt = set(corrupt)
+        self.checkpoint = checkpoint  # served at /checkpoint (404 without)
         self.paths, self.posted, self.headers, self.kept = [], [], [], {}
         fake = self
 
@@ -98,7 +107,10 @@ class FakeServer:
                     if entry is None:
                         return self._send(404, {"error": "not_found", "message": "none"})
                     return self._send(200, [entry])
-                if ".ribbon" in self.path or self.path == "/.well-known/bloomcast.json":
+                if self.path == "/checkpoint" and fake.checkpoint:
+                    return self._send(200, fake.checkpoint)
+                if ".ribbon" in self.path or self.path.split("?")[0].endswith(".sig") or \
+                        self.path in ("/.well-known/bloomcast.json", "/checkpoint"):
                     return self._send(404, {"error": "not_found", "message": "none"})
                 if self.path.endswith(".bin") and not fake.static:
                     return self._send_bin(self.path[:-len(".bin")])
@@ -212,12 +224,15 @@ class FakeServer:
 
 
 @pytest.fixture
-def fake_server():
+def fake_server(monkeypatch):
+    """Makes FakeServers; the client's clock (bloomcast_client.coverage.clock) is set to
+    half past the current hour of the last one made, so its hours are not stale."""
     servers = []
 
     def make(**kwargs):
         server = FakeServer(**kwargs)
         servers.append(server)
+        at_hour(monkeypatch, server.current)
         return server
 
     yield make
@@ -314,3 +329,33 @@ def live_server(tmp_path):
     server = LiveServer(binary, data)
     yield server
     server.close()
+
+
+# --- one real publisher with sealed hours, for the hostile-mirror tests (issue 53) ------
+
+ORIGIN_BATCHES = [[f"h{n}:{i}" for i in range(20)] for n in range(3)] + [["open:1", "open:2"]]
+
+
+@pytest.fixture(scope="session")
+def origin(tmp_path_factory):
+    """A real server whose last three hours are sealed and signed, 20 IDs `h{n}:{i}` in
+    hour n (hostile.Sealed), and `open:1`, `open:2` in its open hour; `.hours` names
+    them, `.pubkey` is its key. Skips without the binary or `cryptography`."""
+    binary = bloomcast_binary()
+    if binary is None:
+        pytest.skip(NO_BINARY)
+    pytest.importorskip("cryptography", reason="signatures need the cryptography package "
+                        "(extra verify)")
+    from hostile import Sealed
+    sealed = Sealed(binary, tmp_path_factory.mktemp("origin"), ORIGIN_BATCHES)
+    sealed.binary = binary
+    yield sealed
+    sealed.close()
+
+
+@pytest.fixture(scope="session")
+def origin_mirror(origin, tmp_path_factory):
+    """`bloomcast mirror` of the origin (the binary's mirror format of today: its `.sig`
+    sidecars and checkpoint.json may be missing)."""
+    from hostile import mirror
+    return mirror(origin.binary, origin.base, tmp_path_factory.mktemp("mirror") / "m")

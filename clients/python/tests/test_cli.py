@@ -68,7 +68,7 @@ def test_bad_arguments_are_named_as_typed(capsys):
     assert main(["check", "--server", "ftp://x", "a"]) == 1
     assert capsys.readouterr().err.strip() == (
         "bloomcast-py: bad server URL 'ftp://x': expected http://HOST:PORT, "
-        "https://HOST:PORT or HOST:PORT")
+        "https://HOST:PORT, HOST:PORT or file:///DIR (a mirror directory)")
 
 
 def test_inspect_reads_a_saved_document(tmp_path, fake_server, capsys):

@@ -211,14 +211,28 @@ def signed(signer, body, signed_body=None):
     return headers, {SEALED: entry}
 
 
+def checkpoint(signer):
+    """A checkpoint of SEALED, the newest sealed hour, made now (the client's clock)."""
+    from bloomcast_client import coverage
+    from bloomcast_client.trust import checkpoint_message
+    index_ = hour_index(__import__("bloomcast_client").parse_hour(SEALED_NAME))
+    h = header(hashlib.sha256(b"the v1 hour's bytes").digest(), bytes(32))
+    made = int(coverage.clock())
+    return {"hour": SEALED_NAME, "header": h.hex(), "made": made, "key_id": "21fe31dfa154a261",
+            "signature": signer.sign(checkpoint_message(made, index_, h)).hex()}
+
+
 def test_a_signed_exact_body_verifies_against_its_chain_entry(fake_server, signer, capsys):
     body = bytes.fromhex(vector()["body"])
     headers, chain = signed(signer, body)
     server = serve(fake_server, body=body, headers=headers, chain=chain)
+    server.checkpoint = checkpoint(signer)
     assert Client(server.base, pubkey=PUBKEY).exact(SEALED).universe == 1000
-    assert SEALED + "?limit=1" in "".join(server.paths)
+    assert "/chain" + SEALED + "?limit=" in "".join(server.paths)
     assert check(server, "--pubkey", PUBKEY, "--registered") == 0
-    assert json.loads(capsys.readouterr().out)["changed"] == vector()["changed"]
+    out = json.loads(capsys.readouterr().out)
+    assert out["changed"] == vector()["changed"]
+    assert out["unverified"] == [OPEN_NAME], "the stub's open hour is not signed"
 
 
 def test_a_tampered_signed_body_fails_its_signature(fake_server, signer, capsys):
@@ -246,7 +260,7 @@ def test_an_unsigned_exact_body_fails_under_a_pubkey(fake_server, signer):
     body = bytes.fromhex(vector()["body"])
     _, chain = signed(signer, body)
     server = serve(fake_server, body=body, chain=chain)
-    with pytest.raises(VerificationError, match="Bloom-Signature missing"):
+    with pytest.raises(VerificationError, match="exact body carries no signature"):
         Client(server.base, pubkey=PUBKEY).exact(SEALED)
 
 

@@ -111,14 +111,27 @@ def test_key_ids_and_signature_fields_match_the_rotation_vectors():
     assert parse_signature(" ab ;x=1; KEYID=0102 ") == ("ab", "0102")
 
 
-@pytest.fixture
-def rotated():
+TRUST = ROOT / "docs" / "trust-vectors.json"
+
+
+def trust():
+    return json.loads(TRUST.read_text(encoding="utf-8"))
+
+
+def make_verifier(pubkey, keys):
     pytest.importorskip("cryptography", reason="signature checks need cryptography")
     from bloomcast_client.verify import Verifier
-    v = rotation()
-    verifier = Verifier(v["keys"][-1]["public_key"])
-    assert verifier.use_keys(v["keys"])
+    verifier = Verifier(pubkey)
+    assert verifier.use_keys(keys)
     return verifier
+
+
+@pytest.fixture(params=[0, 1, 2], ids=["from key 1", "from key 2", "from key 3"])
+def rotated(request):
+    """A verifier given one of trust-vectors.json's three keys, with their list: the
+    rotation vectors' hours are signed by its keys 1 and 2, for the same hours."""
+    keys = trust()["keys"]
+    return make_verifier(keys[request.param]["public_key"], keys)
 
 
 def test_each_hour_verifies_under_the_key_listed_for_it(rotated):
@@ -135,6 +148,27 @@ def test_a_signature_by_a_key_listed_for_other_hours_is_refused(rotated):
             rotated.check(hour_of(h), bytes.fromhex(h["bin_hex"]), h["prev"],
                           r["bloom_signature"])
         assert r["hour"] in str(e.value)
+
+
+@pytest.mark.parametrize("given, refused, why", [
+    (1, 0, "it is not acknowledged by the keys you trust"),
+    (0, 1, "no key you trust vouched for it"),
+])
+def test_a_list_without_signed_successions_trusts_the_key_given_alone(given, refused, why):
+    # rotation-vectors.json lists its keys as before successions were signed.
+    keys = rotation()["keys"]
+    verifier = make_verifier(keys[given]["public_key"], keys)
+    chained, signed = vectors()["hours"], rotation()["hours"]
+    for c, s in zip(chained, signed):
+        if s["key_id"] == keys[given]["id"]:
+            verifier.check(hour_of(c), bytes.fromhex(c["bin_hex"]), c["prev"],
+                           s["bloom_signature"])
+        else:
+            with pytest.raises(VerificationError, match=why) as e:
+                verifier.check(hour_of(c), bytes.fromhex(c["bin_hex"]), c["prev"],
+                               s["bloom_signature"])
+            assert f"listed under key {keys[refused]['id']}" in str(e.value)
+            assert c["hour"] in str(e.value)
 
 
 def test_a_key_list_replaces_a_pinned_one_only_if_it_extends_it():
@@ -163,14 +197,12 @@ def test_a_list_with_a_wrong_id_or_overlapping_keys_is_refused():
             parse_keys(bad)
 
 
-def test_a_key_given_that_the_list_does_not_name_stays_the_only_one():
+def test_a_list_that_does_not_name_the_key_given_is_refused():
     pytest.importorskip("cryptography", reason="signature checks need cryptography")
     from bloomcast_client.verify import Verifier
-    v = rotation()
-    other = "3b6a27bcceb6a42d62a3a8d02a6f0d73653215771de243a63ac048a18b59da29"  # RFC 8032 test 3
+    other = "3b6a27bcceb6a42d62a3a8d02a6f0d73653215771de243a63ac048a18b59da29"  # RFC 8032 SHA(abc)
     verifier = Verifier(other)
-    assert not verifier.use_keys(v["keys"])
-    h = vectors()["hours"][0]
-    with pytest.raises(VerificationError, match="does not verify"):
-        verifier.check(hour_of(h), bytes.fromhex(h["bin_hex"]), h["prev"],
-                       rotation()["hours"][0]["signature"])
+    with pytest.raises(VerificationError, match="does not list the key you trust "
+                       r"\(139e3940e64b5491\)"):
+        verifier.use_keys(rotation()["keys"])
+    assert not verifier.use_keys(None), "a document without a list: the key given alone"
