@@ -26,7 +26,7 @@ before(async () => {
 });
 
 after(async () => {
-  await server?.stop();
+  await server?.stop({ purge: true });
 });
 
 test("a sealed hour verifies under the published key, in every representation", { skip }, async () => {
