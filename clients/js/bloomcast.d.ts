@@ -24,8 +24,35 @@ export class CorruptHoursError extends StatusError {
 }
 export class DecodeError extends BloomcastError {}
 export class ProtocolError extends BloomcastError {}
-/** A closed hour that does not verify against the publisher's key (PROTOCOL.md section 11); names the hour. */
-export class VerificationError extends BloomcastError {}
+/** Something signed that does not verify against the publisher's key, or a key the key
+ * given does not lead to (PROTOCOL.md section 11, "Trust"); names the hour (or the key
+ * list) and what failed. */
+export class VerificationError extends BloomcastError {
+  /** There was no signature to check (an unsigned server, or one stripped on the way):
+   * nothing was seen altered, nothing was verified. */
+  unsigned: boolean;
+  /** A version of the open hour made longer ago than the freshness bound. */
+  outdated: boolean;
+}
+/** The publication lag bound, in hours (2). */
+export const PUBLICATION_LAG_HOURS: number;
+/** The default freshness bound of the open hour's versions, in seconds (600). */
+export const OPEN_FRESHNESS_SECONDS: number;
+/**
+ * An answer that may miss hours the publisher published: the source is stale (its newest
+ * hour starts more than PUBLICATION_LAG_HOURS before the client's current hour, or its
+ * checkpoint was made longer ago than that) or withholds hours (its verified checkpoint
+ * names a sealed hour after the newest it offers). Code "stale". Nothing it answered is
+ * wrong; changes after `newest` were not seen.
+ */
+export class StaleError extends BloomcastError {
+  /** The newest hour the source has (RFC 3339): its index's `current`, a mirror's newest hour. */
+  newest: string;
+  /** The hour the publisher's verified checkpoint names as its newest sealed, or null. */
+  checkpoint: string | null;
+  /** What was answered all the same: `changedSince`'s Changes, `verifyChain`'s hours. */
+  answer: Changes | VerifiedHours | null;
+}
 /** Signatures cannot be checked: this runtime's WebCrypto has no Ed25519. */
 export class MissingDependency extends BloomcastError {}
 
@@ -72,6 +99,11 @@ export class Fetched {
   meta: Meta;
   filter: Filter;
   etag: string | null;
+  /** Verified against the publisher's key (a client with a `pubkey`): a sealed hour by its
+   * chain signature, a version of the open hour by its `Bloom-Open-Signature`. Never a union. */
+  verified: boolean;
+  /** A verified version of the open hour: when it was made (Unix seconds); else null. */
+  made: number | null;
   range(): { from: string; to: string };
   mayContain(id: string): Promise<boolean>;
 }
@@ -104,12 +136,54 @@ export interface Index {
   retention_hours: number;
   genesis: string;
   current: IndexHour;
+  /** `urls.checkpoint`: where the publisher's checkpoint is ("/checkpoint", a static mirror's "/checkpoint.json"). */
   urls: Record<string, string>;
   hours: IndexHour[];
+  /** A static mirror (PROTOCOL.md section 13): `current` is its newest (sealed) hour. */
+  static?: boolean;
   /** The first hour with an exact body (section 14); null (or absent) without a universe. */
   exact_since?: string | null;
   /** Versions of the compact form served, e.g. [1, 2] (absent: version 1 only). */
   ribbon_versions?: number[];
+}
+
+/** The publisher's checkpoint, verified (PROTOCOL.md section 11, "Trust"). */
+export interface Checkpoint {
+  /** Its newest sealed hour when it was made (RFC 3339). */
+  hour: string;
+  /** When it was made, Unix seconds. */
+  made: number;
+  /** The hour's chain header, hex. */
+  header: string;
+  /** The key that signed it. */
+  keyId: string;
+}
+
+/**
+ * What `changedSince` answers: the Array of ranges with hits (as ever) that also says what
+ * it covers. `map`, `filter` and the like give plain Arrays, and `JSON.stringify` the
+ * ranges alone.
+ */
+export class Changes extends Array<Changed> {
+  /** The first and last hours actually read (RFC 3339); null when none was. */
+  from: string | null;
+  to: string | null;
+  /** With a `pubkey`: the hours read that could not be verified (no signature to check:
+   * an unsigned server, an open hour without `Bloom-Open-Signature`), oldest first. Null
+   * without a key: nothing was verified. */
+  unverified: string[] | null;
+  /** With a `pubkey`: the publisher's checkpoint, verified; null when the source has none. */
+  checkpoint: Checkpoint | null;
+  /** The StaleError that `acceptStale: true` kept from being thrown, else null. */
+  stale: StaleError | null;
+}
+
+/** What `verifyChain` resolves to: the hours verified (RFC 3339), oldest first. */
+export interface VerifiedHours extends Array<string> {
+  /** The publisher's checkpoint, verified (read first); null when the source has none. */
+  checkpoint: Checkpoint | null;
+  /** The StaleError that `acceptStale: true` kept from being thrown, else null. */
+  stale: StaleError | null;
 }
 
 export interface Changed {
@@ -323,9 +397,14 @@ export class Client {
       token?: string;
       repr?: "json" | "hex" | "bin";
       fetch?: typeof fetch;
-      /** The publisher's Ed25519 public key, 64 hex digits: every closed hour is then verified
-       * (PROTOCOL.md section 11) and a failing one rejects with VerificationError naming it.
-       * Throws TypeError at once for a malformed key. */
+      /** The publisher's Ed25519 public key, 64 hex digits, obtained out of band. Everything
+       * read is then verified (PROTOCOL.md section 11) under the keys its signed successions
+       * lead to (the well-known key list; a list that does not name it is refused, an hour
+       * listed under a key outside them is refused naming that key): every sealed hour and
+       * derived form (ribbon, ribbon2, exact; a static mirror's by its `.sig` sidecars), each
+       * version of the open hour (`Bloom-Open-Signature`, made within `openFreshness`), the
+       * checkpoint. What fails rejects with VerificationError naming it. Throws TypeError at
+       * once for a malformed key. */
       pubkey?: string;
       /** The WebCrypto to verify with (default `globalThis.crypto.subtle`). */
       subtle?: SubtleCrypto;
@@ -334,6 +413,13 @@ export class Client {
        * exact bodies are then read alone. Default false: each only refines a filter at
        * the target fpp, so an ID never registered is flagged at most at the target. */
       registered?: boolean;
+      /** This client's clock, epoch milliseconds (default `Date.now`): the publication lag
+       * bound and the open hour's freshness are measured against it. */
+      clock?: () => number;
+      /** Seconds a version of the open hour may have been made before `clock` (default
+       * OPEN_FRESHNESS_SECONDS, 600); an older one is refused (a replay would hide the
+       * changes since). */
+      openFreshness?: number;
     },
   );
   readonly registered: boolean;
@@ -342,24 +428,37 @@ export class Client {
   index(): Promise<Index>;
   /** The last `hours` hours as far back as the server has them: `since` (RFC 3339) and whether it was cut short. */
   window(hours: number): Promise<{ since: string; clamped: boolean }>;
+  /** Any filter by path, revalidated by ETag. With a `pubkey`, an hour is verified before
+   * it is returned or kept, and one without a signature is refused (VerificationError,
+   * `unsigned`); unions (days, `since`) are never signed, never verified. */
   filter(path: string): Promise<Fetched>;
   hour(hour: Date | string): Promise<Fetched>;
-  /** A closed hour as a ribbon, at the target fpp or at `fpp`; 406 for the open hour. */
-  ribbon(hour: Date | string, options?: { fpp?: number }): Promise<Ribbon>;
+  /** A closed hour as a ribbon, at the target fpp or at `fpp`: `.ribbon` (checked against
+   * `Repr-Digest` when sent) or, with `repr: "json"`, `.ribbon.json` (checked against its
+   * `digest` and header fields). With a `pubkey`, its signature is verified over the
+   * hour's chain header (VerificationError naming the hour; `unsigned` without one). 406
+   * for the open hour. */
+  ribbon(hour: Date | string, options?: { fpp?: number; repr?: "bin" | "json" }): Promise<Ribbon>;
   /** A closed hour as a version 2 ribbon (`.ribbon2`), at the target fpp or at `fpp`
    * (2^-24 <= fpp < 1, served at the cheapest grade at most it); checked against
-   * `Repr-Digest` when sent; 406 for the open hour, 404 from a server without version 2. */
+   * `Repr-Digest` when sent and, with a `pubkey`, by its signature (as `ribbon`); 406 for
+   * the open hour, 404 from a server without version 2. */
   ribbon2(hour: Date | string, options?: { fpp?: number }): Promise<Ribbon2>;
   /**
    * A sealed hour's exact body (`/YYYY/MM/DD/HH.exact`, PROTOCOL.md section 14), checked
    * against `Repr-Digest`, `Bloom-Count` and `Bloom-Universe` (DecodeError) and, with a
    * `pubkey`, its signature over the hour's chain header (VerificationError naming the
-   * hour). Null when the server has no exact body for the hour (404: no universe, an hour
+   * hour; `unsigned` without one). Null when the server has no exact body for the hour (404: no universe, an hour
    * before the index's `exact_since`, a future hour); StatusError 406 for the open hour,
    * 410 past retention. Kept once fetched.
    */
   exact(hour: Date | string): Promise<(Exact & { hour: string }) | null>;
-  /** A closed hour in its cheapest form (v1 where no ribbon is served). */
+  /** The publisher's checkpoint (`urls.checkpoint` of the index; a static mirror's
+   * `/checkpoint.json`), verified under the trusted key listed for its hour; null when the
+   * source has none (404). Needs `pubkey`; VerificationError when it does not verify. */
+  checkpoint(): Promise<Checkpoint | null>;
+  /** A closed hour in its cheapest form (v1 where no ribbon is served; with a `pubkey`,
+   * also where a derived form comes without a signature). */
   closedHour(
     hour: Date | string,
     count: number | undefined,
@@ -377,8 +476,13 @@ export class Client {
    * or null: its exact body alone only when `registered`, else refining a filter held at
    * `targetFpp` (default 0.01) or under, else that filter. */
   heldHour(name: string, targetFpp?: number): Filter | Ribbon | Ribbon2 | Exact | Refined | null;
-  /** Rejects with CorruptHoursError naming the hours of the range the server could not
-   * verify that this client does not hold complete. */
+  /** Which of `ids` may have changed from `since` through the source's current hour,
+   * saying what it covers (`Changes`). With a `pubkey`, hour by hour, everything verified
+   * (VerificationError naming the hour or key that fails; an hour with no signature at
+   * all is answered and listed in `unverified`). Rejects with StaleError (its `answer`
+   * the answer) when the source is stale or withholds hours, unless `acceptStale`; with
+   * CorruptHoursError naming the hours of the range the server could not verify that this
+   * client does not hold complete. */
   changedSince(
     ids: string[],
     since: Date | string,
@@ -395,10 +499,16 @@ export class Client {
        * rejecting with ProtocolError when the server has no exact hours (`exact_since`
        * null) or `since` is before `exact_since`. The open hour is always v1. */
       form?: "auto" | "exact";
+      /** Answer a stale or withholding source rather than reject: the answer's `stale`
+       * holds the StaleError. */
+      acceptStale?: boolean;
     },
-  ): Promise<Changed[]>;
+  ): Promise<Changes>;
   /** Verifies the chain from `since` to the newest sealed hour, then every listed hour's
-   * filter; resolves to the hours verified (RFC 3339). Needs `pubkey`. Rejects with
-   * VerificationError naming the hour, or MissingDependency without WebCrypto Ed25519. */
-  verifyChain(since: Date | string): Promise<string[]>;
+   * filter, after the checkpoint (read first); resolves to the hours verified (RFC 3339).
+   * Needs `pubkey`. Rejects with VerificationError naming the hour or key (an entry
+   * without a signature included), MissingDependency without WebCrypto Ed25519, or
+   * StaleError (stale source, or a listing ending more than an hour before the hour the
+   * checkpoint names) unless `acceptStale`. */
+  verifyChain(since: Date | string, options?: { acceptStale?: boolean }): Promise<VerifiedHours>;
 }

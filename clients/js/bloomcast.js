@@ -93,11 +93,48 @@ export class ProtocolError extends BloomcastError {
   }
 }
 
-/** A closed hour that does not verify against the publisher's key (section 11); names the hour. */
+/**
+ * Something signed that does not verify against the publisher's key, or a key the key
+ * given does not lead to (section 11); names the hour (or the key list). `unsigned`: there
+ * was no signature to check (an unsigned server, or one stripped on the way), so nothing
+ * was seen to be altered, but nothing was verified either. `outdated`: a version of the
+ * open hour made longer ago than the freshness bound.
+ */
 export class VerificationError extends BloomcastError {
-  constructor(message) {
+  constructor(message, { unsigned = false, outdated = false } = {}) {
     super("verification", message);
     this.name = "VerificationError";
+    this.unsigned = unsigned;
+    this.outdated = outdated;
+  }
+}
+
+/** The publication lag bound (hours): a source whose newest hour starts further before
+ * the client's own current hour, or whose checkpoint was made longer ago, is stale. */
+export const PUBLICATION_LAG_HOURS = 2;
+
+/** Seconds a version of the open hour may have been made before the client's clock when
+ * verified with a key (the `openFreshness` option changes it). */
+export const OPEN_FRESHNESS_SECONDS = 600;
+
+/**
+ * An answer that may miss hours the publisher has published: the source is stale (its
+ * newest hour starts more than `PUBLICATION_LAG_HOURS` before the client's current hour,
+ * or its checkpoint was made longer ago than that) or withholds hours (its verified
+ * checkpoint names a sealed hour after the newest it offers). Nothing it answered is
+ * wrong, but changes in the hours after `newest` were not seen. `answer` holds what was
+ * answered (`changedSince`'s `Changes`, `verifyChain`'s hours), as if `acceptStale` had
+ * been given.
+ */
+export class StaleError extends BloomcastError {
+  constructor(message, { newest, checkpoint = null, answer = null }) {
+    super("stale", message);
+    this.name = "StaleError";
+    /** The newest hour the source has (RFC 3339): its index's `current`, a mirror's newest hour. */
+    this.newest = newest;
+    /** The hour the publisher's verified checkpoint names as its newest sealed, or null. */
+    this.checkpoint = checkpoint;
+    this.answer = answer;
   }
 }
 
@@ -238,6 +275,11 @@ export class Fetched {
     this.meta = meta;
     this.filter = filter;
     this.etag = etag;
+    /** Whether it was verified against the publisher's key: a sealed hour by its chain
+     * signature, a version of the open hour by its `Bloom-Open-Signature`. Never a union. */
+    this.verified = false;
+    /** A verified version of the open hour: when it was made (Unix seconds), else null. */
+    this.made = null;
   }
 
   /** First and last hour covered, as RFC 3339 strings (equal for an hourly filter). */
@@ -1174,28 +1216,67 @@ function hourName(hour) {
   return new Date(hour).toISOString().replace(".000Z", "Z");
 }
 
+const HOUR_MS = 3600e3;
+
+/** Lowercase hex of bytes. */
+function hexOf(bytes) {
+  let out = "";
+  for (const b of bytes) out += b.toString(16).padStart(2, "0");
+  return out;
+}
+
+/**
+ * What `changedSince` answers: an Array of `Changed` (the ranges with hits, as before)
+ * that also says what it covers. `from` and `to`: the first and last hours actually read
+ * (RFC 3339). `unverified`: with a `pubkey`, the hours read that could not be verified
+ * (no signature to check: an unsigned server, a version of the open hour without
+ * `Bloom-Open-Signature`), oldest first; null without a key (nothing was verified).
+ * `checkpoint`: with a `pubkey`, the publisher's verified checkpoint (`{hour, made,
+ * keyId}`), or null when the source has none. `stale`: the StaleError that
+ * `acceptStale: true` kept from being thrown, else null. `map`, `filter` and the like
+ * give plain Arrays, and `JSON.stringify` the ranges alone.
+ */
+export class Changes extends Array {
+  static get [Symbol.species]() {
+    return Array;
+  }
+}
+
 export class Client {
   /**
    * @param {string} base  the server's base URL, e.g. `http://127.0.0.1:8080`
-   * @param {{token?: string, repr?: "json"|"hex"|"bin", fetch?: typeof fetch, pubkey?: string, subtle?: SubtleCrypto, registered?: boolean}} [options]
-   *   `pubkey`: the publisher's public key (64 hex digits); every closed hour is then
-   *   verified (section 11, module verify.js) with `subtle` (default `crypto.subtle`).
+   * @param {{token?: string, repr?: "json"|"hex"|"bin", fetch?: typeof fetch, pubkey?: string, subtle?: SubtleCrypto, registered?: boolean, clock?: () => number, openFreshness?: number}} [options]
+   *   `pubkey`: the publisher's public key (64 hex digits); everything read is then
+   *   verified (section 11, module verify.js) with `subtle` (default `crypto.subtle`)
+   *   under the keys trusted from it: every sealed hour and derived form, each version of
+   *   the open hour (made at most `openFreshness` seconds before `clock`, default
+   *   `OPEN_FRESHNESS_SECONDS`), the checkpoint.
    *   `registered`: the caller declares every ID it asks `changedSince` about registered in
    *   the publisher's universe (`POST /universe`) from before the first hour asked about:
    *   exact bodies are then read alone. Default false: the universe is never published,
    *   and an exact body answers any other ID arbitrarily, so each one only refines a
    *   filter at the target fpp (section 14, "Choosing it").
+   *   `clock`: this client's clock, epoch milliseconds (default `Date.now`): the publication
+   *   lag bound and the open hour's freshness are measured against it.
    */
-  constructor(base, { token, repr = "json", fetch: fetchImpl, pubkey, subtle, registered = false } = {}) {
+  constructor(base, { token, repr = "json", fetch: fetchImpl, pubkey, subtle, registered = false, clock = Date.now, openFreshness = OPEN_FRESHNESS_SECONDS } = {}) {
     if (!(repr in SUFFIX)) throw new TypeError(`repr is json, hex or bin, not ${repr}`);
     if (pubkey !== undefined && pubkey !== null && !/^[0-9a-fA-F]{64}$/.test(String(pubkey).trim())) {
       throw new TypeError(`not a public key: ${JSON.stringify(pubkey)} (expected 64 hex digits, an Ed25519 public key)`);
     }
+    if (typeof clock !== "function") throw new TypeError("clock is a function returning epoch milliseconds");
+    if (!(openFreshness >= 0)) throw new TypeError(`openFreshness is a number of seconds, not ${openFreshness}`);
     this.pubkey = pubkey ? String(pubkey).trim() : null;
     this.registered = Boolean(registered);
     this.subtle = subtle;
+    this.clock = clock;
+    this.openFreshness = openFreshness;
     this.verifierPromise = null;
     this.keysRead = null;
+    /** Set once a derived form came without a signature: the source does not sign them
+     * (an older server, a mirror without `.sig` sidecars), so a verifying `changedSince`
+     * reads v1 filters instead. */
+    this.formsUnsigned = false;
     this.base = String(base).replace(/\/+$/, "");
     this.token = token;
     this.repr = repr;
@@ -1252,20 +1333,33 @@ export class Client {
     return { since, clamped: wanted < oldest };
   }
 
-  /** Any filter by path (`/YYYY/MM/DD/HH`, `/YYYY/MM/DD`, `/since/...`), revalidated by ETag. */
-  async filter(path) {
+  /**
+   * Any filter by path (`/YYYY/MM/DD/HH`, `/YYYY/MM/DD`, `/since/...`), revalidated by ETag.
+   * With a `pubkey`, an hour is verified before it is returned or kept (`verified`): a
+   * sealed one by its chain signature, a version of the open hour by its
+   * `Bloom-Open-Signature`, made at most `openFreshness` seconds before `clock`; one
+   * that cannot be (no signature) is refused with a VerificationError whose `unsigned` is
+   * true. Unions (days, `since`) are never signed, so never verified.
+   *
+   * `unverified` (a Set, for `changedSince`): an hour without a signature is added to it
+   * (RFC 3339) and returned unverified instead of refused (a sealed one is not kept).
+   */
+  async filter(path, { unverified = null } = {}) {
     const url = path + SUFFIX[this.repr];
     const cached = this.cache.get(url);
     if (cached?.meta.complete) {
       this.stats.cacheHits++;
       return cached;
     }
+    const hour = hourOfPath(path);
+    const checked = Boolean(this.pubkey && hour);
     const headers = {};
-    if (cached?.etag) headers["if-none-match"] = cached.etag;
+    if (cached?.etag && (!checked || this.stillGood(cached, unverified))) headers["if-none-match"] = cached.etag;
     const response = await this.request(url, { headers, cache: "no-store" });
     if (response.status === 304) {
-      if (!cached) throw new ProtocolError(`304 for ${url} without a cached copy`);
+      if (!headers["if-none-match"]) throw new ProtocolError(`304 for ${url} without a cached copy`);
       this.stats.notModified++;
+      if (checked && !cached.verified) unverified.add(hourName(hour));
       return cached;
     }
     if (response.status !== 200) throw new ProtocolError(`${url}: unexpected status ${response.status}`);
@@ -1288,11 +1382,29 @@ export class Client {
           : new Filter(meta.m, meta.k, new Uint8Array(await response.arrayBuffer()));
       fetched = new Fetched(meta, filter, etag);
     }
-    if (this.pubkey && fetched.meta.complete && fetched.meta.hour) {
-      await this.verifyHour(path, fetched, response.headers);
+    if (checked) {
+      // The hour asked for, whatever the body says: one that names no hour, or calls a
+      // sealed hour open, verifies as the hour of its path or not at all.
+      try {
+        if (fetched.meta.complete) await this.verifyHour(path, fetched, response.headers);
+        else fetched.made = await this.verifyOpen(path, fetched, response.headers);
+        fetched.verified = true;
+      } catch (e) {
+        if (!(e instanceof VerificationError && e.unsigned && unverified)) throw e;
+        unverified.add(hourName(hour));
+        if (fetched.meta.complete) return fetched;
+      }
     }
     this.cache.set(url, fetched);
     return fetched;
+  }
+
+  /** Whether a kept version of the open hour may be revalidated (a 304 keeps it): verified
+   * and made within `openFreshness` of `clock`, or unverified and read for `changedSince`
+   * (`unverified`), which reports it so again. */
+  stillGood(cached, unverified) {
+    if (!cached.verified) return Boolean(unverified);
+    return this.clock() / 1000 - cached.made <= this.openFreshness;
   }
 
   /** The verifier of this client's `pubkey` (verify.js, loaded on first use). */
@@ -1322,14 +1434,35 @@ export class Client {
     return this.keysRead;
   }
 
+  /** Verifies a version of the open hour just fetched (its `Bloom-Open-Signature`, and
+   * its freshness against `clock`); resolves to when it was made (Unix seconds). */
+  async verifyOpen(path, fetched, headers) {
+    const verifier = await this.readKeys();
+    return verifier.checkOpen(
+      hourOfPath(path),
+      fetched.filter.bytes,
+      headers.get("bloom-open-signature"),
+      this.clock() / 1000,
+      this.openFreshness,
+      fetched.meta.digest,
+    );
+  }
+
   /** Verifies a closed hour just fetched, under the index of the hour asked for. */
   async verifyHour(path, fetched, headers) {
     const verifier = await this.readKeys();
+    // Its count is not signed; the most it can be checked against is its bits.
+    const { checkCount } = await import("./verify.js");
+    checkCount(hourName(hourOfPath(path)), fetched.filter, fetched.meta.count);
     let prev = headers.get("bloom-prev-header");
     let signature = headers.get("bloom-signature");
     if (prev === null && signature === null) {
       // A static mirror (section 13) sends no per-hour headers: the hour's chain entry
-      // carries its link, signature and key id.
+      // carries its link, signature and key id; one verified already, its header.
+      if (verifier.headerOf(hourOfPath(path))) {
+        await verifier.checkListed(hourOfPath(path), fetched.filter.bytes, fetched.meta.digest);
+        return;
+      }
       const entry = await this.chainEntry(path);
       prev = entry.prev;
       signature = entry.signature;
@@ -1353,11 +1486,19 @@ export class Client {
 
   /**
    * Verifies the chain from `since` to the newest sealed hour (`/chain`, page by page),
-   * then every listed hour's filter against it. Resolves to the hours verified (RFC 3339).
-   * @throws VerificationError naming the first hour that fails; MissingDependency without Ed25519
+   * then every listed hour's filter against it, after the publisher's checkpoint (read
+   * first). Resolves to the hours verified (RFC 3339), an Array that also has
+   * `checkpoint` (as `Client#checkpoint`) and `stale` (as `Changes`).
+   * @throws VerificationError naming the first hour that fails (an entry without a
+   *   signature included) or the key refused; MissingDependency without Ed25519;
+   *   StaleError (`answer` the hours verified) unless `acceptStale`: the source is stale
+   *   (`staleness`), or its listing ends more than an hour before the hour the checkpoint
+   *   names (it withholds hours)
    */
-  async verifyChain(since) {
+  async verifyChain(since, { acceptStale = false } = {}) {
     const verifier = await this.readKeys();
+    const index = await this.index();
+    const checkpoint = await this.checkpoint(index);
     const entries = [];
     let path = `/chain${hourPath(since)}?limit=1000`;
     while (path) {
@@ -1386,36 +1527,101 @@ export class Client {
         throw new VerificationError(`hour ${hour}: the filter's digest is not the chain's: the bytes were altered`);
       }
     }
-    return [...digests.keys()];
+    let stale = this.staleness(index, checkpoint);
+    if (checkpoint) {
+      const known = verifier.headerOf(checkpoint.hour);
+      if (known && toHex(known) !== checkpoint.header) {
+        throw new VerificationError(`hour ${checkpoint.hour} (checkpoint): the checkpoint's header is not the chain's for that hour`);
+      }
+      const listedTo = entries.length ? Date.parse(entries.at(-1).hour) : toDate(since).getTime() - HOUR_MS;
+      if (!stale && toDate(checkpoint.hour).getTime() > listedTo + HOUR_MS) {
+        const what = entries.length ? `ends at ${hourName(listedTo)}` : `has no hour from ${hourName(listedTo + HOUR_MS)}`;
+        stale = new StaleError(
+          `the source withholds hours: its chain ${what}, but the publisher's checkpoint, made ${new Date(checkpoint.made * 1000).toISOString()}, names ${checkpoint.hour} as sealed (acceptStale takes the hours verified as they are)`,
+          { newest: hourName(listedTo), checkpoint: checkpoint.hour },
+        );
+      }
+    }
+    const hours = Object.assign([...digests.keys()], { checkpoint, stale: acceptStale ? stale : null });
+    if (stale && !acceptStale) {
+      stale.answer = hours;
+      throw stale;
+    }
+    return hours;
   }
 
   /**
    * A closed hour as a ribbon filter (section 12), at the server's target fpp or at
-   * `fpp` (2^-24 .. 1, rounded down to a power of two). Kept once fetched: a closed hour
-   * never changes. A `StatusError` 406 for the open hour.
+   * `fpp` (2^-24 .. 1, rounded down to a power of two): the binary body (`.ribbon`,
+   * checked against `Repr-Digest` when sent) or, with `repr: "json"`, its JSON form
+   * (`.ribbon.json`, checked against its `digest` and header fields). With a `pubkey`,
+   * its signature is verified over the hour's chain header (section 11, "Derived forms";
+   * VerificationError naming the hour, `unsigned` when it has none). Kept once fetched: a
+   * closed hour never changes. A `StatusError` 406 for the open hour.
    */
-  async ribbon(hour, { fpp } = {}) {
-    const url = `${hourPath(hour)}.ribbon${fpp === undefined ? "" : `?fpp=${fpp}`}`;
+  async ribbon(hour, { fpp, repr = "bin" } = {}) {
+    if (repr !== "bin" && repr !== "json") throw new TypeError(`repr is bin or json, not ${repr}`);
+    const path = hourPath(hour);
+    const url = `${path}.ribbon${repr === "json" ? ".json" : ""}${fpp === undefined ? "" : `?fpp=${fpp}`}`;
     const held = this.cache.get(url);
     if (held) {
       this.stats.cacheHits++;
       return held;
     }
-    const response = await this.request(url, { headers: { accept: "application/vnd.bloomcast.ribbon" } });
-    const ribbon = Ribbon.fromBytes(new Uint8Array(await response.arrayBuffer()));
+    const accept = repr === "json" ? "application/vnd.bloomcast.ribbon+json" : "application/vnd.bloomcast.ribbon";
+    const response = await this.request(url, { headers: { accept } });
+    let bytes;
+    let ribbon;
+    if (repr === "json") {
+      let doc;
+      try {
+        doc = await response.json();
+      } catch (e) {
+        throw new DecodeError(`${url}: body is not JSON: ${e.message}`);
+      }
+      ({ bytes, ribbon } = await this.ribbonDocument(url, doc));
+    } else {
+      bytes = new Uint8Array(await response.arrayBuffer());
+      await checkReprDigest(url, response.headers, bytes, this.subtle ?? globalThis.crypto?.subtle);
+      ribbon = Ribbon.fromBytes(bytes);
+    }
+    if (this.pubkey) await this.verifyForm("ribbon", path, url, bytes, response.headers);
     this.cache.set(url, ribbon);
     return ribbon;
+  }
+
+  /** A ribbon's JSON form (section 12, "JSON form") decoded: `{bytes, ribbon}`, refused
+   * (DecodeError) when its structure or hash is another, its `digest` is not the body's
+   * SHA-256, or a field differs from the body's header. */
+  async ribbonDocument(url, doc) {
+    if (doc === null || typeof doc !== "object") throw new DecodeError(`${url}: the document is not an object`);
+    if (doc.structure !== "ribbon") throw new DecodeError(`${url}: structure ${JSON.stringify(doc.structure)} is not "ribbon"`);
+    if (doc.hash !== SHA1_KM32) throw new DecodeError(`${url}: unknown hash ${JSON.stringify(doc.hash)}`);
+    const hex = typeof doc.filter === "string" ? doc.filter : "";
+    if (hex.length % 2 || !HEX.test(hex)) throw new DecodeError(`${url}: filter is not lowercase hex`);
+    const bytes = new Uint8Array(hex.length / 2);
+    for (let i = 0; i < bytes.length; i++) bytes[i] = parseInt(hex.substr(2 * i, 2), 16);
+    const digest = hexOf(new Uint8Array(await (this.subtle ?? globalThis.crypto.subtle).digest("SHA-256", bytes)));
+    if (doc.digest !== digest) throw new DecodeError(`${url}: the filter's SHA-256 is ${digest}, but the document says ${doc.digest}: it was altered`);
+    const ribbon = Ribbon.fromBytes(bytes);
+    const fields = { w: 64, r: ribbon.r, m: ribbon.m, seed: Number(ribbon.seed), count: ribbon.n };
+    for (const [name, value] of Object.entries(fields)) {
+      if (doc[name] !== value) throw new DecodeError(`${url}: ${name} is ${JSON.stringify(doc[name])}, the body's ${value}`);
+    }
+    return { bytes, ribbon };
   }
 
   /**
    * A closed hour as a version 2 ribbon (section 12, "Version 2": `.ribbon2`), at the
    * server's target fpp or at `fpp` (2^-24 <= fpp < 1; the server serves the cheapest
    * grade at most `fpp`, coarser than 2^-4 as 2^-4). Checked against `Repr-Digest` when
-   * sent. Kept once fetched: a closed hour never changes. A `StatusError` 406 for the
-   * open hour, 404 from a server without version 2 (its index's `ribbon_versions`).
+   * sent; with a `pubkey`, its signature (as `ribbon`'s). Kept once fetched: a closed hour
+   * never changes. A `StatusError` 406 for the open hour, 404 from a server without
+   * version 2 (its index's `ribbon_versions`).
    */
   async ribbon2(hour, { fpp } = {}) {
-    const url = `${hourPath(hour)}.ribbon2${fpp === undefined ? "" : `?fpp=${fpp}`}`;
+    const path = hourPath(hour);
+    const url = `${path}.ribbon2${fpp === undefined ? "" : `?fpp=${fpp}`}`;
     const held = this.cache.get(url);
     if (held) {
       this.stats.cacheHits++;
@@ -1425,6 +1631,7 @@ export class Client {
     const bytes = new Uint8Array(await response.arrayBuffer());
     await checkReprDigest(url, response.headers, bytes, this.subtle ?? globalThis.crypto?.subtle);
     const ribbon = Ribbon2.fromBytes(bytes);
+    if (this.pubkey) await this.verifyForm("ribbon2", path, url, bytes, response.headers);
     this.cache.set(url, ribbon);
     return ribbon;
   }
@@ -1437,7 +1644,8 @@ export class Client {
    * exact body is built when it is sealed), 410 past retention. The body is checked
    * against `Repr-Digest`, `Bloom-Count` and `Bloom-Universe` (DecodeError), and, with a
    * `pubkey`, its signature against the hour's chain header (VerificationError naming the
-   * hour). Kept once fetched: a sealed hour's body never changes.
+   * hour, `unsigned` when it has none). Kept once fetched: a sealed hour's body never
+   * changes.
    */
   async exact(hour) {
     const path = hourPath(hour);
@@ -1465,27 +1673,123 @@ export class Client {
     }
     /** The hour the body answers for (RFC 3339). */
     exact.hour = hourName(hourOfPath(path));
-    if (this.pubkey) await this.verifyExact(path, bytes, response.headers);
+    if (this.pubkey) await this.verifyForm("exact", path, url, bytes, response.headers);
     this.cache.set(url, exact);
     return exact;
   }
 
-  /** Verifies an exact body's signature (section 14) over the hour's chain header: the
-   * header of the v1 hour if this client verified it, else of its chain entry (verified). */
-  async verifyExact(path, bytes, headers) {
+  /**
+   * Verifies a derived form of the sealed hour at `path` (section 11, "Derived forms"):
+   * `form` "exact", "ribbon" or "ribbon2", fetched from `url` as the binary body `bytes`,
+   * its signature from the response's `Bloom-Signature` or else (a static mirror, section
+   * 13) the sidecar `<file>.sig`, over the hour's chain header (`chainHeader`).
+   */
+  async verifyForm(form, path, url, bytes, headers) {
     const verifier = await this.readKeys();
     const hour = hourOfPath(path);
-    let header = verifier.headerOf(hour);
-    if (!header) {
-      const entry = await this.chainEntry(path);
-      if (!entry.hour) {
-        throw new VerificationError(`hour ${hourName(hour)}: the chain has no entry for it, so its exact body cannot be verified`);
-      }
-      await verifier.checkChain([entry]);
-      const { fromHex } = await import("./verify.js");
-      header = fromHex(entry.header);
+    const signature = await this.formSignature(url, headers);
+    if (signature === null) {
+      throw new VerificationError(
+        `hour ${hourName(hour)}: ${url} came without a signature (no Bloom-Signature, no ${url.split("?")[0]}.sig): it cannot be verified`,
+        { unsigned: true },
+      );
     }
-    await verifier.checkExact(hour, bytes, header, headers.get("bloom-signature"));
+    await verifier.checkForm(form, hour, bytes, await this.chainHeader(path), signature);
+  }
+
+  /** The `Bloom-Signature` of the derived form fetched from `url`: its response's, else
+   * the one line of the sidecar beside its file (`<path>.sig`, section 13); null when
+   * there is neither. */
+  async formSignature(url, headers) {
+    const sent = headers.get("bloom-signature");
+    if (sent !== null && sent.trim()) return sent;
+    let text;
+    try {
+      text = await (await this.request(`${url.split("?")[0]}.sig`, { headers: { accept: "text/plain" } })).text();
+    } catch (e) {
+      if (e instanceof StatusError && e.status === 404) return null;
+      throw e;
+    }
+    return text.split("\n")[0].trim() || null;
+  }
+
+  /** The chain header of the sealed hour at `path`, verified: of its v1 filter if this
+   * client verified it, else of its chain entry (`/chain/...?limit=1`), verified. */
+  async chainHeader(path) {
+    const verifier = await this.readKeys();
+    const hour = hourOfPath(path);
+    const known = verifier.headerOf(hour);
+    if (known) return known;
+    const entry = await this.chainEntry(path);
+    if (!entry.hour) {
+      throw new VerificationError(`hour ${hourName(hour)}: the chain has no entry for it, so its derived forms cannot be verified`, { unsigned: true });
+    }
+    await verifier.checkChain([entry]);
+    return verifier.headerOf(hour);
+  }
+
+  /**
+   * The publisher's checkpoint (section 11, "Trust"), verified under the trusted key
+   * listed for its hour: `{hour, made, header, keyId}` (`made` Unix seconds, `header` hex),
+   * or null when the source has none (404: nothing sealed yet, a service that signs
+   * nothing, a mirror without `checkpoint.json`). Read from the index's `urls.checkpoint`
+   * (a static mirror's `/checkpoint.json`). Needs `pubkey`; rejects with
+   * VerificationError when it does not verify.
+   */
+  async checkpoint(index = null) {
+    const verifier = await this.readKeys();
+    index ??= await this.index();
+    const listed = index?.urls?.checkpoint;
+    const url = typeof listed === "string" && listed.startsWith("/") ? listed : index?.static ? "/checkpoint.json" : "/checkpoint";
+    let doc;
+    try {
+      doc = await (await this.request(url, { headers: { accept: "application/json" }, cache: "no-store" })).json();
+    } catch (e) {
+      if (e instanceof StatusError && e.status === 404) return null;
+      if (e instanceof SyntaxError) throw new VerificationError(`checkpoint: ${url} is not a JSON document`);
+      throw e;
+    }
+    const checked = await verifier.checkCheckpoint(doc);
+    return { hour: checked.hour, made: checked.made, header: hexOf(checked.header), keyId: checked.keyId };
+  }
+
+  /**
+   * The StaleError for a source whose index is `index` and whose verified checkpoint is
+   * `checkpoint` (or null), or null when it is current: its newest hour (the index's
+   * `current`; a static mirror's newest hour, followed by none) starts more than
+   * `PUBLICATION_LAG_HOURS` before this client's current hour; the checkpoint names a
+   * sealed hour after the newest it offers (withholding); or the checkpoint was made
+   * longer ago than the bound.
+   */
+  staleness(index, checkpoint) {
+    const now = this.clock();
+    const mine = Math.floor(now / HOUR_MS) * HOUR_MS;
+    const newest = toDate(index.current.hour).getTime();
+    const newestName = hourName(newest);
+    // The hour after a mirror's newest is the first it lacks: as a server's open hour.
+    const offered = newest + (index.static ? HOUR_MS : 0);
+    const what = index.static ? `the newest hour this mirror holds, ${newestName},` : `this source's current hour, ${newestName},`;
+    const bound = PUBLICATION_LAG_HOURS * HOUR_MS;
+    const how = "IDs changed after it were not seen (acceptStale takes the answer as it is)";
+    if (checkpoint && toDate(checkpoint.hour).getTime() > offered) {
+      return new StaleError(
+        `the source withholds hours: the publisher's checkpoint, made ${new Date(checkpoint.made * 1000).toISOString()}, names ${checkpoint.hour} as sealed, but ${what} is older: ${how}`,
+        { newest: newestName, checkpoint: checkpoint.hour },
+      );
+    }
+    if (mine - offered > bound) {
+      return new StaleError(
+        `the source is stale: ${what} ${index.static ? "ends" : "starts"} more than ${PUBLICATION_LAG_HOURS} hours before this client's current hour, ${hourName(mine)}: ${how}`,
+        { newest: newestName, checkpoint: checkpoint?.hour ?? null },
+      );
+    }
+    if (checkpoint && now - checkpoint.made * 1000 > bound) {
+      return new StaleError(
+        `the source is stale: the publisher's checkpoint it serves (of ${checkpoint.hour}) was made at ${new Date(checkpoint.made * 1000).toISOString()}, more than ${PUBLICATION_LAG_HOURS} hours before this client's clock: ${how}`,
+        { newest: newestName, checkpoint: checkpoint.hour },
+      );
+    }
+    return null;
   }
 
   /** A closed hour in its cheapest form (`cheapestForm`, with its `options`; `registered`
@@ -1496,17 +1800,22 @@ export class Client {
   }
 
   /** A closed hour in the form `choice` (from `cheapestForm`): an exact body that is not
-   * served falls back to `choice.otherwise`, a ribbon (version 1 or 2) that is not to v1. */
-  async readForm(hour, choice) {
+   * served falls back to `choice.otherwise`, a ribbon (version 1 or 2) that is not to v1.
+   * With a `pubkey`, so does a derived form that comes without a signature (the source
+   * does not sign them: `formsUnsigned` is then set); the v1 filter is verified as
+   * `filter` does (`unverified`: as `filter`'s). */
+  async readForm(hour, choice, unverified = null) {
+    // A derived form without a signature is refused; its hour is read in a form that is.
+    const unsigned = (e) => e instanceof VerificationError && e.unsigned && (this.formsUnsigned = true);
     if (choice.form === "exact" || choice.form === "refined") {
       let exact = null;
       try {
         exact = await this.exact(hour);
       } catch (e) {
-        if (!(e instanceof StatusError && e.status === 406)) throw e;
+        if (!(e instanceof StatusError && e.status === 406) && !unsigned(e)) throw e;
       }
       if (exact && choice.form === "exact") return exact;
-      if (exact) return this.refined(hour, exact, choice.under);
+      if (exact) return this.refined(hour, exact, choice.under, unverified);
       choice = choice.otherwise;
     }
     if (choice.form === "ribbon" || choice.form === "ribbon2") {
@@ -1514,17 +1823,17 @@ export class Client {
         const fpp = choice.atTarget ? undefined : choice.fpp; // a mirror's file has one precision
         return await (choice.form === "ribbon2" ? this.ribbon2(hour, { fpp }) : this.ribbon(hour, { fpp }));
       } catch (e) {
-        if (!(e instanceof StatusError && (e.status === 404 || e.status === 406))) throw e;
+        if (!(e instanceof StatusError && (e.status === 404 || e.status === 406)) && !unsigned(e)) throw e;
       }
     }
-    return (await this.hour(hour)).filter;
+    return (await this.filter(hourPath(hour), { unverified })).filter;
   }
 
   /** `exact` refining `under` (a choice from `cheapestWithin`), or an approximate filter of
    * the hour held already that is no less precise. */
-  async refined(hour, exact, under) {
+  async refined(hour, exact, under, unverified = null) {
     const held = this.heldFilter(hourName(toDate(hour)));
-    return new Refined(held && fppOf(held) <= under.fpp ? held : await this.readForm(hour, under), exact);
+    return new Refined(held && fppOf(held) <= under.fpp ? held : await this.readForm(hour, under, unverified), exact);
   }
 
   /** The most precise complete approximate filter (v1 or ribbon) of an hour (RFC 3339) held, or null. */
@@ -1578,11 +1887,13 @@ export class Client {
   }
 
   /**
-   * Which of `ids` may have changed from `since` through the server's current hour:
-   * `[{from, to, ids}]`, one entry per range with hits (`exact: true` on an hour read as
-   * an exact body alone, whose hits are certain; `refined: true` on one read with its
-   * exact body refining a filter, whose hits are certain for registered IDs). Every ID
-   * that changed is returned (no false negatives); one that did not is returned with about
+   * Which of `ids` may have changed from `since` through the server's current hour: a
+   * `Changes`, the Array `[{from, to, ids}]` of the ranges with hits (`exact: true` on an
+   * hour read as an exact body alone, whose hits are certain; `refined: true` on one read
+   * with its exact body refining a filter, whose hits are certain for registered IDs),
+   * which says what it covers: `from` and `to`, the first and last hours read;
+   * `unverified`, `checkpoint` and `stale` (see `Changes`). Every ID that changed in the
+   * hours read is returned (no false negatives); one that did not is returned with about
    * the filters' fpp.
    * `strategy`: "union" (one `/since` filter, the default) or "hourly" (each hour's filter;
    * each closed hour as the v1 filter, a ribbon (version 2, `.ribbon2`, when the index's
@@ -1593,15 +1904,26 @@ export class Client {
    * (its index says `"static": true`, section 13) serves no unions: it is read hour by
    * hour whatever `strategy`. `form: "exact"` reads every sealed hour with its exact body
    * (alone or refining, as above; hour by hour whatever `strategy`), and rejects with a
-   * ProtocolError when the server
-   * has none (`exact_since` null, or after `since`). The open hour is always v1. With a
-   * `pubkey` every hour's v1 filter or exact body, each sealed one verified: unions and
-   * ribbons are not signed. Rejects with CorruptHoursError naming the hours of the range
-   * the server could not verify (listed `corrupt` in its index, or answering 500
+   * ProtocolError when the server has none (`exact_since` null, or after `since`). The
+   * open hour is always v1.
+   *
+   * With a `pubkey`, hour by hour (unions are not signed), everything under the keys
+   * trusted from it (section 11, "Trust"): each sealed hour's v1 filter, ribbon or exact
+   * body by its signature (a derived form without one is not used: the hour is read as
+   * v1), the open hour by its `Bloom-Open-Signature` and freshness, the checkpoint (read
+   * first). What does not verify rejects with a VerificationError naming the hour or the
+   * key; an hour with no signature at all is answered and listed in `unverified`.
+   *
+   * Rejects with a StaleError (`answer` holding the answer) when the source is stale or
+   * withholds hours (`staleness`: its newest hour more than `PUBLICATION_LAG_HOURS`
+   * before this client's `clock`, or, with a `pubkey`, a checkpoint naming a sealed hour
+   * it does not offer or made longer ago than that), unless `acceptStale: true`: then the
+   * answer's `stale` holds it. Rejects with CorruptHoursError naming the hours of the
+   * range the server could not verify (listed `corrupt` in its index, or answering 500
    * `corrupt`) that this client does not hold complete: never an answer that reads them
    * as "no change".
    */
-  async changedSince(ids, since, { strategy = "union", fetchCost = DEFAULT_FETCH_COST, form = "auto" } = {}) {
+  async changedSince(ids, since, { strategy = "union", fetchCost = DEFAULT_FETCH_COST, form = "auto", acceptStale = false } = {}) {
     if (strategy !== "hourly" && strategy !== "union") throw new TypeError(`strategy is union or hourly, not ${strategy}`);
     if (form !== "auto" && form !== "exact") throw new TypeError(`form is auto or exact, not ${form}`);
     const index = await this.index();
@@ -1627,9 +1949,12 @@ export class Client {
     if (unknown.length) throw new CorruptHoursError(unknown);
     const keys = await Promise.all(ids.map(keyOf));
     const pick = (filter) => ids.filter((_, i) => filter.containsKey(keys[i]));
-    // Unions and ribbons are not signed: a verifying client reads each hour's v1 filter
-    // or exact body.
+    // Unions are not signed: a verifying client reads hour by hour, after the checkpoint
+    // (read first, it names no sealed hour the index read before could lack but by a race
+    // of one hour, which the comparison in `staleness` allows).
     const verifying = Boolean(this.pubkey);
+    const checkpoint = verifying ? await this.checkpoint(index) : null;
+    const stale = this.staleness(index, checkpoint);
     // A static mirror (section 13) serves no unions, and never a `?fpp=` other than its own.
     if (strategy === "union" && !verifying && !forced && !index.static) {
       let fetched;
@@ -1641,9 +1966,13 @@ export class Client {
       }
       const hits = pick(fetched.filter);
       const range = fetched.range();
-      return hits.length ? [{ ...range, ids: hits }] : [];
+      return this.answer(hits.length ? [{ ...range, ids: hits }] : [], { ...range, unverified: null, checkpoint }, stale, acceptStale);
     }
     const out = [];
+    const unverified = verifying ? new Set() : null;
+    let to = now.getTime();
+    // Derived forms are signed; from a source found not to sign them, v1 filters.
+    const forms = () => !(verifying && this.formsUnsigned);
     const ribbon2 = Array.isArray(index.ribbon_versions) && index.ribbon_versions.includes(2);
     const listed = new Map((index.hours ?? []).map((h) => [toDate(h.hour).getTime(), h]));
     for (let t = from.getTime(); t <= now.getTime(); t += 3600e3) {
@@ -1654,26 +1983,37 @@ export class Client {
         if (damaged.includes(name)) {
           // Held complete (checked above): the server cannot serve it.
           filter = this.heldHour(name, targetFpp);
-        } else if (t === now.getTime()) {
-          // The open hour has no compact or exact form: always v1 (revalidated by ETag).
-          filter = (await this.hour(hour)).filter;
+        } else if (t === now.getTime() && !index.static) {
+          // The open hour has no compact or exact form: always v1 (revalidated by ETag). A
+          // static mirror's current hour is its newest sealed one.
+          try {
+            filter = (await this.filter(hourPath(hour), { unverified })).filter;
+          } catch (e) {
+            // A stale source's open hour is as old as the rest of it: not read, and the
+            // answer, stale already, ends before it.
+            if (!(stale && e instanceof VerificationError && e.outdated)) throw e;
+            to = t - HOUR_MS;
+            break;
+          }
         } else if (forced) {
           const exact = await this.exact(hour);
           if (!exact) throw new ProtocolError(`form "exact": the server has no exact body for hour ${name} (404)`);
           const count = listed.get(t)?.count ?? index.capacity ?? 3000;
-          filter = this.registered ? exact : await this.refined(hour, exact, cheapestWithin(count, targetFpp, { ribbons: !verifying, ribbon2 }));
+          const under = cheapestWithin(count, targetFpp, { ribbons: forms(), ribbon2 });
+          filter = this.registered ? exact : await this.refined(hour, exact, under, unverified);
         } else {
           const entry = listed.get(t);
           const count = entry?.count ?? index.capacity;
-          const exact = exactSince !== null && t >= exactSince ? (Number.isInteger(entry?.exact_bytes) ? entry.exact_bytes : true) : undefined;
+          const exactHour = forms() && exactSince !== null && t >= exactSince;
+          const exact = exactHour ? (Number.isInteger(entry?.exact_bytes) ? entry.exact_bytes : true) : undefined;
           const choice = cheapestForm(count ?? 3000, targetFpp, ids.length, fetchCost, {
             exact,
-            ribbons: !verifying,
+            ribbons: forms(),
             ribbon2,
             registered: this.registered,
             mirror: Boolean(index.static),
           });
-          filter = await this.readForm(hour, choice);
+          filter = await this.readForm(hour, choice, unverified);
         }
       } catch (e) {
         throw ofHour(e, name);
@@ -1681,6 +2021,28 @@ export class Client {
       const hits = pick(filter);
       const read = filter instanceof Exact ? { exact: true } : filter instanceof Refined ? { refined: true } : {};
       if (hits.length) out.push({ from: name, to: name, ids: hits, ...read });
+    }
+    if (checkpoint) {
+      // The checkpoint's hour, read here, must have the header it names.
+      const known = (await this.readKeys()).headerOf(checkpoint.hour);
+      if (known && hexOf(known) !== checkpoint.header) {
+        throw new VerificationError(`hour ${checkpoint.hour} (checkpoint): the checkpoint's header is not the chain's for that hour`);
+      }
+    }
+    const anyRead = to >= from.getTime();
+    const coverage = { from: anyRead ? hourName(from) : null, to: anyRead ? hourName(to) : null, unverified: unverified && [...unverified].sort(), checkpoint };
+    return this.answer(out, coverage, stale, acceptStale);
+  }
+
+  /** `changes` as a `Changes` with `coverage` (`from`, `to`, `unverified`, `checkpoint`)
+   * and `stale`; rejects with `stale` (its `answer` this one) unless `acceptStale`. */
+  answer(changes, coverage, stale, acceptStale) {
+    const out = new Changes();
+    out.push(...changes);
+    Object.assign(out, coverage, { stale: acceptStale ? stale : null });
+    if (stale && !acceptStale) {
+      stale.answer = out;
+      throw stale;
     }
     return out;
   }

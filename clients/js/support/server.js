@@ -30,6 +30,8 @@ export const NO_BINARY =
 /**
  * Runs `bloomcast serve`; resolves to `{base, stop(), dir}` once it listens.
  * `dir` reuses a data directory (to restart over the same store); `env` adds variables.
+ * `stop()` removes the data directory it made, unless `{ keep: true }`; one it was given
+ * only with `{ purge: true }` (the last server over a store started by another).
  */
 export async function startServer({ dir, env = {} } = {}) {
   const bin = binary();
@@ -64,13 +66,13 @@ export async function startServer({ dir, env = {} } = {}) {
     });
   });
   child.stderr.resume();
-  const stop = async ({ keep = false } = {}) => {
+  const stop = async ({ keep = false, purge = false } = {}) => {
     if (child.exitCode === null) {
       const exited = new Promise((resolve) => child.once("exit", resolve));
       child.kill("SIGTERM");
       await exited;
     }
-    if (!keep && !dir) rmSync(data, { recursive: true, force: true });
+    if (purge || (!keep && !dir)) rmSync(data, { recursive: true, force: true });
   };
   return { base, stop, dir: data };
 }

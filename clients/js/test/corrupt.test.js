@@ -9,6 +9,8 @@ import { createServer } from "node:http";
 import { Client, CorruptHoursError, Filter, StatusError, SHA1_KM32, corruptHours } from "../bloomcast.js";
 
 const [H08, H09, H10] = ["2026-11-23T08:00:00Z", "2026-11-23T09:00:00Z", "2026-11-23T10:00:00Z"];
+// The clients' clock: ten minutes into the stub's open hour.
+const clock = () => Date.parse(H10) + 600e3;
 const pathOf = (hour) => `/${hour.slice(0, 4)}/${hour.slice(5, 7)}/${hour.slice(8, 10)}/${hour.slice(11, 13)}`;
 const IDS = { [H08]: ["a"], [H09]: ["b"], [H10]: ["c"] };
 const LINES = [
@@ -72,15 +74,17 @@ const rejectsNaming = (promise, hours) =>
 test("a range over an hour listed corrupt is refused naming it, by union or hour by hour", async () => {
   await withStub(async ({ base }) => {
     for (const strategy of ["union", "hourly"]) {
-      await rejectsNaming(new Client(base).changedSince(["a", "b", "c"], H08, { strategy }), [H09]);
+      await rejectsNaming(new Client(base, { clock }).changedSince(["a", "b", "c"], H08, { strategy }), [H09]);
     }
   });
 });
 
 test("a range without it is answered as ever, and the window still reads the index", async () => {
   await withStub(async ({ base }) => {
-    const client = new Client(base);
-    assert.deepEqual(await client.changedSince(["a", "b", "c"], H10, { strategy: "hourly" }), [{ from: H10, to: H10, ids: ["c"] }]);
+    const client = new Client(base, { clock });
+    const changes = await client.changedSince(["a", "b", "c"], H10, { strategy: "hourly" });
+    assert.deepEqual([...changes], [{ from: H10, to: H10, ids: ["c"] }]);
+    assert.deepEqual([changes.from, changes.to, changes.unverified, changes.stale], [H10, H10, null, null]);
     assert.deepEqual(await client.window(3), { since: H08, clamped: false });
     assert.deepEqual(corruptHours(await client.index(), Date.parse(H08), Date.parse(H10)), [H09]);
   });
@@ -89,7 +93,7 @@ test("a range without it is answered as ever, and the window still reads the ind
 test("a 500 corrupt the index does not list still names the hour", async () => {
   await withStub(async ({ base, state }) => {
     state.lines = LINES.filter((line) => !line.corrupt);
-    await rejectsNaming(new Client(base).changedSince(["b"], H08, { strategy: "hourly" }), [H09]);
+    await rejectsNaming(new Client(base, { clock }).changedSince(["b"], H08, { strategy: "hourly" }), [H09]);
   });
 });
 
@@ -97,14 +101,14 @@ test("a client holding the hour's complete filter answers from it, by union or h
   await withStub(async ({ base, state }) => {
     state.corrupt.clear();
     state.lines = LINES.filter((line) => !line.corrupt);
-    const holder = new Client(base);
+    const holder = new Client(base, { clock });
     const before = await holder.changedSince(["a", "b", "c"], H08, { strategy: "hourly" });
     assert.deepEqual(before.map((c) => c.ids), [["a"], ["b"], ["c"]]);
     state.corrupt.add(H09);
     state.lines = LINES;
-    assert.deepEqual(await holder.changedSince(["a", "b", "c"], H08, { strategy: "hourly" }), before);
+    assert.deepEqual([...(await holder.changedSince(["a", "b", "c"], H08, { strategy: "hourly" }))], [...before]);
     // Its union answers 500: the hours held do not make it, so the error names them.
     await rejectsNaming(holder.changedSince(["b"], H08, { strategy: "union" }), [H09]);
-    await rejectsNaming(new Client(base).changedSince(["b"], H08, { strategy: "hourly" }), [H09]);
+    await rejectsNaming(new Client(base, { clock }).changedSince(["b"], H08, { strategy: "hourly" }), [H09]);
   });
 });

@@ -59,7 +59,7 @@ after(async () => {
   try {
     await browser?.close();
   } finally {
-    await server?.stop();
+    await server?.stop({ purge: true });
   }
 });
 

@@ -32,6 +32,8 @@ const pathOf = (hour) => `/${hour.slice(0, 4)}/${hour.slice(5, 7)}/${hour.slice(
 
 const [H13, H14, H15, H16] = chain.hours.map((h) => h.hour);
 const OPEN = "2025-12-20T17:00:00Z";
+// The clients' clock: ten minutes into the stub's open hour.
+const clock = () => Date.parse(OPEN) + 600e3;
 // Exact bodies: H14 over u:0..u:299 (12 changed), H15 over u:0..u:999 (200 changed),
 // H16 over u:0..u:1999 (1000 changed; not in the index's hours).
 const EXACT = {
@@ -164,7 +166,7 @@ const expected = [H14, H15, H16]
 
 test("Client#exact fetches the hour's .exact, checks it, and keeps it", () =>
   withStub({}, async ({ base, seen }) => {
-    const client = new Client(base);
+    const client = new Client(base, { clock });
     const exact = await client.exact(H15);
     assert.ok(exact instanceof Exact);
     assert.equal(exact.hour, H15);
@@ -177,16 +179,17 @@ test("Client#exact fetches the hour's .exact, checks it, and keeps it", () =>
 
 test("no exact body is null (404), the open hour a StatusError 406", () =>
   withStub({}, async ({ base }) => {
-    const client = new Client(base);
+    const client = new Client(base, { clock });
     assert.equal(await client.exact(H13), null);
     await assert.rejects(client.exact(OPEN), (e) => e instanceof StatusError && e.status === 406);
   }));
 
 test("changedSince by hour reads sealed hours from exact_since as exact bodies alone for IDs declared registered", () =>
   withStub({}, async ({ base, seen }) => {
-    const client = new Client(base, { registered: true });
+    const client = new Client(base, { clock, registered: true });
     const changes = await client.changedSince(FOLLOWED, H13, { strategy: "hourly" });
-    assert.deepEqual(changes, expected);
+    assert.deepEqual([...changes], expected);
+    assert.deepEqual([changes.from, changes.to], [H13, OPEN]);
     const exacts = seen.filter((p) => p.endsWith(".exact"));
     assert.deepEqual(exacts, [H14, H15, H16].map((h) => `${pathOf(h)}.exact`));
     // The hour before exact_since in its cheapest other form (no ribbon here: v1), the open hour v1.
@@ -196,8 +199,8 @@ test("changedSince by hour reads sealed hours from exact_since as exact bodies a
 
 test("form: exact reads every sealed hour exact, even with the union strategy", () =>
   withStub({}, async ({ base, seen }) => {
-    const client = new Client(base, { registered: true });
-    assert.deepEqual(await client.changedSince(FOLLOWED, H14, { form: "exact" }), expected);
+    const client = new Client(base, { clock, registered: true });
+    assert.deepEqual([...(await client.changedSince(FOLLOWED, H14, { form: "exact" }))], expected);
     assert.ok(!seen.some((p) => p.startsWith("/since")), seen.join(" "));
     await assert.rejects(
       client.changedSince(FOLLOWED, H13, { form: "exact" }),
@@ -208,7 +211,7 @@ test("form: exact reads every sealed hour exact, even with the union strategy", 
 
 test("forcing exact without a universe is refused clearly; auto reads the other forms", () =>
   withStub({ exactSince: null }, async ({ base, seen }) => {
-    const client = new Client(base);
+    const client = new Client(base, { clock });
     await assert.rejects(
       client.changedSince(FOLLOWED, H14, { strategy: "hourly", form: "exact" }),
       (e) => e instanceof ProtocolError && /exact_since is null/.test(e.message),
@@ -222,7 +225,7 @@ test("forcing exact without a universe is refused clearly; auto reads the other 
 
 test("an exact body altered on its way fails its Repr-Digest and is not kept", () =>
   withStub({ tamper: "body" }, async ({ base }) => {
-    const client = new Client(base, { registered: true });
+    const client = new Client(base, { clock, registered: true });
     await assert.rejects(client.exact(H15), (e) => e instanceof DecodeError && /Repr-Digest/.test(e.message) && e.message.includes("15.exact"));
     assert.equal(client.cache.size, 0);
     await assert.rejects(client.changedSince(FOLLOWED, H14, { strategy: "hourly" }), /Repr-Digest/);
@@ -230,31 +233,37 @@ test("an exact body altered on its way fails its Repr-Digest and is not kept", (
 
 test("Bloom-Count must be the body's", () =>
   withStub({ countHeader: "7" }, async ({ base }) => {
-    await assert.rejects(new Client(base).exact(H15), (e) => e instanceof DecodeError && /bloom-count says 7, the body 200/.test(e.message));
+    await assert.rejects(new Client(base, { clock }).exact(H15), (e) => e instanceof DecodeError && /bloom-count says 7, the body 200/.test(e.message));
   }));
 
 test("with a pubkey an exact body is verified against its hour's chain header", () =>
   withStub({ signed: true }, async ({ base, seen }) => {
-    const client = new Client(base, { pubkey: chain.public_key, registered: true });
+    const client = new Client(base, { clock, pubkey: chain.public_key, registered: true });
     assert.equal((await client.exact(H15)).universe, 1000);
     assert.ok(seen.includes(`/chain${pathOf(H15)}?limit=1`), seen.join(" "));
-    // A verifying client reads exact hours too (they are signed), v1 for the others.
+    // A verifying client reads exact hours too (they are signed), hour by hour. The stub's
+    // open hour carries no Bloom-Open-Signature: answered, and said to be unverified.
     const changes = await client.changedSince(FOLLOWED, H13);
-    assert.deepEqual(changes, expected);
-    assert.ok(!seen.some((p) => p.startsWith("/since") || p.includes(".ribbon")), seen.join(" "));
+    assert.deepEqual([...changes], expected);
+    assert.deepEqual([changes.from, changes.to, changes.unverified, changes.checkpoint], [H13, OPEN, [OPEN], null]);
+    assert.ok(!seen.some((p) => p.startsWith("/since")), seen.join(" "));
   }));
 
 test("with a pubkey an exact body that is not the one signed is refused naming the hour", () =>
   withStub({ signed: true, tamper: "resigned" }, async ({ base }) => {
-    const client = new Client(base, { pubkey: chain.public_key });
+    const client = new Client(base, { clock, pubkey: chain.public_key });
     await assert.rejects(client.exact(H14), (e) => e instanceof VerificationError && e.message.includes(H14) && /exact body/.test(e.message));
     assert.equal(client.cache.size, 0);
   }));
 
-test("with a pubkey an unsigned exact body is refused", () =>
+test("with a pubkey an unsigned exact body is refused, as unsigned, naming the hour and its sidecar", () =>
   withStub({ signed: false }, async ({ base }) => {
-    const client = new Client(base, { pubkey: chain.public_key });
-    await assert.rejects(client.exact(H15), (e) => e instanceof VerificationError && e.message.includes(H15) && /not signed/.test(e.message));
+    const client = new Client(base, { clock, pubkey: chain.public_key });
+    await assert.rejects(
+      client.exact(H15),
+      (e) => e instanceof VerificationError && e.unsigned && e.message.includes(H15) && e.message.includes("15.exact.sig") && /without a signature/.test(e.message),
+    );
+    assert.equal(client.cache.size, 0);
   }));
 
 test("for IDs declared registered, exact alone is chosen when its bytes are no more than the cheapest other form's sum", () => {
@@ -286,7 +295,7 @@ test("for IDs not declared registered, an exact body only refines a form at the 
     ["refined", under, 138, under.bytes + 138, under.bytes + 138 + 400, "ribbon"],
   );
   assert.equal(cheapestForm(200, 0.01, 300, 10240, { exact: Math.floor(other.expected) }).form, other.form);
-  // A verifying client refines the v1 filter (ribbons are not signed).
+  // Without ribbons (a verifying client reading a source that does not sign them), v1.
   const verifying = cheapestForm(200, 0.01, 300, 10240, { exact: 138, ribbons: false });
   assert.deepEqual([verifying.form, verifying.under.form], ["refined", "bloom"]);
 });
@@ -317,30 +326,30 @@ function assertRefined(changes, wrong) {
 
 test("for IDs not declared registered an exact body refines the hour's filter: exact for the universe, none of the wrong ones", () =>
   withStub({ consistent: true }, async ({ base, seen }) => {
-    const wrong = await wronglyExact(new Client(base));
+    const wrong = await wronglyExact(new Client(base, { clock }));
     assert.ok(wrong.length > 100, `${wrong.length}`);
     const ids = [...FOLLOWED, ...wrong];
 
     seen.length = 0;
-    assertRefined(await new Client(base).changedSince(ids, H14, { form: "exact" }), wrong);
+    assertRefined(await new Client(base, { clock }).changedSince(ids, H14, { form: "exact" }), wrong);
     // Each sealed hour: its exact body and a filter at the target (no ribbon here: v1).
     for (const hour of [H14, H15, H16]) assert.ok(seen.includes(`${pathOf(hour)}.exact`) && seen.includes(pathOf(hour)), seen.join(" "));
     // Chosen without forcing, where the waste it saves is dear.
-    assertRefined(await new Client(base).changedSince(ids, H14, { strategy: "hourly", fetchCost: 10 ** 7 }), wrong);
+    assertRefined(await new Client(base, { clock }).changedSince(ids, H14, { strategy: "hourly", fetchCost: 10 ** 7 }), wrong);
     // Declared registered (falsely), the exact bodies alone flag the wrong ones.
-    const alone = await new Client(base, { registered: true }).changedSince(ids, H14, { form: "exact" });
+    const alone = await new Client(base, { clock, registered: true }).changedSince(ids, H14, { form: "exact" });
     assert.deepEqual(alone.find((c) => c.from === H15).ids, [...expected.find((c) => c.from === H15).ids, ...wrong]);
   }));
 
 test("an exact body held is answered from alone only for IDs declared registered", () =>
   withStub({ consistent: true }, async ({ base }) => {
-    const client = new Client(base);
+    const client = new Client(base, { clock });
     const exact = await client.exact(H15);
     assert.equal(client.heldHour(H15), null, "no filter held to refine");
     await client.hour(H15);
     const held = client.heldHour(H15);
     assert.ok(held instanceof Refined && held.exact === exact && held.fpp() <= 0.01);
-    const declared = new Client(base, { registered: true });
+    const declared = new Client(base, { clock, registered: true });
     await declared.exact(H15);
     assert.ok(declared.heldHour(H15) instanceof Exact);
   }));

@@ -38,7 +38,7 @@ before(async () => {
 });
 
 after(async () => {
-  await server?.stop();
+  await server?.stop({ purge: true });
 });
 
 /** The (ID, hour) pairs flagged, and whether the sealed hour was read with its exact body. */

@@ -78,7 +78,7 @@ before(async () => {
 
 after(async () => {
   await mirror?.close();
-  await server?.stop();
+  await server?.stop({ purge: true });
   if (work) rmSync(work, { recursive: true, force: true });
 });
 

@@ -127,10 +127,12 @@ test("changedSince by hour reads closed hours as ribbons at the chosen precision
     }
     return new Response("{}", { status: 404 });
   };
-  const client = new Client("http://bloomcast.test", { fetch });
+  // The client's clock in the stub's open hour (2008), for its lag bound.
+  const client = new Client("http://bloomcast.test", { fetch, clock: () => Date.parse("2008-09-03T06:10:00Z") });
   const followed = [...members.slice(0, 5), "absent:0", "absent:1"];
   const changes = await client.changedSince(followed, "2008-09-03T05:00:00Z", { strategy: "hourly", fetchCost: 10240 });
   const r = cheapestForm(200, 0.01, followed.length, 10240).r;
   assert.deepEqual(seen, ["/", `/2008/09/03/05.ribbon?fpp=${2 ** -r}`, "/2008/09/03/06"]);
-  assert.deepEqual(changes, [{ from: "2008-09-03T05:00:00Z", to: "2008-09-03T05:00:00Z", ids: members.slice(0, 5) }]);
+  assert.deepEqual([...changes], [{ from: "2008-09-03T05:00:00Z", to: "2008-09-03T05:00:00Z", ids: members.slice(0, 5) }]);
+  assert.deepEqual([changes.from, changes.to], ["2008-09-03T05:00:00Z", "2008-09-03T06:00:00Z"]);
 });

@@ -1,7 +1,8 @@
 // A static mirror (PROTOCOL.md section 13) with canned files: its index says
 // `"static": true`, it has no `/since/` unions and ignores query strings. The client reads
 // it hour by hour whatever the strategy, asks no `?fpp=` (the compact files hold the
-// service's target only), and the example script runs against it.
+// service's target only), and the example script runs against it (its hours are of 2025:
+// stale for the script, which answers and says so with exit status 3).
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
@@ -15,6 +16,8 @@ const vectors = JSON.parse(readFileSync(new URL("../../../docs/ribbon2-vectors.j
 const AT_TARGET = vectors.filters.find((f) => f.fpp === 0.01 && f.members.count === 3);
 const MEMBERS = Array.from({ length: 3 }, (_, i) => `user:${1000 + 7 * i}`);
 const HOURS = ["2025-12-20T13:00:00Z", "2025-12-20T14:00:00Z", "2025-12-20T15:00:00Z"];
+// The clients' clock: an hour after the mirror's newest hour, which it is then current for.
+const clock = () => Date.parse(HOURS[2]) + 3600e3 + 60e3;
 const pathOf = (hour) => `/${hour.slice(0, 4)}/${hour.slice(5, 7)}/${hour.slice(8, 10)}/${hour.slice(11, 13)}`;
 
 /** The mirror: `/` (its index.json), each hour's JSON document and `.ribbon2` file; 404 for the
@@ -56,8 +59,9 @@ test("a static mirror is read hour by hour whatever the strategy, without unions
   const { base, seen, close } = await mirror();
   try {
     for (const options of [{}, { strategy: "union" }, { strategy: "hourly", fetchCost: 10 ** 9 }]) {
-      const client = new Client(base);
+      const client = new Client(base, { clock });
       const changes = await client.changedSince([...MEMBERS, "nobody"], HOURS[0], options);
+      assert.deepEqual([changes.from, changes.to, changes.stale], [HOURS[0], HOURS[2], null]);
 
       assert.deepEqual(changes.map((c) => c.from), HOURS, JSON.stringify(options));
       for (const c of changes) assert.deepEqual(c.ids.filter((id) => id !== "nobody"), MEMBERS);
@@ -82,7 +86,7 @@ test("on a mirror the compact form is weighed and read at the target, the one pr
   assert.deepEqual([atTarget.form, atTarget.k, atTarget.split, atTarget.atTarget], ["ribbon2", 6, 185, true]);
   const { base, seen, close } = await mirror();
   try {
-    const ribbon = await new Client(base).readForm(HOURS[0], atTarget);
+    const ribbon = await new Client(base, { clock }).readForm(HOURS[0], atTarget);
     assert.ok(ribbon instanceof Ribbon2 && ribbon.fpp <= 0.01);
     for (const id of MEMBERS) assert.ok(await ribbon.contains(id), id);
     assert.deepEqual(seen, [`${pathOf(HOURS[0])}.ribbon2`]);
@@ -91,17 +95,27 @@ test("on a mirror the compact form is weighed and read at the target, the one pr
   }
 });
 
-test("the example script reads a static mirror", async () => {
+test("the example script reads a stale static mirror, answers, and exits 3 naming its newest hour", async () => {
   const { base, close } = await mirror();
   try {
     const script = fileURLToPath(new URL("../examples/changed.js", import.meta.url));
-    const { stdout } = await new Promise((resolve, reject) =>
+    const { code, stdout, stderr } = await new Promise((resolve) =>
       execFile(process.execPath, [script, base, ...MEMBERS, "nobody"], (error, stdout, stderr) =>
-        error ? reject(new Error(`${error.message}\n${stderr}`)) : resolve({ stdout }),
+        resolve({ code: error ? error.code : 0, stdout, stderr }),
       ),
     );
+    assert.equal(code, 3, stderr);
+    assert.match(stderr, new RegExp(`^stale: the source is stale: the newest hour this mirror holds, ${HOURS[2]}, ends more than 2 hours before`, "m"));
+    assert.match(stderr, new RegExp(`^hours read: ${HOURS[0]} \\.\\. ${HOURS[2]}$`, "m"));
     assert.match(stdout, new RegExp(`${HOURS[2]} \\.\\. ${HOURS[2]}: ${MEMBERS.join(" ")}`));
     assert.match(stdout, /^current hour: 3 IDs, m=\d+, k=\d+/m);
+    // Accepted, it says so all the same, and exits 0.
+    const accepted = await new Promise((resolve) =>
+      execFile(process.execPath, [script, "--accept-stale", base, ...MEMBERS], (error, stdout, stderr) => resolve({ code: error ? error.code : 0, stdout, stderr })),
+    );
+    assert.equal(accepted.code, 0, accepted.stderr);
+    assert.match(accepted.stderr, /^stale: the source is stale: /m);
+    assert.match(accepted.stdout, new RegExp(`${HOURS[2]} \\.\\. ${HOURS[2]}: ${MEMBERS.join(" ")}`));
   } finally {
     await close();
   }

@@ -1,5 +1,6 @@
 // `Client` with a `pubkey` against a fake server publishing the hours of
-// docs/chain-vectors.json (signed as docs/rotation-vectors.json says when `rotated`):
+// docs/chain-vectors.json (signed as docs/rotation-vectors.json says when `rotated`, its
+// key list that of docs/trust-vectors.json, whose successions are signed both ways):
 // every closed hour is verified before it is returned or cached, in every representation,
 // from its headers or (a static mirror) its chain entry; a tampered one is refused.
 import { test } from "node:test";
@@ -10,6 +11,10 @@ import { Client, VerificationError, MissingDependency, SHA1_KM32 } from "../bloo
 const read = (name) => JSON.parse(readFileSync(new URL(`../../../docs/${name}`, import.meta.url), "utf8"));
 const chain = read("chain-vectors.json");
 const rotation = read("rotation-vectors.json");
+const trust = read("trust-vectors.json");
+const NEWEST = chain.hours.at(-1).hour;
+// The clients' clock: in the hour after the newest sealed one, the fake server's open hour.
+const clock = () => Date.parse(NEWEST) + 3600e3 + 600e3;
 const pathOf = (hour) => `/${hour.slice(0, 4)}/${hour.slice(5, 7)}/${hour.slice(8, 10)}/${hour.slice(11, 13)}`;
 
 /** A fetch answering like a bloomcast server holding the vector hours (all sealed). */
@@ -28,8 +33,12 @@ function fakeServer({ rotated = false, mirror = false, tamper = null, wellKnown 
     const { pathname, search } = new URL(url);
     seen.push(pathname + search);
     const json = (body, status = 200) => new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json" } });
+    if (pathname === "/") {
+      const current = new Date(Date.parse(NEWEST) + 3600e3).toISOString().replace(".000Z", "Z");
+      return json({ current: { hour: current }, hours: [], static: mirror, urls: {} });
+    }
     if (pathname === "/.well-known/bloomcast.json") {
-      return wellKnown ? json({ public_key: rotation.keys.at(-1).public_key, keys: rotated ? rotation.keys : [] }) : json({ error: "not_found", message: "no" }, 404);
+      return wellKnown ? json({ public_key: trust.keys[1].public_key, keys: rotated ? trust.keys.slice(0, 2).map((k, i) => (i === 1 ? { ...k, last_hour: null } : k)) : [] }) : json({ error: "not_found", message: "no" }, 404);
     }
     if (pathname.startsWith("/chain/")) {
       const from = entries.findIndex((e) => pathOf(e.hour) === pathname.slice(6));
@@ -54,7 +63,7 @@ function fakeServer({ rotated = false, mirror = false, tamper = null, wellKnown 
 test("a client with a pubkey verifies each closed hour in every representation", async () => {
   for (const repr of ["json", "hex", "bin"]) {
     const server = fakeServer();
-    const client = new Client("http://fake", { repr, fetch: server.fetch, pubkey: chain.public_key });
+    const client = new Client("http://fake", { clock, repr, fetch: server.fetch, pubkey: chain.public_key });
     for (const h of chain.hours) {
       const fetched = await client.hour(h.hour);
       for (const id of h.ids) assert.ok(await fetched.mayContain(id), `${repr}: ${id}`);
@@ -66,25 +75,25 @@ test("a client with a pubkey verifies each closed hour in every representation",
 test("a tampered hour is refused naming it, and not cached", async () => {
   const hour = chain.hours[2].hour;
   for (const repr of ["json", "bin"]) {
-    const client = new Client("http://fake", { repr, fetch: fakeServer({ tamper: hour }).fetch, pubkey: chain.public_key });
+    const client = new Client("http://fake", { clock, repr, fetch: fakeServer({ tamper: hour }).fetch, pubkey: chain.public_key });
     await assert.rejects(client.hour(hour), (e) => e instanceof VerificationError && e.message.includes(hour));
     assert.equal(client.cache.size, 0, repr);
   }
 });
 
 test("hours signed by the wrong key are refused", async () => {
-  const client = new Client("http://fake", { fetch: fakeServer({ wellKnown: false }).fetch, pubkey: rotation.keys[1].public_key });
+  const client = new Client("http://fake", { clock, fetch: fakeServer({ wellKnown: false }).fetch, pubkey: rotation.keys[1].public_key });
   await assert.rejects(client.hour(chain.hours[0].hour), (e) => e instanceof VerificationError && /does not verify/.test(e.message));
 });
 
 test("with a rotated key list each hour verifies under the key listed for it", async () => {
-  const client = new Client("http://fake", { fetch: fakeServer({ rotated: true }).fetch, pubkey: rotation.keys[1].public_key });
+  const client = new Client("http://fake", { clock, fetch: fakeServer({ rotated: true }).fetch, pubkey: rotation.keys[1].public_key });
   for (const h of chain.hours) assert.equal((await client.hour(h.hour)).meta.hour, h.hour);
 });
 
 test("a static mirror's hour is verified from its chain entry", async () => {
   const server = fakeServer({ mirror: true, rotated: true, wellKnown: false });
-  const client = new Client("http://fake", { fetch: server.fetch, pubkey: rotation.keys[0].public_key });
+  const client = new Client("http://fake", { clock, fetch: server.fetch, pubkey: rotation.keys[0].public_key });
   assert.equal((await client.hour(chain.hours[0].hour)).meta.hour, chain.hours[0].hour);
   assert.ok(server.seen.includes(`/chain${pathOf(chain.hours[0].hour)}?limit=1`));
   // Without the key list, the key given alone: the hours the other key signed fail.
@@ -92,14 +101,16 @@ test("a static mirror's hour is verified from its chain entry", async () => {
 });
 
 test("verifyChain verifies the listing, then every listed hour's filter", async () => {
-  const client = new Client("http://fake", { fetch: fakeServer({ rotated: true }).fetch, pubkey: rotation.keys[0].public_key });
-  assert.deepEqual(await client.verifyChain(chain.hours[1].hour), chain.hours.slice(1).map((h) => h.hour));
-  const tampered = new Client("http://fake", { fetch: fakeServer({ tamper: chain.hours[3].hour }).fetch, pubkey: chain.public_key });
+  const client = new Client("http://fake", { clock, fetch: fakeServer({ rotated: true }).fetch, pubkey: rotation.keys[0].public_key });
+  const verified = await client.verifyChain(chain.hours[1].hour);
+  assert.deepEqual([...verified], chain.hours.slice(1).map((h) => h.hour));
+  assert.deepEqual([verified.checkpoint, verified.stale], [null, null], "the fake has no checkpoint");
+  const tampered = new Client("http://fake", { clock, fetch: fakeServer({ tamper: chain.hours[3].hour }).fetch, pubkey: chain.public_key });
   await assert.rejects(tampered.verifyChain(chain.hours[0].hour), (e) => e instanceof VerificationError && e.message.includes(chain.hours[3].hour));
-  await assert.rejects(new Client("http://fake", { fetch: fakeServer().fetch }).verifyChain(chain.hours[0].hour), /pubkey/);
+  await assert.rejects(new Client("http://fake", { clock, fetch: fakeServer().fetch }).verifyChain(chain.hours[0].hour), /pubkey/);
 });
 
-test("changedSince with a pubkey reads verified hours, never the union", async () => {
+test("changedSince with a pubkey reads verified hours, never the union, and says which hours it read", async () => {
   const server = fakeServer();
   const base = server.fetch;
   const last = chain.hours.at(-1);
@@ -107,11 +118,14 @@ test("changedSince with a pubkey reads verified hours, never the union", async (
     new URL(url).pathname === "/"
       ? Promise.resolve(new Response(JSON.stringify({ current: { hour: last.hour }, hours: [] })))
       : base(url);
-  const client = new Client("http://fake", { fetch, pubkey: chain.public_key });
+  const client = new Client("http://fake", { clock, fetch, pubkey: chain.public_key });
   const ids = [...chain.hours.flatMap((h) => h.ids)];
   const changed = await client.changedSince(ids, chain.hours[0].hour);
   assert.deepEqual(new Set(changed.flatMap((c) => c.ids)), new Set(ids));
-  assert.ok(!server.seen.some((p) => p.startsWith("/since") || p.includes(".ribbon")), server.seen.join(" "));
+  assert.deepEqual([changed.from, changed.to, changed.unverified, changed.checkpoint, changed.stale], [chain.hours[0].hour, last.hour, [], null, null]);
+  // Ribbons are signed too, but this server has none (404): each hour's v1 filter.
+  assert.ok(!server.seen.some((p) => p.startsWith("/since")), server.seen.join(" "));
+  assert.ok(chain.hours.every((h) => server.seen.includes(pathOf(h.hour))), server.seen.join(" "));
 });
 
 test("a runtime without WebCrypto Ed25519 gets MissingDependency from the first closed hour", async () => {
@@ -122,7 +136,7 @@ test("a runtime without WebCrypto Ed25519 gets MissingDependency from the first 
       throw new DOMException("Unrecognized algorithm name", "NotSupportedError");
     },
   };
-  const client = new Client("http://fake", { fetch: fakeServer().fetch, pubkey: chain.public_key, subtle });
+  const client = new Client("http://fake", { clock, fetch: fakeServer().fetch, pubkey: chain.public_key, subtle });
   await assert.rejects(client.hour(chain.hours[0].hour), (e) => e instanceof MissingDependency && /Ed25519/.test(e.message));
-  assert.throws(() => new Client("http://fake", { pubkey: "not-a-key" }), TypeError);
+  assert.throws(() => new Client("http://fake", { clock, pubkey: "not-a-key" }), TypeError);
 });

@@ -1,7 +1,8 @@
 // Verifiable history (PROTOCOL.md section 11) against the published vectors the Rust and
-// Python clients check too (docs/chain-vectors.json, docs/rotation-vectors.json): the
-// same bytes verify, and a changed byte, signature, hour, link or key is refused naming
-// the hour. A runtime without WebCrypto Ed25519 gets MissingDependency.
+// Python clients check too (docs/chain-vectors.json, docs/rotation-vectors.json, with the
+// successions of docs/trust-vectors.json): the same bytes verify, and a changed byte,
+// signature, hour, link or key is refused naming the hour. A runtime without WebCrypto
+// Ed25519 gets MissingDependency. The rest of "Trust": test/trust.test.js.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
@@ -26,6 +27,9 @@ import {
 const read = (name) => JSON.parse(readFileSync(new URL(`../../../docs/${name}`, import.meta.url), "utf8"));
 const chain = read("chain-vectors.json");
 const rotation = read("rotation-vectors.json");
+// The same keys over the same hours (key 1: 13-14, key 2: 15-16), their succession signed
+// both ways, and key 3 after them.
+const trust = read("trust-vectors.json");
 const OTHER_KEY = rotation.keys[1].public_key; // RFC 8032 test 2
 const check = (verifier, h, { bytes = fromHex(h.bin_hex), hour = h.hour, signature = h.signature } = {}) =>
   verifier.check(hour, bytes, h.prev, signature);
@@ -115,17 +119,38 @@ test("key ids and Bloom-Signature fields match the rotation vectors", async () =
   assert.deepEqual(parseSignature(" ab ;x=1; KEYID=0102 "), { signature: "ab", keyId: "0102" });
 });
 
-async function rotated() {
-  const verifier = await Verifier.create(rotation.keys.at(-1).public_key);
-  assert.equal(await verifier.useKeys(rotation.keys), true);
+async function rotated(from = trust.keys[1].public_key) {
+  const verifier = await Verifier.create(from);
+  assert.equal(await verifier.useKeys(trust.keys), true);
   return verifier;
 }
 
-test("each hour verifies under the key listed for it", async () => {
-  const verifier = await rotated();
-  for (const [i, h] of chain.hours.entries()) {
-    assert.equal(toHex(await check(verifier, h, { signature: rotation.hours[i].bloom_signature })), h.header);
+test("each hour verifies under the key listed for it, from any key of a signed succession", async () => {
+  for (const k of trust.keys) {
+    const verifier = await rotated(k.public_key);
+    for (const [i, h] of chain.hours.entries()) {
+      assert.equal(toHex(await check(verifier, h, { signature: rotation.hours[i].bloom_signature })), h.header, k.id);
+    }
   }
+});
+
+test("without signed successions, the hours of a key the given key did not vouch for are refused naming it", async () => {
+  // rotation-vectors.json lists its keys as before successions were signed.
+  const [one, two] = rotation.keys;
+  const fromOne = await Verifier.create(one.public_key);
+  assert.equal(await fromOne.useKeys(rotation.keys), true);
+  await check(fromOne, chain.hours[0], { signature: rotation.hours[0].bloom_signature });
+  const later = chain.hours[2];
+  await assert.rejects(
+    check(fromOne, later, { signature: rotation.hours[2].bloom_signature }),
+    naming(later.hour, `listed under key ${two.id}, which is refused: no key you trust vouched for it`),
+  );
+  const fromTwo = await Verifier.create(two.public_key);
+  await fromTwo.useKeys(rotation.keys);
+  await assert.rejects(
+    check(fromTwo, chain.hours[0], { signature: rotation.hours[0].bloom_signature }),
+    naming(chain.hours[0].hour, `listed under key ${one.id}, which is refused: it is not acknowledged by the keys you trust`),
+  );
 });
 
 test("a signature by a key listed for other hours is refused", async () => {
@@ -156,9 +181,14 @@ test("a list with a wrong id or overlapping keys is refused", async () => {
   }
 });
 
-test("a key given that the list does not name stays the only one", async () => {
-  const verifier = await Verifier.create("3b6a27bcceb6a42d62a3a8d02a6f0d73653215771de243a63ac048a18b59da29"); // RFC 8032 test 3
-  assert.equal(await verifier.useKeys(rotation.keys), false);
+test("a key list that does not name the key given is refused, naming the key given", async () => {
+  const verifier = await Verifier.create(trust.keys[2].public_key); // RFC 8032 test 3
+  await assert.rejects(
+    verifier.useKeys(rotation.keys),
+    (e) => e instanceof VerificationError && e.message.includes(`does not list the key you trust (${trust.keys[2].id})`),
+  );
+  // No list at all (a mirror without the document): the key given alone, for every hour.
+  assert.equal(await verifier.useKeys([]), false);
   const h = chain.hours[0];
   await assert.rejects(check(verifier, h, { signature: rotation.hours[0].signature }), naming(h.hour, "does not verify"));
 });
