@@ -24,7 +24,8 @@ pub enum Tamper {
     /// bit of the first byte of a raw body, of the first hex digit of a JSON document's
     /// `filter` (so the document still parses).
     FlipBit(String),
-    /// Answers requests for the first path with the publisher's response to the second.
+    /// Answers requests for the first hour's path (any form of it) with the publisher's
+    /// response for the second hour's.
     Swap(String, String),
     /// Leaves the second entry out of every `/chain/...` listing.
     DropFromChain,
@@ -137,7 +138,10 @@ async fn proxy(request: Request, origin: String, tamper: Arc<Mutex<Tamper>>) -> 
         .map_or("/".to_owned(), |p| p.as_str().to_owned());
     let tamper = tamper.lock().unwrap().clone();
     let fetch = match &tamper {
-        Tamper::Swap(from, to) if &asked == from => to.clone(),
+        // Every form of the hour (`.bin`, `.ribbon2?fpp=...`) swapped for the other's.
+        Tamper::Swap(from, to) if asked.starts_with(from.as_str()) => {
+            format!("{to}{}", &asked[from.len()..])
+        }
         _ => asked.clone(),
     };
     // Identity encoding from the origin, so the bytes tampered with are the filter's.

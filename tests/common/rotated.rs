@@ -90,6 +90,32 @@ impl Publisher {
     }
 }
 
+/// Rotates the publisher in `data` from the key of `old` to the key of `new`, as
+/// `bloomcast rotate-key` does (the store records the new key from the hour after the
+/// newest sealed one, vouched for by the old key and acknowledging it), with seeds a
+/// test knows.
+pub async fn rotate(data: &Path, old: u8, new: u8, clock: &ManualClock) {
+    let settings = Settings {
+        data_dir: data.join("data"),
+        ..Settings::default()
+    };
+    let store = bloomcast::startup::open_store(&settings, clock)
+        .await
+        .unwrap();
+    let genesis = store.genesis().await.unwrap();
+    bloomcast::service::register_key(
+        store.as_ref(),
+        genesis,
+        &signer(new),
+        Some(&signer(old)),
+        true,
+    )
+    .await
+    .unwrap();
+    drop(store);
+    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+}
+
 /// Hours 0 and 1 under key 1, hour 2 under key 2, hour 3 under key 3 (hour 4 open);
 /// returns the running publisher, a client's pin directory filled before the first
 /// rotation, and hour 0's `.bin` signature and ETag as first served.
@@ -106,9 +132,11 @@ pub async fn rotated_twice(data: &Path, pins: &Path) -> (Publisher, String, Stri
     let etag = first.headers()["etag"].to_str().unwrap().to_owned();
     pinned(&publisher.base, pins).hour(hour(1)).await.unwrap();
     publisher.stop().await;
+    rotate(data, 1, 2, &clock).await;
     let publisher = Publisher::start(data, 2, &clock).await;
     publisher.fill_and_seal(&clock, 2).await;
     publisher.stop().await;
+    rotate(data, 2, 3, &clock).await;
     let publisher = Publisher::start(data, 3, &clock).await;
     publisher.fill_and_seal(&clock, 3).await;
     (publisher, signature, etag)
