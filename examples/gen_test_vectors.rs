@@ -1,5 +1,6 @@
-//! Prints `docs/test-vectors.json`: hashes, bit positions, filter bodies and sizes
-//! computed by this crate, for client authors in other languages to test against.
+//! Prints `docs/test-vectors.json`: hashes, bit positions, filter bodies with their
+//! false-positive probabilities, and sizes computed by this crate, for client authors in
+//! other languages to test against.
 //!
 //! ```text
 //! cargo run --example gen_test_vectors > docs/test-vectors.json
@@ -8,7 +9,7 @@
 //! `tests/test_vectors.rs` checks the committed file against the code, so regenerate
 //! it whenever the vectors here change (the contract itself must never change).
 
-use bloomcast::bloom::{Filter, Key, Params, SHA1_KM32};
+use bloomcast::bloom::{probes, Filter, Key, Params, SHA1_KM32};
 use serde::Serialize;
 
 // Field order here is the order in the file, which follows docs/PROTOCOL.md.
@@ -28,6 +29,8 @@ struct FilterVector<'a> {
     m: u32,
     k: u32,
     hex: String,
+    /// Section 8's figure: exact up to 4,096 bits, the fill estimate above.
+    fpp: f64,
 }
 
 #[derive(Serialize)]
@@ -36,6 +39,16 @@ struct SizingVector {
     p: f64,
     m: u32,
     k: u32,
+}
+
+/// The rule of section 3: its start for `n` at `p`, and the expected rate there.
+#[derive(Serialize)]
+struct SizedVector {
+    n: u64,
+    p: f64,
+    m: u32,
+    k: u32,
+    expected: f64,
 }
 
 /// IDs chosen for the ways clients get hashing wrong: empty input, control characters,
@@ -89,8 +102,9 @@ fn key_vector(id: &str, m: u32, k: u32) -> KeyVector<'_> {
     }
 }
 
-/// Filters: the empty set, the worked example, m not a multiple of 8, a large k,
-/// and the seed's n = 100 at p = 0.01.
+/// Filters: the empty set, the worked example, m not a multiple of 8, a large k, the
+/// seed's n = 100 at p = 0.01 at the classical size and at the rule's, and 600 IDs at
+/// the rule's size (past 4,096 bits, so its fpp is the fill estimate).
 fn filter_cases() -> Vec<(Vec<String>, Params)> {
     let strs = |ids: &[&str]| ids.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
     let seed: Vec<String> = (0..100).map(|i| format!("user:{i}")).collect();
@@ -104,7 +118,12 @@ fn filter_cases() -> Vec<(Vec<String>, Params)> {
             strs(&["x", "y", "caf\u{e9}", "\u{1f600}"]),
             params(1_000, 64),
         ),
-        (seed, Params::optimal(100, 0.01).expect("valid")),
+        (seed.clone(), Params::optimal(100, 0.01).expect("valid")),
+        (seed, Params::sized(100, 0.01).expect("valid")),
+        (
+            (0..600).map(|i| format!("user:{i}")).collect(),
+            Params::sized(600, 0.01).expect("valid"),
+        ),
     ]
 }
 
@@ -118,6 +137,7 @@ fn filter_vector(ids: &[String], params: Params) -> FilterVector<'_> {
         m: params.m,
         k: params.k,
         hex: filter.to_hex(),
+        fpp: filter.fpp(),
     }
 }
 
@@ -145,6 +165,41 @@ fn sizing_vector(n: u64, p: f64) -> SizingVector {
     }
 }
 
+/// The rule: quiet hours to large ones, targets from 0.5 to 1e-6 (where one-bit probes
+/// set the size), and n = 0.
+const SIZED: &[(u64, f64)] = &[
+    (0, 0.01),
+    (1, 0.01),
+    (2, 0.01),
+    (3, 0.01),
+    (5, 0.01),
+    (10, 0.01),
+    (20, 0.01),
+    (50, 0.01),
+    (100, 0.01),
+    (300, 0.01),
+    (3_000, 0.01),
+    (1_000_000, 0.01),
+    (1, 0.5),
+    (1, 0.1),
+    (30, 0.1),
+    (100, 0.001),
+    (1_000, 0.001),
+    (10, 1e-6),
+    (10_000, 1e-6),
+];
+
+fn sized_vector(n: u64, p: f64) -> SizedVector {
+    let params = Params::sized(n, p).expect("valid sizing case");
+    SizedVector {
+        n,
+        p,
+        m: params.m,
+        k: params.k,
+        expected: probes::expected_fpp(params, n.max(1)),
+    }
+}
+
 /// One entry per line inside each array keeps the file diffable and readable.
 fn section<T: Serialize>(name: &str, entries: impl IntoIterator<Item = T>) -> String {
     let lines: Vec<String> = entries
@@ -158,12 +213,13 @@ fn main() {
     let keys = key_cases();
     let filters = filter_cases();
     println!(
-        "{{\n  \"hash\": \"{SHA1_KM32}\",\n{},\n{},\n{}\n}}",
+        "{{\n  \"hash\": \"{SHA1_KM32}\",\n{},\n{},\n{},\n{}\n}}",
         section("keys", keys.iter().map(|(id, m, k)| key_vector(id, *m, *k))),
         section(
             "filters",
             filters.iter().map(|(ids, p)| filter_vector(ids, *p))
         ),
-        section("sizing", SIZING.iter().map(|&(n, p)| sizing_vector(n, p)))
+        section("sizing", SIZING.iter().map(|&(n, p)| sizing_vector(n, p))),
+        section("sized", SIZED.iter().map(|&(n, p)| sized_vector(n, p)))
     );
 }

@@ -300,7 +300,7 @@ impl Settings {
             ("capacity", self.capacity),
             ("max_hour_ids", self.max_hour_ids),
         ] {
-            if crate::bloom::Params::optimal(n.saturating_mul(2), self.target_fpp).is_err() {
+            if crate::bloom::Params::sized(n.saturating_mul(2), self.target_fpp).is_err() {
                 return invalid(
                     name,
                     &format!(

@@ -108,6 +108,15 @@ fn main() {
             || needs::block_on(checksums::a_schema_that_is_not_bloomcasts_is_refused_untouched()),
         ),
         needs::trial(
+            "the_rules_first_hour_in_postgres_is_fixed_once_after_every_hour_closed_before",
+            &[Need::Postgres],
+            || {
+                needs::block_on(
+                    sizing::the_rules_first_hour_in_postgres_is_fixed_once_after_every_hour_closed_before(),
+                )
+            },
+        ),
+        needs::trial(
             "postgres_seal_and_put_link_say_whether_theirs_is_the_stored_row",
             &[Need::Postgres],
             || {
@@ -562,6 +571,9 @@ use clock_jumps::{
 
 #[path = "cluster/checksums.rs"]
 mod checksums;
+
+#[path = "cluster/sizing.rs"]
+mod sizing;
 
 #[path = "cluster/chain.rs"]
 mod chain;

@@ -1,20 +1,23 @@
-//! The union builder against the definition it replaces: deduplicate every key of
-//! every hour, then size with the key-by-key loop `Filter::sized_within` used to run.
-//! Sealed hours and closed unions were published from that loop's bytes, so the new
-//! path must reproduce them bit for bit, with the exact distinct count.
+//! The union builder against the definitions it replaces: deduplicate every key of
+//! every hour, then size with a key-by-key loop. Sealed hours and closed unions served
+//! before the probe-sequence rule were published from the classical loop's bytes, and
+//! are rebuilt by it; every other from the rule's. The fast path must reproduce both
+//! bit for bit, with the exact distinct count.
 
-use bloomcast::bloom::{distinct_count, union_of, Filter, FilterError, Key, Params};
+use bloomcast::bloom::{
+    distinct_count, fpp_at_fill, union_by, union_of, Filter, FilterError, Key, Params, Sizing,
+};
 use proptest::prelude::*;
 
-/// The sizing loop as it was before the fast build: every candidate size rebuilt key
-/// by key from the sorted distinct keys.
-fn reference(keys: &[Key], p: f64) -> Result<Filter, FilterError> {
+/// The classical sizing loop as it was before the fast build: every candidate size
+/// rebuilt key by key from the sorted distinct keys, until `(X/m)^k` is within `p`.
+fn classic(keys: &[Key], p: f64) -> Result<Filter, FilterError> {
     let n = keys.len() as u64;
     let mut params = Params::optimal(n, p)?;
     loop {
         let filter = Filter::from_keys(params, keys);
-        if filter.fpp() <= p {
-            return Ok(filter);
+        if fpp_at_fill(filter.ones(), params) <= p {
+            return Ok(filter.sized_by_rule(Sizing::Classic));
         }
         let m = u64::from(params.m);
         let m = m + (m / 32).max(1);
@@ -22,6 +25,20 @@ fn reference(keys: &[Key], p: f64) -> Result<Filter, FilterError> {
             return Err(FilterError::MOutOfRange(m));
         }
         params = Params::for_count(n, m as u32);
+    }
+}
+
+/// The probe-sequence rule key by key: its size for the count, grown until the rate at
+/// the actual fill is within `p`.
+fn probes(keys: &[Key], p: f64) -> Result<Filter, FilterError> {
+    let n = keys.len() as u64;
+    let mut params = Params::sized(n, p)?;
+    loop {
+        let filter = Filter::from_keys(params, keys);
+        if filter.fpp() <= p {
+            return Ok(filter);
+        }
+        params = params.grown_for(n)?;
     }
 }
 
@@ -78,11 +95,13 @@ proptest! {
         let keys = distinct_sorted(&sets);
         let (filter, count) = union_of(&as_slices(&sets), p).expect("sizable");
         prop_assert_eq!(count, keys.len() as u64);
-        let expected = reference(&keys, p).expect("sizable");
+        let expected = probes(&keys, p).expect("sizable");
         prop_assert_eq!(filter.to_bytes(), expected.to_bytes());
         prop_assert_eq!(&filter, &expected);
         prop_assert!(filter.fpp() <= p);
         prop_assert!(keys.iter().all(|k| filter.contains_key(*k)));
+        let (old, _) = union_by(&as_slices(&sets), p, Sizing::Classic).expect("sizable");
+        prop_assert_eq!(old, classic(&keys, p).expect("sizable"));
     }
 
     #[test]
@@ -99,16 +118,18 @@ proptest! {
     ) {
         keys.sort_unstable();
         keys.dedup();
-        let expected = reference(&keys, p).expect("sizable");
+        let expected = probes(&keys, p).expect("sizable");
+        let old = classic(&keys, p).expect("sizable");
         keys.reverse();
         prop_assert_eq!(Filter::sized_within(&keys, p).expect("sizable"), expected);
+        prop_assert_eq!(Filter::sized_by(&keys, p, Sizing::Classic).expect("sizable"), old);
     }
 }
 
 #[test]
 fn a_union_too_big_for_cache_is_bit_identical_too() {
     // Over a million keys: the filter outgrows L2, so the partitioned build runs, with
-    // its chunks and regions; at p = 0.01 the first size fails, so two sizes are built.
+    // its chunks and regions.
     let hours: Vec<Vec<Key>> = (0..3)
         .map(|h| {
             let mut keys = uniform_keys(450_000, h);
@@ -122,11 +143,7 @@ fn a_union_too_big_for_cache_is_bit_identical_too() {
     let keys = distinct_sorted(&hours);
     let (filter, count) = union_of(&as_slices(&hours), 0.01).expect("sizable");
     assert_eq!(count, keys.len() as u64);
-    let expected = reference(&keys, 0.01).expect("sizable");
-    assert!(
-        expected.m() > Params::optimal(count, 0.01).unwrap().m,
-        "the loop grew m"
-    );
+    let expected = probes(&keys, 0.01).expect("sizable");
     assert_eq!(filter, expected);
     assert_eq!(
         Filter::sized_within(&keys, 0.01).expect("sizable"),
@@ -137,8 +154,8 @@ fn a_union_too_big_for_cache_is_bit_identical_too() {
 #[test]
 fn skipping_sizes_that_surely_fail_chooses_what_building_them_would() {
     // At p = 0.1 and a million keys the optimal size's mean fill is 9 sigma past what
-    // 0.1 allows, so the builder skips it without building; the reference builds every
-    // size key by key. Same filter, and the skipped size really fails.
+    // 0.1 allows, so the classical builder skips it without building; the reference
+    // builds every size key by key. Same filter, and the skipped size really fails.
     let keys = {
         let mut k = uniform_keys(1_000_000, 7);
         k.sort_unstable();
@@ -148,8 +165,10 @@ fn skipping_sizes_that_surely_fail_chooses_what_building_them_would() {
     let n = keys.len() as u64;
     let optimal = Params::optimal(n, 0.1).unwrap();
     assert!(bloomcast::bloom::surely_too_full(n, optimal, 0.1));
-    assert!(Filter::from_keys(optimal, &keys).fpp() > 0.1);
-    let expected = reference(&keys, 0.1).expect("sizable");
+    let skipped = Filter::from_keys(optimal, &keys);
+    assert!(fpp_at_fill(skipped.ones(), optimal) > 0.1);
+    let expected = classic(&keys, 0.1).expect("sizable");
     assert!(expected.m() > optimal.m);
-    assert_eq!(union_of(&[&keys], 0.1).expect("sizable").0, expected);
+    let built = union_by(&[&keys], 0.1, Sizing::Classic).expect("sizable").0;
+    assert_eq!(built, expected);
 }

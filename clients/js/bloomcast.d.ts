@@ -59,6 +59,12 @@ export class MissingDependency extends BloomcastError {}
 export function keyOf(id: string): Promise<Key>;
 export function positions(key: Key, m: number, k: number): number[];
 export function optimalParams(n: number, p: number): { m: number; k: number };
+/** `m` and `k` a server picks for `n` IDs at target `p` (section 3's rule). */
+export function sizedParams(n: number, p: number): { m: number; k: number };
+/** Section 3's `E(m, k, n)`: the expected false-positive rate of a prime `m` holding `n` IDs. */
+export function expectedFpp(m: number, k: number, n: number): number;
+/** Up to this many bits a filter's `fpp()` is exact (section 8). */
+export const EXACT_BITS: number;
 export function hourPath(hour: Date | string): string;
 export function dayPath(day: Date | string): string;
 export function sincePath(hour: Date | string): string;

@@ -162,13 +162,160 @@ export function positions(key, m, k) {
   return out;
 }
 
-/** `m` and `k` for `n` IDs at false-positive probability `p` (section 3). */
+/**
+ * The classical `m` and `k` for `n` IDs at false-positive probability `p` (section 3),
+ * assuming `k` independent probes; a server sizes by `sizedParams`, the probes' rule.
+ */
 export function optimalParams(n, p) {
   if (!(p > 0 && p < 1)) throw new RangeError("p must be in (0, 1)");
   const count = Math.max(n, 1);
   const m = Math.max(8, Math.ceil((-count * Math.log(p)) / (Math.LN2 * Math.LN2)));
   const k = Math.min(64, Math.max(1, Math.round((m / count) * Math.LN2)));
   return { m, k };
+}
+
+const TWO32 = 2 ** 32;
+/** Up to this many bits a filter's `fpp()` is exact (section 8). */
+export const EXACT_BITS = 4096;
+
+/** The share of IDs whose `h2 mod m` is 0, which probe one bit: `ceil(2^32 / m) / 2^32`. */
+function zeroStepShare(m) {
+  return Math.ceil(TWO32 / m) / TWO32;
+}
+
+function gcd(a, b) {
+  while (b) [a, b] = [b, a % b];
+  return a;
+}
+
+/** `a[j]`: the k-term APs that meet an absent ID's `k` positions in exactly `j >= 2` (section 3). */
+function overlapCounts(k) {
+  const a = new Array(k + 1).fill(0);
+  const classes = (x) => [[Math.floor(k / x) + 1, k % x], [Math.floor(k / x), x - (k % x)]].filter(([, n]) => n > 0);
+  for (let p = 1; p < k; p++) {
+    for (let q = 1; q < k; q++) {
+      if (gcd(p, q) !== 1) continue;
+      for (const [len, lenClasses] of classes(q)) {
+        for (const [width, widthClasses] of classes(p)) {
+          const both = Math.min(len, width);
+          for (let j = 2; j <= both; j++) {
+            const shifts = j < both ? 2 : Math.abs(len - width) + 1;
+            a[j] += 2 * lenClasses * widthClasses * shifts;
+          }
+        }
+      }
+    }
+  }
+  return a;
+}
+
+/** Section 8's formula at fill `f` with `n` IDs: `z f + Σ w_d f^d + w (f^k + ...)`. */
+function rateAt(f, n, m, k, zero, short, full, overlaps) {
+  let shortPart = 0;
+  for (const [d, w] of short) shortPart += w * f ** d;
+  let fullPart = f ** k;
+  if (k >= 2 && m >= 2) {
+    let shared = 0;
+    for (let j = Math.min(k, 3); j <= k; j++) shared += overlaps[j] * f ** (k - j);
+    fullPart += ((n * full) / (m * (m - 1))) * shared;
+  }
+  return Math.min(zero * f + shortPart + full * fullPart, 1);
+}
+
+/** Section 3's `E(m, k, n)`: the expected false-positive rate of a prime `m` holding `n` IDs. */
+export function expectedFpp(m, k, n, overlaps = overlapCounts(k)) {
+  const zero = zeroStepShare(m);
+  const c = (zero + (1 - zero) * Math.min(k, m)) / m;
+  const f = -Math.expm1(n * Math.log1p(-c));
+  return rateAt(f, n, m, k, zero, [], 1 - zero, overlaps);
+}
+
+function isPrime(m) {
+  if (m < 4) return m >= 2;
+  if (m % 2 === 0 || m % 3 === 0) return false;
+  for (let d = 5; d * d <= m; d += 6) if (m % d === 0 || m % (d + 2) === 0) return false;
+  return true;
+}
+
+const LARGEST_PRIME = TWO32 - 5;
+
+/**
+ * `m` and `k` a server picks for `n` IDs at target `p` (section 3's rule): for each `k` from 1
+ * (stopping 4 past the best), the smallest prime `m > max(7, 2k^2)` with `E(m, k, n) <= p`;
+ * the smallest `m`, and for it the lowest `E`.
+ */
+export function sizedParams(n, p) {
+  if (!(p > 0 && p < 1)) throw new RangeError("p must be in (0, 1)");
+  const count = Math.max(n, 1);
+  let best = null;
+  for (let k = 1; k <= 64; k++) {
+    if (best && k > best.k + 4) break;
+    const overlaps = overlapCounts(k);
+    const within = (m) => expectedFpp(m, k, count, overlaps) <= p;
+    let lo = Math.max(8, 2 * k * k + 1);
+    let hi = lo;
+    let found = true;
+    while (!within(Math.min(hi, LARGEST_PRIME))) {
+      if (hi >= LARGEST_PRIME) {
+        found = false;
+        break;
+      }
+      lo = hi + 1;
+      hi *= 2;
+    }
+    if (!found) continue;
+    hi = Math.min(hi, LARGEST_PRIME);
+    while (lo < hi) {
+      const mid = Math.floor((lo + hi) / 2);
+      if (within(mid)) hi = mid;
+      else lo = mid + 1;
+    }
+    let m = hi;
+    while (!isPrime(m)) m++;
+    const rate = expectedFpp(m, k, count, overlaps);
+    if (!best || m < best.m || (m === best.m && rate < best.rate)) best = { m, k, rate };
+  }
+  if (!best) throw new RangeError(`no filter below 2^32 bits reaches ${p}`);
+  return { m: best.m, k: best.k };
+}
+
+function popcountBig(x) {
+  let n = 0;
+  for (const c of x.toString(2)) if (c === "1") n++;
+  return n;
+}
+
+/** Section 8 up to 4,096 bits: every `(h1, h2)` residue pair, weighted by how many of the 2^32 values of a half land on it. */
+function exactFpp(bytes, m, k) {
+  let bits = 0n;
+  for (let i = bytes.length - 1; i >= 0; i--) bits = (bits << 8n) | BigInt(bytes[i]);
+  const M = BigInt(m);
+  const mask = (1n << M) - 1n;
+  const q = Math.floor(TWO32 / m);
+  const s = TWO32 % m;
+  const low = (1n << BigInt(s)) - 1n;
+  const rotated = (x, shift) => (shift === 0n ? x : ((x >> shift) | (x << (M - shift))) & mask);
+  let total = 0n;
+  for (let r = 0; r < m; r++) {
+    let starts = bits;
+    let covered = 1;
+    while (covered < k && starts) {
+      const add = Math.min(covered, k - covered);
+      starts &= rotated(starts, BigInt((add * r) % m));
+      covered += add;
+    }
+    if (starts) {
+      const inner = BigInt(q) * BigInt(popcountBig(starts)) + BigInt(popcountBig(starts & low));
+      total += BigInt(q + (r < s ? 1 : 0)) * inner;
+    }
+  }
+  return Number(total) / (TWO32 * TWO32);
+}
+
+function totient(d) {
+  let n = 0;
+  for (let i = 1; i <= d; i++) if (gcd(i, d) === 1) n++;
+  return n;
 }
 
 function checkParams(m, k, hash) {
@@ -256,9 +403,21 @@ export class Filter {
     return n;
   }
 
-  /** `(X/m)^k`: the false-positive probability at this fill (section 8). */
+  /**
+   * The false-positive probability of an ID never inserted, for the probes it makes
+   * (section 8): exact up to 4,096 bits, estimated from the fill above.
+   */
   fpp() {
-    return (this.setBits() / this.m) ** this.k;
+    const { m, k } = this;
+    if (m <= EXACT_BITS) return exactFpp(this.bytes, m, k);
+    const f = this.setBits() / m;
+    if (f >= 1) return 1;
+    const zero = zeroStepShare(m);
+    const short = [];
+    for (let d = 2; d < Math.min(k, m); d++) if (m % d === 0) short.push([d, totient(d) / m]);
+    const full = Math.max(1 - zero - short.reduce((sum, [, w]) => sum + w, 0), 0);
+    const n = (-m / k) * Math.log(1 - f);
+    return rateAt(f, n, m, k, zero, short, full, overlapCounts(k));
   }
 
   /** Swamidass–Baldi estimate of the distinct IDs inserted (section 8). */
@@ -1059,11 +1218,10 @@ export function ribbon2Bytes(n, k, split) {
 
 /** Predicted bytes of the v1 `.bin` body (gzip) of `count` IDs at `targetFpp`, and its fpp (section 12's table). */
 function v1Form(count, targetFpp) {
-  const { m } = optimalParams(count, targetFpp);
-  const grown = m + Math.floor(m / 32);
-  const k = Math.min(64, Math.max(1, Math.round((grown / Math.max(count, 1)) * Math.LN2)));
-  const raw = Math.ceil(grown / 8);
-  const fpp = Math.min(targetFpp, (1 - Math.exp((-k * count) / grown)) ** k);
+  const p = Math.min(Math.max(targetFpp, 1e-12), 0.5);
+  const { m, k } = sizedParams(count, p);
+  const fpp = count === 0 ? 0 : Math.min(p, expectedFpp(m, k, count));
+  const raw = Math.ceil((m + Math.floor(m / 32)) / 8);
   return { form: "bloom", bytes: raw + 24 + Math.floor(raw / 8192), fpp };
 }
 

@@ -178,9 +178,9 @@ impl Service {
     }
 
     /// The final filter of `hour`'s key set (what sealing stores), built off the runtime
-    /// at the `target_fpp` in effect for the hour: the cluster's, read now, for a store
-    /// that records one (so every node seals an hour alike, whenever it started), else
-    /// this node's.
+    /// by the hour's rule ([`Service::sizing_of`]) at the `target_fpp` in effect for the
+    /// hour: the cluster's, read now, for a store that records one (so every node seals
+    /// an hour alike, whenever it started), else this node's.
     pub(super) async fn build(&self, hour: Hour, keys: Vec<Key>) -> Result<(Vec<Key>, Filter)> {
         let ours = HourShape {
             capacity: self.tuning.capacity,
@@ -188,8 +188,9 @@ impl Service {
         };
         let shape = self.store.hour_shape(&ours, hour).await?;
         let p = shape.map_or(ours.target_fpp, |s| s.target_fpp);
+        let sizing = self.sizing_of(hour);
         let (keys, filter) = tokio::task::spawn_blocking(move || {
-            let filter = Filter::sized_within(&keys, p);
+            let filter = Filter::sized_by(&keys, p, sizing);
             (keys, filter)
         })
         .await?;

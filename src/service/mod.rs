@@ -94,6 +94,7 @@ pub use target::{Target, View};
 pub use time::ClockReport;
 pub use tuning::Tuning;
 
+use crate::bloom::Sizing;
 use crate::clock::{Clock, GuardedClock, TimeSource};
 use crate::hour::Hour;
 use crate::store::Store;
@@ -131,6 +132,8 @@ pub struct Service {
     started: (Hour, Duration),
     tuning: Tuning,
     genesis: Hour,
+    /// The first hour sized by the probe-sequence rule ([`Store::probes_from`]).
+    probes_from: Hour,
     /// The newest hour the store has opened (an hour index): the current hour never goes
     /// back before it, whatever the clock says.
     high_water: AtomicI64,
@@ -168,6 +171,7 @@ impl Service {
         tuning: Tuning,
     ) -> Result<Service> {
         let genesis = store.genesis().await?;
+        let probes_from = store.probes_from().await?;
         let marks = store.marks().await?;
         let split = Split::of(
             tuning.cache_bytes as u64,
@@ -200,6 +204,7 @@ impl Service {
             reference,
             tuning,
             genesis,
+            probes_from,
             high_water: AtomicI64::new(marks.high_water.index()),
             closed_through: AtomicI64::new(marks.closed_through.map_or(i64::MIN, Hour::index)),
             health: health::Health::default(),
@@ -219,6 +224,18 @@ impl Service {
 
     pub fn genesis(&self) -> Hour {
         self.genesis
+    }
+
+    /// The rule that sizes `hour`'s filter and reckons its `fpp`, and a union's whose
+    /// last hour it is: the classical one before [`Store::probes_from`], so that every
+    /// hour and day served before the probe-sequence rule is rebuilt and rendered byte
+    /// for byte as it was (docs/PROTOCOL.md section 3).
+    pub fn sizing_of(&self, hour: Hour) -> Sizing {
+        if hour < self.probes_from {
+            Sizing::Classic
+        } else {
+            Sizing::Probes
+        }
     }
 
     /// The parts of the one memory budget.

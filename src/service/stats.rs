@@ -3,6 +3,7 @@
 //! Read-only: it looks at the same state the filter views use and changes nothing.
 
 use super::{Result, Service, ServiceError};
+use crate::bloom::{Filter, SHA1_KM32};
 use crate::hour::Hour;
 use serde::Serialize;
 
@@ -18,24 +19,36 @@ pub struct HourStats {
     pub ones: u64,
     /// `ones / m`.
     pub fill: f64,
-    /// `(ones / m)^k`, as the filter's own `fpp`.
+    /// The filter's own `fpp`, as served (docs/PROTOCOL.md section 8).
     pub fpp: f64,
     /// `false` for the open hour.
     pub complete: bool,
 }
 
 impl HourStats {
-    fn new(hour: Hour, count: u64, m: u32, k: u32, ones: u64, complete: bool) -> HourStats {
-        let fill = ones as f64 / f64::from(m);
+    fn sealed(hour: Hour, count: u64, filter: &Filter) -> HourStats {
         HourStats {
             hour,
             count,
-            m,
-            k,
-            ones,
-            fill,
-            fpp: fill.powi(k as i32),
-            complete,
+            m: filter.m(),
+            k: filter.k(),
+            ones: filter.ones(),
+            fill: filter.fill_ratio(),
+            fpp: filter.fpp(),
+            complete: true,
+        }
+    }
+
+    fn open(hour: Hour, open: super::open_hours::Figures) -> HourStats {
+        HourStats {
+            hour,
+            count: open.count,
+            m: open.m,
+            k: open.k,
+            ones: open.ones,
+            fill: open.ones as f64 / f64::from(open.m),
+            fpp: open.fpp,
+            complete: false,
         }
     }
 }
@@ -110,20 +123,17 @@ impl Service {
                     Err(e) => return Err(e),
                 },
             };
-            let ones = sealed
-                .filter
-                .iter()
-                .map(|b| u64::from(b.count_ones()))
-                .sum();
-            let stats = HourStats::new(hour, sealed.count, sealed.m, sealed.k, ones, true);
+            let filter =
+                Filter::decode_bytes(sealed.m.into(), sealed.k.into(), SHA1_KM32, &sealed.filter)?
+                    .sized_by_rule(self.sizing_of(hour));
+            let stats = HourStats::sealed(hour, sealed.count, &filter);
             self.sealer.keep_stats(hour, stats.clone());
             out.push(stats);
             hour = hour.next();
         }
         self.refresh(now).await?;
         if let Some(open) = self.open.figures(now, self.closed_through()) {
-            let (count, m, k, ones) = (open.count, open.m, open.k, open.ones);
-            out.push(HourStats::new(now, count, m, k, ones, false));
+            out.push(HourStats::open(now, open));
         }
         Ok(out)
     }

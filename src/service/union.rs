@@ -7,7 +7,7 @@ use super::unions::{BuiltUnion, Growth, Held, OpenStamp, Refused, Step, UnionKey
 use super::validators::Named;
 use super::vouch::vouching_bytes;
 use super::{Result, Service, ServiceError};
-use crate::bloom::{union_of, union_with_room, Key, Params};
+use crate::bloom::{union_by, union_with_room, Key, Params};
 use crate::hour::Hour;
 use crate::render::{render_next, Before, Effort, Encodings, HexCoding, Rendered, Repr};
 use crate::store::FormName;
@@ -25,6 +25,8 @@ const BUILD_OVERHEAD: u64 = 64 * 1024;
 /// version of an open union is coded against).
 pub(super) fn union_build_bytes(read: u64, unsorted: u64, p: f64) -> u64 {
     let key = std::mem::size_of::<Key>() as u64;
+    // The classical optimum, as cheap as a formula: the sizing rule's m is within a
+    // percent of it from a few hundred keys on, and below that the overhead dominates.
     let filter = Params::optimal(room(read), p).map_or(1 << 29, |s| u64::from(s.m).div_ceil(8));
     (read + unsorted) * key + 5 * filter + BUILD_OVERHEAD
 }
@@ -203,13 +205,15 @@ impl Service {
         let growth = growth.filter(|_| fin);
         let meta_of = move |count| Meta::range(from.rfc3339(), to.rfc3339(), complete, count);
         let (effort, encodings, before) = self.rendering_of(key, complete, asked);
+        // A day that ended before the probe-sequence rule is rebuilt as it was served.
+        let sizing = self.sizing_of(to);
         let (rendered, filter, count, digest) = self
             .unions
             .run(held, Step::Build, move || {
                 let sets: Vec<&[Key]> = hours.iter().map(Vec::as_slice).collect();
                 let built = match growth {
                     Some(_) => union_with_room(&sets, p, room),
-                    None => union_of(&sets, p),
+                    None => union_by(&sets, p, sizing),
                 };
                 built.map(|(filter, count)| {
                     let rendered =

@@ -278,7 +278,8 @@ impl Service {
             Err(e) => return Err(e.into()),
         };
         let decoded = sealed.and_then(|s| {
-            let decoded = Filter::decode_bytes(s.m.into(), s.k.into(), SHA1_KM32, &s.filter);
+            let decoded = Filter::decode_bytes(s.m.into(), s.k.into(), SHA1_KM32, &s.filter)
+                .map(|filter| filter.sized_by_rule(self.sizing_of(hour)));
             match decoded {
                 // Decoding accepts only the canonical bytes of the filter (the exact
                 // length, no bits past `m`), so the stored bytes are what the chain

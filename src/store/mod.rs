@@ -246,6 +246,13 @@ pub trait Store: Send + Sync + 'static {
     /// The first hour this store served: hours before it are unknown, not empty.
     async fn genesis(&self) -> Result<Hour>;
 
+    /// The first hour sized (and its `fpp` reckoned) by the probe-sequence rule,
+    /// [`crate::bloom::Sizing::Probes`]; the hours before it, and the days ending before
+    /// it, are [`crate::bloom::Sizing::Classic`]. Fixed, like genesis, at the first start
+    /// of a version with the rule: the hour after the newest closed then (genesis when
+    /// none was), so that no hour or day served before changes a byte.
+    async fn probes_from(&self) -> Result<Hour>;
+
     /// The closed and high-water marks, persisted (shared by every node in cluster mode).
     async fn marks(&self) -> Result<Marks>;
 

@@ -56,6 +56,8 @@ pub struct PgStore {
     /// The quoted schema name, ready to prefix table names.
     schema: String,
     genesis: Hour,
+    /// See [`Store::probes_from`].
+    probes_from: Hour,
     /// How long one call may wait for PostgreSQL, a connection from the pool included:
     /// a link that stops answering without closing (no FIN, no RST) would otherwise hold
     /// a request, and the connection, for as long as the kernel keeps the socket.
@@ -121,11 +123,32 @@ impl PgStore {
             .await
             .map_err(pg_error)?;
         let genesis = Hour::from_index(row.get(0));
+        // The sizing rule's first hour, fixed by the first node that knows the rule,
+        // after every hour closed or sealed before it.
+        let probes_from = format!(
+            "INSERT INTO {schema}.meta (name, value) SELECT 'probes_from', GREATEST($1::bigint,
+                 (SELECT value + 1 FROM {schema}.meta WHERE name = 'closed_through'),
+                 (SELECT max(hour) + 1 FROM {schema}.hours))
+             ON CONFLICT (name) DO NOTHING"
+        );
+        client
+            .execute(&probes_from, &[&genesis.index()])
+            .await
+            .map_err(pg_error)?;
+        let row = client
+            .query_one(
+                &format!("SELECT value FROM {schema}.meta WHERE name = 'probes_from'"),
+                &[],
+            )
+            .await
+            .map_err(pg_error)?;
+        let probes_from = Hour::from_index(row.get(0));
         drop(client);
         Ok(PgStore {
             pool,
             schema,
             genesis,
+            probes_from,
             timeout: DEFAULT_CALL_TIMEOUT,
         })
     }
@@ -245,6 +268,10 @@ async fn snapshot(
 impl Store for PgStore {
     async fn genesis(&self) -> Result<Hour> {
         Ok(self.genesis)
+    }
+
+    async fn probes_from(&self) -> Result<Hour> {
+        Ok(self.probes_from)
     }
 
     async fn marks(&self) -> Result<Marks> {

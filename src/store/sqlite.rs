@@ -42,6 +42,7 @@ pub struct SqliteStore {
     readers: Arc<Mutex<Vec<Connection>>>,
     path: PathBuf,
     genesis: Hour,
+    probes_from: Hour,
 }
 
 /// Write commands that may wait for the writer thread by default; beyond that, writes
@@ -120,6 +121,19 @@ impl SqliteStore {
         let genesis = Hour::from_index(
             meta(&conn, "genesis")?.ok_or_else(|| StoreError::Corrupt("no genesis row".into()))?,
         );
+        // The sizing rule's first hour: fixed on the first start that knows the rule,
+        // after every hour closed or sealed before it.
+        conn.execute(
+            "INSERT OR IGNORE INTO meta (name, value) SELECT 'probes_from', max(?1,
+                 coalesce((SELECT value + 1 FROM meta WHERE name = 'closed_through'), ?1),
+                 coalesce((SELECT max(hour) + 1 FROM hours), ?1))",
+            [genesis.index()],
+        )
+        .map_err(sql_error)?;
+        let probes_from = Hour::from_index(
+            meta(&conn, "probes_from")?
+                .ok_or_else(|| StoreError::Corrupt("no probes_from row".into()))?,
+        );
         let closed_through = meta(&conn, "closed_through")?.map(Hour::from_index);
 
         let (tx, rx) = mpsc::sync_channel(write_queue.max(1));
@@ -132,6 +146,7 @@ impl SqliteStore {
             readers: Arc::new(Mutex::new(Vec::new())),
             path,
             genesis,
+            probes_from,
         })
     }
 
@@ -179,6 +194,10 @@ impl SqliteStore {
 impl Store for SqliteStore {
     async fn genesis(&self) -> Result<Hour> {
         Ok(self.genesis)
+    }
+
+    async fn probes_from(&self) -> Result<Hour> {
+        Ok(self.probes_from)
     }
 
     async fn marks(&self) -> Result<Marks> {

@@ -122,6 +122,9 @@ impl Store for Wrapped {
     async fn genesis(&self) -> Result<Hour> {
         self.inner.genesis().await
     }
+    async fn probes_from(&self) -> Result<Hour> {
+        self.inner.probes_from().await
+    }
     async fn marks(&self) -> Result<Marks> {
         self.inner.marks().await
     }

@@ -2,7 +2,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
-import { Filter, keyOf, positions, optimalParams, parseDocument, DecodeError, SHA1_KM32 } from "../bloomcast.js";
+import { Filter, keyOf, positions, optimalParams, sizedParams, expectedFpp, parseDocument, DecodeError, SHA1_KM32 } from "../bloomcast.js";
 
 const vectors = JSON.parse(readFileSync(new URL("../../../docs/test-vectors.json", import.meta.url), "utf8"));
 
@@ -26,12 +26,21 @@ for (const v of vectors.filters) {
     assert.equal(filter.toHex(), v.hex);
     const decoded = Filter.fromHex(v.hex, v.m, v.k);
     for (const id of v.ids) assert.ok(await decoded.mayContain(id), id);
+    assert.ok(Math.abs(decoded.fpp() - v.fpp) <= v.fpp * 1e-9, `fpp ${decoded.fpp()} vs ${v.fpp}`);
   });
 }
 
 for (const v of vectors.sizing) {
   test(`sizing n=${v.n} p=${v.p}`, () => {
     assert.deepEqual(optimalParams(v.n, v.p), { m: v.m, k: v.k });
+  });
+}
+
+for (const v of vectors.sized) {
+  test(`the rule for n=${v.n} p=${v.p}`, () => {
+    assert.deepEqual(sizedParams(v.n, v.p), { m: v.m, k: v.k });
+    const e = expectedFpp(v.m, v.k, Math.max(v.n, 1));
+    assert.ok(Math.abs(e - v.expected) <= v.expected * 1e-9, `${e} vs ${v.expected}`);
   });
 }
 

@@ -42,6 +42,9 @@ except ImportError:  # pragma: no cover - depends on the environment
 
 DCZ_MAGIC = bytes([0x5E, 0x2A, 0x4D, 0x18, 0x20, 0x00, 0x00, 0x00])
 
+from .probes import sized  # noqa: E402  (re-exported)
+from . import probes as _probes  # noqa: E402
+
 
 def dcz_decode(dictionary, body):
     """The identity bytes of a dcz body (PROTOCOL.md, deltas): a 40-byte header (8 magic
@@ -184,7 +187,8 @@ def positions(id_, m, k):
 # --- Section 3: sizing -----------------------------------------------------------------
 
 def optimal(n, p):
-    """(m, k) for n IDs at false-positive probability p."""
+    """The classical (m, k) for n IDs at false-positive probability p, assuming k
+    independent probes (section 3); a server sizes by `sized`, the probes' rule."""
     n = max(n, 1)
     m = max(math.ceil(-n * math.log(p) / (math.log(2) ** 2)), 8)
     k = math.floor(m / n * math.log(2) + 0.5)  # round half away from zero
@@ -233,6 +237,11 @@ class Filter:
     def contains(self, id_):
         """False: certainly never added. True: probably added (or a false positive)."""
         return all(self.data[pos >> 3] >> (pos & 7) & 1 for pos in positions(id_, self.m, self.k))
+
+    def fpp(self):
+        """The false-positive probability of an ID never added, for the probes it makes
+        (section 8): exact up to 4,096 bits, estimated from the fill above."""
+        return _probes.fpp(self.data, self.m, self.k)
 
     def hex(self):
         return self.data.hex()
@@ -842,8 +851,14 @@ def selftest(path):
             f.add(id_)
         _expect(f.hex() == v["hex"], v["ids"])
         _expect(Filter.from_hex(v["m"], v["k"], v["hex"]).data == f.data, v["ids"])
+        _expect(abs(f.fpp() - v["fpp"]) <= v["fpp"] * 1e-9, v["ids"][:3])
         checked += 1
     for v in vectors["sizing"]:
         _expect(optimal(v["n"], v["p"]) == (v["m"], v["k"]), v)
+        checked += 1
+    for v in vectors["sized"]:
+        _expect(sized(v["n"], v["p"]) == (v["m"], v["k"]), v)
+        expected = _probes.expected_fpp(v["m"], v["k"], max(v["n"], 1))
+        _expect(abs(expected - v["expected"]) <= v["expected"] * 1e-9, v)
         checked += 1
     return checked

@@ -98,7 +98,7 @@ def fields_of(kind, obj, body, doc):
             "covers": doc.get("hour") or f"{doc.get('from')} .. {doc.get('to')}",
             "complete": doc["complete"], "count": doc["count"], "m": obj.m, "k": obj.k,
             "hash": doc["hash"], "bytes": len(obj.data), "bits_set": ones, "fill": fill,
-            "fpp": fill ** obj.k,
+            "fpp": obj.fpp(),
             "estimated_count": round(-obj.m / obj.k * math.log(1 - fill))
             if ones < obj.m else None,
         }

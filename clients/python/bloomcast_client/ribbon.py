@@ -130,13 +130,14 @@ def ribbon_bytes(n, r):
 
 def bloom_choice(n, target_fpp):
     """(bytes, fpp) of a closed hour's v1 filter as `.bin` with gzip: sized for n at the
-    target (section 3) plus one of the server's 1/32 growth steps, gzip's framing."""
-    from . import optimal
-    m, _ = optimal(n, target_fpp)
+    target by section 3's rule plus one of the server's 1/32 growth steps, gzip's
+    framing; its fpp the rule's expected rate (at most the target), 0 for no ID."""
+    from .probes import expected_fpp, sized
+    p = min(max(target_fpp, 1e-12), 0.5)
+    m, k = sized(n, p)
+    fpp = min(p, expected_fpp(m, k, n)) if n else 0.0
     m += m // 32
-    k = min(max(math.floor(m / max(n, 1) * math.log(2) + 0.5), 1), 64)
     raw = (m + 7) // 8
-    fpp = min(target_fpp, (1 - math.exp(-k * n / m)) ** k)
     return raw + 24 + raw // 8192, fpp
 
 
@@ -176,7 +177,9 @@ NOT_MODIFIED = 250
 
 
 def _payload(n, p):
-    return max(n, 1) * math.log(1 / p) / math.log(2) ** 2 / 8
+    """Bytes of a filter for n IDs at p: the m of section 3's rule, in bytes."""
+    from .probes import sized
+    return sized(n, min(max(p, 1e-12), 0.5))[0] / 8
 
 
 def hourly_is_cheaper(hours, target_fpp, capacity, followed, fetch_cost, bloom_only=False,
@@ -188,7 +191,7 @@ def hourly_is_cheaper(hours, target_fpp, capacity, followed, fetch_cost, bloom_o
     a sealed hour's exact body, section 14, or None). `ribbon_versions`: the index's,
     as `cheapest_form` takes it. `registered`: the caller declared its IDs registered
     (an exact body may be read alone; else only to refine a form at the target)."""
-    from . import optimal
+    from .probes import expected_fpp, sized
     from .refine import exact_reading
     p = target_fpp
 
@@ -199,10 +202,10 @@ def hourly_is_cheaper(hours, target_fpp, capacity, followed, fetch_cost, bloom_o
     for h in hours:
         count = capacity if h.get("count") is None else h["count"]
         if h.get("open"):
-            m, k = optimal(max(count, capacity), p)
+            m, k = sized(max(count, capacity), p)
             fetch = NOT_MODIFIED if h.get("unchanged") else \
                 _payload(max(count, capacity), p) + RESPONSE_OVERHEAD
-            total += fetch + waste(min(p, (1 - math.exp(-k * count / m)) ** k))
+            total += fetch + waste(min(p, expected_fpp(m, k, count)))
             continue
         if bloom_only:
             size, fpp = bloom_choice(count, p)

@@ -60,19 +60,21 @@ pub struct Choice {
 
 impl Choice {
     /// The form of a closed hour of `n` IDs as the v1 Bloom filter: sized for `n` at
-    /// `target_fpp` (section 3) plus one of the server's 1/32 growth steps, gzip framing.
-    /// Its fpp is at most the target (the server grows m until it is), and nothing for
-    /// an empty hour, whose filter has no bit set.
+    /// `target_fpp` by the rule of section 3 plus one of the server's 1/32 growth steps,
+    /// gzip framing. Its fpp is the rule's expected rate for `n`, which is at most the
+    /// target (the server grows m until the rate at the actual fill is too), and nothing
+    /// for an empty hour, whose filter has no bit set.
     pub fn bloom(n: u64, target_fpp: f64) -> Choice {
         let p = target_fpp.clamp(1e-12, 0.5);
-        let params = crate::bloom::Params::optimal(n, p)
-            .unwrap_or_else(|_| crate::bloom::Params::for_count(n, u32::MAX));
-        let m = u64::from(params.m) + u64::from(params.m) / 32;
-        let shape = crate::bloom::Params::for_count(n, m.min(u64::from(u32::MAX)) as u32);
+        let (m, fpp) = match crate::bloom::Params::sized(n, p) {
+            Ok(params) => (u64::from(params.m), params.expected_fpp(n).min(p)),
+            Err(_) => (u64::from(u32::MAX), p),
+        };
+        let m = m + m / 32;
         Choice {
             form: Form::Bloom,
             filter_bytes: gzip_len(m.div_ceil(8)),
-            fpp: shape.expected_fpp(n).min(p),
+            fpp: if n == 0 { 0.0 } else { fpp },
         }
     }
 
@@ -261,7 +263,7 @@ mod tests {
 
     #[test]
     fn the_predicted_bloom_size_is_within_a_growth_step_of_the_servers() {
-        for n in [1u64, 100, 300, 3_000, 30_000] {
+        for n in [1u64, 2, 5, 20, 50, 100, 300, 3_000, 30_000] {
             let built = Filter::sized_within(&keys(n), 0.01).unwrap();
             let raw = built.params().byte_len() as u64;
             let predicted = Choice::bloom(n, 0.01).filter_bytes;

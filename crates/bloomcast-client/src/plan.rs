@@ -62,10 +62,11 @@ pub(crate) struct Inputs {
     pub registered: bool,
 }
 
-/// Payload bytes of a filter for `n` IDs at `p`: `n ln(1/p) / (ln 2)^2` bits.
+/// Payload bytes of a filter for `n` IDs at `p`: the `m` of the sizing rule
+/// (docs/PROTOCOL.md section 3), in bytes.
 fn payload(n: u64, p: f64) -> f64 {
     let p = p.clamp(1e-12, 0.5);
-    (n.max(1) as f64) * (1.0 / p).ln() / (std::f64::consts::LN_2.powi(2)) / 8.0
+    Params::sized(n, p).map_or(f64::from(u32::MAX), |s| f64::from(s.m)) / 8.0
 }
 
 impl Inputs {
@@ -117,7 +118,7 @@ impl Inputs {
         let waste = |fpp: f64| wasted(fpp, self.followed, self.fetch_cost);
         if h.open {
             // Sized for capacity (or grown past it), filled to `count`.
-            let shape = Params::optimal(count.max(self.capacity), p).ok();
+            let shape = Params::sized(count.max(self.capacity), p).ok();
             let fpp = shape.map_or(p, |s| s.expected_fpp(count).min(p));
             let fetch = if h.cached_count.is_some() && h.cached_count == h.count {
                 NOT_MODIFIED
@@ -230,8 +231,8 @@ mod tests {
 
     #[test]
     fn the_payload_estimate_matches_the_sizing_formula() {
-        // n = 3000, p = 0.01 gives m = 28756 bits: 3594.5 bytes.
-        assert!((payload(3000, 0.01) - 28756.0 / 8.0).abs() < 1.0);
+        // n = 3000, p = 0.01 gives m = 28,837 bits: 3604.6 bytes.
+        assert!((payload(3000, 0.01) - 28_837.0 / 8.0).abs() < 1.0);
     }
 
     #[test]

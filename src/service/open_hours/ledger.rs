@@ -52,7 +52,7 @@ pub(super) struct OpenHour {
 impl OpenHour {
     pub(super) fn new(capacity: u64, target_fpp: f64) -> OpenHour {
         // Settings are validated so that this fits; never panic under the ledger lock.
-        let params = Params::optimal(capacity, target_fpp).unwrap_or_else(|_| max_params());
+        let params = Params::sized(capacity, target_fpp).unwrap_or_else(|_| max_params());
         OpenHour {
             keys: CompactKeys::default(),
             recent: Vec::new(),
@@ -120,8 +120,7 @@ impl OpenHour {
             capacity = capacity.saturating_mul(2);
         }
         loop {
-            let params =
-                Params::optimal(capacity, self.target_fpp).unwrap_or_else(|_| max_params());
+            let params = Params::sized(capacity, self.target_fpp).unwrap_or_else(|_| max_params());
             // Built in place: the old filter goes before the new one's pages are written
             // (a zeroed allocation takes memory as it is touched), so the two are never
             // resident together.
@@ -218,7 +217,7 @@ mod tests {
                 h.count()
             );
         }
-        assert!(h.filter().m() > Params::optimal(100, 0.01).unwrap().m);
+        assert!(h.filter().m() > Params::sized(100, 0.01).unwrap().m);
         assert!(all.iter().all(|k| h.filter().contains_key(*k)));
     }
 

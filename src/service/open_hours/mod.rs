@@ -47,7 +47,7 @@ mod reads;
 pub(super) use deltas::Deltas;
 pub use deltas::{Linked, ID_BYTES as DICTIONARY_ID_BYTES};
 
-pub(super) use reads::Rendering;
+pub(super) use reads::{Figures, Rendering};
 
 use super::ready::Board;
 use super::{lock, Result, ServiceError};

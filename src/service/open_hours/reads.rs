@@ -49,6 +49,8 @@ pub struct Figures {
     pub m: u32,
     pub k: u32,
     pub ones: u64,
+    /// Its `fpp` as served.
+    pub fpp: f64,
 }
 
 impl OpenHours {
@@ -175,6 +177,7 @@ impl OpenHours {
             m: filter.m(),
             k: filter.k(),
             ones: filter.ones(),
+            fpp: filter.fpp(),
         })
     }
 }

@@ -10,14 +10,14 @@
 //! `bytes` (the body in wire order, out and in).
 
 use super::hash::Modulus;
-use super::{sizing, FilterError, HashScheme, Key, Params};
+use super::{probes, sizing, FilterError, HashScheme, Key, Params, Sizing};
 
 mod bytes;
 mod combine;
 mod sized;
 
 /// A Bloom filter with the "sha1-km32" scheme. It also counts its set bits, so fill
-/// and the false-positive estimate cost nothing to read.
+/// costs nothing to read.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Filter {
     params: Params,
@@ -27,6 +27,9 @@ pub struct Filter {
     ones: u64,
     /// `params.m` prepared for division-free reduction of every key's hashes.
     modulus: Modulus,
+    /// The rule that sized it, which says how [`Filter::fpp`] is reckoned: a filter
+    /// served under the classical rule keeps the figure it was served with.
+    sizing: Sizing,
 }
 
 impl Filter {
@@ -38,15 +41,17 @@ impl Filter {
             words: vec![0; (params.m as usize).div_ceil(64)],
             ones: 0,
             modulus: Modulus::new(params.m),
+            sizing: Sizing::Probes,
         }
     }
 
-    /// An empty filter sized for `n` IDs at false-positive probability `p`.
+    /// An empty filter sized for `n` IDs at false-positive probability `p`
+    /// ([`Params::sized`]).
     ///
     /// # Errors
-    /// As [`Params::optimal`].
+    /// As [`Params::sized`].
     pub fn with_capacity(n: u64, p: f64) -> Result<Filter, FilterError> {
-        Params::optimal(n, p).map(Filter::new)
+        Params::sized(n, p).map(Filter::new)
     }
 
     /// A filter of the given shape holding every key.
@@ -67,7 +72,26 @@ impl Filter {
             words,
             ones,
             modulus: Modulus::new(params.m),
+            sizing: Sizing::Probes,
         }
+    }
+
+    /// This filter, with its [`Filter::fpp`] reckoned as `sizing` says: a server gives
+    /// a filter it sized by the classical rule [`Sizing::Classic`], so that it is served
+    /// as it always was.
+    pub fn sized_by_rule(mut self, sizing: Sizing) -> Filter {
+        self.sizing = sizing;
+        self
+    }
+
+    /// The rule its [`Filter::fpp`] is reckoned by ([`Sizing::Probes`] unless told).
+    pub fn sizing(&self) -> Sizing {
+        self.sizing
+    }
+
+    /// The bits, `j` in word `j / 64`.
+    pub(crate) fn words(&self) -> &[u64] {
+        &self.words
     }
 
     /// Adds an ID. Returns `true` if any bit changed (the ID was certainly new).
@@ -142,9 +166,18 @@ impl Filter {
         self.ones as f64 / f64::from(self.params.m)
     }
 
-    /// Estimated false-positive probability at the current fill, `(X/m)^k`.
+    /// The false-positive probability of an ID never inserted, for the sha1-km32 probe
+    /// sequence (docs/PROTOCOL.md section 8): exact up to [`probes::EXACT_BITS`] bits,
+    /// estimated from the fill above ([`probes::estimate`]). Under
+    /// [`Sizing::Classic`], the figure that rule served: `(X/m)^k`.
     pub fn fpp(&self) -> f64 {
-        sizing::fpp_at_fill(self.ones, self.params)
+        match self.sizing {
+            Sizing::Classic => sizing::fpp_at_fill(self.ones, self.params),
+            Sizing::Probes if self.params.m <= probes::EXACT_BITS => {
+                probes::exact(&self.words, self.params)
+            }
+            Sizing::Probes => probes::estimate(self.ones, self.params),
+        }
     }
 
     /// Swamidass–Baldi estimate of how many distinct IDs were inserted.

@@ -11,8 +11,10 @@ mod estimate;
 mod filter;
 mod hash;
 mod partitioned;
+pub mod probes;
 mod ribbon;
 pub mod ribbon2;
+mod rule;
 mod sizing;
 mod union;
 
@@ -26,8 +28,9 @@ pub use hash::{HashScheme, Key, Positions, SHA1_KM32};
 pub use partitioned::PartitionedFilter;
 pub use ribbon::{bits_for_fpp, mix64, Ribbon, Slot, WIDTH};
 pub use ribbon2::{Grade, Ribbon2};
+pub use rule::Sizing;
 pub use sizing::{
     estimated_cardinality, estimated_cardinality_partitioned, fpp_at_fill, surely_too_full, Params,
     MAX_K, MIN_M,
 };
-pub use union::{distinct_count, union_of, union_with_room};
+pub use union::{distinct_count, union_by, union_of, union_with_room};

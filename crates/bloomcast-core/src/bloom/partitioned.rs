@@ -177,7 +177,11 @@ impl PartitionedFilter {
     }
 
     /// Estimated false-positive probability at the current fill: the product over
-    /// ranges of each range's fill, approximated by `(X / (k p))^k`.
+    /// ranges of each range's fill, approximated by `(X / (k p))^k`. Like the fill
+    /// formula of [`super::Filter`] it treats the probes as independent, which they are
+    /// not in small ranges: an absent ID whose `(h1, h2) mod p` equal an inserted one's
+    /// finds every bit set, about `n / p^2` more (negligible at the sizes this type is
+    /// meant for, thousands of IDs and more; see `probes` for the v1 filter's account).
     pub fn fpp(&self) -> f64 {
         let used = u64::from(self.part.m()) * u64::from(self.params.k);
         (self.ones as f64 / used as f64).powi(self.params.k as i32)

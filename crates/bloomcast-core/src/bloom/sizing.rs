@@ -1,7 +1,9 @@
-//! Filter sizing and the estimates that describe a filter's state.
+//! A filter's shape and the classical formulas that describe it.
 //!
-//! Pure functions of numbers: the standard optimal-size formulas, the false-positive
-//! estimate at a given fill, and the Swamidass–Baldi cardinality estimate.
+//! Pure functions of numbers: the shape and its wire ranges, the classical optimal size
+//! (what a client building its own filter starts from, and the rule servers used before
+//! the probe-sequence rule of `rule`), the fill formula `(X/m)^k` that rule advertised,
+//! and the Swamidass–Baldi cardinality estimate.
 
 use super::FilterError;
 use std::f64::consts::LN_2;
@@ -33,8 +35,10 @@ impl Params {
         })
     }
 
-    /// The optimal shape for `n` expected IDs at false-positive probability `p`:
-    /// `m = ceil(-n ln p / (ln 2)^2)`, `k = round((m / n) ln 2)`.
+    /// The classical optimal shape for `n` expected IDs at false-positive probability
+    /// `p`: `m = ceil(-n ln p / (ln 2)^2)`, `k = round((m / n) ln 2)`. It assumes `k`
+    /// independent probes, which the sha1-km32 sequence is not in small filters (see
+    /// `probes`); served filters are sized by [`Params::sized`].
     ///
     /// `n = 0` is sized as `n = 1`, so an empty hour still gets a well-formed filter;
     /// `m` is at least [`MIN_M`] and `k` is clamped to `1..=64`.
@@ -71,11 +75,11 @@ impl Params {
         (self.m as usize).div_ceil(8)
     }
 
-    /// The expected false-positive probability once `n` distinct IDs are in:
-    /// `(1 - e^(-kn/m))^k`.
+    /// The expected false-positive probability of the probe sequence once `n` distinct
+    /// IDs are in ([`super::probes::expected_fpp`]); at large sizes, the classical
+    /// `(1 - e^(-kn/m))^k` and a little more.
     pub fn expected_fpp(self, n: u64) -> f64 {
-        let (m, k) = (f64::from(self.m), f64::from(self.k));
-        (1.0 - (-k * n as f64 / m).exp()).powf(k)
+        super::probes::expected_fpp(self, n)
     }
 }
 
@@ -111,8 +115,10 @@ pub fn surely_too_full(n: u64, params: Params, p: f64) -> bool {
     mean - allowed > SURE_SIGMAS * sd.max(1.0)
 }
 
-/// The false-positive probability at the current fill: `(X/m)^k` for `X` set bits.
-/// This is the probability that an absent ID finds all k of its bits set.
+/// The fill formula `(X/m)^k` for `X` set bits: the probability that `k` independent
+/// positions are all set, which is what the classical rule advertised as `fpp`. The
+/// sha1-km32 probe sequence's rate is higher, much higher in small filters (see
+/// `probes`).
 pub fn fpp_at_fill(ones: u64, params: Params) -> f64 {
     (ones as f64 / f64::from(params.m)).powi(params.k as i32)
 }

@@ -11,7 +11,7 @@
 //! the keys, where sorting the concatenation was `n log n` and missed cache at every
 //! level.
 
-use super::{Filter, FilterError, Key};
+use super::{Filter, FilterError, Key, Sizing};
 
 /// Keys per bucket the count aims at (4K to 8K land in one): a table of four times
 /// that many `u64` slots is 128 to 256 KiB, in L2.
@@ -41,8 +41,17 @@ const BUCKET_KEYS: usize = 1 << 12;
 /// assert!(filter.fpp() <= 0.01);
 /// ```
 pub fn union_of(sets: &[&[Key]], p: f64) -> Result<(Filter, u64), FilterError> {
+    union_by(sets, p, Sizing::Probes)
+}
+
+/// [`union_of`] by either rule: [`Sizing::Classic`] rebuilds, bit for bit, what the
+/// classical rule built (a day served under it).
+///
+/// # Errors
+/// As [`Filter::sized_by`].
+pub fn union_by(sets: &[&[Key]], p: f64, sizing: Sizing) -> Result<(Filter, u64), FilterError> {
     let count = distinct_count(sets);
-    Filter::sized_over(count, count, sets, p).map(|filter| (filter, count))
+    Filter::sized_over(count, count, sets, p, sizing).map(|filter| (filter, count))
 }
 
 /// As [`union_of`], with the filter sized as [`Filter::sized_within`] would size it for
@@ -57,7 +66,8 @@ pub fn union_with_room(
     room: impl FnOnce(u64) -> u64,
 ) -> Result<(Filter, u64), FilterError> {
     let count = distinct_count(sets);
-    Filter::sized_over(room(count).max(count), count, sets, p).map(|filter| (filter, count))
+    Filter::sized_over(room(count).max(count), count, sets, p, Sizing::Probes)
+        .map(|filter| (filter, count))
 }
 
 /// The number of distinct keys across `sets`, in any order, with repeats and overlaps.

@@ -143,7 +143,12 @@ mod tests {
 
     #[test]
     fn the_fpp_header_is_short_for_tiny_probabilities() {
-        let (meta, f) = sample();
+        let (meta, _) = sample();
+        // Three IDs in a filter sized for 100,000: an fpp near 1e-10.
+        let mut f = crate::bloom::Filter::with_capacity(100_000, 0.01).unwrap();
+        for id in ["a", "b", "c"] {
+            f.insert(id);
+        }
         let headers: HashMap<&str, String> = meta.headers(&f).into_iter().collect();
         let fpp = &headers[HEADER_FPP];
         assert!(fpp.len() < 30 && fpp.contains("e-"), "{fpp}");

@@ -42,6 +42,7 @@ impl Filter {
             words,
             ones,
             modulus: Modulus::new(params.m),
+            sizing: crate::bloom::Sizing::Probes,
         })
     }
 
