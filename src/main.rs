@@ -189,20 +189,38 @@ async fn rotate_key() -> ExitCode {
     };
     let clock = bloomcast::clock::SystemClock;
     match bloomcast::startup::rotate_key_recorded(&settings, &clock).await {
-        Ok((r, listed)) => {
-            let old = r.old.map_or("none".into(), |k| k.id().to_string());
+        Ok((r, recorded)) => {
+            let (listed, old) = (recorded.listed, r.old);
             println!("file {}", r.file.display());
-            println!("old key id {old}");
+            let old_id = old.map_or("none".into(), |k| k.id().to_string());
+            println!("old key id {old_id}");
             println!("new key id {} public key {}", r.new.id(), r.new);
-            let vouched = if listed.succession.vouch.is_some() {
-                format!("vouched for by key {old}")
+            let vouched = match recorded.previous {
+                None => "no key before it".to_owned(),
+                Some(_) if listed.succession.vouch.is_some() => {
+                    format!("vouched for by key {old_id}")
+                }
+                Some(previous) => format!(
+                    "NOT vouched for by the key it retires, {}, which the key file did not \
+                     hold: clients given that key refuse the hours this one signs; give them \
+                     this key",
+                    previous.id()
+                ),
+            };
+            let place = if secrecy::ExposeSecret::expose_secret(&settings.database_url).is_empty() {
+                "recorded"
             } else {
-                "no key before it".to_owned()
+                "recorded in PostgreSQL"
             };
             println!(
-                "recorded as the current key from hour {} ({vouched})",
+                "{place} as the current key from hour {} ({vouched})",
                 listed.first_hour
             );
+            if recorded.previous.is_some() && listed.succession.vouch.is_none() {
+                eprintln!(
+                    "bloomcast: warning: the new key is not vouched for by the key it retires"
+                );
+            }
             if secrecy::ExposeSecret::expose_secret(&settings.database_url).is_empty() {
                 println!("restart the server to sign new hours with it");
             } else {

@@ -154,7 +154,7 @@ pub async fn record_key(settings: &Settings, clock: &dyn Clock) -> Result<Listed
         let missing = std::io::Error::from(std::io::ErrorKind::NotFound);
         return Err(io(format!("cannot read {}", path.display()))(missing));
     };
-    record(settings, clock, &signer, None).await
+    Ok(record(settings, clock, &signer, None).await?.listed)
 }
 
 /// Registers `signer`'s key as the current one, vouched for by `retiring` when given.
@@ -163,13 +163,27 @@ async fn record(
     clock: &dyn Clock,
     signer: &Signer,
     retiring: Option<&Signer>,
-) -> Result<ListedKey, StartError> {
+) -> Result<Recorded, StartError> {
     let store = open_store(settings, clock).await?;
     let genesis = store.genesis().await?;
     let list = register_key(store.as_ref(), genesis, signer, retiring, true).await?;
     let ours = signer.public_key();
-    let listed = list.keys().iter().find(|k| k.public_key == ours).copied();
-    Ok(listed.expect("register_key returns a registry that holds the key"))
+    let at = list.keys().iter().position(|k| k.public_key == ours);
+    let at = at.expect("register_key returns a registry that holds the key");
+    Ok(Recorded {
+        listed: list.keys()[at],
+        previous: at.checked_sub(1).map(|i| list.keys()[i].public_key),
+    })
+}
+
+/// What the registry says of a key [`rotate_recorded`] recorded.
+#[derive(Debug, Clone, Copy)]
+pub struct Recorded {
+    /// The key as listed: its first hour and its succession's signatures.
+    pub listed: ListedKey,
+    /// The key listed before it (the one it retires), if any. Without a vouch from it
+    /// (the key file did not hold it), clients given that key refuse the new key's hours.
+    pub previous: Option<PublicKey>,
 }
 
 /// `bloomcast rotate-key`: a new key, recorded in the store as the current key from the
@@ -185,7 +199,7 @@ async fn record(
 pub async fn rotate_recorded(
     settings: &Settings,
     clock: &dyn Clock,
-) -> Result<(Rotated, ListedKey), StartError> {
+) -> Result<(Rotated, Recorded), StartError> {
     let file = key_file(settings);
     let old = read_key(&file)?;
     let seed = draw_seed().map_err(io("cannot draw a new key".into()))?;

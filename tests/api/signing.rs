@@ -148,11 +148,12 @@ async fn rotate_key_signs_the_succession_both_ways_so_either_key_trusts_the_othe
     let dir = tempfile::tempdir().unwrap();
     let app = sealed_with_key(&dir).await;
     let (settings, clock) = (app.settings.clone(), app.clock.clone());
-    let (rotated, listed) = bloomcast::startup::rotate_key_recorded(&settings, &clock)
+    let (rotated, recorded) = bloomcast::startup::rotate_key_recorded(&settings, &clock)
         .await
         .unwrap();
-    let old = Signer::from_seed(&[1; 32]).public_key();
+    let (listed, old) = (recorded.listed, Signer::from_seed(&[1; 32]).public_key());
     assert_eq!(rotated.old, Some(old));
+    assert_eq!(recorded.previous, Some(old), "the key it retires");
     assert_eq!(listed.first_hour, hour(16), "after the newest sealed hour");
     let app = app.restart().await;
     app.ingest(&["d"]).await;

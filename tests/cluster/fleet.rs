@@ -85,7 +85,12 @@ pub async fn a_node_whose_key_the_cluster_has_not_recorded_refuses_to_start_nami
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(
-        stdout.contains("recorded in PostgreSQL as the cluster's current key"),
+        stdout.contains("recorded in PostgreSQL as the current key from hour"),
+        "{stdout}"
+    );
+    // The file held no key of the cluster's: nothing vouches for the new key, and it says so.
+    assert!(
+        stdout.contains("NOT vouched for by the key it retires"),
         "{stdout}"
     );
     let mut on_rotated = node_settings(&url, &schema, dir.path().to_owned());
