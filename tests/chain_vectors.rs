@@ -129,7 +129,16 @@ fn text(v: &serde_json::Value) -> &str {
 fn the_rotation_vectors_key_ids_and_signature_fields_match_the_code() {
     let v = rotation();
     let list = bloomcast::client::parse_key_list(&v["keys"]).expect("the listed keys");
-    assert_eq!(bloomcast::client::key_list_json(&list), v["keys"]);
+    // The vectors' list predates signed successions: the code writes `vouch` and `ack`
+    // as null where it has none, which is what the list without them means.
+    let mut written = bloomcast::client::key_list_json(&list);
+    for key in written.as_array_mut().unwrap() {
+        let key = key.as_object_mut().unwrap();
+        for field in ["vouch", "ack"] {
+            assert_eq!(key.remove(field), Some(serde_json::Value::Null), "{field}");
+        }
+    }
+    assert_eq!(written, v["keys"]);
     for listed in list.keys() {
         let id = listed.id().to_string();
         let seed = chain::parse_hex(text(&v["seeds"][&id])).unwrap();

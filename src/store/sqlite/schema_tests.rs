@@ -105,6 +105,8 @@ async fn write_v6_store(dir: &Path) -> Vec<Key> {
     conn.execute_batch(
         "DROP TABLE universe_hours; DROP TABLE hour_universe; DROP TABLE forms;
          ALTER TABLE universe DROP COLUMN checksum;
+         ALTER TABLE signing_keys DROP COLUMN vouch;
+         ALTER TABLE signing_keys DROP COLUMN ack;
          DELETE FROM batch_counts WHERE batches = 0;
          DELETE FROM meta WHERE name = 'chain_since';
          PRAGMA user_version = 6;",
