@@ -20,7 +20,7 @@ import {
   cheapestForm,
   cheapestWithin,
   keyOf,
-  optimalParams,
+  sizedParams,
   SHA1_KM32,
 } from "../bloomcast.js";
 import { exactMessage, fromHex, toHex, hourIndex, keyId } from "../verify.js";
@@ -59,11 +59,11 @@ async function signExact(hour, body) {
 
 const reprDigest = (bytes) => `sha-256=:${createHash("sha256").update(bytes).digest("base64")}:`;
 
-/** v1 documents of the exact hours, their filters holding the IDs that changed (at 0.01). */
+/** v1 documents of the exact hours, their filters holding the IDs that changed (sized as a server sizes them at 0.01). */
 async function consistentHours() {
   const docs = {};
   for (const [hour, v] of Object.entries(EXACT)) {
-    const { m, k } = optimalParams(v.changed.length, 0.01);
+    const { m, k } = sizedParams(v.changed.length, 0.01);
     const filter = Filter.empty(m, k);
     for (const id of v.changed) await filter.insert(id);
     docs[hour] = { hour, complete: true, count: v.changed.length, m, k, hash: SHA1_KM32, fpp: filter.fpp(), filter: filter.toHex() };

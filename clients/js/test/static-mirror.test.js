@@ -9,7 +9,7 @@ import { execFile } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { createServer } from "node:http";
 import { fileURLToPath } from "node:url";
-import { Client, Filter, Ribbon2, cheapestForm, optimalParams, SHA1_KM32 } from "../bloomcast.js";
+import { Client, Filter, Ribbon2, cheapestForm, sizedParams, SHA1_KM32 } from "../bloomcast.js";
 
 const vectors = JSON.parse(readFileSync(new URL("../../../docs/ribbon2-vectors.json", import.meta.url), "utf8"));
 // The version 2 body at the target (0.01) of user:1000, user:1007 and user:1014.
@@ -23,7 +23,7 @@ const pathOf = (hour) => `/${hour.slice(0, 4)}/${hour.slice(5, 7)}/${hour.slice(
 /** The mirror: `/` (its index.json), each hour's JSON document and `.ribbon2` file; 404 for the
  * rest. Query strings are ignored, as a file server does; every request is recorded. */
 async function mirror() {
-  const { m, k } = optimalParams(MEMBERS.length, 0.01);
+  const { m, k } = sizedParams(MEMBERS.length, 0.01);
   const filter = Filter.empty(m, k);
   for (const id of MEMBERS) await filter.insert(id);
   const listed = HOURS.map((hour) => ({ hour, url: pathOf(hour), count: MEMBERS.length, complete: true })).reverse();
