@@ -157,7 +157,7 @@ async fn run(cli: Cli) -> ExitCode {
         Command::Ingest(args) => finish(args.run().await),
         Command::Inspect(args) => finish(args.run().await),
         Command::Estimate(args) => finish(args.run().await),
-        Command::Verify(args) => finish(args.run().await),
+        Command::Verify(args) => args.exit().await,
         Command::Watch(args) => finish(args.run().await),
         Command::Mirror(args) => finish(args.run().await),
         Command::ConfirmClock(args) => finish(args.run().await),

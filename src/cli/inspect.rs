@@ -1,6 +1,8 @@
 //! `bloomcast inspect`: a filter's parameters, count (exact and estimated), fill and
 //! fpp, from a URL or a file.
 
+mod saved;
+
 use super::{verifying_client, CliError};
 use crate::bloom::Filter;
 use crate::wire::{Document, Meta};
@@ -22,10 +24,15 @@ pub struct InspectArgs {
     /// Print one JSON object instead of lines.
     #[arg(long)]
     json: bool,
-    /// Verify a closed hour (or its exact body) fetched from a URL against the
-    /// publisher's public key.
+    /// Verify it against the publisher's public key (64 hex digits) before saying
+    /// anything: a URL by what the server sends; a saved file by --headers, its .sig
+    /// sidecar or the mirror directory around it, else refused.
     #[arg(long, value_parser = super::verify::parse_pubkey)]
     pubkey: Option<crate::chain::PublicKey>,
+    /// The headers a saved file was served with (`curl -s -D FILE URL > BODY`): its
+    /// signature and chain link, or the Bloom-* parameters of a raw body.
+    #[arg(long, value_name = "FILE")]
+    headers: Option<std::path::PathBuf>,
 }
 
 /// The parameters of raw hex or binary files, which carry none of their own (shared by
@@ -53,25 +60,70 @@ impl InspectArgs {
     /// # Errors
     /// An unreachable URL, an error status, an unreadable file or filter.
     pub async fn run(self) -> Result<(), CliError> {
+        let url = self.target.starts_with("http://") || self.target.starts_with("https://");
+        if url && self.headers.is_some() {
+            return Err(CliError::Input(
+                "--headers is for a saved file; a URL brings its own".into(),
+            ));
+        }
+        if let (false, Some(key)) = (url, &self.pubkey) {
+            return self.saved(key);
+        }
+        if let (true, Some(key)) = (url, &self.pubkey) {
+            trusted_for_url(&self.target, key).await?;
+        }
         if let Some(exact) = super::exact::load(&self.target, self.pubkey).await? {
-            super::exact::print(&exact, self.json);
+            super::exact::print(&exact, self.json, None);
             return Ok(());
         }
         if let Some(ribbon) = super::ribbon::load_v2(&self.target).await? {
-            super::ribbon::print_v2(&ribbon, self.json);
+            super::ribbon::print_v2(&ribbon, self.json, None);
             return Ok(());
         }
         if let Some(ribbon) = super::ribbon::load(&self.target).await? {
-            super::ribbon::print(&ribbon, self.json);
+            super::ribbon::print(&ribbon, self.json, None);
             return Ok(());
         }
         let (meta, filter) = load(&self.target, self.raw.get(), self.pubkey).await?;
+        self.print_bloom(meta.as_ref(), &filter, None);
+        Ok(())
+    }
+
+    /// A saved file with `--pubkey`: verified by what was saved with it, then shown
+    /// with a `verified` line.
+    fn saved(&self, key: &crate::chain::PublicKey) -> Result<(), CliError> {
+        let headers = self
+            .headers
+            .as_deref()
+            .map(saved::Headers::read)
+            .transpose()?;
+        let file = saved::load(&self.target, headers.as_ref(), self.raw.get())?;
+        let verified = saved::verify(&self.target, &file, headers.as_ref(), key)?;
+        tracing::debug!(target = %self.target, %verified, "verified");
+        let verified = Some(verified.as_str());
+        match file {
+            saved::Saved::Bloom(meta, filter) => self.print_bloom(meta.as_ref(), &filter, verified),
+            saved::Saved::Ribbon(meta, ribbon, _) => {
+                super::ribbon::print(&(meta, ribbon), self.json, verified)
+            }
+            saved::Saved::Ribbon2(ribbon, _) => {
+                super::ribbon::print_v2(&ribbon, self.json, verified)
+            }
+            saved::Saved::Exact(exact, _) => {
+                super::exact::print(&(None, exact), self.json, verified)
+            }
+        }
+        Ok(())
+    }
+
+    /// Prints what a Bloom filter says about itself.
+    fn print_bloom(&self, meta: Option<&Meta>, filter: &Filter, verified: Option<&str>) {
         // A raw file says nothing about its time or exact count.
-        let covers = covers(meta.as_ref());
-        let fields: Vec<(&str, serde_json::Value)> = vec![
+        let covers = covers(meta);
+        let mut fields: Vec<(&str, serde_json::Value)> = vec![
             ("covers", json!(covers)),
-            ("complete", json!(meta.as_ref().map(|m| m.complete))),
-            ("count", json!(meta.as_ref().map(|m| m.count))),
+            ("complete", json!(meta.map(|m| m.complete))),
+            ("count", json!(meta.map(|m| m.count))),
             // Swamidass–Baldi, from the bits alone: beside the exact count to compare.
             ("estimated_count", json!(filter.estimated_count().round())),
             ("m", json!(filter.m())),
@@ -82,9 +134,37 @@ impl InspectArgs {
             ("fill", json!(filter.fill_ratio())),
             ("fpp", json!(filter.fpp())),
         ];
+        fields.extend(verified.map(|v| ("verified", json!(v))));
         print_fields(fields, self.json, "unknown (raw file)");
-        Ok(())
     }
+}
+
+/// With `--pubkey` on a URL of an hour: the key list the server publishes, trusted only
+/// from the key given (a list that does not name it, or the hour under a key it never
+/// vouched for, is refused naming the key), before the SDK verifies the hour.
+async fn trusted_for_url(target: &str, key: &crate::chain::PublicKey) -> Result<(), CliError> {
+    let parsed =
+        reqwest::Url::parse(target).map_err(|_| CliError::Input(format!("bad URL {target:?}")))?;
+    let path = parsed.path();
+    let stem = path.split_once('.').map_or(path, |(stem, _)| stem);
+    let Ok(hour) = crate::hour::Hour::parse_path(stem) else {
+        return Ok(());
+    };
+    let base = &target[..target.len() - path.len() - parsed.query().map_or(0, |q| q.len() + 1)];
+    let url = format!("{base}{}", crate::mirror::WELL_KNOWN);
+    let failed = |e: reqwest::Error| CliError::Input(format!("{url}: {e}"));
+    let response = reqwest::get(&url).await.map_err(failed)?;
+    let doc: Option<serde_json::Value> = match response.status() {
+        reqwest::StatusCode::NOT_FOUND => None,
+        status if status.is_success() => Some(
+            serde_json::from_slice(&response.bytes().await.map_err(failed)?)
+                .map_err(|e| CliError::Input(format!("{url}: not JSON ({e})")))?,
+        ),
+        status => return Err(CliError::Input(format!("{url}: {status}"))),
+    };
+    let trusted = crate::mirror::trust::trusted_keys(doc.as_ref(), key)?;
+    crate::mirror::trust::key_for(&trusted, hour, None)?;
+    Ok(())
 }
 
 /// What a filter's metadata says it covers: its hour, or `from .. to`.

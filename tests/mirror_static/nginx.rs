@@ -179,6 +179,30 @@ pub async fn nginx_serves_the_mirror_to_check_and_verify_with_the_right_types() 
             );
         }
     }
+    // Each signed form's sidecar: its Bloom-Signature as the origin sent it, as text.
+    for signed in [".ribbon", ".ribbon.json", ".ribbon2"] {
+        let reply = http
+            .get(format!("{stem}{signed}.sig"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(reply.status(), 200, "{signed}.sig");
+        assert_eq!(
+            reply.headers()["content-type"],
+            "text/plain; charset=utf-8",
+            "{signed}.sig"
+        );
+        let origin = http
+            .get(format!("{}{}{signed}", s.origin.base(), hour(1).path()))
+            .send()
+            .await
+            .unwrap();
+        let want = origin.headers()["bloom-signature"]
+            .to_str()
+            .unwrap()
+            .to_owned();
+        assert_eq!(reply.text().await.unwrap().trim(), want, "{signed}.sig");
+    }
     let chain = http
         .get(format!("{}/chain{}", s.nginx.base, hour(0).path()))
         .send()
@@ -197,7 +221,15 @@ pub async fn nginx_serves_the_mirror_to_check_and_verify_with_the_right_types() 
     let verify = move || {
         bloomcast(
             [
-                "verify", "--pubkey", &key, "--since", &since, "--url", &base,
+                "verify",
+                "--pubkey",
+                &key,
+                "--since",
+                &since,
+                "--url",
+                &base,
+                // Hours of 2008: stale on purpose.
+                "--accept-stale",
             ]
             .map(String::from)
             .to_vec(),
