@@ -356,7 +356,7 @@ pub fn sidecar_of(value: &str) -> Vec<u8> {
 pub fn verify_form(
     trusted: &Trusted,
     form: BodyForm,
-    label: &str,
+    (label, file): (&str, &str),
     hour: Hour,
     header: &Hash,
     body: &[u8],
@@ -365,15 +365,16 @@ pub fn verify_form(
     let name = hour.rfc3339();
     let field = SignatureField::parse(signature).ok_or_else(|| {
         TrustError::Refused(format!(
-            "hour {name}: {label}'s signature is not 128 hex digits with an optional keyid"
+            "hour {name}: {label} ({file}): its signature is not 128 hex digits with an \
+             optional keyid"
         ))
     })?;
     let key = key_for(trusted, hour, field.key_id)?;
     key.verify_body(form, &name, hour.index(), header, body, &field.signature)
         .map_err(|_| {
             TrustError::Refused(format!(
-                "hour {name}: {label}'s signature does not verify with the key listed for \
-                 the hour: the bytes were altered"
+                "hour {name}: {label} ({file}): its signature does not verify with the key \
+                 listed for the hour: the bytes were altered"
             ))
         })
 }
@@ -481,8 +482,8 @@ pub fn check_hour_files(
                 ));
                 continue;
             };
-            let label = format!("{} ({file})", form_label(suffix));
-            verify_form(trusted, form, &label, hour, &entry.header, &raw, &signature)?;
+            let label = (form_label(suffix), file.as_str());
+            verify_form(trusted, form, label, hour, &entry.header, &raw, &signature)?;
             if let Some(n) = n {
                 signed_n.push((file, n));
             }

@@ -322,8 +322,8 @@ pub(super) fn verify(
             )));
         }
     }
-    let label = format!("{} ({target})", trust::form_label(suffix));
-    trust::verify_form(trusted, form, &label, hour, &entry.header, body, &signature)?;
+    let label = (trust::form_label(suffix), target);
+    trust::verify_form(trusted, form, label, hour, &entry.header, body, &signature)?;
     Ok(format!(
         "{} under key {}",
         hour.rfc3339(),
