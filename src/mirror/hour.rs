@@ -134,7 +134,8 @@ impl Mirror {
     /// sibling, the plain path (the JSON document, as `GET /YYYY/MM/DD/HH` answers), each
     /// signed form's `.sig` sidecar, and with `exact` its exact body when served; all
     /// checked against the verified `entry` (and with `trusted`, every signed form
-    /// verified) before the hour is handed back to be written.
+    /// verified; one served without a signature is left out) before the hour is handed
+    /// back to be written.
     ///
     /// # Errors
     /// [`MirrorError::HourRefused`] naming the file and what failed; transport errors.
@@ -176,11 +177,15 @@ impl Mirror {
                         out.insert(format!("{path}{SIDECAR}"), trust::sidecar_of(value));
                     }
                     (None, Some(_)) => {
-                        return Err(refused(trust::TrustError::Unverifiable(format!(
-                            "{}{path}: served without a Bloom-Signature: {} cannot be verified",
-                            self.base,
-                            trust::form_label(suffix)
-                        ))))
+                        // Nothing to verify it by (an older hour whose form was first
+                        // built after its key retired, or a signature stripped on the
+                        // way): not mirrored, so never taken unverified. Clients read the
+                        // hour's v1 forms instead.
+                        tracing::warn!(
+                            url = %format!("{}{path}", self.base),
+                            "served without a Bloom-Signature: not mirrored (it cannot be verified)"
+                        );
+                        continue;
                     }
                     (None, None) => {}
                 }
