@@ -533,3 +533,73 @@ async fn a_mirror_of_a_rotated_publisher_holds_its_vouched_keys_and_checkpoint_a
     assert_refused(&verify(1).await, &["(checkpoint)", "does not verify"]);
     publisher.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn mirror_verifies_exact_bodies_by_their_signature_and_refuses_a_flipped_one() {
+    let start = mirror::first_hour();
+    let (server, _) = common::exact::serve("trust-files-token", start, 300, 2, 3).await;
+    let proxy = common::exact::proxy(&server.base).await;
+    let well_known: serde_json::Value =
+        reqwest::get(format!("{}/.well-known/bloomcast.json", server.base))
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+    let pubkey = well_known["public_key"].as_str().unwrap().to_owned();
+    let tmp = tempfile::tempdir().unwrap();
+    let mirror_args = |dir: &Path| {
+        vec![
+            "mirror".to_owned(),
+            dir.display().to_string(),
+            "--url".into(),
+            proxy.base.clone(),
+            "--pubkey".into(),
+            pubkey.clone(),
+        ]
+    };
+
+    let honest = tmp.path().join("honest");
+    let out = bloomcast_async(mirror_args(&honest)).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    for n in 0..2 {
+        let stem = Hour::from_index(start.index() + n).path();
+        assert!(file(&honest, &format!("{stem}.exact")).is_file(), "{stem}");
+        assert!(
+            file(&honest, &format!("{stem}.exact.sig")).is_file(),
+            "{stem}"
+        );
+    }
+    let verified = bloomcast_async(vec![
+        "verify".into(),
+        "--pubkey".into(),
+        pubkey.clone(),
+        "--since".into(),
+        start.rfc3339(),
+        "--dir".into(),
+        honest.display().to_string(),
+        "--accept-stale".into(),
+    ])
+    .await;
+    assert!(verified.status.success(), "{}", stderr(&verified));
+
+    proxy.set(common::exact::Lie::FlipExact);
+    let dir = tmp.path().join("flipped");
+    let out = bloomcast_async(mirror_args(&dir)).await;
+    assert_refused(
+        &out,
+        &[
+            "refusing hour",
+            "the exact body (",
+            "signature does not verify",
+        ],
+    );
+    // Both hours' bodies are flipped; the pass stops at the first refused, which has no
+    // file written.
+    let refused: Vec<Hour> = (0..2)
+        .map(|n| Hour::from_index(start.index() + n))
+        .filter(|h| stderr(&out).contains(&format!("refusing hour {}", h.rfc3339())))
+        .collect();
+    assert_eq!(refused.len(), 1, "{}", stderr(&out));
+    assert_eq!(files_of(&dir, refused[0]), Vec::<PathBuf>::new());
+}
