@@ -603,3 +603,22 @@ async fn mirror_verifies_exact_bodies_by_their_signature_and_refuses_a_flipped_o
     assert_eq!(refused.len(), 1, "{}", stderr(&out));
     assert_eq!(files_of(&dir, refused[0]), Vec::<PathBuf>::new());
 }
+
+#[test]
+fn inspect_verifies_a_ribbon_url_by_its_signature_and_refuses_an_altered_one() {
+    let m = mirror::start();
+    let verified = format!("verified        {} under key", hour(1).rfc3339());
+    for suffix in [".ribbon", ".ribbon.json", ".ribbon2"] {
+        let url = format!("{}{}{suffix}", m.base, hour(1).path());
+        let inspect = || bloomcast(&["inspect", &url, "--pubkey", &m.pubkey]);
+        m.set(Tamper::None);
+        let ok = inspect();
+        assert!(ok.status.success(), "{suffix}: {}", stderr(&ok));
+        assert!(stdout(&ok).contains(&verified), "{suffix}: {}", stdout(&ok));
+
+        m.set(Tamper::FlipLast(format!("{}{suffix}", hour(1).path())));
+        let out = inspect();
+        assert_refused(&out, &[&hour(1).rfc3339(), "signature does not verify"]);
+        assert!(stdout(&out).is_empty(), "{}", stdout(&out));
+    }
+}

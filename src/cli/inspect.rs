@@ -70,7 +70,11 @@ impl InspectArgs {
             return self.saved(key);
         }
         if let (true, Some(key)) = (url, &self.pubkey) {
-            trusted_for_url(&self.target, key).await?;
+            if let Some((trusted, hour, base)) = trusted_for_url(&self.target, key).await? {
+                if self.signed_form_url(&trusted, hour, &base).await? {
+                    return Ok(());
+                }
+            }
         }
         if let Some(exact) = super::exact::load(&self.target, self.pubkey).await? {
             super::exact::print(&exact, self.json, None);
@@ -87,6 +91,90 @@ impl InspectArgs {
         let (meta, filter) = load(&self.target, self.raw.get(), self.pubkey).await?;
         self.print_bloom(meta.as_ref(), &filter, None);
         Ok(())
+    }
+
+    /// With `--pubkey`, a ribbon's URL (`.ribbon`, `.ribbon.json`, `.ribbon2`): verified
+    /// by its signature (`Bloom-Signature`, or a static mirror's `.sig` sidecar) under its
+    /// hour's verified chain entry, then shown. `false` for another URL.
+    async fn signed_form_url(
+        &self,
+        trusted: &crate::chain::Trusted,
+        hour: crate::hour::Hour,
+        base: &str,
+    ) -> Result<bool, CliError> {
+        use crate::mirror::trust::{self, TrustError, DERIVED_FORMS, SIDECAR};
+        let path = &self.target[base.len()..];
+        let path = path.split('?').next().unwrap_or(path);
+        let stem = hour.path();
+        let Some(&(suffix, form)) = DERIVED_FORMS
+            .iter()
+            .filter(|(s, _)| *s != ".exact")
+            .find(|(s, _)| path == format!("{stem}{s}"))
+        else {
+            return Ok(false);
+        };
+        let (headers, body) = get(&self.target)
+            .await?
+            .ok_or_else(|| CliError::Input(format!("{}: 404 Not Found", self.target)))?;
+        let (raw, _) = trust::derived_body(&self.target, suffix, &body)?;
+        let page_url = format!("{base}/chain{stem}?limit=1");
+        let (_, page) = get(&page_url).await?.ok_or_else(|| {
+            TrustError::Unverifiable(format!(
+                "hour {}: {page_url}: no chain entry to verify {} by",
+                hour.rfc3339(),
+                trust::form_label(suffix)
+            ))
+        })?;
+        let entry = trust::parse_page(&page_url, &page)?
+            .into_iter()
+            .find(|e| e.hour == hour)
+            .ok_or_else(|| {
+                TrustError::Unverifiable(format!(
+                    "hour {}: the chain lists no entry for it",
+                    hour.rfc3339()
+                ))
+            })?;
+        let header = trust::verify_entry(trusted, &entry, None)?;
+        let field = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+        if let Some(prev) = field(crate::chain::HEADER_PREV) {
+            if crate::chain::parse_hex::<32>(prev) != Some(entry.prev) {
+                return Err(TrustError::Refused(format!(
+                    "hour {}: {}'s Bloom-Prev-Header is not the chain's link for the hour",
+                    hour.rfc3339(),
+                    trust::form_label(suffix)
+                ))
+                .into());
+            }
+        }
+        let signature = match field(crate::chain::HEADER_SIGNATURE) {
+            Some(value) => Some(value.to_owned()),
+            None => get(&format!("{base}{path}{SIDECAR}"))
+                .await?
+                .and_then(|(_, bytes)| trust::sidecar_value(&bytes)),
+        };
+        let signature = signature.ok_or_else(|| {
+            TrustError::Unverifiable(format!(
+                "hour {}: {} carries no signature (no Bloom-Signature, no .sig sidecar): unverified",
+                hour.rfc3339(),
+                trust::form_label(suffix)
+            ))
+        })?;
+        let label = (trust::form_label(suffix), self.target.as_str());
+        trust::verify_form(trusted, form, label, hour, &header, &raw, &signature)?;
+        let verified = format!(
+            "{} under key {}",
+            hour.rfc3339(),
+            trusted.key_for(hour).map_err(TrustError::from)?.id()
+        );
+        let bad = |e: crate::bloom::FilterError| CliError::Input(format!("{}: {e}", self.target));
+        if suffix == ".ribbon2" {
+            let ribbon = crate::bloom::Ribbon2::from_bytes(&body).map_err(bad)?;
+            super::ribbon::print_v2(&ribbon, self.json, Some(&verified));
+        } else {
+            let loaded = crate::wire::decode_compact(&body).map_err(bad)?;
+            super::ribbon::print(&loaded, self.json, Some(&verified));
+        }
+        Ok(true)
     }
 
     /// A saved file with `--pubkey`: verified by what was saved with it, then shown
@@ -139,32 +227,55 @@ impl InspectArgs {
     }
 }
 
+/// GET `url` in identity encoding: its headers and body, `None` for a 404.
+async fn get(url: &str) -> Result<Option<(reqwest::header::HeaderMap, Vec<u8>)>, CliError> {
+    let failed = |e: reqwest::Error| CliError::Input(format!("{url}: {e}"));
+    let response = reqwest::Client::new()
+        .get(url)
+        .header(reqwest::header::ACCEPT_ENCODING, "identity")
+        .send()
+        .await
+        .map_err(failed)?;
+    match response.status() {
+        reqwest::StatusCode::NOT_FOUND => Ok(None),
+        status if status.is_success() => {
+            let headers = response.headers().clone();
+            Ok(Some((
+                headers,
+                response.bytes().await.map_err(failed)?.to_vec(),
+            )))
+        }
+        status => Err(CliError::Input(format!("{url}: {status}"))),
+    }
+}
+
 /// With `--pubkey` on a URL of an hour: the key list the server publishes, trusted only
 /// from the key given (a list that does not name it, or the hour under a key it never
-/// vouched for, is refused naming the key), before the SDK verifies the hour.
-async fn trusted_for_url(target: &str, key: &crate::chain::PublicKey) -> Result<(), CliError> {
+/// vouched for, is refused naming the key), with the hour and the base URL; `None` for
+/// a URL that is not an hour's.
+async fn trusted_for_url(
+    target: &str,
+    key: &crate::chain::PublicKey,
+) -> Result<Option<(crate::chain::Trusted, crate::hour::Hour, String)>, CliError> {
     let parsed =
         reqwest::Url::parse(target).map_err(|_| CliError::Input(format!("bad URL {target:?}")))?;
     let path = parsed.path();
     let stem = path.split_once('.').map_or(path, |(stem, _)| stem);
     let Ok(hour) = crate::hour::Hour::parse_path(stem) else {
-        return Ok(());
+        return Ok(None);
     };
     let base = &target[..target.len() - path.len() - parsed.query().map_or(0, |q| q.len() + 1)];
     let url = format!("{base}{}", crate::mirror::WELL_KNOWN);
-    let failed = |e: reqwest::Error| CliError::Input(format!("{url}: {e}"));
-    let response = reqwest::get(&url).await.map_err(failed)?;
-    let doc: Option<serde_json::Value> = match response.status() {
-        reqwest::StatusCode::NOT_FOUND => None,
-        status if status.is_success() => Some(
-            serde_json::from_slice(&response.bytes().await.map_err(failed)?)
+    let doc: Option<serde_json::Value> = match get(&url).await? {
+        None => None,
+        Some((_, bytes)) => Some(
+            serde_json::from_slice(&bytes)
                 .map_err(|e| CliError::Input(format!("{url}: not JSON ({e})")))?,
         ),
-        status => return Err(CliError::Input(format!("{url}: {status}"))),
     };
     let trusted = crate::mirror::trust::trusted_keys(doc.as_ref(), key)?;
     crate::mirror::trust::key_for(&trusted, hour, None)?;
-    Ok(())
+    Ok(Some((trusted, hour, base.to_owned())))
 }
 
 /// What a filter's metadata says it covers: its hour, or `from .. to`.
