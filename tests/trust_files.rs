@@ -622,3 +622,26 @@ fn inspect_verifies_a_ribbon_url_by_its_signature_and_refuses_an_altered_one() {
         assert!(stdout(&out).is_empty(), "{}", stdout(&out));
     }
 }
+
+#[test]
+fn inspect_of_a_url_verifies_the_open_hour_by_its_signature_and_refuses_a_union() {
+    let m = mirror::start();
+    let open = format!("{}{}", m.base, hour(3).path());
+    let out = bloomcast(&["inspect", &open, "--pubkey", &m.pubkey]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains(&format!(
+            "verified        {} (open, made=",
+            hour(3).rfc3339()
+        )),
+        "{}",
+        stdout(&out)
+    );
+    let sealed = format!("{}{}", m.base, hour(1).path());
+    let out = bloomcast(&["inspect", &sealed, "--pubkey", &m.pubkey]);
+    assert!(stdout(&out).contains(&format!("verified        {} under key", hour(1).rfc3339())));
+    // A day is a union: nothing signs it.
+    let day = format!("{}{}", m.base, hour(1).day().path());
+    let out = bloomcast(&["inspect", &day, "--pubkey", &m.pubkey]);
+    assert_refused(&out, &["unions (days, since) are not signed"]);
+}

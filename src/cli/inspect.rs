@@ -69,10 +69,22 @@ impl InspectArgs {
         if let (false, Some(key)) = (url, &self.pubkey) {
             return self.saved(key);
         }
+        let mut trusted_hour = None;
         if let (true, Some(key)) = (url, &self.pubkey) {
-            if let Some((trusted, hour, base)) = trusted_for_url(&self.target, key).await? {
-                if self.signed_form_url(&trusted, hour, &base).await? {
-                    return Ok(());
+            match trusted_for_url(&self.target, key).await? {
+                Some((trusted, hour, base)) => {
+                    if self.signed_form_url(&trusted, hour, &base).await? {
+                        return Ok(());
+                    }
+                    trusted_hour = Some((trusted, hour));
+                }
+                None => {
+                    return Err(crate::mirror::TrustError::Unverifiable(format!(
+                        "{}: --pubkey cannot verify it: unions (days, since) are not signed; \
+                         inspect an hour",
+                        self.target
+                    ))
+                    .into())
                 }
             }
         }
@@ -89,7 +101,53 @@ impl InspectArgs {
             return Ok(());
         }
         let (meta, filter) = load(&self.target, self.raw.get(), self.pubkey).await?;
-        self.print_bloom(meta.as_ref(), &filter, None);
+        let verified = match (&trusted_hour, &meta) {
+            (Some((trusted, hour)), Some(meta)) => {
+                // The count is not signed: it must fit the filter's bits.
+                crate::mirror::trust::check_count(&self.target, meta.count, &filter)?;
+                if !meta.complete {
+                    return self.open_hour_url(trusted, *hour).await;
+                }
+                let key = trusted
+                    .key_for(*hour)
+                    .map_err(crate::mirror::TrustError::from)?;
+                Some(format!("{} under key {}", hour.rfc3339(), key.id()))
+            }
+            _ => None,
+        };
+        self.print_bloom(meta.as_ref(), &filter, verified.as_deref());
+        Ok(())
+    }
+
+    /// With `--pubkey`, the open hour at the URL: a version fetched here, verified by its
+    /// `Bloom-Open-Signature` (refused without one), then shown.
+    async fn open_hour_url(
+        &self,
+        trusted: &crate::chain::Trusted,
+        hour: crate::hour::Hour,
+    ) -> Result<(), CliError> {
+        let (headers, body) = get(&self.target)
+            .await?
+            .ok_or_else(|| CliError::Input(format!("{}: 404 Not Found", self.target)))?;
+        let bad = |e: crate::bloom::FilterError| CliError::Input(format!("{}: {e}", self.target));
+        let (meta, filter) = if body.first() == Some(&b'{') {
+            Document::parse(&body).map_err(bad)?
+        } else {
+            let field = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+            let hex = self
+                .target
+                .split('?')
+                .next()
+                .is_some_and(|p| p.ends_with(".hex"));
+            crate::wire::decode_raw(field, &body, hex).map_err(bad)?
+        };
+        crate::mirror::trust::check_count(&self.target, meta.count, &filter)?;
+        let signature = headers
+            .get(crate::chain::HEADER_OPEN_SIGNATURE)
+            .and_then(|v| v.to_str().ok());
+        let made = saved::verify_open(&self.target, trusted, hour, &filter.bytes(), signature)?;
+        let verified = format!("{} (open, made={made})", hour.rfc3339());
+        self.print_bloom(Some(&meta), &filter, Some(&verified));
         Ok(())
     }
 

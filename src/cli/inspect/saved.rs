@@ -332,7 +332,7 @@ pub(super) fn verify(
 }
 
 /// Verifies a version of the open `hour` by its `Bloom-Open-Signature`; returns `made`.
-fn verify_open(
+pub(super) fn verify_open(
     target: &str,
     trusted: &Trusted,
     hour: Hour,
