@@ -44,14 +44,16 @@ enum Command {
     /// Estimate |A ∩ B| and |A ∪ B| from two filters of the same shape.
     Estimate(EstimateArgs),
     /// Verify the hour chain and each hour's filter against the publisher's key, from
-    /// any base URL (a mirror).
+    /// any base URL (a mirror) or a static mirror's directory offline (--dir), and the
+    /// publisher's checkpoint (exit 3 when the source is stale).
     Verify(VerifyArgs),
     /// Follow the open hour (and the next ones) and print each given ID the first time it
     /// may have changed, polling with deltas, until interrupted.
     Watch(WatchArgs),
-    /// Write every sealed hour in every form, the chain and the well-known document into
-    /// a directory laid out as the URLs, for any file server or CDN (--follow keeps it
-    /// current).
+    /// Write every sealed hour in every form (signed forms with .sig sidecars), the
+    /// chain, the well-known document and the checkpoint into a directory laid out as
+    /// the URLs, for any file server or CDN; with --pubkey every file verified before it
+    /// is written (--follow keeps it current).
     Mirror(MirrorArgs),
     /// Put a new signing key in the server's key file (configuration as `serve`); the
     /// server signs the hours sealed after its next start with it. In cluster mode the
@@ -157,7 +159,7 @@ async fn run(cli: Cli) -> ExitCode {
         Command::Ingest(args) => finish(args.run().await),
         Command::Inspect(args) => finish(args.run().await),
         Command::Estimate(args) => finish(args.run().await),
-        Command::Verify(args) => finish(args.run().await),
+        Command::Verify(args) => args.exit().await,
         Command::Watch(args) => finish(args.run().await),
         Command::Mirror(args) => finish(args.run().await),
         Command::ConfirmClock(args) => finish(args.run().await),

@@ -38,6 +38,11 @@ fn main() {
             the_python_client_verifies_across_two_key_rotations,
         ),
         needs::trial(
+            "a_mirror_the_cli_wrote_verifies_with_the_python_client_and_one_it_wrote_with_the_cli",
+            &[Need::PythonCryptography],
+            a_mirror_the_cli_wrote_verifies_with_the_python_client_and_one_it_wrote_with_the_cli,
+        ),
+        needs::trial(
             "the_python_client_finds_every_id_the_cli_ingested",
             &[Need::Python3],
             the_python_client_finds_every_id_the_cli_ingested,
@@ -233,4 +238,109 @@ fn the_python_client_verifies_across_two_key_rotations() {
         }
         publisher.stop().await;
     });
+}
+
+/// The mirror formats are one: a mirror `bloomcast mirror --pubkey` wrote (its `.sig`
+/// sidecars, chain pages and key list) verifies with the Python client's `verify --dir`
+/// and fails there once a sidecar is forged; the Python tests' hand-made mirror
+/// (clients/python/tests/handmade.py: sidecars, `checkpoint.json`, a key list with
+/// successions) verifies with `bloomcast verify --dir`, and its forged key list is
+/// refused naming the forger's key.
+fn a_mirror_the_cli_wrote_verifies_with_the_python_client_and_one_it_wrote_with_the_cli() {
+    use common::mirror;
+    let python = Need::PythonCryptography.found();
+    let m = mirror::start();
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("rust-made");
+    let since = mirror::first_hour().rfc3339();
+    let made = Command::new(env!("CARGO_BIN_EXE_bloomcast"))
+        .arg("mirror")
+        .arg(&dir)
+        .args(["--url", &m.base, "--pubkey", &m.pubkey])
+        .output()
+        .unwrap();
+    assert!(
+        made.status.success(),
+        "{}",
+        String::from_utf8_lossy(&made.stderr)
+    );
+    let python_verify = |dir: &std::path::Path| {
+        let mut cmd = client(&python);
+        cmd.args(["verify", "--pubkey", &m.pubkey, "--since", &since, "--dir"])
+            .arg(dir)
+            // 2008's hours, and no checkpoint from the test publisher: stale on purpose.
+            .arg("--accept-stale");
+        cmd
+    };
+    let out = run(&mut python_verify(&dir), "");
+    assert_eq!(
+        out.last().map(String::as_str),
+        Some("verified 3 hours"),
+        "{out:?}"
+    );
+    let hour = |n: i64| bloomcast::hour::Hour::from_index(mirror::first_hour().index() + n);
+    let sidecar = dir.join(format!("{}.ribbon2.sig", hour(1).path()).trim_start_matches('/'));
+    let other = dir.join(format!("{}.ribbon2.sig", hour(2).path()).trim_start_matches('/'));
+    std::fs::copy(other, &sidecar).unwrap();
+    assert_refuses(&mut python_verify(&dir), &hour(1).rfc3339());
+
+    // The Python tests' hand-made mirror, read by the CLI.
+    let hand = tmp.path().join("python-made");
+    let script = "import pathlib, sys, time, types\n\
+        root = pathlib.Path(sys.argv[1])\n\
+        sys.path[:0] = [str(root / 'clients/python'), str(root / 'clients/python/tests')]\n\
+        sys.modules['conftest'] = types.SimpleNamespace(ROOT=root)\n\
+        import handmade\n\
+        handmade.make(sys.argv[2], int(time.time()))\n\
+        if sys.argv[3] == 'forge':\n    print(handmade.K, handmade.forge_list(sys.argv[2]))\n\
+        else:\n    print(handmade.K, handmade.HOURS[0])\n";
+    let make = |forge: &str| {
+        let out = Command::new(&python)
+            .args(["-c", script])
+            .arg(root())
+            .arg(&hand)
+            .arg(forge)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let text = String::from_utf8(out.stdout).unwrap();
+        let mut words = text.split_whitespace().map(str::to_owned);
+        (words.next().unwrap(), words.next().unwrap())
+    };
+    let cli_verify = |key: &str, since: &str| {
+        Command::new(env!("CARGO_BIN_EXE_bloomcast"))
+            .args(["verify", "--pubkey", key, "--since", since, "--dir"])
+            .arg(&hand)
+            .arg("--accept-stale")
+            .output()
+            .unwrap()
+    };
+    let (key, first) = make("honest");
+    let out = cli_verify(&key, &first);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("verified 3 hours"), "{stdout}");
+    // Its checkpoint was made now: only the hours' age makes it stale.
+    let strict = Command::new(env!("CARGO_BIN_EXE_bloomcast"))
+        .args(["verify", "--pubkey", &key, "--since", &first, "--dir"])
+        .arg(&hand)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&strict.stderr);
+    assert_eq!(strict.status.code(), Some(3), "{stderr}");
+    assert!(!stderr.contains("checkpoint"), "{stderr}");
+
+    let (key, forger) = make("forge");
+    let out = cli_verify(&key, &first);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains(&forger), "{stderr}");
 }

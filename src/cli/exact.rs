@@ -49,8 +49,9 @@ pub(super) async fn load(
     Ok(Some((None, exact)))
 }
 
-/// Prints what an exact body says about itself, as `inspect` does for filters.
-pub(super) fn print((hour, exact): &Loaded, as_json: bool) {
+/// Prints what an exact body says about itself, as `inspect` does for filters (and,
+/// verified, how).
+pub(super) fn print((hour, exact): &Loaded, as_json: bool, verified: Option<&str>) {
     let [rows_a, rows_b, rows_r] = exact.rows();
     let [seed_a, seed_b, seed_r] = exact.seeds();
     let fields = [
@@ -81,5 +82,10 @@ pub(super) fn print((hour, exact): &Loaded, as_json: bool) {
         ),
         ("fpp", json!(0)),
     ];
-    super::inspect::print_fields(fields, as_json, "unknown (file)");
+    let verified = verified.map(|v| ("verified", json!(v)));
+    super::inspect::print_fields(
+        fields.into_iter().chain(verified),
+        as_json,
+        "unknown (file)",
+    );
 }

@@ -8,8 +8,10 @@ use clap::Args;
 use std::path::PathBuf;
 use std::time::Duration;
 
-/// Write every sealed hour in every form, the chain pages, the index and the well-known
-/// document into DIR, laid out as the URLs; hours already there are not written again.
+/// Write every sealed hour in every form (each signed form's signature as a `.sig`
+/// sidecar), the chain pages, the index, the well-known document and the checkpoint
+/// (`checkpoint.json`) into DIR, laid out as the URLs; hours already there are not
+/// written again.
 #[derive(Debug, Args)]
 pub struct MirrorArgs {
     /// The mirror directory (created if missing); serve it with nginx (deploy/
@@ -18,8 +20,10 @@ pub struct MirrorArgs {
     /// The server to mirror, e.g. http://127.0.0.1:8080.
     #[arg(long, alias = "server", env = "BLOOMCAST_SERVER")]
     url: String,
-    /// Mirror only a chain that verifies against the publisher's public key (64 hex
-    /// digits); a failing entry stops the mirror before its hour is written.
+    /// Mirror only what verifies against the publisher's public key (64 hex digits): its
+    /// key list (trusted from this key through signed successions), chain, checkpoint
+    /// and every form of each hour, each checked before the hour's first file is
+    /// written; a mismatch refuses the hour, nothing of it written (exit 1).
     #[arg(long, value_parser = super::verify::parse_pubkey)]
     pubkey: Option<PublicKey>,
     /// Keep the mirror current: a pass every --interval seconds until interrupted.

@@ -51,8 +51,8 @@ pub(super) async fn load_v2(target: &str) -> Result<Option<Ribbon2>, CliError> {
     }
 }
 
-/// Prints what a version 2 ribbon says about itself.
-pub(super) fn print_v2(ribbon: &Ribbon2, as_json: bool) {
+/// Prints what a version 2 ribbon says about itself (and, verified, how).
+pub(super) fn print_v2(ribbon: &Ribbon2, as_json: bool, verified: Option<&str>) {
     let grade = ribbon.grade();
     let (shards_a, shards_b) = ribbon.shard_counts();
     let floor = f64::from(ribbon.n()) * (1.0 / ribbon.fpp()).log2() / 8.0;
@@ -75,7 +75,12 @@ pub(super) fn print_v2(ribbon: &Ribbon2, as_json: bool) {
         ),
         ("fpp", json!(ribbon.fpp())),
     ];
-    super::inspect::print_fields(fields, as_json, "unknown (binary body)");
+    let verified = verified.map(|v| ("verified", json!(v)));
+    super::inspect::print_fields(
+        fields.into_iter().chain(verified),
+        as_json,
+        "unknown (binary body)",
+    );
 }
 
 /// The ribbon at `target`, when it is one: a URL whose path ends in `.ribbon` or
@@ -123,8 +128,9 @@ fn is_ribbon_document(bytes: &[u8]) -> bool {
         .is_ok_and(|p| p.structure.as_deref() == Some(crate::wire::RIBBON_STRUCTURE))
 }
 
-/// Prints what a ribbon says about itself, as `inspect` does for Bloom filters.
-pub(super) fn print((meta, ribbon): &Loaded, as_json: bool) {
+/// Prints what a ribbon says about itself, as `inspect` does for Bloom filters (and,
+/// verified, how).
+pub(super) fn print((meta, ribbon): &Loaded, as_json: bool, verified: Option<&str>) {
     // The binary body says nothing of its time; its JSON form does.
     let covers = super::inspect::covers(meta.as_ref());
     let fields = [
@@ -143,5 +149,10 @@ pub(super) fn print((meta, ribbon): &Loaded, as_json: bool) {
         ),
         ("fpp", json!(ribbon.fpp())),
     ];
-    super::inspect::print_fields(fields, as_json, "unknown (binary body)");
+    let verified = verified.map(|v| ("verified", json!(v)));
+    super::inspect::print_fields(
+        fields.into_iter().chain(verified),
+        as_json,
+        "unknown (binary body)",
+    );
 }

@@ -1,11 +1,14 @@
 //! One sealed hour's files: every form the server serves for it, identity and gzip, as
-//! the server sent them, checked before they are written.
+//! the server sent them, with each signed form's signature as a `.sig` sidecar, all
+//! checked before any is written ([`super::trust::check_hour_files`]).
 
+use super::trust::{self, SIDECAR};
 use super::{Mirror, MirrorError, Result};
-use crate::chain;
+use crate::chain::{self, Trusted};
 use crate::client::ChainEntry;
 use crate::hour::Hour;
 use reqwest::header;
+use std::collections::BTreeMap;
 use std::io::{Read, Write};
 
 /// The forms of a sealed hour: the suffix, and whether a `.gz` sibling goes with it (the
@@ -24,16 +27,31 @@ const BUSY_ATTEMPTS: u32 = 10;
 /// The longest `Retry-After` waited for, in seconds.
 const MAX_RETRY_AFTER: u64 = 10;
 
-/// A response body as received, and whether it came gzip-encoded.
+/// A response body as received, whether it came gzip-encoded, and its signature
+/// headers.
 pub(super) struct Got {
     pub identity: Vec<u8>,
     pub gzipped: bool,
+    /// `Bloom-Signature`, as sent.
+    pub signature: Option<String>,
+    /// `Bloom-Prev-Header`, as sent.
+    pub prev: Option<String>,
 }
 
 impl Mirror {
     /// GETs `path` (in identity or, when `gzip`, gzip encoding) and checks the body
     /// against its `Repr-Digest` when the server sent one.
     pub(super) async fn get(&self, path: &str, gzip: bool) -> Result<Got> {
+        self.get_or_missing(path, gzip)
+            .await?
+            .ok_or_else(|| MirrorError::Protocol {
+                url: format!("{}{path}", self.base),
+                detail: format!("status {}", reqwest::StatusCode::NOT_FOUND),
+            })
+    }
+
+    /// [`Mirror::get`], `None` for a 404.
+    pub(super) async fn get_or_missing(&self, path: &str, gzip: bool) -> Result<Option<Got>> {
         let url = format!("{}{path}", self.base);
         let transport = |source| MirrorError::Transport {
             url: url.clone(),
@@ -64,6 +82,9 @@ impl Mirror {
             tokio::time::sleep(std::time::Duration::from_secs(wait)).await;
             attempt += 1;
         };
+        if response.status() == reqwest::StatusCode::NOT_FOUND {
+            return Ok(None);
+        }
         if !response.status().is_success() {
             return Err(MirrorError::Protocol {
                 url,
@@ -74,11 +95,16 @@ impl Mirror {
             .headers()
             .get(header::CONTENT_ENCODING)
             .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"gzip"));
-        let digest = response
-            .headers()
-            .get(chain::HEADER_REPR_DIGEST)
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_owned);
+        let field = |name: &str| {
+            response
+                .headers()
+                .get(name)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned)
+        };
+        let digest = field(chain::HEADER_REPR_DIGEST);
+        let signature = field(chain::HEADER_SIGNATURE);
+        let prev = field(chain::HEADER_PREV);
         let body = response.bytes().await.map_err(transport)?.to_vec();
         if let Some(want) = digest {
             if chain::repr_digest(&body) != want {
@@ -88,10 +114,12 @@ impl Mirror {
                 });
             }
         }
-        Ok(Got {
+        Ok(Some(Got {
             identity: body,
             gzipped,
-        })
+            signature,
+            prev,
+        }))
     }
 
     /// Parses a JSON body.
@@ -103,12 +131,29 @@ impl Mirror {
     }
 
     /// Every file of the hour of `entry`, URL path and bytes: each form, its `.gz`
-    /// sibling, and the plain path (the JSON document, as `GET /YYYY/MM/DD/HH` answers).
-    pub(super) async fn hour_files(&self, entry: &ChainEntry) -> Result<Vec<(String, Vec<u8>)>> {
+    /// sibling, the plain path (the JSON document, as `GET /YYYY/MM/DD/HH` answers), each
+    /// signed form's `.sig` sidecar, and with `exact` its exact body when served; all
+    /// checked against the verified `entry` (and with `trusted`, every signed form
+    /// verified; one served without a signature is left out) before the hour is handed
+    /// back to be written.
+    ///
+    /// # Errors
+    /// [`MirrorError::HourRefused`] naming the file and what failed; transport errors.
+    pub(super) async fn hour_files(
+        &self,
+        entry: &ChainEntry,
+        trusted: Option<&Trusted>,
+        exact: bool,
+    ) -> Result<BTreeMap<String, Vec<u8>>> {
         let stem = entry.hour.path();
-        let mut out = Vec::new();
+        let refused = |source: trust::TrustError| MirrorError::HourRefused {
+            hour: entry.hour.rfc3339(),
+            source,
+        };
+        let mut out = BTreeMap::new();
+        let forms = FORMS.iter().chain(exact.then_some(&(".exact", false)));
         // One request at a time per hour: the pass keeps a few hours in flight.
-        for &(suffix, gz) in &FORMS {
+        for &(suffix, gz) in forms {
             let path = format!("{stem}{suffix}");
             // A ribbon is built on first request, one build at a time by default
             // (`union_builds`): ask for one at a time rather than be told busy.
@@ -116,41 +161,64 @@ impl Mirror {
                 true => Some(self.builds.acquire().await.expect("never closed")),
                 false => None,
             };
-            let identity = self.get(&path, false).await?.identity;
-            let gzipped = match gz {
-                true => Some(self.gzip_of(&path, &identity).await?),
-                false => None,
-            };
-            let wrong = |detail: String| MirrorError::Protocol {
-                url: format!("{}{path}", self.base),
-                detail,
-            };
-            match suffix {
-                ".bin" if chain::digest(&identity) != entry.digest => {
-                    return Err(wrong(format!(
-                        "its digest is {}, the chain's is {}",
-                        chain::hex(&chain::digest(&identity)),
-                        chain::hex(&entry.digest)
-                    )))
+            let got = if suffix == ".exact" {
+                // An hour before the server's universe, or one it cannot build: none.
+                match self.get_or_missing(&path, false).await? {
+                    Some(got) => got,
+                    None => continue,
                 }
-                ".json" => {
-                    let doc = self.json(&path, &identity)?;
-                    if doc["digest"].as_str() != Some(&chain::hex(&entry.digest))
-                        || doc["complete"] != true
-                    {
-                        return Err(wrong("not the sealed hour the chain lists".into()));
+            } else {
+                self.get(&path, false).await?
+            };
+            let signed = trust::DERIVED_FORMS.iter().any(|(s, _)| *s == suffix);
+            if signed {
+                match (&got.signature, trusted) {
+                    (Some(value), _) => {
+                        out.insert(format!("{path}{SIDECAR}"), trust::sidecar_of(value));
                     }
-                    if let Some(gz) = &gzipped {
-                        out.push((format!("{stem}.gz"), gz.clone()));
+                    (None, Some(_)) => {
+                        // Nothing to verify it by (an older hour whose form was first
+                        // built after its key retired, or a signature stripped on the
+                        // way): not mirrored, so never taken unverified. Clients read the
+                        // hour's v1 forms instead.
+                        tracing::warn!(
+                            url = %format!("{}{path}", self.base),
+                            "served without a Bloom-Signature: not mirrored (it cannot be verified)"
+                        );
+                        continue;
                     }
-                    out.push((stem.clone(), identity.clone()));
+                    (None, None) => {}
                 }
-                _ => {}
+                let prev = got.prev.as_deref().map(chain::parse_hex::<32>);
+                if prev.is_some_and(|p| p != Some(entry.prev)) {
+                    return Err(refused(trust::TrustError::Refused(format!(
+                        "{}{path}: its Bloom-Prev-Header is not the chain's link for the hour",
+                        self.base
+                    ))));
+                }
             }
-            if let Some(gz) = gzipped {
-                out.push((format!("{path}.gz"), gz));
+            let identity = got.identity;
+            if gz {
+                let gzipped = self.gzip_of(&path, &identity).await?;
+                if suffix == ".json" {
+                    out.insert(format!("{stem}.gz"), gzipped.clone());
+                }
+                out.insert(format!("{path}.gz"), gzipped);
             }
-            out.push((path, identity));
+            if suffix == ".json" {
+                out.insert(stem.clone(), identity.clone());
+            }
+            out.insert(path, identity);
+        }
+        let unverified = trust::check_hour_files(
+            trusted,
+            entry,
+            &|path| Ok(out.get(path).cloned()),
+            &|path| format!("{}{path}", self.base),
+        )
+        .map_err(refused)?;
+        if let Some(first) = unverified.into_iter().next() {
+            return Err(refused(trust::TrustError::Unverifiable(first)));
         }
         Ok(out)
     }

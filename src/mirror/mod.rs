@@ -9,12 +9,16 @@
 //! `?limit=1`, its bytes): that page marks the hour done, so the next pass skips it.
 //! The index and the well-known document follow.
 
+mod check;
 mod files;
 mod hour;
 mod same;
+pub mod trust;
 
+pub use check::{DirReport, MirrorDir};
 pub use files::{FileError, Files, PARTIAL_DIR};
 pub use same::same_service;
+pub use trust::TrustError;
 
 use crate::chain::PublicKey;
 use crate::client::{ChainEntry, Client, ClientError, Index};
@@ -51,6 +55,24 @@ pub enum MirrorError {
     },
     #[error("{url}: {detail}")]
     Protocol { url: String, detail: String },
+    /// What the server sent does not verify against the key given (its key list, its
+    /// chain, its checkpoint): nothing more is written.
+    #[error("{0}")]
+    Trust(#[from] TrustError),
+    /// A file of the hour does not verify: nothing is written for the hour.
+    #[error("refusing hour {hour}, nothing written for it: {source}")]
+    HourRefused {
+        hour: String,
+        #[source]
+        source: TrustError,
+    },
+}
+
+impl From<TrustError> for crate::cli::CliError {
+    /// A refusal of what was read, said as the mirror says it.
+    fn from(e: TrustError) -> Self {
+        crate::cli::CliError::Mirror(MirrorError::Trust(e))
+    }
 }
 
 impl MirrorError {
@@ -86,6 +108,8 @@ pub struct Summary {
 #[derive(Debug)]
 pub struct Mirror {
     client: Client,
+    /// The key everything is verified against, when given.
+    pubkey: Option<PublicKey>,
     http: reqwest::Client,
     base: String,
     files: Files,
@@ -94,17 +118,16 @@ pub struct Mirror {
 }
 
 impl Mirror {
-    /// A mirror of the server at `url` into `dir`, verifying the chain against `pubkey`
-    /// when given. Checks nothing yet: [`Mirror::pass`] does, before it writes.
+    /// A mirror of the server at `url` into `dir`, verifying everything it writes
+    /// against `pubkey` when given. Checks nothing yet: [`Mirror::pass`] does, before it
+    /// writes.
     ///
     /// # Errors
     /// A URL that cannot be a server's.
     pub fn new(dir: PathBuf, url: &str, pubkey: Option<PublicKey>) -> Result<Mirror> {
-        let mut builder = Client::builder(url);
-        if let Some(key) = pubkey {
-            builder = builder.pubkey(key);
-        }
-        let client = builder.build()?;
+        // The listing only: the pass verifies what it lists against the keys trusted
+        // from `pubkey` itself (trust::trusted_keys).
+        let client = Client::builder(url).build()?;
         let http = reqwest::Client::builder()
             .timeout(std::time::Duration::from_secs(60))
             .build()
@@ -115,6 +138,7 @@ impl Mirror {
         Ok(Mirror {
             base: client.base().to_owned(),
             client,
+            pubkey,
             http,
             files: Files::new(dir),
             builds: tokio::sync::Semaphore::new(1),
@@ -122,12 +146,14 @@ impl Mirror {
     }
 
     /// Brings the mirror up to date with the server's sealed hours: the hours not
-    /// mirrored yet, then the index and the well-known document. Refuses, writing
-    /// nothing, a directory that holds another service's mirror or cannot be written.
+    /// mirrored yet, then the checkpoint, the index and the well-known document. Refuses,
+    /// writing nothing, a directory that holds another service's mirror or cannot be
+    /// written, and with a key a key list that does not name it, a chain entry or a
+    /// checkpoint that does not verify; an hour any file of which fails is not written.
     ///
     /// # Errors
     /// The refusals above; an unreachable server; a response whose bytes do not match
-    /// their `Repr-Digest` or the chain; with a key, a chain entry that does not verify.
+    /// their `Repr-Digest` or the chain.
     #[tracing::instrument(skip(self), fields(dir = %self.files.root().display()))]
     pub async fn pass(&self) -> Result<Summary> {
         let well_known = self.get(WELL_KNOWN, false).await?.identity;
@@ -139,10 +165,30 @@ impl Mirror {
                 why,
             })?;
         }
+        // The keys trusted from the key given: a list that does not name it, or an hour
+        // listed under a key it never vouched for, is refused before anything is written.
+        let trusted = match &self.pubkey {
+            Some(key) => Some(trust::trusted_keys(Some(&served), key)?),
+            None => None,
+        };
         self.files
             .check_writable()
             .map_err(MirrorError::NotWritable)?;
 
+        // The publisher's checkpoint, read before the hours so that it names none newer
+        // than those the chain lists next.
+        let checkpoint = self
+            .get_or_missing("/checkpoint", false)
+            .await?
+            .map(|got| got.identity);
+        let verified_checkpoint = match (&trusted, &checkpoint) {
+            (Some(trusted), Some(bytes)) => Some(trust::verify_checkpoint(trusted, bytes)?),
+            (Some(_), None) => {
+                tracing::warn!("the server serves no checkpoint: the mirror holds none");
+                None
+            }
+            _ => None,
+        };
         let index_bytes = self.get("/", false).await?.identity;
         let server_index: Value = self.json("/", &index_bytes)?;
         let index: Index =
@@ -154,6 +200,23 @@ impl Mirror {
         let retained = now.index() - index.retention_hours as i64 + 1;
         let oldest = Hour::from_index(index.genesis_hour()?.index().max(retained));
         let entries = self.client.chain(oldest).await?;
+        if let Some(trusted) = &trusted {
+            let mut last = None;
+            for entry in &entries {
+                last = Some((entry.hour, trust::verify_entry(trusted, entry, last)?));
+            }
+            if let Some(cp) = &verified_checkpoint {
+                let listed = entries.iter().find(|e| e.hour == cp.hour);
+                if listed.is_some_and(|e| e.header != cp.header) {
+                    return Err(TrustError::Refused(format!(
+                        "hour {} (checkpoint): the checkpoint's header is not the chain's for that hour",
+                        cp.hour.rfc3339()
+                    ))
+                    .into());
+                }
+            }
+        }
+        let exact_since = index.exact_since_hour()?;
 
         let mut summary = Summary::default();
         let mut todo = Vec::new();
@@ -172,7 +235,10 @@ impl Mirror {
             }
         }
         let mut done = futures_util::stream::iter(todo)
-            .map(|(entry, pages)| self.hour(entry, pages))
+            .map(|(entry, pages)| {
+                let exact = exact_since.is_some_and(|since| entry.hour >= since);
+                self.hour(entry, pages, trusted.as_ref(), exact)
+            })
             .buffer_unordered(HOURS_IN_FLIGHT);
         while let Some(written) = done.next().await {
             let (files, bytes) = written?;
@@ -182,8 +248,11 @@ impl Mirror {
         }
         summary.newest = entries.last().map(|e| e.hour);
 
+        if let Some(bytes) = &checkpoint {
+            self.write_if_changed(trust::CHECKPOINT_FILE, bytes, &mut summary)?;
+        }
         if summary.newest.is_some() {
-            let doc = self.index_document(&server_index, &entries)?;
+            let doc = self.index_document(&server_index, &entries, checkpoint.is_some())?;
             self.write_if_changed(INDEX_FILE, &doc, &mut summary)?;
         }
         self.write_if_changed(WELL_KNOWN, &well_known, &mut summary)?;
@@ -202,9 +271,16 @@ impl Mirror {
 
     /// Writes one sealed hour: its forms, then its chain page (and the pages of the gap
     /// hours before it). Returns files and bytes written.
-    async fn hour(&self, entry: &ChainEntry, pages: Vec<Hour>) -> Result<(u64, u64)> {
+    async fn hour(
+        &self,
+        entry: &ChainEntry,
+        pages: Vec<Hour>,
+        trusted: Option<&crate::chain::Trusted>,
+        exact: bool,
+    ) -> Result<(u64, u64)> {
         let (mut files, mut bytes) = (0, 0);
-        for (path, body) in self.hour_files(entry).await? {
+        // Every file is fetched and checked before the first is written.
+        for (path, body) in self.hour_files(entry, trusted, exact).await? {
             bytes += self.files.write(&path, &body)?;
             files += 1;
         }
@@ -221,7 +297,12 @@ impl Mirror {
     /// The mirror's index: the server's, with the newest mirrored hour as `current`, the
     /// newest mirrored hours as `hours`, `"static": true` and `"exact_since": null`
     /// (PROTOCOL.md section 13).
-    fn index_document(&self, server_index: &Value, entries: &[ChainEntry]) -> Result<Vec<u8>> {
+    fn index_document(
+        &self,
+        server_index: &Value,
+        entries: &[ChainEntry],
+        checkpoint: bool,
+    ) -> Result<Vec<u8>> {
         let mut hours = Vec::new();
         for entry in entries.iter().rev().take(INDEX_HOURS) {
             let path = format!("{}.json", entry.hour.path());
@@ -242,13 +323,17 @@ impl Mirror {
         doc["current"] = hours.first().cloned().unwrap_or(Value::Null);
         doc["hours"] = Value::Array(hours);
         doc["static"] = Value::Bool(true);
-        // No exact hours: a file server sends no signature header to verify one by.
+        // Clients are not offered exact hours: their bodies, when mirrored, are there to
+        // be verified by their sidecars, not chosen by the index.
         doc["exact_since"] = Value::Null;
         doc["urls"] = json!({
-            "hour": "/YYYY/MM/DD/HH[.json|.hex|.bin|.ribbon|.ribbon.json|.ribbon2] (sealed hours)",
+            "hour": "/YYYY/MM/DD/HH[.json|.hex|.bin|.ribbon|.ribbon.json|.ribbon2] (sealed hours; signed forms with a .sig sidecar)",
             "chain": "/chain/YYYY/MM/DD/HH (one entry a page)",
             "well_known": WELL_KNOWN,
         });
+        if checkpoint {
+            doc["urls"]["checkpoint"] = json!(trust::CHECKPOINT_FILE);
+        }
         Ok(serde_json::to_vec(&doc).expect("JSON of values"))
     }
 }

@@ -29,6 +29,44 @@ pub enum Tamper {
     Swap(String, String),
     /// Leaves the second entry out of every `/chain/...` listing.
     DropFromChain,
+    /// Flips the lowest bit of the last byte of the body at exactly this path (query
+    /// ignored): of a raw body, of the last digit of a hex body, of the last hex digit
+    /// of a JSON document's `filter` (its `digest` made to match); and sends the
+    /// `Repr-Digest` of the bytes sent, as a proxy covering its tracks would.
+    FlipLast(String),
+    /// Answers the path with an all-zero filter of the same size (a hex body of `0`s, a
+    /// binary body of zero bytes), its `Repr-Digest` recomputed.
+    Zero(String),
+    /// Serves a key list in which the publisher's key retired after the first hour and
+    /// a key of the mirror's own ([`forger`]) follows it, vouched for by itself.
+    ForgeKeys,
+}
+
+/// The key of [`Tamper::ForgeKeys`].
+pub fn forger() -> bloomcast::chain::Signer {
+    bloomcast::chain::Signer::from_seed(&[0x24; 32])
+}
+
+/// The publisher's well-known document with the forged list of [`Tamper::ForgeKeys`].
+fn forge_keys(body: &[u8]) -> Vec<u8> {
+    let mut doc: serde_json::Value = serde_json::from_slice(body).unwrap();
+    let forger = forger();
+    let key = forger.public_key();
+    let second = Hour::from_index(first_hour().index() + 1);
+    let mut first = doc["keys"][0].clone();
+    first["last_hour"] = first_hour().rfc3339().into();
+    let trusted: bloomcast::chain::PublicKey =
+        first["public_key"].as_str().unwrap().parse().unwrap();
+    doc["keys"] = serde_json::json!([first, {
+        "id": key.id().to_string(),
+        "public_key": key.to_string(),
+        "first_hour": second.rfc3339(),
+        "last_hour": null,
+        "vouch": bloomcast::chain::hex(&forger.vouch(&key, second)),
+        "ack": bloomcast::chain::hex(&forger.acknowledge(&trusted, second)),
+    }]);
+    doc["public_key"] = key.to_string().into();
+    serde_json::to_vec(&doc).unwrap()
 }
 
 pub struct Mirror {
@@ -145,7 +183,7 @@ async fn proxy(request: Request, origin: String, tamper: Arc<Mutex<Tamper>>) -> 
         _ => asked.clone(),
     };
     // Identity encoding from the origin, so the bytes tampered with are the filter's.
-    let (status, headers, mut body) = super::upstream(&origin, &fetch).await;
+    let (status, mut headers, mut body) = super::upstream(&origin, &fetch).await;
     match &tamper {
         Tamper::FlipBit(prefix) if asked.starts_with(prefix.as_str()) && !body.is_empty() => {
             let json = headers
@@ -160,6 +198,48 @@ async fn proxy(request: Request, origin: String, tamper: Arc<Mutex<Tamper>>) -> 
             } else {
                 body[0] ^= 1;
             }
+        }
+        Tamper::FlipLast(path) if asked.split('?').next() == Some(path) && !body.is_empty() => {
+            if body.starts_with(b"{") {
+                let mut doc: serde_json::Value = serde_json::from_slice(&body).unwrap();
+                let mut hex = doc["filter"].as_str().unwrap().to_owned();
+                let last = hex.pop().unwrap().to_digit(16).unwrap() ^ 1;
+                doc["filter"] = format!("{hex}{last:x}").into();
+                if doc.get("digest").is_some() {
+                    // The digest of the filter's (or the ribbon's) bytes, made to match.
+                    let bytes = bloomcast::bloom::from_hex(doc["filter"].as_str().unwrap());
+                    doc["digest"] =
+                        bloomcast::chain::hex(&bloomcast::chain::digest(&bytes.unwrap())).into();
+                }
+                body = serde_json::to_vec(&doc).unwrap();
+            } else if path.ends_with(".hex") {
+                let text = String::from_utf8(body).unwrap();
+                let mut hex = text.trim_end().to_owned();
+                let last = hex.pop().unwrap().to_digit(16).unwrap() ^ 1;
+                body = format!("{hex}{last:x}").into_bytes();
+            } else {
+                *body.last_mut().unwrap() ^= 1;
+            }
+            headers.insert(
+                "repr-digest",
+                bloomcast::chain::repr_digest(&body).parse().unwrap(),
+            );
+        }
+        Tamper::Zero(path) if asked.split('?').next() == Some(path) => {
+            body = if path.ends_with(".hex") {
+                "0".repeat(String::from_utf8_lossy(&body).trim_end().len())
+                    .into_bytes()
+            } else {
+                vec![0; body.len()]
+            };
+            headers.insert(
+                "repr-digest",
+                bloomcast::chain::repr_digest(&body).parse().unwrap(),
+            );
+        }
+        Tamper::ForgeKeys if asked == "/.well-known/bloomcast.json" => {
+            body = forge_keys(&body);
+            headers.remove("repr-digest");
         }
         Tamper::DropFromChain if asked.starts_with("/chain/") => {
             let mut list: Vec<serde_json::Value> = serde_json::from_slice(&body).unwrap();

@@ -123,9 +123,13 @@ fn lines(out: &Output) -> Vec<String> {
 }
 
 /// Flips a bit of hour `n`'s filter in its JSON documents and drops their gzip
-/// siblings, so nginx serves the tampered bytes.
+/// siblings, so nginx serves the tampered bytes; drops its signed forms' sidecars too,
+/// so that a client given the key reads the documents (it uses no unsigned ribbon).
 fn tamper(dir: &Path, n: i64) {
     let stem = dir.join(hour(n).path().trim_start_matches('/'));
+    for signed in [".ribbon", ".ribbon.json", ".ribbon2"] {
+        std::fs::remove_file(format!("{}{signed}.sig", stem.display())).unwrap();
+    }
     for file in [stem.clone(), stem.with_extension("json")] {
         let mut doc: serde_json::Value =
             serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
@@ -179,6 +183,30 @@ pub async fn nginx_serves_the_mirror_to_check_and_verify_with_the_right_types() 
             );
         }
     }
+    // Each signed form's sidecar: its Bloom-Signature as the origin sent it, as text.
+    for signed in [".ribbon", ".ribbon.json", ".ribbon2"] {
+        let reply = http
+            .get(format!("{stem}{signed}.sig"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(reply.status(), 200, "{signed}.sig");
+        assert_eq!(
+            reply.headers()["content-type"],
+            "text/plain; charset=utf-8",
+            "{signed}.sig"
+        );
+        let origin = http
+            .get(format!("{}{}{signed}", s.origin.base(), hour(1).path()))
+            .send()
+            .await
+            .unwrap();
+        let want = origin.headers()["bloom-signature"]
+            .to_str()
+            .unwrap()
+            .to_owned();
+        assert_eq!(reply.text().await.unwrap().trim(), want, "{signed}.sig");
+    }
     let chain = http
         .get(format!("{}/chain{}", s.nginx.base, hour(0).path()))
         .send()
@@ -197,7 +225,15 @@ pub async fn nginx_serves_the_mirror_to_check_and_verify_with_the_right_types() 
     let verify = move || {
         bloomcast(
             [
-                "verify", "--pubkey", &key, "--since", &since, "--url", &base,
+                "verify",
+                "--pubkey",
+                &key,
+                "--since",
+                &since,
+                "--url",
+                &base,
+                // Hours of 2008: stale on purpose.
+                "--accept-stale",
             ]
             .map(String::from)
             .to_vec(),
@@ -278,8 +314,8 @@ pub async fn the_python_client_checks_and_verifies_the_nginx_mirror() {
     let mut check: Vec<String> = ["check", "--server", &s.nginx.base, "--since", &since]
         .map(String::from)
         .to_vec();
-    // The mirror's hours are 2008's: stale to a client that checks its source is current,
-    // and accepted as such on purpose (the clients' hostile-mirror tests have the refusals).
+    // The mirror's hours are 2008's and the test publisher signed no checkpoint: stale
+    // by this machine's clock, on purpose.
     check.extend([
         "--pubkey".into(),
         s.origin.pubkey.clone(),
@@ -288,13 +324,13 @@ pub async fn the_python_client_checks_and_verifies_the_nginx_mirror() {
     check.extend(probe_ids());
     let verify: Vec<String> = [
         "verify",
-        "--accept-stale",
         "--pubkey",
         &s.origin.pubkey,
         "--since",
         &since,
         "--url",
         &s.nginx.base,
+        "--accept-stale",
     ]
     .map(String::from)
     .to_vec();
@@ -324,7 +360,8 @@ pub async fn the_js_client_checks_the_nginx_mirror() {
     let s = served().await;
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("clients/js");
     let script = s.dir.parent().unwrap().join("check.mjs");
-    // The default strategy (a union, which a mirror does not have) and hour by hour.
+    // The default strategy (a union, which a mirror does not have) and hour by hour; the
+    // mirror's 2008 hours are stale by this machine's clock, on purpose.
     std::fs::write(
         &script,
         format!(

@@ -151,13 +151,17 @@ pub fn snapshot(dir: &Path) -> BTreeMap<PathBuf, (Vec<u8>, SystemTime)> {
     out
 }
 
-/// The files of one mirrored hour (every form, its gzip siblings, its chain page).
+/// The files of one mirrored hour (every form, its gzip siblings, each signed form's
+/// `.sig` sidecar, its chain page).
 pub fn hour_files(dir: &Path, h: Hour) -> Vec<PathBuf> {
     let stem = h.path();
     let mut names: Vec<String> = ["", ".json", ".hex", ".bin", ".ribbon.json"]
         .iter()
         .flat_map(|s| [format!("{stem}{s}"), format!("{stem}{s}.gz")])
         .collect();
+    for signed in [".ribbon", ".ribbon.json", ".ribbon2"] {
+        names.push(format!("{stem}{signed}.sig"));
+    }
     names.push(format!("{stem}.ribbon"));
     names.push(format!("{stem}.ribbon2"));
     names.push(format!("/chain{stem}"));
