@@ -82,7 +82,10 @@ impl ClientBuilder {
     /// signed, so [`Client::changed_since`] fetches hour by hour, v1 filters and exact
     /// bodies only. After key
     /// rotations, any of the keys the server lists may be given: the list must name it,
-    /// and each hour verifies under the key listed for it.
+    /// and is trusted only from it (PROTOCOL.md section 11, "Trust"): the keys it
+    /// vouched for, and those that acknowledged it, each signing the hours listed for it;
+    /// an hour listed under any other key (a mirror's own, "vouched" for by itself) is
+    /// refused, naming that key.
     ///
     /// ```
     /// let key = "d75a980182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a";

@@ -298,7 +298,7 @@ pub struct Client {
     /// Trust on first use: pin the server's list of keys in `cache_dir` and verify with it.
     pin: bool,
     /// The publisher's keys as last read and trusted (see `keys.rs`).
-    keyring: tokio::sync::Mutex<Option<std::sync::Arc<crate::chain::KeyList>>>,
+    keyring: tokio::sync::Mutex<Option<std::sync::Arc<keys::Keys>>>,
     /// The newest hour index recorded in the pin (`i64::MIN`: none).
     pin_mark: std::sync::atomic::AtomicI64,
     /// Set once a raw filter came without its `Bloom-*` headers (a static mirror): filters

@@ -158,7 +158,8 @@ impl Client {
     /// [`ClientError::Unverified`] naming the first entry that fails; transport errors
     /// and error statuses of the first page.
     pub async fn chain(&self, since: Hour) -> Result<Vec<ChainEntry>> {
-        let verifying = self.keys(None).await?.is_some();
+        // Asked for `since`: a refused key list refuses it, by name.
+        let verifying = self.keys(Some(since)).await?.is_some();
         let mut entries: Vec<ChainEntry> = Vec::new();
         let mut path = Some(format!("/chain{}?limit=1000", since.path()));
         let mut last: Option<(Hour, Hash)> = None;
@@ -203,7 +204,7 @@ impl Client {
     /// naming the first hour that fails (a changed byte, a missing or swapped hour, a
     /// broken link, another key); transport errors and error statuses.
     pub async fn verify_chain(&self, since: Hour) -> Result<ChainReport> {
-        if self.keys(None).await?.is_none() {
+        if self.keys(Some(since)).await?.is_none() {
             return Err(ClientError::Argument(
                 "verifying needs the publisher's public key (--pubkey)".into(),
             ));
