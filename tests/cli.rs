@@ -509,6 +509,8 @@ async fn check_reads_exact_hours_when_cheaper_or_forced_and_inspect_prints_one()
         .as_str()
         .unwrap()
         .to_owned();
+    // Hours of 2008, far behind this machine's clock (stale), their open hour's
+    // versions made then: on purpose.
     let base = [
         "check",
         "--server",
@@ -516,6 +518,9 @@ async fn check_reads_exact_hours_when_cheaper_or_forced_and_inspect_prints_one()
         "--since",
         "2008-09-03T05",
         "--json",
+        "--accept-stale",
+        "--freshness",
+        "600000000",
     ];
 
     for extra in [
@@ -592,6 +597,8 @@ async fn check_flags_never_registered_ids_at_most_at_the_target_rate_once_a_univ
         .as_str()
         .unwrap()
         .to_owned();
+    // Hours of 2008, far behind this machine's clock (stale), their open hour's
+    // versions made then: on purpose.
     let base = [
         "check",
         "--server",
@@ -599,6 +606,9 @@ async fn check_flags_never_registered_ids_at_most_at_the_target_rate_once_a_univ
         "--since",
         "2008-09-03T05",
         "--json",
+        "--accept-stale",
+        "--freshness",
+        "600000000",
     ];
     // Two sealed hours (the open one is empty): 2,000 (ID, hour) trials, each flagged at
     // most at the service's target of 0.01.
@@ -675,7 +685,8 @@ async fn check_and_history_fail_naming_a_damaged_hour_and_check_json_says_so_on_
     let damaged = "2008-09-03T06:00:00Z";
     let all = ids.concat().join("\n");
     let check = |extra: &[&str]| {
-        let mut args = strings(&["check", "--server", &server.base]);
+        // Hours of 2008, far behind this machine's clock (stale): on purpose.
+        let mut args = strings(&["check", "--server", &server.base, "--accept-stale"]);
         args.extend(strings(extra));
         args.push("-".into());
         bloomcast_async(args, all.clone())

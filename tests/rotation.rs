@@ -136,6 +136,10 @@ async fn the_sdk_and_the_cli_verify_the_chain_across_both_rotations() {
             .args([
                 "--pubkey",
                 &signer(3).public_key().to_string(),
+                // Hours of 2008 (made then), far behind this machine's clock: on purpose.
+                "--accept-stale",
+                "--freshness",
+                "600000000",
                 "id0",
                 "id3",
             ])

@@ -20,6 +20,8 @@ pub struct ClientBuilder {
     pin: bool,
     fetch_cost: u64,
     registered: bool,
+    freshness: Duration,
+    accept_stale: bool,
 }
 
 impl ClientBuilder {
@@ -99,6 +101,27 @@ impl ClientBuilder {
         self
     }
 
+    /// How old a version of the open hour may be when verified with a key (default
+    /// [`DEFAULT_FRESHNESS`](crate::DEFAULT_FRESHNESS), 600 s): each version carries its
+    /// `Bloom-Open-Signature` with the time it was made, and one made longer ago (an
+    /// older version replayed, hiding the changes since) is refused with
+    /// [`ClientError::Unverified`] naming the hour.
+    pub fn freshness(mut self, freshness: Duration) -> Self {
+        self.freshness = freshness;
+        self
+    }
+
+    /// Whether [`Client::changed_since`] and its variants return an answer whose source
+    /// is not shown current (its newest hour more than [`LAG_HOURS`](crate::LAG_HOURS)
+    /// hours behind this machine's clock; with a key, a checkpoint naming a newer
+    /// sealed hour, made long ago, or missing) as an answer (`true`), its
+    /// [`Coverage::stale`](crate::Coverage) saying why, or as
+    /// [`ClientError::Stale`] carrying it (`false`, the default).
+    pub fn accept_stale(mut self, accept: bool) -> Self {
+        self.accept_stale = accept;
+        self
+    }
+
     /// The bearer token for [`Client::ingest`].
     pub fn token(mut self, token: impl Into<String>) -> Self {
         self.token = Some(token.into());
@@ -168,6 +191,10 @@ impl ClientBuilder {
             pin_mark: std::sync::atomic::AtomicI64::new(i64::MIN),
             static_layout: Default::default(),
             verified: std::sync::Mutex::default(),
+            unverified: std::sync::Mutex::default(),
+            open_made: std::sync::Mutex::default(),
+            freshness: self.freshness,
+            accept_stale: self.accept_stale,
         })
     }
 }
@@ -194,6 +221,8 @@ impl Client {
             pin: false,
             fetch_cost: DEFAULT_FETCH_COST,
             registered: false,
+            freshness: crate::DEFAULT_FRESHNESS,
+            accept_stale: false,
         }
     }
 }

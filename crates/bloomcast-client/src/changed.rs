@@ -7,7 +7,7 @@
 use super::choice::{wasted, Choice, Form, Forms};
 use super::held::Held;
 use super::refine::Reading;
-use super::{fetch, plan, Changed, Client, ClientError, Index, Result, Strategy};
+use super::{fetch, plan, Answer, Changed, Client, ClientError, Coverage, Index, Result, Strategy};
 use crate::bloom::{Filter, Key};
 use crate::hour::Hour;
 use std::collections::HashMap;
@@ -90,6 +90,58 @@ impl Client {
         strategy: Strategy,
         forms: Forms,
     ) -> Result<Vec<Changed>> {
+        Ok(self
+            .changed_since_covering(ids, since, strategy, forms)
+            .await?
+            .changes)
+    }
+
+    /// [`Client::changed_since_in`], with what the answer covers ([`Coverage`]): the
+    /// first and last hours read, with a key the hours used unverified (an open hour
+    /// served unsigned), and why the source is not shown current (PROTOCOL.md section
+    /// 11): its newest hour more than [`crate::LAG_HOURS`] hours before this machine's
+    /// current hour, or with a key, its verified checkpoint (`GET /checkpoint`; a static
+    /// mirror's `/checkpoint.json`) naming a sealed hour it does not offer or made more
+    /// than that long ago, or no checkpoint where nothing else signed shows it current.
+    ///
+    /// # Errors
+    /// As [`Client::changed_since_in`]; [`ClientError::Stale`] carrying the answer when
+    /// it is stale, unless the client accepts stale answers
+    /// ([`super::ClientBuilder::accept_stale`]); [`ClientError::Unverified`] for a
+    /// checkpoint that does not verify.
+    pub async fn changed_since_covering<S: AsRef<str>>(
+        &self,
+        ids: &[S],
+        since: Hour,
+        strategy: Strategy,
+        forms: Forms,
+    ) -> Result<Answer> {
+        let (changes, index, last) = self.changes_in(ids, since, strategy, forms).await?;
+        let verifying = self.keys(None).await?.is_some();
+        let stale = self.staleness(&index).await?;
+        let answer = Answer {
+            changes,
+            coverage: Coverage {
+                first: Some(since),
+                last: Some(last),
+                unverified: verifying.then(|| self.unverified_hours(since, last)),
+                stale,
+            },
+        };
+        if !answer.coverage.stale.is_empty() && !self.accept_stale {
+            return Err(ClientError::Stale(Box::new(answer)));
+        }
+        Ok(answer)
+    }
+
+    /// The changes from `since`, the index they were read by, and the last hour read.
+    async fn changes_in<S: AsRef<str>>(
+        &self,
+        ids: &[S],
+        since: Hour,
+        strategy: Strategy,
+        forms: Forms,
+    ) -> Result<(Vec<Changed>, Index, Hour)> {
         let index = self.index().await?;
         let now = index.current_hour()?;
         if since > now {
@@ -153,7 +205,7 @@ impl Client {
             let (_, to) = fetched.range()?;
             let filter: &Filter = &fetched.filter;
             let ids = pick(&|key| filter.contains_key(key));
-            return Ok(if ids.is_empty() {
+            let changes = if ids.is_empty() {
                 vec![]
             } else {
                 vec![Changed {
@@ -161,7 +213,8 @@ impl Client {
                     to,
                     ids,
                 }]
-            });
+            };
+            return Ok((changes, index, to));
         }
         let mut out = Vec::new();
         let mut hour = since;
@@ -209,7 +262,7 @@ impl Client {
             }
             hour = hour.next();
         }
-        Ok(out)
+        Ok((out, index, now))
     }
 
     /// A closed hour in the form that minimises filter bytes plus wasted fetches: one

@@ -36,6 +36,13 @@ pub enum ClientError {
     /// store; a caller never skips the hours.
     #[error("{}", corrupt_message(.hours))]
     Corrupt { hours: Vec<Hour> },
+    /// An answer whose source is not shown current (PROTOCOL.md section 11): its
+    /// [`Coverage::stale`](crate::Coverage) says why, one line per reason naming the hour.
+    /// The answer holds for the hours it covers and says nothing of those after them.
+    /// Returned unless the client accepts such answers
+    /// ([`ClientBuilder::accept_stale`](crate::ClientBuilder::accept_stale)).
+    #[error("{}", .0.coverage.stale.join("; "))]
+    Stale(Box<crate::Answer>),
     /// The answer came but does not follow the protocol.
     #[error("unexpected response: {0}")]
     Protocol(String),

@@ -21,6 +21,7 @@ mod changed;
 mod choice;
 mod clock;
 mod compact;
+mod coverage;
 mod dictionaries;
 mod error;
 mod exact_hours;
@@ -38,6 +39,7 @@ pub use choice::{
     cheapest_form, cheapest_form_of, exact_or, Choice, Form, Forms, DEFAULT_FETCH_COST, RIBBON_BITS,
 };
 pub use clock::ClockReport;
+pub use coverage::{Answer, Coverage, DEFAULT_FRESHNESS, LAG_HOURS};
 pub use error::ClientError;
 pub use history::{default_cache_dir, IdHistory};
 pub use plan::Strategy;
@@ -307,6 +309,15 @@ pub struct Client {
     /// Hours verified so far: index → (previous header, header), to check chain links.
     verified:
         std::sync::Mutex<std::collections::HashMap<i64, (crate::chain::Hash, crate::chain::Hash)>>,
+    /// With a key: open hours used without a signature (hour indexes).
+    unverified: std::sync::Mutex<std::collections::BTreeSet<i64>>,
+    /// With a key: each open hour's verified version's `made` (Unix seconds).
+    open_made: std::sync::Mutex<std::collections::HashMap<i64, i64>>,
+    /// How old a version of the open hour may be, with a key.
+    freshness: std::time::Duration,
+    /// Return an answer whose source is not shown current rather than
+    /// [`ClientError::Stale`].
+    accept_stale: bool,
 }
 
 impl Client {

@@ -57,8 +57,9 @@ pub(super) fn malformed(hour: &str, detail: impl Into<String>) -> ClientError {
 impl Client {
     /// Checks a freshly fetched filter from `path` when the client has a public key: a
     /// complete hour must carry a valid signature over its bytes' digest and link up
-    /// with the neighbouring hours this client verified before. Unions and the open
-    /// hour are not signed (they are not part of the chain) and pass unchecked.
+    /// with the neighbouring hours this client verified before; a version of the open
+    /// hour, its `Bloom-Open-Signature` within the freshness bound (unsigned: used, and
+    /// listed unverified). Unions are not signed and pass unchecked.
     pub(super) async fn check_signed(
         &self,
         path: &str,
@@ -69,12 +70,17 @@ impl Client {
         let Ok(hour) = Hour::parse_path(stem) else {
             return Ok(());
         };
-        if !fetched.meta.complete {
-            return Ok(());
-        }
         let Some(keys) = self.keys(Some(hour)).await? else {
             return Ok(());
         };
+        if !fetched.meta.complete {
+            // A version of the open hour: signed on its own, with when it was made.
+            let value = headers
+                .get(chain::HEADER_OPEN_SIGNATURE)
+                .and_then(|v| v.to_str().ok());
+            let digest = chain::digest(&fetched.filter.bytes());
+            return self.check_open(&keys, hour, &digest, value);
+        }
         let name = hour.rfc3339();
         let header = |n: &str| headers.get(n).and_then(|v| v.to_str().ok());
         let (prev, field) = if header(chain::HEADER_PREV).is_none()
