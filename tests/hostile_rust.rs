@@ -29,6 +29,7 @@ type Rewrite = dyn Fn(&str, &mut StatusCode, &mut HeaderMap, &mut Vec<u8>) + Sen
 /// A proxy in front of `origin` applying `rewrite` to every response.
 struct Hostile {
     base: String,
+    origin: Arc<Mutex<String>>,
     rewrite: Arc<Mutex<Arc<Rewrite>>>,
     _runtime: tokio::runtime::Runtime,
 }
@@ -45,13 +46,15 @@ impl Hostile {
             .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
             .unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
+        let origin = Arc::new(Mutex::new(origin.to_owned()));
         let app = axum::Router::new().fallback({
-            let (origin, rewrite) = (origin.to_owned(), rewrite.clone());
+            let (origin, rewrite) = (origin.clone(), rewrite.clone());
             move |request: Request| forward(request, origin.clone(), rewrite.clone())
         });
         runtime.spawn(async move { axum::serve(listener, app).await.unwrap() });
         Hostile {
             base,
+            origin,
             rewrite,
             _runtime: runtime,
         }
@@ -65,7 +68,12 @@ impl Hostile {
     }
 }
 
-async fn forward(request: Request, origin: String, rewrite: Arc<Mutex<Arc<Rewrite>>>) -> Response {
+async fn forward(
+    request: Request,
+    origin: Arc<Mutex<String>>,
+    rewrite: Arc<Mutex<Arc<Rewrite>>>,
+) -> Response {
+    let origin = origin.lock().unwrap().clone();
     let asked = request
         .uri()
         .path_and_query()
@@ -109,6 +117,148 @@ fn get_bytes(base: &str, path: &str) -> Vec<u8> {
             .unwrap()
             .to_vec()
     })
+}
+
+/// A publisher signing with a key the test holds (seed 11), hours 05, 06 and 07 sealed
+/// with `mirror::ids(0..3)`, 08 open with `open:0..10`, behind a [`Hostile`] proxy; the
+/// publisher's clock is of 2008, so everything it serves is far behind this machine's
+/// clock (stale) and its own open-hour versions were made then.
+struct Signed {
+    hostile: Hostile,
+    signer: Signer,
+    origin: String,
+    _server: common::inproc::InProcess,
+    _key: tempfile::TempDir,
+}
+
+impl Signed {
+    fn start() -> Signed {
+        let key = tempfile::tempdir().unwrap();
+        let key_file = key.path().join("signing-key");
+        std::fs::write(&key_file, chain::hex(&[11; 32])).unwrap();
+        // The proxy first (its runtime serves the publisher too), pointed at it after.
+        let hostile = Hostile::start("");
+        let server = hostile._runtime.block_on(async {
+            let server = common::inproc::serve(
+                "127.0.0.1:0".parse().unwrap(),
+                mirror::TOKEN,
+                mirror::first_hour(),
+                move |s| s.signing_key_file = key_file,
+            )
+            .await;
+            let http = reqwest::Client::new();
+            for n in 0..4 {
+                let ids = match n {
+                    3 => (0..10).map(|i| format!("open:{i}")).collect(),
+                    n => mirror::ids(n),
+                };
+                let reply = http
+                    .post(format!("{}/updates", server.base))
+                    .bearer_auth(mirror::TOKEN)
+                    .json(&serde_json::json!({ "ids": ids }))
+                    .send()
+                    .await
+                    .unwrap();
+                assert!(reply.status().is_success());
+                if n < 3 {
+                    server.clock.advance(chrono::Duration::hours(1));
+                }
+            }
+            let sealed = http
+                .get(format!("{}{}.bin", server.base, hour(2).path()))
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(sealed.headers()["bloom-complete"], "true");
+            server
+        });
+        let origin = server.base.clone();
+        *hostile.origin.lock().unwrap() = origin.clone();
+        Signed {
+            hostile,
+            signer: Signer::from_seed(&[11; 32]),
+            origin,
+            _server: server,
+            _key: key,
+        }
+    }
+
+    fn pubkey(&self) -> String {
+        self.signer.public_key().to_string()
+    }
+
+    fn block_on<F: std::future::Future>(&self, f: F) -> F::Output {
+        self.hostile._runtime.block_on(f)
+    }
+
+    /// The hour's chain header, as the publisher lists it.
+    fn header(&self, n: i64) -> chain::Hash {
+        let page = get_json(&self.origin, &format!("/chain{}?limit=1", hour(n).path()));
+        chain::parse_hex::<32>(page[0]["header"].as_str().unwrap()).unwrap()
+    }
+
+    /// A checkpoint of hour `n` made at `made`, signed by the publisher's key.
+    fn checkpoint(&self, n: i64, made: i64) -> String {
+        let header = self.header(n);
+        serde_json::json!({
+            "hour": hour(n).rfc3339(), "header": chain::hex(&header), "made": made,
+            "signature": chain::hex(&self.signer.checkpoint(made, hour(n), &header)),
+            "key_id": self.signer.public_key().id().to_string(),
+        })
+        .to_string()
+    }
+
+    /// The open hour (08) re-signed as made `age` seconds ago by the publisher's key
+    /// (`None`: served without its signature), and `/checkpoint` as `checkpoint`
+    /// (`None`: as the publisher serves it), the index withholding hour 07 when
+    /// `withhold`.
+    fn serve(&self, open_age: Option<i64>, checkpoint: Option<String>, withhold: bool) {
+        let signer = Signer::from_seed(&[11; 32]);
+        let open = format!("{}.bin", hour(3).path());
+        self.hostile.set(move |asked, status, headers, body| {
+            let path = asked.split('?').next().unwrap_or(asked);
+            if path == open {
+                headers.remove("etag");
+                headers.remove("bloom-open-signature");
+                if let Some(age) = open_age {
+                    let made = now() - age;
+                    let sig = signer.sign_open(hour(3), made, &chain::digest(body));
+                    let value = format!(
+                        "{}; keyid=\"{}\"; made={made}",
+                        chain::hex(&sig),
+                        signer.public_key().id()
+                    );
+                    headers.insert(
+                        "bloom-open-signature",
+                        HeaderValue::from_str(&value).unwrap(),
+                    );
+                }
+            } else if path == "/checkpoint" {
+                if let Some(doc) = &checkpoint {
+                    *status = StatusCode::OK;
+                    *body = doc.clone().into_bytes();
+                }
+            } else if path == "/" && withhold {
+                let mut doc: serde_json::Value = serde_json::from_slice(body).unwrap();
+                let hours = doc["hours"].as_array_mut().unwrap();
+                hours.retain(|h| h["hour"] != hour(3).rfc3339());
+                let newest = hours
+                    .iter()
+                    .find(|h| h["hour"] == hour(2).rfc3339())
+                    .unwrap()
+                    .clone();
+                doc["current"] = newest;
+                *body = serde_json::to_vec(&doc).unwrap();
+            }
+        });
+    }
+}
+
+fn now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64
 }
 
 fn cli(args: &[&str]) -> Output {
@@ -279,4 +429,232 @@ async fn a_forged_key_list_is_refused_by_the_sdk_and_the_honest_one_accepted() {
         "{err}"
     );
     tokio::task::block_in_place(move || drop(hostile));
+}
+
+/// `bloomcast check --server <proxy> --since 05 <args>` on a thread of its own.
+fn check(fx: &Signed, args: &[&str]) -> Output {
+    let mut all = vec![
+        "check",
+        "--server",
+        &fx.hostile.base,
+        "--since",
+        "2008-09-03T05",
+    ];
+    all.extend(args);
+    cli(&all)
+}
+
+fn json_of(out: &Output) -> serde_json::Value {
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)))
+}
+
+#[test]
+fn a_stale_source_exits_3_naming_its_newest_hour_and_the_answer_is_printed_anyway() {
+    let fx = Signed::start();
+    fx.serve(Some(0), None, false);
+    let newest = hour(3).rfc3339();
+
+    let out = check(&fx, &["h1:0", "nobody"]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(err.contains("is stale") && err.contains(&newest), "{err}");
+    assert!(
+        err.contains(&format!("read {} through {newest}", hour(0).rfc3339())),
+        "{err}"
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "h1:0");
+
+    let out = check(&fx, &["--accept-stale", "--json", "h1:0"]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains("(accepted: --accept-stale)"), "{err}");
+    let doc = json_of(&out);
+    assert_eq!(doc["changed"], serde_json::json!(["h1:0"]));
+    assert_eq!(doc["from"], hour(0).rfc3339());
+    assert_eq!(doc["to"], newest);
+    assert_eq!(doc["unverified"], serde_json::Value::Null, "no key: {doc}");
+    let stale = doc["stale"].as_array().unwrap();
+    assert!(
+        stale.iter().any(|r| r.as_str().unwrap().contains(&newest)),
+        "{doc}"
+    );
+}
+
+#[test]
+fn a_withholding_mirror_is_told_by_a_fresh_checkpoint_naming_a_newer_hour() {
+    let fx = Signed::start();
+    let key = fx.pubkey();
+    let args = ["--pubkey", &key, "--accept-stale", "--json", "h2:0"];
+    // The index hides sealed hour 07 (shows it as the open one); the publisher's fresh
+    // checkpoint names it sealed.
+    fx.serve(Some(0), Some(fx.checkpoint(2, now() - 60)), true);
+    let out = check(&fx, &args);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let doc = json_of(&out);
+    let withheld: Vec<&str> = doc["stale"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|r| r.as_str().filter(|r| r.contains("withholds")))
+        .collect();
+    assert_eq!(withheld.len(), 1, "{doc}");
+    assert!(
+        withheld[0].contains(&hour(2).rfc3339()) && withheld[0].contains(&hour(1).rfc3339()),
+        "{doc}"
+    );
+    let out = check(
+        &fx,
+        &args[..2]
+            .iter()
+            .chain(&["h2:0"])
+            .copied()
+            .collect::<Vec<_>>(),
+    );
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    assert!(stderr(&out).contains("withholds"), "{}", stderr(&out));
+
+    // Not withheld: the same fresh checkpoint names no hour the source does not offer.
+    fx.serve(Some(0), Some(fx.checkpoint(2, now() - 60)), false);
+    let doc = json_of(&check(&fx, &args));
+    assert!(!doc["stale"].to_string().contains("withholds"), "{doc}");
+    // A checkpoint signed by another key is refused, naming its hour.
+    let forged = {
+        let mut doc: serde_json::Value = serde_json::from_str(&fx.checkpoint(2, now())).unwrap();
+        doc["made"] = (now() - 1).into();
+        doc.to_string()
+    };
+    fx.serve(Some(0), Some(forged), false);
+    let out = check(&fx, &args);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains(&format!("{} (checkpoint)", hour(2).rfc3339())),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn an_open_hour_version_replayed_past_the_freshness_bound_is_refused() {
+    let fx = Signed::start();
+    let key = fx.pubkey();
+    fx.serve(Some(3600), None, false);
+    let out = check(&fx, &["--pubkey", &key, "--accept-stale", "open:1"]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains(&format!("{} (open)", hour(3).rfc3339()))
+            && err.contains("past the freshness bound of 600 s"),
+        "{err}"
+    );
+    assert!(out.stdout.is_empty(), "no answer");
+    // Within a wider bound, or fresh, it is read and verified.
+    let out = check(
+        &fx,
+        &[
+            "--pubkey",
+            &key,
+            "--accept-stale",
+            "--freshness",
+            "7200",
+            "open:1",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "open:1");
+    fx.serve(Some(5), None, false);
+    let out = check(
+        &fx,
+        &["--pubkey", &key, "--accept-stale", "--json", "open:1"],
+    );
+    assert_eq!(json_of(&out)["unverified"], serde_json::json!([]));
+}
+
+#[test]
+fn an_unsigned_open_hour_is_used_and_listed_unverified() {
+    let fx = Signed::start();
+    let key = fx.pubkey();
+    fx.serve(None, None, false);
+    let out = check(
+        &fx,
+        &["--pubkey", &key, "--accept-stale", "--json", "open:1"],
+    );
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let doc = json_of(&out);
+    assert_eq!(doc["changed"], serde_json::json!(["open:1"]));
+    assert_eq!(doc["unverified"], serde_json::json!([hour(3).rfc3339()]));
+    assert!(
+        err.contains(&format!(
+            "unverified (no signature to check): {}",
+            hour(3).rfc3339()
+        )),
+        "{err}"
+    );
+}
+
+#[test]
+fn the_sdk_says_what_an_answer_covers_and_refuses_a_stale_one_unless_accepted() {
+    let fx = Signed::start();
+    let key: chain::PublicKey = fx.pubkey().parse().unwrap();
+    let builder = || Client::builder(&fx.hostile.base).pubkey(key);
+    let ids = ["h1:0", "open:1"];
+    fx.serve(None, Some(fx.checkpoint(2, now() - 60)), true);
+
+    let refused = fx.block_on(builder().build().unwrap().changed_since(&ids, hour(0)));
+    let Err(ClientError::Stale(answer)) = refused else {
+        panic!("expected Stale, got {refused:?}");
+    };
+    assert!(
+        answer
+            .coverage
+            .stale
+            .iter()
+            .any(|r| r.contains("withholds")),
+        "{answer:?}"
+    );
+    assert_eq!(answer.changes.len(), 1, "the answer is carried: {answer:?}");
+
+    let client = builder().accept_stale(true).build().unwrap();
+    let answer = fx
+        .block_on(client.changed_since_covering(
+            &ids,
+            hour(0),
+            bloomcast::client::Strategy::Auto,
+            bloomcast::client::Forms::Auto,
+        ))
+        .unwrap();
+    let coverage = answer.coverage;
+    assert_eq!(
+        (coverage.first, coverage.last),
+        (Some(hour(0)), Some(hour(2)))
+    );
+    assert_eq!(coverage.unverified, Some(vec![]), "07 is sealed, signed");
+    assert!(!coverage.stale.is_empty());
+
+    // The open hour unsigned (the index honest): used, listed unverified.
+    fx.serve(None, None, false);
+    let answer = fx
+        .block_on(client.changed_since_covering(
+            &ids,
+            hour(0),
+            bloomcast::client::Strategy::Auto,
+            bloomcast::client::Forms::Auto,
+        ))
+        .unwrap();
+    assert_eq!(answer.coverage.unverified, Some(vec![hour(3)]));
+    assert!(answer.changes.iter().any(|c| c.from == hour(3)));
+    // Replayed: refused, naming the hour; within a wider bound, verified.
+    fx.serve(Some(3600), None, false);
+    let replayed = builder().accept_stale(true).build().unwrap();
+    let err = fx.block_on(replayed.hour(hour(3))).unwrap_err();
+    assert!(
+        matches!(err, ClientError::Unverified(_)) && err.to_string().contains("freshness bound"),
+        "{err}"
+    );
+    let wide = builder()
+        .freshness(std::time::Duration::from_secs(7200))
+        .build()
+        .unwrap();
+    assert!(fx.block_on(wide.hour(hour(3))).is_ok());
 }
