@@ -527,10 +527,11 @@ async fn check_reads_exact_hours_when_cheaper_or_forced_and_inspect_prints_one()
         // The universe's own IDs, declared so: exact bodies alone.
         vec!["--registered"],
         // Forced, where a wasted fetch costs nothing (it would read Bloom filters), and
-        // verifying (v1 filters at 0.01 would waste 20 fetches an hour): each exact body
-        // refines an approximate form, exact for these IDs all the same.
+        // forced while verifying (each exact body and the form it refines verified by
+        // its own signature): each exact body refines an approximate form, exact for
+        // these IDs all the same.
         vec!["--exact", "--fetch-cost", "0"],
-        vec!["--pubkey", &key],
+        vec!["--exact", "--pubkey", &key],
     ] {
         let mut args = strings(&base);
         args.extend(strings(&extra));

@@ -11,7 +11,7 @@ use axum::extract::Request;
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::Response;
 use bloomcast::chain::{self, Signer};
-use bloomcast::client::{Client, ClientError};
+use bloomcast::client::{Changed, Client, ClientError};
 use bloomcast::hour::Hour;
 use common::mirror;
 use std::collections::HashMap;
@@ -657,4 +657,133 @@ fn the_sdk_says_what_an_answer_covers_and_refuses_a_stale_one_unless_accepted() 
         .build()
         .unwrap();
     assert!(fx.block_on(wide.hour(hour(3))).is_ok());
+}
+
+/// How the proxy treats hour 06's ribbons (`.ribbon`, `.ribbon2`).
+#[derive(Clone, Copy, Debug)]
+enum Forms {
+    /// Flips a bit of the body's last byte (it still decodes).
+    Flip,
+    /// Drops its `Bloom-Signature`.
+    Strip,
+}
+
+impl Signed {
+    fn serve_forms(&self, how: Forms) {
+        let stem = hour(1).path();
+        self.hostile.set(move |asked, _, headers, body| {
+            let path = asked.split('?').next().unwrap_or(asked);
+            let ribbon = path == format!("{stem}.ribbon") || path == format!("{stem}.ribbon2");
+            if !ribbon || body.is_empty() {
+                return;
+            }
+            headers.remove("etag");
+            headers.remove("repr-digest");
+            match how {
+                Forms::Flip => *body.last_mut().unwrap() ^= 1,
+                Forms::Strip => {
+                    headers.remove("bloom-signature");
+                }
+            }
+        });
+    }
+}
+
+/// Many IDs checked at a dear fetch: closed hours are cheapest as ribbons.
+fn many_ids() -> Vec<String> {
+    (0..2000)
+        .map(|i| format!("nobody:{i}"))
+        .chain(["h1:3".to_owned()])
+        .collect()
+}
+
+#[test]
+fn a_tampered_ribbon_is_refused_naming_its_hour_and_an_unsigned_one_not_used() {
+    let fx = Signed::start();
+    let key: chain::PublicKey = fx.pubkey().parse().unwrap();
+    let client = || {
+        Client::builder(&fx.hostile.base)
+            .pubkey(key)
+            .accept_stale(true)
+            .freshness(std::time::Duration::from_secs(600_000_000))
+            .build()
+            .unwrap()
+    };
+    // Honest: both versions verify, and a check with many IDs reads ribbons.
+    assert!(fx.block_on(client().ribbon(hour(1), None)).is_ok());
+    assert!(fx.block_on(client().ribbon2(hour(1), None)).is_ok());
+    let honest = client();
+    let changes = fx
+        .block_on(honest.changed_since(&many_ids(), hour(0)))
+        .unwrap();
+    assert!(changes.iter().any(|c| c.ids.contains(&"h1:3".to_owned())));
+    assert!(honest.stats().ribbons > 0, "{:?}", honest.stats());
+
+    fx.serve_forms(Forms::Flip);
+    for result in [
+        fx.block_on(client().ribbon(hour(1), None)).map(|_| ()),
+        fx.block_on(client().ribbon2(hour(1), None)).map(|_| ()),
+        fx.block_on(client().changed_since(&many_ids(), hour(0)))
+            .map(|_| ()),
+    ] {
+        let err = result.unwrap_err();
+        assert!(
+            matches!(err, ClientError::Unverified(_))
+                && err.to_string().contains(&hour(1).rfc3339()),
+            "{err}"
+        );
+    }
+    // Without a key the flipped ribbon is taken as served (what --pubkey is for).
+    assert!(fx
+        .block_on(
+            Client::new(&fx.hostile.base)
+                .unwrap()
+                .ribbon2(hour(1), None)
+        )
+        .is_ok());
+
+    fx.serve_forms(Forms::Strip);
+    let err = fx.block_on(client().ribbon2(hour(1), None)).unwrap_err();
+    assert!(matches!(err, ClientError::Unsigned { .. }), "{err}");
+    // Not used: the hour's v1 filter answers instead.
+    let fallback = client();
+    let changes = fx
+        .block_on(fallback.changed_since(&many_ids(), hour(0)))
+        .unwrap();
+    let found: Vec<&Changed> = changes.iter().filter(|c| c.from == hour(1)).collect();
+    assert!(found[0].ids.contains(&"h1:3".to_owned()), "{changes:?}");
+    assert_eq!(
+        fallback.stats().ribbons,
+        honest.stats().ribbons - 1,
+        "hour 06's unsigned ribbon is not used, the others are"
+    );
+}
+
+#[test]
+fn check_refuses_a_tampered_ribbon_naming_its_hour() {
+    let fx = Signed::start();
+    let key = fx.pubkey();
+    let ids = many_ids();
+    let mut args = vec![
+        "--pubkey",
+        &key,
+        "--accept-stale",
+        "--freshness",
+        "600000000",
+        "--json",
+    ];
+    args.extend(ids.iter().map(String::as_str));
+    let out = check(&fx, &args);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(json_of(&out)["ribbons"].as_u64().unwrap() > 0);
+
+    fx.serve_forms(Forms::Flip);
+    let out = check(&fx, &args);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains(&hour(1).rfc3339()) && err.contains("ribbon"),
+        "{err}"
+    );
+    assert_eq!(json_of(&out)["error"], "unverified");
 }

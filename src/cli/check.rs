@@ -55,9 +55,10 @@ pub struct CheckArgs {
     /// Verify everything read against the publisher's public key (64 hex digits; after
     /// rotations, any key it lists: keys are trusted only through successions signed
     /// from it, each hour under the key listed for it): every closed hour (v1 filter or
-    /// exact body), each version of the open hour (its signature, made within
-    /// --freshness), and the publisher's checkpoint; refuse a tampered one. Reads hour by
-    /// hour and no ribbons (unions are not signed).
+    /// exact body or ribbon, each by its own signature; one served unsigned is not used),
+    /// each version of the open hour (its signature, made within --freshness; one served
+    /// unsigned is used and listed unverified), and the publisher's checkpoint; refuse a
+    /// tampered one. Reads hour by hour (unions are not signed).
     #[arg(long, value_parser = super::verify::parse_pubkey)]
     pubkey: Option<crate::chain::PublicKey>,
     /// Exit 0 even when the source is not shown current (its newest hour more than 2
@@ -253,7 +254,7 @@ fn json_error(e: &CliError) -> serde_json::Value {
         CliError::Client(ClientError::Corrupt { .. }) => "corrupt",
         CliError::Client(ClientError::Transport(_)) => "transport",
         CliError::Client(ClientError::Decode(_)) => "decode",
-        CliError::Client(ClientError::Unverified(_)) => "unverified",
+        CliError::Client(ClientError::Unverified(_) | ClientError::Unsigned { .. }) => "unverified",
         CliError::Client(ClientError::Stale(_)) => "stale",
         CliError::Client(ClientError::Protocol(_)) => "protocol",
         CliError::Client(ClientError::Argument(_) | ClientError::Url(_)) | CliError::Input(_) => {

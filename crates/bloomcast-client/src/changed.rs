@@ -24,9 +24,11 @@ impl Client {
     /// client declared its IDs [registered](super::ClientBuilder::registered), else
     /// refining an approximate form at the service's target fpp or under, whose bytes and
     /// second request it then counts too. The open hour is read as a v1 filter
-    /// (revalidated, or a delta). A verifying client reads v1 filters and exact bodies
-    /// (both signed), never ribbons. An exact body the server does not serve (404) falls
-    /// back to the other form.
+    /// (revalidated, or a delta). A verifying client reads hour by hour (unions are not
+    /// signed), each form verified by its own signature under the hour's chain header;
+    /// a ribbon or exact body served without a signature is not used (the hour's v1
+    /// filter is read instead). An exact body the server does not serve (404) falls back
+    /// to the other form.
     ///
     /// Every ID that changed in the range is returned (no false negatives); an ID that
     /// did not is returned with the filters' false-positive probability. From an hour read
@@ -182,7 +184,7 @@ impl Client {
         let hourly = match strategy {
             _ if forced => true,
             // Unions are not signed: a verifying client reads hour by hour.
-            _ if inputs.bloom_only => true,
+            _ if self.verifies() => true,
             // A static mirror serves no unions.
             _ if index.static_layout => true,
             // A union over a damaged hour answers 500: the hours held are read instead.
@@ -296,11 +298,20 @@ impl Client {
             (Ok(Some(exact)), Some(under)) => self.refined(hour, exact, under).await,
             // No exact body after all (404), or an hour the server has not sealed yet
             // (406): the approximate form answers the same question.
-            (Ok(None) | Err(ClientError::Status { status: 406, .. }), _) => {
-                self.approximate(hour, inputs.other(count)).await
-            }
+            // Or one served unsigned to a client with a key: not used.
+            (
+                Ok(None)
+                | Err(ClientError::Status { status: 406, .. })
+                | Err(ClientError::Unsigned { .. }),
+                _,
+            ) => self.approximate(hour, inputs.other(count)).await,
             (Err(e), _) => Err(e),
         }
+    }
+
+    /// Whether this client verifies what it reads (a key given, or pinned on first use).
+    fn verifies(&self) -> bool {
+        self.pubkey.is_some() || self.pin
     }
 
     /// What the planner needs: per hour, what we hold of it and its count.
@@ -328,7 +339,8 @@ impl Client {
             capacity: index.capacity,
             followed,
             fetch_cost: self.fetch_cost,
-            bloom_only: self.pubkey.is_some() || self.pin,
+            // Every form of a sealed hour is signed and verified (its ribbons too).
+            bloom_only: false,
             ribbon2: index.ribbon_versions.contains(&2),
             registered: self.registered,
         }
