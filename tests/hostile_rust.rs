@@ -787,3 +787,48 @@ fn check_refuses_a_tampered_ribbon_naming_its_hour() {
     );
     assert_eq!(json_of(&out)["error"], "unverified");
 }
+
+#[test]
+fn watch_with_a_key_verifies_each_open_version_and_says_which_came_unsigned() {
+    use bloomcast::cli::{Event, Watcher};
+    let fx = Signed::start();
+    let key: chain::PublicKey = fx.pubkey().parse().unwrap();
+    let watcher = || {
+        let client = Client::builder(&fx.hostile.base)
+            .pubkey(key)
+            .build()
+            .unwrap();
+        Watcher::start_at(client, vec!["open:1".into()], hour(3))
+    };
+    let unverified_of = |events: &[Event]| -> Vec<bool> {
+        events
+            .iter()
+            .filter_map(|e| match e {
+                Event::Version { unverified, .. } => Some(*unverified),
+                Event::Changed { .. } => None,
+            })
+            .collect()
+    };
+
+    fx.serve(Some(0), None, false);
+    let events = fx.block_on(watcher().poll()).unwrap();
+    assert_eq!(unverified_of(&events), [false], "{events:?}");
+    assert!(events
+        .iter()
+        .any(|e| matches!(e, Event::Changed { id, .. } if id == "open:1")));
+
+    fx.serve(None, None, false);
+    let events = fx.block_on(watcher().poll()).unwrap();
+    assert_eq!(unverified_of(&events), [true], "{events:?}");
+    assert!(events[0].to_json()["unverified"] == true);
+
+    fx.serve(Some(3600), None, false);
+    let err = fx.block_on(watcher().poll()).unwrap_err();
+    assert!(
+        matches!(err, ClientError::Unverified(_))
+            && err
+                .to_string()
+                .contains(&format!("{} (open)", hour(3).rfc3339())),
+        "{err}"
+    );
+}
