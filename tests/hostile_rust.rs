@@ -832,3 +832,51 @@ fn watch_with_a_key_verifies_each_open_version_and_says_which_came_unsigned() {
         "{err}"
     );
 }
+
+#[test]
+fn a_sealed_hour_passed_off_as_open_is_refused_naming_it() {
+    let fx = Signed::start();
+    let key = fx.pubkey();
+    // Hour 06 (sealed) served as if open: no chain link, no signature, complete false;
+    // its other forms withheld (404), so the v1 filter is what is read.
+    let stem = hour(1).path();
+    fx.hostile.set(move |asked, status, headers, body| {
+        let path = asked.split('?').next().unwrap_or(asked);
+        if path == format!("{stem}.bin") {
+            headers.insert("bloom-complete", HeaderValue::from_static("false"));
+            headers.remove("bloom-signature");
+            headers.remove("bloom-prev-header");
+            headers.remove("etag");
+        } else if path.starts_with(&format!("{stem}.")) {
+            *status = StatusCode::NOT_FOUND;
+            body.clear();
+        }
+    });
+    let client = Client::builder(&fx.hostile.base)
+        .pubkey(key.parse().unwrap())
+        .build()
+        .unwrap();
+    fx.block_on(client.index()).unwrap();
+    let err = fx.block_on(client.hour(hour(1))).unwrap_err();
+    assert!(
+        matches!(err, ClientError::Unverified(_)) && err.to_string().contains("served as open"),
+        "{err}"
+    );
+    let out = check(
+        &fx,
+        &[
+            "--pubkey",
+            &key,
+            "--accept-stale",
+            "--freshness",
+            "600000000",
+            "h1:1",
+        ],
+    );
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains(&hour(1).rfc3339()) && err.contains("served as open"),
+        "{err}"
+    );
+}

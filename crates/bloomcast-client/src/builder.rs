@@ -193,6 +193,7 @@ impl ClientBuilder {
             verified: std::sync::Mutex::default(),
             unverified: std::sync::Mutex::default(),
             open_made: std::sync::Mutex::default(),
+            current: std::sync::atomic::AtomicI64::new(i64::MIN),
             freshness: self.freshness,
             accept_stale: self.accept_stale,
         })

@@ -96,7 +96,12 @@ impl Client {
     pub async fn index(&self) -> Result<Index> {
         let response = check(self.send(self.get("/")).await?).await?;
         let body = self.body(response, None).await?;
-        serde_json::from_slice(&body).map_err(|e| ClientError::Protocol(format!("index: {e}")))
+        let index: Index = serde_json::from_slice(&body)
+            .map_err(|e| ClientError::Protocol(format!("index: {e}")))?;
+        if let Ok(current) = index.current_hour() {
+            self.current.fetch_max(current.index(), Ordering::Relaxed);
+        }
+        Ok(index)
     }
 
     /// Records `ids` in the server's current hour; returns once they are durable.

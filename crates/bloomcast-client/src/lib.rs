@@ -313,6 +313,9 @@ pub struct Client {
     unverified: std::sync::Mutex<std::collections::BTreeSet<i64>>,
     /// With a key: each open hour's verified version's `made` (Unix seconds).
     open_made: std::sync::Mutex<std::collections::HashMap<i64, i64>>,
+    /// The newest current hour an index of the source named (`i64::MIN`: none read): an
+    /// hour before it is sealed, and never accepted as an open version.
+    current: std::sync::atomic::AtomicI64,
     /// How old a version of the open hour may be, with a key.
     freshness: std::time::Duration,
     /// Return an answer whose source is not shown current rather than

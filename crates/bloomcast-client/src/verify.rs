@@ -74,6 +74,18 @@ impl Client {
             return Ok(());
         };
         if !fetched.meta.complete {
+            let current = self.current.load(std::sync::atomic::Ordering::Relaxed);
+            if hour.index() < current {
+                return Err(malformed(
+                    &hour.rfc3339(),
+                    format!(
+                        "served as open (complete: false), but the source's current hour is \
+                         {}: a sealed hour is signed as sealed, and an open version cannot \
+                         stand for it",
+                        Hour::from_index(current).rfc3339()
+                    ),
+                ));
+            }
             // A version of the open hour: signed on its own, with when it was made.
             let value = headers
                 .get(chain::HEADER_OPEN_SIGNATURE)
