@@ -94,14 +94,15 @@ pub(super) fn parse_hour(s: &str) -> Result<Hour, String> {
 }
 
 impl CheckArgs {
-    /// Runs the check and prints the result; with `--json`, a failure is also printed
-    /// as one JSON object (`error`, `message`, and for hours the server could not
-    /// verify, `hours`), so a program reading stdout never takes it for no change.
-    ///
-    /// # Errors
-    /// Unreadable IDs, an unreachable server, an error status (e.g. 404 for a `since`
-    /// before the server's first hour, 410 past its retention), hours of the range the
-    /// server could not verify ([`ClientError::Corrupt`], naming them).
+    /// Runs the check, prints the result, then on stderr what it covers; returns the
+    /// exit code: 0 answered, 3 answered but the source is not shown current (unless
+    /// `--accept-stale`), 1 for a failure, printed as one line on stderr: unreadable IDs,
+    /// an unreachable server, an error status (e.g. 404 for a `since` before the
+    /// server's first hour, 410 past its retention), hours of the range the server could
+    /// not verify ([`ClientError::Corrupt`], naming them), anything refused with
+    /// `--pubkey`. With `--json`, a failure is also printed as one JSON object (`error`,
+    /// `message`, and for hours the server could not verify, `hours`), so a program
+    /// reading stdout never takes it for no change.
     pub async fn run(self) -> ExitCode {
         let json = self.json;
         let accept_stale = self.accept_stale;
