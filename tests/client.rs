@@ -601,6 +601,42 @@ async fn a_verifying_client_reads_signed_exact_hours_and_refuses_a_tampered_one(
         .await
         .unwrap()
         .is_some());
+
+    // Served without its signature: not used. Asked for, it is refused as unsigned;
+    // where it is the cheapest form (IDs declared registered), the hour's v1 filter or
+    // ribbon answers instead, every changed ID still found.
+    proxy.set(Lie::None);
+    let registered = || {
+        reader(&proxy.base)
+            .pubkey(key)
+            .registered(true)
+            .build()
+            .unwrap()
+    };
+    let signed = registered();
+    signed.changed_since(&universe, start_hour()).await.unwrap();
+    assert_eq!(
+        signed.stats().exacts,
+        2,
+        "signed, they are the cheapest form"
+    );
+    proxy.set(Lie::StripExact);
+    let err = verifying().exact(start_hour()).await.unwrap_err();
+    assert!(
+        matches!(err, ClientError::Unsigned { hour, .. } if hour == start_hour()),
+        "{err}"
+    );
+    let client = reader(&proxy.base)
+        .pubkey(key)
+        .registered(true)
+        .build()
+        .unwrap();
+    let changes = client.changed_since(&universe, start_hour()).await.unwrap();
+    assert_eq!(client.stats().exacts, 0, "{:?}", client.stats());
+    for (h, batch) in changed.iter().enumerate() {
+        let found = reported(&changes, hour_n(h as i64));
+        assert!(batch.iter().all(|id| found.contains(id)), "hour {h}");
+    }
 }
 
 /// The server's hours 5, 6 (damaged: `500 corrupt`) and 7 (open).
