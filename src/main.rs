@@ -154,7 +154,7 @@ async fn run(cli: Cli) -> ExitCode {
             })
             .await
         }
-        Command::Check(args) => finish(args.run().await),
+        Command::Check(args) => args.run().await,
         Command::History(args) => finish(args.run().await),
         Command::Ingest(args) => finish(args.run().await),
         Command::Inspect(args) => finish(args.run().await),

@@ -509,6 +509,8 @@ async fn check_reads_exact_hours_when_cheaper_or_forced_and_inspect_prints_one()
         .as_str()
         .unwrap()
         .to_owned();
+    // Hours of 2008, far behind this machine's clock (stale), their open hour's
+    // versions made then: on purpose.
     let base = [
         "check",
         "--server",
@@ -516,16 +518,20 @@ async fn check_reads_exact_hours_when_cheaper_or_forced_and_inspect_prints_one()
         "--since",
         "2008-09-03T05",
         "--json",
+        "--accept-stale",
+        "--freshness",
+        "600000000",
     ];
 
     for extra in [
         // The universe's own IDs, declared so: exact bodies alone.
         vec!["--registered"],
         // Forced, where a wasted fetch costs nothing (it would read Bloom filters), and
-        // verifying (v1 filters at 0.01 would waste 20 fetches an hour): each exact body
-        // refines an approximate form, exact for these IDs all the same.
+        // forced while verifying (each exact body and the form it refines verified by
+        // its own signature): each exact body refines an approximate form, exact for
+        // these IDs all the same.
         vec!["--exact", "--fetch-cost", "0"],
-        vec!["--pubkey", &key],
+        vec!["--exact", "--pubkey", &key],
     ] {
         let mut args = strings(&base);
         args.extend(strings(&extra));
@@ -592,6 +598,8 @@ async fn check_flags_never_registered_ids_at_most_at_the_target_rate_once_a_univ
         .as_str()
         .unwrap()
         .to_owned();
+    // Hours of 2008, far behind this machine's clock (stale), their open hour's
+    // versions made then: on purpose.
     let base = [
         "check",
         "--server",
@@ -599,6 +607,9 @@ async fn check_flags_never_registered_ids_at_most_at_the_target_rate_once_a_univ
         "--since",
         "2008-09-03T05",
         "--json",
+        "--accept-stale",
+        "--freshness",
+        "600000000",
     ];
     // Two sealed hours (the open one is empty): 2,000 (ID, hour) trials, each flagged at
     // most at the service's target of 0.01.
@@ -675,7 +686,8 @@ async fn check_and_history_fail_naming_a_damaged_hour_and_check_json_says_so_on_
     let damaged = "2008-09-03T06:00:00Z";
     let all = ids.concat().join("\n");
     let check = |extra: &[&str]| {
-        let mut args = strings(&["check", "--server", &server.base]);
+        // Hours of 2008, far behind this machine's clock (stale): on purpose.
+        let mut args = strings(&["check", "--server", &server.base, "--accept-stale"]);
         args.extend(strings(extra));
         args.push("-".into());
         bloomcast_async(args, all.clone())

@@ -31,8 +31,16 @@ fn ids(prefix: &str, n: usize) -> Vec<String> {
     (0..n).map(|i| format!("{prefix}:{i}")).collect()
 }
 
+/// A client for the test servers, whose hours are of 2008: far behind this machine's
+/// clock (stale) and their open hour's versions made then, on purpose.
+fn reader(base: &str) -> bloomcast::client::ClientBuilder {
+    Client::builder(base)
+        .accept_stale(true)
+        .freshness(std::time::Duration::from_secs(600_000_000))
+}
+
 fn publisher(server: &Server) -> Client {
-    Client::builder(&server.base).token(TOKEN).build().unwrap()
+    reader(&server.base).token(TOKEN).build().unwrap()
 }
 
 /// Three hours of updates: 100 IDs in each, and the current hour open.
@@ -55,7 +63,7 @@ async fn three_hours(server: &Server) -> Vec<Vec<String>> {
 async fn changed_since_finds_every_updated_id_in_its_hour() {
     let server = serve().await;
     let updated = three_hours(&server).await;
-    let client = Client::new(&server.base).unwrap();
+    let client = reader(&server.base).build().unwrap();
     let mut followed: Vec<String> = updated.concat();
     followed.extend(ids("quiet", 1000));
 
@@ -89,7 +97,7 @@ async fn changed_since_finds_every_updated_id_in_its_hour() {
 async fn the_union_strategy_answers_in_one_request_for_the_whole_range() {
     let server = serve().await;
     let updated = three_hours(&server).await;
-    let client = Client::new(&server.base).unwrap();
+    let client = reader(&server.base).build().unwrap();
     let followed = updated.concat();
 
     let changes = client
@@ -109,7 +117,7 @@ async fn the_union_strategy_answers_in_one_request_for_the_whole_range() {
 async fn complete_hours_come_from_the_cache_and_open_ones_revalidate() {
     let server = serve().await;
     three_hours(&server).await;
-    let client = Client::new(&server.base).unwrap();
+    let client = reader(&server.base).build().unwrap();
     let closed = start_hour();
     let open = Hour::from_index(start_hour().index() + 2);
 
@@ -145,7 +153,7 @@ async fn an_open_hour_that_grew_is_fetched_again() {
 async fn day_and_since_unions_hold_every_hour() {
     let server = serve().await;
     let updated = three_hours(&server).await;
-    let client = Client::new(&server.base).unwrap();
+    let client = reader(&server.base).build().unwrap();
 
     let day = client.day(start_hour().day()).await.unwrap();
     let since = client.since(start_hour().next()).await.unwrap();
@@ -162,7 +170,7 @@ async fn day_and_since_unions_hold_every_hour() {
 #[tokio::test]
 async fn http_errors_arrive_typed() {
     let server = serve().await;
-    let client = Client::new(&server.base).unwrap();
+    let client = reader(&server.base).build().unwrap();
 
     let future = client.hour(start_hour().next()).await.unwrap_err();
     let before = client.hour(start_hour().prev()).await.unwrap_err();
@@ -280,7 +288,7 @@ async fn publish_retries_until_the_server_comes_up() {
 async fn a_closed_hour_decodes_as_a_ribbon_at_the_precision_asked() {
     let server = serve().await;
     let updated = three_hours(&server).await;
-    let client = Client::new(&server.base).unwrap();
+    let client = reader(&server.base).build().unwrap();
 
     let target = client.ribbon(start_hour(), None).await.unwrap();
     let precise = client.ribbon(start_hour(), Some(0.001)).await.unwrap();
@@ -303,7 +311,7 @@ async fn a_closed_hour_decodes_as_a_ribbon_at_the_precision_asked() {
 async fn a_closed_hour_decodes_as_version_2_at_any_precision_asked() {
     let server = serve().await;
     let updated = three_hours(&server).await;
-    let client = Client::new(&server.base).unwrap();
+    let client = reader(&server.base).build().unwrap();
 
     let target = client.ribbon2(start_hour(), None).await.unwrap();
     let precise = client.ribbon2(start_hour(), Some(0.003)).await.unwrap();
@@ -322,7 +330,7 @@ async fn a_closed_hour_decodes_as_version_2_at_any_precision_asked() {
 async fn changed_since_reads_closed_hours_as_version_2_where_the_server_serves_it() {
     let server = serve().await;
     let updated = three_hours(&server).await;
-    let client = Client::new(&server.base).unwrap();
+    let client = reader(&server.base).build().unwrap();
     let mut followed: Vec<String> = updated.concat();
     followed.extend(ids("quiet", 5_000));
 
@@ -370,10 +378,7 @@ async fn following_the_universe_reads_exact_hours_and_wastes_no_fetch() {
     // 2,000 universe IDs followed, 20 of them changed in each of two sealed hours.
     let (server, changed) = common::exact::serve(TOKEN, start_hour(), 2_000, 2, 20).await;
     let universe = common::exact::universe(2_000);
-    let client = Client::builder(&server.base)
-        .registered(true)
-        .build()
-        .unwrap();
+    let client = reader(&server.base).registered(true).build().unwrap();
     let index = client.index().await.unwrap();
     assert_eq!(index.exact_since.as_deref(), Some("2008-09-03T05:00:00Z"));
 
@@ -426,7 +431,7 @@ async fn ids_not_declared_registered_are_flagged_at_most_at_the_target_with_exac
     let bound = common::exact::at_most_at_rate(2_000, 0.01);
 
     for strategy in [Strategy::Auto, Strategy::Hourly] {
-        let client = Client::new(&server.base).unwrap();
+        let client = reader(&server.base).build().unwrap();
         let changes = client
             .changed_since_with(&outsiders, start_hour(), strategy)
             .await;
@@ -444,10 +449,7 @@ async fn ids_not_declared_registered_are_flagged_at_most_at_the_target_with_exac
         );
     }
     // Declared registered (falsely), the bodies alone answer them at about a coin toss.
-    let client = Client::builder(&server.base)
-        .registered(true)
-        .build()
-        .unwrap();
+    let client = reader(&server.base).registered(true).build().unwrap();
     let changes = client
         .changed_since(&outsiders, start_hour())
         .await
@@ -458,7 +460,7 @@ async fn ids_not_declared_registered_are_flagged_at_most_at_the_target_with_exac
 #[tokio::test]
 async fn exact_bodies_held_are_not_read_alone_for_ids_not_declared_registered() {
     let (server, _) = common::exact::serve_quick_start(TOKEN, start_hour(), 2, 3_000).await;
-    let client = Client::new(&server.base).unwrap();
+    let client = reader(&server.base).build().unwrap();
     for h in 0..2 {
         assert!(client.exact(hour_n(h)).await.unwrap().is_some());
     }
@@ -482,7 +484,7 @@ async fn exact_bodies_held_are_not_read_alone_for_ids_not_declared_registered() 
 async fn exact_hours_answer_none_without_a_universe_and_forcing_them_is_an_error() {
     let server = serve().await;
     three_hours(&server).await;
-    let client = Client::new(&server.base).unwrap();
+    let client = reader(&server.base).build().unwrap();
 
     assert!(client.exact(start_hour()).await.unwrap().is_none());
     let err = client
@@ -510,7 +512,7 @@ async fn forcing_exact_reads_sealed_hours_exactly_and_the_open_hour_as_v1() {
     // Few IDs followed at no cost a wasted fetch: on its own the client would read
     // Bloom filters. Not declared registered, each exact body refines an approximate
     // filter: the universe's IDs are answered exactly all the same.
-    let client = Client::builder(&server.base).fetch_cost(0).build().unwrap();
+    let client = reader(&server.base).fetch_cost(0).build().unwrap();
     let followed = common::exact::universe(300);
 
     let changes = client
@@ -534,7 +536,7 @@ async fn an_exact_body_the_server_does_not_serve_falls_back_to_another_form() {
     let (server, changed) = common::exact::serve(TOKEN, start_hour(), 2_000, 1, 20).await;
     let proxy = common::exact::proxy(&server.base).await;
     proxy.set(Lie::HideExact);
-    let client = Client::new(&proxy.base).unwrap();
+    let client = reader(&proxy.base).build().unwrap();
     let universe = common::exact::universe(2_000);
 
     let changes = client
@@ -554,14 +556,17 @@ async fn a_verifying_client_reads_signed_exact_hours_and_refuses_a_tampered_one(
     let (server, changed) = common::exact::serve(TOKEN, start_hour(), 2_000, 2, 20).await;
     let proxy = common::exact::proxy(&server.base).await;
     let key = public_key(&server.base).await;
-    let verifying = || Client::builder(&proxy.base).pubkey(key).build().unwrap();
+    let verifying = || reader(&proxy.base).pubkey(key).build().unwrap();
     let universe = common::exact::universe(2_000);
 
-    // Honest: exact bodies verified under their chain entries' headers.
+    // Honest: exact bodies (forced: the approximate forms they refine are signed and
+    // verified too) verified under their chain entries' headers.
     let client = verifying();
-    let changes = client.changed_since(&universe, start_hour()).await.unwrap();
+    let changes = client
+        .changed_since_in(&universe, start_hour(), Strategy::Auto, Forms::Exact)
+        .await
+        .unwrap();
     assert_eq!(client.stats().exacts, 2);
-    assert_eq!(client.stats().ribbons, 0, "ribbons are not signed");
     for (h, batch) in changed.iter().enumerate() {
         let want: HashSet<String> = batch.iter().cloned().collect();
         assert_eq!(reported(&changes, hour_n(h as i64)), want);
@@ -578,7 +583,7 @@ async fn a_verifying_client_reads_signed_exact_hours_and_refuses_a_tampered_one(
     for result in [
         verifying().exact(start_hour()).await.map(|_| ()),
         verifying()
-            .changed_since(&universe, start_hour())
+            .changed_since_in(&universe, start_hour(), Strategy::Auto, Forms::Exact)
             .await
             .map(|_| ()),
     ] {
@@ -596,6 +601,42 @@ async fn a_verifying_client_reads_signed_exact_hours_and_refuses_a_tampered_one(
         .await
         .unwrap()
         .is_some());
+
+    // Served without its signature: not used. Asked for, it is refused as unsigned;
+    // where it is the cheapest form (IDs declared registered), the hour's v1 filter or
+    // ribbon answers instead, every changed ID still found.
+    proxy.set(Lie::None);
+    let registered = || {
+        reader(&proxy.base)
+            .pubkey(key)
+            .registered(true)
+            .build()
+            .unwrap()
+    };
+    let signed = registered();
+    signed.changed_since(&universe, start_hour()).await.unwrap();
+    assert_eq!(
+        signed.stats().exacts,
+        2,
+        "signed, they are the cheapest form"
+    );
+    proxy.set(Lie::StripExact);
+    let err = verifying().exact(start_hour()).await.unwrap_err();
+    assert!(
+        matches!(err, ClientError::Unsigned { hour, .. } if hour == start_hour()),
+        "{err}"
+    );
+    let client = reader(&proxy.base)
+        .pubkey(key)
+        .registered(true)
+        .build()
+        .unwrap();
+    let changes = client.changed_since(&universe, start_hour()).await.unwrap();
+    assert_eq!(client.stats().exacts, 0, "{:?}", client.stats());
+    for (h, batch) in changed.iter().enumerate() {
+        let found = reported(&changes, hour_n(h as i64));
+        assert!(batch.iter().all(|id| found.contains(id)), "hour {h}");
+    }
 }
 
 /// The server's hours 5, 6 (damaged: `500 corrupt`) and 7 (open).
@@ -618,7 +659,7 @@ fn assert_corrupt(err: &ClientError, hours: &[Hour]) {
 async fn a_damaged_hour_is_read_as_unknown_never_as_no_change_and_the_rest_served() {
     let (server, ids) = common::damaged::serve(TOKEN, start_hour()).await;
     let [before, damaged, open] = damaged_hours();
-    let client = Client::new(&server.base).unwrap();
+    let client = reader(&server.base).build().unwrap();
     let followed = ids.concat();
 
     let index = client.index().await.unwrap();
@@ -658,7 +699,7 @@ async fn a_client_holding_a_damaged_hours_complete_filter_answers_from_it() {
     let server = serve().await;
     let updated = three_hours(&server).await;
     let followed = updated.concat();
-    let holder = Client::new(&server.base).unwrap();
+    let holder = reader(&server.base).build().unwrap();
     let before = holder
         .changed_since_with(&followed, start_hour(), Strategy::Hourly)
         .await
@@ -684,7 +725,7 @@ async fn a_client_holding_a_damaged_hours_complete_filter_answers_from_it() {
             reported(&before, start_hour())
         );
     }
-    let fresh = Client::new(&server.base).unwrap();
+    let fresh = reader(&server.base).build().unwrap();
     assert_corrupt(
         &fresh
             .changed_since(&followed, start_hour())

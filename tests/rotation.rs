@@ -130,32 +130,41 @@ async fn the_sdk_and_the_cli_verify_the_chain_across_both_rotations() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(stdout.contains("verified 4 hours"), "{stdout}");
-    // `check --pubkey` reads hour by hour, each under the key listed for it.
-    let base = publisher.base.clone();
-    let out = tokio::task::spawn_blocking(move || {
-        std::process::Command::new(env!("CARGO_BIN_EXE_bloomcast"))
-            .args(["check", "--server", &base, "--since", &hour(0).rfc3339()])
-            .args([
-                "--pubkey",
-                &signer(3).public_key().to_string(),
-                "id0",
-                "id3",
-            ])
-            .output()
-            .unwrap()
-    })
-    .await
-    .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let found: Vec<String> = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(str::to_owned)
-        .collect();
-    assert_eq!(found, ["id0", "id3"]);
+    // `check --pubkey` reads hour by hour, each under the key listed for it, given the
+    // first key (trusting the later ones through its vouches) or the newest (the
+    // earlier ones through their acknowledgements).
+    for seed in [1, 3] {
+        let base = publisher.base.clone();
+        let out = tokio::task::spawn_blocking(move || {
+            std::process::Command::new(env!("CARGO_BIN_EXE_bloomcast"))
+                .args(["check", "--server", &base, "--since", &hour(0).rfc3339()])
+                .args([
+                    "--pubkey",
+                    &signer(seed).public_key().to_string(),
+                    // Hours of 2008 (made then), far behind this machine's clock: on
+                    // purpose.
+                    "--accept-stale",
+                    "--freshness",
+                    "600000000",
+                    "id0",
+                    "id3",
+                ])
+                .output()
+                .unwrap()
+        })
+        .await
+        .unwrap();
+        assert!(
+            out.status.success(),
+            "key {seed}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let found: Vec<String> = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(str::to_owned)
+            .collect();
+        assert_eq!(found, ["id0", "id3"], "key {seed}");
+    }
     publisher.stop().await;
 }
 

@@ -16,9 +16,15 @@ fn hour(n: i64) -> Hour {
     Hour::from_index(mirror::first_hour().index() + n)
 }
 
+/// The mirror's hours are of 2008: its open hour's versions were made then, and it is
+/// far behind this machine's clock (stale), on purpose.
+const FRESHNESS_FROM_2008: u64 = 600_000_000;
+
 fn sdk(m: &Mirror, key: &str) -> Client {
     Client::builder(&m.base)
         .pubkey(key.parse().unwrap())
+        .freshness(std::time::Duration::from_secs(FRESHNESS_FROM_2008))
+        .accept_stale(true)
         .build()
         .unwrap()
 }
@@ -132,6 +138,9 @@ async fn the_cli_verifies_through_a_mirror_and_refuses_tampering() {
         since.clone(),
         "--pubkey".into(),
         m.pubkey.clone(),
+        "--accept-stale".into(),
+        "--freshness".into(),
+        FRESHNESS_FROM_2008.to_string(),
         "h0:1".into(),
     ];
     assert_cli_refuses(&run(check.clone()).await.unwrap(), hour(2));

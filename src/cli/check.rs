@@ -1,14 +1,18 @@
 //! `bloomcast check`: which of these IDs may have changed since an hour?
 
 use super::{collect_ids, verifying_builder, CliError};
-use crate::client::{ClientError, Forms, Strategy};
+use crate::client::{Answer, ClientError, Coverage, Forms, Strategy};
 use crate::hour::{Hour, HourError};
 use clap::{Args, ValueEnum};
 use serde_json::json;
 use std::collections::HashSet;
 use std::io::Write;
+use std::process::ExitCode;
+use std::time::Duration;
 
-/// Print the IDs that may have changed (exit code 0 whether or not any did).
+/// Print the IDs that may have changed (exit code 0 whether or not any did; 3 when the
+/// source is not shown current, so hours after the last one read may have changed unseen,
+/// unless --accept-stale). The hours read are said on stderr (`read FIRST through LAST`).
 #[derive(Debug, Args)]
 pub struct CheckArgs {
     /// The server's base URL, e.g. http://127.0.0.1:8080 (or 127.0.0.1:8080).
@@ -48,12 +52,25 @@ pub struct CheckArgs {
     /// of lines.
     #[arg(long)]
     json: bool,
-    /// Verify every closed hour (v1 filter or exact body) against the publisher's public
-    /// key (64 hex digits; after rotations, any key it lists: each hour under the key
-    /// listed for it) and refuse a tampered one; reads hour by hour and no ribbons (unions
-    /// and ribbons are not signed).
+    /// Verify everything read against the publisher's public key (64 hex digits; after
+    /// rotations, any key it lists: keys are trusted only through successions signed
+    /// from it, each hour under the key listed for it): every closed hour (v1 filter or
+    /// exact body or ribbon, each by its own signature; one served unsigned is not used),
+    /// each version of the open hour (its signature, made within --freshness; one served
+    /// unsigned is used and listed unverified), and the publisher's checkpoint; refuse a
+    /// tampered one. Reads hour by hour (unions are not signed).
     #[arg(long, value_parser = super::verify::parse_pubkey)]
     pubkey: Option<crate::chain::PublicKey>,
+    /// Exit 0 even when the source is not shown current (its newest hour more than 2
+    /// hours behind this machine's clock; with --pubkey, a checkpoint naming a newer
+    /// sealed hour, made long ago, or missing). Either way the answer is printed and each
+    /// reason said on stderr; without this flag such an answer exits 3.
+    #[arg(long)]
+    accept_stale: bool,
+    /// With --pubkey, how old a version of the open hour may be (its signature says when
+    /// it was made): an older one (a replay hiding the changes since) is refused.
+    #[arg(long, value_name = "SECONDS", default_value_t = 600, value_parser = clap::value_parser!(u64).range(1..))]
+    freshness: u64,
     /// IDs to check; `-` reads one per line from stdin.
     #[arg(required = true)]
     ids: Vec<String>,
@@ -77,27 +94,35 @@ pub(super) fn parse_hour(s: &str) -> Result<Hour, String> {
 }
 
 impl CheckArgs {
-    /// Runs the check and prints the result; with `--json`, a failure is also printed
-    /// as one JSON object (`error`, `message`, and for hours the server could not
-    /// verify, `hours`), so a program reading stdout never takes it for no change.
-    ///
-    /// # Errors
-    /// Unreadable IDs, an unreachable server, an error status (e.g. 404 for a `since`
-    /// before the server's first hour, 410 past its retention), hours of the range the
-    /// server could not verify ([`ClientError::Corrupt`], naming them).
-    pub async fn run(self) -> Result<(), CliError> {
+    /// Runs the check, prints the result, then on stderr what it covers; returns the
+    /// exit code: 0 answered, 3 answered but the source is not shown current (unless
+    /// `--accept-stale`), 1 for a failure, printed as one line on stderr: unreadable IDs,
+    /// an unreachable server, an error status (e.g. 404 for a `since` before the
+    /// server's first hour, 410 past its retention), hours of the range the server could
+    /// not verify ([`ClientError::Corrupt`], naming them), anything refused with
+    /// `--pubkey`. With `--json`, a failure is also printed as one JSON object (`error`,
+    /// `message`, and for hours the server could not verify, `hours`), so a program
+    /// reading stdout never takes it for no change.
+    pub async fn run(self) -> ExitCode {
         let json = self.json;
+        let accept_stale = self.accept_stale;
         let result = self.check().await;
         if let (true, Err(e)) = (json, &result) {
             println!("{}", json_error(e));
         }
-        result
+        match result {
+            Ok(coverage) => report(&coverage, accept_stale, !json),
+            Err(e) => super::finish(Err(e)),
+        }
     }
 
-    async fn check(self) -> Result<(), CliError> {
+    async fn check(self) -> Result<Coverage, CliError> {
         let ids = collect_ids(&self.ids)?;
+        // Stale answers are returned, said on stderr, and exit 3 here (unless accepted).
         let client = verifying_builder(&self.server, None, self.pubkey, self.fetch_cost)
             .registered(self.registered)
+            .freshness(Duration::from_secs(self.freshness))
+            .accept_stale(true)
             .build()?;
         let since = match self.since {
             Some(hour) => hour,
@@ -124,9 +149,10 @@ impl CheckArgs {
         } else {
             Forms::Auto
         };
-        let changes = client
-            .changed_since_in(&ids, since, strategy, forms)
+        let Answer { changes, coverage } = client
+            .changed_since_covering(&ids, since, strategy, forms)
             .await?;
+        let hour_names = |hours: &[Hour]| hours.iter().map(|h| h.rfc3339()).collect::<Vec<_>>();
 
         // Each ID once, in the order given, however many hours it appears in.
         let flagged: HashSet<&str> = changes
@@ -147,6 +173,8 @@ impl CheckArgs {
                 "server": client.base(),
                 "since": since.rfc3339(),
                 "checked": ids.len(),
+                "from": coverage.first.map(Hour::rfc3339),
+                "to": coverage.last.map(Hour::rfc3339),
                 "changed": changed,
                 "ranges": changes.iter().map(|c| json!({
                     "from": c.from.rfc3339(),
@@ -156,6 +184,8 @@ impl CheckArgs {
                 "requests": stats.requests,
                 "bytes": stats.body_bytes,
                 "ribbons": stats.ribbons,
+                "unverified": coverage.unverified.as_deref().map(hour_names),
+                "stale": coverage.stale,
             });
             // Only when some were: the output of a server without a universe is as before.
             if stats.exacts > 0 {
@@ -169,12 +199,54 @@ impl CheckArgs {
         } else {
             changed.iter().try_for_each(|id| writeln!(out, "{id}"))
         };
-        written.map_err(|source| CliError::Io {
-            context: "cannot write to stdout".into(),
-            source,
-        })
+        written
+            .and_then(|()| out.flush())
+            .map_err(|source| CliError::Io {
+                context: "cannot write to stdout".into(),
+                source,
+            })?;
+        Ok(coverage)
     }
 }
+
+/// What an answer covers, on stderr after it: the hours read (`human`: the JSON says it
+/// otherwise), those unverified, and why the source is not shown current. Returns the
+/// exit status: [`STALE`] for a stale answer not accepted, else success.
+fn report(coverage: &Coverage, accept_stale: bool, human: bool) -> ExitCode {
+    if human {
+        match (coverage.first, coverage.last) {
+            (Some(first), Some(last)) => eprintln!(
+                "bloomcast: read {} through {}",
+                first.rfc3339(),
+                last.rfc3339()
+            ),
+            _ => eprintln!("bloomcast: read no hour"),
+        }
+    }
+    if let Some(hours) = coverage.unverified.as_deref().filter(|h| !h.is_empty()) {
+        let named: Vec<String> = hours.iter().map(|h| h.rfc3339()).collect();
+        eprintln!(
+            "bloomcast: unverified (no signature to check): {}",
+            named.join(", ")
+        );
+    }
+    let accepted = if accept_stale {
+        " (accepted: --accept-stale)"
+    } else {
+        ""
+    };
+    for reason in &coverage.stale {
+        eprintln!("bloomcast: {reason}{accepted}");
+    }
+    if coverage.stale.is_empty() || accept_stale {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(STALE)
+    }
+}
+
+/// The exit status of an answer whose source is not shown current (not accepted).
+pub const STALE: u8 = 3;
 
 /// A failure as `check --json` prints it.
 fn json_error(e: &CliError) -> serde_json::Value {
@@ -183,7 +255,8 @@ fn json_error(e: &CliError) -> serde_json::Value {
         CliError::Client(ClientError::Corrupt { .. }) => "corrupt",
         CliError::Client(ClientError::Transport(_)) => "transport",
         CliError::Client(ClientError::Decode(_)) => "decode",
-        CliError::Client(ClientError::Unverified(_)) => "unverified",
+        CliError::Client(ClientError::Unverified(_) | ClientError::Unsigned { .. }) => "unverified",
+        CliError::Client(ClientError::Stale(_)) => "stale",
         CliError::Client(ClientError::Protocol(_)) => "protocol",
         CliError::Client(ClientError::Argument(_) | ClientError::Url(_)) | CliError::Input(_) => {
             "argument"

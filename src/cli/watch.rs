@@ -6,15 +6,17 @@
 //!
 //! With `--pubkey`, each hour's final bytes (read once it is sealed, before moving on)
 //! are verified against the publisher's key, its chain link and signature, as `check
-//! --pubkey` does: a sealed hour that does not verify ends the watch with the error,
-//! naming the hour. The open hour's versions are not signed; what they report is what
-//! the server said before the hour was sealed.
+//! --pubkey` does, and so is each version of the open hour, by its
+//! `Bloom-Open-Signature`, made within `--freshness` seconds: a version or sealed hour
+//! that does not verify ends the watch with the error, naming the hour. A version served
+//! without its signature is reported, and said unverified (on stderr; `"unverified":
+//! true` in its JSON event).
 //!
 //! A poll that fails for a passing reason is tried again at the next one, with a warning
 //! on stderr. An hour the server cannot verify (`500 corrupt`) is one: the warning names
 //! it, and the watch stays on it, never moving past an hour it could not read.
 
-use super::{collect_ids, read_ids, verifying_client, CliError};
+use super::{collect_ids, read_ids, CliError};
 use crate::client::{Client, ClientError};
 use crate::hour::Hour;
 use clap::Args;
@@ -40,11 +42,16 @@ pub struct WatchArgs {
     /// the version and the bytes transferred) instead of ID lines.
     #[arg(long)]
     json: bool,
-    /// Verify each hour once it is sealed against this Ed25519 public key (64 hex
-    /// digits, as `/.well-known/bloomcast.json` publishes it); a sealed hour that does
-    /// not verify ends the watch with an error naming it.
+    /// Verify each version of the open hour, and each hour once it is sealed, against
+    /// this Ed25519 public key (64 hex digits, as `/.well-known/bloomcast.json`
+    /// publishes it); one that does not verify ends the watch with an error naming the
+    /// hour, and a version served unsigned is said unverified.
     #[arg(long, value_parser = super::verify::parse_pubkey)]
     pubkey: Option<crate::chain::PublicKey>,
+    /// With --pubkey, how old a version of the open hour may be (its signature says when
+    /// it was made): an older one (a replay hiding the changes since) is refused.
+    #[arg(long, value_name = "SECONDS", default_value_t = 600, value_parser = clap::value_parser!(u64).range(1..))]
+    freshness: u64,
     /// IDs to watch; `-` reads one per line from stdin.
     ids: Vec<String>,
 }
@@ -60,6 +67,8 @@ pub enum Event {
         count: u64,
         bytes: u64,
         delta: bool,
+        /// With a key, the version came without its signature (used, not verified).
+        unverified: bool,
     },
     /// An ID the version may contain, reported once per hour.
     Changed {
@@ -80,10 +89,17 @@ impl Event {
                 count,
                 bytes,
                 delta,
-            } => json!({
-                "event": "version", "hour": hour.rfc3339(), "version": version,
-                "count": count, "bytes": bytes, "delta": delta,
-            }),
+                unverified,
+            } => {
+                let mut doc = json!({
+                    "event": "version", "hour": hour.rfc3339(), "version": version,
+                    "count": count, "bytes": bytes, "delta": delta,
+                });
+                if *unverified {
+                    doc["unverified"] = json!(true);
+                }
+                doc
+            }
             Event::Changed {
                 hour,
                 version,
@@ -164,6 +180,11 @@ impl Watcher {
                 count: fetched.meta.count,
                 bytes,
                 delta: after.deltas > before.deltas,
+                unverified: !fetched.meta.complete
+                    && !self
+                        .client
+                        .unverified_hours(self.hour, self.hour)
+                        .is_empty(),
             });
             for id in &self.ids {
                 if !self.reported.contains(id) && fetched.filter.contains(id) {
@@ -213,12 +234,14 @@ impl WatchArgs {
                 "no IDs: pass them as arguments, - to read stdin, or --file".into(),
             ));
         }
-        let client = verifying_client(
+        let client = super::verifying_builder(
             &self.server,
             None,
             self.pubkey,
             crate::client::DEFAULT_FETCH_COST,
-        )?;
+        )
+        .freshness(Duration::from_secs(self.freshness))
+        .build()?;
         let mut watcher = Watcher::start(client, ids).await?;
         let interrupted = tokio::signal::ctrl_c();
         tokio::pin!(interrupted);
@@ -236,6 +259,18 @@ impl WatchArgs {
             };
             let mut out = std::io::stdout().lock();
             for event in &events {
+                if let Event::Version {
+                    hour,
+                    version,
+                    unverified: true,
+                    ..
+                } = event
+                {
+                    eprintln!(
+                        "bloomcast: unverified (no signature to check): {} (open), version {version}",
+                        hour.rfc3339()
+                    );
+                }
                 let written = match (self.json, event) {
                     (true, e) => writeln!(out, "{}", e.to_json()),
                     (false, Event::Changed { id, .. }) => writeln!(out, "{id}"),

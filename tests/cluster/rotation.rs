@@ -29,10 +29,22 @@ pub async fn a_node_on_a_new_key_signs_new_hours_and_the_old_key_signs_none_of_t
     clock.advance(Duration::hours(1));
     old.service.tick().await.unwrap();
     // Deliberately, as `bloomcast rotate-key` does: a key the cluster has not recorded
-    // would be refused.
-    bloomcast::startup::record_key(&settings(2), &clock)
+    // would be refused; its succession is signed both ways (key 1 vouches for it), so a
+    // client trusting key 1 trusts it too.
+    let store = bloomcast::startup::open_store(&settings(2), &clock)
         .await
         .unwrap();
+    let genesis = store.genesis().await.unwrap();
+    bloomcast::service::register_key(
+        store.as_ref(),
+        genesis,
+        &Signer::from_seed(&[2; 32]),
+        Some(&Signer::from_seed(&[1; 32])),
+        true,
+    )
+    .await
+    .unwrap();
+    drop(store);
     let new = node(settings(2), &clock).await;
     post_ids(&http, &new.base, &["b".into()]).await.unwrap();
     clock.advance(Duration::hours(1));

@@ -128,6 +128,8 @@ pub enum Lie {
     FlipExact,
     /// Answers 404 for every exact body.
     HideExact,
+    /// Sends every exact body without its `Bloom-Signature`.
+    StripExact,
 }
 
 pub struct Proxy {
@@ -174,6 +176,9 @@ async fn forward(request: Request, origin: String, lie: Lie) -> Response {
             "repr-digest",
             HeaderValue::from_str(&bloomcast::chain::repr_digest(&body)).unwrap(),
         );
+    }
+    if exact && lie == Lie::StripExact {
+        headers.remove("bloom-signature");
     }
     let mut response = Response::new(Body::from(body));
     *response.status_mut() = status;

@@ -249,6 +249,8 @@ pub async fn nginx_serves_the_mirror_to_check_and_verify_with_the_right_types() 
             .map(String::from)
             .to_vec();
         args.extend(["--pubkey".into(), key.clone()]);
+        // A mirror of 2008 hours, far behind this machine's clock: stale on purpose.
+        args.extend(["--accept-stale".into()]);
         args.extend(probe_ids());
         bloomcast(args)
     };
@@ -272,7 +274,7 @@ pub async fn nginx_serves_the_mirror_to_check_and_verify_with_the_right_types() 
         .map(String::from)
         .to_vec();
     args.extend([hour(0).rfc3339(), "--fetch-cost".into(), "100000000".into()]);
-    args.extend(["--json".into()]);
+    args.extend(["--json".into(), "--accept-stale".into()]);
     args.extend(probe_ids());
     let out = bloomcast(args).await;
     let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -288,6 +290,22 @@ pub async fn nginx_serves_the_mirror_to_check_and_verify_with_the_right_types() 
         doc["ribbons2"], 2,
         "the hours before it as version 2: {doc}"
     );
+    // A mirror whose newest hour is of 2008 is stale: the hour after it, the one it
+    // would offer next, is named, and without --accept-stale the answer exits 3.
+    let stale = doc["stale"].as_array().unwrap();
+    assert!(
+        stale.len() == 1 && stale[0].as_str().unwrap().contains(&hour(2).rfc3339()),
+        "{doc}"
+    );
+    let mut args: Vec<String> = ["check", "--server", &s.nginx.base, "--since"]
+        .map(String::from)
+        .to_vec();
+    args.extend([hour(0).rfc3339(), "h1:7".into()]);
+    let out = bloomcast(args).await;
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(err.contains("(mirrored)"), "{err}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "h1:7");
 
     tamper(&s.dir, 1);
     let refused = check().await;

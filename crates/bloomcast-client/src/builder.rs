@@ -20,6 +20,8 @@ pub struct ClientBuilder {
     pin: bool,
     fetch_cost: u64,
     registered: bool,
+    freshness: Duration,
+    accept_stale: bool,
 }
 
 impl ClientBuilder {
@@ -82,7 +84,10 @@ impl ClientBuilder {
     /// signed, so [`Client::changed_since`] fetches hour by hour, v1 filters and exact
     /// bodies only. After key
     /// rotations, any of the keys the server lists may be given: the list must name it,
-    /// and each hour verifies under the key listed for it.
+    /// and is trusted only from it (PROTOCOL.md section 11, "Trust"): the keys it
+    /// vouched for, and those that acknowledged it, each signing the hours listed for it;
+    /// an hour listed under any other key (a mirror's own, "vouched" for by itself) is
+    /// refused, naming that key.
     ///
     /// ```
     /// let key = "d75a980182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a";
@@ -93,6 +98,27 @@ impl ClientBuilder {
     /// ```
     pub fn pubkey(mut self, key: crate::chain::PublicKey) -> Self {
         self.pubkey = Some(key);
+        self
+    }
+
+    /// How old a version of the open hour may be when verified with a key (default
+    /// [`DEFAULT_FRESHNESS`](crate::DEFAULT_FRESHNESS), 600 s): each version carries its
+    /// `Bloom-Open-Signature` with the time it was made, and one made longer ago (an
+    /// older version replayed, hiding the changes since) is refused with
+    /// [`ClientError::Unverified`] naming the hour.
+    pub fn freshness(mut self, freshness: Duration) -> Self {
+        self.freshness = freshness;
+        self
+    }
+
+    /// Whether [`Client::changed_since`] and its variants return an answer whose source
+    /// is not shown current (its newest hour more than [`LAG_HOURS`](crate::LAG_HOURS)
+    /// hours behind this machine's clock; with a key, a checkpoint naming a newer
+    /// sealed hour, made long ago, or missing) as an answer (`true`), its
+    /// [`Coverage::stale`](crate::Coverage) saying why, or as
+    /// [`ClientError::Stale`] carrying it (`false`, the default).
+    pub fn accept_stale(mut self, accept: bool) -> Self {
+        self.accept_stale = accept;
         self
     }
 
@@ -165,6 +191,11 @@ impl ClientBuilder {
             pin_mark: std::sync::atomic::AtomicI64::new(i64::MIN),
             static_layout: Default::default(),
             verified: std::sync::Mutex::default(),
+            unverified: std::sync::Mutex::default(),
+            open_made: std::sync::Mutex::default(),
+            current: std::sync::atomic::AtomicI64::new(i64::MIN),
+            freshness: self.freshness,
+            accept_stale: self.accept_stale,
         })
     }
 }
@@ -191,6 +222,8 @@ impl Client {
             pin: false,
             fetch_cost: DEFAULT_FETCH_COST,
             registered: false,
+            freshness: crate::DEFAULT_FRESHNESS,
+            accept_stale: false,
         }
     }
 }

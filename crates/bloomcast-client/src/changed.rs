@@ -7,7 +7,7 @@
 use super::choice::{wasted, Choice, Form, Forms};
 use super::held::Held;
 use super::refine::Reading;
-use super::{fetch, plan, Changed, Client, ClientError, Index, Result, Strategy};
+use super::{fetch, plan, Answer, Changed, Client, ClientError, Coverage, Index, Result, Strategy};
 use crate::bloom::{Filter, Key};
 use crate::hour::Hour;
 use std::collections::HashMap;
@@ -24,9 +24,11 @@ impl Client {
     /// client declared its IDs [registered](super::ClientBuilder::registered), else
     /// refining an approximate form at the service's target fpp or under, whose bytes and
     /// second request it then counts too. The open hour is read as a v1 filter
-    /// (revalidated, or a delta). A verifying client reads v1 filters and exact bodies
-    /// (both signed), never ribbons. An exact body the server does not serve (404) falls
-    /// back to the other form.
+    /// (revalidated, or a delta). A verifying client reads hour by hour (unions are not
+    /// signed), each form verified by its own signature under the hour's chain header;
+    /// a ribbon or exact body served without a signature is not used (the hour's v1
+    /// filter is read instead). An exact body the server does not serve (404) falls back
+    /// to the other form.
     ///
     /// Every ID that changed in the range is returned (no false negatives); an ID that
     /// did not is returned with the filters' false-positive probability. From an hour read
@@ -90,6 +92,58 @@ impl Client {
         strategy: Strategy,
         forms: Forms,
     ) -> Result<Vec<Changed>> {
+        Ok(self
+            .changed_since_covering(ids, since, strategy, forms)
+            .await?
+            .changes)
+    }
+
+    /// [`Client::changed_since_in`], with what the answer covers ([`Coverage`]): the
+    /// first and last hours read, with a key the hours used unverified (an open hour
+    /// served unsigned), and why the source is not shown current (PROTOCOL.md section
+    /// 11): its newest hour more than [`crate::LAG_HOURS`] hours before this machine's
+    /// current hour, or with a key, its verified checkpoint (`GET /checkpoint`; a static
+    /// mirror's `/checkpoint.json`) naming a sealed hour it does not offer or made more
+    /// than that long ago, or no checkpoint where nothing else signed shows it current.
+    ///
+    /// # Errors
+    /// As [`Client::changed_since_in`]; [`ClientError::Stale`] carrying the answer when
+    /// it is stale, unless the client accepts stale answers
+    /// ([`super::ClientBuilder::accept_stale`]); [`ClientError::Unverified`] for a
+    /// checkpoint that does not verify.
+    pub async fn changed_since_covering<S: AsRef<str>>(
+        &self,
+        ids: &[S],
+        since: Hour,
+        strategy: Strategy,
+        forms: Forms,
+    ) -> Result<Answer> {
+        let (changes, index, last) = self.changes_in(ids, since, strategy, forms).await?;
+        let verifying = self.keys(None).await?.is_some();
+        let stale = self.staleness(&index).await?;
+        let answer = Answer {
+            changes,
+            coverage: Coverage {
+                first: Some(since),
+                last: Some(last),
+                unverified: verifying.then(|| self.unverified_hours(since, last)),
+                stale,
+            },
+        };
+        if !answer.coverage.stale.is_empty() && !self.accept_stale {
+            return Err(ClientError::Stale(Box::new(answer)));
+        }
+        Ok(answer)
+    }
+
+    /// The changes from `since`, the index they were read by, and the last hour read.
+    async fn changes_in<S: AsRef<str>>(
+        &self,
+        ids: &[S],
+        since: Hour,
+        strategy: Strategy,
+        forms: Forms,
+    ) -> Result<(Vec<Changed>, Index, Hour)> {
         let index = self.index().await?;
         let now = index.current_hour()?;
         if since > now {
@@ -130,7 +184,7 @@ impl Client {
         let hourly = match strategy {
             _ if forced => true,
             // Unions are not signed: a verifying client reads hour by hour.
-            _ if inputs.bloom_only => true,
+            _ if self.verifies() => true,
             // A static mirror serves no unions.
             _ if index.static_layout => true,
             // A union over a damaged hour answers 500: the hours held are read instead.
@@ -153,7 +207,7 @@ impl Client {
             let (_, to) = fetched.range()?;
             let filter: &Filter = &fetched.filter;
             let ids = pick(&|key| filter.contains_key(key));
-            return Ok(if ids.is_empty() {
+            let changes = if ids.is_empty() {
                 vec![]
             } else {
                 vec![Changed {
@@ -161,7 +215,8 @@ impl Client {
                     to,
                     ids,
                 }]
-            });
+            };
+            return Ok((changes, index, to));
         }
         let mut out = Vec::new();
         let mut hour = since;
@@ -209,7 +264,7 @@ impl Client {
             }
             hour = hour.next();
         }
-        Ok(out)
+        Ok((out, index, now))
     }
 
     /// A closed hour in the form that minimises filter bytes plus wasted fetches: one
@@ -243,11 +298,20 @@ impl Client {
             (Ok(Some(exact)), Some(under)) => self.refined(hour, exact, under).await,
             // No exact body after all (404), or an hour the server has not sealed yet
             // (406): the approximate form answers the same question.
-            (Ok(None) | Err(ClientError::Status { status: 406, .. }), _) => {
-                self.approximate(hour, inputs.other(count)).await
-            }
+            // Or one served unsigned to a client with a key: not used.
+            (
+                Ok(None)
+                | Err(ClientError::Status { status: 406, .. })
+                | Err(ClientError::Unsigned { .. }),
+                _,
+            ) => self.approximate(hour, inputs.other(count)).await,
             (Err(e), _) => Err(e),
         }
+    }
+
+    /// Whether this client verifies what it reads (a key given, or pinned on first use).
+    fn verifies(&self) -> bool {
+        self.pubkey.is_some() || self.pin
     }
 
     /// What the planner needs: per hour, what we hold of it and its count.
@@ -275,7 +339,8 @@ impl Client {
             capacity: index.capacity,
             followed,
             fetch_cost: self.fetch_cost,
-            bloom_only: self.pubkey.is_some() || self.pin,
+            // Every form of a sealed hour is signed and verified (its ribbons too).
+            bloom_only: false,
             ribbon2: index.ribbon_versions.contains(&2),
             registered: self.registered,
         }

@@ -6,7 +6,9 @@
 use super::fetch::check;
 use super::{Client, ClientError, Result};
 use crate::bloom::{Ribbon, Ribbon2};
+use crate::chain::{self, BodyForm, SignatureField};
 use crate::hour::Hour;
+use reqwest::header::HeaderMap;
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
@@ -40,9 +42,21 @@ impl Client {
             path.push_str(&format!("?fpp={p:e}"));
         }
         let response = check(self.send(self.get(&path)).await?).await?;
+        let headers = response.headers().clone();
         let body = self.body(response, None).await?;
+        // Signed over the binary body (the JSON form's hex decodes to it), verified before
+        // it is parsed or kept: a tampered or unsigned ribbon is never held.
+        let json = body.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{');
+        if !json {
+            self.check_form(BodyForm::Ribbon, hour, &path, &headers, &body)
+                .await?;
+        }
         let (_, ribbon) = crate::wire::decode_compact(&body)
             .map_err(|e| ClientError::Protocol(format!("{path}: {e}")))?;
+        if json {
+            self.check_form(BodyForm::Ribbon, hour, &path, &headers, &ribbon.to_bytes())
+                .await?;
+        }
         self.counters.ribbons.fetch_add(1, Ordering::Relaxed);
         let ribbon = Arc::new(ribbon);
         self.ribbons.put(hour, Arc::clone(&ribbon));
@@ -71,7 +85,11 @@ impl Client {
             path.push_str(&format!("?fpp={p:e}"));
         }
         let response = check(self.send(self.get(&path)).await?).await?;
+        let headers = response.headers().clone();
         let body = self.body(response, None).await?;
+        // Verified before it is parsed or kept.
+        self.check_form(BodyForm::Ribbon2, hour, &path, &headers, &body)
+            .await?;
         let ribbon = Ribbon2::from_bytes(&body)
             .map_err(|e| ClientError::Protocol(format!("{path}: {e}")))?;
         self.counters.ribbons.fetch_add(1, Ordering::Relaxed);
@@ -79,6 +97,80 @@ impl Client {
         let ribbon = Arc::new(ribbon);
         self.ribbons2.put(hour, Arc::clone(&ribbon));
         Ok(ribbon)
+    }
+}
+
+impl Client {
+    /// With a key, verifies a derived `form` of the sealed `hour` (its binary `body`,
+    /// fetched from `path` with `headers`): its `Bloom-Signature` (else the one line of
+    /// its `.sig` sidecar, on a static mirror) over the form's domain, the hour's index,
+    /// its verified chain header and the body's SHA-256, by the key listed for the hour.
+    ///
+    /// # Errors
+    /// [`ClientError::Unsigned`] without a signature; [`ClientError::Unverified`] naming
+    /// the hour when it does not verify.
+    pub(crate) async fn check_form(
+        &self,
+        form: BodyForm,
+        hour: Hour,
+        path: &str,
+        headers: &HeaderMap,
+        body: &[u8],
+    ) -> Result<()> {
+        let Some(keys) = self.keys(Some(hour)).await? else {
+            return Ok(());
+        };
+        let label = match form {
+            BodyForm::Exact => "its exact body",
+            BodyForm::Ribbon => "its ribbon (.ribbon)",
+            BodyForm::Ribbon2 => "its version 2 ribbon (.ribbon2)",
+        };
+        let value = match headers
+            .get(chain::HEADER_SIGNATURE)
+            .and_then(|v| v.to_str().ok())
+        {
+            Some(v) => v.to_owned(),
+            None => self
+                .sidecar(path)
+                .await?
+                .ok_or(ClientError::Unsigned { hour, form: label })?,
+        };
+        let name = hour.rfc3339();
+        let field = SignatureField::parse(&value).ok_or_else(|| {
+            super::verify::malformed(
+                &name,
+                format!("{label}: its Bloom-Signature is not 128 hex digits with an optional keyid=\"16 hex digits\""),
+            )
+        })?;
+        let header = self.chain_header(hour).await?;
+        let key = keys.key_for(hour, field.key_id)?;
+        key.verify_body(
+            form,
+            &format!("{name} ({label})"),
+            hour.index(),
+            &header,
+            body,
+            &field.signature,
+        )?;
+        Ok(())
+    }
+
+    /// The one line of the `.sig` sidecar of the form at `path` (a static mirror's,
+    /// PROTOCOL.md section 13), `None` when there is none.
+    async fn sidecar(&self, path: &str) -> Result<Option<String>> {
+        let bare = path.split('?').next().unwrap_or(path);
+        let response = match check(self.send(self.get(&format!("{bare}.sig"))).await?).await {
+            Ok(response) => response,
+            Err(ClientError::Status { status: 404, .. }) => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        let body = self.body(response, None).await?;
+        let text = String::from_utf8_lossy(&body);
+        Ok(text
+            .lines()
+            .map(str::trim)
+            .find(|l| !l.is_empty())
+            .map(str::to_owned))
     }
 }
 

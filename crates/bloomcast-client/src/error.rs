@@ -36,6 +36,19 @@ pub enum ClientError {
     /// store; a caller never skips the hours.
     #[error("{}", corrupt_message(.hours))]
     Corrupt { hours: Vec<Hour> },
+    /// A derived form of a sealed hour (a ribbon, an exact body) came without a signature
+    /// (no `Bloom-Signature`, no `.sig` sidecar) to a client with a key: it is not used.
+    /// [`Client::changed_since`](crate::Client::changed_since) reads the hour's v1 filter
+    /// instead.
+    #[error("hour {}: {form} carries no signature (no Bloom-Signature, no .sig sidecar): not used", .hour.rfc3339())]
+    Unsigned { hour: Hour, form: &'static str },
+    /// An answer whose source is not shown current (PROTOCOL.md section 11): its
+    /// [`Coverage::stale`](crate::Coverage) says why, one line per reason naming the hour.
+    /// The answer holds for the hours it covers and says nothing of those after them.
+    /// Returned unless the client accepts such answers
+    /// ([`ClientBuilder::accept_stale`](crate::ClientBuilder::accept_stale)).
+    #[error("{}", .0.coverage.stale.join("; "))]
+    Stale(Box<crate::Answer>),
     /// The answer came but does not follow the protocol.
     #[error("unexpected response: {0}")]
     Protocol(String),

@@ -6,7 +6,7 @@
 
 use super::fetch::check;
 use super::{Client, ClientError, Result};
-use crate::chain::{self, Claim, Hash, SignatureField};
+use crate::chain::{self, Claim, Hash};
 use crate::exact::Exact;
 use crate::hour::Hour;
 use reqwest::header::{HeaderMap, ACCEPT};
@@ -59,47 +59,20 @@ impl Client {
         };
         let headers = response.headers().clone();
         let body = self.body(response, None).await?;
+        // Before it is parsed or kept: a tampered body is refused, never held.
+        self.check_form(chain::BodyForm::Exact, hour, &path, &headers, &body)
+            .await?;
         let exact = decode_checked(&path, &headers, &body)?;
-        // Before it is kept: a tampered body is refused, never held.
-        self.check_exact_signed(hour, &headers, &body).await?;
         self.counters.exacts.fetch_add(1, Ordering::Relaxed);
         let exact = Arc::new(exact);
         self.exacts.put(hour, Arc::clone(&exact));
         Ok(Some(exact))
     }
 
-    /// Verifies an exact body's signature when the client verifies: over the hour's
-    /// index, its chain header and the body's SHA-256, by the key listed for the hour.
-    async fn check_exact_signed(&self, hour: Hour, headers: &HeaderMap, body: &[u8]) -> Result<()> {
-        let Some(keys) = self.keys(Some(hour)).await? else {
-            return Ok(());
-        };
-        let name = hour.rfc3339();
-        let field = headers
-            .get(chain::HEADER_SIGNATURE)
-            .and_then(|v| v.to_str().ok())
-            .ok_or_else(|| {
-                super::verify::malformed(
-                    &name,
-                    "its exact body carries no Bloom-Signature: not signed",
-                )
-            })?;
-        let field = SignatureField::parse(field).ok_or_else(|| {
-            super::verify::malformed(
-                &name,
-                "its Bloom-Signature is not 128 hex digits with an optional keyid=\"16 hex digits\"",
-            )
-        })?;
-        let header = self.chain_header(hour).await?;
-        let key = keys.key_for(hour, field.key_id)?;
-        key.verify_exact(&name, hour.index(), &header, body, &field.signature)?;
-        Ok(())
-    }
-
     /// The chain header of a sealed hour: the one this client verified with the v1 hour,
     /// else its chain entry's, whose signature and link are verified (and linked with
     /// the neighbouring hours verified before) first.
-    async fn chain_header(&self, hour: Hour) -> Result<Hash> {
+    pub(crate) async fn chain_header(&self, hour: Hour) -> Result<Hash> {
         if let Some((_, header)) = crate::sync::lock(&self.verified).get(&hour.index()) {
             return Ok(*header);
         }

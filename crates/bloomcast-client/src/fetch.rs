@@ -53,8 +53,14 @@ impl Client {
                     .header("available-dictionary", d.offer()),
                 None => self.get(&asked.0),
             };
+            // A version of the open hour verified with a `made` now past the freshness
+            // bound is fetched whole: a 304 would carry no newer signature.
+            let too_old = cached.as_ref().is_some_and(|c| !c.meta.complete)
+                && hour_of_path(&path).is_some_and(|h| self.open_too_old(h));
             if let Some(etag) = cached.as_ref().and_then(|c| c.etag.as_deref()) {
-                request = request.header(header::IF_NONE_MATCH, etag);
+                if !too_old {
+                    request = request.header(header::IF_NONE_MATCH, etag);
+                }
             }
             let response = self.send(request).await?;
             if response.status() == StatusCode::NOT_MODIFIED {
@@ -90,7 +96,12 @@ impl Client {
     pub async fn index(&self) -> Result<Index> {
         let response = check(self.send(self.get("/")).await?).await?;
         let body = self.body(response, None).await?;
-        serde_json::from_slice(&body).map_err(|e| ClientError::Protocol(format!("index: {e}")))
+        let index: Index = serde_json::from_slice(&body)
+            .map_err(|e| ClientError::Protocol(format!("index: {e}")))?;
+        if let Ok(current) = index.current_hour() {
+            self.current.fetch_max(current.index(), Ordering::Relaxed);
+        }
+        Ok(index)
     }
 
     /// Records `ids` in the server's current hour; returns once they are durable.
@@ -193,6 +204,12 @@ pub(super) async fn check(response: Response) -> Result<Response> {
         message,
         retry_after,
     })
+}
+
+/// The hour a filter's path names (`/2008/09/03/13.bin`), if it names one.
+fn hour_of_path(path: &str) -> Option<crate::hour::Hour> {
+    let stem = path.rsplit_once('.').map_or(path, |(stem, _)| stem);
+    crate::hour::Hour::parse_path(stem).ok()
 }
 
 /// The representation a path's suffix names (`/2008/09/03/13.hex`), if any.

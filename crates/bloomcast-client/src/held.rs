@@ -116,6 +116,8 @@ impl Client {
             Err(ClientError::Status {
                 status: 404 | 406, ..
             }) => Ok(Held::Bloom(self.hour(hour).await?)),
+            // Served without a signature to a client with a key: not used.
+            Err(ClientError::Unsigned { .. }) => Ok(Held::Bloom(self.hour(hour).await?)),
             Err(e) => Err(e),
         }
     }

@@ -1,9 +1,12 @@
 //! Which key verifies which hour: the publisher's list of keys (`keys` in
 //! `/.well-known/bloomcast.json`), trusted as the client was told to trust it.
 //!
-//! - With a key given ([`crate::ClientBuilder::pubkey`]) the list is used if it names
-//!   that key (any of its keys); otherwise, or from a server or mirror with no
-//!   well-known document, every hour is verified against the key given alone.
+//! - With a key given ([`crate::ClientBuilder::pubkey`]) the list is trusted only from
+//!   that key (PROTOCOL.md section 11, "Trust"): the keys it vouched for (forward, each
+//!   by the one before) and those that acknowledged it (back); an hour listed under any
+//!   other key is refused, naming that key, and a list that does not name the key given
+//!   is refused. From a server or mirror with no well-known document, every hour is
+//!   verified against the key given alone.
 //! - With pinning, the list is pinned in the cache directory on first use
 //!   (`<dir>/<server>/keys.json`: `{"keys": [...], "verified_through": hour}`, the
 //!   newest hour verified so far); a later list is accepted only if it extends the
@@ -15,10 +18,42 @@
 //! (the publisher rotated its key since).
 
 use super::{Client, ClientError, Result};
-use crate::chain::{self, ChainError, KeyList, ListedKey, PublicKey, Succession};
+use crate::chain::{self, ChainError, KeyId, KeyList, ListedKey, PublicKey, Succession, Trusted};
 use crate::hour::Hour;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
+
+/// The keys this client verifies with: the publisher's list and, with a key given, the
+/// run of it trusted from that key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Keys {
+    list: KeyList,
+    /// `None` under trust on first use (the pinned list is what is trusted).
+    trusted: Option<Trusted>,
+}
+
+impl Keys {
+    /// The key listed for `hour`, if any.
+    pub(crate) fn for_hour(&self, hour: Hour) -> Option<&ListedKey> {
+        self.list.for_hour(hour)
+    }
+
+    /// The key to verify `hour`'s signature with, given the id its field names.
+    ///
+    /// # Errors
+    /// [`ChainError::OtherKey`] when the key listed for the hour is not trusted (naming
+    /// it), when none is listed, or when the field names another key.
+    pub(crate) fn key_for(
+        &self,
+        hour: Hour,
+        named: Option<KeyId>,
+    ) -> Result<PublicKey, ChainError> {
+        if let Some(trusted) = &self.trusted {
+            trusted.key_for(hour)?;
+        }
+        self.list.key_for(hour, named)
+    }
+}
 
 impl Client {
     /// The keys to verify `hour` with (any hour with `None`): the list read before if it
@@ -27,7 +62,7 @@ impl Client {
     ///
     /// # Errors
     /// [`ClientError::Unverified`] when the list is refused; transport errors.
-    pub(super) async fn keys(&self, hour: Option<Hour>) -> Result<Option<Arc<KeyList>>> {
+    pub(super) async fn keys(&self, hour: Option<Hour>) -> Result<Option<Arc<Keys>>> {
         self.read_keys(hour).await.map_err(|e| match (e, hour) {
             // A refused list refuses the hour being verified: say which.
             (ClientError::Unverified(e @ ChainError::BadKeyList(_)), Some(h)) => {
@@ -40,7 +75,7 @@ impl Client {
         })
     }
 
-    async fn read_keys(&self, hour: Option<Hour>) -> Result<Option<Arc<KeyList>>> {
+    async fn read_keys(&self, hour: Option<Hour>) -> Result<Option<Arc<Keys>>> {
         let mut known = self.keyring.lock().await;
         if let Some(list) = known.as_ref() {
             if hour.is_none_or(|h| list.for_hour(h).is_some()) {
@@ -64,20 +99,17 @@ impl Client {
         }
         let Some(listed) = self.listed_keys().await? else {
             // No list published: the key given alone, or nothing to check at all.
-            return Ok(match (anchor, pinned) {
-                (Some(key), _) => Some(Arc::new(KeyList::single(key))),
-                (None, pinned) => pinned.map(Arc::new),
-            });
+            let list = match (anchor, pinned) {
+                (Some(key), _) => KeyList::single(key),
+                (None, Some(pinned)) => pinned,
+                (None, None) => return Ok(None),
+            };
+            let trusted = anchor.map(|key| list.trusted_from(&key)).transpose()?;
+            return Ok(Some(Arc::new(Keys { list, trusted })));
         };
-        let listed = match anchor {
-            // Not among the server's keys: the key given alone is trusted (every hour
-            // then fails, naming the key that signed it).
-            Some(key) if !listed.keys().iter().any(|k| k.public_key == key) => {
-                tracing::warn!(key_id = %key.id(), "the key given is not among the keys the server lists");
-                KeyList::single(key)
-            }
-            _ => listed,
-        };
+        // With a key given, only what it signed or vouched for is trusted; a list that
+        // does not name it is refused.
+        let trusted = anchor.map(|key| listed.trusted_from(&key)).transpose()?;
         if let Some(pinned) = &pinned {
             listed.extends(pinned, self.newest_verified())?;
         }
@@ -86,9 +118,12 @@ impl Client {
                 write_pinned(file, &listed, self.newest_verified());
             }
         }
-        let list = Arc::new(listed);
-        *known = Some(list.clone());
-        Ok(Some(list))
+        let keys = Arc::new(Keys {
+            list: listed,
+            trusted,
+        });
+        *known = Some(keys.clone());
+        Ok(Some(keys))
     }
 
     /// The newest hour this client verified, here or (pinned) in an earlier process.
@@ -106,8 +141,8 @@ impl Client {
         if self.pin_mark.fetch_max(hour.index(), Ordering::Relaxed) >= hour.index() {
             return;
         }
-        if let Some(list) = self.keyring.lock().await.as_ref() {
-            write_pinned(&file, list, Some(hour));
+        if let Some(keys) = self.keyring.lock().await.as_ref() {
+            write_pinned(&file, &keys.list, Some(hour));
         }
     }
 

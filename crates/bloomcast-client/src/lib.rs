@@ -21,6 +21,7 @@ mod changed;
 mod choice;
 mod clock;
 mod compact;
+mod coverage;
 mod dictionaries;
 mod error;
 mod exact_hours;
@@ -38,6 +39,7 @@ pub use choice::{
     cheapest_form, cheapest_form_of, exact_or, Choice, Form, Forms, DEFAULT_FETCH_COST, RIBBON_BITS,
 };
 pub use clock::ClockReport;
+pub use coverage::{Answer, Coverage, DEFAULT_FRESHNESS, LAG_HOURS};
 pub use error::ClientError;
 pub use history::{default_cache_dir, IdHistory};
 pub use plan::Strategy;
@@ -298,7 +300,7 @@ pub struct Client {
     /// Trust on first use: pin the server's list of keys in `cache_dir` and verify with it.
     pin: bool,
     /// The publisher's keys as last read and trusted (see `keys.rs`).
-    keyring: tokio::sync::Mutex<Option<std::sync::Arc<crate::chain::KeyList>>>,
+    keyring: tokio::sync::Mutex<Option<std::sync::Arc<keys::Keys>>>,
     /// The newest hour index recorded in the pin (`i64::MIN`: none).
     pin_mark: std::sync::atomic::AtomicI64,
     /// Set once a raw filter came without its `Bloom-*` headers (a static mirror): filters
@@ -307,6 +309,18 @@ pub struct Client {
     /// Hours verified so far: index → (previous header, header), to check chain links.
     verified:
         std::sync::Mutex<std::collections::HashMap<i64, (crate::chain::Hash, crate::chain::Hash)>>,
+    /// With a key: open hours used without a signature (hour indexes).
+    unverified: std::sync::Mutex<std::collections::BTreeSet<i64>>,
+    /// With a key: each open hour's verified version's `made` (Unix seconds).
+    open_made: std::sync::Mutex<std::collections::HashMap<i64, i64>>,
+    /// The newest current hour an index of the source named (`i64::MIN`: none read): an
+    /// hour before it is sealed, and never accepted as an open version.
+    current: std::sync::atomic::AtomicI64,
+    /// How old a version of the open hour may be, with a key.
+    freshness: std::time::Duration,
+    /// Return an answer whose source is not shown current rather than
+    /// [`ClientError::Stale`].
+    accept_stale: bool,
 }
 
 impl Client {

@@ -57,8 +57,9 @@ pub(super) fn malformed(hour: &str, detail: impl Into<String>) -> ClientError {
 impl Client {
     /// Checks a freshly fetched filter from `path` when the client has a public key: a
     /// complete hour must carry a valid signature over its bytes' digest and link up
-    /// with the neighbouring hours this client verified before. Unions and the open
-    /// hour are not signed (they are not part of the chain) and pass unchecked.
+    /// with the neighbouring hours this client verified before; a version of the open
+    /// hour, its `Bloom-Open-Signature` within the freshness bound (unsigned: used, and
+    /// listed unverified). Unions are not signed and pass unchecked.
     pub(super) async fn check_signed(
         &self,
         path: &str,
@@ -69,12 +70,29 @@ impl Client {
         let Ok(hour) = Hour::parse_path(stem) else {
             return Ok(());
         };
-        if !fetched.meta.complete {
-            return Ok(());
-        }
         let Some(keys) = self.keys(Some(hour)).await? else {
             return Ok(());
         };
+        if !fetched.meta.complete {
+            let current = self.current.load(std::sync::atomic::Ordering::Relaxed);
+            if hour.index() < current {
+                return Err(malformed(
+                    &hour.rfc3339(),
+                    format!(
+                        "served as open (complete: false), but the source's current hour is \
+                         {}: a sealed hour is signed as sealed, and an open version cannot \
+                         stand for it",
+                        Hour::from_index(current).rfc3339()
+                    ),
+                ));
+            }
+            // A version of the open hour: signed on its own, with when it was made.
+            let value = headers
+                .get(chain::HEADER_OPEN_SIGNATURE)
+                .and_then(|v| v.to_str().ok());
+            let digest = chain::digest(&fetched.filter.bytes());
+            return self.check_open(&keys, hour, &digest, value);
+        }
         let name = hour.rfc3339();
         let header = |n: &str| headers.get(n).and_then(|v| v.to_str().ok());
         let (prev, field) = if header(chain::HEADER_PREV).is_none()
@@ -158,7 +176,8 @@ impl Client {
     /// [`ClientError::Unverified`] naming the first entry that fails; transport errors
     /// and error statuses of the first page.
     pub async fn chain(&self, since: Hour) -> Result<Vec<ChainEntry>> {
-        let verifying = self.keys(None).await?.is_some();
+        // Asked for `since`: a refused key list refuses it, by name.
+        let verifying = self.keys(Some(since)).await?.is_some();
         let mut entries: Vec<ChainEntry> = Vec::new();
         let mut path = Some(format!("/chain{}?limit=1000", since.path()));
         let mut last: Option<(Hour, Hash)> = None;
@@ -203,7 +222,7 @@ impl Client {
     /// naming the first hour that fails (a changed byte, a missing or swapped hour, a
     /// broken link, another key); transport errors and error statuses.
     pub async fn verify_chain(&self, since: Hour) -> Result<ChainReport> {
-        if self.keys(None).await?.is_none() {
+        if self.keys(Some(since)).await?.is_none() {
             return Err(ClientError::Argument(
                 "verifying needs the publisher's public key (--pubkey)".into(),
             ));
