@@ -627,7 +627,17 @@ fn inspect_verifies_a_ribbon_url_by_its_signature_and_refuses_an_altered_one() {
 fn inspect_of_a_url_verifies_the_open_hour_by_its_signature_and_refuses_a_union() {
     let m = mirror::start();
     let open = format!("{}{}", m.base, hour(3).path());
-    let out = bloomcast(&["inspect", &open, "--pubkey", &m.pubkey]);
+    // The version was made in 2008: past the default freshness bound, and refused so.
+    let stale = bloomcast(&["inspect", &open, "--pubkey", &m.pubkey]);
+    assert_refused(&stale, &[&hour(3).rfc3339(), "past the freshness bound"]);
+    let out = bloomcast(&[
+        "inspect",
+        &open,
+        "--pubkey",
+        &m.pubkey,
+        "--freshness",
+        "1000000000",
+    ]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(
         stdout(&out).contains(&format!(

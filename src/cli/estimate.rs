@@ -29,8 +29,20 @@ impl EstimateArgs {
     /// Anything `inspect` refuses, or two filters of different shapes (both named).
     pub async fn run(self) -> Result<(), CliError> {
         let raw = self.raw.get();
-        let (meta_a, a) = load(&self.intersect[0], raw, None).await?;
-        let (meta_b, b) = load(&self.intersect[1], raw, None).await?;
+        let (meta_a, a) = load(
+            &self.intersect[0],
+            raw,
+            None,
+            crate::client::DEFAULT_FRESHNESS,
+        )
+        .await?;
+        let (meta_b, b) = load(
+            &self.intersect[1],
+            raw,
+            None,
+            crate::client::DEFAULT_FRESHNESS,
+        )
+        .await?;
         let overlap = a.overlap(&b).map_err(|e| match e {
             FilterError::Incompatible { .. } => CliError::Input(format!(
                 "cannot intersect filters of different shapes: A {} is {} and B {} is {}; \

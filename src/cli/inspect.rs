@@ -3,7 +3,7 @@
 
 mod saved;
 
-use super::{verifying_client, CliError};
+use super::{verifying_builder, CliError};
 use crate::bloom::Filter;
 use crate::wire::{Document, Meta};
 use clap::Args;
@@ -33,6 +33,10 @@ pub struct InspectArgs {
     /// signature and chain link, or the Bloom-* parameters of a raw body.
     #[arg(long, value_name = "FILE")]
     headers: Option<std::path::PathBuf>,
+    /// With --pubkey, how old a version of the open hour fetched from a URL may be (its
+    /// signature says when it was made): an older one (a replay) is refused.
+    #[arg(long, value_name = "SECONDS", default_value_t = 600, value_parser = clap::value_parser!(u64).range(1..))]
+    freshness: u64,
 }
 
 /// The parameters of raw hex or binary files, which carry none of their own (shared by
@@ -100,7 +104,8 @@ impl InspectArgs {
             super::ribbon::print(&ribbon, self.json, None);
             return Ok(());
         }
-        let (meta, filter) = load(&self.target, self.raw.get(), self.pubkey).await?;
+        let freshness = std::time::Duration::from_secs(self.freshness);
+        let (meta, filter) = load(&self.target, self.raw.get(), self.pubkey, freshness).await?;
         let verified = match (&trusted_hour, &meta) {
             (Some((trusted, hour)), Some(meta)) => {
                 // The count is not signed: it must fit the filter's bits.
@@ -376,9 +381,10 @@ pub(super) async fn load(
     target: &str,
     raw: Option<(u64, u64)>,
     pubkey: Option<crate::chain::PublicKey>,
+    freshness: std::time::Duration,
 ) -> Result<(Option<Meta>, Filter), CliError> {
     if target.starts_with("http://") || target.starts_with("https://") {
-        fetch(target, pubkey).await
+        fetch(target, pubkey, freshness).await
     } else {
         read_file(target, raw)
     }
@@ -387,11 +393,14 @@ pub(super) async fn load(
 async fn fetch(
     url: &str,
     pubkey: Option<crate::chain::PublicKey>,
+    freshness: std::time::Duration,
 ) -> Result<(Option<Meta>, Filter), CliError> {
     let parsed =
         reqwest::Url::parse(url).map_err(|_| CliError::Input(format!("bad URL {url:?}")))?;
     let base = &url[..url.len() - parsed.path().len() - parsed.query().map_or(0, |q| q.len() + 1)];
-    let fetched = verifying_client(base, None, pubkey, crate::client::DEFAULT_FETCH_COST)?
+    let fetched = verifying_builder(base, None, pubkey, crate::client::DEFAULT_FETCH_COST)
+        .freshness(freshness)
+        .build()?
         .filter(parsed.path())
         .await?;
     Ok((Some(fetched.meta.clone()), fetched.filter.clone()))
