@@ -54,6 +54,7 @@ mod chain;
 mod compact;
 mod error;
 mod exact;
+pub mod grades;
 mod health;
 mod heartbeat;
 mod history;
@@ -154,6 +155,8 @@ pub struct Service {
     unions: unions::Unions,
     /// What the background scrub has verified and found.
     scrub: scrub::Scrub,
+    /// The precisions the compact forms are served at.
+    grades: grades::Grades,
 }
 
 impl Service {
@@ -182,6 +185,7 @@ impl Service {
         let unions = unions::Unions::new(tuning.union_builds, split.builds, kept.clone());
         let (clock, reference) = time::start_clock(store.as_ref(), clock, source, &tuning).await?;
         let started = (marks.high_water, clock.monotonic());
+        let grades = grades::Grades::new(tuning.target_fpp);
         static SERVICES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         let service = Service {
             id: SERVICES.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
@@ -211,6 +215,7 @@ impl Service {
             sealer: sealer::Sealer::default(),
             unions,
             scrub: scrub::Scrub::default(),
+            grades,
         };
         service.warn_if_clock_behind();
         service.check_node_clock();
@@ -220,6 +225,11 @@ impl Service {
 
     pub fn tuning(&self) -> &Tuning {
         &self.tuning
+    }
+
+    /// The precisions the compact forms are served at (section 12, "The grade set").
+    pub fn grades(&self) -> &grades::Grades {
+        &self.grades
     }
 
     pub fn genesis(&self) -> Hour {
