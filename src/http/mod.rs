@@ -23,6 +23,7 @@ mod meta;
 mod metrics;
 mod negotiate;
 mod panics;
+mod params;
 mod paths;
 mod prepared;
 mod series;
@@ -151,11 +152,13 @@ fn routes(state: AppState) -> Router {
         .fallback(meta::not_found)
         .method_not_allowed_fallback(meta::method_not_allowed)
         // One stack, applied once: the router boxes (and clones per request) each
-        // `.layer` separately. Outermost first: the route tag, the loading gate (outside
+        // `.layer` separately. Outermost first: the route tag, the query's parameters
+        // (400 for any the route does not read), the loading gate (outside
         // the timeout: waiting for the open hour to load never times out), the deadline.
         .layer(
             tower::ServiceBuilder::new()
                 .layer(axum::middleware::from_fn(metrics::tag_route))
+                .layer(axum::middleware::from_fn(params::only_known))
                 .layer(axum::middleware::from_fn_with_state(
                     state.service.clone(),
                     loading::wait_until_loaded,

@@ -310,8 +310,10 @@ async fn fpp_on_a_bloom_representation_is_refused() {
     ] {
         app.get(path).await.assert_error(400, "bad_request");
     }
-    // Other parameters are not the service's business.
-    assert_eq!(app.get("/2008/09/03/13.bin?v=2").await.status, 200);
+    // Nor is any parameter the route does not read ignored (section 9).
+    app.get("/2008/09/03/13.bin?v=2")
+        .await
+        .assert_error(400, "bad_request");
 }
 
 #[tokio::test]
