@@ -4,6 +4,7 @@ mod access_log;
 mod app;
 mod auth;
 mod chain;
+mod client;
 mod clock;
 mod coding;
 mod compact;
@@ -153,12 +154,14 @@ fn routes(state: AppState) -> Router {
         .method_not_allowed_fallback(meta::method_not_allowed)
         // One stack, applied once: the router boxes (and clones per request) each
         // `.layer` separately. Outermost first: the route tag, the query's parameters
-        // (400 for any the route does not read), the loading gate (outside
+        // (400 for any the route does not read), the client builds are queued as, the
+        // loading gate (outside
         // the timeout: waiting for the open hour to load never times out), the deadline.
         .layer(
             tower::ServiceBuilder::new()
                 .layer(axum::middleware::from_fn(metrics::tag_route))
                 .layer(axum::middleware::from_fn(params::only_known))
+                .layer(axum::middleware::from_fn(client::scope_client))
                 .layer(axum::middleware::from_fn_with_state(
                     state.service.clone(),
                     loading::wait_until_loaded,

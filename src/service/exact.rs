@@ -205,7 +205,7 @@ impl Service {
         changed: u64,
         stored: Option<Vec<u8>>,
     ) -> Result<Vec<u8>> {
-        let slot = self.unions.slot()?;
+        let slot = self.unions.queued_slot().await?;
         // The build, and the universe's keys kept beside it to check the body against.
         let bytes = Exact::build_bytes(universe, changed)
             + 8 * universe

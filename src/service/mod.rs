@@ -111,6 +111,7 @@ pub use stats::{CacheStats, HourStats, MemoryStats};
 use std::sync::atomic::AtomicI64;
 use std::sync::Arc;
 use std::time::Duration;
+pub use unions::fair::{BuildClient, QueueStats, BUILD_CLIENT};
 pub use unions::{StepStats, UnionWork};
 
 /// What bloomcast does. Its parts own their locks; the order across them is in the
@@ -225,6 +226,11 @@ impl Service {
 
     pub fn tuning(&self) -> &Tuning {
         &self.tuning
+    }
+
+    /// The build queue's figures now (`build_queue` in `/stats`).
+    pub fn build_queue(&self) -> QueueStats {
+        self.unions.queue_stats()
     }
 
     /// The precisions the compact forms are served at (section 12, "The grade set").
