@@ -42,6 +42,7 @@ pub async fn stats(
         "memory": memory(&state),
         "unions": service.union_work(),
         "build_queue": service.build_queue(),
+        "warm": service.warm_stats(),
     });
     Ok(([(header::CACHE_CONTROL, "no-store")], Json(body)))
 }

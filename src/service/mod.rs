@@ -82,6 +82,8 @@ mod unions;
 mod validators;
 mod views;
 mod vouch;
+mod warm;
+pub use warm::WarmStats;
 
 pub use budget::Split;
 pub use chain::{ChainPage, SignedLink, MAX_CHAIN_PAGE};
@@ -158,6 +160,8 @@ pub struct Service {
     scrub: scrub::Scrub,
     /// The precisions the compact forms are served at.
     grades: grades::Grades,
+    /// What warming sealed hours' grades has done.
+    warm: warm::Warm,
 }
 
 impl Service {
@@ -217,6 +221,7 @@ impl Service {
             unions,
             scrub: scrub::Scrub::default(),
             grades,
+            warm: warm::Warm::new(),
         };
         service.warn_if_clock_behind();
         service.check_node_clock();

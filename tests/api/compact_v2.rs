@@ -231,3 +231,44 @@ async fn a_precision_between_grades_gets_the_canonical_grade_with_its_location()
     assert_eq!(v1_canonical.header("content-location"), None);
     assert_eq!(v1_canonical.header("etag"), v1.header("etag"));
 }
+
+#[tokio::test]
+async fn a_sealed_hours_grades_are_warmed_and_answered_without_a_build() {
+    let ids = ids(2_000);
+    let app = closed_hour_of(&ids).await;
+    let warming = tokio::spawn(app.service.clone().run_warming(std::future::pending()));
+    let warm = loop {
+        let warm = app.get("/stats").await.json()["warm"].clone();
+        if warm["hours"].as_u64() >= Some(1) {
+            break warm;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    };
+    assert_eq!(warm["hour"], "2008-09-03T13:00:00Z", "{warm}");
+    assert_eq!(warm["grades_built"], 22, "{warm}");
+    assert_eq!(
+        (warm["pending"].clone(), warm["failures"].clone()),
+        (0.into(), 0.into())
+    );
+    let stats = app.get("/stats").await.json();
+    let built = stats["unions"]["hour_ribbons"]["runs"].as_u64().unwrap();
+    assert!(built >= 22, "the warm builds ran: {stats}");
+    let index: serde_json::Value = serde_json::from_slice(&app.get("/").await.body).unwrap();
+    for grade in index["ribbon_grades"].as_array().unwrap() {
+        let path = format!("/2008/09/03/13.ribbon2?fpp={}", grade.as_str().unwrap());
+        let reply = app.get(&path).await;
+        assert_eq!(reply.status, 200, "{path}");
+        let f = Ribbon2::from_bytes(&reply.body).unwrap();
+        assert!(ids.iter().take(50).all(|id| f.contains_id(id)));
+    }
+    // Without ?fpp=, the target's grade: warmed too.
+    assert_eq!(app.get("/2008/09/03/13.ribbon2").await.status, 200);
+    let after = app.get("/stats").await.json();
+    assert_eq!(
+        after["unions"]["hour_ribbons"]["runs"].as_u64(),
+        Some(built),
+        "every grade answered without a build"
+    );
+    assert_eq!(after["build_queue"]["queued"], 0);
+    warming.abort();
+}

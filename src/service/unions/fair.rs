@@ -7,7 +7,7 @@
 //! asking for many builds holds at most one slot while others wait and cannot starve
 //! them. A client's queue is bounded ([`WAITING_PER_CLIENT`], and all queues together
 //! [`WAITING_AT_MOST`]): past it the build is refused at once (`Busy`). Background work
-//! (warming the grades of a sealed hour) is served only when no client waits. A v1
+//! (warming the grades of a sealed hour) is one more client, taking its turn. A v1
 //! union build never waits: it takes a slot at once or is refused, as before.
 //!
 //! [`Schedule`] is the decision alone, without time or tasks (unit-tested as such);
@@ -31,7 +31,8 @@ pub enum BuildClient {
     Peer(IpAddr),
     /// A request whose peer is not known (in-process callers).
     Unknown,
-    /// The server's own background work: served only when no client waits.
+    /// The server's own background work (warming grades): one client among the others,
+    /// so it neither starves them nor is starved.
     Background,
 }
 
@@ -118,11 +119,6 @@ impl Schedule {
         self.waiting.get(&client).map_or(0, VecDeque::len)
     }
 
-    /// Whether a client other than the background waits.
-    fn clients_wait(&self) -> bool {
-        self.waiting.keys().any(|c| *c != BuildClient::Background)
-    }
-
     fn start(&mut self, client: BuildClient) {
         self.running += 1;
         *self.running_by.entry(client).or_insert(0) += 1;
@@ -141,12 +137,8 @@ impl Schedule {
     /// nothing and nobody waits before it; else it waits, if its queue has room.
     pub fn arrive(&mut self, client: BuildClient) -> Arrival {
         // A free slot is never left while a client that could take it waits (every
-        // change that frees one dispatches), so only its own queue is ahead of a client;
-        // of the background, any.
-        let ahead = match client {
-            BuildClient::Background => self.waiting_total > 0,
-            _ => self.waiting_of(client) > 0,
-        };
+        // change that frees one dispatches), so only its own queue is ahead of a client.
+        let ahead = self.waiting_of(client) > 0;
         if self.running < self.slots && self.running_of(client) == 0 && !ahead {
             self.start(client);
             return Arrival::Run;
@@ -207,29 +199,22 @@ impl Schedule {
     }
 
     /// Starts waiting builds while slots are free: of the clients with none running,
-    /// the one served longest ago (then the one waiting longest); the background last.
+    /// the one served longest ago (then the one waiting longest).
     fn dispatch(&mut self) -> Vec<(BuildClient, u64)> {
         let mut started = Vec::new();
         while self.running < self.slots {
             let turn = self
                 .waiting
                 .iter()
-                .filter(|(c, _)| **c != BuildClient::Background && self.running_of(**c) == 0)
+                .filter(|(c, _)| self.running_of(**c) == 0)
                 .map(|(c, queue)| {
                     let served = self.served.get(c).copied().unwrap_or(0);
                     ((served, queue.front().copied().unwrap_or(u64::MAX)), *c)
                 })
                 .min_by_key(|(order, _)| *order)
                 .map(|(_, c)| c);
-            let client = match turn {
-                Some(client) => client,
-                None if !self.clients_wait()
-                    && self.waiting_of(BuildClient::Background) > 0
-                    && self.running_of(BuildClient::Background) == 0 =>
-                {
-                    BuildClient::Background
-                }
-                None => break,
+            let Some(client) = turn else {
+                break;
             };
             let queue = self.waiting.get_mut(&client).expect("a waiting client");
             let ticket = queue.pop_front().expect("a waiting build");
@@ -466,9 +451,9 @@ mod tests {
     }
 
     #[test]
-    fn the_background_runs_only_when_no_client_waits() {
+    fn the_background_takes_its_turn_as_one_client() {
         let mut s = Schedule::new(1);
-        let (a, bg) = (peer(1), BuildClient::Background);
+        let (a, b, bg) = (peer(1), peer(2), BuildClient::Background);
         assert_eq!(s.arrive(bg), Arrival::Run);
         let Arrival::Wait(g2) = s.arrive(bg) else {
             panic!("the background waits")
@@ -479,13 +464,17 @@ mod tests {
         let Arrival::Wait(a2) = s.arrive(a) else {
             panic!("a waits")
         };
-        // Though the background was first, a's builds go before its next.
+        let Arrival::Wait(b1) = s.arrive(b) else {
+            panic!("b waits")
+        };
+        // The clients never served go first, then the background before a's second.
         assert_eq!(s.finish(bg), vec![(a, a1)]);
-        assert_eq!(s.finish(a), vec![(a, a2)]);
-        assert_eq!(s.finish(a), vec![(bg, g2)]);
+        assert_eq!(s.finish(a), vec![(b, b1)]);
+        assert_eq!(s.finish(b), vec![(bg, g2)]);
         // A v1 union takes a free slot, never a waiting build's.
         assert!(!s.try_now(a));
-        assert_eq!(s.finish(bg), vec![]);
+        assert_eq!(s.finish(bg), vec![(a, a2)]);
+        assert_eq!(s.finish(a), vec![]);
         assert!(s.try_now(a));
     }
 
