@@ -1,6 +1,8 @@
 //! Version 2 of the compact form (`.ribbon2`, PROTOCOL.md section 12): any precision a
-//! client names maps to one immutable body within 1.05x of the floor, negotiated by
-//! suffix or by `Accept: ...; v=2`; version 1 (`.ribbon`) keeps its bytes.
+//! client names maps to one grade of the published set (`ribbon_grades`), one immutable
+//! body within 1.05x of its floor named by one canonical URL, negotiated by suffix or by
+//! `Accept: ...; v=2`; version 1 (`.ribbon`) keeps its bytes; a sealed hour's grades are
+//! warmed in the background.
 
 use crate::helpers::TestApp;
 use bloomcast::bloom::{Grade, Key, Ribbon, Ribbon2};
