@@ -102,6 +102,8 @@ fn cors_config() -> CorsLayer {
         .expose_headers([
             header::ETAG,
             header::LINK,
+            // The canonical URL of a compact grade asked for by another spelling.
+            header::CONTENT_LOCATION,
             HeaderName::from_static("bloom-m"),
             HeaderName::from_static("bloom-k"),
             HeaderName::from_static("bloom-hash"),

@@ -229,6 +229,18 @@ async fn a_precision_between_grades_gets_the_canonical_grade_with_its_location()
         v1.header("content-location"),
         Some("/2008/09/03/13.ribbon?fpp=1.953125e-3")
     );
+    // Scripts may read it.
+    let cors = app
+        .get_with(
+            "/2008/09/03/13.ribbon2?fpp=0.003",
+            &[("origin", "https://example.org")],
+        )
+        .await;
+    let exposed = cors.header("access-control-expose-headers").unwrap();
+    assert!(
+        exposed.split(',').any(|h| h.trim() == "content-location"),
+        "{exposed}"
+    );
     let v1_canonical = app.get("/2008/09/03/13.ribbon?fpp=1.953125e-3").await;
     assert_eq!(v1_canonical.header("content-location"), None);
     assert_eq!(v1_canonical.header("etag"), v1.header("etag"));
