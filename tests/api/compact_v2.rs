@@ -247,7 +247,7 @@ async fn a_precision_between_grades_gets_the_canonical_grade_with_its_location()
 }
 
 #[tokio::test]
-async fn a_sealed_hours_grades_are_warmed_and_answered_without_a_build() {
+async fn a_sealed_hours_grades_are_warmed_after_seal_and_restart_and_answered_without_a_build() {
     let ids = ids(2_000);
     let app = closed_hour_of(&ids).await;
     let warming = tokio::spawn(app.service.clone().run_warming(std::future::pending()));
@@ -284,5 +284,34 @@ async fn a_sealed_hours_grades_are_warmed_and_answered_without_a_build() {
         "every grade answered without a build"
     );
     assert_eq!(after["build_queue"]["queued"], 0);
+    warming.abort();
+    let _ = warming.await;
+
+    // A restart warms the newest sealed hour again: its cache starts empty.
+    let app = app.restart().await;
+    let warming = tokio::spawn(app.service.clone().run_warming(std::future::pending()));
+    let warm = loop {
+        let warm = app.get("/stats").await.json()["warm"].clone();
+        if warm["hours"].as_u64() >= Some(1) {
+            break warm;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    };
+    assert_eq!(warm["hour"], "2008-09-03T13:00:00Z", "{warm}");
+    assert_eq!(warm["grades_built"], 22, "{warm}");
+    let stats = app.get("/stats").await.json();
+    let built = stats["unions"]["hour_ribbons"]["runs"].as_u64().unwrap();
+    assert!(built >= 22, "built again after the restart: {stats}");
+    assert_eq!(
+        app.get("/2008/09/03/13.ribbon2?fpp=1.1920928955078125e-7")
+            .await
+            .status,
+        200
+    );
+    let after = app.get("/stats").await.json();
+    assert_eq!(
+        after["unions"]["hour_ribbons"]["runs"].as_u64(),
+        Some(built)
+    );
     warming.abort();
 }
