@@ -13,7 +13,7 @@ use super::negotiate::{accepts_gzip, wants_compact};
 use super::paths::{filter_path, last_segment_has_suffix};
 use super::AppState;
 use crate::render::Compact;
-use crate::service::grades::{self, canonical, ribbon_bits, ribbon_fpp};
+use crate::service::grades::{self, canonical};
 use axum::body::Body;
 use axum::http::request::Parts;
 use axum::http::{header, HeaderValue, StatusCode};
@@ -71,24 +71,12 @@ async fn serve(state: &AppState, parts: &Parts, plain: &str, form: Compact) -> R
         return Err(ApiError::NotFound("one suffix per URL".into()));
     }
     let asked = requested_fpp(parts.uri.query())?;
-    let grades = state.service.grades();
-    // The published member served, and its rate.
-    let (r, served) = match (form, asked) {
-        (Compact::Ribbon2, None) => (grades.target().code(), None),
-        (Compact::Ribbon2, Some((_, p))) => {
-            let grade = grades.ribbon2_for(p);
-            (grade.code(), Some(grade.fpp()))
-        }
-        (_, None) => (ribbon_bits(state.service.tuning().target_fpp), None),
-        (_, Some((_, p))) => {
-            let r = ribbon_bits(p);
-            (r, Some(ribbon_fpp(r)))
-        }
-    };
+    // The member of the published set served (section 12, "The grade set").
+    let (r, served) = (state.service.grades()).served(form, asked.map(|(_, p)| p));
     // A spelling other than the member's canonical one names the canonical URL's bytes.
-    let location = match (asked, served) {
-        (Some((spelled, _)), Some(fpp)) if spelled != canonical(fpp) => Some(
-            HeaderValue::try_from(format!("{}?fpp={}", parts.uri.path(), canonical(fpp)))
+    let location = match asked {
+        Some((spelled, _)) if spelled != canonical(served) => Some(
+            HeaderValue::try_from(format!("{}?fpp={}", parts.uri.path(), canonical(served)))
                 .map_err(|e| ApiError::BadRequest(format!("unusable path: {e}")))?,
         ),
         _ => None,

@@ -12,6 +12,7 @@
 //! decimal that parses back to exactly its rate.
 
 use crate::bloom::{bits_for_fpp, Grade};
+use crate::render::Compact;
 
 /// Fingerprint bits a client may ask for: `fpp` from 2^-4 to 2^-24.
 pub const MIN_BITS: u32 = 4;
@@ -39,6 +40,8 @@ pub struct Grades {
     /// The members, coarsest first (by [`Grade::code`]: rates strictly falling).
     ribbon2: Vec<Grade>,
     target: Grade,
+    /// Version 1's bits for the target.
+    target_bits: u32,
 }
 
 impl Grades {
@@ -51,7 +54,28 @@ impl Grades {
             .collect();
         ribbon2.sort_by_key(|g| g.code());
         ribbon2.dedup();
-        Grades { ribbon2, target }
+        Grades {
+            ribbon2,
+            target,
+            target_bits: ribbon_bits(target_fpp),
+        }
+    }
+
+    /// What a compact `form` is served at for `?fpp=asked` (`None`: no `fpp`, the
+    /// target's): the grade code (version 2) or bits (version 1) naming the body, and
+    /// its rate, whose [`canonical`] spelling names its URL.
+    pub fn served(&self, form: Compact, asked: Option<f64>) -> (u32, f64) {
+        match (form, asked) {
+            (Compact::Ribbon2, None) => (self.target.code(), self.target.fpp()),
+            (Compact::Ribbon2, Some(p)) => {
+                let grade = self.ribbon2_for(p);
+                (grade.code(), grade.fpp())
+            }
+            (_, asked) => {
+                let r = asked.map_or(self.target_bits, ribbon_bits);
+                (r, ribbon_fpp(r))
+            }
+        }
     }
 
     /// Every version 2 grade served, coarsest first.
@@ -137,6 +161,26 @@ mod tests {
             assert!(g.fpp() <= p, "{p}");
             assert!(grades.ribbon2().contains(&g));
         }
+    }
+
+    #[test]
+    fn each_form_is_served_at_a_member_of_its_set() {
+        let grades = Grades::new(0.01);
+        let target = Grade { k: 6, split: 185 };
+        assert_eq!(
+            grades.served(Compact::Ribbon2, None),
+            (target.code(), target.fpp())
+        );
+        assert_eq!(
+            grades.served(Compact::Ribbon2, Some(0.003)),
+            (Grade { k: 9, split: 0 }.code(), ribbon_fpp(9))
+        );
+        assert_eq!(grades.served(Compact::Ribbon, None), (7, ribbon_fpp(7)));
+        assert_eq!(
+            grades.served(Compact::RibbonJson, Some(0.003)),
+            (9, ribbon_fpp(9))
+        );
+        assert_eq!(grades.served(Compact::Ribbon, Some(0.5)), (4, 0.0625));
     }
 
     #[test]
