@@ -227,6 +227,13 @@ impl Application {
                 .clone()
                 .run_scrub(stopped(stop_rx.clone())),
         );
+        // Every grade of the newest sealed hour, built in the background.
+        tokio::spawn(
+            self.state
+                .service
+                .clone()
+                .run_warming(stopped(stop_rx.clone())),
+        );
         // The heartbeat: /healthz turns ok by itself once writes succeed again, and the
         // clock record a restart checks against stays fresh, with nobody asking.
         tokio::spawn(

@@ -351,7 +351,7 @@ async fn the_access_log_writes_one_line_per_request_when_enabled() {
     );
 
     for server in [&quiet, &logged] {
-        let reply = reqwest::get(format!("{}/healthz?probe=1", server.base))
+        let reply = reqwest::get(format!("{}/stats?hours=1", server.base))
             .await
             .unwrap();
         assert_eq!(reply.status(), 200);
@@ -361,8 +361,8 @@ async fn the_access_log_writes_one_line_per_request_when_enabled() {
     let access = |server: &common::Server| -> Vec<String> {
         let log = server.log.lock().unwrap();
         log.iter()
-            // Not start()'s own readiness probe of /healthz.
-            .filter(|l| l.contains("bloomcast::access") && l.contains("probe=1"))
+            // Only this request (not start()'s own readiness probe of /healthz).
+            .filter(|l| l.contains("bloomcast::access") && l.contains("hours=1"))
             .cloned()
             .collect()
     };
@@ -372,7 +372,7 @@ async fn the_access_log_writes_one_line_per_request_when_enabled() {
     assert!(
         lines[0].contains("INFO")
             && lines[0].contains("127.0.0.1:")
-            && lines[0].contains("GET /healthz?probe=1 HTTP/1.1")
+            && lines[0].contains("GET /stats?hours=1 HTTP/1.1")
             && lines[0].contains(" 200 "),
         "{}",
         lines[0]

@@ -1,6 +1,6 @@
 """Checks one .ribbon2 body with the Python client's decoder (written from
 docs/PROTOCOL.md section 12, independent of the server's code) and prints a table row:
-ratio to the floor, members found, false positives over 200,000 IDs never ingested
+ratio to the floor of the grade served, members found, false positives over 200,000 IDs never ingested
 against the one-sided binomial bound for the fpp asked.
 
     python3 ribbon2_check.py BODY N FPP     (members are user:0 .. user:N-1)
@@ -19,7 +19,9 @@ def main():
     path, n, asked = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
     body = open(path, "rb").read()
     f = Ribbon2.from_bytes(body)
-    floor = n * math.log2(1 / asked) / 8
+    # The floor of the grade served: the next stricter of the server's published set
+    # (section 12, "The grade set"), at most the fpp asked.
+    floor = n * math.log2(1 / f.fpp) / 8
     ratio = len(body) / floor
     step = max(1, n // MEMBERS_CHECKED)
     checked = range(0, n, step)

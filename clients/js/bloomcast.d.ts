@@ -365,7 +365,7 @@ export interface FormChoice {
  * it only refines the cheapest form at the target ("refined", `cheapestWithin`), chosen
  * when both bodies and 400 bytes of a second response cost no more than that sum.
  * `ribbons: false` leaves ribbons out (they are not signed). `ribbon2: true` (the index
- * lists 2 in `ribbon_versions`) offers version 2 ribbons, at fpp 2^-(q/4) for q = 16..96,
+ * lists 2 in `ribbon_versions`) offers version 2 ribbons, at fpp 2^-b for b = 4..24 (the server's grade set),
  * instead of version 1's. `mirror: true` (a static mirror): ribbons at the target only.
  */
 export function cheapestForm(
@@ -378,6 +378,8 @@ export function cheapestForm(
 
 /** The approximate form of a closed hour with the fewest body bytes whose fpp is at most
  * `targetFpp`: what an exact body refines for IDs not declared registered. */
+/** The spelling of `fpp` in `?fpp=`: the shortest scientific decimal parsing back to it (the server's canonical grade spelling). */
+export function fppParam(fpp: number): string;
 export function cheapestWithin(count: number, targetFpp: number, options?: { ribbons?: boolean; ribbon2?: boolean }): FormChoice;
 
 /** A sealed hour read with its exact body refining a filter: an ID is changed when both say

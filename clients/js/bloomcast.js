@@ -1246,8 +1246,8 @@ function v1Form(count, targetFpp) {
  * `otherwise` is the form to read if the exact body is not served. `ribbons: false` leaves
  * ribbons out (a verifying client reads only signed forms). `ribbon2: true` (the server's
  * index lists 2 in `ribbon_versions`) offers version 2 ribbons instead of version 1's:
- * `{form: "ribbon2", fpp, k, split, gradeFpp, bytes}` for `fpp` on the grid 2^-(q/4),
- * q = 16..96 (the value to send as `?fpp=`), `(k, split)` its grade and `gradeFpp` the
+ * `{form: "ribbon2", fpp, k, split, gradeFpp, bytes}` for `fpp` = 2^-b, b = 4..24 (the
+ * value to send as `?fpp=`, members of the server's grade set, section 12), `(k, split)` its grade and `gradeFpp` the
  * grade's rate (at most `fpp`; `expected` counts `fpp`). `mirror: true` (a static mirror,
  * section 13): ribbons only at the service's target, the one precision a mirror holds,
  * marked `atTarget` (read without `?fpp=`, which a file server ignores).
@@ -1287,8 +1287,8 @@ function approximateForms(count, targetFpp, { ribbons = true, ribbon2 = false, m
       options.push({ form: "ribbon", r, bytes: 24 + Math.ceil((r * ribbonRows(count)) / 8), fpp: 2 ** -r, atTarget: true });
     }
   } else if (ribbons && ribbon2) {
-    for (let q = 16; q <= 96; q++) {
-      const fpp = 2 ** -(q / 4);
+    for (let b = 4; b <= 24; b++) {
+      const fpp = 2 ** -b;
       const { k, split, fpp: gradeFpp } = gradeForFpp(fpp);
       options.push({ form: "ribbon2", fpp, k, split, gradeFpp, bytes: ribbon2Bytes(count, k, split) });
     }
@@ -1300,6 +1300,15 @@ function approximateForms(count, targetFpp, { ribbons = true, ribbon2 = false, m
   }
   options.push(v1Form(count, targetFpp));
   return options;
+}
+
+/**
+ * The spelling of `fpp` in `?fpp=`: the shortest decimal in scientific notation that
+ * parses back to exactly it (the server's canonical spelling of its grades, section 12:
+ * `6.25e-2`, `7.8125e-3`), so that every client names one URL per grade.
+ */
+export function fppParam(fpp) {
+  return Number(fpp).toExponential();
 }
 
 /**
@@ -1720,7 +1729,7 @@ export class Client {
   async ribbon(hour, { fpp, repr = "bin" } = {}) {
     if (repr !== "bin" && repr !== "json") throw new TypeError(`repr is bin or json, not ${repr}`);
     const path = hourPath(hour);
-    const url = `${path}.ribbon${repr === "json" ? ".json" : ""}${fpp === undefined ? "" : `?fpp=${fpp}`}`;
+    const url = `${path}.ribbon${repr === "json" ? ".json" : ""}${fpp === undefined ? "" : `?fpp=${fppParam(fpp)}`}`;
     const held = this.cache.get(url);
     if (held) {
       this.stats.cacheHits++;
@@ -1779,7 +1788,7 @@ export class Client {
    */
   async ribbon2(hour, { fpp } = {}) {
     const path = hourPath(hour);
-    const url = `${path}.ribbon2${fpp === undefined ? "" : `?fpp=${fpp}`}`;
+    const url = `${path}.ribbon2${fpp === undefined ? "" : `?fpp=${fppParam(fpp)}`}`;
     const held = this.cache.get(url);
     if (held) {
       this.stats.cacheHits++;

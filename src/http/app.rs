@@ -35,7 +35,8 @@ type Stack = BoxCloneSyncService<Request, Response, Infallible>;
 pub struct App {
     stack: Stack,
     state: AppState,
-    /// The connection's peer, for the access log (`ConnectInfo`, as `axum::serve` gives it).
+    /// The connection's peer, for the access log and the build queue (`ConnectInfo`, as
+    /// `axum::serve` gives it).
     peer: Option<SocketAddr>,
 }
 
@@ -98,7 +99,8 @@ impl App {
 
     /// The response to `request`.
     pub fn call(&mut self, mut request: Request) -> <Stack as tower::Service<Request>>::Future {
-        if let (Some(peer), true) = (self.peer, self.state.access_log) {
+        // The access log names the peer, and builds are queued by it (`client`).
+        if let Some(peer) = self.peer {
             request.extensions_mut().insert(ConnectInfo(peer));
         }
         tower::Service::call(&mut self.stack, request)

@@ -12,16 +12,12 @@ use super::head::head;
 use super::negotiate::{accepts_gzip, wants_compact};
 use super::paths::{filter_path, last_segment_has_suffix};
 use super::AppState;
-use crate::bloom::{bits_for_fpp, Grade};
 use crate::render::Compact;
+use crate::service::grades::{self, canonical};
 use axum::body::Body;
 use axum::http::request::Parts;
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::Response;
-
-/// Fingerprint bits a client may ask for: `fpp` from 2^-4 to 2^-24.
-pub const MIN_BITS: u32 = 4;
-pub const MAX_BITS: u32 = 24;
 
 /// The content type of the compact (ribbon) representation; see docs/PROTOCOL.md.
 pub const RIBBON_TYPE: &str = "application/vnd.bloomcast.ribbon";
@@ -74,10 +70,16 @@ async fn serve(state: &AppState, parts: &Parts, plain: &str, form: Compact) -> R
     if suffix.is_some() {
         return Err(ApiError::NotFound("one suffix per URL".into()));
     }
-    let p = requested_fpp(state, parts.uri.query())?;
-    let r = match form {
-        Compact::Ribbon2 => grade(p).code(),
-        Compact::Ribbon | Compact::RibbonJson => bits(p),
+    let asked = requested_fpp(parts.uri.query())?;
+    // The member of the published set served (section 12, "The grade set").
+    let (r, served) = (state.service.grades()).served(form, asked.map(|(_, p)| p));
+    // A spelling other than the member's canonical one names the canonical URL's bytes.
+    let location = match asked {
+        Some((spelled, _)) if spelled != canonical(served) => Some(
+            HeaderValue::try_from(format!("{}?fpp={}", parts.uri.path(), canonical(served)))
+                .map_err(|e| ApiError::BadRequest(format!("unusable path: {e}")))?,
+        ),
+        _ => None,
     };
     let vary = HeaderValue::from_static("Accept, Accept-Encoding");
     if parts.headers.contains_key(header::IF_NONE_MATCH) {
@@ -86,7 +88,10 @@ async fn serve(state: &AppState, parts: &Parts, plain: &str, form: Compact) -> R
             .known_compact_validator(target, r, form)
             .await?;
         let gzip = form == Compact::RibbonJson && accepts_gzip(&parts.headers);
-        if let Some(response) = not_modified_by_name(name, &parts.headers, gzip, vary.clone()) {
+        if let Some(mut response) = not_modified_by_name(name, &parts.headers, gzip, vary.clone()) {
+            if let Some(location) = location {
+                (response.headers_mut()).insert(header::CONTENT_LOCATION, location);
+            }
             return Ok(response);
         }
     }
@@ -123,42 +128,27 @@ async fn serve(state: &AppState, parts: &Parts, plain: &str, form: Compact) -> R
     out.insert(header::ETAG, etag);
     out.insert(header::CACHE_CONTROL, cache);
     out.insert(header::VARY, vary);
+    if let Some(location) = location {
+        out.insert(header::CONTENT_LOCATION, location);
+    }
     Ok(response)
 }
 
-/// The fpp a request asks for: `?fpp=` (2^-24 <= fpp < 1, else 400), or the service's
-/// target.
-fn requested_fpp(state: &AppState, query: Option<&str>) -> Result<f64> {
-    let finest = (-f64::from(MAX_BITS)).exp2();
+/// The fpp a request asks for, as spelled and as parsed: `?fpp=` (2^-24 <= fpp < 1,
+/// else 400), or `None` for the service's target.
+fn requested_fpp(query: Option<&str>) -> Result<Option<(&str, f64)>> {
     let Some(asked) = fpp_param(query) else {
-        return Ok(state.service.tuning().target_fpp.max(finest));
+        return Ok(None);
     };
     let p: f64 = asked
         .parse()
         .map_err(|_| ApiError::BadRequest(format!("fpp={asked} is not a number")))?;
-    if !(p >= finest && p < 1.0) {
+    if !(p >= grades::finest() && p < 1.0) {
         return Err(ApiError::BadRequest(format!(
             "fpp={asked} is out of range: 2^-24 (5.96e-8) <= fpp < 1"
         )));
     }
-    Ok(p)
-}
-
-/// Fingerprint bits of version 1 for `p`: rounded down to a power of two, at most 2^-4.
-fn bits(p: f64) -> u32 {
-    bits_for_fpp(p)
-        .unwrap_or(MAX_BITS)
-        .clamp(MIN_BITS, MAX_BITS)
-}
-
-/// The version 2 grade for `p`: the cheapest whose rate is at most `p`, anything coarser
-/// than 2^-4 served as 2^-4.
-fn grade(p: f64) -> Grade {
-    let coarsest = (-f64::from(MIN_BITS)).exp2();
-    Grade::for_fpp(p.min(coarsest)).unwrap_or(Grade {
-        k: MAX_BITS,
-        split: 0,
-    })
+    Ok(Some((asked, p)))
 }
 
 /// `?fpp=` on a v1 (Bloom) representation: refused, never ignored. A Bloom filter has

@@ -50,6 +50,7 @@ pub async fn index(State(state): State<AppState>, request: HeaderMap) -> Result<
         },
         "exact_since": exact_since.map(|h| h.rfc3339()),
         "ribbon_versions": [1, 2],
+        "ribbon_grades": service.grades().published(),
         "hours": hours.iter().map(index_line).collect::<Vec<_>>(),
     });
     let body = serde_json::to_vec(&body).expect("a JSON value serializes");

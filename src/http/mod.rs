@@ -4,6 +4,7 @@ mod access_log;
 mod app;
 mod auth;
 mod chain;
+mod client;
 mod clock;
 mod coding;
 mod compact;
@@ -23,6 +24,7 @@ mod meta;
 mod metrics;
 mod negotiate;
 mod panics;
+mod params;
 mod paths;
 mod prepared;
 mod series;
@@ -100,6 +102,8 @@ fn cors_config() -> CorsLayer {
         .expose_headers([
             header::ETAG,
             header::LINK,
+            // The canonical URL of a compact grade asked for by another spelling.
+            header::CONTENT_LOCATION,
             HeaderName::from_static("bloom-m"),
             HeaderName::from_static("bloom-k"),
             HeaderName::from_static("bloom-hash"),
@@ -151,11 +155,15 @@ fn routes(state: AppState) -> Router {
         .fallback(meta::not_found)
         .method_not_allowed_fallback(meta::method_not_allowed)
         // One stack, applied once: the router boxes (and clones per request) each
-        // `.layer` separately. Outermost first: the route tag, the loading gate (outside
+        // `.layer` separately. Outermost first: the route tag, the query's parameters
+        // (400 for any the route does not read), the client builds are queued as, the
+        // loading gate (outside
         // the timeout: waiting for the open hour to load never times out), the deadline.
         .layer(
             tower::ServiceBuilder::new()
                 .layer(axum::middleware::from_fn(metrics::tag_route))
+                .layer(axum::middleware::from_fn(params::only_known))
+                .layer(axum::middleware::from_fn(client::scope_client))
                 .layer(axum::middleware::from_fn_with_state(
                     state.service.clone(),
                     loading::wait_until_loaded,

@@ -41,6 +41,8 @@ pub async fn stats(
         "cache": service.cache_stats(),
         "memory": memory(&state),
         "unions": service.union_work(),
+        "build_queue": service.build_queue(),
+        "warm": service.warm_stats(),
     });
     Ok(([(header::CACHE_CONTROL, "no-store")], Json(body)))
 }

@@ -13,6 +13,7 @@
 //! alone exceeds it); the result is kept in the render cache.
 
 use super::cache::CompactKey;
+use super::unions::fair::BuildSlot;
 use super::unions::{Held, Step};
 use super::validators::{compact_kind, Form};
 use super::vouch::{answers_every, vouching_bytes};
@@ -25,7 +26,6 @@ use crate::store::FormName;
 use crate::wire::Meta;
 use std::future::Future;
 use std::sync::Arc;
-use tokio::sync::OwnedSemaphorePermit;
 
 impl Service {
     /// A closed hour or a past day as a ribbon filter of `2^-r` false-positive rate,
@@ -276,14 +276,14 @@ impl Service {
     /// the blocking pool.
     async fn once<F, Fut>(&self, key: CompactKey, work: F) -> Result<(Arc<Rendered>, bool)>
     where
-        F: FnOnce(OwnedSemaphorePermit) -> Fut,
+        F: FnOnce(BuildSlot) -> Fut,
         Fut: Future<Output = Result<(Arc<Rendered>, bool)>>,
     {
         let _same_range = self.unions.compact_turn(key).await;
         if let Some(hit) = self.cache.get_compact(&key) {
             return Ok((hit, true));
         }
-        let slot = self.unions.slot()?;
+        let slot = self.unions.queued_slot().await?;
         work(slot).await
     }
 
@@ -291,13 +291,7 @@ impl Service {
     /// `slot`: `Busy` while other builds hold too much of the budget, `NotAcceptable`
     /// when the build alone needs more than the whole budget (it never fits; the Bloom
     /// forms answer the same question).
-    fn reserve(
-        &self,
-        slot: OwnedSemaphorePermit,
-        from: Hour,
-        to: Hour,
-        bytes: u64,
-    ) -> Result<Held> {
+    fn reserve(&self, slot: BuildSlot, from: Hour, to: Hour, bytes: u64) -> Result<Held> {
         let what = if from == to {
             from.path()
         } else {

@@ -127,7 +127,8 @@ impl Service {
     }
 
     /// Builds the exact bodies of the sealed hours `from..to` that have none, after they
-    /// are sealed (best effort: an hour that fails is built when first asked for).
+    /// are sealed (best effort: an hour that fails is built when first asked for), as the
+    /// background's builds.
     pub(super) async fn build_exact_after_seal(&self, from: Hour, to: Hour) {
         let since = match self.exact_since().await {
             Ok(Some(since)) => since,
@@ -140,7 +141,11 @@ impl Service {
         let mut hour = from.max(since);
         while hour < to {
             if self.cache.get_exact(hour).is_none() {
-                if let Err(e) = self.exact_view(hour).await {
+                // The server's own build: it takes its turn in the build queue as the
+                // background's, like warming (PROTOCOL.md section 12, "Fair builds").
+                let view = super::BUILD_CLIENT
+                    .scope(super::BuildClient::Background, self.exact_view(hour));
+                if let Err(e) = view.await {
                     tracing::warn!(%hour, error = %e, "cannot build the exact hour yet; it is built when asked for");
                 }
             }
@@ -205,7 +210,7 @@ impl Service {
         changed: u64,
         stored: Option<Vec<u8>>,
     ) -> Result<Vec<u8>> {
-        let slot = self.unions.slot()?;
+        let slot = self.unions.queued_slot().await?;
         // The build, and the universe's keys kept beside it to check the body against.
         let bytes = Exact::build_bytes(universe, changed)
             + 8 * universe

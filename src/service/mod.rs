@@ -54,6 +54,7 @@ mod chain;
 mod compact;
 mod error;
 mod exact;
+pub mod grades;
 mod health;
 mod heartbeat;
 mod history;
@@ -81,6 +82,8 @@ mod unions;
 mod validators;
 mod views;
 mod vouch;
+mod warm;
+pub use warm::WarmStats;
 
 pub use budget::Split;
 pub use chain::{ChainPage, SignedLink, MAX_CHAIN_PAGE};
@@ -110,6 +113,7 @@ pub use stats::{CacheStats, HourStats, MemoryStats};
 use std::sync::atomic::AtomicI64;
 use std::sync::Arc;
 use std::time::Duration;
+pub use unions::fair::{BuildClient, QueueStats, BUILD_CLIENT};
 pub use unions::{StepStats, UnionWork};
 
 /// What bloomcast does. Its parts own their locks; the order across them is in the
@@ -154,6 +158,10 @@ pub struct Service {
     unions: unions::Unions,
     /// What the background scrub has verified and found.
     scrub: scrub::Scrub,
+    /// The precisions the compact forms are served at.
+    grades: grades::Grades,
+    /// What warming sealed hours' grades has done.
+    warm: warm::Warm,
 }
 
 impl Service {
@@ -182,6 +190,7 @@ impl Service {
         let unions = unions::Unions::new(tuning.union_builds, split.builds, kept.clone());
         let (clock, reference) = time::start_clock(store.as_ref(), clock, source, &tuning).await?;
         let started = (marks.high_water, clock.monotonic());
+        let grades = grades::Grades::new(tuning.target_fpp);
         static SERVICES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         let service = Service {
             id: SERVICES.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
@@ -211,6 +220,8 @@ impl Service {
             sealer: sealer::Sealer::default(),
             unions,
             scrub: scrub::Scrub::default(),
+            grades,
+            warm: warm::Warm::new(),
         };
         service.warn_if_clock_behind();
         service.check_node_clock();
@@ -220,6 +231,16 @@ impl Service {
 
     pub fn tuning(&self) -> &Tuning {
         &self.tuning
+    }
+
+    /// The build queue's figures now (`build_queue` in `/stats`).
+    pub fn build_queue(&self) -> QueueStats {
+        self.unions.queue_stats()
+    }
+
+    /// The precisions the compact forms are served at (section 12, "The grade set").
+    pub fn grades(&self) -> &grades::Grades {
+        &self.grades
     }
 
     pub fn genesis(&self) -> Hour {

@@ -3,6 +3,7 @@
 //! sizes.
 
 use super::incremental::room;
+use super::unions::fair::BuildSlot;
 use super::unions::{BuiltUnion, Growth, Held, OpenStamp, Refused, Step, UnionKey};
 use super::validators::Named;
 use super::vouch::vouching_bytes;
@@ -13,7 +14,6 @@ use crate::render::{render_next, Before, Effort, Encodings, HexCoding, Rendered,
 use crate::store::FormName;
 use crate::wire::Meta;
 use std::sync::Arc;
-use tokio::sync::OwnedSemaphorePermit;
 
 /// Working memory of a build beside its keys, filter and rendering.
 const BUILD_OVERHEAD: u64 = 64 * 1024;
@@ -146,7 +146,7 @@ impl Service {
         repr: Repr,
         complete: bool,
         asked: Encodings,
-        slot: OwnedSemaphorePermit,
+        slot: BuildSlot,
     ) -> Result<(Arc<Rendered>, bool)> {
         let key = (from.index(), to.index(), repr);
         let now = self.current_hour();
@@ -251,7 +251,7 @@ impl Service {
     /// what it needs.
     fn reserve_union(
         &self,
-        slot: OwnedSemaphorePermit,
+        slot: BuildSlot,
         from: Hour,
         to: Hour,
         sealed: &[(Hour, u64)],

@@ -109,7 +109,7 @@ async fn unknown_suffixes_odd_slashes_and_dot_segments_are_json_errors() {
         ("/2008/09/03/13.bin", Ok),
         ("/2008/09/03.hex", Ok),
         ("/since/2008/09/03/13.bin", Ok),
-        ("/2008/09/03/13?x=1&y", Ok),
+        ("/2008/09/03/13?x=1&y", Error(400, "bad_request")),
         ("/2008/09/03/13.xml", missing),
         ("/2008/09/03/13.", missing),
         ("/2008/09/03/13.HEX", missing),

@@ -114,13 +114,27 @@ async fn gated_closed_hour_of(ids: &[&str]) -> (TestApp, Arc<Wrapped>) {
 
 /// A GET through the router on its own task, with its status, ETag and body.
 fn spawn_get(app: &TestApp, path: &str) -> tokio::task::JoinHandle<(u16, String, Vec<u8>)> {
+    spawn_get_from(app, path, None)
+}
+
+/// As [`spawn_get`], from the connection of `peer` (its builds queued as that client's).
+fn spawn_get_from(
+    app: &TestApp,
+    path: &str,
+    peer: Option<[u8; 4]>,
+) -> tokio::task::JoinHandle<(u16, String, Vec<u8>)> {
     let router = app.router.clone();
     let path = path.to_owned();
     tokio::spawn(async move {
         use tower::ServiceExt;
-        let req = axum::http::Request::get(path)
+        let mut req = axum::http::Request::get(path)
             .body(axum::body::Body::empty())
             .unwrap();
+        if let Some(ip) = peer {
+            let addr = std::net::SocketAddr::from((ip, 40000));
+            req.extensions_mut()
+                .insert(axum::extract::ConnectInfo(addr));
+        }
         let response = router.oneshot(req).await.unwrap();
         let status = response.status().as_u16();
         let etag = response
@@ -185,17 +199,19 @@ async fn identical_concurrent_ribbon_requests_of_an_hour_share_one_build() {
 }
 
 #[tokio::test]
-async fn a_ribbon_of_another_precision_while_a_build_runs_answers_busy_at_once() {
+async fn a_ribbon_of_another_precision_while_a_build_runs_waits_its_turn() {
     let (app, wrapped) = gated_closed_hour_of(&["a", "b", "c"]).await;
     wrapped.keys_gate.arm();
     let building = spawn_get(&app, "/2008/09/03/13.ribbon");
     wrapped.keys_gate.arrived().await;
     let reserved = app.get("/stats").await.json()["cache"]["build_bytes"].clone();
 
-    let other = app.get("/2008/09/03/13.ribbon.json?fpp=0.001").await;
+    let other = spawn_get(&app, "/2008/09/03/13.ribbon.json?fpp=0.001");
+    let queue = wait_for_queue(&app, 1).await;
 
-    other.assert_error(503, "busy");
-    assert_eq!(other.header("retry-after"), Some("1"));
+    assert_eq!(queue["running"], 1, "{queue}");
+    assert_eq!(queue["clients"], 1, "{queue}");
+    assert!(!other.is_finished(), "it waits for the slot");
     assert!(
         reserved.as_u64().unwrap() > 0,
         "the build reserved its memory: {reserved}"
@@ -204,9 +220,16 @@ async fn a_ribbon_of_another_precision_while_a_build_runs_answers_busy_at_once()
     assert_eq!(app.get("/2008/09/03/13.bin").await.status, 200);
     wrapped.keys_gate.release();
     assert_eq!(building.await.unwrap().0, 200);
-    let after = app.get("/2008/09/03/13.ribbon.json?fpp=0.001").await;
-    assert_eq!(after.status, 200);
-    assert_eq!(after.json()["r"], 10);
+    let (status, _, body) = other.await.unwrap();
+    assert_eq!(status, 200);
+    let json: serde_json::Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(json["r"], 10);
+    let queue = app.get("/stats").await.json()["build_queue"].clone();
+    assert_eq!(
+        (queue["running"].clone(), queue["waiting"].clone()),
+        (0.into(), 0.into())
+    );
+    assert_eq!(queue["queued"], 1, "{queue}");
     let cache = app.get("/stats").await.json()["cache"].clone();
     assert_eq!(
         cache["build_bytes"], 0,
@@ -325,4 +348,61 @@ async fn revalidating_a_past_days_or_closed_hours_ribbon_needs_no_build() {
         .await;
     assert_eq!(other.status, 200);
     assert_ne!(other.header("etag"), Some(tags[0].as_str()));
+}
+
+/// `/stats`' `build_queue` once `waiting` builds wait (the test's own requests).
+async fn wait_for_queue(app: &TestApp, waiting: u64) -> serde_json::Value {
+    loop {
+        let queue = app.get("/stats").await.json()["build_queue"].clone();
+        if queue["waiting"].as_u64() == Some(waiting) {
+            return queue;
+        }
+        tokio::task::yield_now().await;
+    }
+}
+
+#[tokio::test]
+async fn one_client_flooding_builds_is_refused_past_its_queue_while_others_wait() {
+    let (app, wrapped) = gated_closed_hour_of(&["a", "b", "c"]).await;
+    wrapped.keys_gate.arm();
+    let flooder = Some([10, 0, 0, 1]);
+    let building = spawn_get_from(&app, "/2008/09/03/13.ribbon2", flooder);
+    wrapped.keys_gate.arrived().await;
+    // The flooder's next builds wait, up to its queue's bound (8).
+    let mut waiting = Vec::new();
+    for b in 10..18 {
+        let path = format!("/2008/09/03/13.ribbon2?fpp={:e}", 2f64.powi(-b));
+        waiting.push(spawn_get_from(&app, &path, flooder));
+    }
+    wait_for_queue(&app, 8).await;
+    let refused = spawn_get_from(
+        &app,
+        "/2008/09/03/13.ribbon2?fpp=9.5367431640625e-7",
+        flooder,
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        refused.0,
+        503,
+        "past its queue: {}",
+        String::from_utf8_lossy(&refused.2)
+    );
+    let error: serde_json::Value = serde_json::from_slice(&refused.2).unwrap();
+    assert_eq!(error["error"], "busy");
+    // Another client still gets its place.
+    let other = spawn_get_from(
+        &app,
+        "/2008/09/03/13.ribbon2?fpp=2.384185791015625e-7",
+        Some([10, 0, 0, 2]),
+    );
+    let queue = wait_for_queue(&app, 9).await;
+    assert_eq!(queue["clients"], 2, "{queue}");
+    assert_eq!(queue["refused"], 1, "{queue}");
+    wrapped.keys_gate.release();
+    assert_eq!(building.await.unwrap().0, 200);
+    assert_eq!(other.await.unwrap().0, 200);
+    for w in waiting {
+        assert_eq!(w.await.unwrap().0, 200);
+    }
 }

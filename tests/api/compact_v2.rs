@@ -1,6 +1,8 @@
 //! Version 2 of the compact form (`.ribbon2`, PROTOCOL.md section 12): any precision a
-//! client names maps to one immutable body within 1.05x of the floor, negotiated by
-//! suffix or by `Accept: ...; v=2`; version 1 (`.ribbon`) keeps its bytes.
+//! client names maps to one grade of the published set (`ribbon_grades`), one immutable
+//! body within 1.05x of its floor named by one canonical URL, negotiated by suffix or by
+//! `Accept: ...; v=2`; version 1 (`.ribbon`) keeps its bytes; a sealed hour's grades are
+//! warmed in the background.
 
 use crate::helpers::TestApp;
 use bloomcast::bloom::{Grade, Key, Ribbon, Ribbon2};
@@ -20,7 +22,7 @@ fn ids(n: usize) -> Vec<String> {
 }
 
 #[tokio::test]
-async fn any_precision_is_served_near_the_floor_holding_every_id() {
+async fn any_precision_is_served_at_a_published_grade_near_its_floor_holding_every_id() {
     let ids = ids(3_000);
     let app = closed_hour_of(&ids).await;
     for fpp in [0.05, 0.0437, 0.01, 0.003, 0.001, 2.2e-5, (-20f64).exp2()] {
@@ -33,10 +35,22 @@ async fn any_precision_is_served_near_the_floor_holding_every_id() {
             Some("public, max-age=31536000, immutable")
         );
         let f = Ribbon2::from_bytes(&reply.body).unwrap();
-        assert_eq!(f.grade(), Grade::for_fpp(fpp).unwrap());
+        // The next stricter member of the set: the target's grade or a whole bit.
+        let target = Grade::for_fpp(0.01).unwrap();
+        let member = if fpp >= target.fpp() && fpp < 0.015625 {
+            target
+        } else {
+            let k = (1.0 / fpp).log2().ceil() as u32;
+            Grade {
+                k: k.max(4),
+                split: 0,
+            }
+        };
+        assert_eq!(f.grade(), member, "{fpp}");
         assert!(f.fpp() <= fpp);
         assert!(ids.iter().all(|id| f.contains_id(id)), "{fpp}");
-        let floor = ids.len() as f64 * (1.0 / fpp).log2() / 8.0;
+        // Near the floor of the precision served.
+        let floor = ids.len() as f64 * (1.0 / f.fpp()).log2() / 8.0;
         let ratio = reply.body.len() as f64 / floor;
         assert!(ratio <= 1.05, "{fpp}: {ratio:.4}x the floor");
         let said: f64 = reply.header("bloom-fpp").unwrap().parse().unwrap();
@@ -142,4 +156,162 @@ async fn a_past_day_is_one_version_2_filter_of_its_distinct_ids() {
     let f = Ribbon2::from_bytes(&day.body).unwrap();
     assert_eq!(f.n(), 3);
     assert!(["a", "b", "c"].iter().all(|id| f.contains_id(id)));
+}
+
+#[tokio::test]
+async fn a_precision_between_grades_gets_the_canonical_grade_with_its_location() {
+    let app = closed_hour_of(&ids(500)).await;
+    let index = app.get("/").await;
+    let index: serde_json::Value = serde_json::from_slice(&index.body).unwrap();
+    let published: Vec<&str> = index["ribbon_grades"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    assert_eq!(published.len(), 22, "{published:?}");
+    assert_eq!(published[0], "6.25e-2");
+    assert!(
+        published.contains(&"9.979248046875e-3"),
+        "the target's grade"
+    );
+    assert!(published.contains(&"5.960464477539063e-8"), "2^-24");
+
+    // 0.003 lies between 2^-8 and 2^-9: served 2^-9's bytes, naming its canonical URL.
+    let between = app.get("/2008/09/03/13.ribbon2?fpp=0.003").await;
+    assert_eq!(between.status, 200);
+    assert_eq!(
+        between.header("content-location"),
+        Some("/2008/09/03/13.ribbon2?fpp=1.953125e-3")
+    );
+    let canonical = app.get("/2008/09/03/13.ribbon2?fpp=1.953125e-3").await;
+    assert_eq!(canonical.status, 200);
+    assert_eq!(
+        canonical.header("content-location"),
+        None,
+        "already canonical"
+    );
+    assert_eq!(canonical.body, between.body);
+    assert_eq!(canonical.header("etag"), between.header("etag"));
+    assert_eq!(
+        Ribbon2::from_bytes(&canonical.body).unwrap().grade(),
+        Grade { k: 9, split: 0 }
+    );
+    // Another spelling of the same member names it too, and revalidates with its ETag.
+    let etag = canonical.header("etag").unwrap().to_owned();
+    let spelled = app
+        .get_with(
+            "/2008/09/03/13.ribbon2?fpp=0.001953125",
+            &[("if-none-match", &etag)],
+        )
+        .await;
+    assert_eq!(spelled.status, 304);
+    assert_eq!(
+        spelled.header("content-location"),
+        Some("/2008/09/03/13.ribbon2?fpp=1.953125e-3")
+    );
+
+    // Every published spelling is its own canonical URL: the grade it names, no
+    // Content-Location.
+    for spelled in &published {
+        let reply = app
+            .get(&format!("/2008/09/03/13.ribbon2?fpp={spelled}"))
+            .await;
+        assert_eq!(reply.status, 200, "{spelled}");
+        assert_eq!(reply.header("content-location"), None, "{spelled}");
+        let f = Ribbon2::from_bytes(&reply.body).unwrap();
+        assert_eq!(f.fpp(), spelled.parse::<f64>().unwrap(), "{spelled}");
+    }
+
+    // Version 1 maps the same way onto its whole bits.
+    let v1 = app.get("/2008/09/03/13.ribbon?fpp=0.003").await;
+    assert_eq!(
+        v1.header("content-location"),
+        Some("/2008/09/03/13.ribbon?fpp=1.953125e-3")
+    );
+    // Scripts may read it.
+    let cors = app
+        .get_with(
+            "/2008/09/03/13.ribbon2?fpp=0.003",
+            &[("origin", "https://example.org")],
+        )
+        .await;
+    let exposed = cors.header("access-control-expose-headers").unwrap();
+    assert!(
+        exposed.split(',').any(|h| h.trim() == "content-location"),
+        "{exposed}"
+    );
+    let v1_canonical = app.get("/2008/09/03/13.ribbon?fpp=1.953125e-3").await;
+    assert_eq!(v1_canonical.header("content-location"), None);
+    assert_eq!(v1_canonical.header("etag"), v1.header("etag"));
+}
+
+#[tokio::test]
+async fn a_sealed_hours_grades_are_warmed_after_seal_and_restart_and_answered_without_a_build() {
+    let ids = ids(2_000);
+    let app = closed_hour_of(&ids).await;
+    let warming = tokio::spawn(app.service.clone().run_warming(std::future::pending()));
+    let warm = loop {
+        let warm = app.get("/stats").await.json()["warm"].clone();
+        if warm["hours"].as_u64() >= Some(1) {
+            break warm;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    };
+    assert_eq!(warm["hour"], "2008-09-03T13:00:00Z", "{warm}");
+    assert_eq!(warm["grades_built"], 22, "{warm}");
+    assert_eq!(
+        (warm["pending"].clone(), warm["failures"].clone()),
+        (0.into(), 0.into())
+    );
+    let stats = app.get("/stats").await.json();
+    let built = stats["unions"]["hour_ribbons"]["runs"].as_u64().unwrap();
+    assert!(built >= 22, "the warm builds ran: {stats}");
+    let index: serde_json::Value = serde_json::from_slice(&app.get("/").await.body).unwrap();
+    for grade in index["ribbon_grades"].as_array().unwrap() {
+        let path = format!("/2008/09/03/13.ribbon2?fpp={}", grade.as_str().unwrap());
+        let reply = app.get(&path).await;
+        assert_eq!(reply.status, 200, "{path}");
+        let f = Ribbon2::from_bytes(&reply.body).unwrap();
+        assert!(ids.iter().take(50).all(|id| f.contains_id(id)));
+    }
+    // Without ?fpp=, the target's grade: warmed too.
+    assert_eq!(app.get("/2008/09/03/13.ribbon2").await.status, 200);
+    let after = app.get("/stats").await.json();
+    assert_eq!(
+        after["unions"]["hour_ribbons"]["runs"].as_u64(),
+        Some(built),
+        "every grade answered without a build"
+    );
+    assert_eq!(after["build_queue"]["queued"], 0);
+    warming.abort();
+    let _ = warming.await;
+
+    // A restart warms the newest sealed hour again: its cache starts empty.
+    let app = app.restart().await;
+    let warming = tokio::spawn(app.service.clone().run_warming(std::future::pending()));
+    let warm = loop {
+        let warm = app.get("/stats").await.json()["warm"].clone();
+        if warm["hours"].as_u64() >= Some(1) {
+            break warm;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    };
+    assert_eq!(warm["hour"], "2008-09-03T13:00:00Z", "{warm}");
+    assert_eq!(warm["grades_built"], 22, "{warm}");
+    let stats = app.get("/stats").await.json();
+    let built = stats["unions"]["hour_ribbons"]["runs"].as_u64().unwrap();
+    assert!(built >= 22, "built again after the restart: {stats}");
+    assert_eq!(
+        app.get("/2008/09/03/13.ribbon2?fpp=1.1920928955078125e-7")
+            .await
+            .status,
+        200
+    );
+    let after = app.get("/stats").await.json();
+    assert_eq!(
+        after["unions"]["hour_ribbons"]["runs"].as_u64(),
+        Some(built)
+    );
+    warming.abort();
 }

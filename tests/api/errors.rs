@@ -155,3 +155,44 @@ async fn since_in_the_future_is_400() {
         .await
         .assert_error(400, "invalid_hour");
 }
+
+#[tokio::test]
+async fn a_query_parameter_the_route_does_not_read_is_400_naming_it() {
+    let app = TestApp::spawn().await;
+    app.ingest(&["a"]).await;
+    app.next_hour().await;
+    for (path, accepted) in [
+        ("/?x=1", "no query parameters"),
+        ("/2008/09/03/13?x=1", "only fpp"),
+        ("/2008/09/03/13.bin?cb=123", "only fpp"),
+        ("/2008/09/03/13.ribbon2?fpp=1e-3&x=1", "only fpp"),
+        ("/2008/09/03/13.exact?y", "only fpp"),
+        ("/2008/09/03?x=", "only fpp"),
+        ("/since/2008/09/03/13?x=1", "only fpp"),
+        ("/chain/2008/09/03/13?limit=2&x=1", "only limit"),
+        ("/stats?hours=2&x=1", "only hours"),
+        ("/checkpoint?x=1", "no query parameters"),
+        ("/healthz?x=1", "no query parameters"),
+    ] {
+        let reply = app.get(path).await;
+        reply.assert_error(400, "bad_request");
+        let message = reply.json()["message"].as_str().unwrap().to_owned();
+        let named = if path.contains("cb=") {
+            "\"cb\""
+        } else if path.contains("?y") {
+            "\"y\""
+        } else {
+            "\"x\""
+        };
+        assert!(message.contains(named), "{path}: {message}");
+        assert!(message.contains(accepted), "{path}: {message}");
+    }
+    // A parameter of the route's own, twice, names two resources: refused too.
+    app.get("/2008/09/03/13.ribbon2?fpp=1e-3&fpp=1e-4")
+        .await
+        .assert_error(400, "bad_request");
+    // The routes' own parameters still work.
+    assert_eq!(app.get("/2008/09/03/13.ribbon2?fpp=1e-3").await.status, 200);
+    assert_eq!(app.get("/chain/2008/09/03/13?limit=2").await.status, 200);
+    assert_eq!(app.get("/stats?hours=2").await.status, 200);
+}

@@ -244,7 +244,7 @@ test("Client#ribbon2 asks for the hour's .ribbon2 as version 2 at the fpp given,
   const again = await client.ribbon2("2008-09-03T05:59:00Z", { fpp: 0.001 });
   const target = await client.ribbon2("2008-09-03T05:00:00Z");
   assert.deepEqual(seen, [
-    ["http://bloomcast.test/2008/09/03/05.ribbon2?fpp=0.001", "application/vnd.bloomcast.ribbon; v=2"],
+    ["http://bloomcast.test/2008/09/03/05.ribbon2?fpp=1e-3", "application/vnd.bloomcast.ribbon; v=2"],
     ["http://bloomcast.test/2008/09/03/05.ribbon2", "application/vnd.bloomcast.ribbon; v=2"],
   ]);
   assert.equal(again, first);
@@ -354,7 +354,7 @@ test("changedSince by hour reads closed hours as .ribbon2 where the index lists 
   const changes = await client.changedSince(followed, "2008-09-03T05:00:00Z", hourly);
   const choice = cheapestForm(1000, 0.01, followed.length, 10240, { ribbon2: true });
   assert.equal(choice.form, "ribbon2");
-  assert.deepEqual(seen, ["/", `/2008/09/03/05.ribbon2?fpp=${String(choice.fpp)}`, "/2008/09/03/06"]);
+  assert.deepEqual(seen, ["/", `/2008/09/03/05.ribbon2?fpp=${choice.fpp.toExponential()}`, "/2008/09/03/06"]);
   assert.deepEqual([...changes], hits);
 });
 
@@ -363,7 +363,7 @@ test("changedSince by hour reads version 1 ribbons where the index lists only 1,
     const { seen, client } = server(f1000, index);
     await client.changedSince(followed, "2008-09-03T05:00:00Z", hourly);
     const r = cheapestForm(1000, 0.01, followed.length, 10240).r;
-    assert.deepEqual(seen.slice(0, 2), ["/", `/2008/09/03/05.ribbon?fpp=${2 ** -r}`], JSON.stringify(index));
+    assert.deepEqual(seen.slice(0, 2), ["/", `/2008/09/03/05.ribbon?fpp=${(2 ** -r).toExponential()}`], JSON.stringify(index));
   }
 });
 

@@ -30,7 +30,7 @@ HASH = "sha1-km32"
 from .verify import MissingDependency, Unsigned, VerificationError  # noqa: E402  (re-exported)
 from .ribbon import (DEFAULT_FETCH_COST, Ribbon, RibbonError,  # noqa: E402
                      bloom_choice, cheapest_form, hourly_is_cheaper, selftest_ribbon)
-from .ribbon2 import Ribbon2, grade_for_fpp, selftest_ribbon2  # noqa: E402
+from .ribbon2 import Ribbon2, fpp_param, grade_for_fpp, selftest_ribbon2  # noqa: E402
 from .exact import Exact, ExactError, selftest_exact  # noqa: E402
 from .refine import cheapest_within, exact_reading  # noqa: E402
 from . import coverage, files  # noqa: E402
@@ -351,7 +351,7 @@ class Client(Verifying):
     `fetch_cost`: what fetching a resource that turns out unchanged costs, in bytes.
     changed_since reads each closed hour as a v1 filter or a ribbon (section 12) at the
     precision minimising filter bytes plus IDs followed * fpp * fetch_cost (a version 2
-    ribbon, at any quarter-bit precision, instead of version 1 when the index's
+    ribbon, at a whole-bit precision 2^-b, instead of version 1 when the index's
     `ribbon_versions` lists 2), or, at or after the index's `exact_since`, with its exact
     body (section 14) when that is no larger than the cheapest of those sums (exact=True
     forces it).
@@ -498,7 +498,7 @@ class Client(Verifying):
         held = self.ribbons.get(path)
         if held is not None and fpp is not None and held.fpp <= fpp:
             return held
-        url = path + ".ribbon" + (f"?fpp={fpp!r}" if fpp is not None else "")
+        url = path + ".ribbon" + (f"?fpp={fpp_param(fpp)}" if fpp is not None else "")
         _, headers, body = self._request(url, {"Accept-Encoding": "gzip"})
         try:
             ribbon = Ribbon.from_bytes(body)
@@ -520,7 +520,7 @@ class Client(Verifying):
         held = self.ribbons2.get(path)
         if held is not None and fpp is not None and held.fpp <= fpp:
             return held
-        url = path + ".ribbon2" + (f"?fpp={fpp!r}" if fpp is not None else "")
+        url = path + ".ribbon2" + (f"?fpp={fpp_param(fpp)}" if fpp is not None else "")
         _, headers, body = self._request(url, {"Accept": RIBBON2_TYPE,
                                                "Accept-Encoding": "identity"})
         check_repr_digest(url, headers, body)

@@ -148,8 +148,8 @@ def cheapest_form(count, target_fpp, followed, fetch_cost=DEFAULT_FETCH_COST,
     bytes. As the Rust SDK's `cheapest_form`.
 
     `ribbon_versions`: the index's `ribbon_versions`. When it lists 2 (section 12,
-    "Version 2"), version 2 is offered instead of version 1: ("ribbon2", P) with P on
-    the grid 2^-(q/4), q = 16..96, its body bytes from `ribbon2_bytes` and its fpp the
+    "Version 2"), version 2 is offered instead of version 1: ("ribbon2", P) with P one
+    of 2^-b, b = 4..24 (members of the server's grade set), its body bytes from `ribbon2_bytes` and its fpp the
     grade's (0 for an empty hour: a body of no key has no shard, and answers false)."""
     from .ribbon2 import RIBBON2_GRID, grade_fpp, grade_for_fpp, ribbon2_bytes
 

@@ -24,8 +24,18 @@ LOW56 = (1 << 56) - 1
 TAG_A, TAG_B = 1, 2
 # Solution bytes a 128-bit window at any bit offset reads: 16 plus one for the shift.
 WINDOW_BYTES = 17
-# The fpp this client asks for: quarter-bit steps, 2^-(q/4) for q = 16..96 (2^-4 to 2^-24).
-RIBBON2_GRID = tuple(2.0 ** -(q / 4) for q in range(16, 97))
+# The fpp this client asks for: whole bits, 2^-b for b = 4..24, members of every server's
+# published grade set (section 12, "The grade set"; bytes and fpp are both linear between
+# two whole bits, so the cheapest expected bytes lie on one of them).
+RIBBON2_GRID = tuple(2.0 ** -b for b in range(4, 25))
+
+
+def fpp_param(p):
+    """The spelling of `p` in `?fpp=`: the shortest decimal in scientific notation that
+    parses back to exactly `p` (the server's canonical spelling of its grades, section 12:
+    `6.25e-2`, `7.8125e-3`), so every client names one URL per grade."""
+    import decimal
+    return format(decimal.Decimal(repr(float(p))), "e")
 
 
 def salt(tag, seed):

@@ -66,8 +66,9 @@ impl Client {
 
 impl Client {
     /// Fetches a closed hour as a version 2 ribbon (`.ribbon2`, PROTOCOL.md section 12):
-    /// at `fpp` or at most it (any value from 2^-24 to 2^-4 is its own precision, within
-    /// 1.05x of the floor), or at the server's target. One of the hour at least as
+    /// at `fpp` or at most it (the server serves the next stricter grade of its published
+    /// set, `ribbon_grades` in `GET /`, within 1.05x of that grade's floor; `fpp` is sent
+    /// in the server's canonical spelling, shortest scientific), or at the server's target. One of the hour at least as
     /// precise, fetched before by this client, is answered without a request. A static
     /// mirror (section 13) ignores `fpp`: the filter's own [`Ribbon2::fpp`] is the one
     /// served.

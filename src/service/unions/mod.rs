@@ -27,6 +27,7 @@
 //! Lock order: see [`Unions`].
 
 mod built;
+pub mod fair;
 mod memory;
 mod open;
 mod ranges;
@@ -46,11 +47,11 @@ use super::{lock, Result, ServiceError};
 use crate::bloom::Key;
 use crate::hour::Hour;
 use crate::render::{Before, HexCoding, Rendered};
+use fair::{BuildQueue, BuildSlot, QueueStats};
 use memory::BuildMemory;
 use ranges::Ranges;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 /// The unions' state. Lock order: a range's turn ([`Unions::turn`],
 /// [`Unions::compact_turn`]; a tokio lock held across the build), then a pool
@@ -69,8 +70,9 @@ pub(super) struct Unions {
     hour_renders: Ranges<UnionKey>,
     /// One exact build at a time of each sealed hour (by hour index, on `pool`).
     exact_hours: Ranges<i64>,
-    /// Union and compact builds of different ranges running at once; past it, `Busy`.
-    pool: Arc<Semaphore>,
+    /// Union, compact and exact builds of different ranges running at once, handed out
+    /// fairly across clients ([`fair`]).
+    pool: Arc<BuildQueue>,
     /// Working memory reserved by compact builds in flight.
     memory: Arc<BuildMemory>,
     /// What builds leave for the next reader: open unions, built filters, sealed keys.
@@ -85,7 +87,7 @@ pub(super) struct Unions {
 /// What a build holds while it runs: its pool slot and its working memory, both
 /// released when it is dropped.
 pub(in crate::service) struct Held {
-    _slot: OwnedSemaphorePermit,
+    _slot: BuildSlot,
     memory: Reserved,
 }
 
@@ -105,7 +107,7 @@ impl Unions {
             compact_ranges: Ranges::new(),
             hour_renders: Ranges::new(),
             exact_hours: Ranges::new(),
-            pool: Arc::new(Semaphore::new(builds.max(1))),
+            pool: BuildQueue::new(builds),
             memory: BuildMemory::new(build_bytes),
             kept,
             open_hour: AtomicI64::new(i64::MIN),
@@ -177,25 +179,44 @@ impl Unions {
         self.memory.reserve(bytes.min(budget))
     }
 
-    /// A build slot, held for the build.
+    /// A build slot now, held for the build (a v1 union's, which never waits).
     ///
     /// # Errors
     /// [`ServiceError::Busy`] when every slot is taken: refused at once, not queued.
-    pub fn slot(&self) -> Result<OwnedSemaphorePermit> {
-        self.pool.clone().try_acquire_owned().map_err(|_| {
-            ServiceError::Busy(
-                "every union build slot is taken; retry shortly (setting union_builds)".into(),
-            )
+    pub fn slot(&self) -> Result<BuildSlot> {
+        self.pool
+            .try_acquire(fair::current_client())
+            .ok_or_else(|| {
+                ServiceError::Busy(
+                    "every union build slot is taken; retry shortly (setting union_builds)".into(),
+                )
+            })
+    }
+
+    /// A build slot for the current task's client once its turn comes (a compact or
+    /// exact build's): at most one running per client while others wait, clients served
+    /// in turn.
+    ///
+    /// # Errors
+    /// [`ServiceError::Busy`] at once when the client has too many builds waiting.
+    pub async fn queued_slot(&self) -> Result<BuildSlot> {
+        let client = fair::current_client();
+        self.pool.acquire(client).await.map_err(|fair::QueueFull| {
+            ServiceError::Busy(format!(
+                "this client has {} builds waiting already; retry shortly",
+                fair::WAITING_PER_CLIENT
+            ))
         })
+    }
+
+    /// The build queue's figures now.
+    pub fn queue_stats(&self) -> QueueStats {
+        self.pool.stats()
     }
 
     /// Reserves `bytes` of working memory for the build holding `slot`; refused at once
     /// (never queued) when the budget has not that much left.
-    pub fn reserve(
-        &self,
-        slot: OwnedSemaphorePermit,
-        bytes: u64,
-    ) -> std::result::Result<Held, Refused> {
+    pub fn reserve(&self, slot: BuildSlot, bytes: u64) -> std::result::Result<Held, Refused> {
         Ok(Held {
             _slot: slot,
             memory: self.memory.reserve(bytes)?,

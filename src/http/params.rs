@@ -1,0 +1,105 @@
+//! Query parameters of the read routes: each route accepts the few it reads, and a
+//! request naming any other (or one of its own twice, but `id`) is 400 `bad_request`,
+//! never ignored. An ignored parameter would give one resource as many URLs as a client
+//! cares to invent, each a miss for every cache on the way and, for a build, a fresh
+//! one (docs/PROTOCOL.md section 9, "Query parameters").
+//!
+//! A layer of the router ([`super::routes`]), so it sees the route matched; the fast
+//! lane ([`super::lane`]) answers no request with a query, so none passes it by.
+
+use super::error::ApiError;
+use axum::extract::{MatchedPath, Request};
+use axum::http::Method;
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+
+/// The parameters the read route `route` (as matched) accepts, or `None` for one this
+/// layer does not judge (writes, and what matched no route: 404 or 405 follows).
+pub fn accepted(route: &str) -> Option<&'static [&'static str]> {
+    Some(match route {
+        "/{y}/{mo}/{d}/{h}" | "/{y}/{mo}/{d}" | "/since/{y}/{mo}/{d}/{h}" => &["fpp"],
+        "/chain/{y}/{mo}/{d}/{h}" => &["limit"],
+        "/stats" => &["hours"],
+        "/history" => &["id", "since"],
+        "/"
+        | "/healthz"
+        | "/metrics"
+        | "/dashboard"
+        | "/dashboard/app.js"
+        | "/dashboard/style.css"
+        | "/dashboard/bloomcast.js"
+        | "/universe"
+        | "/.well-known/bloomcast.json"
+        | "/checkpoint"
+        | "/dictionaries/{y}/{mo}/{d}/{h}/{id}" => &[],
+        _ => return None,
+    })
+}
+
+/// Parameters that may be given more than once.
+const REPEATABLE: &[&str] = &["id"];
+
+/// Why `query` does not suit a route accepting `accepted`, if it does not.
+pub fn check(route: &str, accepted: &[&str], query: &str) -> Result<(), ApiError> {
+    let mut seen: Vec<&str> = Vec::new();
+    for pair in query.split('&').filter(|p| !p.is_empty()) {
+        let name = pair.split_once('=').map_or(pair, |(name, _)| name);
+        if !accepted.contains(&name) {
+            let takes = if accepted.is_empty() {
+                "no query parameters".to_owned()
+            } else {
+                format!("only {}", accepted.join(", "))
+            };
+            return Err(ApiError::BadRequest(format!(
+                "unknown query parameter {name:?}: {route} takes {takes}"
+            )));
+        }
+        if seen.contains(&name) && !REPEATABLE.contains(&name) {
+            return Err(ApiError::BadRequest(format!(
+                "query parameter {name:?} given more than once"
+            )));
+        }
+        seen.push(name);
+    }
+    Ok(())
+}
+
+/// The layer: refuses a read whose query names what its route does not read.
+pub async fn only_known(request: Request, next: Next) -> Response {
+    let refused = match (
+        request.uri().query(),
+        request.extensions().get::<MatchedPath>(),
+    ) {
+        (Some(query), Some(matched))
+            if request.method() == Method::GET || request.method() == Method::HEAD =>
+        {
+            accepted(matched.as_str())
+                .and_then(|accepted| check(matched.as_str(), accepted, query).err())
+        }
+        _ => None,
+    };
+    match refused {
+        Some(error) => error.into_response(),
+        None => next.run(request).await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_routes_own_parameters_pass_once() {
+        let filter = accepted("/{y}/{mo}/{d}/{h}").unwrap();
+        assert!(check("/x", filter, "fpp=0.01").is_ok());
+        assert!(check("/x", filter, "").is_ok());
+        assert!(check("/x", filter, "fpp=0.01&x=1").is_err());
+        assert!(check("/x", filter, "x").is_err());
+        assert!(check("/x", filter, "fpp=1e-3&fpp=1e-4").is_err());
+        let history = accepted("/history").unwrap();
+        assert!(check("/history", history, "id=a&id=b&since=2008-09-03T13").is_ok());
+        assert!(check("/history", history, "since=a&since=b").is_err());
+        assert!(check("/", accepted("/").unwrap(), "v=2").is_err());
+        assert_eq!(accepted("/updates"), None);
+    }
+}
