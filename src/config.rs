@@ -251,9 +251,10 @@ settings! {
     ingest_concurrency: usize = 32,
     /// Writes that may wait for the embedded store's writer thread; more answer 503 busy.
     write_queue_depth: usize = 256,
-    /// Union filters (days, since-ranges) and compact (ribbon) filters of different ranges
-    /// or precisions built at once; a request needing another build answers 503 busy at
-    /// once (requests for one range share it).
+    /// Union filters (days, since-ranges), compact (ribbon) filters and exact bodies of
+    /// different ranges or precisions built at once; a request needing another build
+    /// waits its client's turn (requests for one range share it; 503 busy past 8 waiting
+    /// builds of one client).
     union_builds: usize = 1,
     /// Seconds one scrub pass takes: every closed hour still served is read back and
     /// verified in the background (its row, chain link, keys, exact body, universe), one

@@ -128,13 +128,13 @@ impl Service {
             return Ok((r, complete));
         }
         // Readers of one range share its next build instead of each starting their own;
-        // builds of different ranges run on a bounded pool, and past it a request is
-        // refused at once (`Busy`) rather than queued past its deadline.
+        // builds of different ranges take the bounded pool's slots in their clients' turn
+        // (a request waiting past the request timeout is answered `timeout`).
         let _same_range = self.unions.turn(key).await;
         if let Some(r) = cached() {
             return Ok((r, complete));
         }
-        let slot = self.unions.slot()?;
+        let slot = self.unions.queued_slot().await?;
         self.build_union(from, to, repr, complete, asked, slot)
             .await
     }

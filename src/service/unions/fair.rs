@@ -155,17 +155,6 @@ impl Schedule {
         Arrival::Wait(ticket)
     }
 
-    /// A build that must not wait (a v1 union): a slot now if one is free (no waiting
-    /// client could take it: see [`Schedule::arrive`]), else none.
-    pub fn try_now(&mut self, client: BuildClient) -> bool {
-        if self.running < self.slots {
-            self.start(client);
-            true
-        } else {
-            false
-        }
-    }
-
     /// A build of `client` ended: its slot goes to the next waiting, if any. Returns the
     /// builds started, by client and ticket.
     pub fn finish(&mut self, client: BuildClient) -> Vec<(BuildClient, u64)> {
@@ -312,14 +301,6 @@ impl BuildQueue {
         let _ = woken.await;
         place.held = false;
         Ok(self.slot(client))
-    }
-
-    /// A slot now, or none (a build that must not wait).
-    pub fn try_acquire(self: &Arc<Self>, client: BuildClient) -> Option<BuildSlot> {
-        lock(&self.inner)
-            .schedule
-            .try_now(client)
-            .then(|| self.slot(client))
     }
 
     fn slot(self: &Arc<Self>, client: BuildClient) -> BuildSlot {
@@ -471,11 +452,8 @@ mod tests {
         assert_eq!(s.finish(bg), vec![(a, a1)]);
         assert_eq!(s.finish(a), vec![(b, b1)]);
         assert_eq!(s.finish(b), vec![(bg, g2)]);
-        // A v1 union takes a free slot, never a waiting build's.
-        assert!(!s.try_now(a));
         assert_eq!(s.finish(bg), vec![(a, a2)]);
         assert_eq!(s.finish(a), vec![]);
-        assert!(s.try_now(a));
     }
 
     #[tokio::test]

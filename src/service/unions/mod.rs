@@ -179,23 +179,9 @@ impl Unions {
         self.memory.reserve(bytes.min(budget))
     }
 
-    /// A build slot now, held for the build (a v1 union's, which never waits).
-    ///
-    /// # Errors
-    /// [`ServiceError::Busy`] when every slot is taken: refused at once, not queued.
-    pub fn slot(&self) -> Result<BuildSlot> {
-        self.pool
-            .try_acquire(fair::current_client())
-            .ok_or_else(|| {
-                ServiceError::Busy(
-                    "every union build slot is taken; retry shortly (setting union_builds)".into(),
-                )
-            })
-    }
-
-    /// A build slot for the current task's client once its turn comes (a compact or
-    /// exact build's): at most one running per client while others wait, clients served
-    /// in turn.
+    /// A build slot for the current task's client once its turn comes (every build a
+    /// reader can cause: unions, compact forms, exact bodies): at most one running per
+    /// client while others wait, clients served in turn.
     ///
     /// # Errors
     /// [`ServiceError::Busy`] at once when the client has too many builds waiting.
