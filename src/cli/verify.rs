@@ -8,16 +8,13 @@
 use super::check::parse_hour;
 use super::CliError;
 use crate::chain::{Checkpoint, PublicKey};
-use crate::client::Client;
+use crate::client::{checkpoint_reasons, lag_reason, no_checkpoint_reason, Client};
 use crate::hour::Hour;
 use crate::mirror::{trust, MirrorDir};
 use clap::Args;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-/// The publication lag bound, in hours: a source whose newest hour, or checkpoint, is
-/// older than this is stale (PROTOCOL.md section 10, "Coverage").
-const LAG_HOURS: i64 = 2;
 /// The exit code of an answer whose source is not shown current.
 const STALE: u8 = 3;
 
@@ -204,9 +201,10 @@ impl VerifyArgs {
         let newest_sealed = report.hours.last().copied();
         let mut stale = Vec::new();
         let current = index.current_hour()?;
-        stale.extend(lag_reason(&base, current, index.static_layout));
+        let now = chrono::Utc::now().timestamp();
+        stale.extend(lag_reason(&base, current, index.static_layout, now));
         match &checkpoint {
-            Some(cp) => stale.extend(checkpoint_reasons(&base, cp, newest_sealed)),
+            Some(cp) => stale.extend(checkpoint_reasons(&base, cp, newest_sealed, now)),
             None => stale.push(no_checkpoint_reason(&base, current, index.static_layout)),
         }
         Ok(Verified {
@@ -231,72 +229,6 @@ async fn fetch(base: &str, path: &str) -> Result<Option<Vec<u8>>, CliError> {
     Ok(Some(response.bytes().await.map_err(failed)?.to_vec()))
 }
 
-/// This machine's current hour.
-fn now_hour() -> Hour {
-    Hour::containing(chrono::Utc::now())
-}
-
-/// Why `source` is stale by its newest hour (a server's open hour; a static mirror's
-/// newest mirrored hour, whose next is the one it offers next), or `None`.
-fn lag_reason(source: &str, newest: Hour, is_static: bool) -> Option<String> {
-    let offered = if is_static { newest.next() } else { newest };
-    let here = now_hour();
-    let behind = here.index() - offered.index();
-    if behind <= LAG_HOURS {
-        return None;
-    }
-    let what = if is_static { "mirrored" } else { "served" };
-    Some(format!(
-        "{source} is stale: the newest hour it offers is {} ({what}), {behind} hours before \
-         this machine's current hour {}, past the publication lag bound of {LAG_HOURS} hours: \
-         what changed after it is not in this answer",
-        newest.rfc3339(),
-        here.rfc3339()
-    ))
-}
-
-/// Why a verified checkpoint shows `source` withholding (it names a sealed hour newer
-/// than those offered) or stale (made longer ago than the lag bound).
-fn checkpoint_reasons(source: &str, cp: &Checkpoint, newest_sealed: Option<Hour>) -> Vec<String> {
-    let mut reasons = Vec::new();
-    if newest_sealed.is_none_or(|n| cp.hour > n) {
-        let offered = newest_sealed.map_or("no sealed hour".to_owned(), |n| {
-            format!("sealed hours only through {}", n.rfc3339())
-        });
-        reasons.push(format!(
-            "{source} withholds hours: the publisher's signed checkpoint names {} sealed, but \
-             it offers {offered}",
-            cp.hour.rfc3339()
-        ));
-    }
-    let age = chrono::Utc::now().timestamp() - cp.made;
-    if age > LAG_HOURS * 3600 {
-        reasons.push(format!(
-            "{source} is stale: the publisher's checkpoint it serves was made {} minutes ago \
-             (made={}), past the publication lag bound of {LAG_HOURS} hours: hours sealed \
-             since may be missing",
-            age / 60,
-            cp.made
-        ));
-    }
-    reasons
-}
-
-/// Why a source without a checkpoint is not shown current.
-fn no_checkpoint_reason(source: &str, newest: Hour, is_static: bool) -> String {
-    let (what, verb) = if is_static {
-        ("", "sealed")
-    } else {
-        (", and no fresh signed version of its open hour", "serves")
-    };
-    format!(
-        "{source} serves no signed checkpoint{what}: nothing shows that {} is the newest hour \
-         the publisher {verb} (a stale or withholding copy cannot be told from a quiet \
-         publisher)",
-        newest.rfc3339()
-    )
-}
-
 /// Why a static mirror whose newest hour is `newest` is not shown current.
 fn stale_reasons(
     source: &str,
@@ -307,9 +239,12 @@ fn stale_reasons(
     let Some(newest) = newest else {
         return vec![format!("{source} offers no sealed hour")];
     };
-    let mut reasons: Vec<String> = lag_reason(source, newest, is_static).into_iter().collect();
+    let now = chrono::Utc::now().timestamp();
+    let mut reasons: Vec<String> = lag_reason(source, newest, is_static, now)
+        .into_iter()
+        .collect();
     match checkpoint {
-        Some(cp) => reasons.extend(checkpoint_reasons(source, cp, Some(newest))),
+        Some(cp) => reasons.extend(checkpoint_reasons(source, cp, Some(newest), now)),
         None => reasons.push(no_checkpoint_reason(source, newest, is_static)),
     }
     reasons

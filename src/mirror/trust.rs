@@ -17,7 +17,6 @@ use crate::chain::{
 use crate::client::ChainEntry;
 use crate::hour::Hour;
 use crate::wire::{Document, Meta};
-use serde::Deserialize;
 use serde_json::Value;
 use std::io::Read;
 
@@ -95,57 +94,14 @@ pub fn key_for(
     }
 }
 
-/// One entry of a `/chain/...` page as sent.
-#[derive(Debug, Deserialize)]
-struct Entry {
-    hour: String,
-    digest: String,
-    prev: String,
-    header: String,
-    signature: Option<String>,
-    #[serde(default)]
-    key_id: Option<String>,
-}
-
-/// The entries of a chain page (`where_` names it in errors).
+/// The entries of a chain page (`where_` names it in errors), parsed as the SDK parses
+/// them ([`crate::client::parse_chain_page`]).
 ///
 /// # Errors
 /// [`TrustError::Refused`] for a page or entry that does not parse.
 pub fn parse_page(where_: &str, bytes: &[u8]) -> Result<Vec<ChainEntry>, TrustError> {
-    let page: Vec<Entry> = serde_json::from_slice(bytes)
-        .map_err(|e| TrustError::Refused(format!("{where_}: not a chain page ({e})")))?;
-    page.iter()
-        .map(|e| {
-            let bad = |what: &str| TrustError::Refused(format!("{where_}: {what}"));
-            let hour = Hour::parse_flexible(&e.hour).map_err(|_| bad("an entry names no hour"))?;
-            let hash = |s: &str, what: &str| {
-                chain::parse_hex::<32>(s)
-                    .ok_or_else(|| bad(&format!("{what} is not 32 bytes of hex")))
-            };
-            let signature = match &e.signature {
-                None => None,
-                Some(s) => Some(
-                    chain::parse_hex::<64>(s)
-                        .ok_or_else(|| bad("a signature is not 64 bytes of hex"))?,
-                ),
-            };
-            let key_id = match &e.key_id {
-                None => None,
-                Some(id) => Some(
-                    id.parse::<KeyId>()
-                        .map_err(|_| bad("a key_id is not 16 hex digits"))?,
-                ),
-            };
-            Ok(ChainEntry {
-                hour,
-                digest: hash(&e.digest, "a digest")?,
-                prev: hash(&e.prev, "a prev")?,
-                header: hash(&e.header, "a header")?,
-                signature,
-                key_id,
-            })
-        })
-        .collect()
+    crate::client::parse_chain_page(bytes)
+        .map_err(|e| TrustError::Refused(format!("{where_}: {e}")))
 }
 
 /// Verifies one chain entry under the trusted key listed for its hour, and its link to

@@ -39,13 +39,16 @@ pub use choice::{
     cheapest_form, cheapest_form_of, exact_or, Choice, Form, Forms, DEFAULT_FETCH_COST, RIBBON_BITS,
 };
 pub use clock::ClockReport;
-pub use coverage::{Answer, Coverage, DEFAULT_FRESHNESS, LAG_HOURS};
+pub use coverage::{
+    checkpoint_reasons, lag_reason, no_checkpoint_reason, Answer, Coverage, DEFAULT_FRESHNESS,
+    LAG_HOURS,
+};
 pub use error::ClientError;
 pub use history::{default_cache_dir, IdHistory};
 pub use plan::Strategy;
 pub use publish::{PublishOptions, PublishSummary};
 pub use refine::{cheapest_within, refined_or, Reading};
-pub use verify::{ChainEntry, ChainReport};
+pub use verify::{parse_chain_page, ChainEntry, ChainReport};
 
 use crate::bloom::Filter;
 use crate::hour::{Day, Hour};

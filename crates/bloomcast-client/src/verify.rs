@@ -289,6 +289,18 @@ impl Client {
     }
 }
 
+/// The entries of a `/chain/...` page's body (as `GET /chain` or a static mirror's
+/// `chain/` file holds it), parsed as [`Client::chain`] reads them: nothing verified yet.
+///
+/// # Errors
+/// [`ClientError::Protocol`] for a body that is no chain page; [`ClientError::Unverified`]
+/// naming the hour of an entry whose fields do not parse.
+pub fn parse_chain_page(body: &[u8]) -> Result<Vec<ChainEntry>> {
+    let page: Vec<Entry> = serde_json::from_slice(body)
+        .map_err(|e| ClientError::Protocol(format!("not a chain page ({e})")))?;
+    page.iter().map(parse_entry).collect()
+}
+
 fn parse_entry(e: &Entry) -> Result<ChainEntry> {
     let hour = Hour::parse_flexible(&e.hour).map_err(|_| malformed(&e.hour, "not an hour"))?;
     let hash = |s: &str, what: &str| {
