@@ -336,7 +336,16 @@ async fn a_full_union_pool_makes_another_range_wait_its_turn_and_hours_and_inges
     let same_range = get("/since/2008/09/03/13");
     // Another range needs the pool's one slot: it waits for its turn, not refused.
     let other = get("/since/2008/09/03/14");
-    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    // Queued: `/stats` counts it waiting (no wall-clock wait needed to see it).
+    let mut queue = serde_json::Value::Null;
+    for _ in 0..10_000 {
+        queue = app.get("/stats").await.json()["build_queue"].clone();
+        if queue["waiting"] == 1 || other.is_finished() {
+            break;
+        }
+        tokio::task::yield_now().await;
+    }
+    assert_eq!(queue["waiting"], 1, "{queue}");
     assert!(
         !other.is_finished(),
         "another range waits while the slot is held"
