@@ -140,18 +140,22 @@ impl Filter {
         ids.into_iter().filter(|id| self.contains(id)).collect()
     }
 
+    /// The filter's shape: size and probes.
     pub fn params(&self) -> Params {
         self.params
     }
 
+    /// The size in bits.
     pub fn m(&self) -> u32 {
         self.params.m
     }
 
+    /// The probes per ID.
     pub fn k(&self) -> u32 {
         self.params.k
     }
 
+    /// The hash scheme that maps an ID to its probes.
     pub fn hash(&self) -> HashScheme {
         self.hash
     }

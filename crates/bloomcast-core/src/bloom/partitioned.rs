@@ -158,10 +158,12 @@ impl PartitionedFilter {
         ))
     }
 
+    /// The filter's shape: size and probes.
     pub fn params(&self) -> Params {
         self.params
     }
 
+    /// The hash scheme that maps an ID to its probes.
     pub fn hash(&self) -> HashScheme {
         self.hash
     }

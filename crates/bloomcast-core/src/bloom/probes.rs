@@ -32,11 +32,11 @@ pub fn exact_rate(filter: &Filter) -> f64 {
 /// residues `(h1 mod m, h2 mod m)` (a few milliseconds at this size); larger ones have it
 /// estimated from their fill, where the structure the estimate models is a few percent
 /// of the rate or less (the tests beside this module measure both).
-pub const EXACT_BITS: u32 = 4096;
+pub(crate) const EXACT_BITS: u32 = 4096;
 
 /// The share of IDs whose `h2 mod m` is 0, which probe one bit `k` times:
 /// `ceil(2^32 / m) / 2^32` (exactly, for `h2` uniform over `u32`).
-pub fn zero_step_share(m: u32) -> f64 {
+pub(crate) fn zero_step_share(m: u32) -> f64 {
     (1u64 << 32).div_ceil(u64::from(m)) as f64 / 4_294_967_296.0
 }
 
@@ -49,7 +49,7 @@ pub fn zero_step_share(m: u32) -> f64 {
 /// modulo `|P|` (`c` positions). Sliding `L` over `c` meets `j` of them at 2 shifts for
 /// `j < min(L, c)` and at `|L - c| + 1` for `j = min(L, c)`. The counts do not depend
 /// on `m`, since two such fractions are equal mod a prime above `2k^2` only if equal.
-pub fn overlap_counts(k: u32) -> Vec<u64> {
+pub(crate) fn overlap_counts(k: u32) -> Vec<u64> {
     let k = u64::from(k);
     let mut a = vec![0u64; k as usize + 1];
     // The classes of 0..k modulo x: (size, how many classes have it).
