@@ -43,7 +43,7 @@ pub(crate) const ZSTD_DICTIONARY_MAGIC: [u8; 4] = [0x37, 0xA4, 0x30, 0xEC];
 
 /// `body` compressed against `dictionary` (whose SHA-256 is `dictionary_sha`) at a
 /// zstd `level`, header included; `None` when the dictionary cannot be used as raw
-/// content (it starts with [`ZSTD_DICTIONARY_MAGIC`]).
+/// content (it starts with zstd's dictionary magic `37 A4 30 EC`).
 pub fn encode(
     dictionary: &[u8],
     dictionary_sha: &[u8; 32],

@@ -4,11 +4,15 @@
 //! `Any`, ...) are left out: every type has them.
 //!
 //! The listing comes from rustdoc's JSON output, an unstable rustdoc flag: stable rustc
-//! allows it under `RUSTC_BOOTSTRAP=1`, so no nightly toolchain is needed. The workspace's
-//! target directory (`CARGO_TARGET_DIR`, default `target/` at the top) holds the JSON.
+//! allows it under `RUSTC_BOOTSTRAP=1`, so no nightly toolchain is needed. It is built in
+//! `public-api-json/` under the workspace's target directory (`CARGO_TARGET_DIR`, default
+//! `target/` at the top), apart from the other builds: some build scripts (thiserror's)
+//! probe the compiler again when `RUSTC_BOOTSTRAP` changes, which would rebuild everything
+//! above them in a shared directory.
 //!
 //! Run from the top of the repository:
-//! `cargo run --locked --manifest-path crates/bloomcast-core/public-api/Cargo.toml [-- --bless]`
+//! `cargo run --locked --manifest-path crates/bloomcast-core/public-api/Cargo.toml
+//! --target-dir target/public-api-tool [-- --bless]`
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -20,7 +24,8 @@ fn main() -> ExitCode {
     let top = core.join("../..");
     let target = std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
-        .unwrap_or_else(|| top.join("target"));
+        .unwrap_or_else(|| top.join("target"))
+        .join("public-api-json");
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let status = Command::new(cargo)
         .current_dir(&top)
@@ -88,7 +93,8 @@ fn main() -> ExitCode {
     }
     eprintln!(
         "If the change is meant, record it: cargo run --locked --manifest-path \
-         crates/bloomcast-core/public-api/Cargo.toml -- --bless"
+         crates/bloomcast-core/public-api/Cargo.toml \
+         --target-dir target/public-api-tool -- --bless"
     );
     ExitCode::FAILURE
 }

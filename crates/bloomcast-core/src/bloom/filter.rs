@@ -171,7 +171,7 @@ impl Filter {
     }
 
     /// The false-positive probability of an ID never inserted, for the sha1-km32 probe
-    /// sequence (docs/PROTOCOL.md section 8): exact up to [`probes::EXACT_BITS`] bits,
+    /// sequence (docs/PROTOCOL.md section 8): exact up to 4,096 bits,
     /// estimated from the fill above ([`probes::estimate`]). Under
     /// [`Sizing::Classic`], the figure that rule served: `(X/m)^k`.
     pub fn fpp(&self) -> f64 {

@@ -190,7 +190,7 @@ impl PartitionedFilter {
     }
 
     /// Estimate of how many distinct IDs were inserted; see
-    /// [`sizing::estimated_cardinality_partitioned`].
+    /// `sizing::estimated_cardinality_partitioned`.
     pub fn estimated_count(&self) -> f64 {
         sizing::estimated_cardinality_partitioned(self.ones, self.params)
     }

@@ -12,7 +12,7 @@
 //!
 //! Here: the expected rate of a shape for `n` IDs ([`expected_fpp`], what the sizing rule
 //! of `rule` minimises `m` under), and the rate of a built filter, computed exactly up to
-//! [`EXACT_BITS`] bits (`exact`) and estimated from its fill above ([`estimate`]).
+//! 4,096 bits (`EXACT_BITS`; `exact`) and estimated from its fill above ([`estimate`]).
 //! docs/PROTOCOL.md sections 3 and 8 state both for client authors.
 
 use super::{sizing, Filter, Params};
@@ -22,7 +22,7 @@ mod exact;
 pub(crate) use exact::exact;
 
 /// The exact false-positive rate of `filter` for an ID never inserted, at any size:
-/// what [`Filter::fpp`] gives up to [`EXACT_BITS`] bits. Its cost grows as
+/// what [`Filter::fpp`] gives up to 4,096 bits. Its cost grows as
 /// `m^2 log2(k) / 64` word operations (a second or so at a million bits).
 pub fn exact_rate(filter: &Filter) -> f64 {
     exact(filter.words(), filter.params())
@@ -178,7 +178,7 @@ pub(crate) fn expected_with(params: Params, n: u64, shares: &Shares, overlaps: &
 
 /// The estimated false-positive rate of a filter of `params` with `ones` bits set: the
 /// rate formula of docs/PROTOCOL.md section 8 at its fill `X/m`, with the IDs in it
-/// estimated from the fill ([`sizing::estimated_cardinality`]); 1 when every bit is set.
+/// estimated from the fill (the Swamidass–Baldi estimate, [`Filter::estimated_count`]); 1 when every bit is set.
 pub fn estimate(ones: u64, params: Params) -> f64 {
     let f = ones as f64 / f64::from(params.m);
     if f >= 1.0 {

@@ -132,7 +132,9 @@ pub(crate) fn route(key: u64, split: u32, shards_a: u32, shards_b: u32) -> (bool
     (in_a, if in_a { index } else { index - shards_a })
 }
 
-/// [`route`] as an index among all `total` shards, part A's `shards_a` first; `None`
+/// Where a key goes, as an index among all `total` shards, part A's `shards_a` first
+/// (part A when `key >> 56 < split`; the shard in its part
+/// `((key mod 2^56) * shards) >> 56`); `None`
 /// when the key's part has no shard (holds no key). Without a branch on the part, which
 /// is a coin toss at most grades: the builder and every query route through it.
 #[inline(always)]
