@@ -21,7 +21,8 @@ mod tests {
     fn a_poisoned_lock_is_taken_with_its_value_as_the_holder_left_it() {
         let mutex = Mutex::new(vec![1]);
         let _ = catch_unwind(AssertUnwindSafe(|| {
-            lock(&mutex).push(2);
+            let mut guard = lock(&mutex);
+            guard.push(2);
             panic!("a holder panics");
         }));
         assert!(mutex.is_poisoned());
