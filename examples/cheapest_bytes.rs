@@ -57,7 +57,7 @@ struct Rng(u64);
 impl Rng {
     fn next(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        bloomcast::bloom::mix64(self.0)
+        mix64(self.0)
     }
 }
 
@@ -244,4 +244,12 @@ fn write_bodies(dir: &std::path::Path) {
         assert_eq!(hits, again);
         println!("| Rust | {n} | {r} | {with_hash:.0} | {pre_hashed:.0} |");
     }
+}
+
+/// The SplitMix64 finaliser (bloomcast-core's `mix64`, which the ribbon and exact key
+/// schemes use), here the step of this example's fixed random sequence.
+fn mix64(mut z: u64) -> u64 {
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
 }

@@ -7,7 +7,6 @@
 //! cargo run --release --example exact_margin [-- TRIALS_AT_1000]
 //! ```
 
-use bloomcast::bloom::mix64;
 use bloomcast::exact::system::{salt, value_mask, Band, Row};
 
 fn main() {
@@ -54,4 +53,12 @@ fn main() {
             );
         }
     }
+}
+
+/// The SplitMix64 finaliser (bloomcast-core's `mix64`, which the ribbon and exact key
+/// schemes use), here the step of this example's fixed random sequence.
+fn mix64(mut z: u64) -> u64 {
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
 }

@@ -13,7 +13,7 @@
 //! Keys are pseudo-random 64-bit keys from a fixed generator (sha1-km32 keys are
 //! uniform), so runs repeat byte for byte.
 
-use bloomcast::bloom::{mix64, Filter, Key, Ribbon};
+use bloomcast::bloom::{Filter, Key, Ribbon};
 use bloomcast::exact::{floor_bits, Exact};
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::io::Write;
@@ -128,4 +128,12 @@ fn big() {
         "decoding: {n} queries (the universe) in {secs:.2} s = {:.1}M queries/s on one core",
         n as f64 / secs / 1e6
     );
+}
+
+/// The SplitMix64 finaliser (bloomcast-core's `mix64`, which the ribbon and exact key
+/// schemes use), here the step of this example's fixed random sequence.
+fn mix64(mut z: u64) -> u64 {
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
 }

@@ -9,7 +9,7 @@
 //! cargo run --release --example exact_vs_clubcard
 //! ```
 
-use bloomcast::bloom::{mix64, Key};
+use bloomcast::bloom::Key;
 use bloomcast::exact::{floor_bits, Exact};
 use clubcard::builder::{ApproximateRibbon, ClubcardBuilder, ExactRibbon};
 use clubcard::{ApproximateSizeOf, AsQuery, Equation, Filterable, Queryable};
@@ -119,4 +119,12 @@ fn main() {
             );
         }
     }
+}
+
+/// The SplitMix64 finaliser (bloomcast-core's `mix64`, which the ribbon and exact key
+/// schemes use), here the step of this example's fixed random sequence.
+fn mix64(mut z: u64) -> u64 {
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
 }

@@ -31,7 +31,7 @@ fn main() {
             for _ in 0..trials {
                 let keys: Vec<Key> = (0..n)
                     .map(|_| {
-                        state = bloomcast::bloom::mix64(state.wrapping_add(1));
+                        state = mix64(state.wrapping_add(1));
                         Key::from_u64(state)
                     })
                     .collect();
@@ -50,4 +50,12 @@ fn main() {
             );
         }
     }
+}
+
+/// The SplitMix64 finaliser (bloomcast-core's `mix64`, which the ribbon and exact key
+/// schemes use), here the step of this example's fixed random sequence.
+fn mix64(mut z: u64) -> u64 {
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
 }

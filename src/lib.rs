@@ -29,5 +29,5 @@ pub mod store;
 pub mod telemetry;
 
 pub use bloomcast_client as client;
-use bloomcast_core::sync;
+mod sync;
 pub use bloomcast_core::{bloom, chain, dcz, exact, hour, wire};

@@ -11,7 +11,6 @@
 #![doc = include_str!("../README.md")]
 
 // The core's modules, under the names the SDK's code and its users know them by.
-use bloomcast_core::sync;
 pub use bloomcast_core::{bloom, chain, dcz, exact, hour, wire};
 pub use keys::{key_list_json, parse_key_list};
 
@@ -32,6 +31,7 @@ mod keys;
 mod plan;
 mod publish;
 mod refine;
+mod sync;
 mod verify;
 
 pub use builder::ClientBuilder;

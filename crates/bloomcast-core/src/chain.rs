@@ -54,26 +54,54 @@ pub const HEADER_REPR_DIGEST: &str = "repr-digest";
 /// Why a piece of history does not verify. Each names the hour it is about.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ChainError {
+    /// The filter's bytes hash to another digest than the chain covers.
     #[error("hour {hour}: the filter's digest is {got}, but its chain says {want}: the bytes were altered")]
     Digest {
+        /// The hour, RFC 3339.
         hour: String,
+        /// The digest of the bytes received, hex.
         got: String,
+        /// The digest the chain says, hex.
         want: String,
     },
+    /// The hour's link does not follow from the previous hour's header.
     #[error("hour {hour}: its chain link does not follow the previous hour's header ({detail})")]
-    Link { hour: String, detail: String },
+    Link {
+        /// The hour, RFC 3339.
+        hour: String,
+        /// The headers that disagree.
+        detail: String,
+    },
+    /// The signature does not verify with the key given.
     #[error("hour {hour}: the signature does not verify with the public key given")]
-    Signature { hour: String },
+    Signature {
+        /// The hour, RFC 3339.
+        hour: String,
+    },
+    /// A signature, header or digest that does not parse.
     #[error("hour {hour}: {detail}")]
-    Malformed { hour: String, detail: String },
+    Malformed {
+        /// The hour, RFC 3339.
+        hour: String,
+        /// What is wrong.
+        detail: String,
+    },
+    /// Not 64 hex digits.
     #[error("not a public key: {0} (expected 64 hex digits, an Ed25519 public key)")]
     BadKey(String),
     /// 64 hex digits that do not encode a point of the curve: a key mistyped or
     /// truncated and padded, not a format problem.
     #[error("not a valid Ed25519 public key: {0} (64 hex digits, but not a point on the curve)")]
     NotEd25519(String),
+    /// The hour is signed by a key the key list does not give it.
     #[error("hour {hour}: {detail}")]
-    OtherKey { hour: String, detail: String },
+    OtherKey {
+        /// The hour, RFC 3339.
+        hour: String,
+        /// What is wrong.
+        detail: String,
+    },
+    /// A key list that is malformed, or does not extend the one pinned.
     #[error("the publisher's key list is refused: {0}")]
     BadKeyList(String),
 }
@@ -326,9 +354,13 @@ impl PublicKey {
 pub struct Claim {
     /// RFC 3339 start of the hour, for messages.
     pub hour: String,
+    /// The hour's index (hours since the Unix epoch), which the signature covers.
     pub index: i64,
+    /// SHA-256 of the filter's bytes as received.
     pub digest: Hash,
+    /// `header(h-1)`, as the response claims it (`Bloom-Prev-Header`).
     pub prev: Hash,
+    /// The Ed25519 signature over the hour's link.
     pub signature: [u8; 64],
 }
 

@@ -22,10 +22,13 @@ const WINDOW_LOG_MAX: u32 = 27;
 /// Why a `dcz` body cannot be decoded.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum DczError {
+    /// No `dcz` header: too short, or another magic.
     #[error("not a dcz body (bad or missing 40-byte header)")]
     Header,
+    /// The header names another dictionary than the one given.
     #[error("dcz body made with another dictionary")]
     WrongDictionary,
+    /// zstd refused the frame.
     #[error("zstd: {0}")]
     Zstd(String),
 }
@@ -36,11 +39,11 @@ pub fn sha256(bytes: &[u8]) -> [u8; 32] {
 }
 
 /// zstd's magic for trained dictionaries: a dictionary starting with it is not raw.
-pub const ZSTD_DICTIONARY_MAGIC: [u8; 4] = [0x37, 0xA4, 0x30, 0xEC];
+pub(crate) const ZSTD_DICTIONARY_MAGIC: [u8; 4] = [0x37, 0xA4, 0x30, 0xEC];
 
 /// `body` compressed against `dictionary` (whose SHA-256 is `dictionary_sha`) at a
 /// zstd `level`, header included; `None` when the dictionary cannot be used as raw
-/// content (it starts with [`ZSTD_DICTIONARY_MAGIC`]).
+/// content (it starts with zstd's dictionary magic `37 A4 30 EC`).
 pub fn encode(
     dictionary: &[u8],
     dictionary_sha: &[u8; 32],

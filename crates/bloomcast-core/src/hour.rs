@@ -11,10 +11,13 @@ use thiserror::Error;
 /// Why a path or timestamp is not an hour.
 #[derive(Debug, Error, Clone, PartialEq, Eq)]
 pub enum HourError {
+    /// Not of the form `/YYYY/MM/DD/HH` (or `YYYY-MM-DDTHH`).
     #[error("expected /YYYY/MM/DD/HH with a four-digit year and two-digit month, day and hour, got {0:?}")]
     Malformed(String),
+    /// A date that does not exist, such as February 30th.
     #[error("{0} is not a real date")]
     Impossible(String),
+    /// An hour past 23.
     #[error("hour {0} is out of range 00-23")]
     BadHour(u32),
 }
@@ -89,10 +92,12 @@ impl Hour {
         self.next().start()
     }
 
+    /// The hour after this one.
     pub fn next(self) -> Hour {
         Hour(self.0 + 1)
     }
 
+    /// The hour before this one.
     pub fn prev(self) -> Hour {
         Hour(self.0 - 1)
     }
@@ -159,10 +164,12 @@ impl Day {
         Day(hour.div_euclid(24))
     }
 
+    /// The day's hour 00.
     pub fn first_hour(self) -> Hour {
         Hour(self.0 * 24)
     }
 
+    /// The day's hour 23.
     pub fn last_hour(self) -> Hour {
         Hour(self.0 * 24 + 23)
     }

@@ -26,3 +26,10 @@ pub use raw::{
 };
 pub use repr::Repr;
 pub use ribbon::{decode_compact, RibbonDocument, STRUCTURE as RIBBON_STRUCTURE};
+
+/// The `digest` a document carries: SHA-256 of the filter's bytes in wire order, lowercase
+/// hex (the hour chain's `digest(h)`, available without the `chain` feature).
+pub(crate) fn digest_hex(bytes: &[u8]) -> String {
+    use sha2::Digest as _;
+    crate::bloom::to_hex(&sha2::Sha256::digest(bytes))
+}

@@ -60,7 +60,7 @@ fn digit(nibble: u8) -> u8 {
 /// Parses hex: lowercase on the wire; uppercase is accepted too, as docs/PROTOCOL.md
 /// (section 6, "Bad hex") allows a decoder to. Anything else, a sign or `0x` included,
 /// is refused. The digits are decoded by the `hex` crate, the one hex decoder of this
-/// crate ([`crate::chain::parse_hex`] is the same for fixed-size values).
+/// crate (`chain::parse_hex` is the same for fixed-size values).
 ///
 /// # Errors
 /// [`FilterError::OddHexLength`] or [`FilterError::BadHex`] naming the first bad character.

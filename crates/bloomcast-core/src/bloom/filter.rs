@@ -140,18 +140,22 @@ impl Filter {
         ids.into_iter().filter(|id| self.contains(id)).collect()
     }
 
+    /// The filter's shape: size and probes.
     pub fn params(&self) -> Params {
         self.params
     }
 
+    /// The size in bits.
     pub fn m(&self) -> u32 {
         self.params.m
     }
 
+    /// The probes per ID.
     pub fn k(&self) -> u32 {
         self.params.k
     }
 
+    /// The hash scheme that maps an ID to its probes.
     pub fn hash(&self) -> HashScheme {
         self.hash
     }
@@ -167,7 +171,7 @@ impl Filter {
     }
 
     /// The false-positive probability of an ID never inserted, for the sha1-km32 probe
-    /// sequence (docs/PROTOCOL.md section 8): exact up to [`probes::EXACT_BITS`] bits,
+    /// sequence (docs/PROTOCOL.md section 8): exact up to 4,096 bits,
     /// estimated from the fill above ([`probes::estimate`]). Under
     /// [`Sizing::Classic`], the figure that rule served: `(X/m)^k`.
     pub fn fpp(&self) -> f64 {

@@ -43,7 +43,9 @@ impl std::fmt::Display for HashScheme {
 /// The hash of one ID: the first 8 bytes of its SHA-1 digest as two big-endian u32s.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Key {
+    /// Digest bytes 0..4: the first probe.
     pub h1: u32,
+    /// Digest bytes 4..8: the step between probes.
     pub h2: u32,
 }
 

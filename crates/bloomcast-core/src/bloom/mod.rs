@@ -10,6 +10,7 @@ mod error;
 mod estimate;
 mod filter;
 mod hash;
+#[cfg(feature = "partitioned")]
 mod partitioned;
 pub mod probes;
 mod ribbon;
@@ -25,12 +26,11 @@ pub use error::FilterError;
 pub use estimate::Overlap;
 pub use filter::Filter;
 pub use hash::{HashScheme, Key, Positions, SHA1_KM32};
+#[cfg(feature = "partitioned")]
 pub use partitioned::PartitionedFilter;
-pub use ribbon::{bits_for_fpp, mix64, Ribbon, Slot, WIDTH};
+pub use ribbon::{bits_for_fpp, Ribbon};
+pub(crate) use ribbon::{mix64, WIDTH};
 pub use ribbon2::{Grade, Ribbon2};
 pub use rule::Sizing;
-pub use sizing::{
-    estimated_cardinality, estimated_cardinality_partitioned, fpp_at_fill, surely_too_full, Params,
-    MAX_K, MIN_M,
-};
+pub use sizing::{fpp_at_fill, Params, MAX_K, MIN_M};
 pub use union::{distinct_count, union_by, union_of, union_with_room};

@@ -158,10 +158,12 @@ impl PartitionedFilter {
         ))
     }
 
+    /// The filter's shape: size and probes.
     pub fn params(&self) -> Params {
         self.params
     }
 
+    /// The hash scheme that maps an ID to its probes.
     pub fn hash(&self) -> HashScheme {
         self.hash
     }
@@ -188,7 +190,7 @@ impl PartitionedFilter {
     }
 
     /// Estimate of how many distinct IDs were inserted; see
-    /// [`sizing::estimated_cardinality_partitioned`].
+    /// `sizing::estimated_cardinality_partitioned`.
     pub fn estimated_count(&self) -> f64 {
         sizing::estimated_cardinality_partitioned(self.ones, self.params)
     }

@@ -12,7 +12,7 @@
 //!
 //! Here: the expected rate of a shape for `n` IDs ([`expected_fpp`], what the sizing rule
 //! of `rule` minimises `m` under), and the rate of a built filter, computed exactly up to
-//! [`EXACT_BITS`] bits (`exact`) and estimated from its fill above ([`estimate`]).
+//! 4,096 bits (`EXACT_BITS`; `exact`) and estimated from its fill above ([`estimate`]).
 //! docs/PROTOCOL.md sections 3 and 8 state both for client authors.
 
 use super::{sizing, Filter, Params};
@@ -22,7 +22,7 @@ mod exact;
 pub(crate) use exact::exact;
 
 /// The exact false-positive rate of `filter` for an ID never inserted, at any size:
-/// what [`Filter::fpp`] gives up to [`EXACT_BITS`] bits. Its cost grows as
+/// what [`Filter::fpp`] gives up to 4,096 bits. Its cost grows as
 /// `m^2 log2(k) / 64` word operations (a second or so at a million bits).
 pub fn exact_rate(filter: &Filter) -> f64 {
     exact(filter.words(), filter.params())
@@ -32,11 +32,11 @@ pub fn exact_rate(filter: &Filter) -> f64 {
 /// residues `(h1 mod m, h2 mod m)` (a few milliseconds at this size); larger ones have it
 /// estimated from their fill, where the structure the estimate models is a few percent
 /// of the rate or less (the tests beside this module measure both).
-pub const EXACT_BITS: u32 = 4096;
+pub(crate) const EXACT_BITS: u32 = 4096;
 
 /// The share of IDs whose `h2 mod m` is 0, which probe one bit `k` times:
 /// `ceil(2^32 / m) / 2^32` (exactly, for `h2` uniform over `u32`).
-pub fn zero_step_share(m: u32) -> f64 {
+pub(crate) fn zero_step_share(m: u32) -> f64 {
     (1u64 << 32).div_ceil(u64::from(m)) as f64 / 4_294_967_296.0
 }
 
@@ -49,7 +49,7 @@ pub fn zero_step_share(m: u32) -> f64 {
 /// modulo `|P|` (`c` positions). Sliding `L` over `c` meets `j` of them at 2 shifts for
 /// `j < min(L, c)` and at `|L - c| + 1` for `j = min(L, c)`. The counts do not depend
 /// on `m`, since two such fractions are equal mod a prime above `2k^2` only if equal.
-pub fn overlap_counts(k: u32) -> Vec<u64> {
+pub(crate) fn overlap_counts(k: u32) -> Vec<u64> {
     let k = u64::from(k);
     let mut a = vec![0u64; k as usize + 1];
     // The classes of 0..k modulo x: (size, how many classes have it).
@@ -178,7 +178,7 @@ pub(crate) fn expected_with(params: Params, n: u64, shares: &Shares, overlaps: &
 
 /// The estimated false-positive rate of a filter of `params` with `ones` bits set: the
 /// rate formula of docs/PROTOCOL.md section 8 at its fill `X/m`, with the IDs in it
-/// estimated from the fill ([`sizing::estimated_cardinality`]); 1 when every bit is set.
+/// estimated from the fill (the Swamidass–Baldi estimate, [`Filter::estimated_count`]); 1 when every bit is set.
 pub fn estimate(ones: u64, params: Params) -> f64 {
     let f = ones as f64 / f64::from(params.m);
     if f >= 1.0 {

@@ -60,6 +60,7 @@ impl PublicKey {
 /// made it, if named.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SignatureField {
+    /// The Ed25519 signature.
     pub signature: [u8; 64],
     /// `None` for a bare signature (made by the key listed for the hour).
     pub key_id: Option<KeyId>,
@@ -103,7 +104,9 @@ impl std::fmt::Display for SignatureField {
 /// One key of a publisher's list: the hours it signs, `first..=last`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ListedKey {
+    /// The key.
     pub public_key: PublicKey,
+    /// The first hour it signs.
     pub first_hour: Hour,
     /// `None` while the key is current.
     pub last_hour: Option<Hour>,
@@ -113,6 +116,7 @@ pub struct ListedKey {
 }
 
 impl ListedKey {
+    /// Its key id.
     pub fn id(&self) -> KeyId {
         self.public_key.id()
     }
@@ -170,6 +174,7 @@ impl KeyList {
         }])
     }
 
+    /// The keys, oldest first.
     pub fn keys(&self) -> &[ListedKey] {
         &self.0
     }

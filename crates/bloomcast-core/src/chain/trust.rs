@@ -155,6 +155,7 @@ pub struct Checkpoint {
     pub header: Hash,
     /// When it was made, Unix seconds.
     pub made: i64,
+    /// The Ed25519 signature over [`checkpoint_message`].
     pub signature: [u8; 64],
 }
 

@@ -13,7 +13,6 @@
 mod build;
 pub mod system;
 pub(crate) mod wire;
-pub use wire::MAX_HEADER;
 
 use crate::bloom::{mix64, Key};
 use system::{salt, value_mask, Layout, Row};
@@ -25,7 +24,7 @@ const TAG_RETRIEVAL: u32 = 3;
 const TAG_SELECT: u32 = 4;
 
 /// Selector values: a key is in part A when `selector(key) < split`.
-pub const SELECTOR_RANGE: u32 = 256;
+pub(crate) const SELECTOR_RANGE: u32 = 256;
 /// Fingerprint bits of part B at most (part A has one more).
 pub const MAX_K: u32 = 31;
 

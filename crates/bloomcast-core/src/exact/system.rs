@@ -9,7 +9,7 @@
 use crate::bloom::mix64;
 
 /// Widest band: coefficients are one u128.
-pub const MAX_WIDTH: u32 = 128;
+pub(crate) const MAX_WIDTH: u32 = 128;
 /// Value bits a system may carry per key.
 pub const MAX_BITS: u32 = 32;
 
@@ -65,7 +65,7 @@ pub fn width(m: u32) -> u32 {
 
 /// Mask of the low `w` bits of a coefficient.
 #[inline]
-pub fn low_mask(w: u32) -> u128 {
+pub(crate) fn low_mask(w: u32) -> u128 {
     if w >= 128 {
         u128::MAX
     } else {
@@ -87,8 +87,11 @@ pub fn value_mask(bits: u32) -> u64 {
 /// column-major (bit `offset + b*m + i` is bit b of row i).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Layout {
+    /// Rows.
     pub m: u32,
+    /// Columns: the bits solved for per row.
     pub bits: u32,
+    /// The body bit where the first column starts.
     pub offset: u64,
 }
 
@@ -133,13 +136,13 @@ impl Layout {
 /// The parity of a 128-bit word, without a popcount instruction: fold to 64 bits, pair
 /// bits up to nibbles, and let one multiplication sum the nibbles' parities.
 #[inline]
-pub fn parity(x: u128) -> u32 {
+pub(crate) fn parity(x: u128) -> u32 {
     parity64(x as u64 ^ (x >> 64) as u64)
 }
 
 /// The parity of a 64-bit word, as [`parity`].
 #[inline]
-pub fn parity64(mut x: u64) -> u32 {
+pub(crate) fn parity64(mut x: u64) -> u32 {
     x ^= x >> 1;
     x ^= x >> 2;
     x = (x & 0x1111_1111_1111_1111).wrapping_mul(0x1111_1111_1111_1111);
@@ -176,6 +179,7 @@ impl Rhs for u8 {}
 impl Rhs for u32 {}
 
 impl<V: Rhs> Band<V> {
+    /// An empty system of `m` rows.
     pub fn new(m: u32) -> Band<V> {
         Band {
             m,
@@ -204,6 +208,7 @@ impl<V: Rhs> Band<V> {
         m * (std::mem::size_of::<u128>() + std::mem::size_of::<V>()) as u64
     }
 
+    /// Its rows.
     pub fn m(&self) -> u32 {
         self.m
     }

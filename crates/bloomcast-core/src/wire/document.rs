@@ -12,18 +12,24 @@ use std::borrow::Cow;
 /// `from` and `to` instead.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Document {
+    /// The hour covered (RFC 3339, as `2008-09-03T13:00:00Z`); `None` for a union.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hour: Option<String>,
+    /// A union's first hour (RFC 3339); `None` for one hour.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub from: Option<String>,
+    /// A union's last hour, inclusive (RFC 3339); `None` for one hour.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub to: Option<String>,
     /// `true` once the covered time is over and the content can never change.
     pub complete: bool,
     /// Distinct IDs recorded.
     pub count: u64,
+    /// The filter's size in bits.
     pub m: u64,
+    /// Probes per ID.
     pub k: u64,
+    /// The hash scheme, `sha1-km32`.
     pub hash: String,
     /// Estimated false-positive probability at this fill.
     pub fpp: f64,
@@ -52,13 +58,14 @@ fn split_at_filter(mut shell: Vec<u8>) -> (Vec<u8>, Vec<u8>) {
 }
 
 impl Document {
+    /// The document of `filter` with `meta`.
     pub fn new(meta: Meta, filter: &Filter) -> Document {
         let bytes = filter.bytes();
         Document::with_hex(meta, filter, &bytes, crate::bloom::to_hex(&bytes))
     }
 
     fn with_hex(meta: Meta, filter: &Filter, bytes: &[u8], hex: String) -> Document {
-        let digest = crate::chain::hex(&crate::chain::digest(bytes));
+        let digest = super::digest_hex(bytes);
         Document::with_digest(meta, filter, hex, digest)
     }
 
@@ -166,7 +173,7 @@ impl Document {
     pub fn into_parts(self) -> Result<(Meta, Filter), FilterError> {
         let filter = Filter::decode_hex(self.m, self.k, &self.hash, &self.filter)?;
         if let Some(digest) = &self.digest {
-            let actual = crate::chain::hex(&crate::chain::digest(&filter.bytes()));
+            let actual = super::digest_hex(&filter.bytes());
             if !digest.eq_ignore_ascii_case(&actual) {
                 return Err(FilterError::BadDocument(format!(
                     "the document's digest {digest} is not its filter's ({actual})"

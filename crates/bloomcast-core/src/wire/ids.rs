@@ -7,8 +7,10 @@ pub const MAX_ID_BYTES: usize = 1024;
 /// Why an ID cannot be ingested; displayed after where the ID was ("line 3 is ...").
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum IdError {
+    /// The empty string.
     #[error("is an empty ID")]
     Empty,
+    /// Longer than [`MAX_ID_BYTES`] bytes.
     #[error("is {0} bytes; IDs are at most {MAX_ID_BYTES} bytes")]
     TooLong(usize),
 }

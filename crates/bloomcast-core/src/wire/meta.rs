@@ -4,10 +4,15 @@
 /// What a document or a raw response says about its filter, besides the bits.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Meta {
+    /// The hour covered (RFC 3339); `None` for a union.
     pub hour: Option<String>,
+    /// A union's first hour (RFC 3339); `None` for one hour.
     pub from: Option<String>,
+    /// A union's last hour, inclusive (RFC 3339); `None` for one hour.
     pub to: Option<String>,
+    /// `true` once the covered time is over and the content can never change.
     pub complete: bool,
+    /// Distinct IDs recorded.
     pub count: u64,
 }
 

@@ -4,16 +4,25 @@
 use super::Meta;
 use crate::bloom::{Filter, FilterError, HashScheme};
 
-/// Response headers that describe a raw (hex or binary) body.
+// Response headers that describe a raw (hex or binary) body.
+/// Response header of a raw body: the filter's size in bits.
 pub const HEADER_M: &str = "bloom-m";
+/// Response header of a raw body: probes per ID.
 pub const HEADER_K: &str = "bloom-k";
+/// Response header of a raw body: the hash scheme (`sha1-km32`).
 pub const HEADER_HASH: &str = "bloom-hash";
+/// Response header of a raw body: distinct IDs recorded.
 pub const HEADER_COUNT: &str = "bloom-count";
+/// Response header of a raw body: `true` once the content can never change.
 pub const HEADER_COMPLETE: &str = "bloom-complete";
-/// Extensions: the time range a raw body covers (RFC 3339 hour starts, inclusive).
+// Extensions: the time range a raw body covers (RFC 3339 hour starts, inclusive).
+/// Response header of a union's raw body: its first hour (RFC 3339).
 pub const HEADER_FROM: &str = "bloom-from";
+/// Response header of a union's raw body: its last hour, inclusive (RFC 3339).
 pub const HEADER_TO: &str = "bloom-to";
+/// Response header of one hour's raw body: the hour (RFC 3339).
 pub const HEADER_HOUR: &str = "bloom-hour";
+/// Response header of a raw body: the false-positive estimate at this fill.
 pub const HEADER_FPP: &str = "bloom-fpp";
 
 impl Meta {
@@ -50,9 +59,13 @@ impl Meta {
 /// and scheme, and its false-positive estimate.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct FilterParams {
+    /// Size in bits (`Bloom-M`).
     pub m: u32,
+    /// Probes per ID (`Bloom-K`).
     pub k: u32,
+    /// Hash scheme (`Bloom-Hash`).
     pub hash: HashScheme,
+    /// False-positive estimate (`Bloom-Fpp`).
     pub fpp: f64,
 }
 

@@ -13,8 +13,10 @@ pub enum Repr {
 }
 
 impl Repr {
+    /// Every representation, in [`Repr::index`] order.
     pub const ALL: [Repr; 3] = [Repr::Json, Repr::Hex, Repr::Bin];
 
+    /// The `Content-Type` it is served with.
     pub fn content_type(self) -> &'static str {
         match self {
             Repr::Json => "application/json",
@@ -32,10 +34,12 @@ impl Repr {
         }
     }
 
+    /// The representation a URL suffix (`json`, `hex`, `bin`) selects.
     pub fn from_suffix(s: &str) -> Option<Repr> {
         Repr::ALL.into_iter().find(|r| r.suffix() == s)
     }
 
+    /// Its position in [`Repr::ALL`], to index per-representation tables.
     pub fn index(self) -> usize {
         self as usize
     }

@@ -10,14 +10,19 @@ use serde::{Deserialize, Serialize};
 /// The one structure this document describes.
 pub const STRUCTURE: &str = "ribbon";
 
+/// A ribbon filter's JSON document (`.ribbon.json`): the compact form's metadata and body.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RibbonDocument {
+    /// The hour covered (RFC 3339, as `2008-09-03T13:00:00Z`); `None` for a union.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hour: Option<String>,
+    /// A union's first hour (RFC 3339); `None` for one hour.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub from: Option<String>,
+    /// A union's last hour, inclusive (RFC 3339); `None` for one hour.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub to: Option<String>,
+    /// `true` once the covered time is over and the content can never change.
     pub complete: bool,
     /// Distinct IDs (keys) the filter was built from: the body's `n`.
     pub count: u64,
@@ -42,6 +47,7 @@ pub struct RibbonDocument {
 }
 
 impl RibbonDocument {
+    /// The document of `ribbon` with `meta`.
     pub fn new(meta: Meta, ribbon: &Ribbon) -> RibbonDocument {
         let body = ribbon.to_bytes();
         RibbonDocument {
@@ -58,7 +64,7 @@ impl RibbonDocument {
             seed: ribbon.seed(),
             fpp: ribbon.fpp(),
             filter: crate::bloom::to_hex(&body),
-            digest: crate::chain::hex(&crate::chain::digest(&body)),
+            digest: super::digest_hex(&body),
         }
     }
 
@@ -86,7 +92,7 @@ impl RibbonDocument {
             return Err(bad(format!("unknown hash scheme {:?}", doc.hash)));
         }
         let body = crate::bloom::from_hex(&doc.filter)?;
-        let digest = crate::chain::hex(&crate::chain::digest(&body));
+        let digest = super::digest_hex(&body);
         if !doc.digest.eq_ignore_ascii_case(&digest) {
             return Err(bad(format!(
                 "the document's digest {} is not its body's ({digest})",

@@ -22,7 +22,7 @@ const TAG_A: u32 = 1;
 const TAG_B: u32 = 2;
 
 /// Selector values: a key is in part A when `selector < split`.
-pub const SELECTOR_RANGE: u32 = 256;
+pub(crate) const SELECTOR_RANGE: u32 = 256;
 /// Fingerprint bits of part B at most (part A has one more, at most 32).
 pub const MAX_K: u32 = 31;
 
@@ -30,7 +30,9 @@ pub const MAX_K: u32 = 31;
 /// part B's `k`, and a key is in part A with probability `split / 256`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Grade {
+    /// Part B's fingerprint bits (part A's carry one more).
     pub k: u32,
+    /// Of 256: the share of keys in part A.
     pub split: u32,
 }
 
@@ -123,13 +125,16 @@ const GROUP: usize = 4;
 /// Where a key goes: its part (A when true) and its shard in that part. The key is
 /// already uniform (SHA-1's), so its own bits route it: selector = `key >> 56`, shard =
 /// `((key mod 2^56) * shards) >> 56`.
-pub fn route(key: u64, split: u32, shards_a: u32, shards_b: u32) -> (bool, u32) {
+#[cfg(test)]
+pub(crate) fn route(key: u64, split: u32, shards_a: u32, shards_b: u32) -> (bool, u32) {
     let in_a = selector(key) < split;
     let index = shard_index(key, split, shards_a, shards_a + shards_b).unwrap_or(0) as u32;
     (in_a, if in_a { index } else { index - shards_a })
 }
 
-/// [`route`] as an index among all `total` shards, part A's `shards_a` first; `None`
+/// Where a key goes, as an index among all `total` shards, part A's `shards_a` first
+/// (part A when `key >> 56 < split`; the shard in its part
+/// `((key mod 2^56) * shards) >> 56`); `None`
 /// when the key's part has no shard (holds no key). Without a branch on the part, which
 /// is a coin toss at most grades: the builder and every query route through it.
 #[inline(always)]
@@ -262,7 +267,7 @@ const ROW_SALT: u64 = 0x2545_f491_4f6c_dd1d;
 /// The seed-independent first step of a key's row, `mix64(key ^ ROW_SALT)`, computed
 /// while the key's shard is found; it is also the key's fingerprint.
 #[inline]
-pub fn row_base(key: u64) -> u64 {
+pub(crate) fn row_base(key: u64) -> u64 {
     mix64(key ^ ROW_SALT)
 }
 
@@ -272,7 +277,7 @@ pub fn row_base(key: u64) -> u64 {
 /// 1)) >> 64`, `coeff = (c | d << 64)` cut to `w = min(m, 128)` bits with bit 0 set,
 /// `fingerprint = base`.
 #[inline]
-pub fn row(base: u64, salt: u64, m: u32) -> Row {
+pub(crate) fn row(base: u64, salt: u64, m: u32) -> Row {
     let u = base ^ salt;
     let b = mix64(u);
     let c = mix64(u ^ GOLDEN);

@@ -14,8 +14,9 @@
 //! instead, once, before anyone uses it again ([`lock_repairing`]: the open hours' ledger
 //! is emptied and reloaded from the store).
 //!
-//! Every std lock in the server, the SDK and this crate is taken through these two functions. Tokio's locks do not
-//! poison and are not concerned.
+//! Every std lock in the server is taken through these two functions; the SDK
+//! (`crates/bloomcast-client/src/sync.rs`) keeps a copy of [`lock`] under the same policy.
+//! Tokio's locks do not poison and are not concerned.
 
 use std::sync::{Mutex, MutexGuard};
 
