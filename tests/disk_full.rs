@@ -5,6 +5,7 @@
 #![cfg(unix)]
 
 mod common;
+use common::wait;
 #[allow(dead_code)]
 #[path = "api/helpers.rs"]
 mod helpers;

@@ -27,6 +27,8 @@ pub struct TestApp {
     pub clock: ManualClock,
     pub service: Arc<Service>,
     pub settings: Settings,
+    /// Whether the app opened its store itself: not one the caller holds (wrapped).
+    owns_store: bool,
     /// Kept alive for the app's life; `None` when the directory belongs to the caller.
     _dir: Option<Arc<TempDir>>,
 }
@@ -107,7 +109,7 @@ impl TestApp {
             .expect("app builds");
         // As a load balancer would: traffic once /healthz says the open hour is loaded.
         app.service().wait_loaded().await;
-        TestApp::of(app, settings, clock, dir)
+        TestApp::of(app, settings, clock, dir, true)
     }
 
     /// An app over a given store (wrapped for fault injection), with its clock; it may
@@ -121,7 +123,7 @@ impl TestApp {
         let app = Application::build_with(settings.clone(), Arc::new(clock.clone()), store)
             .await
             .expect("app builds");
-        TestApp::of(app, settings, clock, dir)
+        TestApp::of(app, settings, clock, dir, false)
     }
 
     fn of(
@@ -129,12 +131,14 @@ impl TestApp {
         settings: Settings,
         clock: ManualClock,
         dir: Option<Arc<TempDir>>,
+        owns_store: bool,
     ) -> TestApp {
         TestApp {
             router: app.router(),
             service: app.service(),
             clock,
             settings,
+            owns_store,
             _dir: dir,
         }
     }
@@ -147,12 +151,15 @@ impl TestApp {
             _dir,
             router,
             service,
-            ..
+            owns_store,
         } = self;
         drop(router);
         drop(service);
-        // Let the old store's writer thread see its channel close.
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        // The old store's writer thread sees its channel close and lets go of the file
+        // (a store the caller holds stays open).
+        if owns_store {
+            crate::wait::sqlite_store_closed(&settings.data_dir).await;
+        }
         TestApp::build(settings, clock, _dir).await
     }
 
