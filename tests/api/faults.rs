@@ -308,7 +308,7 @@ async fn while_the_open_hour_loads_health_says_so_and_ingest_waits_without_a_408
             .unwrap();
         router.oneshot(req).await.unwrap().status()
     });
-    tokio::time::sleep(std::time::Duration::from_millis(1500)).await; // past the timeout
+    crate::wait::pass(std::time::Duration::from_millis(1500)).await; // past the timeout
     wrapped.refresh_gate.release();
 
     assert_eq!(ingest.await.unwrap(), StatusCode::OK);
