@@ -109,7 +109,8 @@ mod tests {
     use super::*;
     use std::time::Duration;
 
-    #[tokio::test]
+    // On paused time: the sleeps and timeouts are tokio's, and pass at once.
+    #[tokio::test(start_paused = true)]
     async fn a_watch_wakes_when_the_drain_starts_and_finished_waits_for_the_last() {
         let drain = Drain::new();
         let early = drain.watch();
