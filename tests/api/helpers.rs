@@ -27,8 +27,6 @@ pub struct TestApp {
     pub clock: ManualClock,
     pub service: Arc<Service>,
     pub settings: Settings,
-    /// Whether the app opened its store itself: not one the caller holds (wrapped).
-    owns_store: bool,
     /// Kept alive for the app's life; `None` when the directory belongs to the caller.
     _dir: Option<Arc<TempDir>>,
 }
@@ -109,7 +107,7 @@ impl TestApp {
             .expect("app builds");
         // As a load balancer would: traffic once /healthz says the open hour is loaded.
         app.service().wait_loaded().await;
-        TestApp::of(app, settings, clock, dir, true)
+        TestApp::of(app, settings, clock, dir)
     }
 
     /// An app over a given store (wrapped for fault injection), with its clock; it may
@@ -123,7 +121,7 @@ impl TestApp {
         let app = Application::build_with(settings.clone(), Arc::new(clock.clone()), store)
             .await
             .expect("app builds");
-        TestApp::of(app, settings, clock, dir, false)
+        TestApp::of(app, settings, clock, dir)
     }
 
     fn of(
@@ -131,14 +129,12 @@ impl TestApp {
         settings: Settings,
         clock: ManualClock,
         dir: Option<Arc<TempDir>>,
-        owns_store: bool,
     ) -> TestApp {
         TestApp {
             router: app.router(),
             service: app.service(),
             clock,
             settings,
-            owns_store,
             _dir: dir,
         }
     }
@@ -151,15 +147,12 @@ impl TestApp {
             _dir,
             router,
             service,
-            owns_store,
+            ..
         } = self;
         drop(router);
         drop(service);
-        // The old store's writer thread sees its channel close and lets go of the file
-        // (a store the caller holds stays open).
-        if owns_store {
-            crate::wait::sqlite_store_closed(&settings.data_dir).await;
-        }
+        // The old store may still be closing (its writer thread sees its channel close
+        // in its own time): SQLite lets the new one open the file meanwhile.
         TestApp::build(settings, clock, _dir).await
     }
 

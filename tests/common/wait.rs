@@ -80,8 +80,10 @@ pub fn eventually_blocking(what: impl Display, mut condition: impl FnMut() -> bo
 
 /// Lets `by` pass at once on tokio's clock, which the service's holds, backoffs and
 /// heartbeats read and its timers run on: the clock is paused, moved on and let run
-/// again. Only on a current-thread runtime (`#[tokio::test]`'s).
+/// again. Tasks ready to run do first, so a request just spawned has armed its timers
+/// before the time passes. Only on a current-thread runtime (`#[tokio::test]`'s).
 pub async fn pass(by: Duration) {
+    tokio::task::yield_now().await;
     tokio::time::pause();
     tokio::time::advance(by).await;
     tokio::time::resume();
