@@ -23,7 +23,6 @@ use common::{fetch, kill9, path_of, post_ids, start};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
 
 fn main() {
     needs::run(vec![
@@ -60,7 +59,7 @@ fn main() {
             "a_node_restarted_with_its_clock_a_year_past_the_clusters_record_is_held_and_prunes_nothing_in_postgres",
             &[Need::Postgres],
             || {
-                needs::block_on(
+                needs::block_on_one_thread(
                     a_node_restarted_with_its_clock_a_year_past_the_clusters_record_is_held_and_prunes_nothing_in_postgres(),
                 )
             },
@@ -293,14 +292,10 @@ async fn three_nodes_lose_nothing_across_an_hour_boundary() {
     }
     // Cross the boundary once every writer is under way, and let every node's
     // housekeeping race to seal while ingest continues.
-    let started = Instant::now();
-    while acked.lock().unwrap().values().map(Vec::len).sum::<usize>() < 6 * 5 * 50 {
-        assert!(
-            started.elapsed() < std::time::Duration::from_secs(30),
-            "ingest made no progress"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
-    }
+    common::wait::eventually("every writer has acknowledged batches", || {
+        acked.lock().unwrap().values().map(Vec::len).sum::<usize>() >= 6 * 5 * 50
+    })
+    .await;
     clock.advance(Duration::minutes(1));
     advanced.store(true, Ordering::SeqCst);
     let ticks: Vec<_> = nodes
@@ -364,14 +359,16 @@ async fn a_node_killed_mid_ingest_loses_nothing_and_the_others_carry_on() {
     let b = start(dir_b.path(), &env);
     let http = reqwest::Client::new();
     let acked: Arc<Mutex<HashMap<String, Vec<String>>>> = Arc::default();
-    let deadline = Instant::now() + std::time::Duration::from_millis(1200);
+    // Node B's writer goes on for as many batches after A is killed.
+    let killed = Arc::new(AtomicBool::new(false));
     let mut writers = Vec::new();
     for (w, base) in [a.base.clone(), a.base.clone(), b.base.clone()]
         .into_iter()
         .enumerate()
     {
-        let (http, acked) = (http.clone(), acked.clone());
+        let (http, acked, killed) = (http.clone(), acked.clone(), killed.clone());
         writers.push(tokio::spawn(async move {
+            let mut after_kill = 0;
             for batch in 0..400 {
                 let ids: Vec<String> = (0..100).map(|i| format!("w{w}-b{batch}-{i}")).collect();
                 match post_ids(&http, &base, &ids).await {
@@ -379,14 +376,22 @@ async fn a_node_killed_mid_ingest_loses_nothing_and_the_others_carry_on() {
                     Err(_) if w < 2 => return, // node A was killed
                     Err(status) => panic!("the surviving node failed with {status}"),
                 }
-                if w == 2 && Instant::now() > deadline + std::time::Duration::from_millis(500) {
-                    return;
+                if w == 2 && killed.load(Ordering::SeqCst) {
+                    after_kill += 1;
+                    if after_kill == 20 {
+                        return;
+                    }
                 }
             }
         }));
     }
-    tokio::time::sleep_until(deadline.into()).await;
+    // Mid ingest: once every writer has had batches acknowledged, and none is done.
+    common::wait::eventually("every writer has acknowledged 10 batches", || {
+        acked.lock().unwrap().values().map(Vec::len).sum::<usize>() >= 3 * 10 * 100
+    })
+    .await;
     kill9(&mut a);
+    killed.store(true, Ordering::SeqCst);
     for w in writers {
         w.await.unwrap();
     }
@@ -456,7 +461,11 @@ async fn postgres_going_away_gives_503_and_the_node_recovers() {
             }
         })
     };
-    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    let acked_count = || acked.lock().unwrap().len();
+    common::wait::eventually("the load is acknowledged with PostgreSQL up", || {
+        acked_count() >= 5 * 20
+    })
+    .await;
     cluster.stop().expect("stop the private cluster");
 
     load::assert_ingest_unavailable(&http, &node.base, "while-down").await;
@@ -474,23 +483,24 @@ async fn postgres_going_away_gives_503_and_the_node_recovers() {
         "closed hour still served"
     );
 
-    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    let refused = || statuses.lock().unwrap().get(&503).copied().unwrap_or(0);
+    common::wait::eventually("the load is refused while PostgreSQL is down", || {
+        refused() >= 5
+    })
+    .await;
     cluster.start().expect("restart the private cluster");
-    let started = Instant::now();
-    loop {
-        let ok = post_ids(&http, &node.base, &["after-recovery".to_owned()])
+    let (client, base) = (&http, &node.base);
+    common::wait::until("the node recovers", || async move {
+        post_ids(client, base, &["after-recovery".to_owned()])
             .await
-            .is_ok();
-        if ok {
-            break;
-        }
-        assert!(
-            started.elapsed() < std::time::Duration::from_secs(20),
-            "node did not recover"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
-    }
-    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+            .ok()
+    })
+    .await;
+    let recovered = acked_count();
+    common::wait::eventually("the load is acknowledged again", || {
+        acked_count() >= recovered + 5 * 20
+    })
+    .await;
     stop_load.store(true, std::sync::atomic::Ordering::SeqCst);
     load.await.unwrap();
 

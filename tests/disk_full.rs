@@ -5,6 +5,7 @@
 #![cfg(unix)]
 
 mod common;
+use common::wait;
 #[allow(dead_code)]
 #[path = "api/helpers.rs"]
 mod helpers;
@@ -68,23 +69,20 @@ async fn post(app: &TestApp, ids: &[String]) -> Reply {
     app.post_raw(Some("text/plain"), Some(TOKEN), body).await
 }
 
-/// Polls `/healthz` until it says ok: a heartbeat begun `RECOVERY_HOLD` after the last
-/// failed write has to succeed first.
+/// Lets the hold after the last failed write pass (on tokio's clock), then polls
+/// `/healthz` until it says ok: a heartbeat begun `RECOVERY_HOLD` after the last failed
+/// write has to succeed first, and each check writes one at most once a second.
 async fn wait_healthy(app: &TestApp) {
-    let started = std::time::Instant::now();
-    loop {
+    wait::pass(bloomcast::service::RECOVERY_HOLD).await;
+    wait::until("/healthz says ok", || async move {
+        wait::pass(std::time::Duration::from_secs(1)).await;
         let health = app.get("/healthz").await;
-        if health.status == StatusCode::OK {
-            return;
+        if health.status != StatusCode::OK {
+            assert_eq!(health.json()["status"], "unavailable");
         }
-        assert_eq!(health.json()["status"], "unavailable");
-        let waited = started.elapsed();
-        assert!(
-            waited < bloomcast::service::RECOVERY_HOLD + std::time::Duration::from_secs(5),
-            "still unavailable after {waited:?}"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(250)).await;
-    }
+        (health.status == StatusCode::OK).then_some(())
+    })
+    .await;
 }
 
 fn main() {
@@ -92,7 +90,7 @@ fn main() {
         "a_full_disk_answers_503_reads_go_on_and_everything_acknowledged_survives",
         &[Need::Tmpfs],
         || {
-            needs::block_on(
+            needs::block_on_one_thread(
                 a_full_disk_answers_503_reads_go_on_and_everything_acknowledged_survives(),
             )
         },
@@ -130,7 +128,7 @@ async fn a_full_disk_answers_503_reads_go_on_and_everything_acknowledged_survive
             .assert_error(503, "store_unavailable");
         if i % 5 == 4 {
             // Past the heartbeat's once a second: this check writes one.
-            tokio::time::sleep(std::time::Duration::from_millis(1050)).await;
+            wait::pass(std::time::Duration::from_millis(1050)).await;
         }
         let health = app.get("/healthz").await;
         assert_eq!(health.status, StatusCode::SERVICE_UNAVAILABLE, "probe {i}");
@@ -149,7 +147,7 @@ async fn a_full_disk_answers_503_reads_go_on_and_everything_acknowledged_survive
     wait_healthy(&app).await;
     let after = ids("after", 200);
     assert_eq!(post(&app, &after).await.status, StatusCode::OK);
-    tokio::time::sleep(std::time::Duration::from_millis(1100)).await; // seal backoff
+    wait::pass(std::time::Duration::from_millis(1100)).await; // seal backoff
     app.service.tick().await.unwrap();
     let (meta, filter) = app.filter("/2008/09/03/13").await;
     assert!(meta.complete && before.iter().all(|id| filter.contains(id)));

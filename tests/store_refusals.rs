@@ -16,7 +16,6 @@ use bloomcast::store::{full_message, SqliteStore};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
 
 const DB: &str = "bloomcast.sqlite3";
 
@@ -33,18 +32,22 @@ fn serve_refuses(data_dir: &Path) -> String {
         .stderr(Stdio::piped())
         .spawn()
         .expect("the binary starts");
-    let started = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if started.elapsed() > Duration::from_secs(20) {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("bloomcast serve kept running over {}", data_dir.display());
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    let mut status = None;
+    let exits = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        common::wait::eventually_blocking(
+            format!("bloomcast serve over {} exits", data_dir.display()),
+            || {
+                status = child.try_wait().unwrap();
+                status.is_some()
+            },
+        );
+    }));
+    if let Err(kept_running) = exits {
+        let _ = child.kill();
+        let _ = child.wait();
+        std::panic::resume_unwind(kept_running);
+    }
+    let status = status.unwrap();
     let mut stderr = String::new();
     std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
     assert!(!status.success(), "exit status {status}; stderr:\n{stderr}");
@@ -241,8 +244,10 @@ impl Drop for ReadOnly {
 fn write_store(dir: &Path) {
     std::fs::create_dir_all(dir).unwrap();
     drop(SqliteStore::open(dir, hour_of(2008, 9, 3, 13).unwrap()).unwrap());
-    // Let the writer thread close the file.
-    std::thread::sleep(Duration::from_millis(200));
+    // Once the writer thread has closed the file.
+    common::wait::eventually_blocking("the store closes its file", || {
+        common::wait::sqlite_closed(dir)
+    });
 }
 
 #[test]

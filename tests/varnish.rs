@@ -153,18 +153,16 @@ impl Stack {
         .expect("record the new key in PostgreSQL");
         drop(store);
         for settings in &self.settings {
-            let started = Instant::now();
-            let node = loop {
-                match try_node(settings.clone(), &self.clock).await {
-                    Ok(node) => break node,
-                    // The stopped node may still hold its port for a moment.
-                    Err(e) if started.elapsed().as_secs() < 15 => {
-                        tracing::debug!(error = %e, "node restart");
-                        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-                    }
-                    Err(e) => panic!("the node did not restart on {}: {e}", settings.listen),
-                }
-            };
+            // The stopped node may still hold its port for a moment.
+            let what = format!("the node restarts on {}", settings.listen);
+            let clock = &self.clock;
+            let node = common::wait::until(what, || async move {
+                try_node(settings.clone(), clock)
+                    .await
+                    .inspect_err(|e| tracing::debug!(error = %e, "node restart"))
+                    .ok()
+            })
+            .await;
             self.nodes.push(node);
         }
     }
@@ -274,15 +272,17 @@ fn start_varnish(dir: &Path, nodes: &[Node]) -> (Child, String) {
         .spawn()
         .expect("varnishd starts");
     let cache = format!("http://127.0.0.1:{port}");
-    let started = Instant::now();
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(
-            started.elapsed().as_secs() < 30,
-            "varnishd did not listen within 30 s: {}",
-            std::fs::read_to_string(dir.join("varnish.log")).unwrap_or_default()
-        );
-        std::thread::sleep(std::time::Duration::from_millis(100));
-    }
+    let mut tries = 0;
+    common::wait::eventually_blocking("varnishd listens", || {
+        tries += 1;
+        if tries == common::wait::TRIES {
+            eprintln!(
+                "varnish.log: {}",
+                std::fs::read_to_string(dir.join("varnish.log")).unwrap_or_default()
+            );
+        }
+        std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+    });
     (child, cache)
 }
 

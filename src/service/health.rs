@@ -13,6 +13,10 @@
 //! hold, no check says `ok`; once they stop failing, the first check after the hold whose
 //! heartbeat succeeds does. Successes whose start is not known (background seals, closes
 //! and prunes) end nothing; their failures count like any other.
+//!
+//! Its times (and the heartbeat's, and the sealer's backoff) are read from tokio's clock:
+//! the system's monotonic clock, which a test can move on (`tokio::time::advance`)
+//! instead of waiting out a hold.
 
 use super::{lock, Result, Service};
 use crate::hour::Hour;
@@ -21,8 +25,9 @@ use serde::Serialize;
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use tokio::sync::watch;
+use tokio::time::Instant;
 
 /// How long after a failed write a successful one still proves nothing: the
 /// `Retry-After` that a 503 `store_unavailable` carries, so that while clients retrying

@@ -12,7 +12,8 @@
 use super::Service;
 use crate::store::StoreError;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+use tokio::time::Instant;
 
 /// A heartbeat is written at most this often, however often `/healthz` is asked; and
 /// this often by the background task while the store does not take writes.

@@ -3,7 +3,7 @@
 use super::{Result, Service};
 use crate::bloom::Key;
 use crate::hour::Hour;
-use std::time::Instant;
+use tokio::time::Instant;
 
 /// What an ingest acknowledged.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

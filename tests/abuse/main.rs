@@ -15,3 +15,6 @@ mod ingest;
 mod paths;
 mod raw;
 mod wire;
+
+#[path = "../common/wait.rs"]
+mod wait;

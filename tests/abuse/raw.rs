@@ -87,11 +87,12 @@ pub async fn connect(addr: SocketAddr) -> Conn {
 }
 
 /// Reads one response (Content-Length or chunked body); `None` when the server closed
-/// the connection without answering. Panics after 5 s: the server must never hang.
+/// the connection without answering. Panics after [`HANG`](crate::wait::HANG): the
+/// server must never hang.
 pub async fn read_reply(conn: &mut Conn) -> Option<Reply> {
-    tokio::time::timeout(Duration::from_secs(5), read_reply_inner(conn))
+    tokio::time::timeout(crate::wait::HANG, read_reply_inner(conn))
         .await
-        .expect("the server answers or closes within 5 s")
+        .expect("the server answers or closes")
 }
 
 impl Conn {
@@ -178,14 +179,14 @@ pub async fn exchange(addr: SocketAddr, raw: &[u8]) -> Option<Reply> {
     read_reply(&mut stream).await
 }
 
-/// Waits, reading nothing, until the server closes the idle `conn`: within 4 s, and not
-/// before about the 1 s header timeout.
+/// Waits, reading nothing, until the server closes the idle `conn`: not before about the
+/// 1 s header timeout.
 pub async fn assert_closed_by_header_timeout(conn: &mut Conn) {
     let started = Instant::now();
     let mut buf = [0u8; 16];
-    let read = tokio::time::timeout(Duration::from_secs(4), conn.read(&mut buf))
+    let read = tokio::time::timeout(crate::wait::HANG, conn.read(&mut buf))
         .await
-        .expect("closed within 4 s");
+        .expect("closed by the server");
     assert!(matches!(read, Ok(0) | Err(_)), "{read:?}");
     assert!(
         started.elapsed() >= Duration::from_millis(900),

@@ -185,7 +185,7 @@ async fn a_start_back_on_the_time_trusted_before_a_step_back_is_followed() {
     let (app, _, _) = thousand_acknowledged().await;
     app.clock.step(Duration::hours(-2));
     // Past the heartbeat's once a second: recorded 12:10, having trusted 14:10.
-    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    crate::wait::pass(std::time::Duration::from_millis(1100)).await;
     app.get("/healthz").await;
 
     app.clock.step(Duration::hours(2));

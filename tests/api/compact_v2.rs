@@ -251,13 +251,12 @@ async fn a_sealed_hours_grades_are_warmed_after_seal_and_restart_and_answered_wi
     let ids = ids(2_000);
     let app = closed_hour_of(&ids).await;
     let warming = tokio::spawn(app.service.clone().run_warming(std::future::pending()));
-    let warm = loop {
-        let warm = app.get("/stats").await.json()["warm"].clone();
-        if warm["hours"].as_u64() >= Some(1) {
-            break warm;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    };
+    let stats = &app;
+    let warm = crate::wait::until("an hour is warmed", || async move {
+        let warm = stats.get("/stats").await.json()["warm"].clone();
+        (warm["hours"].as_u64() >= Some(1)).then_some(warm)
+    })
+    .await;
     assert_eq!(warm["hour"], "2008-09-03T13:00:00Z", "{warm}");
     assert_eq!(warm["grades_built"], 22, "{warm}");
     assert_eq!(
@@ -290,13 +289,12 @@ async fn a_sealed_hours_grades_are_warmed_after_seal_and_restart_and_answered_wi
     // A restart warms the newest sealed hour again: its cache starts empty.
     let app = app.restart().await;
     let warming = tokio::spawn(app.service.clone().run_warming(std::future::pending()));
-    let warm = loop {
-        let warm = app.get("/stats").await.json()["warm"].clone();
-        if warm["hours"].as_u64() >= Some(1) {
-            break warm;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    };
+    let stats = &app;
+    let warm = crate::wait::until("an hour is warmed", || async move {
+        let warm = stats.get("/stats").await.json()["warm"].clone();
+        (warm["hours"].as_u64() >= Some(1)).then_some(warm)
+    })
+    .await;
     assert_eq!(warm["hour"], "2008-09-03T13:00:00Z", "{warm}");
     assert_eq!(warm["grades_built"], 22, "{warm}");
     let stats = app.get("/stats").await.json();

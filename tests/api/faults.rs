@@ -216,9 +216,11 @@ async fn a_reader_racing_the_seal_never_recreates_the_closed_hour() {
     clock.advance(Duration::hours(1));
     let service = app.service.clone();
     let housekeeping = tokio::spawn(async move { service.tick().await });
-    while wrapped.inner.sealed(start_hour()).await.unwrap().is_none() {
-        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
-    }
+    let store = &wrapped.inner;
+    crate::wait::until("housekeeping seals the hour", || async move {
+        store.sealed(start_hour()).await.unwrap().map(drop)
+    })
+    .await;
     // ... and then goes on.
     wrapped.refresh_gate.release();
     let (status, body) = reader.await.unwrap();
@@ -306,7 +308,7 @@ async fn while_the_open_hour_loads_health_says_so_and_ingest_waits_without_a_408
             .unwrap();
         router.oneshot(req).await.unwrap().status()
     });
-    tokio::time::sleep(std::time::Duration::from_millis(1500)).await; // past the timeout
+    crate::wait::pass(std::time::Duration::from_millis(1500)).await; // past the timeout
     wrapped.refresh_gate.release();
 
     assert_eq!(ingest.await.unwrap(), StatusCode::OK);

@@ -1,6 +1,8 @@
 //! `/healthz` and failing writes: while writes fail, no check says `ok`, however many
 //! heartbeats or small writes squeeze in between the failures; once they stop failing it
-//! turns `ok` by itself (the write rule in `src/service/health.rs`).
+//! turns `ok` by itself (the write rule in `src/service/health.rs`). The hold and the
+//! heartbeat's once a second are on tokio's clock, which the tests move on
+//! (`wait::pass`) instead of waiting.
 
 use crate::helpers::*;
 use crate::wrapped::Wrapped;
@@ -11,7 +13,7 @@ use bloomcast::store::{SqliteStore, Store};
 use chrono::Duration;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::Duration as Wait;
 
 async fn spawn_wrapped() -> (TestApp, Arc<Wrapped>) {
     let dir = Arc::new(tempfile::tempdir().unwrap());
@@ -60,12 +62,10 @@ async fn no_check_says_ok_while_ingest_fails_though_heartbeats_and_small_writes_
     wrapped.fail_appends.store(true, Ordering::SeqCst);
     let pings_before = wrapped.pings.load(Ordering::SeqCst);
 
-    let mut last_failure = Instant::now();
     for i in 0..20 {
         post(&app, &format!("refused-{i}"))
             .await
             .assert_error(503, "store_unavailable");
-        last_failure = Instant::now();
         if i == 10 {
             // A small write gets through between failures, as on a nearly full disk.
             wrapped.fail_appends.store(false, Ordering::SeqCst);
@@ -74,36 +74,29 @@ async fn no_check_says_ok_while_ingest_fails_though_heartbeats_and_small_writes_
         }
         if i % 5 == 4 {
             // Past the heartbeat's once a second: this check writes one, which succeeds.
-            tokio::time::sleep(std::time::Duration::from_millis(1050)).await;
+            crate::wait::pass(Wait::from_millis(1050)).await;
         }
         assert_unavailable(&app.get("/healthz").await, &format!("probe {i}"));
     }
     let heartbeats = wrapped.pings.load(Ordering::SeqCst) - pings_before;
     assert!(heartbeats >= 4, "{heartbeats} heartbeats squeezed in");
 
-    // Writes succeed again: still unavailable within the hold, then ok by itself.
+    // Writes succeed again: still unavailable within the hold (1.05 s after the last
+    // failure, then 2.05 s, that check writing a heartbeat that succeeds), then ok by
+    // itself once a heartbeat begun past the hold (5.05 s) succeeds.
     wrapped.fail_appends.store(false, Ordering::SeqCst);
     assert_unavailable(&app.get("/healthz").await, "just after the last failure");
-    loop {
-        let health = app.get("/healthz").await;
-        if health.status == StatusCode::OK {
-            assert_eq!(health.json()["status"], "ok");
-            break;
-        }
-        assert_unavailable(&health, "recovering");
-        assert!(
-            last_failure.elapsed() < RECOVERY_HOLD + std::time::Duration::from_secs(5),
-            "still unavailable {:?} after the last failure",
-            last_failure.elapsed()
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(250)).await;
-    }
-    // Less the few milliseconds between the failure being noted and its reply.
+    let pings = wrapped.pings.load(Ordering::SeqCst);
+    crate::wait::pass(Wait::from_secs(1)).await;
+    assert_unavailable(&app.get("/healthz").await, "within the hold");
     assert!(
-        last_failure.elapsed() >= RECOVERY_HOLD - std::time::Duration::from_millis(50),
-        "ok only {:?} after the last failure",
-        last_failure.elapsed()
+        wrapped.pings.load(Ordering::SeqCst) > pings,
+        "the check within the hold wrote a heartbeat"
     );
+    crate::wait::pass(RECOVERY_HOLD - Wait::from_secs(2)).await;
+    let health = app.get("/healthz").await;
+    assert_eq!(health.status, StatusCode::OK, "{:?}", health.json());
+    assert_eq!(health.json()["status"], "ok");
     app.ingest(&["after"]).await;
     let (meta, filter) = app.filter("/2008/09/03/13").await;
     assert_eq!(meta.count, 3, "before, squeezed and after; nothing refused");
@@ -152,7 +145,7 @@ async fn metrics_say_the_store_is_down_and_count_failed_seals_until_writes_succe
     // retried seal moves the chain's head to the hour.
     wrapped.fail_appends.store(false, Ordering::SeqCst);
     wrapped.fail_seals.store(false, Ordering::SeqCst);
-    tokio::time::sleep(RECOVERY_HOLD + std::time::Duration::from_millis(100)).await;
+    crate::wait::pass(RECOVERY_HOLD + Wait::from_millis(100)).await;
     app.service.tick().await.unwrap();
     assert_eq!(metric(&app, "bloomcast_store_up").await, Some(1.0));
     assert_eq!(
@@ -176,26 +169,39 @@ async fn an_idle_node_nobody_asks_turns_ok_by_itself_with_its_own_heartbeats() {
     post(&app, "refused")
         .await
         .assert_error(503, "store_unavailable");
-    let failed_at = Instant::now();
+    let failed_at = tokio::time::Instant::now();
     assert!(!app.service.store_takes_writes());
     wrapped.fail_appends.store(false, Ordering::SeqCst);
     let pings = wrapped.pings.load(Ordering::SeqCst);
 
-    // Nothing asks: no request, no /healthz, no /metrics.
+    // Nothing asks: no request, no /healthz, no /metrics. Second by second, the
+    // heartbeat the task writes each second while failing is awaited; ok once one begun
+    // past the hold succeeds.
+    let mut seconds = 0;
     while !app.service.store_takes_writes() {
         assert!(
-            failed_at.elapsed() < RECOVERY_HOLD + std::time::Duration::from_secs(3),
-            "still unavailable {:?} after the failure",
-            failed_at.elapsed()
+            seconds <= RECOVERY_HOLD.as_secs() + 2,
+            "still unavailable {seconds} s after the failure"
         );
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        let written = wrapped.pings.load(Ordering::SeqCst);
+        crate::wait::pass(Wait::from_secs(1)).await;
+        seconds += 1;
+        crate::wait::eventually("the task writes its heartbeat", || {
+            wrapped.pings.load(Ordering::SeqCst) > written
+        })
+        .await;
     }
 
-    assert!(failed_at.elapsed() >= RECOVERY_HOLD);
-    let written = wrapped.pings.load(Ordering::SeqCst) - pings;
+    // On tokio's clock, less the moment between the failure being noted and its reply.
     assert!(
-        written >= 4,
-        "one heartbeat a second while failing: {written}"
+        failed_at.elapsed() >= RECOVERY_HOLD - Wait::from_millis(50),
+        "ok only {:?} after the failure",
+        failed_at.elapsed()
+    );
+    let written = (wrapped.pings.load(Ordering::SeqCst) - pings) as u64;
+    assert!(
+        written >= seconds,
+        "one heartbeat a second while failing: {written} in {seconds} s"
     );
     let _ = stop.send(());
     assert_eq!(app.get("/healthz").await.json()["status"], "ok");

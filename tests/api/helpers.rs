@@ -151,8 +151,8 @@ impl TestApp {
         } = self;
         drop(router);
         drop(service);
-        // Let the old store's writer thread see its channel close.
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        // The old store may still be closing (its writer thread sees its channel close
+        // in its own time): SQLite lets the new one open the file meanwhile.
         TestApp::build(settings, clock, _dir).await
     }
 

@@ -32,3 +32,6 @@ mod timeouts;
 mod unions;
 mod upgrade;
 mod wrapped;
+
+#[path = "../common/wait.rs"]
+mod wait;

@@ -187,11 +187,10 @@ async fn the_background_scrub_finds_damage_with_no_request_at_all() {
     let scrub = tokio::spawn(app.service.clone().run_scrub(async {
         let _ = stopped.await;
     }));
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    while app.service.scrub_report().damage_found == 0 {
-        assert!(std::time::Instant::now() < deadline, "not found in time");
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    }
+    crate::wait::eventually("the scrub finds the damage", || {
+        app.service.scrub_report().damage_found > 0
+    })
+    .await;
     let _ = stop.send(());
     scrub.await.unwrap();
     let health = app.get("/healthz").await.json();

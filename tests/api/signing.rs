@@ -117,19 +117,13 @@ async fn hours_left_unsigned_are_signed_at_start_by_the_node_holding_their_key()
     let app = app.restart().await;
 
     // Nothing is served: the start signs them (in the background, after loading).
-    let mut stored = 0;
-    for _ in 0..100 {
-        stored = db(&app)
-            .query_row("SELECT count(*) FROM signatures", [], |r| {
-                r.get::<_, i64>(0)
-            })
+    crate::wait::eventually("hours 13, 14 and 15 signed again", || {
+        let stored: i64 = db(&app)
+            .query_row("SELECT count(*) FROM signatures", [], |r| r.get(0))
             .unwrap();
-        if stored == 3 {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
-    assert_eq!(stored, 3, "hours 13, 14 and 15 signed again");
+        stored == 3
+    })
+    .await;
     let key1 = Signer::from_seed(&[1; 32]).public_key();
     let listed = app.get("/chain/2008/09/03/13").await.json();
     for entry in listed.as_array().unwrap() {

@@ -281,8 +281,8 @@ async fn sixty_four_rotten_bytes_in_the_key_area_are_never_served_as_data() {
             Sealing::Stored
         );
     }
-    // Let the writer thread close its connection (the last close checkpoints the log).
-    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    // Once the writer thread closes its connection (the last close checkpoints the log).
+    crate::wait::sqlite_store_closed(dir.path()).await;
     rot_64_bytes_at(dir.path(), batches[45][500]);
     rot_64_bytes_at(dir.path(), sealed_keys[12_345]);
 

@@ -43,7 +43,7 @@ async fn store_of_the_previous_version(dir: &std::path::Path) {
         ));
     }
     drop(store);
-    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    crate::wait::sqlite_store_closed(dir).await;
     let conn = rusqlite::Connection::open(dir.join("bloomcast.sqlite3")).unwrap();
     let gone = conn
         .execute("DELETE FROM meta WHERE name = 'probes_from'", [])

@@ -162,7 +162,7 @@ pub async fn a_node_restarted_with_its_clock_a_year_past_the_clusters_record_is_
 ) {
     let mut pair = Pair::start().await;
     // The cluster's record at 14:10 (past the heartbeat's once a second).
-    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    crate::common::wait::pass(std::time::Duration::from_millis(1100)).await;
     assert_eq!(pair.health(false).await["status"], "ok");
 
     pair.jumpy_clock.step(Duration::days(365));

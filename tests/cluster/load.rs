@@ -1,8 +1,8 @@
 //! Sustained ingest for the fault tests: writers posting small batches to each node
 //! without pause, every answer kept (status, error code, `Retry-After`, how long it
 //! took, the hour its receipt named), and the checks every fault test makes of them:
-//! only 200 or 503 `store_unavailable`, each within a bound, and every acknowledged ID
-//! in its hour's filter on every node.
+//! only 200 or 503 `store_unavailable`, and every acknowledged ID in its hour's filter
+//! on every node. How long things took is measured for the report, never asserted.
 
 use crate::common::{fetch, path_of, TOKEN};
 use std::collections::BTreeMap;
@@ -77,17 +77,13 @@ impl Load {
     }
 
     /// Waits until every node has acknowledged a batch sent at or after `since`;
-    /// returns how long after `since` each node's first such acknowledgement came.
-    /// Panics after `bound`.
-    pub async fn wait_acked_since(
-        &self,
-        nodes: usize,
-        since: Instant,
-        bound: Duration,
-    ) -> Vec<Duration> {
-        loop {
+    /// returns how long after `since` each node's first such acknowledgement came (for
+    /// the report).
+    pub async fn wait_acked_since(&self, nodes: usize, since: Instant) -> Vec<Duration> {
+        let what = format!("every one of {nodes} nodes acknowledges ingest");
+        crate::common::wait::until(what, || {
             let answers = self.answers();
-            let firsts: Vec<Option<Duration>> = (0..nodes)
+            let firsts: Option<Vec<Duration>> = (0..nodes)
                 .map(|n| {
                     answers
                         .iter()
@@ -96,15 +92,32 @@ impl Load {
                         .min()
                 })
                 .collect();
-            if firsts.iter().all(Option::is_some) {
-                return firsts.into_iter().flatten().collect();
-            }
-            assert!(
-                since.elapsed() < bound,
-                "not every node acknowledged ingest within {bound:?}: {firsts:?}"
-            );
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+            std::future::ready(firsts)
+        })
+        .await
+    }
+
+    /// Waits until each of `nodes` has answered `count` batches sent at or after `since`
+    /// with `status`: the load has run through that much of a phase.
+    pub async fn wait_answered_since(
+        &self,
+        nodes: &[usize],
+        since: Instant,
+        status: u16,
+        count: usize,
+    ) {
+        let what = format!("nodes {nodes:?} each answer {count} batches {status}");
+        crate::common::wait::eventually(what, || {
+            let answers = self.answers();
+            nodes.iter().all(|n| {
+                answers
+                    .iter()
+                    .filter(|a| a.node == *n && a.status == status && a.sent >= since)
+                    .count()
+                    >= count
+            })
+        })
+        .await;
     }
 
     /// Stops the writers (each finishes its request in flight) and returns every answer.
@@ -151,8 +164,11 @@ async fn post(http: &reqwest::Client, node: usize, base: &str, ids: Vec<String>)
 }
 
 /// Every answer is a 200 with a receipt, or a 503 `store_unavailable` with a JSON
-/// `{"error", "message"}` body and `Retry-After`; each came within `within`.
-pub fn assert_ok_or_unavailable(answers: &[Answer], within: Duration) {
+/// `{"error", "message"}` body and `Retry-After`. That is what bounds how long one
+/// waits, by what happened rather than by the wall clock: an ingest held past the
+/// node's database timeout, or its request timeout, is answered otherwise (the request
+/// timeout's own error), and one never answered shows as status 0.
+pub fn assert_ok_or_unavailable(answers: &[Answer]) {
     for a in answers {
         let fine = match a.status {
             200 => a.hour.is_some(),
@@ -162,11 +178,6 @@ pub fn assert_ok_or_unavailable(answers: &[Answer], within: Duration) {
         assert!(
             fine,
             "an ingest answered neither 200 nor 503 store_unavailable with Retry-After: {a:?}"
-        );
-        assert!(
-            a.elapsed < within,
-            "an ingest took {:?}, past {within:?}: {a:?}",
-            a.elapsed
         );
     }
 }
@@ -228,26 +239,12 @@ pub async fn get(http: &reqwest::Client, url: &str) -> (u16, bytes::Bytes) {
     (status, reply.bytes().await.unwrap())
 }
 
-/// Waits until `url` answers `status`; returns how long it took. Panics after `bound`.
-pub async fn wait_status(
-    http: &reqwest::Client,
-    url: &str,
-    status: u16,
-    bound: Duration,
-) -> Duration {
-    let started = Instant::now();
-    loop {
-        let (now, body) = get(http, url).await;
-        if now == status {
-            return started.elapsed();
-        }
-        assert!(
-            started.elapsed() < bound,
-            "{url} still answers {now} after {bound:?}, not {status}: {}",
-            String::from_utf8_lossy(&body)
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+/// Waits until `url` answers `status`.
+pub async fn wait_status(http: &reqwest::Client, url: &str, status: u16) {
+    crate::common::wait::until(format!("{url} answers {status}"), || async move {
+        (get(http, url).await.0 == status).then_some(())
+    })
+    .await;
 }
 
 /// Prints the line `benches/harness/cluster_faults.sh` reads for one fault: its outage,

@@ -16,7 +16,6 @@ use bloomcast::clock::ManualClock;
 use bloomcast::hour::Hour;
 use chrono::{Duration, Utc};
 use std::path::Path;
-use std::time::{Duration as Wait, Instant};
 
 /// IDs in the hour being sealed.
 const IDS: usize = 200_000;
@@ -60,25 +59,20 @@ pub async fn a_node_killed_mid_seal_leaves_the_seal_to_another_with_the_same_byt
         .unwrap();
     let mut a = start_node(dir.path(), &url, &schema, &key_file);
     let insert = format!("INSERT INTO \"{schema}\".hours");
-    let waiting_since = Instant::now();
-    let a_backend: i32 = loop {
-        let row = poller
-            .query_opt(
-                "SELECT pid FROM pg_stat_activity
+    let (poller, insert) = (&poller, &insert);
+    let a_backend: i32 =
+        crate::common::wait::until("node A reaches its seal's insert", || async move {
+            poller
+                .query_opt(
+                    "SELECT pid FROM pg_stat_activity
                  WHERE wait_event_type = 'Lock' AND position($1 in query) > 0",
-                &[&insert],
-            )
-            .await
-            .unwrap();
-        if let Some(row) = row {
-            break row.get(0);
-        }
-        assert!(
-            waiting_since.elapsed() < Wait::from_secs(40),
-            "node A never reached its seal's insert"
-        );
-        tokio::time::sleep(Wait::from_millis(20)).await;
-    };
+                    &[insert],
+                )
+                .await
+                .unwrap()
+                .map(|row| row.get(0))
+        })
+        .await;
     let closed: i64 = poller
         .query_one(
             &format!("SELECT value FROM \"{schema}\".meta WHERE name = 'closed_through'"),
@@ -91,22 +85,18 @@ pub async fn a_node_killed_mid_seal_leaves_the_seal_to_another_with_the_same_byt
     kill9(&mut a);
     locker.batch_execute("ROLLBACK").await.unwrap();
     // A's backend finds its client gone and rolls its seal back.
-    let gone_since = Instant::now();
-    while poller
-        .query_opt(
-            "SELECT 1 FROM pg_stat_activity WHERE pid = $1",
-            &[&a_backend],
-        )
-        .await
-        .unwrap()
-        .is_some()
-    {
-        assert!(
-            gone_since.elapsed() < Wait::from_secs(10),
-            "A's backend lingers"
-        );
-        tokio::time::sleep(Wait::from_millis(20)).await;
-    }
+    crate::common::wait::until("A's backend is gone", || async move {
+        poller
+            .query_opt(
+                "SELECT 1 FROM pg_stat_activity WHERE pid = $1",
+                &[&a_backend],
+            )
+            .await
+            .unwrap()
+            .is_none()
+            .then_some(())
+    })
+    .await;
     assert!(
         sealed_row(&url, &schema, h).await.is_none(),
         "A's seal did not land"

@@ -6,7 +6,7 @@
 use super::load::{assert_ingest_unavailable, get, wait_status};
 use crate::common::pg::PrivateCluster;
 use crate::common::{fetch, path_of, post_ids, spawn_server};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 pub async fn a_node_started_before_postgres_waits_in_standby_and_serves_once_it_is_up() {
     let cluster = PrivateCluster::init()
@@ -22,23 +22,29 @@ pub async fn a_node_started_before_postgres_waits_in_standby_and_serves_once_it_
     );
     let http = reqwest::Client::new();
 
-    // Long enough for several attempts to connect, each refused.
-    let standby = Instant::now();
-    while standby.elapsed() < Duration::from_millis(1500) {
-        let (status, body) = get(&http, &format!("{}/healthz", node.base)).await;
+    // Until the node has tried to connect again, each attempt refused.
+    let retried = || {
+        let log = node.log.lock().unwrap();
+        log.iter()
+            .filter(|line| line.contains("still cannot be reached"))
+            .count()
+            >= 2
+    };
+    let (http_ref, node_ref) = (&http, &node);
+    crate::common::wait::until("the node tries to connect again", || async move {
+        let node = node_ref;
+        let http = http_ref;
+        let (status, body) = get(http, &format!("{}/healthz", node.base)).await;
         assert_eq!(status, 503, "healthz in standby");
         let report: serde_json::Value = serde_json::from_slice(&body).unwrap();
         assert_eq!(report["status"], "unavailable", "{report}");
         assert!(report["reason"].is_string(), "{report}");
 
-        assert_ingest_unavailable(&http, &node.base, "in-standby").await;
-        assert_eq!(
-            store_up(&http, &node.base).await,
-            "0",
-            "/metrics in standby"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+        assert_ingest_unavailable(http, &node.base, "in-standby").await;
+        assert_eq!(store_up(http, &node.base).await, "0", "/metrics in standby");
+        retried().then_some(())
+    })
+    .await;
     let log = node.log.lock().unwrap().join("\n");
     assert!(
         log.contains("still cannot be reached"),
@@ -47,13 +53,7 @@ pub async fn a_node_started_before_postgres_waits_in_standby_and_serves_once_it_
 
     cluster.start().expect("start the private cluster");
     let up = Instant::now();
-    wait_status(
-        &http,
-        &format!("{}/healthz", node.base),
-        200,
-        Duration::from_secs(20),
-    )
-    .await;
+    wait_status(&http, &format!("{}/healthz", node.base), 200).await;
     eprintln!(
         "FAULTS test=unreachable_at_start serving_after_ms={}",
         up.elapsed().as_millis()

@@ -14,6 +14,7 @@ pub mod nodes;
 pub mod pg;
 pub mod races;
 pub mod rotated;
+pub mod wait;
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
@@ -106,22 +107,16 @@ pub fn spawn_command(mut cmd: Command) -> Server {
 /// before sending traffic.
 fn wait_ready(addr: &str) {
     use std::io::{Read, Write};
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    while std::time::Instant::now() < deadline {
-        if let Ok(mut conn) = std::net::TcpStream::connect(addr) {
-            let request =
-                format!("GET /healthz HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
-            let mut reply = String::new();
-            if conn.write_all(request.as_bytes()).is_ok()
-                && conn.read_to_string(&mut reply).is_ok()
-                && reply.starts_with("HTTP/1.1 200")
-            {
-                return;
-            }
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    panic!("the server at {addr} did not become ready within 30 s");
+    wait::eventually_blocking(format!("the server at {addr} is ready"), || {
+        let Ok(mut conn) = std::net::TcpStream::connect(addr) else {
+            return false;
+        };
+        let request = format!("GET /healthz HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
+        let mut reply = String::new();
+        conn.write_all(request.as_bytes()).is_ok()
+            && conn.read_to_string(&mut reply).is_ok()
+            && reply.starts_with("HTTP/1.1 200")
+    });
 }
 
 /// SIGKILL, and reap.

@@ -139,6 +139,16 @@ pub fn run(trials: Vec<Trial>) -> ! {
     libtest_mimic::run(&Arguments::from_args(), trials).exit()
 }
 
+/// As [`block_on`], on one thread: for a test that moves tokio's clock on
+/// (`wait::pass`), which only a current-thread runtime allows.
+pub fn block_on_one_thread<F: std::future::Future>(future: F) -> F::Output {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a tokio runtime")
+        .block_on(future)
+}
+
 /// Runs a future to completion on a two-worker runtime (what `#[tokio::test(flavor =
 /// "multi_thread", worker_threads = 2)]` gives a harness test).
 pub fn block_on<F: std::future::Future>(future: F) -> F::Output {

@@ -25,6 +25,7 @@ pub fn signer(seed: u8) -> Signer {
 
 pub struct Publisher {
     pub base: String,
+    data_dir: std::path::PathBuf,
     stop: tokio::sync::oneshot::Sender<()>,
     done: tokio::task::JoinHandle<()>,
 }
@@ -34,9 +35,10 @@ impl Publisher {
     pub async fn start(data: &Path, seed: u8, clock: &ManualClock) -> Publisher {
         let key_file = data.join("key");
         std::fs::write(&key_file, chain::hex(&[seed; 32])).unwrap();
+        let data_dir = data.join("data");
         let settings = Settings {
             listen: "127.0.0.1:0".parse().unwrap(),
-            data_dir: data.join("data"),
+            data_dir: data_dir.clone(),
             ingest_tokens: vec![TOKEN.into()],
             refresh_ms: 0,
             signing_key_file: key_file,
@@ -50,14 +52,19 @@ impl Publisher {
         let done = tokio::spawn(app.run_until(async {
             let _ = stopped.await;
         }));
-        Publisher { base, stop, done }
+        Publisher {
+            base,
+            data_dir,
+            stop,
+            done,
+        }
     }
 
     pub async fn stop(self) {
         let _ = self.stop.send(());
         self.done.await.unwrap();
-        // Let the store's writer thread see its channel close.
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        // The store's writer thread sees its channel close and lets go of the file.
+        super::wait::sqlite_store_closed(&self.data_dir).await;
     }
 
     /// Ingests one ID into the open hour, moves the clock to the next hour and reads
@@ -113,7 +120,7 @@ pub async fn rotate(data: &Path, old: u8, new: u8, clock: &ManualClock) {
     .await
     .unwrap();
     drop(store);
-    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    super::wait::sqlite_store_closed(&data.join("data")).await;
 }
 
 /// Hours 0 and 1 under key 1, hour 2 under key 2, hour 3 under key 3 (hour 4 open);

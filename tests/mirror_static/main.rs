@@ -270,13 +270,10 @@ async fn follow_mirrors_an_hour_sealed_later() {
         .unwrap();
     let chain_page = |n: i64| dir.join(format!("chain{}", hour(n).path()));
     let wait_for = |path: PathBuf| async move {
-        for _ in 0..300 {
-            if path.is_file() {
-                return true;
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-        }
-        false
+        let path = &path;
+        common::wait::tried(|| async move { path.is_file().then_some(()) })
+            .await
+            .is_some()
     };
 
     assert!(

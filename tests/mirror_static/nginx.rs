@@ -67,11 +67,12 @@ async fn nginx(dir: &Path, work: &Path) -> Nginx {
             .unwrap(),
         base: format!("http://127.0.0.1:{port}"),
     };
-    for _ in 0..100 {
-        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
-            return nginx;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    let listens = crate::common::wait::tried(|| async move {
+        std::net::TcpStream::connect(("127.0.0.1", port)).ok()
+    })
+    .await;
+    if listens.is_some() {
+        return nginx;
     }
     panic!(
         "nginx did not start: {}",

@@ -16,6 +16,20 @@ fn keys(ids: &[&str]) -> Vec<Key> {
     ids.iter().map(|id| Key::of(id)).collect()
 }
 
+/// Waits until a dropped store's writer thread, which outlives it until it sees its
+/// channel close, has closed the file: the last connection to close checkpoints the
+/// write-ahead log into it and deletes it.
+async fn closed(dir: &Path) {
+    let wal = dir.join(format!("{FILE_NAME}-wal"));
+    for _ in 0..3_000 {
+        if !wal.exists() {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    panic!("the store in {} never closed its file", dir.display());
+}
+
 #[tokio::test]
 async fn a_new_database_carries_bloomcasts_application_id_and_version() {
     let dir = tempfile::tempdir().unwrap();
@@ -100,7 +114,7 @@ async fn write_v6_store(dir: &Path) -> Vec<Key> {
     // Two more hours closed, empty and not sealed.
     store.close_through(h().next().next()).await.unwrap();
     drop(store);
-    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    closed(dir).await;
     let conn = Connection::open(dir.join(FILE_NAME)).unwrap();
     conn.execute_batch(
         "DROP TABLE universe_hours; DROP TABLE hour_universe; DROP TABLE forms;
@@ -126,7 +140,7 @@ async fn a_version_6_store_gets_the_records_that_find_deleted_rows() {
     // The closed empty hours have their records: readable as empty, not damage.
     assert!(store.keys(h().next()).await.unwrap().is_empty());
     drop(store);
-    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    closed(dir.path()).await;
     let conn = Connection::open(dir.path().join(FILE_NAME)).unwrap();
     let version: i32 = conn
         .query_row("PRAGMA user_version", [], |r| r.get(0))
