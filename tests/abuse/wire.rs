@@ -3,7 +3,7 @@
 //! slow-client defences after a poll.
 
 use crate::helpers::*;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// A keep-alive poll (no `Connection: close`), as pollers send it.
@@ -115,7 +115,7 @@ async fn after_a_poll_an_idle_or_trickling_connection_is_cut_off_by_the_header_t
 
     let mut slow = connect(server.addr).await;
     assert_eq!(send(&mut slow, &poll(closed, "")).await.status, 200);
-    let started = Instant::now();
+    // 100 ms a byte: the head would take seconds; the server allows 1 s.
     let mut cut = false;
     for b in poll(closed, "X-Slow: 1\r\n") {
         if slow.write_all(&[b]).await.is_err() {
@@ -123,13 +123,10 @@ async fn after_a_poll_an_idle_or_trickling_connection_is_cut_off_by_the_header_t
             break;
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
-        if started.elapsed() > Duration::from_secs(3) {
-            break;
-        }
     }
     let reply = read_reply(&mut slow).await;
     assert!(reply.is_none(), "a trickled head gets no answer: {reply:?}");
-    assert!(cut || started.elapsed() <= Duration::from_secs(4));
+    assert!(cut, "the trickle was never cut off");
 }
 
 #[tokio::test]
