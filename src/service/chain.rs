@@ -2,7 +2,7 @@
 //! hour responses and for `GET /chain/...`. Links and signatures come from the store,
 //! where sealing wrote them (see `signing.rs`).
 
-use super::{Result, Service, ServiceError};
+use super::{Result, Service, ServiceError, Target};
 use crate::chain::{self, PublicKey, SignatureField};
 use crate::hour::Hour;
 use crate::render::ChainPlace;
@@ -78,13 +78,14 @@ impl Service {
     /// Up to `limit` links from `from` on, oldest first, each signed.
     ///
     /// # Errors
-    /// `NotFound` for an hour in the future; store failures.
+    /// `InFuture` for an hour in the future; store failures.
     pub async fn chain(&self, from: Hour, limit: usize) -> Result<ChainPage> {
         let now = self.current_hour();
         if from > now {
-            return Err(ServiceError::NotFound(format!(
-                "{from} is in the future; the current hour is {now}"
-            )));
+            return Err(ServiceError::InFuture {
+                asked: Target::Hour(from),
+                now,
+            });
         }
         let limit = limit.clamp(1, MAX_CHAIN_PAGE);
         let links = self.store.links(from, limit).await?;

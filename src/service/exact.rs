@@ -7,7 +7,7 @@
 
 use super::sealer::UniverseSeen;
 use super::unions::Step;
-use super::{Result, Service, ServiceError, View};
+use super::{Result, Service, ServiceError, View, Work};
 use crate::bloom::Key;
 use crate::chain::{self, BodyForm};
 use crate::exact::Exact;
@@ -54,9 +54,9 @@ impl Service {
     /// The exact body of a sealed hour.
     ///
     /// # Errors
-    /// `NotFound` without a universe, for an hour before it, or a future hour;
-    /// `NotAcceptable` for the open hour; `Gone` past retention; `Busy` when the build
-    /// pool or its memory is taken; store failures.
+    /// `NoUniverse`, `BeforeUniverse`; `OpenHourHasNoExactForm` for the open hour; as
+    /// [`Service::view`] for the hour; `TooManyWaiting`, `BudgetTaken` or
+    /// `TooLargeForBudget` when the build pool or its memory is taken; store failures.
     pub async fn exact_view(&self, hour: Hour) -> Result<View> {
         let mut now = self.current_hour();
         if hour > now {
@@ -65,10 +65,7 @@ impl Service {
         }
         self.check(hour, now)?;
         if hour == now {
-            return Err(ServiceError::NotAcceptable(format!(
-                "{hour} is still open: its exact form is built when it is sealed; \
-                 fetch it as .bin, .hex or .json until then"
-            )));
+            return Err(ServiceError::OpenHourHasNoExactForm { hour });
         }
         let info = match self.universe().await {
             Err(ServiceError::Store(e @ StoreError::Corrupt(_))) => {
@@ -76,18 +73,12 @@ impl Service {
             }
             other => other?,
         };
-        let info = info.ok_or_else(|| {
-            ServiceError::NotFound(
-                "this service has no universe, so no exact hours: a publisher creates one \
-                 with POST /universe"
-                    .into(),
-            )
-        })?;
+        let info = info.ok_or(ServiceError::NoUniverse)?;
         if hour < info.since {
-            return Err(ServiceError::NotFound(format!(
-                "{hour} was sealed before the universe existed: exact hours start at {}",
-                info.since
-            )));
+            return Err(ServiceError::BeforeUniverse {
+                hour,
+                since: info.since,
+            });
         }
         let rendered = self.exact_rendering(hour, info).await?;
         Ok(View {
@@ -215,19 +206,10 @@ impl Service {
         let bytes = Exact::build_bytes(universe, changed)
             + 8 * universe
             + super::vouch::vouching_bytes(changed, self.tuning.target_fpp);
-        let held = self.unions.reserve(slot, bytes).map_err(|refused| {
-            refused.answer(
-                &format!("building the exact form of {}", hour.path()),
-                |needs, budget| {
-                    ServiceError::NotAcceptable(format!(
-                        "the exact form of {} needs about {needs} MiB of memory to build, more \
-                     than this server's build budget of {budget} MiB (setting cache_bytes); \
-                     fetch it as .bin, .hex, .json or .ribbon",
-                        hour.path()
-                    ))
-                },
-            )
-        })?;
+        let held = self
+            .unions
+            .reserve(slot, bytes)
+            .map_err(|refused| refused.error(Work::Exact { hour }))?;
         let keys = self.vouched_keys(hour).await?;
         let universe = match self.store.universe_keys(hour).await {
             Err(e @ StoreError::Corrupt(_)) => return Err(self.corrupt(hour, e)),

@@ -24,9 +24,9 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 use tokio::sync::watch;
 
-/// How long after a failed write a successful one still proves nothing: the
-/// `Retry-After` that a 503 `store_unavailable` carries, so that while clients retrying
-/// as told keep failing, every check between their attempts still says `unavailable`.
+/// How long after a failed write a successful one still proves nothing; clients refused
+/// for a store that cannot write are told to retry after as long, so that while they
+/// keep failing, every check between their attempts still says `unavailable`.
 pub const RECOVERY_HOLD: Duration = Duration::from_secs(5);
 
 /// The latest failed write, until a write begun after its hold succeeds (the write rule

@@ -40,9 +40,10 @@ impl Service {
         let now = self.current_hour();
         let from = since.map_or(self.earliest(now), |h| h.max(self.earliest(now)));
         if from > now {
-            return Err(super::ServiceError::NotFound(format!(
-                "{from} is in the future; the current hour is {now}"
-            )));
+            return Err(super::ServiceError::InFuture {
+                asked: super::Target::Hour(from),
+                now,
+            });
         }
         let keys: Vec<Key> = ids.iter().map(|id| Key::of(id)).collect();
         let mut hours: Vec<Vec<Hour>> = vec![Vec::new(); ids.len()];

@@ -16,7 +16,7 @@
 //! State: [`Scrub`] holds only counters (atomics) and the time of the last pass (a std
 //! mutex held to read or write it, a leaf).
 
-use super::{lock, Result, Service, ServiceError};
+use super::{lock, Result, Service, ServiceError, Work};
 use crate::chain;
 use crate::hour::Hour;
 use crate::store::{FormName, StoreError};
@@ -171,10 +171,10 @@ impl Service {
         // the part at most: a scrub takes one hour at a time).
         let universe = self.universe().await.ok().flatten().map_or(0, |u| u.count);
         let bytes = 8 * (sealed.count + universe) + 3 * sealed.filter.len() as u64;
-        let _memory = self.unions.reserve_memory(bytes).map_err(|refused| {
-            let what = format!("scrubbing {hour}");
-            refused.answer(&what, |_, _| ServiceError::Busy(what.clone()))
-        })?;
+        let _memory = self
+            .unions
+            .reserve_memory(bytes)
+            .map_err(|refused| refused.error(Work::Scrub { hour }))?;
         let keys = self.vouched_keys(hour).await?;
         let mut bytes = sealed.filter.len() as u64 + 8 * keys.len() as u64;
         if let Some(body) = self.store.exact(hour).await.map_err(|e| match e {

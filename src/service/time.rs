@@ -104,21 +104,17 @@ impl Service {
     /// time followed.
     ///
     /// # Errors
-    /// [`ServiceError::NothingToConfirm`] when no jump is held (the message says what
-    /// the clock is doing instead).
+    /// [`ServiceError::NoClockJumpHeld`] when no jump is held (with this node's offset
+    /// from the cluster's clock when that is what is off).
     pub async fn confirm_clock(&self) -> Result<ClockReport> {
         let Some(moved) = self.clock.confirm() else {
-            let message = match self.node_clock_offset_seconds() {
-                Some(off) if off.abs() > self.tuning.clock_jump_tolerance.as_secs() as i64 => {
-                    format!(
-                        "no clock jump is held; this node's clock is {off} s off PostgreSQL's, \
-                         which the cluster runs on and which cannot be confirmed from a node: \
-                         fix this node's time synchronisation (NTP)"
-                    )
-                }
-                _ => "no clock jump is held: the service follows its clock".to_owned(),
-            };
-            return Err(ServiceError::NothingToConfirm(message));
+            let tolerance = self.tuning.clock_jump_tolerance.as_secs() as i64;
+            let node_offset_seconds = self
+                .node_clock_offset_seconds()
+                .filter(|off| off.abs() > tolerance);
+            return Err(ServiceError::NoClockJumpHeld {
+                node_offset_seconds,
+            });
         };
         self.heartbeat_now().await;
         Ok(self.clock_report(moved.num_seconds()))

@@ -4,7 +4,7 @@
 
 use super::open_hours::Rendering;
 use super::validators::{name, Named};
-use super::{Linked, Result, Service, ServiceError, Target, View, DICTIONARY_ID_BYTES};
+use super::{Linked, Result, Service, ServiceError, Target, View, Work, DICTIONARY_ID_BYTES};
 use crate::bloom::{Filter, SHA1_KM32};
 use crate::chain::SignatureField;
 use crate::hour::{Day, Hour};
@@ -24,10 +24,10 @@ impl Service {
     pub(super) fn day_hours(&self, day: Day, now: Hour) -> Result<(Hour, Hour)> {
         let (first, last) = (day.first_hour(), day.last_hour());
         if first > now {
-            return Err(ServiceError::NotFound(format!(
-                "{} is in the future; the current hour is {now}",
-                day.path()
-            )));
+            return Err(ServiceError::InFuture {
+                asked: Target::Day(day),
+                now,
+            });
         }
         self.check(last.min(now), now)?;
         Ok((first, last))
@@ -99,9 +99,7 @@ impl Service {
             }
             Target::Since(from) => {
                 if from > now {
-                    return Err(ServiceError::BadRange(format!(
-                        "since {from} is in the future; the current hour is {now}"
-                    )));
+                    return Err(ServiceError::InFuture { asked: target, now });
                 }
                 self.check(from, now)?;
                 let (rendered, _) = self.union_view(from, now, repr, false, encoding).await?;
@@ -298,11 +296,8 @@ impl Service {
         let reserve = |filter_bytes: u64| {
             self.unions
                 .reserve_memory(6 * filter_bytes + 64 * 1024)
-                .map_err(|refused| {
-                    // Reserved up to the whole part: a rendering is never too large.
-                    let what = format!("rendering {}", hour.path());
-                    refused.answer(&what, |_, _| ServiceError::Busy(what.clone()))
-                })
+                // Reserved up to the whole part: a rendering is never too large.
+                .map_err(|refused| refused.error(Work::Render { hour }))
         };
         let (filter, count, bytes, _memory) = match decoded {
             Some((filter, count, bytes)) => {

@@ -7,7 +7,7 @@
 //! or a seal (which take no build slot). At start the newest sealed hour is warmed too.
 
 use super::unions::fair::{BuildClient, BUILD_CLIENT};
-use super::{Service, ServiceError, Target};
+use super::{Service, Target};
 use crate::hour::Hour;
 use crate::render::Compact;
 use serde::Serialize;
@@ -99,7 +99,7 @@ impl Service {
                     Ok(_) => {
                         warm.grades_built.fetch_add(1, Ordering::Relaxed);
                     }
-                    Err(ServiceError::Busy(_)) if tries < RETRIES => {
+                    Err(e) if e.is_busy() && tries < RETRIES => {
                         tries += 1;
                         tokio::time::sleep(RETRY_EVERY).await;
                         continue;
