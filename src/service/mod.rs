@@ -88,7 +88,7 @@ pub use warm::WarmStats;
 pub use budget::Split;
 pub use chain::{ChainPage, SignedLink, MAX_CHAIN_PAGE};
 pub use error::{Result, ServiceError, Work};
-pub use health::{HealthReport, HealthStatus, RECOVERY_HOLD};
+pub use health::{HealthReason, HealthReport, HealthStatus, RECOVERY_HOLD};
 pub use history::History;
 pub use index::{HourState, HourSummary};
 pub use ingest::Receipt;
