@@ -49,7 +49,7 @@ async fn serve(state: &AppState, parts: &Parts, plain: &str) -> Result<Response>
             "the exact form is an hour's only: /YYYY/MM/DD/HH.exact".into(),
         ));
     };
-    let view = state.service.exact_view(hour).await?;
+    let view = state.service.forms().exact_view(hour).await?;
     let rendered = &view.rendered;
     let head = head(rendered);
     let etag = head.etag(false).clone();

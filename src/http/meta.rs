@@ -20,8 +20,8 @@ const INDEX_HOURS: usize = 24;
 pub async fn index(State(state): State<AppState>, request: HeaderMap) -> Result<Response> {
     let service = &state.service;
     let now = service.current_hour();
-    let hours = service.recent(INDEX_HOURS).await?;
-    let exact_since = service.exact_since().await?;
+    let hours = service.hours().recent(INDEX_HOURS).await?;
+    let exact_since = service.forms().exact_since().await?;
     let tuning = service.tuning();
     let body: Value = json!({
         "service": "bloomcast",
@@ -50,7 +50,7 @@ pub async fn index(State(state): State<AppState>, request: HeaderMap) -> Result<
         },
         "exact_since": exact_since.map(|h| h.rfc3339()),
         "ribbon_versions": [1, 2],
-        "ribbon_grades": service.grades().published(),
+        "ribbon_grades": service.forms().grades().published(),
         "hours": hours.iter().map(index_line).collect::<Vec<_>>(),
     });
     let body = serde_json::to_vec(&body).expect("a JSON value serializes");
@@ -138,7 +138,7 @@ fn revalidated_json(identity: Vec<u8>, request: &HeaderMap) -> Response {
 /// verification), 503 while the store takes no writes (`unavailable`) or the open hour
 /// is still loading (`loading`), always with the JSON report.
 pub async fn healthz(State(state): State<AppState>) -> impl IntoResponse {
-    let report = state.service.health().await;
+    let report = state.service.health().report().await;
     let status = if report.is_serving() {
         StatusCode::OK
     } else {

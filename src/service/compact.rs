@@ -13,6 +13,7 @@
 //! when the build alone exceeds it); the result is kept in the render cache.
 
 use super::cache::CompactKey;
+use super::parts::Forms;
 use super::unions::fair::BuildSlot;
 use super::unions::{Held, Step};
 use super::validators::{compact_kind, Form};
@@ -28,77 +29,6 @@ use std::future::Future;
 use std::sync::Arc;
 
 impl Service {
-    /// A closed hour or a past day as a ribbon filter of `2^-r` false-positive rate,
-    /// in the form asked for.
-    ///
-    /// # Errors
-    /// As [`Service::view`] for the target; `OpenHasNoCompactForm` for anything that includes
-    /// the open hour; `Busy` when a union must be built and the union pool is full; a
-    /// filter error for `r` outside `1..=32`.
-    pub async fn compact_view(&self, target: Target, r: u32, form: Compact) -> Result<View> {
-        let mut now = self.current_hour();
-        let asked = match target {
-            Target::Hour(h) | Target::Since(h) => h,
-            Target::Day(d) => d.first_hour(),
-        };
-        if asked > now {
-            self.read_marks_if_due().await?;
-            now = self.current_hour();
-        }
-        let (from, to, prev, next) = match target {
-            Target::Hour(hour) => {
-                self.check(hour, now)?;
-                if hour == now {
-                    return Err(ServiceError::OpenHasNoCompactForm {
-                        asked: target,
-                        open: now,
-                    });
-                }
-                let prev = (hour.prev() >= self.earliest(now)).then(|| Target::Hour(hour.prev()));
-                (hour, hour, prev, Some(Target::Hour(hour.next())))
-            }
-            Target::Day(day) => {
-                let (first, last) = self.day_hours(day, now)?;
-                if last >= now {
-                    return Err(ServiceError::OpenHasNoCompactForm {
-                        asked: target,
-                        open: now,
-                    });
-                }
-                let prev_day = Day::from_hour_index(first.index() - 24);
-                let prev =
-                    (prev_day.last_hour() >= self.earliest(now)).then_some(Target::Day(prev_day));
-                let next = Target::Day(Day::from_hour_index(first.index() + 24));
-                (first.max(self.earliest(now)), last, prev, Some(next))
-            }
-            Target::Since(from) => {
-                if from > now {
-                    return Err(ServiceError::InFuture { asked: target, now });
-                }
-                self.check(from, now)?;
-                return Err(ServiceError::OpenHasNoCompactForm {
-                    asked: target,
-                    open: now,
-                });
-            }
-        };
-        let (rendered, complete) = self.compact(from, to, r, form).await?;
-        // An hour's compact body is signed as its filter is (a day's is not): one served
-        // unsigned by a service that signs is not for caches to keep.
-        let signature_pending = complete
-            && from == to
-            && self.tuning.signer.is_some()
-            && rendered.chain.is_none_or(|c| c.signature.is_none());
-        Ok(View {
-            rendered,
-            open_until: (!complete).then(|| now.end()),
-            prev,
-            next,
-            open_hour: None,
-            signature_pending,
-        })
-    }
-
     /// The rendering of `from..=to` (all closed) in `form`, and whether it is complete.
     async fn compact(
         &self,
@@ -343,5 +273,78 @@ fn meta(from: Hour, to: Hour, complete: bool, count: u64) -> Meta {
         Meta::hour(from.rfc3339(), complete, count)
     } else {
         Meta::range(from.rfc3339(), to.rfc3339(), complete, count)
+    }
+}
+
+impl Forms<'_> {
+    /// A closed hour or a past day as a ribbon filter of `2^-r` false-positive rate,
+    /// in the form asked for.
+    ///
+    /// # Errors
+    /// As [`Service::view`] for the target; `OpenHasNoCompactForm` for anything that includes
+    /// the open hour; `Busy` when a union must be built and the union pool is full; a
+    /// filter error for `r` outside `1..=32`.
+    pub async fn compact_view(&self, target: Target, r: u32, form: Compact) -> Result<View> {
+        let mut now = self.current_hour();
+        let asked = match target {
+            Target::Hour(h) | Target::Since(h) => h,
+            Target::Day(d) => d.first_hour(),
+        };
+        if asked > now {
+            self.read_marks_if_due().await?;
+            now = self.current_hour();
+        }
+        let (from, to, prev, next) = match target {
+            Target::Hour(hour) => {
+                self.check(hour, now)?;
+                if hour == now {
+                    return Err(ServiceError::OpenHasNoCompactForm {
+                        asked: target,
+                        open: now,
+                    });
+                }
+                let prev = (hour.prev() >= self.earliest(now)).then(|| Target::Hour(hour.prev()));
+                (hour, hour, prev, Some(Target::Hour(hour.next())))
+            }
+            Target::Day(day) => {
+                let (first, last) = self.day_hours(day, now)?;
+                if last >= now {
+                    return Err(ServiceError::OpenHasNoCompactForm {
+                        asked: target,
+                        open: now,
+                    });
+                }
+                let prev_day = Day::from_hour_index(first.index() - 24);
+                let prev =
+                    (prev_day.last_hour() >= self.earliest(now)).then_some(Target::Day(prev_day));
+                let next = Target::Day(Day::from_hour_index(first.index() + 24));
+                (first.max(self.earliest(now)), last, prev, Some(next))
+            }
+            Target::Since(from) => {
+                if from > now {
+                    return Err(ServiceError::InFuture { asked: target, now });
+                }
+                self.check(from, now)?;
+                return Err(ServiceError::OpenHasNoCompactForm {
+                    asked: target,
+                    open: now,
+                });
+            }
+        };
+        let (rendered, complete) = self.compact(from, to, r, form).await?;
+        // An hour's compact body is signed as its filter is (a day's is not): one served
+        // unsigned by a service that signs is not for caches to keep.
+        let signature_pending = complete
+            && from == to
+            && self.tuning.signer.is_some()
+            && rendered.chain.is_none_or(|c| c.signature.is_none());
+        Ok(View {
+            rendered,
+            open_until: (!complete).then(|| now.end()),
+            prev,
+            next,
+            open_hour: None,
+            signature_pending,
+        })
     }
 }

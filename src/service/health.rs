@@ -14,6 +14,7 @@
 //! heartbeat succeeds does. Successes whose start is not known (background seals, closes
 //! and prunes) end nothing; their failures count like any other.
 
+use super::parts::Health;
 use super::{lock, Result, Service};
 use crate::hour::Hour;
 use crate::store::{full_message, StoreError};
@@ -65,7 +66,7 @@ impl Writes {
 }
 
 /// Health state, written where writes and reads happen and read by `/healthz`.
-pub(super) struct Health {
+pub(super) struct HealthState {
     /// The latest failed write, while no write has proven the store takes writes again.
     writes: Mutex<Writes>,
     /// Whether `writes` holds a failure: a successful write (every ingest) reads this
@@ -86,9 +87,9 @@ pub(super) struct Health {
     pub(super) last_heartbeat: tokio::sync::Mutex<Option<Instant>>,
 }
 
-impl Default for Health {
+impl Default for HealthState {
     fn default() -> Self {
-        Health {
+        HealthState {
             writes: Mutex::new(Writes::default()),
             failing: AtomicBool::new(false),
             corrupt: Mutex::new(BTreeSet::new()),
@@ -245,11 +246,6 @@ impl Service {
         lock(&self.health.corrupt_records).insert(what);
     }
 
-    /// Verification failures found so far (for `/metrics`).
-    pub fn corrupt_found(&self) -> u64 {
-        self.health.corrupt_found.load(Ordering::Relaxed)
-    }
-
     /// Marks the open hour loaded: waiting requests proceed, `/healthz` stops saying so.
     pub(super) fn set_loaded(&self) {
         self.health.loaded_flag.store(true, Ordering::Release);
@@ -268,10 +264,12 @@ impl Service {
         let mut rx = self.health.loaded.subscribe();
         let _ = rx.wait_for(|loaded| *loaded).await;
     }
+}
 
+impl Health<'_> {
     /// The health report: a heartbeat write through the store's write path (at most
     /// one a second), the write rule's verdict (module doc), loading and corruption.
-    pub async fn health(&self) -> HealthReport {
+    pub async fn report(&self) -> HealthReport {
         self.heartbeat().await;
         let corrupt: Vec<String> = lock(&self.health.corrupt)
             .iter()
@@ -283,7 +281,7 @@ impl Service {
             .collect();
         let write_failure = lock(&self.health.writes).failure.clone();
         let write_failed_seconds_ago = write_failure.as_ref().map(|f| f.at.elapsed().as_secs());
-        let jump = self.clock_jump();
+        let jump = self.health().clock_jump();
         let (status, reason) = if let Some(failure) = write_failure {
             (
                 HealthStatus::Unavailable,
@@ -318,7 +316,7 @@ impl Service {
             corrupt_hours: corrupt,
             corrupt_records,
             write_failed_seconds_ago,
-            scrub: self.scrub_report(),
+            scrub: self.health().scrub_report(),
         }
     }
 
@@ -326,6 +324,11 @@ impl Service {
     /// heartbeat first (the write rule).
     pub fn store_takes_writes(&self) -> bool {
         !self.health.failing.load(Ordering::Acquire)
+    }
+
+    /// Verification failures found so far (for `/metrics`).
+    pub fn corrupt_found(&self) -> u64 {
+        self.health.corrupt_found.load(Ordering::Relaxed)
     }
 }
 

@@ -65,6 +65,7 @@ mod kept;
 mod lifecycle;
 mod marks;
 mod open_hours;
+mod parts;
 mod ready;
 mod recent;
 mod retention;
@@ -93,6 +94,7 @@ pub use history::History;
 pub use index::{HourState, HourSummary};
 pub use ingest::Receipt;
 pub use kept::KeptUsage;
+pub use parts::{Forms, Health, Hours, Ingest, Signing, Stats};
 pub use target::{Target, View};
 pub use time::ClockReport;
 pub use tuning::Tuning;
@@ -145,7 +147,7 @@ pub struct Service {
     closed_through: AtomicI64,
     /// The open hours: their ledger, board, refresh and render turns.
     open: OpenHours,
-    health: health::Health,
+    health: health::HealthState,
     /// One seal at a time, its backoff, and what it remembers of sealed hours.
     sealer: sealer::Sealer,
     /// The parts of the one memory budget (`cache_bytes`).
@@ -216,7 +218,7 @@ impl Service {
             probes_from,
             high_water: AtomicI64::new(marks.high_water.index()),
             closed_through: AtomicI64::new(marks.closed_through.map_or(i64::MIN, Hour::index)),
-            health: health::Health::default(),
+            health: health::HealthState::default(),
             sealer: sealer::Sealer::default(),
             unions,
             scrub: scrub::Scrub::default(),
@@ -233,34 +235,38 @@ impl Service {
         &self.tuning
     }
 
-    /// The build queue's figures now (`build_queue` in `/stats`).
-    pub fn build_queue(&self) -> QueueStats {
-        self.unions.queue_stats()
-    }
-
-    /// The precisions the compact forms are served at (section 12, "The grade set").
-    pub fn grades(&self) -> &grades::Grades {
-        &self.grades
-    }
-
     pub fn genesis(&self) -> Hour {
         self.genesis
+    }
+
+    /// The parts of the one memory budget.
+    pub fn split(&self) -> Split {
+        self.split
     }
 
     /// The rule that sizes `hour`'s filter and reckons its `fpp`, and a union's whose
     /// last hour it is: the classical one before [`Store::probes_from`], so that every
     /// hour and day served before the probe-sequence rule is rebuilt and rendered byte
     /// for byte as it was (docs/PROTOCOL.md section 3).
-    pub fn sizing_of(&self, hour: Hour) -> Sizing {
+    fn sizing_of(&self, hour: Hour) -> Sizing {
         if hour < self.probes_from {
             Sizing::Classic
         } else {
             Sizing::Probes
         }
     }
+}
 
-    /// The parts of the one memory budget.
-    pub fn split(&self) -> Split {
-        self.split
+impl Forms<'_> {
+    /// The precisions the compact forms are served at (section 12, "The grade set").
+    pub fn grades(&self) -> &grades::Grades {
+        &self.grades
+    }
+}
+
+impl Stats<'_> {
+    /// The build queue's figures now (`build_queue` in `/stats`).
+    pub fn build_queue(&self) -> QueueStats {
+        self.unions.queue_stats()
     }
 }

@@ -20,7 +20,7 @@ impl Service {
     }
 
     /// The oldest hour still served: genesis or the retention horizon, whichever is later.
-    pub fn earliest(&self, now: Hour) -> Hour {
+    pub(super) fn earliest(&self, now: Hour) -> Hour {
         let horizon = Hour::from_index(now.index() - self.tuning.retention_hours as i64 + 1);
         horizon.max(self.genesis)
     }

@@ -177,12 +177,12 @@ async fn an_idle_node_nobody_asks_turns_ok_by_itself_with_its_own_heartbeats() {
         .await
         .assert_error(503, "store_unavailable");
     let failed_at = Instant::now();
-    assert!(!app.service.store_takes_writes());
+    assert!(!app.service.health().store_takes_writes());
     wrapped.fail_appends.store(false, Ordering::SeqCst);
     let pings = wrapped.pings.load(Ordering::SeqCst);
 
     // Nothing asks: no request, no /healthz, no /metrics.
-    while !app.service.store_takes_writes() {
+    while !app.service.health().store_takes_writes() {
         assert!(
             failed_at.elapsed() < RECOVERY_HOLD + std::time::Duration::from_secs(3),
             "still unavailable {:?} after the failure",
