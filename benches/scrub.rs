@@ -1,5 +1,5 @@
 //! What the background scrub costs: one pass over sealed hours on the embedded store, as
-//! the server runs it (`Service::scrub_now`, the pass `run_scrub` spreads over
+//! the server runs it (`Health::scrub_now`, the pass `run_scrub` spreads over
 //! `scrub_pass_seconds`), timed in process CPU (user + system) against the bytes it read
 //! back and verified.
 //!

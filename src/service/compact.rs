@@ -224,7 +224,7 @@ impl Service {
     }
 
     /// Caches a complete rendering, named by its hours' chain links so that it is
-    /// revalidated without a build ([`Service::known_compact_validator`]); an incomplete
+    /// revalidated without a build ([`Forms::known_compact_validator`]); an incomplete
     /// one is served once and built again.
     async fn keep(
         &self,
@@ -281,7 +281,7 @@ impl Forms<'_> {
     /// in the form asked for.
     ///
     /// # Errors
-    /// As [`Service::view`] for the target; `OpenHasNoCompactForm` for anything that includes
+    /// As [`Hours::view`](super::Hours::view) for the target; `OpenHasNoCompactForm` for anything that includes
     /// the open hour; `Busy` when a union must be built and the union pool is full; a
     /// filter error for `r` outside `1..=32`.
     pub async fn compact_view(&self, target: Target, r: u32, form: Compact) -> Result<View> {

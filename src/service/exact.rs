@@ -220,7 +220,7 @@ impl Forms<'_> {
     ///
     /// # Errors
     /// `NoUniverse`, `BeforeUniverse`; `OpenHourHasNoExactForm` for the open hour; as
-    /// [`Service::view`] for the hour; `TooManyWaiting`, `BudgetTaken` or
+    /// [`Hours::view`](super::Hours::view) for the hour; `TooManyWaiting`, `BudgetTaken` or
     /// `TooLargeForBudget` when the build pool or its memory is taken; store failures.
     pub async fn exact_view(&self, hour: Hour) -> Result<View> {
         let mut now = self.current_hour();

@@ -6,7 +6,7 @@
 //! k bits in each filter, with no store read and no decoding. Decoded filters are
 //! enough for the 10 ms target (see docs/BENCHMARKS.md); a bit-sliced layout would only
 //! pay off for many IDs per request. Hours not kept (the open one, one not yet sealed,
-//! or past the budget) come through [`Service::view`], exactly as clients get them, one
+//! or past the budget) come through [`Hours::view`], exactly as clients get them, one
 //! at a time: a request holds one such filter at once, however long its window.
 
 use super::kept::{Slot, Value};
@@ -60,7 +60,7 @@ impl Service {
         Ok(filter)
     }
 
-    /// An hour's raw rendering as [`Service::view`] gives it, for an hour already
+    /// An hour's raw rendering as [`Hours::view`] gives it, for an hour already
     /// checked to be served (no union is ever built here).
     async fn hour_bin(&self, hour: Hour) -> Result<Arc<crate::render::Rendered>> {
         let open = if hour == self.current_hour() {

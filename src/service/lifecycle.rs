@@ -70,7 +70,7 @@ impl Service {
         }
     }
 
-    /// Seals `hour` (see [`Service::seal`]), without its chain link.
+    /// Seals `hour` (see [`Hours::seal`]), without its chain link.
     async fn seal_one(&self, hour: Hour) -> Result<SealedHour> {
         match self.store.sealed(hour).await {
             Ok(Some(sealed)) => {
@@ -166,7 +166,7 @@ impl Service {
     /// one attempt per backoff, not one per request.
     ///
     /// # Errors
-    /// As [`Service::seal`], or the store is unavailable while the backoff runs.
+    /// As [`Hours::seal`], or the store is unavailable while the backoff runs.
     pub(super) async fn seal_or_backoff(&self, hour: Hour) -> Result<SealedHour> {
         if let Some(left) = self.sealer.backoff_left(hour) {
             return Err(ServiceError::Store(StoreError::Unavailable {

@@ -13,7 +13,13 @@
 //! - every served filter's false-positive estimate is at most the target.
 //!
 //! It speaks in hours, bytes, digests and versions: what they are called on the wire
-//! (URLs, ETags, headers, status codes) is the HTTP layer's to say.
+//! (URLs, ETags, headers, status codes) is the HTTP layer's to say, errors included
+//! ([`ServiceError`] says what failed and with which data; `http::error` words it).
+//!
+//! Its public face is split by part (`parts`): `service.ingest()`, `hours()`,
+//! `forms()`, `signing()`, `health()` and `stats()` hand out handles whose methods sit
+//! in the modules that do the work; `Service` itself keeps its lifecycle (start, load,
+//! tick, the background tasks) and the time it runs on.
 //!
 //! Its state is split into parts, each owning its locks behind a small API, and each
 //! module doc says what the part owns and its own lock order: `open_hours` (the ledger

@@ -166,7 +166,7 @@ impl Hours<'_> {
 }
 
 impl Forms<'_> {
-    /// As [`Service::known_validator`], for the compact `form` at `r` bits.
+    /// As [`Hours::known_validator`], for the compact `form` at `r` bits.
     ///
     /// # Errors
     /// Store failures.
