@@ -478,4 +478,217 @@ mod tests {
             Some(&ErrorCode("busy"))
         );
     }
+
+    /// Every service error keeps the status and `error` code clients saw before the
+    /// service's errors were typed (contracts), and the Bloom forms' suffixes and paths
+    /// are said here.
+    #[test]
+    fn service_errors_keep_their_status_and_code() {
+        use crate::hour::Day;
+        let hour = Hour::from_index(340_000);
+        let day = Day::from_hour_index(hour.index());
+        let union = |fits| Work::Union {
+            from: hour,
+            to: hour.next(),
+            fits,
+        };
+        let cases: Vec<(ServiceError, u16, &str, &str)> = vec![
+            (
+                ServiceError::InFuture {
+                    asked: Target::Hour(hour),
+                    now: hour,
+                },
+                404,
+                "not_found",
+                "in the future",
+            ),
+            (
+                ServiceError::InFuture {
+                    asked: Target::Day(day),
+                    now: hour,
+                },
+                404,
+                "not_found",
+                "/",
+            ),
+            (
+                ServiceError::InFuture {
+                    asked: Target::Since(hour),
+                    now: hour,
+                },
+                400,
+                "invalid_hour",
+                "since",
+            ),
+            (
+                ServiceError::BeforeGenesis {
+                    hour,
+                    genesis: hour.next(),
+                },
+                404,
+                "not_found",
+                "first hour",
+            ),
+            (
+                ServiceError::PastRetention {
+                    hour,
+                    retention_hours: 3,
+                },
+                410,
+                "gone",
+                "retention of 3 hours",
+            ),
+            (
+                ServiceError::OpenHasNoCompactForm {
+                    asked: Target::Hour(hour),
+                    open: hour,
+                },
+                406,
+                "not_acceptable",
+                ".bin, .hex or .json",
+            ),
+            (
+                ServiceError::OpenHasNoCompactForm {
+                    asked: Target::Day(day),
+                    open: hour,
+                },
+                406,
+                "not_acceptable",
+                ".bin, .hex or .json",
+            ),
+            (
+                ServiceError::OpenHasNoCompactForm {
+                    asked: Target::Since(hour),
+                    open: hour,
+                },
+                406,
+                "not_acceptable",
+                ".bin, .hex or .json",
+            ),
+            (
+                ServiceError::OpenHourHasNoExactForm { hour },
+                406,
+                "not_acceptable",
+                ".bin, .hex or .json",
+            ),
+            (ServiceError::NoUniverse, 404, "not_found", "POST /universe"),
+            (
+                ServiceError::BeforeUniverse {
+                    hour,
+                    since: hour.next(),
+                },
+                404,
+                "not_found",
+                "exact hours start",
+            ),
+            (
+                ServiceError::TooLargeForBudget {
+                    work: union(Some(hour.next())),
+                    needed: 3 << 20,
+                    budget: 1 << 20,
+                },
+                413,
+                "range_too_large",
+                "(GET /since/",
+            ),
+            (
+                ServiceError::TooLargeForBudget {
+                    work: union(None),
+                    needed: 3 << 20,
+                    budget: 1 << 20,
+                },
+                413,
+                "range_too_large",
+                "cache_bytes",
+            ),
+            (
+                ServiceError::TooLargeForBudget {
+                    work: Work::Compact {
+                        from: hour,
+                        to: hour,
+                    },
+                    needed: 3 << 20,
+                    budget: 1 << 20,
+                },
+                406,
+                "not_acceptable",
+                "cache_bytes",
+            ),
+            (
+                ServiceError::TooLargeForBudget {
+                    work: Work::Exact { hour },
+                    needed: 3 << 20,
+                    budget: 1 << 20,
+                },
+                406,
+                "not_acceptable",
+                ".ribbon",
+            ),
+            (
+                ServiceError::TooLargeForBudget {
+                    work: Work::Render { hour },
+                    needed: 3 << 20,
+                    budget: 1 << 20,
+                },
+                503,
+                "busy",
+                "rendering",
+            ),
+            (
+                ServiceError::BudgetTaken {
+                    work: Work::Scrub { hour },
+                    needed: 3 << 20,
+                    left: 1 << 20,
+                },
+                503,
+                "busy",
+                "retry shortly",
+            ),
+            (
+                ServiceError::TooManyWaiting { waiting: 8 },
+                503,
+                "busy",
+                "8 builds waiting",
+            ),
+            (
+                ServiceError::NoClockJumpHeld {
+                    node_offset_seconds: None,
+                },
+                409,
+                "nothing_to_confirm",
+                "follows its clock",
+            ),
+            (
+                ServiceError::NoClockJumpHeld {
+                    node_offset_seconds: Some(90),
+                },
+                409,
+                "nothing_to_confirm",
+                "90 s off",
+            ),
+            (
+                ServiceError::HourFull {
+                    hour,
+                    count: 2,
+                    max: 2,
+                },
+                507,
+                "hour_full",
+                "max_hour_ids",
+            ),
+            (
+                ServiceError::UniverseFull { count: 2, max: 2 },
+                507,
+                "universe_full",
+                "max_universe_ids",
+            ),
+        ];
+        for (error, status, code, says) in cases {
+            let what = format!("{error:?}");
+            let api = ApiError::from(error);
+            assert_eq!(api.status().as_u16(), status, "{what}");
+            assert_eq!(api.code(), code, "{what}");
+            assert!(api.to_string().contains(says), "{what}: {api}");
+        }
+    }
 }
