@@ -1,5 +1,5 @@
 //! What the background scrub costs: one pass over sealed hours on the embedded store, as
-//! the server runs it (`Service::scrub_now`, the pass `run_scrub` spreads over
+//! the server runs it (`Health::scrub_now`, the pass `run_scrub` spreads over
 //! `scrub_pass_seconds`), timed in process CPU (user + system) against the bytes it read
 //! back and verified.
 //!
@@ -69,7 +69,7 @@ async fn store(universe: usize) -> Store {
             .map(|i| Key::of(&format!("user:{i}")))
             .collect();
         for chunk in keys.chunks(1 << 20) {
-            app.service().add_to_universe(chunk).await.unwrap();
+            app.service().ingest().add_to_universe(chunk).await.unwrap();
         }
     }
     Store {
@@ -84,7 +84,7 @@ async fn fill(store: &Store, hours: usize, ids: impl Fn(usize) -> Vec<Key>) {
     let service = store.app.service();
     for hour in 0..hours {
         for chunk in ids(hour).chunks(100_000) {
-            service.ingest(chunk).await.unwrap();
+            service.ingest().add(chunk).await.unwrap();
         }
         store.clock.advance(chrono::Duration::hours(1));
         service.tick().await.unwrap();
@@ -94,7 +94,7 @@ async fn fill(store: &Store, hours: usize, ids: impl Fn(usize) -> Vec<Key>) {
 async fn measure(name: &str, store: &Store) {
     let service = store.app.service();
     let (cpu0, wall0) = (cpu(), Instant::now());
-    let report = service.scrub_now().await;
+    let report = service.health().scrub_now().await;
     let (cpu, wall) = (cpu() - cpu0, wall0.elapsed());
     assert_eq!(report.damage_found, 0, "an intact store");
     let gb = report.bytes as f64 / 1e9;

@@ -47,7 +47,7 @@ async fn main() {
         let keys: Vec<Key> = (0..PER_HOUR)
             .map(|i| Key::of(&format!("user:{}", h as usize * PER_HOUR + i)))
             .collect();
-        service.ingest(&keys).await.unwrap();
+        service.ingest().add(&keys).await.unwrap();
         clock.advance(Duration::hours(1));
         service.tick().await.unwrap();
     }

@@ -56,7 +56,7 @@ pub async fn get_chain(
             }
         },
     };
-    let page = state.service.chain(from, limit).await?;
+    let page = state.service.signing().chain(from, limit).await?;
     let body: Vec<_> = page
         .links
         .iter()
@@ -102,13 +102,13 @@ pub async fn get_chain(
 pub async fn well_known(State(state): State<AppState>) -> Result<Response> {
     let service = &state.service;
     let tuning = service.tuning();
-    let list = service.key_list().await?;
+    let list = service.signing().key_list().await?;
     let current = list
         .keys()
         .last()
         .filter(|k| k.last_hour.is_none())
         .map(|k| k.public_key)
-        .or(service.public_key());
+        .or(service.signing().public_key());
     let keys = crate::client::key_list_json(&list);
     let body = json!({
         "service": "bloomcast",
@@ -137,7 +137,7 @@ pub async fn well_known(State(state): State<AppState>) -> Result<Response> {
 /// 404 when the service signs nothing, has linked no hour yet, or this node holds no key
 /// listed for its newest hour.
 pub async fn checkpoint(State(state): State<AppState>) -> Result<Response> {
-    let Some((checkpoint, key_id)) = state.service.checkpoint() else {
+    let Some((checkpoint, key_id)) = state.service.signing().checkpoint() else {
         return Err(ApiError::NotFound(
             "no checkpoint: this service signs nothing, has sealed no hour yet, or this node \
              holds no key listed for its newest hour"

@@ -14,7 +14,7 @@ use axum::Json;
 /// when no jump is held; `401` without a valid token.
 pub async fn confirm(State(state): State<AppState>, headers: HeaderMap) -> Result<Response> {
     state.auth.check(&headers)?;
-    let report = state.service.confirm_clock().await?;
+    let report = state.service.health().confirm_clock().await?;
     Ok((
         [(header::CACHE_CONTROL, HeaderValue::from_static("no-store"))],
         Json(report),

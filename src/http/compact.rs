@@ -71,7 +71,7 @@ async fn serve(state: &AppState, parts: &Parts, plain: &str, form: Compact) -> R
     }
     let asked = requested_fpp(parts.uri.query())?;
     // The member of the published set served (section 12, "The grade set").
-    let (r, served) = (state.service.grades()).served(form, asked.map(|(_, p)| p));
+    let (r, served) = (state.service.forms().grades()).served(form, asked.map(|(_, p)| p));
     // A spelling other than the member's canonical one names the canonical URL's bytes.
     let location = match asked {
         Some((spelled, _)) if spelled != canonical(served) => Some(
@@ -83,7 +83,7 @@ async fn serve(state: &AppState, parts: &Parts, plain: &str, form: Compact) -> R
     let vary = HeaderValue::from_static("Accept, Accept-Encoding");
     if parts.headers.contains_key(header::IF_NONE_MATCH) {
         // A closed hour or past day is revalidated from its hours' links, never built.
-        let name = (state.service)
+        let name = (state.service.forms())
             .known_compact_validator(target, r, form)
             .await?;
         let gzip = form == Compact::RibbonJson && accepts_gzip(&parts.headers);
@@ -94,7 +94,7 @@ async fn serve(state: &AppState, parts: &Parts, plain: &str, form: Compact) -> R
             return Ok(response);
         }
     }
-    let view = state.service.compact_view(target, r, form).await?;
+    let view = state.service.forms().compact_view(target, r, form).await?;
     let rendered = &view.rendered;
     let head = rendered.head();
     // Only the JSON form has a gzip encoding (the body is near-random bits).

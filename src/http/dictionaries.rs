@@ -53,6 +53,7 @@ pub async fn get_dictionary(State(state): State<AppState>, request: Request) -> 
         .ok_or_else(not_found)?;
     let linked = state
         .service
+        .hours()
         .dictionary(hour, &wanted)
         .filter(|l| suffix.is_none_or(|s| s == l.repr))
         .ok_or_else(not_found)?;

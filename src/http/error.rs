@@ -2,7 +2,8 @@
 //! and a JSON body `{"error": ..., "message": ...}`. Server errors are logged in full
 //! and reported to the client without internals.
 
-use crate::service::ServiceError;
+use crate::hour::Hour;
+use crate::service::{ServiceError, Target, Work, RECOVERY_HOLD};
 use crate::store::{full_message, StoreError};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -155,12 +156,80 @@ impl ApiError {
 impl From<ServiceError> for ApiError {
     fn from(e: ServiceError) -> Self {
         match e {
-            ServiceError::NotFound(m) => ApiError::NotFound(m),
-            ServiceError::Gone(m) => ApiError::Gone(m),
-            ServiceError::NothingToConfirm(m) => ApiError::NothingToConfirm(m),
-            ServiceError::NotAcceptable(m) => ApiError::NotAcceptable(m),
-            ServiceError::RangeTooLarge(m) => ApiError::RangeTooLarge(m),
-            ServiceError::BadRange(m) => ApiError::InvalidHour(m),
+            ServiceError::InFuture {
+                asked: Target::Since(from),
+                now,
+            } => ApiError::InvalidHour(format!(
+                "since {from} is in the future; the current hour is {now}"
+            )),
+            ServiceError::InFuture { asked, now } => ApiError::NotFound(format!(
+                "{} is in the future; the current hour is {now}",
+                named(asked)
+            )),
+            ServiceError::BeforeGenesis { hour, genesis } => ApiError::NotFound(format!(
+                "{hour} is before this service's first hour {genesis}: nothing is known about it"
+            )),
+            ServiceError::PastRetention {
+                hour,
+                retention_hours,
+            } => ApiError::Gone(format!(
+                "{hour} is past the retention of {retention_hours} hours"
+            )),
+            ServiceError::OpenHasNoCompactForm { asked, open } => {
+                ApiError::NotAcceptable(match asked {
+                    Target::Hour(hour) => format!(
+                        "{hour} is still open: its compact form exists once it closes; \
+                         fetch it as {BLOOM_SUFFIXES} until then"
+                    ),
+                    Target::Day(day) => format!(
+                        "{} includes the open hour {open}: its compact form exists once the \
+                         day is over; fetch it as {BLOOM_SUFFIXES} until then",
+                        day.path()
+                    ),
+                    Target::Since(_) => format!(
+                        "a since-range ends in the open hour {open}, which has no compact \
+                         form; fetch its closed hours and past days in compact form, or the \
+                         range as {BLOOM_SUFFIXES}"
+                    ),
+                })
+            }
+            ServiceError::OpenHourHasNoExactForm { hour } => ApiError::NotAcceptable(format!(
+                "{hour} is still open: its exact form is built when it is sealed; \
+                 fetch it as {BLOOM_SUFFIXES} until then"
+            )),
+            ServiceError::NoUniverse => ApiError::NotFound(
+                "this service has no universe, so no exact hours: a publisher creates one \
+                 with POST /universe"
+                    .into(),
+            ),
+            ServiceError::BeforeUniverse { hour, since } => ApiError::NotFound(format!(
+                "{hour} was sealed before the universe existed: exact hours start at {since}"
+            )),
+            ServiceError::TooLargeForBudget {
+                work,
+                needed,
+                budget,
+            } => too_large(work, mib(needed), mib(budget)),
+            ServiceError::BudgetTaken { work, needed, left } => ApiError::Busy(format!(
+                "{} needs about {} MiB of memory and other builds leave {} MiB of the \
+                 budget; retry shortly (setting cache_bytes)",
+                doing(work),
+                mib(needed),
+                mib(left)
+            )),
+            ServiceError::TooManyWaiting { waiting } => ApiError::Busy(format!(
+                "this client has {waiting} builds waiting already; retry shortly"
+            )),
+            ServiceError::NoClockJumpHeld {
+                node_offset_seconds,
+            } => ApiError::NothingToConfirm(match node_offset_seconds {
+                Some(off) => format!(
+                    "no clock jump is held; this node's clock is {off} s off PostgreSQL's, \
+                     which the cluster runs on and which cannot be confirmed from a node: \
+                     fix this node's time synchronisation (NTP)"
+                ),
+                None => "no clock jump is held: the service follows its clock".to_owned(),
+            }),
             full @ ServiceError::HourFull { .. } => ApiError::HourFull(format!(
                 "{full}; nothing of this batch was recorded (setting max_hour_ids)"
             )),
@@ -171,7 +240,7 @@ impl From<ServiceError> for ApiError {
                 tracing::warn!(error = %full_message(&e), "store unavailable");
                 ApiError::Unavailable
             }
-            ServiceError::Store(StoreError::Busy(m)) | ServiceError::Busy(m) => ApiError::Busy(m),
+            ServiceError::Store(StoreError::Busy(m)) => ApiError::Busy(m),
             ServiceError::Corrupt {
                 hour,
                 keys_only,
@@ -208,6 +277,84 @@ impl From<ServiceError> for ApiError {
     }
 }
 
+/// The Bloom forms every hour, day and range has, which a client is sent to when the
+/// form it asked for does not exist (yet) or does not fit the build budget.
+const BLOOM_SUFFIXES: &str = ".bin, .hex or .json";
+
+/// Bytes in MiB, rounded up.
+fn mib(bytes: u64) -> u64 {
+    bytes.div_ceil(1 << 20)
+}
+
+/// A target as a message names it: an hour by its time, a day by its path.
+fn named(target: Target) -> String {
+    match target {
+        Target::Hour(hour) => hour.to_string(),
+        Target::Day(day) => day.path(),
+        Target::Since(from) => format!("since {from}"),
+    }
+}
+
+/// What a compact build of `from..=to` is of: an hour's path, or the range's.
+fn compact_of(from: Hour, to: Hour) -> String {
+    if from == to {
+        from.path()
+    } else {
+        format!("{}..{}", from.path(), to.path())
+    }
+}
+
+/// Work refused its memory, as a message names it.
+fn doing(work: Work) -> String {
+    match work {
+        Work::Union { from, to, .. } => format!("building the union of {from}..{to}"),
+        Work::Compact { from, to } => {
+            format!("building the compact form of {}", compact_of(from, to))
+        }
+        Work::Exact { hour } => format!("building the exact form of {}", hour.path()),
+        Work::Render { hour } => format!("rendering {}", hour.path()),
+        Work::Scrub { hour } => format!("scrubbing {hour}"),
+    }
+}
+
+/// Work that alone needs more than the builds' budget (`needs` and `budget` in MiB): a
+/// union is a range too large (naming the longest that fits), a compact or exact form
+/// one the client fetches in a Bloom form instead.
+fn too_large(work: Work, needs: u64, budget: u64) -> ApiError {
+    match work {
+        Work::Union { from, to, fits } => {
+            let m = format!(
+                "the union of {from}..{to} needs about {needs} MiB of memory to build, more \
+                 than this server's build budget of {budget} MiB (a third of setting \
+                 cache_bytes)"
+            );
+            ApiError::RangeTooLarge(match fits {
+                Some(start) => format!(
+                    "{m}; the longest range ending at {} this server builds starts at \
+                     {start} (GET /since{} while that hour is open)",
+                    to.rfc3339(),
+                    start.path()
+                ),
+                None => m,
+            })
+        }
+        Work::Compact { from, to } => ApiError::NotAcceptable(format!(
+            "the compact form of {} needs about {needs} MiB of memory to build, more than \
+             this server's build budget of {budget} MiB (setting cache_bytes); fetch it as \
+             {BLOOM_SUFFIXES}",
+            compact_of(from, to)
+        )),
+        Work::Exact { hour } => ApiError::NotAcceptable(format!(
+            "the exact form of {} needs about {needs} MiB of memory to build, more than this \
+             server's build budget of {budget} MiB (setting cache_bytes); fetch it as .bin, \
+             .hex, .json or .ribbon",
+            hour.path()
+        )),
+        // Reserved up to the whole budget at most: never too large, only busy.
+        Work::Render { .. } | Work::Scrub { .. } => ApiError::Busy(doing(work)),
+    }
+}
+
 impl From<crate::hour::HourError> for ApiError {
     fn from(e: crate::hour::HourError) -> Self {
         ApiError::InvalidHour(e.to_string())
@@ -229,7 +376,11 @@ impl IntoResponse for ApiError {
                 headers.insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
             }
             ApiError::Unavailable | ApiError::ServerTimeout => {
-                headers.insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
+                // As long as a failed write keeps `/healthz` saying so.
+                headers.insert(
+                    header::RETRY_AFTER,
+                    HeaderValue::from(RECOVERY_HOLD.as_secs()),
+                );
             }
             ApiError::Busy(_) => {
                 headers.insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
@@ -335,5 +486,218 @@ mod tests {
             response.extensions().get::<ErrorCode>(),
             Some(&ErrorCode("busy"))
         );
+    }
+
+    /// Every service error keeps the status and `error` code clients saw before the
+    /// service's errors were typed (contracts), and the Bloom forms' suffixes and paths
+    /// are said here.
+    #[test]
+    fn service_errors_keep_their_status_and_code() {
+        use crate::hour::Day;
+        let hour = Hour::from_index(340_000);
+        let day = Day::from_hour_index(hour.index());
+        let union = |fits| Work::Union {
+            from: hour,
+            to: hour.next(),
+            fits,
+        };
+        let cases: Vec<(ServiceError, u16, &str, &str)> = vec![
+            (
+                ServiceError::InFuture {
+                    asked: Target::Hour(hour),
+                    now: hour,
+                },
+                404,
+                "not_found",
+                "in the future",
+            ),
+            (
+                ServiceError::InFuture {
+                    asked: Target::Day(day),
+                    now: hour,
+                },
+                404,
+                "not_found",
+                "/",
+            ),
+            (
+                ServiceError::InFuture {
+                    asked: Target::Since(hour),
+                    now: hour,
+                },
+                400,
+                "invalid_hour",
+                "since",
+            ),
+            (
+                ServiceError::BeforeGenesis {
+                    hour,
+                    genesis: hour.next(),
+                },
+                404,
+                "not_found",
+                "first hour",
+            ),
+            (
+                ServiceError::PastRetention {
+                    hour,
+                    retention_hours: 3,
+                },
+                410,
+                "gone",
+                "retention of 3 hours",
+            ),
+            (
+                ServiceError::OpenHasNoCompactForm {
+                    asked: Target::Hour(hour),
+                    open: hour,
+                },
+                406,
+                "not_acceptable",
+                ".bin, .hex or .json",
+            ),
+            (
+                ServiceError::OpenHasNoCompactForm {
+                    asked: Target::Day(day),
+                    open: hour,
+                },
+                406,
+                "not_acceptable",
+                ".bin, .hex or .json",
+            ),
+            (
+                ServiceError::OpenHasNoCompactForm {
+                    asked: Target::Since(hour),
+                    open: hour,
+                },
+                406,
+                "not_acceptable",
+                ".bin, .hex or .json",
+            ),
+            (
+                ServiceError::OpenHourHasNoExactForm { hour },
+                406,
+                "not_acceptable",
+                ".bin, .hex or .json",
+            ),
+            (ServiceError::NoUniverse, 404, "not_found", "POST /universe"),
+            (
+                ServiceError::BeforeUniverse {
+                    hour,
+                    since: hour.next(),
+                },
+                404,
+                "not_found",
+                "exact hours start",
+            ),
+            (
+                ServiceError::TooLargeForBudget {
+                    work: union(Some(hour.next())),
+                    needed: 3 << 20,
+                    budget: 1 << 20,
+                },
+                413,
+                "range_too_large",
+                "(GET /since/",
+            ),
+            (
+                ServiceError::TooLargeForBudget {
+                    work: union(None),
+                    needed: 3 << 20,
+                    budget: 1 << 20,
+                },
+                413,
+                "range_too_large",
+                "cache_bytes",
+            ),
+            (
+                ServiceError::TooLargeForBudget {
+                    work: Work::Compact {
+                        from: hour,
+                        to: hour,
+                    },
+                    needed: 3 << 20,
+                    budget: 1 << 20,
+                },
+                406,
+                "not_acceptable",
+                "cache_bytes",
+            ),
+            (
+                ServiceError::TooLargeForBudget {
+                    work: Work::Exact { hour },
+                    needed: 3 << 20,
+                    budget: 1 << 20,
+                },
+                406,
+                "not_acceptable",
+                ".ribbon",
+            ),
+            (
+                ServiceError::TooLargeForBudget {
+                    work: Work::Render { hour },
+                    needed: 3 << 20,
+                    budget: 1 << 20,
+                },
+                503,
+                "busy",
+                "rendering",
+            ),
+            (
+                ServiceError::BudgetTaken {
+                    work: Work::Scrub { hour },
+                    needed: 3 << 20,
+                    left: 1 << 20,
+                },
+                503,
+                "busy",
+                "retry shortly",
+            ),
+            (
+                ServiceError::TooManyWaiting { waiting: 8 },
+                503,
+                "busy",
+                "8 builds waiting",
+            ),
+            (
+                ServiceError::NoClockJumpHeld {
+                    node_offset_seconds: None,
+                },
+                409,
+                "nothing_to_confirm",
+                "follows its clock",
+            ),
+            (
+                ServiceError::NoClockJumpHeld {
+                    node_offset_seconds: Some(90),
+                },
+                409,
+                "nothing_to_confirm",
+                "90 s off",
+            ),
+            (
+                ServiceError::HourFull {
+                    hour,
+                    count: 2,
+                    max: 2,
+                },
+                507,
+                "hour_full",
+                "max_hour_ids",
+            ),
+            (
+                ServiceError::UniverseFull { count: 2, max: 2 },
+                507,
+                "universe_full",
+                "max_universe_ids",
+            ),
+        ];
+        for (error, status, code, says) in cases {
+            let what = format!("{error:?}");
+            let api = ApiError::from(error);
+            assert_eq!(api.status().as_u16(), status, "{what}");
+            assert_eq!(api.code(), code, "{what}");
+            assert!(api.to_string().contains(says), "{what}: {api}");
+        }
     }
 }

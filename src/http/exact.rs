@@ -48,7 +48,7 @@ async fn serve(state: &AppState, parts: &Parts, plain: &str) -> Result<Response>
             "the exact form is an hour's only: /YYYY/MM/DD/HH.exact".into(),
         ));
     };
-    let view = state.service.exact_view(hour).await?;
+    let view = state.service.forms().exact_view(hour).await?;
     let rendered = &view.rendered;
     let head = rendered.head();
     let etag = head.etag(false).clone();

@@ -46,7 +46,7 @@ async fn serve(
         return Ok(response);
     }
     let asked = Encodings::asked(accepts_gzip(headers));
-    let view = state.service.view(target, repr, asked).await?;
+    let view = state.service.hours().view(target, repr, asked).await?;
     let delta = open_hour_delta(state, &view, headers).await;
     Ok(respond(state, &view, suffix, headers, delta))
 }
@@ -73,7 +73,7 @@ async fn revalidated(
     if !request.contains_key(header::IF_NONE_MATCH) {
         return Ok(None);
     }
-    let name = state.service.known_validator(target, repr).await?;
+    let name = state.service.hours().known_validator(target, repr).await?;
     Ok(not_modified_by_name(
         name,
         request,
@@ -137,7 +137,11 @@ async fn open_hour_delta(
     if not_modified(&view.rendered, request) {
         return None;
     }
-    state.service.delta(hour, &view.rendered, &dictionary).await
+    state
+        .service
+        .hours()
+        .delta(hour, &view.rendered, &dictionary)
+        .await
 }
 
 /// The response to a filter request, with the open hour's `delta` when one was made
@@ -216,6 +220,7 @@ fn kept_as_dictionary(
     let hour = view.open_hour?;
     state
         .service
+        .hours()
         .keep_as_dictionary(hour, &view.rendered)
         .then(|| {
             let path = canonical_path((Target::Hour(hour), suffix));
@@ -231,7 +236,10 @@ fn kept_as_dictionary(
 /// very version.
 fn linked_dictionary(state: &AppState, view: &View, suffix: Option<Repr>) -> Option<String> {
     let hour = view.open_hour?;
-    let sha256 = state.service.linked_dictionary(hour, &view.rendered)?;
+    let sha256 = state
+        .service
+        .hours()
+        .linked_dictionary(hour, &view.rendered)?;
     let path = canonical_path((Target::Hour(hour), suffix));
     Some(super::dictionaries::url(&path, &sha256))
 }

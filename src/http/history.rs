@@ -24,7 +24,7 @@ pub async fn get_history(
 ) -> Result<Response> {
     state.auth.check(&headers)?;
     let (ids, since) = parse_query(pairs)?;
-    let history = state.service.history(&ids, since).await?;
+    let history = state.service.hours().history(&ids, since).await?;
     let body = json!({
         "from": history.from.rfc3339(),
         "to": history.to.rfc3339(),

@@ -43,7 +43,7 @@ pub async fn post_updates(
         coding: sent.map(|Extension(Sent(c))| c),
     };
     let (keys, _permit) = authenticated_keys(&state, &headers, body).await?;
-    let receipt = state.service.ingest(&keys).await?;
+    let receipt = state.service.ingest().add(&keys).await?;
     state.metrics.ids_ingested(keys.len());
     // A receipt is for this publisher and this request: no cache may keep it.
     Ok((

@@ -4,7 +4,7 @@ use super::error::{ApiError, Result};
 use super::negotiate::accepts_gzip;
 use super::AppState;
 use crate::bloom::SHA1_KM32;
-use crate::service::{HourState, HourSummary};
+use crate::service::{HealthReason, HealthReport, HealthStatus, HourState, HourSummary};
 use axum::extract::State;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -20,8 +20,8 @@ const INDEX_HOURS: usize = 24;
 pub async fn index(State(state): State<AppState>, request: HeaderMap) -> Result<Response> {
     let service = &state.service;
     let now = service.current_hour();
-    let hours = service.recent(INDEX_HOURS).await?;
-    let exact_since = service.exact_since().await?;
+    let hours = service.hours().recent(INDEX_HOURS).await?;
+    let exact_since = service.forms().exact_since().await?;
     let tuning = service.tuning();
     let body: Value = json!({
         "service": "bloomcast",
@@ -50,7 +50,7 @@ pub async fn index(State(state): State<AppState>, request: HeaderMap) -> Result<
         },
         "exact_since": exact_since.map(|h| h.rfc3339()),
         "ribbon_versions": [1, 2],
-        "ribbon_grades": service.grades().published(),
+        "ribbon_grades": service.forms().grades().published(),
         "hours": hours.iter().map(index_line).collect::<Vec<_>>(),
     });
     let body = serde_json::to_vec(&body).expect("a JSON value serializes");
@@ -138,13 +138,83 @@ fn revalidated_json(identity: Vec<u8>, request: &HeaderMap) -> Response {
 /// verification), 503 while the store takes no writes (`unavailable`) or the open hour
 /// is still loading (`loading`), always with the JSON report.
 pub async fn healthz(State(state): State<AppState>) -> impl IntoResponse {
-    let report = state.service.health().await;
+    let report = state.service.health().report().await;
     let status = if report.is_serving() {
         StatusCode::OK
     } else {
         StatusCode::SERVICE_UNAVAILABLE
     };
-    (status, [(header::CACHE_CONTROL, "no-store")], Json(report))
+    let document = Healthz {
+        status: report.status,
+        reason: report.reason.as_ref().map(health_reason),
+        report,
+    };
+    (
+        status,
+        [(header::CACHE_CONTROL, "no-store")],
+        Json(document),
+    )
+}
+
+/// The `/healthz` document: the status, why it is not `ok`, then the report's figures.
+#[derive(serde::Serialize)]
+struct Healthz {
+    status: HealthStatus,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reason: Option<String>,
+    #[serde(flatten)]
+    report: HealthReport,
+}
+
+/// Why `/healthz` is not `ok`, in words for the operator.
+fn health_reason(reason: &HealthReason) -> String {
+    match reason {
+        HealthReason::WriteFailed(why) => why.clone(),
+        HealthReason::Loading => "loading the open hour from the store".to_owned(),
+        HealthReason::Corrupt => {
+            "some stored data failed verification and is not served".to_owned()
+        }
+        HealthReason::ClockJump { jump, reference } => {
+            let clock = if *reference {
+                "PostgreSQL's clock"
+            } else {
+                "the wall clock"
+            };
+            jump_reason(jump, clock)
+        }
+        HealthReason::NodeClockOff { offset_seconds } => format!(
+            "this node's clock is {} s {} PostgreSQL's, which the cluster runs on: it \
+             opens, seals and prunes nothing by its own clock; fix its time \
+             synchronisation (NTP)",
+            offset_seconds.abs(),
+            if *offset_seconds > 0 {
+                "ahead of"
+            } else {
+                "behind"
+            }
+        ),
+    }
+}
+
+/// What `/healthz` says of a forward jump of `clock` held: by how much, since when, and
+/// how it ends (corrected, confirmed by an operator, or held for the confirmation period).
+fn jump_reason(jump: &crate::clock::JumpState, clock: &str) -> String {
+    let what = if jump.at_start {
+        format!(
+            "{clock} at start read {} s past the time the last heartbeat recorded (plus the \
+             time measured since, where this boot measured it)",
+            jump.ahead_seconds
+        )
+    } else {
+        format!("{clock} jumped {} s ahead", jump.ahead_seconds)
+    };
+    format!(
+        "{what}; the service runs on the time measured since and opens and prunes nothing by \
+         the clock: if the clock is right, confirm it with `bloomcast confirm-clock` (POST \
+         /clock/confirm with the ingest token); otherwise correct it, and it is followed \
+         again at once. It is followed by itself after it holds for {} s more",
+        jump.confirm_in_seconds.unwrap_or(0)
+    )
 }
 
 /// The Prometheus text exposition ([`super::metrics::exposition`]).

@@ -21,7 +21,7 @@ pub async fn stats(
     let service = &state.service;
     let tuning = service.tuning();
     let hours = hours_param(query.as_deref())?.clamp(1, tuning.retention_hours);
-    let per_hour = service.hour_stats(hours as usize).await?;
+    let per_hour = service.stats().hour_stats(hours as usize).await?;
     let now = service.current_hour();
     let reading = state.metrics.reading();
     let samples = state.metrics.series.with(reading);
@@ -38,11 +38,11 @@ pub async fn stats(
             "points": rates(&samples),
         },
         "totals": reading.totals,
-        "cache": service.cache_stats(),
+        "cache": service.stats().cache_stats(),
         "memory": memory(&state),
-        "unions": service.union_work(),
-        "build_queue": service.build_queue(),
-        "warm": service.warm_stats(),
+        "unions": service.stats().union_work(),
+        "build_queue": service.stats().build_queue(),
+        "warm": service.stats().warm_stats(),
     });
     Ok(([(header::CACHE_CONTROL, "no-store")], Json(body)))
 }
@@ -57,7 +57,7 @@ pub(super) struct Part {
 
 /// The parts of the one memory budget, and the pieces of the one cache, as held now.
 pub(super) fn memory_parts(state: &AppState) -> (u64, Vec<Part>) {
-    let m = state.service.memory_stats();
+    let m = state.service.stats().memory_stats();
     let s = m.split;
     let part = |name, bytes, budget| Part {
         name,

@@ -29,14 +29,14 @@ pub async fn post_universe(
         coding: sent.map(|Extension(Sent(c))| c),
     };
     let (keys, _permit) = authenticated_keys(&state, &headers, upload).await?;
-    let count = state.service.add_to_universe(&keys).await?;
+    let count = state.service.ingest().add_to_universe(&keys).await?;
     Ok(private(json!({"accepted": keys.len(), "count": count})))
 }
 
 /// The universe's size and first hour (`since`: null before one exists).
 pub async fn get_universe(State(state): State<AppState>, headers: HeaderMap) -> Result<Response> {
     state.auth.check(&headers)?;
-    let info = state.service.universe().await?;
+    let info = state.service.ingest().universe().await?;
     Ok(private(json!({
         "count": info.map_or(0, |u| u.count),
         "since": info.map(|u| u.since.rfc3339()),

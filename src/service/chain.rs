@@ -2,7 +2,8 @@
 //! hour responses and for `GET /chain/...`. Links and signatures come from the store,
 //! where sealing wrote them (see `signing.rs`).
 
-use super::{Result, Service, ServiceError};
+use super::parts::Signing;
+use super::{Result, Service, ServiceError, Target};
 use crate::chain::{self, PublicKey, SignatureField};
 use crate::hour::Hour;
 use crate::render::ChainPlace;
@@ -29,23 +30,6 @@ pub struct ChainPage {
 }
 
 impl Service {
-    /// This node's signing key, if it has one.
-    pub fn public_key(&self) -> Option<PublicKey> {
-        self.tuning.signer.as_ref().map(chain::Signer::public_key)
-    }
-
-    /// The chain's head as housekeeping last read it: the newest linked hour and its
-    /// link header (`None` before any hour is linked).
-    pub fn chain_head(&self) -> Option<(Hour, chain::Hash)> {
-        self.sealer.head()
-    }
-
-    /// The latest checkpoint this node signed, with the id of its key: `None` before the
-    /// first hour is linked, or when this node holds no key listed for the newest hour.
-    pub fn checkpoint(&self) -> Option<(chain::Checkpoint, chain::KeyId)> {
-        self.sealer.checkpoint()
-    }
-
     /// Signs a checkpoint of the chain's head `hour` (its `header`), made now, when this
     /// node holds the key listed for that hour (docs/PROTOCOL.md section 11, "Trust"):
     /// housekeeping makes one at every hour boundary and at least every minute, so a
@@ -55,7 +39,7 @@ impl Service {
             return;
         };
         let ours = signer.public_key();
-        let listed = match self.key_list().await {
+        let listed = match self.signing().key_list().await {
             Ok(list) => list.for_hour(hour).map(|k| k.public_key),
             Err(e) => {
                 tracing::warn!(error = %e, "cannot read the key registry; no checkpoint made");
@@ -75,16 +59,75 @@ impl Service {
         self.sealer.keep_checkpoint(checkpoint, ours.id());
     }
 
+    /// The place in the chain of a sealed hour whose `.bin` bytes have `digest`, served
+    /// with its every representation: `None` when the hour has no link (or its link row
+    /// fails verification).
+    ///
+    /// # Errors
+    /// [`StoreError::Corrupt`] (recorded) when the hour's link covers other bytes.
+    pub(super) async fn chain_place(
+        &self,
+        hour: Hour,
+        digest: &chain::Hash,
+    ) -> Result<Option<ChainPlace>> {
+        let signed = match self.signing().signed_link(hour).await {
+            Ok(Some(signed)) => signed,
+            Ok(None) => return Ok(None),
+            // Served unsigned (clients that verify refuse it), never unserved.
+            Err(ServiceError::Store(e @ StoreError::Corrupt(_))) => {
+                self.note_corrupt(hour, &e);
+                return Ok(None);
+            }
+            Err(ServiceError::Corrupt { .. }) => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        if &signed.link.digest != digest {
+            // The chain is the record of what was sealed: bytes it does not cover (a seal
+            // rebuilt from what is left of a damaged hour) are never served as the hour.
+            let e = StoreError::Corrupt(format!(
+                "the filter of hour {hour} rebuilt from its keys is not the one its chain link \
+                 covers (digest {}, link {}): its stored keys are not all there",
+                chain::hex(digest),
+                chain::hex(&signed.link.digest)
+            ));
+            return Err(self.corrupt(hour, e));
+        }
+        Ok(Some(ChainPlace {
+            prev: signed.link.prev,
+            signature: signed.signature,
+        }))
+    }
+}
+
+impl Signing<'_> {
+    /// This node's signing key, if it has one.
+    pub fn public_key(&self) -> Option<PublicKey> {
+        self.tuning.signer.as_ref().map(chain::Signer::public_key)
+    }
+
+    /// The chain's head as housekeeping last read it: the newest linked hour and its
+    /// link header (`None` before any hour is linked).
+    pub fn chain_head(&self) -> Option<(Hour, chain::Hash)> {
+        self.sealer.head()
+    }
+
+    /// The latest checkpoint this node signed, with the id of its key: `None` before the
+    /// first hour is linked, or when this node holds no key listed for the newest hour.
+    pub fn checkpoint(&self) -> Option<(chain::Checkpoint, chain::KeyId)> {
+        self.sealer.checkpoint()
+    }
+
     /// Up to `limit` links from `from` on, oldest first, each signed.
     ///
     /// # Errors
-    /// `NotFound` for an hour in the future; store failures.
+    /// `InFuture` for an hour in the future; store failures.
     pub async fn chain(&self, from: Hour, limit: usize) -> Result<ChainPage> {
         let now = self.current_hour();
         if from > now {
-            return Err(ServiceError::NotFound(format!(
-                "{from} is in the future; the current hour is {now}"
-            )));
+            return Err(ServiceError::InFuture {
+                asked: Target::Hour(from),
+                now,
+            });
         }
         let limit = limit.clamp(1, MAX_CHAIN_PAGE);
         let links = self.store.links(from, limit).await?;
@@ -125,45 +168,6 @@ impl Service {
         Ok(Some(SignedLink {
             signature: self.signature(&link).await?,
             link,
-        }))
-    }
-
-    /// The place in the chain of a sealed hour whose `.bin` bytes have `digest`, served
-    /// with its every representation: `None` when the hour has no link (or its link row
-    /// fails verification).
-    ///
-    /// # Errors
-    /// [`StoreError::Corrupt`] (recorded) when the hour's link covers other bytes.
-    pub(super) async fn chain_place(
-        &self,
-        hour: Hour,
-        digest: &chain::Hash,
-    ) -> Result<Option<ChainPlace>> {
-        let signed = match self.signed_link(hour).await {
-            Ok(Some(signed)) => signed,
-            Ok(None) => return Ok(None),
-            // Served unsigned (clients that verify refuse it), never unserved.
-            Err(ServiceError::Store(e @ StoreError::Corrupt(_))) => {
-                self.note_corrupt(hour, &e);
-                return Ok(None);
-            }
-            Err(ServiceError::Corrupt { .. }) => return Ok(None),
-            Err(e) => return Err(e),
-        };
-        if &signed.link.digest != digest {
-            // The chain is the record of what was sealed: bytes it does not cover (a seal
-            // rebuilt from what is left of a damaged hour) are never served as the hour.
-            let e = StoreError::Corrupt(format!(
-                "the filter of hour {hour} rebuilt from its keys is not the one its chain link \
-                 covers (digest {}, link {}): its stored keys are not all there",
-                chain::hex(digest),
-                chain::hex(&signed.link.digest)
-            ));
-            return Err(self.corrupt(hour, e));
-        }
-        Ok(Some(ChainPlace {
-            prev: signed.link.prev,
-            signature: signed.signature,
         }))
     }
 }

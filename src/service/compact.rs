@@ -8,16 +8,17 @@
 //! Any reader can ask for any closed hour at any precision a client may name, so every
 //! compact build, an hour's as a union's, is bounded as union builds are: readers of one
 //! range, precision and form share one build; builds take a slot of the union pool
-//! (`Busy` past it, at once) and reserve their working memory from the build budget
-//! before they read a key (`Busy` while others hold it, `NotAcceptable` when the build
-//! alone exceeds it); the result is kept in the render cache.
+//! (`TooManyWaiting` past it, at once) and reserve their working memory from the build
+//! budget before they read a key (`BudgetTaken` while others hold it, `TooLargeForBudget`
+//! when the build alone exceeds it); the result is kept in the render cache.
 
 use super::cache::CompactKey;
+use super::parts::Forms;
 use super::unions::fair::BuildSlot;
 use super::unions::{Held, Step};
 use super::validators::{compact_kind, Form};
 use super::vouch::{answers_every, vouching_bytes};
-use super::{Result, Service, ServiceError, Target, View};
+use super::{Result, Service, ServiceError, Target, View, Work};
 use crate::bloom::{distinct_keys, FilterError, Grade, Key, Ribbon, Ribbon2};
 use crate::chain::BodyForm;
 use crate::hour::{Day, Hour};
@@ -28,81 +29,6 @@ use std::future::Future;
 use std::sync::Arc;
 
 impl Service {
-    /// A closed hour or a past day as a ribbon filter of `2^-r` false-positive rate,
-    /// in the form asked for.
-    ///
-    /// # Errors
-    /// As [`Service::view`] for the target; `NotAcceptable` for anything that includes
-    /// the open hour; `Busy` when a union must be built and the union pool is full; a
-    /// filter error for `r` outside `1..=32`.
-    pub async fn compact_view(&self, target: Target, r: u32, form: Compact) -> Result<View> {
-        let mut now = self.current_hour();
-        let asked = match target {
-            Target::Hour(h) | Target::Since(h) => h,
-            Target::Day(d) => d.first_hour(),
-        };
-        if asked > now {
-            self.read_marks_if_due().await?;
-            now = self.current_hour();
-        }
-        let (from, to, prev, next) = match target {
-            Target::Hour(hour) => {
-                self.check(hour, now)?;
-                if hour == now {
-                    return Err(ServiceError::NotAcceptable(format!(
-                        "{hour} is still open: its compact form exists once it closes; \
-                         fetch it as .bin, .hex or .json until then"
-                    )));
-                }
-                let prev = (hour.prev() >= self.earliest(now)).then(|| Target::Hour(hour.prev()));
-                (hour, hour, prev, Some(Target::Hour(hour.next())))
-            }
-            Target::Day(day) => {
-                let (first, last) = self.day_hours(day, now)?;
-                if last >= now {
-                    return Err(ServiceError::NotAcceptable(format!(
-                        "{} includes the open hour {now}: its compact form exists once the \
-                         day is over; fetch it as .bin, .hex or .json until then",
-                        day.path()
-                    )));
-                }
-                let prev_day = Day::from_hour_index(first.index() - 24);
-                let prev =
-                    (prev_day.last_hour() >= self.earliest(now)).then_some(Target::Day(prev_day));
-                let next = Target::Day(Day::from_hour_index(first.index() + 24));
-                (first.max(self.earliest(now)), last, prev, Some(next))
-            }
-            Target::Since(from) => {
-                if from > now {
-                    return Err(ServiceError::BadRange(format!(
-                        "since {from} is in the future; the current hour is {now}"
-                    )));
-                }
-                self.check(from, now)?;
-                return Err(ServiceError::NotAcceptable(format!(
-                    "a since-range ends in the open hour {now}, which has no compact form; \
-                     fetch its closed hours and past days in compact form, or the range as \
-                     .bin, .hex or .json"
-                )));
-            }
-        };
-        let (rendered, complete) = self.compact(from, to, r, form).await?;
-        // An hour's compact body is signed as its filter is (a day's is not): one served
-        // unsigned by a service that signs is not for caches to keep.
-        let signature_pending = complete
-            && from == to
-            && self.tuning.signer.is_some()
-            && rendered.chain.is_none_or(|c| c.signature.is_none());
-        Ok(View {
-            rendered,
-            open_until: (!complete).then(|| now.end()),
-            prev,
-            next,
-            open_hour: None,
-            signature_pending,
-        })
-    }
-
     /// The rendering of `from..=to` (all closed) in `form`, and whether it is complete.
     async fn compact(
         &self,
@@ -288,29 +214,17 @@ impl Service {
     }
 
     /// Reserves `bytes` of working memory for a compact build of `from..=to` holding
-    /// `slot`: `Busy` while other builds hold too much of the budget, `NotAcceptable`
+    /// `slot`: `BudgetTaken` while other builds hold too much of the budget, `TooLargeForBudget`
     /// when the build alone needs more than the whole budget (it never fits; the Bloom
     /// forms answer the same question).
     fn reserve(&self, slot: BuildSlot, from: Hour, to: Hour, bytes: u64) -> Result<Held> {
-        let what = if from == to {
-            from.path()
-        } else {
-            format!("{}..{}", from.path(), to.path())
-        };
-        self.unions.reserve(slot, bytes).map_err(|refused| {
-            let building = format!("building the compact form of {what}");
-            refused.answer(&building, |needs, budget| {
-                ServiceError::NotAcceptable(format!(
-                    "the compact form of {what} needs about {needs} MiB of memory to build, \
-                     more than this server's build budget of {budget} MiB (setting \
-                     cache_bytes); fetch it as .bin, .hex or .json"
-                ))
-            })
-        })
+        self.unions
+            .reserve(slot, bytes)
+            .map_err(|refused| refused.error(Work::Compact { from, to }))
     }
 
     /// Caches a complete rendering, named by its hours' chain links so that it is
-    /// revalidated without a build ([`Service::known_compact_validator`]); an incomplete
+    /// revalidated without a build ([`Forms::known_compact_validator`]); an incomplete
     /// one is served once and built again.
     async fn keep(
         &self,
@@ -359,5 +273,78 @@ fn meta(from: Hour, to: Hour, complete: bool, count: u64) -> Meta {
         Meta::hour(from.rfc3339(), complete, count)
     } else {
         Meta::range(from.rfc3339(), to.rfc3339(), complete, count)
+    }
+}
+
+impl Forms<'_> {
+    /// A closed hour or a past day as a ribbon filter of `2^-r` false-positive rate,
+    /// in the form asked for.
+    ///
+    /// # Errors
+    /// As [`Hours::view`](super::Hours::view) for the target; `OpenHasNoCompactForm` for anything that includes
+    /// the open hour; `Busy` when a union must be built and the union pool is full; a
+    /// filter error for `r` outside `1..=32`.
+    pub async fn compact_view(&self, target: Target, r: u32, form: Compact) -> Result<View> {
+        let mut now = self.current_hour();
+        let asked = match target {
+            Target::Hour(h) | Target::Since(h) => h,
+            Target::Day(d) => d.first_hour(),
+        };
+        if asked > now {
+            self.read_marks_if_due().await?;
+            now = self.current_hour();
+        }
+        let (from, to, prev, next) = match target {
+            Target::Hour(hour) => {
+                self.check(hour, now)?;
+                if hour == now {
+                    return Err(ServiceError::OpenHasNoCompactForm {
+                        asked: target,
+                        open: now,
+                    });
+                }
+                let prev = (hour.prev() >= self.earliest(now)).then(|| Target::Hour(hour.prev()));
+                (hour, hour, prev, Some(Target::Hour(hour.next())))
+            }
+            Target::Day(day) => {
+                let (first, last) = self.day_hours(day, now)?;
+                if last >= now {
+                    return Err(ServiceError::OpenHasNoCompactForm {
+                        asked: target,
+                        open: now,
+                    });
+                }
+                let prev_day = Day::from_hour_index(first.index() - 24);
+                let prev =
+                    (prev_day.last_hour() >= self.earliest(now)).then_some(Target::Day(prev_day));
+                let next = Target::Day(Day::from_hour_index(first.index() + 24));
+                (first.max(self.earliest(now)), last, prev, Some(next))
+            }
+            Target::Since(from) => {
+                if from > now {
+                    return Err(ServiceError::InFuture { asked: target, now });
+                }
+                self.check(from, now)?;
+                return Err(ServiceError::OpenHasNoCompactForm {
+                    asked: target,
+                    open: now,
+                });
+            }
+        };
+        let (rendered, complete) = self.compact(from, to, r, form).await?;
+        // An hour's compact body is signed as its filter is (a day's is not): one served
+        // unsigned by a service that signs is not for caches to keep.
+        let signature_pending = complete
+            && from == to
+            && self.tuning.signer.is_some()
+            && rendered.chain.is_none_or(|c| c.signature.is_none());
+        Ok(View {
+            rendered,
+            open_until: (!complete).then(|| now.end()),
+            prev,
+            next,
+            open_hour: None,
+            signature_pending,
+        })
     }
 }

@@ -5,9 +5,10 @@
 //! the render cache. A build is bounded as compact builds are: one per hour at a time,
 //! a slot of the build pool, and its peak memory reserved before a key is read.
 
+use super::parts::{Forms, Ingest};
 use super::sealer::UniverseSeen;
 use super::unions::Step;
-use super::{Result, Service, ServiceError, View};
+use super::{Result, Service, ServiceError, View, Work};
 use crate::bloom::Key;
 use crate::chain::{self, BodyForm};
 use crate::exact::Exact;
@@ -18,111 +19,8 @@ use crate::wire::Meta;
 use std::sync::Arc;
 
 impl Service {
-    /// The universe, if the publisher created one.
-    ///
-    /// # Errors
-    /// Store failures.
-    pub async fn universe(&self) -> Result<Option<UniverseInfo>> {
-        let info = self.store.universe().await;
-        if let Err(e @ StoreError::Corrupt(_)) = &info {
-            self.note_corrupt_record("universe", e);
-        }
-        Ok(info?)
-    }
-
-    /// Durably adds `keys` to the universe (creating it, from the open hour on, at the
-    /// first call); its size after.
-    ///
-    /// # Errors
-    /// [`ServiceError::UniverseFull`] past `max_universe_ids` (nothing recorded); store
-    /// failures (nothing recorded).
-    pub async fn add_to_universe(&self, keys: &[Key]) -> Result<u64> {
-        let max = self.tuning.max_universe_ids;
-        let open = self.current_hour();
-        match self.note_write(self.store.add_to_universe(keys, open, max).await)? {
-            UniverseAdded::Added { count } => {
-                if !matches!(self.sealer.universe_seen(), UniverseSeen::Since(_)) {
-                    self.sealer
-                        .keep_universe(self.store.universe().await?.map(|u| u.since));
-                }
-                Ok(count)
-            }
-            UniverseAdded::Full { count } => Err(ServiceError::UniverseFull { count, max }),
-        }
-    }
-
-    /// The exact body of a sealed hour.
-    ///
-    /// # Errors
-    /// `NotFound` without a universe, for an hour before it, or a future hour;
-    /// `NotAcceptable` for the open hour; `Gone` past retention; `Busy` when the build
-    /// pool or its memory is taken; store failures.
-    pub async fn exact_view(&self, hour: Hour) -> Result<View> {
-        let mut now = self.current_hour();
-        if hour > now {
-            self.read_marks_if_due().await?;
-            now = self.current_hour();
-        }
-        self.check(hour, now)?;
-        if hour == now {
-            return Err(ServiceError::NotAcceptable(format!(
-                "{hour} is still open: its exact form is built when it is sealed; \
-                 fetch it as .bin, .hex or .json until then"
-            )));
-        }
-        let info = match self.universe().await {
-            Err(ServiceError::Store(e @ StoreError::Corrupt(_))) => {
-                return Err(self.corrupt(hour, e))
-            }
-            other => other?,
-        };
-        let info = info.ok_or_else(|| {
-            ServiceError::NotFound(
-                "this service has no universe, so no exact hours: a publisher creates one \
-                 with POST /universe"
-                    .into(),
-            )
-        })?;
-        if hour < info.since {
-            return Err(ServiceError::NotFound(format!(
-                "{hour} was sealed before the universe existed: exact hours start at {}",
-                info.since
-            )));
-        }
-        let rendered = self.exact_rendering(hour, info).await?;
-        Ok(View {
-            rendered,
-            open_until: None,
-            prev: None,
-            next: None,
-            open_hour: None,
-            signature_pending: false,
-        })
-    }
-
-    /// The first hour with an exact body, for the index: read from the store once it
-    /// exists (it never changes), and while it does not, at most once per `refresh`.
-    ///
-    /// # Errors
-    /// Store failures.
-    pub async fn exact_since(&self) -> Result<Option<Hour>> {
-        match self.sealer.universe_seen() {
-            UniverseSeen::Since(hour) => return Ok(Some(hour)),
-            UniverseSeen::Missing(at) if at.elapsed() < self.tuning.refresh => return Ok(None),
-            _ => {}
-        }
-        let since = match self.universe().await {
-            // Recorded: no exact hour is served while the universe is damaged, and the
-            // index says none, rather than failing.
-            Err(ServiceError::Store(StoreError::Corrupt(_))) => return Ok(None),
-            other => other?.map(|u| u.since),
-        };
-        self.sealer.keep_universe(since);
-        Ok(since)
-    }
-
     /// The size of `hour`'s exact body when it is built and kept, for the index.
-    pub fn exact_bytes(&self, hour: Hour) -> Option<usize> {
+    pub(super) fn exact_bytes(&self, hour: Hour) -> Option<usize> {
         self.cache.get_exact(hour).map(|hit| hit.identity.len())
     }
 
@@ -130,7 +28,7 @@ impl Service {
     /// are sealed (best effort: an hour that fails is built when first asked for), as the
     /// background's builds.
     pub(super) async fn build_exact_after_seal(&self, from: Hour, to: Hour) {
-        let since = match self.exact_since().await {
+        let since = match self.forms().exact_since().await {
             Ok(Some(since)) => since,
             Ok(None) => return,
             Err(e) => {
@@ -139,12 +37,13 @@ impl Service {
             }
         };
         let mut hour = from.max(since);
+        let forms = self.forms();
         while hour < to {
             if self.cache.get_exact(hour).is_none() {
                 // The server's own build: it takes its turn in the build queue as the
                 // background's, like warming (PROTOCOL.md section 12, "Fair builds").
                 let view = super::BUILD_CLIENT
-                    .scope(super::BuildClient::Background, self.exact_view(hour));
+                    .scope(super::BuildClient::Background, forms.exact_view(hour));
                 if let Err(e) = view.await {
                     tracing::warn!(%hour, error = %e, "cannot build the exact hour yet; it is built when asked for");
                 }
@@ -215,19 +114,10 @@ impl Service {
         let bytes = Exact::build_bytes(universe, changed)
             + 8 * universe
             + super::vouch::vouching_bytes(changed, self.tuning.target_fpp);
-        let held = self.unions.reserve(slot, bytes).map_err(|refused| {
-            refused.answer(
-                &format!("building the exact form of {}", hour.path()),
-                |needs, budget| {
-                    ServiceError::NotAcceptable(format!(
-                        "the exact form of {} needs about {needs} MiB of memory to build, more \
-                     than this server's build budget of {budget} MiB (setting cache_bytes); \
-                     fetch it as .bin, .hex, .json or .ribbon",
-                        hour.path()
-                    ))
-                },
-            )
-        })?;
+        let held = self
+            .unions
+            .reserve(slot, bytes)
+            .map_err(|refused| refused.error(Work::Exact { hour }))?;
         let keys = self.vouched_keys(hour).await?;
         let universe = match self.store.universe_keys(hour).await {
             Err(e @ StoreError::Corrupt(_)) => return Err(self.corrupt(hour, e)),
@@ -288,4 +178,102 @@ pub(super) fn check_exact(body: &[u8], universe: &[Key], changed: &[Key]) -> Res
         .into());
     }
     Ok(())
+}
+
+impl Ingest<'_> {
+    /// The universe, if the publisher created one.
+    ///
+    /// # Errors
+    /// Store failures.
+    pub async fn universe(&self) -> Result<Option<UniverseInfo>> {
+        let info = self.store.universe().await;
+        if let Err(e @ StoreError::Corrupt(_)) = &info {
+            self.note_corrupt_record("universe", e);
+        }
+        Ok(info?)
+    }
+
+    /// Durably adds `keys` to the universe (creating it, from the open hour on, at the
+    /// first call); its size after.
+    ///
+    /// # Errors
+    /// [`ServiceError::UniverseFull`] past `max_universe_ids` (nothing recorded); store
+    /// failures (nothing recorded).
+    pub async fn add_to_universe(&self, keys: &[Key]) -> Result<u64> {
+        let max = self.tuning.max_universe_ids;
+        let open = self.current_hour();
+        match self.note_write(self.store.add_to_universe(keys, open, max).await)? {
+            UniverseAdded::Added { count } => {
+                if !matches!(self.sealer.universe_seen(), UniverseSeen::Since(_)) {
+                    self.sealer
+                        .keep_universe(self.store.universe().await?.map(|u| u.since));
+                }
+                Ok(count)
+            }
+            UniverseAdded::Full { count } => Err(ServiceError::UniverseFull { count, max }),
+        }
+    }
+}
+
+impl Forms<'_> {
+    /// The exact body of a sealed hour.
+    ///
+    /// # Errors
+    /// `NoUniverse`, `BeforeUniverse`; `OpenHourHasNoExactForm` for the open hour; as
+    /// [`Hours::view`](super::Hours::view) for the hour; `TooManyWaiting`, `BudgetTaken` or
+    /// `TooLargeForBudget` when the build pool or its memory is taken; store failures.
+    pub async fn exact_view(&self, hour: Hour) -> Result<View> {
+        let mut now = self.current_hour();
+        if hour > now {
+            self.read_marks_if_due().await?;
+            now = self.current_hour();
+        }
+        self.check(hour, now)?;
+        if hour == now {
+            return Err(ServiceError::OpenHourHasNoExactForm { hour });
+        }
+        let info = match self.ingest().universe().await {
+            Err(ServiceError::Store(e @ StoreError::Corrupt(_))) => {
+                return Err(self.corrupt(hour, e))
+            }
+            other => other?,
+        };
+        let info = info.ok_or(ServiceError::NoUniverse)?;
+        if hour < info.since {
+            return Err(ServiceError::BeforeUniverse {
+                hour,
+                since: info.since,
+            });
+        }
+        let rendered = self.exact_rendering(hour, info).await?;
+        Ok(View {
+            rendered,
+            open_until: None,
+            prev: None,
+            next: None,
+            open_hour: None,
+            signature_pending: false,
+        })
+    }
+
+    /// The first hour with an exact body, for the index: read from the store once it
+    /// exists (it never changes), and while it does not, at most once per `refresh`.
+    ///
+    /// # Errors
+    /// Store failures.
+    pub async fn exact_since(&self) -> Result<Option<Hour>> {
+        match self.sealer.universe_seen() {
+            UniverseSeen::Since(hour) => return Ok(Some(hour)),
+            UniverseSeen::Missing(at) if at.elapsed() < self.tuning.refresh => return Ok(None),
+            _ => {}
+        }
+        let since = match self.ingest().universe().await {
+            // Recorded: no exact hour is served while the universe is damaged, and the
+            // index says none, rather than failing.
+            Err(ServiceError::Store(StoreError::Corrupt(_))) => return Ok(None),
+            other => other?.map(|u| u.since),
+        };
+        self.sealer.keep_universe(since);
+        Ok(since)
+    }
 }

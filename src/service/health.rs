@@ -18,6 +18,7 @@
 //! the system's monotonic clock, which a test can move on (`tokio::time::advance`)
 //! instead of waiting out a hold.
 
+use super::parts::Health;
 use super::{lock, Result, Service};
 use crate::hour::Hour;
 use crate::store::{full_message, StoreError};
@@ -29,9 +30,9 @@ use std::time::Duration;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
-/// How long after a failed write a successful one still proves nothing: the
-/// `Retry-After` that a 503 `store_unavailable` carries, so that while clients retrying
-/// as told keep failing, every check between their attempts still says `unavailable`.
+/// How long after a failed write a successful one still proves nothing; clients refused
+/// for a store that cannot write are told to retry after as long, so that while they
+/// keep failing, every check between their attempts still says `unavailable`.
 pub const RECOVERY_HOLD: Duration = Duration::from_secs(5);
 
 /// The latest failed write, until a write begun after its hold succeeds (the write rule
@@ -70,7 +71,7 @@ impl Writes {
 }
 
 /// Health state, written where writes and reads happen and read by `/healthz`.
-pub(super) struct Health {
+pub(super) struct HealthState {
     /// The latest failed write, while no write has proven the store takes writes again.
     writes: Mutex<Writes>,
     /// Whether `writes` holds a failure: a successful write (every ingest) reads this
@@ -91,9 +92,9 @@ pub(super) struct Health {
     pub(super) last_heartbeat: tokio::sync::Mutex<Option<Instant>>,
 }
 
-impl Default for Health {
+impl Default for HealthState {
     fn default() -> Self {
-        Health {
+        HealthState {
             writes: Mutex::new(Writes::default()),
             failing: AtomicBool::new(false),
             corrupt: Mutex::new(BTreeSet::new()),
@@ -121,12 +122,33 @@ pub enum HealthStatus {
     Ok,
 }
 
-/// The `/healthz` document.
+/// Why the status is not `ok`: the HTTP layer says it in words.
+#[derive(Debug, Clone)]
+pub enum HealthReason {
+    /// The latest write failed, and why (the store's words).
+    WriteFailed(String),
+    /// The open hour is still being loaded.
+    Loading,
+    /// Some stored data failed verification and is not served.
+    Corrupt,
+    /// A forward jump of the clock is held; `reference`: the clock is the cluster's
+    /// (PostgreSQL's), not this node's.
+    ClockJump {
+        jump: crate::clock::JumpState,
+        reference: bool,
+    },
+    /// Cluster mode: this node's clock is `offset_seconds` off the cluster's (ahead
+    /// when positive), beyond the tolerance.
+    NodeClockOff { offset_seconds: i64 },
+}
+
+/// The `/healthz` document, but its `status` and `reason` (which the HTTP layer writes).
 #[derive(Debug, Clone, Serialize)]
 pub struct HealthReport {
+    #[serde(skip)]
     pub status: HealthStatus,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub reason: Option<String>,
+    #[serde(skip)]
+    pub reason: Option<HealthReason>,
     pub current_hour: String,
     pub clock_behind_seconds: i64,
     /// How far the wall clock is ahead of the time the service runs on: non-zero while a
@@ -229,11 +251,6 @@ impl Service {
         lock(&self.health.corrupt_records).insert(what);
     }
 
-    /// Verification failures found so far (for `/metrics`).
-    pub fn corrupt_found(&self) -> u64 {
-        self.health.corrupt_found.load(Ordering::Relaxed)
-    }
-
     /// Marks the open hour loaded: waiting requests proceed, `/healthz` stops saying so.
     pub(super) fn set_loaded(&self) {
         self.health.loaded_flag.store(true, Ordering::Release);
@@ -252,10 +269,12 @@ impl Service {
         let mut rx = self.health.loaded.subscribe();
         let _ = rx.wait_for(|loaded| *loaded).await;
     }
+}
 
+impl Health<'_> {
     /// The health report: a heartbeat write through the store's write path (at most
     /// one a second), the write rule's verdict (module doc), loading and corruption.
-    pub async fn health(&self) -> HealthReport {
+    pub async fn report(&self) -> HealthReport {
         self.heartbeat().await;
         let corrupt: Vec<String> = lock(&self.health.corrupt)
             .iter()
@@ -267,37 +286,27 @@ impl Service {
             .collect();
         let write_failure = lock(&self.health.writes).failure.clone();
         let write_failed_seconds_ago = write_failure.as_ref().map(|f| f.at.elapsed().as_secs());
-        let jump = self.clock_jump();
+        let jump = self.health().clock_jump();
         let (status, reason) = if let Some(failure) = write_failure {
-            (HealthStatus::Unavailable, Some(failure.why))
+            (
+                HealthStatus::Unavailable,
+                Some(HealthReason::WriteFailed(failure.why)),
+            )
         } else if !self.is_loaded() {
-            (
-                HealthStatus::Loading,
-                Some("loading the open hour from the store".to_owned()),
-            )
+            (HealthStatus::Loading, Some(HealthReason::Loading))
         } else if !corrupt.is_empty() || !corrupt_records.is_empty() {
-            (
-                HealthStatus::Degraded,
-                Some("some stored data failed verification and is not served".to_owned()),
-            )
+            (HealthStatus::Degraded, Some(HealthReason::Corrupt))
         } else if jump.ahead_seconds > 0 {
-            let clock = if self.node_clock_offset_seconds().is_some() {
-                "PostgreSQL's clock"
-            } else {
-                "the wall clock"
-            };
-            (HealthStatus::Degraded, Some(jump_reason(&jump, clock)))
-        } else if self.node_clock_off() {
-            let off = self.node_clock_offset_seconds().unwrap_or(0);
+            let reference = self.node_clock_offset_seconds().is_some();
             (
                 HealthStatus::Degraded,
-                Some(format!(
-                    "this node's clock is {} s {} PostgreSQL's, which the cluster runs on: it \
-                     opens, seals and prunes nothing by its own clock; fix its time \
-                     synchronisation (NTP)",
-                    off.abs(),
-                    if off > 0 { "ahead of" } else { "behind" }
-                )),
+                Some(HealthReason::ClockJump { jump, reference }),
+            )
+        } else if self.node_clock_off() {
+            let offset_seconds = self.node_clock_offset_seconds().unwrap_or(0);
+            (
+                HealthStatus::Degraded,
+                Some(HealthReason::NodeClockOff { offset_seconds }),
             )
         } else {
             (HealthStatus::Ok, None)
@@ -312,7 +321,7 @@ impl Service {
             corrupt_hours: corrupt,
             corrupt_records,
             write_failed_seconds_ago,
-            scrub: self.scrub_report(),
+            scrub: self.health().scrub_report(),
         }
     }
 
@@ -321,27 +330,11 @@ impl Service {
     pub fn store_takes_writes(&self) -> bool {
         !self.health.failing.load(Ordering::Acquire)
     }
-}
 
-/// What `/healthz` says of a forward jump of `clock` held: by how much, since when, and
-/// how it ends (corrected, confirmed by an operator, or held for the confirmation period).
-fn jump_reason(jump: &crate::clock::JumpState, clock: &str) -> String {
-    let what = if jump.at_start {
-        format!(
-            "{clock} at start read {} s past the time the last heartbeat recorded (plus the \
-             time measured since, where this boot measured it)",
-            jump.ahead_seconds
-        )
-    } else {
-        format!("{clock} jumped {} s ahead", jump.ahead_seconds)
-    };
-    format!(
-        "{what}; the service runs on the time measured since and opens and prunes nothing by \
-         the clock: if the clock is right, confirm it with `bloomcast confirm-clock` (POST \
-         /clock/confirm with the ingest token); otherwise correct it, and it is followed \
-         again at once. It is followed by itself after it holds for {} s more",
-        jump.confirm_in_seconds.unwrap_or(0)
-    )
+    /// Verification failures found so far (for `/metrics`).
+    pub fn corrupt_found(&self) -> u64 {
+        self.health.corrupt_found.load(Ordering::Relaxed)
+    }
 }
 
 #[cfg(test)]

@@ -29,7 +29,7 @@ impl Service {
         tokio::pin!(shutdown);
         loop {
             self.heartbeat().await;
-            let wait = if self.store_takes_writes() {
+            let wait = if self.health().store_takes_writes() {
                 HEARTBEAT_IDLE
             } else {
                 HEARTBEAT_EVERY

@@ -6,10 +6,11 @@
 //! k bits in each filter, with no store read and no decoding. Decoded filters are
 //! enough for the 10 ms target (see docs/BENCHMARKS.md); a bit-sliced layout would only
 //! pay off for many IDs per request. Hours not kept (the open one, one not yet sealed,
-//! or past the budget) come through [`Service::view`], exactly as clients get them, one
+//! or past the budget) come through [`Hours::view`], exactly as clients get them, one
 //! at a time: a request holds one such filter at once, however long its window.
 
 use super::kept::{Slot, Value};
+use super::parts::Hours;
 use super::{Result, Service};
 use crate::bloom::{Filter, FilterError, Key};
 use crate::hour::Hour;
@@ -25,41 +26,6 @@ pub struct History {
     pub to: Hour,
     /// Per ID, in the order asked, the hours (oldest first) whose filter holds it.
     pub ids: Vec<(String, Vec<Hour>)>,
-}
-
-impl Service {
-    /// The hours from `since` (clamped to the oldest served hour; the whole retention
-    /// window when `None`) through the current one in which each ID may have changed.
-    ///
-    /// No false negatives: every hour of the window is tested, complete or not.
-    ///
-    /// # Errors
-    /// Store failures while fetching an hour not kept in memory; `NotFound` for a
-    /// `since` in the future.
-    pub async fn history(&self, ids: &[String], since: Option<Hour>) -> Result<History> {
-        let now = self.current_hour();
-        let from = since.map_or(self.earliest(now), |h| h.max(self.earliest(now)));
-        if from > now {
-            return Err(super::ServiceError::NotFound(format!(
-                "{from} is in the future; the current hour is {now}"
-            )));
-        }
-        let keys: Vec<Key> = ids.iter().map(|id| Key::of(id)).collect();
-        let mut hours: Vec<Vec<Hour>> = vec![Vec::new(); ids.len()];
-        let mut hour = from;
-        while hour <= now {
-            // One hour's filter at a time, however long the window.
-            let filter = self.hour_filter(hour).await?;
-            for (key, hours) in keys.iter().zip(&mut hours) {
-                if filter.contains_key(*key) {
-                    hours.push(hour);
-                }
-            }
-            hour = hour.next();
-        }
-        let ids = ids.iter().cloned().zip(hours).collect();
-        Ok(History { from, to: now, ids })
-    }
 }
 
 impl Service {
@@ -94,7 +60,7 @@ impl Service {
         Ok(filter)
     }
 
-    /// An hour's raw rendering as [`Service::view`] gives it, for an hour already
+    /// An hour's raw rendering as [`Hours::view`] gives it, for an hour already
     /// checked to be served (no union is ever built here).
     async fn hour_bin(&self, hour: Hour) -> Result<Arc<crate::render::Rendered>> {
         let open = if hour == self.current_hour() {
@@ -107,5 +73,41 @@ impl Service {
             // A past hour, or the open hour sealed while this request waited.
             None => self.closed_view(hour, Repr::Bin).await?.0,
         })
+    }
+}
+
+impl Hours<'_> {
+    /// The hours from `since` (clamped to the oldest served hour; the whole retention
+    /// window when `None`) through the current one in which each ID may have changed.
+    ///
+    /// No false negatives: every hour of the window is tested, complete or not.
+    ///
+    /// # Errors
+    /// Store failures while fetching an hour not kept in memory; `NotFound` for a
+    /// `since` in the future.
+    pub async fn history(&self, ids: &[String], since: Option<Hour>) -> Result<History> {
+        let now = self.current_hour();
+        let from = since.map_or(self.earliest(now), |h| h.max(self.earliest(now)));
+        if from > now {
+            return Err(super::ServiceError::InFuture {
+                asked: super::Target::Hour(from),
+                now,
+            });
+        }
+        let keys: Vec<Key> = ids.iter().map(|id| Key::of(id)).collect();
+        let mut hours: Vec<Vec<Hour>> = vec![Vec::new(); ids.len()];
+        let mut hour = from;
+        while hour <= now {
+            // One hour's filter at a time, however long the window.
+            let filter = self.hour_filter(hour).await?;
+            for (key, hours) in keys.iter().zip(&mut hours) {
+                if filter.contains_key(*key) {
+                    hours.push(hour);
+                }
+            }
+            hour = hour.next();
+        }
+        let ids = ids.iter().cloned().zip(hours).collect();
+        Ok(History { from, to: now, ids })
     }
 }

@@ -6,6 +6,7 @@
 //! answers `500 corrupt`) and every other hour as ever. Any other failure (the store
 //! away) fails the index, as it fails the hours.
 
+use super::parts::Hours;
 use super::{Result, Service, ServiceError};
 use crate::hour::Hour;
 use crate::store::StoreError;
@@ -52,36 +53,6 @@ impl HourState {
 }
 
 impl Service {
-    /// The most recent hours, newest first, back to `earliest` but at most `limit`.
-    ///
-    /// # Errors
-    /// Store failures other than an hour's data failing verification (that hour is
-    /// listed as [`HourState::Corrupt`]).
-    pub async fn recent(&self, limit: usize) -> Result<Vec<HourSummary>> {
-        let now = self.current_hour();
-        let earliest = self.earliest(now);
-        let open = self
-            .refresh(now)
-            .await
-            .map(|()| (self.current_count(), false));
-        let mut out = vec![summary(now, HourState::of(open)?)];
-        let oldest = Hour::from_index((now.index() - limit as i64 + 1).max(earliest.index()));
-        if oldest < now {
-            let sealed = self.sealed_counts(oldest, now.prev()).await?;
-            let mut hour = now.prev();
-            while hour >= oldest {
-                let state = match sealed.iter().find(|(h, _)| *h == hour) {
-                    Some((_, count)) => HourState::sealed(*count),
-                    None => HourState::of(self.closed_count(hour).await)?,
-                };
-                out.push(summary(hour, state));
-                hour = hour.prev();
-            }
-        }
-        self.add_exact_sizes(&mut out).await?;
-        Ok(out)
-    }
-
     /// `(hour, count)` of the sealed hours in `from..=to`; when a row fails verification,
     /// none (each hour is then read on its own, and a corrupt one rebuilt from its keys).
     pub(super) async fn sealed_counts(&self, from: Hour, to: Hour) -> Result<Vec<(Hour, u64)>> {
@@ -99,7 +70,7 @@ impl Service {
     /// restart, or built by another node), which is what `.exact` serves. A store that
     /// cannot say leaves them out: they are a client's estimate, never its answer.
     async fn add_exact_sizes(&self, hours: &mut [HourSummary]) -> Result<()> {
-        let Some(since) = self.exact_since().await? else {
+        let Some(since) = self.forms().exact_since().await? else {
             return Ok(());
         };
         let sealed = |s: &HourSummary| {
@@ -137,6 +108,38 @@ fn summary(hour: Hour, state: HourState) -> HourSummary {
         hour,
         state,
         exact_bytes: None,
+    }
+}
+
+impl Hours<'_> {
+    /// The most recent hours, newest first, back to `earliest` but at most `limit`.
+    ///
+    /// # Errors
+    /// Store failures other than an hour's data failing verification (that hour is
+    /// listed as [`HourState::Corrupt`]).
+    pub async fn recent(&self, limit: usize) -> Result<Vec<HourSummary>> {
+        let now = self.current_hour();
+        let earliest = self.earliest(now);
+        let open = self
+            .refresh(now)
+            .await
+            .map(|()| (self.ingest().current_count(), false));
+        let mut out = vec![summary(now, HourState::of(open)?)];
+        let oldest = Hour::from_index((now.index() - limit as i64 + 1).max(earliest.index()));
+        if oldest < now {
+            let sealed = self.sealed_counts(oldest, now.prev()).await?;
+            let mut hour = now.prev();
+            while hour >= oldest {
+                let state = match sealed.iter().find(|(h, _)| *h == hour) {
+                    Some((_, count)) => HourState::sealed(*count),
+                    None => HourState::of(self.closed_count(hour).await)?,
+                };
+                out.push(summary(hour, state));
+                hour = hour.prev();
+            }
+        }
+        self.add_exact_sizes(&mut out).await?;
+        Ok(out)
     }
 }
 

@@ -1,6 +1,7 @@
 //! Ingest: keys recorded in the current hour, acknowledged once the store holds them.
 
-use super::{Result, Service};
+use super::parts::Ingest;
+use super::Result;
 use crate::bloom::Key;
 use crate::hour::Hour;
 use tokio::time::Instant;
@@ -12,7 +13,7 @@ pub struct Receipt {
     pub accepted: usize,
 }
 
-impl Service {
+impl Ingest<'_> {
     /// Records keys in the current hour. Returns once they are durable.
     ///
     /// # Errors
@@ -22,7 +23,7 @@ impl Service {
     ///
     /// [`ServiceError::HourFull`]: super::ServiceError::HourFull
     /// [`ServiceError::Store`]: super::ServiceError::Store
-    pub async fn ingest(&self, keys: &[Key]) -> Result<Receipt> {
+    pub async fn add(&self, keys: &[Key]) -> Result<Receipt> {
         self.wait_loaded().await;
         let now = self.current_hour();
         let max = self.tuning.max_hour_ids;

@@ -2,6 +2,7 @@
 //! retried with backoff when the store cannot take it), pruning past retention, loading
 //! the open hour at start, and the housekeeping loop that runs them at each boundary.
 
+use super::parts::{Hours, Stats};
 use super::{Result, Service, ServiceError};
 use crate::bloom::{Filter, Key};
 use crate::chain;
@@ -12,43 +13,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 impl Service {
-    /// Closes and seals `hour`: its final filter, sized for its actual count so the
-    /// advertised false-positive probability is within the target. Once per node.
-    ///
-    /// # Errors
-    /// Store failures; the hour stays unsealed and the next attempt starts over.
-    pub async fn seal(&self, hour: Hour) -> Result<SealedHour> {
-        let _one_at_a_time = self.sealer.turn().await;
-        // The hour chain: an hour's link needs the one before it, so any unlinked hour
-        // between the newest link and this one is sealed (and linked) first, in order.
-        // Hours before the served range that never got a link stay without one: the
-        // chain restarts from the genesis value after them.
-        let earliest = self.earliest(self.current_hour());
-        let newest = match self.store.last_link(hour).await {
-            Ok(newest) => newest.map_or(self.genesis, |link| link.hour.next()),
-            // A link that fails verification is not followed (nor served): this hour
-            // is linked on its own.
-            Err(e @ StoreError::Corrupt(_)) => {
-                self.note_corrupt(hour, &e);
-                hour
-            }
-            Err(e) => return Err(e.into()),
-        };
-        let mut before = newest.max(earliest);
-        while before < hour {
-            match self.seal_linked(before).await {
-                Ok(_) => {}
-                Err(ServiceError::Store(e)) if e.is_transient() => return Err(e.into()),
-                // Never sealable (its keys fail verification): the chain goes on
-                // without it rather than stopping every later hour.
-                Err(e) => tracing::error!(hour = %before, error = %e,
-                    "an hour cannot be sealed; the chain restarts after it"),
-            }
-            before = before.next();
-        }
-        self.seal_linked(hour).await
-    }
-
     /// Seals `hour` and makes sure it has its chain link. A link that cannot be made
     /// for good (corrupt rows) leaves the hour sealed and served unsigned, never
     /// unserved; a transient failure fails the seal, to be tried again.
@@ -106,7 +70,7 @@ impl Service {
         }
     }
 
-    /// Seals `hour` (see [`Service::seal`]), without its chain link.
+    /// Seals `hour` (see [`Hours::seal`]), without its chain link.
     async fn seal_one(&self, hour: Hour) -> Result<SealedHour> {
         match self.store.sealed(hour).await {
             Ok(Some(sealed)) => {
@@ -202,7 +166,7 @@ impl Service {
     /// one attempt per backoff, not one per request.
     ///
     /// # Errors
-    /// As [`Service::seal`], or the store is unavailable while the backoff runs.
+    /// As [`Hours::seal`], or the store is unavailable while the backoff runs.
     pub(super) async fn seal_or_backoff(&self, hour: Hour) -> Result<SealedHour> {
         if let Some(left) = self.sealer.backoff_left(hour) {
             return Err(ServiceError::Store(StoreError::Unavailable {
@@ -213,7 +177,7 @@ impl Service {
                 source: None,
             }));
         }
-        match self.seal(hour).await {
+        match self.hours().seal(hour).await {
             Ok(sealed) => {
                 self.sealer.sealed(hour);
                 Ok(sealed)
@@ -289,7 +253,7 @@ impl Service {
         match self.refresh(now).await {
             Ok(()) => tracing::info!(
                 hour = %now,
-                ids = self.current_count(),
+                ids = self.ingest().current_count(),
                 took = ?started.elapsed(),
                 "open hour loaded"
             ),
@@ -326,11 +290,6 @@ impl Service {
         }
     }
 
-    /// Seals that failed since start (each is retried after its backoff).
-    pub fn seal_failures(&self) -> u64 {
-        self.sealer.failures()
-    }
-
     /// Until the next boundary (just after it), the next seal retry, or a minute.
     fn next_housekeeping(&self) -> Duration {
         let until_boundary = (self.current_hour().end() - self.now())
@@ -341,5 +300,51 @@ impl Service {
         until_boundary
             .min(retry.saturating_add(Duration::from_millis(10)))
             .min(Duration::from_secs(60))
+    }
+}
+
+impl Hours<'_> {
+    /// Closes and seals `hour`: its final filter, sized for its actual count so the
+    /// advertised false-positive probability is within the target. Once per node.
+    ///
+    /// # Errors
+    /// Store failures; the hour stays unsealed and the next attempt starts over.
+    pub async fn seal(&self, hour: Hour) -> Result<SealedHour> {
+        let _one_at_a_time = self.sealer.turn().await;
+        // The hour chain: an hour's link needs the one before it, so any unlinked hour
+        // between the newest link and this one is sealed (and linked) first, in order.
+        // Hours before the served range that never got a link stay without one: the
+        // chain restarts from the genesis value after them.
+        let earliest = self.earliest(self.current_hour());
+        let newest = match self.store.last_link(hour).await {
+            Ok(newest) => newest.map_or(self.genesis, |link| link.hour.next()),
+            // A link that fails verification is not followed (nor served): this hour
+            // is linked on its own.
+            Err(e @ StoreError::Corrupt(_)) => {
+                self.note_corrupt(hour, &e);
+                hour
+            }
+            Err(e) => return Err(e.into()),
+        };
+        let mut before = newest.max(earliest);
+        while before < hour {
+            match self.seal_linked(before).await {
+                Ok(_) => {}
+                Err(ServiceError::Store(e)) if e.is_transient() => return Err(e.into()),
+                // Never sealable (its keys fail verification): the chain goes on
+                // without it rather than stopping every later hour.
+                Err(e) => tracing::error!(hour = %before, error = %e,
+                    "an hour cannot be sealed; the chain restarts after it"),
+            }
+            before = before.next();
+        }
+        self.seal_linked(hour).await
+    }
+}
+
+impl Stats<'_> {
+    /// Seals that failed since start (each is retried after its backoff).
+    pub fn seal_failures(&self) -> u64 {
+        self.sealer.failures()
     }
 }

@@ -2,6 +2,7 @@
 //! high-water mark, so time only moves forward), the hour marks read back from the store
 //! as other nodes move them, and what the clock's jump guard reports.
 
+use super::parts::Health;
 use super::{Result, Service};
 use crate::clock::{Clock, JumpState};
 use crate::hour::Hour;
@@ -31,15 +32,9 @@ impl Service {
         self.clock.now()
     }
 
-    /// What the clock's jump guard says now: how far the wall clock is ahead of the
-    /// time the service runs on, and the jumps seen.
-    pub fn clock_jump(&self) -> JumpState {
-        self.clock.jump_state()
-    }
-
     /// How far the clock is behind the start of the current hour (0 when it is not):
     /// non-zero after a clock step back, until the clock catches up.
-    pub fn clock_behind_seconds(&self) -> i64 {
+    pub(super) fn clock_behind_seconds(&self) -> i64 {
         let start = self.high_water().start();
         (start - self.clock.now()).num_seconds().max(0)
     }
@@ -85,5 +80,13 @@ impl Service {
         if hour.index() > before && self.clock.current_hour() < hour {
             self.warn_if_clock_behind();
         }
+    }
+}
+
+impl Health<'_> {
+    /// What the clock's jump guard says now: how far the wall clock is ahead of the
+    /// time the service runs on, and the jumps seen.
+    pub fn clock_jump(&self) -> JumpState {
+        self.clock.jump_state()
     }
 }

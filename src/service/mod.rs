@@ -13,7 +13,13 @@
 //! - every served filter's false-positive estimate is at most the target.
 //!
 //! It speaks in hours, bytes, digests and versions: what they are called on the wire
-//! (URLs, ETags, headers, status codes) is the HTTP layer's to say.
+//! (URLs, ETags, headers, status codes) is the HTTP layer's to say, errors included
+//! ([`ServiceError`] says what failed and with which data; `http::error` words it).
+//!
+//! Its public face is split by part (`parts`): `service.ingest()`, `hours()`,
+//! `forms()`, `signing()`, `health()` and `stats()` hand out handles whose methods sit
+//! in the modules that do the work; `Service` itself keeps its lifecycle (start, load,
+//! tick, the background tasks) and the time it runs on.
 //!
 //! Its state is split into parts, each owning its locks behind a small API, and each
 //! module doc says what the part owns and its own lock order: `open_hours` (the ledger
@@ -64,6 +70,7 @@ mod kept;
 mod lifecycle;
 mod marks;
 mod open_hours;
+mod parts;
 mod retention;
 mod scrub;
 mod sealer;
@@ -83,12 +90,13 @@ pub use warm::WarmStats;
 
 pub use budget::Split;
 pub use chain::{ChainPage, SignedLink, MAX_CHAIN_PAGE};
-pub use error::{Result, ServiceError};
-pub use health::{HealthReport, HealthStatus, RECOVERY_HOLD};
+pub use error::{Result, ServiceError, Work};
+pub use health::{HealthReason, HealthReport, HealthStatus, RECOVERY_HOLD};
 pub use history::History;
 pub use index::{HourState, HourSummary};
 pub use ingest::Receipt;
 pub use kept::KeptUsage;
+pub use parts::{Forms, Health, Hours, Ingest, Signing, Stats};
 pub use target::{Target, View};
 pub use time::ClockReport;
 pub use tuning::Tuning;
@@ -138,7 +146,7 @@ pub struct Service {
     closed_through: AtomicI64,
     /// The open hours: their ledger, refresh and render turns.
     open: OpenHours,
-    health: health::Health,
+    health: health::HealthState,
     /// One seal at a time, its backoff, and what it remembers of sealed hours.
     sealer: sealer::Sealer,
     /// The parts of the one memory budget (`cache_bytes`).
@@ -203,7 +211,7 @@ impl Service {
             probes_from,
             high_water: AtomicI64::new(marks.high_water.index()),
             closed_through: AtomicI64::new(marks.closed_through.map_or(i64::MIN, Hour::index)),
-            health: health::Health::default(),
+            health: health::HealthState::default(),
             sealer: sealer::Sealer::default(),
             unions,
             scrub: scrub::Scrub::default(),
@@ -220,34 +228,38 @@ impl Service {
         &self.tuning
     }
 
-    /// The build queue's figures now (`build_queue` in `/stats`).
-    pub fn build_queue(&self) -> QueueStats {
-        self.unions.queue_stats()
-    }
-
-    /// The precisions the compact forms are served at (section 12, "The grade set").
-    pub fn grades(&self) -> &grades::Grades {
-        &self.grades
-    }
-
     pub fn genesis(&self) -> Hour {
         self.genesis
+    }
+
+    /// The parts of the one memory budget.
+    pub fn split(&self) -> Split {
+        self.split
     }
 
     /// The rule that sizes `hour`'s filter and reckons its `fpp`, and a union's whose
     /// last hour it is: the classical one before [`Store::probes_from`], so that every
     /// hour and day served before the probe-sequence rule is rebuilt and rendered byte
     /// for byte as it was (docs/PROTOCOL.md section 3).
-    pub fn sizing_of(&self, hour: Hour) -> Sizing {
+    fn sizing_of(&self, hour: Hour) -> Sizing {
         if hour < self.probes_from {
             Sizing::Classic
         } else {
             Sizing::Probes
         }
     }
+}
 
-    /// The parts of the one memory budget.
-    pub fn split(&self) -> Split {
-        self.split
+impl Forms<'_> {
+    /// The precisions the compact forms are served at (section 12, "The grade set").
+    pub fn grades(&self) -> &grades::Grades {
+        &self.grades
+    }
+}
+
+impl Stats<'_> {
+    /// The build queue's figures now (`build_queue` in `/stats`).
+    pub fn build_queue(&self) -> QueueStats {
+        self.unions.queue_stats()
     }
 }

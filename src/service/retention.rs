@@ -1,7 +1,7 @@
 //! Which hours the service speaks for: none before genesis or in the future, none past
 //! the retention horizon; and how far retention may prune when the clock has jumped.
 
-use super::{Result, Service, ServiceError};
+use super::{Result, Service, ServiceError, Target};
 use crate::clock::Clock;
 use crate::hour::Hour;
 
@@ -20,7 +20,7 @@ impl Service {
     }
 
     /// The oldest hour still served: genesis or the retention horizon, whichever is later.
-    pub fn earliest(&self, now: Hour) -> Hour {
+    pub(super) fn earliest(&self, now: Hour) -> Hour {
         let horizon = Hour::from_index(now.index() - self.tuning.retention_hours as i64 + 1);
         horizon.max(self.genesis)
     }
@@ -28,21 +28,22 @@ impl Service {
     /// Checks that `hour` is one the service can speak for.
     pub(super) fn check(&self, hour: Hour, now: Hour) -> Result<()> {
         if hour > now {
-            return Err(ServiceError::NotFound(format!(
-                "{hour} is in the future; the current hour is {now}"
-            )));
+            return Err(ServiceError::InFuture {
+                asked: Target::Hour(hour),
+                now,
+            });
         }
         if hour < self.genesis {
-            return Err(ServiceError::NotFound(format!(
-                "{hour} is before this service's first hour {}: nothing is known about it",
-                self.genesis
-            )));
+            return Err(ServiceError::BeforeGenesis {
+                hour,
+                genesis: self.genesis,
+            });
         }
         if hour < self.earliest(now) {
-            return Err(ServiceError::Gone(format!(
-                "{hour} is past the retention of {} hours",
-                self.tuning.retention_hours
-            )));
+            return Err(ServiceError::PastRetention {
+                hour,
+                retention_hours: self.tuning.retention_hours,
+            });
         }
         Ok(())
     }

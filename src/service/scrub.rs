@@ -16,7 +16,8 @@
 //! State: [`Scrub`] holds only counters (atomics) and the time of the last pass (a std
 //! mutex held to read or write it, a leaf).
 
-use super::{lock, Result, Service, ServiceError};
+use super::parts::Health;
+use super::{lock, Result, Service, ServiceError, Work};
 use crate::chain;
 use crate::hour::Hour;
 use crate::store::{FormName, StoreError};
@@ -55,18 +56,6 @@ pub struct ScrubReport {
 }
 
 impl Service {
-    /// What the scrub has done.
-    pub fn scrub_report(&self) -> ScrubReport {
-        ScrubReport {
-            pass_seconds: self.tuning.scrub_pass.as_secs(),
-            last_pass: *lock(&self.scrub.last_pass),
-            passes: self.scrub.passes.load(Ordering::Relaxed),
-            hours: self.scrub.hours.load(Ordering::Relaxed),
-            bytes: self.scrub.bytes.load(Ordering::Relaxed),
-            damage_found: self.scrub.damage.load(Ordering::Relaxed),
-        }
-    }
-
     /// Runs scrub passes, each spread over `scrub_pass`, until `shutdown` resolves; does
     /// nothing when the scrub is off.
     pub async fn run_scrub(self: Arc<Self>, shutdown: impl std::future::Future<Output = ()>) {
@@ -98,15 +87,6 @@ impl Service {
             }
             self.end_pass();
         }
-    }
-
-    /// One whole pass at once, with no spacing: for tests and the cost benchmark.
-    pub async fn scrub_now(&self) -> ScrubReport {
-        for hour in self.scrub_range() {
-            self.scrub_hour(hour).await;
-        }
-        self.end_pass();
-        self.scrub_report()
     }
 
     /// The closed hours still served, oldest first.
@@ -169,12 +149,18 @@ impl Service {
         // Its working memory comes from the builds' part of the budget, as a build's
         // does: the keys, the filter rebuilt from them, and a universe's keys (all of
         // the part at most: a scrub takes one hour at a time).
-        let universe = self.universe().await.ok().flatten().map_or(0, |u| u.count);
+        let universe = self
+            .ingest()
+            .universe()
+            .await
+            .ok()
+            .flatten()
+            .map_or(0, |u| u.count);
         let bytes = 8 * (sealed.count + universe) + 3 * sealed.filter.len() as u64;
-        let _memory = self.unions.reserve_memory(bytes).map_err(|refused| {
-            let what = format!("scrubbing {hour}");
-            refused.answer(&what, |_, _| ServiceError::Busy(what.clone()))
-        })?;
+        let _memory = self
+            .unions
+            .reserve_memory(bytes)
+            .map_err(|refused| refused.error(Work::Scrub { hour }))?;
         let keys = self.vouched_keys(hour).await?;
         let mut bytes = sealed.filter.len() as u64 + 8 * keys.len() as u64;
         if let Some(body) = self.store.exact(hour).await.map_err(|e| match e {
@@ -228,5 +214,28 @@ impl Service {
             ))));
         }
         Ok(())
+    }
+}
+
+impl Health<'_> {
+    /// What the scrub has done.
+    pub fn scrub_report(&self) -> ScrubReport {
+        ScrubReport {
+            pass_seconds: self.tuning.scrub_pass.as_secs(),
+            last_pass: *lock(&self.scrub.last_pass),
+            passes: self.scrub.passes.load(Ordering::Relaxed),
+            hours: self.scrub.hours.load(Ordering::Relaxed),
+            bytes: self.scrub.bytes.load(Ordering::Relaxed),
+            damage_found: self.scrub.damage.load(Ordering::Relaxed),
+        }
+    }
+
+    /// One whole pass at once, with no spacing: for tests and the cost benchmark.
+    pub async fn scrub_now(&self) -> ScrubReport {
+        for hour in self.scrub_range() {
+            self.scrub_hour(hour).await;
+        }
+        self.end_pass();
+        self.health().scrub_report()
     }
 }

@@ -4,6 +4,7 @@
 //! for it, and only if this node holds that key; the signature is stored with the hour's
 //! link and served as stored, so it never changes once published.
 
+use super::parts::Signing;
 use super::{Result, Service, ServiceError, MAX_CHAIN_PAGE};
 use crate::chain::{KeyList, SignatureField, Signer, Succession};
 use crate::hour::Hour;
@@ -35,7 +36,7 @@ impl Service {
     ///
     /// # Errors
     /// Store failures; a link row that fails verification.
-    pub async fn sign_unsigned(&self) -> Result<usize> {
+    pub(super) async fn sign_unsigned(&self) -> Result<usize> {
         let Some(signer) = &self.tuning.signer else {
             return Ok(0);
         };
@@ -74,14 +75,6 @@ impl Service {
             tracing::info!(signed, key_id = %ours.id(), "signed the hours sealed before signatures were stored");
         }
         Ok(signed)
-    }
-
-    /// Every key registered, read from the store now (and kept for serving).
-    ///
-    /// # Errors
-    /// Store failures; [`StoreError::Corrupt`] when the rows break the list's rules.
-    pub async fn key_list(&self) -> Result<Arc<KeyList>> {
-        self.fresh_keys().await
     }
 
     async fn fresh_keys(&self) -> Result<Arc<KeyList>> {
@@ -267,4 +260,14 @@ pub async fn register_key(
 async fn first_chained_hour(store: &dyn Store, genesis: Hour) -> Result<Hour> {
     let oldest = store.links(Hour::from_index(i64::MIN), 1).await?;
     Ok(oldest.first().map_or(genesis, |l| l.hour.min(genesis)))
+}
+
+impl Signing<'_> {
+    /// Every key registered, read from the store now (and kept for serving).
+    ///
+    /// # Errors
+    /// Store failures; [`StoreError::Corrupt`] when the rows break the list's rules.
+    pub async fn key_list(&self) -> Result<Arc<KeyList>> {
+        self.fresh_keys().await
+    }
 }

@@ -2,7 +2,8 @@
 //! false-positive estimate of the filters the service serves, and what its caches hold.
 //! Read-only: it looks at the same state the filter views use and changes nothing.
 
-use super::{Result, Service, ServiceError};
+use super::parts::Stats;
+use super::{Result, ServiceError};
 use crate::bloom::{Filter, SHA1_KM32};
 use crate::hour::Hour;
 use serde::Serialize;
@@ -88,7 +89,7 @@ pub struct MemoryStats {
     pub delta_bytes: u64,
 }
 
-impl Service {
+impl Stats<'_> {
     /// The `limit` most recent served hours, oldest first, ending with the open hour.
     ///
     /// # Errors
@@ -135,11 +136,6 @@ impl Service {
         Ok(out)
     }
 
-    /// What union work has cost since start: runs and CPU time of each step.
-    pub fn union_work(&self) -> super::UnionWork {
-        self.unions.work()
-    }
-
     /// What the one cache holds, and the builds in flight.
     pub fn cache_stats(&self) -> CacheStats {
         let kept = self.kept.usage();
@@ -165,5 +161,10 @@ impl Service {
             build_bytes: self.unions.memory_usage().0,
             delta_bytes: self.open.deltas().bytes(),
         }
+    }
+
+    /// What union work has cost since start: runs and CPU time of each step.
+    pub fn union_work(&self) -> super::UnionWork {
+        self.unions.work()
     }
 }

@@ -6,6 +6,7 @@
 //! Owns the cluster's reference clock and whether this node's clock is off it (atomics,
 //! no lock); the guarded clock itself is `Service::clock`.
 
+use super::parts::Health;
 use super::{Result, Service, ServiceError, Tuning};
 use crate::clock::{Clock, GuardedClock, JumpGuard, ReferenceClock, TimeSource};
 use crate::store::Store;
@@ -99,33 +100,8 @@ pub struct ClockReport {
 }
 
 impl Service {
-    /// An operator confirms the clock: a held forward jump (while running, or from the
-    /// start) is followed at once, and a heartbeat records it, so a restart expects the
-    /// time followed.
-    ///
-    /// # Errors
-    /// [`ServiceError::NothingToConfirm`] when no jump is held (the message says what
-    /// the clock is doing instead).
-    pub async fn confirm_clock(&self) -> Result<ClockReport> {
-        let Some(moved) = self.clock.confirm() else {
-            let message = match self.node_clock_offset_seconds() {
-                Some(off) if off.abs() > self.tuning.clock_jump_tolerance.as_secs() as i64 => {
-                    format!(
-                        "no clock jump is held; this node's clock is {off} s off PostgreSQL's, \
-                         which the cluster runs on and which cannot be confirmed from a node: \
-                         fix this node's time synchronisation (NTP)"
-                    )
-                }
-                _ => "no clock jump is held: the service follows its clock".to_owned(),
-            };
-            return Err(ServiceError::NothingToConfirm(message));
-        };
-        self.heartbeat_now().await;
-        Ok(self.clock_report(moved.num_seconds()))
-    }
-
     fn clock_report(&self, followed_seconds: i64) -> ClockReport {
-        let jump = self.clock_jump();
+        let jump = self.health().clock_jump();
         ClockReport {
             confirmed: true,
             followed_seconds,
@@ -142,7 +118,7 @@ impl Service {
 
     /// Cluster mode: how far this node's wall clock is ahead of the cluster's
     /// (PostgreSQL's) in whole seconds, negative behind; `None` on the embedded store.
-    pub fn node_clock_offset_seconds(&self) -> Option<i64> {
+    pub(super) fn node_clock_offset_seconds(&self) -> Option<i64> {
         let reference = self.reference.as_ref()?;
         Some(reference.clock.local_offset().num_seconds())
     }
@@ -201,5 +177,28 @@ impl Service {
         if let Some(reference) = &self.reference {
             self.say_if_node_clock_off(reference);
         }
+    }
+}
+
+impl Health<'_> {
+    /// An operator confirms the clock: a held forward jump (while running, or from the
+    /// start) is followed at once, and a heartbeat records it, so a restart expects the
+    /// time followed.
+    ///
+    /// # Errors
+    /// [`ServiceError::NoClockJumpHeld`] when no jump is held (with this node's offset
+    /// from the cluster's clock when that is what is off).
+    pub async fn confirm_clock(&self) -> Result<ClockReport> {
+        let Some(moved) = self.clock.confirm() else {
+            let tolerance = self.tuning.clock_jump_tolerance.as_secs() as i64;
+            let node_offset_seconds = self
+                .node_clock_offset_seconds()
+                .filter(|off| off.abs() > tolerance);
+            return Err(ServiceError::NoClockJumpHeld {
+                node_offset_seconds,
+            });
+        };
+        self.heartbeat_now().await;
+        Ok(self.clock_report(moved.num_seconds()))
     }
 }

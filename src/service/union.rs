@@ -7,7 +7,7 @@ use super::unions::fair::BuildSlot;
 use super::unions::{BuiltUnion, Growth, Held, OpenStamp, Refused, Step, UnionKey};
 use super::validators::Named;
 use super::vouch::vouching_bytes;
-use super::{Result, Service, ServiceError};
+use super::{Result, Service, ServiceError, Work};
 use crate::bloom::{union_by, union_with_room, Key, Params};
 use crate::hour::Hour;
 use crate::render::{render_next, Before, Effort, Encodings, HexCoding, Rendered, Repr};
@@ -60,18 +60,6 @@ fn longest_fitting(
         start = Some(*hour);
     }
     start
-}
-
-/// A refused reservation as the service's error for a union of `from..=to`.
-fn refusal(from: Hour, to: Hour, refused: Refused) -> ServiceError {
-    let what = format!("building the union of {from}..{to}");
-    refused.answer(&what, |needs, budget| {
-        ServiceError::RangeTooLarge(format!(
-            "the union of {from}..{to} needs about {needs} MiB of memory to build, more \
-             than this server's build budget of {budget} MiB (a third of setting \
-             cache_bytes)"
-        ))
-    })
 }
 
 impl Service {
@@ -191,8 +179,13 @@ impl Service {
                 let (keys, sealed) = self.past_hour_keys(h, &sealed).await?;
                 if !listed {
                     let more = union_build_bytes(keys.len() as u64, 0, p) - BUILD_OVERHEAD;
-                    held.grow(more)
-                        .map_err(|refused| refusal(from, to, refused))?;
+                    held.grow(more).map_err(|refused| {
+                        refused.error(Work::Union {
+                            from,
+                            to,
+                            fits: None,
+                        })
+                    })?;
                 }
                 fin &= sealed;
                 hours.push(keys);
@@ -263,23 +256,11 @@ impl Service {
         let largest = sealed.iter().map(|(_, c)| *c).max().unwrap_or(0);
         let bytes = union_build_bytes(read, open, p) + vouching_bytes(largest, p);
         self.unions.reserve(slot, bytes).map_err(|refused| {
-            let refused = refusal(from, to, refused);
-            match refused {
-                ServiceError::RangeTooLarge(m) => {
-                    let budget = self.unions.memory_usage().1;
-                    let fits = longest_fitting(to, sealed, open, p, budget);
-                    ServiceError::RangeTooLarge(match fits {
-                        Some(start) => format!(
-                            "{m}; the longest range ending at {} this server builds starts at \
-                             {start} (GET /since{} while that hour is open)",
-                            to.rfc3339(),
-                            start.path()
-                        ),
-                        None => m,
-                    })
-                }
-                other => other,
-            }
+            let fits = match refused {
+                Refused::TooLarge { budget, .. } => longest_fitting(to, sealed, open, p, budget),
+                Refused::Taken { .. } => None,
+            };
+            refused.error(Work::Union { from, to, fits })
         })
     }
 

@@ -4,6 +4,7 @@
 //! without rendering or building anything (after a restart, on another node, or once
 //! the rendering has left memory).
 
+use super::parts::{Forms, Hours};
 use super::{Result, Service, Target};
 use crate::hour::Hour;
 use crate::render::{Compact, Repr};
@@ -117,42 +118,6 @@ impl Service {
         }
     }
 
-    /// What names the closed hour or complete day union `target` in `repr`, known
-    /// without rendering or building it: `None` for anything else, or when it is named
-    /// by its bytes.
-    ///
-    /// # Errors
-    /// Store failures.
-    pub async fn known_validator(&self, target: Target, repr: Repr) -> Result<Option<[u8; 32]>> {
-        let Some((kind, from, to)) = self.complete_range(target) else {
-            return Ok(None);
-        };
-        if let Some(r) = self.cache.get(&(from.index(), to.index(), repr)) {
-            return Ok(r.validator);
-        }
-        self.linked_name(kind, from, to, repr).await
-    }
-
-    /// As [`Service::known_validator`], for the compact `form` at `r` bits.
-    ///
-    /// # Errors
-    /// Store failures.
-    pub async fn known_compact_validator(
-        &self,
-        target: Target,
-        r: u32,
-        form: Compact,
-    ) -> Result<Option<[u8; 32]>> {
-        let Some((_, from, to)) = self.complete_range(target) else {
-            return Ok(None);
-        };
-        if let Some(r) = self.cache.get_compact(&(from.index(), to.index(), r, form)) {
-            return Ok(r.validator);
-        }
-        self.linked_name(compact_kind(from, to), from, to, Form::Compact(form, r))
-            .await
-    }
-
     /// The hours of `target` when it is a closed hour or a past day (what a name can be
     /// known for without its bytes).
     fn complete_range(&self, target: Target) -> Option<(Named, Hour, Hour)> {
@@ -179,5 +144,45 @@ pub(super) fn compact_kind(from: Hour, to: Hour) -> Named {
         Named::Hour
     } else {
         Named::Union
+    }
+}
+
+impl Hours<'_> {
+    /// What names the closed hour or complete day union `target` in `repr`, known
+    /// without rendering or building it: `None` for anything else, or when it is named
+    /// by its bytes.
+    ///
+    /// # Errors
+    /// Store failures.
+    pub async fn known_validator(&self, target: Target, repr: Repr) -> Result<Option<[u8; 32]>> {
+        let Some((kind, from, to)) = self.complete_range(target) else {
+            return Ok(None);
+        };
+        if let Some(r) = self.cache.get(&(from.index(), to.index(), repr)) {
+            return Ok(r.validator);
+        }
+        self.linked_name(kind, from, to, repr).await
+    }
+}
+
+impl Forms<'_> {
+    /// As [`Hours::known_validator`], for the compact `form` at `r` bits.
+    ///
+    /// # Errors
+    /// Store failures.
+    pub async fn known_compact_validator(
+        &self,
+        target: Target,
+        r: u32,
+        form: Compact,
+    ) -> Result<Option<[u8; 32]>> {
+        let Some((_, from, to)) = self.complete_range(target) else {
+            return Ok(None);
+        };
+        if let Some(r) = self.cache.get_compact(&(from.index(), to.index(), r, form)) {
+            return Ok(r.validator);
+        }
+        self.linked_name(compact_kind(from, to), from, to, Form::Compact(form, r))
+            .await
     }
 }

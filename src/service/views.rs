@@ -3,8 +3,9 @@
 //! the hour's keys when it fails verification or cannot be sealed yet).
 
 use super::open_hours::Rendering;
+use super::parts::Hours;
 use super::validators::{name, Named};
-use super::{Linked, Result, Service, ServiceError, Target, View, DICTIONARY_ID_BYTES};
+use super::{Linked, Result, Service, ServiceError, Target, View, Work, DICTIONARY_ID_BYTES};
 use crate::bloom::{Filter, SHA1_KM32};
 use crate::chain::SignatureField;
 use crate::hour::{Day, Hour};
@@ -24,97 +25,13 @@ impl Service {
     pub(super) fn day_hours(&self, day: Day, now: Hour) -> Result<(Hour, Hour)> {
         let (first, last) = (day.first_hour(), day.last_hour());
         if first > now {
-            return Err(ServiceError::NotFound(format!(
-                "{} is in the future; the current hour is {now}",
-                day.path()
-            )));
+            return Err(ServiceError::InFuture {
+                asked: Target::Day(day),
+                now,
+            });
         }
         self.check(last.min(now), now)?;
         Ok((first, last))
-    }
-
-    /// The filter for a target in a representation, for a request that accepts
-    /// `encoding`: a union ending in the open hour is rendered in that one only (see
-    /// [`Encodings`]); everything else holds both.
-    ///
-    /// # Errors
-    /// `NotFound` for the future or before genesis, `Gone` past retention, `BadRange`
-    /// for a union that starts in the future, and store failures.
-    pub async fn view(&self, target: Target, repr: Repr, encoding: Encodings) -> Result<View> {
-        let mut now = self.current_hour();
-        let asked = match target {
-            Target::Hour(h) | Target::Since(h) => h,
-            Target::Day(d) => d.first_hour(),
-        };
-        if asked > now {
-            // Another node may have opened a later hour: learn it before saying "future".
-            self.read_marks_if_due().await?;
-            now = self.current_hour();
-        }
-        match target {
-            Target::Hour(hour) => {
-                self.check(hour, now)?;
-                let open = if hour == now {
-                    self.open_view(hour, repr).await?
-                } else {
-                    None
-                };
-                let (rendered, complete) = match open {
-                    Some(rendered) => (rendered, false),
-                    // A past hour, or the open hour sealed while this request waited.
-                    None => self.closed_view(hour, repr).await?,
-                };
-                let now = self.current_hour();
-                let signature_pending = complete
-                    && self.tuning.signer.is_some()
-                    && rendered.chain.is_none_or(|c| c.signature.is_none());
-                Ok(View {
-                    rendered,
-                    open_until: (!complete).then(|| now.end()),
-                    prev: (hour.prev() >= self.earliest(now)).then(|| Target::Hour(hour.prev())),
-                    next: (hour < now).then(|| Target::Hour(hour.next())),
-                    open_hour: (!complete).then_some(hour),
-                    signature_pending,
-                })
-            }
-            Target::Day(day) => {
-                let (first, last) = self.day_hours(day, now)?;
-                // A day is served from its first served hour to its last one up to now.
-                let from = first.max(self.earliest(now));
-                let to = last.min(now);
-                let (rendered, complete) = self
-                    .union_view(from, to, repr, last < now, encoding)
-                    .await?;
-                let prev_day = Day::from_hour_index(first.index() - 24);
-                Ok(View {
-                    rendered,
-                    open_until: (!complete).then(|| now.end()),
-                    prev: (prev_day.last_hour() >= self.earliest(now))
-                        .then_some(Target::Day(prev_day)),
-                    next: (last < now)
-                        .then(|| Target::Day(Day::from_hour_index(first.index() + 24))),
-                    open_hour: None,
-                    signature_pending: false,
-                })
-            }
-            Target::Since(from) => {
-                if from > now {
-                    return Err(ServiceError::BadRange(format!(
-                        "since {from} is in the future; the current hour is {now}"
-                    )));
-                }
-                self.check(from, now)?;
-                let (rendered, _) = self.union_view(from, now, repr, false, encoding).await?;
-                Ok(View {
-                    rendered,
-                    open_until: Some(now.end()),
-                    prev: None,
-                    next: None,
-                    open_hour: None,
-                    signature_pending: false,
-                })
-            }
-        }
     }
 
     /// The open hour, rendered at least as new as when the request arrived; `None` once
@@ -155,36 +72,6 @@ impl Service {
         let rendered = Arc::new(rendered);
         self.open.keep_rendering(hour, slot, job.version, &rendered);
         Ok(Some(rendered))
-    }
-
-    /// Offers the rendering `r` of the open `hour` served now as a compression
-    /// dictionary (RFC 9842): whether it is kept as one (see `open_hours::deltas`), so
-    /// its response may offer it.
-    pub fn keep_as_dictionary(&self, hour: Hour, r: &Rendered) -> bool {
-        self.open.deltas().offer(hour, r, self.now())
-    }
-
-    /// The current rendering `r` of the open `hour` compressed against its kept version
-    /// whose SHA-256 is `dictionary` (a `dcz` body, RFC 9842); `None` when that version
-    /// is unknown, expired or of another filter size.
-    pub async fn delta(&self, hour: Hour, r: &Rendered, dictionary: &[u8; 32]) -> Option<Bytes> {
-        self.open.deltas().delta(hour, r, dictionary).await
-    }
-
-    /// The SHA-256 of the kept version of the open `hour` that responses showing its
-    /// current rendering `r` link to as a dictionary of their own lifetime, if any.
-    pub fn linked_dictionary(&self, hour: Hour, r: &Rendered) -> Option<[u8; 32]> {
-        self.open.deltas().linked(hour, r.repr, r.m, self.now())
-    }
-
-    /// A kept version of the open `hour` served at its own URL, by its id (the first
-    /// [`DICTIONARY_ID_BYTES`] of its SHA-256); `None` when unknown, expired, or the hour
-    /// is closed.
-    pub fn dictionary(&self, hour: Hour, id: &[u8; DICTIONARY_ID_BYTES]) -> Option<Linked> {
-        if hour != self.current_hour() {
-            return None;
-        }
-        self.open.deltas().dictionary(hour, id, self.now())
     }
 
     /// Pulls keys other nodes appended to the open hour (and the store's marks), at most
@@ -296,11 +183,8 @@ impl Service {
         let reserve = |filter_bytes: u64| {
             self.unions
                 .reserve_memory(6 * filter_bytes + 64 * 1024)
-                .map_err(|refused| {
-                    // Reserved up to the whole part: a rendering is never too large.
-                    let what = format!("rendering {}", hour.path());
-                    refused.answer(&what, |_, _| ServiceError::Busy(what.clone()))
-                })
+                // Reserved up to the whole part: a rendering is never too large.
+                .map_err(|refused| refused.error(Work::Render { hour }))
         };
         let (filter, count, bytes, _memory) = match decoded {
             Some((filter, count, bytes)) => {
@@ -404,4 +288,118 @@ async fn render_off_thread(
         return Ok(work());
     }
     Ok(tokio::task::spawn_blocking(work).await?)
+}
+
+impl Hours<'_> {
+    /// The filter for a target in a representation, for a request that accepts
+    /// `encoding`: a union ending in the open hour is rendered in that one only (see
+    /// [`Encodings`]); everything else holds both.
+    ///
+    /// # Errors
+    /// `NotFound` for the future or before genesis, `Gone` past retention, `BadRange`
+    /// for a union that starts in the future, and store failures.
+    pub async fn view(&self, target: Target, repr: Repr, encoding: Encodings) -> Result<View> {
+        let mut now = self.current_hour();
+        let asked = match target {
+            Target::Hour(h) | Target::Since(h) => h,
+            Target::Day(d) => d.first_hour(),
+        };
+        if asked > now {
+            // Another node may have opened a later hour: learn it before saying "future".
+            self.read_marks_if_due().await?;
+            now = self.current_hour();
+        }
+        match target {
+            Target::Hour(hour) => {
+                self.check(hour, now)?;
+                let open = if hour == now {
+                    self.open_view(hour, repr).await?
+                } else {
+                    None
+                };
+                let (rendered, complete) = match open {
+                    Some(rendered) => (rendered, false),
+                    // A past hour, or the open hour sealed while this request waited.
+                    None => self.closed_view(hour, repr).await?,
+                };
+                let now = self.current_hour();
+                let signature_pending = complete
+                    && self.tuning.signer.is_some()
+                    && rendered.chain.is_none_or(|c| c.signature.is_none());
+                Ok(View {
+                    rendered,
+                    open_until: (!complete).then(|| now.end()),
+                    prev: (hour.prev() >= self.earliest(now)).then(|| Target::Hour(hour.prev())),
+                    next: (hour < now).then(|| Target::Hour(hour.next())),
+                    open_hour: (!complete).then_some(hour),
+                    signature_pending,
+                })
+            }
+            Target::Day(day) => {
+                let (first, last) = self.day_hours(day, now)?;
+                // A day is served from its first served hour to its last one up to now.
+                let from = first.max(self.earliest(now));
+                let to = last.min(now);
+                let (rendered, complete) = self
+                    .union_view(from, to, repr, last < now, encoding)
+                    .await?;
+                let prev_day = Day::from_hour_index(first.index() - 24);
+                Ok(View {
+                    rendered,
+                    open_until: (!complete).then(|| now.end()),
+                    prev: (prev_day.last_hour() >= self.earliest(now))
+                        .then_some(Target::Day(prev_day)),
+                    next: (last < now)
+                        .then(|| Target::Day(Day::from_hour_index(first.index() + 24))),
+                    open_hour: None,
+                    signature_pending: false,
+                })
+            }
+            Target::Since(from) => {
+                if from > now {
+                    return Err(ServiceError::InFuture { asked: target, now });
+                }
+                self.check(from, now)?;
+                let (rendered, _) = self.union_view(from, now, repr, false, encoding).await?;
+                Ok(View {
+                    rendered,
+                    open_until: Some(now.end()),
+                    prev: None,
+                    next: None,
+                    open_hour: None,
+                    signature_pending: false,
+                })
+            }
+        }
+    }
+
+    /// The current rendering `r` of the open `hour` compressed against its kept version
+    /// whose SHA-256 is `dictionary` (a `dcz` body, RFC 9842); `None` when that version
+    /// is unknown, expired or of another filter size.
+    pub async fn delta(&self, hour: Hour, r: &Rendered, dictionary: &[u8; 32]) -> Option<Bytes> {
+        self.open.deltas().delta(hour, r, dictionary).await
+    }
+
+    /// A kept version of the open `hour` served at its own URL, by its id (the first
+    /// [`DICTIONARY_ID_BYTES`] of its SHA-256); `None` when unknown, expired, or the hour
+    /// is closed.
+    pub fn dictionary(&self, hour: Hour, id: &[u8; DICTIONARY_ID_BYTES]) -> Option<Linked> {
+        if hour != self.current_hour() {
+            return None;
+        }
+        self.open.deltas().dictionary(hour, id, self.now())
+    }
+
+    /// Offers the rendering `r` of the open `hour` served now as a compression
+    /// dictionary (RFC 9842): whether it is kept as one (see `open_hours::deltas`), so
+    /// its response may offer it.
+    pub fn keep_as_dictionary(&self, hour: Hour, r: &Rendered) -> bool {
+        self.open.deltas().offer(hour, r, self.now())
+    }
+
+    /// The SHA-256 of the kept version of the open `hour` that responses showing its
+    /// current rendering `r` link to as a dictionary of their own lifetime, if any.
+    pub fn linked_dictionary(&self, hour: Hour, r: &Rendered) -> Option<[u8; 32]> {
+        self.open.deltas().linked(hour, r.repr, r.m, self.now())
+    }
 }

@@ -129,7 +129,7 @@ impl Service {
         let signature = match &self.tuning.signer {
             Some(signer) if place.signature.is_some() => {
                 let ours = signer.public_key();
-                let list = self.key_list().await?;
+                let list = self.signing().key_list().await?;
                 (list.for_hour(hour).map(|k| k.public_key) == Some(ours)).then(|| SignatureField {
                     signature: signer.sign_body(form, hour.index(), &header, body),
                     key_id: Some(ours.id()),

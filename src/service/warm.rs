@@ -6,8 +6,9 @@
 //! take their turn with readers' builds, never all the slots, and never hold up ingest
 //! or a seal (which take no build slot). At start the newest sealed hour is warmed too.
 
+use super::parts::Stats;
 use super::unions::fair::{BuildClient, BUILD_CLIENT};
-use super::{Service, ServiceError, Target};
+use super::{Service, Target};
 use crate::hour::Hour;
 use crate::render::Compact;
 use serde::Serialize;
@@ -83,23 +84,24 @@ impl Service {
 
     /// Makes `hour`'s `.ribbon2` body ready at every grade of the set, one at a time, as
     /// the background's builds.
-    pub async fn warm_hour(&self, hour: Hour) {
+    pub(super) async fn warm_hour(&self, hour: Hour) {
         let grades = self.grades.ribbon2().to_vec();
         let warm = &self.warm;
         warm.hour.store(hour.index(), Ordering::Relaxed);
         warm.pending.store(grades.len() as u64, Ordering::Relaxed);
+        let forms = self.forms();
         for grade in grades {
             let mut tries = 0;
             loop {
                 let view = BUILD_CLIENT.scope(
                     BuildClient::Background,
-                    self.compact_view(Target::Hour(hour), grade.code(), Compact::Ribbon2),
+                    forms.compact_view(Target::Hour(hour), grade.code(), Compact::Ribbon2),
                 );
                 match view.await {
                     Ok(_) => {
                         warm.grades_built.fetch_add(1, Ordering::Relaxed);
                     }
-                    Err(ServiceError::Busy(_)) if tries < RETRIES => {
+                    Err(e) if e.is_busy() && tries < RETRIES => {
                         tries += 1;
                         tokio::time::sleep(RETRY_EVERY).await;
                         continue;
@@ -117,7 +119,9 @@ impl Service {
         warm.hours.fetch_add(1, Ordering::Relaxed);
         tracing::debug!(hour = %hour.rfc3339(), "warmed every grade");
     }
+}
 
+impl Stats<'_> {
     /// Warming's figures now.
     pub fn warm_stats(&self) -> WarmStats {
         let warm = &self.warm;

@@ -88,13 +88,17 @@ async fn revalidating_a_past_day_is_answered_from_its_hours_digests_without_a_bu
         again.header("cache-control"),
         Some("public, max-age=31536000, immutable")
     );
-    assert_eq!(app.service.union_work().builds.runs, 0, "no build");
-    assert_eq!(app.service.cache_stats().entries, 0, "nothing rendered");
+    assert_eq!(app.service.stats().union_work().builds.runs, 0, "no build");
+    assert_eq!(
+        app.service.stats().cache_stats().entries,
+        0,
+        "nothing rendered"
+    );
     // The same union built afresh is named the same.
     let rebuilt = app.get_with(day, &[("accept-encoding", "gzip")]).await;
     assert_eq!(rebuilt.status, StatusCode::OK);
     assert_eq!(rebuilt.header("etag"), Some(etag.as_str()));
-    assert_eq!(app.service.union_work().builds.runs, 1);
+    assert_eq!(app.service.stats().union_work().builds.runs, 1);
     // Another form's tag is not this one's.
     let hex = app
         .get_with("/2008/09/03.hex", &[("if-none-match", etag.as_str())])
@@ -119,7 +123,11 @@ async fn revalidating_a_closed_hour_no_longer_kept_is_answered_from_its_link_wit
 
     assert_eq!(again.status, StatusCode::NOT_MODIFIED);
     assert_eq!(again.header("etag"), Some(etag.as_str()));
-    assert_eq!(app.service.cache_stats().entries, 0, "nothing rendered");
+    assert_eq!(
+        app.service.stats().cache_stats().entries,
+        0,
+        "nothing rendered"
+    );
     let rendered = app.get(&hour).await;
     assert_eq!(
         rendered.header("etag"),

@@ -119,7 +119,7 @@ async fn an_operator_confirming_a_start_held_ahead_is_followed_at_once_and_needs
     // Recorded: a restart on the confirmed clock is no jump.
     let app = app.restart().await;
     assert_eq!(app.get("/healthz").await.json()["status"], "ok");
-    assert_eq!(app.service.clock_jump().jumps, 0);
+    assert_eq!(app.service.health().clock_jump().jumps, 0);
 }
 
 #[tokio::test]
@@ -151,7 +151,7 @@ async fn a_start_after_real_downtime_on_the_same_boot_is_followed_with_no_alarm(
 
         let health = app.get("/healthz").await.json();
         assert_eq!(health["status"], "ok", "{down}: {health}");
-        assert_eq!(app.service.clock_jump().jumps, 0, "{down}");
+        assert_eq!(app.service.health().clock_jump().jumps, 0, "{down}");
         assert_eq!(app.service.now(), app.clock.now(), "{down}");
         assert_thousand_served(&app, &sealed, &open).await;
     }
@@ -193,6 +193,6 @@ async fn a_start_back_on_the_time_trusted_before_a_step_back_is_followed() {
 
     let health = app.get("/healthz").await.json();
     assert_eq!(health["status"], "ok", "{health}");
-    assert_eq!(app.service.clock_jump().jumps, 0);
+    assert_eq!(app.service.health().clock_jump().jumps, 0);
     assert_eq!(app.service.now(), app.clock.now());
 }

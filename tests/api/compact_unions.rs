@@ -233,7 +233,7 @@ async fn a_day_revalidates_and_is_rebuilt_to_the_same_bytes_after_eviction() {
             assert_eq!(other.status, 200);
         }
     }
-    let stats = app.service.cache_stats();
+    let stats = app.service.stats().cache_stats();
     assert!(stats.bytes <= stats.budget_bytes, "{stats:?}");
     // A node that never kept it (as after its eviction) builds it again.
     let settings = app.settings.clone();

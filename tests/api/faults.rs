@@ -391,7 +391,7 @@ fn reads(wrapped: &Wrapped) -> (usize, usize) {
 async fn sealing_an_hour_serves_what_it_wrote_without_reading_it_back() {
     let (app, wrapped) = hour_ready_to_seal().await;
     let before = reads(&wrapped);
-    let sealed = app.service.seal(start_hour()).await.unwrap();
+    let sealed = app.service.hours().seal(start_hour()).await.unwrap();
     let after = reads(&wrapped);
     assert_eq!(
         after.0 - before.0,
@@ -436,7 +436,7 @@ async fn an_hour_another_node_sealed_and_linked_first_is_served_as_stored() {
     *wrapped.link_first.lock().unwrap() = Some(their_link);
     let before = reads(&wrapped);
 
-    let sealed = app.service.seal(start_hour()).await.unwrap();
+    let sealed = app.service.hours().seal(start_hour()).await.unwrap();
     let after = reads(&wrapped);
     assert!(
         wrapped.seal_first.lock().unwrap().is_none(),
@@ -453,7 +453,12 @@ async fn an_hour_another_node_sealed_and_linked_first_is_served_as_stored() {
         3,
         "the stored link is read back when another was first"
     );
-    let signed = app.service.signed_link(start_hour()).await.unwrap();
+    let signed = app
+        .service
+        .signing()
+        .signed_link(start_hour())
+        .await
+        .unwrap();
     assert_eq!(signed.map(|s| s.link), Some(their_link));
 
     let (meta, filter) = app.filter("/2008/09/03/13").await;
@@ -469,7 +474,7 @@ async fn an_hour_whose_stored_link_covers_other_bytes_is_corrupt_not_served_unsi
     // sealed, says the stored filter is not the hour's.
     *wrapped.link_first.lock().unwrap() =
         Some(ChainLink::new(start_hour(), b"other bytes", GENESIS));
-    app.service.seal(start_hour()).await.unwrap();
+    app.service.hours().seal(start_hour()).await.unwrap();
     app.get("/2008/09/03/13").await.assert_error(500, "corrupt");
     app.get("/2008/09/03/13.bin")
         .await

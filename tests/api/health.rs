@@ -170,7 +170,7 @@ async fn an_idle_node_nobody_asks_turns_ok_by_itself_with_its_own_heartbeats() {
         .await
         .assert_error(503, "store_unavailable");
     let failed_at = tokio::time::Instant::now();
-    assert!(!app.service.store_takes_writes());
+    assert!(!app.service.health().store_takes_writes());
     wrapped.fail_appends.store(false, Ordering::SeqCst);
     let pings = wrapped.pings.load(Ordering::SeqCst);
 
@@ -178,7 +178,7 @@ async fn an_idle_node_nobody_asks_turns_ok_by_itself_with_its_own_heartbeats() {
     // heartbeat the task writes each second while failing is awaited; ok once one begun
     // past the hold succeeds.
     let mut seconds = 0;
-    while !app.service.store_takes_writes() {
+    while !app.service.health().store_takes_writes() {
         assert!(
             seconds <= RECOVERY_HOLD.as_secs() + 2,
             "still unavailable {seconds} s after the failure"

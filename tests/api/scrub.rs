@@ -35,7 +35,7 @@ async fn three_sealed_hours_with(tweak: impl FnOnce(&mut bloomcast::config::Sett
 #[tokio::test]
 async fn a_pass_over_an_intact_store_finds_nothing_and_says_so() {
     let app = three_sealed_hours().await.restart().await;
-    let report = app.service.scrub_now().await;
+    let report = app.service.health().scrub_now().await;
     assert_eq!(report.damage_found, 0);
     assert!(report.hours >= 3, "{report:?}");
     assert!(report.bytes > 0);
@@ -161,7 +161,7 @@ async fn a_pass_finds_each_kind_of_damage_before_any_reader() {
             "{name}: no reader has met it: {before}"
         );
 
-        let report = app.service.scrub_now().await;
+        let report = app.service.health().scrub_now().await;
         assert!(report.damage_found >= 1, "{name}: {report:?}");
         let health = app.get("/healthz").await.json();
         assert_eq!(health["status"], "degraded", "{name}: {health}");
@@ -188,7 +188,7 @@ async fn the_background_scrub_finds_damage_with_no_request_at_all() {
         let _ = stopped.await;
     }));
     crate::wait::eventually("the scrub finds the damage", || {
-        app.service.scrub_report().damage_found > 0
+        app.service.health().scrub_report().damage_found > 0
     })
     .await;
     let _ = stop.send(());

@@ -122,7 +122,7 @@ pub async fn a_node_whose_clock_jumps_a_month_ahead_prunes_nothing_in_postgres()
     let hour = pair.post(true, during).await;
     assert_eq!(hour, "2008-09-03T14:00:00Z", "not a month ahead");
     pair.tick_both().await;
-    assert!(pair.jumpy.service.clock_jump().ahead_seconds >= 722 * 3600 - 60);
+    assert!(pair.jumpy.service.health().clock_jump().ahead_seconds >= 722 * 3600 - 60);
 
     pair.jumpy_clock.step(Duration::hours(-722));
     pair.tick_both().await;
@@ -145,7 +145,7 @@ pub async fn a_node_whose_clock_is_25_hours_ahead_for_an_hour_prunes_nothing_in_
         let hour = pair.post(true, ids).await;
         assert!(hour.starts_with("2008-09-03T1"), "{hour}: not a day ahead");
     }
-    assert!(pair.jumpy.service.clock_jump().ahead_seconds >= 25 * 3600 - 60);
+    assert!(pair.jumpy.service.health().clock_jump().ahead_seconds >= 25 * 3600 - 60);
     assert_eq!(pair.jumpy.service.current_hour(), pair.h.next().next());
 
     pair.jumpy_clock.step(Duration::hours(-25));
@@ -177,7 +177,7 @@ pub async fn a_node_restarted_with_its_clock_a_year_past_the_clusters_record_is_
     assert_eq!(health["status"], "degraded", "{health}");
     assert!(health["clock_ahead_seconds"].as_i64().unwrap() >= 365 * 86_400 - 60);
     assert!(health["reason"].as_str().unwrap().contains("confirm-clock"));
-    assert_eq!(pair.jumpy.service.clock_jump().jumps, 1);
+    assert_eq!(pair.jumpy.service.health().clock_jump().jumps, 1);
     assert_eq!(pair.steady.service.current_hour(), pair.h.next());
 
     pair.jumpy_clock.step(Duration::days(-365));

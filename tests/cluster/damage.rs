@@ -183,7 +183,7 @@ pub async fn swapped_keys_in_postgres_build_no_form_and_the_scrub_finds_them_fir
     .await
     .unwrap();
     let b = node(node_settings(&url, &schema, dir.path().to_owned()), &clock).await;
-    let report = b.service.scrub_now().await;
+    let report = b.service.health().scrub_now().await;
     assert_eq!(report.damage_found, 1, "{report:?}");
     let http = reqwest::Client::new();
     let (_, health) = status(&http, &b.base, "/healthz").await;
@@ -246,7 +246,7 @@ pub async fn migration_10_records_what_a_schema_written_before_it_holds() {
         before,
         "the same body, rebuilt"
     );
-    assert_eq!(b.service.scrub_now().await.damage_found, 0);
+    assert_eq!(b.service.health().scrub_now().await.damage_found, 0);
     // The records it computed find damage from now on.
     client(&url)
         .await

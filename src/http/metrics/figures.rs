@@ -36,9 +36,9 @@ pub fn standby_exposition() -> String {
 /// so `bloomcast_store_up` is what `/healthz` would answer now.
 pub async fn exposition(state: &AppState) -> String {
     let service = &state.service;
-    let mut out = state.metrics.render(service.current_count());
+    let mut out = state.metrics.render(service.ingest().current_count());
     state.metrics.render_errors(&mut out);
-    let health = service.health().await;
+    let health = service.health().report().await;
     single(
         &mut out,
         STORE_UP,
@@ -59,7 +59,7 @@ pub async fn exposition(state: &AppState) -> String {
         "bloomcast_corrupt_found_total",
         "counter",
         "Stored rows that failed verification on read.",
-        service.corrupt_found(),
+        service.health().corrupt_found(),
     );
     single(
         &mut out,
@@ -80,7 +80,7 @@ pub async fn exposition(state: &AppState) -> String {
         "bloomcast_clock_jumps_total",
         "counter",
         "Forward wall-clock jumps seen (beyond clock_jump_tolerance_seconds), a start far past the last heartbeat's record included.",
-        service.clock_jump().jumps,
+        service.health().clock_jump().jumps,
     );
     if let Some(offset) = health.node_clock_offset_seconds {
         single(
@@ -103,9 +103,9 @@ pub async fn exposition(state: &AppState) -> String {
         "bloomcast_seal_failures_total",
         "counter",
         "Attempts to seal a closed hour that failed; each is retried after a backoff of 1 s doubling to 60 s.",
-        service.seal_failures(),
+        service.stats().seal_failures(),
     );
-    if let Some((hour, header)) = service.chain_head() {
+    if let Some((hour, header)) = service.signing().chain_head() {
         single(
             &mut out,
             "bloomcast_chain_head_timestamp_seconds",
@@ -178,7 +178,7 @@ fn scrub(out: &mut String, report: &crate::service::ScrubReport) {
 
 /// What union work has cost, by step (as `/stats` has it): two counter families.
 fn union_work(out: &mut String, state: &AppState) {
-    let work = state.service.union_work();
+    let work = state.service.stats().union_work();
     let steps = [
         ("build", work.builds),
         ("advance", work.advances),

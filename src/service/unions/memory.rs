@@ -25,22 +25,20 @@ pub(in crate::service) enum Refused {
 }
 
 impl Refused {
-    /// The service's answer to a refusal of `what`'s working memory: 503 `Busy` while
-    /// other builds hold it, `too_large(needs, budget)` (in MiB) when it never fits.
-    pub fn answer(
-        self,
-        what: &str,
-        too_large: impl FnOnce(u64, u64) -> crate::service::ServiceError,
-    ) -> crate::service::ServiceError {
-        let mib = |b: u64| b.div_ceil(1 << 20);
+    /// The service's error for a refusal of `work`'s working memory.
+    pub fn error(self, work: crate::service::Work) -> crate::service::ServiceError {
+        use crate::service::ServiceError;
         match self {
-            Refused::TooLarge { needs, budget } => too_large(mib(needs), mib(budget)),
-            Refused::Taken { needs, left } => crate::service::ServiceError::Busy(format!(
-                "{what} needs about {} MiB of memory and other builds leave {} MiB of the \
-                 budget; retry shortly (setting cache_bytes)",
-                mib(needs),
-                mib(left)
-            )),
+            Refused::TooLarge { needs, budget } => ServiceError::TooLargeForBudget {
+                work,
+                needed: needs,
+                budget,
+            },
+            Refused::Taken { needs, left } => ServiceError::BudgetTaken {
+                work,
+                needed: needs,
+                left,
+            },
         }
     }
 }

@@ -184,15 +184,15 @@ impl Unions {
     /// client while others wait, clients served in turn.
     ///
     /// # Errors
-    /// [`ServiceError::Busy`] at once when the client has too many builds waiting.
+    /// [`ServiceError::TooManyWaiting`] at once when the client has too many builds waiting.
     pub async fn queued_slot(&self) -> Result<BuildSlot> {
         let client = fair::current_client();
-        self.pool.acquire(client).await.map_err(|fair::QueueFull| {
-            ServiceError::Busy(format!(
-                "this client has {} builds waiting already; retry shortly",
-                fair::WAITING_PER_CLIENT
-            ))
-        })
+        self.pool
+            .acquire(client)
+            .await
+            .map_err(|fair::QueueFull| ServiceError::TooManyWaiting {
+                waiting: fair::WAITING_PER_CLIENT,
+            })
     }
 
     /// The build queue's figures now.
