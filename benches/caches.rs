@@ -2,10 +2,7 @@
 //! within a byte budget; a view of the one cache, a `quick_cache` of one shard behind
 //! an enum of every kind it keeps) against `quick_cache` and `moka` doing the same job
 //! directly: `Arc<Rendered>` by `(first hour, last hour, repr)`, weighed by
-//! `Rendered::size`, within one byte budget. `recent_front` is what a poll of a closed
-//! hour does on the server (`service/recent.rs`): a per-thread map of the renderings
-//! that thread served lately in front of the one cache, looked up without a lock or a
-//! reference count.
+//! `Rendered::size`, within one byte budget.
 //!
 //! ```text
 //! cargo bench --bench caches -- --warm-up-time 1 --measurement-time 3
@@ -13,8 +10,7 @@
 //!
 //! - `hit/1`: one thread looks up resident renderings (2048 keys, cycled): the read
 //!   path's case, a poll finding a ready rendering. `ours_with` and `ours_get` are the
-//!   render cache's two calls (both clone the `Arc` now, as the crates do);
-//!   `recent_front` is the server's fast lane.
+//!   render cache's two calls (both clone the `Arc` now, as the crates do).
 //! - `hit/2_spread`, `hit/2_same`: two threads at once, over different keys, or both on
 //!   one key (many pollers on the hour that just closed). Time is wall time per lookup
 //!   of each thread: equal to `hit/1` is perfect scaling.
@@ -53,38 +49,7 @@ trait Under: Sync {
     fn insert(&self, key: CacheKey, value: Arc<Rendered>);
 }
 
-/// The read path's lookup: the thread's recent renderings, then the one cache.
-struct RecentFront(RenderCache);
-
-thread_local! {
-    static RECENT: std::cell::RefCell<std::collections::HashMap<CacheKey, Arc<Rendered>>> =
-        Default::default();
-}
-
-impl Under for RecentFront {
-    fn hit(&self, key: &CacheKey) -> usize {
-        let held = RECENT.with(|r| r.borrow().get(key).map(|r| r.size()));
-        if let Some(size) = held {
-            return size;
-        }
-        let Some(rendered) = self.0.get(key) else {
-            return 0;
-        };
-        RECENT.with(|r| {
-            let mut r = r.borrow_mut();
-            if r.len() >= 64 {
-                r.clear();
-            }
-            r.insert(*key, rendered.clone());
-        });
-        rendered.size()
-    }
-    fn insert(&self, key: CacheKey, value: Arc<Rendered>) {
-        self.0.insert(key, value);
-    }
-}
-
-/// Ours, as the fast lane reads it: borrowed.
+/// Ours, read borrowed.
 struct OursWith(RenderCache);
 /// Ours, as the full path reads it: a clone of the `Arc`.
 struct OursGet(RenderCache);
@@ -190,10 +155,6 @@ fn key(i: u64) -> CacheKey {
 fn caches(budget: usize, items: usize) -> Vec<(&'static str, Box<dyn Under>)> {
     vec![
         ("ours_with", Box::new(OursWith(RenderCache::new(budget)))),
-        (
-            "recent_front",
-            Box::new(RecentFront(RenderCache::new(budget))),
-        ),
         ("ours_get", Box::new(OursGet(RenderCache::new(budget)))),
         ("quick_cache", Box::new(Quick::new(budget, items, None))),
         (

@@ -86,16 +86,6 @@ impl Client {
             "bloomcast_http_response_body_bytes",
             "Response body bytes sent.",
         );
-        counter(
-            &mut registry,
-            "bloomcast_http_fast_responses",
-            "Hour reads answered from a ready rendering, without the router (also counted in bloomcast_http_requests_total).",
-        );
-        counter(
-            &mut registry,
-            "bloomcast_http_wire_responses",
-            "Of the fast responses, those written on the socket without hyper's connection handling.",
-        );
         let dropped = Family::<Reason, Counter>::default();
         // The one series exists from the start, at 0, as ours.
         drop(dropped.get_or_create(&Reason {

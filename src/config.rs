@@ -174,9 +174,8 @@ settings! {
     body_limit: usize = 16 * 1024 * 1024,
     /// The one memory budget: bytes of everything the server keeps beyond the open hour's
     /// own keys (which max_hour_ids bounds: at most 16 bytes per ID at their peak, see
-    /// docs/BENCHMARKS.md). Split in fixed parts: 1/32 (at most 4 MiB per worker thread)
-    /// for the read path's prepared responses; of
-    /// the rest, a third for union and compact builds in flight (each reserves its peak,
+    /// docs/BENCHMARKS.md). Split in fixed parts: a third for union and compact builds
+    /// in flight (each reserves its peak,
     /// about 14 bytes per ID of a union and 45 of a compact build, before it reads a key:
     /// past what is left it answers 503 busy, and one that alone needs more than the part
     /// 413 range_too_large, or 406 for a compact form), an eighth (at most delta_bytes and

@@ -1,6 +1,7 @@
-//! Rendering a filter into the bytes a client receives: each representation once,
-//! with its gzip form and the SHA-256 that names it, so serving is a memory copy. What
-//! a rendering is called on the wire (ETags, headers) is the HTTP layer's to say.
+//! Rendering a filter into what a client receives: each representation once, with its
+//! gzip form, the SHA-256 that names it and, made on its first response, its headers
+//! ([`Head`]: ETags, `Repr-Digest`, `Bloom-*` and the chain's), so serving copies a
+//! finished value and formats nothing.
 
 use crate::bloom::Filter;
 use crate::wire::{Document, FilterParams, Meta};
@@ -9,12 +10,14 @@ use bytes::Bytes;
 mod compress;
 mod exact;
 mod gz;
+pub(crate) mod head;
 mod rendered;
 mod ribbon;
 pub(crate) use compress::gzip;
 pub use compress::Effort;
 pub use exact::render_exact;
 pub use gz::HexCoding;
+pub use head::Head;
 pub use rendered::{ChainPlace, Encodings, OpenSignature, RawFields, Rendered};
 pub use ribbon::{render_compact, render_ribbon, render_ribbon2, Compact};
 
@@ -157,6 +160,7 @@ pub fn render_next(
         complete: meta.complete,
         m: filter.m().into(),
         count: meta.count,
+        head: Default::default(),
     };
     (rendered, coding)
 }

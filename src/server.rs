@@ -1,29 +1,37 @@
-//! The accept loop: HTTP/1.1 connections, each framed by our own writer while it sends
-//! requests without a body and by hyper after (`server::conn`), every request served by the
-//! one application ([`App`]). hyper gets a header read timeout, which `axum::serve`
-//! does not expose. A client that trickles its headers (slow loris)
-//! is disconnected when the timeout runs out; the whole-request timeout (408 or 503) lives in
-//! the router. On shutdown the loop stops accepting, asks every connection to finish its
+//! The accept loop: every connection framed by hyper (HTTP/1.1), every request served by
+//! the one application ([`App`]), graceful shutdown by hyper-util's [`GracefulShutdown`].
+//!
+//! Three limits are the connection's, not a request's, so they live here:
+//! - a client has `header_read_timeout` to send each request head (hyper's own timer),
+//!   counted from when hyper starts waiting for it, so it also bounds an idle keep-alive
+//!   connection and disconnects a slow loris;
+//! - a client that takes none of its response bytes for `write_timeout` is dropped and
+//!   counted (`tokio-io-timeout`'s write timeout: hyper has none);
+//! - at most `max_connections` connections are served at once; past it the loop stops
+//!   accepting, so new connections wait in the kernel's listen backlog instead of each
+//!   costing memory and a task.
+//!
+//! The whole-request timeout (408 or 503) and the body limits are the application's
+//! layers. On shutdown the loop stops accepting, asks every connection to finish its
 //! in-flight request and close, and returns once all have.
 
-mod conn;
-mod drain;
-mod h1;
-mod rewind;
-mod stall;
-
 use crate::http::App;
-use drain::Drain;
+use axum::extract::ConnectInfo;
 use hyper::server::conn::http1;
-use hyper_util::rt::TokioTimer;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::server::graceful::GracefulShutdown;
+use hyper_util::service::TowerToHyperService;
+use std::borrow::Borrow;
 use std::future::Future;
+use std::io;
+use std::sync::Arc;
 use std::time::Duration;
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpStream};
+use tokio_io_timeout::TimeoutStream;
 
 /// Headers a request may carry: plenty for any real client; more is answered 431.
 const MAX_HEADERS: usize = 100;
-/// Bytes of a request head (request line and headers); more is answered 431. Checked on
-/// the parsed head, so the answer does not depend on how the bytes arrived.
+/// Bytes of a request head (request line and headers); more is answered 431.
 const MAX_HEAD_BYTES: usize = 64 * 1024;
 
 /// How the connections are served.
@@ -35,28 +43,31 @@ pub struct ConnLimits {
     /// Time a connection may have response bytes to send without the client taking
     /// any; then the connection is closed and counted.
     pub write_timeout: Duration,
-    /// Connections served at once: past it the loop stops accepting, so new connections
-    /// wait in the kernel's listen backlog instead of each costing memory and a task.
+    /// Connections served at once: past it the loop stops accepting.
     pub max_connections: usize,
 }
 
 /// Serves `app` on `listener` until `shutdown` resolves, then drains: no new
 /// connections, in-flight requests finish, idle connections close. Resolves once every
 /// connection is gone (the caller bounds that with its shutdown timeout).
+///
+/// An owned `listener` is closed as soon as the drain starts (new connections are
+/// refused); a borrowed one stays open for its owner to serve next (the standby hands
+/// its socket to the service).
 pub async fn serve(
-    listener: TcpListener,
+    listener: impl Borrow<TcpListener>,
     app: App,
     limits: ConnLimits,
     shutdown: impl Future<Output = ()> + Send,
 ) {
-    let drain = Drain::new();
+    let graceful = GracefulShutdown::new();
     let mut builder = http1::Builder::new();
     builder
         .timer(TokioTimer::new())
         .header_read_timeout(limits.header_read_timeout)
         .max_headers(MAX_HEADERS)
         .max_header_size(MAX_HEAD_BYTES);
-    let slots = std::sync::Arc::new(tokio::sync::Semaphore::new(limits.max_connections.max(1)));
+    let slots = Arc::new(tokio::sync::Semaphore::new(limits.max_connections.max(1)));
     tokio::pin!(shutdown);
     loop {
         let slot = tokio::select! {
@@ -64,7 +75,7 @@ pub async fn serve(
             () = &mut shutdown => break,
         };
         let (stream, peer) = tokio::select! {
-            accepted = listener.accept() => match accepted {
+            accepted = listener.borrow().accept() => match accepted {
                 Ok(conn) => conn,
                 Err(e) => {
                     // Out of file descriptors and the like: back off rather than spin.
@@ -75,21 +86,46 @@ pub async fn serve(
             },
             () = &mut shutdown => break,
         };
-        let _ = stream.set_nodelay(true);
-        let connection = conn::serve(
-            stream,
-            peer,
-            app.clone(),
-            builder.clone(),
-            limits,
-            drain.watch(),
+        let connection = builder.serve_connection(
+            TokioIo::new(with_write_timeout(stream, limits.write_timeout)),
+            TowerToHyperService::new(app.for_peer(ConnectInfo(peer))),
         );
+        let connection = graceful.watch(connection);
+        let metrics = app.metrics().clone();
         tokio::spawn(async move {
-            connection.await;
+            if let Err(e) = connection.await {
+                if timed_out_writing(&e) {
+                    metrics.connection_dropped_write_timeout();
+                }
+                // Timeouts, resets and malformed requests: the client's problem.
+                tracing::debug!(%peer, error = %e, "connection ended with an error");
+            }
             drop(slot);
         });
     }
     drop(listener);
-    drain.start();
-    drain.finished().await;
+    graceful.shutdown().await;
+}
+
+/// `stream` whose writes fail once they make no progress for `timeout`.
+fn with_write_timeout(
+    stream: TcpStream,
+    timeout: Duration,
+) -> std::pin::Pin<Box<TimeoutStream<TcpStream>>> {
+    let _ = stream.set_nodelay(true);
+    let mut stream = TimeoutStream::new(stream);
+    stream.set_write_timeout(Some(timeout));
+    Box::pin(stream)
+}
+
+/// Whether a connection ended because the client took no response bytes in time.
+fn timed_out_writing(error: &hyper::Error) -> bool {
+    let mut source = std::error::Error::source(error);
+    while let Some(e) = source {
+        if let Some(io) = e.downcast_ref::<io::Error>() {
+            return io.kind() == io::ErrorKind::TimedOut;
+        }
+        source = e.source();
+    }
+    false
 }

@@ -105,7 +105,8 @@ impl Application {
         let store = match open_store(&settings, clock.as_ref()).await {
             Ok(store) => store,
             Err(StartError::Store(first)) if standby::worth_waiting(&settings, &first) => {
-                standby::wait_for_store(&settings, clock.as_ref(), &listener, first).await?
+                let limits = conn_limits(&settings);
+                standby::wait_for_store(&settings, clock.as_ref(), &listener, limits, first).await?
             }
             Err(e) => return Err(e),
         };
@@ -143,7 +144,6 @@ impl Application {
             target_fpp: shape.target_fpp,
             retention_hours: settings.retention_hours,
             cache_bytes: settings.cache_bytes,
-            worker_threads: worker_threads(),
             refresh: Duration::from_millis(settings.refresh_ms),
             max_hour_ids: settings.max_hour_ids,
             max_universe_ids: settings.max_universe_ids,
@@ -177,11 +177,7 @@ impl Application {
         Ok(Application {
             listener,
             state,
-            limits: ConnLimits {
-                header_read_timeout: Duration::from_secs(settings.header_read_timeout_seconds),
-                write_timeout: Duration::from_secs(settings.write_timeout_seconds),
-                max_connections: settings.max_connections,
-            },
+            limits: conn_limits(&settings),
             shutdown_timeout: Duration::from_secs(settings.shutdown_timeout),
         })
     }
@@ -274,6 +270,15 @@ impl Application {
         }
         let _ = housekeeping.await;
         tracing::info!("stopped");
+    }
+}
+
+/// How the configured server serves its connections.
+fn conn_limits(settings: &Settings) -> ConnLimits {
+    ConnLimits {
+        header_read_timeout: Duration::from_secs(settings.header_read_timeout_seconds),
+        write_timeout: Duration::from_secs(settings.write_timeout_seconds),
+        max_connections: settings.max_connections,
     }
 }
 
@@ -394,9 +399,4 @@ pub async fn shutdown_signal() {
         _ = ctrl_c => {},
         _ = terminate => {},
     }
-}
-
-/// Worker threads of the runtime serving requests (one where none can be told).
-fn worker_threads() -> usize {
-    tokio::runtime::Handle::try_current().map_or(1, |h| h.metrics().num_workers())
 }

@@ -422,8 +422,7 @@ async fn with_debug_logging_every_request_has_a_span_and_a_response_event() {
 }
 
 /// Reads the current hour `times` on one keep-alive connection, each a 200, and returns
-/// its path: the first read renders it, the next find it ready (what the fast lane
-/// answers on the connection's own writer).
+/// its path: the first read renders it, the next find it ready.
 async fn poll_current_hour(server: &common::Server, times: usize) -> String {
     let index: serde_json::Value = reqwest::get(format!("{}/", server.base))
         .await

@@ -1,30 +1,29 @@
-//! The one way into the server: every request, whichever writer frames its connection
-//! ([`crate::server`]), is served by this one stack, so each concern that cuts across
-//! requests is written once, as one layer:
+//! The one way into the server: every connection, framed by hyper ([`crate::server`]),
+//! hands every request to this one stack, so each concern that cuts across requests is
+//! written once, as one layer:
 //!
 //! ```text
-//! access log (when on) → tracing (when on) → panics → metrics → fast lane → CORS → router
-//!                                                                   (route tag → loading → deadline → handlers)
+//! access log (when on) → tracing (when on) → panics → metrics → CORS → router
+//!                         (route tag → query check → build client → loading → timeout → handlers)
 //! ```
 //!
-//! The fast lane ([`super::lane`]) answers polls of ready hours from prepared responses;
-//! the layers above it treat its responses as the router's. Its responses are prepared
-//! with the CORS layer's own headers ([`super::cors::CorsHeaders::apply`], run once per
-//! prepared response), so that layer sits below it, around the router. The loading gate
-//! and the request deadline are inside the router: the lane only answers what is ready
-//! now.
+//! A node in standby (cluster mode, PostgreSQL not reachable yet) serves the same stack
+//! around a router that answers 503 ([`super::standby_app`]), so it has the same CORS,
+//! timeouts and limits.
 
-use super::{access_log, lane, metrics, panics, AppState};
+use super::{access_log, metrics, Metrics};
 use axum::body::{Body, HttpBody};
 use axum::extract::{ConnectInfo, Request};
 use axum::response::{IntoResponse, Response};
 use axum::Router;
 use std::convert::Infallible;
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 use tower::util::BoxCloneSyncService;
 use tower::ServiceBuilder;
+use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::trace::TraceLayer;
 use tracing::{Level, Span};
 
@@ -34,18 +33,17 @@ type Stack = BoxCloneSyncService<Request, Response, Infallible>;
 #[derive(Clone)]
 pub struct App {
     stack: Stack,
-    state: AppState,
+    metrics: Arc<Metrics>,
     /// The connection's peer, for the access log and the build queue (`ConnectInfo`, as
     /// `axum::serve` gives it).
-    peer: Option<SocketAddr>,
+    peer: Option<ConnectInfo<SocketAddr>>,
 }
 
 impl App {
-    /// The stack around `routes`.
-    pub(super) fn new(state: AppState, routes: Router) -> App {
-        let access_log = state
-            .access_log
-            .then(|| axum::middleware::from_fn(access_log::log));
+    /// The stack around `routes`, counting into `metrics`, with a line per request
+    /// when `access_log`.
+    pub(super) fn new(metrics: Arc<Metrics>, access_log: bool, routes: Router) -> App {
+        let access_log = access_log.then(|| axum::middleware::from_fn(access_log::log));
         // A span per request and an event per response, at debug under this module's
         // target (`bloomcast::http::app`), when debug is on for it at start: the filter
         // is fixed for the life of the process, so without it the stack has no layer
@@ -71,48 +69,32 @@ impl App {
                 tower::util::MapResponseLayer::new(IntoResponse::into_response),
             )
         });
-        let cors = super::cors::FastCorsLayer::new(super::cors_config());
         let stack = ServiceBuilder::new()
             .option_layer(access_log)
             .option_layer(trace)
             // A panic anywhere below is answered 500 `internal` and logged, never a
             // dropped connection; shared state guards against half-finished updates.
-            .layer(panics::ContainLayer)
-            // The counters outlive the application: counting a request then writes no
-            // reference count that every core shares (one `Arc` handle is leaked per
-            // application, so its `Metrics` live as long as the process).
-            .layer(metrics::TrackLayer(Box::leak(Box::new(
-                state.metrics.clone(),
-            ))))
-            .layer(lane::LaneLayer {
-                state: state.clone(),
-                cors: cors.headers(),
-            })
-            .layer(cors)
+            .map_response(IntoResponse::into_response)
+            .layer(CatchPanicLayer::custom(super::meta::panicked))
+            .layer(metrics::TrackLayer(metrics.clone()))
+            .map_response(IntoResponse::into_response)
+            .layer(super::cors())
             .service(routes);
         App {
             stack: BoxCloneSyncService::new(stack),
-            state,
+            metrics,
             peer: None,
         }
     }
 
-    /// The response to `request`.
-    pub fn call(&mut self, mut request: Request) -> <Stack as tower::Service<Request>>::Future {
-        // The access log names the peer, and builds are queued by it (`client`).
-        if let Some(peer) = self.peer {
-            request.extensions_mut().insert(ConnectInfo(peer));
-        }
-        tower::Service::call(&mut self.stack, request)
+    /// The server's counters (the connection loop counts the connections it drops).
+    pub fn metrics(&self) -> &Arc<Metrics> {
+        &self.metrics
     }
 
-    /// The server's counters (the connection layer counts what it writes and drops).
-    pub fn metrics(&self) -> &std::sync::Arc<super::Metrics> {
-        &self.state.metrics
-    }
-
-    /// This application for a connection from `peer` (the access log names it).
-    pub fn for_peer(&self, peer: SocketAddr) -> App {
+    /// This application for a connection from `peer` (the access log names it, and
+    /// builds are queued by it).
+    pub fn for_peer(&self, peer: ConnectInfo<SocketAddr>) -> App {
         App {
             peer: Some(peer),
             ..self.clone()
@@ -135,6 +117,10 @@ where
     }
 
     fn call(&mut self, request: Request<B>) -> Self::Future {
-        App::call(self, request.map(Body::new))
+        let mut request = request.map(Body::new);
+        if let Some(peer) = self.peer {
+            request.extensions_mut().insert(peer);
+        }
+        tower::Service::call(&mut self.stack, request)
     }
 }

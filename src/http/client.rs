@@ -1,6 +1,6 @@
 //! Who a request is for: its connection's peer address, the client its builds are
 //! queued as ([`BuildClient`], docs/PROTOCOL.md section 12, "Fair builds"). A layer of
-//! the router: the fast lane builds nothing.
+//! the router.
 
 use crate::service::{BuildClient, BUILD_CLIENT};
 use axum::extract::{ConnectInfo, Request};

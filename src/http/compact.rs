@@ -2,13 +2,12 @@
 //! `.ribbon.json`, its JSON form) on the last segment of `/YYYY/MM/DD/HH`, `/YYYY/MM/DD`
 //! or `/since/YYYY/MM/DD/HH`, or the plain path with `Accept:
 //! application/vnd.bloomcast.ribbon` (`+json`), and `?fpp=` for a precision other than
-//! the service's target. Served by the router (never by the fast lane); immutable once
+//! the service's target. Immutable once
 //! complete, with ETag and 304 like every filter. What includes the open hour (the
 //! open hour, today, every `since`) is 406.
 
 use super::error::{ApiError, Result};
 use super::filters::{not_modified, not_modified_by_name, view_cache_control};
-use super::head::head;
 use super::negotiate::{accepts_gzip, wants_compact};
 use super::paths::{filter_path, last_segment_has_suffix};
 use super::AppState;
@@ -97,7 +96,7 @@ async fn serve(state: &AppState, parts: &Parts, plain: &str, form: Compact) -> R
     }
     let view = state.service.compact_view(target, r, form).await?;
     let rendered = &view.rendered;
-    let head = head(rendered);
+    let head = rendered.head();
     // Only the JSON form has a gzip encoding (the body is near-random bits).
     let gzip = !rendered.gzip.is_empty() && accepts_gzip(&parts.headers);
     let etag = head.etag(gzip).clone();

@@ -249,6 +249,15 @@ impl IntoResponse for ApiError {
     }
 }
 
+/// Whether `response` has a JSON body, as every error this layer makes has (a stock
+/// layer's own refusal has none, or plain text).
+pub fn is_json(response: &axum::response::Response) -> bool {
+    response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes().starts_with(b"application/json"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -6,7 +6,6 @@
 use super::compact::fpp_param;
 use super::error::{ApiError, Result};
 use super::filters::not_modified;
-use super::head::head;
 use super::negotiate::wants_exact;
 use super::paths::{filter_path, last_segment_has_suffix};
 use super::AppState;
@@ -51,7 +50,7 @@ async fn serve(state: &AppState, parts: &Parts, plain: &str) -> Result<Response>
     };
     let view = state.service.exact_view(hour).await?;
     let rendered = &view.rendered;
-    let head = head(rendered);
+    let head = rendered.head();
     let etag = head.etag(false).clone();
     let mut response = if not_modified(rendered, &parts.headers) {
         let mut response = Response::new(Body::empty());

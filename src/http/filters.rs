@@ -2,10 +2,10 @@
 //! the negotiated representation and encoding, with validators and cache headers.
 
 use super::error::{ApiError, Result};
-use super::head::{head, Head};
 use super::negotiate::{accepts_gzip, choose_repr, dcz_dictionary};
 use super::paths::{canonical_path, filter_path};
 use super::AppState;
+use crate::render::Head;
 use crate::render::{Encodings, Rendered, Repr};
 use crate::service::{Target, View};
 use axum::body::Body;
@@ -93,10 +93,10 @@ pub(super) fn not_modified_by_name(
 ) -> Option<Response> {
     let if_none_match = request.get(header::IF_NONE_MATCH)?.to_str().ok()?;
     let name = name?;
-    if !super::head::matches_name(&name, Encodings::Both, if_none_match) {
+    if !super::if_none_match::matches_name(&name, Encodings::Both, if_none_match) {
         return None;
     }
-    let etag = super::head::etag_of_name(&name, gzip);
+    let etag = crate::render::head::etag_of_name(&name, gzip);
     let immutable = HeaderValue::from_static(IMMUTABLE);
     Some(not_modified_response(etag, immutable, vary))
 }
@@ -150,7 +150,7 @@ pub(super) fn respond(
     delta: Option<bytes::Bytes>,
 ) -> Response {
     let r = &view.rendered;
-    let head = head(r);
+    let head = r.head();
     let gzip = r.encodings.sends_gzip(accepts_gzip(request));
     let cache_control = view_cache_control(state, view);
     let etag = head.etag(gzip).clone();
@@ -162,7 +162,7 @@ pub(super) fn respond(
         return not_modified_response(etag, cache_control, vary);
     }
 
-    let dictionary = kept_as_dictionary(state, view, &head, suffix);
+    let dictionary = kept_as_dictionary(state, view, head, suffix);
     let linked = linked_dictionary(state, view, suffix);
     let etag = match delta {
         Some(_) => head.etag_dcz().clone(),
@@ -241,7 +241,7 @@ pub(super) fn not_modified(r: &Rendered, request: &HeaderMap) -> bool {
     request
         .get(header::IF_NONE_MATCH)
         .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| super::head::matches(r, v))
+        .is_some_and(|v| super::if_none_match::matches(r, v))
 }
 
 /// `Cache-Control` of a view: as [`cache_control`], but `no-store` for a closed hour
@@ -262,19 +262,8 @@ pub(super) fn cache_control(state: &AppState, open_until: Option<DateTime<Utc>>)
     };
     let left = (until - state.service.now()).num_seconds().max(0) as u64;
     let max_age = left.min(state.open_max_age);
-    match MAX_AGES.get(max_age as usize) {
-        Some(value) => HeaderValue::from_static(value),
-        None => HeaderValue::try_from(format!("public, max-age={max_age}")).expect("ascii"),
-    }
+    HeaderValue::try_from(format!("public, max-age={max_age}")).expect("ascii")
 }
-
-/// `public, max-age=N` for every N an open hour can have (at most an hour), made once:
-/// a static value is cloned without allocating or touching a shared reference count.
-static MAX_AGES: std::sync::LazyLock<Vec<&'static str>> = std::sync::LazyLock::new(|| {
-    (0..=3600)
-        .map(|n| &*Box::leak(format!("public, max-age={n}").into_boxed_str()))
-        .collect()
-});
 
 /// `Link`: the previous and next filters, then the open hour's linked dictionary.
 fn link_header(

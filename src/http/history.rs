@@ -6,7 +6,7 @@ use super::error::{ApiError, Result};
 use super::AppState;
 use crate::hour::Hour;
 use crate::wire::check_id;
-use axum::extract::{RawQuery, State};
+use axum::extract::{Query, State};
 use axum::http::{header, HeaderMap};
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
@@ -20,10 +20,10 @@ pub const MAX_HISTORY_IDS: usize = 1000;
 pub async fn get_history(
     State(state): State<AppState>,
     headers: HeaderMap,
-    RawQuery(query): RawQuery,
+    Query(pairs): Query<Vec<(String, String)>>,
 ) -> Result<Response> {
     state.auth.check(&headers)?;
-    let (ids, since) = parse_query(query.as_deref().unwrap_or(""))?;
+    let (ids, since) = parse_query(pairs)?;
     let history = state.service.history(&ids, since).await?;
     let body = json!({
         "from": history.from.rfc3339(),
@@ -40,16 +40,13 @@ pub async fn get_history(
         .into_response())
 }
 
-/// The repeated `id` parameters and the optional `since`, percent-decoded.
-fn parse_query(query: &str) -> Result<(Vec<String>, Option<Hour>)> {
+/// The repeated `id` parameters and the optional `since`, as axum's `Query` decodes
+/// them (`application/x-www-form-urlencoded`: `+` is a space, `%XX` a byte).
+fn parse_query(pairs: Vec<(String, String)>) -> Result<(Vec<String>, Option<Hour>)> {
     let mut ids = Vec::new();
     let mut since = None;
-    for pair in query.split('&').filter(|p| !p.is_empty()) {
-        let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
-        let value = percent_decode(value).ok_or_else(|| {
-            ApiError::BadRequest(format!("{name}: not valid percent-encoded UTF-8"))
-        })?;
-        match name {
+    for (name, value) in pairs {
+        match name.as_str() {
             "id" => {
                 check_id(&value).map_err(|e| ApiError::BadRequest(format!("id {value:?} {e}")))?;
                 ids.push(value);
@@ -80,56 +77,30 @@ fn parse_query(query: &str) -> Result<(Vec<String>, Option<Hour>)> {
     Ok((ids, since))
 }
 
-/// `application/x-www-form-urlencoded` decoding: `+` is a space, `%XX` a byte.
-fn percent_decode(s: &str) -> Option<String> {
-    let mut out = Vec::with_capacity(s.len());
-    let mut bytes = s.bytes();
-    while let Some(b) = bytes.next() {
-        match b {
-            b'+' => out.push(b' '),
-            b'%' => {
-                let mut byte = [0u8];
-                hex::decode_to_slice([bytes.next()?, bytes.next()?], &mut byte).ok()?;
-                out.push(byte[0]);
-            }
-            b => out.push(b),
-        }
-    }
-    String::from_utf8(out).ok()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn parse(query: &str) -> Result<(Vec<String>, Option<Hour>)> {
+        let uri: axum::http::Uri = format!("/history?{query}").parse().unwrap();
+        parse_query(Query::try_from_uri(&uri).unwrap().0)
+    }
+
     #[test]
     fn repeated_ids_are_percent_decoded_in_order() {
-        let (ids, since) = parse_query("id=user%3A1&id=caf%C3%A9&id=a+b").unwrap();
+        let (ids, since) = parse("id=user%3A1&id=caf%C3%A9&id=a+b").unwrap();
         assert_eq!(ids, ["user:1", "café", "a b"]);
-        let (ids, _) = parse_query("id=user%3a1").unwrap();
+        let (ids, _) = parse("id=user%3a1").unwrap();
         assert_eq!(ids, ["user:1"], "either case of hex digit");
         assert_eq!(since, None);
-        let (_, since) = parse_query("id=x&since=2008-09-03T13").unwrap();
+        let (_, since) = parse("id=x&since=2008-09-03T13").unwrap();
         assert_eq!(since, Some(crate::hour::hour_of(2008, 9, 3, 13).unwrap()));
     }
 
     #[test]
-    fn no_ids_bad_escapes_and_unknown_parameters_are_refused() {
-        for bad in [
-            "",
-            "since=2008-09-03T13",
-            "id=%zz",
-            "id=%ff",
-            "id=%+f",
-            "id=%-1",
-            "id=%f",
-            "id=x&who=y",
-            "id=x&since=later",
-        ] {
-            assert!(
-                matches!(parse_query(bad), Err(ApiError::BadRequest(_))),
-                "{bad}"
-            );
+    fn no_ids_and_unknown_parameters_are_refused() {
+        for bad in ["", "since=2008-09-03T13", "id=x&who=y", "id=x&since=later"] {
+            assert!(matches!(parse(bad), Err(ApiError::BadRequest(_))), "{bad}");
         }
     }
 }

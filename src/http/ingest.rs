@@ -1,13 +1,14 @@
 //! `POST /updates`: authenticated ingest of a batch of IDs into the current hour.
 
-use super::coding::Coding;
+use super::coding::Sent;
 use super::error::{ApiError, Result};
+use super::timeouts::Deadline;
 use super::AppState;
 use crate::bloom::Key;
 use crate::wire::check_id;
 pub use crate::wire::MAX_ID_BYTES;
 use axum::body::{Body, Bytes};
-use axum::extract::State;
+use axum::extract::{Extension, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
@@ -31,9 +32,16 @@ pub struct IngestReply {
 #[tracing::instrument(skip_all)]
 pub async fn post_updates(
     State(state): State<AppState>,
+    deadline: Option<Extension<Deadline>>,
+    sent: Option<Extension<Sent>>,
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response> {
+    let body = Upload {
+        body,
+        deadline: deadline.map(|Extension(d)| d),
+        coding: sent.map(|Extension(Sent(c))| c),
+    };
     let (keys, _permit) = authenticated_keys(&state, &headers, body).await?;
     let receipt = state.service.ingest(&keys).await?;
     state.metrics.ids_ingested(keys.len());
@@ -60,11 +68,10 @@ pub async fn post_updates(
 pub async fn authenticated_keys(
     state: &AppState,
     headers: &HeaderMap,
-    body: Body,
+    upload: Upload,
 ) -> Result<(Vec<Key>, tokio::sync::OwnedSemaphorePermit)> {
     state.auth.check(headers)?;
     let kind = BodyKind::of(headers)?;
-    let coding = Coding::of(headers)?;
     let permit = state
         .ingest_permits
         .clone()
@@ -75,41 +82,51 @@ pub async fn authenticated_keys(
             )
         })?;
     let limit = state.body_limit;
-    let body = read_body(headers, body, limit).await?;
-    tracing::debug!(
-        bytes = body.len(),
-        coding = coding.name(),
-        "ingest body read"
-    );
-    let keys = if coding == Coding::Identity && body.len() <= INLINE_HASH_LIMIT {
+    let coding = upload.coding.as_deref();
+    let body = Deadline::read(upload.deadline, read_body(upload.body, coding, limit)).await?;
+    tracing::debug!(bytes = body.len(), coding, "ingest body read");
+    let keys = if body.len() <= INLINE_HASH_LIMIT {
         decode_keys(kind, &body)?
     } else {
-        // A compressed body's decoded size is unknown until it is decoded: always here.
-        tokio::task::spawn_blocking(move || decode_keys(kind, &coding.decode(body, limit)?))
+        tokio::task::spawn_blocking(move || decode_keys(kind, &body))
             .await
             .map_err(|e| ApiError::Internal(format!("decoding the body failed: {e}")))??
     };
     Ok((keys, permit))
 }
 
-/// Reads the body, at most `limit` bytes: a declared `Content-Length` over the limit is
-/// refused before reading, and an undeclared (chunked) body as soon as it passes it.
+/// A request's body, when it must have arrived by (408 past it), and the
+/// `Content-Encoding` it was sent with (the decompression layer decodes it as it is read).
+pub struct Upload {
+    pub body: Body,
+    pub deadline: Option<Deadline>,
+    pub coding: Option<String>,
+}
+
+/// Reads the body, decoded, at most `limit` bytes (the body limit layer has bounded the
+/// bytes sent to the same limit).
 ///
 /// # Errors
-/// 413 over the limit; 400 when the body breaks off (a truncated or malformed upload).
-async fn read_body(headers: &HeaderMap, body: Body, limit: usize) -> Result<Bytes> {
-    let declared = headers
-        .get(header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.trim().parse::<u64>().ok());
-    if declared.is_some_and(|n| n > limit as u64) {
-        return Err(ApiError::PayloadTooLarge(limit));
-    }
-    match Limited::new(body, limit).collect().await {
-        Ok(collected) => Ok(collected.to_bytes()),
-        Err(e) if e.is::<LengthLimitError>() => Err(ApiError::PayloadTooLarge(limit)),
-        Err(e) => Err(ApiError::BadRequest(format!("cannot read the body: {e}"))),
-    }
+/// 413 past the limit, sent or decoded; 400 when the body breaks off or is not valid in
+/// its coding (corrupt, truncated).
+async fn read_body(body: Body, coding: Option<&str>, limit: usize) -> Result<Bytes> {
+    let error = match Limited::new(body, limit).collect().await {
+        Ok(collected) => return Ok(collected.to_bytes()),
+        Err(e) => e,
+    };
+    let over_limit =
+        std::iter::successors(Some(&*error as &(dyn std::error::Error + 'static)), |e| {
+            e.source()
+        })
+        .any(|e| e.is::<LengthLimitError>());
+    Err(match (over_limit, coding) {
+        (true, None) => ApiError::PayloadTooLarge(limit),
+        (true, Some(_)) => ApiError::DecodedTooLarge(limit),
+        (false, None) => ApiError::BadRequest(format!("cannot read the body: {error}")),
+        (false, Some(coding)) => ApiError::BadRequest(format!(
+            "body is not valid {coding} ({error}), as its Content-Encoding says it is"
+        )),
+    })
 }
 
 /// The accepted body formats.

@@ -174,6 +174,20 @@ pub async fn method_not_allowed() -> ApiError {
     ApiError::MethodNotAllowed
 }
 
+/// `/healthz` of a node in standby: `unavailable` and why (503, never cached).
+pub fn standby_health(why: &str) -> axum::response::Response {
+    let report = serde_json::json!({
+        "status": "unavailable",
+        "reason": format!("starting: cannot connect to PostgreSQL yet (retrying with backoff): {why}"),
+    });
+    (
+        StatusCode::SERVICE_UNAVAILABLE,
+        [(header::CACHE_CONTROL, "no-store")],
+        Json(report),
+    )
+        .into_response()
+}
+
 /// Answers a request whose handler panicked.
 pub fn panicked(panic: Box<dyn std::any::Any + Send + 'static>) -> axum::response::Response {
     let detail = panic

@@ -20,7 +20,7 @@ mod track;
 
 pub use figures::{exposition, standby_exposition};
 
-pub use track::{tag_route, KnownRoute, TrackLayer};
+pub use track::{tag_route, TrackLayer};
 
 use axum::extract::MatchedPath;
 use std::cell::Cell;
@@ -59,10 +59,6 @@ const SHARDS: usize = 32;
 struct Shard {
     bytes_served: AtomicU64,
     not_modified: AtomicU64,
-    /// Hour reads answered by the fast lane (from a ready rendering).
-    fast: AtomicU64,
-    /// Responses written by the connection's own HTTP/1 writer rather than hyper's.
-    wire: AtomicU64,
     requests: [[AtomicU64; STATUSES.len()]; ROUTES.len()],
     /// Error responses by their `error` code, a slot each of [`CODES`].
     errors: [AtomicU64; CODES.len()],
@@ -73,8 +69,6 @@ impl Default for Shard {
         Shard {
             bytes_served: AtomicU64::new(0),
             not_modified: AtomicU64::new(0),
-            fast: AtomicU64::new(0),
-            wire: AtomicU64::new(0),
             requests: std::array::from_fn(|_| std::array::from_fn(|_| AtomicU64::new(0))),
             errors: std::array::from_fn(|_| AtomicU64::new(0)),
         }
@@ -162,20 +156,6 @@ impl Metrics {
             status,
             bytes,
         );
-    }
-
-    /// Counts an hour read answered by the fast lane.
-    pub fn count_fast(&self) {
-        self.shards[shard_index()]
-            .fast
-            .fetch_add(1, Ordering::Relaxed);
-    }
-
-    /// Counts a response written by the connection's own HTTP/1 writer.
-    pub fn count_wire(&self) {
-        self.shards[shard_index()]
-            .wire
-            .fetch_add(1, Ordering::Relaxed);
     }
 
     /// Counts an error response by its `error` code (one of [`CODES`]; another, which
@@ -276,18 +256,6 @@ impl Metrics {
             "bloomcast_http_response_body_bytes_total",
             "Response body bytes sent.",
             self.sum(|s| &s.bytes_served),
-        );
-        counter(
-            &mut out,
-            "bloomcast_http_fast_responses_total",
-            "Hour reads answered from a ready rendering, without the router (also counted in bloomcast_http_requests_total).",
-            self.sum(|s| &s.fast),
-        );
-        counter(
-            &mut out,
-            "bloomcast_http_wire_responses_total",
-            "Responses written on the socket by the connection's own HTTP/1 writer rather than by hyper.",
-            self.sum(|s| &s.wire),
         );
         let _ = writeln!(
             out,

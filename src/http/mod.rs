@@ -8,27 +8,23 @@ mod client;
 mod clock;
 mod coding;
 mod compact;
-mod cors;
 mod dashboard;
-mod deadline;
 mod dictionaries;
 mod error;
 mod exact;
 mod filters;
-mod head;
 mod history;
+mod if_none_match;
 mod ingest;
-mod lane;
 mod loading;
 mod meta;
 mod metrics;
 mod negotiate;
-mod panics;
 mod params;
 mod paths;
-mod prepared;
 mod series;
 mod stats;
+mod timeouts;
 mod universe;
 
 pub use app::App;
@@ -41,12 +37,16 @@ pub use paths::{canonical_path, filter_path, FilterPath};
 pub use series::run_sampler;
 
 use crate::service::Service;
-use axum::http::{header, HeaderName, Method};
+use axum::http::{header, HeaderName, Method, StatusCode};
+use axum::response::IntoResponse;
 use axum::routing::{get, post};
 use axum::Router;
 use std::sync::Arc;
 use std::time::Duration;
 use tower_http::cors::{Any, CorsLayer};
+use tower_http::decompression::RequestDecompressionLayer;
+use tower_http::limit::RequestBodyLimitLayer;
+use tower_http::timeout::TimeoutLayer;
 
 /// Everything a handler needs, cloned per request (all shared behind `Arc`s).
 #[derive(Clone)]
@@ -71,29 +71,50 @@ pub fn router(state: AppState) -> Router {
     Router::new().fallback_service(app(state))
 }
 
-/// The answer to a request the store cannot take now: 503 `store_unavailable` with
-/// `Retry-After` (what a node in standby, not yet connected to PostgreSQL, answers).
-pub fn store_unavailable() -> axum::response::Response {
-    use axum::response::IntoResponse;
-    error::ApiError::Unavailable.into_response()
-}
-
-/// `/metrics` of a node in standby: `bloomcast_store_up 0`, as Prometheus text.
-pub fn standby_metrics() -> axum::response::Response {
-    use axum::response::IntoResponse;
-    meta::exposition(metrics::standby_exposition()).into_response()
-}
-
 /// The application as the server runs it: one stack in front of the routes ([`App`]).
 pub fn app(state: AppState) -> App {
-    App::new(state.clone(), routes(state))
+    App::new(state.metrics.clone(), state.access_log, routes(state))
+}
+
+/// The application of a node in standby (cluster mode, PostgreSQL not reachable yet):
+/// the same stack ([`App`]) around routes that answer 503 — `/healthz` `unavailable`
+/// with `reason()`, ingest and reads `store_unavailable` with `Retry-After` — but
+/// `/metrics` (`bloomcast_store_up 0`).
+pub fn standby_app(
+    metrics: Arc<Metrics>,
+    access_log: bool,
+    request_timeout: Duration,
+    reason: impl Fn() -> String + Clone + Send + Sync + 'static,
+) -> App {
+    let routes = Router::new()
+        .route(
+            "/healthz",
+            get(move || {
+                let why = reason();
+                async move { meta::standby_health(&why) }
+            }),
+        )
+        .route(
+            "/metrics",
+            get(|| async { meta::exposition(metrics::standby_exposition()) }),
+        )
+        .fallback(|| async { error::ApiError::Unavailable })
+        .layer(
+            tower::ServiceBuilder::new()
+                .map_response(timeouts::explained)
+                .layer(TimeoutLayer::with_status_code(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    request_timeout,
+                )),
+        );
+    App::new(metrics, access_log, routes)
 }
 
 /// Any origin may read every response, its validators and `Bloom-*` headers included.
 /// The CORS headers are the same whatever the request's `Origin`, so they add nothing to
 /// `Vary` (`tower_http`'s default lists `Origin` and the preflight headers, which would
 /// split a shared cache's one object per hour into one per web page origin).
-fn cors_config() -> CorsLayer {
+fn cors() -> CorsLayer {
     CorsLayer::new()
         .vary([] as [HeaderName; 0])
         .allow_origin(Any)
@@ -126,6 +147,16 @@ fn cors_config() -> CorsLayer {
 /// the loading gate, and the request timeout (408 or 503). The layers every request
 /// passes are [`App`]'s.
 fn routes(state: AppState) -> Router {
+    // Uploads: the bytes sent bounded, the coding noted for messages, the body decoded
+    // as it is read (gzip and zstd; anything else 415), the layers' bare answers given
+    // their JSON bodies.
+    let limit = state.body_limit;
+    let uploads = tower::ServiceBuilder::new()
+        .layer(axum::middleware::from_fn(coding::note))
+        .map_response(move |response| coding::explained(limit, response))
+        .map_response(IntoResponse::into_response)
+        .layer(RequestBodyLimitLayer::new(limit))
+        .layer(RequestDecompressionLayer::new());
     Router::new()
         .route("/", get(meta::index))
         .route("/healthz", get(meta::healthz))
@@ -135,11 +166,16 @@ fn routes(state: AppState) -> Router {
         .route("/dashboard/app.js", get(dashboard::app))
         .route("/dashboard/style.css", get(dashboard::style))
         .route("/dashboard/bloomcast.js", get(dashboard::client))
-        .route("/updates", post(ingest::post_updates))
+        .route(
+            "/updates",
+            post(ingest::post_updates).layer(uploads.clone()),
+        )
         .route("/clock/confirm", post(clock::confirm))
         .route(
             "/universe",
-            post(universe::post_universe).get(universe::get_universe),
+            post(universe::post_universe)
+                .layer(uploads)
+                .get(universe::get_universe),
         )
         .route("/history", get(history::get_history))
         .route("/.well-known/bloomcast.json", get(chain::well_known))
@@ -157,8 +193,8 @@ fn routes(state: AppState) -> Router {
         // One stack, applied once: the router boxes (and clones per request) each
         // `.layer` separately. Outermost first: the route tag, the query's parameters
         // (400 for any the route does not read), the client builds are queued as, the
-        // loading gate (outside
-        // the timeout: waiting for the open hour to load never times out), the deadline.
+        // loading gate (outside the timeout: waiting for the open hour to load never
+        // times out), the request timeout (`timeouts`).
         .layer(
             tower::ServiceBuilder::new()
                 .layer(axum::middleware::from_fn(metrics::tag_route))
@@ -168,7 +204,15 @@ fn routes(state: AppState) -> Router {
                     state.service.clone(),
                     loading::wait_until_loaded,
                 ))
-                .layer(deadline::DeadlineLayer(state.request_timeout)),
+                .map_response(timeouts::explained)
+                .layer(axum::middleware::from_fn_with_state(
+                    state.request_timeout,
+                    timeouts::stamp,
+                ))
+                .layer(TimeoutLayer::with_status_code(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    state.request_timeout,
+                )),
         )
         .with_state(state)
 }

@@ -4,12 +4,11 @@
 //! cares to invent, each a miss for every cache on the way and, for a build, a fresh
 //! one (docs/PROTOCOL.md section 9, "Query parameters").
 //!
-//! A layer of the router ([`super::routes`]), so it sees the route matched; the fast
-//! lane ([`super::lane`]) answers no request with a query, so none passes it by.
+//! A layer of the router ([`super::routes`]), so it sees the route matched.
 
 use super::error::ApiError;
-use axum::extract::{MatchedPath, Request};
-use axum::http::Method;
+use axum::extract::{MatchedPath, Query, Request};
+use axum::http::{Method, Uri};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
@@ -39,11 +38,13 @@ pub fn accepted(route: &str) -> Option<&'static [&'static str]> {
 /// Parameters that may be given more than once.
 const REPEATABLE: &[&str] = &["id"];
 
-/// Why `query` does not suit a route accepting `accepted`, if it does not.
-pub fn check(route: &str, accepted: &[&str], query: &str) -> Result<(), ApiError> {
+/// Why the query of `uri` does not suit a route accepting `accepted`, if it does not.
+pub fn check(route: &str, accepted: &[&str], uri: &Uri) -> Result<(), ApiError> {
+    let Query(pairs) = Query::<Vec<(String, String)>>::try_from_uri(uri)
+        .map_err(|e| ApiError::BadRequest(format!("unreadable query: {e}")))?;
     let mut seen: Vec<&str> = Vec::new();
-    for pair in query.split('&').filter(|p| !p.is_empty()) {
-        let name = pair.split_once('=').map_or(pair, |(name, _)| name);
+    for (name, _) in &pairs {
+        let name = name.as_str();
         if !accepted.contains(&name) {
             let takes = if accepted.is_empty() {
                 "no query parameters".to_owned()
@@ -70,11 +71,11 @@ pub async fn only_known(request: Request, next: Next) -> Response {
         request.uri().query(),
         request.extensions().get::<MatchedPath>(),
     ) {
-        (Some(query), Some(matched))
+        (Some(_), Some(matched))
             if request.method() == Method::GET || request.method() == Method::HEAD =>
         {
             accepted(matched.as_str())
-                .and_then(|accepted| check(matched.as_str(), accepted, query).err())
+                .and_then(|accepted| check(matched.as_str(), accepted, request.uri()).err())
         }
         _ => None,
     };
@@ -87,6 +88,10 @@ pub async fn only_known(request: Request, next: Next) -> Response {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn check(route: &str, accepted: &[&str], query: &str) -> Result<(), ApiError> {
+        super::check(route, accepted, &format!("/x?{query}").parse().unwrap())
+    }
 
     #[test]
     fn only_the_routes_own_parameters_pass_once() {

@@ -1,8 +1,8 @@
 //! Filter paths, parsed purely and in one place: `/YYYY/MM/DD/HH`, `/YYYY/MM/DD` and
 //! `/since/YYYY/MM/DD/HH`, each with an optional `.json`, `.hex` or `.bin` suffix on the
-//! last segment (`.ribbon`, `.ribbon.json` and `.ribbon2` are taken off first by `compact.rs`). The
-//! fast lane, the loading gate, the filter and compact handlers and the chain route all
-//! read a path through [`filter_path`].
+//! last segment (`.ribbon`, `.ribbon.json` and `.ribbon2` are taken off first by
+//! `compact.rs`). The loading gate, the filter and compact handlers and the chain route
+//! all read a path through [`filter_path`].
 
 use super::error::{ApiError, Result};
 use crate::hour::{Day, Hour};

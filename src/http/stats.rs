@@ -70,11 +70,6 @@ pub(super) fn memory_parts(state: &AppState) -> (u64, Vec<Part>) {
         budget: None,
     };
     let parts = vec![
-        part(
-            "responses",
-            super::prepared::held_bytes() + m.recent_bytes,
-            s.responses,
-        ),
         part("builds", m.build_bytes, s.builds),
         part("deltas", m.delta_bytes, s.deltas),
         part("cache", m.kept_bytes, s.kept),

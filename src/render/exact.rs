@@ -31,5 +31,6 @@ pub fn render_exact(
         count: meta.count,
         gzip: Bytes::new(),
         identity: Bytes::from(body),
+        head: Default::default(),
     }
 }

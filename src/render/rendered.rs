@@ -76,6 +76,8 @@ pub struct Rendered {
     /// The filter's size in bits and its count of IDs (a delta needs the same `m`).
     pub m: u64,
     pub count: u64,
+    /// Its headers, formatted on its first response ([`Rendered::head`]).
+    pub head: std::sync::OnceLock<super::Head>,
 }
 
 /// What a raw body's wire format says beside it, as values: a JSON document says it all
@@ -145,7 +147,12 @@ impl Rendered {
 
     /// Bytes held in memory, for the cache's budget.
     pub fn size(&self) -> usize {
-        self.identity.len() + self.gzip.len() + 256
+        self.identity.len() + self.gzip.len() + 1024
+    }
+
+    /// Its headers (ETags, `Repr-Digest`s, `Bloom-*` and the chain's), formatted once.
+    pub fn head(&self) -> &super::Head {
+        self.head.get_or_init(|| super::Head::of(self))
     }
 
     /// What its ETags are made from: its [`Rendered::validator`] if it has one, else

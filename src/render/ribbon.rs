@@ -61,6 +61,7 @@ pub fn render_ribbon2(meta: &Meta, ribbon: &Ribbon2) -> Rendered {
         gzip: Bytes::new(),
         complete: meta.complete,
         identity: Bytes::from(identity),
+        head: Default::default(),
     }
 }
 
@@ -101,6 +102,7 @@ fn rendered(
         gzip: Bytes::from(gzip),
         complete: meta.complete,
         identity: Bytes::from(identity),
+        head: Default::default(),
     }
 }
 

@@ -4,29 +4,20 @@
 //!
 //! | part | share | what holds it |
 //! |---|---|---|
-//! | `responses` | 1/32, at most 4 MiB per worker thread | the read path's prepared responses (HTTP layer) |
-//! | `builds` | 1/3 of the rest | union and compact builds in flight, reserved before they read a key |
+//! | `builds` | 1/3 | union and compact builds in flight, reserved before they read a key |
 //! | `deltas` | 1/8 of the rest, at most `delta_bytes` and a quarter more | the open hour's versions kept as dictionaries, and the `dcz` bodies made from them |
 //! | `kept` | all the rest | the one cache ([`super::kept`]): renderings, open unions, built unions, decoded filters for `/history`, sealed keys |
 //!
-//! With the defaults (512 MiB, two worker threads): responses 8 MiB, builds 168 MiB,
-//! deltas 63 MiB, kept 273 MiB. A union build holds about 14 bytes per ID at its peak
+//! With the defaults (512 MiB): builds 170 MiB, deltas 64 MiB, kept 277 MiB. A union build holds about 14 bytes per ID at its peak
 //! (8 for the keys read, the rest its filter and rendering at a 1 % target), so the
 //! default builds any union of up to about 12M IDs.
 
 use serde::Serialize;
 
-/// Prepared responses a worker thread keeps at most.
-pub const RESPONSES_PER_THREAD_MAX: u64 = 4 << 20;
-
 /// The budget's parts, in bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct Split {
     pub total: u64,
-    /// Each worker thread's prepared responses.
-    pub responses_per_thread: u64,
-    /// All worker threads' prepared responses.
-    pub responses: u64,
     /// Builds in flight.
     pub builds: u64,
     /// The open hour's kept versions and the deltas made from them.
@@ -36,23 +27,17 @@ pub struct Split {
 }
 
 impl Split {
-    /// The split of `total` bytes for `threads` worker threads, the kept versions of the
-    /// open hour limited to `delta_bytes` (and the deltas made from them to a quarter of
-    /// that: [`Split::delta_versions`]).
-    pub fn of(total: u64, delta_bytes: u64, threads: usize) -> Split {
-        let threads = threads.max(1) as u64;
-        let responses_per_thread = (total / 32 / threads).min(RESPONSES_PER_THREAD_MAX);
-        let responses = responses_per_thread * threads;
-        let rest = total - responses;
-        let builds = rest / 3;
-        let deltas = (rest / 8).min(delta_bytes.saturating_add(delta_bytes / 4));
+    /// The split of `total` bytes, the kept versions of the open hour limited to
+    /// `delta_bytes` (and the deltas made from them to a quarter of that:
+    /// [`Split::delta_versions`]).
+    pub fn of(total: u64, delta_bytes: u64) -> Split {
+        let builds = total / 3;
+        let deltas = (total / 8).min(delta_bytes.saturating_add(delta_bytes / 4));
         Split {
             total,
-            responses_per_thread,
-            responses,
             builds,
             deltas,
-            kept: rest - builds - deltas,
+            kept: total - builds - deltas,
         }
     }
 
@@ -71,31 +56,27 @@ mod tests {
     fn the_parts_add_up_to_the_budget() {
         for total in [0, 1, 1 << 20, 256 << 20, 3 << 30, 1 << 40] {
             for delta in [0, 64 << 20, u64::MAX / 2] {
-                for threads in [1, 2, 8, 64] {
-                    let s = Split::of(total, delta, threads);
-                    let sum = s.responses + s.builds + s.deltas + s.kept;
-                    assert_eq!(sum, total, "{s:?}");
-                    assert!(s.responses_per_thread <= RESPONSES_PER_THREAD_MAX);
-                    assert!(s.delta_versions() + s.delta_versions() / 4 <= s.deltas);
-                }
+                let s = Split::of(total, delta);
+                let sum = s.builds + s.deltas + s.kept;
+                assert_eq!(sum, total, "{s:?}");
+                assert!(s.delta_versions() + s.delta_versions() / 4 <= s.deltas);
             }
         }
     }
 
     #[test]
     fn the_defaults_split_as_documented() {
-        let s = Split::of(512 << 20, 64 << 20, 2);
+        let s = Split::of(512 << 20, 64 << 20);
         let mib = |b: u64| b >> 20;
-        assert_eq!(mib(s.responses), 8);
-        assert_eq!(mib(s.builds), 168);
-        assert_eq!(mib(s.deltas), 63);
-        assert_eq!(mib(s.kept), 273);
+        assert_eq!(mib(s.builds), 170);
+        assert_eq!(mib(s.deltas), 64);
+        assert_eq!(mib(s.kept), 277);
     }
 
     #[test]
     fn no_delta_versions_leaves_their_part_to_the_cache() {
-        let s = Split::of(256 << 20, 0, 2);
+        let s = Split::of(256 << 20, 0);
         assert_eq!(s.deltas, 0);
-        assert_eq!(s.kept, s.total - s.responses - s.builds);
+        assert_eq!(s.kept, s.total - s.builds);
     }
 }

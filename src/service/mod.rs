@@ -17,7 +17,7 @@
 //!
 //! Its state is split into parts, each owning its locks behind a small API, and each
 //! module doc says what the part owns and its own lock order: `open_hours` (the ledger
-//! of open hours, the board, the refresh and render turns, when the marks were read, the
+//! of open hours, the refresh and render turns, when the marks were read, the
 //! versions kept for deltas),
 //! `unions` (union builds' range turns and build slots, and what builds leave for the
 //! next reader), `sealer` (the seal turn, the seal backoff, signatures and sealed hours'
@@ -44,8 +44,7 @@
 //! The other std mutexes (inside `unions`, `sealer`, `cache`, `history`, `health`, and
 //! `open_hours`' `marks_read_at` and kept versions for deltas) each guard a plain map or
 //! value, are held only inside one method, never across an await and never while taking
-//! another lock, and are not taken while the ledger is held. The board takes no lock
-//! (atomics and `arc-swap`): it is written while the ledger is held. A delta being made
+//! another lock, and are not taken while the ledger is held. A delta being made
 //! (a `OnceCell` in `open_hours::deltas`) is awaited with no lock of the service held.
 
 mod budget;
@@ -65,13 +64,10 @@ mod kept;
 mod lifecycle;
 mod marks;
 mod open_hours;
-mod ready;
-mod recent;
 mod retention;
 mod scrub;
 mod sealer;
 mod signing;
-pub use ready::ReadyHour;
 pub use signing::register_key;
 mod stats;
 mod target;
@@ -119,9 +115,6 @@ pub use unions::{StepStats, UnionWork};
 /// What bloomcast does. Its parts own their locks; the order across them is in the
 /// module doc, and each part's own at its struct (`OpenHours`, `Deltas`, `Unions`).
 pub struct Service {
-    /// This service's own number (tests run many in one process): what per-thread
-    /// state is keyed by.
-    id: u64,
     store: Arc<dyn Store>,
     /// The clock held to its monotonic reading: forward jumps are not followed until
     /// confirmed, so no clock reading alone opens or prunes an hour. In cluster mode it
@@ -143,7 +136,7 @@ pub struct Service {
     high_water: AtomicI64,
     /// The newest hour durably closed in the store (an hour index; `i64::MIN` for none).
     closed_through: AtomicI64,
-    /// The open hours: their ledger, board, refresh and render turns.
+    /// The open hours: their ledger, refresh and render turns.
     open: OpenHours,
     health: health::Health,
     /// One seal at a time, its backoff, and what it remembers of sealed hours.
@@ -181,19 +174,13 @@ impl Service {
         let genesis = store.genesis().await?;
         let probes_from = store.probes_from().await?;
         let marks = store.marks().await?;
-        let split = Split::of(
-            tuning.cache_bytes as u64,
-            tuning.delta_bytes as u64,
-            tuning.worker_threads,
-        );
+        let split = Split::of(tuning.cache_bytes as u64, tuning.delta_bytes as u64);
         let kept = Arc::new(kept::Kept::new(split.kept as usize));
         let unions = unions::Unions::new(tuning.union_builds, split.builds, kept.clone());
         let (clock, reference) = time::start_clock(store.as_ref(), clock, source, &tuning).await?;
         let started = (marks.high_water, clock.monotonic());
         let grades = grades::Grades::new(tuning.target_fpp);
-        static SERVICES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         let service = Service {
-            id: SERVICES.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             started,
             split,
             cache: RenderCache::on(kept.clone()),

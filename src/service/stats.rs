@@ -86,9 +86,6 @@ pub struct MemoryStats {
     pub build_bytes: u64,
     /// The open hour's versions kept as dictionaries and the deltas made from them.
     pub delta_bytes: u64,
-    /// Closed hours' renderings held by worker threads for the read path (within the
-    /// responses' part, beside the HTTP layer's prepared responses).
-    pub recent_bytes: u64,
 }
 
 impl Service {
@@ -159,8 +156,7 @@ impl Service {
         }
     }
 
-    /// Each part of the one memory budget the service holds, against its share (the
-    /// prepared responses are the HTTP layer's to count).
+    /// Each part of the one memory budget the service holds, against its share.
     pub fn memory_stats(&self) -> MemoryStats {
         MemoryStats {
             split: self.split,
@@ -168,7 +164,6 @@ impl Service {
             kept_bytes: self.kept.bytes(),
             build_bytes: self.unions.memory_usage().0,
             delta_bytes: self.open.deltas().bytes(),
-            recent_bytes: super::recent::held_bytes(),
         }
     }
 }

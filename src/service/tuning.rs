@@ -12,9 +12,6 @@ pub struct Tuning {
     /// The one memory budget: everything kept beyond the open hour's own keys (see
     /// [`crate::service::Split`]).
     pub cache_bytes: usize,
-    /// Worker threads serving requests, each keeping prepared responses within its
-    /// part of the budget.
-    pub worker_threads: usize,
     /// How stale the view of the open hour may be (other nodes' appends).
     pub refresh: Duration,
     /// Distinct IDs an hour may hold; ingest beyond it is refused (`HourFull`).

@@ -69,7 +69,7 @@ fn refusal(from: Hour, to: Hour, refused: Refused) -> ServiceError {
         ServiceError::RangeTooLarge(format!(
             "the union of {from}..{to} needs about {needs} MiB of memory to build, more \
              than this server's build budget of {budget} MiB (a third of setting \
-             cache_bytes, less its prepared responses)"
+             cache_bytes)"
         ))
     })
 }

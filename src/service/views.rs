@@ -124,10 +124,9 @@ impl Service {
     pub(super) async fn open_view(&self, hour: Hour, repr: Repr) -> Result<Option<Arc<Rendered>>> {
         self.refresh(hour).await?;
         let slot = repr.index();
-        let every = self.tuning.refresh;
         let closed = self.closed_through();
         let fresh = |r: &Rendered| self.signature_fresh(r);
-        let wanted = match self.open.rendering(hour, slot, closed, every, fresh) {
+        let wanted = match self.open.rendering(hour, slot, closed, fresh) {
             Rendering::Closed => return Ok(None),
             Rendering::Ready(r) => return Ok(Some(r)),
             Rendering::Due(version) => version,
@@ -154,8 +153,7 @@ impl Service {
             });
         }
         let rendered = Arc::new(rendered);
-        self.open
-            .keep_rendering(hour, slot, job.version, job.generation, &rendered);
+        self.open.keep_rendering(hour, slot, job.version, &rendered);
         Ok(Some(rendered))
     }
 
@@ -225,7 +223,7 @@ impl Service {
         match cursor {
             Ok(cursor) => {
                 let closed = self.closed_through();
-                self.open.read_through(hour, cursor, closed, every);
+                self.open.read_through(hour, cursor, closed);
                 Ok(())
             }
             Err(e @ StoreError::Corrupt(_)) => Err(self.corrupt(hour, e)),

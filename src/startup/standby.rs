@@ -1,22 +1,16 @@
 //! Starting in cluster mode while PostgreSQL cannot be reached (not up yet, restarting,
 //! the network not there): the node listens at once, answers every request 503 (ingest
 //! and filters `store_unavailable` with `Retry-After`, `/healthz` `unavailable` with the
-//! reason) but `/metrics` (`bloomcast_store_up 0`), and tries to connect again with backoff until it can; then it starts as
-//! usual on the same socket. A refusal that waiting cannot cure (a certificate, a
+//! reason) but `/metrics` (`bloomcast_store_up 0`), and tries to connect again with
+//! backoff until it can; then it starts as usual on the same socket. A refusal that waiting cannot cure (a certificate, a
 //! password, a `pg_hba.conf` rule, a schema that is not bloomcast's) still stops the
 //! start, naming its cause.
 
 use super::{open_store, StartError};
 use crate::clock::Clock;
 use crate::config::Settings;
+use crate::server::ConnLimits;
 use crate::store::{full_message, PgStore, Store, StoreError};
-use axum::http::{header, StatusCode};
-use axum::response::{IntoResponse, Response};
-use axum::Json;
-use hyper::body::Incoming;
-use hyper::server::conn::http1;
-use hyper_util::rt::{TokioIo, TokioTimer};
-use std::convert::Infallible;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::net::TcpListener;
@@ -34,9 +28,11 @@ pub(super) fn worth_waiting(settings: &Settings, error: &StoreError) -> bool {
 }
 
 /// Answers on `listener` while connecting again with backoff; returns the store once
-/// connected. A connection the standby accepted gets its one answer and is closed, so
-/// none is left to it once the service serves the socket. Fails when a later attempt
-/// fails for a reason waiting cannot cure.
+/// connected, after the standby's connections have finished their requests (the service
+/// then serves the socket). The standby is the same application stack as the service's
+/// ([`crate::http::standby_app`]) served by the same loop, so it has the same CORS,
+/// timeouts and connection limits. Fails when a later attempt fails for a reason
+/// waiting cannot cure.
 ///
 /// # Errors
 /// As [`open_store`], for an error that is not worth waiting out.
@@ -44,6 +40,7 @@ pub(super) async fn wait_for_store(
     settings: &Settings,
     clock: &dyn Clock,
     listener: &TcpListener,
+    limits: ConnLimits,
     first: StoreError,
 ) -> Result<Arc<dyn Store>, StartError> {
     let reason = Arc::new(Mutex::new(full_message(&first)));
@@ -53,27 +50,44 @@ pub(super) async fn wait_for_store(
         "bloomcast listening in standby: PostgreSQL cannot be reached; answering 503 and \
          connecting again with backoff"
     );
-    let answering = answer_503(
-        listener,
-        reason.clone(),
-        settings.header_read_timeout_seconds,
+    let app = crate::http::standby_app(
+        Arc::new(crate::http::Metrics::default()),
+        settings.access_log,
+        Duration::from_secs(settings.request_timeout_seconds),
+        {
+            let reason = reason.clone();
+            move || crate::sync::lock(&reason).clone()
+        },
     );
+    let (connected_tx, connected_rx) = tokio::sync::oneshot::channel::<()>();
+    let answering = crate::server::serve(listener, app, limits, async {
+        let _ = connected_rx.await;
+    });
     tokio::pin!(answering);
+    let connecting = connect_with_backoff(settings, clock, reason);
+    tokio::pin!(connecting);
+    let store = tokio::select! {
+        () = &mut answering => unreachable!("the standby answers until told to stop"),
+        store = &mut connecting => store?,
+    };
+    let _ = connected_tx.send(());
+    answering.await;
+    Ok(store)
+}
+
+/// Opens the store, trying again with backoff while it is worth waiting for; `reason`
+/// says why it cannot yet.
+async fn connect_with_backoff(
+    settings: &Settings,
+    clock: &dyn Clock,
+    reason: Arc<Mutex<String>>,
+) -> Result<Arc<dyn Store>, StartError> {
     let mut delay = FIRST_BACKOFF;
     let mut attempts = 1u64;
     loop {
-        tokio::select! {
-            () = &mut answering => unreachable!("the standby answers until dropped"),
-            () = tokio::time::sleep(delay) => {}
-        }
+        tokio::time::sleep(delay).await;
         attempts += 1;
-        // Connecting runs beside the answers, so a slow attempt (a link that does not
-        // answer, up to the connect timeout) never leaves a request unanswered.
-        let opened = tokio::select! {
-            () = &mut answering => unreachable!("the standby answers until dropped"),
-            opened = open_store(settings, clock) => opened,
-        };
-        match opened {
+        match open_store(settings, clock).await {
             Ok(store) => {
                 tracing::info!(attempts, "PostgreSQL reached: leaving standby");
                 return Ok(store);
@@ -87,53 +101,4 @@ pub(super) async fn wait_for_store(
             Err(e) => return Err(e),
         }
     }
-}
-
-/// Accepts connections on `listener` and answers one request on each: the `/healthz`
-/// document says `unavailable` and why (503), `/metrics` says the store is down (200),
-/// everything else is the `store_unavailable` error with `Retry-After`. Never resolves.
-async fn answer_503(listener: &TcpListener, reason: Arc<Mutex<String>>, head_secs: u64) {
-    let mut builder = http1::Builder::new();
-    builder
-        .timer(TokioTimer::new())
-        .header_read_timeout(Duration::from_secs(head_secs))
-        .keep_alive(false);
-    loop {
-        let stream = match listener.accept().await {
-            Ok((stream, _)) => stream,
-            Err(e) => {
-                tracing::warn!(error = %e, "accept failed");
-                tokio::time::sleep(Duration::from_millis(50)).await;
-                continue;
-            }
-        };
-        let reason = reason.clone();
-        let service = hyper::service::service_fn(move |request: hyper::Request<Incoming>| {
-            let why = crate::sync::lock(&reason).clone();
-            let response = answer(request.uri().path(), why);
-            async move { Ok::<_, Infallible>(response) }
-        });
-        let connection = builder.serve_connection(TokioIo::new(stream), service);
-        tokio::spawn(async move {
-            let _ = connection.await;
-        });
-    }
-}
-
-fn answer(path: &str, why: String) -> Response {
-    match path {
-        "/healthz" => {}
-        "/metrics" => return crate::http::standby_metrics(),
-        _ => return crate::http::store_unavailable(),
-    }
-    let report = serde_json::json!({
-        "status": "unavailable",
-        "reason": format!("starting: cannot connect to PostgreSQL yet (retrying with backoff): {why}"),
-    });
-    (
-        StatusCode::SERVICE_UNAVAILABLE,
-        [(header::CACHE_CONTROL, "no-store")],
-        Json(report),
-    )
-        .into_response()
 }

@@ -44,7 +44,7 @@ async fn a_closed_hour_is_served_as_a_ribbon_holding_every_id() {
 #[tokio::test]
 async fn accept_negotiates_the_same_bytes_and_revalidates() {
     let app = closed_hour_of(&["a", "b", "c"]).await;
-    // Read as v1 JSON first, so the fast lane has the hour ready: it must step aside.
+    // Read as v1 JSON first, so the hour's v1 rendering is cached: it must not answer.
     assert_eq!(app.get("/2008/09/03/13").await.status, 200);
     let by_suffix = app.get("/2008/09/03/13.ribbon").await;
     let by_accept = app.get_with("/2008/09/03/13", &[("accept", RIBBON)]).await;

@@ -308,7 +308,7 @@ async fn fpp_on_a_bloom_representation_is_refused() {
     let app = TestApp::spawn().await;
     app.ingest(&["a"]).await;
     app.next_hour().await;
-    // The closed hour is ready for the fast lane: it must step aside for the refusal.
+    // The closed hour's v1 rendering is cached: it must not answer the refusal.
     assert_eq!(app.get("/2008/09/03/13.bin").await.status, 200);
 
     for path in [

@@ -277,12 +277,12 @@ async fn a_rotten_exact_body_is_built_again_with_the_same_bytes() {
 }
 
 #[tokio::test]
-async fn accept_gets_the_exact_form_even_when_the_fast_lane_holds_the_hour() {
+async fn accept_gets_the_exact_form_even_when_the_v1_rendering_is_cached() {
     let app = TestApp::spawn().await;
     post_universe(&app, &ids("f", 200), Some(TOKEN)).await;
     app.ingest(&["f:3"]).await;
     app.next_hour().await;
-    // Read as v1 first, twice, so the fast lane has the hour ready: it must step aside.
+    // Read as v1 first, twice, so its v1 rendering is cached: it must not answer.
     for _ in 0..2 {
         assert_eq!(app.get("/2008/09/03/13").await.status, 200);
     }

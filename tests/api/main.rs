@@ -15,7 +15,6 @@ mod deltas;
 mod dictionaries;
 mod errors;
 mod exact;
-mod fast_lane;
 mod faults;
 mod health;
 mod helpers;

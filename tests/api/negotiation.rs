@@ -5,7 +5,7 @@
 
 use crate::helpers::TestApp;
 
-/// A sealed hour 13 (read once, so the fast lane holds it) and an open hour 14.
+/// A sealed hour 13 (read once, so its rendering is cached) and an open hour 14.
 async fn app_with_a_sealed_and_an_open_hour() -> TestApp {
     let app = TestApp::spawn().await;
     app.ingest(&["a"]).await;

@@ -135,7 +135,7 @@ function figures(stats) {
   const t = stats.totals;
   const items = [
     ["Memory budget", `${bytes(mem.bytes)} of ${bytes(mem.budget_bytes)} held`],
-    ...["cache", "builds", "deltas", "responses"].map((name) => {
+    ...["cache", "builds", "deltas"].map((name) => {
       const part = mem.parts[name];
       return [`· ${name}`, `${bytes(part.bytes)} of ${bytes(part.budget_bytes)}`];
     }),

@@ -1,28 +1,21 @@
-//! The metrics' request layer: which route answered (the fast lane's future says so
-//! before it is polled, [`KnownRoute`]; the router tags its responses, [`Answered`]) and
-//! [`Track`], the layer above both that counts every response (and error responses by
-//! the [`ErrorCode`] they carry).
+//! The metrics' request layer: which route answered (the router tags its responses,
+//! [`Answered`]) and [`Track`], the layer above the router that counts every response
+//! (and error responses by the [`ErrorCode`] they carry).
 
-use super::{route_slot, Metrics, ROUTES, UNMATCHED};
+use super::{route_slot, Metrics, UNMATCHED};
 use crate::http::error::ErrorCode;
 use axum::body::HttpBody as _;
 use axum::extract::{MatchedPath, Request};
 use axum::response::Response;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 
 /// The router's route that answered a request, carried on its response for [`Track`],
 /// which sits above the router and so cannot see its match.
 #[derive(Clone)]
 pub struct Answered(MatchedPath);
-
-/// The response future of the service below [`Track`]: whether it is the fast lane's
-/// answer (route `/{year}/{month}/{day}/{hour}`), known when the request is called, so
-/// that the lane's responses need no tag (an allocation per response).
-pub trait KnownRoute {
-    fn is_hour_lane(&self) -> bool;
-}
 
 /// Middleware inside the router: tags each response with the route that matched.
 pub async fn tag_route(request: Request, next: axum::middleware::Next) -> Response {
@@ -37,7 +30,7 @@ pub async fn tag_route(request: Request, next: axum::middleware::Next) -> Respon
 /// Counts every response by the route that answered it ([`Answered`]) and its status,
 /// and body bytes (a layer rather than `from_fn`, so a request costs no boxed future).
 #[derive(Clone)]
-pub struct TrackLayer(pub &'static Metrics);
+pub struct TrackLayer(pub Arc<Metrics>);
 
 impl<S> tower::Layer<S> for TrackLayer {
     type Service = Track<S>;
@@ -45,7 +38,7 @@ impl<S> tower::Layer<S> for TrackLayer {
     fn layer(&self, inner: S) -> Track<S> {
         Track {
             inner,
-            metrics: self.0,
+            metrics: self.0.clone(),
         }
     }
 }
@@ -54,13 +47,12 @@ impl<S> tower::Layer<S> for TrackLayer {
 #[derive(Clone)]
 pub struct Track<S> {
     inner: S,
-    metrics: &'static Metrics,
+    metrics: Arc<Metrics>,
 }
 
 impl<S> tower::Service<Request> for Track<S>
 where
     S: tower::Service<Request, Response = Response>,
-    S::Future: KnownRoute,
 {
     type Response = Response;
     type Error = S::Error;
@@ -71,11 +63,9 @@ where
     }
 
     fn call(&mut self, request: Request) -> Self::Future {
-        let inner = self.inner.call(request);
         Tracked {
-            hour_lane: inner.is_hour_lane(),
-            inner,
-            metrics: Some(self.metrics),
+            inner: self.inner.call(request),
+            metrics: Some(self.metrics.clone()),
         }
     }
 }
@@ -85,8 +75,7 @@ pin_project_lite::pin_project! {
     pub struct Tracked<F> {
         #[pin]
         inner: F,
-        hour_lane: bool,
-        metrics: Option<&'static Metrics>,
+        metrics: Option<Arc<Metrics>>,
     }
 }
 
@@ -102,13 +91,9 @@ where
         if let (Ok(response), Some(metrics)) = (&result, this.metrics.take()) {
             let bytes = response.body().size_hint().exact().unwrap_or(0);
             let status = response.status().as_u16();
-            let (slot, name) = if *this.hour_lane {
-                (Some(0), ROUTES[0])
-            } else {
-                match response.extensions().get::<Answered>() {
-                    Some(Answered(matched)) => (route_slot(Some(matched)), matched.as_str()),
-                    None => (route_slot(None), UNMATCHED),
-                }
+            let (slot, name) = match response.extensions().get::<Answered>() {
+                Some(Answered(matched)) => (route_slot(Some(matched)), matched.as_str()),
+                None => (route_slot(None), UNMATCHED),
             };
             metrics.record_slot(slot, name, status, bytes);
             // Only error responses carry a code: the success path looks up nothing.

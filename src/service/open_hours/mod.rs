@@ -1,9 +1,8 @@
 //! The open hours' own state: the ledger (`ledger.rs`: each open hour's keys, in the
 //! sorted runs of `keyset.rs`, its filter and newest renderings; private to this
-//! module, so the compiler keeps every other part out of it), the board that publishes
-//! those renderings to the read path's fast lane, the turns that make readers share one
-//! refresh and one render, and when the store's marks were last read. Ingest, refresh, rendering and unions read the store, so they
-//! stay the service's work (`service/mod.rs`, `views.rs`, `union.rs`, `incremental.rs`,
+//! module, so the compiler keeps every other part out of it), the turns that make
+//! readers share one refresh and one render, and when the store's marks were last read.
+//! Ingest, refresh, rendering and unions read the store, so they stay the service's work (`service/mod.rs`, `views.rs`, `union.rs`, `incremental.rs`,
 //! `stats.rs`); they reach the state above only through [`OpenHours`]' methods, which
 //! take the ledger once inside and hand back values, never the lock (nothing outside
 //! this module takes the ledger or touches an `OpenHour`):
@@ -33,9 +32,7 @@
 //! Lock order: the refresh turn and the render turns (tokio locks) are each taken with
 //! no other tokio lock held, and the ledger is taken only briefly under them, never the
 //! other way round. The ledger (a std mutex) is innermost: taken only inside a method
-//! here, never held across an await or while taking a tokio lock; the board takes no
-//! lock (atomics and `arc-swap`) and is written while the ledger is held, with the
-//! change it describes. `marks_read_at` and the kept versions (`deltas`) are leaves,
+//! here, never held across an await or while taking a tokio lock. `marks_read_at` and the kept versions (`deltas`) are leaves,
 //! each held only inside a method, never with the ledger or another lock held; a delta
 //! being made is awaited with no lock held.
 
@@ -49,7 +46,6 @@ pub use deltas::{Linked, ID_BYTES as DICTIONARY_ID_BYTES};
 
 pub(super) use reads::{Figures, Rendering};
 
-use super::ready::Board;
 use super::{lock, Result, ServiceError};
 use crate::bloom::Key;
 use crate::hour::Hour;
@@ -62,11 +58,9 @@ use std::time::{Duration, Instant};
 /// held), then the ledger (a std mutex, innermost: held only inside a method here,
 /// never across an await). `marks_read_at` and the kept versions' mutex inside `deltas`
 /// are leaves, never taken with the ledger or another lock held; a delta being made is
-/// awaited with none held. The board takes no lock.
+/// awaited with none held.
 pub(super) struct OpenHours {
     ledger: Mutex<Ledger>,
-    /// The open hour's latest renderings, for the read path's fast lane.
-    board: Board,
     /// One refresh from the store at a time: readers share the next one.
     refresh_turn: tokio::sync::Mutex<()>,
     /// One open-hour render per representation at a time.
@@ -96,7 +90,6 @@ impl OpenHours {
     pub fn new(capacity: u64, target_fpp: f64, deltas: Deltas) -> OpenHours {
         OpenHours {
             ledger: Mutex::new(Ledger::default()),
-            board: Board::new(),
             refresh_turn: tokio::sync::Mutex::new(()),
             render_turns: Default::default(),
             marks_read_at: Mutex::new(Some(Instant::now())),
@@ -115,7 +108,6 @@ impl OpenHours {
                 "a panic interrupted an update of the open hours; reloading them from the store"
             );
             *ledger = Ledger::default();
-            self.board.changed();
         })
     }
 
@@ -189,9 +181,7 @@ impl OpenHours {
         let mut ledger = self.ledger();
         release(&mut ledger, reservation);
         if let Some(open) = self.entry(&mut ledger, hour, closed_through) {
-            if open.add(keys) > 0 {
-                self.board.changed();
-            }
+            open.add(keys);
             if let Some(c) = cursor.filter(|&c| open.cursor == c - 1) {
                 open.cursor = c;
             }
@@ -217,28 +207,17 @@ impl OpenHours {
     pub fn add_read(&self, hour: Hour, keys: &[Key], closed_through: Option<Hour>) {
         let mut ledger = self.ledger();
         if let Some(open) = self.entry(&mut ledger, hour, closed_through) {
-            if open.add(keys) > 0 {
-                self.board.changed();
-            }
+            open.add(keys);
         }
     }
 
     /// A read of `hour` from the store is complete up to `cursor` (its keys added by
-    /// [`OpenHours::add_read`]): the hour is refreshed now, the next refresh due `every`
-    /// later.
-    pub fn read_through(
-        &self,
-        hour: Hour,
-        cursor: i64,
-        closed_through: Option<Hour>,
-        every: Duration,
-    ) {
+    /// [`OpenHours::add_read`]): the hour is refreshed now.
+    pub fn read_through(&self, hour: Hour, cursor: i64, closed_through: Option<Hour>) {
         let mut ledger = self.ledger();
         if let Some(open) = self.entry(&mut ledger, hour, closed_through) {
             open.cursor = open.cursor.max(cursor);
-            let now = Instant::now();
-            open.refreshed_at = Some(now);
-            self.board.refreshed(now, every);
+            open.refreshed_at = Some(Instant::now());
         }
     }
 
@@ -249,11 +228,6 @@ impl OpenHours {
         if ledger.sealed_through.is_none_or(|s| s < hour) {
             ledger.sealed_through = Some(hour);
         }
-    }
-
-    /// The open hour's published renderings, for the read path's fast lane.
-    pub fn board(&self) -> &Board {
-        &self.board
     }
 
     /// The open hour's versions kept as compression dictionaries.

@@ -7,7 +7,6 @@ use crate::bloom::{Filter, Key};
 use crate::hour::Hour;
 use crate::render::Rendered;
 use std::sync::Arc;
-use std::time::Duration;
 
 /// What serving an open hour's rendering takes.
 pub enum Rendering<T> {
@@ -19,12 +18,11 @@ pub enum Rendering<T> {
     Due(T),
 }
 
-/// The open hour's content to render, with the version and board generation it shows.
+/// The open hour's content to render, with the version it shows.
 pub struct RenderJob {
     pub count: u64,
     pub filter: Filter,
     pub version: u64,
-    pub generation: u64,
 }
 
 /// The open hour's keys, with the version, id and position (count) they show.
@@ -62,7 +60,6 @@ impl OpenHours {
         hour: Hour,
         slot: usize,
         closed_through: Option<Hour>,
-        every: Duration,
         fresh: impl Fn(&Rendered) -> bool,
     ) -> Rendering<u64> {
         let mut ledger = self.ledger();
@@ -70,13 +67,7 @@ impl OpenHours {
             return Rendering::Closed;
         };
         match &open.rendered[slot] {
-            Some((v, r)) if *v == open.version && fresh(r) => {
-                if let Some(at) = open.refreshed_at {
-                    self.board.refreshed(at, every);
-                }
-                self.board.publish(hour, self.board.generation(), r);
-                Rendering::Ready(r.clone())
-            }
+            Some((v, r)) if *v == open.version && fresh(r) => Rendering::Ready(r.clone()),
             _ => Rendering::Due(open.version),
         }
     }
@@ -104,21 +95,12 @@ impl OpenHours {
             count: open.count(),
             filter: open.filter().clone(),
             version: open.version,
-            generation: self.board.generation(),
         })
     }
 
-    /// Keeps and publishes a rendering of a [`RenderJob`]'s `version` and `generation`,
-    /// unless a newer one was kept meanwhile or the hour is gone (one of the same version
+    /// Keeps a rendering of a [`RenderJob`]'s `version`, unless a newer one was kept meanwhile or the hour is gone (one of the same version
     /// is replaced: it is the same content signed again, see `Service::open_view`).
-    pub fn keep_rendering(
-        &self,
-        hour: Hour,
-        slot: usize,
-        version: u64,
-        generation: u64,
-        rendered: &Arc<Rendered>,
-    ) {
+    pub fn keep_rendering(&self, hour: Hour, slot: usize, version: u64, rendered: &Arc<Rendered>) {
         let mut ledger = self.ledger();
         if let Some(open) = ledger.hours.get_mut(&hour) {
             if open.rendered[slot]
@@ -126,7 +108,6 @@ impl OpenHours {
                 .is_none_or(|(v, _)| *v <= version)
             {
                 open.rendered[slot] = Some((version, rendered.clone()));
-                self.board.publish(hour, generation, rendered);
             }
         }
     }

@@ -180,24 +180,23 @@ fn take_ssl_params(url: &str) -> Result<SslParams, LinkError> {
     Ok(params)
 }
 
+/// `s` percent-decoded, refusing what tokio-postgres refuses: a `%` not followed by
+/// two hex digits, and bytes that are not UTF-8.
 fn percent_decode(s: &str) -> Result<String, LinkError> {
     let bad = || LinkError::Syntax(format!("bad percent-encoding in {s:?}"));
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' {
-            let mut byte = [0u8];
-            let hex = bytes.get(i + 1..i + 3).ok_or_else(bad)?;
-            hex::decode_to_slice(hex, &mut byte).map_err(|_| bad())?;
-            out.push(byte[0]);
-            i += 3;
-        } else {
-            out.push(bytes[i]);
-            i += 1;
-        }
+    let escapes_whole = s.split('%').skip(1).all(|after| {
+        after
+            .as_bytes()
+            .get(..2)
+            .is_some_and(|hex| hex.iter().all(u8::is_ascii_hexdigit))
+    });
+    if !escapes_whole {
+        return Err(bad());
     }
-    String::from_utf8(out).map_err(|_| bad())
+    percent_encoding::percent_decode_str(s)
+        .decode_utf8()
+        .map(String::from)
+        .map_err(|_| bad())
 }
 
 /// libpq's `key = value` pairs (values optionally single-quoted, `\` escapes), each

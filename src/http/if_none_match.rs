@@ -6,17 +6,13 @@ use crate::render::{Encodings, Rendered};
 /// Whether an `If-None-Match` value names `r` in either encoding (weak comparison, as
 /// RFC 9110 prescribes for `If-None-Match`), or a `dcz` delta of its bytes: each tag is
 /// read against the rendering's SHA-256, with nothing formatted.
-pub(in crate::http) fn matches(r: &Rendered, if_none_match: &str) -> bool {
+pub(super) fn matches(r: &Rendered, if_none_match: &str) -> bool {
     matches_name(r.tag(), r.encodings, if_none_match)
 }
 
 /// Whether an `If-None-Match` value names the rendering named `name` holding
 /// `encodings` (as [`matches`]), known without the rendering itself.
-pub(in crate::http) fn matches_name(
-    name: &[u8; 32],
-    encodings: Encodings,
-    if_none_match: &str,
-) -> bool {
+pub(super) fn matches_name(name: &[u8; 32], encodings: Encodings, if_none_match: &str) -> bool {
     if_none_match.split(',').map(str::trim).any(|tag| {
         let tag = tag.strip_prefix("W/").unwrap_or(tag);
         tag == "*" || names(name, encodings, tag)
@@ -25,7 +21,7 @@ pub(in crate::http) fn matches_name(
 
 /// Whether `tag` is one of the quoted tags [`Head`] gives a rendering named `name`.
 ///
-/// [`Head`]: super::Head
+/// [`Head`]: crate::render::Head
 fn names(name: &[u8; 32], encodings: Encodings, tag: &str) -> bool {
     let Some(inner) = tag.strip_prefix('"').and_then(|t| t.strip_suffix('"')) else {
         return false;
@@ -52,16 +48,15 @@ fn is_hex_of(hex: &[u8], bytes: &[u8]) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::super::fixtures::{half_full, sample, tag_of, text};
-    use super::super::Head;
     use super::*;
+    use crate::render::head::fixtures::{half_full, sample, tag_of, text};
     use crate::render::{render, render_as, Effort, Repr};
 
     #[test]
     fn if_none_match_accepts_lists_weak_tags_and_star() {
         let (meta, f) = sample(false);
         let r = render(&meta, &f, Repr::Hex, Effort::Fast);
-        let head = Head::of(&r);
+        let head = r.head();
         assert!(matches(&r, text(head.etag(false))));
         assert!(matches(
             &r,
@@ -78,7 +73,7 @@ mod tests {
         let (meta, f) = half_full();
         for encodings in [Encodings::Both, Encodings::Identity, Encodings::Gzip] {
             let r = render_as(&meta, &f, Repr::Hex, Effort::Fast, encodings);
-            let head = Head::of(&r);
+            let head = r.head();
             let given = [head.etag(false), head.etag(true), head.etag_dcz()].map(text);
             let tag = tag_of(&r);
             for suffix in ["", "-gz", "-dcz", "-gz-dcz", "-x", "-dcz-gz"] {

@@ -1,7 +1,6 @@
 //! What a rendering is called on the wire: its ETags, its `Repr-Digest`s, its `Bloom-*`
-//! and chain headers, formatted from the values the service gives ([`Rendered`]) once
-//! per rendering and worker thread, as the fast lane's prepared responses are; and the
-//! `If-None-Match` check, made against those values without formatting anything.
+//! and chain headers, formatted once per rendering ([`Rendered::head`]) and kept with
+//! it in the one cache, so a response copies them and formats nothing.
 //!
 //! An ETag is the first 80 bits of the SHA-256 that names the rendering, in lowercase
 //! hex and quoted: one SHA-256 pass names a body three ways (its ETag, its
@@ -10,26 +9,16 @@
 //! A rendering of both bodies is named by its identity body; one of the gzip body alone
 //! (an open union's) by that body's own SHA-256, its tag with `-gz` for either encoding.
 
+use super::{Encodings, Rendered};
 use crate::chain;
-use crate::render::{Encodings, Rendered};
 use axum::http::{HeaderName, HeaderValue};
-use rustc_hash::FxHashMap;
-use std::cell::RefCell;
-use std::rc::Rc;
-use std::sync::{Arc, Weak};
 
 mod fields;
-mod if_none_match;
 use fields::{chain_fields, fields, value};
-pub(super) use if_none_match::{matches, matches_name};
-
-/// Renderings a thread keeps heads for; past it, the thread starts over. Each entry
-/// holds its rendering's allocation (not its bodies: a [`Weak`]), so the address that
-/// keys it is not reused while it is kept.
-const HEADS: usize = 256;
 
 /// A rendering's own header values.
-pub(super) struct Head {
+#[derive(Debug)]
+pub struct Head {
     /// The ETag of each body, quoted; the same tag for both in a rendering of one.
     etag: HeaderValue,
     etag_gzip: HeaderValue,
@@ -44,7 +33,7 @@ pub(super) struct Head {
 
 /// The ETag of the body a rendering named `name` holding both encodings sends (the gzip
 /// body's when `gzip`), as [`Head`] gives it, without the rendering.
-pub(super) fn etag_of_name(name: &[u8; 32], gzip: bool) -> HeaderValue {
+pub fn etag_of_name(name: &[u8; 32], gzip: bool) -> HeaderValue {
     quoted_tag(name, if gzip { "-gz" } else { "" })
 }
 
@@ -54,7 +43,7 @@ fn quoted_tag(name: &[u8; 32], suffix: &str) -> HeaderValue {
 }
 
 impl Head {
-    fn of(r: &Rendered) -> Head {
+    pub(super) fn of(r: &Rendered) -> Head {
         let quoted = |suffix: &str| quoted_tag(r.tag(), suffix);
         let (identity, gzip) = match r.encodings {
             Encodings::Both => ("", "-gz"),
@@ -117,50 +106,26 @@ impl Head {
     }
 }
 
-/// A thread's heads, by the address of their rendering.
-type Kept = FxHashMap<usize, (Weak<Rendered>, Rc<Head>)>;
-
-thread_local! {
-    static KEPT: RefCell<Kept> = RefCell::new(Kept::default());
-}
-
-/// The head of `r`, formatted on this thread's first response from it.
-pub(super) fn head(r: &Arc<Rendered>) -> Rc<Head> {
-    KEPT.with(|kept| {
-        let mut kept = kept.borrow_mut();
-        let key = Arc::as_ptr(r) as usize;
-        if let Some((_, head)) = kept.get(&key) {
-            return head.clone();
-        }
-        if kept.len() >= HEADS {
-            kept.clear();
-        }
-        let head = Rc::new(Head::of(r));
-        kept.insert(key, (Arc::downgrade(r), head.clone()));
-        head
-    })
-}
-
 /// Renderings and their tags for the head tests.
 #[cfg(test)]
-mod fixtures {
+pub(crate) mod fixtures {
     use crate::bloom::Filter;
     use crate::render::Rendered;
     use crate::wire::Meta;
     use axum::http::HeaderValue;
 
-    pub(super) use crate::render::fixtures::sample;
+    pub(crate) use crate::render::fixtures::sample;
 
     /// An hour of 20,000 IDs.
-    pub(super) fn half_full() -> (Meta, Filter) {
+    pub(crate) fn half_full() -> (Meta, Filter) {
         crate::render::fixtures::filled(20_000)
     }
 
-    pub(super) fn text(v: &HeaderValue) -> &str {
+    pub(crate) fn text(v: &HeaderValue) -> &str {
         v.to_str().unwrap()
     }
 
-    pub(super) fn tag_of(r: &Rendered) -> String {
+    pub(crate) fn tag_of(r: &Rendered) -> String {
         crate::bloom::to_hex(&r.sha256[..10])
     }
 }
@@ -229,12 +194,10 @@ mod tests {
     }
 
     #[test]
-    fn a_thread_formats_a_rendering_once() {
+    fn a_rendering_is_formatted_once() {
         let (meta, f) = sample(true);
-        let r = Arc::new(render(&meta, &f, Repr::Hex, Effort::Fast));
-        let first = head(&r);
-        assert!(Rc::ptr_eq(&first, &head(&r)));
-        let other = Arc::new(render(&meta, &f, Repr::Hex, Effort::Fast));
-        assert!(!Rc::ptr_eq(&first, &head(&other)), "keyed by rendering");
+        let r = render(&meta, &f, Repr::Hex, Effort::Fast);
+        assert!(std::ptr::eq(r.head(), r.head()));
+        assert_eq!(r.head().etag(false), Head::of(&r).etag(false));
     }
 }

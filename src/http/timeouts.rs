@@ -1,0 +1,67 @@
+//! The whole-request timeout (`request_timeout_seconds`), and whose fault it was.
+//!
+//! tower-http's `TimeoutLayer` answers a request still unanswered when the timeout runs
+//! out, and drops its handler: `503` `timeout` with `Retry-After`, as the server had the
+//! whole request and its own work outlived the timeout (the client may retry). A handler
+//! that reads a body reads it by the same deadline ([`Deadline`], set here as the
+//! timeout starts): a body still arriving then is the client's fault, `408` `timeout`
+//! (it must send faster or in smaller parts). The body's deadline comes a tenth of the
+//! timeout before the layer's, so a slow body is answered 408, never 503.
+
+use super::error::ApiError;
+use axum::extract::{Request, State};
+use axum::http::StatusCode;
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use std::time::Duration;
+use tokio::time::Instant;
+
+/// When the request's time runs out: a handler reading a body stops then (408).
+#[derive(Debug, Clone, Copy)]
+pub struct Deadline(pub Instant);
+
+impl Deadline {
+    /// `read` if it finishes before the deadline, else 408 `timeout`.
+    ///
+    /// # Errors
+    /// 408 when the deadline passes first; whatever `read` fails with.
+    pub async fn read<T>(
+        deadline: Option<Deadline>,
+        read: impl std::future::Future<Output = Result<T, ApiError>>,
+    ) -> Result<T, ApiError> {
+        match deadline {
+            Some(Deadline(at)) => tokio::time::timeout_at(at, read)
+                .await
+                .unwrap_or(Err(ApiError::Timeout)),
+            None => read.await,
+        }
+    }
+}
+
+/// Middleware just outside tower-http's `TimeoutLayer`: stamps the request with its
+/// [`Deadline`], taken before that layer starts its own timer, so never later than it.
+pub async fn stamp(State(timeout): State<Duration>, mut request: Request, next: Next) -> Response {
+    request
+        .extensions_mut()
+        .insert(Deadline(Instant::now() + body_time(timeout)));
+    next.run(request).await
+}
+
+/// The part of the request timeout a body may take: nine tenths, so that a body still
+/// arriving is answered 408 before the layer's own timer (which wins a tie) says 503.
+fn body_time(timeout: Duration) -> Duration {
+    timeout - timeout / 10
+}
+
+/// The timeout layer's own answer (a bare 503, where every handler's error is JSON)
+/// as the `timeout` error.
+pub fn explained(response: Response) -> Response {
+    if response.status() != StatusCode::SERVICE_UNAVAILABLE || super::error::is_json(&response) {
+        return response;
+    }
+    // The server's own slowness: worth an operator's attention, unlike a slow client.
+    tracing::warn!(
+        "a request received whole was not answered within the request timeout; answered 503"
+    );
+    ApiError::ServerTimeout.into_response()
+}
