@@ -9,12 +9,14 @@ use bloomcast::startup::{shutdown_signal, Application};
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
-/// mimalloc rather than the system allocator: a served request makes some 40 small
-/// allocations (hyper, axum, tower), and glibc's malloc and free were a quarter of the
-/// read path's instructions under callgrind (docs/BENCHMARKS.md, Serving vs nginx;
-/// the before/after callgrind tables are in its git history).
+/// mimalloc rather than the system allocator for small blocks: a served request makes
+/// some 40 small allocations (hyper, axum, tower), and glibc's malloc and free were a
+/// quarter of the read path's instructions under callgrind (docs/BENCHMARKS.md, Serving
+/// vs nginx; the before/after callgrind tables are in its git history). Blocks of
+/// 64 KiB and more are mapped on their own, so that they go back when freed
+/// (`bloomcast::memory::Allocator`).
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: bloomcast::memory::Allocator = bloomcast::memory::Allocator;
 
 #[derive(Parser)]
 #[command(

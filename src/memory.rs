@@ -10,6 +10,7 @@
 //! The server also runs without transparent huge pages ([`forgo_huge_pages`]): what it
 //! hands back would otherwise come back on its own within a minute.
 
+use std::alloc::{GlobalAlloc, Layout};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
@@ -44,9 +45,10 @@ pub fn release_freed() {
 ///   when the thread that freed it allocates again: a blocking-pool thread that built a
 ///   union and went idle kept what the build freed);
 /// - glibc's allocator (SQLite's: its page caches and the buffers blobs are read into)
-///   maps blocks of 128 KiB and more on their own and unmaps them when freed (it would
-///   raise that threshold to the largest block freed, up to 32 MiB, and keep such blocks
-///   in its arenas), in two arenas rather than eight per core.
+///   maps blocks of [`OWN_PAGES`] and more on their own and unmaps them when freed (it
+///   would raise that threshold to the largest block freed, up to 32 MiB, and keep such
+///   blocks in its arenas), in two arenas rather than eight per core; the server's own
+///   blocks that large go there too ([`Allocator`]).
 ///
 /// Called first thing in `main`, before any thread allocates. A block one thread frees
 /// for another still waits for its owner to allocate again or exit: `main` keeps the
@@ -60,7 +62,7 @@ pub fn hold_no_freed_memory() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: `mallopt` takes no pointers and runs before other threads exist.
     unsafe {
-        libc::mallopt(libc::M_MMAP_THRESHOLD, 128 * 1024);
+        libc::mallopt(libc::M_MMAP_THRESHOLD, OWN_PAGES as libc::c_int);
         libc::mallopt(libc::M_ARENA_MAX, 2);
     }
 }
@@ -126,5 +128,101 @@ mod tests {
         // reads the flag set above.
         let flag = unsafe { libc::prctl(libc::PR_GET_THP_DISABLE, unused, unused, unused, unused) };
         assert_eq!(flag, 1);
+    }
+}
+
+/// Blocks of this many bytes and more are mapped on their own, and unmapped when freed
+/// ([`Allocator`]).
+pub const OWN_PAGES: usize = 64 << 10;
+
+/// The server's allocator: mimalloc for blocks under [`OWN_PAGES`] (a request's many
+/// small ones), the C library's `malloc` for larger ones, which it maps on their own and
+/// unmaps when freed ([`hold_no_freed_memory`]; `realloc` moves them with `mremap`).
+///
+/// Why: mimalloc serves every block under 512 KiB from pages it shares between blocks
+/// of a size class (up to 4 MiB each), and hands a page back only once all of its blocks
+/// are freed. The one cache holds renderings, ribbons and filters of tens to hundreds of
+/// KiB, evicted in any order while new ones are made, so its pages stay resident for
+/// one live block among dead ones: under `benches/harness/memory.sh` (cache_bytes
+/// 32 MiB) the RSS climbed through the mix while what the budget held stayed level, and
+/// 5 s after it stayed 20 MiB over the budget's bytes and the empty server
+/// (docs/BENCHMARKS.md, "One memory budget"). A block with pages of its own goes back
+/// whole when freed.
+///
+/// Elsewhere than Linux with glibc (whose `malloc` the threshold is set on), every block
+/// goes to mimalloc.
+pub struct Allocator;
+
+/// Whether a block of `layout` is the C library's (`malloc` aligns to 16 bytes).
+#[inline]
+fn own_pages(layout: &Layout) -> bool {
+    cfg!(all(target_os = "linux", target_env = "gnu"))
+        && layout.size() >= OWN_PAGES
+        && layout.align() <= 16
+}
+
+// SAFETY: each block is freed and resized by the allocator that made it: which one is a
+// function of its layout's size and alignment, which the caller passes unchanged to
+// `dealloc` and `realloc` (GlobalAlloc's contract); a resize across the threshold moves
+// the block from one to the other.
+unsafe impl GlobalAlloc for Allocator {
+    #[inline]
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        if own_pages(&layout) {
+            // SAFETY: a plain `malloc` of a nonzero size.
+            unsafe { libc::malloc(layout.size()).cast() }
+        } else {
+            // SAFETY: the caller's layout, as GlobalAlloc::alloc requires.
+            unsafe { mimalloc::MiMalloc.alloc(layout) }
+        }
+    }
+
+    #[inline]
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        if own_pages(&layout) {
+            // SAFETY: a plain `calloc` of a nonzero size.
+            unsafe { libc::calloc(1, layout.size()).cast() }
+        } else {
+            // SAFETY: as in `alloc`.
+            unsafe { mimalloc::MiMalloc.alloc_zeroed(layout) }
+        }
+    }
+
+    #[inline]
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        if own_pages(&layout) {
+            // SAFETY: `ptr` came from `malloc` (same layout, so same choice).
+            unsafe { libc::free(ptr.cast()) }
+        } else {
+            // SAFETY: `ptr` came from mimalloc with this layout.
+            unsafe { mimalloc::MiMalloc.dealloc(ptr, layout) }
+        }
+    }
+
+    #[inline]
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        // SAFETY: GlobalAlloc::realloc's caller guarantees the new size, rounded up to
+        // the alignment, does not overflow.
+        let new = unsafe { Layout::from_size_align_unchecked(new_size, layout.align()) };
+        match (own_pages(&layout), own_pages(&new)) {
+            // SAFETY: `ptr` came from `malloc`; the new size is nonzero.
+            (true, true) => unsafe { libc::realloc(ptr.cast(), new_size).cast() },
+            // SAFETY: `ptr` came from mimalloc with `layout`.
+            (false, false) => unsafe { mimalloc::MiMalloc.realloc(ptr, layout, new_size) },
+            // Across the threshold: a new block from the other allocator.
+            _ => {
+                // SAFETY: `new` is a valid nonzero layout (the caller's guarantee).
+                let moved = unsafe { self.alloc(new) };
+                if !moved.is_null() {
+                    // SAFETY: both blocks hold at least the smaller size and are
+                    // distinct; `ptr` is freed by the allocator that made it.
+                    unsafe {
+                        std::ptr::copy_nonoverlapping(ptr, moved, layout.size().min(new_size));
+                        self.dealloc(ptr, layout);
+                    }
+                }
+                moved
+            }
+        }
     }
 }

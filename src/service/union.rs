@@ -280,10 +280,21 @@ impl Service {
         let meta = Meta::range(from.rfc3339(), to.rfc3339(), complete, built.count);
         let (effort, encodings, before) = self.rendering_of(key, complete, asked);
         let filter = built.filter.clone();
+        // Its working memory, as a closed hour's rendering reserves (the bodies, hex twice
+        // the filter's bytes, and their coding), held until the rendering ends: under the
+        // adversarial mix, renderings of since-ranges were most of the RSS /stats did not
+        // count (docs/BENCHMARKS.md, "One memory budget").
+        let bytes = 6 * u64::from(filter.m()).div_ceil(8) + 64 * 1024;
+        let memory = self.unions.reserve_memory(bytes).map_err(|refused| {
+            let what = format!("rendering {}..{}", from.path(), to.path());
+            refused.answer(&what, |_, _| ServiceError::Busy(what.clone()))
+        })?;
         let rendered = self
             .unions
             .measured(Step::Render, move || {
-                render_next(&meta, &filter, repr, effort, encodings, before)
+                let rendered = render_next(&meta, &filter, repr, effort, encodings, before);
+                drop(memory);
+                rendered
             })
             .await?;
         Ok(self.keep_union(key, complete, built.stamp, rendered).await)
