@@ -21,7 +21,7 @@
 //!   run that work on the blocking pool.
 //!
 //! Building a union reads the store and the open hours, so that stays the service's
-//! work (`union.rs`, `incremental.rs`, `compact.rs`); all of the state above is reached
+//! work (`view.rs`, `incremental.rs`, `compact.rs`); all of the state above is reached
 //! through this API only.
 //!
 //! Lock order: see [`Unions`].
@@ -31,6 +31,7 @@ pub mod fair;
 mod memory;
 mod open;
 mod ranges;
+mod view;
 mod work;
 
 pub(super) use built::{BuiltUnion, Growth};

@@ -2,7 +2,7 @@
 //! sorted runs of `keyset.rs`, its filter and newest renderings; private to this
 //! module, so the compiler keeps every other part out of it), the turns that make
 //! readers share one refresh and one render, and when the store's marks were last read.
-//! Ingest, refresh, rendering and unions read the store, so they stay the service's work (`service/mod.rs`, `views.rs`, `union.rs`, `incremental.rs`,
+//! Ingest, refresh, rendering and unions read the store, so they stay the service's work (`service.rs`, `views.rs`, `unions/view.rs`, `incremental.rs`,
 //! `stats.rs`); they reach the state above only through [`OpenHours`]' methods, which
 //! take the ledger once inside and hand back values, never the lock (nothing outside
 //! this module takes the ledger or touches an `OpenHour`):

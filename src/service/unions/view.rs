@@ -2,12 +2,12 @@
 //! their distinct count (`bloom::union_of`), never OR-ed from hourly filters of different
 //! sizes.
 
-use super::incremental::room;
-use super::unions::fair::BuildSlot;
-use super::unions::{BuiltUnion, Growth, Held, OpenStamp, Refused, Step, UnionKey};
-use super::validators::Named;
-use super::vouch::vouching_bytes;
-use super::{Result, Service, ServiceError, Work};
+use super::super::incremental::room;
+use super::super::validators::Named;
+use super::super::vouch::vouching_bytes;
+use super::super::{Result, Service, ServiceError, Work};
+use super::fair::BuildSlot;
+use super::{BuiltUnion, Growth, Held, OpenStamp, Refused, Step, UnionKey};
 use crate::bloom::{union_by, union_with_room, Key, Params};
 use crate::hour::Hour;
 use crate::render::{render_next, Before, Effort, Encodings, HexCoding, Rendered, Repr};
@@ -23,7 +23,7 @@ const BUILD_OVERHEAD: u64 = 64 * 1024;
 /// the copy, and five times the filter's bytes (the filter, sized with room to grow, and
 /// a rendering: a hex body twice its bytes, its gzip, and the copy of its bits the next
 /// version of an open union is coded against).
-pub(super) fn union_build_bytes(read: u64, unsorted: u64, p: f64) -> u64 {
+pub(in crate::service) fn union_build_bytes(read: u64, unsorted: u64, p: f64) -> u64 {
     let key = std::mem::size_of::<Key>() as u64;
     // The classical optimum, as cheap as a formula: the sizing rule's m is within a
     // percent of it from a few hundred keys on, and below that the overhead dominates.
@@ -66,7 +66,7 @@ impl Service {
     /// The verified keys of the past hour `h`, sealing it first unless `sealed` (from
     /// [`Service::sealed_counts`]) lists it; `false` with them when the store cannot
     /// seal it now (they are read from its batches then, and the result is not final).
-    pub(super) async fn past_hour_keys(
+    pub(in crate::service) async fn past_hour_keys(
         &self,
         h: Hour,
         sealed: &[(Hour, u64)],
@@ -89,7 +89,7 @@ impl Service {
 
     /// One filter over `from..=to`, rebuilt from the hours' keys at a size fit for
     /// their union's count, so its false-positive estimate stays within the target.
-    pub(super) async fn union_view(
+    pub(in crate::service) async fn union_view(
         &self,
         from: Hour,
         to: Hour,
@@ -286,8 +286,11 @@ impl Service {
         // count (docs/BENCHMARKS.md, "One memory budget").
         let bytes = 6 * u64::from(filter.m()).div_ceil(8) + 64 * 1024;
         let memory = self.unions.reserve_memory(bytes).map_err(|refused| {
-            let what = format!("rendering {}..{}", from.path(), to.path());
-            refused.answer(&what, |_, _| ServiceError::Busy(what.clone()))
+            refused.error(Work::Union {
+                from,
+                to,
+                fits: None,
+            })
         })?;
         let rendered = self
             .unions

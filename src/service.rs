@@ -80,7 +80,6 @@ mod stats;
 mod target;
 mod time;
 mod tuning;
-mod union;
 mod unions;
 mod validators;
 mod views;
