@@ -152,8 +152,7 @@ fn routes(state: AppState) -> Router {
     // their JSON bodies.
     let limit = state.body_limit;
     let uploads = tower::ServiceBuilder::new()
-        .layer(axum::middleware::from_fn(coding::note))
-        .map_response(move |response| coding::explained(limit, response))
+        .layer(axum::middleware::from_fn_with_state(limit, coding::note))
         .map_response(IntoResponse::into_response)
         .layer(RequestBodyLimitLayer::new(limit))
         .layer(RequestDecompressionLayer::new());
