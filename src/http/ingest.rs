@@ -8,7 +8,7 @@ use crate::bloom::Key;
 use crate::wire::check_id;
 pub use crate::wire::MAX_ID_BYTES;
 use axum::body::{Body, Bytes};
-use axum::extract::{Extension, State};
+use axum::extract::{FromRequest, Request, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
@@ -32,17 +32,10 @@ pub struct IngestReply {
 #[tracing::instrument(skip_all)]
 pub async fn post_updates(
     State(state): State<AppState>,
-    deadline: Option<Extension<Deadline>>,
-    sent: Option<Extension<Sent>>,
     headers: HeaderMap,
-    body: Body,
+    upload: Upload,
 ) -> Result<Response> {
-    let body = Upload {
-        body,
-        deadline: deadline.map(|Extension(d)| d),
-        coding: sent.map(|Extension(Sent(c))| c),
-    };
-    let (keys, _permit) = authenticated_keys(&state, &headers, body).await?;
+    let (keys, _permit) = authenticated_keys(&state, &headers, upload).await?;
     let receipt = state.service.ingest().add(&keys).await?;
     state.metrics.ids_ingested(keys.len());
     // A receipt is for this publisher and this request: no cache may keep it.
@@ -96,11 +89,25 @@ pub async fn authenticated_keys(
 }
 
 /// A request's body, when it must have arrived by (408 past it), and the
-/// `Content-Encoding` it was sent with (the decompression layer decodes it as it is read).
+/// `Content-Encoding` it was sent with (the decompression layer decodes it as it is read):
+/// the extractor of the upload routes, taken from what the layers put on the request.
 pub struct Upload {
     pub body: Body,
     pub deadline: Option<Deadline>,
     pub coding: Option<String>,
+}
+
+impl<S: Send + Sync> FromRequest<S> for Upload {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request(request: Request, _: &S) -> std::result::Result<Upload, Self::Rejection> {
+        let (mut parts, body) = request.into_parts();
+        Ok(Upload {
+            body,
+            deadline: parts.extensions.remove::<Deadline>(),
+            coding: parts.extensions.remove::<Sent>().map(|Sent(c)| c),
+        })
+    }
 }
 
 /// Reads the body, decoded, at most `limit` bytes (the body limit layer has bounded the

@@ -2,13 +2,10 @@
 //! exact hours are built (docs/PROTOCOL.md section 14). Both need the ingest token; the
 //! universe itself is never published.
 
-use super::coding::Sent;
 use super::error::Result;
 use super::ingest::{authenticated_keys, Upload};
-use super::timeouts::Deadline;
 use super::AppState;
-use axum::body::Body;
-use axum::extract::{Extension, State};
+use axum::extract::State;
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
@@ -18,16 +15,9 @@ use serde_json::json;
 #[tracing::instrument(skip_all)]
 pub async fn post_universe(
     State(state): State<AppState>,
-    deadline: Option<Extension<Deadline>>,
-    sent: Option<Extension<Sent>>,
     headers: HeaderMap,
-    body: Body,
+    upload: Upload,
 ) -> Result<Response> {
-    let upload = Upload {
-        body,
-        deadline: deadline.map(|Extension(d)| d),
-        coding: sent.map(|Extension(Sent(c))| c),
-    };
     let (keys, _permit) = authenticated_keys(&state, &headers, upload).await?;
     let count = state.service.ingest().add_to_universe(&keys).await?;
     Ok(private(json!({"accepted": keys.len(), "count": count})))
