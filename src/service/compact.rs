@@ -197,7 +197,7 @@ impl Service {
 
     /// Runs `work` for `key` as unions are built: one build per range, precision and
     /// form at a time (readers of one share it: those waiting find its result cached),
-    /// on the bounded build pool, refused at once (`Busy`) when the pool is full.
+    /// on the bounded build pool, refused at once (`TooManyWaiting`) when the pool's queue is full.
     /// `work` gets the slot, reserves its memory with it and hands both to its work on
     /// the blocking pool.
     async fn once<F, Fut>(&self, key: CompactKey, work: F) -> Result<(Arc<Rendered>, bool)>
@@ -282,18 +282,10 @@ impl Forms<'_> {
     ///
     /// # Errors
     /// As [`Hours::view`](super::Hours::view) for the target; `OpenHasNoCompactForm` for anything that includes
-    /// the open hour; `Busy` when a union must be built and the union pool is full; a
+    /// the open hour; `TooManyWaiting` when a union must be built and the pool's queue is full; a
     /// filter error for `r` outside `1..=32`.
     pub async fn compact_view(&self, target: Target, r: u32, form: Compact) -> Result<View> {
-        let mut now = self.current_hour();
-        let asked = match target {
-            Target::Hour(h) | Target::Since(h) => h,
-            Target::Day(d) => d.first_hour(),
-        };
-        if asked > now {
-            self.read_marks_if_due().await?;
-            now = self.current_hour();
-        }
+        let now = self.current_hour_for(target).await?;
         let (from, to, prev, next) = match target {
             Target::Hour(hour) => {
                 self.check(hour, now)?;

@@ -83,7 +83,7 @@ impl Hours<'_> {
     /// No false negatives: every hour of the window is tested, complete or not.
     ///
     /// # Errors
-    /// Store failures while fetching an hour not kept in memory; `NotFound` for a
+    /// Store failures while fetching an hour not kept in memory; `InFuture` for a
     /// `since` in the future.
     pub async fn history(&self, ids: &[String], since: Option<Hour>) -> Result<History> {
         let now = self.current_hour();

@@ -67,6 +67,23 @@ impl Service {
         Ok(())
     }
 
+    /// The current hour for a read of `target`: when the target is later, the marks are
+    /// read first (at most once per refresh interval), as another node may have opened
+    /// a later hour: learnt before saying "future".
+    pub(super) async fn current_hour_for(
+        &self,
+        target: super::Target,
+    ) -> Result<crate::hour::Hour> {
+        let asked = match target {
+            super::Target::Hour(h) | super::Target::Since(h) => h,
+            super::Target::Day(d) => d.first_hour(),
+        };
+        if asked > self.current_hour() {
+            self.read_marks_if_due().await?;
+        }
+        Ok(self.current_hour())
+    }
+
     /// As [`Service::read_marks`], at most once per refresh interval.
     pub(super) async fn read_marks_if_due(&self) -> Result<()> {
         if self.open.marks_due(self.tuning.refresh) {

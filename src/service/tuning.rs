@@ -18,7 +18,7 @@ pub struct Tuning {
     pub max_hour_ids: u64,
     /// Distinct IDs the universe may hold; adding beyond it is refused (`UniverseFull`).
     pub max_universe_ids: u64,
-    /// Union builds of different ranges at once; more are refused (`Busy`).
+    /// Union builds of different ranges at once; more are refused (`TooManyWaiting`).
     pub union_builds: usize,
     /// How far the wall clock may run ahead of the monotonic clock before it is a jump
     /// (see [`crate::clock::JumpGuard`]).

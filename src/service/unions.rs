@@ -3,7 +3,7 @@
 //! - the build lock of each v1 union range and of each compact union (range, precision
 //!   and form): readers of one range share its next build;
 //! - the bounded build pool: builds of different ranges at once, past which a build is
-//!   refused at once (`Busy`) rather than queued past its deadline; compact builds (a
+//!   refused at once (`TooManyWaiting`) rather than queued past its deadline; compact builds (a
 //!   closed hour's or a past day's ribbon, at any precision) take their slots too;
 //! - the working memory of union and compact builds in flight (`memory`, the builds'
 //!   share of the one budget): a build reserves its estimate before it reads the keys

@@ -296,19 +296,10 @@ impl Hours<'_> {
     /// [`Encodings`]); everything else holds both.
     ///
     /// # Errors
-    /// `NotFound` for the future or before genesis, `Gone` past retention, `BadRange`
-    /// for a union that starts in the future, and store failures.
+    /// `InFuture` for the future (a union that starts there too), `BeforeGenesis`,
+    /// `PastRetention`, and store failures.
     pub async fn view(&self, target: Target, repr: Repr, encoding: Encodings) -> Result<View> {
-        let mut now = self.current_hour();
-        let asked = match target {
-            Target::Hour(h) | Target::Since(h) => h,
-            Target::Day(d) => d.first_hour(),
-        };
-        if asked > now {
-            // Another node may have opened a later hour: learn it before saying "future".
-            self.read_marks_if_due().await?;
-            now = self.current_hour();
-        }
+        let now = self.current_hour_for(target).await?;
         match target {
             Target::Hour(hour) => {
                 self.check(hour, now)?;

@@ -6,7 +6,7 @@
 //! the waiting client, of those with none running, served longest ago (round robin), so that one client
 //! asking for many builds holds at most one slot while others wait and cannot starve
 //! them. A client's queue is bounded ([`WAITING_PER_CLIENT`], and all queues together
-//! [`WAITING_AT_MOST`]): past it the build is refused at once (`Busy`). Background work
+//! [`WAITING_AT_MOST`]): past it the build is refused at once (`TooManyWaiting`). Background work
 //! (warming the grades of a sealed hour) is one more client, taking its turn. A v1
 //! union build never waits: it takes a slot at once or is refused, as before.
 //!

@@ -239,9 +239,9 @@ impl Service {
     /// `sealed` hours' keys and `open` keys of the open hour, holding `slot`.
     ///
     /// # Errors
-    /// `RangeTooLarge` (naming the longest range ending at `to` that fits) when it alone
-    /// needs more than the builds' part of the budget; `Busy` while other builds hold
-    /// what it needs.
+    /// `TooLargeForBudget` (with the longest range ending at `to` that fits) when it
+    /// alone needs more than the builds' part of the budget; `BudgetTaken` while other
+    /// builds hold what it needs.
     fn reserve_union(
         &self,
         slot: BuildSlot,
