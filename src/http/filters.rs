@@ -270,8 +270,19 @@ pub(super) fn cache_control(state: &AppState, open_until: Option<DateTime<Utc>>)
     };
     let left = (until - state.service.now()).num_seconds().max(0) as u64;
     let max_age = left.min(state.open_max_age);
-    HeaderValue::try_from(format!("public, max-age={max_age}")).expect("ascii")
+    match MAX_AGES.get(max_age as usize) {
+        Some(value) => value.clone(),
+        None => HeaderValue::try_from(format!("public, max-age={max_age}")).expect("ascii"),
+    }
 }
+
+/// `public, max-age=N` for every N an open hour can have (at most an hour), formatted
+/// once rather than on every poll of the open hour.
+static MAX_AGES: std::sync::LazyLock<Vec<HeaderValue>> = std::sync::LazyLock::new(|| {
+    (0..=3600)
+        .map(|n| HeaderValue::try_from(format!("public, max-age={n}")).expect("ascii"))
+        .collect()
+});
 
 /// `Link`: the previous and next filters, then the open hour's linked dictionary.
 fn link_header(
