@@ -37,7 +37,7 @@ pub use paths::{canonical_path, filter_path, FilterPath};
 pub use series::run_sampler;
 
 use crate::service::Service;
-use axum::http::{header, HeaderName, Method, StatusCode};
+use axum::http::{header, HeaderName, Method};
 use axum::response::IntoResponse;
 use axum::routing::{get, post};
 use axum::Router;
@@ -46,7 +46,6 @@ use std::time::Duration;
 use tower_http::cors::{Any, CorsLayer};
 use tower_http::decompression::RequestDecompressionLayer;
 use tower_http::limit::RequestBodyLimitLayer;
-use tower_http::timeout::TimeoutLayer;
 
 /// Everything a handler needs, cloned per request (all shared behind `Arc`s).
 #[derive(Clone)]
@@ -99,14 +98,7 @@ pub fn standby_app(
             get(|| async { meta::exposition(metrics::standby_exposition()) }),
         )
         .fallback(|| async { error::ApiError::Unavailable })
-        .layer(
-            tower::ServiceBuilder::new()
-                .map_response(timeouts::explained)
-                .layer(TimeoutLayer::with_status_code(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    request_timeout,
-                )),
-        );
+        .layer(timeouts::layer(request_timeout));
     App::new(metrics, access_log, routes)
 }
 
@@ -203,15 +195,11 @@ fn routes(state: AppState) -> Router {
                     state.service.clone(),
                     loading::wait_until_loaded,
                 ))
-                .map_response(timeouts::explained)
                 .layer(axum::middleware::from_fn_with_state(
                     state.request_timeout,
                     timeouts::stamp,
                 ))
-                .layer(TimeoutLayer::with_status_code(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    state.request_timeout,
-                )),
+                .layer(timeouts::layer(state.request_timeout)),
         )
         .with_state(state)
 }

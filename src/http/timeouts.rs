@@ -1,6 +1,6 @@
 //! The whole-request timeout (`request_timeout_seconds`), and whose fault it was.
 //!
-//! tower-http's `TimeoutLayer` answers a request still unanswered when the timeout runs
+//! tower-http's [`TimeoutLayer`] answers a request still unanswered when the timeout runs
 //! out, and drops its handler: `503` `timeout` with `Retry-After`, as the server had the
 //! whole request and its own work outlived the timeout (the client may retry). A handler
 //! that reads a body reads it by the same deadline ([`Deadline`], set here as the
@@ -15,6 +15,10 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use std::time::Duration;
 use tokio::time::Instant;
+use tower::layer::util::{Identity, Stack};
+use tower::util::MapResponseLayer;
+use tower::ServiceBuilder;
+use tower_http::timeout::TimeoutLayer;
 
 /// When the request's time runs out: a handler reading a body stops then (408).
 #[derive(Debug, Clone, Copy)]
@@ -38,7 +42,7 @@ impl Deadline {
     }
 }
 
-/// Middleware just outside tower-http's `TimeoutLayer`: stamps the request with its
+/// Middleware just outside [`layer`]: stamps the request with its
 /// [`Deadline`], taken before that layer starts its own timer, so never later than it.
 pub async fn stamp(State(timeout): State<Duration>, mut request: Request, next: Next) -> Response {
     request
@@ -52,6 +56,22 @@ pub async fn stamp(State(timeout): State<Duration>, mut request: Request, next: 
 fn body_time(timeout: Duration) -> Duration {
     timeout - timeout / 10
 }
+
+/// tower-http's [`TimeoutLayer`] (503) with its bare answer given the `timeout` error's
+/// body ([`explained`]): the request timeout of the routes and of the standby's.
+pub fn layer(timeout: Duration) -> TimeoutLayers {
+    ServiceBuilder::new()
+        .map_response(explained as fn(Response) -> Response)
+        .layer(TimeoutLayer::with_status_code(
+            StatusCode::SERVICE_UNAVAILABLE,
+            timeout,
+        ))
+}
+
+/// What [`layer`] gives.
+pub type TimeoutLayers = ServiceBuilder<
+    Stack<TimeoutLayer, Stack<MapResponseLayer<fn(Response) -> Response>, Identity>>,
+>;
 
 /// The timeout layer's own answer (a bare 503, where every handler's error is JSON)
 /// as the `timeout` error.
