@@ -113,14 +113,11 @@ async fn serve(state: &AppState, parts: &Parts, plain: &str, form: Compact) -> R
         };
         let mut response = Response::new(Body::from(body.clone()));
         let out = response.headers_mut();
+        *out = head.sent(gzip).clone();
         out.insert(
             header::CONTENT_TYPE,
             HeaderValue::from_static(content_type(form)),
         );
-        super::filters::insert_metadata(out, head.metadata(), head.repr_digest(gzip));
-        if gzip {
-            out.insert(header::CONTENT_ENCODING, HeaderValue::from_static("gzip"));
-        }
         response
     };
     let out = response.headers_mut();

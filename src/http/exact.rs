@@ -59,8 +59,8 @@ async fn serve(state: &AppState, parts: &Parts, plain: &str) -> Result<Response>
     } else {
         let mut response = Response::new(Body::from(rendered.identity.clone()));
         let out = response.headers_mut();
+        *out = head.sent(false).clone();
         out.insert(header::CONTENT_TYPE, HeaderValue::from_static(EXACT_TYPE));
-        super::filters::insert_metadata(out, head.metadata(), head.repr_digest(false));
         response
     };
     let out = response.headers_mut();

@@ -160,51 +160,43 @@ pub(super) fn respond(
     let etag = head.etag(gzip).clone();
     let vary = vary(view.open_hour.is_some());
 
-    // The response is built in place (no second header map merged into it), its
-    // headers in the order they always had: content type first on a 200.
     if not_modified(r, request) {
         return not_modified_response(etag, cache_control, vary);
     }
 
     let dictionary = kept_as_dictionary(state, view, head, suffix);
     let linked = linked_dictionary(state, view, suffix);
-    let etag = match delta {
-        Some(_) => head.etag_dcz().clone(),
-        None => etag,
-    };
-    // `Repr-Digest` covers the bytes sent: a delta's own (made per delta, not per
-    // rendering, as deltas are), else the rendering's.
-    let delta_digest;
-    let (body, digest) = match &delta {
-        Some(delta) => {
-            let digest = crate::chain::repr_digest(delta);
-            delta_digest = HeaderValue::try_from(digest).expect("base64");
-            (delta, &delta_digest)
-        }
-        None if gzip => (&r.gzip, head.repr_digest(true)),
-        None => (&r.identity, head.repr_digest(false)),
+    let body = match &delta {
+        Some(delta) => delta,
+        None if gzip => &r.gzip,
+        None => &r.identity,
     };
     let mut response = Response::new(Body::from(body.clone()));
+    // What the rendering's head says of the body sent (its ETag, `Bloom-*` and chain
+    // headers, `Repr-Digest`, coding), made once per rendering; a delta, made per
+    // delta, has its own ETag, digest and coding.
     let out = response.headers_mut();
-    out.reserve(9 + head.metadata().len());
+    *out = head.sent(gzip && delta.is_none()).clone();
+    if let Some(delta) = &delta {
+        out.insert(header::ETAG, head.etag_dcz().clone());
+        let digest = HeaderValue::try_from(crate::chain::repr_digest(delta)).expect("base64");
+        out.insert(
+            HeaderName::from_static(crate::chain::HEADER_REPR_DIGEST),
+            digest,
+        );
+        out.insert(header::CONTENT_ENCODING, HeaderValue::from_static("dcz"));
+    }
     out.insert(
         header::CONTENT_TYPE,
         HeaderValue::from_static(r.repr.content_type()),
     );
-    out.insert(header::ETAG, etag);
     out.insert(header::CACHE_CONTROL, cache_control);
     out.insert(header::VARY, vary);
-    insert_metadata(out, head.metadata(), digest);
     if let Some(link) = link_header(view, suffix, linked) {
         out.insert(header::LINK, link);
     }
     if let Some(dictionary) = dictionary {
         out.insert(HeaderName::from_static("use-as-dictionary"), dictionary);
-    }
-    if delta.is_some() {
-        out.insert(header::CONTENT_ENCODING, HeaderValue::from_static("dcz"));
-    } else if gzip {
-        out.insert(header::CONTENT_ENCODING, HeaderValue::from_static("gzip"));
     }
     response
 }
@@ -306,20 +298,4 @@ fn link_header(
         links.push('"');
     }
     (!links.is_empty()).then(|| HeaderValue::try_from(links).expect("ascii links"))
-}
-
-/// A rendering's own headers (`Bloom-*`, the chain's) and the `Repr-Digest` of the bytes
-/// sent, in that order, after whatever `out` holds.
-pub(super) fn insert_metadata(
-    out: &mut HeaderMap,
-    headers: &[(HeaderName, HeaderValue)],
-    digest: &HeaderValue,
-) {
-    for (name, value) in headers {
-        out.insert(name.clone(), value.clone());
-    }
-    out.insert(
-        HeaderName::from_static(crate::chain::HEADER_REPR_DIGEST),
-        digest.clone(),
-    );
 }

@@ -11,7 +11,7 @@
 
 use super::{Encodings, Rendered};
 use crate::chain;
-use axum::http::{HeaderName, HeaderValue};
+use axum::http::{header, HeaderMap, HeaderName, HeaderValue};
 
 mod fields;
 use fields::{chain_fields, fields, value};
@@ -29,6 +29,9 @@ pub struct Head {
     repr_digest_gzip: HeaderValue,
     /// `Bloom-*` (raw forms only), then the chain's (a sealed hour's), in order.
     metadata: Vec<(HeaderName, HeaderValue)>,
+    /// What a 200 of each body says of it ([`Head::sent`]): the identity body's, then
+    /// the gzip body's.
+    sent: [HeaderMap; 2],
 }
 
 /// The ETag of the body a rendering named `name` holding both encodings sends (the gzip
@@ -61,14 +64,42 @@ impl Head {
                 value(open.to_string()),
             ));
         }
-        Head {
+        let mut head = Head {
             etag: quoted(identity),
             etag_gzip: quoted(gzip),
             etag_dcz: quoted(&format!("{identity}-dcz")),
             repr_digest: value(chain::repr_digest_of(r.sha256_of(false))),
             repr_digest_gzip: value(chain::repr_digest_of(r.sha256_of(true))),
             metadata,
+            sent: Default::default(),
+        };
+        head.sent = [false, true].map(|gzip| head.sent_map(gzip));
+        head
+    }
+
+    fn sent_map(&self, gzip: bool) -> HeaderMap {
+        let mut out = HeaderMap::with_capacity(self.metadata.len() + 4);
+        out.insert(header::ETAG, self.etag(gzip).clone());
+        for (name, value) in &self.metadata {
+            out.insert(name.clone(), value.clone());
         }
+        out.insert(
+            HeaderName::from_static(chain::HEADER_REPR_DIGEST),
+            self.repr_digest(gzip).clone(),
+        );
+        if gzip {
+            out.insert(header::CONTENT_ENCODING, HeaderValue::from_static("gzip"));
+        }
+        out
+    }
+
+    /// The headers of a 200 sending the gzip body when `gzip`, else the identity body:
+    /// its `ETag`, `Bloom-*` and chain headers, `Repr-Digest` and `Content-Encoding`,
+    /// made once per rendering. A response starts from a copy of them (a copy of the
+    /// values' handles: no header is formatted, parsed or hashed again) and adds what
+    /// is the request's (`Content-Type`, `Cache-Control`, `Vary`, links).
+    pub fn sent(&self, gzip: bool) -> &HeaderMap {
+        &self.sent[usize::from(gzip)]
     }
 
     /// The ETag of the body sent: the gzip body's when `gzip`.
@@ -190,6 +221,29 @@ mod tests {
                 assert_eq!(id_head.etag(sent_gzip), head.etag(false));
                 assert_eq!(id_head.repr_digest(sent_gzip), head.repr_digest(false));
             }
+        }
+    }
+
+    #[test]
+    fn the_headers_sent_are_the_heads_values_in_order() {
+        let (meta, f) = half_full();
+        let r = render(&meta, &f, Repr::Hex, Effort::Fast);
+        let head = r.head();
+        for gzip in [false, true] {
+            let sent: Vec<(&str, &HeaderValue)> = head
+                .sent(gzip)
+                .iter()
+                .map(|(n, v)| (n.as_str(), v))
+                .collect();
+            let mut expected = vec![("etag", head.etag(gzip))];
+            expected.extend(head.metadata().iter().map(|(n, v)| (n.as_str(), v)));
+            expected.push(("repr-digest", head.repr_digest(gzip)));
+            let coding = HeaderValue::from_static("gzip");
+            if gzip {
+                expected.push(("content-encoding", &coding));
+            }
+            assert_eq!(sent, expected);
+            assert!(head.metadata().len() > 3, "a raw form's Bloom-* fields");
         }
     }
 
