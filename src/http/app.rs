@@ -3,24 +3,32 @@
 //! written once, as one layer:
 //!
 //! ```text
-//! access log (when on) → tracing (when on) → panics → metrics → CORS → router
-//!                         (route tag → query check → build client → loading → timeout → handlers)
+//! [its client's builds] access log (when on) → tracing (when on) → panics → metrics → CORS
+//!   → router (route tag → query check → loading → timeout → handlers)
 //! ```
+//!
+//! Each request runs as its connection's client ([`super::client`]: builds are queued by
+//! client). Every layer a request passes is typed, so its response future is one value,
+//! not a box per layer; on a connection the stack is called in place, never cloned per
+//! request ([`Connection`]).
 //!
 //! A node in standby (cluster mode, PostgreSQL not reachable yet) serves the same stack
 //! around a router that answers 503 ([`super::standby_app`]), so it has the same CORS,
 //! timeouts and limits.
 
 use super::{access_log, metrics, Metrics};
+use crate::service::{BuildClient, BUILD_CLIENT};
 use axum::body::{Body, HttpBody};
 use axum::extract::{ConnectInfo, Request};
 use axum::response::{IntoResponse, Response};
 use axum::Router;
+use std::cell::RefCell;
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
+use tokio::task::futures::TaskLocalFuture;
 use tower::util::BoxCloneSyncService;
 use tower::ServiceBuilder;
 use tower_http::catch_panic::CatchPanicLayer;
@@ -109,7 +117,7 @@ where
 {
     type Response = Response;
     type Error = Infallible;
-    type Future = <Stack as tower::Service<Request>>::Future;
+    type Future = AppFuture;
 
     fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
         // Every layer is always ready.
@@ -121,6 +129,36 @@ where
         if let Some(peer) = self.peer {
             request.extensions_mut().insert(peer);
         }
-        tower::Service::call(&mut self.stack, request)
+        // The rest of the request runs as its client's (builds are queued by client).
+        let client = super::client::of(&request);
+        BUILD_CLIENT.scope(client, tower::Service::call(&mut self.stack, request))
+    }
+}
+
+/// The response future of [`App`].
+pub type AppFuture = TaskLocalFuture<BuildClient, <Stack as tower::Service<Request>>::Future>;
+
+/// The application as one connection's hyper service. HTTP/1 answers a connection's
+/// requests one at a time, so the connection keeps its own copy of the stack and calls
+/// it for each request in turn; nothing is cloned per request (hyper-util's
+/// `TowerToHyperService` clones the whole stack for every request, as a tower service
+/// shared by concurrent callers must be).
+pub struct Connection(RefCell<App>);
+
+impl App {
+    /// This application as the hyper service of a connection from `peer`.
+    pub fn connection(&self, peer: ConnectInfo<SocketAddr>) -> Connection {
+        Connection(RefCell::new(self.for_peer(peer)))
+    }
+}
+
+impl hyper::service::Service<Request<hyper::body::Incoming>> for Connection {
+    type Response = Response;
+    type Error = Infallible;
+    type Future = AppFuture;
+
+    fn call(&self, request: Request<hyper::body::Incoming>) -> AppFuture {
+        // Every layer is always ready (`poll_ready` above), so a call needs no wait.
+        tower::Service::call(&mut *self.0.borrow_mut(), request)
     }
 }

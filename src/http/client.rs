@@ -1,20 +1,17 @@
 //! Who a request is for: its connection's peer address, the client its builds are
-//! queued as ([`BuildClient`], docs/PROTOCOL.md section 12, "Fair builds"). A layer of
-//! the router.
+//! queued as ([`BuildClient`], docs/PROTOCOL.md section 12, "Fair builds"). The
+//! application ([`super::App`]) runs every request as its client's.
 
-use crate::service::{BuildClient, BUILD_CLIENT};
+use crate::service::BuildClient;
 use axum::extract::{ConnectInfo, Request};
-use axum::middleware::Next;
-use axum::response::Response;
 use std::net::SocketAddr;
 
-/// Runs the rest of the request as its peer's.
-pub async fn scope_client(request: Request, next: Next) -> Response {
-    let client = request
+/// The client `request`'s builds are queued as: its peer's address, when known.
+pub fn of(request: &Request) -> BuildClient {
+    request
         .extensions()
         .get::<ConnectInfo<SocketAddr>>()
         .map_or(BuildClient::Unknown, |ConnectInfo(peer)| {
             BuildClient::Peer(peer.ip())
-        });
-    BUILD_CLIENT.scope(client, next.run(request)).await
+        })
 }

@@ -20,7 +20,7 @@ mod track;
 
 pub use figures::{exposition, standby_exposition};
 
-pub use track::{tag_route, TrackLayer};
+pub use track::{TagLayer, TrackLayer};
 
 use axum::extract::MatchedPath;
 use std::cell::Cell;

@@ -9,7 +9,6 @@
 use super::error::ApiError;
 use axum::extract::{MatchedPath, Query, Request};
 use axum::http::{Method, Uri};
-use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 /// The parameters the read route `route` (as matched) accepts, or `None` for one this
@@ -65,24 +64,19 @@ pub fn check(route: &str, accepted: &[&str], uri: &Uri) -> Result<(), ApiError> 
     Ok(())
 }
 
-/// The layer: refuses a read whose query names what its route does not read.
-pub async fn only_known(request: Request, next: Next) -> Response {
-    let refused = match (
-        request.uri().query(),
-        request.extensions().get::<MatchedPath>(),
-    ) {
-        (Some(_), Some(matched))
-            if request.method() == Method::GET || request.method() == Method::HEAD =>
-        {
-            accepted(matched.as_str())
-                .and_then(|accepted| check(matched.as_str(), accepted, request.uri()).err())
-        }
-        _ => None,
-    };
-    match refused {
-        Some(error) => error.into_response(),
-        None => next.run(request).await,
+/// The guard ([`super::guard::Guard`]): refuses a read whose query names what its route
+/// does not read.
+pub fn only_known(request: &mut Request) -> Option<Response> {
+    let query_of_a_read = request.uri().query().is_some()
+        && (request.method() == Method::GET || request.method() == Method::HEAD);
+    if !query_of_a_read {
+        return None;
     }
+    let matched = request.extensions().get::<MatchedPath>()?.as_str();
+    let accepted = accepted(matched)?;
+    check(matched, accepted, request.uri())
+        .err()
+        .map(IntoResponse::into_response)
 }
 
 #[cfg(test)]

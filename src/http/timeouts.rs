@@ -9,9 +9,8 @@
 //! timeout before the layer's, so a slow body is answered 408, never 503.
 
 use super::error::ApiError;
-use axum::extract::{Request, State};
+use axum::extract::Request;
 use axum::http::StatusCode;
-use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use std::time::Duration;
 use tokio::time::Instant;
@@ -42,13 +41,16 @@ impl Deadline {
     }
 }
 
-/// Middleware just outside [`layer`]: stamps the request with its
-/// [`Deadline`], taken before that layer starts its own timer, so never later than it.
-pub async fn stamp(State(timeout): State<Duration>, mut request: Request, next: Next) -> Response {
-    request
-        .extensions_mut()
-        .insert(Deadline(Instant::now() + body_time(timeout)));
-    next.run(request).await
+/// The guard just outside [`layer`] ([`super::guard::Guard`]): stamps each request with
+/// its [`Deadline`], taken before that layer starts its own timer, so never later than it.
+pub fn stamp(timeout: Duration) -> impl Fn(&mut Request) -> Option<Response> + Clone {
+    let body_time = body_time(timeout);
+    move |request: &mut Request| {
+        request
+            .extensions_mut()
+            .insert(Deadline(Instant::now() + body_time));
+        None
+    }
 }
 
 /// The part of the request timeout a body may take: nine tenths, so that a body still

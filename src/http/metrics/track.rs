@@ -17,14 +17,65 @@ use std::task::{Context, Poll};
 #[derive(Clone)]
 pub struct Answered(MatchedPath);
 
-/// Middleware inside the router: tags each response with the route that matched.
-pub async fn tag_route(request: Request, next: axum::middleware::Next) -> Response {
-    let matched = request.extensions().get::<MatchedPath>().cloned();
-    let mut response = next.run(request).await;
-    if let Some(matched) = matched {
-        response.extensions_mut().insert(Answered(matched));
+/// The layer inside the router: tags each response with the route that matched.
+#[derive(Clone, Copy)]
+pub struct TagLayer;
+
+impl<S> tower::Layer<S> for TagLayer {
+    type Service = Tag<S>;
+
+    fn layer(&self, inner: S) -> Tag<S> {
+        Tag(inner)
     }
-    response
+}
+
+/// The service of [`TagLayer`].
+#[derive(Clone, Copy)]
+pub struct Tag<S>(S);
+
+impl<S> tower::Service<Request> for Tag<S>
+where
+    S: tower::Service<Request, Response = Response>,
+{
+    type Response = Response;
+    type Error = S::Error;
+    type Future = Tagged<S::Future>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
+        self.0.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: Request) -> Self::Future {
+        Tagged {
+            matched: request.extensions().get::<MatchedPath>().cloned(),
+            inner: self.0.call(request),
+        }
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// The response future of [`Tag`]: tags the response when it is ready.
+    pub struct Tagged<F> {
+        #[pin]
+        inner: F,
+        matched: Option<MatchedPath>,
+    }
+}
+
+impl<F, E> Future for Tagged<F>
+where
+    F: Future<Output = Result<Response, E>>,
+{
+    type Output = Result<Response, E>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.project();
+        let mut result = std::task::ready!(this.inner.poll(cx));
+        if let (Ok(response), Some(matched)) = (&mut result, this.matched.take()) {
+            response.extensions_mut().insert(Answered(matched));
+        }
+        Poll::Ready(result)
+    }
 }
 
 /// Counts every response by the route that answered it ([`Answered`]) and its status,
