@@ -180,6 +180,11 @@ fn main() {
             &[Need::Node],
             the_readme_js_block_runs_on_a_young_server,
         ),
+        needs::trial(
+            "the_deploy_nginx_excerpt_is_lines_of_the_real_configuration",
+            &[],
+            the_deploy_nginx_excerpt_is_lines_of_the_real_configuration,
+        ),
         needs::trial("output_patterns_match_as_documented", &[], || {
             assert!(matches("a...c", "abc") && matches("a...c", "ac"));
             assert!(matches("{\"n\":...}", "{\"n\":12}"));
@@ -436,4 +441,45 @@ fn the_readme_js_block_runs_on_a_young_server() {
         stderr.contains("note: the server has hours from"),
         "{stderr}"
     );
+}
+
+/// Whether `excerpt`'s lines are lines of `file`, in order, where a line `...` stands for
+/// any lines left out and lines not separated by one are adjacent in `file` too.
+fn is_excerpt_of(excerpt: &str, file: &str) -> Result<(), String> {
+    let lines: Vec<&str> = file.lines().collect();
+    let (mut at, mut gap) = (0, true);
+    for line in excerpt.lines() {
+        if line.trim() == "..." {
+            gap = true;
+            continue;
+        }
+        let found = if gap {
+            lines[at..].iter().position(|l| *l == line).map(|i| at + i)
+        } else {
+            (lines.get(at) == Some(&line)).then_some(at)
+        };
+        match found {
+            Some(i) => (at, gap) = (i + 1, false),
+            None if gap => return Err(format!("{line:?} is not a later line of the file")),
+            None => return Err(format!("{line:?} is not the line after the one before it")),
+        }
+    }
+    Ok(())
+}
+
+/// docs/DEPLOY.md's nginx block shows deploy/nginx-mirror.conf as it is: its lines are
+/// the file's, in order, `...` marking what is left out (the file is what the mirror
+/// tests serve with, so the page cannot show a location the tests never ran).
+fn the_deploy_nginx_excerpt_is_lines_of_the_real_configuration() {
+    let deploy = std::fs::read_to_string(root().join("docs/DEPLOY.md")).unwrap();
+    let blocks: Vec<&str> = deploy.split("```nginx\n").skip(1).collect();
+    assert_eq!(blocks.len(), 1, "one nginx block in docs/DEPLOY.md");
+    let excerpt = blocks[0].split("```").next().unwrap();
+    let conf = std::fs::read_to_string(root().join("deploy/nginx-mirror.conf")).unwrap();
+    if let Err(e) = is_excerpt_of(excerpt, &conf) {
+        panic!("docs/DEPLOY.md's nginx block is not deploy/nginx-mirror.conf's lines: {e}");
+    }
+    assert!(is_excerpt_of("a\n...\nc\n", "a\nb\nc\n").is_ok());
+    assert!(is_excerpt_of("a\nc\n", "a\nb\nc\n").is_err());
+    assert!(is_excerpt_of("c\n...\na\n", "a\nb\nc\n").is_err());
 }

@@ -14,7 +14,7 @@ mod common;
 
 use bloomcast::bloom::Filter;
 use bloomcast::client::Client;
-use bloomcast::clock::ManualClock;
+use bloomcast::clock::{Clock, ManualClock};
 use bloomcast::hour::hour_of;
 use chrono::Duration;
 use common::needs::{self, Need};
@@ -33,6 +33,15 @@ fn main() {
             "changed_in_over_a_followed_table_returns_what_the_sdk_returns",
             &[Need::Postgres],
             || needs::block_on(changed_in_over_a_followed_table_returns_what_the_sdk_returns()),
+        ),
+        needs::trial(
+            "cluster_md_sql_unions_hours_of_different_sizes_with_no_false_negative",
+            &[Need::Postgres],
+            || {
+                needs::block_on(
+                    cluster_md_sql_unions_hours_of_different_sizes_with_no_false_negative(),
+                )
+            },
         ),
         needs::trial(
             "a_role_that_may_not_create_pgcrypto_starts_without_the_functions_until_a_dba_does",
@@ -234,6 +243,101 @@ async fn changed_in_over_a_followed_table_returns_what_the_sdk_returns() {
         .await
         .unwrap();
     assert_eq!(before.get::<_, Option<bool>>(0), None);
+    db.batch_execute(&format!("DROP SCHEMA \"{schema}\" CASCADE"))
+        .await
+        .unwrap();
+}
+
+/// docs/CLUSTER.md's SQL block, as written but for the schema, the `followed` table's
+/// place and `now()` (the test's clock), run against two sealed hours sized for different
+/// counts: the hours come back with their different `m`, and the union asked per ID
+/// flags every ID either hour holds, counting the hours that may hold it.
+async fn cluster_md_sql_unions_hours_of_different_sizes_with_no_false_negative() {
+    let url = Need::Postgres.found();
+    let schema = unique_schema();
+    let first = hour_of(2008, 9, 3, 13).unwrap();
+    let clock = ManualClock::at(first, Duration::minutes(5));
+    let node = node(&url, &schema, &clock).await;
+    let http = reqwest::Client::new();
+    let small: Vec<String> = (0..100).map(|i| format!("a:{i}")).collect();
+    let big: Vec<String> = (0..5_000).map(|i| format!("b:{i}")).collect();
+    post_ids(&http, &node.base, &small).await.unwrap();
+    clock.advance(Duration::hours(1));
+    node.service.tick().await.unwrap();
+    for batch in big.chunks(1000) {
+        post_ids(&http, &node.base, batch).await.unwrap();
+    }
+    post_ids(&http, &node.base, &small[..10]).await.unwrap();
+    clock.advance(Duration::hours(1));
+    node.service.tick().await.unwrap();
+
+    let db = connect(&url).await;
+    db.batch_execute(&format!(
+        "CREATE TABLE \"{schema}\".followed (id text PRIMARY KEY)"
+    ))
+    .await
+    .unwrap();
+    let followed: Vec<String> = small
+        .iter()
+        .chain(big.iter().step_by(50))
+        .cloned()
+        .chain((0..1_000).map(|i| format!("absent:{i}")))
+        .collect();
+    let insert = format!("INSERT INTO \"{schema}\".followed SELECT unnest($1::text[])");
+    db.execute(&insert, &[&followed]).await.unwrap();
+
+    let page =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/CLUSTER.md")).unwrap();
+    let blocks: Vec<&str> = page.split("```sql\n").skip(1).collect();
+    assert_eq!(blocks.len(), 1, "one SQL block in docs/CLUSTER.md");
+    let now = format!("'{}'::timestamptz", clock.now().to_rfc3339());
+    let sql = blocks[0]
+        .split("```")
+        .next()
+        .unwrap()
+        .replace("bloomcast.", &format!("\"{schema}\"."))
+        .replace("FROM followed", &format!("FROM \"{schema}\".followed"))
+        .replace("now()", &now);
+    let statements: Vec<String> = sql
+        .split(';')
+        .map(|st| {
+            st.lines()
+                .filter(|l| !l.trim_start().starts_with("--"))
+                .collect::<Vec<_>>()
+                .join("\n")
+        })
+        .filter(|st| !st.trim().is_empty())
+        .collect();
+    assert_eq!(statements.len(), 2, "{statements:?}");
+
+    let hours = db.query(&statements[0], &[]).await.unwrap();
+    let sizes: BTreeSet<i32> = hours.iter().map(|r| r.get::<_, i32>("m")).collect();
+    assert_eq!(hours.len(), 2, "two sealed hours");
+    assert_eq!(
+        sizes.len(),
+        2,
+        "hours of 100 and 5,000 IDs have one m: {sizes:?}"
+    );
+
+    let rows = db.query(&statements[1], &[]).await.unwrap();
+    let flagged: std::collections::BTreeMap<String, i64> = rows
+        .iter()
+        .map(|r| (r.get::<_, String>("id"), r.get::<_, i64>("hours")))
+        .collect();
+    for id in &small[..10] {
+        assert_eq!(flagged.get(id), Some(&2), "{id} is in both hours");
+    }
+    for id in small.iter().chain(big.iter().step_by(50)) {
+        assert!(flagged.contains_key(id), "{id} missed: a false negative");
+    }
+    let absent = flagged
+        .keys()
+        .filter(|id| id.starts_with("absent:"))
+        .count();
+    assert!(
+        absent < 50,
+        "{absent} of 1,000 absent IDs flagged at fpp 0.01 per hour"
+    );
     db.batch_execute(&format!("DROP SCHEMA \"{schema}\" CASCADE"))
         .await
         .unwrap();

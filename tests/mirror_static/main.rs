@@ -4,7 +4,8 @@
 //! sealed hour; and the mirror served by nginx alone (deploy/nginx-mirror.conf) passes
 //! `bloomcast check --pubkey` and `bloomcast verify`, the Python client's check and
 //! verify, and the JavaScript client's check (by its default strategy and hour by hour)
-//! and example script.
+//! and example script; docs/DEPLOY.md's object-store script uploads every file of it with
+//! the origin's content types.
 //!
 //! The nginx trials are reported ignored, with the reason, where nginx (or python3 with
 //! cryptography, or node) is missing; in CI they fail instead (tests/common/needs.rs).
@@ -13,6 +14,7 @@
 mod common;
 mod nginx;
 mod origin;
+mod s3;
 
 use common::needs::{self, Need};
 use nginx::{
@@ -48,6 +50,15 @@ fn main() {
         needs::trial("follow_mirrors_an_hour_sealed_later", &[], || {
             needs::block_on(follow_mirrors_an_hour_sealed_later())
         }),
+        needs::trial(
+            "the_deploy_s3_script_uploads_every_form_with_the_origins_content_type",
+            &[],
+            || {
+                needs::block_on(
+                    s3::the_deploy_s3_script_uploads_every_form_with_the_origins_content_type(),
+                )
+            },
+        ),
         needs::trial(
             "nginx_serves_the_mirror_to_check_and_verify_with_the_right_types",
             &[Need::Nginx],
