@@ -139,14 +139,14 @@ def linked_dictionary(base, path):
 
 def httplint_paths(args):
     """Every form of the open and the sealed hour, of a day that includes the open hour
-    and one that is over, and of a since-range; the index, the chain and the key list; and
-    the dictionary the open hour links."""
+    and one that is over, and of a since-range; the index, the chain, the key list, the
+    checkpoint and the description; and the dictionary the open hour links."""
     today = args.sealed.rsplit("/", 1)[0]
     paths = [args.open + form for form in HOUR_FORMS]
     paths += [args.sealed + form for form in HOUR_FORMS]
     paths += [day + form for day in [today, args.past_day] for form in DAY_FORMS]
     paths += ["/since" + args.sealed + form for form in DAY_FORMS]
-    paths += ["/", "/chain" + args.sealed, "/.well-known/bloomcast.json"]
+    paths += ["/", "/chain" + args.sealed, "/.well-known/bloomcast.json", "/checkpoint", "/openapi.json"]
     dictionary = linked_dictionary(args.base, args.open + ".bin")
     if dictionary:
         paths.append(dictionary)
