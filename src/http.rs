@@ -21,6 +21,7 @@ mod loading;
 mod meta;
 mod metrics;
 mod negotiate;
+mod openapi;
 mod params;
 mod paths;
 mod series;
@@ -158,6 +159,7 @@ fn routes(state: AppState) -> Router {
         .route("/dashboard/app.js", get(dashboard::app))
         .route("/dashboard/style.css", get(dashboard::style))
         .route("/dashboard/bloomcast.js", get(dashboard::client))
+        .route("/openapi.json", get(openapi::document))
         .route(
             "/updates",
             post(ingest::post_updates).layer(uploads.clone()),

@@ -218,8 +218,8 @@ http {
     etag on;
     gzip_static on;
     add_header Vary "Accept, Accept-Encoding";
-    location = /closed.json { add_header Cache-Control "public, max-age=31536000, immutable"; add_header Vary "Accept, Accept-Encoding"; }
-    location = /open.json { add_header Cache-Control "public, max-age=30"; add_header Vary "Accept, Accept-Encoding"; }
+    location = /closed.json { add_header Cache-Control "max-age=31536000, immutable"; add_header Vary "Accept, Accept-Encoding"; }
+    location = /open.json { add_header Cache-Control "max-age=30"; add_header Vary "Accept, Accept-Encoding"; }
   }
 }
 EOF

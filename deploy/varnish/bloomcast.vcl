@@ -6,9 +6,9 @@
 # would recode under them.
 #
 # What the nodes' headers already say, and this file keeps:
-# - closed hours, complete days and since-ranges: `public, max-age=31536000, immutable`
+# - closed hours, complete days and since-ranges: `max-age=31536000, immutable`
 #   with a strong ETag: cached once per variant, revalidated here (304) forever;
-# - the open hour and open unions: `public, max-age=N` (N never past the end of the
+# - the open hour and open unions: `max-age=N` (N never past the end of the
 #   hour): cached N seconds, never served staler (no grace on them);
 # - `Vary: Accept, Accept-Encoding` (and `Available-Dictionary` on the open hour): one
 #   object per form and coding, so variants never mix;

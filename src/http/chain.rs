@@ -21,7 +21,7 @@ use serde_json::json;
 /// Links per page when the request does not say (a week of hours).
 pub const DEFAULT_CHAIN_PAGE: usize = 168;
 
-const IMMUTABLE: &str = "public, max-age=31536000, immutable";
+const IMMUTABLE: &str = "max-age=31536000, immutable";
 
 #[derive(Deserialize)]
 pub struct ChainQuery {
@@ -87,7 +87,7 @@ pub async fn get_chain(
         None => {
             out.insert(
                 header::CACHE_CONTROL,
-                HeaderValue::from_static("public, max-age=60"),
+                HeaderValue::from_static("max-age=60"),
             );
         }
     }
@@ -126,7 +126,7 @@ pub async fn well_known(State(state): State<AppState>) -> Result<Response> {
         "retention_hours": tuning.retention_hours,
         "urls": { "chain": "/chain/YYYY/MM/DD/HH?limit=N", "checkpoint": "/checkpoint" },
     });
-    Ok(([(header::CACHE_CONTROL, "public, max-age=60")], Json(body)).into_response())
+    Ok(([(header::CACHE_CONTROL, "max-age=60")], Json(body)).into_response())
 }
 
 /// `GET /checkpoint`: the latest signed statement of the service's newest sealed hour
@@ -151,5 +151,5 @@ pub async fn checkpoint(State(state): State<AppState>) -> Result<Response> {
         "signature": chain::hex(&checkpoint.signature),
         "key_id": key_id.to_string(),
     });
-    Ok(([(header::CACHE_CONTROL, "public, max-age=60")], Json(body)).into_response())
+    Ok(([(header::CACHE_CONTROL, "max-age=60")], Json(body)).into_response())
 }

@@ -61,7 +61,7 @@ pub async fn get_dictionary(State(state): State<AppState>, request: Request) -> 
     let id = id(&linked.sha256);
     let etag = HeaderValue::try_from(format!("\"{id}\"")).expect("hex");
     let cache_control =
-        HeaderValue::try_from(format!("public, max-age={}", linked.max_age)).expect("ascii");
+        HeaderValue::try_from(format!("max-age={}", linked.max_age)).expect("ascii");
     // `match-dest=("")`: for the requests scripts make (`fetch`), which poll. A browser
     // keeps one dictionary per `match` and `match-dest`: without it, the next poll
     // response's own `Use-As-Dictionary` (same `match`, lasting only its `max-age`) would

@@ -15,7 +15,7 @@ use axum::http::{header, HeaderMap, HeaderName, HeaderValue, StatusCode};
 use axum::response::Response;
 use chrono::{DateTime, Utc};
 
-const IMMUTABLE: &str = "public, max-age=31536000, immutable";
+const IMMUTABLE: &str = "max-age=31536000, immutable";
 
 /// `GET` of any filter path: the compact form when asked for, else the filter.
 pub async fn get_filter(State(state): State<AppState>, request: Request) -> Result<Response> {
@@ -264,15 +264,15 @@ pub(super) fn cache_control(state: &AppState, open_until: Option<DateTime<Utc>>)
     let max_age = left.min(state.open_max_age);
     match MAX_AGES.get(max_age as usize) {
         Some(value) => value.clone(),
-        None => HeaderValue::try_from(format!("public, max-age={max_age}")).expect("ascii"),
+        None => HeaderValue::try_from(format!("max-age={max_age}")).expect("ascii"),
     }
 }
 
-/// `public, max-age=N` for every N an open hour can have (at most an hour), formatted
+/// `max-age=N` for every N an open hour can have (at most an hour), formatted
 /// once rather than on every poll of the open hour.
 static MAX_AGES: std::sync::LazyLock<Vec<HeaderValue>> = std::sync::LazyLock::new(|| {
     (0..=3600)
-        .map(|n| HeaderValue::try_from(format!("public, max-age={n}")).expect("ascii"))
+        .map(|n| HeaderValue::try_from(format!("max-age={n}")).expect("ascii"))
         .collect()
 });
 

@@ -47,6 +47,7 @@ pub async fn index(State(state): State<AppState>, request: HeaderMap) -> Result<
             "exact": "/YYYY/MM/DD/HH.exact (sealed hours from exact_since)",
             "history": "/history?id=ID[&id=ID...][&since=HOUR] (ingest token)",
             "universe": "POST /universe, GET /universe (ingest token)",
+            "openapi": "/openapi.json",
         },
         "exact_since": exact_since.map(|h| h.rfc3339()),
         "ribbon_versions": [1, 2],
@@ -86,7 +87,7 @@ fn index_line(summary: &HourSummary) -> Value {
 /// as pollers need it: `no-cache` with a strong `ETag` and `304` on `If-None-Match`, and
 /// gzip when the client takes it (an index of 24 hours is about 5 KB, 1 KB gzipped;
 /// pollers fetch it on every call, so it weighs as much as a small hour's filter).
-fn revalidated_json(identity: Vec<u8>, request: &HeaderMap) -> Response {
+pub(super) fn revalidated_json(identity: Vec<u8>, request: &HeaderMap) -> Response {
     let tag = crate::bloom::to_hex(&crate::dcz::sha256(&identity)[..10]);
     let gzip = accepts_gzip(request);
     let etag = if gzip {

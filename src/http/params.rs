@@ -29,6 +29,7 @@ pub fn accepted(route: &str) -> Option<&'static [&'static str]> {
         | "/universe"
         | "/.well-known/bloomcast.json"
         | "/checkpoint"
+        | "/openapi.json"
         | "/dictionaries/{y}/{mo}/{d}/{h}/{id}" => &[],
         _ => return None,
     })

@@ -125,9 +125,13 @@ fn hours_param(query: Option<&str>) -> Result<u64> {
     else {
         return Ok(DEFAULT_HOURS);
     };
-    value.parse().map_err(|_| {
-        ApiError::BadRequest(format!("hours must be a positive integer, not {value:?}"))
-    })
+    match value.parse() {
+        // 0 is no positive integer: refused as documented, not clamped to 1.
+        Ok(hours) if hours > 0 => Ok(hours),
+        _ => Err(ApiError::BadRequest(format!(
+            "hours must be a positive integer, not {value:?}"
+        ))),
+    }
 }
 
 /// One rate point per pair of neighbouring samples, stamped with the later one.
@@ -164,10 +168,17 @@ mod tests {
     fn hours_parameter_defaults_and_rejects_garbage() {
         assert_eq!(hours_param(None).unwrap(), DEFAULT_HOURS);
         assert_eq!(hours_param(Some("x=1&hours=5")).unwrap(), 5);
-        assert!(matches!(
-            hours_param(Some("hours=-1")),
-            Err(ApiError::BadRequest(_))
-        ));
+        for garbage in [
+            "hours=-1",
+            "hours=0",
+            "hours=x",
+            "hours=18446744073709551616",
+        ] {
+            assert!(
+                matches!(hours_param(Some(garbage)), Err(ApiError::BadRequest(_))),
+                "{garbage}"
+            );
+        }
     }
 
     #[test]

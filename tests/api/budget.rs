@@ -86,7 +86,7 @@ async fn revalidating_a_past_day_is_answered_from_its_hours_digests_without_a_bu
     assert_eq!(again.header("etag"), Some(etag.as_str()));
     assert_eq!(
         again.header("cache-control"),
-        Some("public, max-age=31536000, immutable")
+        Some("max-age=31536000, immutable")
     );
     assert_eq!(app.service.stats().union_work().builds.runs, 0, "no build");
     assert_eq!(

@@ -31,7 +31,7 @@ async fn a_closed_hour_is_served_as_a_ribbon_holding_every_id() {
     assert_eq!(reply.header("bloom-complete"), Some("true"));
     assert_eq!(
         reply.header("cache-control"),
-        Some("public, max-age=31536000, immutable")
+        Some("max-age=31536000, immutable")
     );
     let f = Ribbon::from_bytes(&reply.body).unwrap();
     assert_eq!((f.n(), f.r()), (500, 7), "the target fpp 0.01 needs r = 7");
@@ -326,7 +326,7 @@ async fn revalidating_a_past_days_or_closed_hours_ribbon_needs_no_build() {
         assert_eq!(again.header("etag"), Some(etag.as_str()), "{path}");
         assert_eq!(
             again.header("cache-control"),
-            Some("public, max-age=31536000, immutable")
+            Some("max-age=31536000, immutable")
         );
         assert_eq!(again.header("vary"), Some("Accept, Accept-Encoding"));
     }

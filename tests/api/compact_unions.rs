@@ -75,7 +75,7 @@ async fn a_past_day_is_one_ribbon_of_its_distinct_ids_within_its_fpp() {
     assert_eq!(reply.header("bloom-ribbon"), Some(params.as_str()));
     assert_eq!(
         reply.header("cache-control"),
-        Some("public, max-age=31536000, immutable")
+        Some("max-age=31536000, immutable")
     );
     assert!(reply.header("repr-digest").is_some());
     let lost: Vec<&String> = ids.iter().filter(|id| !f.contains_id(id)).collect();

@@ -32,7 +32,7 @@ async fn any_precision_is_served_at_a_published_grade_near_its_floor_holding_eve
         assert_eq!(reply.header("content-encoding"), None, "never gzipped");
         assert_eq!(
             reply.header("cache-control"),
-            Some("public, max-age=31536000, immutable")
+            Some("max-age=31536000, immutable")
         );
         let f = Ribbon2::from_bytes(&reply.body).unwrap();
         // The next stricter member of the set: the target's grade or a whole bit.

@@ -74,10 +74,7 @@ async fn the_linked_dictionary_outlives_the_poll_and_its_delta_decodes() {
             dictionary.header("use-as-dictionary"),
             Some(format!("match=\"{path}\", match-dest=(\"\"), id=\"{id}\"").as_str())
         );
-        assert_eq!(
-            dictionary.header("cache-control"),
-            Some("public, max-age=600")
-        );
+        assert_eq!(dictionary.header("cache-control"), Some("max-age=600"));
         assert_eq!(
             dictionary.header("etag"),
             Some(format!("\"{id}\"").as_str())
@@ -87,7 +84,7 @@ async fn the_linked_dictionary_outlives_the_poll_and_its_delta_decodes() {
             .get_with(&url, &[("if-none-match", &format!("\"{id}\""))])
             .await;
         assert_eq!(again.status, 304);
-        assert_eq!(again.header("cache-control"), Some("public, max-age=600"));
+        assert_eq!(again.header("cache-control"), Some("max-age=600"));
 
         // Polled again after the poll's max-age ran out, the dictionary still serves.
         app.clock.advance(Duration::seconds(120));
@@ -107,7 +104,7 @@ async fn the_linked_dictionary_outlives_the_poll_and_its_delta_decodes() {
         assert_eq!(dcz::decode(&dictionary.body, &delta.body).unwrap(), current);
         let later = app.get(&url).await;
         assert_eq!(later.status, 200);
-        assert_eq!(later.header("cache-control"), Some("public, max-age=480"));
+        assert_eq!(later.header("cache-control"), Some("max-age=480"));
         // The delta's response was kept in turn: it links itself now.
         let id = dictionary_id(delta.header("use-as-dictionary").unwrap());
         assert_eq!(linked(&delta), Some(format!("/dictionaries{path}/{id}")));

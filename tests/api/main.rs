@@ -22,6 +22,7 @@ mod history;
 mod index_damage;
 mod ingest;
 mod negotiation;
+mod openapi;
 mod publication;
 mod quiet_hours;
 mod rollover;

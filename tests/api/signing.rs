@@ -214,7 +214,7 @@ async fn a_checkpoint_names_the_newest_sealed_hour_signed_and_fresh() {
     let key = Signer::from_seed(&[1; 32]).public_key();
     let reply = app.get("/checkpoint").await;
     assert_eq!(reply.status, 200);
-    assert_eq!(reply.header("cache-control"), Some("public, max-age=60"));
+    assert_eq!(reply.header("cache-control"), Some("max-age=60"));
     let json = reply.json();
     assert_eq!(json["hour"], "2008-09-03T15:00:00Z", "{json}");
     let entry = &app.get("/chain/2008/09/03/15?limit=1").await.json()[0];

@@ -71,7 +71,7 @@ pub async fn a_node_on_a_new_key_signs_new_hours_and_the_old_key_signs_none_of_t
                 .unwrap();
             assert_eq!(
                 reply.headers()["cache-control"],
-                "public, max-age=31536000, immutable",
+                "max-age=31536000, immutable",
                 "signed, hour {n} is immutable"
             );
             let field = reply.headers()["bloom-signature"]

@@ -1,5 +1,5 @@
 //! What a test needs from the machine (PostgreSQL, python3, node, curl, Chromium, nginx,
-//! promtool), probed once, and the rule for when it is missing: the test is reported
+//! promtool, the HTTP checkers' Python), probed once, and the rule for when it is missing: the test is reported
 //! **ignored** in the runner's own summary line (`test result: ok. N passed; 0 failed; M
 //! ignored`) with the reason and how to enable it, never as passed; with `CI` set (to
 //! anything but `0`/`false`) it fails.
@@ -61,6 +61,11 @@ pub enum Need {
     /// Prometheus's `promtool` (Debian's `prometheus` package), to check `/metrics` and
     /// the rules of `deploy/prometheus/`; found: the program.
     Promtool,
+    /// A Python with the HTTP checkers of `tests/http-checkers/requirements.txt`
+    /// (schemathesis, httplint, openapi-spec-validator): `BLOOMCAST_TEST_HTTP_CHECKERS`,
+    /// else the virtual environment `.ci/run` makes in `target/http-checkers-venv`;
+    /// found: that Python.
+    HttpCheckers,
 }
 
 /// True when running under CI, where nothing may be skipped.
@@ -102,6 +107,7 @@ impl Need {
                 "promtool not found on PATH; install Prometheus (apt-get install prometheus; \
                  .ci/run does)",
             ),
+            Need::HttpCheckers => probe_http_checkers(),
         };
         cache.lock().unwrap().insert(self, found.clone());
         found
@@ -232,6 +238,34 @@ fn probe_varnish() -> Result<String, String> {
              varnish; .ci/run does)"
                 .to_owned()
         })
+}
+
+/// The Python of the HTTP checkers' virtual environment, if it imports them.
+fn probe_http_checkers() -> Result<String, String> {
+    let python = std::env::var("BLOOMCAST_TEST_HTTP_CHECKERS").unwrap_or_else(|_| {
+        concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/target/http-checkers-venv/bin/python"
+        )
+        .to_owned()
+    });
+    let ok = Command::new(&python)
+        .args([
+            "-c",
+            "import schemathesis, httplint, openapi_spec_validator",
+        ])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if ok {
+        Ok(python)
+    } else {
+        Err(format!(
+            "{python} cannot import schemathesis, httplint and openapi_spec_validator; make \
+             it (.ci/run does): python3 -m venv target/http-checkers-venv && \
+             target/http-checkers-venv/bin/pip install -r tests/http-checkers/requirements.txt \
+             (or set BLOOMCAST_TEST_HTTP_CHECKERS to such a Python)"
+        ))
+    }
 }
 
 fn probe_python_cryptography() -> Result<String, String> {
