@@ -173,7 +173,7 @@ unsafe impl GlobalAlloc for Allocator {
             unsafe { libc::malloc(layout.size()).cast() }
         } else {
             // SAFETY: the caller's layout, as GlobalAlloc::alloc requires.
-            unsafe { mi::alloc(layout) }
+            unsafe { mimalloc::MiMalloc.alloc(layout) }
         }
     }
 
@@ -184,7 +184,7 @@ unsafe impl GlobalAlloc for Allocator {
             unsafe { libc::calloc(1, layout.size()).cast() }
         } else {
             // SAFETY: as in `alloc`.
-            unsafe { mi::alloc_zeroed(layout) }
+            unsafe { mimalloc::MiMalloc.alloc_zeroed(layout) }
         }
     }
 
@@ -195,7 +195,7 @@ unsafe impl GlobalAlloc for Allocator {
             unsafe { libc::free(ptr.cast()) }
         } else {
             // SAFETY: `ptr` came from mimalloc with this layout.
-            unsafe { mi::dealloc(ptr) }
+            unsafe { mimalloc::MiMalloc.dealloc(ptr, layout) }
         }
     }
 
@@ -208,7 +208,7 @@ unsafe impl GlobalAlloc for Allocator {
             // SAFETY: `ptr` came from `malloc`; the new size is nonzero.
             (true, true) => unsafe { libc::realloc(ptr.cast(), new_size).cast() },
             // SAFETY: `ptr` came from mimalloc with `layout`.
-            (false, false) => unsafe { mi::realloc(ptr, layout, new_size) },
+            (false, false) => unsafe { mimalloc::MiMalloc.realloc(ptr, layout, new_size) },
             // Across the threshold: a new block from the other allocator.
             _ => {
                 // SAFETY: `new` is a valid nonzero layout (the caller's guarantee).
@@ -223,51 +223,6 @@ unsafe impl GlobalAlloc for Allocator {
                 }
                 moved
             }
-        }
-    }
-}
-
-/// mimalloc's entry points for a layout: its plain ones when the alignment is no more
-/// than every block has (16 bytes), as for nearly all of a request's blocks; the aligned
-/// ones (which the `mimalloc` crate calls for every block) only past it. The aligned
-/// entry points take a slower path for blocks over 1 KiB and may allocate the size plus
-/// the alignment.
-mod mi {
-    use libmimalloc_sys as sys;
-    use std::alloc::Layout;
-
-    /// The alignment of every block mimalloc hands out (its `MI_MAX_ALIGN_SIZE`).
-    const NATURAL: usize = 16;
-
-    #[inline]
-    pub(super) unsafe fn alloc(layout: Layout) -> *mut u8 {
-        if layout.align() <= NATURAL {
-            unsafe { sys::mi_malloc(layout.size()).cast() }
-        } else {
-            unsafe { sys::mi_malloc_aligned(layout.size(), layout.align()).cast() }
-        }
-    }
-
-    #[inline]
-    pub(super) unsafe fn alloc_zeroed(layout: Layout) -> *mut u8 {
-        if layout.align() <= NATURAL {
-            unsafe { sys::mi_zalloc(layout.size()).cast() }
-        } else {
-            unsafe { sys::mi_zalloc_aligned(layout.size(), layout.align()).cast() }
-        }
-    }
-
-    #[inline]
-    pub(super) unsafe fn dealloc(ptr: *mut u8) {
-        unsafe { sys::mi_free(ptr.cast()) }
-    }
-
-    #[inline]
-    pub(super) unsafe fn realloc(ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        if layout.align() <= NATURAL {
-            unsafe { sys::mi_realloc(ptr.cast(), new_size).cast() }
-        } else {
-            unsafe { sys::mi_realloc_aligned(ptr.cast(), new_size, layout.align()).cast() }
         }
     }
 }
