@@ -248,16 +248,29 @@ async fn cluster_settings(args: ClusterSettingsArgs) -> ExitCode {
         Some(ClusterAction::Set { changes }) => changes,
         None | Some(ClusterAction::Show) => Vec::new(),
     };
+    let asked = !changes.is_empty();
     let clock = bloomcast::clock::SystemClock;
     match bloomcast::startup::set_cluster(&settings, &clock, &changes).await {
         Ok(shape) => {
-            let (before, after) = (shape.before, shape.after);
-            println!("capacity {}", after.capacity);
-            println!("target_fpp {}", after.target_fpp);
-            if before != after {
+            // In effect now, then each change recorded for a later hour.
+            println!("capacity {}", shape.before.capacity);
+            println!("target_fpp {}", shape.before.target_fpp);
+            for (from, pending) in &shape.pending {
                 println!(
-                    "changed from capacity {} target_fpp {}: every node seals the hours from {} on with the new values",
-                    before.capacity, before.target_fpp, shape.from
+                    "pending from {}: capacity {} target_fpp {}",
+                    from.rfc3339(),
+                    pending.capacity,
+                    pending.target_fpp
+                );
+            }
+            if asked && shape.pending.is_empty() {
+                println!("no change pending: the values in effect stay");
+            } else if asked {
+                println!(
+                    "every node seals the hours from {} on with capacity {} target_fpp {}",
+                    shape.from.rfc3339(),
+                    shape.after.capacity,
+                    shape.after.target_fpp
                 );
             }
             ExitCode::SUCCESS

@@ -109,17 +109,27 @@ pub fn rotate(settings: &Settings) -> Result<Rotated, StartError> {
 
 /// Cluster mode: refuses `signer` when the cluster's registry has a current key and
 /// `signer`'s key is not recorded at all (a retired key is recorded: that node starts
-/// and signs no new hour). No key recorded yet: this node's is recorded, unless another
-/// node starting at the same moment records its own first (then this one is refused).
+/// and signs no new hour), and refuses a node with no key at all (no
+/// `signing_key_file`) once the cluster has one: it would publish the hours it seals
+/// unsigned, half a fleet's hours failing every client that verifies. No key recorded
+/// yet: this node's is recorded, unless another node starting at the same moment
+/// records its own first (then this one is refused).
 ///
 /// # Errors
-/// [`StartError::ForeignKey`], naming both key ids; store failures.
+/// [`StartError::ForeignKey`], naming both key ids; [`StartError::NoKey`], naming the
+/// cluster's; store failures.
 pub async fn refuse_foreign_key(
     store: &dyn Store,
     signer: Option<&Signer>,
 ) -> Result<(), StartError> {
     let Some(signer) = signer else {
-        return Ok(());
+        let keys = store.signing_keys().await?;
+        return match keys.iter().find(|k| k.last_hour.is_none()) {
+            Some(current) => Err(StartError::NoKey {
+                cluster: current.id(),
+            }),
+            None => Ok(()),
+        };
     };
     let ours = signer.public_key();
     let mut keys = store.signing_keys().await?;
