@@ -121,7 +121,9 @@ fn main() -> ExitCode {
     // First, before the runtime's threads touch their heaps (src/memory.rs).
     let huge_pages_off = bloomcast::memory::forgo_huge_pages();
     bloomcast::memory::hold_no_freed_memory();
-    let cli = Cli::parse();
+    let cli = Cli::try_parse().unwrap_or_else(|e| {
+        bloomcast::cli::with_env_tips(e, <Cli as clap::CommandFactory>::command()).exit()
+    });
     match cli.command {
         Command::Serve(_) => bloomcast::telemetry::init(),
         _ => bloomcast::telemetry::init_cli(),
@@ -298,10 +300,9 @@ async fn serve(overrides: Overrides) -> ExitCode {
     let app = match Application::build(settings).await {
         Ok(app) => app,
         Err(e) => {
-            // The whole cause chain, on stderr whatever the log filter says: this is
-            // what an operator reads when the server refuses to start.
+            // The whole cause chain, once, on stderr whatever the log filter says: this
+            // is what an operator reads when the server refuses to start.
             let why = bloomcast::store::full_message(&e);
-            tracing::error!(error = %why, "cannot start");
             eprintln!("bloomcast: cannot start: {why}");
             return ExitCode::FAILURE;
         }

@@ -48,8 +48,9 @@ pub struct CheckArgs {
     #[arg(long)]
     registered: bool,
     /// Print one JSON object (per-hour results, requests, bytes, closed hours read as
-    /// ribbons and, when any were, sealed hours read as exact bodies: "exacts") instead
-    /// of lines.
+    /// ribbons, sealed hours read as exact bodies: "exact", also "exacts" when above 0;
+    /// of the ribbons, those of version 2, "ribbons2", when above 0) instead of lines;
+    /// bloomcast-py writes the same fields.
     #[arg(long)]
     json: bool,
     /// Verify everything read against the publisher's public key (64 hex digits; after
@@ -108,7 +109,10 @@ impl CheckArgs {
         let accept_stale = self.accept_stale;
         let result = self.check().await;
         if let (true, Err(e)) = (json, &result) {
-            println!("{}", json_error(e));
+            if !matches!(e, CliError::StdoutClosed) {
+                // Best effort: the failure is said on stderr too.
+                let _ = super::outln!("{}", json_error(e));
+            }
         }
         match result {
             Ok(coverage) => report(&coverage, accept_stale, !json),
@@ -187,7 +191,9 @@ impl CheckArgs {
                 "unverified": coverage.unverified.as_deref().map(hour_names),
                 "stale": coverage.stale,
             });
-            // Only when some were: the output of a server without a universe is as before.
+            // "exact" always, as bloomcast-py writes it; "exacts", its first name here,
+            // still only when some were (kept for scripts that read it).
+            doc["exact"] = json!(stats.exacts);
             if stats.exacts > 0 {
                 doc["exacts"] = json!(stats.exacts);
             }
@@ -201,10 +207,7 @@ impl CheckArgs {
         };
         written
             .and_then(|()| out.flush())
-            .map_err(|source| CliError::Io {
-                context: "cannot write to stdout".into(),
-                source,
-            })?;
+            .map_err(super::stdout_error)?;
         Ok(coverage)
     }
 }
@@ -261,7 +264,7 @@ fn json_error(e: &CliError) -> serde_json::Value {
         CliError::Client(ClientError::Argument(_) | ClientError::Url(_)) | CliError::Input(_) => {
             "argument"
         }
-        CliError::Mirror(_) | CliError::Io { .. } => "io",
+        CliError::Mirror(_) | CliError::Io { .. } | CliError::StdoutClosed => "io",
     };
     let mut doc = json!({ "error": code, "message": e.to_string() });
     if let CliError::Client(ClientError::Corrupt { hours }) = e {

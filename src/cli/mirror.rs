@@ -45,7 +45,7 @@ impl MirrorArgs {
     pub async fn run(self) -> Result<(), CliError> {
         let mirror = Mirror::new(self.dir.clone(), &self.url, self.pubkey)?;
         let summary = mirror.pass().await?;
-        self.print(&summary);
+        self.print(&summary)?;
         if !self.follow {
             return Ok(());
         }
@@ -57,7 +57,7 @@ impl MirrorArgs {
                 () = tokio::time::sleep(Duration::from_secs(self.interval)) => {}
             }
             match mirror.pass().await {
-                Ok(summary) if summary.files > 0 => self.print(&summary),
+                Ok(summary) if summary.files > 0 => self.print(&summary)?,
                 Ok(_) => {}
                 Err(e) if e.is_transient() => {
                     tracing::warn!(error = %e, "mirror pass failed; retrying at the next interval");
@@ -67,15 +67,15 @@ impl MirrorArgs {
         }
     }
 
-    fn print(&self, s: &Summary) {
+    fn print(&self, s: &Summary) -> Result<(), CliError> {
         let newest = s.newest.map_or("none".to_owned(), |h| h.rfc3339());
-        println!(
+        super::outln!(
             "mirrored {} new hours into {} ({} files, {} bytes); {} already there; newest {newest}",
             s.written,
             self.dir.display(),
             s.files,
             s.bytes,
             s.kept
-        );
+        )
     }
 }
