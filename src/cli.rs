@@ -12,6 +12,7 @@ mod history;
 mod ingest;
 mod inspect;
 mod mirror;
+mod progress;
 mod ribbon;
 mod verify;
 mod watch;

@@ -21,7 +21,8 @@ static ALLOCATOR: bloomcast::memory::Allocator = bloomcast::memory::Allocator;
 #[derive(Parser)]
 #[command(
     name = "bloomcast",
-    version,
+    // The commit is build.rs's: git's, SOURCE_COMMIT's, or "unknown" (a tarball).
+    version = concat!(env!("CARGO_PKG_VERSION"), " (commit ", env!("BUILD_COMMIT"), ")"),
     about = "Hourly Bloom filters of what changed, over HTTP"
 )]
 struct Cli {

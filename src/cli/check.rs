@@ -12,7 +12,8 @@ use std::time::Duration;
 
 /// Print the IDs that may have changed (exit code 0 whether or not any did; 3 when the
 /// source is not shown current, so hours after the last one read may have changed unseen,
-/// unless --accept-stale). The hours read are said on stderr (`read FIRST through LAST`).
+/// unless --accept-stale). The hours read are said on stderr (`read FIRST through LAST`);
+/// on a terminal, a progress line on stderr meanwhile counts the requests and bytes.
 #[derive(Debug, Args)]
 pub struct CheckArgs {
     /// The server's base URL, e.g. http://127.0.0.1:8080 (or 127.0.0.1:8080).
@@ -153,8 +154,22 @@ impl CheckArgs {
         } else {
             Forms::Auto
         };
-        let Answer { changes, coverage } = client
-            .changed_since_covering(&ids, since, strategy, forms)
+        let started = std::time::Instant::now();
+        let Answer { changes, coverage } = super::progress::Progress::new()
+            .around(
+                client.changed_since_covering(&ids, since, strategy, forms),
+                || {
+                    let stats = client.stats();
+                    format!(
+                        "checking {} IDs since {}: {} requests, {} bytes, {:.0}s",
+                        ids.len(),
+                        since.rfc3339(),
+                        stats.requests,
+                        stats.body_bytes,
+                        started.elapsed().as_secs_f64()
+                    )
+                },
+            )
             .await?;
         let hour_names = |hours: &[Hour]| hours.iter().map(|h| h.rfc3339()).collect::<Vec<_>>();
 

@@ -1,5 +1,5 @@
 //! What a test needs from the machine (PostgreSQL, python3, node, curl, Chromium, nginx,
-//! promtool), probed once, and the rule for when it is missing: the test is reported
+//! promtool, systemd-analyze), probed once, and the rule for when it is missing: the test is reported
 //! **ignored** in the runner's own summary line (`test result: ok. N passed; 0 failed; M
 //! ignored`) with the reason and how to enable it, never as passed; with `CI` set (to
 //! anything but `0`/`false`) it fails.
@@ -61,6 +61,12 @@ pub enum Need {
     /// Prometheus's `promtool` (Debian's `prometheus` package), to check `/metrics` and
     /// the rules of `deploy/prometheus/`; found: the program.
     Promtool,
+    /// `systemd-analyze` (Debian's `systemd` package), to check the unit of
+    /// `deploy/systemd/`; found: the program.
+    SystemdAnalyze,
+    /// util-linux's `script` (Debian's `bsdutils`), to run a command on a terminal;
+    /// found: the program.
+    Script,
 }
 
 /// True when running under CI, where nothing may be skipped.
@@ -101,6 +107,15 @@ impl Need {
                 &["promtool"],
                 "promtool not found on PATH; install Prometheus (apt-get install prometheus; \
                  .ci/run does)",
+            ),
+            Need::SystemdAnalyze => probe_program(
+                &["systemd-analyze"],
+                "systemd-analyze not found on PATH; install systemd (apt-get install systemd; \
+                 .ci/run does)",
+            ),
+            Need::Script => probe_program(
+                &["script"],
+                "script not found on PATH; install util-linux's (apt-get install bsdutils)",
             ),
         };
         cache.lock().unwrap().insert(self, found.clone());
