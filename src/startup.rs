@@ -423,3 +423,24 @@ pub async fn shutdown_signal() {
         _ = terminate => {},
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cluster_server_needs_configured_tokens_and_a_single_node_does_not() {
+        let cluster = Settings {
+            database_url: "postgres://db/bloom".into(),
+            ..Settings::default()
+        };
+        let err = cluster_tokens(&cluster).unwrap_err().to_string();
+        assert!(err.contains("BLOOMCAST_INGEST_TOKENS"), "{err}");
+        let tokens = Settings {
+            ingest_tokens: vec!["12345678".into()],
+            ..cluster
+        };
+        assert!(cluster_tokens(&tokens).is_ok());
+        assert!(cluster_tokens(&Settings::default()).is_ok());
+    }
+}
