@@ -18,7 +18,8 @@ use std::path::{Path, PathBuf};
 pub const KEY_FILE: &str = "signing-key";
 
 /// The service's signer, its public key logged; `None` in cluster mode without a
-/// configured key (each node would otherwise sign with a key of its own).
+/// configured key (each node would otherwise sign with a key of its own), which
+/// [`refuse_foreign_key`] then refuses or warns of.
 ///
 /// # Errors
 /// The key file cannot be read, written or is not a key.
@@ -26,7 +27,6 @@ pub fn signer(settings: &Settings) -> Result<Option<Signer>, StartError> {
     let configured = !settings.signing_key_file.as_os_str().is_empty();
     let cluster = !settings.database_url.expose_secret().is_empty();
     if !configured && cluster {
-        tracing::warn!("cluster mode without signing_key_file: hours are published unsigned (set the same key file on every node to sign them)");
         return Ok(None);
     }
     let path = key_file(settings);
@@ -124,12 +124,13 @@ pub async fn refuse_foreign_key(
 ) -> Result<(), StartError> {
     let Some(signer) = signer else {
         let keys = store.signing_keys().await?;
-        return match keys.iter().find(|k| k.last_hour.is_none()) {
-            Some(current) => Err(StartError::NoKey {
+        if let Some(current) = keys.iter().find(|k| k.last_hour.is_none()) {
+            return Err(StartError::NoKey {
                 cluster: current.id(),
-            }),
-            None => Ok(()),
-        };
+            });
+        }
+        tracing::warn!("cluster mode without signing_key_file, and no key recorded for the cluster: hours are published unsigned (`bloomcast rotate-key` makes the cluster's key; then give every node its file as signing_key_file)");
+        return Ok(());
     };
     let ours = signer.public_key();
     let mut keys = store.signing_keys().await?;
