@@ -40,6 +40,11 @@ fn main() {
             ingest_shows_its_progress_on_a_terminal,
         ),
         needs::trial(
+            "mirror_shows_its_progress_on_a_terminal",
+            &[Need::Script],
+            mirror_shows_its_progress_on_a_terminal,
+        ),
+        needs::trial(
             "version_names_the_commit_or_unknown",
             &[],
             version_names_the_commit_or_unknown,
@@ -165,21 +170,26 @@ fn progress_lines_stay_off_a_pipe() {
     let dir = tempfile::tempdir().unwrap();
     let server = common::start(dir.path(), &[]);
     let ids: String = (0..3000).map(|n| format!("piped:{n}\n")).collect();
+    // Three sealed hours to mirror.
+    let sealed = common::mirror::start();
     let mirror = tempfile::tempdir().unwrap();
 
-    let runs: [(&[&str], &str); 3] = [
+    let runs: [(&[&str], &str, &str); 3] = [
         (
             &["ingest", "--batch", "100", "--token", common::TOKEN, "-"],
             &ids,
+            &server.base,
         ),
-        (&["check", "--strategy", "hourly", "-"], &ids),
-        (&["mirror", mirror.path().to_str().unwrap()], ""),
+        (&["check", "--strategy", "hourly", "-"], &ids, &server.base),
+        (
+            &["mirror", mirror.path().to_str().unwrap()],
+            "",
+            &sealed.origin,
+        ),
     ];
-    for (args, stdin) in runs {
-        let out = common::run_with_stdin(
-            bloomcast().args(args).env("BLOOMCAST_SERVER", &server.base),
-            stdin,
-        );
+    for (args, stdin, base) in runs {
+        let out =
+            common::run_with_stdin(bloomcast().args(args).env("BLOOMCAST_SERVER", base), stdin);
 
         let stderr = text(&out.stderr);
         assert!(out.status.success(), "{args:?}: {stderr}");
@@ -216,6 +226,35 @@ fn ingest_shows_its_progress_on_a_terminal() {
     assert!(
         shown.contains("ingested 20 IDs in 20 requests (0 retries)"),
         "the summary after it: {shown:?}"
+    );
+}
+
+fn mirror_shows_its_progress_on_a_terminal() {
+    let script = Need::Script.found();
+    let sealed = common::mirror::start();
+    let dir = tempfile::tempdir().unwrap();
+    let command = format!(
+        "{} mirror {} --url {}",
+        env!("CARGO_BIN_EXE_bloomcast"),
+        dir.path().display(),
+        sealed.origin
+    );
+
+    let out = Command::new(script)
+        .args(["-qefc", &command, "/dev/null"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+
+    let shown = text(&out.stdout);
+    assert!(out.status.success(), "{shown}{}", text(&out.stderr));
+    assert!(
+        shown.contains(&format!("{REWRITE}mirrored 1 of 3 new hours")),
+        "a progress line: {shown:?}"
+    );
+    assert!(
+        shown.contains(&format!("{REWRITE}mirrored 3 new hours into")),
+        "cleared before the summary: {shown:?}"
     );
 }
 
