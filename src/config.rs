@@ -139,8 +139,10 @@ settings! {
     /// File holding the Ed25519 key that signs each sealed hour (64 hex digits, a seed).
     /// Empty: generated on first start into <data_dir>/signing-key (mode 0600). Cluster
     /// mode: give every node the same file (`bloomcast rotate-key` makes the first): a
-    /// cluster with no key recorded publishes unsigned hours, and once one is recorded a
-    /// node without a key file refuses to start, naming it; a node whose key is not
+    /// cluster with no key recorded publishes unsigned hours (once it has sealed some, a
+    /// node with a key refuses to make it the cluster's: `rotate-key` does that on
+    /// purpose), and once one is recorded a node without a key file refuses to start,
+    /// naming it; a node whose key is not
     /// recorded while another is the cluster's current key refuses to start, naming both
     /// key ids (`bloomcast rotate-key` records a new key for the cluster). A
     /// new key in the file signs the hours sealed after the restart; published signatures

@@ -49,6 +49,14 @@ pub enum StartError {
     /// has no key file configured; it would seal hours unsigned beside signed ones.
     #[error("the cluster signs its hours with key {cluster} (recorded in PostgreSQL) but this node has no signing key: it would publish unsigned hours. Copy the cluster's key file (the one whose key id is {cluster}, e.g. from another node) to this node and name it in signing_key_file (BLOOMCAST_SIGNING_KEY_FILE), as every node of the cluster does")]
     NoKey { cluster: KeyId },
+    /// Cluster mode: this node has a key but the cluster records none and has sealed
+    /// hours, unsigned: nodes without a key file serve it and would keep sealing
+    /// unsigned hours beside this one's. Making a key the cluster's is done on purpose.
+    #[error("the cluster records no signing key and has published unsigned hours (sealed through {sealed_through}): this node's key {ours} is not made the cluster's by a start, as nodes still running without a key file would go on sealing unsigned hours beside its signed ones. To sign the cluster, run `bloomcast rotate-key` with this node's configuration (it records the key in signing_key_file for the cluster), then restart every node with that key file")]
+    UnsignedCluster {
+        ours: KeyId,
+        sealed_through: crate::hour::Hour,
+    },
     /// Shown with its cause by [`crate::store::full_message`], as `bloomcast serve` does.
     #[error("{context}")]
     Io {

@@ -113,11 +113,13 @@ pub fn rotate(settings: &Settings) -> Result<Rotated, StartError> {
 /// `signing_key_file`) once the cluster has one: it would publish the hours it seals
 /// unsigned, half a fleet's hours failing every client that verifies. No key recorded
 /// yet: this node's is recorded, unless another node starting at the same moment
-/// records its own first (then this one is refused).
+/// records its own first (then this one is refused), or the cluster has sealed hours
+/// already (unsigned, by nodes that may still be running without a key: signing it is
+/// done on purpose, with `bloomcast rotate-key` and a restart of every node).
 ///
 /// # Errors
 /// [`StartError::ForeignKey`], naming both key ids; [`StartError::NoKey`], naming the
-/// cluster's; store failures.
+/// cluster's; [`StartError::UnsignedCluster`]; store failures.
 pub async fn refuse_foreign_key(
     store: &dyn Store,
     signer: Option<&Signer>,
@@ -135,6 +137,14 @@ pub async fn refuse_foreign_key(
     let ours = signer.public_key();
     let mut keys = store.signing_keys().await?;
     if keys.is_empty() {
+        // Hours sealed and no key: nodes without a key file are serving this cluster,
+        // and would go on sealing unsigned hours beside this node's signed ones.
+        if let Some(sealed) = store.last_sealed().await? {
+            return Err(StartError::UnsignedCluster {
+                ours: ours.id(),
+                sealed_through: sealed,
+            });
+        }
         let genesis = store.genesis().await?;
         let list = register_key(store, genesis, signer, None, false).await?;
         keys = list.keys().to_vec();

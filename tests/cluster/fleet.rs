@@ -118,6 +118,34 @@ pub async fn a_node_whose_key_the_cluster_has_not_recorded_refuses_to_start_nami
     drop_schema(&url, &schema).await;
 }
 
+pub async fn a_keyed_node_is_refused_by_a_cluster_that_sealed_unsigned_hours_until_a_key_is_recorded(
+) {
+    let url = Need::Postgres.found();
+    let schema = unique_schema();
+    let dir = tempfile::tempdir().unwrap();
+    let clock = clock();
+    let unsigned = node(node_settings(&url, &schema, dir.path().to_owned()), &clock).await;
+    let ids: Vec<String> = (0..10).map(|n| format!("id-{n}")).collect();
+    sealed_on(&unsigned, &clock, &ids, 0).await;
+    let keyed = keyed_node_settings(&url, &schema, dir.path(), 7);
+    let id7 = Signer::from_seed(&[7; 32]).public_key().id().to_string();
+
+    let refused = try_node(keyed.clone(), &clock)
+        .await
+        .err()
+        .expect("refused");
+
+    assert!(refused.contains("unsigned hours"), "{refused}");
+    assert!(refused.contains("2008-09-03T13:00:00Z"), "{refused}");
+    assert!(refused.contains(&id7), "names this node's key: {refused}");
+    assert!(refused.contains("rotate-key"), "says how: {refused}");
+    // Made the cluster's on purpose (what `rotate-key` records), the keyed node starts.
+    record_key(&keyed, &clock).await.unwrap();
+    let signed = node(keyed, &clock).await;
+    drop((unsigned, signed));
+    drop_schema(&url, &schema).await;
+}
+
 pub async fn a_node_that_loses_the_race_to_record_the_first_key_never_retires_it() {
     let url = Need::Postgres.found();
     let schema = unique_schema();
