@@ -5,6 +5,9 @@ WORKDIR /src
 # The whole source tree (see .dockerignore): the manifest names test and bench targets,
 # and the dashboard embeds the JavaScript client from clients/js.
 COPY . .
+# .git stays out of the context: `bloomcast --version` names the commit given here
+# (docker build --build-arg SOURCE_COMMIT=$(git rev-parse --short=12 HEAD) .), else "unknown".
+ARG SOURCE_COMMIT=
 RUN cargo build --release --locked --bin bloomcast
 
 # Runtime stage: a slim image with the binary, its default config and a non-root user.

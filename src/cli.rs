@@ -12,6 +12,7 @@ mod history;
 mod ingest;
 mod inspect;
 mod mirror;
+mod progress;
 mod ribbon;
 mod verify;
 mod watch;
@@ -47,17 +48,80 @@ pub enum CliError {
         context: String,
         source: std::io::Error,
     },
+    /// Whatever reads stdout stopped reading (`bloomcast inspect URL | head -1`): not a
+    /// failure of the verb, which ends quietly ([`finish`]).
+    #[error("stdout was closed")]
+    StdoutClosed,
 }
 
-/// Prints a failure the way every verb does and turns it into the exit code.
+/// A failed write to stdout: [`CliError::StdoutClosed`] when its reader went away
+/// (`EPIPE`: Rust ignores SIGPIPE, so the write fails instead of the signal ending
+/// the process), else [`CliError::Io`].
+pub(crate) fn stdout_error(source: std::io::Error) -> CliError {
+    if source.kind() == std::io::ErrorKind::BrokenPipe {
+        return CliError::StdoutClosed;
+    }
+    CliError::Io {
+        context: "cannot write to stdout".into(),
+        source,
+    }
+}
+
+/// Writes one line to stdout, as `println!` would, but returns the failure (see
+/// [`stdout_error`]) instead of panicking with a backtrace.
+pub(crate) fn write_line(line: std::fmt::Arguments<'_>) -> Result<(), CliError> {
+    use std::io::Write;
+    writeln!(std::io::stdout().lock(), "{line}").map_err(stdout_error)
+}
+
+/// `println!` for the verbs: `outln!("...", ..)?` ([`write_line`]).
+macro_rules! outln {
+    ($($arg:tt)*) => {
+        $crate::cli::write_line(format_args!($($arg)*))
+    };
+}
+pub(crate) use outln;
+
+/// Prints a failure the way every verb does and turns it into the exit code; a closed
+/// stdout ends quietly, with success, as `head` expects of what it reads.
 pub fn finish(result: Result<(), CliError>) -> ExitCode {
     match result {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(()) | Err(CliError::StdoutClosed) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("bloomcast: {e}");
             ExitCode::FAILURE
         }
     }
+}
+
+/// `error` with a tip for each missing argument that an environment variable could
+/// have given (`--server`: `BLOOMCAST_SERVER`), found among `command`'s subcommands:
+/// clap's own message names only the flag.
+pub fn with_env_tips(mut error: clap::Error, mut command: clap::Command) -> clap::Error {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    if error.kind() != ErrorKind::MissingRequiredArgument {
+        return error;
+    }
+    let Some(ContextValue::Strings(missing)) = error.get(ContextKind::InvalidArg) else {
+        return error;
+    };
+    // Built, as parsing builds it, so that each argument shows as in the error.
+    command.build();
+    let mut tips: Vec<clap::builder::StyledStr> = Vec::new();
+    for arg in command.get_subcommands().flat_map(|c| c.get_arguments()) {
+        let Some(env) = arg.get_env().and_then(|e| e.to_str()) else {
+            continue;
+        };
+        let shown = arg.to_string();
+        let tip = format!("pass {shown} or set {env}");
+        if missing.contains(&shown) && !tips.iter().any(|t| t.to_string() == tip) {
+            tips.push(tip.into());
+        }
+    }
+    if !tips.is_empty() {
+        error.insert(ContextKind::Suggested, ContextValue::StyledStrs(tips));
+    }
+    error
 }
 
 fn client(server: &str, token: Option<&str>) -> Result<Client, CliError> {

@@ -138,9 +138,13 @@ settings! {
     ingest_tokens: Vec<SecretString> = Vec::new(),
     /// File holding the Ed25519 key that signs each sealed hour (64 hex digits, a seed).
     /// Empty: generated on first start into <data_dir>/signing-key (mode 0600). Cluster
-    /// mode: give every node the same file, or hours are published unsigned; a node whose
-    /// key is not recorded while another is the cluster's current key refuses to start,
-    /// naming both key ids (`bloomcast rotate-key` records a new key for the cluster). A
+    /// mode: give every node the same file (`bloomcast rotate-key` makes the first): a
+    /// cluster with no key recorded publishes unsigned hours (once it has sealed some, a
+    /// node with a key refuses to make it the cluster's: `rotate-key` does that on
+    /// purpose), and once one is recorded a node without a key file refuses to start,
+    /// naming it; a node whose key is not
+    /// recorded while another is the cluster's current key refuses to start, naming both
+    /// key ids (`bloomcast rotate-key` records a new key for the cluster). A
     /// new key in the file signs the hours sealed after the restart; published signatures
     /// never change (PROTOCOL.md section 11).
     signing_key_file: PathBuf = PathBuf::new(),
@@ -352,14 +356,6 @@ impl Settings {
             .any(|t| t.expose_secret().len() < 8)
         {
             return invalid("ingest_tokens", "each token must be at least 8 characters");
-        }
-        if !self.database_url.expose_secret().is_empty() && self.ingest_tokens.is_empty() {
-            // A token generated per node would make ingest depend on which node answers.
-            return invalid(
-                "ingest_tokens",
-                "cluster mode (database_url set) needs the same ingest tokens on every node: \
-                 set BLOOMCAST_INGEST_TOKENS",
-            );
         }
         if !self
             .database_schema

@@ -21,7 +21,8 @@ static ALLOCATOR: bloomcast::memory::Allocator = bloomcast::memory::Allocator;
 #[derive(Parser)]
 #[command(
     name = "bloomcast",
-    version,
+    // The commit is build.rs's: git's, SOURCE_COMMIT's, or "unknown" (a tarball).
+    version = concat!(env!("CARGO_PKG_VERSION"), " (commit ", env!("BUILD_COMMIT"), ")"),
     about = "Hourly Bloom filters of what changed, over HTTP"
 )]
 struct Cli {
@@ -121,7 +122,9 @@ fn main() -> ExitCode {
     // First, before the runtime's threads touch their heaps (src/memory.rs).
     let huge_pages_off = bloomcast::memory::forgo_huge_pages();
     bloomcast::memory::hold_no_freed_memory();
-    let cli = Cli::parse();
+    let cli = Cli::try_parse().unwrap_or_else(|e| {
+        bloomcast::cli::with_env_tips(e, <Cli as clap::CommandFactory>::command()).exit()
+    });
     match cli.command {
         Command::Serve(_) => bloomcast::telemetry::init(),
         _ => bloomcast::telemetry::init_cli(),
@@ -248,16 +251,29 @@ async fn cluster_settings(args: ClusterSettingsArgs) -> ExitCode {
         Some(ClusterAction::Set { changes }) => changes,
         None | Some(ClusterAction::Show) => Vec::new(),
     };
+    let asked = !changes.is_empty();
     let clock = bloomcast::clock::SystemClock;
     match bloomcast::startup::set_cluster(&settings, &clock, &changes).await {
         Ok(shape) => {
-            let (before, after) = (shape.before, shape.after);
-            println!("capacity {}", after.capacity);
-            println!("target_fpp {}", after.target_fpp);
-            if before != after {
+            // In effect now, then each change recorded for a later hour.
+            println!("capacity {}", shape.before.capacity);
+            println!("target_fpp {}", shape.before.target_fpp);
+            for (from, pending) in &shape.pending {
                 println!(
-                    "changed from capacity {} target_fpp {}: every node seals the hours from {} on with the new values",
-                    before.capacity, before.target_fpp, shape.from
+                    "pending from {}: capacity {} target_fpp {}",
+                    from.rfc3339(),
+                    pending.capacity,
+                    pending.target_fpp
+                );
+            }
+            if asked && shape.pending.is_empty() {
+                println!("no change pending: the values in effect stay");
+            } else if asked {
+                println!(
+                    "every node seals the hours from {} on with capacity {} target_fpp {}",
+                    shape.from.rfc3339(),
+                    shape.after.capacity,
+                    shape.after.target_fpp
                 );
             }
             ExitCode::SUCCESS
@@ -285,10 +301,9 @@ async fn serve(overrides: Overrides) -> ExitCode {
     let app = match Application::build(settings).await {
         Ok(app) => app,
         Err(e) => {
-            // The whole cause chain, on stderr whatever the log filter says: this is
-            // what an operator reads when the server refuses to start.
+            // The whole cause chain, once, on stderr whatever the log filter says: this
+            // is what an operator reads when the server refuses to start.
             let why = bloomcast::store::full_message(&e);
-            tracing::error!(error = %why, "cannot start");
             eprintln!("bloomcast: cannot start: {why}");
             return ExitCode::FAILURE;
         }

@@ -154,8 +154,17 @@ impl Mirror {
     /// # Errors
     /// The refusals above; an unreachable server; a response whose bytes do not match
     /// their `Repr-Digest` or the chain.
-    #[tracing::instrument(skip(self), fields(dir = %self.files.root().display()))]
     pub async fn pass(&self) -> Result<Summary> {
+        self.pass_reporting(|_, _| {}).await
+    }
+
+    /// As [`Mirror::pass`], calling `each(done, todo)` each time an hour is written:
+    /// `done` of the `todo` hours this pass found not mirrored yet (for a progress line).
+    ///
+    /// # Errors
+    /// As [`Mirror::pass`].
+    #[tracing::instrument(skip(self, each), fields(dir = %self.files.root().display()))]
+    pub async fn pass_reporting(&self, mut each: impl FnMut(u64, u64)) -> Result<Summary> {
         let well_known = self.get(WELL_KNOWN, false).await?.identity;
         let served: Value = self.json(WELL_KNOWN, &well_known)?;
         if let Some(mirrored) = self.files.read(WELL_KNOWN)? {
@@ -234,6 +243,7 @@ impl Mirror {
                 todo.push((entry, pages));
             }
         }
+        let todo_hours = todo.len() as u64;
         let mut done = futures_util::stream::iter(todo)
             .map(|(entry, pages)| {
                 let exact = exact_since.is_some_and(|since| entry.hour >= since);
@@ -245,6 +255,7 @@ impl Mirror {
             summary.written += 1;
             summary.files += files;
             summary.bytes += bytes;
+            each(summary.written, todo_hours);
         }
         summary.newest = entries.last().map(|e| e.hour);
 

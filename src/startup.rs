@@ -45,6 +45,18 @@ pub enum StartError {
     /// every other node signs with.
     #[error("this node's signing key {ours} is not the cluster's: the current key recorded in PostgreSQL is {cluster}. Install the cluster's key file (the one whose key id is {cluster}) as signing_key_file, or run `bloomcast rotate-key` to make a new key the cluster's current one")]
     ForeignKey { ours: KeyId, cluster: KeyId },
+    /// Cluster mode: the cluster signs its hours (a current key is recorded) and this node
+    /// has no key file configured; it would seal hours unsigned beside signed ones.
+    #[error("the cluster signs its hours with key {cluster} (recorded in PostgreSQL) but this node has no signing key: it would publish unsigned hours. Copy the cluster's key file (the one whose key id is {cluster}, e.g. from another node) to this node and name it in signing_key_file (BLOOMCAST_SIGNING_KEY_FILE), as every node of the cluster does")]
+    NoKey { cluster: KeyId },
+    /// Cluster mode: this node has a key but the cluster records none and has sealed
+    /// hours, unsigned: nodes without a key file serve it and would keep sealing
+    /// unsigned hours beside this one's. Making a key the cluster's is done on purpose.
+    #[error("the cluster records no signing key and has published unsigned hours (sealed through {sealed_through}): this node's key {ours} is not made the cluster's by a start, as nodes still running without a key file would go on sealing unsigned hours beside its signed ones. To sign the cluster, run `bloomcast rotate-key` with this node's configuration (it records the key in signing_key_file for the cluster), then restart every node with that key file")]
+    UnsignedCluster {
+        ours: KeyId,
+        sealed_through: crate::hour::Hour,
+    },
     /// Shown with its cause by [`crate::store::full_message`], as `bloomcast serve` does.
     #[error("{context}")]
     Io {
@@ -101,6 +113,7 @@ impl Application {
         clock: Arc<dyn Clock>,
         source: TimeSource,
     ) -> Result<Application, StartError> {
+        cluster_tokens(&settings)?;
         let listener = bind(&settings).await?;
         let store = match open_store(&settings, clock.as_ref()).await {
             Ok(store) => store,
@@ -327,7 +340,9 @@ pub async fn open_store(
 }
 
 /// The configured tokens, or the one kept in the data dir (generated on first start),
-/// so that ingest is never open to everyone.
+/// so that ingest is never open to everyone. Cluster mode needs them configured: only a
+/// server does, so the cluster commands (`cluster-settings`, `rotate-key`) run with the
+/// database settings alone.
 fn ingest_tokens(settings: &Settings) -> Result<Vec<String>, StartError> {
     if !settings.ingest_tokens.is_empty() {
         return Ok(settings
@@ -336,6 +351,7 @@ fn ingest_tokens(settings: &Settings) -> Result<Vec<String>, StartError> {
             .map(|t| t.expose_secret().to_owned())
             .collect());
     }
+    cluster_tokens(settings)?;
     let path = settings.data_dir.join("ingest-token");
     let io = |context: String| move |source| StartError::Io { context, source };
     match std::fs::read_to_string(&path) {
@@ -356,6 +372,21 @@ fn ingest_tokens(settings: &Settings) -> Result<Vec<String>, StartError> {
         "no ingest token configured (BLOOMCAST_INGEST_TOKENS): generated one and saved it in this file"
     );
     Ok(vec![token])
+}
+
+/// Refuses cluster mode without configured ingest tokens: a token generated per node
+/// would make ingest depend on which node answers. Checked before anything else a
+/// server does, so a node does not wait for PostgreSQL only to refuse.
+fn cluster_tokens(settings: &Settings) -> Result<(), StartError> {
+    if settings.ingest_tokens.is_empty() && !settings.database_url.expose_secret().is_empty() {
+        return Err(StartError::Config(ConfigError::Invalid {
+            name: "ingest_tokens",
+            message: "cluster mode (database_url set) needs the same ingest tokens on every \
+                      node: set BLOOMCAST_INGEST_TOKENS"
+                .into(),
+        }));
+    }
+    Ok(())
 }
 
 fn generate_token() -> String {
@@ -398,5 +429,26 @@ pub async fn shutdown_signal() {
     tokio::select! {
         _ = ctrl_c => {},
         _ = terminate => {},
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cluster_server_needs_configured_tokens_and_a_single_node_does_not() {
+        let cluster = Settings {
+            database_url: "postgres://db/bloom".into(),
+            ..Settings::default()
+        };
+        let err = cluster_tokens(&cluster).unwrap_err().to_string();
+        assert!(err.contains("BLOOMCAST_INGEST_TOKENS"), "{err}");
+        let tokens = Settings {
+            ingest_tokens: vec!["12345678".into()],
+            ..cluster
+        };
+        assert!(cluster_tokens(&tokens).is_ok());
+        assert!(cluster_tokens(&Settings::default()).is_ok());
     }
 }

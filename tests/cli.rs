@@ -543,6 +543,7 @@ async fn check_reads_exact_hours_when_cheaper_or_forced_and_inspect_prints_one()
         assert!(out.status.success(), "{extra:?}: {}", stderr(&out));
         let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
         assert_eq!(doc["exacts"], 2, "{extra:?}: {doc}");
+        assert_eq!(doc["exact"], 2, "bloomcast-py's name for it: {doc}");
         let got: std::collections::HashSet<String> =
             serde_json::from_value(doc["changed"].clone()).unwrap();
         // Each changed ID and none of the 1,960 universe IDs that did not change.

@@ -148,6 +148,15 @@ fn main() {
             },
         ),
         needs::trial(
+            "a_keyed_node_is_refused_by_a_cluster_that_sealed_unsigned_hours_until_a_key_is_recorded",
+            &[Need::Postgres],
+            || {
+                needs::block_on(
+                    fleet::a_keyed_node_is_refused_by_a_cluster_that_sealed_unsigned_hours_until_a_key_is_recorded(),
+                )
+            },
+        ),
+        needs::trial(
             "a_node_that_loses_the_race_to_record_the_first_key_never_retires_it",
             &[Need::Postgres],
             || {

@@ -43,6 +43,11 @@ fn main() {
             a_mirror_the_cli_wrote_verifies_with_the_python_client_and_one_it_wrote_with_the_cli,
         ),
         needs::trial(
+            "check_json_has_the_same_fields_from_the_cli_and_the_python_client",
+            &[Need::Python3],
+            check_json_has_the_same_fields_from_the_cli_and_the_python_client,
+        ),
+        needs::trial(
             "the_python_client_finds_every_id_the_cli_ingested",
             &[Need::Python3],
             the_python_client_finds_every_id_the_cli_ingested,
@@ -122,6 +127,38 @@ fn the_python_client_finds_every_id_the_cli_ingested() {
         "{false_positives} false positives in {} absent IDs",
         absent.len()
     );
+}
+
+/// `check --json` is one contract in both languages: the same fields (`exact` always,
+/// `exacts` and `ribbons2` only when above 0), whatever each client's own order.
+fn check_json_has_the_same_fields_from_the_cli_and_the_python_client() {
+    let python = Need::Python3.found();
+    let dir = tempfile::tempdir().unwrap();
+    let server = common::start(dir.path(), &[]);
+    let args = [
+        "check",
+        "--server",
+        &server.base,
+        "--hours",
+        "1",
+        "--json",
+        "a",
+    ];
+    let keys = |cmd: &mut Command| {
+        let line = run(cmd, "").join("\n");
+        let doc: serde_json::Value = serde_json::from_str(&line).expect(&line);
+        let mut keys: Vec<String> = doc.as_object().unwrap().keys().cloned().collect();
+        keys.sort();
+        (keys, doc)
+    };
+
+    let (rust, rust_doc) = keys(Command::new(env!("CARGO_BIN_EXE_bloomcast")).args(args));
+    let (py, py_doc) = keys(client(&python).args(args));
+
+    assert_eq!(rust, py, "{rust_doc}\n{py_doc}");
+    assert_eq!(rust_doc["exact"], 0, "{rust_doc}");
+    assert_eq!(py_doc["exact"], 0, "{py_doc}");
+    assert!(rust_doc.get("exacts").is_none(), "{rust_doc}");
 }
 
 /// Runs the Python client expecting a refusal naming `hour` (as `hour RFC3339:`, or by

@@ -9,7 +9,10 @@
 //! shell blocks. Each runs, in order, in one `bash -e` session (variables and files carry
 //! over), unless its info string also says `no-run` (a server start, an install, Docker,
 //! a placeholder cluster URL: things that must not run here). A block tagged `python`
-//! needs python3, one tagged `node` Node.js. Inside a block, a line `#> PATTERN` is output the commands before it
+//! needs python3, one tagged `node` Node.js. A block tagged `postgres` (a cluster of
+//! its own) needs PostgreSQL and runs alone, in a directory and `bash -e` session of its
+//! own, given `DATABASE_URL`, a fresh `SCHEMA` (dropped after) and two free ports
+//! `PORT_A`, `PORT_B`; whatever it leaves running is stopped with its process group. Inside a block, a line `#> PATTERN` is output the commands before it
 //! must print: the block's stdout must contain lines matching its patterns in order,
 //! where `...` in a pattern matches any text.
 //!
@@ -32,7 +35,7 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 const SHELLS: [&str; 4] = ["sh", "bash", "shell", "console"];
-const TAGS: [&str; 3] = ["no-run", "python", "node"];
+const TAGS: [&str; 4] = ["no-run", "python", "node", "postgres"];
 
 /// One fenced shell block of README.md or a docs page.
 #[derive(Debug)]
@@ -48,6 +51,11 @@ struct Block {
 impl Block {
     fn runs(&self) -> bool {
         !self.tags.iter().any(|t| t == "no-run")
+    }
+
+    /// Whether it runs alone, against a PostgreSQL cluster of its own.
+    fn on_postgres(&self) -> bool {
+        self.runs() && self.tags.iter().any(|t| t == "postgres")
     }
 
     /// The `#> ` patterns, in order.
@@ -171,6 +179,11 @@ fn main() {
             the_readme_shell_blocks_run_verbatim_and_print_what_they_say,
         ),
         needs::trial(
+            "the_postgres_blocks_run_verbatim_on_a_cluster_of_their_own",
+            &[Need::Curl, Need::Postgres],
+            the_postgres_blocks_run_verbatim_on_a_cluster_of_their_own,
+        ),
+        needs::trial(
             "the_readme_rust_block_is_the_compiled_example_and_runs_on_a_young_server",
             &[],
             the_readme_rust_block_is_the_compiled_example_and_runs_on_a_young_server,
@@ -258,7 +271,10 @@ fn clean(program: &str) -> Command {
 }
 
 fn the_readme_shell_blocks_run_verbatim_and_print_what_they_say() {
-    let blocks: Vec<Block> = all_blocks().into_iter().filter(Block::runs).collect();
+    let blocks: Vec<Block> = all_blocks()
+        .into_iter()
+        .filter(|b| b.runs() && !b.on_postgres())
+        .collect();
     // The README's counts assume one hour: do not start within a minute of its end.
     let into_hour = chrono::Utc::now().timestamp().rem_euclid(3600);
     if into_hour > 3540 {
@@ -341,6 +357,89 @@ fn the_readme_shell_blocks_run_verbatim_and_print_what_they_say() {
                 lines.any(|line| matches(pattern, line)),
                 "no output line matches `#> {pattern}` (in order) in {}",
                 failed_at(i)
+            );
+        }
+    }
+}
+
+/// Each `postgres` block, alone: in a fresh directory and `bash -e` session (`bloomcast`
+/// on `PATH`), with `DATABASE_URL`, a schema of its own (`SCHEMA`, dropped after) and two
+/// free ports (`PORT_A`, `PORT_B`); it must exit 0 and print what it says. The session
+/// runs in a process group of its own, stopped after, with any server it left running.
+fn the_postgres_blocks_run_verbatim_on_a_cluster_of_their_own() {
+    use std::os::unix::process::CommandExt;
+    let blocks: Vec<Block> = all_blocks()
+        .into_iter()
+        .filter(Block::on_postgres)
+        .collect();
+    assert!(
+        !blocks.is_empty(),
+        "no block tagged postgres (docs/CLUSTER.md has one)"
+    );
+    let url = Need::Postgres.found();
+    for block in &blocks {
+        let into_hour = chrono::Utc::now().timestamp().rem_euclid(3600);
+        if into_hour > 3540 {
+            std::thread::sleep(Duration::from_secs((3601 - into_hour) as u64));
+        }
+        let tools = tempfile::tempdir().unwrap();
+        let path = tools_dir(tools.path());
+        let work = tempfile::tempdir().unwrap();
+        let schema = common::nodes::unique_schema();
+        let port = || {
+            let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            listener.local_addr().unwrap().port().to_string()
+        };
+        let child = clean("bash")
+            .args(["--noprofile", "--norc", "-e", "-c", &block.code])
+            .current_dir(work.path())
+            .env("PATH", &path)
+            .env("DATABASE_URL", &url)
+            .env("SCHEMA", &schema)
+            .env("PORT_A", port())
+            .env("PORT_B", port())
+            .env_remove("RUST_LOG")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0)
+            .spawn()
+            .expect("bash runs");
+        let group = child.id().to_string();
+        let watchdog = std::thread::spawn({
+            let group = group.clone();
+            move || {
+                std::thread::sleep(Duration::from_secs(120));
+                let _ = Command::new("kill")
+                    .args(["--", &format!("-{group}")])
+                    .status();
+            }
+        });
+        let out = child.wait_with_output().unwrap();
+        // Whatever the block left running (it failed before its `kill`, say).
+        let _ = Command::new("kill")
+            .args(["--", &format!("-{group}")])
+            .stderr(Stdio::null())
+            .status();
+        drop(watchdog);
+        let runtime = tokio::runtime::Runtime::new().unwrap();
+        runtime.block_on(common::nodes::drop_schema(&url, &schema));
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let logs: String = ["node-a.log", "node-b.log"]
+            .iter()
+            .filter_map(|f| std::fs::read_to_string(work.path().join(f)).ok())
+            .collect();
+        let failed = format!(
+            "{} block at line {}:\n{}\n--- stdout:\n{stdout}\n--- stderr:\n{stderr}\n--- node logs:\n{logs}",
+            block.page, block.line, block.code
+        );
+        assert!(out.status.success(), "exit {}: {failed}", out.status);
+        let mut lines = stdout.lines();
+        for pattern in block.expected() {
+            assert!(
+                lines.any(|line| matches(pattern, line)),
+                "no output line matches `#> {pattern}` (in order) in {failed}"
             );
         }
     }

@@ -65,6 +65,7 @@ export function sizedParams(n: number, p: number): { m: number; k: number };
 export function expectedFpp(m: number, k: number, n: number): number;
 /** Up to this many bits a filter's `fpp()` is exact (section 8). */
 export const EXACT_BITS: number;
+/** `/YYYY/MM/DD/HH` of the UTC hour holding `hour`: a Date, an RFC 3339 string, or `2026-11-28T17` / `2026/11/28/17` as the CLIs take it. */
 export function hourPath(hour: Date | string): string;
 export function dayPath(day: Date | string): string;
 export function sincePath(hour: Date | string): string;

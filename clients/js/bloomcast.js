@@ -502,7 +502,22 @@ export function parseHeaders(headers) {
 
 const pad = (n, w = 2) => String(n).padStart(w, "0");
 
+// An hour as the CLIs (`bloomcast`, `bloomcast-py`) take it, UTC: 2008-09-03T05 or
+// 2008/09/03/05 (which Date alone refuses or reads as local time).
+const HOUR_FORMS = [/^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2})$/, /^\/?(\d{4})\/(\d{2})\/(\d{2})\/(\d{2})$/];
+
 function toDate(hour) {
+  if (typeof hour === "string") {
+    for (const form of HOUR_FORMS) {
+      const m = form.exec(hour.trim());
+      if (!m) continue;
+      const [y, mo, d, h] = m.slice(1).map(Number);
+      const date = new Date(Date.UTC(y, mo - 1, d, h));
+      const same = date.getUTCFullYear() === y && date.getUTCMonth() === mo - 1 && date.getUTCDate() === d && date.getUTCHours() === h;
+      if (!same) throw new TypeError(`not a time: ${hour}`);
+      return date;
+    }
+  }
   const date = hour instanceof Date ? hour : new Date(hour);
   if (Number.isNaN(date.getTime())) throw new TypeError(`not a time: ${hour}`);
   return date;
@@ -1663,11 +1678,11 @@ export class Client {
    *   names (it withholds hours)
    */
   async verifyChain(since, { acceptStale = false } = {}) {
+    let path = `/chain${hourPath(since)}?limit=1000`; // a bad hour is refused before any request
     const verifier = await this.readKeys();
     const index = await this.index();
     const checkpoint = await this.checkpoint(index);
     const entries = [];
-    let path = `/chain${hourPath(since)}?limit=1000`;
     while (path) {
       let response;
       try {

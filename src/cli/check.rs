@@ -12,7 +12,8 @@ use std::time::Duration;
 
 /// Print the IDs that may have changed (exit code 0 whether or not any did; 3 when the
 /// source is not shown current, so hours after the last one read may have changed unseen,
-/// unless --accept-stale). The hours read are said on stderr (`read FIRST through LAST`).
+/// unless --accept-stale). The hours read are said on stderr (`read FIRST through LAST`);
+/// on a terminal, a progress line on stderr meanwhile counts the requests and bytes.
 #[derive(Debug, Args)]
 pub struct CheckArgs {
     /// The server's base URL, e.g. http://127.0.0.1:8080 (or 127.0.0.1:8080).
@@ -48,8 +49,9 @@ pub struct CheckArgs {
     #[arg(long)]
     registered: bool,
     /// Print one JSON object (per-hour results, requests, bytes, closed hours read as
-    /// ribbons and, when any were, sealed hours read as exact bodies: "exacts") instead
-    /// of lines.
+    /// ribbons, sealed hours read as exact bodies: "exact", also "exacts" when above 0;
+    /// of the ribbons, those of version 2, "ribbons2", when above 0) instead of lines;
+    /// bloomcast-py writes the same fields.
     #[arg(long)]
     json: bool,
     /// Verify everything read against the publisher's public key (64 hex digits; after
@@ -108,7 +110,10 @@ impl CheckArgs {
         let accept_stale = self.accept_stale;
         let result = self.check().await;
         if let (true, Err(e)) = (json, &result) {
-            println!("{}", json_error(e));
+            if !matches!(e, CliError::StdoutClosed) {
+                // Best effort: the failure is said on stderr too.
+                let _ = super::outln!("{}", json_error(e));
+            }
         }
         match result {
             Ok(coverage) => report(&coverage, accept_stale, !json),
@@ -149,8 +154,22 @@ impl CheckArgs {
         } else {
             Forms::Auto
         };
-        let Answer { changes, coverage } = client
-            .changed_since_covering(&ids, since, strategy, forms)
+        let started = std::time::Instant::now();
+        let Answer { changes, coverage } = super::progress::Progress::new()
+            .around(
+                client.changed_since_covering(&ids, since, strategy, forms),
+                || {
+                    let stats = client.stats();
+                    format!(
+                        "checking {} IDs since {}: {} requests, {} bytes, {:.0}s",
+                        ids.len(),
+                        since.rfc3339(),
+                        stats.requests,
+                        stats.body_bytes,
+                        started.elapsed().as_secs_f64()
+                    )
+                },
+            )
             .await?;
         let hour_names = |hours: &[Hour]| hours.iter().map(|h| h.rfc3339()).collect::<Vec<_>>();
 
@@ -187,7 +206,9 @@ impl CheckArgs {
                 "unverified": coverage.unverified.as_deref().map(hour_names),
                 "stale": coverage.stale,
             });
-            // Only when some were: the output of a server without a universe is as before.
+            // "exact" always, as bloomcast-py writes it; "exacts", its first name here,
+            // still only when some were (kept for scripts that read it).
+            doc["exact"] = json!(stats.exacts);
             if stats.exacts > 0 {
                 doc["exacts"] = json!(stats.exacts);
             }
@@ -201,10 +222,7 @@ impl CheckArgs {
         };
         written
             .and_then(|()| out.flush())
-            .map_err(|source| CliError::Io {
-                context: "cannot write to stdout".into(),
-                source,
-            })?;
+            .map_err(super::stdout_error)?;
         Ok(coverage)
     }
 }
@@ -261,7 +279,7 @@ fn json_error(e: &CliError) -> serde_json::Value {
         CliError::Client(ClientError::Argument(_) | ClientError::Url(_)) | CliError::Input(_) => {
             "argument"
         }
-        CliError::Mirror(_) | CliError::Io { .. } => "io",
+        CliError::Mirror(_) | CliError::Io { .. } | CliError::StdoutClosed => "io",
     };
     let mut doc = json!({ "error": code, "message": e.to_string() });
     if let CliError::Client(ClientError::Corrupt { hours }) = e {

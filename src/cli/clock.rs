@@ -29,12 +29,12 @@ impl ConfirmClockArgs {
             ));
         };
         let report = client(&self.server, Some(token))?.confirm_clock().await?;
-        println!(
+        super::outln!(
             "confirmed: the server follows its clock, {} s on from the time it ran on",
             report.followed_seconds
-        );
-        println!("now {}", report.now);
-        println!("current_hour {}", report.current_hour);
+        )?;
+        super::outln!("now {}", report.now)?;
+        super::outln!("current_hour {}", report.current_hour)?;
         Ok(())
     }
 }

@@ -74,7 +74,7 @@ impl EstimateArgs {
             "jaccard": overlap.jaccard(),
         });
         if self.json {
-            println!("{doc}");
+            super::outln!("{doc}")?;
             return Ok(());
         }
         let number = |v: &Value| match v {
@@ -87,17 +87,17 @@ impl EstimateArgs {
                 Value::Null => "unknown (raw file)".to_owned(),
                 count => count.to_string(),
             };
-            println!(
+            super::outln!(
                 "{name}               {}",
                 s["source"].as_str().unwrap_or_default()
-            );
-            println!("  count          {exact}");
-            println!("  estimated      {}", number(&s["estimated_count"]));
+            )?;
+            super::outln!("  count          {exact}")?;
+            super::outln!("  estimated      {}", number(&s["estimated_count"]))?;
         }
-        println!("shape            m={} k={} {}", a.m(), a.k(), a.hash());
-        println!("union (est.)     {}", number(&doc["union"]));
-        println!("intersection     {}", number(&doc["intersection"]));
-        println!("jaccard          {:.4}", overlap.jaccard());
+        super::outln!("shape            m={} k={} {}", a.m(), a.k(), a.hash())?;
+        super::outln!("union (est.)     {}", number(&doc["union"]))?;
+        super::outln!("intersection     {}", number(&doc["intersection"]))?;
+        super::outln!("jaccard          {:.4}", overlap.jaccard())?;
         Ok(())
     }
 }

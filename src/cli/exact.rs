@@ -51,7 +51,11 @@ pub(super) async fn load(
 
 /// Prints what an exact body says about itself, as `inspect` does for filters (and,
 /// verified, how).
-pub(super) fn print((hour, exact): &Loaded, as_json: bool, verified: Option<&str>) {
+pub(super) fn print(
+    (hour, exact): &Loaded,
+    as_json: bool,
+    verified: Option<&str>,
+) -> Result<(), super::CliError> {
     let [rows_a, rows_b, rows_r] = exact.rows();
     let [seed_a, seed_b, seed_r] = exact.seeds();
     let fields = [
@@ -87,5 +91,5 @@ pub(super) fn print((hour, exact): &Loaded, as_json: bool, verified: Option<&str
         fields.into_iter().chain(verified),
         as_json,
         "unknown (file)",
-    );
+    )
 }

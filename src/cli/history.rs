@@ -69,9 +69,6 @@ impl HistoryArgs {
                 writeln!(out, "{}\t{}", h.id, hours.join(" "))
             })
         };
-        written.map_err(|source| CliError::Io {
-            context: "cannot write to stdout".into(),
-            source,
-        })
+        written.map_err(super::stdout_error)
     }
 }

@@ -3,8 +3,7 @@
 use super::{check_id, client, read_ids, CliError};
 use crate::client::{PublishOptions, PublishSummary};
 use clap::Args;
-use std::io::{IsTerminal, Write};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 use tokio::sync::mpsc;
 
 /// Publish IDs (from arguments, or `-` for stdin) into the server's current hour.
@@ -58,7 +57,7 @@ impl IngestArgs {
 
         let started = Instant::now();
         let mut total = PublishSummary::default();
-        let mut progress = Progress::new();
+        let mut progress = super::progress::Progress::new();
         while let Some(batch) = rx.recv().await {
             let published = match batch {
                 Ok(batch) => client.publish(&batch, &options).await,
@@ -74,7 +73,13 @@ impl IngestArgs {
                     return Err(with_total(e.into(), &total));
                 }
             }
-            progress.show(&total, started);
+            progress.show(|| {
+                let rate = total.ids as f64 / started.elapsed().as_secs_f64().max(1e-3);
+                format!(
+                    "ingested {} IDs in {} requests, {} retries, {rate:.0} IDs/s",
+                    total.ids, total.requests, total.retries
+                )
+            });
         }
         let _ = reader.await;
         progress.clear();
@@ -135,42 +140,4 @@ fn batch_sources(sources: &[String], size: usize, tx: &mpsc::Sender<Batch>) {
         }
     };
     let _ = tx.blocking_send(last);
-}
-
-/// A progress line on stderr, only when stderr is a terminal, at most 5 times a second.
-struct Progress {
-    tty: bool,
-    last: Option<Instant>,
-}
-
-impl Progress {
-    fn new() -> Progress {
-        Progress {
-            tty: std::io::stderr().is_terminal(),
-            last: None,
-        }
-    }
-
-    fn show(&mut self, total: &PublishSummary, started: Instant) {
-        if !self.tty
-            || self
-                .last
-                .is_some_and(|t| t.elapsed() < Duration::from_millis(200))
-        {
-            return;
-        }
-        self.last = Some(Instant::now());
-        let rate = total.ids as f64 / started.elapsed().as_secs_f64().max(1e-3);
-        eprint!(
-            "\r\x1b[Kingested {} IDs in {} requests, {} retries, {rate:.0} IDs/s",
-            total.ids, total.requests, total.retries
-        );
-        let _ = std::io::stderr().flush();
-    }
-
-    fn clear(&self) {
-        if self.tty && self.last.is_some() {
-            eprint!("\r\x1b[K");
-        }
-    }
 }

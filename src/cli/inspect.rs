@@ -93,15 +93,15 @@ impl InspectArgs {
             }
         }
         if let Some(exact) = super::exact::load(&self.target, self.pubkey).await? {
-            super::exact::print(&exact, self.json, None);
+            super::exact::print(&exact, self.json, None)?;
             return Ok(());
         }
         if let Some(ribbon) = super::ribbon::load_v2(&self.target).await? {
-            super::ribbon::print_v2(&ribbon, self.json, None);
+            super::ribbon::print_v2(&ribbon, self.json, None)?;
             return Ok(());
         }
         if let Some(ribbon) = super::ribbon::load(&self.target).await? {
-            super::ribbon::print(&ribbon, self.json, None);
+            super::ribbon::print(&ribbon, self.json, None)?;
             return Ok(());
         }
         let freshness = std::time::Duration::from_secs(self.freshness);
@@ -120,7 +120,7 @@ impl InspectArgs {
             }
             _ => None,
         };
-        self.print_bloom(meta.as_ref(), &filter, verified.as_deref());
+        self.print_bloom(meta.as_ref(), &filter, verified.as_deref())?;
         Ok(())
     }
 
@@ -152,7 +152,7 @@ impl InspectArgs {
             .and_then(|v| v.to_str().ok());
         let made = saved::verify_open(&self.target, trusted, hour, &filter.bytes(), signature)?;
         let verified = format!("{} (open, made={made})", hour.rfc3339());
-        self.print_bloom(Some(&meta), &filter, Some(&verified));
+        self.print_bloom(Some(&meta), &filter, Some(&verified))?;
         Ok(())
     }
 
@@ -232,10 +232,10 @@ impl InspectArgs {
         let bad = |e: crate::bloom::FilterError| CliError::Input(format!("{}: {e}", self.target));
         if suffix == ".ribbon2" {
             let ribbon = crate::bloom::Ribbon2::from_bytes(&body).map_err(bad)?;
-            super::ribbon::print_v2(&ribbon, self.json, Some(&verified));
+            super::ribbon::print_v2(&ribbon, self.json, Some(&verified))?;
         } else {
             let loaded = crate::wire::decode_compact(&body).map_err(bad)?;
-            super::ribbon::print(&loaded, self.json, Some(&verified));
+            super::ribbon::print(&loaded, self.json, Some(&verified))?;
         }
         Ok(true)
     }
@@ -264,11 +264,15 @@ impl InspectArgs {
                 super::exact::print(&(None, exact), self.json, verified)
             }
         }
-        Ok(())
     }
 
     /// Prints what a Bloom filter says about itself.
-    fn print_bloom(&self, meta: Option<&Meta>, filter: &Filter, verified: Option<&str>) {
+    fn print_bloom(
+        &self,
+        meta: Option<&Meta>,
+        filter: &Filter,
+        verified: Option<&str>,
+    ) -> Result<(), CliError> {
         // A raw file says nothing about its time or exact count.
         let covers = covers(meta);
         let mut fields: Vec<(&str, serde_json::Value)> = vec![
@@ -286,7 +290,7 @@ impl InspectArgs {
             ("fpp", json!(filter.fpp())),
         ];
         fields.extend(verified.map(|v| ("verified", json!(v))));
-        print_fields(fields, self.json, "unknown (raw file)");
+        print_fields(fields, self.json, "unknown (raw file)")
     }
 }
 
@@ -356,14 +360,13 @@ pub(super) fn print_fields<'f>(
     fields: impl IntoIterator<Item = (&'f str, serde_json::Value)>,
     as_json: bool,
     unknown: &str,
-) {
+) -> Result<(), CliError> {
     if as_json {
         let object: serde_json::Map<String, serde_json::Value> = fields
             .into_iter()
             .map(|(name, value)| (name.to_owned(), value))
             .collect();
-        println!("{}", serde_json::Value::Object(object));
-        return;
+        return super::outln!("{}", serde_json::Value::Object(object));
     }
     for (name, value) in fields {
         let shown = match value {
@@ -371,8 +374,9 @@ pub(super) fn print_fields<'f>(
             serde_json::Value::String(s) => s,
             other => other.to_string(),
         };
-        println!("{name:<16}{shown}");
+        super::outln!("{name:<16}{shown}")?;
     }
+    Ok(())
 }
 
 /// A filter from a URL or a file (raw files need `(m, k)`), with its metadata when

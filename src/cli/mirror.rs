@@ -11,7 +11,7 @@ use std::time::Duration;
 /// Write every sealed hour in every form (each signed form's signature as a `.sig`
 /// sidecar), the chain pages, the index, the well-known document and the checkpoint
 /// (`checkpoint.json`) into DIR, laid out as the URLs; hours already there are not
-/// written again.
+/// written again. On a terminal, a progress line on stderr counts the hours written.
 #[derive(Debug, Args)]
 pub struct MirrorArgs {
     /// The mirror directory (created if missing); serve it with nginx (deploy/
@@ -44,8 +44,8 @@ impl MirrorArgs {
     /// retried at the next interval).
     pub async fn run(self) -> Result<(), CliError> {
         let mirror = Mirror::new(self.dir.clone(), &self.url, self.pubkey)?;
-        let summary = mirror.pass().await?;
-        self.print(&summary);
+        let summary = pass(&mirror).await?;
+        self.print(&summary)?;
         if !self.follow {
             return Ok(());
         }
@@ -56,8 +56,8 @@ impl MirrorArgs {
                 () = &mut stop => return Ok(()),
                 () = tokio::time::sleep(Duration::from_secs(self.interval)) => {}
             }
-            match mirror.pass().await {
-                Ok(summary) if summary.files > 0 => self.print(&summary),
+            match pass(&mirror).await {
+                Ok(summary) if summary.files > 0 => self.print(&summary)?,
                 Ok(_) => {}
                 Err(e) if e.is_transient() => {
                     tracing::warn!(error = %e, "mirror pass failed; retrying at the next interval");
@@ -67,15 +67,31 @@ impl MirrorArgs {
         }
     }
 
-    fn print(&self, s: &Summary) {
+    fn print(&self, s: &Summary) -> Result<(), CliError> {
         let newest = s.newest.map_or("none".to_owned(), |h| h.rfc3339());
-        println!(
+        super::outln!(
             "mirrored {} new hours into {} ({} files, {} bytes); {} already there; newest {newest}",
             s.written,
             self.dir.display(),
             s.files,
             s.bytes,
             s.kept
-        );
+        )
     }
+}
+
+/// One pass, with a progress line on a terminal: hours written of those to write.
+async fn pass(mirror: &Mirror) -> Result<Summary, crate::mirror::MirrorError> {
+    let mut progress = super::progress::Progress::new();
+    let started = std::time::Instant::now();
+    let summary = mirror
+        .pass_reporting(|done, todo| {
+            progress.show(|| {
+                let secs = started.elapsed().as_secs_f64();
+                format!("mirrored {done} of {todo} new hours in {secs:.0}s")
+            });
+        })
+        .await;
+    progress.clear();
+    summary
 }

@@ -52,7 +52,11 @@ pub(super) async fn load_v2(target: &str) -> Result<Option<Ribbon2>, CliError> {
 }
 
 /// Prints what a version 2 ribbon says about itself (and, verified, how).
-pub(super) fn print_v2(ribbon: &Ribbon2, as_json: bool, verified: Option<&str>) {
+pub(super) fn print_v2(
+    ribbon: &Ribbon2,
+    as_json: bool,
+    verified: Option<&str>,
+) -> Result<(), super::CliError> {
     let grade = ribbon.grade();
     let (shards_a, shards_b) = ribbon.shard_counts();
     let floor = f64::from(ribbon.n()) * (1.0 / ribbon.fpp()).log2() / 8.0;
@@ -80,7 +84,7 @@ pub(super) fn print_v2(ribbon: &Ribbon2, as_json: bool, verified: Option<&str>) 
         fields.into_iter().chain(verified),
         as_json,
         "unknown (binary body)",
-    );
+    )
 }
 
 /// The ribbon at `target`, when it is one: a URL whose path ends in `.ribbon` or
@@ -130,7 +134,11 @@ fn is_ribbon_document(bytes: &[u8]) -> bool {
 
 /// Prints what a ribbon says about itself, as `inspect` does for Bloom filters (and,
 /// verified, how).
-pub(super) fn print((meta, ribbon): &Loaded, as_json: bool, verified: Option<&str>) {
+pub(super) fn print(
+    (meta, ribbon): &Loaded,
+    as_json: bool,
+    verified: Option<&str>,
+) -> Result<(), super::CliError> {
     // The binary body says nothing of its time; its JSON form does.
     let covers = super::inspect::covers(meta.as_ref());
     let fields = [
@@ -154,5 +162,5 @@ pub(super) fn print((meta, ribbon): &Loaded, as_json: bool, verified: Option<&st
         fields.into_iter().chain(verified),
         as_json,
         "unknown (binary body)",
-    );
+    )
 }

@@ -98,21 +98,21 @@ impl VerifyArgs {
             (None, None) => unreachable!("refused above"),
         };
         for hour in &verified.hours {
-            println!("ok {}", hour.rfc3339());
+            super::outln!("ok {}", hour.rfc3339())?;
         }
         match (
             verified.hours.first(),
             verified.hours.last(),
             verified.header,
         ) {
-            (Some(first), Some(last), Some(header)) => println!(
+            (Some(first), Some(last), Some(header)) => super::outln!(
                 "verified {} hours from {} to {}; newest header {}",
                 verified.hours.len(),
                 first.rfc3339(),
                 last.rfc3339(),
                 crate::chain::hex(&header)
-            ),
-            _ => println!("no sealed hours from {} on", self.since.rfc3339()),
+            )?,
+            _ => super::outln!("no sealed hours from {} on", self.since.rfc3339())?,
         }
         for reason in &verified.stale {
             let accepted = if self.accept_stale {

@@ -278,10 +278,7 @@ impl WatchArgs {
                 };
                 written
                     .and_then(|()| out.flush())
-                    .map_err(|source| CliError::Io {
-                        context: "cannot write to stdout".into(),
-                        source,
-                    })?;
+                    .map_err(super::stdout_error)?;
             }
             drop(out);
             tokio::select! {

@@ -306,12 +306,13 @@ fn validation_rejects_out_of_range_settings() {
             ..
         })
     ));
+    // Cluster mode without tokens is valid settings: the cluster commands need only the
+    // database's. A server refuses them at its start (startup::cluster_tokens).
     s = Settings {
         database_url: "postgres://db/bloom".into(),
         ..Settings::default()
     };
-    let err = s.validate().unwrap_err();
-    assert!(err.to_string().contains("BLOOMCAST_INGEST_TOKENS"), "{err}");
+    assert!(s.validate().is_ok());
 }
 
 #[test]

@@ -18,7 +18,8 @@ use std::path::{Path, PathBuf};
 pub const KEY_FILE: &str = "signing-key";
 
 /// The service's signer, its public key logged; `None` in cluster mode without a
-/// configured key (each node would otherwise sign with a key of its own).
+/// configured key (each node would otherwise sign with a key of its own), which
+/// [`refuse_foreign_key`] then refuses or warns of.
 ///
 /// # Errors
 /// The key file cannot be read, written or is not a key.
@@ -26,7 +27,6 @@ pub fn signer(settings: &Settings) -> Result<Option<Signer>, StartError> {
     let configured = !settings.signing_key_file.as_os_str().is_empty();
     let cluster = !settings.database_url.expose_secret().is_empty();
     if !configured && cluster {
-        tracing::warn!("cluster mode without signing_key_file: hours are published unsigned (set the same key file on every node to sign them)");
         return Ok(None);
     }
     let path = key_file(settings);
@@ -109,21 +109,42 @@ pub fn rotate(settings: &Settings) -> Result<Rotated, StartError> {
 
 /// Cluster mode: refuses `signer` when the cluster's registry has a current key and
 /// `signer`'s key is not recorded at all (a retired key is recorded: that node starts
-/// and signs no new hour). No key recorded yet: this node's is recorded, unless another
-/// node starting at the same moment records its own first (then this one is refused).
+/// and signs no new hour), and refuses a node with no key at all (no
+/// `signing_key_file`) once the cluster has one: it would publish the hours it seals
+/// unsigned, half a fleet's hours failing every client that verifies. No key recorded
+/// yet: this node's is recorded, unless another node starting at the same moment
+/// records its own first (then this one is refused), or the cluster has sealed hours
+/// already (unsigned, by nodes that may still be running without a key: signing it is
+/// done on purpose, with `bloomcast rotate-key` and a restart of every node).
 ///
 /// # Errors
-/// [`StartError::ForeignKey`], naming both key ids; store failures.
+/// [`StartError::ForeignKey`], naming both key ids; [`StartError::NoKey`], naming the
+/// cluster's; [`StartError::UnsignedCluster`]; store failures.
 pub async fn refuse_foreign_key(
     store: &dyn Store,
     signer: Option<&Signer>,
 ) -> Result<(), StartError> {
     let Some(signer) = signer else {
+        let keys = store.signing_keys().await?;
+        if let Some(current) = keys.iter().find(|k| k.last_hour.is_none()) {
+            return Err(StartError::NoKey {
+                cluster: current.id(),
+            });
+        }
+        tracing::warn!("cluster mode without signing_key_file, and no key recorded for the cluster: hours are published unsigned (`bloomcast rotate-key` makes the cluster's key; then give every node its file as signing_key_file)");
         return Ok(());
     };
     let ours = signer.public_key();
     let mut keys = store.signing_keys().await?;
     if keys.is_empty() {
+        // Hours sealed and no key: nodes without a key file are serving this cluster,
+        // and would go on sealing unsigned hours beside this node's signed ones.
+        if let Some(sealed) = store.last_sealed().await? {
+            return Err(StartError::UnsignedCluster {
+                ours: ours.id(),
+                sealed_through: sealed,
+            });
+        }
         let genesis = store.genesis().await?;
         let list = register_key(store, genesis, signer, None, false).await?;
         keys = list.keys().to_vec();

@@ -1,5 +1,6 @@
 //! Misconfiguration across a fleet: a node started with a signing key the cluster has not
-//! recorded refuses to start, naming both key ids, until the key is made the cluster's
+//! recorded refuses to start, naming both key ids (one with no key at all, naming the
+//! cluster's), until the key is made the cluster's
 //! with `bloomcast rotate-key` (here its library half, `startup::record_key`); a node
 //! whose hour-shaping settings differ from the cluster's follows the cluster's and says
 //! so, and `bloomcast cluster-settings set` (`startup::set_cluster`) changes them for
@@ -45,6 +46,18 @@ pub async fn a_node_whose_key_the_cluster_has_not_recorded_refuses_to_start_nami
             wk["keys"].as_array().unwrap().clone()
         }
     };
+    // A node with no key file at all, once the cluster has a key: refused, naming the
+    // cluster's key and the setting, rather than publishing unsigned hours beside it.
+    let unsigned = node_settings(&url, &schema, dir.path().to_owned());
+    let refused = try_node(unsigned, &clock).await.err().expect("refused");
+    assert!(
+        refused.contains(&id(1)),
+        "names the cluster's key: {refused}"
+    );
+    assert!(
+        refused.contains("signing_key_file") && refused.contains("BLOOMCAST_SIGNING_KEY_FILE"),
+        "says how to fix it: {refused}"
+    );
     let before = keys(first.base.clone()).await;
     assert_eq!(
         before.len(),
@@ -73,7 +86,6 @@ pub async fn a_node_whose_key_the_cluster_has_not_recorded_refuses_to_start_nami
         ("BLOOMCAST_DATABASE_URL", url.as_str()),
         ("BLOOMCAST_DATABASE_SCHEMA", schema.as_str()),
         ("BLOOMCAST_SIGNING_KEY_FILE", rotated.to_str().unwrap()),
-        ("BLOOMCAST_INGEST_TOKENS", crate::common::TOKEN),
     ])
     .arg("rotate-key")
     .output()
@@ -103,6 +115,34 @@ pub async fn a_node_whose_key_the_cluster_has_not_recorded_refuses_to_start_nami
         "key 3 retired: {listed:?}"
     );
     drop((first, third, retired, fourth));
+    drop_schema(&url, &schema).await;
+}
+
+pub async fn a_keyed_node_is_refused_by_a_cluster_that_sealed_unsigned_hours_until_a_key_is_recorded(
+) {
+    let url = Need::Postgres.found();
+    let schema = unique_schema();
+    let dir = tempfile::tempdir().unwrap();
+    let clock = clock();
+    let unsigned = node(node_settings(&url, &schema, dir.path().to_owned()), &clock).await;
+    let ids: Vec<String> = (0..10).map(|n| format!("id-{n}")).collect();
+    sealed_on(&unsigned, &clock, &ids, 0).await;
+    let keyed = keyed_node_settings(&url, &schema, dir.path(), 7);
+    let id7 = Signer::from_seed(&[7; 32]).public_key().id().to_string();
+
+    let refused = try_node(keyed.clone(), &clock)
+        .await
+        .err()
+        .expect("refused");
+
+    assert!(refused.contains("unsigned hours"), "{refused}");
+    assert!(refused.contains("2008-09-03T13:00:00Z"), "{refused}");
+    assert!(refused.contains(&id7), "names this node's key: {refused}");
+    assert!(refused.contains("rotate-key"), "says how: {refused}");
+    // Made the cluster's on purpose (what `rotate-key` records), the keyed node starts.
+    record_key(&keyed, &clock).await.unwrap();
+    let signed = node(keyed, &clock).await;
+    drop((unsigned, signed));
     drop_schema(&url, &schema).await;
 }
 
@@ -180,17 +220,58 @@ pub async fn a_node_with_another_target_fpp_follows_the_clusters_says_so_and_a_c
         ("BLOOMCAST_DATABASE_URL", url.as_str()),
         ("BLOOMCAST_DATABASE_SCHEMA", logged.as_str()),
         ("BLOOMCAST_TARGET_FPP", "0.2"),
-        ("BLOOMCAST_INGEST_TOKENS", crate::common::TOKEN),
     ])
     .arg("cluster-settings")
     .output()
     .unwrap();
     let stdout = String::from_utf8_lossy(&shown.stdout);
-    assert!(shown.status.success(), "{stdout}");
+    // The database settings are all it needs: no ingest token.
+    assert!(
+        shown.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&shown.stderr)
+    );
     assert!(
         stdout.contains("target_fpp 0.01\n"),
         "the cluster's, not its own: {stdout}"
     );
+    assert!(
+        !stdout.contains("pending from"),
+        "nothing pending: {stdout}"
+    );
+    // A change for the next hour is shown as pending beside the values in effect, by
+    // `set` and by a later `cluster-settings`.
+    let db = [
+        ("BLOOMCAST_DATABASE_URL", url.as_str()),
+        ("BLOOMCAST_DATABASE_SCHEMA", logged.as_str()),
+    ];
+    let set = bloomcast(&db)
+        .args(["cluster-settings", "set", "target_fpp=0.005"])
+        .output()
+        .unwrap();
+    let after_set = String::from_utf8_lossy(&set.stdout).into_owned();
+    assert!(set.status.success(), "{after_set}");
+    let shown_later = bloomcast(&db).arg("cluster-settings").output().unwrap();
+    let later = String::from_utf8_lossy(&shown_later.stdout).into_owned();
+    for shown in [&after_set, &later] {
+        assert!(shown.contains("target_fpp 0.01\n"), "in effect: {shown}");
+        let pending = shown
+            .lines()
+            .find(|l| l.starts_with("pending from "))
+            .unwrap_or_else(|| panic!("the pending change: {shown}"));
+        assert!(
+            pending.ends_with(": capacity 3000 target_fpp 0.005"),
+            "{pending}"
+        );
+    }
+    // Set back before it applies: nothing pending any more.
+    let undone = bloomcast(&db)
+        .args(["cluster-settings", "set", "target_fpp=0.01"])
+        .output()
+        .unwrap();
+    let undone = String::from_utf8_lossy(&undone.stdout).into_owned();
+    assert!(!undone.contains("pending from"), "{undone}");
+    assert!(undone.contains("no change pending"), "{undone}");
     let env = [
         ("BLOOMCAST_DATABASE_URL", url.as_str()),
         ("BLOOMCAST_DATABASE_SCHEMA", logged.as_str()),

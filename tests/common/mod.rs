@@ -88,7 +88,8 @@ pub fn spawn_command(mut cmd: Command) -> Server {
             if let Some(addr) = line.split("addr=").nth(1) {
                 let _ = tx.send(addr.split_whitespace().next().unwrap_or("").to_owned());
             }
-            if line.contains("ERROR") {
+            // A refused start is said once, on stderr, without a log level.
+            if line.contains("ERROR") || line.starts_with("bloomcast: ") {
                 eprintln!("server: {line}");
             }
         }

@@ -1,5 +1,6 @@
 //! What a test needs from the machine (PostgreSQL, python3, node, curl, Chromium, nginx,
-//! promtool, the HTTP checkers' Python), probed once, and the rule for when it is missing: the test is reported
+//! promtool, the HTTP checkers' Python, systemd-analyze, script), probed once, and the rule
+//! for when it is missing: the test is reported
 //! **ignored** in the runner's own summary line (`test result: ok. N passed; 0 failed; M
 //! ignored`) with the reason and how to enable it, never as passed; with `CI` set (to
 //! anything but `0`/`false`) it fails.
@@ -66,6 +67,12 @@ pub enum Need {
     /// else the virtual environment `.ci/run` makes in `target/http-checkers-venv`;
     /// found: that Python.
     HttpCheckers,
+    /// `systemd-analyze` (Debian's `systemd` package), to check the unit of
+    /// `deploy/systemd/`; found: the program.
+    SystemdAnalyze,
+    /// util-linux's `script` (Debian's `bsdutils`), to run a command on a terminal;
+    /// found: the program.
+    Script,
 }
 
 /// True when running under CI, where nothing may be skipped.
@@ -108,6 +115,15 @@ impl Need {
                  .ci/run does)",
             ),
             Need::HttpCheckers => probe_http_checkers(),
+            Need::SystemdAnalyze => probe_program(
+                &["systemd-analyze"],
+                "systemd-analyze not found on PATH; install systemd (apt-get install systemd; \
+                 .ci/run does)",
+            ),
+            Need::Script => probe_program(
+                &["script"],
+                "script not found on PATH; install util-linux's (apt-get install bsdutils)",
+            ),
         };
         cache.lock().unwrap().insert(self, found.clone());
         found

@@ -3,7 +3,7 @@
 // signed successions lead to and its checkpoint. Usage:
 //   node clients/js/examples/verify.js SERVER PUBKEY SINCE
 // (PUBKEY: 64 hex digits, `public_key` of SERVER/.well-known/bloomcast.json, obtained out
-// of band; SINCE: an RFC 3339 hour). Exit status: 0 verified, 1 refused (naming the first
+// of band; SINCE: an hour as the CLIs take it, 2008-09-03T05, 2008/09/03/05 or RFC 3339). Exit status: 0 verified, 1 refused (naming the first
 // hour or the key that fails), 2 usage, 3 verified but stale (the source's newest hour is
 // more than the publication lag bound behind this machine's clock, or it withholds hours
 // its publisher's checkpoint names).

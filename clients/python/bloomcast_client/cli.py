@@ -154,7 +154,7 @@ def _check(args):
             seen.add(id_)
             changed.append(id_)
     if args.json:
-        print(json.dumps({
+        doc = {
             "server": client.base, "since": rfc3339(since), "checked": len(ids),
             "from": changes.first, "to": changes.last, "changed": changed,
             "ranges": [{"from": f, "to": t, "ids": found} for f, t, found in changes],
@@ -162,7 +162,13 @@ def _check(args):
             "stale": changes.stale,
             "requests": client.requests, "bytes": client.wire_bytes,
             "ribbons": client.ribbon_fetches, "exact": client.exact_fetches,
-        }))
+        }
+        # The fields `bloomcast check --json` writes only when above 0: the same keys.
+        if client.exact_fetches:
+            doc["exacts"] = client.exact_fetches
+        if client.ribbon2_fetches:
+            doc["ribbons2"] = client.ribbon2_fetches
+        print(json.dumps(doc))
     else:
         for id_ in changed:
             print(id_)

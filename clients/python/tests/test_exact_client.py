@@ -78,6 +78,7 @@ def test_check_of_ids_declared_registered_prefers_the_exact_body_alone(fake_serv
     out = json.loads(capsys.readouterr().out)
     assert out["changed"] == vector()["changed"]  # no false positive among 1000 IDs
     assert out["exact"] == 1 and out["ribbons"] == 0
+    assert out["exacts"] == 1  # as `bloomcast check --json` writes it too, when above 0
     assert SEALED + ".exact" in server.paths
     assert not any(p.startswith(SEALED) and not p.endswith(".exact") for p in server.paths)
     assert any(p.startswith(OPEN) for p in server.paths)  # the open hour: v1

@@ -24,6 +24,11 @@ pub enum LinkError {
     SystemRootsNeedVerifyFull(String),
     #[error("invalid database_url: {0}")]
     Syntax(String),
+    /// A URL whose scheme is not PostgreSQL's (a typo such as `postgress://`), which
+    /// tokio-postgres would otherwise read as libpq's `key=value` form and refuse
+    /// with `unexpected EOF`.
+    #[error("invalid database_url: the scheme {0:?} is not PostgreSQL's: write postgres://user@host/database (or postgresql://...)")]
+    Scheme(String),
     #[error("invalid database_url")]
     Parse(#[source] tokio_postgres::Error),
     #[error("invalid {setting}")]
@@ -50,6 +55,7 @@ impl PgLink {
     /// # Errors
     /// [`LinkError`] naming the setting at fault.
     pub fn new(database_url: &str, ca_file: &Path) -> Result<PgLink, LinkError> {
+        check_scheme(database_url)?;
         let params = take_ssl_params(database_url)?;
         let mut config: tokio_postgres::Config = params.rest.parse().map_err(LinkError::Parse)?;
         let system = params.sslrootcert.as_deref() == Some("system");
@@ -114,6 +120,23 @@ impl PgLink {
             Roots::Public => None,
         }
     }
+}
+
+/// Refuses a URL (`scheme://...`) whose scheme is not `postgres` or `postgresql`,
+/// naming only the scheme (the rest may hold a password). Text without `://` is
+/// libpq's `key=value` form, left to its parser.
+fn check_scheme(url: &str) -> Result<(), LinkError> {
+    let Some((scheme, _)) = url.trim_start().split_once("://") else {
+        return Ok(());
+    };
+    let is_scheme = !scheme.is_empty()
+        && scheme
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'));
+    if !is_scheme || ["postgres", "postgresql"].contains(&scheme) {
+        return Ok(());
+    }
+    Err(LinkError::Scheme(format!("{scheme}://")))
 }
 
 /// A URL with `sslmode` and `sslrootcert` taken out, and their values.

@@ -64,6 +64,36 @@ impl PgStore {
         })
     }
 
+    /// The changes recorded for hours after `hour` (by `bloomcast cluster-settings set`),
+    /// not yet in effect: each with the first hour it applies to, in order.
+    ///
+    /// # Errors
+    /// Store failures; a stored capacity that is not a count.
+    pub async fn pending_hour_shapes(&self, hour: Hour) -> Result<Vec<(Hour, HourShape)>> {
+        let client = self.client().await?;
+        let rows = client
+            .query(
+                &self.sql(
+                    "SELECT from_hour, capacity, target_fpp FROM {s}.hour_shapes
+                     WHERE from_hour > $1 ORDER BY from_hour",
+                ),
+                &[&hour.index()],
+            )
+            .await
+            .map_err(pg_error)?;
+        rows.iter()
+            .map(|row| {
+                let capacity: i64 = row.get(1);
+                let shape = HourShape {
+                    capacity: u64::try_from(capacity)
+                        .map_err(|e| StoreError::Corrupt(format!("hour_shapes.capacity: {e}")))?,
+                    target_fpp: row.get(2),
+                };
+                Ok((Hour::from_index(row.get(0)), shape))
+            })
+            .collect()
+    }
+
     /// Records `shape` as the cluster's from hour `from` on (replacing any change
     /// recorded for a later hour, which no hour has used yet if `from` is in the future).
     ///

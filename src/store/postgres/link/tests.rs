@@ -177,3 +177,21 @@ fn what_tokio_postgres_rejects_is_named_in_the_message() {
     );
     assert_eq!(text.matches("sslcert").count(), 1, "the cause once: {text}");
 }
+
+#[test]
+fn a_misspelt_scheme_is_named_with_the_right_one_and_never_the_password() {
+    let err = PgLink::new("postgress://app:hunter2@db/bloom", Path::new(""))
+        .err()
+        .expect("refused");
+    let said = err.to_string();
+    assert!(matches!(err, LinkError::Scheme(_)), "{said}");
+    assert!(
+        said.contains("\"postgress://\""),
+        "names the scheme: {said}"
+    );
+    assert!(said.contains("postgres://"), "names the right one: {said}");
+    assert!(!said.contains("hunter2"), "{said}");
+    // Both of libpq's schemes, and its key=value form (which may hold `://`), pass.
+    assert!(check_scheme("postgresql://db/bloom").is_ok());
+    assert!(check_scheme("host=db application_name=http://x").is_ok());
+}
