@@ -153,7 +153,14 @@ fn apply_group(
     group: &[Command],
     closed_through: &mut Option<Hour>,
 ) -> Result<Vec<Answer>> {
-    let tx = conn.transaction().map_err(sql_error)?;
+    // IMMEDIATE: the write lock is taken (waiting up to the busy timeout) before the
+    // group reads anything. A deferred transaction that reads first and then writes gets
+    // SQLITE_BUSY at once, with no wait, when another connection to the file (a second
+    // store opened on it, as `rotate-key` opens one, or one still closing) wrote since
+    // the read began.
+    let tx = conn
+        .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+        .map_err(sql_error)?;
     let mut answers = Vec::with_capacity(group.len());
     {
         let mut insert = tx
