@@ -32,6 +32,8 @@ mod universe;
 pub use app::App;
 pub use auth::Auth;
 pub use error::ApiError;
+/// The typed request layer of the router, for `benches/layers.rs` (against `from_fn`).
+pub use guard::Guard;
 pub use ingest::{decode_keys, BodyKind, MAX_ID_BYTES};
 pub use metrics::{Metrics, Totals};
 pub use negotiate::AVAILABLE_DICTIONARY;

@@ -8,9 +8,8 @@
 //! ```
 //!
 //! Each request runs as its connection's client ([`super::client`]: builds are queued by
-//! client). Every layer a request passes is typed, so its response future is one value,
-//! not a box per layer; on a connection the stack is called in place, never cloned per
-//! request ([`Connection`]).
+//! client). The router's layers are typed, so a request's response future nests them in
+//! one value rather than a box per layer (`benches/layers.rs`).
 //!
 //! A node in standby (cluster mode, PostgreSQL not reachable yet) serves the same stack
 //! around a router that answers 503 ([`super::standby_app`]), so it has the same CORS,
@@ -22,7 +21,6 @@ use axum::body::{Body, HttpBody};
 use axum::extract::{ConnectInfo, Request};
 use axum::response::{IntoResponse, Response};
 use axum::Router;
-use std::cell::RefCell;
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -137,28 +135,3 @@ where
 
 /// The response future of [`App`].
 pub type AppFuture = TaskLocalFuture<BuildClient, <Stack as tower::Service<Request>>::Future>;
-
-/// The application as one connection's hyper service. HTTP/1 answers a connection's
-/// requests one at a time, so the connection keeps its own copy of the stack and calls
-/// it for each request in turn; nothing is cloned per request (hyper-util's
-/// `TowerToHyperService` clones the whole stack for every request, as a tower service
-/// shared by concurrent callers must be).
-pub struct Connection(RefCell<App>);
-
-impl App {
-    /// This application as the hyper service of a connection from `peer`.
-    pub fn connection(&self, peer: ConnectInfo<SocketAddr>) -> Connection {
-        Connection(RefCell::new(self.for_peer(peer)))
-    }
-}
-
-impl hyper::service::Service<Request<hyper::body::Incoming>> for Connection {
-    type Response = Response;
-    type Error = Infallible;
-    type Future = AppFuture;
-
-    fn call(&self, request: Request<hyper::body::Incoming>) -> AppFuture {
-        // Every layer is always ready (`poll_ready` above), so a call needs no wait.
-        tower::Service::call(&mut *self.0.borrow_mut(), request)
-    }
-}
