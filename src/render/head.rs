@@ -27,10 +27,9 @@ pub struct Head {
     /// `Repr-Digest` (RFC 9530) of each body.
     repr_digest: HeaderValue,
     repr_digest_gzip: HeaderValue,
-    /// `Bloom-*` (raw forms only), then the chain's (a sealed hour's), in order.
-    metadata: Vec<(HeaderName, HeaderValue)>,
     /// What a 200 of each body says of it ([`Head::sent`]): the identity body's, then
-    /// the gzip body's.
+    /// the gzip body's. Between the ETag and `Repr-Digest`, the rendering's `Bloom-*`
+    /// (raw forms only), then the chain's (a sealed hour's), in order.
     sent: [HeaderMap; 2],
 }
 
@@ -70,17 +69,16 @@ impl Head {
             etag_dcz: quoted(&format!("{identity}-dcz")),
             repr_digest: value(chain::repr_digest_of(r.sha256_of(false))),
             repr_digest_gzip: value(chain::repr_digest_of(r.sha256_of(true))),
-            metadata,
             sent: Default::default(),
         };
-        head.sent = [false, true].map(|gzip| head.sent_map(gzip));
+        head.sent = [false, true].map(|gzip| head.sent_map(&metadata, gzip));
         head
     }
 
-    fn sent_map(&self, gzip: bool) -> HeaderMap {
-        let mut out = HeaderMap::with_capacity(self.metadata.len() + 4);
+    fn sent_map(&self, metadata: &[(HeaderName, HeaderValue)], gzip: bool) -> HeaderMap {
+        let mut out = HeaderMap::with_capacity(metadata.len() + 4);
         out.insert(header::ETAG, self.etag(gzip).clone());
-        for (name, value) in &self.metadata {
+        for (name, value) in metadata {
             out.insert(name.clone(), value.clone());
         }
         out.insert(
@@ -131,9 +129,18 @@ impl Head {
         }
     }
 
-    /// The rendering's `Bloom-*` and chain headers, in order.
-    pub fn metadata(&self) -> &[(HeaderName, HeaderValue)] {
-        &self.metadata
+    /// The rendering's `Bloom-*` and chain headers, in order: what [`Head::sent`] has
+    /// beside the ETag, `Repr-Digest` and coding.
+    #[cfg(test)]
+    pub(crate) fn metadata(&self) -> Vec<(HeaderName, HeaderValue)> {
+        let own = [
+            header::ETAG,
+            HeaderName::from_static(chain::HEADER_REPR_DIGEST),
+        ];
+        (self.sent(false).iter())
+            .filter(|(name, _)| !own.contains(name))
+            .map(|(name, value)| (name.clone(), value.clone()))
+            .collect()
     }
 }
 
@@ -236,7 +243,8 @@ mod tests {
                 .map(|(n, v)| (n.as_str(), v))
                 .collect();
             let mut expected = vec![("etag", head.etag(gzip))];
-            expected.extend(head.metadata().iter().map(|(n, v)| (n.as_str(), v)));
+            let metadata = head.metadata();
+            expected.extend(metadata.iter().map(|(n, v)| (n.as_str(), v)));
             expected.push(("repr-digest", head.repr_digest(gzip)));
             let coding = HeaderValue::from_static("gzip");
             if gzip {

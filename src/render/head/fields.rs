@@ -101,7 +101,8 @@ mod tests {
         let json = Head::of(&render(&meta, &f, Repr::Json, Effort::Fast));
         assert!(json.metadata().is_empty());
         let hex = Head::of(&render(&meta, &f, Repr::Hex, Effort::Fast));
-        let names: Vec<&str> = hex.metadata().iter().map(|(n, _)| n.as_str()).collect();
+        let metadata = hex.metadata();
+        let names: Vec<&str> = metadata.iter().map(|(n, _)| n.as_str()).collect();
         let expected: Vec<&str> = meta.headers(&f).iter().map(|(n, _)| *n).collect();
         assert_eq!(names, expected, "in the wire format's order");
         for ((_, value), (_, expected)) in hex.metadata().iter().zip(meta.headers(&f)) {
@@ -146,7 +147,8 @@ mod tests {
             }),
         });
         let head = Head::of(&r);
-        let names: Vec<&str> = head.metadata().iter().map(|(n, _)| n.as_str()).collect();
+        let metadata = head.metadata();
+        let names: Vec<&str> = metadata.iter().map(|(n, _)| n.as_str()).collect();
         assert_eq!(names, [chain::HEADER_PREV, chain::HEADER_SIGNATURE]);
         assert_eq!(text(&head.metadata()[0].1), chain::hex(&[7; 32]));
         let signature = format!("{}; keyid=\"0303030303030303\"", chain::hex(&[9; 64]));
