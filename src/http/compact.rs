@@ -99,11 +99,12 @@ async fn serve(state: &AppState, parts: &Parts, plain: &str, form: Compact) -> R
     let head = rendered.head();
     // Only the JSON form has a gzip encoding (the body is near-random bits).
     let gzip = !rendered.gzip.is_empty() && accepts_gzip(&parts.headers);
-    let etag = head.etag(gzip).clone();
     let cache = view_cache_control(state, &view);
     let mut response = if not_modified(rendered, &parts.headers) {
         let mut response = Response::new(Body::empty());
         *response.status_mut() = StatusCode::NOT_MODIFIED;
+        // A 200's ETag comes with the rest of its head ([`crate::render::Head::sent`]).
+        (response.headers_mut()).insert(header::ETAG, head.etag(gzip).clone());
         response
     } else {
         let body = if gzip {
@@ -121,7 +122,6 @@ async fn serve(state: &AppState, parts: &Parts, plain: &str, form: Compact) -> R
         response
     };
     let out = response.headers_mut();
-    out.insert(header::ETAG, etag);
     out.insert(header::CACHE_CONTROL, cache);
     out.insert(header::VARY, vary);
     if let Some(location) = location {

@@ -51,10 +51,11 @@ async fn serve(state: &AppState, parts: &Parts, plain: &str) -> Result<Response>
     let view = state.service.forms().exact_view(hour).await?;
     let rendered = &view.rendered;
     let head = rendered.head();
-    let etag = head.etag(false).clone();
     let mut response = if not_modified(rendered, &parts.headers) {
         let mut response = Response::new(Body::empty());
         *response.status_mut() = StatusCode::NOT_MODIFIED;
+        // A 200's ETag comes with the rest of its head ([`crate::render::Head::sent`]).
+        (response.headers_mut()).insert(header::ETAG, head.etag(false).clone());
         response
     } else {
         let mut response = Response::new(Body::from(rendered.identity.clone()));
@@ -64,7 +65,6 @@ async fn serve(state: &AppState, parts: &Parts, plain: &str) -> Result<Response>
         response
     };
     let out = response.headers_mut();
-    out.insert(header::ETAG, etag);
     out.insert(
         header::CACHE_CONTROL,
         super::filters::cache_control(state, None),

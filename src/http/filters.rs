@@ -42,13 +42,14 @@ async fn serve(
         Some(repr) => repr,
         None => choose_repr(headers).ok_or_else(refused_every_type)?,
     };
-    if let Some(response) = revalidated(state, target, repr, headers).await? {
+    let gzip_accepted = accepts_gzip(headers);
+    if let Some(response) = revalidated(state, target, repr, headers, gzip_accepted).await? {
         return Ok(response);
     }
-    let asked = Encodings::asked(accepts_gzip(headers));
+    let asked = Encodings::asked(gzip_accepted);
     let view = state.service.hours().view(target, repr, asked).await?;
     let delta = open_hour_delta(state, &view, headers).await;
-    Ok(respond(state, &view, suffix, headers, delta))
+    Ok(respond(state, &view, suffix, headers, gzip_accepted, delta))
 }
 
 /// The 406 to an `Accept` that refuses every type a filter is served as (each at `q=0`,
@@ -69,6 +70,7 @@ async fn revalidated(
     target: Target,
     repr: Repr,
     request: &HeaderMap,
+    gzip_accepted: bool,
 ) -> Result<Option<Response>> {
     if !request.contains_key(header::IF_NONE_MATCH) {
         return Ok(None);
@@ -77,7 +79,7 @@ async fn revalidated(
     Ok(not_modified_by_name(
         name,
         request,
-        accepts_gzip(request),
+        gzip_accepted,
         vary(false),
     ))
 }
@@ -144,24 +146,24 @@ async fn open_hour_delta(
         .await
 }
 
-/// The response to a filter request, with the open hour's `delta` when one was made
-/// for it ([`open_hour_delta`]).
+/// The response to a filter request (`gzip_accepted`: its `Accept-Encoding` takes gzip),
+/// with the open hour's `delta` when one was made for it ([`open_hour_delta`]).
 pub(super) fn respond(
     state: &AppState,
     view: &View,
     suffix: Option<Repr>,
     request: &HeaderMap,
+    gzip_accepted: bool,
     delta: Option<bytes::Bytes>,
 ) -> Response {
     let r = &view.rendered;
     let head = r.head();
-    let gzip = r.encodings.sends_gzip(accepts_gzip(request));
+    let gzip = r.encodings.sends_gzip(gzip_accepted);
     let cache_control = view_cache_control(state, view);
-    let etag = head.etag(gzip).clone();
     let vary = vary(view.open_hour.is_some());
 
     if not_modified(r, request) {
-        return not_modified_response(etag, cache_control, vary);
+        return not_modified_response(head.etag(gzip).clone(), cache_control, vary);
     }
 
     let dictionary = kept_as_dictionary(state, view, head, suffix);
