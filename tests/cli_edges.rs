@@ -197,6 +197,19 @@ fn progress_lines_stay_off_a_pipe() {
     }
 }
 
+/// What `command` shows on a terminal of its own (`script -c`, the program `script`), read
+/// from that terminal; it must succeed.
+fn on_a_terminal(script: &str, command: &str) -> String {
+    let out = Command::new(script)
+        .args(["-qefc", command, "/dev/null"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let shown = text(&out.stdout);
+    assert!(out.status.success(), "{shown}{}", text(&out.stderr));
+    shown
+}
+
 fn ingest_shows_its_progress_on_a_terminal() {
     let script = Need::Script.found();
     let dir = tempfile::tempdir().unwrap();
@@ -210,15 +223,7 @@ fn ingest_shows_its_progress_on_a_terminal() {
         ids.join(" ")
     );
 
-    // On a terminal of its own (script -c), its output captured from that terminal.
-    let out = Command::new(script)
-        .args(["-qefc", &command, "/dev/null"])
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-
-    let shown = text(&out.stdout);
-    assert!(out.status.success(), "{shown}{}", text(&out.stderr));
+    let shown = on_a_terminal(&script, &command);
     assert!(
         shown.contains(&format!("{REWRITE}ingested 1 IDs in 1 requests")),
         "a progress line: {shown:?}"
@@ -240,14 +245,7 @@ fn mirror_shows_its_progress_on_a_terminal() {
         sealed.origin
     );
 
-    let out = Command::new(script)
-        .args(["-qefc", &command, "/dev/null"])
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-
-    let shown = text(&out.stdout);
-    assert!(out.status.success(), "{shown}{}", text(&out.stderr));
+    let shown = on_a_terminal(&script, &command);
     assert!(
         shown.contains(&format!("{REWRITE}mirrored 1 of 3 new hours")),
         "a progress line: {shown:?}"

@@ -43,18 +43,9 @@ async fn the_checkers_find_nothing(python: String) {
     let http = reqwest::Client::new();
     // A universe, so sealed hours have their exact form; IDs in the first hour, the
     // sealed hour and the open one after it.
-    let universe: Vec<String> = (0..200).map(|i| format!("user:{i}")).collect();
-    let reply = http
-        .post(format!("{}/universe", server.base))
-        .bearer_auth(TOKEN)
-        .json(&serde_json::json!({ "ids": universe }))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(reply.status(), 200);
-    let ids = |range: std::ops::Range<usize>| -> Vec<String> {
-        range.map(|i| format!("user:{i}")).collect()
-    };
+    let universe = common::exact::universe(200);
+    common::exact::post_universe(&server.base, TOKEN, &universe).await;
+    let ids = |range: std::ops::Range<usize>| universe[range].to_vec();
     common::post_ids(&http, &server.base, &ids(100..130))
         .await
         .unwrap();

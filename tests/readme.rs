@@ -270,16 +270,21 @@ fn clean(program: &str) -> Command {
     cmd
 }
 
+/// The blocks' counts assume one hour (a real server on the real clock, so no paused
+/// time): do not start within a minute of its end.
+fn wait_out_the_hours_last_minute() {
+    let into_hour = chrono::Utc::now().timestamp().rem_euclid(3600);
+    if into_hour > 3540 {
+        std::thread::sleep(Duration::from_secs((3601 - into_hour) as u64));
+    }
+}
+
 fn the_readme_shell_blocks_run_verbatim_and_print_what_they_say() {
     let blocks: Vec<Block> = all_blocks()
         .into_iter()
         .filter(|b| b.runs() && !b.on_postgres())
         .collect();
-    // The README's counts assume one hour: do not start within a minute of its end.
-    let into_hour = chrono::Utc::now().timestamp().rem_euclid(3600);
-    if into_hour > 3540 {
-        std::thread::sleep(Duration::from_secs((3601 - into_hour) as u64));
-    }
+    wait_out_the_hours_last_minute();
     let tools = tempfile::tempdir().unwrap();
     let path = tools_dir(tools.path());
     let work = tempfile::tempdir().unwrap();
@@ -378,10 +383,7 @@ fn the_postgres_blocks_run_verbatim_on_a_cluster_of_their_own() {
     );
     let url = Need::Postgres.found();
     for block in &blocks {
-        let into_hour = chrono::Utc::now().timestamp().rem_euclid(3600);
-        if into_hour > 3540 {
-            std::thread::sleep(Duration::from_secs((3601 - into_hour) as u64));
-        }
+        wait_out_the_hours_last_minute();
         let tools = tempfile::tempdir().unwrap();
         let path = tools_dir(tools.path());
         let work = tempfile::tempdir().unwrap();
