@@ -270,6 +270,29 @@ fn clean(program: &str) -> Command {
     cmd
 }
 
+/// `child`'s output, once it ends or `limit` has passed and `kill -- target` (its pid, or
+/// `-pgid` for its process group) stopped it. A child that ends first stands the watchdog
+/// down (its id may be reused once it is gone).
+fn output_within(
+    child: std::process::Child,
+    limit: Duration,
+    target: &str,
+) -> std::process::Output {
+    let (finished, done) = std::sync::mpsc::channel::<()>();
+    let watchdog = std::thread::spawn({
+        let target = target.to_owned();
+        move || {
+            if done.recv_timeout(limit) == Err(std::sync::mpsc::RecvTimeoutError::Timeout) {
+                let _ = Command::new("kill").args(["--", &target]).status();
+            }
+        }
+    });
+    let out = child.wait_with_output().unwrap();
+    drop(finished);
+    watchdog.join().unwrap();
+    out
+}
+
 /// The blocks' counts assume one hour (a real server on the real clock, so no paused
 /// time): do not start within a minute of its end.
 fn wait_out_the_hours_last_minute() {
@@ -315,13 +338,8 @@ fn the_readme_shell_blocks_run_verbatim_and_print_what_they_say() {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     let child = bash.spawn().expect("bash runs");
-    let pid = child.id();
-    let watchdog = std::thread::spawn(move || {
-        std::thread::sleep(Duration::from_secs(180));
-        let _ = Command::new("kill").arg(pid.to_string()).status();
-    });
-    let out = child.wait_with_output().unwrap();
-    drop(watchdog);
+    let pid = child.id().to_string();
+    let out = output_within(child, Duration::from_secs(180), &pid);
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
 
@@ -408,22 +426,12 @@ fn the_postgres_blocks_run_verbatim_on_a_cluster_of_their_own() {
             .spawn()
             .expect("bash runs");
         let group = child.id().to_string();
-        let watchdog = std::thread::spawn({
-            let group = group.clone();
-            move || {
-                std::thread::sleep(Duration::from_secs(120));
-                let _ = Command::new("kill")
-                    .args(["--", &format!("-{group}")])
-                    .status();
-            }
-        });
-        let out = child.wait_with_output().unwrap();
+        let out = output_within(child, Duration::from_secs(120), &format!("-{group}"));
         // Whatever the block left running (it failed before its `kill`, say).
         let _ = Command::new("kill")
             .args(["--", &format!("-{group}")])
             .stderr(Stdio::null())
             .status();
-        drop(watchdog);
         let runtime = tokio::runtime::Runtime::new().unwrap();
         runtime.block_on(common::nodes::drop_schema(&url, &schema));
         let stdout = String::from_utf8_lossy(&out.stdout);
