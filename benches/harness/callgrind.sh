@@ -4,12 +4,16 @@
 #
 #   benches/harness/callgrind.sh            # N=2000 requests per kind
 #   BIN=path/to/bloomcast benches/harness/callgrind.sh
+#   FLOOR=1 benches/harness/callgrind.sh   # also hyper alone and hyper + one Router
 #
 # Each server runs under `valgrind --tool=callgrind` on core 0 with the same data as
 # serving.sh (a closed hour and an open hour of 3000 IDs; nginx serves the very bytes
 # bloomcast sent, one process, gzip_static, open_file_cache, sendfile). For each kind of
 # request a one-connection keep-alive client sends 200 warm-up requests, the counters are
-# zeroed, it sends N more, and the counters are dumped: instructions / N. KEEP=1 keeps the
+# zeroed, it sends N more, and the counters are dumped: instructions / N. FLOOR=1 adds
+# examples/hyper_floor.rs (the closed hour's bytes made once, served by hyper alone and by
+# hyper + one axum Router; see serving.sh), whose open row is the closed hour's bytes
+# again. KEEP=1 keeps the
 # callgrind files (in target/harness/run.*) for callgrind_annotate.
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
@@ -74,3 +78,17 @@ for _ in $(seq 1 300); do curl -sf -o /dev/null "$ng/closed.json" && break; slee
 netag=$(gzip_etag "$ng/closed.json")
 measure nginx "$npid" "$ng" /closed.json /open.json "$netag"
 stop_pid "$npid"
+
+if [[ "${FLOOR:-0}" == 1 ]]; then
+  for mode in hyper axum; do
+    fport=$(free_port)
+    taskset -c "$SERVER_CPU" valgrind --tool=callgrind --callgrind-out-file="$WORK/floor-$mode.cg.%p" \
+      "$EXAMPLES/hyper_floor" "$mode" "$fport" "$WORK/www" 2>>"$WORK/floor-valgrind.log" &
+    fpid=$!
+    PIDS+=("$fpid")
+    f="http://127.0.0.1:$fport"
+    for _ in $(seq 1 300); do curl -sf -o /dev/null "$f$closed" && break; sleep 0.2; done
+    measure "floor-$mode" "$fpid" "$f" "$closed" "$closed" "$(gzip_etag "$f$closed")"
+    stop_pid "$fpid"
+  done
+fi

@@ -4,6 +4,7 @@
 #   benches/harness/serving.sh            # 10 s per wrk run (the default)
 #   SECS=2 benches/harness/serving.sh     # a quick smoke run
 #   CORES=both benches/harness/serving.sh # servers and wrk on both cores, nginx 2 workers
+#   FLOOR=1 benches/harness/serving.sh    # also the floors: hyper alone, hyper + one axum Router
 #
 # Four requests at 64 connections: a closed hour (gzip JSON), the same hour without gzip
 # (identity JSON), the open hour (gzip JSON, between two ingests) and a 304 revalidation
@@ -16,6 +17,13 @@
 # before each pair. Besides requests per second, each run records the server's CPU time
 # (user + system, all its threads or worker processes) per request served: on a machine
 # other work shares, that is the comparison the other work does not distort. Expects a release build (run.sh builds one).
+#
+# FLOOR=1 adds two servers to each pair, on the same core: examples/hyper_floor.rs
+# answering the closed hour's bytes (made once, at start) from a hyper `service_fn`, and
+# from one axum `Router` with the filter route on the same hyper connection. They are
+# what the one way in (hyper framing, one Router) costs with no work of bloomcast's own:
+# the ratio bloomcast could reach against nginx with a handler that cost nothing. The
+# open hour's row has no floor (its body changes with each ingest).
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
 SECS="${SECS:-10}"
@@ -50,6 +58,22 @@ PIDS+=("$NGINX_PID")
 ng="http://127.0.0.1:$nport"
 wait_http "$ng/closed.json" || die "nginx did not start: $(cat "$WORK/nginx-error.log")"
 netag=$(gzip_etag "$ng/closed.json")
+
+servers=(bc ng)
+if [[ "${FLOOR:-0}" == 1 ]]; then
+  servers+=(hy ax)
+  for mode in hyper axum; do
+    fport=$(free_port)
+    taskset -c "$SERVER_CPU" "$EXAMPLES/hyper_floor" "$mode" "$fport" "$WORK/www" &
+    PIDS+=("$!")
+    if [[ $mode == hyper ]]; then HY_PID=$! hy="http://127.0.0.1:$fport"; else AX_PID=$! ax="http://127.0.0.1:$fport"; fi
+  done
+  for f in "$hy" "$ax"; do
+    wait_http "$f$closed" || die "hyper_floor did not start at $f"
+    cmp -s <(curl -sf -H 'Accept-Encoding: gzip' "$f$closed") "$WORK/www/closed.json.gz" || die "$f sends other bytes"
+  done
+  fetag=$(gzip_etag "$hy$closed")
+fi
 
 # Both servers send the same body bytes, and both answer the revalidation with 304.
 for name in closed open; do
@@ -102,10 +126,21 @@ for rep in 1 2 3; do
       revalidate) bargs=("$bc$closed" "$gz" "If-None-Match: $etag") nargs=("$ng/closed.json" "$gz" "If-None-Match: $netag") ;;
     esac
     R[load-$kind]+="$(cut -d' ' -f1 /proc/loadavg) "
-    log "run $rep/3: $kind, bloomcast then nginx (${SECS}s each)"
+    log "run $rep/3: $kind, ${servers[*]} (${SECS}s each)"
     run_wrk "$WORK/wrk-bc-$kind-$rep" "$SERVER_PID" "${bargs[@]}"
     run_wrk "$WORK/wrk-ng-$kind-$rep" "$NGINX_PID" "${nargs[@]}"
-    for s in bc ng; do
+    ran=(bc ng)
+    if [[ "${FLOOR:-0}" == 1 && $kind != open ]]; then
+      fargs=("$closed")
+      case $kind in
+        closed) fargs+=("$gz") ;;
+        revalidate) fargs+=("$gz" "If-None-Match: $fetag") ;;
+      esac
+      run_wrk "$WORK/wrk-hy-$kind-$rep" "$HY_PID" "$hy${fargs[0]}" "${fargs[@]:1}"
+      run_wrk "$WORK/wrk-ax-$kind-$rep" "$AX_PID" "$ax${fargs[0]}" "${fargs[@]:1}"
+      ran+=(hy ax)
+    fi
+    for s in "${ran[@]}"; do
       read -r rps p50 p99 err < <(parse_wrk "$WORK/wrk-$s-$kind-$rep")
       ((err == 0)) || die "$s $kind run $rep: $err errors or non-2xx/3xx responses: $(cat "$WORK/wrk-$s-$kind-$rep")"
       cpu=$(awk '$1 == "cpu_us_per_request" {print $2}' "$WORK/wrk-$s-$kind-$rep")
@@ -146,3 +181,27 @@ echo
 echo "Runs (server CPU µs per request): $(for k in "${kinds[@]}"; do printf '%s bloomcast [%s] nginx [%s]; ' "$k" "${R[bc-$k-cpu]% }" "${R[ng-$k-cpu]% }"; done)"
 echo
 echo "Runs (wrk's CPU, % of one core over the run): $(for k in "${kinds[@]}"; do printf '%s bloomcast [%s] nginx [%s]; ' "$k" "${R[bc-$k-client]% }" "${R[ng-$k-client]% }"; done)"
+
+if [[ "${FLOOR:-0}" == 1 ]]; then
+  echo
+  echo "### The floors: the same closed-hour bytes, made once, from hyper alone and from hyper + one axum Router (examples/hyper_floor.rs), same core, same runs"
+  echo
+  echo "| request | hyper req/s | CPU µs/req | hyper + Router req/s | CPU µs/req | bloomcast req/s | nginx req/s | hyper/nginx | hyper + Router/nginx | bloomcast/nginx |"
+  echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+  for kind in closed identity revalidate; do
+    declare -A M=()
+    for s in bc ng hy ax; do
+      for f in rps cpu; do
+        # shellcheck disable=SC2086
+        M[$s-$f]=$(median ${R[$s-$kind-$f]})
+      done
+    done
+    printf '| %s | %.0f | %s | %.0f | %s | %.0f | %.0f | %s | %s | %s |\n' "$kind" \
+      "${M[hy-rps]}" "${M[hy-cpu]}" "${M[ax-rps]}" "${M[ax-cpu]}" "${M[bc-rps]}" "${M[ng-rps]}" \
+      "$(awk -v a="${M[hy-rps]}" -v b="${M[ng-rps]}" 'BEGIN {printf "%.2f", a / b}')" \
+      "$(awk -v a="${M[ax-rps]}" -v b="${M[ng-rps]}" 'BEGIN {printf "%.2f", a / b}')" \
+      "$(awk -v a="${M[bc-rps]}" -v b="${M[ng-rps]}" 'BEGIN {printf "%.2f", a / b}')"
+  done
+  echo
+  echo "Runs (req/s): $(for k in closed identity revalidate; do printf '%s hyper [%s] hyper + Router [%s]; ' "$k" "${R[hy-$k-rps]% }" "${R[ax-$k-rps]% }"; done)"
+fi
