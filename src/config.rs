@@ -264,6 +264,15 @@ settings! {
     /// at a time and evenly spaced over the pass, so damage is found before a reader finds
     /// it (/healthz, bloomcast_scrub_* in /metrics). 0 turns the scrub off.
     scrub_pass_seconds: u64 = 86_400,
+    /// Event streams (GET /events) open at once; more answer 503 busy with Retry-After.
+    /// Each also holds one of max_connections.
+    events_max_subscribers: usize = 10_000,
+    /// Seconds between the comment lines that keep an idle event stream open through
+    /// proxies (GET /events).
+    events_heartbeat_seconds: u64 = 30,
+    /// Hours back an event stream resumes from (Last-Event-ID) without a gap; an older
+    /// position gets one reset event (re-read the index). At most retention_hours.
+    events_resume_hours: u64 = 24,
 }
 
 /// `data_dir` → `BLOOMCAST_DATA_DIR`.
@@ -324,6 +333,12 @@ impl Settings {
             ("write_queue_depth", self.write_queue_depth),
             ("union_builds", self.union_builds),
             ("cache_bytes", self.cache_bytes),
+            ("events_max_subscribers", self.events_max_subscribers),
+            (
+                "events_heartbeat_seconds",
+                self.events_heartbeat_seconds as usize,
+            ),
+            ("events_resume_hours", self.events_resume_hours as usize),
         ] {
             if value == 0 {
                 return invalid(name, "must be at least 1");

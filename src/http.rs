@@ -11,6 +11,7 @@ mod compact;
 mod dashboard;
 mod dictionaries;
 mod error;
+mod events;
 mod exact;
 mod filters;
 mod guard;
@@ -32,6 +33,7 @@ mod universe;
 pub use app::App;
 pub use auth::Auth;
 pub use error::ApiError;
+pub use events::{EventSettings, Events};
 /// The typed request layer of the router, for `benches/layers.rs` (against `from_fn`).
 pub use guard::Guard;
 pub use ingest::{decode_keys, BodyKind, MAX_ID_BYTES};
@@ -66,6 +68,8 @@ pub struct AppState {
     pub ingest_permits: Arc<tokio::sync::Semaphore>,
     /// Whether to log one line per request (setting `access_log`).
     pub access_log: bool,
+    /// The node's event streams (`GET /events`).
+    pub events: Arc<Events>,
 }
 
 /// The application as one `Router`, for in-process tests (`oneshot`): the whole stack
@@ -174,6 +178,7 @@ fn routes(state: AppState) -> Router {
                 .get(universe::get_universe),
         )
         .route("/history", get(history::get_history))
+        .route("/events", get(events::get_events))
         .route("/.well-known/bloomcast.json", get(chain::well_known))
         .route("/checkpoint", get(chain::checkpoint))
         .route("/chain/{y}/{mo}/{d}/{h}", get(chain::get_chain))

@@ -56,6 +56,7 @@
 mod budget;
 mod cache;
 mod chain;
+mod changes;
 mod compact;
 mod error;
 mod exact;
@@ -89,6 +90,7 @@ pub use warm::WarmStats;
 
 pub use budget::Split;
 pub use chain::{ChainPage, SignedLink, MAX_CHAIN_PAGE};
+pub use changes::SealedNote;
 pub use error::{Result, ServiceError, Work};
 pub use health::{HealthReason, HealthReport, HealthStatus, RECOVERY_HOLD};
 pub use history::History;
@@ -162,6 +164,8 @@ pub struct Service {
     grades: grades::Grades,
     /// What warming sealed hours' grades has done.
     warm: warm::Warm,
+    /// Bumped at every change followers are told of (`/events`).
+    changes: changes::Changes,
 }
 
 impl Service {
@@ -216,6 +220,7 @@ impl Service {
             scrub: scrub::Scrub::default(),
             grades,
             warm: warm::Warm::new(),
+            changes: changes::Changes::default(),
         };
         service.warn_if_clock_behind();
         service.check_node_clock();

@@ -9,7 +9,7 @@ mod standby;
 use crate::chain::KeyId;
 use crate::clock::{Clock, OffsetClock, SystemClock, TimeSource};
 use crate::config::{ConfigError, Settings};
-use crate::http::{router, AppState, Auth, Metrics};
+use crate::http::{router, AppState, Auth, EventSettings, Events, Metrics};
 use crate::server::{self, ConnLimits};
 use crate::service::{Service, ServiceError, Tuning};
 use crate::store::{LinkError, PgLink, PgStore, SqliteStore, Store, StoreError};
@@ -186,6 +186,12 @@ impl Application {
             request_timeout: Duration::from_secs(settings.request_timeout_seconds),
             ingest_permits: Arc::new(tokio::sync::Semaphore::new(settings.ingest_concurrency)),
             access_log: settings.access_log,
+            events: Arc::new(Events::new(EventSettings {
+                max_subscribers: settings.events_max_subscribers,
+                heartbeat: Duration::from_secs(settings.events_heartbeat_seconds),
+                resume_hours: settings.events_resume_hours.min(settings.retention_hours),
+                ..EventSettings::default()
+            })),
         };
         Ok(Application {
             listener,
@@ -251,14 +257,24 @@ impl Application {
                 .clone()
                 .run_heartbeats(stopped(stop_rx.clone())),
         );
+        // Other nodes' writes, told to this node's event streams as they commit.
+        tokio::spawn(
+            self.state
+                .service
+                .clone()
+                .run_change_feed(stopped(stop_rx.clone())),
+        );
         // Rates for /stats and the dashboard: sample the counters off the request path.
         tokio::spawn(crate::http::run_sampler(
             self.state.metrics.clone(),
             stopped(stop_rx.clone()),
         ));
+        let events = self.state.events.clone();
         tokio::spawn(async move {
             shutdown.await;
             tracing::info!("shutting down: draining in-flight requests");
+            // Event streams never end by themselves: they end now, so the drain does.
+            events.close();
             let _ = stop_tx.send(true);
         });
         tracing::info!(addr = %self.local_addr(), "bloomcast listening");

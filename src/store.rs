@@ -244,6 +244,14 @@ impl Linking {
 #[async_trait]
 pub trait Store: Send + Sync + 'static {
     /// The first hour this store served: hours before it are unknown, not empty.
+    /// Writes as they commit, when other nodes write to the same store: a receiver that
+    /// gets `()` after appends (any node's) and whenever it may have missed some (a
+    /// reconnect); signals fold, at most one waits. `None` (the default) for a store no
+    /// other node writes to. Starts a task: call it once.
+    fn changes(&self) -> Option<tokio::sync::mpsc::Receiver<()>> {
+        None
+    }
+
     async fn genesis(&self) -> Result<Hour>;
 
     /// The first hour sized (and its `fpp` reckoned) by the probe-sequence rule,

@@ -30,6 +30,7 @@ pub fn accepted(route: &str) -> Option<&'static [&'static str]> {
         | "/.well-known/bloomcast.json"
         | "/checkpoint"
         | "/openapi.json"
+        | "/events"
         | "/dictionaries/{y}/{mo}/{d}/{h}/{id}" => &[],
         _ => return None,
     })

@@ -41,6 +41,7 @@ impl Ingest<'_> {
         let closed = self.closed_through();
         self.open
             .acknowledge(reservation, hour, keys, cursor, closed);
+        self.changes.bump();
         Ok(Receipt {
             hour,
             accepted: keys.len(),

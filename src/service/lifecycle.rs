@@ -18,7 +18,10 @@ impl Service {
     /// unserved; a transient failure fails the seal, to be tried again.
     async fn seal_linked(&self, hour: Hour) -> Result<SealedHour> {
         let sealed = self.seal_one(hour).await?;
-        match self.link(&sealed).await {
+        let linked = self.link(&sealed).await;
+        // Followers learn of the seal (and of the next hour, open now) once it is linked.
+        self.changes.bump();
+        match linked {
             // Signed now, while this node holds the key registered for the hour; a
             // failure leaves it to be signed when first served.
             Ok(link) => {

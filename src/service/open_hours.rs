@@ -199,7 +199,7 @@ impl OpenHours {
     ) -> Option<(i64, bool)> {
         let mut ledger = self.ledger();
         let open = self.entry(&mut ledger, hour, closed_through)?;
-        let due = open.refreshed_at.is_none_or(|t| t.elapsed() >= every);
+        let due = open.expired || open.refreshed_at.is_none_or(|t| t.elapsed() >= every);
         due.then_some((open.cursor, open.refreshed_at.is_some()))
     }
 
@@ -218,6 +218,24 @@ impl OpenHours {
         if let Some(open) = self.entry(&mut ledger, hour, closed_through) {
             open.cursor = open.cursor.max(cursor);
             open.refreshed_at = Some(Instant::now());
+        }
+    }
+
+    /// A refresh of `hour` starts reading the store: what other nodes said they wrote
+    /// before now is in what it reads ([`OpenHours::expire`] after this starts another).
+    pub fn reading(&self, hour: Hour, closed_through: Option<Hour>) {
+        let mut ledger = self.ledger();
+        if let Some(open) = self.entry(&mut ledger, hour, closed_through) {
+            open.expired = false;
+        }
+    }
+
+    /// Another node wrote to `hour`: the next read refreshes it from the store at once,
+    /// whatever `refresh` says.
+    pub fn expire(&self, hour: Hour, closed_through: Option<Hour>) {
+        let mut ledger = self.ledger();
+        if let Some(open) = self.entry(&mut ledger, hour, closed_through) {
+            open.expired = true;
         }
     }
 

@@ -86,6 +86,7 @@ impl Service {
         let Some((cursor, ever)) = due() else {
             return Ok(());
         };
+        self.open.reading(hour, self.closed_through());
         // The keys come in pieces as the store reads them, each added as it arrives, so
         // loading an hour of any size holds a piece or two beside the hour itself.
         // Requests wait for the first load (`wait_loaded`); a later refresh that stops

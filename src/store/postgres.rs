@@ -31,6 +31,7 @@ mod clock;
 mod errors;
 mod integrity;
 mod link;
+mod listen;
 mod migrate;
 mod sealed;
 mod shape;
@@ -62,6 +63,13 @@ pub struct PgStore {
     /// a link that stops answering without closing (no FIN, no RST) would otherwise hold
     /// a request, and the connection, for as long as the kernel keeps the socket.
     timeout: Duration,
+    /// How to open the connection that listens for other nodes' writes, and the
+    /// channel they notify (`listen.rs`).
+    listen: (
+        tokio_postgres::Config,
+        tokio_postgres_rustls::MakeRustlsConnect,
+    ),
+    channel: String,
 }
 
 impl PgStore {
@@ -77,6 +85,7 @@ impl PgStore {
         } = link;
         let server = errors::server_of(&config);
         config.connect_timeout(Duration::from_secs(3));
+        let listen = (config.clone(), tls.clone());
         let manager = Manager::from_config(
             config,
             tls,
@@ -95,6 +104,7 @@ impl PgStore {
         // The first connection says whether the link works at all; its error keeps
         // the cause (e.g. the certificate not valid for the host name).
         drop(pool.get().await.map_err(|e| connect_error(e, &server))?);
+        let channel = listen::channel(&schema.replace('"', ""));
         let schema = format!("\"{}\"", schema.replace('"', ""));
         migrate(&pool, &schema).await?;
         let client = pool.get().await.map_err(pool_error)?;
@@ -150,6 +160,8 @@ impl PgStore {
             genesis,
             probes_from,
             timeout: DEFAULT_CALL_TIMEOUT,
+            listen,
+            channel,
         })
     }
 
@@ -266,6 +278,11 @@ async fn snapshot(
 
 #[async_trait]
 impl Store for PgStore {
+    fn changes(&self) -> Option<tokio::sync::mpsc::Receiver<()>> {
+        let (config, tls) = self.listen.clone();
+        Some(listen::spawn(config, tls, self.channel.clone()))
+    }
+
     async fn genesis(&self) -> Result<Hour> {
         Ok(self.genesis)
     }

@@ -14,6 +14,7 @@ mod dashboard;
 mod deltas;
 mod dictionaries;
 mod errors;
+mod events;
 mod exact;
 mod faults;
 mod health;

@@ -39,6 +39,9 @@ pub(super) struct OpenHour {
     /// Store cursor: everything appended up to it is in `keys`.
     pub(super) cursor: i64,
     pub(super) refreshed_at: Option<Instant>,
+    /// Another node wrote to the hour since the last refresh (it said so): the next
+    /// read refreshes at once.
+    pub(super) expired: bool,
     /// Bumped whenever the content changes.
     pub(super) version: u64,
     /// Room held for batches being appended (their keys not yet here), so concurrent
@@ -63,6 +66,7 @@ impl OpenHour {
             target_fpp,
             cursor: 0,
             refreshed_at: None,
+            expired: false,
             version: 0,
             reserved: 0,
             rendered: [None, None, None],

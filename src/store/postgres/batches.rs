@@ -46,7 +46,8 @@ pub(super) async fn marks(store: &PgStore) -> Result<Marks> {
 /// and the insert retried, guarded the same way.
 pub(super) async fn append(store: &PgStore, hour: Hour, keys: &[Key]) -> Result<Hour> {
     let client = store.client().await?;
-    // The batch and its record in one statement (one transaction).
+    // The batch, its record and the notice to other nodes (`listen.rs`, sent on
+    // commit) in one statement (one transaction).
     let insert = store.sql(
         "WITH b AS (
              INSERT INTO {s}.batches (hour, keys, checksum)
@@ -58,7 +59,7 @@ pub(super) async fn append(store: &PgStore, hour: Hour, keys: &[Key]) -> Result<
              SELECT hour, floor(random() * 16)::smallint, 1 FROM b
              ON CONFLICT (hour, slot)
              DO UPDATE SET batches = {s}.batch_counts.batches + 1)
-         SELECT hour FROM b",
+         SELECT b.hour FROM b CROSS JOIN LATERAL (SELECT pg_notify($4, b.hour::text)) n",
     );
     let insert = client.prepare_cached(&insert).await.map_err(pg_error)?;
     let closed = store.sql("SELECT value FROM {s}.meta WHERE name = 'closed_through'");
@@ -68,7 +69,10 @@ pub(super) async fn append(store: &PgStore, hour: Hour, keys: &[Key]) -> Result<
     for _ in 0..16 {
         let checksum = batch_checksum(target, &blob);
         let row = client
-            .query_opt(&insert, &[&target.index(), &blob, &checksum])
+            .query_opt(
+                &insert,
+                &[&target.index(), &blob, &checksum, &store.channel],
+            )
             .await
             .map_err(pg_error)?;
         if let Some(row) = row {
