@@ -544,3 +544,72 @@ async fn watch_carries_on_through_a_server_restart() {
     let _ = watch.wait();
     assert!(changed, "watch reports the ID ingested after the restart");
 }
+
+/// `bloomcast watch` follows the server's event stream: with polls an hour apart, an ID
+/// ingested after it started is still reported, as the event about its version comes.
+#[tokio::test]
+async fn watch_follows_the_event_stream_between_polls() {
+    use std::io::BufRead;
+    let dir = tempfile::tempdir().unwrap();
+    let http = reqwest::Client::new();
+    let server = start(dir.path(), &[]);
+    let mut watch = Command::new(env!("CARGO_BIN_EXE_bloomcast"))
+        .args([
+            "watch",
+            "--server",
+            &server.base,
+            "--every",
+            "3600",
+            "--json",
+            "pushed:1",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let stdout = watch.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+        {
+            let _ = tx.send(line);
+        }
+    });
+    let first = rx
+        .recv_timeout(Duration::from_secs(60))
+        .expect("a first version");
+    assert!(first.contains(r#""event":"version""#), "{first}");
+    // The stream is open once the server counts its subscriber.
+    common::wait::until("the watch's event stream", || {
+        let http = http.clone();
+        let base = server.base.clone();
+        async move {
+            let stats: serde_json::Value = http
+                .get(format!("{base}/stats"))
+                .send()
+                .await
+                .ok()?
+                .json()
+                .await
+                .ok()?;
+            (stats["events"]["subscribers"] == 1).then_some(())
+        }
+    })
+    .await;
+    post_ids(&http, &server.base, &["pushed:1".to_owned()])
+        .await
+        .unwrap();
+    let changed = loop {
+        let line = rx
+            .recv_timeout(Duration::from_secs(60))
+            .expect("the ID reported");
+        if line.contains(r#""event":"changed""#) {
+            break line;
+        }
+    };
+    let _ = watch.kill();
+    let _ = watch.wait();
+    assert!(changed.contains("pushed:1"), "{changed}");
+}

@@ -1,6 +1,13 @@
 //! `bloomcast watch`: follow the open hour, and the next one at its boundary, printing
 //! each of the given IDs the first time a version of the hour says it may have changed.
 //!
+//! It follows the server's event stream (`GET /events`, PROTOCOL.md "Following
+//! changes"): each event (a new version, a seal) is answered by one poll of the hour, so
+//! an ID is printed about a second after it was acknowledged, with no poll between
+//! changes. Where there is no stream (a static mirror: 404) or it drops, it polls every
+//! `--every` seconds, and tries the stream again after the server's `retry:` delay (or
+//! every ten polls where there was none); `--poll` only polls.
+//!
 //! Polls travel as deltas (RFC 9842 `dcz`) against the last version the server offered
 //! as a dictionary, so following an hour costs a little more than what changed in it.
 //!
@@ -32,9 +39,12 @@ pub struct WatchArgs {
     /// The server's base URL, e.g. http://127.0.0.1:8080 (or 127.0.0.1:8080).
     #[arg(long, env = "BLOOMCAST_SERVER")]
     server: String,
-    /// Seconds between polls.
+    /// Seconds between polls where the server has no event stream (or it dropped).
     #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..))]
     every: u64,
+    /// Poll every --every seconds; do not follow the server's event stream (GET /events).
+    #[arg(long)]
+    poll: bool,
     /// A file of IDs, one per line (as `-` reads stdin).
     #[arg(long)]
     file: Option<std::path::PathBuf>,
@@ -242,6 +252,7 @@ impl WatchArgs {
         )
         .freshness(Duration::from_secs(self.freshness))
         .build()?;
+        let mut follow = Follow::new(!self.poll, Duration::from_secs(self.every));
         let mut watcher = Watcher::start(client, ids).await?;
         let interrupted = tokio::signal::ctrl_c();
         tokio::pin!(interrupted);
@@ -283,8 +294,92 @@ impl WatchArgs {
             drop(out);
             tokio::select! {
                 _ = &mut interrupted => return Ok(()),
-                () = tokio::time::sleep(Duration::from_secs(self.every)) => {}
+                () = follow.next_change(&watcher.client) => {}
             }
         }
+    }
+}
+
+/// When to poll next: at the next event of the server's stream, or every `every` where
+/// there is none.
+struct Follow {
+    stream: Option<crate::client::EventStream>,
+    /// Try to open the stream at all (`--poll` says no).
+    wanted: bool,
+    every: Duration,
+    /// Where to resume the stream (`Last-Event-ID`).
+    last_id: Option<String>,
+    /// No stream until then (the server had none, or it dropped).
+    retry_at: Option<tokio::time::Instant>,
+    /// The server's reconnection time.
+    retry: Duration,
+}
+
+impl Follow {
+    fn new(wanted: bool, every: Duration) -> Follow {
+        Follow {
+            stream: None,
+            wanted,
+            every,
+            last_id: None,
+            retry_at: None,
+            retry: Duration::from_secs(2),
+        }
+    }
+
+    /// Returns when the hour should be polled again.
+    async fn next_change(&mut self, client: &Client) {
+        if self.stream.is_none() && self.wanted {
+            self.open(client).await;
+        }
+        let Some(stream) = self.stream.as_mut() else {
+            tokio::time::sleep(self.every).await;
+            return;
+        };
+        let next = stream.next().await;
+        self.last_id = stream.last_event_id().map(str::to_owned);
+        if let Some(retry) = stream.retry() {
+            self.retry = retry;
+        }
+        match next {
+            // A version, a seal or a reset: each is answered by a poll.
+            Ok(Some(_)) => {}
+            Ok(None) => self.dropped("the server ended the event stream".into()),
+            Err(e) => self.dropped(e.to_string()),
+        }
+    }
+
+    async fn open(&mut self, client: &Client) {
+        if self
+            .retry_at
+            .is_some_and(|at| tokio::time::Instant::now() < at)
+        {
+            return;
+        }
+        match client.events(self.last_id.as_deref()).await {
+            Ok(Some(stream)) => {
+                tracing::debug!("following the server's event stream");
+                self.stream = Some(stream);
+                self.retry_at = None;
+            }
+            Ok(None) => {
+                tracing::debug!(
+                    "the server has no event stream; polling every {} s",
+                    self.every.as_secs()
+                );
+                self.retry_at = Some(tokio::time::Instant::now() + self.every * 10);
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot open the server's event stream; polling until it can be");
+                self.retry_at = Some(tokio::time::Instant::now() + self.retry.max(self.every));
+            }
+        }
+    }
+
+    /// The stream is gone: poll now, reconnect after the server's `retry:` delay.
+    fn dropped(&mut self, why: String) {
+        tracing::warn!(error = %why, "the event stream dropped; polling until it is back");
+        self.stream = None;
+        self.retry_at = Some(tokio::time::Instant::now() + self.retry);
     }
 }

@@ -170,7 +170,14 @@ impl Events {
 
     /// Streams open now.
     pub fn subscribers(&self) -> usize {
-        self.settings.max_subscribers - self.slots.available_permits()
+        self.settings
+            .max_subscribers
+            .saturating_sub(self.slots.available_permits())
+    }
+
+    /// Streams this node keeps open at most (`events_max_subscribers`).
+    pub fn max_subscribers(&self) -> usize {
+        self.settings.max_subscribers
     }
 
     /// Ends every stream (the server is stopping: a stream would hold its connection

@@ -43,6 +43,10 @@ pub async fn stats(
         "unions": service.stats().union_work(),
         "build_queue": service.stats().build_queue(),
         "warm": service.stats().warm_stats(),
+        "events": {
+            "subscribers": state.events.subscribers(),
+            "max_subscribers": state.events.max_subscribers(),
+        },
     });
     Ok(([(header::CACHE_CONTROL, "no-store")], Json(body)))
 }

@@ -23,6 +23,7 @@ mod compact;
 mod coverage;
 mod dictionaries;
 mod error;
+mod events;
 mod exact_hours;
 mod fetch;
 mod held;
@@ -44,6 +45,7 @@ pub use coverage::{
     LAG_HOURS,
 };
 pub use error::ClientError;
+pub use events::{EventStream, Parser as EventParser, ServerEvent, IDLE as EVENTS_IDLE};
 pub use history::{default_cache_dir, IdHistory};
 pub use plan::Strategy;
 pub use publish::{PublishOptions, PublishSummary};
