@@ -2,6 +2,7 @@
 
 mod access_log;
 mod app;
+mod atom;
 mod auth;
 mod chain;
 mod client;
@@ -179,6 +180,7 @@ fn routes(state: AppState) -> Router {
         )
         .route("/history", get(history::get_history))
         .route("/events", get(events::get_events))
+        .route("/hours.atom", get(atom::get_feed))
         .route("/.well-known/bloomcast.json", get(chain::well_known))
         .route("/checkpoint", get(chain::checkpoint))
         .route("/chain/{y}/{mo}/{d}/{h}", get(chain::get_chain))

@@ -48,6 +48,8 @@ pub async fn index(State(state): State<AppState>, request: HeaderMap) -> Result<
             "history": "/history?id=ID[&id=ID...][&since=HOUR] (ingest token)",
             "universe": "POST /universe, GET /universe (ingest token)",
             "openapi": "/openapi.json",
+            "events": "/events",
+            "atom": "/hours.atom",
         },
         "exact_since": exact_since.map(|h| h.rfc3339()),
         "ribbon_versions": [1, 2],
@@ -88,6 +90,16 @@ fn index_line(summary: &HourSummary) -> Value {
 /// gzip when the client takes it (an index of 24 hours is about 5 KB, 1 KB gzipped;
 /// pollers fetch it on every call, so it weighs as much as a small hour's filter).
 pub(super) fn revalidated_json(identity: Vec<u8>, request: &HeaderMap) -> Response {
+    revalidated(identity, "application/json", "no-cache", request)
+}
+
+/// As [`revalidated_json`], for a body of `content_type` kept for `cache_control`.
+pub(super) fn revalidated(
+    identity: Vec<u8>,
+    content_type: &'static str,
+    cache_control: &'static str,
+    request: &HeaderMap,
+) -> Response {
     let tag = crate::bloom::to_hex(&crate::dcz::sha256(&identity)[..10]);
     let gzip = accepts_gzip(request);
     let etag = if gzip {
@@ -96,7 +108,10 @@ pub(super) fn revalidated_json(identity: Vec<u8>, request: &HeaderMap) -> Respon
         format!("\"{tag}\"")
     };
     let headers = [
-        (header::CACHE_CONTROL, HeaderValue::from_static("no-cache")),
+        (
+            header::CACHE_CONTROL,
+            HeaderValue::from_static(cache_control),
+        ),
         (header::VARY, HeaderValue::from_static("Accept-Encoding")),
         (
             header::ETAG,
@@ -115,9 +130,9 @@ pub(super) fn revalidated_json(identity: Vec<u8>, request: &HeaderMap) -> Respon
     if matches {
         return (StatusCode::NOT_MODIFIED, headers).into_response();
     }
-    let json = HeaderValue::from_static("application/json");
+    let content_type = HeaderValue::from_static(content_type);
     if !gzip {
-        return (headers, [(header::CONTENT_TYPE, json)], identity).into_response();
+        return (headers, [(header::CONTENT_TYPE, content_type)], identity).into_response();
     }
     let mut enc = GzEncoder::new(Vec::with_capacity(identity.len() / 3), Compression::fast());
     enc.write_all(&identity)
@@ -127,7 +142,7 @@ pub(super) fn revalidated_json(identity: Vec<u8>, request: &HeaderMap) -> Respon
     (
         headers,
         [
-            (header::CONTENT_TYPE, json),
+            (header::CONTENT_TYPE, content_type),
             (header::CONTENT_ENCODING, encoding),
         ],
         body,

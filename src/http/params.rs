@@ -31,6 +31,7 @@ pub fn accepted(route: &str) -> Option<&'static [&'static str]> {
         | "/checkpoint"
         | "/openapi.json"
         | "/events"
+        | "/hours.atom"
         | "/dictionaries/{y}/{mo}/{d}/{h}/{id}" => &[],
         _ => return None,
     })

@@ -1,5 +1,6 @@
 //! API tests: the real router and store, driven in-process.
 
+mod atom;
 mod budget;
 mod caching;
 mod chain;

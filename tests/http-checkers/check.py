@@ -7,6 +7,8 @@
 3. httplint (REDbot's engine) reads every form of an open and a sealed hour, a union
    (a day and a since-range), the index, the chain and the key list, each fetched as a
    poller does (gzip) and revalidated with its ETag: no note at warning level or worse.
+4. feedparser reads the Atom feed of sealed hours (`/hours.atom`): well formed, stable
+   tag URI ids, the sealed hour's entry with its links and count.
 
 Run by tests/http_checkers.rs (which starts the server and seeds it) with the Python of
 a virtual environment holding tests/http-checkers/requirements.txt:
@@ -146,7 +148,8 @@ def httplint_paths(args):
     paths += [args.sealed + form for form in HOUR_FORMS]
     paths += [day + form for day in [today, args.past_day] for form in DAY_FORMS]
     paths += ["/since" + args.sealed + form for form in DAY_FORMS]
-    paths += ["/", "/chain" + args.sealed, "/.well-known/bloomcast.json", "/checkpoint", "/openapi.json"]
+    paths += ["/", "/chain" + args.sealed, "/.well-known/bloomcast.json", "/checkpoint", "/openapi.json",
+              "/hours.atom"]
     dictionary = linked_dictionary(args.base, args.open + ".bin")
     if dictionary:
         paths.append(dictionary)
@@ -178,6 +181,48 @@ def run_httplint(args):
     return paths, by_level, failing
 
 
+def check_feed(args):
+    """The Atom feed read by a real feed parser (feedparser): well formed, ids stable
+    tag URIs, one entry per sealed hour with its links and its count; returns the
+    problems found."""
+    import feedparser
+
+    url = args.base + "/hours.atom"
+    first, again = feedparser.parse(url), feedparser.parse(url)
+    problems = []
+    if first.bozo:
+        problems.append(f"feedparser: {first.bozo_exception}")
+    if first.version != "atom10":
+        problems.append(f"not Atom 1.0 to feedparser: {first.version!r}")
+    feed_id = first.feed.get("id", "")
+    if not feed_id.startswith("tag:") or feed_id != again.feed.get("id"):
+        problems.append(f"feed id not a stable tag URI: {feed_id!r}")
+    if not any(l.get("rel") == "self" and l["href"] == url for l in first.feed.get("links", [])):
+        problems.append("no rel=self link to the feed's own URL")
+    sealed = args.sealed.lstrip("/")
+    entries = [e for e in first.entries
+               if any(l["href"].endswith("/" + sealed) for l in e.get("links", []))]
+    if len(entries) != 1:
+        problems.append(f"{len(entries)} entries for the sealed hour {args.sealed}, not one")
+    else:
+        entry = entries[0]
+        forms = {l.get("title") or "json": l["href"] for l in entry.links}
+        for form in ["json", "bin", "hex", "ribbon2", "chain"]:
+            if form not in forms:
+                problems.append(f"the entry has no {form} link")
+        if not entry.id.startswith(feed_id.rsplit(":", 1)[0] + ":hour/"):
+            problems.append(f"entry id {entry.id!r} is not of the feed's tag")
+        if "bc_count" not in entry or not entry["bc_count"].isdigit():
+            problems.append("the entry has no bc:count")
+    ids = [e.id for e in first.entries]
+    if len(set(ids)) != len(ids) or ids != [e.id for e in again.entries]:
+        problems.append("entry ids are not unique and stable")
+    print(f"feedparser: {len(first.entries)} entries, version {first.version}, {len(problems)} problems")
+    for p in problems:
+        print("!! " + p)
+    return problems
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--base", required=True)
@@ -192,7 +237,7 @@ def main():
     venv_bin = os.path.dirname(sys.executable)
 
     validate_description(args.base)
-    ok = True
+    ok = not check_feed(args)
     if args.only in (None, "httplint"):
         paths, by_level, failing = run_httplint(args)
         counts = ", ".join(f"{lv.value} {by_level[lv.value]}" for lv in [levels.BAD, levels.WARN, levels.INFO, levels.GOOD])
