@@ -245,6 +245,11 @@ fn main() {
             },
         ),
         needs::trial(
+            "a_subscriber_of_one_node_hears_of_ids_another_node_acknowledged",
+            &[Need::Postgres],
+            || needs::block_on(events::a_subscriber_of_one_node_hears_of_ids_another_node_acknowledged()),
+        ),
+        needs::trial(
             "migration_10_records_what_a_schema_written_before_it_holds",
             &[Need::Postgres],
             || needs::block_on(damage::migration_10_records_what_a_schema_written_before_it_holds()),
@@ -626,3 +631,6 @@ mod exact;
 
 #[path = "cluster/damage.rs"]
 mod damage;
+
+#[path = "cluster/events.rs"]
+mod events;

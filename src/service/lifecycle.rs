@@ -218,6 +218,9 @@ impl Service {
             hour = hour.next();
         }
         self.build_exact_after_seal(first, now).await;
+        // A new hour is open, and other nodes may have sealed the last one: followers
+        // learn of both.
+        self.changes.bump();
         match self.store.last_link(now).await {
             Ok(Some(link)) => {
                 self.sealer.keep_head(link.hour, link.header);
