@@ -50,6 +50,9 @@ fn main() {
         needs::trial("a_rotated_key_breaks_no_cached_hour", &needs, || {
             needs::block_on(a_rotated_key_breaks_no_cached_hour())
         }),
+        needs::trial("events_stream_through_the_cache", &needs, || {
+            needs::block_on(events_stream_through_the_cache())
+        }),
     ]);
 }
 
@@ -833,5 +836,41 @@ async fn a_rotated_key_breaks_no_cached_hour() {
         out.contains("k1-3") && out.contains("k3-9") && !out.contains("nobody"),
         "{out}"
     );
+    stack.stop().await;
+}
+
+async fn next_event(stream: &mut bloomcast::client::EventStream) -> bloomcast::client::ServerEvent {
+    tokio::time::timeout(common::wait::HANG, stream.next())
+        .await
+        .expect("an event within a minute")
+        .unwrap()
+        .expect("the stream goes on")
+}
+
+/// `GET /events` through Varnish: passed to a node and streamed, each event as it comes,
+/// for IDs acknowledged by either node; never a cached stream.
+async fn events_stream_through_the_cache() {
+    let stack = Stack::start(30).await;
+    let client = bloomcast::client::Client::new(&stack.cache).unwrap();
+    let mut stream = client
+        .events(None)
+        .await
+        .unwrap()
+        .expect("a stream through the cache");
+    assert_eq!(next_event(&mut stream).await.kind, "version");
+    for (i, n) in [(0, 20), (1, 40)] {
+        stack.publish(i, &ids(&format!("e{i}-"), 20)).await;
+        loop {
+            let event = next_event(&mut stream).await;
+            if event.kind == "version" && event.json().unwrap()["count"] == n {
+                break;
+            }
+        }
+    }
+    // A second subscriber gets the current version, not a cached first one.
+    let mut again = client.events(None).await.unwrap().expect("a second stream");
+    let first = next_event(&mut again).await;
+    assert_eq!(first.json().unwrap()["count"], 40, "{first:?}");
+    drop((stream, again));
     stack.stop().await;
 }

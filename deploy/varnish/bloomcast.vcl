@@ -20,6 +20,11 @@ sub vcl_recv {
     if (req.url ~ "^/(metrics|healthz|stats)(\?|$)") {
         return (pass);
     }
+    # The event stream (Server-Sent Events) is no object to cache: passed to a node and
+    # streamed to the subscriber as the node writes it (vcl_backend_response).
+    if (req.url ~ "^/events(\?|$)") {
+        return (pass);
+    }
     # One spelling per coding set, so that caches hold one object per variant the
     # nodes can send, not one per browser's Accept-Encoding string. A coding counts
     # when listed with q > 0 (as the nodes read it); `dcz` only with a dictionary
@@ -54,6 +59,13 @@ sub vcl_recv {
 }
 
 sub vcl_backend_response {
+    if (bereq.url ~ "^/events(\?|$)") {
+        # Each event as it comes; the nodes' heartbeat (every 30 s) keeps the stream
+        # inside between_bytes_timeout (60 s by default).
+        set beresp.do_stream = true;
+        set beresp.uncacheable = true;
+        return (deliver);
+    }
     # What may be served past its max-age while a fresh copy is fetched: nothing. The
     # open hour's promise is "never older than max-age"; closed hours never expire.
     set beresp.grace = 0s;
