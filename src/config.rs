@@ -273,6 +273,17 @@ settings! {
     /// Hours back an event stream resumes from (Last-Event-ID) without a gap; an older
     /// position gets one reset event (re-read the index). At most retention_hours.
     events_resume_hours: u64 = 24,
+    /// WebSub subscriptions the hub (POST /websub) keeps at most, every topic and
+    /// callback together; past it a new one answers 503 busy.
+    websub_max_subscriptions: usize = 1000,
+    /// The longest WebSub lease (seconds), and the lease given when none is asked.
+    websub_max_lease_seconds: u64 = 864_000,
+    /// WebSub deliveries (and verifications) in flight at most.
+    websub_deliveries: usize = 16,
+    /// Networks WebSub callbacks may resolve into besides public addresses, e.g.
+    /// 10.0.0.0/8 (comma-separated in the environment). Empty: public addresses only, so
+    /// no subscriber can make the hub call into the server's own network.
+    websub_callback_networks: Vec<ipnet::IpNet> = Vec::new(),
 }
 
 /// `data_dir` → `BLOOMCAST_DATA_DIR`.
@@ -339,6 +350,12 @@ impl Settings {
                 self.events_heartbeat_seconds as usize,
             ),
             ("events_resume_hours", self.events_resume_hours as usize),
+            ("websub_max_subscriptions", self.websub_max_subscriptions),
+            (
+                "websub_max_lease_seconds",
+                self.websub_max_lease_seconds as usize,
+            ),
+            ("websub_deliveries", self.websub_deliveries),
         ] {
             if value == 0 {
                 return invalid(name, "must be at least 1");

@@ -30,6 +30,7 @@ mod series;
 mod stats;
 mod timeouts;
 mod universe;
+mod websub;
 
 pub use app::App;
 pub use auth::Auth;
@@ -42,6 +43,7 @@ pub use metrics::{Metrics, Totals};
 pub use negotiate::AVAILABLE_DICTIONARY;
 pub use paths::{canonical_path, filter_path, FilterPath};
 pub use series::run_sampler;
+pub use websub::{signature as websub_signature, Hub, HubSettings};
 
 use crate::service::Service;
 use axum::http::{header, HeaderName, Method};
@@ -71,6 +73,8 @@ pub struct AppState {
     pub access_log: bool,
     /// The node's event streams (`GET /events`).
     pub events: Arc<Events>,
+    /// The WebSub hub of the feed of sealed hours (`POST /websub`).
+    pub hub: Arc<Hub>,
 }
 
 /// The application as one `Router`, for in-process tests (`oneshot`): the whole stack
@@ -181,6 +185,7 @@ fn routes(state: AppState) -> Router {
         .route("/history", get(history::get_history))
         .route("/events", get(events::get_events))
         .route("/hours.atom", get(atom::get_feed))
+        .route("/websub", post(websub::post_hub))
         .route("/.well-known/bloomcast.json", get(chain::well_known))
         .route("/checkpoint", get(chain::checkpoint))
         .route("/chain/{y}/{mo}/{d}/{h}", get(chain::get_chain))

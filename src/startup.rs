@@ -9,7 +9,7 @@ mod standby;
 use crate::chain::KeyId;
 use crate::clock::{Clock, OffsetClock, SystemClock, TimeSource};
 use crate::config::{ConfigError, Settings};
-use crate::http::{router, AppState, Auth, EventSettings, Events, Metrics};
+use crate::http::{router, AppState, Auth, EventSettings, Events, Hub, HubSettings, Metrics};
 use crate::server::{self, ConnLimits};
 use crate::service::{Service, ServiceError, Tuning};
 use crate::store::{LinkError, PgLink, PgStore, SqliteStore, Store, StoreError};
@@ -170,6 +170,17 @@ impl Application {
             dictionary_max_age: Duration::from_secs(settings.dictionary_max_age),
             scrub_pass: Duration::from_secs(settings.scrub_pass_seconds),
         };
+        let hub = Arc::new(Hub::new(
+            HubSettings {
+                max_subscriptions: settings.websub_max_subscriptions,
+                max_lease: Duration::from_secs(settings.websub_max_lease_seconds),
+                deliveries: settings.websub_deliveries,
+                callback_networks: settings.websub_callback_networks.clone(),
+                ..HubSettings::default()
+            },
+            store.clone(),
+            clock.clone(),
+        ));
         let service = Arc::new(Service::new(store, clock, source, tuning).await?);
         // Seal whatever closed while the server was down and load the open hour, in the
         // background: the port opens at once and `/healthz` says `loading` meanwhile.
@@ -192,6 +203,7 @@ impl Application {
                 resume_hours: settings.events_resume_hours.min(settings.retention_hours),
                 ..EventSettings::default()
             })),
+            hub,
         };
         Ok(Application {
             listener,
@@ -263,6 +275,13 @@ impl Application {
                 .service
                 .clone()
                 .run_change_feed(stopped(stop_rx.clone())),
+        );
+        // The WebSub hub: each sealed hour delivered to its subscribers, leases kept.
+        tokio::spawn(
+            self.state
+                .hub
+                .clone()
+                .run(self.state.service.clone(), stopped(stop_rx.clone())),
         );
         // Rates for /stats and the dashboard: sample the counters off the request path.
         tokio::spawn(crate::http::run_sampler(

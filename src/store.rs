@@ -13,6 +13,7 @@ mod rows;
 mod shape;
 mod signatures;
 mod sqlite;
+mod subscriptions;
 mod universe;
 
 pub use forms::{FormName, FormRecord};
@@ -32,6 +33,7 @@ pub use universe::{
 
 pub use postgres::{LinkError, PgLink, PgStore, SslMode, TlsSetupError};
 pub use sqlite::SqliteStore;
+pub use subscriptions::Subscription;
 
 use crate::bloom::{Filter, Key};
 use crate::chain::{ListedKey, PublicKey, Succession};
@@ -389,6 +391,20 @@ pub trait Store: Send + Sync + 'static {
 
     /// `hour`'s exact body, verified, if stored.
     async fn exact(&self, hour: Hour) -> Result<Option<Vec<u8>>>;
+
+    /// The WebSub hub's subscriptions (`crate::websub`), all of them.
+    async fn subscriptions(&self) -> Result<Vec<Subscription>>;
+
+    /// Adds the subscription of its callback and topic, or renews it (its secret and
+    /// lease replaced).
+    async fn put_subscription(&self, subscription: &Subscription) -> Result<()>;
+
+    /// Removes the subscription of `callback` to `topic`; whether there was one.
+    async fn remove_subscription(&self, callback: &str, topic: &str) -> Result<bool>;
+
+    /// Claims the delivery of `hour`'s seal to the hub's subscribers: `true` for the
+    /// first caller only, so that one node of a fleet delivers each hour.
+    async fn claim_delivery(&self, hour: Hour) -> Result<bool>;
 
     /// Records what a derived body of a closed range is (its digest) unless its range
     /// and form have a record; returns the digest recorded (the first one stays, so every

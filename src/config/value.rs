@@ -107,6 +107,26 @@ impl SettingValue for Vec<SecretString> {
     }
 }
 
+/// Networks (`10.0.0.0/8`, `fd00::/8`), comma-separated in the environment.
+impl SettingValue for Vec<ipnet::IpNet> {
+    fn from_env(text: &str) -> Result<Self, String> {
+        text.split(',')
+            .map(str::trim)
+            .filter(|t| !t.is_empty())
+            .map(|t| {
+                t.parse()
+                    .map_err(|e| format!("{t:?} is not a network like 10.0.0.0/8: {e}"))
+            })
+            .collect()
+    }
+    fn show(&self) -> String {
+        format!(
+            "{:?}",
+            self.iter().map(ToString::to_string).collect::<Vec<_>>()
+        )
+    }
+}
+
 /// `postgres://user:secret@host/db` → `postgres://user:***@host/db`.
 pub fn redact_url(url: &str) -> String {
     match (url.find("://"), url.rfind('@')) {

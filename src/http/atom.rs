@@ -12,6 +12,7 @@
 use super::error::Result;
 use super::AppState;
 use crate::hour::Hour;
+use crate::service::Service;
 use axum::extract::State;
 use axum::http::{header, HeaderMap};
 use axum::response::Response;
@@ -23,18 +24,77 @@ pub const ENTRIES: i64 = 48;
 /// The namespace of the feed's own elements (`count`, `digest`, `header`).
 pub const NAMESPACE: &str = "urn:bloomcast:atom:1";
 
+/// Where the feed is read from: the host asked, and whether through `https`.
+#[derive(Debug, Clone)]
+pub struct Origin {
+    pub authority: String,
+    pub https: bool,
+}
+
+impl Origin {
+    /// The origin a request was made to (`Host`, and `X-Forwarded-Proto: https` from
+    /// a proxy that says so).
+    pub fn of(request: &HeaderMap) -> Origin {
+        let authority = request
+            .get(header::HOST)
+            .and_then(|v| v.to_str().ok())
+            .filter(|h| !h.is_empty())
+            .unwrap_or("localhost")
+            .to_owned();
+        let https = request
+            .get("x-forwarded-proto")
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|p| p.trim().eq_ignore_ascii_case("https"));
+        Origin { authority, https }
+    }
+
+    /// `http://HOST` or `https://HOST`.
+    pub fn base(&self) -> String {
+        let scheme = if self.https { "https" } else { "http" };
+        format!("{scheme}://{}", self.authority)
+    }
+}
+
+/// The path of the feed, its WebSub topic.
+pub const PATH: &str = "/hours.atom";
+
 /// `GET /hours.atom`.
 pub async fn get_feed(State(state): State<AppState>, request: HeaderMap) -> Result<Response> {
-    let service = &state.service;
+    let origin = Origin::of(&request);
+    let xml = feed(&state.service, &origin).await?;
+    let mut response = super::meta::revalidated(
+        xml.into_bytes(),
+        "application/atom+xml",
+        "max-age=60",
+        &request,
+    );
+    // WebSub discovery by header as well as in the feed.
+    let links = format!(
+        "<{base}{hub}>; rel=\"hub\", <{base}{PATH}>; rel=\"self\"",
+        base = origin.base(),
+        hub = super::websub::PATH
+    );
+    if let Ok(links) = axum::http::HeaderValue::try_from(links) {
+        response.headers_mut().insert(header::LINK, links);
+    }
+    Ok(response)
+}
+
+/// The feed as read from `origin`: the sealed hours of the last [`ENTRIES`], newest
+/// first, with its hub (`/websub`).
+///
+/// # Errors
+/// The store cannot list the sealed hours.
+pub async fn feed(service: &Service, origin: &Origin) -> Result<String> {
     let now = service.current_hour();
     let from = Hour::from_index(now.index() - ENTRIES).max(service.genesis());
     let mut notes = service.hours().sealed_notes(from, ENTRIES as usize).await?;
     notes.retain(|n| n.hour < now);
     notes.reverse();
-    let base = base_url(&request);
+    let base = escape(&origin.base());
     let tag = format!(
         "tag:{},{}",
-        escape(&authority(&request)),
+        escape(&origin.authority),
         service.genesis().start().format("%Y-%m-%d")
     );
     let updated = notes
@@ -51,11 +111,13 @@ pub async fn get_feed(State(state): State<AppState>, request: HeaderMap) -> Resu
   <updated>{updated}</updated>
   <author><name>bloomcast</name></author>
   <generator version="{version}">bloomcast</generator>
-  <link rel="self" type="application/atom+xml" href="{base}/hours.atom"/>
+  <link rel="self" type="application/atom+xml" href="{base}{PATH}"/>
+  <link rel="hub" href="{base}{HUB}"/>
   <link rel="alternate" type="application/json" href="{base}/"/>
 "#,
         updated = rfc3339(updated),
         version = env!("CARGO_PKG_VERSION"),
+        HUB = super::websub::PATH,
     );
     for note in &notes {
         let hour = note.hour;
@@ -86,37 +148,11 @@ pub async fn get_feed(State(state): State<AppState>, request: HeaderMap) -> Resu
         );
     }
     xml.push_str("</feed>\n");
-    Ok(super::meta::revalidated(
-        xml.into_bytes(),
-        "application/atom+xml",
-        "max-age=60",
-        &request,
-    ))
+    Ok(xml)
 }
 
 fn rfc3339(t: chrono::DateTime<chrono::Utc>) -> String {
     t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
-}
-
-/// The host the feed was asked of (`Host`), for its ids and links.
-fn authority(request: &HeaderMap) -> String {
-    request
-        .get(header::HOST)
-        .and_then(|v| v.to_str().ok())
-        .filter(|h| !h.is_empty())
-        .unwrap_or("localhost")
-        .to_owned()
-}
-
-/// `http://HOST`, or `https://HOST` behind a proxy that says so
-/// (`X-Forwarded-Proto: https`), escaped for XML.
-fn base_url(request: &HeaderMap) -> String {
-    let https = request
-        .get("x-forwarded-proto")
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|p| p.trim().eq_ignore_ascii_case("https"));
-    let scheme = if https { "https" } else { "http" };
-    escape(&format!("{scheme}://{}", authority(request)))
 }
 
 /// `text` safe in XML content and attribute values.

@@ -25,6 +25,7 @@ pub async fn stats(
     let now = service.current_hour();
     let reading = state.metrics.reading();
     let samples = state.metrics.series.with(reading);
+    let websub = state.hub.stats().await;
     let body: Value = json!({
         "now": service.now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
         "target_fpp": tuning.target_fpp,
@@ -47,6 +48,7 @@ pub async fn stats(
             "subscribers": state.events.subscribers(),
             "max_subscribers": state.events.max_subscribers(),
         },
+        "websub": websub,
     });
     Ok(([(header::CACHE_CONTROL, "no-store")], Json(body)))
 }

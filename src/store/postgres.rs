@@ -11,7 +11,7 @@
 
 use super::{
     ChainLink, FormRecord, HourRecord, HourShape, HourSignature, KeyPieces, Linking, Marks, Result,
-    SealedHour, Sealing, Store, StoreError, UniverseAdded, UniverseInfo,
+    SealedHour, Sealing, Store, StoreError, Subscription, UniverseAdded, UniverseInfo,
 };
 use crate::bloom::Key;
 use crate::chain::{Hash, ListedKey, PublicKey, Succession};
@@ -37,6 +37,7 @@ mod sealed;
 mod shape;
 mod signing;
 mod sqlfns;
+mod subscriptions;
 mod tls;
 mod universe;
 
@@ -412,6 +413,34 @@ impl Store for PgStore {
 
     async fn exact(&self, hour: Hour) -> Result<Option<Vec<u8>>> {
         self.timed("exact", false, self.exact_row(hour)).await
+    }
+
+    async fn subscriptions(&self) -> Result<Vec<Subscription>> {
+        self.timed("subscriptions", false, self.subscription_rows())
+            .await
+    }
+
+    async fn put_subscription(&self, subscription: &Subscription) -> Result<()> {
+        self.timed(
+            "put_subscription",
+            false,
+            self.put_subscription_row(subscription),
+        )
+        .await
+    }
+
+    async fn remove_subscription(&self, callback: &str, topic: &str) -> Result<bool> {
+        self.timed(
+            "remove_subscription",
+            false,
+            self.remove_subscription_row(callback, topic),
+        )
+        .await
+    }
+
+    async fn claim_delivery(&self, hour: Hour) -> Result<bool> {
+        self.timed("claim_delivery", false, self.claim_delivery_row(hour))
+            .await
     }
 
     async fn record_form(&self, record: &FormRecord) -> Result<Hash> {

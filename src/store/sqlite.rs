@@ -11,7 +11,7 @@
 use super::{
     batch_checksum, filter_checksum, keys_to_blob, receiver_gone, sealed_keys_checksum, ChainLink,
     FormRecord, HourSignature, KeyPieces, Linking, Marks, Result, SealedHour, Sealing, Store,
-    StoreError, UniverseAdded, UniverseInfo,
+    StoreError, Subscription, UniverseAdded, UniverseInfo,
 };
 use crate::bloom::Key;
 use crate::chain::{Hash, ListedKey, PublicKey, Succession};
@@ -32,6 +32,7 @@ mod forms;
 mod reads;
 mod schema;
 mod signing;
+mod subscriptions;
 mod universe;
 mod writer;
 
@@ -371,6 +372,29 @@ impl Store for SqliteStore {
 
     async fn exact(&self, hour: Hour) -> Result<Option<Vec<u8>>> {
         self.read(move |conn| universe::exact(conn, hour)).await
+    }
+
+    async fn subscriptions(&self) -> Result<Vec<Subscription>> {
+        self.read(subscriptions::all).await
+    }
+
+    async fn put_subscription(&self, subscription: &Subscription) -> Result<()> {
+        let change = subscriptions::HubChange::Put(subscription.clone());
+        self.command(|reply| Command::Hub { change, reply }).await?;
+        Ok(())
+    }
+
+    async fn remove_subscription(&self, callback: &str, topic: &str) -> Result<bool> {
+        let change = subscriptions::HubChange::Remove {
+            callback: callback.to_owned(),
+            topic: topic.to_owned(),
+        };
+        self.command(|reply| Command::Hub { change, reply }).await
+    }
+
+    async fn claim_delivery(&self, hour: Hour) -> Result<bool> {
+        let change = subscriptions::HubChange::Claim(hour);
+        self.command(|reply| Command::Hub { change, reply }).await
     }
 
     async fn record_form(&self, record: &FormRecord) -> Result<Hash> {

@@ -242,6 +242,18 @@ impl Store for Wrapped {
     async fn exact(&self, hour: Hour) -> Result<Option<Vec<u8>>> {
         self.inner.exact(hour).await
     }
+    async fn subscriptions(&self) -> Result<Vec<bloomcast::store::Subscription>> {
+        self.inner.subscriptions().await
+    }
+    async fn put_subscription(&self, s: &bloomcast::store::Subscription) -> Result<()> {
+        self.inner.put_subscription(s).await
+    }
+    async fn remove_subscription(&self, callback: &str, topic: &str) -> Result<bool> {
+        self.inner.remove_subscription(callback, topic).await
+    }
+    async fn claim_delivery(&self, hour: Hour) -> Result<bool> {
+        self.inner.claim_delivery(hour).await
+    }
     async fn record_form(&self, record: &FormRecord) -> Result<[u8; 32]> {
         self.inner.record_form(record).await
     }

@@ -10,7 +10,8 @@ use deadpool_postgres::{Pool, Transaction};
 
 /// Migrations, applied in order once each; `{s}` is the quoted schema. Versions 3 and 8
 /// are the SQL functions' (`sqlfns::VERSION`), installed only where pgcrypto is; 9 is
-/// the universe's; 10 the records that find deleted rows (`integrity`).
+/// the universe's; 10 the records that find deleted rows (`integrity`); 12 the WebSub
+/// hub's (`subscriptions`).
 const MIGRATIONS: &[(i32, &str)] = &[
     (
         1,
@@ -83,6 +84,7 @@ INSERT INTO {s}.meta (name, value)
     (9, super::universe::MIGRATION),
     (10, super::integrity::MIGRATION),
     (11, super::signing::MIGRATION_11),
+    (12, super::subscriptions::MIGRATION),
 ];
 
 /// Creates the schema if needed and applies the migrations it lacks.

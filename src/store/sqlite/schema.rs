@@ -33,7 +33,9 @@ pub const APPLICATION_ID: i32 = 0x626C_6F6D;
 ///    sealed, and the chain's first hour (`chain_since`), so that a row deleted is
 ///    found (see [`crate::store::HourRecord`], [`crate::store::Tally`]).
 /// 8: each signing key's succession signatures (`signing_keys.vouch`, `.ack`).
-pub const SCHEMA_VERSION: i32 = 8;
+/// 9: the WebSub hub's subscriptions and claimed deliveries (`subscriptions`,
+///    `deliveries`).
+pub const SCHEMA_VERSION: i32 = 9;
 
 /// Version 7's records of what is there now (trusted at this moment): a zero-batch
 /// record for each closed hour in the served range that has neither a sealed row nor
@@ -239,6 +241,10 @@ pub(super) fn prepare(conn: &mut Connection, path: &Path) -> Result<()> {
     }
     if from < 8 {
         tx.execute_batch(super::signing::V8).map_err(sql_error)?;
+    }
+    if from < 9 {
+        tx.execute_batch(super::subscriptions::V9)
+            .map_err(sql_error)?;
     }
     if from < SCHEMA_VERSION || app_id == 0 {
         tx.execute_batch(&format!(

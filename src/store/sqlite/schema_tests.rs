@@ -123,6 +123,7 @@ async fn write_v6_store(dir: &Path) -> Vec<Key> {
          ALTER TABLE signing_keys DROP COLUMN ack;
          DELETE FROM batch_counts WHERE batches = 0;
          DELETE FROM meta WHERE name = 'chain_since';
+         DROP TABLE subscriptions; DROP TABLE deliveries;
          PRAGMA user_version = 6;",
     )
     .unwrap();

@@ -91,6 +91,11 @@ pub(super) enum Command {
         record: FormRecord,
         reply: oneshot::Sender<Result<Hash>>,
     },
+    /// A change to the WebSub hub's rows; whether it changed anything.
+    Hub {
+        change: super::subscriptions::HubChange,
+        reply: oneshot::Sender<Result<bool>>,
+    },
     /// Stores an hour's exact body unless it has one; the stored body.
     PutExact {
         hour: Hour,
@@ -282,6 +287,9 @@ fn apply_group(
                 Command::PutAck { key, ack, .. } => {
                     Answer::Flag(super::signing::put_ack(&tx, key, ack)?)
                 }
+                Command::Hub { change, .. } => {
+                    Answer::Flag(super::subscriptions::apply(&tx, change)?)
+                }
                 Command::Sign { signature, key, .. } => {
                     Answer::Flag(super::signing::insert_signature(&tx, signature, key)?)
                 }
@@ -396,7 +404,8 @@ fn reply_all(group: Vec<Command>, outcome: Result<Vec<Answer>>) {
                     (
                         Command::RegisterKey { reply, .. }
                         | Command::Sign { reply, .. }
-                        | Command::PutAck { reply, .. },
+                        | Command::PutAck { reply, .. }
+                        | Command::Hub { reply, .. },
                         Answer::Flag(f),
                     ) => reply.send(Ok(f)).map_err(drop),
                     (Command::AddToUniverse { reply, .. }, Answer::Universe(u)) => {
@@ -426,7 +435,8 @@ fn reply_all(group: Vec<Command>, outcome: Result<Vec<Answer>>) {
                     Command::Prune { reply, .. } => reply.send(Err(err())).map_err(drop),
                     Command::RegisterKey { reply, .. }
                     | Command::Sign { reply, .. }
-                    | Command::PutAck { reply, .. } => reply.send(Err(err())).map_err(drop),
+                    | Command::PutAck { reply, .. }
+                    | Command::Hub { reply, .. } => reply.send(Err(err())).map_err(drop),
                     Command::AddToUniverse { reply, .. } => reply.send(Err(err())).map_err(drop),
                     Command::PutExact { reply, .. } => reply.send(Err(err())).map_err(drop),
                     Command::RecordForm { reply, .. } => reply.send(Err(err())).map_err(drop),
