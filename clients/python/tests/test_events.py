@@ -309,3 +309,116 @@ def test_a_dropped_stream_resumes_with_last_event_id_and_loses_no_sealed_hour(
         "/events", OPEN + ".bin", OPEN + ".bin",  # on connecting, its version event
         "/events", OPEN + ".bin",  # on reconnecting: hour 10's final bytes, read once
         NEXT + ".bin"]  # hour 10's seal (read already), then hour 11's version
+
+
+# --- resuming on the real server across an hour's seal ------------------------------------
+
+class Relay:
+    """A TCP relay on a port of its own to `backend` (host, port), so that a watch keeps
+    its server address while the server behind it is replaced. `cut()` drops every
+    connection and holds new ones (for up to 60 s) until a backend is set again."""
+
+    def __init__(self):
+        import socket
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.base = "http://127.0.0.1:%d" % self.listener.getsockname()[1]
+        self.backend, self.live = None, []
+        self.ready = threading.Event()
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        import socket
+        while True:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            if not self.ready.wait(60):
+                client.close()
+                continue
+            upstream = socket.create_connection(self.backend, timeout=30)
+            upstream.settimeout(None)
+            self.live += [client, upstream]
+            for a, b in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def _pipe(a, b):
+        import socket
+        try:
+            while True:
+                data = a.recv(65536)
+                if not data:
+                    break
+                b.sendall(data)
+        except OSError:
+            pass
+        for s in (a, b):
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def to(self, base):
+        host, port = base.removeprefix("http://").rsplit(":", 1)
+        self.backend = (host, int(port))
+        self.ready.set()
+
+    def cut(self):
+        import socket
+        self.ready.clear()
+        for s in self.live:  # shut down first: that wakes a recv blocked on it, and says FIN
+            for end in (lambda: s.shutdown(socket.SHUT_RDWR), s.close):
+                try:
+                    end()
+                except OSError:
+                    pass
+        self.live = []
+
+    def close(self):
+        self.cut()
+        self.listener.close()
+
+
+def test_a_watch_resumed_on_the_real_server_loses_no_sealed_hour(tmp_path):
+    """The server runs an hour behind (hour H-1 open), the watch follows it; its stream
+    is cut, an ID is ingested unseen, and the server is started again at the real time,
+    sealing H-1: the watch, reconnected, reads H-1's final bytes (the ID unseen) and
+    follows hour H."""
+    from conftest import LiveServer, bloomcast_binary, NO_BINARY
+    from hostile import TOLERANCE, away_from_the_hours_end
+    binary = bloomcast_binary()
+    if binary is None:
+        pytest.skip(NO_BINARY)
+    away_from_the_hours_end()
+    data = tmp_path / "server"
+    data.mkdir()
+    relay, servers = Relay(), []
+    servers.append(LiveServer(binary, data, BLOOMCAST_CLOCK_OFFSET_SECONDS="-3600"))
+    relay.to(servers[0].base)
+    watching = Watch("--server", relay.base, "--every", "3600", "--json", "r:1", "r:2", "r:3")
+    try:
+        before = watching.next(within=30)
+        post(servers[0].base, ["r:1"])
+        assert watching.next(within=10)["count"] == 1
+        assert watching.next(within=10)["id"] == "r:1"
+        relay.cut()  # the stream drops; the watch reconnects, held by the relay
+        post(servers[0].base, ["r:2"])  # unseen: no stream, no poll
+        servers[0].close()
+        servers.append(LiveServer(binary, data, **TOLERANCE))  # hour H-1 is sealed
+        relay.to(servers[1].base)
+        final, unseen = watching.next(within=30), watching.next(within=10)
+        assert (final["hour"], final["count"]) == (before["hour"], 2)
+        assert (unseen["hour"], unseen["id"]) == (before["hour"], "r:2")
+        opened = watching.next(within=10)  # hour H, following on
+        assert opened["hour"] > before["hour"] and opened["count"] == 0
+        post(servers[1].base, ["r:3"])
+        assert watching.next(within=10)["count"] == 1
+        changed = watching.next(within=10)
+        assert (changed["hour"], changed["id"]) == (opened["hour"], "r:3")
+    finally:
+        code, err = watching.stop()
+        relay.close()
+        for server in servers:
+            server.close()
+    assert code == 0, err
