@@ -12,8 +12,7 @@ from . import Client, parse_hour
 from .estimate import ShapeMismatch, load, ones, overlap, round_half_away
 from .history import History, default_cache_dir, rfc3339
 from .rustjson import dumps, rust_float
-from .events import EventSource
-from .watch import Watcher, event_line, follow
+from .watch import Watcher, event_line
 
 # Seconds between watch polls (and before reconnecting its stream) are slept here: tests
 # replace it to end a watch.
@@ -216,9 +215,9 @@ def cmd_watch(args):
     # Even when started with SIGINT ignored (a background job of a script), as the Rust
     # verb, which always listens for it.
     signal.signal(signal.SIGINT, signal.default_int_handler)
-    source = None if args.poll else EventSource(client)
     try:
-        for events in follow(watcher, source, args.every, lambda seconds: sleep(seconds)):
+        for events in watcher.follow(args.every, stream=not args.poll,
+                                     sleep=lambda seconds: sleep(seconds)):
             for event in events:
                 line = event_line(event, args.json)
                 if line is not None:
@@ -229,9 +228,6 @@ def cmd_watch(args):
                     print(f"bloomcast-py: unverified: {why}", file=sys.stderr, flush=True)
     except KeyboardInterrupt:
         return  # Ctrl-C ends a watch, exit code 0, as the Rust verb's
-    finally:
-        if source is not None:
-            source.close()
 
 
 def add_watch(verbs, server_help):

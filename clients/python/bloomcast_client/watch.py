@@ -105,6 +105,16 @@ class Watcher:
             self.version, self.reported = None, set()
         return events
 
+    def follow(self, every=10, stream=True, sleep=time.sleep):
+        """This watcher's events, poll by poll, forever (see `follow`): by the server's
+        event stream where it has one (`stream`), else polls every `every` seconds."""
+        source = EventSource(self.client) if stream else None
+        try:
+            yield from follow(self, source, every, sleep)
+        finally:
+            if source is not None:
+                source.close()
+
     def _fetch(self):
         """(document, path) of the hour; a `.bin` without its Bloom-* headers (a static
         mirror) switches this watcher to the self-describing `.json` form."""
