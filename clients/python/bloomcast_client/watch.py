@@ -135,9 +135,9 @@ def follow(watcher, source, every, sleep=time.sleep):
     the poll it says is due (see on_event), the stream opening makes one; none is made
     between events. A server without a stream (NoStream) is polled every `every`
     seconds and its stream tried again every NO_STREAM_POLLS polls; a stream that cannot
-    be opened, or drops and cannot be reopened after its `retry` delay, is polled for
-    too, from at once, and tried again every few seconds meanwhile (from `retry`,
-    doubling up to MOST_BACKOFF). Without `source`: polls every `every` seconds."""
+    be opened is polled for too, from at once, and one that drops and cannot be reopened
+    after its `retry` delay from `every` seconds later; either is tried again every few
+    seconds meanwhile (from `retry`, doubling up to MOST_BACKOFF). Without `source`: polls every `every` seconds."""
     tries = _Tries(source)
     connected = tries.open()
     while True:
@@ -146,7 +146,9 @@ def follow(watcher, source, every, sleep=time.sleep):
             for event in source.events():
                 yield from on_event(watcher, event)
             sleep(source.retry)  # the stream ended: reconnect after its retry delay
-            connected = tries.open()
+            # Not back (its server restarting?): the next poll after `every` seconds,
+            # unless the stream is back first.
+            connected = tries.open() or tries.wait(every, sleep)
             continue
         yield watcher.poll()
         connected = tries.wait(every, sleep)

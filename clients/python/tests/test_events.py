@@ -283,6 +283,21 @@ def test_a_stream_that_fails_is_polled_for_and_tried_again_meanwhile(fake_server
         "/events", OPEN + ".bin", "/events", "/events", OPEN + ".bin", OPEN + ".bin"]
 
 
+def test_a_stream_that_drops_and_is_not_back_is_polled_for_after_every_seconds(
+        fake_server, monkeypatch, capsys):
+    """Its server restarting: no poll at once (it would fail, ending the watch), the
+    stream tried again meanwhile."""
+    server = fake_server(hours={OPEN: (["a"], False)},
+                         events=[b"retry: 3000\n\n", 503, b"retry: 1\n\n"])
+    sleep, calls = sleeps(3)
+    monkeypatch.setattr(cli_reading, "sleep", sleep)
+    assert main(["watch", "--server", server.base, "--every", "10", "a"]) == 0
+    assert capsys.readouterr().out == "a\n"
+    assert calls == [3.0, 3.0, 0.001]  # its retry; backoff from it: back; ended again
+    assert [p for p in server.paths if p != "/"] == [
+        "/events", OPEN + ".bin", "/events", "/events", OPEN + ".bin"]
+
+
 def test_a_dropped_stream_resumes_with_last_event_id_and_loses_no_sealed_hour(
         fake_server, monkeypatch, capsys):
     """The stream drops in hour 10; meanwhile hour 10 gets b and is sealed, and hour 11
