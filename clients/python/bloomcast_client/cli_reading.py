@@ -14,7 +14,8 @@ from .history import History, default_cache_dir, rfc3339
 from .rustjson import dumps, rust_float
 from .watch import Watcher, event_line
 
-# Seconds between watch polls are slept here: tests replace it to end a watch.
+# Seconds between watch polls (and before reconnecting its stream) are slept here: tests
+# replace it to end a watch.
 sleep = time.sleep
 
 U64_MAX = 2 ** 64 - 1
@@ -215,8 +216,9 @@ def cmd_watch(args):
     # verb, which always listens for it.
     signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
-        while True:
-            for event in watcher.poll():
+        for events in watcher.follow(args.every, stream=not args.poll,
+                                     sleep=lambda seconds: sleep(seconds)):
+            for event in events:
                 line = event_line(event, args.json)
                 if line is not None:
                     print(line, flush=True)
@@ -224,7 +226,6 @@ def cmd_watch(args):
                 if hour not in said:
                     said.add(hour)
                     print(f"bloomcast-py: unverified: {why}", file=sys.stderr, flush=True)
-            sleep(args.every)
     except KeyboardInterrupt:
         return  # Ctrl-C ends a watch, exit code 0, as the Rust verb's
 
@@ -234,11 +235,17 @@ def add_watch(verbs, server_help):
         "watch", help="follow the open hour and print each given ID the first time it may "
         "have changed, until interrupted",
         description="Follow the open hour (and the next ones) and print each ID the first "
-        "time it may have changed in it, polling with deltas (extra dcz), until "
-        "interrupted (Ctrl-C: exit code 0).")
+        "time it may have changed in it, until interrupted (Ctrl-C: exit code 0). The "
+        "server's event stream (GET /events) says when the hour has a new version, which "
+        "is then fetched (as a delta with the extra dcz); where there is no stream (a "
+        "static mirror, an older server) or while it is down, the hour is polled every "
+        "--every seconds.")
     p.add_argument("--server", default=os.environ.get("BLOOMCAST_SERVER"), help=server_help)
     p.add_argument("--every", default="10", metavar="SECONDS",
-                   help="seconds between polls [default: 10]")
+                   help="seconds between polls, where the server has no event stream "
+                   "or while it is down [default: 10]")
+    p.add_argument("--poll", action="store_true",
+                   help="poll every --every seconds, without the server's event stream")
     p.add_argument("--file", help="a file of IDs, one per line (as - reads stdin)")
     p.add_argument("--json", action="store_true",
                    help="print one JSON object per event (version and changed, each with "

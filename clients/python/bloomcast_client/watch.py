@@ -8,12 +8,27 @@ without it). With a verifying client (`pubkey`), each version of the open hour i
 verified by its Bloom-Open-Signature (one made longer ago than the client's freshness
 bound is refused: a replay would hide the changes since; one served unsigned is listed
 in the client's `unverified`), and each hour's final bytes, read once it is sealed and
-before moving on, by the hour chain."""
+before moving on, by the hour chain.
+
+`follow` drives a Watcher: by the server's event stream (`GET /events`) where it has
+one, polling the hour on each `version` or `sealed` event (and on connecting) and not
+between them; by polls every `every` seconds where it has none (a static mirror, an
+older server) or while the stream is down, trying the stream again meanwhile."""
 
 import datetime
+import json
+import time
 
 from . import Filter, HTTPError, ProtocolError, hour_path, of_hour, parse_hour
+from .events import EventSource, NoStream, StreamFailed
 from .rustjson import dumps
+
+# Polls between tries of a server that has no stream (404): a mirror never gets one, a
+# server upgraded meanwhile is followed by its stream from then on.
+NO_STREAM_POLLS = 6
+# Seconds between tries of a stream that failed (its server restarting, busy): from its
+# `retry` delay, doubling up to this, polling every `every` seconds meanwhile.
+MOST_BACKOFF = 60
 
 
 def rfc3339(hour):
@@ -90,6 +105,16 @@ class Watcher:
             self.version, self.reported = None, set()
         return events
 
+    def follow(self, every=10, stream=True, sleep=time.sleep):
+        """This watcher's events, poll by poll, forever (see `follow`): by the server's
+        event stream where it has one (`stream`), else polls every `every` seconds."""
+        source = EventSource(self.client) if stream else None
+        try:
+            yield from follow(self, source, every, sleep)
+        finally:
+            if source is not None:
+                source.close()
+
     def _fetch(self):
         """(document, path) of the hour; a `.bin` without its Bloom-* headers (a static
         mirror) switches this watcher to the self-describing `.json` form."""
@@ -101,3 +126,103 @@ class Watcher:
                 raise
         self.suffix = ".json"
         return self._fetch()
+
+
+def follow(watcher, source, every, sleep=time.sleep):
+    """Yields the Watcher's events, poll by poll (a list, maybe empty, per poll), forever.
+
+    With `source` (an EventSource of the same server), each event of its stream makes
+    the poll it says is due (see on_event), the stream opening makes one; none is made
+    between events. A server without a stream (NoStream) is polled every `every`
+    seconds and its stream tried again every NO_STREAM_POLLS polls; a stream that cannot
+    be opened is polled for too, from at once, and one that drops and cannot be reopened
+    after its `retry` delay from `every` seconds later; either is tried again every few
+    seconds meanwhile (from `retry`, doubling up to MOST_BACKOFF). Without `source`: polls every `every` seconds."""
+    tries = _Tries(source)
+    connected = tries.open()
+    while True:
+        if connected:
+            yield watcher.poll()  # what changed before the stream was opened
+            for event in source.events():
+                yield from on_event(watcher, event)
+            sleep(source.retry)  # the stream ended: reconnect after its retry delay
+            # Not back (its server restarting?): the next poll after `every` seconds,
+            # unless the stream is back first.
+            connected = tries.open() or tries.wait(every, sleep)
+            continue
+        yield watcher.poll()
+        connected = tries.wait(every, sleep)
+
+
+def on_event(watcher, event):
+    """The polls (their events, list by list) an event of the stream calls for: on
+    `version` or `sealed` of the watcher's hour or a later one, the hour (and, once it is
+    complete, the next ones up to the event's hour); on `reset` (or an event whose data
+    does not say its hour), the watcher's hour. None for a `version` naming the version
+    the watcher holds, nor for an hour the watcher is past (a resumed stream's seals)."""
+    if event.type not in ("version", "sealed", "reset"):
+        return
+    try:
+        data = json.loads(event.data)
+        hour = parse_hour(data["hour"])
+    except (ValueError, KeyError, TypeError, AttributeError):
+        data, hour = {}, None
+    if event.type == "reset" or hour is None:
+        yield watcher.poll()
+        return
+    if hour < watcher.hour:
+        return
+    if event.type == "version" and hour == watcher.hour and watcher.version is not None \
+            and version_of(data.get("etag")) == watcher.version:
+        return
+    while True:
+        at = watcher.hour
+        yield watcher.poll()
+        if watcher.hour == at or watcher.hour > hour:
+            return
+
+
+class _Tries:
+    """When follow tries the stream: at once, then as the last try calls for."""
+
+    def __init__(self, source):
+        self.source = source
+        self.absent = source is None  # no stream here: tried every NO_STREAM_POLLS polls
+        self.polls = 0
+        self.backoff = 0
+
+    def open(self):
+        """Whether the stream is open now."""
+        if self.source is None:
+            return False
+        try:
+            self.source.open()
+        except NoStream:
+            self.absent, self.polls = True, 0
+            return False
+        except StreamFailed:
+            self.absent = False
+            self.backoff = min(max(self.backoff * 2, self.source.retry), MOST_BACKOFF)
+            return False
+        self.absent, self.backoff = False, 0
+        return True
+
+    def wait(self, every, sleep):
+        """Sleeps until the next poll is due, `every` seconds; whether the stream was
+        opened meanwhile (then that is the next poll's moment)."""
+        if self.absent:
+            sleep(every)
+            self.polls += 1
+            return self.source is not None and self.polls % NO_STREAM_POLLS == 0 \
+                and self.open()
+        waited = 0
+        while waited < every:
+            step = min(self.backoff, every - waited)
+            sleep(step)
+            waited += step
+            if self.open():
+                return True
+            if self.absent:  # it answers 404 now: polls alone, from the next one
+                sleep(every - waited)
+                return False
+        return False

@@ -56,13 +56,16 @@ class FakeServer:
     hour path to (body, headers) served at `.exact` (section 14) with the Bloom-* headers
     and Repr-Digest of the body, which `headers` override; other `.exact` paths are 404,
     the current hour's 406. `chain` maps an hour path to its chain entry, served at
-    `/chain/...?limit=1`. Ribbons are 404. `corrupt`: hour paths whose every form
+    `/chain/...?limit=1`. `events`: what each request for `/events` gets in turn, an
+event stream's bytes (sent as `text/event-stream`, then the connection is closed), a
+status, or a dict answered as JSON (a catch-all); past the last, and without `events`,
+404 (no stream). Ribbons are 404. `corrupt`: hour paths whose every form
     answers 500 `corrupt`, as does every `/since/` union over one. `checkpoint`: the
     document served at `/checkpoint` (404 without one)."""
 
     def __init__(self, current="2026-11-23T10:00:00Z", genesis="2026-11-01T00:00:00Z",
                  ids=(), hours=None, retention_hours=720, static=False, index=None,
-                 exact=None, chain=None, corrupt=(), checkpoint=None):
+                 exact=None, chain=None, corrupt=(), checkpoint=None, events=None):
         self.current, self.genesis, self.ids = current, genesis, list(ids)
         self.hours, self.retention_hours = dict(hours or {}), retention_hours
         self.index, self.exact, self.chain = dict(index or {}), dict(exact or {}), \
@@ -70,6 +73,7 @@ class FakeServer:
         self.static = static  # a static mirror: .bin bodies without their Bloom-* headers
         self.corrupt = set(corrupt)
         self.checkpoint = checkpoint  # served at /checkpoint (404 without)
+        self.events = list(events or [])  # /events, one per request (404 past the last)
         self.paths, self.posted, self.headers, self.kept = [], [], [], {}
         fake = self
 
@@ -90,6 +94,8 @@ class FakeServer:
             def do_GET(self):
                 fake.paths.append(self.path)
                 fake.headers.append(dict(self.headers))
+                if self.path == "/events":
+                    return self._send_events()
                 if self.path == "/":
                     return self._send(200, {
                         "service": "bloomcast", "retention_hours": fake.retention_hours,
@@ -135,6 +141,22 @@ class FakeServer:
                 else:
                     doc["hour"] = fake.current
                 return self._send(200, doc)
+
+            def _send_events(self):
+                stream = fake.events.pop(0) if fake.events else 404
+                if isinstance(stream, dict):
+                    return self._send(200, stream)
+                if isinstance(stream, int):
+                    return self._send(stream, {"error": "not_found" if stream == 404
+                                               else "busy", "message": "no stream"})
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Cache-Control", "no-store")
+                self.send_header("Connection", "close")
+                self.end_headers()
+                self.wfile.write(stream)
+                self.wfile.flush()
+                self.close_connection = True
 
             def _send_exact(self, path):
                 if fake.hour_name(path) == fake.current:
