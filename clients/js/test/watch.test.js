@@ -198,7 +198,10 @@ test("a sealed event: the hour's final bytes, then the next hour; a dropped stre
   const done = client.watch(["a", "b", "c"], { onEvent, signal: stop.signal, every: 3600, hour: hourName });
   try {
     await until((es) => es.length === 1, "the first version");
-    while (!fake.state.open) await new Promise((r) => setTimeout(r, 20));
+    for (let i = 0; !fake.state.open; i++) {
+      assert.ok(i < 250, "no stream opened");
+      await new Promise((r) => setTimeout(r, 20));
+    }
     // A version event: the hour is fetched.
     fake.state.hours.get(HOUR).ids.push("a");
     fake.send(`: heartbeat\n\n${event("version", "2026010203-1", { hour: hourName, path: hourPath(HOUR), count: 1, etag: `"v${HOUR}-1-false"` })}`);
