@@ -448,8 +448,8 @@ export class Client {
    * Follows the open hour, and the next one at its boundary, as the CLIs' `watch` does:
    * `onEvent` gets a `version` event for each new version read and a `changed` event the
    * first time a version of the hour may contain one of `ids` (once per ID and hour). Each
-   * hour is fetched as a poll would (`.bin`, revalidated with its ETag; `.json` from a
-   * static mirror; verified with a `pubkey`); a sealed hour's final bytes are read before
+   * hour is fetched as a poll would (`.bin`, revalidated with its ETag; the JSON document
+   * from a static mirror; verified with a `pubkey`); a sealed hour's final bytes are read before
    * the next hour is followed. When to fetch is told by the server's push stream
    * (`GET /events`): a browser's `EventSource`, else a `fetch` reader (Node). Where there
    * is no stream (404: a static mirror, an older server; another status) the hour is
@@ -625,7 +625,7 @@ export class Watcher {
   readonly hourName: string;
   /** The version last reported for the hour, or null. */
   version: string | null;
-  /** The form read: "bin", or "json" once a `.bin` came without its Bloom-* headers. */
+  /** The form read: "bin", or "json" (the document) once a `.bin` came without its Bloom-* headers. */
   repr: "bin" | "json";
   /** Polls the hour once; moves to the next hour once it is complete (its final bytes
    * read first). CorruptHoursError naming the hour when the server could not verify it. */

@@ -2355,7 +2355,7 @@ export class EventStreamParser {
  * Follows one hour at a time for `ids`, starting at `hour` (a past hour is read once,
  * complete, then the next, up to the open hour: resuming a watch where it stopped), one
  * `poll()` at a time, as the CLIs' watchers do. Reads the hour's `.bin` form (its ETag is
- * the version a `version` event names), or `.json` where a `.bin` comes without its
+ * the version a `version` event names), or its JSON document where a `.bin` comes without its
  * `Bloom-*` headers (a static mirror).
  */
 export class Watcher {
