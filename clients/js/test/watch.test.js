@@ -249,3 +249,43 @@ test("Watcher.poll alone, as the CLIs' watchers: one version event, each ID once
     await fake.close();
   }
 });
+
+test("a static mirror (files, no /events, a .bin without Bloom-* headers): polled as JSON documents", async () => {
+  const { mkdtempSync, mkdirSync, writeFileSync, rmSync } = await import("node:fs");
+  const { tmpdir } = await import("node:os");
+  const { join } = await import("node:path");
+  const { serveMirror } = await import("../support/static.js");
+  const dir = mkdtempSync(join(tmpdir(), "bloomcast-js-watch-mirror-"));
+  const { m, k } = optimalParams(10, 0.01);
+  const filter = Filter.empty(m, k);
+  await filter.insert("mirrored");
+  const hourName = new Date(HOUR).toISOString().replace(".000Z", "Z");
+  const path = hourPath(HOUR);
+  mkdirSync(join(dir, path.slice(0, -3)), { recursive: true });
+  // As `bloomcast mirror` lays them out: the document as /HH and /HH.json, the raw form alone.
+  const doc = JSON.stringify({ hour: hourName, complete: true, count: 1, m, k, hash: "sha1-km32", fpp: filter.fpp(), filter: filter.toHex() });
+  for (const name of [path, `${path}.json`]) writeFileSync(join(dir, name), doc);
+  writeFileSync(join(dir, `${path}.bin`), filter.bytes);
+  const mirror = await serveMirror(dir);
+  const { events, onEvent, until } = collector();
+  const errors = [];
+  const stop = new AbortController();
+  const done = new Client(mirror.base).watch(["mirrored", "absent"], { onEvent, onError: (e) => errors.push(e), signal: stop.signal, hour: hourName, every: 0.2, retryStream: 0.3 });
+  try {
+    await until(changed("mirrored"), "mirrored");
+    // The hour is complete: the next one is followed, not there yet (404), polled again.
+    const deadline = Date.now() + 5000;
+    const count = (url) => mirror.seen.filter((u) => u === url).length;
+    while ((count(hourPath(NEXT)) < 2 || count("/events") < 2) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+  } finally {
+    stop.abort();
+  }
+  assert.equal(await done, new Date(NEXT).toISOString().replace(".000Z", "Z"));
+  await mirror.close();
+  rmSync(dir, { recursive: true, force: true });
+  assert.deepEqual(events.map((e) => [e.event, e.id ?? e.count]), [["version", 1], ["changed", "mirrored"]]);
+  assert.ok(mirror.seen.includes(`${path}.bin`) && mirror.seen.includes(path), mirror.seen.join(" "));
+  assert.ok(mirror.seen.filter((u) => u === "/events").length >= 2, "the stream asked for again");
+  assert.ok(mirror.seen.filter((u) => u === hourPath(NEXT)).length >= 2, "the next hour polled");
+  assert.ok(errors.length >= 2 && errors.every((e) => e.status === 404), errors.map((e) => e.message).join("; "));
+});
