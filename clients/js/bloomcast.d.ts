@@ -433,15 +433,35 @@ export class Client {
   );
   readonly registered: boolean;
   readonly base: string;
-  stats: { requests: number; notModified: number; cacheHits: number };
+  /** Requests made, 304s, complete filters answered from memory, and the body bytes of
+   * the filters read (as sent where the response has a Content-Length, else decoded). */
+  stats: { requests: number; notModified: number; cacheHits: number; bodyBytes: number };
   index(): Promise<Index>;
   /** The last `hours` hours as far back as the server has them: `since` (RFC 3339) and whether it was cut short. */
   window(hours: number): Promise<{ since: string; clamped: boolean }>;
   /** Any filter by path, revalidated by ETag. With a `pubkey`, an hour is verified before
    * it is returned or kept, and one without a signature is refused (VerificationError,
    * `unsigned`); unions (days, `since`) are never signed, never verified. */
-  filter(path: string): Promise<Fetched>;
+  filter(path: string, options?: { repr?: "json" | "hex" | "bin" }): Promise<Fetched>;
   hour(hour: Date | string): Promise<Fetched>;
+  /**
+   * Follows the open hour, and the next one at its boundary, as the CLIs' `watch` does:
+   * `onEvent` gets a `version` event for each new version read and a `changed` event the
+   * first time a version of the hour may contain one of `ids` (once per ID and hour). Each
+   * hour is fetched as a poll would (`.bin`, revalidated with its ETag; the JSON document
+   * from a static mirror; verified with a `pubkey`); a sealed hour's final bytes are read before
+   * the next hour is followed. When to fetch is told by the server's push stream
+   * (`GET /events`): a browser's `EventSource`, else a `fetch` reader (Node). Where there
+   * is no stream (404: a static mirror, an older server; another status) the hour is
+   * polled every `every` seconds and the stream asked for again every `retryStream`
+   * seconds; while a stream is down it is polled, and reconnected after the stream's
+   * `retry` with `Last-Event-ID`. Resolves once `signal` aborts (after a request in
+   * flight) to the hour followed then (RFC 3339, to resume with `hour`). Rejects with a
+   * VerificationError (what a `pubkey` refuses ends the watch, as in the CLIs), or what
+   * `onEvent` throws; any other failure (transport, an error status, a 500 corrupt, an
+   * hour not there yet) goes to `onError` and is tried again at the next event or poll.
+   */
+  watch(ids: Iterable<string>, options: WatchOptions): Promise<string>;
   /** A closed hour as a ribbon, at the target fpp or at `fpp`: `.ribbon` (checked against
    * `Repr-Digest` when sent) or, with `repr: "json"`, `.ribbon.json` (checked against its
    * `digest` and header fields). With a `pubkey`, its signature is verified over the
@@ -520,4 +540,94 @@ export class Client {
    * StaleError (stale source, or a listing ending more than an hour before the hour the
    * checkpoint names) unless `acceptStale`. */
   verifyChain(since: Date | string, options?: { acceptStale?: boolean }): Promise<VerifiedHours>;
+}
+
+/** What `Client#watch` reports, as the CLIs' `watch --json` lines. */
+export type WatchEvent =
+  | {
+      event: "version";
+      /** The hour (RFC 3339). */
+      hour: string;
+      /** The version read: its `.bin` ETag without W/, quotes, -gz, -dcz (the version a
+       * `GET /events` `version` event names). */
+      version: string;
+      /** Distinct IDs in it. */
+      count: number;
+      /** Body bytes read for it (as sent where the response has a Content-Length). */
+      bytes: number;
+      /** Whether it came as a `dcz` delta: only where the platform's `fetch` does that
+       * itself (a browser with Compression Dictionary Transport); never in Node. */
+      delta: boolean;
+      /** With a `pubkey`: the version came without its signature (used, not verified). */
+      unverified?: true;
+    }
+  | { event: "changed"; hour: string; version: string; id: string; bytes: number };
+
+export interface WatchOptions {
+  /** Called with each event, in order (awaited when it returns a promise). */
+  onEvent: (event: WatchEvent) => unknown;
+  /** Called with each failure the watch goes on after (default: none). */
+  onError?: (error: Error) => unknown;
+  /** Stops the watch. */
+  signal?: AbortSignal;
+  /** Seconds between polls while there is no stream (default 10). */
+  every?: number;
+  /** The hour to start at (default: the server's current hour); a past hour is read
+   * complete, then each next one. */
+  hour?: Date | string;
+  /** Whether to follow `GET /events` (default true); false only polls. */
+  stream?: boolean;
+  /** Seconds before asking for a stream again once refused (default 60). */
+  retryStream?: number;
+  /** The EventSource class to use (default `globalThis.EventSource`); null reads the
+   * stream with `fetch` (the client's). */
+  EventSource?: (new (url: string) => EventTarget & { readonly readyState: number; close(): void }) | null;
+}
+
+/** The version an ETag names: W/, quotes, -gz, -dcz removed. */
+export function versionOf(etag: string | null | undefined): string;
+
+/** One event of a `text/event-stream`. */
+export interface StreamEvent {
+  /** `event:` (default "message"). */
+  type: string;
+  /** The `data:` lines, joined with LF. */
+  data: string;
+  /** The last event ID when it was dispatched. */
+  lastEventId: string;
+}
+
+/**
+ * A `text/event-stream` parser (WHATWG HTML, "Server-sent events"): `push` decoded text in
+ * chunks cut anywhere; CRLF, LF and CR line ends, comments, multi-line data, `id` (kept
+ * across events and connections), `retry` (digits only). `end()` at the end of a
+ * connection discards what was not dispatched.
+ */
+export class EventStreamParser {
+  constructor(onEvent: (event: StreamEvent) => void, options?: { onRetry?: (ms: number) => void });
+  /** What a reconnection sends as `Last-Event-ID` ("" for none). */
+  lastEventId: string;
+  /** The reconnection time the stream set (milliseconds), or null. */
+  retry: number | null;
+  push(text: string): void;
+  end(): void;
+}
+
+/** Follows one hour at a time, one `poll()` at a time, as the CLIs' watchers. */
+export class Watcher {
+  constructor(client: Client, ids: Iterable<string>, hour: Date | string);
+  /** A watcher at the server's current hour. */
+  static start(client: Client, ids: Iterable<string>): Promise<Watcher>;
+  readonly client: Client;
+  readonly ids: string[];
+  /** The hour followed now. */
+  hour: Date;
+  readonly hourName: string;
+  /** The version last reported for the hour, or null. */
+  version: string | null;
+  /** The form read: "bin", or "json" (the document) once a `.bin` came without its Bloom-* headers. */
+  repr: "bin" | "json";
+  /** Polls the hour once; moves to the next hour once it is complete (its final bytes
+   * read first). CorruptHoursError naming the hour when the server could not verify it. */
+  poll(): Promise<WatchEvent[]>;
 }

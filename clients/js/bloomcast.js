@@ -1465,7 +1465,7 @@ export class Client {
     this.fetchImpl = fetchImpl ?? globalThis.fetch.bind(globalThis);
     /** path → Fetched: complete filters forever, open ones to revalidate. */
     this.cache = new Map();
-    this.stats = { requests: 0, notModified: 0, cacheHits: 0 };
+    this.stats = { requests: 0, notModified: 0, cacheHits: 0, bodyBytes: 0 };
   }
 
   async request(path, init = {}) {
@@ -1526,8 +1526,9 @@ export class Client {
    * `unverified` (a Set, for `changedSince`): an hour without a signature is added to it
    * (RFC 3339) and returned unverified instead of refused (a sealed one is not kept).
    */
-  async filter(path, { unverified = null } = {}) {
-    const url = path + SUFFIX[this.repr];
+  async filter(path, { unverified = null, repr = this.repr } = {}) {
+    if (!(repr in SUFFIX)) throw new TypeError(`repr is json, hex or bin, not ${repr}`);
+    const url = path + SUFFIX[repr];
     const cached = this.cache.get(url);
     if (cached?.meta.complete) {
       this.stats.cacheHits++;
@@ -1547,10 +1548,15 @@ export class Client {
     if (response.status !== 200) throw new ProtocolError(`${url}: unexpected status ${response.status}`);
     let fetched;
     const etag = response.headers.get("etag");
-    if (this.repr === "json") {
+    const body = new Uint8Array(await response.arrayBuffer());
+    // The body's size as sent when the response says (Content-Length: gzip's compressed
+    // size), else as decoded: `fetch` does not tell the size on the wire.
+    const sent = Number(response.headers.get("content-length"));
+    this.stats.bodyBytes += Number.isSafeInteger(sent) && sent >= 0 && response.headers.has("content-length") ? sent : body.length;
+    if (repr === "json") {
       let doc;
       try {
-        doc = await response.json();
+        doc = JSON.parse(new TextDecoder().decode(body));
       } catch (e) {
         throw new DecodeError(`${url}: body is not JSON: ${e.message}`);
       }
@@ -1558,10 +1564,7 @@ export class Client {
       fetched = new Fetched(meta, filter, etag);
     } else {
       const meta = parseHeaders(response.headers);
-      const filter =
-        this.repr === "hex"
-          ? Filter.fromHex(await response.text(), meta.m, meta.k, { lenient: true })
-          : new Filter(meta.m, meta.k, new Uint8Array(await response.arrayBuffer()));
+      const filter = repr === "hex" ? Filter.fromHex(new TextDecoder().decode(body), meta.m, meta.k, { lenient: true }) : new Filter(meta.m, meta.k, body);
       fetched = new Fetched(meta, filter, etag);
     }
     if (checked) {
@@ -2216,6 +2219,21 @@ export class Client {
     return this.answer(out, coverage, stale, acceptStale);
   }
 
+  /**
+   * Follows the open hour, and the next one at its boundary, as the CLIs' `watch` does:
+   * calls `onEvent` with `{event: "version", hour, version, count, bytes, delta}` for each
+   * new version read, and `{event: "changed", hour, version, id, bytes}` the first time a
+   * version of the hour may contain one of `ids`. Each hour is fetched as a poll would
+   * (`.bin`, revalidated with its ETag; verified with a `pubkey`); a sealed hour's final
+   * bytes are read before moving on. When to fetch is told by the server's push stream
+   * (`GET /events`: `EventSource` where there is one, else a `fetch` reader), else by a
+   * poll every `every` seconds. Resolves, once `signal` aborts, to the hour followed then
+   * (RFC 3339, to resume with `hour`); rejects on a VerificationError (as the CLIs end).
+   */
+  watch(ids, options = {}) {
+    return follow(this, ids, options);
+  }
+
   /** `changes` as a `Changes` with `coverage` (`from`, `to`, `unverified`, `checkpoint`)
    * and `stale`; rejects with `stale` (its `answer` this one) unless `acceptStale`. */
   answer(changes, coverage, stale, acceptStale) {
@@ -2228,4 +2246,364 @@ export class Client {
     }
     return out;
   }
+}
+
+// --- Following the open hour: `watch`, told by `GET /events` -------------------------
+
+/** The version an ETag names, whatever the encoding: W/, quotes, -gz, -dcz removed (as
+ * the CLIs' `watch` say it; a `version` event's `etag` is the same version). */
+export function versionOf(etag) {
+  let t = String(etag ?? "");
+  if (t.startsWith("W/")) t = t.slice(2);
+  t = t.replace(/^"+|"+$/g, "");
+  if (t.endsWith("-gz")) t = t.slice(0, -3);
+  if (t.endsWith("-dcz")) t = t.slice(0, -4);
+  return t;
+}
+
+/**
+ * A parser of `text/event-stream` (WHATWG HTML, "Server-sent events", the interpretation
+ * of the stream), for where there is no `EventSource` (Node): `push(text)` the decoded
+ * text as it arrives, in chunks cut anywhere; `onEvent({type, data, lastEventId})` is
+ * called for each event dispatched. Lines end with CRLF, LF or CR; `:` lines are
+ * comments; `data` lines join with LF; an `id` with NUL is ignored; `retry` (digits only)
+ * sets `retry` and calls `onRetry(ms)`; a blank line dispatches (nothing when no data
+ * came). `end()` at the end of a stream discards what was not dispatched, keeping
+ * `lastEventId` for the next connection's `Last-Event-ID`.
+ */
+export class EventStreamParser {
+  constructor(onEvent, { onRetry = () => {} } = {}) {
+    this.onEvent = onEvent;
+    this.onRetry = onRetry;
+    /** The last event ID string: what a reconnection sends as `Last-Event-ID`. */
+    this.lastEventId = "";
+    /** The reconnection time the stream set (milliseconds), or null. */
+    this.retry = null;
+    this.end();
+  }
+
+  /** Feeds decoded text (a leading U+FEFF of a stream is skipped). */
+  push(text) {
+    if (!text) return;
+    if (!this.begun) {
+      this.begun = true;
+      if (text[0] === "\uFEFF") text = text.slice(1);
+    }
+    let buffer = this.buffer + text;
+    let at = 0;
+    if (this.cr && buffer[0] === "\n") at = 1; // the LF of a CRLF cut between two chunks
+    this.cr = false;
+    for (;;) {
+      let end = at;
+      while (end < buffer.length && buffer[end] !== "\n" && buffer[end] !== "\r") end++;
+      if (end === buffer.length) break;
+      const line = buffer.slice(at, end);
+      if (buffer[end] === "\r") {
+        if (end + 1 === buffer.length) {
+          this.cr = true;
+          at = end + 1;
+        } else {
+          at = buffer[end + 1] === "\n" ? end + 2 : end + 1;
+        }
+      } else {
+        at = end + 1;
+      }
+      this.line(line);
+    }
+    this.buffer = buffer.slice(at);
+  }
+
+  line(line) {
+    if (line === "") return this.dispatch();
+    if (line[0] === ":") return undefined;
+    const colon = line.indexOf(":");
+    const field = colon < 0 ? line : line.slice(0, colon);
+    let value = colon < 0 ? "" : line.slice(colon + 1);
+    if (value[0] === " ") value = value.slice(1);
+    if (field === "event") this.type = value;
+    else if (field === "data") this.data += `${value}\n`;
+    else if (field === "id") {
+      if (!value.includes("\0")) this.idBuffer = value;
+    } else if (field === "retry" && /^[0-9]+$/.test(value)) {
+      this.retry = Number(value);
+      this.onRetry(this.retry);
+    }
+    return undefined;
+  }
+
+  dispatch() {
+    this.lastEventId = this.idBuffer;
+    const { type, data } = this;
+    this.type = "";
+    this.data = "";
+    if (data === "") return;
+    this.onEvent({ type: type || "message", data: data.slice(0, -1), lastEventId: this.lastEventId });
+  }
+
+  /** The stream ended: what was not dispatched is discarded. */
+  end() {
+    this.buffer = "";
+    this.cr = false;
+    this.begun = false;
+    this.type = "";
+    this.data = "";
+    this.idBuffer = this.lastEventId;
+  }
+}
+
+/**
+ * Follows one hour at a time for `ids`, starting at `hour` (a past hour is read once,
+ * complete, then the next, up to the open hour: resuming a watch where it stopped), one
+ * `poll()` at a time, as the CLIs' watchers do. Reads the hour's `.bin` form (its ETag is
+ * the version a `version` event names), or its JSON document where a `.bin` comes without its
+ * `Bloom-*` headers (a static mirror).
+ */
+export class Watcher {
+  constructor(client, ids, hour) {
+    this.client = client;
+    this.ids = [...ids];
+    this.hour = hourOfPath(hourPath(hour));
+    this.version = null;
+    this.reported = new Set();
+    this.repr = "bin";
+  }
+
+  /** A watcher at the server's current hour. */
+  static async start(client, ids) {
+    return new Watcher(client, ids, (await client.index()).current.hour);
+  }
+
+  /** The hour followed now (RFC 3339). */
+  get hourName() {
+    return hourName(this.hour);
+  }
+
+  /** Polls the hour once and resolves to its events; moves to the next hour once this one
+   * is complete (its final bytes read first). An hour the server could not verify rejects
+   * with a CorruptHoursError naming it (the watcher stays on it). */
+  async poll() {
+    const name = hourName(this.hour);
+    const before = this.client.stats.bodyBytes;
+    const unverified = this.client.pubkey ? new Set() : null;
+    let fetched;
+    try {
+      fetched = await this.client.filter(hourPath(this.hour), { repr: this.repr, unverified });
+    } catch (e) {
+      if (this.repr === "bin" && e instanceof DecodeError) {
+        this.repr = "json";
+        return this.poll();
+      }
+      throw ofHour(e, name);
+    }
+    const bytes = this.client.stats.bodyBytes - before;
+    const etag = fetched.etag ?? "";
+    const version = versionOf(etag);
+    const events = [];
+    if (this.version !== version) {
+      // A delta only where the platform's fetch speaks dcz itself (a browser with
+      // Compression Dictionary Transport): its ETag says so.
+      const delta = etag.replace(/^W\//, "").replace(/^"+|"+$/g, "").endsWith("-dcz");
+      const event = { event: "version", hour: name, version, count: fetched.meta.count, bytes, delta };
+      if (unverified?.size && !fetched.meta.complete) event.unverified = true;
+      events.push(event);
+      for (const id of this.ids) {
+        if (!this.reported.has(id) && (await fetched.mayContain(id))) {
+          this.reported.add(id);
+          events.push({ event: "changed", hour: name, version, id, bytes });
+        }
+      }
+      this.version = version;
+    }
+    if (fetched.meta.complete) {
+      this.hour = new Date(this.hour.getTime() + HOUR_MS);
+      this.version = null;
+      this.reported.clear();
+    }
+    return events;
+  }
+}
+
+/** The reconnection time before a stream says its own (`retry:`), milliseconds. */
+const STREAM_RETRY_MS = 2000;
+
+/** `Client#watch`. */
+async function follow(client, ids, { onEvent, onError, signal, every = 10, hour, stream = true, retryStream = 60, EventSource: EventSourceImpl = globalThis.EventSource } = {}) {
+  if (typeof onEvent !== "function") throw new TypeError("watch needs onEvent, a function called with each event");
+  if (!(every > 0)) throw new TypeError(`every is a number of seconds above 0, not ${every}`);
+  if (!(retryStream > 0)) throw new TypeError(`retryStream is a number of seconds above 0, not ${retryStream}`);
+  const report = typeof onError === "function" ? onError : () => {};
+  const watcher = hour === undefined || hour === null ? await Watcher.start(client, ids) : new Watcher(client, ids, hour);
+  if (signal?.aborted) return watcher.hourName;
+
+  let pending = true; // a poll is due (the first one at once)
+  let streaming = false;
+  let wake = null;
+  const nudge = () => {
+    const resolve = wake;
+    wake = null;
+    resolve?.();
+  };
+  const hooks = {
+    opened() {
+      streaming = true;
+    },
+    dropped() {
+      // Poll at once, then every `every` seconds until the stream is back.
+      if (!streaming) return;
+      streaming = false;
+      pending = true;
+      nudge();
+    },
+    message(type, data) {
+      if (type !== "version" && type !== "sealed" && type !== "reset") return;
+      if (type === "version") {
+        let doc = null;
+        try {
+          doc = JSON.parse(data);
+        } catch {
+          report(new ProtocolError(`/events: a version event whose data is not JSON: ${data.slice(0, 200)}`));
+        }
+        // The version this watcher read last: nothing to fetch.
+        if (doc && watcher.repr === "bin" && Date.parse(doc.hour) === watcher.hour.getTime() && versionOf(doc.etag) === watcher.version) return;
+      }
+      pending = true;
+      nudge();
+    },
+  };
+  const onAbort = () => nudge();
+  signal?.addEventListener("abort", onAbort);
+  const feed = stream ? openFeed(client, EventSourceImpl, hooks, retryStream * 1000, report) : null;
+  let timer = null;
+  try {
+    while (!signal?.aborted) {
+      if (pending) {
+        pending = false;
+        await catchUp(watcher, onEvent, report, signal);
+        continue;
+      }
+      await new Promise((resolve) => {
+        wake = resolve;
+        if (!streaming) {
+          timer = setTimeout(() => {
+            pending = true;
+            nudge();
+          }, every * 1000);
+        }
+      });
+      clearTimeout(timer);
+    }
+  } finally {
+    clearTimeout(timer);
+    feed?.close();
+    signal?.removeEventListener("abort", onAbort);
+  }
+  return watcher.hourName;
+}
+
+/** Polls until the hour followed is open (a sealed one is read, then the next). */
+async function catchUp(watcher, onEvent, report, signal) {
+  while (!signal?.aborted) {
+    const from = watcher.hour.getTime();
+    let events;
+    try {
+      events = await watcher.poll();
+    } catch (e) {
+      if (e instanceof VerificationError) throw e;
+      report(e); // a passing failure (transport, 503, a 500 corrupt, an hour not there yet): tried again at the next poll
+      return;
+    }
+    for (const event of events) await onEvent(event);
+    if (watcher.hour.getTime() === from) return;
+  }
+}
+
+/**
+ * The server's push stream (`GET /events`) for `hooks` (`opened()`, `message(type,
+ * data)`, `dropped()`): with `EventSourceImpl` (a browser's `EventSource`), which
+ * reconnects by itself with `Last-Event-ID`; else read with `fetch` and parsed here. A
+ * stream refused (404 from a static mirror or an older server, another status, another
+ * type) is tried again after `retryStreamMs`; one that drops, after the stream's
+ * `retry`. `close()` ends it.
+ */
+function openFeed(client, EventSourceImpl, hooks, retryStreamMs, report) {
+  const url = `${client.base}/events`;
+  let closed = false;
+  let timer = null;
+  if (typeof EventSourceImpl === "function") {
+    let source = null;
+    const connect = () => {
+      if (closed) return;
+      source = new EventSourceImpl(url);
+      source.addEventListener("open", () => hooks.opened());
+      for (const type of ["version", "sealed", "reset"]) source.addEventListener(type, (e) => hooks.message(type, e.data));
+      source.addEventListener("error", () => {
+        hooks.dropped();
+        // CLOSED: refused (not 200 text/event-stream); CONNECTING: it reconnects itself.
+        if (source.readyState === 2 && !closed) {
+          source.close();
+          timer = setTimeout(connect, retryStreamMs);
+        }
+      });
+    };
+    connect();
+    return {
+      close() {
+        closed = true;
+        clearTimeout(timer);
+        source?.close();
+      },
+    };
+  }
+  const controller = new AbortController();
+  let retryMs = STREAM_RETRY_MS;
+  const parser = new EventStreamParser((e) => hooks.message(e.type, e.data), { onRetry: (ms) => (retryMs = ms) });
+  let sleeping = null;
+  const run = async () => {
+    while (!closed) {
+      let wait = retryMs;
+      try {
+        const headers = { accept: "text/event-stream" };
+        if (parser.lastEventId) headers["last-event-id"] = parser.lastEventId;
+        const response = await client.fetchImpl(url, { headers, cache: "no-store", signal: controller.signal });
+        const type = response.headers.get("content-type") ?? "";
+        if (response.status === 200 && /^text\/event-stream\s*(;|$)/i.test(type) && response.body) {
+          hooks.opened();
+          const reader = response.body.getReader();
+          const decoder = new TextDecoder();
+          try {
+            for (;;) {
+              const { value, done } = await reader.read();
+              if (done) break;
+              parser.push(decoder.decode(value, { stream: true }));
+            }
+          } finally {
+            parser.end();
+          }
+          wait = retryMs;
+        } else {
+          await response.body?.cancel().catch(() => {});
+          wait = retryStreamMs;
+        }
+      } catch (e) {
+        if (closed) return;
+        report(new BloomcastError("transport", `${url}: ${e.message}`));
+        wait = retryMs;
+      }
+      if (closed) return;
+      hooks.dropped();
+      await new Promise((resolve) => {
+        sleeping = resolve;
+        timer = setTimeout(resolve, wait);
+      });
+    }
+  };
+  run();
+  return {
+    close() {
+      closed = true;
+      clearTimeout(timer);
+      sleeping?.();
+      controller.abort();
+    },
+  };
 }
