@@ -315,10 +315,6 @@ pub async fn get_events(State(state): State<AppState>, request: HeaderMap) -> Re
         let _ = feed.changed().await;
     }
     let mut first = VecDeque::new();
-    first.push_back(Bytes::from(format!(
-        "retry: {}\n\n",
-        events.settings.retry.as_millis()
-    )));
     let current = feed.borrow_and_update().clone();
     let asked = request
         .get("last-event-id")
@@ -348,6 +344,15 @@ pub async fn get_events(State(state): State<AppState>, request: HeaderMap) -> Re
         }
     }
     pending(&current, &mut position, &mut first);
+    // The reconnection time, in the first event's block: parsers that read `retry` only
+    // as a field of an event (not on its own) take it too.
+    let retry = format!("retry: {}\n", events.settings.retry.as_millis());
+    if let Some(block) = first.front_mut() {
+        let mut with_retry = Vec::with_capacity(retry.len() + block.len());
+        with_retry.extend_from_slice(retry.as_bytes());
+        with_retry.extend_from_slice(block);
+        *block = Bytes::from(with_retry);
+    }
     let heartbeat = events.settings.heartbeat;
     let stream = futures_util::stream::unfold(
         (

@@ -36,11 +36,23 @@ impl ServerEvent {
     }
 }
 
+/// The bytes of a response, as the parser reads them.
+type Bytes = futures_util::stream::BoxStream<'static, reqwest::Result<bytes::Bytes>>;
+
 /// An open event stream.
-#[derive(Debug)]
 pub struct EventStream {
-    response: reqwest::Response,
-    parser: Parser,
+    events: eventsource_stream::EventStream<Bytes>,
+    last_id: Option<String>,
+    retry: Option<Duration>,
+}
+
+impl std::fmt::Debug for EventStream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EventStream")
+            .field("last_id", &self.last_id)
+            .field("retry", &self.retry)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Client {
@@ -75,12 +87,12 @@ impl Client {
             // Something answers at /events that is not an event stream: none here.
             return Ok(None);
         }
+        use eventsource_stream::Eventsource as _;
+        use futures_util::StreamExt as _;
         Ok(Some(EventStream {
-            response,
-            parser: Parser {
-                last_id: last_event_id.map(str::to_owned),
-                ..Parser::default()
-            },
+            events: response.bytes_stream().boxed().eventsource(),
+            last_id: last_event_id.map(str::to_owned),
+            retry: None,
         }))
     }
 }
@@ -89,185 +101,112 @@ impl EventStream {
     /// The next event; `Ok(None)` once the server ended the stream.
     ///
     /// # Errors
-    /// Transport errors, and [`ClientError::Protocol`] when nothing came for [`IDLE`].
+    /// Transport errors, a stream that is not UTF-8, and [`ClientError::Protocol`] when
+    /// nothing came for [`IDLE`].
     pub async fn next(&mut self) -> Result<Option<ServerEvent>> {
-        loop {
-            if let Some(event) = self.parser.next_event() {
-                return Ok(Some(event));
-            }
-            let chunk = tokio::time::timeout(IDLE, self.response.chunk())
-                .await
-                .map_err(|_| {
-                    ClientError::Protocol(format!(
-                        "the event stream sent nothing for {} s, not even a heartbeat",
-                        IDLE.as_secs()
-                    ))
-                })??;
-            match chunk {
-                Some(bytes) => self.parser.feed(&bytes),
-                None => return Ok(None),
-            }
+        use futures_util::StreamExt as _;
+        let next = tokio::time::timeout(IDLE, self.events.next())
+            .await
+            .map_err(|_| {
+                ClientError::Protocol(format!(
+                    "the event stream sent nothing for {} s, not even a heartbeat",
+                    IDLE.as_secs()
+                ))
+            })?;
+        let event = match next {
+            None => return Ok(None),
+            Some(Ok(event)) => event,
+            Some(Err(eventsource_stream::EventStreamError::Transport(e))) => return Err(e.into()),
+            Some(Err(e)) => return Err(ClientError::Protocol(format!("event stream: {e}"))),
+        };
+        if let Some(retry) = event.retry {
+            self.retry = Some(retry);
         }
+        self.last_id = (!event.id.is_empty())
+            .then(|| event.id.clone())
+            .or(self.last_id.take());
+        Ok(Some(ServerEvent {
+            kind: event.event,
+            data: event.data,
+            id: self.last_id.clone(),
+        }))
     }
 
     /// The id to resume after (`Last-Event-ID`), if any event had one.
     pub fn last_event_id(&self) -> Option<&str> {
-        self.parser.last_id.as_deref()
+        self.last_id.as_deref()
     }
 
     /// The reconnection time the server asked for (`retry:`), if it did.
     pub fn retry(&self) -> Option<Duration> {
-        self.parser.retry
-    }
-}
-
-/// The event-stream parser of WHATWG HTML ("Interpreting an event stream"), fed bytes
-/// as they arrive.
-#[derive(Debug, Default)]
-pub struct Parser {
-    pending: Vec<u8>,
-    /// A CR ended the last line: an LF right after it belongs to it.
-    after_cr: bool,
-    data: String,
-    has_data: bool,
-    kind: String,
-    last_id: Option<String>,
-    retry: Option<Duration>,
-    ready: std::collections::VecDeque<ServerEvent>,
-}
-
-impl Parser {
-    /// Takes `bytes` of the stream.
-    pub fn feed(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            if self.after_cr {
-                self.after_cr = false;
-                if b == b'\n' {
-                    continue;
-                }
-            }
-            match b {
-                b'\n' => self.line(),
-                b'\r' => {
-                    self.line();
-                    self.after_cr = true;
-                }
-                _ => self.pending.push(b),
-            }
-        }
-    }
-
-    /// The next complete event, if any.
-    pub fn next_event(&mut self) -> Option<ServerEvent> {
-        self.ready.pop_front()
-    }
-
-    fn line(&mut self) {
-        let line = String::from_utf8_lossy(&std::mem::take(&mut self.pending)).into_owned();
-        if line.is_empty() {
-            self.dispatch();
-            return;
-        }
-        if line.starts_with(':') {
-            return;
-        }
-        let (field, value) = match line.split_once(':') {
-            Some((f, v)) => (f, v.strip_prefix(' ').unwrap_or(v)),
-            None => (line.as_str(), ""),
-        };
-        match field {
-            "event" => self.kind = value.to_owned(),
-            "data" => {
-                if self.has_data {
-                    self.data.push('\n');
-                }
-                self.data.push_str(value);
-                self.has_data = true;
-            }
-            "id" if !value.contains('\0') => {
-                self.last_id = (!value.is_empty()).then(|| value.to_owned());
-            }
-            "retry" if !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()) => {
-                self.retry = value.parse().ok().map(Duration::from_millis);
-            }
-            _ => {}
-        }
-    }
-
-    fn dispatch(&mut self) {
-        let kind = std::mem::take(&mut self.kind);
-        if !self.has_data {
-            return;
-        }
-        self.has_data = false;
-        self.ready.push_back(ServerEvent {
-            kind: if kind.is_empty() {
-                "message".into()
-            } else {
-                kind
-            },
-            data: std::mem::take(&mut self.data),
-            id: self.last_id.clone(),
-        });
+        self.retry
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-    fn events(chunks: &[&[u8]]) -> (Vec<ServerEvent>, Parser) {
-        let mut parser = Parser::default();
-        let mut out = Vec::new();
-        for chunk in chunks {
-            parser.feed(chunk);
-            while let Some(e) = parser.next_event() {
-                out.push(e);
-            }
-        }
-        (out, parser)
-    }
-
-    #[test]
-    fn reads_the_servers_events_split_anywhere() {
-        let stream = b"retry: 2000\n\nid: 2008090313-0\nevent: version\ndata: {\"count\":0}\n\n:\n\nevent: reset\ndata: {}\n\n";
-        for split in 0..stream.len() {
-            let (got, parser) = events(&[&stream[..split], &stream[split..]]);
-            assert_eq!(parser.retry, Some(Duration::from_millis(2000)));
-            assert_eq!(
-                got,
-                [
-                    ServerEvent {
-                        kind: "version".into(),
-                        data: "{\"count\":0}".into(),
-                        id: Some("2008090313-0".into())
-                    },
-                    ServerEvent {
-                        kind: "reset".into(),
-                        data: "{}".into(),
-                        id: Some("2008090313-0".into())
-                    },
-                ],
-                "split at {split}"
+    /// A server answering one request with `status` and `body` (an event stream when 200).
+    async fn answering(status: &'static str, body: &'static str) -> Client {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            let (mut socket, _) = listener.accept().await.unwrap();
+            let mut request = [0u8; 2048];
+            let _ = socket.read(&mut request).await;
+            let head = format!(
+                "HTTP/1.1 {status}\r\ncontent-type: text/event-stream\r\ncontent-length: {}\r\n\r\n",
+                body.len()
             );
-        }
+            socket.write_all(head.as_bytes()).await.unwrap();
+            // In two pieces, split inside an event.
+            let (a, b) = body.split_at(body.len() / 2);
+            socket.write_all(a.as_bytes()).await.unwrap();
+            socket.flush().await.unwrap();
+            socket.write_all(b.as_bytes()).await.unwrap();
+        });
+        Client::new(&format!("http://{addr}")).unwrap()
     }
 
-    #[test]
-    fn follows_the_standards_line_rules() {
-        // CRLF and CR line ends, data on several lines, a field without a colon, no
-        // space after the colon, an event without data (not dispatched), an unknown field.
-        let (got, _) = events(&[
-            b"data:a\r\ndata: b\rdata\r\nfoo: x\n\nevent: x\n\n",
-            b"data: c\n\n",
-        ]);
-        assert_eq!(got.len(), 2);
-        assert_eq!(got[0].data, "a\nb\n");
-        assert_eq!(got[0].kind, "message");
+    #[tokio::test]
+    async fn reads_the_servers_events_with_their_ids_and_retry() {
+        let body = "retry: 2000\nid: 2008090313-0\nevent: version\ndata: {\"count\":0}\n\n:\n\n\
+                    event: reset\ndata: {\"index\":\"/\"}\n\nid: 2008090313-sealed\r\nevent: sealed\r\ndata: {}\r\n\r\n";
+        let client = answering("200 OK", body).await;
+        let mut stream = client.events(Some("2008090312-4")).await.unwrap().unwrap();
+        assert_eq!(stream.last_event_id(), Some("2008090312-4"));
+        let version = stream.next().await.unwrap().unwrap();
         assert_eq!(
-            got[1].kind, "message",
-            "the type of an event without data is dropped"
+            (version.kind.as_str(), version.id.as_deref()),
+            ("version", Some("2008090313-0"))
         );
-        assert_eq!(got[1].data, "c");
+        assert_eq!(version.json().unwrap()["count"], 0);
+        assert_eq!(stream.retry(), Some(Duration::from_millis(2000)));
+        let reset = stream.next().await.unwrap().unwrap();
+        assert_eq!(reset.kind, "reset");
+        assert_eq!(
+            reset.id.as_deref(),
+            Some("2008090313-0"),
+            "an event without an id keeps the last"
+        );
+        let sealed = stream.next().await.unwrap().unwrap();
+        assert_eq!(
+            sealed.id.as_deref(),
+            Some("2008090313-sealed"),
+            "CRLF lines too"
+        );
+        assert_eq!(stream.last_event_id(), Some("2008090313-sealed"));
+        assert!(
+            stream.next().await.unwrap().is_none(),
+            "the end of the stream"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_server_without_a_stream_is_told_apart() {
+        let client = answering("404 Not Found", "").await;
+        assert!(client.events(None).await.unwrap().is_none());
     }
 }

@@ -45,7 +45,7 @@ pub use coverage::{
     LAG_HOURS,
 };
 pub use error::ClientError;
-pub use events::{EventStream, Parser as EventParser, ServerEvent, IDLE as EVENTS_IDLE};
+pub use events::{EventStream, ServerEvent, IDLE as EVENTS_IDLE};
 pub use history::{default_cache_dir, IdHistory};
 pub use plan::Strategy;
 pub use publish::{PublishOptions, PublishSummary};
