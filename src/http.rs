@@ -124,7 +124,13 @@ fn cors() -> CorsLayer {
         .vary([] as [HeaderName; 0])
         .allow_origin(Any)
         .allow_methods([Method::GET, Method::HEAD])
-        .allow_headers([header::ACCEPT, header::IF_NONE_MATCH])
+        // `Last-Event-ID`: a page's own reader of `/events` resuming (EventSource sends
+        // it without asking).
+        .allow_headers([
+            header::ACCEPT,
+            header::IF_NONE_MATCH,
+            HeaderName::from_static("last-event-id"),
+        ])
         .expose_headers([
             header::ETAG,
             header::LINK,

@@ -216,3 +216,24 @@ async fn past_the_limit_a_subscriber_is_answered_busy() {
         .unwrap()
         .contains("events_max_subscribers"));
 }
+
+#[tokio::test]
+async fn a_page_of_another_origin_may_resume_the_stream() {
+    let app = TestApp::spawn().await;
+    let preflight = app
+        .request(
+            Request::builder()
+                .method("OPTIONS")
+                .uri("/events")
+                .header("origin", "https://reader.example")
+                .header("access-control-request-method", "GET")
+                .header("access-control-request-headers", "last-event-id")
+                .body(Body::empty())
+                .unwrap(),
+        )
+        .await;
+    assert_eq!(preflight.status, 200);
+    assert_eq!(preflight.header("access-control-allow-origin"), Some("*"));
+    let allowed = preflight.header("access-control-allow-headers").unwrap();
+    assert!(allowed.contains("last-event-id"), "{allowed}");
+}
