@@ -125,10 +125,12 @@ fn cors() -> CorsLayer {
         .allow_origin(Any)
         .allow_methods([Method::GET, Method::HEAD])
         // `Last-Event-ID`: a page's own reader of `/events` resuming (EventSource sends
-        // it without asking).
+        // it without asking); `Cache-Control`: the fetch that follows an event asks the
+        // caches between for a copy no older than it (`no-cache`).
         .allow_headers([
             header::ACCEPT,
             header::IF_NONE_MATCH,
+            header::CACHE_CONTROL,
             HeaderName::from_static("last-event-id"),
         ])
         .expose_headers([

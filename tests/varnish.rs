@@ -867,10 +867,65 @@ async fn events_stream_through_the_cache() {
             }
         }
     }
+    // Following the event through the cache. The open hour's copy the cache holds
+    // (fetched before the next batch) is the version a subscriber has; the fetch that
+    // follows the event (`Cache-Control: no-cache`, naming that version) is sent on to a
+    // node, once, and its answer kept for everyone.
+    let path = format!("{}.bin", first_hour().path());
+    let (status, h, _) = stack.get(&path, &[("accept-encoding", "gzip")]).await;
+    assert_eq!((status, header(&h, "bloom-count")), (200, Some("40")));
+    let held = header(&h, "etag").unwrap().to_owned();
+    stack.publish(0, &ids("e2-", 5)).await;
+    loop {
+        let event = next_event(&mut stream).await;
+        if event.kind == "version" && event.json().unwrap()["count"] == 45 {
+            break;
+        }
+    }
+    let revalidate = [
+        ("accept-encoding", "gzip"),
+        ("if-none-match", held.as_str()),
+    ];
+    let (status, _, _) = stack.get(&path, &revalidate).await;
+    assert_eq!(
+        status, 304,
+        "a poll is answered from the cache's copy until it expires"
+    );
+    let origin = stack.origin_requests(None).await;
+    let fresh = [
+        ("accept-encoding", "gzip"),
+        ("if-none-match", held.as_str()),
+        ("cache-control", "no-cache"),
+    ];
+    let (status, h, _) = stack.get(&path, &fresh).await;
+    assert_eq!(
+        (status, header(&h, "bloom-count")),
+        (200, Some("45")),
+        "the fetch after the event"
+    );
+    assert_eq!(
+        stack.origin_requests(None).await - origin,
+        1,
+        "one fetch from a node"
+    );
+    let (status, h, _) = stack.get(&path, &fresh).await;
+    assert_eq!(
+        (status, header(&h, "bloom-count")),
+        (200, Some("45")),
+        "another subscriber"
+    );
+    let (status, _, _) = stack.get(&path, &revalidate).await;
+    assert_eq!(status, 200, "kept for every poller");
+    assert_eq!(
+        stack.origin_requests(None).await - origin,
+        1,
+        "the subscribers following one event share that fetch"
+    );
+
     // A second subscriber gets the current version, not a cached first one.
     let mut again = client.events(None).await.unwrap().expect("a second stream");
     let first = next_event(&mut again).await;
-    assert_eq!(first.json().unwrap()["count"], 40, "{first:?}");
+    assert_eq!(first.json().unwrap()["count"], 45, "{first:?}");
     drop((stream, again));
     stack.stop().await;
 }

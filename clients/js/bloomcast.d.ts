@@ -442,7 +442,9 @@ export class Client {
   /** Any filter by path, revalidated by ETag. With a `pubkey`, an hour is verified before
    * it is returned or kept, and one without a signature is refused (VerificationError,
    * `unsigned`); unions (days, `since`) are never signed, never verified. */
-  filter(path: string, options?: { repr?: "json" | "hex" | "bin" }): Promise<Fetched>;
+  /** `fresh`: ask the caches between for a copy no older than now (`Cache-Control:
+   * no-cache`), as after an event of the server's stream. */
+  filter(path: string, options?: { repr?: "json" | "hex" | "bin"; fresh?: boolean }): Promise<Fetched>;
   hour(hour: Date | string): Promise<Fetched>;
   /**
    * Follows the open hour, and the next one at its boundary, as the CLIs' `watch` does:
@@ -629,5 +631,6 @@ export class Watcher {
   repr: "bin" | "json";
   /** Polls the hour once; moves to the next hour once it is complete (its final bytes
    * read first). CorruptHoursError naming the hour when the server could not verify it. */
-  poll(): Promise<WatchEvent[]>;
+  /** `fresh`: this poll follows an event of the stream (see `Client.filter`). */
+  poll(options?: { fresh?: boolean }): Promise<WatchEvent[]>;
 }

@@ -1526,7 +1526,7 @@ export class Client {
    * `unverified` (a Set, for `changedSince`): an hour without a signature is added to it
    * (RFC 3339) and returned unverified instead of refused (a sealed one is not kept).
    */
-  async filter(path, { unverified = null, repr = this.repr } = {}) {
+  async filter(path, { unverified = null, repr = this.repr, fresh = false } = {}) {
     if (!(repr in SUFFIX)) throw new TypeError(`repr is json, hex or bin, not ${repr}`);
     const url = path + SUFFIX[repr];
     const cached = this.cache.get(url);
@@ -1538,6 +1538,8 @@ export class Client {
     const checked = Boolean(this.pubkey && hour);
     const headers = {};
     if (cached?.etag && (!checked || this.stillGood(cached, unverified))) headers["if-none-match"] = cached.etag;
+    // After an event of /events: the caches between are asked for a copy no older than it.
+    if (fresh) headers["cache-control"] = "no-cache";
     const response = await this.request(url, { headers, cache: "no-store" });
     if (response.status === 304) {
       if (!headers["if-none-match"]) throw new ProtocolError(`304 for ${url} without a cached copy`);
@@ -2381,17 +2383,17 @@ export class Watcher {
   /** Polls the hour once and resolves to its events; moves to the next hour once this one
    * is complete (its final bytes read first). An hour the server could not verify rejects
    * with a CorruptHoursError naming it (the watcher stays on it). */
-  async poll() {
+  async poll({ fresh = false } = {}) {
     const name = hourName(this.hour);
     const before = this.client.stats.bodyBytes;
     const unverified = this.client.pubkey ? new Set() : null;
     let fetched;
     try {
-      fetched = await this.client.filter(hourPath(this.hour), { repr: this.repr, unverified });
+      fetched = await this.client.filter(hourPath(this.hour), { repr: this.repr, unverified, fresh });
     } catch (e) {
       if (this.repr === "bin" && e instanceof DecodeError) {
         this.repr = "json";
-        return this.poll();
+        return this.poll({ fresh });
       }
       throw ofHour(e, name);
     }
@@ -2437,6 +2439,7 @@ async function follow(client, ids, { onEvent, onError, signal, every = 10, hour,
 
   let pending = true; // a poll is due (the first one at once)
   let streaming = false;
+  let pushed = false; // the poll due follows an event of the stream
   let wake = null;
   const nudge = () => {
     const resolve = wake;
@@ -2467,6 +2470,7 @@ async function follow(client, ids, { onEvent, onError, signal, every = 10, hour,
         if (doc && watcher.repr === "bin" && Date.parse(doc.hour) === watcher.hour.getTime() && versionOf(doc.etag) === watcher.version) return;
       }
       pending = true;
+      pushed = true;
       nudge();
     },
   };
@@ -2477,8 +2481,10 @@ async function follow(client, ids, { onEvent, onError, signal, every = 10, hour,
   try {
     while (!signal?.aborted) {
       if (pending) {
+        const fresh = pushed;
         pending = false;
-        await catchUp(watcher, onEvent, report, signal);
+        pushed = false;
+        await catchUp(watcher, onEvent, report, signal, fresh);
         continue;
       }
       await new Promise((resolve) => {
@@ -2501,12 +2507,12 @@ async function follow(client, ids, { onEvent, onError, signal, every = 10, hour,
 }
 
 /** Polls until the hour followed is open (a sealed one is read, then the next). */
-async function catchUp(watcher, onEvent, report, signal) {
+async function catchUp(watcher, onEvent, report, signal, fresh = false) {
   while (!signal?.aborted) {
     const from = watcher.hour.getTime();
     let events;
     try {
-      events = await watcher.poll();
+      events = await watcher.poll({ fresh });
     } catch (e) {
       if (e instanceof VerificationError) throw e;
       report(e); // a passing failure (transport, 503, a 500 corrupt, an hour not there yet): tried again at the next poll

@@ -16,6 +16,12 @@
 #   `/updates` is a POST: never cached.
 
 sub vcl_recv {
+    # A fetch that follows an event of /events, restarted by vcl_hit below: it goes to
+    # a node and its answer replaces the copy held.
+    if (req.restarts > 0 && req.http.X-Bloom-Refetch) {
+        unset req.http.X-Bloom-Refetch;
+        set req.hash_always_miss = true;
+    }
     # Operator routes answer for one node at one moment: never from the cache.
     if (req.url ~ "^/(metrics|healthz|stats)(\?|$)") {
         return (pass);
@@ -61,7 +67,7 @@ sub vcl_recv {
 sub vcl_backend_response {
     if (bereq.url ~ "^/events(\?|$)") {
         # Each event as it comes; the nodes' heartbeat (every 30 s) keeps the stream
-        # inside between_bytes_timeout (60 s by default).
+        # inside its between_bytes_timeout (90 s, vcl_backend_fetch).
         set beresp.do_stream = true;
         set beresp.uncacheable = true;
         return (deliver);
@@ -80,5 +86,28 @@ sub vcl_backend_error {
     # A node that went away mid-request: try the others (reads only).
     if (bereq.retries < 2 && (bereq.method == "GET" || bereq.method == "HEAD")) {
         return (retry);
+    }
+}
+
+sub vcl_hit {
+    # A client told by /events that a newer version exists asks for a copy no older
+    # than the event (`Cache-Control: no-cache`), naming the version it holds
+    # (`If-None-Match`). When the copy held here is that very version and is of an open
+    # resource (it expires within the hour; an immutable one does not), it predates the
+    # event: fetch it again, once, and keep the answer for everyone; the subscribers
+    # following one event then share that one fetch. Closed hours are never fetched
+    # again this way, and a copy newer than the client's is served as it is.
+    if (req.http.Cache-Control ~ "(?i)no-cache" && req.restarts == 0 &&
+        obj.ttl < 1h && req.http.If-None-Match == obj.http.ETag) {
+        set req.http.X-Bloom-Refetch = "1";
+        return (restart);
+    }
+}
+
+sub vcl_backend_fetch {
+    if (bereq.url ~ "^/events(\?|$)") {
+        # A stream is quiet between heartbeats (30 s): wait longer than that.
+        set bereq.between_bytes_timeout = 90s;
+        set bereq.first_byte_timeout = 60s;
     }
 }

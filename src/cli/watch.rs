@@ -169,8 +169,26 @@ impl Watcher {
     /// the client has a public key and the sealed hour does not verify (nothing of it is
     /// reported).
     pub async fn poll(&mut self) -> Result<Vec<Event>, ClientError> {
+        self.poll_with(false).await
+    }
+
+    /// As [`Watcher::poll`], after an event of the server's stream: caches between are
+    /// asked for a copy no older than the event ([`Client::hour_fresh`]).
+    ///
+    /// # Errors
+    /// As [`Watcher::poll`].
+    pub async fn poll_fresh(&mut self) -> Result<Vec<Event>, ClientError> {
+        self.poll_with(true).await
+    }
+
+    async fn poll_with(&mut self, fresh: bool) -> Result<Vec<Event>, ClientError> {
         let before = self.client.stats();
-        let fetched = (self.client.hour(self.hour).await).map_err(|e| e.of_hour(self.hour))?;
+        let fetched = if fresh {
+            self.client.hour_fresh(self.hour).await
+        } else {
+            self.client.hour(self.hour).await
+        };
+        let fetched = fetched.map_err(|e| e.of_hour(self.hour))?;
         let after = self.client.stats();
         let bytes = after.body_bytes - before.body_bytes;
         let version = fetched
@@ -259,7 +277,7 @@ impl WatchArgs {
         loop {
             // A poll that fails for a passing reason (a kept-alive connection the server
             // closed as this poll reused it, a 503) is tried again at the next one.
-            let events = match watcher.poll().await {
+            let events = match watcher.poll_with(follow.pushed).await {
                 Ok(events) => events,
                 Err(e) if e.is_transient() => {
                     let hour = watcher.hour();
@@ -313,6 +331,8 @@ struct Follow {
     retry_at: Option<tokio::time::Instant>,
     /// The server's reconnection time.
     retry: Duration,
+    /// The last wait ended with an event of the stream (not a timer).
+    pushed: bool,
 }
 
 impl Follow {
@@ -324,11 +344,13 @@ impl Follow {
             last_id: None,
             retry_at: None,
             retry: Duration::from_secs(2),
+            pushed: false,
         }
     }
 
     /// Returns when the hour should be polled again.
     async fn next_change(&mut self, client: &Client) {
+        self.pushed = false;
         if self.stream.is_none() && self.wanted {
             self.open(client).await;
         }
@@ -342,8 +364,9 @@ impl Follow {
             self.retry = retry;
         }
         match next {
-            // A version, a seal or a reset: each is answered by a poll.
-            Ok(Some(_)) => {}
+            // A version, a seal or a reset: each is answered by a poll, for a copy no
+            // older than the event.
+            Ok(Some(_)) => self.pushed = true,
             Ok(None) => self.dropped("the server ended the event stream".into()),
             Err(e) => self.dropped(e.to_string()),
         }

@@ -440,16 +440,20 @@ class Client(Verifying):
             return dcz_decode(dictionary, raw)
         return raw
 
-    def document(self, path):
+    def document(self, path, fresh=False):
         """The JSON document at path (an hour, a day or a since range), with caching; a
         path ending in `.bin` is read raw (the fewest bytes, what deltas are best made
-        of) and returned as the document its Bloom-* headers describe."""
+        of) and returned as the document its Bloom-* headers describe. `fresh` asks the
+        caches between for a copy no older than now (`Cache-Control: no-cache`): the
+        fetch that follows an event of the server's stream about a newer version."""
         cached = self.cache.get(path)
         if cached and cached[1]["complete"]:
             return cached[1]
         raw = path.endswith(".bin")
         headers = {"Accept": "application/octet-stream" if raw else "application/json",
                    "Accept-Encoding": "gzip"}
+        if fresh:
+            headers["Cache-Control"] = "no-cache"
         if cached and not self._open_too_old(path):
             headers["If-None-Match"] = cached[0]
         dictionary = self.dictionaries.get(path) if zstandard is not None else None

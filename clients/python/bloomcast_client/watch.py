@@ -77,14 +77,15 @@ class Watcher:
         """A watcher at the server's current hour."""
         return cls(client, ids, parse_hour(client.index()["current"]["hour"]))
 
-    def poll(self):
+    def poll(self, fresh=False):
         """Polls the hour once and returns its events; moves to the next hour once this
         one is complete (its final bytes read first, so nothing of its end is missed).
         An hour the server could not verify raises CorruptHours naming it (the watch
-        ends there, as on any error status)."""
+        ends there, as on any error status). `fresh`: after an event of the stream, the
+        caches between are asked for a copy no older than it."""
         bytes_before, deltas_before = self.client.wire_bytes, self.client.deltas
         try:
-            doc, path = self._fetch()
+            doc, path = self._fetch(fresh)
         except HTTPError as e:  # a 500 corrupt names the hour: never moved past
             raise of_hour(e, rfc3339(self.hour)) from None
         nbytes = self.client.wire_bytes - bytes_before
@@ -115,17 +116,17 @@ class Watcher:
             if source is not None:
                 source.close()
 
-    def _fetch(self):
+    def _fetch(self, fresh=False):
         """(document, path) of the hour; a `.bin` without its Bloom-* headers (a static
         mirror) switches this watcher to the self-describing `.json` form."""
         path = hour_path(self.hour) + self.suffix
         try:
-            return self.client.document(path), path
+            return self.client.document(path, fresh=fresh), path
         except ProtocolError as e:
             if self.suffix != ".bin" or "missing header Bloom-" not in str(e):
                 raise
         self.suffix = ".json"
-        return self._fetch()
+        return self._fetch(fresh)
 
 
 def follow(watcher, source, every, sleep=time.sleep):
@@ -168,7 +169,7 @@ def on_event(watcher, event):
     except (ValueError, KeyError, TypeError, AttributeError):
         data, hour = {}, None
     if event.type == "reset" or hour is None:
-        yield watcher.poll()
+        yield watcher.poll(fresh=True)
         return
     if hour < watcher.hour:
         return
@@ -177,7 +178,7 @@ def on_event(watcher, event):
         return
     while True:
         at = watcher.hour
-        yield watcher.poll()
+        yield watcher.poll(fresh=True)
         if watcher.hour == at or watcher.hour > hour:
             return
 

@@ -24,6 +24,22 @@ impl Client {
     /// # Errors
     /// [`ClientError::Status`] for an error status, transport and decoding errors.
     pub async fn filter(&self, path: &str) -> Result<Arc<Fetched>> {
+        self.filter_with(path, false).await
+    }
+
+    /// As [`Client::filter`], asking every cache between for a copy no older than now
+    /// (`Cache-Control: no-cache`): the fetch that follows an event of the server's
+    /// stream (`GET /events`) about a newer version of an open resource, which a cache
+    /// would otherwise answer from its copy until that copy's `max-age` runs out
+    /// (deploy/varnish/bloomcast.vcl fetches such a copy again).
+    ///
+    /// # Errors
+    /// As [`Client::filter`].
+    pub async fn filter_fresh(&self, path: &str) -> Result<Arc<Fetched>> {
+        self.filter_with(path, true).await
+    }
+
+    async fn filter_with(&self, path: &str, fresh: bool) -> Result<Arc<Fetched>> {
         // A form the caller named is read as named; the default one may be replaced.
         let chosen = suffix_of(path).is_some();
         let (path, repr) = match suffix_of(path) {
@@ -57,6 +73,9 @@ impl Client {
             // bound is fetched whole: a 304 would carry no newer signature.
             let too_old = cached.as_ref().is_some_and(|c| !c.meta.complete)
                 && hour_of_path(&path).is_some_and(|h| self.open_too_old(h));
+            if fresh {
+                request = request.header(header::CACHE_CONTROL, "no-cache");
+            }
             if let Some(etag) = cached.as_ref().and_then(|c| c.etag.as_deref()) {
                 if !too_old {
                     request = request.header(header::IF_NONE_MATCH, etag);

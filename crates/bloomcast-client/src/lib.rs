@@ -371,6 +371,15 @@ impl Client {
         self.filter(&hour.path()).await
     }
 
+    /// As [`Client::hour`], asking caches between for a copy no older than now
+    /// ([`Client::filter_fresh`]): after an event said a newer version exists.
+    ///
+    /// # Errors
+    /// As [`Client::hour`].
+    pub async fn hour_fresh(&self, hour: Hour) -> Result<Arc<Fetched>> {
+        self.filter_fresh(&hour.path()).await
+    }
+
     /// The union of one day's hours.
     ///
     /// # Errors
