@@ -83,7 +83,7 @@ logs_report() {
   for f in "$WORK"/bloomcast-*.log; do
     [[ -f $f ]] || continue
     printf '| %s | %s | %s |\n' "$(basename "$f")" "$(grep -c ' ERROR ' "$f" || true)" \
-      "$(grep ' WARN ' "$f" | grep -vc 'no signing key configured' || true)"
+      "$(grep ' WARN ' "$f" | grep -vc 'startup::signing' || true)"
   done
 }
 trap 'cleanup; drop_schema' EXIT
@@ -91,7 +91,7 @@ load_start=$(cut -d' ' -f1-3 /proc/loadavg)
 log "BIN=$BIN, phases: $PHASES"
 
 # The time a phase needs, in seconds: it must not cross an hour boundary (counts restart).
-fresh_secs=$(awk -v b="$BATCHES" -v lo="$MIN_GAP" -v hi="$MAX_GAP" 'BEGIN { printf "%d", b * (lo + hi) / 2 + 30 }')
+fresh_secs=$(awk -v b="$BATCHES" -v lo="$MIN_GAP" -v hi="$MAX_GAP" 'BEGIN { printf "%d", b * (lo + hi) / 2 + 75 }')
 
 # ---- 5. quiet: an idle node of its own and a Varnish in front of it, measured meanwhile ----
 if has quiet; then
@@ -137,7 +137,9 @@ if has cluster || has varnish; then
   aport=$(free_port)
   bport=$(free_port)
   start_bloomcast "$WORK/node-a" "$aport" BLOOMCAST_DATABASE_URL="$PG" BLOOMCAST_DATABASE_SCHEMA="$SCHEMA"
+  node_a=$SERVER_PID
   start_bloomcast "$WORK/node-b" "$bport" BLOOMCAST_DATABASE_URL="$PG" BLOOMCAST_DATABASE_SCHEMA="$SCHEMA"
+  node_b=$SERVER_PID
   has cluster && freshness cluster "http://127.0.0.1:$bport" "http://127.0.0.1:$aport"
   if has varnish; then
     vport=$(free_port)
@@ -145,11 +147,16 @@ if has cluster || has varnish; then
     "$ROOT/deploy/varnish/backends.sh" "127.0.0.1:$aport" "127.0.0.1:$bport" >"$WORK/varnish/main.vcl"
     taskset -c "$SERVER_CPU" varnishd -F -j none -n "$WORK/varnish" -a "127.0.0.1:$vport" \
       -f "$WORK/varnish/main.vcl" -p http_gzip_support=off -s malloc,64m >"$WORK/varnish.log" 2>&1 &
-    PIDS+=("$!")
+    varnish_pid=$!
+    PIDS+=("$varnish_pid")
     wait_http "http://127.0.0.1:$vport/healthz" || die "Varnish did not start: $(tail -5 "$WORK/varnish.log")"
     sleep 5 # the probes mark both nodes healthy (window 3, threshold 2, every 2 s)
     freshness varnish "http://127.0.0.1:$vport" "http://127.0.0.1:$aport"
+    stop_pid "$varnish_pid"
   fi
+  # Nothing of these phases runs beside the fan-out's wrk.
+  stop_pid "$node_a"
+  stop_pid "$node_b"
 fi
 
 # ---- 4. fan-out ----
@@ -254,8 +261,8 @@ if fan:
     print(f"| subscribers open (refused, connect errors) | {fan['open']} ({fan['refused']}, {fan['connect_errors']}) in {fan['opened_seconds']} s | |")
     print(f"| VmRSS before / with them | {fan['rss_before_kb']} KB / {fan['rss_with_kb']} KB | |")
     print(f"| per subscriber | {per / 1024:.1f} KB | <= 16 KB: {'met' if per <= 16384 else 'NOT met'} |")
-    print(f"| one batch: POST 200 to each subscriber's version event, p50 / p99 / max | "
-          f"{ms(d['p50'])} / {ms(d['p99'])} / {ms(d['max'])} ms ({fan['delivered']} of {fan['open']} got it) | "
+    print(f"| one batch: POST 200 to each subscriber's version event, min / p50 / p99 / max | "
+          f"{ms(d.get('min'))} / {ms(d['p50'])} / {ms(d['p99'])} / {ms(d['max'])} ms ({fan['delivered']} of {fan['open']} got it) | "
           f"p99 <= 1000 ms: {'met' if d['p99'] is not None and d['p99'] <= 1000 and fan['delivered'] == fan['open'] else 'NOT met'} |")
     target = open(os.path.join(res, "wrk-target.txt")).read().strip()
     ratio = w[0] / base if base else 0
@@ -284,10 +291,10 @@ if q:
 PY
 echo "### Server logs (RUST_LOG=warn)"
 echo
-echo "| Log | ERROR lines | WARN lines (other than the generated signing key) |"
+echo "| Log | ERROR lines | WARN lines (other than the signing key's at start) |"
 echo "|---|---:|---:|"
 logs_report
 for f in "$WORK"/bloomcast-*.log "$WORK"/varnish*.log; do
   [[ -f $f ]] || continue
-  grep -E ' (ERROR|WARN) ' "$f" | grep -v 'no signing key configured' | head -3 | sed "s|^|    $(basename "$f"): |" >&2 || true
+  grep -E ' (ERROR|WARN) ' "$f" | grep -v 'startup::signing' | head -3 | sed "s|^|    $(basename "$f"): |" >&2 || true
 done

@@ -50,6 +50,7 @@ def pct(values, p):
 def summary(values):
     return {
         "n": len(values),
+        "min": min(values) if values else None,
         "p50": pct(values, 50),
         "p90": pct(values, 90),
         "p99": pct(values, 99),
