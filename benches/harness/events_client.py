@@ -226,8 +226,9 @@ def base_etag(etag):
 
 class Follower:
     """A subscriber that, on each `version` event newer than what it holds, fetches the
-    open hour's `.bin` as a poller would (If-None-Match, Accept-Encoding: dcz, gzip and
-    Available-Dictionary of the newest version the server offered as a dictionary), and
+    open hour's `.bin` as the clients do after an event (If-None-Match, Accept-Encoding:
+    dcz, gzip, Available-Dictionary of the newest version the server offered as a
+    dictionary, and Cache-Control: no-cache), and
     records when it holds each count."""
 
     def __init__(self, url):
@@ -288,7 +289,9 @@ class Follower:
                 self.wake.set()
 
     async def fetch(self, ev):
-        hdrs = {"Accept-Encoding": "dcz, gzip" if zstandard else "gzip"}
+        # Told by the event that a newer version exists: caches between are asked for a
+        # copy no older than it, as the clients ask (deploy/varnish fetches it again once).
+        hdrs = {"Accept-Encoding": "dcz, gzip" if zstandard else "gzip", "Cache-Control": "no-cache"}
         if self.held:
             hdrs["If-None-Match"] = self.held[1]
         if self.dictionary is not None and zstandard:
