@@ -178,7 +178,8 @@ settings! {
     body_limit: usize = 16 * 1024 * 1024,
     /// The one memory budget: bytes of everything the server keeps beyond the open hour's
     /// own keys (which max_hour_ids bounds: at most 16 bytes per ID at their peak, see
-    /// docs/BENCHMARKS.md). Split in fixed parts: a third for union and compact builds
+    /// docs/BENCHMARKS.md). Split in fixed parts: 16 KiB per event stream
+    /// (events_max_subscribers, at most a quarter), a third for union and compact builds
     /// in flight (each reserves its peak,
     /// about 14 bytes per ID of a union and 45 of a compact build, before it reads a key:
     /// past what is left it answers 503 busy, and one that alone needs more than the part
@@ -265,8 +266,10 @@ settings! {
     /// it (/healthz, bloomcast_scrub_* in /metrics). 0 turns the scrub off.
     scrub_pass_seconds: u64 = 86_400,
     /// Event streams (GET /events) open at once; more answer 503 busy with Retry-After.
-    /// Each also holds one of max_connections.
-    events_max_subscribers: usize = 10_000,
+    /// Each holds one of max_connections, and 16 KiB of cache_bytes: the budget gives
+    /// them a part of their own of at most a quarter of cache_bytes, so past that
+    /// quarter fewer are admitted (raise cache_bytes for more).
+    events_max_subscribers: usize = 4096,
     /// Seconds between the comment lines that keep an idle event stream open through
     /// proxies (GET /events).
     events_heartbeat_seconds: u64 = 30,

@@ -88,7 +88,7 @@ mod vouch;
 mod warm;
 pub use warm::WarmStats;
 
-pub use budget::Split;
+pub use budget::{Split, FOLLOWER_BYTES};
 pub use chain::{ChainPage, SignedLink, MAX_CHAIN_PAGE};
 pub use changes::SealedNote;
 pub use error::{Result, ServiceError, Work};
@@ -185,7 +185,11 @@ impl Service {
         let genesis = store.genesis().await?;
         let probes_from = store.probes_from().await?;
         let marks = store.marks().await?;
-        let split = Split::of(tuning.cache_bytes as u64, tuning.delta_bytes as u64);
+        let split = Split::of(
+            tuning.cache_bytes as u64,
+            tuning.delta_bytes as u64,
+            tuning.followers,
+        );
         let kept = Arc::new(kept::Kept::new(split.kept as usize));
         let unions = unions::Unions::new(tuning.union_builds, split.builds, kept.clone());
         let (clock, reference) = time::start_clock(store.as_ref(), clock, source, &tuning).await?;

@@ -169,6 +169,7 @@ impl Application {
             delta_ids: settings.delta_ids,
             dictionary_max_age: Duration::from_secs(settings.dictionary_max_age),
             scrub_pass: Duration::from_secs(settings.scrub_pass_seconds),
+            followers: settings.events_max_subscribers as u64,
         };
         let hub = Arc::new(Hub::new(
             HubSettings {
@@ -188,6 +189,7 @@ impl Application {
             let service = service.clone();
             async move { service.load().await }
         });
+        let followers = service.split().followers_admitted() as usize;
         let state = AppState {
             service,
             auth: Arc::new(Auth::new(&tokens)),
@@ -198,7 +200,8 @@ impl Application {
             ingest_permits: Arc::new(tokio::sync::Semaphore::new(settings.ingest_concurrency)),
             access_log: settings.access_log,
             events: Arc::new(Events::new(EventSettings {
-                max_subscribers: settings.events_max_subscribers,
+                // As many as the budget's followers' part holds.
+                max_subscribers: followers,
                 heartbeat: Duration::from_secs(settings.events_heartbeat_seconds),
                 resume_hours: settings.events_resume_hours.min(settings.retention_hours),
                 ..EventSettings::default()

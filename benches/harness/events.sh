@@ -18,7 +18,8 @@
 #        varnish  the same two nodes behind varnishd with deploy/varnish (backends.sh
 #                 and bloomcast.vcl), POST to node A, subscribe and fetch through Varnish.
 # 4.   Fan-out: SUBSCRIBERS idle streams on one node (max_connections and
-#      events_max_subscribers raised to 20000): the node's VmRSS before and with them
+#      events_max_subscribers raised to 20000, cache_bytes to 2 GiB, whose quarter holds
+#      their 16 KiB each): the node's VmRSS before and with them
 #      (goal <= 16 KB a subscriber); one batch POSTed, the time from its 200 to each
 #      subscriber's version event (p50, p99, max over subscribers; goal p99 <= 1 s); and
 #      wrk revalidating a closed hour (304s: -t1 -c WRK_CONNS gzip, If-None-Match) for
@@ -168,7 +169,10 @@ if has fanout; then
   fi
   ensure_hour_lasts $((4 * WRK_SECS + 180))
   fport=$(free_port)
-  start_bloomcast "$data" "$fport" BLOOMCAST_MAX_CONNECTIONS=20000 BLOOMCAST_EVENTS_MAX_SUBSCRIBERS=20000
+  # Streams count against cache_bytes (16 KiB each, in a part of at most a quarter):
+  # 2 GiB makes room for 20,000.
+  start_bloomcast "$data" "$fport" BLOOMCAST_MAX_CONNECTIONS=20000 BLOOMCAST_EVENTS_MAX_SUBSCRIBERS=20000 \
+    BLOOMCAST_CACHE_BYTES=2147483648
   fan_pid=$SERVER_PID
   post_ids "$fport" open 3000
   if [[ -n $closed ]]; then

@@ -78,6 +78,11 @@ pub(super) fn memory_parts(state: &AppState) -> (u64, Vec<Part>) {
     let parts = vec![
         part("builds", m.build_bytes, s.builds),
         part("deltas", m.delta_bytes, s.deltas),
+        part(
+            "followers",
+            state.events.subscribers() as u64 * crate::service::FOLLOWER_BYTES,
+            s.followers,
+        ),
         part("cache", m.kept_bytes, s.kept),
         piece("cache_renderings", m.kept.renderings),
         piece("cache_open_unions", m.kept.open_unions),

@@ -40,4 +40,7 @@ pub struct Tuning {
     pub dictionary_max_age: Duration,
     /// How long one scrub pass over the served hours takes; zero turns the scrub off.
     pub scrub_pass: Duration,
+    /// Followers' streams (`GET /events`) the budget makes room for, at most a quarter
+    /// of `cache_bytes` (see [`crate::service::Split`]).
+    pub followers: u64,
 }

@@ -237,3 +237,26 @@ async fn a_page_of_another_origin_may_resume_the_stream() {
     let allowed = preflight.header("access-control-allow-headers").unwrap();
     assert!(allowed.contains("last-event-id"), "{allowed}");
 }
+
+#[tokio::test]
+async fn streams_count_against_the_memory_budget() {
+    // 1 MiB: a quarter holds 16 streams of 16 KiB, whatever events_max_subscribers asks.
+    let app = TestApp::spawn_with(|s| {
+        s.cache_bytes = 1 << 20;
+        s.events_max_subscribers = 100;
+    })
+    .await;
+    let mut held = Vec::new();
+    for _ in 0..16 {
+        held.push(Stream::open(&app, None).await);
+    }
+    let stats = app.get("/stats").await.json();
+    let part = &stats["memory"]["parts"]["followers"];
+    assert_eq!(part["budget_bytes"], 256 * 1024);
+    assert_eq!(part["bytes"], 16 * 16 * 1024, "16 KiB a stream");
+    assert_eq!(stats["events"]["max_subscribers"], 16);
+    app.get("/events").await.assert_error(503, "busy");
+    drop(held.pop());
+    // A stream's slot is free once its body is dropped.
+    held.push(Stream::open(&app, None).await);
+}
