@@ -250,6 +250,11 @@ fn main() {
             || needs::block_on(events::a_subscriber_of_one_node_hears_of_ids_another_node_acknowledged()),
         ),
         needs::trial(
+            "a_subscription_is_the_fleets_and_each_seal_is_delivered_once",
+            &[Need::Postgres],
+            || needs::block_on(websub::a_subscription_is_the_fleets_and_each_seal_is_delivered_once()),
+        ),
+        needs::trial(
             "migration_10_records_what_a_schema_written_before_it_holds",
             &[Need::Postgres],
             || needs::block_on(damage::migration_10_records_what_a_schema_written_before_it_holds()),
@@ -634,3 +639,6 @@ mod damage;
 
 #[path = "cluster/events.rs"]
 mod events;
+
+#[path = "cluster/websub.rs"]
+mod websub;

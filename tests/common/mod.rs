@@ -15,6 +15,7 @@ pub mod pg;
 pub mod races;
 pub mod rotated;
 pub mod wait;
+pub mod websub;
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
