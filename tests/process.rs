@@ -489,35 +489,11 @@ async fn a_restart_keeps_the_open_hours_etag() {
 /// is back the watch reports what arrives.
 #[tokio::test]
 async fn watch_carries_on_through_a_server_restart() {
-    use std::io::BufRead;
     let dir = tempfile::tempdir().unwrap();
     let http = reqwest::Client::new();
     let mut server = start(dir.path(), &[]);
     let addr = server.base.trim_start_matches("http://").to_owned();
-    let mut watch = Command::new(env!("CARGO_BIN_EXE_bloomcast"))
-        .args([
-            "watch",
-            "--server",
-            &server.base,
-            "--every",
-            "1",
-            "--json",
-            "back:1",
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    let stdout = watch.stdout.take().unwrap();
-    std::thread::spawn(move || {
-        for line in std::io::BufReader::new(stdout)
-            .lines()
-            .map_while(Result::ok)
-        {
-            let _ = tx.send(line);
-        }
-    });
+    let (mut watch, rx) = spawn_watch(&server.base, "1", "back:1");
     let first = rx
         .recv_timeout(Duration::from_secs(10))
         .expect("a first version");
@@ -549,55 +525,16 @@ async fn watch_carries_on_through_a_server_restart() {
 /// ingested after it started is still reported, as the event about its version comes.
 #[tokio::test]
 async fn watch_follows_the_event_stream_between_polls() {
-    use std::io::BufRead;
     let dir = tempfile::tempdir().unwrap();
     let http = reqwest::Client::new();
     let server = start(dir.path(), &[]);
-    let mut watch = Command::new(env!("CARGO_BIN_EXE_bloomcast"))
-        .args([
-            "watch",
-            "--server",
-            &server.base,
-            "--every",
-            "3600",
-            "--json",
-            "pushed:1",
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    let stdout = watch.stdout.take().unwrap();
-    std::thread::spawn(move || {
-        for line in std::io::BufReader::new(stdout)
-            .lines()
-            .map_while(Result::ok)
-        {
-            let _ = tx.send(line);
-        }
-    });
+    let (mut watch, rx) = spawn_watch(&server.base, "3600", "pushed:1");
     let first = rx
         .recv_timeout(Duration::from_secs(60))
         .expect("a first version");
     assert!(first.contains(r#""event":"version""#), "{first}");
     // The stream is open once the server counts its subscriber.
-    common::wait::until("the watch's event stream", || {
-        let http = http.clone();
-        let base = server.base.clone();
-        async move {
-            let stats: serde_json::Value = http
-                .get(format!("{base}/stats"))
-                .send()
-                .await
-                .ok()?
-                .json()
-                .await
-                .ok()?;
-            (stats["events"]["subscribers"] == 1).then_some(())
-        }
-    })
-    .await;
+    common::stats_reach(&http, &server.base, "/events/subscribers", 1.into()).await;
     post_ids(&http, &server.base, &["pushed:1".to_owned()])
         .await
         .unwrap();
@@ -612,4 +549,31 @@ async fn watch_follows_the_event_stream_between_polls() {
     let _ = watch.kill();
     let _ = watch.wait();
     assert!(changed.contains("pushed:1"), "{changed}");
+}
+
+/// `bloomcast watch --server BASE --every EVERY --json ID`, and its stdout's lines as
+/// they come.
+fn spawn_watch(
+    base: &str,
+    every: &str,
+    id: &str,
+) -> (std::process::Child, std::sync::mpsc::Receiver<String>) {
+    use std::io::BufRead;
+    let mut watch = Command::new(env!("CARGO_BIN_EXE_bloomcast"))
+        .args(["watch", "--server", base, "--every", every, "--json", id])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let stdout = watch.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+        {
+            let _ = tx.send(line);
+        }
+    });
+    (watch, rx)
 }

@@ -9,7 +9,6 @@ use bloomcast::config::{ListenAddr, Settings};
 use bloomcast::hour::{hour_of, Hour};
 use bloomcast::startup::Application;
 use chrono::Duration;
-use common::wait;
 use common::websub::{Seen, Subscriber};
 use std::sync::Arc;
 
@@ -107,12 +106,7 @@ async fn a_verified_subscriber_gets_each_sealed_hour_signed_and_keeps_its_subscr
     assert_eq!(query["hub.topic"], topic);
     assert_eq!(query["hub.lease_seconds"], "86400");
     assert!(query["hub.challenge"].len() >= 16);
-    wait::until("the subscription stored", || {
-        let http = http.clone();
-        let base = node.base.clone();
-        async move { (stats(&http, &base).await["subscriptions"] == 1).then_some(()) }
-    })
-    .await;
+    common::stats_reach(&http, &node.base, "/websub/subscriptions", 1.into()).await;
 
     common::post_ids(&http, &node.base, &["user:7".to_owned()])
         .await
@@ -195,12 +189,7 @@ async fn finish_after_restart(
         panic!("a verification of the unsubscription");
     };
     assert_eq!(query["hub.mode"], "unsubscribe");
-    wait::until("the subscription removed", || {
-        let http = http.clone();
-        let base = node.base.clone();
-        async move { (stats(&http, &base).await["subscriptions"] == 0).then_some(()) }
-    })
-    .await;
+    common::stats_reach(&http, &node.base, "/websub/subscriptions", 0.into()).await;
 }
 
 #[tokio::test]
@@ -229,12 +218,7 @@ async fn a_subscriber_that_does_not_echo_the_challenge_is_not_subscribed() {
         query["hub.lease_seconds"], "864000",
         "the most, when none is asked"
     );
-    wait::until("the refusal counted", || {
-        let http = http.clone();
-        let base = node.base.clone();
-        async move { (stats(&http, &base).await["refused"] == 1).then_some(()) }
-    })
-    .await;
+    common::stats_reach(&http, &node.base, "/websub/refused", 1.into()).await;
     assert_eq!(stats(&http, &node.base).await["subscriptions"], 0);
 }
 
@@ -344,12 +328,7 @@ async fn a_lease_near_its_end_is_renewed_by_a_subscriber_that_confirms_and_dropp
     ];
     assert_eq!(subscribe(&http, &node.base, &form).await.status(), 202);
     assert!(matches!(subscriber.next().await, Seen::Verify(_)));
-    wait::until("the subscription stored", || {
-        let http = http.clone();
-        let base = node.base.clone();
-        async move { (stats(&http, &base).await["subscriptions"] == 1).then_some(()) }
-    })
-    .await;
+    common::stats_reach(&http, &node.base, "/websub/subscriptions", 1.into()).await;
     // Five minutes from its end the lease is within the renewal window: the hub looks at
     // leases as it starts, and asks.
     drop(node);
@@ -359,12 +338,7 @@ async fn a_lease_near_its_end_is_renewed_by_a_subscriber_that_confirms_and_dropp
     };
     assert_eq!(renewal["hub.mode"], "subscribe");
     assert_eq!(renewal["hub.lease_seconds"], "864000");
-    wait::until("the renewal counted", || {
-        let http = http.clone();
-        let base = node.base.clone();
-        async move { (stats(&http, &base).await["renewed"] == 1).then_some(()) }
-    })
-    .await;
+    common::stats_reach(&http, &node.base, "/websub/renewed", 1.into()).await;
 
     // A subscriber that no longer confirms: asked near the end, then dropped at the end,
     // and the drop counted.
@@ -381,13 +355,6 @@ async fn a_lease_near_its_end_is_renewed_by_a_subscriber_that_confirms_and_dropp
     clock.advance(Duration::seconds(300));
     drop(node);
     let node = hub(dir.path(), &clock, true).await;
-    wait::until("the lapsed subscription dropped and counted", || {
-        let http = http.clone();
-        let base = node.base.clone();
-        async move {
-            let s = stats(&http, &base).await;
-            (s["expired"] == 1 && s["subscriptions"] == 0).then_some(())
-        }
-    })
-    .await;
+    common::stats_reach(&http, &node.base, "/websub/expired", 1.into()).await;
+    common::stats_reach(&http, &node.base, "/websub/subscriptions", 0.into()).await;
 }

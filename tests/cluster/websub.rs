@@ -6,7 +6,6 @@ use super::{drop_schema, node_settings, unique_schema};
 use crate::common::needs::Need;
 use crate::common::nodes::node;
 use crate::common::post_ids;
-use crate::common::wait;
 use crate::common::websub::{Seen, Subscriber};
 use bloomcast::clock::ManualClock;
 use bloomcast::hour::hour_of;
@@ -42,22 +41,7 @@ pub async fn a_subscription_is_the_fleets_and_each_seal_is_delivered_once() {
     assert_eq!(reply.status(), 202);
     assert!(matches!(subscriber.next().await, Seen::Verify(_)));
     // Held by node B too: it is in PostgreSQL.
-    wait::until("node B holds the subscription", || {
-        let http = http.clone();
-        let base = b.base.clone();
-        async move {
-            let stats: serde_json::Value = http
-                .get(format!("{base}/stats"))
-                .send()
-                .await
-                .ok()?
-                .json()
-                .await
-                .ok()?;
-            (stats["websub"]["subscriptions"] == 1).then_some(())
-        }
-    })
-    .await;
+    crate::common::stats_reach(&http, &b.base, "/websub/subscriptions", 1.into()).await;
 
     post_ids(&http, &b.base, &["fleet:1".to_owned()])
         .await

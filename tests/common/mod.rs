@@ -193,6 +193,25 @@ pub async fn well_known(http: &reqwest::Client, base: &str) -> serde_json::Value
         .unwrap()
 }
 
+/// Waits until the server's `GET /stats` says `value` at `pointer` (a JSON pointer,
+/// e.g. `/events/subscribers`), naming it if it never does ([`wait::until`]).
+pub async fn stats_reach(
+    http: &reqwest::Client,
+    base: &str,
+    pointer: &str,
+    value: serde_json::Value,
+) {
+    wait::until(format!("{base}/stats {pointer} = {value}"), || {
+        let (http, url) = (http.clone(), format!("{base}/stats"));
+        let (pointer, value) = (pointer.to_owned(), value.clone());
+        async move {
+            let stats: serde_json::Value = http.get(url).send().await.ok()?.json().await.ok()?;
+            (stats.pointer(&pointer) == Some(&value)).then_some(())
+        }
+    })
+    .await;
+}
+
 /// What `origin` answers to a GET of `path` (identity encoding: reqwest here asks for no
 /// other): its status, its headers but the framing ones (the proxy's own response sets
 /// those) and its body. For the test proxies that pass a publisher's answers on, some
