@@ -38,7 +38,7 @@ use axum::extract::State;
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use hmac::{Hmac, Mac};
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -379,24 +379,41 @@ impl Hub {
             }
         };
         let now = self.clock.now().timestamp();
+        // The feed as read from each topic's URL, rendered once for all its subscribers
+        // (and their retries).
+        let mut feeds: HashMap<String, Arc<str>> = HashMap::new();
         for subscription in subscriptions.into_iter().filter(|s| s.expires > now) {
+            let body = match feeds.get(&subscription.topic) {
+                Some(body) => body.clone(),
+                None => match feed_of(service, &subscription.topic).await {
+                    Ok(body) => {
+                        feeds.insert(subscription.topic.clone(), body.clone());
+                        body
+                    }
+                    Err(e) => {
+                        self.counts.failed.fetch_add(1, Ordering::Relaxed);
+                        tracing::warn!(callback = %subscription.callback, %hour, error = %e,
+                            "WebSub delivery failed: the feed cannot be read");
+                        continue;
+                    }
+                },
+            };
             let hub = self.clone();
-            let service = service.clone();
             let Ok(slot) = self.in_flight.clone().acquire_owned().await else {
                 return;
             };
             tokio::spawn(async move {
-                hub.deliver_one(&service, &subscription, hour).await;
+                hub.deliver_one(&subscription, &body, hour).await;
                 drop(slot);
             });
         }
     }
 
-    async fn deliver_one(&self, service: &Service, s: &Subscription, hour: Hour) {
+    async fn deliver_one(&self, s: &Subscription, body: &str, hour: Hour) {
         let mut wait = FIRST_BACKOFF;
         let mut last = String::new();
         for attempt in 1..=TRIES {
-            match self.post(service, s).await {
+            match self.post(s, body).await {
                 Ok(()) => {
                     self.counts.delivered.fetch_add(1, Ordering::Relaxed);
                     tracing::debug!(callback = %s.callback, %hour, attempt, "WebSub delivery made");
@@ -414,17 +431,10 @@ impl Hub {
             "WebSub delivery failed; the subscription stays, and gets the next hour's");
     }
 
-    async fn post(&self, service: &Service, s: &Subscription) -> std::result::Result<(), String> {
+    async fn post(&self, s: &Subscription, body: &str) -> std::result::Result<(), String> {
         let callback = url::Url::parse(&s.callback).map_err(|e| e.to_string())?;
-        let topic = url::Url::parse(&s.topic).map_err(|e| e.to_string())?;
+        let origin = origin_of(&s.topic)?;
         let addrs = self.allowed(&callback).await.map_err(|e| e.to_string())?;
-        let origin = Origin {
-            authority: topic[url::Position::BeforeHost..url::Position::AfterPort].to_owned(),
-            https: topic.scheme() == "https",
-        };
-        let body = atom::feed(service, &origin)
-            .await
-            .map_err(|e| e.to_string())?;
         let links = format!(
             "<{}{}>; rel=\"hub\", <{}>; rel=\"self\"",
             origin.base(),
@@ -439,7 +449,11 @@ impl Hub {
         if let Some(secret) = &s.secret {
             request = request.header("x-hub-signature", signature(secret, body.as_bytes()));
         }
-        let response = request.body(body).send().await.map_err(|e| e.to_string())?;
+        let response = request
+            .body(body.to_owned())
+            .send()
+            .await
+            .map_err(|e| e.to_string())?;
         if response.status().is_success() {
             Ok(())
         } else {
@@ -453,6 +467,8 @@ impl Hub {
             return;
         };
         let now = self.clock.now().timestamp();
+        // Renewals asked of leases that have ended since (renewed or dropped) are done.
+        crate::sync::lock(&self.renewing).retain(|(_, _, expires)| *expires > now);
         for s in subscriptions {
             if s.expires <= now {
                 if let Ok(true) = self.store.remove_subscription(&s.callback, &s.topic).await {
@@ -524,6 +540,24 @@ impl Hub {
             }
         }
     }
+}
+
+/// The origin a topic URL names: the feed delivered for it is read as from there.
+fn origin_of(topic: &str) -> std::result::Result<Origin, String> {
+    let topic = url::Url::parse(topic).map_err(|e| e.to_string())?;
+    Ok(Origin {
+        authority: topic[url::Position::BeforeHost..url::Position::AfterPort].to_owned(),
+        https: topic.scheme() == "https",
+    })
+}
+
+/// The feed as read from `topic`.
+async fn feed_of(service: &Service, topic: &str) -> std::result::Result<Arc<str>, String> {
+    let origin = origin_of(topic)?;
+    let xml = atom::feed(service, &origin)
+        .await
+        .map_err(|e| e.to_string())?;
+    Ok(Arc::from(xml))
 }
 
 /// `X-Hub-Signature` of `body` under `secret`: `sha256=<lowercase hex HMAC>`.
