@@ -94,6 +94,22 @@ class Session {
   }
 }
 
+/** Records into `errors` (strings) what `page` reports as an error (console errors and
+ * failed asserts, uncaught exceptions, error log entries), and turns on the domains that
+ * report them and the page's events. */
+export async function collectErrors(page, errors) {
+  page.on("Runtime.consoleAPICalled", (e) => {
+    if (e.type === "error" || e.type === "assert") errors.push(`console.${e.type}: ${e.args.map((a) => a.value ?? a.description).join(" ")}`);
+  });
+  page.on("Runtime.exceptionThrown", (e) => errors.push(`exception: ${e.exceptionDetails.exception?.description ?? e.exceptionDetails.text}`));
+  page.on("Log.entryAdded", (e) => {
+    if (e.entry.level === "error") errors.push(`log: ${e.entry.text} ${e.entry.url ?? ""}`);
+  });
+  await page.send("Runtime.enable");
+  await page.send("Log.enable");
+  await page.send("Page.enable");
+}
+
 /** Launches headless Chromium; resolves to `{page, close()}` with one blank page open. */
 export async function launch() {
   const exe = chromiumPath();

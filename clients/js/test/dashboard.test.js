@@ -8,7 +8,7 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { Client } from "../bloomcast.js";
 import { startServer, binary, skipUnless, NO_BINARY, TOKEN } from "../support/server.js";
-import { launch, chromiumPath, noWebSocket, NO_CHROMIUM } from "../support/browser.js";
+import { launch, chromiumPath, collectErrors, noWebSocket, NO_CHROMIUM } from "../support/browser.js";
 
 const noWs = await noWebSocket();
 const skip = skipUnless(binary(), NO_BINARY) || skipUnless(chromiumPath(), NO_CHROMIUM) || skipUnless(!noWs, noWs);
@@ -40,16 +40,7 @@ before(async () => {
   await client.ingest(Array.from({ length: 30 }, (_, j) => `open:${j}`));
   browser = await launch();
   const { page } = browser;
-  page.on("Runtime.consoleAPICalled", (e) => {
-    if (e.type === "error" || e.type === "assert") errors.push(`console.${e.type}: ${e.args.map((a) => a.value ?? a.description).join(" ")}`);
-  });
-  page.on("Runtime.exceptionThrown", (e) => errors.push(`exception: ${e.exceptionDetails.exception?.description ?? e.exceptionDetails.text}`));
-  page.on("Log.entryAdded", (e) => {
-    if (e.entry.level === "error") errors.push(`log: ${e.entry.text} ${e.entry.url ?? ""}`);
-  });
-  await page.send("Runtime.enable");
-  await page.send("Log.enable");
-  await page.send("Page.enable");
+  await collectErrors(page, errors);
   await page.send("Emulation.setDeviceMetricsOverride", { width: 1280, height: 800, deviceScaleFactor: 1, mobile: false });
   await page.send("Page.navigate", { url: `${server.base}/dashboard` });
   await page.waitFor("document.body?.dataset.refreshed", "the first refresh");

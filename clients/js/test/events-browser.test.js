@@ -9,7 +9,7 @@ import { readFile } from "node:fs/promises";
 import { createServer } from "node:http";
 import { Client, hourPath, versionOf } from "../bloomcast.js";
 import { startServer, binary, skipUnless, NO_BINARY, TOKEN } from "../support/server.js";
-import { launch, chromiumPath, noWebSocket, NO_CHROMIUM } from "../support/browser.js";
+import { launch, chromiumPath, collectErrors, noWebSocket, NO_CHROMIUM } from "../support/browser.js";
 
 const noWs = await noWebSocket();
 const skip = skipUnless(binary(), NO_BINARY) || skipUnless(chromiumPath(), NO_CHROMIUM) || skipUnless(!noWs, noWs);
@@ -63,16 +63,7 @@ before(async () => {
   site = await servePage(server.base);
   browser = await launch();
   const { page } = browser;
-  page.on("Runtime.consoleAPICalled", (e) => {
-    if (e.type === "error" || e.type === "assert") errors.push(`console.${e.type}: ${e.args.map((a) => a.value ?? a.description).join(" ")}`);
-  });
-  page.on("Runtime.exceptionThrown", (e) => errors.push(`exception: ${e.exceptionDetails.exception?.description ?? e.exceptionDetails.text}`));
-  page.on("Log.entryAdded", (e) => {
-    if (e.entry.level === "error") errors.push(`log: ${e.entry.text} ${e.entry.url ?? ""}`);
-  });
-  await page.send("Runtime.enable");
-  await page.send("Log.enable");
-  await page.send("Page.enable");
+  await collectErrors(page, errors);
   await page.send("Page.navigate", { url: `${site.base}/` });
   await page.waitFor("window.opened && window.received?.length >= 1 && window.watched?.length >= 1", "the stream's opening version and the watch's first");
 });
