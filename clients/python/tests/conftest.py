@@ -381,3 +381,16 @@ def origin_mirror(origin, tmp_path_factory):
     sidecars and checkpoint.json may be missing)."""
     from hostile import mirror
     return mirror(origin.binary, origin.base, tmp_path_factory.mktemp("mirror") / "m")
+
+
+def stop_after(polls, between=None):
+    """A sleep that runs `between(n)` after poll n, then interrupts after `polls` polls."""
+    calls = []
+
+    def sleep(seconds):
+        calls.append(seconds)
+        if len(calls) == polls:
+            raise KeyboardInterrupt
+        if between:
+            between(len(calls))
+    return sleep, calls

@@ -19,7 +19,7 @@ import pytest
 from bloomcast_client import cli_reading, watch
 from bloomcast_client.cli import main
 from bloomcast_client.events import Event, Parser
-from conftest import LIVE_TOKEN, ROOT
+from conftest import LIVE_TOKEN, ROOT, stop_after
 
 OPEN = "/2026/11/23/10"
 NEXT = "/2026/11/23/11"
@@ -168,27 +168,13 @@ def test_with_poll_the_watch_polls_alone(live_server):
 
 # --- where there is no stream, or it is down ----------------------------------------------
 
-def sleeps(polls, between=None):
-    """A sleep hook recording what is slept: runs `between(n)` after call n and
-    interrupts the watch at call `polls`."""
-    calls = []
-
-    def sleep(seconds):
-        calls.append(seconds)
-        if len(calls) == polls:
-            raise KeyboardInterrupt
-        if between:
-            between(len(calls))
-    return sleep, calls
-
-
 def test_without_a_stream_the_watch_polls_every_every_seconds(fake_server, monkeypatch,
                                                                capsys):
     server = fake_server(hours={OPEN: (["a"], False)})  # /events: 404, as a static mirror's
 
     def publish(n):
         server.hours[OPEN] = (["a", "b"], False)
-    sleep, calls = sleeps(3, publish)
+    sleep, calls = stop_after(3, publish)
     monkeypatch.setattr(cli_reading, "sleep", sleep)
     assert main(["watch", "--server", server.base, "--every", "7", "a", "b"]) == 0
     assert capsys.readouterr().out == "a\nb\n"
@@ -200,7 +186,7 @@ def test_a_server_without_a_stream_is_asked_again_every_few_polls(fake_server, m
                                                                   capsys):
     server = fake_server(hours={OPEN: (["a"], False)})
     polls = 2 * watch.NO_STREAM_POLLS + 1
-    monkeypatch.setattr(cli_reading, "sleep", sleeps(polls)[0])
+    monkeypatch.setattr(cli_reading, "sleep", stop_after(polls)[0])
     assert main(["watch", "--server", server.base, "a"]) == 0
     asked = [i for i, p in enumerate(p for p in server.paths if p != "/") if p == "/events"]
     assert asked == [0, 1 + watch.NO_STREAM_POLLS, 2 + 2 * watch.NO_STREAM_POLLS]
@@ -210,7 +196,7 @@ def test_an_answer_that_is_not_an_event_stream_is_no_stream(fake_server, monkeyp
                                                             capsys):
     """A catch-all answering any path with a JSON document: polled as without a stream."""
     server = fake_server(hours={OPEN: (["a"], False)}, events=[{"not": "a stream"}])
-    sleep, calls = sleeps(2)
+    sleep, calls = stop_after(2)
     monkeypatch.setattr(cli_reading, "sleep", sleep)
     assert main(["watch", "--server", server.base, "--every", "3", "a"]) == 0
     assert capsys.readouterr().out == "a\n"
@@ -220,7 +206,7 @@ def test_an_answer_that_is_not_an_event_stream_is_no_stream(fake_server, monkeyp
 
 def test_with_poll_there_is_no_stream(fake_server, monkeypatch, capsys):
     server = fake_server(hours={OPEN: (["a"], False)}, events=[b"retry: 1\n\n"] * 9)
-    monkeypatch.setattr(cli_reading, "sleep", sleeps(2)[0])
+    monkeypatch.setattr(cli_reading, "sleep", stop_after(2)[0])
     assert main(["watch", "--server", server.base, "--poll", "a"]) == 0
     assert "/events" not in server.paths
 
@@ -243,7 +229,7 @@ def sealed_event(hour, count):
 def test_each_version_event_is_polled_for_and_none_between(fake_server, monkeypatch, capsys):
     server = fake_server(hours={OPEN: (["a"], False)}, events=[
         b"retry: 5\n\n" + version_event(10, 1) + b": heartbeat\n\n" + version_event(10, 2)])
-    sleep, calls = sleeps(1)  # the stream ends: its retry delay, then interrupted
+    sleep, calls = stop_after(1)  # the stream ends: its retry delay, then interrupted
     monkeypatch.setattr(cli_reading, "sleep", sleep)
     assert main(["watch", "--server", server.base, "--every", "3600", "a"]) == 0
     assert calls == [0.005]
@@ -272,7 +258,7 @@ def test_a_stream_that_fails_is_polled_for_and_tried_again_meanwhile(fake_server
 
     def publish(n):
         server.hours[OPEN] = (["a", "b"], False)
-    sleep, calls = sleeps(3, publish)
+    sleep, calls = stop_after(3, publish)
     monkeypatch.setattr(cli_reading, "sleep", sleep)
     assert main(["watch", "--server", server.base, "--every", "10", "a", "b"]) == 0
     assert capsys.readouterr().out == "a\nb\n"
@@ -289,7 +275,7 @@ def test_a_stream_that_drops_and_is_not_back_is_polled_for_after_every_seconds(
     stream tried again meanwhile."""
     server = fake_server(hours={OPEN: (["a"], False)},
                          events=[b"retry: 3000\n\n", 503, b"retry: 1\n\n"])
-    sleep, calls = sleeps(3)
+    sleep, calls = stop_after(3)
     monkeypatch.setattr(cli_reading, "sleep", sleep)
     assert main(["watch", "--server", server.base, "--every", "10", "a"]) == 0
     assert capsys.readouterr().out == "a\n"
@@ -312,7 +298,7 @@ def test_a_dropped_stream_resumes_with_last_event_id_and_loses_no_sealed_hour(
             server.hours[OPEN] = (["a", "b"], True)
             server.hours[NEXT] = (["c"], False)
             server.current = "2026-11-23T11:00:00Z"
-    sleep, calls = sleeps(2, meanwhile)
+    sleep, calls = stop_after(2, meanwhile)
     monkeypatch.setattr(cli_reading, "sleep", sleep)
     assert main(["watch", "--server", server.base, "--every", "3600", "a", "b", "c"]) == 0
     assert capsys.readouterr().out == "a\nb\nc\n"

@@ -13,7 +13,7 @@ import bloomcast_client
 from bloomcast_client import Client, VerificationError, cli_reading, parse_hour
 from bloomcast_client.cli import main
 from bloomcast_client.watch import Watcher, version_of
-from conftest import ROOT, hour_filter
+from conftest import ROOT, hour_filter, stop_after
 
 OPEN = "/2026/11/23/10"
 needs_zstd = pytest.mark.skipif(bloomcast_client.zstandard is None,
@@ -22,19 +22,6 @@ needs_zstd = pytest.mark.skipif(bloomcast_client.zstandard is None,
 
 def version(ids):
     return hashlib.sha256(bytes(hour_filter(ids).data)).hexdigest()[:20]
-
-
-def stop_after(polls, between=None):
-    """A sleep that runs `between(n)` after poll n, then interrupts after `polls` polls."""
-    calls = []
-
-    def sleep(seconds):
-        calls.append(seconds)
-        if len(calls) == polls:
-            raise KeyboardInterrupt
-        if between:
-            between(len(calls))
-    return sleep, calls
 
 
 def test_each_id_is_reported_once_per_hour_then_the_next_hour_is_followed(fake_server):
