@@ -35,6 +35,13 @@ import asyncio, sys, time
 host, port, n, secs = "127.0.0.1", int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])
 path = sys.argv[4].encode()
 done = errors = 0
+def enough(buf):
+    """Whether `buf` holds what a cycle reads: the stream's first event (its data line and
+    the blank line after it; the body is chunked, so the chunk's CRLF follows), or the
+    reference's response head."""
+    if path != b"/events":
+        return b"\r\n\r\n" in buf
+    return b"data: " in buf and b"\n\n" in buf[buf.index(b"data: "):]
 async def loop(stop):
     global done, errors
     while time.monotonic() < stop:
@@ -42,18 +49,7 @@ async def loop(stop):
             r, w = await asyncio.open_connection(host, port)
             w.write(b"GET " + path + b" HTTP/1.1\r\nHost: x\r\nAccept: text/event-stream\r\n\r\n")
             buf = b""
-            if path != b"/events":  # the reference: a plain answer, read whole
-                while b"\r\n\r\n" not in buf:
-                    chunk = await asyncio.wait_for(r.read(4096), 10)
-                    if not chunk:
-                        raise ConnectionError("closed")
-                    buf += chunk
-                w.close()
-                done += 1
-                continue
-            # The first event: its data line and the blank line after it (the body is
-            # chunked, so the event's end is followed by the chunk's CRLF).
-            while b"data: " not in buf or b"\n\n" not in buf[buf.index(b"data: "):]:
+            while not enough(buf):
                 chunk = await asyncio.wait_for(r.read(4096), 10)
                 if not chunk:
                     raise ConnectionError("closed")
