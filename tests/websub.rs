@@ -45,6 +45,30 @@ async fn hub(dir: &std::path::Path, clock: &ManualClock, loopback_allowed: bool)
     Hub { base, _stop: stop }
 }
 
+/// A hub on a fresh data dir, its clock ten minutes into [`start_hour`], and the URL of
+/// its feed (the topic subscribed to).
+struct Fixture {
+    dir: tempfile::TempDir,
+    clock: ManualClock,
+    http: reqwest::Client,
+    node: Hub,
+    topic: String,
+}
+
+async fn fixture(loopback_allowed: bool) -> Fixture {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::at(start_hour(), Duration::minutes(10));
+    let node = hub(dir.path(), &clock, loopback_allowed).await;
+    let topic = format!("{}/hours.atom", node.base);
+    Fixture {
+        dir,
+        clock,
+        http: reqwest::Client::new(),
+        node,
+        topic,
+    }
+}
+
 async fn subscribe(http: &reqwest::Client, hub: &str, form: &[(&str, &str)]) -> reqwest::Response {
     http.post(format!("{hub}/websub"))
         .form(form)
@@ -79,12 +103,14 @@ async fn seal(http: &reqwest::Client, hub: &str, clock: &ManualClock, hour: Hour
 #[tokio::test]
 async fn a_verified_subscriber_gets_each_sealed_hour_signed_and_keeps_its_subscription_across_a_restart(
 ) {
-    let dir = tempfile::tempdir().unwrap();
-    let clock = ManualClock::at(start_hour(), Duration::minutes(10));
-    let http = reqwest::Client::new();
+    let Fixture {
+        dir,
+        clock,
+        http,
+        node,
+        topic,
+    } = fixture(true).await;
     let mut subscriber = Subscriber::start(true).await;
-    let node = hub(dir.path(), &clock, true).await;
-    let topic = format!("{}/hours.atom", node.base);
 
     let reply = subscribe(
         &http,
@@ -194,12 +220,14 @@ async fn finish_after_restart(
 
 #[tokio::test]
 async fn a_subscriber_that_does_not_echo_the_challenge_is_not_subscribed() {
-    let dir = tempfile::tempdir().unwrap();
-    let clock = ManualClock::at(start_hour(), Duration::minutes(10));
-    let http = reqwest::Client::new();
+    let Fixture {
+        dir: _dir,
+        clock: _clock,
+        http,
+        node,
+        topic,
+    } = fixture(true).await;
     let mut subscriber = Subscriber::start(false).await;
-    let node = hub(dir.path(), &clock, true).await;
-    let topic = format!("{}/hours.atom", node.base);
     let reply = subscribe(
         &http,
         &node.base,
@@ -224,11 +252,13 @@ async fn a_subscriber_that_does_not_echo_the_challenge_is_not_subscribed() {
 
 #[tokio::test]
 async fn requests_that_are_not_subscriptions_or_call_into_private_networks_are_refused() {
-    let dir = tempfile::tempdir().unwrap();
-    let clock = ManualClock::at(start_hour(), Duration::minutes(10));
-    let http = reqwest::Client::new();
-    let node = hub(dir.path(), &clock, false).await;
-    let topic = format!("{}/hours.atom", node.base);
+    let Fixture {
+        dir: _dir,
+        clock: _clock,
+        http,
+        node,
+        topic,
+    } = fixture(false).await;
     let refused = |form: Vec<(&'static str, String)>, status: u16, needle: &'static str| {
         let http = http.clone();
         let base = node.base.clone();
@@ -314,12 +344,14 @@ async fn requests_that_are_not_subscriptions_or_call_into_private_networks_are_r
 #[tokio::test]
 async fn a_lease_near_its_end_is_renewed_by_a_subscriber_that_confirms_and_dropped_and_counted_otherwise(
 ) {
-    let dir = tempfile::tempdir().unwrap();
-    let clock = ManualClock::at(start_hour(), Duration::minutes(10));
-    let http = reqwest::Client::new();
+    let Fixture {
+        dir,
+        clock,
+        http,
+        node,
+        topic,
+    } = fixture(true).await;
     let mut subscriber = Subscriber::start(true).await;
-    let node = hub(dir.path(), &clock, true).await;
-    let topic = format!("{}/hours.atom", node.base);
     let form = [
         ("hub.mode", "subscribe"),
         ("hub.callback", subscriber.url.as_str()),
