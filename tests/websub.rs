@@ -78,15 +78,7 @@ async fn subscribe(http: &reqwest::Client, hub: &str, form: &[(&str, &str)]) -> 
 }
 
 async fn stats(http: &reqwest::Client, hub: &str) -> serde_json::Value {
-    let stats: serde_json::Value = http
-        .get(format!("{hub}/stats"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    stats["websub"].clone()
+    common::get_json(http, &format!("{hub}/stats")).await["websub"].clone()
 }
 
 /// Seals the open hour: the clock moves on an hour and a read of the closed hour seals it.

@@ -182,15 +182,14 @@ pub fn run_with_stdin(cmd: &mut Command, stdin: &str) -> Output {
     child.wait_with_output().unwrap()
 }
 
+/// `GET URL`, its body parsed as JSON.
+pub async fn get_json(http: &reqwest::Client, url: &str) -> serde_json::Value {
+    http.get(url).send().await.unwrap().json().await.unwrap()
+}
+
 /// `GET BASE/.well-known/bloomcast.json`, parsed.
 pub async fn well_known(http: &reqwest::Client, base: &str) -> serde_json::Value {
-    http.get(format!("{base}/.well-known/bloomcast.json"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap()
+    get_json(http, &format!("{base}/.well-known/bloomcast.json")).await
 }
 
 /// Waits until the server's `GET /stats` says `value` at `pointer` (a JSON pointer,
