@@ -186,7 +186,8 @@ INI
     || die "PgBouncer did not start: $(tail -3 "$work/pgbouncer.out")"
 
   rw_url="postgresql://postgres@127.0.0.1:$primary_port,127.0.0.1:$standby_port/postgres?target_session_attrs=read-write"
-  ro_url="postgresql://postgres@127.0.0.1:$standby_port/postgres?target_session_attrs=read-only"
+  # The standby whatever its role: once promoted it still serves the reads.
+  ro_url="postgresql://postgres@127.0.0.1:$standby_port/postgres"
   bouncer_url="postgres://postgres@127.0.0.1:$bouncer_port/postgres"
   # Node 1: writes wherever they are taken, sealed hours from the replica. Node 2: through
   # PgBouncer, and LISTEN on a session of its own (transaction pooling cannot give one).

@@ -193,6 +193,17 @@ settings! {
     /// PostgreSQL URL for cluster mode (postgres://user@host:port/db); empty uses the
     /// embedded store.
     database_url: SecretString = SecretString::default(),
+    /// PostgreSQL URL of read replicas (several hosts: postgresql://r1,r2/db?
+    /// target_session_attrs=read-only&load_balance_hosts=random), for sealed hours: each
+    /// is read from a replica when it has replayed the seal, else from database_url's
+    /// server; the open hour always comes from there. Empty: every read goes to
+    /// database_url.
+    database_read_url: SecretString = SecretString::default(),
+    /// PostgreSQL URL for the one session that LISTENs for other nodes' writes, when
+    /// database_url goes through a pooler in transaction mode (PgBouncer's
+    /// pool_mode = transaction), which cannot keep a LISTEN: the servers themselves, as
+    /// in database_url with target_session_attrs=read-write. Empty: database_url.
+    database_listen_url: SecretString = SecretString::default(),
     /// PostgreSQL schema for cluster mode (created and migrated by the service).
     database_schema: String = "bloomcast".into(),
     /// PEM file of the CA(s) that sign the PostgreSQL server's certificate, checked with

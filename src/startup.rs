@@ -14,7 +14,7 @@ use crate::server::{self, ConnLimits};
 use crate::service::{Service, ServiceError, Tuning};
 use crate::store::{LinkError, PgLink, PgStore, SqliteStore, Store, StoreError};
 use axum::Router;
-use secrecy::ExposeSecret;
+use secrecy::{ExposeSecret, SecretString};
 pub use shape::{set_cluster, ClusterShape};
 pub use signing::{
     record_key, rotate as rotate_key, rotate_recorded as rotate_key_recorded, Rotated,
@@ -355,15 +355,31 @@ pub async fn open_store(
     let now = clock.current_hour();
     let database_url = settings.database_url.expose_secret();
     if !database_url.is_empty() {
-        let link = PgLink::new(database_url, &settings.database_ca_file)?;
+        let ca = &settings.database_ca_file;
+        let link = PgLink::new(database_url, ca)?;
+        let other = |url: &SecretString| {
+            let url = url.expose_secret();
+            (!url.is_empty()).then(|| PgLink::new(url, ca)).transpose()
+        };
+        let (listen, read) = (
+            other(&settings.database_listen_url)?,
+            other(&settings.database_read_url)?,
+        );
         let (mode, ca_file) = (link.mode(), link.ca_file().map(|p| p.display().to_string()));
-        let store = PgStore::connect(link, &settings.database_schema, now)
+        let mut store = PgStore::connect(link, &settings.database_schema, now)
             .await?
             .with_call_timeout(Duration::from_millis(settings.database_timeout_ms));
+        if let Some(link) = listen {
+            store = store.listening_over(link);
+        }
+        if let Some(link) = read {
+            store = store.reading_from(link)?;
+        }
         tracing::info!(
             schema = %settings.database_schema,
             sslmode = ?mode,
             ca_file = ca_file.as_deref().unwrap_or("none"),
+            read_replicas = !settings.database_read_url.expose_secret().is_empty(),
             "PostgreSQL store connected"
         );
         return Ok(Arc::new(store));

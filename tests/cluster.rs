@@ -203,6 +203,36 @@ fn main() {
             },
         ),
         needs::trial(
+            "failover_to_a_synchronous_standby_under_load_loses_nothing_acknowledged",
+            &[Need::PostgresServer],
+            || {
+                needs::block_on(
+                    failover::failover_to_a_synchronous_standby_under_load_loses_nothing_acknowledged(),
+                )
+            },
+        ),
+        needs::trial(
+            "sealed_hours_are_read_from_a_replica_that_has_replayed_them_else_from_the_primary",
+            &[Need::PostgresServer],
+            || {
+                needs::block_on(
+                    failover::sealed_hours_are_read_from_a_replica_that_has_replayed_them_else_from_the_primary(),
+                )
+            },
+        ),
+        needs::trial(
+            "two_nodes_through_pgbouncer_in_transaction_mode_lose_nothing_and_hear_each_other",
+            &[Need::Postgres, Need::PgBouncer],
+            || {
+                let (database, pgbouncer) = (Need::Postgres.found(), Need::PgBouncer.found());
+                needs::block_on(
+                    failover::two_nodes_through_pgbouncer_in_transaction_mode_lose_nothing_and_hear_each_other(
+                        &database, &pgbouncer,
+                    ),
+                )
+            },
+        ),
+        needs::trial(
             "a_node_started_before_postgres_waits_in_standby_and_serves_once_it_is_up",
             &[Need::PostgresServer],
             || {
@@ -618,6 +648,9 @@ mod load;
 
 #[path = "cluster/outages.rs"]
 mod outages;
+
+#[path = "cluster/failover.rs"]
+mod failover;
 
 #[path = "cluster/standby.rs"]
 mod standby;

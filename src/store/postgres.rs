@@ -10,8 +10,9 @@
 //! that closes them), `sealed` (sealed hours and pruning), `chain` (the hour chain).
 
 use super::{
-    ChainLink, FormRecord, HourRecord, HourShape, HourSignature, KeyPieces, Linking, Marks, Result,
-    SealedHour, Sealing, Store, StoreError, Subscription, UniverseAdded, UniverseInfo,
+    full_message, ChainLink, FormRecord, HourRecord, HourShape, HourSignature, KeyPieces, Linking,
+    Marks, Result, SealedHour, Sealing, Store, StoreError, Subscription, UniverseAdded,
+    UniverseInfo,
 };
 use crate::bloom::Key;
 use crate::chain::{Hash, ListedKey, PublicKey, Succession};
@@ -22,6 +23,7 @@ use chrono::{DateTime, Utc};
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
 use errors::{connect_error, pg_error, pool_error};
 use migrate::migrate;
+use statements::Statements;
 use std::future::Future;
 use std::time::Duration;
 
@@ -37,6 +39,7 @@ mod sealed;
 mod shape;
 mod signing;
 mod sqlfns;
+mod statements;
 mod subscriptions;
 mod tls;
 mod universe;
@@ -55,6 +58,9 @@ const BULK_FACTOR: u32 = 10;
 /// PostgreSQL-backed [`Store`].
 pub struct PgStore {
     pool: Pool,
+    /// Read replicas (`database_read_url`), for what never changes once written: a
+    /// sealed hour's row and keys. `None`: every read goes to the primary.
+    replicas: Option<Pool>,
     /// The quoted schema name, ready to prefix table names.
     schema: String,
     genesis: Hour,
@@ -87,21 +93,7 @@ impl PgStore {
         let server = errors::server_of(&config);
         config.connect_timeout(Duration::from_secs(3));
         let listen = (config.clone(), tls.clone());
-        let manager = Manager::from_config(
-            config,
-            tls,
-            ManagerConfig {
-                recycling_method: RecyclingMethod::Fast,
-            },
-        );
-        let pool = Pool::builder(manager)
-            .max_size(16)
-            .runtime(Runtime::Tokio1)
-            .wait_timeout(Some(Duration::from_secs(5)))
-            .create_timeout(Some(Duration::from_secs(3)))
-            .recycle_timeout(Some(Duration::from_secs(3)))
-            .build()
-            .map_err(|e| StoreError::failed("cannot build the PostgreSQL pool", e))?;
+        let pool = pool_of(config, tls)?;
         // The first connection says whether the link works at all; its error keeps
         // the cause (e.g. the certificate not valid for the host name).
         drop(pool.get().await.map_err(|e| connect_error(e, &server))?);
@@ -113,10 +105,7 @@ impl PgStore {
             "INSERT INTO {schema}.meta (name, value) VALUES ('genesis', $1), ('closed_through', $1 - 1)
              ON CONFLICT (name) DO NOTHING"
         );
-        client
-            .execute(&meta, &[&now.index()])
-            .await
-            .map_err(pg_error)?;
+        client.run(&meta, &[&now.index()]).await.map_err(pg_error)?;
         // Genesis is never later than an hour holding keys (schemas written before this
         // rule could acknowledge keys into an hour before it).
         let lower = format!(
@@ -125,9 +114,9 @@ impl PgStore {
              WHERE name = 'genesis' AND value > LEAST(
                  (SELECT min(hour) FROM {schema}.batches), (SELECT min(hour) FROM {schema}.hours))"
         );
-        client.execute(&lower, &[]).await.map_err(pg_error)?;
+        client.run(&lower, &[]).await.map_err(pg_error)?;
         let row = client
-            .query_one(
+            .row(
                 &format!("SELECT value FROM {schema}.meta WHERE name = 'genesis'"),
                 &[],
             )
@@ -143,11 +132,11 @@ impl PgStore {
              ON CONFLICT (name) DO NOTHING"
         );
         client
-            .execute(&probes_from, &[&genesis.index()])
+            .run(&probes_from, &[&genesis.index()])
             .await
             .map_err(pg_error)?;
         let row = client
-            .query_one(
+            .row(
                 &format!("SELECT value FROM {schema}.meta WHERE name = 'probes_from'"),
                 &[],
             )
@@ -157,6 +146,7 @@ impl PgStore {
         drop(client);
         Ok(PgStore {
             pool,
+            replicas: None,
             schema,
             genesis,
             probes_from,
@@ -170,6 +160,34 @@ impl PgStore {
     pub fn with_call_timeout(mut self, timeout: Duration) -> PgStore {
         self.timeout = timeout;
         self
+    }
+
+    /// The same store, listening for other nodes' writes over `link` rather than the
+    /// primary's: a session of its own, for when `database_url` goes through a pooler in
+    /// transaction mode, which cannot keep a `LISTEN` (`database_listen_url`).
+    pub fn listening_over(mut self, link: PgLink) -> PgStore {
+        let PgLink {
+            mut config, tls, ..
+        } = link;
+        config.connect_timeout(Duration::from_secs(3));
+        self.listen = (config, tls);
+        self
+    }
+
+    /// The same store, reading sealed hours (their rows and keys) from the servers
+    /// `link` reaches (`database_read_url`, read replicas) when they have replayed the
+    /// seal, else from the primary. Nothing is connected here: a replica down at start,
+    /// or later, only sends its reads to the primary.
+    ///
+    /// # Errors
+    /// The pool cannot be built.
+    pub fn reading_from(mut self, link: PgLink) -> Result<PgStore> {
+        let PgLink {
+            mut config, tls, ..
+        } = link;
+        config.connect_timeout(Duration::from_secs(3));
+        self.replicas = Some(pool_of(config, tls)?);
+        Ok(self)
     }
 
     /// Whether an error from [`PgStore::connect`] may pass with no setting changed
@@ -190,37 +208,41 @@ impl PgStore {
         bulk: bool,
         call: impl Future<Output = Result<T>>,
     ) -> Result<T> {
-        let limit = if bulk {
-            self.timeout * BULK_FACTOR
-        } else {
-            self.timeout
-        };
-        // Bound before matching, so the call (and the connection it holds) is dropped,
-        // and its connection back in the pool, before the pool is cleared.
-        let outcome = tokio::time::timeout(limit, call).await;
-        match outcome {
-            Ok(result) => result,
-            Err(elapsed) => {
-                let dropped = self.pool.retain(|_, _| false).removed.len();
-                tracing::warn!(
+        timed(&self.pool, self.timeout, what, bulk, call).await
+    }
+
+    /// A read of what never changes once written, from a replica when one is
+    /// configured and has it (`read` answers `Some`), else from the primary. A replica
+    /// that fails or runs out of time (the plain call timeout, even for bulk reads) is
+    /// logged and the primary asked.
+    async fn settled<'a, T, F, P>(
+        &'a self,
+        what: &'static str,
+        read: impl FnOnce(&'a Pool) -> F,
+        primary: P,
+    ) -> Result<Option<T>>
+    where
+        F: Future<Output = Result<Option<T>>>,
+        P: Future<Output = Result<Option<T>>>,
+    {
+        if let Some(replicas) = &self.replicas {
+            match timed(replicas, self.timeout, what, false, read(replicas)).await {
+                Ok(Some(found)) => return Ok(Some(found)),
+                // Not there (yet): the replica has not replayed the seal, or it was never
+                // made. Only the primary can say which.
+                Ok(None) => {}
+                Err(e) => tracing::warn!(
                     call = what,
-                    limit = ?limit,
-                    dropped_idle_connections = dropped,
-                    "PostgreSQL did not answer in time; its idle connections are replaced"
-                );
-                Err(StoreError::unavailable(
-                    format!(
-                        "PostgreSQL did not answer {what} within {} ms",
-                        limit.as_millis()
-                    ),
-                    elapsed,
-                ))
+                    error = %full_message(&e),
+                    "a read replica failed; reading from the primary"
+                ),
             }
         }
+        self.timed(what, true, primary).await
     }
 
     async fn client(&self) -> Result<deadpool_postgres::Object> {
-        self.pool.get().await.map_err(pool_error)
+        client_of(&self.pool).await
     }
 
     fn sql(&self, template: &str) -> String {
@@ -243,11 +265,7 @@ impl PgStore {
                     c.digest, c.prev, c.header, c.checksum
              FROM (SELECT 1) AS one LEFT JOIN {s}.chain c ON c.hour = $1",
         );
-        let stmt = tx.prepare_cached(&sql).await.map_err(pg_error)?;
-        let row = tx
-            .query_one(&stmt, &[&hour.index()])
-            .await
-            .map_err(pg_error)?;
+        let row = tx.row(&sql, &[&hour.index()]).await.map_err(pg_error)?;
         let link = row
             .get::<_, Option<&[u8]>>(5)
             .map(|digest| ChainLink::verify_row(hour, digest, row.get(6), row.get(7), row.get(8)));
@@ -261,6 +279,78 @@ impl PgStore {
             later_link: row.get(4),
         })
     }
+}
+
+/// Runs one store call on `pool` within `timeout` (`bulk`: ten times it). A call that
+/// runs out is unavailable, and every idle connection of the pool is dropped: one that
+/// stopped answering would otherwise be handed out again, each caller waiting out the
+/// timeout in turn, and never replaced. Connections that do answer are opened again at
+/// the next calls; those in use are dropped when their calls run out too.
+async fn timed<T>(
+    pool: &Pool,
+    timeout: Duration,
+    what: &'static str,
+    bulk: bool,
+    call: impl Future<Output = Result<T>>,
+) -> Result<T> {
+    let limit = if bulk { timeout * BULK_FACTOR } else { timeout };
+    // Bound before matching, so the call (and the connection it holds) is dropped, and
+    // its connection back in the pool, before the pool is cleared.
+    let outcome = tokio::time::timeout(limit, call).await;
+    match outcome {
+        Ok(Err(e)) if errors::on_a_standby(&e) => {
+            let dropped = pool.retain(|_, _| false).removed.len();
+            tracing::warn!(
+                call = what,
+                dropped_idle_connections = dropped,
+                "PostgreSQL is a standby now (failed over?); its connections are replaced"
+            );
+            Err(e)
+        }
+        Ok(result) => result,
+        Err(elapsed) => {
+            let dropped = pool.retain(|_, _| false).removed.len();
+            tracing::warn!(
+                call = what,
+                limit = ?limit,
+                dropped_idle_connections = dropped,
+                "PostgreSQL did not answer in time; its idle connections are replaced"
+            );
+            Err(StoreError::unavailable(
+                format!(
+                    "PostgreSQL did not answer {what} within {} ms",
+                    limit.as_millis()
+                ),
+                elapsed,
+            ))
+        }
+    }
+}
+
+/// A pool of connections made with `config` over `tls`.
+fn pool_of(
+    config: tokio_postgres::Config,
+    tls: tokio_postgres_rustls::MakeRustlsConnect,
+) -> Result<Pool> {
+    let manager = Manager::from_config(
+        config,
+        tls,
+        ManagerConfig {
+            recycling_method: RecyclingMethod::Fast,
+        },
+    );
+    Pool::builder(manager)
+        .max_size(16)
+        .runtime(Runtime::Tokio1)
+        .wait_timeout(Some(Duration::from_secs(5)))
+        .create_timeout(Some(Duration::from_secs(3)))
+        .recycle_timeout(Some(Duration::from_secs(3)))
+        .build()
+        .map_err(|e| StoreError::failed("cannot build the PostgreSQL pool", e))
+}
+
+async fn client_of(pool: &Pool) -> Result<deadpool_postgres::Object> {
+    pool.get().await.map_err(pool_error)
 }
 
 /// A read-only transaction with one snapshot for all its statements, so rows and the
@@ -312,7 +402,10 @@ impl Store for PgStore {
     }
 
     async fn keys(&self, hour: Hour) -> Result<Vec<Key>> {
-        self.timed("keys", true, batches::keys(self, hour)).await
+        let replica = |pool| batches::sealed_keys(self, pool, hour);
+        let primary = async { batches::keys(self, hour).await.map(Some) };
+        let keys = self.settled("keys", replica, primary).await?;
+        Ok(keys.unwrap_or_default())
     }
 
     async fn seal(&self, sealed: &SealedHour, keys: &[Key]) -> Result<Sealing> {
@@ -321,7 +414,9 @@ impl Store for PgStore {
     }
 
     async fn sealed(&self, hour: Hour) -> Result<Option<SealedHour>> {
-        self.timed("sealed", true, sealed::sealed(self, hour)).await
+        let replica = |pool| sealed::sealed(self, pool, hour);
+        let primary = sealed::sealed(self, &self.pool, hour);
+        self.settled("sealed", replica, primary).await
     }
 
     async fn last_sealed(&self) -> Result<Option<Hour>> {
@@ -339,13 +434,25 @@ impl Store for PgStore {
     }
 
     async fn links(&self, from: Hour, limit: usize) -> Result<Vec<ChainLink>> {
-        let rows = self.link_rows(from, Hour::from_index(i64::MAX), false, limit);
+        let rows = self.link_rows(&self.pool, from, Hour::from_index(i64::MAX), false, limit);
         self.timed("links", false, rows).await
     }
 
+    /// From a replica when it holds the link of the hour just before `before` (a link
+    /// never changes once written); any other answer may be behind, so the primary's.
     async fn last_link(&self, before: Hour) -> Result<Option<ChainLink>> {
-        let links = self.link_rows(Hour::from_index(i64::MIN), before, true, 1);
-        Ok(self.timed("last_link", false, links).await?.pop())
+        let newest = |pool| async move {
+            let links = self.link_rows(pool, Hour::from_index(i64::MIN), before, true, 1);
+            Ok(links.await?.pop())
+        };
+        let replica = |pool| async move {
+            Ok(newest(pool)
+                .await?
+                .filter(|l: &ChainLink| l.hour.next() == before))
+        };
+        Ok(self
+            .settled("last_link", replica, newest(&self.pool))
+            .await?)
     }
 
     async fn signing_keys(&self) -> Result<Vec<ListedKey>> {
@@ -374,8 +481,20 @@ impl Store for PgStore {
     }
 
     async fn signatures(&self, from: Hour, to: Hour) -> Result<Vec<HourSignature>> {
-        self.timed("signatures", false, self.signature_rows(from, to))
-            .await
+        // One hour's signatures from a replica that has some (each is written once);
+        // a range, or none there, from the primary.
+        let replica = |pool| async move {
+            let rows = match from == to {
+                true => self.signature_rows(pool, from, to).await?,
+                false => Vec::new(),
+            };
+            Ok((!rows.is_empty()).then_some(rows))
+        };
+        let primary = async { self.signature_rows(&self.pool, from, to).await.map(Some) };
+        Ok(self
+            .settled("signatures", replica, primary)
+            .await?
+            .unwrap_or_default())
     }
 
     async fn prune_before(&self, hour: Hour) -> Result<u64> {
@@ -444,8 +563,11 @@ impl Store for PgStore {
     }
 
     async fn record_form(&self, record: &FormRecord) -> Result<Hash> {
-        self.timed("record_form", false, self.record_form_row(record))
-            .await
+        // Recorded once, first write wins: a replica holding the record has its digest.
+        let replica = |pool| async move { self.form_digest(&client_of(pool).await?, record).await };
+        let primary = async { self.record_form_row(record).await.map(Some) };
+        let digest = self.settled("record_form", replica, primary).await?;
+        digest.ok_or_else(|| StoreError::bug("record_form answered nothing"))
     }
 
     async fn hour_shape(&self, local: &HourShape, hour: Hour) -> Result<Option<HourShape>> {

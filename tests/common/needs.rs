@@ -70,6 +70,9 @@ pub enum Need {
     /// `systemd-analyze` (Debian's `systemd` package), to check the unit of
     /// `deploy/systemd/`; found: the program.
     SystemdAnalyze,
+    /// PgBouncer (Debian's `pgbouncer`), to put a pooler in transaction mode between
+    /// nodes and PostgreSQL; found: the program.
+    PgBouncer,
     /// util-linux's `script` (Debian's `bsdutils`), to run a command on a terminal;
     /// found: the program.
     Script,
@@ -119,6 +122,11 @@ impl Need {
                 &["systemd-analyze"],
                 "systemd-analyze not found on PATH; install systemd (apt-get install systemd; \
                  .ci/run does)",
+            ),
+            Need::PgBouncer => probe_program(
+                &["pgbouncer", "/usr/sbin/pgbouncer"],
+                "pgbouncer not found on PATH or in /usr/sbin; install PgBouncer (apt-get install \
+                 pgbouncer; .ci/run does)",
             ),
             Need::Script => probe_program(
                 &["script"],

@@ -34,11 +34,11 @@ impl PrivateCluster {
     pub fn init() -> Result<PrivateCluster, String> {
         let bin = pg_bin().ok_or("PostgreSQL server binaries (initdb, pg_ctl) not found")?;
         let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .map_err(|e| e.to_string())?
-            .port();
-        let cluster = PrivateCluster { dir, port, bin };
+        let cluster = PrivateCluster {
+            dir,
+            port: free_port()?,
+            bin,
+        };
         cluster.hand_over()?;
         let data = cluster.data().display().to_string();
         cluster.pg(
@@ -46,6 +46,100 @@ impl PrivateCluster {
             &["-D", &data, "-A", "trust", "-U", "postgres", "--no-sync"],
         )?;
         Ok(cluster)
+    }
+
+    /// A hot standby of `primary` (started, streaming from it), made by pg_basebackup
+    /// and named `name` to the primary (its `application_name`, as
+    /// `synchronous_standby_names` lists standbys).
+    ///
+    /// # Errors
+    /// Why not, for the skip message.
+    pub fn standby_of(primary: &PrivateCluster, name: &str) -> Result<PrivateCluster, String> {
+        let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+        let cluster = PrivateCluster {
+            dir,
+            port: free_port()?,
+            bin: primary.bin.clone(),
+        };
+        cluster.hand_over()?;
+        let data = cluster.data().display().to_string();
+        let port = primary.port.to_string();
+        cluster.pg(
+            "pg_basebackup",
+            &[
+                "-h",
+                "127.0.0.1",
+                "-p",
+                &port,
+                "-U",
+                "postgres",
+                "-D",
+                &data,
+                "-R",
+                "-X",
+                "stream",
+                "--no-sync",
+            ],
+        )?;
+        cluster.configure(&format!(
+            "primary_conninfo = 'host=127.0.0.1 port={port} user=postgres application_name={name}'"
+        ))?;
+        cluster.start()?;
+        Ok(cluster)
+    }
+
+    /// Appends `lines` to the server's configuration (read at the next start or reload).
+    ///
+    /// # Errors
+    /// The file cannot be written.
+    pub fn configure(&self, lines: &str) -> Result<(), String> {
+        use std::io::Write;
+        let path = self.data().join("postgresql.auto.conf");
+        let mut file = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+        writeln!(file, "{lines}").map_err(|e| format!("{}: {e}", path.display()))
+    }
+
+    /// Makes the running server read its configuration again.
+    ///
+    /// # Errors
+    /// pg_ctl's complaint.
+    pub fn reload(&self) -> Result<(), String> {
+        let data = self.data().display().to_string();
+        self.pg("pg_ctl", &["-D", &data, "reload"])
+    }
+
+    /// Promotes this standby to a primary and waits until it takes writes.
+    ///
+    /// # Errors
+    /// pg_ctl's complaint.
+    pub fn promote(&self) -> Result<(), String> {
+        let data = self.data().display().to_string();
+        self.pg("pg_ctl", &["-D", &data, "-w", "promote"])
+    }
+
+    /// Kills the server with SIGKILL, the postmaster and every process it started, as a
+    /// machine that dies would leave it (no shutdown checkpoint, no goodbye to clients).
+    ///
+    /// # Errors
+    /// No postmaster.pid, or `kill` failed.
+    pub fn kill9(&self) -> Result<(), String> {
+        let pid_file = self.data().join("postmaster.pid");
+        let text = std::fs::read_to_string(&pid_file)
+            .map_err(|e| format!("{}: {e}", pid_file.display()))?;
+        let pid = text.lines().next().unwrap_or_default().trim().to_owned();
+        // Children first, so none is left waiting for a postmaster that is gone.
+        let _ = Command::new("pkill").args(["-KILL", "-P", &pid]).status();
+        let killed = Command::new("kill")
+            .args(["-KILL", &pid])
+            .status()
+            .map_err(|e| format!("kill: {e}"))?;
+        killed
+            .success()
+            .then_some(())
+            .ok_or_else(|| format!("kill -9 {pid} failed"))
     }
 
     /// The directory the cluster lives in; files written here by the test are readable
@@ -150,6 +244,13 @@ impl Drop for PrivateCluster {
     fn drop(&mut self) {
         let _ = self.stop();
     }
+}
+
+fn free_port() -> Result<u16, String> {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .map_err(|e| e.to_string())
 }
 
 /// The directory holding initdb and pg_ctl, if any.

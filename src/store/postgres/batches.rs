@@ -9,15 +9,16 @@
 //! once the close commits, H's keys are final.
 
 use super::errors::pg_error;
-use super::{snapshot, PgStore};
+use super::statements::Statements;
+use super::{client_of, snapshot, PgStore};
 use crate::bloom::Key;
 use crate::hour::Hour;
 use crate::store::{
     batch_checksum, distinct, keys_to_blob, receiver_gone, verify_batch, verify_sealed_keys,
     KeyPieces, Marks, Result, StoreError, PIECE_KEYS,
 };
+use deadpool_postgres::Pool;
 use futures_util::TryStreamExt;
-use tokio_postgres::types::ToSql;
 
 pub(super) async fn marks(store: &PgStore) -> Result<Marks> {
     let client = store.client().await?;
@@ -25,8 +26,7 @@ pub(super) async fn marks(store: &PgStore) -> Result<Marks> {
         "SELECT (SELECT value FROM {s}.meta WHERE name = 'closed_through'),
                 (SELECT max(hour) FROM {s}.batches)",
     );
-    let stmt = client.prepare_cached(&sql).await.map_err(pg_error)?;
-    let row = client.query_one(&stmt, &[]).await.map_err(pg_error)?;
+    let row = client.row(&sql, &[]).await.map_err(pg_error)?;
     let closed_through = row.get::<_, Option<i64>>(0).map(Hour::from_index);
     let newest = row.get::<_, Option<i64>>(1).map(Hour::from_index);
     let high_water = [Some(store.genesis), closed_through.map(Hour::next), newest]
@@ -61,7 +61,6 @@ pub(super) async fn append(store: &PgStore, hour: Hour, keys: &[Key]) -> Result<
              DO UPDATE SET batches = {s}.batch_counts.batches + 1)
          SELECT b.hour FROM b CROSS JOIN LATERAL (SELECT pg_notify($4, b.hour::text)) n",
     );
-    let insert = client.prepare_cached(&insert).await.map_err(pg_error)?;
     let closed = store.sql("SELECT value FROM {s}.meta WHERE name = 'closed_through'");
     let blob = keys_to_blob(keys);
     let mut target = hour;
@@ -69,7 +68,7 @@ pub(super) async fn append(store: &PgStore, hour: Hour, keys: &[Key]) -> Result<
     for _ in 0..16 {
         let checksum = batch_checksum(target, &blob);
         let row = client
-            .query_opt(
+            .row_opt(
                 &insert,
                 &[&target.index(), &blob, &checksum, &store.channel],
             )
@@ -78,7 +77,7 @@ pub(super) async fn append(store: &PgStore, hour: Hour, keys: &[Key]) -> Result<
         if let Some(row) = row {
             return Ok(Hour::from_index(row.get(0)));
         }
-        let row = client.query_one(&closed, &[]).await.map_err(pg_error)?;
+        let row = client.row(&closed, &[]).await.map_err(pg_error)?;
         target = target.max(Hour::from_index(row.get::<_, i64>(0) + 1));
     }
     Err(StoreError::Unavailable {
@@ -94,7 +93,7 @@ pub(super) async fn close_through(store: &PgStore, hour: Hour) -> Result<()> {
     let mut client = store.client().await?;
     let tx = client.transaction().await.map_err(pg_error)?;
     let old: i64 = tx
-        .query_one(
+        .row(
             &store.sql("SELECT value FROM {s}.meta WHERE name = 'closed_through' FOR UPDATE"),
             &[],
         )
@@ -104,7 +103,7 @@ pub(super) async fn close_through(store: &PgStore, hour: Hour) -> Result<()> {
     if hour.index() <= old {
         return Ok(());
     }
-    tx.execute(
+    tx.run(
         &store.sql(
             "INSERT INTO {s}.batch_counts (hour, slot, batches)
              SELECT h, 0, 0 FROM generate_series($1::bigint, $2::bigint) AS h
@@ -114,7 +113,7 @@ pub(super) async fn close_through(store: &PgStore, hour: Hour) -> Result<()> {
     )
     .await
     .map_err(pg_error)?;
-    tx.execute(
+    tx.run(
         &store.sql("UPDATE {s}.meta SET value = $1 WHERE name = 'closed_through'"),
         &[&hour.index()],
     )
@@ -144,11 +143,12 @@ pub(super) async fn send_keys_after(
          FROM (SELECT 1) AS one
          LEFT JOIN {s}.batches b ON b.hour = $1 AND b.xid >= $2::text::xid8",
     );
-    let stmt = client.prepare_cached(&sql).await.map_err(pg_error)?;
     let after = cursor.to_string();
-    let params: [&(dyn ToSql + Sync); 2] = [&hour.index(), &after];
     // Rows as they arrive, not all of them at once: a piece of keys is held at a time.
-    let rows = client.query_raw(&stmt, params).await.map_err(pg_error)?;
+    let rows = client
+        .row_stream(&sql, &[&hour.index(), &after])
+        .await
+        .map_err(pg_error)?;
     futures_util::pin_mut!(rows);
     let (mut next, mut read) = (cursor, 0);
     let mut piece = Vec::new();
@@ -172,6 +172,22 @@ pub(super) async fn send_keys_after(
     Ok(next)
 }
 
+/// A sealed hour's keys, verified; `None` if `pool`'s server holds no seal of it.
+pub(super) async fn sealed_keys(
+    store: &PgStore,
+    pool: &Pool,
+    hour: Hour,
+) -> Result<Option<Vec<Key>>> {
+    let client = client_of(pool).await?;
+    let sql = store.sql("SELECT count, keys, keys_checksum FROM {s}.hours WHERE hour = $1");
+    let row = client
+        .row_opt(&sql, &[&hour.index()])
+        .await
+        .map_err(pg_error)?;
+    row.map(|r| verify_sealed_keys(hour, r.get(0), r.get(1), r.get(2)))
+        .transpose()
+}
+
 pub(super) async fn keys(store: &PgStore, hour: Hour) -> Result<Vec<Key>> {
     let mut client = store.client().await?;
     let tx = snapshot(&mut client).await?;
@@ -184,7 +200,7 @@ pub(super) async fn keys(store: &PgStore, hour: Hour) -> Result<Vec<Key>> {
          SELECT false, seq, keys, checksum FROM {s}.batches WHERE hour = $1",
     );
     let rows = client
-        .query(&sql, &[&hour.index()])
+        .rows(&sql, &[&hour.index()])
         .await
         .map_err(pg_error)?;
     if let Some(sealed) = rows.iter().find(|r| r.get::<_, bool>(0)) {

@@ -1,9 +1,11 @@
 //! The hour chain's rows in PostgreSQL (migration 4): written once per hour, first
 //! write wins, never pruned.
 
-use super::{pg_error, PgStore};
+use super::statements::Statements;
+use super::{client_of, pg_error, PgStore};
 use crate::hour::Hour;
 use crate::store::{ChainLink, Linking, Result};
+use deadpool_postgres::Pool;
 
 /// Migration 4: the chain table.
 pub(super) const MIGRATION: &str = r#"
@@ -24,7 +26,7 @@ impl PgStore {
     pub(super) async fn put_link_row(&self, link: &ChainLink) -> Result<Linking> {
         let client = self.client().await?;
         let row = client
-            .query_one(
+            .row(
                 &self.sql(
                     "WITH l AS (
                          INSERT INTO {s}.chain (hour, digest, prev, header, checksum)
@@ -50,12 +52,13 @@ impl PgStore {
 
     pub(super) async fn link_rows(
         &self,
+        pool: &Pool,
         from: Hour,
         before: Hour,
         newest_first: bool,
         limit: usize,
     ) -> Result<Vec<ChainLink>> {
-        let client = self.client().await?;
+        let client = client_of(pool).await?;
         let order = if newest_first { "DESC" } else { "ASC" };
         let sql = self.sql(&format!(
             "SELECT hour, digest, prev, header, checksum FROM {{s}}.chain
@@ -63,7 +66,7 @@ impl PgStore {
         ));
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         let rows = client
-            .query(&sql, &[&from.index(), &before.index(), &limit])
+            .rows(&sql, &[&from.index(), &before.index(), &limit])
             .await
             .map_err(pg_error)?;
         rows.iter()

@@ -2,6 +2,7 @@
 //! cluster mode, and the clock record each heartbeat writes into `meta` (four rows,
 //! `ClockRecord::ROWS`, replaced in one statement: no schema change, no migration).
 
+use super::statements::Statements;
 use super::{pg_error, PgStore};
 use crate::clock::ClockRecord;
 use crate::store::{Result, StoreError};
@@ -12,7 +13,7 @@ impl PgStore {
     pub(super) async fn now_row(&self) -> Result<DateTime<Utc>> {
         let client = self.client().await?;
         let row = client
-            .query_one("SELECT (extract(epoch FROM now()) * 1000)::bigint", &[])
+            .row("SELECT (extract(epoch FROM now()) * 1000)::bigint", &[])
             .await
             .map_err(pg_error)?;
         let ms: i64 = row.get(0);
@@ -25,9 +26,8 @@ impl PgStore {
     pub(super) async fn clock_rows(&self) -> Result<Option<ClockRecord>> {
         let client = self.client().await?;
         let sql = self.sql("SELECT name, value FROM {s}.meta WHERE name = ANY($1)");
-        let stmt = client.prepare_cached(&sql).await.map_err(pg_error)?;
         let names: Vec<&str> = ClockRecord::ROWS.to_vec();
-        let rows = client.query(&stmt, &[&names]).await.map_err(pg_error)?;
+        let rows = client.rows(&sql, &[&names]).await.map_err(pg_error)?;
         let mut values = [None; 4];
         for row in rows {
             let name: &str = row.get(0);
@@ -48,11 +48,10 @@ impl PgStore {
              SELECT * FROM unnest($1::text[], $2::bigint[])
              ON CONFLICT (name) DO UPDATE SET value = excluded.value",
         );
-        let stmt = client.prepare_cached(&sql).await.map_err(pg_error)?;
         let names: Vec<&str> = ClockRecord::ROWS.to_vec();
         let values: Vec<i64> = record.to_rows().to_vec();
         client
-            .execute(&stmt, &[&names, &values])
+            .run(&sql, &[&names, &values])
             .await
             .map_err(pg_error)?;
         Ok(())

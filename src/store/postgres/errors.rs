@@ -11,10 +11,12 @@ pub(super) fn pg_error(e: tokio_postgres::Error) -> StoreError {
     let retryable = match e.code() {
         // 08: connection exception; 57: operator intervention (shutdown, cancel);
         // 53: insufficient resources (disk full, out of memory, too many connections);
-        // 58: system error (I/O); 40001/40P01: serialization failure, deadlock.
+        // 58: system error (I/O); 40001/40P01: serialization failure, deadlock;
+        // 25006: a write on a server that is (now) a standby, as after a failover to
+        // another server (the connection is replaced, see `PgStore::timed`).
         Some(code) => {
             matches!(&code.code()[..2], "08" | "57" | "53" | "58")
-                || matches!(code.code(), "40001" | "40P01")
+                || matches!(code.code(), "40001" | "40P01" | "25006")
         }
         None => e.is_closed() || io_caused(&e),
     };
@@ -28,6 +30,22 @@ pub(super) fn pg_error(e: tokio_postgres::Error) -> StoreError {
     } else {
         StoreError::failed(what, e)
     }
+}
+
+/// Whether `e` is a write refused because the server is a standby (SQLSTATE 25006):
+/// the connection reached the primary once and no longer does, so it is not used again.
+pub(super) fn on_a_standby(e: &StoreError) -> bool {
+    let StoreError::Unavailable {
+        source: Some(cause),
+        ..
+    } = e
+    else {
+        return false;
+    };
+    cause
+        .downcast_ref::<tokio_postgres::Error>()
+        .and_then(tokio_postgres::Error::code)
+        .is_some_and(|code| *code == tokio_postgres::error::SqlState::READ_ONLY_SQL_TRANSACTION)
 }
 
 /// Whether an I/O error (refused, reset, timed out) is among the causes.

@@ -6,9 +6,10 @@
 //! migration 2 did for batches: there is no trusted copy to compute one from in SQL);
 //! the tallies, which find deleted rows, are computed here from the rows there.
 
+use super::statements::Statements;
 use super::{pg_error, PgStore};
 use crate::chain::Hash;
-use crate::store::{FormRecord, Result};
+use crate::store::{FormRecord, Result, StoreError};
 
 /// Migration 10.
 pub(super) const MIGRATION: &str = r#"
@@ -70,31 +71,45 @@ impl PgStore {
     /// Inserts the record unless the range and form have one; the digest stored.
     pub(super) async fn record_form_row(&self, record: &FormRecord) -> Result<Hash> {
         let client = self.client().await?;
-        let (from, to, form) = (
-            record.from.index(),
-            record.to.index(),
-            record.form.to_string(),
-        );
         client
-            .execute(
+            .run(
                 &self.sql(
                     "INSERT INTO {s}.forms (from_hour, to_hour, form, digest)
                      VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
                 ),
-                &[&from, &to, &form, &&record.digest[..]],
+                &[
+                    &record.from.index(),
+                    &record.to.index(),
+                    &record.form.to_string(),
+                    &&record.digest[..],
+                ],
             )
             .await
             .map_err(pg_error)?;
+        let recorded = self.form_digest(&client, record).await?;
+        recorded.ok_or_else(|| StoreError::bug("a form's record is not there after writing it"))
+    }
+
+    /// The digest recorded for `record`'s form, if one is.
+    pub(super) async fn form_digest(
+        &self,
+        client: &deadpool_postgres::Object,
+        record: &FormRecord,
+    ) -> Result<Option<Hash>> {
         let row = client
-            .query_one(
+            .row_opt(
                 &self.sql(
                     "SELECT digest FROM {s}.forms
                      WHERE from_hour = $1 AND to_hour = $2 AND form = $3",
                 ),
-                &[&from, &to, &form],
+                &[
+                    &record.from.index(),
+                    &record.to.index(),
+                    &record.form.to_string(),
+                ],
             )
             .await
             .map_err(pg_error)?;
-        record.digest_of_row(row.get(0))
+        row.map(|row| record.digest_of_row(row.get(0))).transpose()
     }
 }

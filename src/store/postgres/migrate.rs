@@ -3,6 +3,7 @@
 //! functions over the filters, lives in [`super::sqlfns`]: it needs pgcrypto, and is
 //! tried again at every start until it could be applied.
 
+use super::statements::Statements;
 use super::{pg_error, pool_error, sqlfns};
 use crate::store::Result;
 use crate::store::StoreError;
@@ -92,7 +93,7 @@ pub(super) async fn migrate(pool: &Pool, schema: &str) -> Result<()> {
     let mut client = pool.get().await.map_err(pool_error)?;
     let mut tx = client.transaction().await.map_err(pg_error)?;
     // One migrator at a time, whichever node starts first.
-    tx.execute(
+    tx.run(
         "SELECT pg_advisory_xact_lock(hashtext('bloomcast-migrate:' || $1))",
         &[&schema],
     )
@@ -102,7 +103,7 @@ pub(super) async fn migrate(pool: &Pool, schema: &str) -> Result<()> {
     // A schema a DBA created for a role without CREATE on the database is used as it
     // is: `CREATE SCHEMA IF NOT EXISTS` would need that privilege even then.
     let exists = tx
-        .query_opt(
+        .row_opt(
             "SELECT 1 FROM pg_namespace WHERE nspname = $1",
             &[&schema.trim_matches('"')],
         )
@@ -121,7 +122,7 @@ pub(super) async fn migrate(pool: &Pool, schema: &str) -> Result<()> {
     .await
     .map_err(pg_error)?;
     let applied: Vec<i32> = tx
-        .query(
+        .rows(
             &format!("SELECT version FROM {schema}.schema_migrations"),
             &[],
         )
@@ -138,7 +139,7 @@ pub(super) async fn migrate(pool: &Pool, schema: &str) -> Result<()> {
         tx.batch_execute(&sql.replace("{s}", schema))
             .await
             .map_err(pg_error)?;
-        tx.execute(
+        tx.run(
             &format!("INSERT INTO {schema}.schema_migrations (version) VALUES ($1)"),
             &[version],
         )
@@ -147,7 +148,7 @@ pub(super) async fn migrate(pool: &Pool, schema: &str) -> Result<()> {
         tracing::info!(version, %schema, "applied migration");
     }
     if !applied.contains(&sqlfns::VERSION) && sqlfns::install(&mut tx, schema).await? {
-        tx.execute(
+        tx.run(
             &format!("INSERT INTO {schema}.schema_migrations (version) VALUES ($1)"),
             &[&sqlfns::VERSION],
         )
@@ -163,7 +164,7 @@ pub(super) async fn migrate(pool: &Pool, schema: &str) -> Result<()> {
 async fn refuse_foreign(tx: &Transaction<'_>, schema: &str) -> Result<()> {
     let name = schema.trim_matches('"');
     let row = tx
-        .query_one(
+        .row(
             "SELECT
                  (SELECT string_agg(c.relname, ', ' ORDER BY c.relname)
                   FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace

@@ -3,13 +3,15 @@
 //! sealed hours' counts, and pruning old hours.
 
 use super::errors::pg_error;
-use super::{snapshot, PgStore};
+use super::statements::Statements;
+use super::{client_of, snapshot, PgStore};
 use crate::bloom::{Key, SHA1_KM32};
 use crate::hour::Hour;
 use crate::store::{
     check_count, filter_checksum, keys_to_blob, sealed_keys_checksum, Result, SealedHour,
     SealedRow, Sealing,
 };
+use deadpool_postgres::Pool;
 
 /// The first seal wins (primary key, `ON CONFLICT DO NOTHING`); every node builds
 /// the same bytes from the same closed key set anyway. The insert's row count says
@@ -26,7 +28,7 @@ pub(super) async fn seal(store: &PgStore, sealed: &SealedHour, keys: &[Key]) -> 
     );
     let blob = keys_to_blob(keys);
     let inserted = tx
-        .execute(
+        .run(
             &insert,
             &[
                 &sealed.hour.index(),
@@ -46,7 +48,7 @@ pub(super) async fn seal(store: &PgStore, sealed: &SealedHour, keys: &[Key]) -> 
         super::universe::merge_sealed(store, &tx, sealed.hour, keys).await?;
     }
     for table in ["batches", "batch_counts"] {
-        tx.execute(
+        tx.run(
             &store.sql(&format!("DELETE FROM {{s}}.{table} WHERE hour = $1")),
             &[&sealed.hour.index()],
         )
@@ -59,17 +61,16 @@ pub(super) async fn seal(store: &PgStore, sealed: &SealedHour, keys: &[Key]) -> 
 
 /// The sealed row, verified and cross-checked against the hour's record in the same
 /// snapshot.
-pub(super) async fn sealed(store: &PgStore, hour: Hour) -> Result<Option<SealedHour>> {
-    let mut client = store.client().await?;
+pub(super) async fn sealed(store: &PgStore, pool: &Pool, hour: Hour) -> Result<Option<SealedHour>> {
+    let mut client = client_of(pool).await?;
     let tx = snapshot(&mut client).await?;
     let client = &tx;
     let sql = store.sql(
         "SELECT count, m, k, filter, octet_length(keys)::bigint, checksum
          FROM {s}.hours WHERE hour = $1",
     );
-    let stmt = client.prepare_cached(&sql).await.map_err(pg_error)?;
     let row = client
-        .query_opt(&stmt, &[&hour.index()])
+        .row_opt(&sql, &[&hour.index()])
         .await
         .map_err(pg_error)?;
     let sealed = row
@@ -92,7 +93,7 @@ pub(super) async fn sealed(store: &PgStore, hour: Hour) -> Result<Option<SealedH
 pub(super) async fn last_sealed(store: &PgStore) -> Result<Option<Hour>> {
     let client = store.client().await?;
     let row = client
-        .query_one(&store.sql("SELECT max(hour) FROM {s}.hours"), &[])
+        .row(&store.sql("SELECT max(hour) FROM {s}.hours"), &[])
         .await
         .map_err(pg_error)?;
     Ok(row.get::<_, Option<i64>>(0).map(Hour::from_index))
@@ -109,7 +110,7 @@ pub(super) async fn sealed_counts(
               WHERE hour BETWEEN $1 AND $2 ORDER BY hour",
     );
     let rows = client
-        .query(&sql, &[&from.index(), &to.index()])
+        .rows(&sql, &[&from.index(), &to.index()])
         .await
         .map_err(pg_error)?;
     rows.iter()
@@ -125,7 +126,7 @@ pub(super) async fn prune_before(store: &PgStore, hour: Hour) -> Result<u64> {
     let mut client = store.client().await?;
     let tx = client.transaction().await.map_err(pg_error)?;
     let gone = tx
-        .execute(
+        .run(
             &store.sql("DELETE FROM {s}.hours WHERE hour < $1"),
             &[&hour.index()],
         )
@@ -140,7 +141,7 @@ pub(super) async fn prune_before(store: &PgStore, hour: Hour) -> Result<u64> {
         "INSERT INTO {s}.meta (name, value) VALUES ('pruned_before', $1)
          ON CONFLICT (name) DO UPDATE SET value = GREATEST({s}.meta.value, excluded.value)",
     ] {
-        tx.execute(&store.sql(sql), &[&hour.index()])
+        tx.run(&store.sql(sql), &[&hour.index()])
             .await
             .map_err(pg_error)?;
     }

@@ -5,6 +5,7 @@
 //! effect for an hour when they seal it, so every node seals an hour alike, whenever it
 //! started.
 
+use super::statements::Statements;
 use super::{pg_error, PgStore};
 use crate::hour::Hour;
 use crate::store::{HourShape, Result, StoreError};
@@ -34,14 +35,13 @@ impl PgStore {
             "SELECT capacity, target_fpp FROM {s}.hour_shapes WHERE from_hour <= $1
              ORDER BY from_hour DESC LIMIT 1",
         );
-        let stmt = client.prepare_cached(&sql).await.map_err(pg_error)?;
         let mut row = client
-            .query_opt(&stmt, &[&hour.index()])
+            .row_opt(&sql, &[&hour.index()])
             .await
             .map_err(pg_error)?;
         if row.is_none() {
             client
-                .execute(
+                .run(
                     &self.sql(
                         "INSERT INTO {s}.hour_shapes (from_hour, capacity, target_fpp)
                          VALUES ($1, $2, $3) ON CONFLICT (from_hour) DO NOTHING",
@@ -51,7 +51,7 @@ impl PgStore {
                 .await
                 .map_err(pg_error)?;
             row = client
-                .query_opt(&stmt, &[&hour.index()])
+                .row_opt(&sql, &[&hour.index()])
                 .await
                 .map_err(pg_error)?;
         }
@@ -72,7 +72,7 @@ impl PgStore {
     pub async fn pending_hour_shapes(&self, hour: Hour) -> Result<Vec<(Hour, HourShape)>> {
         let client = self.client().await?;
         let rows = client
-            .query(
+            .rows(
                 &self.sql(
                     "SELECT from_hour, capacity, target_fpp FROM {s}.hour_shapes
                      WHERE from_hour > $1 ORDER BY from_hour",
@@ -102,13 +102,13 @@ impl PgStore {
     pub async fn set_hour_shape(&self, shape: &HourShape, from: Hour) -> Result<()> {
         let mut client = self.client().await?;
         let tx = client.transaction().await.map_err(pg_error)?;
-        tx.execute(
+        tx.run(
             &self.sql("DELETE FROM {s}.hour_shapes WHERE from_hour > $1"),
             &[&from.index()],
         )
         .await
         .map_err(pg_error)?;
-        tx.execute(
+        tx.run(
             &self.sql(
                 "INSERT INTO {s}.hour_shapes (from_hour, capacity, target_fpp) VALUES ($1, $2, $3)
                  ON CONFLICT (from_hour) DO UPDATE

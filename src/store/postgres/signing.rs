@@ -1,10 +1,12 @@
 //! The signing key registry and the hours' signatures in PostgreSQL (migration 6):
 //! first write wins, never pruned. Nodes register keys one at a time (an advisory lock).
 
-use super::{pg_error, PgStore};
+use super::statements::Statements;
+use super::{client_of, pg_error, PgStore};
 use crate::chain::{ListedKey, PublicKey, Succession};
 use crate::hour::Hour;
 use crate::store::{key_from_row, HourSignature, Result};
+use deadpool_postgres::Pool;
 
 /// Migration 11: each key's succession signatures (see [`crate::chain::Succession`]).
 pub(super) const MIGRATION_11: &str = r#"
@@ -33,7 +35,7 @@ impl PgStore {
     pub(super) async fn key_rows(&self) -> Result<Vec<ListedKey>> {
         let client = self.client().await?;
         let rows = client
-            .query(
+            .rows(
                 &self.sql(
                     "SELECT public_key, first_hour, last_hour, vouch, ack FROM {s}.signing_keys
                      ORDER BY first_hour",
@@ -56,14 +58,14 @@ impl PgStore {
     ) -> Result<bool> {
         let mut client = self.client().await?;
         let tx = client.transaction().await.map_err(pg_error)?;
-        tx.execute(
+        tx.run(
             "SELECT pg_advisory_xact_lock(hashtext('bloomcast-keys:' || $1))",
             &[&self.schema],
         )
         .await
         .map_err(pg_error)?;
         let open: Option<Vec<u8>> = tx
-            .query_opt(
+            .row_opt(
                 &self.sql("SELECT public_key FROM {s}.signing_keys WHERE last_hour IS NULL"),
                 &[],
             )
@@ -73,14 +75,14 @@ impl PgStore {
         if open != current.map(|k| k.as_bytes().to_vec()) {
             return Ok(false);
         }
-        tx.execute(
+        tx.run(
             &self.sql("UPDATE {s}.signing_keys SET last_hour = $1 WHERE last_hour IS NULL"),
             &[&first.prev().index()],
         )
         .await
         .map_err(pg_error)?;
         let inserted = tx
-            .execute(
+            .run(
                 &self.sql(
                     "INSERT INTO {s}.signing_keys (public_key, first_hour, vouch, ack)
                      VALUES ($1, $2, $3, $4)",
@@ -102,7 +104,7 @@ impl PgStore {
     pub(super) async fn put_ack_row(&self, key: &PublicKey, ack: &[u8; 64]) -> Result<bool> {
         let client = self.client().await?;
         let updated = client
-            .execute(
+            .run(
                 &self.sql(
                     "UPDATE {s}.signing_keys SET ack = $2 WHERE public_key = $1 AND ack IS NULL",
                 ),
@@ -122,14 +124,14 @@ impl PgStore {
     ) -> Result<bool> {
         let mut client = self.client().await?;
         let tx = client.transaction().await.map_err(pg_error)?;
-        tx.execute(
+        tx.run(
             "SELECT pg_advisory_xact_lock_shared(hashtext('bloomcast-keys:' || $1))",
             &[&self.schema],
         )
         .await
         .map_err(pg_error)?;
         let inserted = tx
-            .execute(
+            .run(
                 &self.sql(
                     "INSERT INTO {s}.signatures (hour, key_id, signature)
                      SELECT $1, $2, $3 WHERE EXISTS (
@@ -150,10 +152,15 @@ impl PgStore {
         Ok(inserted == 1)
     }
 
-    pub(super) async fn signature_rows(&self, from: Hour, to: Hour) -> Result<Vec<HourSignature>> {
-        let client = self.client().await?;
+    pub(super) async fn signature_rows(
+        &self,
+        pool: &Pool,
+        from: Hour,
+        to: Hour,
+    ) -> Result<Vec<HourSignature>> {
+        let client = client_of(pool).await?;
         let rows = client
-            .query(
+            .rows(
                 &self.sql(
                     "SELECT hour, key_id, signature FROM {s}.signatures
                      WHERE hour >= $1 AND hour <= $2 ORDER BY hour",

@@ -12,6 +12,7 @@
 //! the migration is tried again at the next start.
 
 use super::pg_error;
+use super::statements::Statements;
 use crate::store::Result;
 use deadpool_postgres::Transaction;
 
@@ -131,7 +132,7 @@ pub(super) async fn install(tx: &mut Transaction<'_>, schema: &str) -> Result<bo
         }
     }
     let at: Option<String> = tx
-        .query_opt(
+        .row_opt(
             "SELECT n.nspname::text FROM pg_extension e
              JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'pgcrypto'",
             &[],
@@ -141,7 +142,7 @@ pub(super) async fn install(tx: &mut Transaction<'_>, schema: &str) -> Result<bo
         .map(|row| row.get(0));
     let Some(at) = at else {
         let database: String = tx
-            .query_one("SELECT current_database()::text", &[])
+            .row("SELECT current_database()::text", &[])
             .await
             .map_err(pg_error)?
             .get(0);

@@ -3,6 +3,7 @@
 //! claimed (the first claim wins: one node delivers each hour).
 
 use super::errors::pg_error;
+use super::statements::Statements;
 use super::PgStore;
 use crate::hour::Hour;
 use crate::store::{Result, Subscription};
@@ -23,7 +24,7 @@ impl PgStore {
     pub(super) async fn subscription_rows(&self) -> Result<Vec<Subscription>> {
         let client = self.client().await?;
         let rows = client
-            .query(
+            .rows(
                 &self.sql("SELECT callback, topic, secret, expires FROM {s}.subscriptions ORDER BY callback, topic"),
                 &[],
             )
@@ -43,7 +44,7 @@ impl PgStore {
     pub(super) async fn put_subscription_row(&self, s: &Subscription) -> Result<()> {
         let client = self.client().await?;
         client
-            .execute(
+            .run(
                 &self.sql(
                     "INSERT INTO {s}.subscriptions (callback, topic, secret, expires) VALUES ($1, $2, $3, $4)
                      ON CONFLICT (callback, topic) DO UPDATE SET secret = EXCLUDED.secret, expires = EXCLUDED.expires",
@@ -62,7 +63,7 @@ impl PgStore {
     ) -> Result<bool> {
         let client = self.client().await?;
         let n = client
-            .execute(
+            .run(
                 &self.sql("DELETE FROM {s}.subscriptions WHERE callback = $1 AND topic = $2"),
                 &[&callback, &topic],
             )
@@ -74,7 +75,7 @@ impl PgStore {
     pub(super) async fn claim_delivery_row(&self, hour: Hour) -> Result<bool> {
         let client = self.client().await?;
         let n = client
-            .execute(
+            .run(
                 &self.sql(
                     "INSERT INTO {s}.deliveries (hour) VALUES ($1) ON CONFLICT (hour) DO NOTHING",
                 ),

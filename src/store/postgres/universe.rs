@@ -3,6 +3,7 @@
 //! change to the universe so adds, creation and seals' merges take turns), and each
 //! hour's exact body with a checksum (the first stored wins).
 
+use super::statements::Statements;
 use super::{pg_error, PgStore};
 use crate::bloom::Key;
 use crate::hour::Hour;
@@ -12,7 +13,6 @@ use crate::store::{
 };
 use deadpool_postgres::Transaction;
 use futures_util::TryStreamExt;
-use tokio_postgres::types::ToSql;
 
 /// Migration 9.
 pub(super) const MIGRATION: &str = r#"
@@ -41,7 +41,7 @@ const CHUNK: usize = 50_000;
 /// is missing: damage, which [`PgStore::universe_info`] reports).
 async fn lock_state(store: &PgStore, tx: &Transaction<'_>) -> Result<(Option<i64>, i64)> {
     let sql = store.sql("SELECT since, count FROM {s}.universe_state FOR UPDATE");
-    let row = tx.query_opt(&sql, &[]).await.map_err(pg_error)?;
+    let row = tx.row_opt(&sql, &[]).await.map_err(pg_error)?;
     Ok(row.map_or((None, 0), |row| (row.get(0), row.get(1))))
 }
 
@@ -52,7 +52,7 @@ async fn refuse_traces(store: &PgStore, tx: &Transaction<'_>) -> Result<()> {
         "SELECT EXISTS (SELECT 1 FROM {s}.universe) OR EXISTS (SELECT 1 FROM {s}.exact_hours)
              OR EXISTS (SELECT 1 FROM {s}.hour_universe)",
     );
-    let traces: bool = tx.query_one(&sql, &[]).await.map_err(pg_error)?.get(0);
+    let traces: bool = tx.row(&sql, &[]).await.map_err(pg_error)?.get(0);
     if traces {
         return Err(missing_since());
     }
@@ -68,13 +68,12 @@ async fn insert(store: &PgStore, tx: &Transaction<'_>, keys: &[Key], hour: Hour)
          SELECT k, $2, c FROM unnest($1::bigint[], $3::bigint[]) AS t(k, c)
          ON CONFLICT (key) DO NOTHING RETURNING key",
     );
-    let stmt = tx.prepare_cached(&sql).await.map_err(pg_error)?;
     let mut new = Tally::default();
     for chunk in keys.chunks(CHUNK) {
         let values: Vec<i64> = chunk.iter().map(|k| k.to_u64() as i64).collect();
         let sums: Vec<i64> = chunk.iter().map(|k| universe_checksum(hour, *k)).collect();
         for row in tx
-            .query(&stmt, &[&values, &hour.index(), &sums])
+            .rows(&sql, &[&values, &hour.index(), &sums])
             .await
             .map_err(pg_error)?
         {
@@ -83,7 +82,7 @@ async fn insert(store: &PgStore, tx: &Transaction<'_>, keys: &[Key], hour: Hour)
     }
     if new.count > 0 {
         let was = tx
-            .query_opt(
+            .row_opt(
                 &store.sql("SELECT count, sum FROM {s}.universe_hours WHERE added = $1"),
                 &[&hour.index()],
             )
@@ -91,7 +90,7 @@ async fn insert(store: &PgStore, tx: &Transaction<'_>, keys: &[Key], hour: Hour)
             .map_err(pg_error)?
             .map_or_else(Tally::default, |r| Tally::from_row(r.get(0), r.get(1)));
         let now = was.plus(new);
-        tx.execute(
+        tx.run(
             &store.sql(
                 "INSERT INTO {s}.universe_hours (added, count, sum) VALUES ($1, $2, $3)
                  ON CONFLICT (added) DO UPDATE SET count = excluded.count, sum = excluded.sum",
@@ -107,7 +106,7 @@ async fn insert(store: &PgStore, tx: &Transaction<'_>, keys: &[Key], hour: Hour)
 /// The tally of the keys that joined in `through` or before, from the hours' tallies.
 async fn tally_through(store: &PgStore, tx: &Transaction<'_>, through: Hour) -> Result<Tally> {
     let rows = tx
-        .query(
+        .rows(
             &store.sql("SELECT count, sum FROM {s}.universe_hours WHERE added <= $1"),
             &[&through.index()],
         )
@@ -128,10 +127,10 @@ async fn backfill(store: &PgStore, tx: &Transaction<'_>, hour: Hour) -> Result<u
          SELECT keys FROM {s}.batches WHERE hour = $1",
     );
     let mut added = 0;
-    for row in tx.query(&hours, &[]).await.map_err(pg_error)? {
+    for row in tx.rows(&hours, &[]).await.map_err(pg_error)? {
         let of: i64 = row.get(0);
         let mut keys = Vec::new();
-        for blob in tx.query(&blobs, &[&of]).await.map_err(pg_error)? {
+        for blob in tx.rows(&blobs, &[&of]).await.map_err(pg_error)? {
             // A blob that is not whole keys is left out here; its hour's own reads
             // report it as corrupt.
             let _ = blob_to_keys(blob.get(0), &mut keys);
@@ -142,7 +141,7 @@ async fn backfill(store: &PgStore, tx: &Transaction<'_>, hour: Hour) -> Result<u
 }
 
 async fn set_state(store: &PgStore, tx: &Transaction<'_>, since: Hour, count: u64) -> Result<()> {
-    tx.execute(
+    tx.run(
         &store.sql(
             "INSERT INTO {s}.universe_state (one, since, count) VALUES (true, $1, $2)
              ON CONFLICT (one) DO UPDATE SET since = excluded.since, count = excluded.count",
@@ -165,7 +164,7 @@ impl PgStore {
                         OR EXISTS (SELECT 1 FROM {s}.hour_universe)
              FROM (SELECT 1) AS one LEFT JOIN {s}.universe_state st ON true",
         );
-        let row = client.query_one(&sql, &[]).await.map_err(pg_error)?;
+        let row = client.row(&sql, &[]).await.map_err(pg_error)?;
         match row.get::<_, Option<i64>>(0) {
             Some(since) => Ok(Some(UniverseInfo {
                 count: row.get::<_, i64>(1).max(0) as u64,
@@ -195,7 +194,7 @@ impl PgStore {
                 // The first hour sealed from now on: not one closed meanwhile, whose
                 // seal recorded no universe.
                 let closed = tx
-                    .query_one(
+                    .row(
                         &self.sql("SELECT value FROM {s}.meta WHERE name = 'closed_through'"),
                         &[],
                     )
@@ -225,12 +224,13 @@ impl PgStore {
         let mut client = self.client().await?;
         let tx = super::snapshot(&mut client).await?;
         let sql = self.sql("SELECT key, added, checksum FROM {s}.universe WHERE added <= $1");
-        let stmt = tx.prepare_cached(&sql).await.map_err(pg_error)?;
-        let params: [&(dyn ToSql + Sync); 1] = [&through.index()];
         let mut keys = Vec::with_capacity(count as usize);
         let mut tally = Tally::default();
         {
-            let rows = tx.query_raw(&stmt, params).await.map_err(pg_error)?;
+            let rows = tx
+                .row_stream(&sql, &[&through.index()])
+                .await
+                .map_err(pg_error)?;
             futures_util::pin_mut!(rows);
             while let Some(row) = rows.try_next().await.map_err(pg_error)? {
                 let key = Key::from_u64(row.get::<_, i64>(0) as u64);
@@ -240,7 +240,7 @@ impl PgStore {
             }
         }
         let recorded = tx
-            .query_opt(
+            .row_opt(
                 &self.sql("SELECT count, sum FROM {s}.hour_universe WHERE hour = $1"),
                 &[&through.index()],
             )
@@ -257,7 +257,7 @@ impl PgStore {
     pub(super) async fn put_exact_row(&self, hour: Hour, body: &[u8]) -> Result<Vec<u8>> {
         let mut client = self.client().await?;
         let tx = client.transaction().await.map_err(pg_error)?;
-        tx.execute(
+        tx.run(
             &self.sql(
                 "INSERT INTO {s}.exact_hours (hour, body, checksum) VALUES ($1, $2, $3)
                  ON CONFLICT (hour) DO NOTHING",
@@ -267,7 +267,7 @@ impl PgStore {
         .await
         .map_err(pg_error)?;
         let row = tx
-            .query_one(
+            .row(
                 &self.sql("SELECT body, checksum FROM {s}.exact_hours WHERE hour = $1 FOR UPDATE"),
                 &[&hour.index()],
             )
@@ -278,7 +278,7 @@ impl PgStore {
             tx.commit().await.map_err(pg_error)?;
             return Ok(stored);
         }
-        tx.execute(
+        tx.run(
             &self.sql("UPDATE {s}.exact_hours SET body = $2, checksum = $3 WHERE hour = $1"),
             &[&hour.index(), &body, &exact_checksum(hour, body)],
         )
@@ -292,7 +292,7 @@ impl PgStore {
         let client = self.client().await?;
         let sql = self.sql("SELECT body, checksum FROM {s}.exact_hours WHERE hour = $1");
         let row = client
-            .query_opt(&sql, &[&hour.index()])
+            .row_opt(&sql, &[&hour.index()])
             .await
             .map_err(pg_error)?;
         match row {
@@ -319,7 +319,7 @@ impl PgStore {
              WHERE hour BETWEEN $1 AND $2 ORDER BY hour",
         );
         let rows = client
-            .query(&sql, &[&from.index(), &to.index()])
+            .rows(&sql, &[&from.index(), &to.index()])
             .await
             .map_err(pg_error)?;
         Ok(rows
@@ -345,7 +345,7 @@ pub(super) async fn merge_sealed(
     set_state(store, tx, since, count as u64 + added).await?;
     if hour >= since {
         let tally = tally_through(store, tx, hour).await?;
-        tx.execute(
+        tx.run(
             &store.sql(
                 "INSERT INTO {s}.hour_universe (hour, count, sum) VALUES ($1, $2, $3)
                  ON CONFLICT (hour) DO NOTHING",
