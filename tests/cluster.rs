@@ -93,6 +93,15 @@ fn main() {
             || needs::block_on(checksums::flipped_bits_in_postgres_rows_are_corrupt_never_data()),
         ),
         needs::trial(
+            "a_cursor_past_the_servers_transaction_counter_reads_the_hour_from_its_start",
+            &[Need::Postgres],
+            || {
+                needs::block_on(
+                    checksums::a_cursor_past_the_servers_transaction_counter_reads_the_hour_from_its_start(),
+                )
+            },
+        ),
+        needs::trial(
             "rows_written_before_migration_2_are_read_unverified_and_new_ones_verified",
             &[Need::Postgres],
             || {

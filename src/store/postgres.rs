@@ -143,6 +143,7 @@ impl PgStore {
             .await
             .map_err(pg_error)?;
         let probes_from = Hour::from_index(row.get(0));
+        report_durability(&client).await?;
         drop(client);
         Ok(PgStore {
             pool,
@@ -347,6 +348,37 @@ fn pool_of(
         .recycle_timeout(Some(Duration::from_secs(3)))
         .build()
         .map_err(|e| StoreError::failed("cannot build the PostgreSQL pool", e))
+}
+
+/// Says in the log whether the server acknowledges a commit only once a synchronous
+/// standby has it (`synchronous_standby_names`, `synchronous_commit` at least `on`): only
+/// then does a failover keep every ID a node acknowledged (docs/CLUSTER.md, High
+/// availability).
+async fn report_durability(client: &deadpool_postgres::Object) -> Result<()> {
+    let row = client
+        .row(
+            "SELECT current_setting('synchronous_standby_names'),
+                    current_setting('synchronous_commit')",
+            &[],
+        )
+        .await
+        .map_err(pg_error)?;
+    let (standbys, commit): (String, String) = (row.get(0), row.get(1));
+    if !standbys.trim().is_empty() && ["on", "remote_apply", "remote_write"].contains(&&*commit) {
+        tracing::info!(
+            synchronous_standby_names = %standbys,
+            synchronous_commit = %commit,
+            "PostgreSQL acknowledges each ingest once a synchronous standby has it"
+        );
+    } else {
+        tracing::info!(
+            synchronous_standby_names = %standbys,
+            synchronous_commit = %commit,
+            "PostgreSQL acknowledges each ingest without a synchronous standby: a failover \
+             to an asynchronous standby can lose what was acknowledged just before it"
+        );
+    }
+    Ok(())
 }
 
 async fn client_of(pool: &Pool) -> Result<deadpool_postgres::Object> {

@@ -295,3 +295,30 @@ pub async fn deleted_and_moved_rows_in_postgres_are_corrupt_never_fewer_ids() {
     assert_eq!(store.links(h(), 100).await.unwrap().len(), 5);
     drop_schema(&url, &schema).await;
 }
+
+/// A node's cursor into the open hour is a transaction id of the server it read; after
+/// a failover the new primary's counter may be behind it (the old primary began
+/// transactions the standby never saw). A cursor past the counter reads the hour from
+/// its start, so no batch written with a lower id is skipped.
+pub async fn a_cursor_past_the_servers_transaction_counter_reads_the_hour_from_its_start() {
+    let url = Need::Postgres.found();
+    let schema = unique_schema();
+    let store = PgStore::connect(link(&url), &schema, h()).await.unwrap();
+    store.append(h(), &keys(&["a", "b"])).await.unwrap();
+    let page = store.keys_after(h(), 0).await.unwrap();
+    store.append(h(), &keys(&["c"])).await.unwrap();
+    let after = store.keys_after(h(), page.cursor).await.unwrap();
+    assert_eq!(
+        after.keys,
+        keys(&["c"]),
+        "a cursor the server knows reads on from it"
+    );
+    let ahead = page.cursor + (1 << 40);
+    let mut all = store.keys_after(h(), ahead).await.unwrap().keys;
+    all.sort();
+    let mut want = keys(&["a", "b", "c"]);
+    want.sort();
+    assert_eq!(all, want, "a cursor past the counter reads the whole hour");
+    drop(store);
+    drop_schema(&url, &schema).await;
+}

@@ -124,7 +124,10 @@ pub(super) async fn close_through(store: &PgStore, hour: Hour) -> Result<()> {
 
 /// The cursor is the oldest transaction still running when the page was read:
 /// every row of an older transaction was visible then, so the next page starts at
-/// it and can miss nothing that commits late.
+/// it and can miss nothing that commits late. A cursor past the server's transaction
+/// counter means the counter went back: another server took over (a standby promoted,
+/// which never saw the last transactions the old primary began), and its new rows may
+/// carry ids below the cursor. The page then starts from the beginning of the hour.
 ///
 /// From the start of the hour (`cursor` 0), the batches read are checked against the
 /// hour's record in the same snapshot.
@@ -141,7 +144,9 @@ pub(super) async fn send_keys_after(
         "SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint, b.seq, b.keys,
                 b.checksum
          FROM (SELECT 1) AS one
-         LEFT JOIN {s}.batches b ON b.hour = $1 AND b.xid >= $2::text::xid8",
+         LEFT JOIN {s}.batches b ON b.hour = $1 AND b.xid >= CASE
+             WHEN $2::text::xid8 <= pg_snapshot_xmax(pg_current_snapshot()) THEN $2::text::xid8
+             ELSE '0'::xid8 END",
     );
     let after = cursor.to_string();
     // Rows as they arrive, not all of them at once: a piece of keys is held at a time.
