@@ -6,11 +6,16 @@
 #
 #   benches/harness/cluster_faults.sh            # every fault once
 #   ROUNDS=3 benches/harness/cluster_faults.sh   # each fault three times
+#   ROUNDS=5 TRIALS=failover_to_a_synchronous_standby_under_load_loses_nothing_acknowledged \
+#     benches/harness/cluster_faults.sh          # one fault, five times (with its median)
 #
 # The faults: PostgreSQL restarted in fast and in immediate shutdown mode, a node started
 # while PostgreSQL is down, the link cut without a close (a proxy that stops forwarding,
 # sockets kept open; the node's database_timeout_ms is 1 s there), a node killed with
-# SIGKILL while it seals a 200,000-ID hour. A trial that fails (an acknowledged ID not
+# SIGKILL while it seals a 200,000-ID hour, and the primary killed with SIGKILL under a
+# synchronous standby that is promoted 2 s later (nodes given both hosts,
+# target_session_attrs=read-write): its outage is kill to promotion, its gap kill to the
+# first write accepted after it. A trial that fails (an acknowledged ID not
 # found, an answer other than 200 or 503 store_unavailable, a request past its timeout)
 # fails the run.
 #
@@ -20,13 +25,16 @@
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
 ROUNDS="${ROUNDS:-1}"
-TRIALS=(
+if [[ -n "${TRIALS:-}" ]]; then
+  read -r -a TRIALS <<<"$TRIALS"
+else TRIALS=(
   postgres_restarted_fast_under_load_loses_nothing_acknowledged
   postgres_restarted_immediate_under_load_loses_nothing_acknowledged
   a_node_started_before_postgres_waits_in_standby_and_serves_once_it_is_up
   a_link_that_stops_answering_fails_ingest_in_time_and_its_connections_are_replaced
   a_node_killed_mid_seal_leaves_the_seal_to_another_with_the_same_bytes_and_link
-)
+  failover_to_a_synchronous_standby_under_load_loses_nothing_acknowledged
+); fi
 make_work
 
 log "cargo test --test cluster --no-run"
@@ -65,6 +73,18 @@ while read -r line; do
         "$(field outage_ms "$line")" "$(field unavailable "$line")" "$(field recovery_ms "$line")" ;;
   esac
 done <"$WORK/faults"
+# The failover's write gap: kill to promotion, then the slower node's first write.
+gaps=$(while read -r line; do
+  [[ "$line" == *"FAULTS test=failover "* ]] || continue
+  IFS=/ read -r a b <<<"$(field recovery_ms "$line")"
+  echo $(($(field outage_ms "$line") + (a > b ? a : b)))
+done <"$WORK/faults" | sort -n)
+if [[ -n "$gaps" ]]; then
+  n=$(wc -l <<<"$gaps")
+  echo
+  echo "failover write gap (kill to first accepted write on both nodes), ms: $(tr '\n' ' ' <<<"$gaps")" \
+    "(median $(sed -n "$(((n + 1) / 2))p" <<<"$gaps") of $n)"
+fi
 echo
 echo "| round | fault | hour | acknowledged | found (each node) |"
 echo "|---:|---|---|---:|---:|"
