@@ -230,6 +230,16 @@ fn main() {
             },
         ),
         needs::trial(
+            "ids_the_store_lost_after_acknowledging_them_are_reported_at_the_seal",
+            &[Need::Postgres],
+            || {
+                let database = Need::Postgres.found();
+                needs::block_on(
+                    failover::ids_the_store_lost_after_acknowledging_them_are_reported_at_the_seal(&database),
+                )
+            },
+        ),
+        needs::trial(
             "two_nodes_through_pgbouncer_in_transaction_mode_lose_nothing_and_hear_each_other",
             &[Need::Postgres, Need::PgBouncer],
             || {

@@ -83,6 +83,9 @@ pub(super) struct HealthState {
     corrupt_records: Mutex<BTreeSet<&'static str>>,
     /// Verification failures found (including those repaired from intact keys).
     pub corrupt_found: AtomicU64,
+    /// IDs this node held for an hour (each acknowledged by the store) that its seal
+    /// lacks: lost by the store (see `Hours::check_held`).
+    pub(super) lost_ids: AtomicU64,
     /// The open hour has been loaded from the store since start: the flag is what every
     /// request reads (a plain load, nothing shared written), the channel wakes waiters.
     loaded_flag: AtomicBool,
@@ -100,6 +103,7 @@ impl Default for HealthState {
             corrupt: Mutex::new(BTreeSet::new()),
             corrupt_records: Mutex::new(BTreeSet::new()),
             corrupt_found: AtomicU64::new(0),
+            lost_ids: AtomicU64::new(0),
             loaded_flag: AtomicBool::new(false),
             loaded: watch::Sender::new(false),
             last_heartbeat: tokio::sync::Mutex::new(None),
@@ -334,6 +338,12 @@ impl Health<'_> {
     /// Verification failures found so far (for `/metrics`).
     pub fn corrupt_found(&self) -> u64 {
         self.health.corrupt_found.load(Ordering::Relaxed)
+    }
+
+    /// IDs acknowledged and then lost by the store, found at seals so far (for
+    /// `/metrics`).
+    pub fn lost_ids(&self) -> u64 {
+        self.health.lost_ids.load(Ordering::Relaxed)
     }
 }
 

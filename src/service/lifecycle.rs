@@ -2,9 +2,10 @@
 //! retried with backoff when the store cannot take it), pruning past retention, loading
 //! the open hour at start, and the housekeeping loop that runs them at each boundary.
 
+use super::open_hours::Held;
 use super::parts::{Hours, Stats};
 use super::{Result, Service, ServiceError};
-use crate::bloom::{Filter, Key};
+use crate::bloom::{Filter, Key, SHA1_KM32};
 use crate::chain;
 use crate::hour::Hour;
 use crate::store::{ChainLink, HourShape, Linking, SealedHour, Sealing, StoreError};
@@ -77,7 +78,8 @@ impl Service {
     async fn seal_one(&self, hour: Hour) -> Result<SealedHour> {
         match self.store.sealed(hour).await {
             Ok(Some(sealed)) => {
-                self.open.forget_through(hour);
+                let held = self.open.forget_through(hour);
+                self.check_held(hour, held, &sealed).await;
                 return Ok(sealed);
             }
             Ok(None) => {}
@@ -121,17 +123,47 @@ impl Service {
         };
         let written = self.store.seal(&sealed, &keys).await;
         let sealing = self.note_write(written)?;
-        self.open.forget_through(hour);
-        match sealing {
+        let held = self.open.forget_through(hour);
+        let sealed = match sealing {
             Sealing::Stored => {
                 tracing::info!(%hour, count = sealed.count, m = sealed.m, k = sealed.k, "sealed hour");
-                Ok(sealed)
+                sealed
             }
             // Another node sealed first: what is stored is what everyone serves.
             Sealing::AlreadySealed => {
                 tracing::info!(%hour, "hour sealed elsewhere first; serving the stored seal");
-                Ok(self.store.sealed(hour).await?.unwrap_or(sealed))
+                self.store.sealed(hour).await?.unwrap_or(sealed)
             }
+        };
+        self.check_held(hour, held, &sealed).await;
+        Ok(sealed)
+    }
+
+    /// Checks the keys this node held of `hour` (each acknowledged by the store, to this
+    /// node's publishers or to another node's) against its seal. A key the seal lacks was
+    /// acknowledged and then lost by the store: PostgreSQL failed over to a standby that
+    /// had not received it (an asynchronous standby, docs/CLUSTER.md). Nothing can put it
+    /// back in a sealed hour; it is reported (the log, `bloomcast_store_lost_ids_total`).
+    async fn check_held(&self, hour: Hour, held: Option<Held>, sealed: &SealedHour) {
+        let Some(held) = held else {
+            return;
+        };
+        // A seal that does not decode is reported where it is read and served.
+        let Ok(filter) =
+            Filter::decode_bytes(sealed.m.into(), sealed.k.into(), SHA1_KM32, &sealed.filter)
+        else {
+            return;
+        };
+        let missing = tokio::task::spawn_blocking(move || held.missing_from(&filter)).await;
+        let missing = missing.unwrap_or(0);
+        if missing > 0 {
+            self.health.lost_ids.fetch_add(missing, Ordering::Relaxed);
+            tracing::error!(
+                %hour,
+                missing,
+                "IDs the store acknowledged for this hour are not in its seal: the store lost \
+                 them (PostgreSQL failed over to a standby that had not received them?)"
+            );
         }
     }
 

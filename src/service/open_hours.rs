@@ -239,13 +239,17 @@ impl OpenHours {
         }
     }
 
-    /// `hour` is sealed: it and every hour before it are open no more.
-    pub fn forget_through(&self, hour: Hour) {
+    /// `hour` is sealed: it and every hour before it are open no more. Returns what
+    /// this node held of `hour` itself, to be checked against the seal
+    /// ([`Held::missing_from`]) outside the ledger's lock.
+    pub fn forget_through(&self, hour: Hour) -> Option<Held> {
         let mut ledger = self.ledger();
+        let held = ledger.hours.remove(&hour).map(Held);
         ledger.hours.retain(|h, _| *h > hour);
         if ledger.sealed_through.is_none_or(|s| s < hour) {
             ledger.sealed_through = Some(hour);
         }
+        held
     }
 
     /// The open hour's versions kept as compression dictionaries.
@@ -278,5 +282,17 @@ impl OpenHours {
 fn release(ledger: &mut Ledger, reservation: Reservation) {
     if let Some(open) = ledger.hours.get_mut(&reservation.hour) {
         open.reserved -= reservation.room;
+    }
+}
+
+/// The keys a node held of an hour once sealed: each acknowledged by the store, by this
+/// node's ingest or read back from the store.
+pub struct Held(OpenHour);
+
+impl Held {
+    /// How many of these keys the sealed filter lacks: keys the store acknowledged and
+    /// then lost (a failover to a standby that never received them).
+    pub fn missing_from(&self, sealed: &crate::bloom::Filter) -> u64 {
+        self.0.missing_from(sealed)
     }
 }

@@ -409,3 +409,51 @@ pub async fn two_nodes_through_pgbouncer_in_transaction_mode_lose_nothing_and_he
     drop(bouncer);
     drop_schema(database, &schema).await;
 }
+
+/// What a failover to an asynchronous standby does: the last commits the old primary
+/// acknowledged never reached it. Here the newest batch's row and its count are taken
+/// out of PostgreSQL, as if never received; the node that acknowledged it still holds
+/// its IDs, finds them missing from the hour's seal, and reports them.
+pub async fn ids_the_store_lost_after_acknowledging_them_are_reported_at_the_seal(database: &str) {
+    let schema = unique_schema();
+    let clock = ManualClock::at(hour_of(2008, 9, 3, 13).unwrap(), Duration::minutes(10));
+    let dir = tempfile::tempdir().unwrap();
+    let n = node(
+        node_settings(database, &schema, dir.path().to_owned()),
+        &clock,
+    )
+    .await;
+    let http = reqwest::Client::new();
+    let kept: Vec<String> = (0..10).map(|i| format!("kept-{i}")).collect();
+    let lost: Vec<String> = (0..7).map(|i| format!("lost-{i}")).collect();
+    post_ids(&http, &n.base, &kept).await.unwrap();
+    post_ids(&http, &n.base, &lost).await.unwrap();
+    sql(database)
+        .await
+        .batch_execute(&format!(
+            "DELETE FROM {schema}.batches WHERE seq = (SELECT max(seq) FROM {schema}.batches);
+             UPDATE {schema}.batch_counts SET batches = batches - 1
+              WHERE (hour, slot) = (SELECT hour, slot FROM {schema}.batch_counts
+                                     WHERE batches > 0 ORDER BY slot LIMIT 1);"
+        ))
+        .await
+        .unwrap();
+    clock.advance(Duration::hours(1));
+    n.service.tick().await.unwrap();
+    let (status, metrics) = get(&http, &format!("{}/metrics", n.base)).await;
+    assert_eq!(status, 200);
+    let metrics = String::from_utf8_lossy(&metrics);
+    assert!(
+        metrics
+            .lines()
+            .any(|l| l == format!("bloomcast_store_lost_ids_total {}", lost.len())),
+        "the lost IDs are counted: {}",
+        metrics
+            .lines()
+            .filter(|l| l.contains("lost"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+    drop(n);
+    drop_schema(database, &schema).await;
+}

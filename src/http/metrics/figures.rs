@@ -63,6 +63,13 @@ pub async fn exposition(state: &AppState) -> String {
     );
     single(
         &mut out,
+        "bloomcast_store_lost_ids_total",
+        "counter",
+        "IDs this node held for an hour, each acknowledged by the store, that the hour's seal lacks: lost by the store (a failover to a standby that had not received them).",
+        service.health().lost_ids(),
+    );
+    single(
+        &mut out,
         "bloomcast_clock_behind_seconds",
         "gauge",
         "How far the clock is behind the newest hour the store has opened (a clock stepped back).",

@@ -74,6 +74,13 @@ impl OpenHour {
     }
 
     /// How many of `keys` are not in the hour yet (each counted once).
+    /// How many of the keys held here `sealed` lacks (it has no false negatives, so
+    /// each is surely not in the seal).
+    pub(super) fn missing_from(&self, sealed: &Filter) -> u64 {
+        let missing = self.keys.iter().map(Key::from_u64);
+        missing.filter(|key| !sealed.contains_key(*key)).count() as u64
+    }
+
     pub(super) fn count_new(&self, keys: &[Key]) -> u64 {
         let mut seen = HashedKeys::default();
         keys.iter()
