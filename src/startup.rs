@@ -357,13 +357,15 @@ pub async fn open_store(
     if !database_url.is_empty() {
         let ca = &settings.database_ca_file;
         let link = PgLink::new(database_url, ca)?;
-        let other = |url: &SecretString| {
+        let other = |setting, url: &SecretString| {
             let url = url.expose_secret();
-            (!url.is_empty()).then(|| PgLink::new(url, ca)).transpose()
+            (!url.is_empty())
+                .then(|| PgLink::of_setting(setting, url, ca))
+                .transpose()
         };
         let (listen, read) = (
-            other(&settings.database_listen_url)?,
-            other(&settings.database_read_url)?,
+            other("database_listen_url", &settings.database_listen_url)?,
+            other("database_read_url", &settings.database_read_url)?,
         );
         let (mode, ca_file) = (link.mode(), link.ca_file().map(|p| p.display().to_string()));
         let mut store = PgStore::connect(link, &settings.database_schema, now)

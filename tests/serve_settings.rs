@@ -145,3 +145,37 @@ fn a_missing_ca_file_is_refused_with_its_cause_once() {
     assert_eq!(line.matches("no-such-ca.pem").count(), 1, "{line}");
     assert_eq!(line.matches("No such file").count(), 1, "{line}");
 }
+
+/// A bad replica or listen URL is refused at start, before any connection, naming its
+/// own setting (not database_url's).
+#[test]
+fn a_bad_read_or_listen_url_is_refused_naming_its_setting() {
+    for (setting, env) in [
+        ("database_read_url", "BLOOMCAST_DATABASE_READ_URL"),
+        ("database_listen_url", "BLOOMCAST_DATABASE_LISTEN_URL"),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let out = refused(serve(
+            dir.path(),
+            &[
+                (
+                    "BLOOMCAST_DATABASE_URL",
+                    "postgres://bloomcast@127.0.0.1:9/none",
+                ),
+                ("BLOOMCAST_INGEST_TOKENS", "a-token-of-length"),
+                (
+                    env,
+                    "postgres://bloomcast@127.0.0.1:9/none?sslmode=sometimes",
+                ),
+            ],
+            &[],
+        ));
+        let line = last_line(&out);
+        assert!(line.starts_with("bloomcast: cannot start"), "{line}");
+        assert!(
+            line.contains(&format!("invalid {setting}: sslmode=")),
+            "{line}"
+        );
+        assert!(!line.contains("database_url:"), "{line}");
+    }
+}

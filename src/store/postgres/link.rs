@@ -15,25 +15,25 @@ use tokio_postgres_rustls::MakeRustlsConnect;
 /// [`crate::store::full_message`]. Never shows the URL's password.
 #[derive(Debug, Error)]
 pub enum LinkError {
-    #[error("invalid database_url: sslmode={0:?} is not one of {names}", names = SslMode::NAMES)]
-    UnknownSslMode(String),
+    #[error("invalid {0}: sslmode={1:?} is not one of {names}", names = SslMode::NAMES)]
+    UnknownSslMode(&'static str, String),
     #[error(
-        "invalid database_url: sslrootcert=system checks host names, so it needs \
-         sslmode=verify-full (or no sslmode), not {0}"
+        "invalid {0}: sslrootcert=system checks host names, so it needs \
+         sslmode=verify-full (or no sslmode), not {1}"
     )]
-    SystemRootsNeedVerifyFull(String),
-    #[error("invalid database_url: {0}")]
-    Syntax(String),
+    SystemRootsNeedVerifyFull(&'static str, String),
+    #[error("invalid {0}: {1}")]
+    Syntax(&'static str, String),
     /// A URL whose scheme is not PostgreSQL's (a typo such as `postgress://`), which
     /// tokio-postgres would otherwise read as libpq's `key=value` form and refuse
     /// with `unexpected EOF`.
-    #[error("invalid database_url: the scheme {0:?} is not PostgreSQL's: write postgres://user@host/database (or postgresql://...)")]
-    Scheme(String),
-    #[error("invalid database_url")]
-    Parse(#[source] tokio_postgres::Error),
+    #[error("invalid {0}: the scheme {1:?} is not PostgreSQL's: write postgres://user@host/database (or postgresql://...)")]
+    Scheme(&'static str, String),
+    #[error("invalid {0}")]
+    Parse(&'static str, #[source] tokio_postgres::Error),
     #[error("invalid {setting}")]
     Tls {
-        setting: &'static str,
+        setting: String,
         #[source]
         source: TlsSetupError,
     },
@@ -55,33 +55,55 @@ impl PgLink {
     /// # Errors
     /// [`LinkError`] naming the setting at fault.
     pub fn new(database_url: &str, ca_file: &Path) -> Result<PgLink, LinkError> {
-        check_scheme(database_url)?;
-        let params = take_ssl_params(database_url)?;
-        let mut config: tokio_postgres::Config = params.rest.parse().map_err(LinkError::Parse)?;
+        PgLink::of_setting("database_url", database_url, ca_file)
+    }
+
+    /// As [`PgLink::new`], for the URL of the setting `setting` (`database_read_url`,
+    /// `database_listen_url`), which its errors name.
+    ///
+    /// # Errors
+    /// [`LinkError`] naming the setting at fault.
+    pub fn of_setting(
+        setting: &'static str,
+        url: &str,
+        ca_file: &Path,
+    ) -> Result<PgLink, LinkError> {
+        check_scheme(setting, url)?;
+        let params = take_ssl_params(setting, url)?;
+        let mut config: tokio_postgres::Config = params
+            .rest
+            .parse()
+            .map_err(|e| LinkError::Parse(setting, e))?;
         let system = params.sslrootcert.as_deref() == Some("system");
         let mode = match params.sslmode.as_deref() {
             None if system => SslMode::VerifyFull,
             None => SslMode::Prefer,
-            Some(v) => SslMode::parse(v).ok_or_else(|| LinkError::UnknownSslMode(v.to_owned()))?,
+            Some(v) => {
+                SslMode::parse(v).ok_or_else(|| LinkError::UnknownSslMode(setting, v.to_owned()))?
+            }
         };
         if system && mode != SslMode::VerifyFull {
             return Err(LinkError::SystemRootsNeedVerifyFull(
+                setting,
                 params.sslmode.unwrap_or_default(),
             ));
         }
-        let (roots, setting) = match params.sslrootcert {
-            Some(s) if s == "system" => (Roots::Public, "database_url"),
-            Some(path) => (Roots::File(path.into()), "database_url (sslrootcert)"),
-            None if ca_file.as_os_str().is_empty() => (Roots::Public, "database_ca_file"),
-            None => (Roots::File(ca_file.to_owned()), "database_ca_file"),
+        let (roots, named) = match params.sslrootcert {
+            Some(s) if s == "system" => (Roots::Public, setting.to_owned()),
+            Some(path) => (Roots::File(path.into()), format!("{setting} (sslrootcert)")),
+            None if ca_file.as_os_str().is_empty() => (Roots::Public, "database_ca_file".into()),
+            None => (Roots::File(ca_file.to_owned()), "database_ca_file".into()),
         };
-        let tls =
-            tls::connector(mode, &roots).map_err(|source| LinkError::Tls { setting, source })?;
+        let tls = tls::connector(mode, &roots).map_err(|source| LinkError::Tls {
+            setting: named,
+            source,
+        })?;
         if matches!(roots, Roots::File(_)) && matches!(mode, SslMode::Disable | SslMode::Prefer) {
             tracing::warn!(
                 ?mode,
+                setting,
                 "a CA file is set but sslmode does not check certificates: \
-                 use sslmode=verify-full in database_url"
+                 use sslmode=verify-full in the URL"
             );
         }
         config.ssl_mode(mode.negotiation());
@@ -125,7 +147,7 @@ impl PgLink {
 /// Refuses a URL (`scheme://...`) whose scheme is not `postgres` or `postgresql`,
 /// naming only the scheme (the rest may hold a password). Text without `://` is
 /// libpq's `key=value` form, left to its parser.
-fn check_scheme(url: &str) -> Result<(), LinkError> {
+fn check_scheme(setting: &'static str, url: &str) -> Result<(), LinkError> {
     let Some((scheme, _)) = url.trim_start().split_once("://") else {
         return Ok(());
     };
@@ -136,7 +158,7 @@ fn check_scheme(url: &str) -> Result<(), LinkError> {
     if !is_scheme || ["postgres", "postgresql"].contains(&scheme) {
         return Ok(());
     }
-    Err(LinkError::Scheme(format!("{scheme}://")))
+    Err(LinkError::Scheme(setting, format!("{scheme}://")))
 }
 
 /// A URL with `sslmode` and `sslrootcert` taken out, and their values.
@@ -147,7 +169,7 @@ struct SslParams {
     sslrootcert: Option<String>,
 }
 
-fn take_ssl_params(url: &str) -> Result<SslParams, LinkError> {
+fn take_ssl_params(setting: &'static str, url: &str) -> Result<SslParams, LinkError> {
     let mut params = SslParams {
         rest: url.to_owned(),
         sslmode: None,
@@ -178,7 +200,10 @@ fn take_ssl_params(url: &str) -> Result<SslParams, LinkError> {
         let mut kept = Vec::new();
         for pair in query.split('&').filter(|p| !p.is_empty()) {
             let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
-            if !take(&percent_decode(key)?, percent_decode(value)?) {
+            if !take(
+                &percent_decode(setting, key)?,
+                percent_decode(setting, value)?,
+            ) {
                 kept.push(pair);
             }
         }
@@ -205,8 +230,8 @@ fn take_ssl_params(url: &str) -> Result<SslParams, LinkError> {
 
 /// `s` percent-decoded, refusing what tokio-postgres refuses: a `%` not followed by
 /// two hex digits, and bytes that are not UTF-8.
-fn percent_decode(s: &str) -> Result<String, LinkError> {
-    let bad = || LinkError::Syntax(format!("bad percent-encoding in {s:?}"));
+fn percent_decode(setting: &'static str, s: &str) -> Result<String, LinkError> {
+    let bad = || LinkError::Syntax(setting, format!("bad percent-encoding in {s:?}"));
     let escapes_whole = s.split('%').skip(1).all(|after| {
         after
             .as_bytes()
