@@ -308,9 +308,10 @@ pub async fn a_cursor_past_the_servers_transaction_counter_reads_the_hour_from_i
     let page = store.keys_after(h(), 0).await.unwrap();
     store.append(h(), &keys(&["c"])).await.unwrap();
     let after = store.keys_after(h(), page.cursor).await.unwrap();
-    assert_eq!(
-        after.keys,
-        keys(&["c"]),
+    // From it on: "c" at least (the cursor is the oldest transaction running then, so
+    // with other transactions running it may read earlier batches again too).
+    assert!(
+        after.keys.contains(&keys(&["c"])[0]),
         "a cursor the server knows reads on from it"
     );
     let ahead = page.cursor + (1 << 40);
