@@ -185,6 +185,17 @@ pub struct KeysPage {
     pub cursor: i64,
 }
 
+/// Reads of what never changes once written (a sealed hour, its keys, its chain link
+/// and signatures, a form's record), meant for read replicas: how many a replica
+/// answered, how many went to the primary because the replica did not have the row yet
+/// (or it does not exist), and how many because the replica failed or ran out of time.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ReplicaReads {
+    pub served: u64,
+    pub behind: u64,
+    pub failed: u64,
+}
+
 /// Where the store's hours stand: what a restarted node (or one whose clock stepped
 /// back) needs to know so that time only moves forward for the service.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -251,6 +262,12 @@ pub trait Store: Send + Sync + 'static {
     /// reconnect); signals fold, at most one waits. `None` (the default) for a store no
     /// other node writes to. Starts a task: call it once.
     fn changes(&self) -> Option<tokio::sync::mpsc::Receiver<()>> {
+        None
+    }
+
+    /// Where reads meant for read replicas went so far (`database_read_url`); `None`
+    /// for a store with none.
+    fn replica_reads(&self) -> Option<ReplicaReads> {
         None
     }
 

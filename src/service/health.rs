@@ -340,6 +340,11 @@ impl Health<'_> {
         self.health.corrupt_found.load(Ordering::Relaxed)
     }
 
+    /// Where reads meant for read replicas went (for `/metrics`); `None` without replicas.
+    pub fn replica_reads(&self) -> Option<crate::store::ReplicaReads> {
+        self.store.replica_reads()
+    }
+
     /// IDs acknowledged and then lost by the store, found at seals so far (for
     /// `/metrics`).
     pub fn lost_ids(&self) -> u64 {

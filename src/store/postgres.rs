@@ -11,8 +11,8 @@
 
 use super::{
     full_message, ChainLink, FormRecord, HourRecord, HourShape, HourSignature, KeyPieces, Linking,
-    Marks, Result, SealedHour, Sealing, Store, StoreError, Subscription, UniverseAdded,
-    UniverseInfo,
+    Marks, ReplicaReads, Result, SealedHour, Sealing, Store, StoreError, Subscription,
+    UniverseAdded, UniverseInfo,
 };
 use crate::bloom::Key;
 use crate::chain::{Hash, ListedKey, PublicKey, Succession};
@@ -25,6 +25,7 @@ use errors::{connect_error, pg_error, pool_error};
 use migrate::migrate;
 use statements::Statements;
 use std::future::Future;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 mod batches;
@@ -61,6 +62,8 @@ pub struct PgStore {
     /// Read replicas (`database_read_url`), for what never changes once written: a
     /// sealed hour's row and keys. `None`: every read goes to the primary.
     replicas: Option<Pool>,
+    /// Counts of [`Store::replica_reads`]: served, behind, failed.
+    replica_reads: [AtomicU64; 3],
     /// The quoted schema name, ready to prefix table names.
     schema: String,
     genesis: Hour,
@@ -148,6 +151,7 @@ impl PgStore {
         Ok(PgStore {
             pool,
             replicas: None,
+            replica_reads: Default::default(),
             schema,
             genesis,
             probes_from,
@@ -227,16 +231,25 @@ impl PgStore {
         P: Future<Output = Result<Option<T>>>,
     {
         if let Some(replicas) = &self.replicas {
+            let [served, behind, failed] = &self.replica_reads;
             match timed(replicas, self.timeout, what, false, read(replicas)).await {
-                Ok(Some(found)) => return Ok(Some(found)),
+                Ok(Some(found)) => {
+                    served.fetch_add(1, Ordering::Relaxed);
+                    return Ok(Some(found));
+                }
                 // Not there (yet): the replica has not replayed the seal, or it was never
                 // made. Only the primary can say which.
-                Ok(None) => {}
-                Err(e) => tracing::warn!(
-                    call = what,
-                    error = %full_message(&e),
-                    "a read replica failed; reading from the primary"
-                ),
+                Ok(None) => {
+                    behind.fetch_add(1, Ordering::Relaxed);
+                }
+                Err(e) => {
+                    failed.fetch_add(1, Ordering::Relaxed);
+                    tracing::warn!(
+                        call = what,
+                        error = %full_message(&e),
+                        "a read replica failed; reading from the primary"
+                    );
+                }
             }
         }
         self.timed(what, true, primary).await
@@ -404,6 +417,19 @@ impl Store for PgStore {
     fn changes(&self) -> Option<tokio::sync::mpsc::Receiver<()>> {
         let (config, tls) = self.listen.clone();
         Some(listen::spawn(config, tls, self.channel.clone()))
+    }
+
+    fn replica_reads(&self) -> Option<ReplicaReads> {
+        self.replicas.as_ref()?;
+        let [served, behind, failed] = self
+            .replica_reads
+            .each_ref()
+            .map(|c| c.load(Ordering::Relaxed));
+        Some(ReplicaReads {
+            served,
+            behind,
+            failed,
+        })
     }
 
     async fn genesis(&self) -> Result<Hour> {

@@ -270,6 +270,20 @@ pub async fn sealed_hours_are_read_from_a_replica_that_has_replayed_them_else_fr
     assert_eq!(body, from_writer);
     let (status, _) = get(&http, &format!("{}/2008/09/03/15", reader.base)).await;
     assert_eq!(status, 503, "the open hour comes from the primary only");
+    let (_, metrics) = get(&http, &format!("{}/metrics", reader.base)).await;
+    let metrics = String::from_utf8_lossy(&metrics);
+    let count = |outcome: &str| -> u64 {
+        let name = format!("bloomcast_replica_reads_total{{outcome=\"{outcome}\"}} ");
+        let line = metrics.lines().find_map(|l| l.strip_prefix(&name));
+        line.unwrap_or_else(|| panic!("{name} in /metrics"))
+            .parse()
+            .unwrap()
+    };
+    assert!(count("served") > 0, "the replica served reads");
+    assert!(
+        count("behind") > 0,
+        "a seal not replayed was read from the primary"
+    );
 }
 
 /// PgBouncer in transaction pooling mode in front of `database`, its files in `dir`.

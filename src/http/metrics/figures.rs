@@ -61,6 +61,22 @@ pub async fn exposition(state: &AppState) -> String {
         "Stored rows that failed verification on read.",
         service.health().corrupt_found(),
     );
+    if let Some(reads) = service.health().replica_reads() {
+        let name = "bloomcast_replica_reads_total";
+        family(
+            &mut out,
+            name,
+            "counter",
+            "Reads of sealed hours (and their keys, chain links, signatures, form records) meant for database_read_url, by outcome: served by a replica; sent to the primary because the replica did not have it yet; sent to the primary because the replica failed.",
+        );
+        for (outcome, n) in [
+            ("served", reads.served),
+            ("behind", reads.behind),
+            ("failed", reads.failed),
+        ] {
+            let _ = writeln!(out, "{name}{{outcome=\"{outcome}\"}} {n}");
+        }
+    }
     single(
         &mut out,
         "bloomcast_store_lost_ids_total",
