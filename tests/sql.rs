@@ -18,7 +18,7 @@ use bloomcast::clock::{Clock, ManualClock};
 use bloomcast::hour::hour_of;
 use chrono::Duration;
 use common::needs::{self, Need};
-use common::nodes::unique_schema;
+use common::nodes::{drop_schema, unique_schema};
 use common::post_ids;
 use std::collections::BTreeSet;
 
@@ -130,9 +130,7 @@ async fn may_contain_agrees_with_every_filter_test_vector() {
         )
         .await;
     assert!(short.is_err(), "a 1-byte filter of 100 bits was accepted");
-    db.batch_execute(&format!("DROP SCHEMA \"{schema}\" CASCADE"))
-        .await
-        .unwrap();
+    drop_schema(&url, &schema).await;
 }
 
 async fn changed_in_over_a_followed_table_returns_what_the_sdk_returns() {
@@ -243,9 +241,7 @@ async fn changed_in_over_a_followed_table_returns_what_the_sdk_returns() {
         .await
         .unwrap();
     assert_eq!(before.get::<_, Option<bool>>(0), None);
-    db.batch_execute(&format!("DROP SCHEMA \"{schema}\" CASCADE"))
-        .await
-        .unwrap();
+    drop_schema(&url, &schema).await;
 }
 
 /// docs/CLUSTER.md's SQL block, as written but for the schema, the `followed` table's
@@ -338,9 +334,7 @@ async fn cluster_md_sql_unions_hours_of_different_sizes_with_no_false_negative()
         absent < 50,
         "{absent} of 1,000 absent IDs flagged at fpp 0.01 per hour"
     );
-    db.batch_execute(&format!("DROP SCHEMA \"{schema}\" CASCADE"))
-        .await
-        .unwrap();
+    drop_schema(&url, &schema).await;
 }
 
 /// `url` (`postgres://user[:password]@host:port/db[?params]`) for another database and,
@@ -394,7 +388,7 @@ async fn a_role_that_may_not_create_pgcrypto_starts_without_the_functions_until_
     let first = node(&role_url, &name, &clock).await;
     assert_eq!(
         migrations(&dba, &name).await,
-        [1, 2, 4, 5, 6, 7, 9, 10, 11, 12]
+        [1, 2, 4, 5, 6, 7, 9, 10, 11, 12, 13]
     );
     let installed = format!(
         "SELECT count(*) FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
@@ -411,7 +405,7 @@ async fn a_role_that_may_not_create_pgcrypto_starts_without_the_functions_until_
     let second = node(&role_url, &name, &clock).await;
     assert_eq!(
         migrations(&dba, &name).await,
-        [1, 2, 4, 5, 6, 7, 8, 9, 10, 11, 12]
+        [1, 2, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13]
     );
     let count: i64 = dba.query_one(&installed, &[]).await.unwrap().get(0);
     assert_eq!(count, 3);

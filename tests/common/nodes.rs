@@ -15,12 +15,20 @@ pub fn unique_schema() -> String {
 }
 
 /// Drops a test's schema (best effort: a test that failed may have left it half made).
+/// A node still running may take its locks in another order than the drop: a deadlock
+/// the server breaks by failing one of the two, so the drop is tried again.
 pub async fn drop_schema(url: &str, schema: &str) {
     if let Ok((client, conn)) = tokio_postgres::connect(url, tokio_postgres::NoTls).await {
         tokio::spawn(conn);
-        let _ = client
-            .batch_execute(&format!("DROP SCHEMA IF EXISTS \"{schema}\" CASCADE"))
-            .await;
+        for _ in 0..5 {
+            let dropped = client
+                .batch_execute(&format!("DROP SCHEMA IF EXISTS \"{schema}\" CASCADE"))
+                .await;
+            if dropped.is_ok() {
+                return;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
     }
 }
 

@@ -40,27 +40,43 @@ pub(super) async fn marks(store: &PgStore) -> Result<Marks> {
     })
 }
 
-/// One statement, one round trip when `hour` is open: lock the boundary row shared
-/// and insert only if it is still after it. The checksum covers the hour, so when the
-/// hour was closed meanwhile the batch is checksummed again for the first open hour
-/// and the insert retried, guarded the same way.
+/// Migration 13: an append as one function, so its statements are planned once per
+/// server session (PL/pgSQL keeps their plans) rather than at every call: the store
+/// sends every statement unnamed (`statements.rs`), which would otherwise parse and plan
+/// this one for each batch. Locks the boundary row shared and inserts only if `hour` is
+/// still after it; the batch, its record and the notice to other nodes (`listen.rs`,
+/// sent on commit) in one transaction. NULL when `hour` is closed.
+pub(super) const MIGRATION: &str = r#"
+CREATE FUNCTION {s}.append_batch(p_hour bigint, p_keys bytea, p_checksum bigint, p_channel text)
+RETURNS bigint LANGUAGE plpgsql AS $$
+DECLARE
+    appended bigint;
+BEGIN
+    WITH b AS (
+        INSERT INTO {s}.batches (hour, keys, checksum)
+        SELECT p_hour, p_keys, p_checksum FROM {s}.meta m
+        WHERE m.name = 'closed_through' AND m.value < p_hour FOR SHARE OF m
+        RETURNING hour),
+    c AS (
+        INSERT INTO {s}.batch_counts (hour, slot, batches)
+        SELECT hour, floor(random() * 16)::smallint, 1 FROM b
+        ON CONFLICT (hour, slot) DO UPDATE SET batches = {s}.batch_counts.batches + 1)
+    SELECT b.hour INTO appended FROM b;
+    IF appended IS NOT NULL THEN
+        PERFORM pg_notify(p_channel, appended::text);
+    END IF;
+    RETURN appended;
+END
+$$;
+"#;
+
+/// One statement, one round trip when `hour` is open (migration 13's function). The
+/// checksum covers the hour, so when the hour was closed meanwhile the batch is
+/// checksummed again for the first open hour and the insert retried, guarded the same
+/// way.
 pub(super) async fn append(store: &PgStore, hour: Hour, keys: &[Key]) -> Result<Hour> {
     let client = store.client().await?;
-    // The batch, its record and the notice to other nodes (`listen.rs`, sent on
-    // commit) in one statement (one transaction).
-    let insert = store.sql(
-        "WITH b AS (
-             INSERT INTO {s}.batches (hour, keys, checksum)
-             SELECT $1::bigint, $2, $3 FROM {s}.meta m
-             WHERE m.name = 'closed_through' AND m.value < $1::bigint FOR SHARE OF m
-             RETURNING hour),
-         c AS (
-             INSERT INTO {s}.batch_counts (hour, slot, batches)
-             SELECT hour, floor(random() * 16)::smallint, 1 FROM b
-             ON CONFLICT (hour, slot)
-             DO UPDATE SET batches = {s}.batch_counts.batches + 1)
-         SELECT b.hour FROM b CROSS JOIN LATERAL (SELECT pg_notify($4, b.hour::text)) n",
-    );
+    let insert = store.sql("SELECT {s}.append_batch($1, $2, $3, $4)");
     let closed = store.sql("SELECT value FROM {s}.meta WHERE name = 'closed_through'");
     let blob = keys_to_blob(keys);
     let mut target = hour;
@@ -68,14 +84,14 @@ pub(super) async fn append(store: &PgStore, hour: Hour, keys: &[Key]) -> Result<
     for _ in 0..16 {
         let checksum = batch_checksum(target, &blob);
         let row = client
-            .row_opt(
+            .row(
                 &insert,
                 &[&target.index(), &blob, &checksum, &store.channel],
             )
             .await
             .map_err(pg_error)?;
-        if let Some(row) = row {
-            return Ok(Hour::from_index(row.get(0)));
+        if let Some(appended) = row.get::<_, Option<i64>>(0) {
+            return Ok(Hour::from_index(appended));
         }
         let row = client.row(&closed, &[]).await.map_err(pg_error)?;
         target = target.max(Hour::from_index(row.get::<_, i64>(0) + 1));

@@ -12,7 +12,7 @@ use deadpool_postgres::{Pool, Transaction};
 /// Migrations, applied in order once each; `{s}` is the quoted schema. Versions 3 and 8
 /// are the SQL functions' (`sqlfns::VERSION`), installed only where pgcrypto is; 9 is
 /// the universe's; 10 the records that find deleted rows (`integrity`); 12 the WebSub
-/// hub's (`subscriptions`).
+/// hub's (`subscriptions`); 13 the append as a function (`batches`).
 const MIGRATIONS: &[(i32, &str)] = &[
     (
         1,
@@ -86,6 +86,7 @@ INSERT INTO {s}.meta (name, value)
     (10, super::integrity::MIGRATION),
     (11, super::signing::MIGRATION_11),
     (12, super::subscriptions::MIGRATION),
+    (13, super::batches::MIGRATION),
 ];
 
 /// Creates the schema if needed and applies the migrations it lacks.
