@@ -60,7 +60,8 @@ const BULK_FACTOR: u32 = 10;
 pub struct PgStore {
     pool: Pool,
     /// Read replicas (`database_read_url`), for what never changes once written: a
-    /// sealed hour's row and keys. `None`: every read goes to the primary.
+    /// sealed hour's row and keys, a chain link, an hour's signatures, a form's record.
+    /// `None`: every read goes to the primary.
     replicas: Option<Pool>,
     /// Counts of [`Store::replica_reads`]: served, behind, failed.
     replica_reads: [AtomicU64; 3],
@@ -179,9 +180,9 @@ impl PgStore {
         self
     }
 
-    /// The same store, reading sealed hours (their rows and keys) from the servers
-    /// `link` reaches (`database_read_url`, read replicas) when they have replayed the
-    /// seal, else from the primary. Nothing is connected here: a replica down at start,
+    /// The same store, reading what never changes once written (sealed hours, their
+    /// keys, chain links, signatures, form records) from the servers `link` reaches
+    /// (`database_read_url`, read replicas) when they have it, else from the primary. Nothing is connected here: a replica down at start,
     /// or later, only sends its reads to the primary.
     ///
     /// # Errors
@@ -217,12 +218,13 @@ impl PgStore {
     }
 
     /// A read of what never changes once written, from a replica when one is
-    /// configured and has it (`read` answers `Some`), else from the primary. A replica
-    /// that fails or runs out of time (the plain call timeout, even for bulk reads) is
-    /// logged and the primary asked.
+    /// configured and has it (`read` answers `Some`), else from the primary (`bulk`: a
+    /// whole hour's keys or filter, as [`PgStore::timed`]). A replica that fails or runs
+    /// out of time is logged and the primary asked.
     async fn settled<'a, T, F, P>(
         &'a self,
         what: &'static str,
+        bulk: bool,
         read: impl FnOnce(&'a Pool) -> F,
         primary: P,
     ) -> Result<Option<T>>
@@ -232,7 +234,7 @@ impl PgStore {
     {
         if let Some(replicas) = &self.replicas {
             let [served, behind, failed] = &self.replica_reads;
-            match timed(replicas, self.timeout, what, false, read(replicas)).await {
+            match timed(replicas, self.timeout, what, bulk, read(replicas)).await {
                 Ok(Some(found)) => {
                     served.fetch_add(1, Ordering::Relaxed);
                     return Ok(Some(found));
@@ -252,7 +254,7 @@ impl PgStore {
                 }
             }
         }
-        self.timed(what, true, primary).await
+        self.timed(what, bulk, primary).await
     }
 
     async fn client(&self) -> Result<deadpool_postgres::Object> {
@@ -462,7 +464,7 @@ impl Store for PgStore {
     async fn keys(&self, hour: Hour) -> Result<Vec<Key>> {
         let replica = |pool| batches::sealed_keys(self, pool, hour);
         let primary = async { batches::keys(self, hour).await.map(Some) };
-        let keys = self.settled("keys", replica, primary).await?;
+        let keys = self.settled("keys", true, replica, primary).await?;
         Ok(keys.unwrap_or_default())
     }
 
@@ -474,7 +476,7 @@ impl Store for PgStore {
     async fn sealed(&self, hour: Hour) -> Result<Option<SealedHour>> {
         let replica = |pool| sealed::sealed(self, pool, hour);
         let primary = sealed::sealed(self, &self.pool, hour);
-        self.settled("sealed", replica, primary).await
+        self.settled("sealed", true, replica, primary).await
     }
 
     async fn last_sealed(&self) -> Result<Option<Hour>> {
@@ -509,7 +511,7 @@ impl Store for PgStore {
                 .filter(|l: &ChainLink| l.hour.next() == before))
         };
         Ok(self
-            .settled("last_link", replica, newest(&self.pool))
+            .settled("last_link", false, replica, newest(&self.pool))
             .await?)
     }
 
@@ -550,7 +552,7 @@ impl Store for PgStore {
         };
         let primary = async { self.signature_rows(&self.pool, from, to).await.map(Some) };
         Ok(self
-            .settled("signatures", replica, primary)
+            .settled("signatures", false, replica, primary)
             .await?
             .unwrap_or_default())
     }
@@ -624,7 +626,7 @@ impl Store for PgStore {
         // Recorded once, first write wins: a replica holding the record has its digest.
         let replica = |pool| async move { self.form_digest(&client_of(pool).await?, record).await };
         let primary = async { self.record_form_row(record).await.map(Some) };
-        let digest = self.settled("record_form", replica, primary).await?;
+        let digest = self.settled("record_form", false, replica, primary).await?;
         digest.ok_or_else(|| StoreError::bug("record_form answered nothing"))
     }
 

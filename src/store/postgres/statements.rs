@@ -4,8 +4,9 @@
 //! `pool_mode = transaction`) needs: between two transactions it may hand the client
 //! another server connection, where a named prepared statement (tokio-postgres'
 //! `prepare`, `query` with a string, deadpool's statement cache) "does not exist" or
-//! "already exists". The cost is one parse per statement on the server, measured in
-//! BENCHMARKS.md ("PostgreSQL behind PgBouncer").
+//! "already exists". The cost is one parse and plan per statement on the server; the
+//! one statement of every ingest, the append, is a PL/pgSQL function (`batches.rs`,
+//! migration 13), whose plans each server session keeps.
 //!
 //! The one other piece of session state the store uses, `LISTEN`, has a connection of
 //! its own (`listen.rs`, `database_listen_url`).
