@@ -12,7 +12,6 @@
 //! its own (`listen.rs`, `database_listen_url`).
 
 use async_trait::async_trait;
-use chrono::{DateTime, Utc};
 use tokio_postgres::types::{ToSql, Type};
 use tokio_postgres::{Error, GenericClient, Row, RowStream};
 
@@ -41,8 +40,6 @@ macro_rules! pg_types {
 }
 
 pg_types! {
-    bool => BOOL,
-    i16 => INT2,
     i32 => INT4,
     i64 => INT8,
     f64 => FLOAT8,
@@ -50,16 +47,8 @@ pg_types! {
     String => TEXT,
     [u8] => BYTEA,
     Vec<u8> => BYTEA,
-    Vec<Vec<u8>> => BYTEA_ARRAY,
-    Vec<&[u8]> => BYTEA_ARRAY,
     Vec<i64> => INT8_ARRAY,
-    Vec<String> => TEXT_ARRAY,
     Vec<&str> => TEXT_ARRAY,
-    DateTime<Utc> => TIMESTAMPTZ,
-}
-
-impl<const N: usize> PgType for [u8; N] {
-    const TYPE: Type = Type::BYTEA;
 }
 
 impl<T: PgType + ?Sized> PgType for &T {
