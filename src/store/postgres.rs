@@ -379,20 +379,19 @@ async fn report_durability(client: &deadpool_postgres::Object) -> Result<()> {
         .await
         .map_err(pg_error)?;
     let (standbys, commit): (String, String) = (row.get(0), row.get(1));
-    if !standbys.trim().is_empty() && ["on", "remote_apply", "remote_write"].contains(&&*commit) {
-        tracing::info!(
-            synchronous_standby_names = %standbys,
-            synchronous_commit = %commit,
-            "PostgreSQL acknowledges each ingest once a synchronous standby has it"
-        );
+    let waits = !standbys.trim().is_empty()
+        && ["on", "remote_apply", "remote_write"].contains(&commit.as_str());
+    let says = if waits {
+        "PostgreSQL acknowledges each ingest once a synchronous standby has it"
     } else {
-        tracing::info!(
-            synchronous_standby_names = %standbys,
-            synchronous_commit = %commit,
-            "PostgreSQL acknowledges each ingest without a synchronous standby: a failover \
-             to an asynchronous standby can lose what was acknowledged just before it"
-        );
-    }
+        "PostgreSQL acknowledges each ingest without a synchronous standby: a failover to an \
+         asynchronous standby can lose what was acknowledged just before it"
+    };
+    tracing::info!(
+        synchronous_standby_names = %standbys,
+        synchronous_commit = %commit,
+        "{says}"
+    );
     Ok(())
 }
 
