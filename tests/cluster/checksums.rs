@@ -22,10 +22,7 @@ fn link(url: &str) -> bloomcast::store::PgLink {
 }
 
 async fn sql(url: &str, statements: &str) {
-    let (client, conn) = tokio_postgres::connect(url, tokio_postgres::NoTls)
-        .await
-        .unwrap();
-    tokio::spawn(conn);
+    let client = crate::common::nodes::connect(url).await;
     client.batch_execute(statements).await.unwrap();
 }
 

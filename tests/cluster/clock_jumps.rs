@@ -249,14 +249,11 @@ pub async fn a_node_started_with_its_clock_a_year_ahead_neither_moves_nor_prunes
         said["reason"].as_str().unwrap().contains("PostgreSQL"),
         "{said}"
     );
-    let metrics = http.get(format!("{}/metrics", wrong.base)).send().await;
-    let metrics = metrics.unwrap().text().await.unwrap();
-    let gauge: i64 = metrics
-        .lines()
-        .find_map(|l| l.strip_prefix("bloomcast_node_clock_offset_seconds "))
-        .expect("the offset in /metrics")
-        .parse()
-        .unwrap();
+    let gauge: i64 =
+        crate::common::metric(&http, &wrong.base, "bloomcast_node_clock_offset_seconds")
+            .await
+            .parse()
+            .unwrap();
     assert!((gauge - year).abs() < 60, "{gauge}");
     let fine = json(&http, format!("{}/healthz", right.base)).await;
     assert_eq!(fine["status"], "ok", "{fine}");

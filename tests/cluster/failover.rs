@@ -17,10 +17,10 @@ use super::load::{
     unavailable_by_node, Load,
 };
 use crate::common::nodes::{
-    drop_schema, keyed_node_settings, node, node_settings, unique_schema, Node,
+    connect, drop_schema, keyed_node_settings, node, node_settings, unique_schema, Node,
 };
-use crate::common::pg::{is_root, PrivateCluster};
-use crate::common::post_ids;
+use crate::common::pg::{free_port, is_root, PrivateCluster};
+use crate::common::{metric, post_ids};
 use bloomcast::clock::ManualClock;
 use bloomcast::config::Settings;
 use bloomcast::hour::hour_of;
@@ -52,17 +52,9 @@ fn primary_and_synchronous_standby() -> (PrivateCluster, PrivateCluster) {
     (primary, standby)
 }
 
-async fn sql(url: &str) -> tokio_postgres::Client {
-    let (client, conn) = tokio_postgres::connect(url, tokio_postgres::NoTls)
-        .await
-        .unwrap_or_else(|e| panic!("connect to {url}: {e}"));
-    tokio::spawn(conn);
-    client
-}
-
 /// Waits until the primary at `url` counts `standby1` as its synchronous standby.
 async fn wait_synchronous(url: &str) {
-    let client = sql(url).await;
+    let client = connect(url).await;
     let client = &client;
     crate::common::wait::until("the standby streams synchronously", || async move {
         let row = client
@@ -214,7 +206,7 @@ pub async fn sealed_hours_are_read_from_a_replica_that_has_replayed_them_else_fr
 
     // 13:00 sealed while the replica does not replay: a node that never saw it reads
     // it from the primary, whole.
-    let paused = sql(&replica.url()).await;
+    let paused = connect(&replica.url()).await;
     paused
         .batch_execute("SELECT pg_wal_replay_pause()")
         .await
@@ -241,7 +233,7 @@ pub async fn sealed_hours_are_read_from_a_replica_that_has_replayed_them_else_fr
     clock.advance(Duration::hours(1));
     writer.service.tick().await.unwrap();
     let (_, from_writer) = get(&http, &format!("{}/2008/09/03/14", writer.base)).await;
-    let primary_lsn: String = sql(&primary.url())
+    let primary_lsn: String = connect(&primary.url())
         .await
         .query_one("SELECT pg_current_wal_lsn()::text", &[])
         .await
@@ -270,18 +262,14 @@ pub async fn sealed_hours_are_read_from_a_replica_that_has_replayed_them_else_fr
     assert_eq!(body, from_writer);
     let (status, _) = get(&http, &format!("{}/2008/09/03/15", reader.base)).await;
     assert_eq!(status, 503, "the open hour comes from the primary only");
-    let (_, metrics) = get(&http, &format!("{}/metrics", reader.base)).await;
-    let metrics = String::from_utf8_lossy(&metrics);
-    let count = |outcome: &str| -> u64 {
-        let name = format!("bloomcast_replica_reads_total{{outcome=\"{outcome}\"}} ");
-        let line = metrics.lines().find_map(|l| l.strip_prefix(&name));
-        line.unwrap_or_else(|| panic!("{name} in /metrics"))
-            .parse()
-            .unwrap()
+    let count = |outcome: &'static str| {
+        let series = format!("bloomcast_replica_reads_total{{outcome=\"{outcome}\"}}");
+        let (http, base) = (&http, &reader.base);
+        async move { metric(http, base, &series).await.parse::<u64>().unwrap() }
     };
-    assert!(count("served") > 0, "the replica served reads");
+    assert!(count("served").await > 0, "the replica served reads");
     assert!(
-        count("behind") > 0,
+        count("behind").await > 0,
         "a seal not replayed was read from the primary"
     );
 }
@@ -295,11 +283,7 @@ struct Bouncer {
 
 impl Bouncer {
     fn start(program: &str, dir: &std::path::Path, database: &str) -> Bouncer {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
+        let port = free_port().unwrap();
         let url = url::Url::parse(database).unwrap();
         let config = format!(
             "[databases]\n\
@@ -442,7 +426,7 @@ pub async fn ids_the_store_lost_after_acknowledging_them_are_reported_at_the_sea
     let lost: Vec<String> = (0..7).map(|i| format!("lost-{i}")).collect();
     post_ids(&http, &n.base, &kept).await.unwrap();
     post_ids(&http, &n.base, &lost).await.unwrap();
-    sql(database)
+    connect(database)
         .await
         .batch_execute(&format!(
             "DELETE FROM {schema}.batches WHERE seq = (SELECT max(seq) FROM {schema}.batches);
@@ -454,19 +438,10 @@ pub async fn ids_the_store_lost_after_acknowledging_them_are_reported_at_the_sea
         .unwrap();
     clock.advance(Duration::hours(1));
     n.service.tick().await.unwrap();
-    let (status, metrics) = get(&http, &format!("{}/metrics", n.base)).await;
-    assert_eq!(status, 200);
-    let metrics = String::from_utf8_lossy(&metrics);
-    assert!(
-        metrics
-            .lines()
-            .any(|l| l == format!("bloomcast_store_lost_ids_total {}", lost.len())),
-        "the lost IDs are counted: {}",
-        metrics
-            .lines()
-            .filter(|l| l.contains("lost"))
-            .collect::<Vec<_>>()
-            .join("\n")
+    assert_eq!(
+        metric(&http, &n.base, "bloomcast_store_lost_ids_total").await,
+        lost.len().to_string(),
+        "the lost IDs are counted"
     );
     drop(n);
     drop_schema(database, &schema).await;

@@ -11,6 +11,7 @@
 
 use super::{drop_schema, node, node_settings, unique_schema};
 use crate::common::needs::Need;
+use crate::common::nodes::connect;
 use crate::common::{fetch, kill9, post_ids, spawn_server};
 use bloomcast::clock::ManualClock;
 use bloomcast::hour::Hour;
@@ -161,14 +162,6 @@ struct Sealed {
     filter: Vec<u8>,
     keys: Vec<u8>,
     link: Vec<Vec<u8>>,
-}
-
-async fn connect(url: &str) -> tokio_postgres::Client {
-    let (client, conn) = tokio_postgres::connect(url, tokio_postgres::NoTls)
-        .await
-        .unwrap();
-    tokio::spawn(conn);
-    client
 }
 
 async fn sealed_row(url: &str, schema: &str, h: Hour) -> Option<Sealed> {

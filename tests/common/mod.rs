@@ -183,6 +183,24 @@ pub fn run_with_stdin(cmd: &mut Command, stdin: &str) -> Output {
 }
 
 /// `GET URL`, its body parsed as JSON.
+/// The value of the sample `series` (a name, with its labels if any) in `base`'s
+/// `/metrics`; fails the test when it is not there.
+pub async fn metric(http: &reqwest::Client, base: &str, series: &str) -> String {
+    let text = http
+        .get(format!("{base}/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let prefix = format!("{series} ");
+    text.lines()
+        .find_map(|l| l.strip_prefix(&prefix))
+        .unwrap_or_else(|| panic!("{series} in /metrics:\n{text}"))
+        .to_owned()
+}
+
 pub async fn get_json(http: &reqwest::Client, url: &str) -> serde_json::Value {
     http.get(url).send().await.unwrap().json().await.unwrap()
 }

@@ -14,6 +14,15 @@ pub fn unique_schema() -> String {
     format!("bc_test_{}", bloomcast::bloom::to_hex(&bytes))
 }
 
+/// A plain client of the PostgreSQL at `url`, for a test's own statements.
+pub async fn connect(url: &str) -> tokio_postgres::Client {
+    let (client, conn) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+        .await
+        .unwrap_or_else(|e| panic!("connect to {url}: {e}"));
+    tokio::spawn(conn);
+    client
+}
+
 /// Drops a test's schema (best effort: a test that failed may have left it half made).
 /// A node still running may take its locks in another order than the drop: a deadlock
 /// the server breaks by failing one of the two, so the drop is tried again.

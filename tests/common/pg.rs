@@ -246,7 +246,8 @@ impl Drop for PrivateCluster {
     }
 }
 
-fn free_port() -> Result<u16, String> {
+/// A port no socket on 127.0.0.1 holds now.
+pub fn free_port() -> Result<u16, String> {
     std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
