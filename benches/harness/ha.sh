@@ -106,7 +106,7 @@ read -r p_with s_with _ <<<"$(offload offload_b "$STANDBY")"
 per_k() { awk -v ms="$1" -v n="$n" 'BEGIN {printf "%.0f", ms * 1000 / n}'; }
 
 log "PgBouncer: ingest straight and through it, $ROUNDS rounds of ${SECS}s"
-declare -A p50 ids
+declare -A p50 rate
 for round in $(seq 1 "$ROUNDS"); do
   for way in direct pgbouncer; do
     for clients in 1 8; do
@@ -123,7 +123,7 @@ for round in $(seq 1 "$ROUNDS"); do
       stop_pid "$SERVER_PID"
       field() { sed -n "s/.* $1=\([^ ]*\).*/\1/p" <<<" $line"; }
       p50[$way-$clients]+="$(field p50_ms) "
-      ids[$way-$clients]+="$(field req_per_s) "
+      rate[$way-$clients]+="$(field req_per_s) "
     done
   done
 done
@@ -146,7 +146,7 @@ echo "|---:|---|---|---|---:|"
 for clients in 1 8; do
   for way in direct pgbouncer; do
     # shellcheck disable=SC2086
-    printf '| %s | %s | %s | %s | %s |\n' "$clients" "$way" "${ids[$way-$clients]% }" \
+    printf '| %s | %s | %s | %s | %s |\n' "$clients" "$way" "${rate[$way-$clients]% }" \
       "${p50[$way-$clients]% }" "$(median ${p50[$way-$clients]})"
   done
 done
