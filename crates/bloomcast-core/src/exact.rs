@@ -6,12 +6,12 @@
 //! changed key and a few unchanged ones (its false positives over the universe, which
 //! the builder knows); a retrieval level then stores one answer bit for each key the
 //! filter lets through. Every level is a linear system over GF(2) in ribbon form
-//! ([`system`]). The filter is split in two parts of `k + 1` and `k` fingerprint bits,
+//! (`system.rs`). The filter is split in two parts of `k + 1` and `k` fingerprint bits,
 //! chosen per key by a selector hash, so the bits per changed key can be fractional.
 //! Everything a decoder needs is in docs/PROTOCOL.md ("Exact hours").
 
 mod build;
-pub mod system;
+pub(crate) mod system;
 pub(crate) mod wire;
 
 use crate::bloom::{mix64, Key};

@@ -6,7 +6,7 @@
 //! fingerprint bits, or part B, of `k`, so a [`Grade`] `(k, split)` costs `k + split/256`
 //! bits a key for a false-positive rate of `2^-k * (1 - split/512)`. Second, every part
 //! is cut into shards of a few thousand keys, each its own 128-wide system in ribbon form
-//! ([`crate::exact::system`]), so the slack a standard ribbon needs stays that of a small
+//! (the exact module's `system`), so the slack a standard ribbon needs stays that of a small
 //! system however many keys an hour holds; each shard has a seed of its own.
 //! Everything a decoder needs is in docs/PROTOCOL.md (section 12, "Version 2").
 
@@ -138,7 +138,7 @@ pub(crate) fn route(key: u64, split: u32, shards_a: u32, shards_b: u32) -> (bool
 /// when the key's part has no shard (holds no key). Without a branch on the part, which
 /// is a coin toss at most grades: the builder and every query route through it.
 #[inline(always)]
-pub fn shard_index(key: u64, split: u32, shards_a: u32, total: u32) -> Option<usize> {
+pub(crate) fn shard_index(key: u64, split: u32, shards_a: u32, total: u32) -> Option<usize> {
     let in_a = u64::from(selector(key) < split);
     let (a, total) = (u64::from(shards_a), u64::from(total));
     // Part A: shards 0..a; part B: shards a..total.

@@ -114,23 +114,6 @@ impl Layout {
         }
         got
     }
-
-    /// Whether the key's value is `value`: [`Layout::eval`] column by column, stopping
-    /// at the first that differs (after two columns on average for a key not stored).
-    #[inline]
-    pub fn matches(&self, words: &[u64], row: &Row, value: u64) -> bool {
-        if self.m == 0 {
-            return value & value_mask(self.bits) == 0;
-        }
-        let mut t = self.offset + u64::from(row.start);
-        for b in 0..self.bits {
-            if parity(window(words, t) & row.coeff) != (value >> b) as u32 & 1 {
-                return false;
-            }
-            t += u64::from(self.m);
-        }
-        true
-    }
 }
 
 /// The parity of a 128-bit word, without a popcount instruction: fold to 64 bits, pair
