@@ -135,7 +135,7 @@ pub fn render_next(
                 Encodings::Both | Encodings::Gzip => gzip(&identity, repr, effort),
             };
             let identity = if gzip_only { Vec::new() } else { identity };
-            (Bytes::from(identity), Bytes::from(gzip), None, sha256)
+            (rendered::kept(identity), rendered::kept(gzip), None, sha256)
         }
     };
     // One body names the rendering: the identity, or the gzip body when it is alone.

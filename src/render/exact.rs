@@ -30,7 +30,7 @@ pub fn render_exact(
         m: 0,
         count: meta.count,
         gzip: Bytes::new(),
-        identity: Bytes::from(body),
+        identity: super::rendered::kept(body),
         head: Default::default(),
     }
 }

@@ -132,6 +132,13 @@ impl std::fmt::Display for OpenSignature {
     }
 }
 
+/// A body to keep in a [`Rendered`]: its memory cut to its length (a `Vec` reserved
+/// for a bound, as a gzip body's is, or grown by doubling holds more), so that what the
+/// cache counts ([`Rendered::size`]) is what it holds.
+pub(crate) fn kept(body: Vec<u8>) -> Bytes {
+    Bytes::from(body.into_boxed_slice())
+}
+
 impl Rendered {
     /// The memory of the body this rendering holds (the identity body, or the gzip one
     /// of a rendering of that alone), for rendering a next version over it

@@ -60,7 +60,7 @@ pub fn render_ribbon2(meta: &Meta, ribbon: &Ribbon2) -> Rendered {
         count: meta.count,
         gzip: Bytes::new(),
         complete: meta.complete,
-        identity: Bytes::from(identity),
+        identity: super::rendered::kept(identity),
         head: Default::default(),
     }
 }
@@ -99,9 +99,9 @@ fn rendered(
         validator: None,
         m: u64::from(ribbon.m()),
         count: meta.count,
-        gzip: Bytes::from(gzip),
+        gzip: super::rendered::kept(gzip),
         complete: meta.complete,
-        identity: Bytes::from(identity),
+        identity: super::rendered::kept(identity),
         head: Default::default(),
     }
 }

@@ -91,7 +91,7 @@ impl Value {
             Value::OpenUnion(u) => u.bytes,
             Value::Built(b) => u64::from(b.filter.m()).div_ceil(8),
             Value::Decoded(f) => u64::from(f.m()).div_ceil(8),
-            Value::Keys(k) => std::mem::size_of_val(k.as_slice()) as u64,
+            Value::Keys(k) => (k.capacity() * std::mem::size_of::<Key>()) as u64,
         };
         bytes.max(1)
     }

@@ -102,7 +102,7 @@ pub fn hex_of(
     }
     crc.update(suffix);
     let len = prefix.len() + 2 * bytes.len() + suffix.len();
-    let body = Bytes::from(trailer_of(out, crc.finalize(), len));
+    let body = crate::render::rendered::kept(trailer_of(out, crc.finalize(), len));
     let coding = HexCoding {
         code,
         bytes: chunks.bytes,
