@@ -1,4 +1,4 @@
-//! Handing memory the process no longer uses back to the OS.
+//! Handing memory the process no longer uses back to the OS, and what it holds.
 //!
 //! The binary allocates with mimalloc, which returns freed pages to the OS only after a
 //! delay (ten seconds for its arenas, where large blocks live) and only when the thread
@@ -65,6 +65,34 @@ pub fn hold_no_freed_memory() {
         libc::mallopt(libc::M_MMAP_THRESHOLD, OWN_PAGES as libc::c_int);
         libc::mallopt(libc::M_ARENA_MAX, 2);
     }
+}
+
+/// What the process holds in memory now (`/proc/self/status`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Resident {
+    /// Its resident set (`VmRSS`), file-backed pages (the binary's code) included.
+    pub bytes: u64,
+    /// Its anonymous resident pages (`RssAnon`): its heaps and stacks.
+    pub anonymous: u64,
+}
+
+/// The process's resident memory now; `None` where `/proc/self/status` does not say.
+pub fn resident() -> Option<Resident> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let field = |name: &str| -> Option<u64> {
+        let line = status.lines().find(|l| l.starts_with(name))?;
+        let kb: u64 = line[name.len()..]
+            .trim()
+            .trim_end_matches("kB")
+            .trim()
+            .parse()
+            .ok()?;
+        Some(kb * 1024)
+    };
+    Some(Resident {
+        bytes: field("VmRSS:")?,
+        anonymous: field("RssAnon:")?,
+    })
 }
 
 /// Turns transparent huge pages off for this process (Linux; elsewhere a no-op).

@@ -265,6 +265,12 @@ pub trait Store: Send + Sync + 'static {
         None
     }
 
+    /// Bytes the store's client holds in this process (an embedded database's page
+    /// caches and buffers), outside the memory budget; 0 where it is not known.
+    fn memory_bytes(&self) -> u64 {
+        0
+    }
+
     /// Where reads meant for read replicas went so far (`database_read_url`); `None`
     /// for a store with none.
     fn replica_reads(&self) -> Option<ReplicaReads> {

@@ -45,6 +45,11 @@
 #   as are RssAnon, RssFile and the server's thread count), and VmRSS and /stats
 #   memory.bytes 5 s after the mix (what the server keeps once the load stops);
 # - the most /stats `memory.bytes` said while polled every second, of its budget;
+# - how close /stats' accounting is to what the process holds: beyond an idle empty server
+#   (started first, alone, with the same settings), `memory.bytes` plus
+#   `memory.outside_budget_bytes` against `memory.process.anonymous_bytes` (heaps and
+#   stacks: the binary's code pages are file-backed), both read by one request, at each
+#   sample of the mix (min, median, max), at the sample holding the most, and 5 s after;
 # - /stats `memory` at the end, each part's bytes (and its most while polled) of its
 #   budget_bytes;
 # - requests by kind: total, 200, 304, 406, 413, 503, other statuses, failed (no HTTP
@@ -479,11 +484,12 @@ def mix(pid, secs, batch):
     # What the server gives back once the load stops.
     time.sleep(5)
     rss_settled = read_status(pid, "VmRSS")
-    settled = get_json("/stats?hours=1")["memory"]["bytes"]
+    settled_memory = get_json("/stats?hours=1")["memory"]
+    settled = settled_memory["bytes"]
     out = {
         "secs": secs, "plan_current": plan["current"], "hours_seen": sorted(peak["hours"]),
         "rss_end": rss_end, "rss_peaks": rss,
-        "rss_settled": rss_settled, "held_settled": settled, "stats_peak": peak, "final_memory": final["memory"],
+        "rss_settled": rss_settled, "held_settled": settled, "memory_settled": settled_memory, "stats_peak": peak, "final_memory": final["memory"],
         "final_open_ids": open_count(final), "late_threads": late,
         "codes": {k: {str(s): n for s, n in c.items()} for k, c in tally.codes.items()},
         "failed": dict(tally.failed), "failures": dict(tally.failures),
@@ -515,6 +521,39 @@ SHOWN = ("200", "304", "406", "413", "503")
 
 def mib(b):
     return f"{b / MIB:.1f} MiB"
+
+
+def accounting(memory, empty):
+    """(what /stats accounts for, what the process holds), each beyond the empty server:
+    the budget's parts and what is held outside it, against anonymous resident memory
+    (heaps and stacks; the binary's code pages are file-backed)."""
+    def counted(m):
+        return m["bytes"] + m["outside_budget_bytes"]
+    return (counted(memory) - counted(empty),
+            memory["process"]["anonymous_bytes"] - empty["process"]["anonymous_bytes"])
+
+
+def accounting_report(r, warnings):
+    """How close /stats' accounting is to what the process holds, at each 1/s sample of
+    the mix (both read by the same request) and 5 s after it."""
+    empty = json.load(open(f"{WORK}/empty.json"))["memory"]
+    if "process" not in empty:
+        print("/stats against the process    (this build's /stats does not say what the process holds)")
+        return
+    samples = [accounting(json.loads(line)["memory"], empty) for line in open(f"{WORK}/stats.jsonl")]
+    ratios = sorted(c / h for c, h in samples if h > 0)
+    settled_c, settled_h = accounting(r["memory_settled"], empty)
+    peak_c, peak_h = max(samples, key=lambda s: s[1])
+    q = lambda f: ratios[min(len(ratios) - 1, int(f * len(ratios)))]
+    print(f"empty server                  anonymous {mib(empty['process']['anonymous_bytes'])}, "
+          f"/stats {mib(empty['bytes'])} + {mib(empty['outside_budget_bytes'])} outside the budget")
+    print(f"/stats against the process    beyond the empty server, /stats bytes + outside_budget_bytes "
+          f"against anonymous memory:")
+    print(f"  during the mix (1/s)        min {q(0):.2f}, median {q(0.5):.2f}, max {q(1):.2f} "
+          f"({len(ratios)} samples)")
+    print(f"  at the most held            {mib(peak_c)} of {mib(peak_h)} ({peak_c / peak_h:.2f})")
+    print(f"  5 s after the mix           {mib(settled_c)} of {mib(settled_h)} "
+          f"({settled_c / settled_h:.2f})")
 
 
 def report(budget, hwm_before, hwm_mix, rss_start, wrk_out):
@@ -558,6 +597,7 @@ def report(budget, hwm_before, hwm_mix, rss_start, wrk_out):
     sp = r["stats_peak"]
     print(f"/stats memory.bytes, peak     {mib(sp['bytes'])} of {mib(r['final_memory']['budget_bytes'])}"
           f" ({sp['samples']} samples, 1/s)")
+    accounting_report(r, warnings)
     print()
     mem = r["final_memory"]
     print("/stats memory at the end       bytes        peak (1/s)   budget_bytes")
@@ -565,9 +605,10 @@ def report(budget, hwm_before, hwm_mix, rss_start, wrk_out):
           f"{mib(mem['budget_bytes']):>14}")
     for name, part in mem["parts"].items():
         b = part.get("budget_bytes")
-        label = ("  " + name[len("cache_"):]) if name.startswith("cache_") else name
-        print(f"  {label:<28}{mib(part['bytes']):>12} {mib(sp['parts'].get(name, 0)):>12} "
-              f"{mib(b) if b is not None else '(of cache)':>14}")
+        cache = name.startswith("cache_")
+        label = ("  " + name[len("cache_"):]) if cache else name
+        share = mib(b) if b is not None else "(of cache)" if cache else "(outside)"
+        print(f"  {label:<28}{mib(part['bytes']):>12} {mib(sp['parts'].get(name, 0)):>12} {share:>14}")
     print()
     print(f"requests by kind              {'total':>8} " + " ".join(f"{s:>7}" for s in SHOWN)
           + f" {'other':>7} {'failed':>7}")
@@ -670,6 +711,33 @@ LUA
 
 hwm_bytes() { awk '/^VmHWM:/ { print $2 * 1024 }' "/proc/$1/status"; }
 
+# Starts the server on data dir $1 with the mix's settings; sets `port`, `base` and `pid`
+# and waits until /healthz is 200 (the startup housekeeping has sealed the past hours and
+# loaded the open one).
+start_server() {
+  port=$(free_port)
+  base="http://127.0.0.1:$port"
+  (cd "$ROOT" && exec env RUST_LOG=warn BLOOMCAST_LISTEN="127.0.0.1:$port" \
+      BLOOMCAST_DATA_DIR="$1" BLOOMCAST_INGEST_TOKENS="$TOKEN" BLOOMCAST_CACHE_BYTES="$BUDGET" \
+      taskset -c "$SERVER_CPU" "$BIN" serve) 2>>"$WORK/bloomcast-$port.log" &
+  pid=$!
+  PIDS+=("$pid")
+  local up=""
+  for _ in $(seq 1 2400); do
+    kill -0 "$pid" 2>/dev/null || die "bloomcast exited: $(tail -5 "$WORK/bloomcast-$port.log")"
+    if [ "$(curl -s -o /dev/null -w '%{http_code}' "$base/healthz")" = 200 ]; then up=1; break; fi
+    sleep 0.5
+  done
+  [[ -n "$up" ]] || die "bloomcast on :$port was not healthy after 20 minutes: $(tail -5 "$WORK/bloomcast-$port.log")"
+}
+
+# The baseline: what an idle server with no data holds, and what its /stats accounts for.
+start_server "$WORK/empty"
+sleep 2
+curl -sf "$base/stats?hours=1" >"$WORK/empty.json"
+kill "$pid"
+wait "$pid" 2>/dev/null || true
+
 # The seeding and the startup's sealing take a while: the open hour must stay open until
 # the mix ends, or "the open hour's keys" would mean two hours.
 ensure_hour_lasts $((MIX_SECS + 180 + PAST_HOURS * HOUR_IDS / 25000))
@@ -684,23 +752,8 @@ if ((OPEN_IDS > 0)); then
 fi
 log "seeded in $((SECONDS - t0)) s"
 
-port=$(free_port)
-base="http://127.0.0.1:$port"
 t0=$SECONDS
-(cd "$ROOT" && exec env RUST_LOG=warn BLOOMCAST_LISTEN="127.0.0.1:$port" \
-    BLOOMCAST_DATA_DIR="$data" BLOOMCAST_INGEST_TOKENS="$TOKEN" BLOOMCAST_CACHE_BYTES="$BUDGET" \
-    taskset -c "$SERVER_CPU" "$BIN" serve) 2>>"$WORK/bloomcast-$port.log" &
-pid=$!
-PIDS+=("$pid")
-# Until /healthz is 200: the startup housekeeping has sealed the past hours and loaded
-# the open one.
-up=""
-for _ in $(seq 1 2400); do
-  kill -0 "$pid" 2>/dev/null || die "bloomcast exited: $(tail -5 "$WORK/bloomcast-$port.log")"
-  if [ "$(curl -s -o /dev/null -w '%{http_code}' "$base/healthz")" = 200 ]; then up=1; break; fi
-  sleep 0.5
-done
-[[ -n "$up" ]] || die "bloomcast on :$port was not healthy after 20 minutes: $(tail -5 "$WORK/bloomcast-$port.log")"
+start_server "$data"
 log "healthy after $((SECONDS - t0)) s; RSS $(($(rss_kb "$pid") / 1024)) MiB"
 
 export PORT="$port" TOKEN WORK HOUR_IDS PAST_HOURS OPEN_IDS

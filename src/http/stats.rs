@@ -53,63 +53,84 @@ pub async fn stats(
     Ok(([(header::CACHE_CONTROL, "no-store")], Json(body)))
 }
 
-/// Each part of the one memory budget (`cache_bytes`): bytes held now against its share.
+/// What the server holds in memory, by name: bytes held now, and where they count.
 pub(super) struct Part {
     pub name: &'static str,
     pub bytes: u64,
-    /// `None` for a piece of a part (the one cache's pieces share its budget).
-    pub budget: Option<u64>,
+    pub share: Share,
 }
 
-/// The parts of the one memory budget, and the pieces of the one cache, as held now.
+/// Where a [`Part`]'s bytes count.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Share {
+    /// A part of the one memory budget (`cache_bytes`), with its share of it.
+    Budget(u64),
+    /// A piece of the cache part, sharing its budget.
+    Cache,
+    /// Outside the budget: the open hours' keys (`max_hour_ids` bounds them) and the
+    /// store's client.
+    Outside,
+}
+
+/// The parts of the one memory budget, the pieces of the one cache, and what is held
+/// outside the budget, as held now; and the budget.
 pub(super) fn memory_parts(state: &AppState) -> (u64, Vec<Part>) {
     let m = state.service.stats().memory_stats();
     let s = m.split;
-    let part = |name, bytes, budget| Part {
-        name,
-        bytes,
-        budget: Some(budget),
-    };
-    let piece = |name, bytes| Part {
-        name,
-        bytes,
-        budget: None,
-    };
+    let part = |name, bytes, share| Part { name, bytes, share };
     let parts = vec![
-        part("builds", m.build_bytes, s.builds),
-        part("deltas", m.delta_bytes, s.deltas),
+        part("builds", m.build_bytes, Share::Budget(s.builds)),
+        part("deltas", m.delta_bytes, Share::Budget(s.deltas)),
         part(
             "followers",
             state.events.subscribers() as u64 * crate::service::FOLLOWER_BYTES,
-            s.followers,
+            Share::Budget(s.followers),
         ),
-        part("cache", m.kept_bytes, s.kept),
-        piece("cache_renderings", m.kept.renderings),
-        piece("cache_open_unions", m.kept.open_unions),
-        piece("cache_built_unions", m.kept.built_unions),
-        piece("cache_history", m.kept.history),
-        piece("cache_sealed_keys", m.kept.sealed_keys),
+        part("cache", m.kept_bytes, Share::Budget(s.kept)),
+        part("cache_renderings", m.kept.renderings, Share::Cache),
+        part("cache_open_unions", m.kept.open_unions, Share::Cache),
+        part("cache_built_unions", m.kept.built_unions, Share::Cache),
+        part("cache_history", m.kept.history, Share::Cache),
+        part("cache_sealed_keys", m.kept.sealed_keys, Share::Cache),
+        part("open_hour", m.open_hour_bytes, Share::Outside),
+        part("store", m.store_bytes, Share::Outside),
     ];
     (s.total, parts)
 }
 
-/// `/stats`' `memory`: the budget, what is held in all, and each part.
+/// `/stats`' `memory`: the budget, what is held in all within and outside it, each
+/// part, and what the process holds (where the system says).
 fn memory(state: &AppState) -> Value {
     let (total, parts) = memory_parts(state);
-    let held: u64 = parts
-        .iter()
-        .filter(|p| p.budget.is_some())
-        .map(|p| p.bytes)
-        .sum();
+    let sum = |outside: bool| -> u64 {
+        let counted = |p: &&Part| match p.share {
+            Share::Budget(_) => !outside,
+            Share::Cache => false,
+            Share::Outside => outside,
+        };
+        parts.iter().filter(counted).map(|p| p.bytes).sum()
+    };
     let mut by_name = serde_json::Map::new();
     for p in &parts {
         let mut v = json!({ "bytes": p.bytes });
-        if let Some(budget) = p.budget {
+        if let Share::Budget(budget) = p.share {
             v["budget_bytes"] = json!(budget);
         }
         by_name.insert(p.name.to_owned(), v);
     }
-    json!({ "budget_bytes": total, "bytes": held, "parts": by_name })
+    let mut memory = json!({
+        "budget_bytes": total,
+        "bytes": sum(false),
+        "outside_budget_bytes": sum(true),
+        "parts": by_name,
+    });
+    if let Some(resident) = crate::memory::resident() {
+        memory["process"] = json!({
+            "resident_bytes": resident.bytes,
+            "anonymous_bytes": resident.anonymous,
+        });
+    }
+    memory
 }
 
 /// One hour's figures, with its URL.

@@ -49,8 +49,9 @@ pub(super) use reads::{Figures, Rendering};
 use super::{lock, Result, ServiceError};
 use crate::bloom::Key;
 use crate::hour::Hour;
+use crate::render::Rendered;
 use ledger::{Ledger, OpenHour};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 /// The open hours' state. Lock order, outermost first (never the other way round):
@@ -250,6 +251,32 @@ impl OpenHours {
             ledger.sealed_through = Some(hour);
         }
         held
+    }
+
+    /// Heap bytes the open hours hold (normally one, two around the turn of an hour):
+    /// what `max_hour_ids` bounds, outside the memory budget. Their keys and filters,
+    /// and their newest renderings but for the bodies kept as dictionaries, which the
+    /// deltas' part counts.
+    pub fn heap_bytes(&self) -> u64 {
+        let (held, renderings) = {
+            let ledger = self.ledger();
+            let held: u64 = ledger.hours.values().map(OpenHour::heap_bytes).sum();
+            let renderings: Vec<Arc<Rendered>> = ledger
+                .hours
+                .values()
+                .flat_map(|h| h.rendered.iter().flatten().map(|(_, r)| r.clone()))
+                .collect();
+            (held, renderings)
+        };
+        // The deltas' mutex is a leaf: taken with the ledger released.
+        let rendered: usize = renderings
+            .iter()
+            .map(|r| {
+                let kept = self.deltas.keeps(&r.sha256);
+                r.size() - if kept { r.identity.len() } else { 0 }
+            })
+            .sum();
+        held + rendered as u64
     }
 
     /// The open hour's versions kept as compression dictionaries.

@@ -87,6 +87,10 @@ pub struct MemoryStats {
     pub build_bytes: u64,
     /// The open hour's versions kept as dictionaries and the deltas made from them.
     pub delta_bytes: u64,
+    /// Outside the budget: the open hours' keys and filters (`max_hour_ids` bounds them).
+    pub open_hour_bytes: u64,
+    /// Outside the budget: what the store's client holds in the process.
+    pub store_bytes: u64,
 }
 
 impl Stats<'_> {
@@ -160,6 +164,8 @@ impl Stats<'_> {
             kept_bytes: self.kept.bytes(),
             build_bytes: self.unions.memory_usage().0,
             delta_bytes: self.open.deltas().bytes(),
+            open_hour_bytes: self.open.heap_bytes(),
+            store_bytes: self.store.memory_bytes(),
         }
     }
 

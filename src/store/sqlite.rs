@@ -193,6 +193,15 @@ impl SqliteStore {
 
 #[async_trait]
 impl Store for SqliteStore {
+    /// What SQLite's allocations hold now, over every connection of the process (there
+    /// is one store in it): page caches, prepared statements, blobs being read.
+    fn memory_bytes(&self) -> u64 {
+        // SAFETY: `sqlite3_memory_used` takes no arguments and reads a counter SQLite
+        // keeps under its own mutex.
+        let used = unsafe { rusqlite::ffi::sqlite3_memory_used() };
+        u64::try_from(used).unwrap_or(0)
+    }
+
     async fn genesis(&self) -> Result<Hour> {
         Ok(self.genesis)
     }

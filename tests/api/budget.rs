@@ -185,3 +185,48 @@ async fn every_part_stays_within_its_share_under_many_unions_and_history() {
     );
     assert!(text.contains("bloomcast_memory_bytes{part=\"cache_renderings\"}"));
 }
+
+#[tokio::test]
+async fn what_is_held_outside_the_budget_is_reported_beside_it() {
+    let app = TestApp::spawn().await;
+    let outside = |memory: &serde_json::Value| {
+        let part = |name: &str| memory["parts"][name]["bytes"].as_u64().unwrap();
+        let (open, store) = (part("open_hour"), part("store"));
+        assert_eq!(
+            memory["outside_budget_bytes"].as_u64().unwrap(),
+            open + store,
+            "{memory}"
+        );
+        assert!(
+            memory["parts"]["open_hour"].get("budget_bytes").is_none(),
+            "{memory}"
+        );
+        (open, store)
+    };
+    let (empty, store) = outside(&app.get("/stats").await.json()["memory"]);
+    assert!(store > 0, "the embedded store's page caches count: {store}");
+
+    ingest(&app, &ids(0, 20_000)).await;
+
+    let memory = app.get("/stats").await.json()["memory"].clone();
+    let (open, _) = outside(&memory);
+    let grown = open - empty;
+    assert!(
+        (20_000 * 8..=20_000 * 40).contains(&grown),
+        "20,000 keys of 8 bytes with their tail and filter: {grown}"
+    );
+    if cfg!(target_os = "linux") {
+        let process = &memory["process"];
+        let (resident, anonymous) = (
+            process["resident_bytes"].as_u64().unwrap(),
+            process["anonymous_bytes"].as_u64().unwrap(),
+        );
+        assert!(0 < anonymous && anonymous < resident, "{process}");
+    }
+    let text = String::from_utf8(app.get("/metrics").await.body).unwrap();
+    assert!(text.contains("bloomcast_memory_bytes{part=\"open_hour\"} "));
+    assert!(!text.contains("bloomcast_memory_budget_bytes{part=\"open_hour\"}"));
+    if cfg!(target_os = "linux") {
+        assert!(text.contains("\nprocess_resident_memory_bytes "), "{text}");
+    }
+}

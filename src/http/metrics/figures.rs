@@ -236,7 +236,7 @@ fn memory(out: &mut String, state: &AppState) {
         out,
         "bloomcast_memory_bytes",
         "gauge",
-        "Bytes held now by each part of the memory budget (cache_bytes), and by each piece of its cache part (cache_*).",
+        "Bytes held now by each part of the memory budget (cache_bytes), by each piece of its cache part (cache_*), and outside the budget by the open hours (open_hour) and the store's client (store).",
     );
     for p in &parts {
         let _ = writeln!(
@@ -256,12 +256,21 @@ fn memory(out: &mut String, state: &AppState) {
         "bloomcast_memory_budget_bytes{{part=\"total\"}} {total}"
     );
     for p in &parts {
-        if let Some(budget) = p.budget {
+        if let crate::http::stats::Share::Budget(budget) = p.share {
             let _ = writeln!(
                 out,
                 "bloomcast_memory_budget_bytes{{part=\"{}\"}} {budget}",
                 p.name
             );
         }
+    }
+    if let Some(resident) = crate::memory::resident() {
+        family(
+            out,
+            "process_resident_memory_bytes",
+            "gauge",
+            "Resident memory size in bytes (VmRSS).",
+        );
+        let _ = writeln!(out, "process_resident_memory_bytes {}", resident.bytes);
     }
 }

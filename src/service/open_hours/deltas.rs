@@ -115,6 +115,12 @@ impl Deltas {
         }
     }
 
+    /// Whether a version with this identity body's SHA-256 is kept (its body counted
+    /// here).
+    pub fn keeps(&self, sha256: &[u8; 32]) -> bool {
+        self.inner().versions.iter().any(|v| v.sha256 == *sha256)
+    }
+
     /// Bytes held now: the versions kept and the deltas made from them.
     pub fn bytes(&self) -> u64 {
         let inner = self.inner();

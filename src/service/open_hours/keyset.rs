@@ -96,6 +96,20 @@ impl CompactKeys {
         self.in_runs + self.tail.len()
     }
 
+    /// Heap bytes it holds: the runs' allocations and the tail's table (a control byte
+    /// beside each key's slot, and the eighth of the slots a table keeps free).
+    pub(super) fn heap_bytes(&self) -> u64 {
+        let word = std::mem::size_of::<u64>();
+        let runs: usize = self
+            .runs
+            .iter()
+            .map(|run| run.capacity() * word)
+            .sum::<usize>()
+            + self.runs.capacity() * std::mem::size_of::<Vec<u64>>();
+        let tail = self.tail.capacity() * (word + 1) * 8 / 7;
+        (runs + tail) as u64
+    }
+
     pub(super) fn contains(&self, key: u64) -> bool {
         self.tail.contains(&key) || self.in_runs(key)
     }

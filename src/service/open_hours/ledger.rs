@@ -175,6 +175,12 @@ impl OpenHour {
         self.keys.len() as u64
     }
 
+    /// Heap bytes it holds: its keys, the newest of them in order, and its filter's bits.
+    pub(super) fn heap_bytes(&self) -> u64 {
+        let recent = self.recent.capacity() * std::mem::size_of::<u64>();
+        self.keys.heap_bytes() + recent as u64 + u64::from(self.filter.m()).div_ceil(8)
+    }
+
     pub(super) fn filter(&self) -> &Filter {
         &self.filter
     }
