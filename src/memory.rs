@@ -45,7 +45,7 @@ pub fn release_freed() {
 ///   when the thread that freed it allocates again: a blocking-pool thread that built a
 ///   union and went idle kept what the build freed);
 /// - glibc's allocator (SQLite's: its page caches and the buffers blobs are read into)
-///   maps blocks of [`OWN_PAGES`] and more on their own and unmaps them when freed (it
+///   maps blocks of more than [`OWN_PAGES`] on their own and unmaps them when freed (it
 ///   would raise that threshold to the largest block freed, up to 32 MiB, and keep such
 ///   blocks in its arenas), in two arenas rather than eight per core; the server's own
 ///   blocks that large go there too ([`Allocator`]).
@@ -62,7 +62,8 @@ pub fn hold_no_freed_memory() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: `mallopt` takes no pointers and runs before other threads exist.
     unsafe {
-        libc::mallopt(libc::M_MMAP_THRESHOLD, OWN_PAGES as libc::c_int);
+        libc::mallopt(libc::M_MMAP_THRESHOLD, (OWN_PAGES + 1) as libc::c_int);
+        libc::mallopt(libc::M_MMAP_MAX, OWN_PAGES_MAX);
         libc::mallopt(libc::M_ARENA_MAX, 2);
     }
 }
@@ -123,12 +124,25 @@ pub fn forgo_huge_pages() -> bool {
 }
 
 /// Releases what a large transient left freed (the pieces of keys a load read from the
-/// store): at once on the blocking pool, where the thread that allocated those pieces
-/// most likely runs (the pool hands new work to the thread that just went idle, and a
-/// block freed by another thread is returned only by its owner), then again once every
-/// thread has settled ([`SETTLE`]). Needs a tokio runtime.
+/// store, the working memory of builds once none is running): at once on the blocking
+/// pool, where the thread that allocated those pieces most likely runs (the pool hands
+/// new work to the thread that just went idle, and a block freed by another thread is
+/// returned only by its owner), at most once a [`RELEASE_EVERY`]; then again once every
+/// thread has settled ([`SETTLE`]). Does nothing outside a tokio runtime.
 pub fn release_after_transient() {
-    tokio::task::spawn_blocking(release_freed);
+    if tokio::runtime::Handle::try_current().is_err() {
+        return;
+    }
+    let now = START.elapsed().as_millis() as u64;
+    let last = RELEASED_AT.load(Ordering::Acquire);
+    let due = last == 0 || now >= last + RELEASE_EVERY.as_millis() as u64;
+    if due
+        && RELEASED_AT
+            .compare_exchange(last, now.max(1), Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+    {
+        tokio::task::spawn_blocking(release_freed);
+    }
     // At most one settled release pending: large pages may come every refresh in
     // cluster mode, and one pass every SETTLE is enough to keep up with them.
     if SETTLING.swap(true, Ordering::AcqRel) {
@@ -140,6 +154,16 @@ pub fn release_after_transient() {
         release_freed();
     });
 }
+
+/// At most one immediate release in this long: a release walks both allocators' free
+/// lists (well under a millisecond at the sizes the budget allows), and under many
+/// builds a second would find little the first left.
+pub const RELEASE_EVERY: Duration = Duration::from_secs(1);
+
+/// When the last immediate release was asked (milliseconds since [`START`]; 0: never).
+static RELEASED_AT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+static START: std::sync::LazyLock<std::time::Instant> =
+    std::sync::LazyLock::new(std::time::Instant::now);
 
 /// Whether a settled release is pending.
 static SETTLING: AtomicBool = AtomicBool::new(false);
@@ -159,11 +183,24 @@ mod tests {
     }
 }
 
-/// Blocks of this many bytes and more are mapped on their own, and unmapped when freed
-/// ([`Allocator`]).
-pub const OWN_PAGES: usize = 64 << 10;
+/// Blocks of more than this many bytes are mapped on their own, and unmapped when freed
+/// ([`Allocator`]). Under `benches/harness/memory.sh`'s quick run at `cache_bytes`
+/// 32 MiB (docs/BENCHMARKS.md "One memory budget"), the peak RSS fell as the threshold
+/// did: 56.2 MiB from 64 KiB, 51.5 from 32, 47.7 from 16, 46.7 from 8 KiB, 47.0 above
+/// it (one run each, the same binary). 8 KiB itself is a connection's two buffers
+/// (hyper's first read buffer and its write buffer): mapping those costs four system
+/// calls per connection, so they stay mimalloc's.
+pub const OWN_PAGES: usize = 8 << 10;
 
-/// The server's allocator: mimalloc for blocks under [`OWN_PAGES`] (a request's many
+/// At most this many blocks mapped on their own at once (glibc's `M_MMAP_MAX`); past it,
+/// glibc serves large blocks from its arenas. Each mapping is one of the kernel's
+/// memory areas, of which a process has 65,530 by default (`vm.max_map_count`), and
+/// mimalloc needs some too: a budget of 512 MiB filled with blocks just over
+/// [`OWN_PAGES`] would otherwise ask for 64,000.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+const OWN_PAGES_MAX: libc::c_int = 32_768;
+
+/// The server's allocator: mimalloc for blocks up to [`OWN_PAGES`] (a request's many
 /// small ones), the C library's `malloc` for larger ones, which it maps on their own and
 /// unmaps when freed ([`hold_no_freed_memory`]; `realloc` moves them with `mremap`).
 ///
@@ -185,7 +222,7 @@ pub struct Allocator;
 #[inline]
 fn own_pages(layout: &Layout) -> bool {
     cfg!(all(target_os = "linux", target_env = "gnu"))
-        && layout.size() >= OWN_PAGES
+        && layout.size() > OWN_PAGES
         && layout.align() <= 16
 }
 

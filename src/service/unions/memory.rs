@@ -101,9 +101,16 @@ impl Reserved {
     }
 }
 
+/// A build's reservation past which, once no build holds working memory any more, what
+/// the builds freed is handed back ([`crate::memory::release_after_transient`]).
+const LARGE_BUILD: u64 = 1 << 20;
+
 impl Drop for Reserved {
     fn drop(&mut self) {
-        self.memory.reserved.fetch_sub(self.bytes, Ordering::AcqRel);
+        let before = self.memory.reserved.fetch_sub(self.bytes, Ordering::AcqRel);
+        if before == self.bytes && self.bytes >= LARGE_BUILD {
+            crate::memory::release_after_transient();
+        }
     }
 }
 
