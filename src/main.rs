@@ -12,8 +12,8 @@ use std::process::ExitCode;
 /// mimalloc rather than the system allocator for small blocks: a served request makes
 /// some 40 small allocations (hyper, axum, tower), and glibc's malloc and free were a
 /// quarter of the read path's instructions under callgrind (docs/BENCHMARKS.md, Serving
-/// vs nginx; the before/after callgrind tables are in its git history). Blocks of
-/// 64 KiB and more are mapped on their own, so that they go back when freed
+/// vs nginx; the before/after callgrind tables are in its git history). Blocks over
+/// 8 KiB are mapped on their own, so that they go back when freed
 /// (`bloomcast::memory::Allocator`).
 #[global_allocator]
 static ALLOCATOR: bloomcast::memory::Allocator = bloomcast::memory::Allocator;

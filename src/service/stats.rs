@@ -87,7 +87,8 @@ pub struct MemoryStats {
     pub build_bytes: u64,
     /// The open hour's versions kept as dictionaries and the deltas made from them.
     pub delta_bytes: u64,
-    /// Outside the budget: the open hours' keys and filters (`max_hour_ids` bounds them).
+    /// Outside the budget: the open hours' keys, filters and newest renderings
+    /// (`max_hour_ids` bounds them).
     pub open_hour_bytes: u64,
     /// Outside the budget: what the store's client holds in the process.
     pub store_bytes: u64,
