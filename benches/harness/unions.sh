@@ -70,6 +70,16 @@ serve() {
     [ "$(curl -s -o /dev/null -w '%{http_code}' "$base/healthz")" = 200 ] && break
     sleep 0.5
   done
+  # Then until the server is idle: what follows a seal in the background (each hour's
+  # compact forms, warming) would otherwise be counted in the first build's CPU.
+  local last now
+  last=$(cpu_ticks "$pid")
+  for _ in $(seq 1 240); do
+    sleep 1
+    now=$(cpu_ticks "$pid")
+    ((now - last <= 1)) && break
+    last=$now
+  done
 }
 serve
 since=$(date -u -d '-24 hours' +%Y/%m/%d/%H)
