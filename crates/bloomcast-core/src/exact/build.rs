@@ -22,8 +22,9 @@ const FILTER_SEEDS: u32 = 16;
 /// Rows of a system of `n` equations: exactly `n` while the system is dense (at most
 /// 128 rows), then `n` plus a slack that grows with `log10(n)` (a standard ribbon's
 /// failure rate grows with its length), interpolated between the points of
-/// [`SLACK`], at which one seed succeeds at least half the time
-/// (the ignored test `one_seed_succeeds_half_the_time_at_the_systems_slack` measures it).
+/// [`SLACK`], at which one seed succeeds at least half the time (the test
+/// `one_seed_succeeds_half_the_time_at_the_systems_slack_margin`, compiled under
+/// `--cfg bloomcast_margins`, measures it).
 pub fn rows_for(n: u64) -> u32 {
     if n <= u64::from(MAX_WIDTH) {
         return n as u32;

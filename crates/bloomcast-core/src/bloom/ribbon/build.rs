@@ -15,10 +15,11 @@ pub(super) fn initial_rows(n: usize) -> u32 {
 }
 
 /// Seeds tried before growing `m` by 1%. At 300,000 keys a seed fails 40 to 55 % of the
-/// time at the initial size and about 25 % after one growth (the ignored test `first_seed_succeeds_often_enough_at_the_initial_size`),
-/// so 4 seeds grew m in 3 to 9 % of builds and crossed the 1.15 x floor bound at
-/// p = 0.01 (two growths) in 1e-4 to 4e-4 of them; 8 seeds make those 0.07 to 0.8 % and
-/// below 1.3e-7, for the same expected number of attempts.
+/// time at the initial size and about 25 % after one growth (the test
+/// `first_seed_succeeds_often_enough_at_the_initial_size_margin`, compiled under
+/// `--cfg bloomcast_margins`), so 4 seeds grew m in 3 to 9 % of builds and crossed the
+/// 1.15 x floor bound at p = 0.01 (two growths) in 1e-4 to 4e-4 of them; 8 seeds make
+/// those 0.07 to 0.8 % and below 1.3e-7, for the same expected number of attempts.
 pub(super) const SEEDS_PER_SIZE: u64 = 8;
 
 impl Ribbon {
@@ -79,7 +80,8 @@ impl Ribbon {
 impl Ribbon {
     /// One construction attempt at exactly `m` rows (at least 64) and `seed`: `None`
     /// when that system is inconsistent. For measuring the retry policy of
-    /// [`Ribbon::build`] (the ignored test `first_seed_succeeds_often_enough_at_the_initial_size`).
+    /// [`Ribbon::build`] (the test
+    /// `first_seed_succeeds_often_enough_at_the_initial_size_margin`).
     ///
     /// # Errors
     /// As [`Ribbon::build`].
