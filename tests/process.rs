@@ -323,14 +323,7 @@ async fn the_current_hour_gauge_is_right_from_the_first_scrape_after_a_restart()
     kill9(&mut server);
 
     let server = start(dir.path(), &[]);
-    let metrics = http
-        .get(format!("{}/metrics", server.base))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = common::metrics_text(&http, &server.base).await;
 
     // Unless the hour turned meanwhile, when the new hour is rightly empty.
     let now = bloomcast::hour::Hour::containing(chrono::Utc::now()).rfc3339();

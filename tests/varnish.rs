@@ -176,15 +176,7 @@ impl Stack {
         let route = route.into();
         let mut total = 0;
         for node in &self.nodes {
-            let text = self
-                .http
-                .get(format!("{}/metrics", node.base))
-                .send()
-                .await
-                .unwrap()
-                .text()
-                .await
-                .unwrap();
+            let text = common::metrics_text(&self.http, &node.base).await;
             let prefix = match route {
                 Some(route) => format!("bloomcast_http_requests_total{{route=\"{route}\","),
                 None => "bloomcast_http_requests_total{".to_owned(),

@@ -182,18 +182,21 @@ pub fn run_with_stdin(cmd: &mut Command, stdin: &str) -> Output {
     child.wait_with_output().unwrap()
 }
 
-/// `GET URL`, its body parsed as JSON.
-/// The value of the sample `series` (a name, with its labels if any) in `base`'s
-/// `/metrics`; fails the test when it is not there.
-pub async fn metric(http: &reqwest::Client, base: &str, series: &str) -> String {
-    let text = http
-        .get(format!("{base}/metrics"))
+/// `base`'s `/metrics`, as text.
+pub async fn metrics_text(http: &reqwest::Client, base: &str) -> String {
+    http.get(format!("{base}/metrics"))
         .send()
         .await
         .unwrap()
         .text()
         .await
-        .unwrap();
+        .unwrap()
+}
+
+/// The value of the sample `series` (a name, with its labels if any) in `base`'s
+/// `/metrics`; fails the test when it is not there.
+pub async fn metric(http: &reqwest::Client, base: &str, series: &str) -> String {
+    let text = metrics_text(http, base).await;
     let prefix = format!("{series} ");
     text.lines()
         .find_map(|l| l.strip_prefix(&prefix))
@@ -201,6 +204,7 @@ pub async fn metric(http: &reqwest::Client, base: &str, series: &str) -> String 
         .to_owned()
 }
 
+/// `GET URL`, its body parsed as JSON.
 pub async fn get_json(http: &reqwest::Client, url: &str) -> serde_json::Value {
     http.get(url).send().await.unwrap().json().await.unwrap()
 }
