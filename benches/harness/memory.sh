@@ -533,7 +533,7 @@ def accounting(memory, empty):
             memory["process"]["anonymous_bytes"] - empty["process"]["anonymous_bytes"])
 
 
-def accounting_report(r, warnings):
+def accounting_report(r):
     """How close /stats' accounting is to what the process holds, at each 1/s sample of
     the mix (both read by the same request) and 5 s after it."""
     empty = json.load(open(f"{WORK}/empty.json"))["memory"]
@@ -597,7 +597,7 @@ def report(budget, hwm_before, hwm_mix, rss_start, wrk_out):
     sp = r["stats_peak"]
     print(f"/stats memory.bytes, peak     {mib(sp['bytes'])} of {mib(r['final_memory']['budget_bytes'])}"
           f" ({sp['samples']} samples, 1/s)")
-    accounting_report(r, warnings)
+    accounting_report(r)
     print()
     mem = r["final_memory"]
     print("/stats memory at the end       bytes        peak (1/s)   budget_bytes")
@@ -712,31 +712,20 @@ LUA
 hwm_bytes() { awk '/^VmHWM:/ { print $2 * 1024 }' "/proc/$1/status"; }
 
 # Starts the server on data dir $1 with the mix's settings; sets `port`, `base` and `pid`
-# and waits until /healthz is 200 (the startup housekeeping has sealed the past hours and
-# loaded the open one).
+# once /healthz is 200 (the startup housekeeping has sealed the past hours and loaded the
+# open one), waiting up to 20 minutes.
 start_server() {
   port=$(free_port)
   base="http://127.0.0.1:$port"
-  (cd "$ROOT" && exec env RUST_LOG=warn BLOOMCAST_LISTEN="127.0.0.1:$port" \
-      BLOOMCAST_DATA_DIR="$1" BLOOMCAST_INGEST_TOKENS="$TOKEN" BLOOMCAST_CACHE_BYTES="$BUDGET" \
-      taskset -c "$SERVER_CPU" "$BIN" serve) 2>>"$WORK/bloomcast-$port.log" &
-  pid=$!
-  PIDS+=("$pid")
-  local up=""
-  for _ in $(seq 1 2400); do
-    kill -0 "$pid" 2>/dev/null || die "bloomcast exited: $(tail -5 "$WORK/bloomcast-$port.log")"
-    if [ "$(curl -s -o /dev/null -w '%{http_code}' "$base/healthz")" = 200 ]; then up=1; break; fi
-    sleep 0.5
-  done
-  [[ -n "$up" ]] || die "bloomcast on :$port was not healthy after 20 minutes: $(tail -5 "$WORK/bloomcast-$port.log")"
+  START_TRIES=12000 start_bloomcast "$1" "$port" BLOOMCAST_CACHE_BYTES="$BUDGET"
+  pid=$SERVER_PID
 }
 
 # The baseline: what an idle server with no data holds, and what its /stats accounts for.
 start_server "$WORK/empty"
 sleep 2
 curl -sf "$base/stats?hours=1" >"$WORK/empty.json"
-kill "$pid"
-wait "$pid" 2>/dev/null || true
+stop_pid "$pid"
 
 # The seeding and the startup's sealing take a while: the open hour must stay open until
 # the mix ends, or "the open hour's keys" would mean two hours.

@@ -55,24 +55,16 @@ for ago in $(seq 24 -1 1); do
   # 24 x HOUR_IDS distinct IDs (9.6M, an 11.5 MB filter), not HOUR_IDS seen 24 times.
   "$EXAMPLES/seed_closed_hour" "$data" "$HOUR_IDS" "$ago" "h$ago" >/dev/null
 done
-# Starts the server on the store; sets pid and base.
+# Starts the server on the store; sets pid and base once /healthz is 200 (the startup
+# housekeeping has sealed the 24 hours) and the server is idle: what follows a seal in
+# the background (each hour's compact forms, warming) would otherwise be counted in the
+# first build's CPU.
 serve() {
-  local port
+  local port last now
   port=$(free_port)
   base="http://127.0.0.1:$port"
-  (cd "$ROOT" && exec env RUST_LOG=warn BLOOMCAST_LISTEN="127.0.0.1:$port" \
-      BLOOMCAST_DATA_DIR="$data" BLOOMCAST_INGEST_TOKENS="$TOKEN" \
-      taskset -c "$SERVER_CPU" "$BIN" serve) 2>>"$WORK/bloomcast-$port.log" &
-  pid=$!
-  PIDS+=("$pid")
-  # Until /healthz is 200: the startup housekeeping has sealed the 24 hours.
-  for _ in $(seq 1 1200); do
-    [ "$(curl -s -o /dev/null -w '%{http_code}' "$base/healthz")" = 200 ] && break
-    sleep 0.5
-  done
-  # Then until the server is idle: what follows a seal in the background (each hour's
-  # compact forms, warming) would otherwise be counted in the first build's CPU.
-  local last now
+  START_TRIES=6000 start_bloomcast "$data" "$port"
+  pid=$SERVER_PID
   last=$(cpu_ticks "$pid")
   for _ in $(seq 1 240); do
     sleep 1
