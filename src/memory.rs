@@ -12,7 +12,8 @@
 
 use std::alloc::{GlobalAlloc, Layout};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 /// Keys read at once past which [`release_freed`] is worth its cost (a walk of the heap).
 pub const LARGE_BATCH: usize = 1 << 16;
@@ -127,20 +128,21 @@ pub fn forgo_huge_pages() -> bool {
 /// store, the working memory of builds once none is running): at once on the blocking
 /// pool, where the thread that allocated those pieces most likely runs (the pool hands
 /// new work to the thread that just went idle, and a block freed by another thread is
-/// returned only by its owner), at most once a [`RELEASE_EVERY`]; then again once every
+/// returned only by its owner), at most once a second; then again once every
 /// thread has settled ([`SETTLE`]). Does nothing outside a tokio runtime.
 pub fn release_after_transient() {
     if tokio::runtime::Handle::try_current().is_err() {
         return;
     }
-    let now = START.elapsed().as_millis() as u64;
-    let last = RELEASED_AT.load(Ordering::Acquire);
-    let due = last == 0 || now >= last + RELEASE_EVERY.as_millis() as u64;
-    if due
-        && RELEASED_AT
-            .compare_exchange(last, now.max(1), Ordering::AcqRel, Ordering::Acquire)
-            .is_ok()
-    {
+    let due = {
+        let mut last = crate::sync::lock(&RELEASED_AT);
+        let due = last.is_none_or(|at| at.elapsed() >= RELEASE_EVERY);
+        if due {
+            *last = Some(Instant::now());
+        }
+        due
+    };
+    if due {
         tokio::task::spawn_blocking(release_freed);
     }
     // At most one settled release pending: large pages may come every refresh in
@@ -158,12 +160,10 @@ pub fn release_after_transient() {
 /// At most one immediate release in this long: a release walks both allocators' free
 /// lists (well under a millisecond at the sizes the budget allows), and under many
 /// builds a second would find little the first left.
-pub const RELEASE_EVERY: Duration = Duration::from_secs(1);
+const RELEASE_EVERY: Duration = Duration::from_secs(1);
 
-/// When the last immediate release was asked (milliseconds since [`START`]; 0: never).
-static RELEASED_AT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-static START: std::sync::LazyLock<std::time::Instant> =
-    std::sync::LazyLock::new(std::time::Instant::now);
+/// When the last immediate release was asked.
+static RELEASED_AT: Mutex<Option<Instant>> = Mutex::new(None);
 
 /// Whether a settled release is pending.
 static SETTLING: AtomicBool = AtomicBool::new(false);

@@ -102,13 +102,12 @@ pub(super) fn memory_parts(state: &AppState) -> (u64, Vec<Part>) {
 /// part, and what the process holds (where the system says).
 fn memory(state: &AppState) -> Value {
     let (total, parts) = memory_parts(state);
-    let sum = |outside: bool| -> u64 {
-        let counted = |p: &&Part| match p.share {
-            Share::Budget(_) => !outside,
-            Share::Cache => false,
-            Share::Outside => outside,
-        };
-        parts.iter().filter(counted).map(|p| p.bytes).sum()
+    let sum = |counted: fn(Share) -> bool| -> u64 {
+        parts
+            .iter()
+            .filter(|p| counted(p.share))
+            .map(|p| p.bytes)
+            .sum()
     };
     let mut by_name = serde_json::Map::new();
     for p in &parts {
@@ -120,8 +119,8 @@ fn memory(state: &AppState) -> Value {
     }
     let mut memory = json!({
         "budget_bytes": total,
-        "bytes": sum(false),
-        "outside_budget_bytes": sum(true),
+        "bytes": sum(|s| matches!(s, Share::Budget(_))),
+        "outside_budget_bytes": sum(|s| s == Share::Outside),
         "parts": by_name,
     });
     if let Some(resident) = crate::memory::resident() {
