@@ -33,4 +33,6 @@ pub(crate) use ribbon::{mix64, WIDTH};
 pub use ribbon2::{Grade, Ribbon2};
 pub use rule::Sizing;
 pub use sizing::{fpp_at_fill, Params, MAX_K, MIN_M};
-pub use union::{distinct_count, union_by, union_of, union_with_room};
+pub use union::{
+    distinct_count, union_by, union_in_parts, union_of, union_with_room, KeyParts, PartsError,
+};

@@ -35,21 +35,11 @@ const MAX_CHUNK_POSITIONS: usize = 1 << 24;
 
 /// Sets the bits of every key of every set in `words`, an array of `modulus.m()` bits
 /// probed at `k` positions per key.
-pub(crate) fn set_keys(words: &mut [u64], modulus: Modulus, k: u32, sets: &[&[Key]]) {
-    if words.len() <= DIRECT_WORDS {
-        for key in sets.iter().flat_map(|set| set.iter()) {
-            for pos in key.positions_mod(modulus, k) {
-                set_bit(words, pos);
-            }
-        }
-    } else {
-        // Two positions per filter word (128 per 64-byte line), in a buffer about the
-        // size of the filter: the sweep then costs about two bytes of memory traffic
-        // per position (measured against four per word: the same time, twice the
-        // memory).
-        let chunk_positions = (words.len() * 2).min(MAX_CHUNK_POSITIONS);
-        set_by_region(words, modulus, k, sets, chunk_positions);
-    }
+#[cfg(test)]
+fn set_keys(words: &mut [u64], modulus: Modulus, k: u32, sets: &[&[Key]]) {
+    let mut setter = Setter::new(words, modulus, k);
+    setter.add(sets);
+    setter.finish();
 }
 
 #[inline(always)]
@@ -57,87 +47,124 @@ fn set_bit(words: &mut [u64], pos: u32) {
     words[(pos >> 6) as usize] |= 1u64 << (pos & 63);
 }
 
+/// Sets the bits of keys handed over in any number of calls (a union read part by
+/// part), as one [`set_keys`] over all of them would.
+pub(crate) struct Setter<'w> {
+    words: &'w mut [u64],
+    modulus: Modulus,
+    k: u32,
+    /// The positions placed and not set yet, beyond the direct regime.
+    rooms: Option<Rooms>,
+}
+
 /// The regioned build: per chunk of keys, each position is placed in its region's room
 /// in a buffer as it is computed, then the rooms are set region by region. Keys are
 /// uniform, so a room an eighth larger than a region's share of the chunk is nearly
 /// never full; a position that finds its room full (keys that are not uniform: many
 /// repeats) is set at once, which sets the same bit.
-fn set_by_region(
-    words: &mut [u64],
-    modulus: Modulus,
-    k: u32,
-    sets: &[&[Key]],
-    chunk_positions: usize,
-) {
-    let regions = (modulus.m() >> REGION_SHIFT) as usize + 1;
-    let share = chunk_positions / regions;
-    let room = share + share / 8 + 256;
-    let chunk_keys = (chunk_positions / k as usize).max(1);
-    let mut rooms = vec![0u32; room * regions];
-    let mut filled = vec![0usize; regions];
-    for chunk in Chunks::new(sets, chunk_keys) {
-        for key in chunk.iter().flat_map(|piece| piece.iter()) {
-            for pos in key.positions_mod(modulus, k) {
-                let region = (pos >> REGION_SHIFT) as usize;
-                let at = filled[region];
-                if at < room {
-                    rooms[region * room + at] = pos;
-                    filled[region] = at + 1;
-                } else {
-                    set_bit(words, pos);
+struct Rooms {
+    /// `room` positions per region, region after region.
+    placed: Vec<u32>,
+    /// How many of each region's room are placed.
+    filled: Vec<usize>,
+    room: usize,
+    /// Keys per chunk, and how many of the chunk are placed.
+    chunk_keys: usize,
+    in_chunk: usize,
+}
+
+impl<'w> Setter<'w> {
+    pub(crate) fn new(words: &'w mut [u64], modulus: Modulus, k: u32) -> Setter<'w> {
+        // Two positions per filter word (128 per 64-byte line), in a buffer about the
+        // size of the filter: the sweep then costs about two bytes of memory traffic
+        // per position (measured against four per word: the same time, twice the
+        // memory).
+        let rooms = (words.len() > DIRECT_WORDS)
+            .then(|| Rooms::new(modulus, k, (words.len() * 2).min(MAX_CHUNK_POSITIONS)));
+        Setter {
+            words,
+            modulus,
+            k,
+            rooms,
+        }
+    }
+
+    #[cfg(test)]
+    fn with_chunk(words: &'w mut [u64], modulus: Modulus, k: u32, chunk_positions: usize) -> Self {
+        let rooms = Some(Rooms::new(modulus, k, chunk_positions));
+        Setter {
+            words,
+            modulus,
+            k,
+            rooms,
+        }
+    }
+
+    /// Sets (or places, to be set by region) the bits of every key of `sets`.
+    pub(crate) fn add(&mut self, sets: &[&[Key]]) {
+        self.add_keys(sets.iter().flat_map(|set| set.iter()));
+    }
+
+    /// [`Setter::add`] for keys one by one.
+    pub(crate) fn add_keys<'k>(&mut self, keys: impl IntoIterator<Item = &'k Key>) {
+        let (modulus, k) = (self.modulus, self.k);
+        let Some(rooms) = &mut self.rooms else {
+            for key in keys {
+                for pos in key.positions_mod(modulus, k) {
+                    set_bit(self.words, pos);
                 }
             }
+            return;
+        };
+        for key in keys {
+            for pos in key.positions_mod(modulus, k) {
+                let region = (pos >> REGION_SHIFT) as usize;
+                let at = rooms.filled[region];
+                if at < rooms.room {
+                    rooms.placed[region * rooms.room + at] = pos;
+                    rooms.filled[region] = at + 1;
+                } else {
+                    set_bit(self.words, pos);
+                }
+            }
+            rooms.in_chunk += 1;
+            if rooms.in_chunk == rooms.chunk_keys {
+                rooms.sweep(self.words);
+            }
         }
-        for (placed, filled) in rooms.chunks(room).zip(filled.iter_mut()) {
+    }
+
+    /// Sets the bits still placed.
+    pub(crate) fn finish(mut self) {
+        if let Some(rooms) = &mut self.rooms {
+            rooms.sweep(self.words);
+        }
+    }
+}
+
+impl Rooms {
+    fn new(modulus: Modulus, k: u32, chunk_positions: usize) -> Rooms {
+        let regions = (modulus.m() >> REGION_SHIFT) as usize + 1;
+        let share = chunk_positions / regions;
+        let room = share + share / 8 + 256;
+        Rooms {
+            placed: vec![0u32; room * regions],
+            filled: vec![0usize; regions],
+            room,
+            chunk_keys: (chunk_positions / k as usize).max(1),
+            in_chunk: 0,
+        }
+    }
+
+    /// Sets every position placed, region by region, and empties the rooms.
+    fn sweep(&mut self, words: &mut [u64]) {
+        for (placed, filled) in self.placed.chunks(self.room).zip(self.filled.iter_mut()) {
             for &pos in &placed[..*filled] {
                 set_bit(words, pos);
             }
             *filled = 0;
         }
-    }
-}
-
-/// Cuts a list of key sets into chunks of at most `size` keys, each chunk a list of
-/// slices, without copying a key.
-struct Chunks<'a> {
-    sets: &'a [&'a [Key]],
-    set: usize,
-    offset: usize,
-    size: usize,
-}
-
-impl<'a> Chunks<'a> {
-    fn new(sets: &'a [&'a [Key]], size: usize) -> Self {
-        Chunks {
-            sets,
-            set: 0,
-            offset: 0,
-            size,
-        }
-    }
-}
-
-impl<'a> Iterator for Chunks<'a> {
-    type Item = Vec<&'a [Key]>;
-
-    fn next(&mut self) -> Option<Self::Item> {
-        let mut pieces = Vec::new();
-        let mut room = self.size;
-        while room > 0 && self.set < self.sets.len() {
-            let rest = &self.sets[self.set][self.offset..];
-            let take = rest.len().min(room);
-            if take > 0 {
-                pieces.push(&rest[..take]);
-            }
-            room -= take;
-            if take == rest.len() {
-                self.set += 1;
-                self.offset = 0;
-            } else {
-                self.offset += take;
-            }
-        }
-        (!pieces.is_empty()).then_some(pieces)
+        self.in_chunk = 0;
     }
 }
 
@@ -147,6 +174,19 @@ mod tests {
 
     fn keys(n: u32, salt: u32) -> Vec<Key> {
         (0..n).map(|i| Key::of(&format!("{salt}:{i}"))).collect()
+    }
+
+    /// Every set handed over at once to a regioned setter of `chunk_positions`.
+    fn by_region(
+        words: &mut [u64],
+        modulus: Modulus,
+        k: u32,
+        sets: &[&[Key]],
+        chunk_positions: usize,
+    ) {
+        let mut setter = Setter::with_chunk(words, modulus, k, chunk_positions);
+        setter.add(sets);
+        setter.finish();
     }
 
     fn one_by_one(m: u32, k: u32, sets: &[&[Key]]) -> Vec<u64> {
@@ -173,7 +213,7 @@ mod tests {
         ] {
             for chunk_positions in [1, 999, 1 << 22] {
                 let mut words = vec![0; (m as usize).div_ceil(64)];
-                set_by_region(&mut words, Modulus::new(m), k, sets, chunk_positions);
+                by_region(&mut words, Modulus::new(m), k, sets, chunk_positions);
                 assert_eq!(
                     words,
                     one_by_one(m, k, sets),
@@ -192,7 +232,7 @@ mod tests {
         let sets: &[&[Key]] = &[&many, &keys(3_000, 4)];
         let m = (1 << 26) + 3;
         let mut words = vec![0; (m as usize).div_ceil(64)];
-        set_by_region(&mut words, Modulus::new(m), 7, sets, 1 << 16);
+        by_region(&mut words, Modulus::new(m), 7, sets, 1 << 16);
         assert_eq!(words, one_by_one(m, 7, sets));
     }
 
@@ -211,7 +251,7 @@ mod tests {
             let (a, b) = keys.split_at(split.min(keys.len()));
             let sets: &[&[Key]] = &[a, b, a];
             let mut words = vec![0; (m as usize).div_ceil(64)];
-            set_by_region(&mut words, Modulus::new(m), k, sets, chunk_positions);
+            by_region(&mut words, Modulus::new(m), k, sets, chunk_positions);
             proptest::prop_assert_eq!(words, one_by_one(m, k, sets));
         }
     }
@@ -228,21 +268,31 @@ mod tests {
     }
 
     #[test]
-    fn chunks_cover_every_key_once_in_order() {
-        let (a, b, c) = (keys(10, 1), keys(0, 2), keys(25, 3));
-        let sets: &[&[Key]] = &[&a, &b, &c];
-        for size in [1, 3, 10, 11, 100] {
-            let chunks: Vec<Vec<&[Key]>> = Chunks::new(sets, size).collect();
-            assert!(chunks
-                .iter()
-                .all(|c| c.iter().map(|p| p.len()).sum::<usize>() <= size));
-            let flat: Vec<Key> = chunks
-                .iter()
-                .flatten()
-                .flat_map(|p| p.iter().copied())
-                .collect();
-            let expected: Vec<Key> = a.iter().chain(&c).copied().collect();
-            assert_eq!(flat, expected, "size {size}");
+    fn keys_handed_over_part_by_part_set_the_bits_of_one_set_keys() {
+        // Parts of any size, some cut inside a chunk, some empty, in either regime.
+        let (a, b) = (keys(30_000, 6), keys(9_000, 7));
+        let sets: &[&[Key]] = &[&a, &b, &a[..50]];
+        let parts: [&[&[Key]]; 4] = [
+            &[&a[..7]],
+            &[],
+            &[&a[7..], &b[..4_000]],
+            &[&b[4_000..], &a[..50]],
+        ];
+        for (m, chunk_positions) in [
+            (1_000_003, None),
+            ((5 << 20) + 77, Some(999)),
+            (3 << 24, None),
+        ] {
+            let mut words = vec![0; (m as usize).div_ceil(64)];
+            let mut setter = match chunk_positions {
+                Some(chunk) => Setter::with_chunk(&mut words, Modulus::new(m), 7, chunk),
+                None => Setter::new(&mut words, Modulus::new(m), 7),
+            };
+            for part in parts {
+                setter.add(part);
+            }
+            setter.finish();
+            assert_eq!(words, one_by_one(m, 7, sets), "m {m}");
         }
     }
 }

@@ -54,13 +54,14 @@ impl Filter {
         Params::sized(n, p).map(Filter::new)
     }
 
-    /// A filter of the given shape holding every key.
+    /// A filter of the given shape holding every key: their bits set at once (by region
+    /// when the filter outgrows the cache, `build`), then counted.
     pub fn from_keys<'a>(params: Params, keys: impl IntoIterator<Item = &'a Key>) -> Filter {
-        let mut filter = Filter::new(params);
-        for key in keys {
-            filter.insert_key(*key);
-        }
-        filter
+        let mut words = vec![0u64; (params.m as usize).div_ceil(64)];
+        let mut setter = super::build::Setter::new(&mut words, Modulus::new(params.m), params.k);
+        setter.add_keys(keys);
+        setter.finish();
+        Filter::from_words(params, words)
     }
 
     /// A filter over bits set elsewhere, counting them once.

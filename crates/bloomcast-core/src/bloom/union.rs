@@ -50,8 +50,7 @@ pub fn union_of(sets: &[&[Key]], p: f64) -> Result<(Filter, u64), FilterError> {
 /// # Errors
 /// As [`Filter::sized_by`].
 pub fn union_by(sets: &[&[Key]], p: f64, sizing: Sizing) -> Result<(Filter, u64), FilterError> {
-    let count = distinct_count(sets);
-    Filter::sized_over(count, count, sets, p, sizing).map(|filter| (filter, count))
+    union_in_parts(&mut Held(sets), p, sizing, |count| count).map_err(PartsError::into_filter)
 }
 
 /// As [`union_of`], with the filter sized as [`Filter::sized_within`] would size it for
@@ -65,9 +64,78 @@ pub fn union_with_room(
     p: f64,
     room: impl FnOnce(u64) -> u64,
 ) -> Result<(Filter, u64), FilterError> {
-    let count = distinct_count(sets);
-    Filter::sized_over(room(count).max(count), count, sets, p, Sizing::Probes)
-        .map(|filter| (filter, count))
+    union_in_parts(&mut Held(sets), p, Sizing::Probes, room).map_err(PartsError::into_filter)
+}
+
+/// Key sets too many to hold in memory at once, handed over a part at a time (read
+/// from a file, say), for [`union_in_parts`].
+pub trait KeyParts {
+    /// What reading a part can fail with.
+    type Error;
+
+    /// Calls `each` with every part in turn, as key sets in any order, with repeats
+    /// and overlaps. Parts never share a key: a key of one part is in no other (split
+    /// the keys by their top bits, say), so the distinct count is the sum of the
+    /// parts'. Called once to count and once per size tried, handing over the same
+    /// keys every time.
+    ///
+    /// # Errors
+    /// When a part cannot be read; the union is then not built.
+    fn for_each_part(&mut self, each: &mut dyn FnMut(&[&[Key]])) -> Result<(), Self::Error>;
+}
+
+/// Key sets held in memory: one part.
+pub(crate) struct Held<'a>(pub(crate) &'a [&'a [Key]]);
+
+impl KeyParts for Held<'_> {
+    type Error = std::convert::Infallible;
+
+    fn for_each_part(&mut self, each: &mut dyn FnMut(&[&[Key]])) -> Result<(), Self::Error> {
+        each(self.0);
+        Ok(())
+    }
+}
+
+/// Why a union over [`KeyParts`] was not built.
+#[derive(Debug, thiserror::Error)]
+pub enum PartsError<E> {
+    /// The filter could not be sized or built.
+    #[error(transparent)]
+    Filter(#[from] FilterError),
+    /// A part could not be read.
+    #[error("reading the keys: {0}")]
+    Read(E),
+}
+
+impl PartsError<std::convert::Infallible> {
+    /// The filter's error: parts held in memory are never unreadable.
+    pub fn into_filter(self) -> FilterError {
+        match self {
+            PartsError::Filter(e) => e,
+            PartsError::Read(never) => match never {},
+        }
+    }
+}
+
+/// The union of keys handed over part by part, bit for bit the filter [`union_by`]
+/// (or, with a `room` other than the count, [`union_with_room`]) builds from the same
+/// keys held at once, and its exact distinct count. Memory beyond the filter is what
+/// one part holds: a union whose keys do not fit in memory is built from a file.
+///
+/// # Errors
+/// As [`union_by`], or the first part that could not be read.
+pub fn union_in_parts<P: KeyParts + ?Sized>(
+    parts: &mut P,
+    p: f64,
+    sizing: Sizing,
+    room: impl FnOnce(u64) -> u64,
+) -> Result<(Filter, u64), PartsError<P::Error>> {
+    let mut count = 0;
+    parts
+        .for_each_part(&mut |part| count += distinct_count(part))
+        .map_err(PartsError::Read)?;
+    let filter = Filter::sized_over(room(count).max(count), count, parts, p, sizing)?;
+    Ok((filter, count))
 }
 
 /// The number of distinct keys across `sets`, in any order, with repeats and overlaps.
@@ -257,6 +325,81 @@ mod tests {
         assert_eq!(distinct_count(sets), 5000);
         assert_eq!(distinct_count(&[&[zero]]), 1);
         assert_eq!(distinct_count(&[&[zero, zero]]), 1);
+    }
+
+    /// Sets cut by their keys' top `bits`, a part per value, as a file of sorted runs
+    /// would hand them over.
+    struct ByTopBits<'a> {
+        sets: &'a [&'a [Key]],
+        bits: u32,
+        reads: usize,
+    }
+
+    impl KeyParts for ByTopBits<'_> {
+        type Error = &'static str;
+
+        fn for_each_part(&mut self, each: &mut dyn FnMut(&[&[Key]])) -> Result<(), &'static str> {
+            self.reads += 1;
+            for part in 0..1u64 << self.bits {
+                let slices: Vec<Vec<Key>> = self
+                    .sets
+                    .iter()
+                    .map(|set| {
+                        let top = |key: &Key| key.to_u64().checked_shr(64 - self.bits).unwrap_or(0);
+                        set.iter().copied().filter(|key| top(key) == part).collect()
+                    })
+                    .collect();
+                let slices: Vec<&[Key]> = slices.iter().map(Vec::as_slice).collect();
+                each(&slices);
+            }
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_union_read_part_by_part_is_the_union_held_at_once_bit_for_bit() {
+        let a = sorted(keys(0..60_000));
+        let b = keys(50_000..90_000);
+        let sets: &[&[Key]] = &[&a, &b, &a[..100], &[]];
+        for bits in [0, 1, 5] {
+            for sizing in [Sizing::Probes, Sizing::Classic] {
+                let mut parts = ByTopBits {
+                    sets,
+                    bits,
+                    reads: 0,
+                };
+                let (filter, count) = union_in_parts(&mut parts, 0.01, sizing, |c| c).unwrap();
+                let (held, held_count) = union_by(sets, 0.01, sizing).unwrap();
+                assert_eq!(count, 90_000);
+                assert_eq!(held_count, count);
+                assert_eq!(filter.to_bytes(), held.to_bytes(), "bits {bits} {sizing:?}");
+                assert_eq!(filter.params(), held.params());
+                assert!(parts.reads >= 2, "counted, then built");
+            }
+            let mut parts = ByTopBits {
+                sets,
+                bits,
+                reads: 0,
+            };
+            let room = |c| c + c / 2;
+            let (filter, _) = union_in_parts(&mut parts, 0.01, Sizing::Probes, room).unwrap();
+            let (held, _) = union_with_room(sets, 0.01, room).unwrap();
+            assert_eq!(filter.to_bytes(), held.to_bytes(), "room, bits {bits}");
+        }
+    }
+
+    #[test]
+    fn a_part_that_cannot_be_read_builds_nothing() {
+        struct Unreadable;
+        impl KeyParts for Unreadable {
+            type Error = &'static str;
+            fn for_each_part(&mut self, _: &mut dyn FnMut(&[&[Key]])) -> Result<(), &'static str> {
+                Err("disk gone")
+            }
+        }
+        let err = union_in_parts(&mut Unreadable, 0.01, Sizing::Probes, |c| c).unwrap_err();
+        assert!(matches!(err, PartsError::Read("disk gone")), "{err:?}");
+        assert_eq!(err.to_string(), "reading the keys: disk gone");
     }
 
     #[test]

@@ -4,6 +4,7 @@
 
 use super::Filter;
 use crate::bloom::hash::Modulus;
+use crate::bloom::union::{Held, KeyParts, PartsError};
 use crate::bloom::{build, distinct_count, sizing, FilterError, Key, Params, Sizing};
 
 impl Filter {
@@ -27,25 +28,27 @@ impl Filter {
     /// As [`Filter::sized_within`] (or [`Params::optimal`] for the classical rule).
     pub fn sized_by(keys: &[Key], p: f64, sizing: Sizing) -> Result<Filter, FilterError> {
         let distinct = distinct_count(&[keys]);
-        Filter::sized_over(keys.len() as u64, distinct, &[keys], p, sizing)
+        Filter::sized_over(keys.len() as u64, distinct, &mut Held(&[keys]), p, sizing)
+            .map_err(PartsError::into_filter)
     }
 
-    /// [`Filter::sized_within`] for `n` distinct keys given as several sets, which
-    /// may overlap and repeat keys: the bits do not depend on order or repetition,
-    /// only the count does, so the caller counts and this builds.
+    /// [`Filter::sized_within`] for `n` distinct keys handed over part by part as key
+    /// sets, which may overlap and repeat keys: the bits do not depend on order or
+    /// repetition, only the count does, so the caller counts and this builds.
     ///
     /// Only the actual fill decides whether a size passes, so each candidate is built
-    /// in full ([`build::set_keys`] makes a build cheap), except one whose fill is all
-    /// but certain to fail. `n` sizes the filter; `distinct` is the exact count of distinct keys in `sets`,
+    /// in full ([`build::Setter`] makes a build cheap), except one whose fill is all
+    /// but certain to fail. `n` sizes the filter; `distinct` is the exact count of
+    /// distinct keys in `parts`,
     /// which predicts the fill of a size before it is built (a size surely too full is
     /// skipped: [`sizing::surely_too_full`]).
-    pub(crate) fn sized_over(
+    pub(crate) fn sized_over<P: KeyParts + ?Sized>(
         n: u64,
         distinct: u64,
-        sets: &[&[Key]],
+        parts: &mut P,
         p: f64,
         sizing: Sizing,
-    ) -> Result<Filter, FilterError> {
+    ) -> Result<Filter, PartsError<P::Error>> {
         let mut params = match sizing {
             Sizing::Probes => Params::sized(n, p)?,
             Sizing::Classic => Params::optimal(n, p)?,
@@ -58,16 +61,20 @@ impl Filter {
             // The classical start is the optimum, which large unions' fill surely
             // passes; the rule's start already meets `p` on average.
             if sizing == Sizing::Classic && sizing::surely_too_full(distinct, params, p) {
-                params = next(params)?;
+                params = next(params).map_err(PartsError::Filter)?;
                 continue;
             }
             let mut words = vec![0u64; (params.m as usize).div_ceil(64)];
-            build::set_keys(&mut words, Modulus::new(params.m), params.k, sets);
+            let mut setter = build::Setter::new(&mut words, Modulus::new(params.m), params.k);
+            parts
+                .for_each_part(&mut |part| setter.add(part))
+                .map_err(PartsError::Read)?;
+            setter.finish();
             let filter = Filter::from_words(params, words).sized_by_rule(sizing);
             if filter.fpp() <= p {
                 return Ok(filter);
             }
-            params = next(params)?;
+            params = next(params).map_err(PartsError::Filter)?;
         }
     }
 }

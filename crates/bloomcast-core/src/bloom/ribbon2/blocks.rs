@@ -33,6 +33,22 @@ fn or64(words: &mut [u64], pos: u64, v: u64) {
     }
 }
 
+/// Appends the blocks of one shard `d`, whose solution is column-major from bit
+/// `offset` of `columns`, to `blocks`.
+pub(super) fn push_blocks(d: Described, columns: &[u64], offset: u64, blocks: &mut Vec<u64>) {
+    let count = d.m.div_ceil(64);
+    let base = blocks.len();
+    blocks.resize(base + count as usize * d.bits as usize, 0);
+    for b in 0..d.bits {
+        let column = offset + u64::from(b) * u64::from(d.m);
+        for j in 0..count {
+            let rows = (d.m - 64 * j).min(64);
+            let word = read64(columns, column + u64::from(64 * j)) & value_mask(rows);
+            blocks[base + (j * d.bits + b) as usize] = word;
+        }
+    }
+}
+
 impl Ribbon2 {
     /// The filter from its shards and their column-major, bit-contiguous solutions.
     pub(super) fn assemble(
@@ -46,19 +62,27 @@ impl Ribbon2 {
             .iter()
             .map(|d| d.m.div_ceil(64) as usize * d.bits as usize)
             .sum();
-        let mut blocks = vec![0u64; total + TAIL];
+        let mut blocks = Vec::with_capacity(total + TAIL);
+        let mut offset = 0u64;
+        for d in described {
+            push_blocks(*d, columns, offset, &mut blocks);
+            offset += u64::from(d.m) * u64::from(d.bits);
+        }
+        Ribbon2::from_blocks(n, grade, in_a, described, blocks)
+    }
+
+    /// The filter from its shards and their blocks, shard after shard.
+    pub(super) fn from_blocks(
+        n: u32,
+        grade: Grade,
+        in_a: u32,
+        described: &[Described],
+        mut blocks: Vec<u64>,
+    ) -> Ribbon2 {
+        blocks.resize(blocks.len() + TAIL, 0);
         let mut shards = Vec::with_capacity(described.len());
-        let (mut base, mut offset) = (0usize, 0u64);
+        let mut base = 0usize;
         for (i, d) in described.iter().enumerate() {
-            let count = d.m.div_ceil(64);
-            for b in 0..d.bits {
-                let column = offset + u64::from(b) * u64::from(d.m);
-                for j in 0..count {
-                    let rows = (d.m - 64 * j).min(64);
-                    let word = read64(columns, column + u64::from(64 * j)) & value_mask(rows);
-                    blocks[base + (j * d.bits + b) as usize] = word;
-                }
-            }
             shards.push(Shard {
                 m: d.m,
                 bits: d.bits,
@@ -66,8 +90,7 @@ impl Ribbon2 {
                 salt: shard_salt(i < in_a as usize, d.seed),
                 base,
             });
-            base += count as usize * d.bits as usize;
-            offset += u64::from(d.m) * u64::from(d.bits);
+            base += d.m.div_ceil(64) as usize * d.bits as usize;
         }
         Ribbon2 {
             n,
