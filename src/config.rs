@@ -180,10 +180,13 @@ settings! {
     /// own keys (which max_hour_ids bounds: at most 16 bytes per ID at their peak, see
     /// docs/BENCHMARKS.md). Split in fixed parts: 16 KiB per event stream
     /// (events_max_subscribers, at most a quarter), a third for union and compact builds
-    /// in flight (each reserves its peak,
-    /// about 14 bytes per ID of a union and 45 of a compact build, before it reads a key:
-    /// past what is left it answers 503 busy, and one that alone needs more than the part
-    /// 413 range_too_large, or 406 for a compact form), an eighth (at most delta_bytes and
+    /// in flight (each reserves its peak before it reads a key: a union about 14 bytes per
+    /// ID while the part has room, else about 6, its filter and rendering, with past 64Ki
+    /// IDs its keys in a temporary file under TMPDIR, and a compact build 45 bytes per ID,
+    /// a version 2 one past 64Ki
+    /// IDs about 4 and its keys in such a file: past what is left it answers
+    /// 503 busy, and one that alone needs more than the part 413 range_too_large, or 406
+    /// for a compact form), an eighth (at most delta_bytes and
     /// a quarter more) for the open hour's versions kept as dictionaries and the deltas made
     /// from them, and all the rest for one cache of renderings, open and built unions,
     /// decoded filters for /history and sealed keys. GET /stats reports each part.

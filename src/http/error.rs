@@ -186,10 +186,14 @@ impl From<ServiceError> for ApiError {
                          day is over; fetch it as {BLOOM_SUFFIXES} until then",
                         day.path()
                     ),
+                    Target::Since(from) if from == open => format!(
+                        "a since-range from the open hour {open} holds no closed hour, so it \
+                         has no compact form; fetch it as {BLOOM_SUFFIXES}"
+                    ),
                     Target::Since(_) => format!(
-                        "a since-range ends in the open hour {open}, which has no compact \
-                         form; fetch its closed hours and past days in compact form, or the \
-                         range as {BLOOM_SUFFIXES}"
+                        "a since-range has no version 1 compact form: its version 2 form \
+                         (.ribbon2) covers its closed hours, beside the open hour {open} \
+                         fetched on its own; or fetch the range as {BLOOM_SUFFIXES}"
                     ),
                 })
             }

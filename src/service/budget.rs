@@ -10,9 +10,10 @@
 //! | `kept` | all the rest | the one cache ([`super::kept`]): renderings, open unions, built unions, decoded filters for `/history`, sealed keys |
 //!
 //! With the defaults (512 MiB, 4,096 followers): builds 170 MiB, deltas 64 MiB, followers
-//! 64 MiB, kept 213 MiB. A union build holds about 14 bytes per ID at its peak
-//! (8 for the keys read, the rest its filter and rendering at a 1 % target), so the
-//! default builds any union of up to about 12M IDs.
+//! 64 MiB, kept 213 MiB. A union build holds about 14 bytes per ID at its peak while
+//! the part has room (its keys, filter and rendering at a 1 % target), else about 6
+//! (past 64Ki keys its keys wait in a temporary file, and it holds one part of them:
+//! `unions::runs`), so the default builds any union of up to about 28M distinct IDs.
 
 use serde::Serialize;
 

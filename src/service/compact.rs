@@ -15,11 +15,12 @@
 use super::cache::CompactKey;
 use super::parts::Forms;
 use super::unions::fair::BuildSlot;
+use super::unions::runs::{part_bytes, Order, Runs};
 use super::unions::{Held, Step};
 use super::validators::{compact_kind, Form};
-use super::vouch::{answers_every, vouching_bytes};
+use super::vouch::{answers_every, answers_every_part, vouching_bytes};
 use super::{Result, Service, ServiceError, Target, View, Work};
-use crate::bloom::{distinct_keys, FilterError, Grade, Key, Ribbon, Ribbon2};
+use crate::bloom::{distinct_keys, FilterError, Grade, Key, KeyParts, Ribbon, Ribbon2};
 use crate::chain::BodyForm;
 use crate::hour::{Day, Hour};
 use crate::render::{render_compact, render_ribbon, render_ribbon2, Compact, Rendered, Repr};
@@ -100,13 +101,19 @@ impl Service {
             };
             let read: u64 = counts.iter().map(|(_, n)| n).sum();
             let largest = counts.iter().map(|(_, n)| *n).max().unwrap_or(0);
-            let bytes = build_bytes(read, counts.len(), r, form)
-                + vouching_bytes(largest, self.tuning.target_fpp);
+            // A version 2 body is built part by part, from a file past a part's worth of
+            // keys; version 1 from every key at once.
+            let runs = match form {
+                Compact::Ribbon2 => Runs::new(read, Order::Shards),
+                _ => Runs::held(),
+            };
+            let p = self.tuning.target_fpp;
+            let bytes = build_bytes(read, counts.len(), largest, r, form, runs.spilled(), p);
             let held = self.reserve(slot, from, to, bytes)?;
-            let (sets, complete) = if from == to {
-                (vec![self.vouched_keys(from).await?], complete)
+            let (mut runs, complete) = if from == to {
+                (runs.add(self.vouched_keys(from).await?).await?, complete)
             } else {
-                self.closed_sets(from, to, &counts).await?
+                self.closed_runs(from, to, &counts, runs).await?
             };
             let step = if from == to {
                 Step::HourRibbon
@@ -116,18 +123,22 @@ impl Service {
             let body = self
                 .unions
                 .run(held, step, move || -> Result<Rendered> {
-                    let sets: Vec<&[Key]> = sets.iter().map(Vec::as_slice).collect();
-                    let keys = distinct_keys(&sets);
-                    let meta = meta(from, to, complete, keys.len() as u64);
                     // Checked before it is first served: "yes" for every key it holds.
                     if form == Compact::Ribbon2 {
                         let grade = Grade::from_code(r).ok_or_else(|| {
                             FilterError::BadDocument(format!("no version 2 grade {r}"))
                         })?;
-                        let ribbon = Ribbon2::build(&keys, grade)?;
-                        answers_every("a version 2 ribbon", &keys, |k| ribbon.contains(k))?;
+                        let ribbon = Ribbon2::build_in_parts(&mut runs, grade)?;
+                        answers_every_part("a version 2 ribbon", &mut runs, |k| {
+                            ribbon.contains(k)
+                        })?;
+                        let meta = meta(from, to, complete, u64::from(ribbon.n()));
                         return Ok(render_ribbon2(&meta, &ribbon));
                     }
+                    let mut keys = Vec::new();
+                    runs.for_each_part(&mut |sets| keys = distinct_keys(sets))
+                        .map_err(ServiceError::Spill)?;
+                    let meta = meta(from, to, complete, keys.len() as u64);
                     let ribbon = Ribbon::build(&keys, r)?;
                     answers_every("a ribbon", &keys, |k| ribbon.contains(k))?;
                     Ok(render_ribbon(&meta, &ribbon))
@@ -175,24 +186,24 @@ impl Service {
         Ok(counts)
     }
 
-    /// The keys of each hour of a closed range whose hours `counted` has just sealed
-    /// where it could; complete only if every hour is sealed (one the store cannot seal
-    /// now is read from its keys).
-    async fn closed_sets(
+    /// `runs` with the keys of each hour of a closed range whose hours `counted` has
+    /// just sealed where it could; complete only if every hour is sealed (one the store
+    /// cannot seal now is read from its keys).
+    async fn closed_runs(
         &self,
         from: Hour,
         to: Hour,
         counted: &[(Hour, u64)],
-    ) -> Result<(Vec<Vec<Key>>, bool)> {
+        mut runs: Runs,
+    ) -> Result<(Runs, bool)> {
         let sealed = self.sealed_counts(from, to).await?;
         let mut complete = true;
-        let mut sets = Vec::with_capacity(counted.len());
         for &(h, _) in counted {
             let (keys, sealed) = self.past_hour_keys(h, &sealed).await?;
             complete &= sealed;
-            sets.push(keys);
+            runs = runs.add(keys).await?;
         }
-        Ok((sets, complete))
+        Ok((runs, complete))
     }
 
     /// Runs `work` for `key` as unions are built: one build per range, precision and
@@ -248,17 +259,39 @@ impl Service {
 }
 
 /// The working memory of building a ribbon (`r` bits, or for version 2 a grade code)
-/// from `sets` key sets of `read` keys in all (their distinct union is at most that):
-/// the sets as read, their distinct union (a merge of several holds two levels of runs
-/// at once), and the build's own with the body rendered from it.
-fn build_bytes(read: u64, sets: usize, r: u32, form: Compact) -> u64 {
+/// from `sets` key sets of `read` keys in all (their distinct union is at most that),
+/// the largest of `largest` keys, vouched for one at a time at target `p`. Held at once
+/// (`spilled` false): the sets as read, their distinct union (a merge of several holds
+/// two levels of runs at once), and the build's own with the body rendered from it.
+/// Spilled (version 2 only): an hour as read and vouched for, or one part read back
+/// with its distinct keys and their grouping, beside the build's own.
+fn build_bytes(
+    read: u64,
+    sets: usize,
+    largest: u64,
+    r: u32,
+    form: Compact,
+    spilled: bool,
+    p: f64,
+) -> u64 {
     let key = std::mem::size_of::<Key>() as u64;
-    let merged = if sets > 1 { 2 } else { 1 };
-    let build = match Grade::from_code(r).filter(|_| form == Compact::Ribbon2) {
-        Some(grade) => Ribbon2::build_bytes(read, grade),
-        None => Ribbon::build_bytes(read, r) + Ribbon::solution_bytes(read, r),
-    };
-    read * key * (1 + merged) + build
+    let vouching = vouching_bytes(largest, p);
+    match Grade::from_code(r).filter(|_| form == Compact::Ribbon2) {
+        // Its own grouping of every key (8 bytes each) is held only when not spilled.
+        Some(grade) if spilled => {
+            let own = Ribbon2::build_bytes(read, grade) - read * key;
+            own + (largest * key + vouching).max(3 * part_bytes(read))
+        }
+        Some(grade) => {
+            let merged = if sets > 1 { 2 } else { 1 };
+            read * key * (1 + merged) + Ribbon2::build_bytes(read, grade) + vouching
+        }
+        None => {
+            let merged = if sets > 1 { 2 } else { 1 };
+            let build = Ribbon::build_bytes(read, r) + Ribbon::solution_bytes(read, r);
+            read * key * (1 + merged) + build + vouching
+        }
+    }
 }
 
 /// The working memory of rendering a ribbon body of `body` bytes in its JSON form: the
@@ -317,9 +350,22 @@ impl Forms<'_> {
                     return Err(ServiceError::InFuture { asked: target, now });
                 }
                 self.check(from, now)?;
-                return Err(ServiceError::OpenHasNoCompactForm {
-                    asked: target,
-                    open: now,
+                // Version 2 covers the range's closed hours, the open hour fetched on
+                // its own: what it holds changes once an hour, when the next closes.
+                if form != Compact::Ribbon2 || from == now {
+                    return Err(ServiceError::OpenHasNoCompactForm {
+                        asked: target,
+                        open: now,
+                    });
+                }
+                let (rendered, _) = self.compact(from, now.prev(), r, form).await?;
+                return Ok(View {
+                    rendered,
+                    open_until: Some(now.end()),
+                    prev: None,
+                    next: None,
+                    open_hour: None,
+                    signature_pending: false,
                 });
             }
         };

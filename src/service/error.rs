@@ -2,7 +2,7 @@
 //! service's own terms and with the data of why (which hour, how much memory); the HTTP
 //! layer says which status, code and message each is. And its `Result`.
 
-use crate::bloom::FilterError;
+use crate::bloom::{FilterError, PartsError};
 use crate::hour::Hour;
 use crate::service::Target;
 use crate::store::StoreError;
@@ -73,9 +73,22 @@ pub enum ServiceError {
     /// A filter could not be built or read back (a stored filter that fails to decode).
     #[error("filter error: {0}")]
     Filter(#[from] FilterError),
+    /// A union's keys could not be written to, or read back from, their temporary
+    /// file (a full disk).
+    #[error("a union's keys could not be spilled to a temporary file: {0}")]
+    Spill(#[source] std::io::Error),
     /// A background task the request waited on failed (a panic while building).
     #[error("background task failed: {0}")]
     Task(#[from] tokio::task::JoinError),
+}
+
+impl From<PartsError<std::io::Error>> for ServiceError {
+    fn from(e: PartsError<std::io::Error>) -> Self {
+        match e {
+            PartsError::Filter(e) => ServiceError::Filter(e),
+            PartsError::Read(e) => ServiceError::Spill(e),
+        }
+    }
 }
 
 /// Work that takes its memory from the builds' budget, named in the errors that refuse it.

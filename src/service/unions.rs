@@ -31,6 +31,7 @@ pub mod fair;
 mod memory;
 mod open;
 mod ranges;
+pub(super) mod runs;
 mod view;
 mod work;
 
@@ -208,6 +209,28 @@ impl Unions {
             _slot: slot,
             memory: self.memory.reserve(bytes)?,
         })
+    }
+
+    /// Reserves `first` bytes of working memory for the build holding `slot`, or, refused,
+    /// `second` (its smaller alternative); `true` with the first. Refused (as for
+    /// `second`) at once when neither fits.
+    pub fn reserve_either(
+        &self,
+        slot: BuildSlot,
+        first: u64,
+        second: u64,
+    ) -> std::result::Result<(Held, bool), Refused> {
+        let (memory, first) = match self.memory.reserve(first) {
+            Ok(memory) => (memory, true),
+            Err(_) => (self.memory.reserve(second)?, false),
+        };
+        Ok((
+            Held {
+                _slot: slot,
+                memory,
+            },
+            first,
+        ))
     }
 
     /// `(reserved, budget)` of the builds' working memory now, in bytes.

@@ -13,7 +13,7 @@
 //!   served under a URL that promised other bytes.
 
 use super::{Result, Service, ServiceError};
-use crate::bloom::{Filter, Key, Params};
+use crate::bloom::{Filter, Key, KeyParts, Params};
 use crate::chain::{self, BodyForm, SignatureField};
 use crate::hour::Hour;
 use crate::render::{ChainPlace, Rendered};
@@ -188,12 +188,37 @@ pub(super) fn answers_every(
     contains: impl Fn(Key) -> bool,
 ) -> std::result::Result<(), StoreError> {
     let missed = keys.iter().filter(|&&k| !contains(k)).count();
+    answered(what, keys.len() as u64, missed as u64)
+}
+
+/// [`answers_every`] over keys handed over part by part (a union read from a file).
+///
+/// # Errors
+/// As [`answers_every`]; `Spill` when a part cannot be read.
+pub(super) fn answers_every_part(
+    what: &str,
+    parts: &mut impl KeyParts<Error = std::io::Error>,
+    contains: impl Fn(Key) -> bool,
+) -> super::Result<()> {
+    let (mut checked, mut missed) = (0u64, 0u64);
+    parts
+        .for_each_part(&mut |part| {
+            for &key in part.iter().flat_map(|set| set.iter()) {
+                checked += 1;
+                missed += u64::from(!contains(key));
+            }
+        })
+        .map_err(ServiceError::Spill)?;
+    Ok(answered(what, checked, missed)?)
+}
+
+/// `Corrupt` when a body built from `checked` keys answers "no" for `missed` of them.
+fn answered(what: &str, checked: u64, missed: u64) -> std::result::Result<(), StoreError> {
     if missed == 0 {
         return Ok(());
     }
     Err(StoreError::Corrupt(format!(
-        "{what} built from {} keys answers \"no\" for {missed} of them: it is not served",
-        keys.len()
+        "{what} built from {checked} keys answers \"no\" for {missed} of them: it is not served"
     )))
 }
 

@@ -9,6 +9,22 @@ fn ids(h: usize, n: usize) -> Vec<String> {
     (0..n).map(|i| format!("h{h}-id{i}")).collect()
 }
 
+/// `hours` closed hours of `n` IDs each ([`ids`]), from the start hour on.
+async fn past_hours(app: &TestApp, hours: usize, n: usize) {
+    for h in 0..hours {
+        app.ingest_all(&ids(h, n)).await;
+        app.next_hour().await;
+    }
+}
+
+/// The builds' part of the budget (`/stats`).
+async fn builds_budget(app: &TestApp) -> u64 {
+    let stats = app.get("/stats").await.json();
+    stats["memory"]["parts"]["builds"]["budget_bytes"]
+        .as_u64()
+        .unwrap()
+}
+
 async fn ingest(app: &TestApp, ids: &[String]) {
     let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
     app.ingest(&ids).await;
@@ -54,6 +70,76 @@ async fn a_since_range_over_every_retained_hour_past_the_budget_is_refused_namin
         stats["memory"]["parts"]["builds"]["bytes"], 0,
         "nothing held once the builds end"
     );
+}
+
+#[tokio::test]
+async fn a_since_range_whose_keys_pass_the_budget_is_built_from_a_file_when_its_output_fits() {
+    // 16 hours of 25,000 IDs and a few in the open hour: 400,150 keys, 3.2 MB of keys
+    // alone, against a builds' part of about 4 MiB.
+    let app = TestApp::spawn_with(|s| s.cache_bytes = 12 << 20).await;
+    let hours = 16;
+    past_hours(&app, hours, 25_000).await;
+    let open = ids(hours, 150);
+    app.ingest_all(&open).await;
+    let builds_budget = builds_budget(&app).await;
+    let since = format!("/since{}.json", start_hour().path());
+
+    let (meta, filter) = app.filter(&since).await;
+
+    assert_eq!(meta.count, 25_000 * hours as u64 + 150);
+    // What the build held before: every key read (8 bytes each) beside the filter and
+    // five of its bytes for the rendering.
+    let held_at_once = 8 * meta.count + 5 * u64::from(filter.m()).div_ceil(8);
+    assert!(
+        builds_budget < held_at_once,
+        "{builds_budget} vs {held_at_once}"
+    );
+    for h in 0..hours {
+        for id in ids(h, 25_000).iter().step_by(97) {
+            assert!(filter.contains(id), "{id} missing from the union");
+        }
+    }
+    assert!(open.iter().all(|id| filter.contains(id)));
+    assert!(filter.fpp() <= 0.01);
+    let stats = app.get("/stats").await.json();
+    assert_eq!(stats["memory"]["parts"]["builds"]["bytes"], 0);
+    // The same bytes in every representation, rendered from the one build.
+    let bin = app.get(&since.replace(".json", ".bin")).await;
+    assert_eq!(bin.status, StatusCode::OK);
+    assert_eq!(bin.body, filter.to_bytes());
+}
+
+#[tokio::test]
+async fn a_since_range_in_version_2_is_built_from_a_file_when_its_keys_pass_the_budget() {
+    // 400,000 keys: 9.6 MB as a build held them before (the keys as read, their
+    // distinct union and its grouping by shard), against a builds' part of 7 MiB.
+    let app = TestApp::spawn_with(|s| s.cache_bytes = 21 << 20).await;
+    let hours = 16;
+    past_hours(&app, hours, 25_000).await;
+    app.ingest(&["open"]).await;
+    let builds_budget = builds_budget(&app).await;
+    assert!(builds_budget < 24 * 400_000, "{builds_budget}");
+
+    let reply = app
+        .get(&format!("/since{}.ribbon2?fpp=1e-3", start_hour().path()))
+        .await;
+
+    assert_eq!(
+        reply.status,
+        200,
+        "{}",
+        String::from_utf8_lossy(&reply.body)
+    );
+    let f = bloomcast::bloom::Ribbon2::from_bytes(&reply.body).unwrap();
+    assert_eq!(f.n(), 400_000);
+    for h in 0..hours {
+        assert!(
+            ids(h, 25_000).iter().all(|id| f.contains_id(id)),
+            "hour {h}"
+        );
+    }
+    let stats = app.get("/stats").await.json();
+    assert_eq!(stats["memory"]["parts"]["builds"]["bytes"], 0);
 }
 
 #[tokio::test]

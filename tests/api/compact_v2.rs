@@ -159,6 +159,65 @@ async fn a_past_day_is_one_version_2_filter_of_its_distinct_ids() {
 }
 
 #[tokio::test]
+async fn a_since_range_in_version_2_is_its_closed_hours_beside_the_open_hour() {
+    let app = TestApp::spawn().await; // 13:00
+    app.ingest(&["a", "b"]).await;
+    app.next_hour().await;
+    app.ingest(&["b", "c"]).await;
+    app.next_hour().await;
+    app.ingest(&["d"]).await; // 15:00, open
+    let since = "/since/2008/09/03/13.ribbon2";
+
+    let reply = app.get(&format!("{since}?fpp=7.8125e-3")).await;
+
+    assert_eq!(
+        reply.status,
+        200,
+        "{}",
+        String::from_utf8_lossy(&reply.body)
+    );
+    assert_eq!(reply.header("content-type"), Some(V2));
+    assert_eq!(reply.header("bloom-from"), Some("2008-09-03T13:00:00Z"));
+    assert_eq!(reply.header("bloom-to"), Some("2008-09-03T14:00:00Z"));
+    assert_eq!(reply.header("bloom-complete"), Some("true"));
+    let cache = reply.header("cache-control").unwrap();
+    assert!(
+        cache.starts_with("max-age=") && !cache.contains("immutable"),
+        "{cache}"
+    );
+    let f = Ribbon2::from_bytes(&reply.body).unwrap();
+    assert_eq!(f.n(), 3, "the closed hours' distinct IDs");
+    assert_eq!(f.grade(), Grade { k: 7, split: 0 });
+    assert!(["a", "b", "c"].iter().all(|id| f.contains_id(id)));
+    // The same bytes as the same hours' day-style union would have, revalidated by ETag.
+    let etag = reply.header("etag").unwrap().to_owned();
+    let again = app
+        .get_with(
+            &format!("{since}?fpp=7.8125e-3"),
+            &[("if-none-match", etag.as_str())],
+        )
+        .await;
+    assert_eq!(again.status, 304);
+    // The open hour is the second request; once it closes, the range takes it in.
+    app.next_hour().await;
+    let later = app.get(&format!("{since}?fpp=7.8125e-3")).await;
+    assert_eq!(later.header("bloom-to"), Some("2008-09-03T15:00:00Z"));
+    assert_ne!(later.header("etag").unwrap(), etag);
+    let f = Ribbon2::from_bytes(&later.body).unwrap();
+    assert_eq!(f.n(), 4);
+    assert!(f.contains_id("d"));
+    // One closed hour: that hour's own body. None closed: no compact form.
+    let one = app.get("/since/2008/09/03/15.ribbon2").await;
+    assert_eq!(one.body, app.get("/2008/09/03/15.ribbon2").await.body);
+    app.get("/since/2008/09/03/16.ribbon2")
+        .await
+        .assert_error(406, "not_acceptable");
+    let v1 = app.get("/since/2008/09/03/13.ribbon").await;
+    v1.assert_error(406, "not_acceptable");
+    assert!(v1.json()["message"].as_str().unwrap().contains(".ribbon2"));
+}
+
+#[tokio::test]
 async fn a_precision_between_grades_gets_the_canonical_grade_with_its_location() {
     let app = closed_hour_of(&ids(500)).await;
     let index = app.get("/").await;

@@ -7,8 +7,9 @@ use super::super::validators::Named;
 use super::super::vouch::vouching_bytes;
 use super::super::{Result, Service, ServiceError, Work};
 use super::fair::BuildSlot;
+use super::runs::{part_bytes, Order, Runs, PART_KEYS};
 use super::{BuiltUnion, Growth, Held, OpenStamp, Refused, Step, UnionKey};
-use crate::bloom::{union_by, union_with_room, Key, Params};
+use crate::bloom::{union_in_parts, Key, Params, Sizing};
 use crate::hour::Hour;
 use crate::render::{render_next, Before, Effort, Encodings, HexCoding, Rendered, Repr};
 use crate::store::FormName;
@@ -19,16 +20,32 @@ use std::sync::Arc;
 const BUILD_OVERHEAD: u64 = 64 * 1024;
 
 /// The working memory of building and rendering a union of `read` keys, `unsorted` of
-/// them the open hour's (copied once to be counted), at target `p`: the keys as read,
-/// the copy, and five times the filter's bytes (the filter, sized with room to grow, and
-/// a rendering: a hex body twice its bytes, its gzip, and the copy of its bits the next
-/// version of an open union is coded against).
-pub(in crate::service) fn union_build_bytes(read: u64, unsorted: u64, p: f64) -> u64 {
+/// them the open hour's (copied once to be counted), the largest sealed hour of
+/// `largest` keys (vouched for one at a time), at target `p`: five times the filter's
+/// bytes (the filter, sized with room to grow, and a rendering: a hex body twice its
+/// bytes, its gzip, and the copy of its bits the next version of an open union is
+/// coded against), and the keys it holds at once: all of them when they fit one part
+/// ([`Runs`]), else the largest of an hour as read and vouched for, the open hour's
+/// copy, and one part.
+fn union_build_bytes(read: u64, unsorted: u64, largest: u64, p: f64) -> u64 {
+    build_bytes(read, unsorted, largest, p, read > PART_KEYS)
+}
+
+/// [`union_build_bytes`] with its keys `spilled` to a file or not.
+fn build_bytes(read: u64, unsorted: u64, largest: u64, p: f64, spilled: bool) -> u64 {
     let key = std::mem::size_of::<Key>() as u64;
     // The classical optimum, as cheap as a formula: the sizing rule's m is within a
     // percent of it from a few hundred keys on, and below that the overhead dominates.
     let filter = Params::optimal(room(read), p).map_or(1 << 29, |s| u64::from(s.m).div_ceil(8));
-    (read + unsorted) * key + 5 * filter + BUILD_OVERHEAD
+    let vouching = vouching_bytes(largest, p);
+    let keys = if spilled {
+        (largest * key + vouching)
+            .max(unsorted * key)
+            .max(part_bytes(read))
+    } else {
+        (read + unsorted) * key + vouching
+    };
+    keys + 5 * filter + BUILD_OVERHEAD
 }
 
 /// The start of the longest range ending at `to` whose build fits in `budget` bytes:
@@ -43,7 +60,7 @@ fn longest_fitting(
     let mut read = open;
     let mut largest = 0;
     let mut start = None;
-    if union_build_bytes(read, open, p) > budget {
+    if union_build_bytes(read, open, 0, p) > budget {
         return None;
     }
     if open > 0 {
@@ -54,7 +71,7 @@ fn longest_fitting(
     for (hour, count) in hours {
         read += count;
         largest = largest.max(*count);
-        if union_build_bytes(read, open, p) + vouching_bytes(largest, p) > budget {
+        if union_build_bytes(read, open, largest, p) > budget {
             break;
         }
         start = Some(*hour);
@@ -150,9 +167,6 @@ impl Service {
                 return self.serve_built(key, built, asked).await;
             }
         }
-        // One key set per hour: sealed hours' come sorted and distinct, and the union is
-        // built from the sets as they are (no concatenated copy, no sort).
-        let mut hours: Vec<Vec<Key>> = Vec::new();
         let mut stamp = None;
         let mut growth = None;
         // Final only if every past hour in it is: one the store cannot seal yet is read
@@ -163,13 +177,21 @@ impl Service {
         // open hour now, and of each hour not sealed yet as it is read.
         let p = self.tuning.target_fpp;
         let open_count = if to >= now { self.open.count(now) } else { 0 };
-        let mut held = self.reserve_union(slot, from, to, &sealed, open_count)?;
+        let (mut held, spilled) = self.reserve_union(slot, from, to, &sealed, open_count)?;
+        // One run of keys per hour (sealed hours' come sorted and distinct), held as
+        // read or, past a part's worth, written to a file and read back part by part.
+        let mut read = sealed.iter().map(|(_, c)| c).sum::<u64>() + open_count;
+        let mut largest = sealed.iter().map(|(_, c)| *c).max().unwrap_or(0);
+        let mut runs = match spilled {
+            true => Runs::new(read, Order::Keys),
+            false => Runs::held(),
+        };
         let mut h = from;
         while h <= to {
             if h == now {
                 // Refreshed above; what this node acknowledged since is already in the ledger.
                 if let Some(open) = self.open.snapshot(h) {
-                    hours.push(open.keys);
+                    runs = runs.add(open.keys).await?;
                     // Taken with the keys, so the stamp never claims newer content.
                     stamp = Some((h.index(), open.version));
                     growth = Some((open.id, open.count));
@@ -178,7 +200,10 @@ impl Service {
                 let listed = sealed.iter().any(|(s, _)| *s == h);
                 let (keys, sealed) = self.past_hour_keys(h, &sealed).await?;
                 if !listed {
-                    let more = union_build_bytes(keys.len() as u64, 0, p) - BUILD_OVERHEAD;
+                    let before = build_bytes(read, open_count, largest, p, spilled);
+                    read += keys.len() as u64;
+                    largest = largest.max(keys.len() as u64);
+                    let more = build_bytes(read, open_count, largest, p, spilled) - before;
                     held.grow(more).map_err(|refused| {
                         refused.error(Work::Union {
                             from,
@@ -188,7 +213,7 @@ impl Service {
                     })?;
                 }
                 fin &= sealed;
-                hours.push(keys);
+                runs = runs.add(keys).await?;
             }
             h = h.next();
         }
@@ -203,12 +228,11 @@ impl Service {
         let (rendered, filter, count, digest) = self
             .unions
             .run(held, Step::Build, move || {
-                let sets: Vec<&[Key]> = hours.iter().map(Vec::as_slice).collect();
                 let built = match growth {
-                    Some(_) => union_with_room(&sets, p, room),
-                    None => union_by(&sets, p, sizing),
+                    Some(_) => union_in_parts(&mut runs, p, Sizing::Probes, room),
+                    None => union_in_parts(&mut runs, p, sizing, |count| count),
                 };
-                built.map(|(filter, count)| {
+                built.map_err(ServiceError::from).map(|(filter, count)| {
                     let rendered =
                         render_next(&meta_of(count), &filter, repr, effort, encodings, before);
                     // A complete union's bytes are what its URLs promise from now on.
@@ -236,7 +260,10 @@ impl Service {
     }
 
     /// Reserves the working memory of building the union of `from..=to` from the
-    /// `sealed` hours' keys and `open` keys of the open hour, holding `slot`.
+    /// `sealed` hours' keys and `open` keys of the open hour, holding `slot`: of holding
+    /// every key read when the builds' part has room for it (the quickest build), else
+    /// of holding its output and one part of the keys at a time, the rest in a file
+    /// ([`Runs`]); and which (`true`: the file).
     ///
     /// # Errors
     /// `TooLargeForBudget` (with the longest range ending at `to` that fits) when it
@@ -249,19 +276,25 @@ impl Service {
         to: Hour,
         sealed: &[(Hour, u64)],
         open: u64,
-    ) -> Result<Held> {
+    ) -> Result<(Held, bool)> {
         let p = self.tuning.target_fpp;
         let read: u64 = sealed.iter().map(|(_, c)| c).sum::<u64>() + open;
         // Each sealed hour's keys are vouched for by its filter, one hour at a time.
         let largest = sealed.iter().map(|(_, c)| *c).max().unwrap_or(0);
-        let bytes = union_build_bytes(read, open, p) + vouching_bytes(largest, p);
-        self.unions.reserve(slot, bytes).map_err(|refused| {
-            let fits = match refused {
-                Refused::TooLarge { budget, .. } => longest_fitting(to, sealed, open, p, budget),
-                Refused::Taken { .. } => None,
-            };
-            refused.error(Work::Union { from, to, fits })
-        })
+        let held = build_bytes(read, open, largest, p, false);
+        let spilled = union_build_bytes(read, open, largest, p);
+        self.unions
+            .reserve_either(slot, held, spilled)
+            .map(|(reserved, first)| (reserved, !first && read > PART_KEYS))
+            .map_err(|refused| {
+                let fits = match refused {
+                    Refused::TooLarge { budget, .. } => {
+                        longest_fitting(to, sealed, open, p, budget)
+                    }
+                    Refused::Taken { .. } => None,
+                };
+                refused.error(Work::Union { from, to, fits })
+            })
     }
 
     /// Renders a built union filter and caches the rendering.
