@@ -251,6 +251,71 @@ export function gradeForFpp(p: number): { k: number; split: number; fpp: number 
  * `S` shards; a few bytes above the server's. */
 export function ribbon2Bytes(n: number, k: number, split: number): number;
 
+/** The predicted bytes of a `.ribbon2` body of `n` keys at the grade `(k, split)` (default
+ * split 0): each part's keys spread evenly over its shards at their first sizes, header
+ * varints included (PROTOCOL.md section 12, "Body bytes"; the same number as the Rust SDK's
+ * `Ribbon2::predicted_bytes`; a built body is within 1%): what `cheapestPlan` counts for
+ * the version 2 since-union. */
+export function ribbon2PredictedBytes(n: number, k: number, split?: number): number;
+
+/** An hour of the range `cheapestPlan` weighs. */
+export interface PlanHour {
+  /** Distinct IDs, as the index lists them; null or absent: taken as `capacity`. */
+  count?: number | null;
+  /** The current (open) hour. */
+  open?: boolean;
+  /** A closed hour: the fpp of the most precise complete form of it held (it costs only
+   * its wasted fetches), or null. */
+  heldFpp?: number | null;
+  /** The open hour: the count of the copy held (equal to `count`: a 304), or null. */
+  cachedCount?: number | null;
+  /** A closed hour: its exact body's bytes, or true when not listed (as `cheapestForm`'s option). */
+  exact?: number | boolean | null;
+}
+
+/** What `cheapestPlan` chose, and each plan's expected bytes. */
+export interface PlanChoice {
+  plan: "hourly" | "union" | "compact";
+  /** The 2^-k the compact plan reads its closed hours at; null when it cannot be read. */
+  k: number | null;
+  /** Where the compact plan's version 2 union starts, an index into `hours`: just after
+   * the last closed hour held complete (`heldFpp` not null), 0 when none is; the hours
+   * before it are read on their own. Null when the compact plan cannot be read. */
+  from: number | null;
+  hourly: number;
+  union: number;
+  /** Null when the compact plan cannot be read (no version 2, `bloomOnly`, a mirror, no
+   * closed hour after the last one held). */
+  compact: number | null;
+}
+
+/**
+ * How `changedSince` with `strategy: "auto"` reads the hours from `since` through the
+ * current hour (oldest first), as the Rust SDK's planner: "hourly" (each hour on its own,
+ * a closed one at its `cheapestForm`, the open one as the v1 filter sized for the
+ * capacity, a closed one held complete at most its wasted fetches), "union" (one v1
+ * `/since` union at the target) or "compact" (the closed hours from `from`, just after the
+ * last closed hour held complete, as one version 2 since-union at the 2^-k, k = 4..24,
+ * minimising its predicted bytes and wasted fetches, and the hours before `from` and the
+ * open hour as "hourly" counts them; only with `ribbon2`, not `bloomOnly` nor `mirror`,
+ * and a closed hour from `from` on), whichever has the fewest expected bytes (body bytes,
+ * 400 a response, `followed * fpp * fetchCost`); ties go to hourly, then to the union. A
+ * `mirror` serves no unions: "hourly".
+ */
+export function cheapestPlan(
+  hours: PlanHour[],
+  options?: {
+    targetFpp?: number;
+    capacity?: number;
+    followed?: number;
+    fetchCost?: number;
+    ribbon2?: boolean;
+    bloomOnly?: boolean;
+    registered?: boolean;
+    mirror?: boolean;
+  },
+): PlanChoice;
+
 /** A decoded version 2 ribbon (`.ribbon2`, body `BCR2`; PROTOCOL.md section 12, "Version 2"). */
 export class Ribbon2 {
   /** Throws DecodeError naming the problem for a body section 12 rules out: magic,
@@ -475,6 +540,14 @@ export class Client {
    * `Repr-Digest` when sent and, with a `pubkey`, by its signature (as `ribbon`); 406 for
    * the open hour, 404 from a server without version 2. */
   ribbon2(hour: Date | string, options?: { fpp?: number }): Promise<Ribbon2>;
+  /** The closed hours from `since` as one version 2 ribbon (`/since/YYYY/MM/DD/HH.ribbon2`,
+   * PROTOCOL.md section 12, "Catching up"), at the target fpp or at `fpp` (as `ribbon2`):
+   * the open hour is not in it. `from` and `to`: the hours it covers (RFC 3339; its
+   * `Bloom-From`/`Bloom-To`, or `Bloom-Hour` for one hour; ProtocolError when it names
+   * none). Checked against `Repr-Digest` when sent; never verified (a union) nor kept (it
+   * changes hourly). StatusError 406 for a `since` at the open hour and from servers
+   * before it, 404 from a server without version 2. */
+  sinceRibbon2(since: Date | string, options?: { fpp?: number }): Promise<{ ribbon: Ribbon2; from: string; to: string }>;
   /**
    * A sealed hour's exact body (`/YYYY/MM/DD/HH.exact`, PROTOCOL.md section 14), checked
    * against `Repr-Digest`, `Bloom-Count` and `Bloom-Universe` (DecodeError) and, with a
@@ -518,10 +591,19 @@ export class Client {
     ids: string[],
     since: Date | string,
     options?: {
-      /** "union" (one `/since` filter, the default) or "hourly" (each hour in its cheapest
-       * form: ribbons of version 2 where the index's `ribbon_versions` lists 2). A static
-       * mirror (its index says `"static": true`) is read hour by hour whatever this says. */
-      strategy?: "union" | "hourly";
+      /** "union" (one `/since` filter, the default), "hourly" (each hour in its cheapest
+       * form: ribbons of version 2 where the index's `ribbon_versions` lists 2; a closed
+       * hour held complete without a request when its wasted fetches cost no more),
+       * "compact" (where the index lists version 2 and the range has a closed hour after
+       * the last one held complete: those hours as one version 2 union, `sinceRibbon2`
+       * from the first of them, at the 2^-k `cheapestPlan` finds for `ids.length` IDs, one
+       * range; the hours before it as "hourly" reads them, and each hour after it,
+       * normally the open one, a range each; else as "union"; on 404 or 406 as "union"
+       * when it was to start at `since`, else as "hourly") or "auto" (whichever
+       * `cheapestPlan` expects to cost the fewest bytes; hour by hour over an hour the
+       * index lists corrupt). With a `pubkey`, or from a static mirror (its index says
+       * `"static": true`), hour by hour whatever this says. */
+      strategy?: "union" | "hourly" | "compact" | "auto";
       /** Bytes a wasted fetch costs (default 10240). */
       fetchCost?: number;
       /** "auto" (default): an hour at or after `exact_since` is read with its exact body

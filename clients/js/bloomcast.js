@@ -1231,6 +1231,49 @@ export function ribbon2Bytes(n, k, split) {
   return Math.ceil(12 + 4 * shards + Math.ceil((n * bits * 1.005) / 8) + (shards * bits) / 2);
 }
 
+/** Bytes of `v` as an unsigned LEB128 varint. */
+function varintLength(v) {
+  let length = 1;
+  for (; v >= 128; v = Math.floor(v / 128)) length++;
+  return length;
+}
+
+/** Rows of the first size the server tries for a version 2 shard of `n` keys: `n` while
+ * dense (at most 128), else `n + ceil(0.005 n) + 4` (section 12, "Version 2", construction). */
+function ribbon2ShardRows(n) {
+  return n <= 128 ? n : n + Math.ceil(n * 0.005) + 4;
+}
+
+/**
+ * The predicted bytes of a `.ribbon2` body of `n` keys at the grade `(k, split)` (section
+ * 12, "Body bytes"): part A holding `floor(n * split / 256)` keys, each part's keys spread
+ * evenly over `ceil(keys / 4096)` shards, each shard at the first size the server tries,
+ * the header's varints included; the same number as the Rust SDK's
+ * `Ribbon2::predicted_bytes`. A built body differs by where its keys' hashes put them
+ * (within 1%; exact for one shard at split 0), and a retry (never seen) adds 0.5% of a
+ * shard. What the compact plan of `cheapestPlan` counts.
+ */
+export function ribbon2PredictedBytes(n, k, split = 0) {
+  const inA = Math.floor((n * split) / 256);
+  let header = 6 + varintLength(n);
+  let bits = 0;
+  for (const [keys, width] of [
+    [inA, k + 1],
+    [n - inA, k],
+  ]) {
+    const shards = width === 0 ? Number(keys > 0) : Math.ceil(keys / 4096);
+    header += varintLength(shards);
+    for (let i = 0; i < shards; i++) {
+      // The keys spread as evenly as integers allow.
+      const share = Math.floor(keys / shards) + Number(i < keys % shards);
+      const m = width === 0 ? 0 : ribbon2ShardRows(share);
+      header += varintLength(m) + 1;
+      bits += m * width;
+    }
+  }
+  return header + Math.ceil(bits / 8);
+}
+
 /** Predicted bytes of the v1 `.bin` body (gzip) of `count` IDs at `targetFpp`, and its fpp (section 12's table). */
 function v1Form(count, targetFpp) {
   const p = Math.min(Math.max(targetFpp, 1e-12), 0.5);
@@ -1339,6 +1382,120 @@ export function cheapestWithin(count, targetFpp, { ribbons = true, ribbon2 = fal
   return best;
 }
 
+/** Bytes a 304 revalidation costs. */
+const NOT_MODIFIED = 250;
+
+/** Payload bytes of a v1 filter for `n` IDs at `p`: the `m` of section 3's rule, in bytes. */
+function v1Payload(n, p) {
+  try {
+    return sizedParams(n, Math.min(Math.max(p, 1e-12), 0.5)).m / 8;
+  } catch {
+    return MAX_M / 8;
+  }
+}
+
+/**
+ * How to read a range of hours for `followed` IDs, as `changedSince` with `strategy:
+ * "auto"` does (the Rust SDK's planner): whichever of three plans costs the fewest
+ * expected bytes, each counting its filters' bytes, `RESPONSE_OVERHEAD` (400) per
+ * response, and `followed * fpp * fetchCost` for the fetches its false positives waste:
+ * - `"hourly"`: each hour on its own: a closed hour at its `cheapestForm` (with its
+ *   `exact` body where it has one) plus a response, or, when a complete filter of it is
+ *   held (`heldFpp`), only that filter's wasted fetches if fewer; the open hour as the v1
+ *   filter sized for `max(count, capacity)`, a 304 (250 bytes) when the copy held has its
+ *   count (`cachedCount`);
+ * - `"union"`: one v1 `/since` union of every hour's IDs at `targetFpp`;
+ * - `"compact"` (only with `ribbon2`, the index's `ribbon_versions` listing 2, and not
+ *   `bloomOnly` nor `mirror`): the closed hours from `from`, the position just after the
+ *   last closed hour held complete (`heldFpp` not null; 0 when none is), as one version 2
+ *   since-union (`/since/...ribbon2`, PROTOCOL.md section 12, "Catching up") at the
+ *   `2^-k`, k = 4..24, minimising `ribbon2PredictedBytes` of those hours' summed counts
+ *   plus its wasted fetches; the hours before `from` and the open hour each as `"hourly"`
+ *   counts it. None when no closed hour remains from `from` on (every closed hour held:
+ *   a regular poller reads hour by hour).
+ * A plan is taken only when strictly cheaper: ties go to hourly, then to the union.
+ *
+ * `hours`: from `since` through the current hour, oldest first, each `{count, open,
+ * heldFpp, cachedCount, exact}`: `count` the index's (null or absent: an hour it does not
+ * list, taken as `capacity`), `open` true for the current hour, `exact` as `cheapestForm`'s
+ * option. `bloomOnly`: closed hours come as v1 filters only (a verifying client: also no
+ * union of either kind, which `changedSince` never plans for it). `mirror`: a static
+ * mirror (section 13), which serves no unions: always `"hourly"`.
+ *
+ * Returns `{plan, k, from, hourly, union, compact}`: the plan, the `k` the compact plan
+ * reads its closed hours at and `from`, the index in `hours` of the first of them (both
+ * null when it cannot be read: no version 2, `bloomOnly`, a mirror, no closed hour after
+ * the last one held), and each plan's expected bytes (`compact` null when it cannot be
+ * read). As the Rust SDK's `cheapest_plan` and `Plan::Compact { k, from }`.
+ */
+export function cheapestPlan(hours, { targetFpp = 0.01, capacity = 3000, followed = 0, fetchCost = DEFAULT_FETCH_COST, ribbon2 = false, bloomOnly = false, registered = false, mirror = false } = {}) {
+  const p = targetFpp;
+  const waste = (fpp) => followed * fpp * fetchCost;
+  const countOf = (h) => h.count ?? capacity;
+  const forms = new Map();
+  const costs = hours.map((h) => {
+    const count = countOf(h);
+    if (h.open) {
+      // Sized for capacity (or grown past it), filled to `count`.
+      const size = Math.max(count, capacity);
+      let fpp = p;
+      try {
+        const { m, k } = sizedParams(size, Math.min(Math.max(p, 1e-12), 0.5));
+        fpp = Math.min(p, expectedFpp(m, k, count));
+      } catch {
+        // no filter below 2^32 bits: the target
+      }
+      const unchanged = h.cachedCount !== undefined && h.cachedCount !== null && h.cachedCount === h.count;
+      return (unchanged ? NOT_MODIFIED : v1Payload(size, p) + RESPONSE_OVERHEAD) + waste(fpp);
+    }
+    const key = `${count}/${h.exact}`;
+    if (!forms.has(key)) {
+      const choice = cheapestForm(count, p, followed, fetchCost, { exact: h.exact, ribbons: !bloomOnly, ribbon2, registered, mirror });
+      forms.set(key, choice.expected + RESPONSE_OVERHEAD);
+    }
+    const fetched = forms.get(key);
+    return h.heldFpp === undefined || h.heldFpp === null ? fetched : Math.min(fetched, waste(h.heldFpp));
+  });
+  const hourly = costs.reduce((a, b) => a + b, 0);
+  const total = hours.reduce((sum, h) => sum + countOf(h), 0);
+  const union = v1Payload(total, p) + RESPONSE_OVERHEAD + waste(p);
+  let k = null;
+  let from = null;
+  let compact = null;
+  if (ribbon2 && !bloomOnly && !mirror) {
+    // The union starts after the last closed hour held complete: the hours before it are
+    // read on their own (held ones answered from what is held), as hour by hour reads them.
+    const start = compactStart(hours);
+    const closed = hours.slice(start).filter((h) => !h.open);
+    if (closed.length) {
+      const n = closed.reduce((sum, h) => sum + countOf(h), 0);
+      let best = Infinity;
+      for (let b = 4; b <= 24; b++) {
+        const cost = ribbon2PredictedBytes(n, b, 0) + waste(2 ** -b);
+        if (cost < best) [best, k] = [cost, b];
+      }
+      const others = costs.filter((_, i) => i < start || hours[i].open).reduce((a, b) => a + b, 0);
+      compact = best + RESPONSE_OVERHEAD + others;
+      from = start;
+    }
+  }
+  let plan = "hourly";
+  let cost = hourly;
+  if (!mirror && union < cost) [plan, cost] = ["union", union];
+  if (compact !== null && compact < cost) plan = "compact";
+  return { plan, k, from, hourly, union, compact };
+}
+
+/** Where the compact plan's version 2 union starts in `hours` (`cheapestPlan`'s): just
+ * after the last closed hour held complete (`heldFpp` not null), 0 when none is. */
+function compactStart(hours) {
+  let start = 0;
+  hours.forEach((h, i) => {
+    if (!h.open && h.heldFpp !== undefined && h.heldFpp !== null) start = i + 1;
+  });
+  return start;
+}
+
 /**
  * A sealed hour read with its exact body refining an approximate filter of it (section 14,
  * "Choosing it"): an ID is changed only when both say so. Exact for IDs of the
@@ -1418,6 +1575,9 @@ function hexOf(bytes) {
  * `acceptStale: true` kept from being thrown, else null. `map`, `filter` and the like
  * give plain Arrays, and `JSON.stringify` the ranges alone.
  */
+/** The strategies `changedSince` takes. */
+const STRATEGIES = ["union", "hourly", "compact", "auto"];
+
 export class Changes extends Array {
   static get [Symbol.species]() {
     return Array;
@@ -1824,6 +1984,39 @@ export class Client {
   }
 
   /**
+   * The closed hours from `since` as one version 2 ribbon (`/since/YYYY/MM/DD/HH.ribbon2`,
+   * section 12, "Catching up"): the distinct IDs of every closed hour from `since` on, at
+   * the server's target fpp or at `fpp` (as `ribbon2`'s: the cheapest grade at most it).
+   * The open hour is not in it: read it on its own (`hour`). Resolves to `{ribbon, from,
+   * to}`: the decoded `Ribbon2`, the first hour it covers and the last (RFC 3339: its
+   * `Bloom-From` and `Bloom-To`, or `Bloom-Hour` when it covers one hour; a response naming
+   * neither is a ProtocolError). Checked against `Repr-Digest` when sent. A union, so never
+   * signed nor verified, and not kept: what it holds changes once an hour. A `StatusError`
+   * 406 for a `since` at the open hour (no closed hour) and from a server before since-
+   * ranges in version 2, 404 from one without version 2.
+   */
+  async sinceRibbon2(since, { fpp } = {}) {
+    const url = `${sincePath(since)}.ribbon2${fpp === undefined ? "" : `?fpp=${fppParam(fpp)}`}`;
+    const response = await this.request(url, { headers: { accept: "application/vnd.bloomcast.ribbon; v=2" } });
+    const named = (header) => {
+      const value = response.headers.get(header);
+      if (value === null) return null;
+      const date = new Date(value.trim());
+      if (Number.isNaN(date.getTime()) || date.getTime() % HOUR_MS !== 0) throw new ProtocolError(`${url}: ${header} is not an hour: ${JSON.stringify(value)}`);
+      return hourName(date);
+    };
+    const hour = named("bloom-hour");
+    const to = named("bloom-to") ?? hour;
+    if (to === null) throw new ProtocolError(`${url}: the response names no hour it covers (no Bloom-To or Bloom-Hour header)`);
+    const from = named("bloom-from") ?? hour ?? hourName(Math.floor(toDate(since).getTime() / HOUR_MS) * HOUR_MS);
+    if (Date.parse(to) < Date.parse(from)) throw new ProtocolError(`${url}: it covers ${from} .. ${to}, which ends before it starts`);
+    const bytes = new Uint8Array(await response.arrayBuffer());
+    await checkReprDigest(url, response.headers, bytes, this.subtle ?? globalThis.crypto?.subtle);
+    const ribbon = Ribbon2.fromBytes(bytes);
+    return { ribbon, from, to };
+  }
+
+  /**
    * A sealed hour's exact body (section 14, `/YYYY/MM/DD/HH.exact`), decoded: it answers
    * `changed(id)` exactly for every ID of the publisher's universe. Resolves to null when
    * the server has no exact body for the hour (404: no universe, an hour before the
@@ -2082,14 +2275,25 @@ export class Client {
    * `unverified`, `checkpoint` and `stale` (see `Changes`). Every ID that changed in the
    * hours read is returned (no false negatives); one that did not is returned with about
    * the filters' fpp.
-   * `strategy`: "union" (one `/since` filter, the default) or "hourly" (each hour's filter;
+   * `strategy`: "union" (one `/since` filter, the default), "hourly" (each hour's filter;
    * each closed hour as the v1 filter, a ribbon (version 2, `.ribbon2`, when the index's
    * `ribbon_versions` lists 2) or with its exact body, whichever `cheapestForm`
    * picks for `ids.length` IDs at `fetchCost` bytes per wasted fetch: for a sealed hour
    * at or after the index's `exact_since`, its exact body alone when the client was made
-   * with `registered: true`, else refining a filter at the target fpp). A static mirror
-   * (its index says `"static": true`, section 13) serves no unions: it is read hour by
-   * hour whatever `strategy`. `form: "exact"` reads every sealed hour with its exact body
+   * with `registered: true`, else refining a filter at the target fpp; a complete form of
+   * the hour held already, `heldHour`, is used without a request when its wasted fetches
+   * cost no more than that form), "compact" (where the index's `ribbon_versions` lists 2
+   * and the range has a closed hour after the last one this client holds complete
+   * (`heldHour`): those closed hours as one version 2 union, `sinceRibbon2` from the first
+   * of them (read first), at the 2^-k that `cheapestPlan` finds cheapest for `ids.length`
+   * IDs, one range `{from: its first hour, to: its last}`; the hours before it as "hourly"
+   * reads them (held ones without a request), and each hour after it, normally the open
+   * one, a range each; else as "union"; when the server answers the version 2 union 404
+   * or 406, as "union" if it was to start at `since`, else as "hourly") or "auto"
+   * (whichever of those three `cheapestPlan`
+   * expects to cost the fewest bytes; hour by hour when the range has an hour listed
+   * `corrupt`). A static mirror (its index says `"static": true`, section 13) serves no
+   * unions: it is read hour by hour whatever `strategy`. `form: "exact"` reads every sealed hour with its exact body
    * (alone or refining, as above; hour by hour whatever `strategy`), and rejects with a
    * ProtocolError when the server has none (`exact_since` null, or after `since`). The
    * open hour is always v1.
@@ -2111,7 +2315,7 @@ export class Client {
    * as "no change".
    */
   async changedSince(ids, since, { strategy = "union", fetchCost = DEFAULT_FETCH_COST, form = "auto", acceptStale = false } = {}) {
-    if (strategy !== "hourly" && strategy !== "union") throw new TypeError(`strategy is union or hourly, not ${strategy}`);
+    if (!STRATEGIES.includes(strategy)) throw new TypeError(`strategy is union, hourly, compact or auto, not ${strategy}`);
     if (form !== "auto" && form !== "exact") throw new TypeError(`form is auto or exact, not ${form}`);
     const index = await this.index();
     const now = toDate(index.current.hour);
@@ -2142,14 +2346,55 @@ export class Client {
     const verifying = Boolean(this.pubkey);
     const checkpoint = verifying ? await this.checkpoint(index) : null;
     const stale = this.staleness(index, checkpoint);
+    const ribbon2 = Array.isArray(index.ribbon_versions) && index.ribbon_versions.includes(2);
+    const listed = new Map((index.hours ?? []).map((h) => [toDate(h.hour).getTime(), h]));
     // A static mirror (section 13) serves no unions, and never a `?fpp=` other than its own.
-    if (strategy === "union" && !verifying && !forced && !index.static) {
+    // A union over a damaged hour answers 500: "auto" reads the hours held instead.
+    let plan = "hourly";
+    let k = null;
+    let start = 0;
+    if (!verifying && !forced && !index.static && strategy !== "hourly" && !(strategy === "auto" && damaged.length)) {
+      plan = "union";
+      if (strategy !== "union") {
+        const chosen = cheapestPlan(this.planHours(from, now, listed, exactSince, targetFpp), {
+          targetFpp,
+          capacity: index.capacity ?? 3000,
+          followed: ids.length,
+          fetchCost,
+          ribbon2,
+          registered: this.registered,
+        });
+        // "compact" reads the closed hours after the last one held as one version 2 union
+        // where there is such an hour and the server serves version 2, else the v1 union.
+        plan = strategy === "compact" ? (chosen.k === null ? "union" : "compact") : chosen.plan;
+        if (plan === "compact") [k, start] = [chosen.k, chosen.from];
+      }
+    }
+    // A union over a damaged hour (held here) answers 500 corrupt.
+    const corrupt = (e) => (e instanceof StatusError && e.code === "corrupt" && damaged.length ? new CorruptHoursError(damaged) : e);
+    // The version 2 union of the closed hours from its first on, read first; the hours
+    // before it (held ones answered from what is held) and those after the last hour it
+    // covers (normally the open hour) are read on their own below.
+    let union = null;
+    if (plan === "compact") {
+      const first = from.getTime() + start * HOUR_MS;
+      try {
+        const read = await this.sinceRibbon2(new Date(first), { fpp: 2 ** -k });
+        union = { from: first, to: Math.max(first, Date.parse(read.to)), ids: pick(read.ribbon) };
+      } catch (e) {
+        if (!(e instanceof StatusError && (e.status === 404 || e.status === 406))) throw corrupt(e);
+        // A server without version 2 since-ranges (406), or without version 2 (404): the
+        // v1 union from `since` answers the same question; after hours held, the hours
+        // not held are read on their own.
+        plan = start === 0 ? "union" : "hourly";
+      }
+    }
+    if (plan === "union") {
       let fetched;
       try {
         fetched = await this.since(from);
       } catch (e) {
-        // A union over a damaged hour (held here) answers 500 corrupt.
-        throw e instanceof StatusError && e.code === "corrupt" && damaged.length ? new CorruptHoursError(damaged) : e;
+        throw corrupt(e);
       }
       const hits = pick(fetched.filter);
       const range = fetched.range();
@@ -2160,9 +2405,13 @@ export class Client {
     let to = now.getTime();
     // Derived forms are signed; from a source found not to sign them, v1 filters.
     const forms = () => !(verifying && this.formsUnsigned);
-    const ribbon2 = Array.isArray(index.ribbon_versions) && index.ribbon_versions.includes(2);
-    const listed = new Map((index.hours ?? []).map((h) => [toDate(h.hour).getTime(), h]));
     for (let t = from.getTime(); t <= now.getTime(); t += 3600e3) {
+      if (union && t === union.from) {
+        // One range for the hours the version 2 union covers; the loop goes on after them.
+        if (union.ids.length) out.push({ from: hourName(t), to: hourName(union.to), ids: union.ids });
+        t = union.to;
+        continue;
+      }
       const hour = new Date(t);
       const name = hourName(t);
       let filter;
@@ -2200,7 +2449,13 @@ export class Client {
             registered: this.registered,
             mirror: Boolean(index.static),
           });
-          filter = await this.readForm(hour, choice, unverified);
+          // A complete form held already, when its wasted fetches cost no more than
+          // fetching the cheapest form (as `cheapestPlan` counts it): no request.
+          const held = this.heldHour(name, targetFpp);
+          if (held && ids.length * fppOf(held) * fetchCost <= choice.expected + RESPONSE_OVERHEAD) {
+            this.stats.cacheHits++;
+            filter = held;
+          } else filter = await this.readForm(hour, choice, unverified);
         }
       } catch (e) {
         throw ofHour(e, name);
@@ -2216,9 +2471,33 @@ export class Client {
         throw new VerificationError(`hour ${checkpoint.hour} (checkpoint): the checkpoint's header is not the chain's for that hour`);
       }
     }
+    if (union) to = Math.max(to, union.to);
     const anyRead = to >= from.getTime();
     const coverage = { from: anyRead ? hourName(from) : null, to: anyRead ? hourName(to) : null, unverified: unverified && [...unverified].sort(), checkpoint };
     return this.answer(out, coverage, stale, acceptStale);
+  }
+
+  /** `cheapestPlan`'s hours from `from` through `now` (Dates), from the index (its
+   * `listed` hours by epoch milliseconds, `exactSince` in epoch milliseconds or null) and
+   * what this client holds: each closed hour's complete form held (`heldHour`, what hour
+   * by hour answers from without a request when its wasted fetches cost no more than
+   * fetching), the count of the open hour's copy held. */
+  planHours(from, now, listed, exactSince, targetFpp) {
+    const hours = [];
+    for (let t = from.getTime(); t <= now.getTime(); t += HOUR_MS) {
+      const entry = listed.get(t);
+      const name = hourName(t);
+      const count = Number.isInteger(entry?.count) ? entry.count : null;
+      if (t === now.getTime()) {
+        const held = this.cache.get(hourPath(name) + SUFFIX[this.repr]);
+        hours.push({ count, open: true, cachedCount: held?.meta?.count ?? null });
+        continue;
+      }
+      const held = this.heldHour(name, targetFpp);
+      const exact = exactSince !== null && t >= exactSince ? (Number.isInteger(entry?.exact_bytes) ? entry.exact_bytes : true) : undefined;
+      hours.push({ count, open: false, heldFpp: held ? fppOf(held) : null, exact });
+    }
+    return hours;
   }
 
   /**

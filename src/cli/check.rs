@@ -25,7 +25,8 @@ pub struct CheckArgs {
     /// Look at the last N hours, the current one included [default: 24].
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     hours: Option<u32>,
-    /// Fetch per hour, one union, or whichever costs fewer bytes.
+    /// Fetch per hour, one union, the closed hours as one version 2 union beside the
+    /// open hour (compact), or whichever costs fewer bytes.
     #[arg(long, value_enum, default_value = "auto")]
     strategy: StrategyArg,
     /// What fetching one resource costs, in bytes: each closed hour is read in the form
@@ -83,6 +84,7 @@ enum StrategyArg {
     Auto,
     Hourly,
     Union,
+    Compact,
 }
 
 pub(super) fn parse_hour(s: &str) -> Result<Hour, String> {
@@ -148,6 +150,7 @@ impl CheckArgs {
             StrategyArg::Auto => Strategy::Auto,
             StrategyArg::Hourly => Strategy::Hourly,
             StrategyArg::Union => Strategy::Union,
+            StrategyArg::Compact => Strategy::Compact,
         };
         let forms = if self.exact {
             Forms::Exact

@@ -35,19 +35,20 @@ export function bloomcast(args, dir) {
 /**
  * Resolves to `{server, sealed, open, dir, stop()}`: `sealed` the hours of `batches` (RFC
  * 3339, oldest first), `open` the current hour, `server` running on the real clock.
+ * `env`: more variables for every start (e.g. `BLOOMCAST_CAPACITY`).
  */
-export async function startHistory(batches, open = [], { between = async () => {} } = {}) {
+export async function startHistory(batches, open = [], { between = async () => {}, env = {} } = {}) {
   const dir = mkdtempSync(join(tmpdir(), "bloomcast-js-history-"));
   const sealed = [];
   try {
     for (const [i, ids] of batches.entries()) {
       const offset = String(-3600 * (batches.length - i));
-      const past = await startServer({ dir, env: { BLOOMCAST_CLOCK_OFFSET_SECONDS: offset, ...TOLERANCE } });
+      const past = await startServer({ dir, env: { ...env, BLOOMCAST_CLOCK_OFFSET_SECONDS: offset, ...TOLERANCE } });
       sealed.push(await ingest(past.base, ids));
       await past.stop();
       await between(i, dir);
     }
-    const server = await startServer({ dir, env: TOLERANCE });
+    const server = await startServer({ dir, env: { ...env, ...TOLERANCE } });
     const current = open.length ? await ingest(server.base, open) : (await (await fetch(`${server.base}/`)).json()).current.hour;
     const stop = async () => {
       await server.stop();

@@ -29,7 +29,8 @@ HASH = "sha1-km32"
 
 from .verify import MissingDependency, Unsigned, VerificationError  # noqa: E402  (re-exported)
 from .ribbon import (DEFAULT_FETCH_COST, Ribbon, RibbonError,  # noqa: E402
-                     bloom_choice, cheapest_form, hourly_is_cheaper, selftest_ribbon)
+                     bloom_choice, cheapest_form, cheapest_plan, compact_plan,
+                     compact_precision, hourly_is_cheaper, selftest_ribbon)
 from .ribbon2 import Ribbon2, fpp_param, grade_for_fpp, selftest_ribbon2  # noqa: E402
 from .exact import Exact, ExactError, selftest_exact  # noqa: E402
 from .refine import cheapest_within, exact_reading  # noqa: E402
@@ -326,6 +327,11 @@ def ribbon_versions(index):
     return tuple(v for v in versions if isinstance(v, int) and not isinstance(v, bool))
 
 
+# How changed_since reads a range, by name (`strategy`), as its `per_hour` says it
+# ("compact": the closed hours not held as one version 2 since-union, the others and the
+# open hour each on its own).
+STRATEGIES = {"auto": None, "hourly": True, "union": False, "compact": False}
+
 from .client_trust import Verifying  # noqa: E402  (needs the names above)
 
 
@@ -540,6 +546,41 @@ class Client(Verifying):
             self.ribbons2[path] = ribbon
         return ribbon
 
+    def since_ribbon2(self, since, fpp=None):
+        """The closed hours from `since` as one version 2 ribbon (`GET
+        /since/YYYY/MM/DD/HH.ribbon2`, PROTOCOL.md section 12, "Catching up"), at the
+        grade of `fpp` (or the server's target): (Ribbon2, the newest hour it covers, an
+        aware datetime from its Bloom-To, or Bloom-Hour when it covers one hour). The
+        open hour is not in it: read it on its own. HTTPError 406 when `since` is the
+        open hour (no closed hour) or from a server serving no version 2 since-range, 404
+        from one without version 2; ProtocolError for a response naming no hour it
+        covers or a body that is not version 2. A union, so unsigned (a verifying client
+        does not read it); what it holds changes once an hour, so it is not kept."""
+        url = "/since" + hour_path(since) + ".ribbon2" + \
+            (f"?fpp={fpp_param(fpp)}" if fpp is not None else "")
+        _, headers, body = self._request(url, {"Accept": RIBBON2_TYPE,
+                                               "Accept-Encoding": "identity"})
+        last = None
+        for name in ("Bloom-To", "Bloom-Hour"):
+            value = (headers.get(name) or "").strip()
+            if value:
+                try:
+                    last = parse_hour(value)
+                except ValueError:
+                    raise ProtocolError(f"{url}: {name} {value!r} is not an hour") from None
+                break
+        if last is None:
+            raise ProtocolError(f"{url}: no Bloom-To or Bloom-Hour header: the range it "
+                                "covers is unknown")
+        check_repr_digest(url, headers, body)
+        try:
+            ribbon = Ribbon2.from_bytes(body)
+        except RibbonError as e:
+            raise ProtocolError(f"{url}: {e}") from None
+        self.ribbon_fetches += 1
+        self.ribbon2_fetches += 1
+        return ribbon, last
+
     def exact(self, hour):
         """A sealed hour's exact body (section 14) as an Exact, or None when the server
         has none for the hour (404: no universe, an hour before its `since`, a future
@@ -645,7 +686,7 @@ class Client(Verifying):
                     self._refined(path, exact, reading[1])
         return self._read_form(path, form)
 
-    def changed_since(self, ids, since, per_hour=False, exact=None):
+    def changed_since(self, ids, since, per_hour=False, exact=None, strategy=None):
         """[(first_hour, last_hour, ids that may have changed)], from since to now, as a
         Changes list that also says what it covers: `first` and `last`, the first and
         last hours read; `unverified`, with a pubkey, the hours used unverified (an open
@@ -654,8 +695,22 @@ class Client(Verifying):
         unless the client was made with accept_stale=True.
 
         per_hour=False: one union request; True: each hour (cached once complete), closed
-        hours in their cheapest form; None: whichever is expected to cost fewer bytes,
-        wasted fetches (len(ids) * fpp * fetch_cost) included.
+        hours in their cheapest form; None: whichever of these and the compact plan below
+        is expected to cost fewer bytes, wasted fetches (len(ids) * fpp * fetch_cost)
+        included (ties: hour by hour, then the union). `strategy`, when given, says the
+        same by name and overrides per_hour: "auto" (None), "hourly" (True), "union"
+        (False) or "compact": where the index lists `ribbon_versions` 2, the closed hours
+        after the last one this client holds complete (from `since` when it holds none)
+        as one version 2 since-union (`/since/....ribbon2`, section 12, "Catching up") at
+        the whole bit 2^-k (k = 4..24) minimising its bytes plus wasted fetches, one range
+        (its first hour, its Bloom-To), fetched first; the hours before it read on their
+        own as hour by hour reads them (held ones answered from what is held, at no
+        request), then each hour after its Bloom-To (the open hour). Where the server
+        does not serve it (404, 406), a union that was to start at `since` is read as
+        the v1 union, one starting later hour by hour; with no closed hour left to put
+        in it, "compact" reads the v1 union. A client given a pubkey reads hour by hour
+        (unions are not signed), and so does auto on a static mirror or over an hour
+        listed corrupt.
 
         Read hour by hour, a sealed hour at or after the index's `exact_since` is read as
         an exact body (section 14) when its size is no more than the cheapest other
@@ -673,18 +728,25 @@ class Client(Verifying):
         that reads them as "no change".
         """
         try:
-            changes = self._changed_since(ids, since, per_hour, exact)
+            changes = self._changed_since(ids, since, per_hour, exact, strategy)
         finally:
             self._reading_until = None
         if changes.stale and not self.accept_stale:
             raise Stale(changes)
         return changes
 
-    def _changed_since(self, ids, since, per_hour, exact):
+    def _changed_since(self, ids, since, per_hour, exact, strategy):
         since_path = hour_path(since)
+        compact = False
+        if strategy is not None:
+            if strategy not in STRATEGIES:
+                raise ValueError(f"unknown strategy {strategy!r}: expected one of "
+                                 f"{', '.join(STRATEGIES)}")
+            per_hour, compact = STRATEGIES[strategy], strategy == "compact"
         if exact:
-            per_hour = True
-        index = self.index() if per_hour is not False or self.verifier else None
+            per_hour, compact = True, False
+        index = self.index() if per_hour is not False or compact or self.verifier \
+            else None
         damaged = []
         if index is not None:
             # An hour the server could not verify is unknown: answer for none of the
@@ -705,21 +767,38 @@ class Client(Verifying):
             elif exact:
                 raise ProtocolError("the server has no exact hours: its index says "
                                     "exact_since null (no universe registered)")
-        if per_hour is None and index.get("static"):
-            per_hour = True  # a static mirror (PROTOCOL.md section 13) serves no unions
+        if (per_hour is None or compact) and (index.get("static") or self.static):
+            # A static mirror (PROTOCOL.md section 13) serves no unions.
+            per_hour, compact = True, False
+        plan = None
         if per_hour is None and not self.verifier:
-            per_hour = self._hourly_is_cheaper(index, parse_hour(since_path), len(ids),
-                                               exact_from)
-        if not per_hour and not self.verifier:  # unions are not signed
+            plan = self._cheapest_plan(index, parse_hour(since_path), len(ids), exact_from,
+                                       compact=not damaged)
+            per_hour = plan == "hourly"
+        elif compact and not self.verifier:
+            plan = self._compact_plan(index, parse_hour(since_path), len(ids)) or "union"
+        # The version 2 union from its first hour on (just after the last closed hour
+        # held), read first: (its first hour, the ribbon, its last hour).
+        union2 = None
+        if isinstance(plan, tuple):  # never for a verifying client: unions are not signed
+            _, k, start = plan
+            first = parse_hour(since_path) + datetime.timedelta(hours=start)
+            try:
+                ribbon, last = self.since_ribbon2(hour_path(first), 2.0 ** -k)
+            except HTTPError as e:
+                # A server without version 2 since-ranges (406), or without version 2
+                # (404): the v1 union from `since` answers the same question; a union
+                # that was to start later, the hours read one by one.
+                if e.status not in (404, 406):
+                    raise self._union_error(e, index, hour_path(first)) from None
+                per_hour = bool(start)
+            else:
+                union2 = (first, ribbon, last)
+        if not per_hour and union2 is None and not self.verifier:  # unions are not signed
             try:
                 doc = self.document("/since" + since_path)
             except HTTPError as e:
-                if e.code != "corrupt":
-                    raise
-                index = index or self.index()
-                named = corrupt_hours(index, parse_hour(since_path),
-                                      parse_hour(index["current"]["hour"]))
-                raise (CorruptHours(named) if named else e) from None
+                raise self._union_error(e, index, since_path) from None
             f = Filter.from_document(doc)
             found = [i for i in ids if f.contains(i)]
             stale = coverage.lag_reason(self.base, parse_hour(doc["to"]), False,
@@ -733,7 +812,8 @@ class Client(Verifying):
         hour = parse_hour(since_path)
         out, read, now_sealed = [], [], None
         self._reading_until = now
-        while hour <= now:
+        # With a version 2 union read, the hours before it; else every hour.
+        while hour <= now and (union2 is None or hour < union2[0]):
             path, name = hour_path(hour), hour.strftime("%Y-%m-%dT%H:00:00Z")
             count = listed.get(name, {}).get("count")
             count = capacity if count is None else count
@@ -764,9 +844,49 @@ class Client(Verifying):
                 out.append((name, name, found))
             read.append(name)
             hour += datetime.timedelta(hours=1)
+        if union2 is not None:
+            rest, last, now_sealed = self._compact_rest(ids, now, *union2)
+            return Changes(out + rest, coverage.rfc3339(parse_hour(since_path)),
+                           coverage.rfc3339(last), stale=self._staleness(now, now_sealed))
         return Changes(out, read[0] if read else None, read[-1] if read else None,
                        [name for name in read if name in self.unverified],
                        self._staleness(now, now_sealed))
+
+    def _union_error(self, error, index, since_path):
+        """An error of a union from `since_path` (v1 or version 2): a 500 `corrupt` as
+        CorruptHours naming the hours of the range the index lists corrupt (when it lists
+        any); any other as it is."""
+        if not isinstance(error, HTTPError) or error.code != "corrupt":
+            return error
+        index = index or self.index()
+        named = corrupt_hours(index, parse_hour(since_path),
+                              parse_hour(index["current"]["hour"]))
+        return CorruptHours(named) if named else error
+
+    def _compact_rest(self, ids, now, first, ribbon, last):
+        """changed_since's compact plan from its version 2 since-union on (`ribbon`,
+        covering the closed hours from `first` through `last`): one range (first, last)
+        when it holds a followed ID, then each hour after `last` through `now` (the
+        index's current hour: normally the open hour alone) read on its own as the v1
+        hour filter, a range each. Returns (the ranges, the last hour read, whether the
+        current hour read says it is complete, or None)."""
+        found = [i for i in ids if ribbon.contains(i)]
+        out = [(coverage.rfc3339(first), coverage.rfc3339(last), found)] if found else []
+        hour, now_sealed = last + datetime.timedelta(hours=1), None
+        while hour <= now:
+            path, name = hour_path(hour), coverage.rfc3339(hour)
+            try:
+                doc = self.document(path)
+            except HTTPError as e:
+                raise of_hour(e, name) from None
+            f = Filter.from_document(doc)
+            if hour == now:
+                now_sealed = doc["complete"]
+            found = [i for i in ids if f.contains(i)]
+            if found:
+                out.append((name, name, found))
+            hour += datetime.timedelta(hours=1)
+        return out, max(last, now), now_sealed
 
     def _holds(self, path, target_fpp):
         """Whether a complete filter of the hour at `path` is held, in a form this client
@@ -785,12 +905,37 @@ class Client(Verifying):
         return bloom_choice(count, target)[0]
 
     def _hourly_is_cheaper(self, index, since, followed, exact_from=None):
+        return self._cheapest_plan(index, since, followed, exact_from,
+                                   compact=False) == "hourly"
+
+    def _compact_plan(self, index, since, followed):
+        """How the compact plan reads the hours from `since` (compact_plan): ("compact",
+        k, start), or None when it cannot."""
+        return compact_plan(self._plan_hours(index, since, None),
+                            index.get("capacity", 3000), followed, self.fetch_cost,
+                            ribbon_versions(index))
+
+    def _cheapest_plan(self, index, since, followed, exact_from=None, compact=True):
+        """cheapest_plan of the hours from `since` through the index's current hour:
+        "hourly", "union" or ("compact", k, start). `compact`: the compact plan may be
+        read (the caller verifies nothing, the source is no static mirror, no hour is
+        damaged)."""
         if "target_fpp" not in index or "hours" not in index:
-            return False  # an index without counts: one union
+            return "union"  # an index without counts: one union
+        return cheapest_plan(self._plan_hours(index, since, exact_from),
+                             index["target_fpp"], index.get("capacity", 3000), followed,
+                             self.fetch_cost, ribbon_versions=ribbon_versions(index),
+                             registered=self.registered,
+                             compact=compact and not self.verifier and not self.static
+                             and not index.get("static"))
+
+    def _plan_hours(self, index, since, exact_from):
+        """The hours from `since` through the index's current hour, as the planner
+        takes them (hourly_is_cheaper)."""
         now = parse_hour(index["current"]["hour"])
-        listed = {h["hour"]: h for h in index["hours"]}
+        listed = {h["hour"]: h for h in index.get("hours") or []}
         counts = {name: h.get("count") for name, h in listed.items()}
-        capacity, target = index.get("capacity", 3000), index["target_fpp"]
+        capacity, target = index.get("capacity", 3000), index.get("target_fpp", 0.01)
         hours, hour = [], since
         while hour <= now:
             path, name = hour_path(hour), hour.strftime("%Y-%m-%dT%H:00:00Z")
@@ -805,10 +950,7 @@ class Client(Verifying):
                           "held_fpp": held[1] if held else None,
                           "unchanged": bool(cached) and cached[1]["count"] == counts.get(name)})
             hour += datetime.timedelta(hours=1)
-        return hourly_is_cheaper(hours, index["target_fpp"], index.get("capacity", 3000),
-                                 followed, self.fetch_cost,
-                                 ribbon_versions=ribbon_versions(index),
-                                 registered=self.registered)
+        return hours
 
     def publish(self, ids, token):
         """Records ids in the current hour; returns the server's receipt once durable."""

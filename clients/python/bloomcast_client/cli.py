@@ -141,11 +141,10 @@ def _check(args):
                     registered=args.registered, accept_stale=True,
                     freshness=args.freshness)
     since = args.since or window_start(client, args.hours or 24)
-    per_hour = {"auto": None, "hourly": True, "union": False}[args.strategy]
-    if args.exact and per_hour is False:
+    if args.exact and args.strategy in ("union", "compact"):
         raise Failure("--exact reads sealed hours one by one: it cannot be used with "
-                      "--strategy union")
-    changes = client.changed_since(ids, since, per_hour=per_hour,
+                      f"--strategy {args.strategy}")
+    changes = client.changed_since(ids, since, strategy=args.strategy,
                                    exact=True if args.exact else None)
     flagged = {i for _, _, found in changes for i in found}
     seen, changed = set(), []
@@ -256,9 +255,12 @@ def parser():
     window.add_argument("--hours", type=positive, metavar="N",
                         help="look at the last N hours, the current one included "
                         "[default: 24]")
-    check.add_argument("--strategy", choices=["auto", "hourly", "union"], default="auto",
-                       help="fetch per hour, one union, or whichever is expected to cost "
-                       "fewer bytes [default: auto]")
+    check.add_argument("--strategy", choices=["auto", "hourly", "union", "compact"],
+                       default="auto",
+                       help="fetch per hour, one union, the closed hours as one version 2 "
+                       "union beside the open hour (compact; the union where the server "
+                       "serves none), or whichever is expected to cost fewer bytes "
+                       "[default: auto]")
     check.add_argument("--fetch-cost", type=non_negative, default=DEFAULT_FETCH_COST,
                        metavar="BYTES",
                        help="what fetching one resource costs: each closed hour is read "

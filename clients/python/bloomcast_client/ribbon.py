@@ -182,15 +182,10 @@ def _payload(n, p):
     return sized(n, min(max(p, 1e-12), 0.5))[0] / 8
 
 
-def hourly_is_cheaper(hours, target_fpp, capacity, followed, fetch_cost, bloom_only=False,
-                      ribbon_versions=None, registered=False):
-    """Whether reading hour by hour costs fewer expected bytes than one since-union
-    (the Rust SDK's plan). `hours`: dicts with `count` (None: unknown, taken as
-    capacity), `held_fpp` (the best complete filter held, or None), `unchanged` (an
-    open hour held at its current count: a 304), `open`, and `exact_bytes` (the size of
-    a sealed hour's exact body, section 14, or None). `ribbon_versions`: the index's,
-    as `cheapest_form` takes it. `registered`: the caller declared its IDs registered
-    (an exact body may be read alone; else only to refine a form at the target)."""
+def _hour_costs(hours, target_fpp, capacity, followed, fetch_cost, bloom_only,
+                ribbon_versions, registered):
+    """Expected bytes of each hour of `hours` read on its own, wasted fetches included
+    (as `hourly_is_cheaper` takes them)."""
     from .probes import expected_fpp, sized
     from .refine import exact_reading
     p = target_fpp
@@ -198,14 +193,14 @@ def hourly_is_cheaper(hours, target_fpp, capacity, followed, fetch_cost, bloom_o
     def waste(fpp):
         return followed * fpp * fetch_cost
 
-    total = 0.0
+    costs = []
     for h in hours:
         count = capacity if h.get("count") is None else h["count"]
         if h.get("open"):
             m, k = sized(max(count, capacity), p)
             fetch = NOT_MODIFIED if h.get("unchanged") else \
                 _payload(max(count, capacity), p) + RESPONSE_OVERHEAD
-            total += fetch + waste(min(p, expected_fpp(m, k, count)))
+            costs.append(fetch + waste(min(p, expected_fpp(m, k, count))))
             continue
         if bloom_only:
             size, fpp = bloom_choice(count, p)
@@ -219,9 +214,108 @@ def hourly_is_cheaper(hours, target_fpp, capacity, followed, fetch_cost, bloom_o
         cost += RESPONSE_OVERHEAD
         if h.get("held_fpp") is not None:
             cost = min(cost, waste(h["held_fpp"]))
-        total += cost
+        costs.append(cost)
+    return costs
+
+
+def _compact_start(hours):
+    """Where a version 2 since-union of `hours` starts: just after the last closed hour
+    held complete (its `held_fpp` not None), 0 when none is held."""
+    held = [i for i, h in enumerate(hours)
+            if not h.get("open") and h.get("held_fpp") is not None]
+    return held[-1] + 1 if held else 0
+
+
+def _compact_cost(hours, capacity, followed, fetch_cost, costs, bloom_only,
+                  ribbon_versions):
+    """The closed hours of `hours` not held as one version 2 since-union (section 12,
+    "Catching up"): those after the last closed hour held complete (before it, each hour
+    read on its own, held ones answered from what is held), at the whole bit k (4..24)
+    minimising its predicted bytes (grade (k, 0)) plus followed * 2^-k * fetch_cost,
+    when the server serves version 2 to this client (its index lists 2; the client reads
+    unsigned forms) and there is such an hour: (k, where the union starts in `hours`,
+    its expected bytes with a response's overhead and the `costs` of the hours before
+    it and of the open hour, each read on its own), else None. As the Rust SDK's
+    `compact_cost`."""
+    from .ribbon2 import ribbon2_bytes
+    if bloom_only or not ribbon_versions or 2 not in ribbon_versions:
+        return None
+    start = _compact_start(hours)
+    closed = [h for h in hours[start:] if not h.get("open")]
+    if not closed:
+        return None
+    n = sum(capacity if h.get("count") is None else h["count"] for h in closed)
+
+    def cost(k):
+        return ribbon2_bytes(n, 2.0 ** -k) + followed * 2.0 ** -k * fetch_cost
+
+    k = min(RIBBON_BITS, key=cost)  # the first of equals: the coarsest
+    others = sum(c for i, (h, c) in enumerate(zip(hours, costs))
+                 if i < start or h.get("open"))
+    return k, start, cost(k) + RESPONSE_OVERHEAD + others
+
+
+def compact_plan(hours, capacity, followed, fetch_cost=DEFAULT_FETCH_COST,
+                 ribbon_versions=None, bloom_only=False):
+    """How `--strategy compact` reads `hours` (dicts as `hourly_is_cheaper` takes them),
+    when it can: ("compact", k, start), the closed hours from `hours[start]` (just after
+    the last closed hour held complete; 0 when none is) as one version 2 since-union at
+    2^-k, the hours before it and the open hour each on its own. None when it cannot (no
+    closed hour from there on, version 2 not listed, or `bloom_only`). As the Rust SDK's
+    `compact_plan`."""
+    got = _compact_cost(hours, capacity, followed, fetch_cost, [], bloom_only,
+                        ribbon_versions)
+    return ("compact", got[0], got[1]) if got else None
+
+
+def compact_precision(hours, capacity, followed, fetch_cost=DEFAULT_FETCH_COST,
+                      ribbon_versions=None, bloom_only=False):
+    """The whole bit k of `compact_plan` (its union at 2^-k), or None when there is no
+    such plan."""
+    got = compact_plan(hours, capacity, followed, fetch_cost, ribbon_versions, bloom_only)
+    return got[1] if got else None
+
+
+def cheapest_plan(hours, target_fpp, capacity, followed, fetch_cost, bloom_only=False,
+                  ribbon_versions=None, registered=False, compact=True):
+    """The cheapest way to read `hours` (the last the open hour; dicts as
+    `hourly_is_cheaper` takes them), in expected bytes with wasted fetches (the Rust
+    SDK's `cheapest_plan`): "hourly", each hour on its own; "union", one v1 since-union
+    through the open hour; or ("compact", k, start), the closed hours from `hours[start]`
+    (just after the last closed hour held complete, 0 when none is) as one version 2
+    since-union at 2^-k (`/since/....ribbon2`, section 12, "Catching up"), the hours
+    before it (held ones answered from what is held) and the open hour each on its own,
+    costed as the hourly plan costs them (`compact_plan`). Compact is weighed only when
+    `compact` (the caller may read it: no verifying, no static mirror, no damaged hour),
+    the index's `ribbon_versions` lists 2, not `bloom_only` and a closed hour remains
+    from `start`. Ties go to hour by hour, then to the v1 union."""
+    p = target_fpp
+    costs = _hour_costs(hours, p, capacity, followed, fetch_cost, bloom_only,
+                        ribbon_versions, registered)
     counts = sum(capacity if h.get("count") is None else h["count"] for h in hours)
-    return total <= _payload(counts, p) + RESPONSE_OVERHEAD + waste(p)
+    best = ("hourly", sum(costs))
+    union = _payload(counts, p) + RESPONSE_OVERHEAD + followed * p * fetch_cost
+    if union < best[1]:
+        best = ("union", union)
+    got = _compact_cost(hours, capacity, followed, fetch_cost, costs, bloom_only,
+                        ribbon_versions) if compact else None
+    if got is not None and got[2] < best[1]:
+        best = (("compact", got[0], got[1]), got[2])
+    return best[0]
+
+
+def hourly_is_cheaper(hours, target_fpp, capacity, followed, fetch_cost, bloom_only=False,
+                      ribbon_versions=None, registered=False):
+    """Whether reading hour by hour costs fewer expected bytes than one since-union
+    (the Rust SDK's plan, without its version 2 since-union: `cheapest_plan` weighs
+    that too). `hours`: dicts with `count` (None: unknown, taken as
+    capacity), `held_fpp` (the best complete filter held, or None), `unchanged` (an
+    open hour held at its current count: a 304), `open`, and `exact_bytes` (the size of
+    a sealed hour's exact body, section 14, or None). `ribbon_versions`: the index's,
+    as `cheapest_form` takes it. `registered`: the caller declared its IDs registered
+    (an exact body may be read alone; else only to refine a form at the target)."""
+    return cheapest_plan(hours, target_fpp, capacity, followed, fetch_cost, bloom_only,
+                         ribbon_versions, registered, compact=False) == "hourly"
 
 
 def selftest_ribbon(path):

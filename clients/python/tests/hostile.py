@@ -62,16 +62,18 @@ class Sealed:
     first), the last into the open hour; `hours`: their names (RFC 3339), `server` the
     running server, `pubkey` its key. `between(data_dir, i)`, if given, runs while the
     server is stopped before hour i (e.g. `bloomcast rotate-key`); `during(server, i,
-    hours)` while it runs in hour i, the hours before sealed."""
+    hours)` while it runs in hour i, the hours before sealed. `settings`: more
+    BLOOMCAST_* variables for every start (e.g. its capacity)."""
 
-    def __init__(self, binary, data, batches, between=None, during=None):
+    def __init__(self, binary, data, batches, between=None, during=None, settings=None):
         away_from_the_hours_end()
         self.binary, self.data, self.hours = binary, data, []
+        settings = dict(settings or {})
         n = len(batches) - 1
         for i, batch in enumerate(batches[:-1]):
             if between:
                 between(data, i)
-            extra = TOLERANCE if i else {}
+            extra = {**(TOLERANCE if i else {}), **settings}
             server = LiveServer(binary, data,
                                 BLOOMCAST_CLOCK_OFFSET_SECONDS=str(-3600 * (n - i)), **extra)
             try:
@@ -85,7 +87,7 @@ class Sealed:
                 server.close()
         if between:
             between(data, n)
-        self.server = LiveServer(binary, data, **TOLERANCE)
+        self.server = LiveServer(binary, data, **TOLERANCE, **settings)
         from bloomcast_client import hour_path
         get(self.server.base + hour_path(self.hours[-1]) + ".bin")
         self.hours.append(post(self.server.base, batches[-1]))

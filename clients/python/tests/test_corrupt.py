@@ -32,7 +32,7 @@ def server(fake_server):
                        corrupt={DAMAGED})
 
 
-@pytest.mark.parametrize("strategy", ["auto", "hourly", "union"])
+@pytest.mark.parametrize("strategy", ["auto", "hourly", "union", "compact"])
 def test_check_fails_naming_the_hour_and_json_says_so(server, strategy, capsys):
     args = ["check", "--server", server.base, "--since", "2026-11-23T08",
             "--strategy", strategy]

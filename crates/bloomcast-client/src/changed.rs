@@ -1,20 +1,27 @@
 //! The question pollers ask: which of my IDs may have changed since an hour? Answered
-//! hour by hour or with one since-union, whichever the planner says costs fewer bytes;
+//! hour by hour, with one since-union, or with the closed hours as one version 2
+//! since-union beside the open hour, whichever the planner says costs fewer bytes;
 //! hour by hour, each closed hour in its cheapest form ([`super::cheapest_form`]; from
 //! the index's `exact_since`, with its exact body: alone for IDs declared registered,
 //! [`super::exact_or`], else refining an approximate form, [`super::refined_or`]).
 
 use super::choice::{wasted, Choice, Form, Forms};
 use super::held::Held;
+use super::plan::Plan;
 use super::refine::Reading;
 use super::{fetch, plan, Answer, Changed, Client, ClientError, Coverage, Index, Result, Strategy};
 use crate::bloom::{Filter, Key};
 use crate::hour::Hour;
 use std::collections::HashMap;
 
+/// The IDs asked about that a filter's `contains` says may have changed.
+type Pick<'a> = dyn Fn(&dyn Fn(Key) -> bool) -> Vec<String> + 'a;
+
 impl Client {
     /// Which of `ids` may have changed from `since` through the server's current hour,
-    /// per hour when that costs fewer bytes, else as one range ([`Strategy::Auto`]).
+    /// per hour when that costs fewer bytes, else as one range, or as the closed hours'
+    /// range in version 2 at the precision that suits `ids.len()` and the open hour on
+    /// its own ([`Strategy::Auto`]).
     ///
     /// Bytes are counted as filter bytes plus `ids.len() × fpp ×` the fetch cost
     /// ([`super::ClientBuilder::fetch_cost`]): each closed hour is read as a v1 Bloom
@@ -181,29 +188,53 @@ impl Client {
         };
         let inputs = self.plan_inputs(&index, since, now, ids.len() as u64);
         let exact = exact_sizes(&index, since, now, exact_since);
-        let hourly = match strategy {
-            _ if forced => true,
+        let mut plan = match strategy {
+            _ if forced => Plan::Hourly,
             // Unions are not signed: a verifying client reads hour by hour.
-            _ if self.verifies() => true,
+            _ if self.verifies() => Plan::Hourly,
             // A static mirror serves no unions.
-            _ if index.static_layout => true,
+            _ if index.static_layout => Plan::Hourly,
             // A union over a damaged hour answers 500: the hours held are read instead.
-            Strategy::Auto if !damaged.is_empty() => true,
-            Strategy::Hourly => true,
-            Strategy::Union => false,
-            Strategy::Auto => plan::hourly_is_cheaper_with(&inputs, &exact),
+            Strategy::Auto if !damaged.is_empty() => Plan::Hourly,
+            Strategy::Hourly => Plan::Hourly,
+            Strategy::Union => Plan::Union,
+            Strategy::Compact => plan::compact_plan(&inputs).unwrap_or(Plan::Union),
+            Strategy::Auto => plan::cheapest_plan(&inputs, &exact, true),
         };
-        if !hourly {
-            let fetched = self.since(since).await.map_err(|e| match e {
-                ClientError::Status {
-                    status: 500,
-                    ref code,
-                    ..
-                } if code == "corrupt" && !damaged.is_empty() => ClientError::Corrupt {
-                    hours: damaged.clone(),
-                },
-                other => other,
-            })?;
+        let corrupt = |e: ClientError| match e {
+            ClientError::Status {
+                status: 500,
+                ref code,
+                ..
+            } if code == "corrupt" && !damaged.is_empty() => ClientError::Corrupt {
+                hours: damaged.clone(),
+            },
+            other => other,
+        };
+        // The version 2 union from its first hour on, the hours before it read on their
+        // own; from a server that does not serve it, those hours are read on their own
+        // too, or as the v1 union when it was to start at `since`.
+        let mut compact = match plan {
+            Plan::Compact { k, from } => {
+                let start = Hour::from_index(since.index() + from as i64);
+                match self
+                    .compact_rest(start, k, now, &pick)
+                    .await
+                    .map_err(corrupt)?
+                {
+                    Some(rest) if from == 0 => return Ok((rest.0, index, rest.1)),
+                    Some(rest) => Some((from, rest)),
+                    None if from == 0 => {
+                        plan = Plan::Union;
+                        None
+                    }
+                    None => None,
+                }
+            }
+            _ => None,
+        };
+        if plan == Plan::Union {
+            let fetched = self.since(since).await.map_err(corrupt)?;
             let (_, to) = fetched.range()?;
             let filter: &Filter = &fetched.filter;
             let ids = pick(&|key| filter.contains_key(key));
@@ -220,7 +251,12 @@ impl Client {
         }
         let mut out = Vec::new();
         let mut hour = since;
-        for (input, exact) in inputs.hours.iter().zip(&exact) {
+        for (i, (input, exact)) in inputs.hours.iter().zip(&exact).enumerate() {
+            if compact.as_ref().is_some_and(|(from, _)| *from == i) {
+                let (_, (changes, last)) = compact.take().expect("checked");
+                out.extend(changes);
+                return Ok((out, index, last));
+            }
             let ids = if damaged.contains(&hour) {
                 // Held complete (checked above): the server cannot serve it.
                 let held = (self.held(hour, target_fpp))
@@ -265,6 +301,46 @@ impl Client {
             hour = hour.next();
         }
         Ok((out, index, now))
+    }
+
+    /// The closed hours from `from` as one version 2 union at `2^-k` and each hour after
+    /// it through `now` (the open hour) on its own: the changes `pick` finds in them and
+    /// the last hour read; `None` from a server that serves no version 2 since-range
+    /// (406, or 404 without version 2).
+    async fn compact_rest(
+        &self,
+        from: Hour,
+        k: u32,
+        now: Hour,
+        pick: &Pick<'_>,
+    ) -> Result<Option<(Vec<Changed>, Hour)>> {
+        let (ribbon, to) = match self.since_ribbon2(from, Some((-f64::from(k)).exp2())).await {
+            Ok(read) => read,
+            Err(ClientError::Status {
+                status: 404 | 406, ..
+            }) => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        let mut changes = Vec::new();
+        let ids = pick(&|key| ribbon.contains(key));
+        if !ids.is_empty() {
+            changes.push(Changed { from, to, ids });
+        }
+        // The open hour on its own (and an hour closed since the index was read, if any).
+        let mut hour = to.next();
+        while hour <= now {
+            let fetched = self.hour(hour).await.map_err(|e| e.of_hour(hour))?;
+            let ids = pick(&|key| fetched.filter.contains_key(key));
+            if !ids.is_empty() {
+                changes.push(Changed {
+                    from: hour,
+                    to: hour,
+                    ids,
+                });
+            }
+            hour = hour.next();
+        }
+        Ok(Some((changes, to.max(now))))
     }
 
     /// A closed hour in the form that minimises filter bytes plus wasted fetches: one

@@ -102,6 +102,40 @@ impl Client {
 }
 
 impl Client {
+    /// The closed hours from `since` as one version 2 ribbon (`/since/...ribbon2`,
+    /// PROTOCOL.md section 12, "Catching up") at `fpp` or under (or the server's target),
+    /// and the newest hour it covers (its `Bloom-To`, or `Bloom-Hour` when it covers one
+    /// hour): the open hour is not in it, and is read on its own. Unsigned (a union), so
+    /// never read by a verifying client; what it holds changes once an hour, so it is not
+    /// kept.
+    ///
+    /// # Errors
+    /// [`ClientError::Status`] 406 for a `since` at the open hour, or from a server that
+    /// serves no version 2 since-range; a body that is not version 2, or a response that
+    /// names no hour it covers, is a protocol error.
+    pub async fn since_ribbon2(&self, since: Hour, fpp: Option<f64>) -> Result<(Ribbon2, Hour)> {
+        let mut path = format!("/since{}.ribbon2", since.path());
+        if let Some(p) = fpp {
+            path.push_str(&format!("?fpp={p:e}"));
+        }
+        let response = check(self.send(self.get(&path)).await?).await?;
+        let header = |name: &str| {
+            let value = response.headers().get(name)?.to_str().ok()?;
+            Hour::parse_flexible(value).ok()
+        };
+        let to = header("bloom-to")
+            .or_else(|| header("bloom-hour"))
+            .ok_or_else(|| {
+                ClientError::Protocol(format!("{path}: no Bloom-To or Bloom-Hour header"))
+            })?;
+        let body = self.body(response, None).await?;
+        let ribbon = Ribbon2::from_bytes(&body)
+            .map_err(|e| ClientError::Protocol(format!("{path}: {e}")))?;
+        self.counters.ribbons.fetch_add(1, Ordering::Relaxed);
+        self.counters.ribbons2.fetch_add(1, Ordering::Relaxed);
+        Ok((ribbon, to))
+    }
+
     /// With a key, verifies a derived `form` of the sealed `hour` (its binary `body`,
     /// fetched from `path` with `headers`): its `Bloom-Signature` (else the one line of
     /// its `.sig` sidecar, on a static mirror) over the form's domain, the hour's index,

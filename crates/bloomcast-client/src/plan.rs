@@ -5,11 +5,13 @@
 //! a client that polls regularly pays only for the new hours; each closed hour travels
 //! in its cheapest form ([`super::choice`]). A client that missed many hours pays a
 //! request per hour; one union (`/since/...`) covers them all in one request of about
-//! the same payload, at the service's target fpp over the whole range. We estimate the
-//! bytes of both, counting the fetches each would waste on false positives, and take
-//! the cheaper.
+//! the same payload, at the service's target fpp over the whole range; or, where the
+//! server serves version 2, two requests: the closed hours as one version 2 union
+//! (`/since/....ribbon2`) at the precision that suits the caller, near the floor, and
+//! the open hour on its own. We estimate the bytes of each, counting the fetches each
+//! would waste on false positives, and take the cheapest.
 
-use super::choice::{cheapest_form_of, exact_or, wasted, Choice};
+use super::choice::{cheapest_form_of, exact_or, wasted, Choice, RIBBON_BITS};
 use super::refine::{cheapest_within, refined_or, Reading};
 use crate::bloom::Params;
 
@@ -23,6 +25,24 @@ pub enum Strategy {
     Hourly,
     /// One union from `since` through now: one result for the whole range.
     Union,
+    /// One version 2 union of the closed hours from `since` (PROTOCOL.md section 12,
+    /// "Catching up") and the open hour on its own: two results. Read as [`Union`](Strategy::Union)
+    /// from a server that does not serve it.
+    Compact,
+}
+
+/// How a range is read, as [`cheapest_plan`] chose.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Plan {
+    Hourly,
+    /// One v1 union through the open hour.
+    Union,
+    /// One version 2 union at `2^-k` of the closed hours from `inputs.hours[from]`, the
+    /// hours before it and the open hour each on its own.
+    Compact {
+        k: u32,
+        from: usize,
+    },
 }
 
 /// Bytes a filter response costs besides its payload (status line and headers).
@@ -136,23 +156,81 @@ impl Inputs {
     }
 }
 
+/// The closed hours of `inputs` not held as one version 2 union: those after the last
+/// closed hour this client holds complete (before it, each hour read on its own, held
+/// ones answered from what is held), at the whole bit `k` minimising the union's bytes
+/// and wasted fetches, when the server serves version 2 to this client and there is
+/// such an hour. `k`, where the union starts in `inputs.hours`, and the expected bytes
+/// of the whole range with the other hours' (`costs`: per hour, read on its own).
+fn compact_cost(inputs: &Inputs, costs: &[f64]) -> Option<(u32, usize, f64)> {
+    if !inputs.ribbon2 || inputs.bloom_only {
+        return None;
+    }
+    let from = (inputs.hours.iter())
+        .rposition(|h| !h.open && h.held_fpp.is_some())
+        .map_or(0, |i| i + 1);
+    let union = &inputs.hours[from..];
+    let count: u64 = union
+        .iter()
+        .filter(|h| !h.open)
+        .map(|h| inputs.count(h))
+        .sum();
+    if union.iter().all(|h| h.open) {
+        return None;
+    }
+    let (followed, fetch_cost) = (inputs.followed, inputs.fetch_cost);
+    let cost = |k: u32| Choice::ribbon2(count, k).expected_bytes(followed, fetch_cost);
+    let k = RIBBON_BITS
+        .min_by(|a, b| cost(*a).total_cmp(&cost(*b)))
+        .expect("at least one precision");
+    // The hours before the union, and the open hour after it, each on its own.
+    let others: f64 = (inputs.hours.iter().zip(costs).enumerate())
+        .filter(|(i, (h, _))| *i < from || h.open)
+        .map(|(_, (_, c))| c)
+        .sum();
+    Some((k, from, cost(k) + RESPONSE_OVERHEAD + others))
+}
+
+/// How [`Strategy::Compact`] reads `inputs`, when it can: the precision and where its
+/// union starts ([`Plan::Compact`]).
+pub(crate) fn compact_plan(inputs: &Inputs) -> Option<Plan> {
+    let costs: Vec<f64> = (inputs.hours.iter())
+        .map(|h| inputs.hour_cost(h, None))
+        .collect();
+    compact_cost(inputs, &costs).map(|(k, from, _)| Plan::Compact { k, from })
+}
+
 /// Whether fetching hour by hour costs fewer bytes than one union.
 #[cfg(test)]
 pub(crate) fn hourly_is_cheaper(inputs: &Inputs) -> bool {
-    hourly_is_cheaper_with(inputs, &[])
+    cheapest_plan(inputs, &[], false) == Plan::Hourly
 }
 
-/// [`hourly_is_cheaper`] with, per hour of `inputs.hours`, the size of its exact body
-/// when it may be read in that form (PROTOCOL.md section 14; missing: none).
-pub(crate) fn hourly_is_cheaper_with(inputs: &Inputs, exact: &[Option<u64>]) -> bool {
-    let hourly: f64 = (inputs.hours.iter().enumerate())
+/// The cheapest way to read `inputs.hours` (the last the open hour): hour by hour (with,
+/// per hour, the size of its exact body when it may be read in that form, PROTOCOL.md
+/// section 14; missing: none), one v1 union, or, when `compact` may be read (a server
+/// serving version 2 to a client reading unsigned forms), the closed hours after the
+/// last one held as one version 2 union at the whole bit minimising its bytes and
+/// wasted fetches, the others as hour by hour reads them ([`compact_cost`]). Ties go to
+/// hour by hour, then to the v1 union.
+pub(crate) fn cheapest_plan(inputs: &Inputs, exact: &[Option<u64>], compact: bool) -> Plan {
+    let costs: Vec<f64> = (inputs.hours.iter().enumerate())
         .map(|(i, h)| inputs.hour_cost(h, exact.get(i).copied().flatten()))
-        .sum();
+        .collect();
+    let hourly: f64 = costs.iter().sum();
     let total: u64 = inputs.hours.iter().map(|h| inputs.count(h)).sum();
-    let p = inputs.target_fpp;
-    let union =
-        payload(total, p) + RESPONSE_OVERHEAD + wasted(p, inputs.followed, inputs.fetch_cost);
-    hourly <= union
+    let (p, followed, fetch_cost) = (inputs.target_fpp, inputs.followed, inputs.fetch_cost);
+    let union = payload(total, p) + RESPONSE_OVERHEAD + wasted(p, followed, fetch_cost);
+    let mut best = (Plan::Hourly, hourly);
+    if union < best.1 {
+        best = (Plan::Union, union);
+    }
+    if let Some((k, from, compact)) = compact.then(|| compact_cost(inputs, &costs)).flatten() {
+        if compact < best.1 {
+            best = (Plan::Compact { k, from }, compact);
+        }
+    }
+    best.0
 }
 
 #[cfg(test)]
@@ -179,6 +257,67 @@ mod tests {
             ribbon2: false,
             registered: false,
         }
+    }
+
+    #[test]
+    fn a_client_back_after_a_day_of_big_hours_takes_the_closed_hours_in_version_2() {
+        // 24 hours of 400,000 IDs missed: the v1 union is 11.5 MB at 1%, hour by hour
+        // the cheapest ribbons. Following 100 IDs, 2^-4 wastes 64 KB of fetches where
+        // each bit more costs 1.2 MB; following 40,000, a finer grade pays.
+        let mut hours: Vec<_> = (0..24).map(|_| hour(400_000, false, false)).collect();
+        hours.push(hour(2_000, false, true));
+        let mut few = inputs(hours, 100);
+        few.capacity = 400_000;
+        few.ribbon2 = true;
+        assert_eq!(
+            cheapest_plan(&few, &[], true),
+            Plan::Compact { k: 4, from: 0 }
+        );
+        let mut many = few.clone();
+        many.followed = 40_000;
+        let plan = cheapest_plan(&many, &[], true);
+        assert!(
+            matches!(plan, Plan::Compact { k: 6..=10, from: 0 }),
+            "{plan:?}"
+        );
+        // Not where the server does not serve version 2, nor for a verifying client.
+        assert_eq!(cheapest_plan(&many, &[], false), Plan::Union);
+        many.bloom_only = true;
+        assert_eq!(cheapest_plan(&many, &[], true), Plan::Union);
+        assert_eq!(
+            cheapest_plan(&few, &[], false),
+            Plan::Hourly,
+            "v1 ribbons, 7 MB"
+        );
+    }
+
+    #[test]
+    fn the_version_2_union_starts_after_the_last_hour_held() {
+        // A poller holding the first 20 of 30 hours of 50,000: only the last 10 (and the
+        // open hour) are to be read.
+        let mut hours: Vec<_> = (0..30).map(|i| hour(50_000, i < 20, false)).collect();
+        hours.push(hour(1_000, false, true));
+        let mut back = inputs(hours, 100);
+        back.capacity = 50_000;
+        back.ribbon2 = true;
+        assert!(matches!(
+            cheapest_plan(&back, &[], true),
+            Plan::Compact { from: 20, .. }
+        ));
+        assert!(matches!(
+            compact_plan(&back),
+            Some(Plan::Compact { from: 20, .. })
+        ));
+    }
+
+    #[test]
+    fn a_regular_poller_holding_past_hours_goes_hourly_even_with_version_2() {
+        let mut hours: Vec<_> = (0..23).map(|_| hour(280, true, false)).collect();
+        hours.push(hour(280, true, true));
+        let mut inputs = inputs(hours, 3);
+        inputs.ribbon2 = true;
+        assert_eq!(cheapest_plan(&inputs, &[], true), Plan::Hourly);
+        assert_eq!(compact_plan(&inputs), None, "every closed hour held");
     }
 
     #[test]
@@ -244,11 +383,11 @@ mod tests {
         let exact: Vec<_> = (0..23).map(|_| Some(150)).chain([None]).collect();
         let mut verifying = inputs(hours, 2_000);
         verifying.bloom_only = true;
-        assert!(hourly_is_cheaper_with(&verifying, &exact));
+        assert_eq!(cheapest_plan(&verifying, &exact, true), Plan::Hourly);
         // Exact bodies larger than the v1 filter's sum leave the choice as it was.
         let dear: Vec<_> = (0..24).map(|_| Some(1 << 30)).collect();
         assert_eq!(
-            hourly_is_cheaper_with(&verifying, &dear),
+            cheapest_plan(&verifying, &dear, true) == Plan::Hourly,
             hourly_is_cheaper(&verifying)
         );
     }
