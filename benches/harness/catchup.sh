@@ -30,10 +30,6 @@ BUDGET="${BLOOMCAST_CACHE_BYTES:-268435456}"
 RANGES="${RANGES:-100}"
 make_work
 
-cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
-hwm_mib() { awk '/^VmHWM/ { printf "%.0f", $2 / 1024 }' "/proc/$1/status"; }
-tick_hz=$(getconf CLK_TCK)
-cpu_s() { awk -v t="$1" -v hz="$tick_hz" 'BEGIN { printf "%.2f", t / hz }'; }
 
 data="$WORK/data"
 log "seeding $OLD_HOURS hours of $OLD_IDS IDs, then 24 of $HOUR_IDS"
@@ -47,13 +43,7 @@ base="http://127.0.0.1:$port"
 START_TRIES=6000 start_bloomcast "$data" "$port" BLOOMCAST_CACHE_BYTES="$BUDGET"
 pid=$SERVER_PID
 # Idle once its startup has sealed the hours and warmed the newest.
-last=$(cpu_ticks "$pid")
-for _ in $(seq 1 240); do
-  sleep 1
-  now=$(cpu_ticks "$pid")
-  ((now - last <= 1)) && break
-  last=$now
-done
+wait_idle "$pid"
 idle_mib=$(($(rss_kb "$pid") / 1024))
 since=$(date -u -d '-24 hours' +%Y/%m/%d/%H)
 

@@ -110,6 +110,25 @@ wait_http() {
 }
 
 rss_kb() { awk '/^VmRSS:/ {print $2}' "/proc/$1/status"; }
+# A process's CPU time (user + system) in clock ticks; its peak RSS (VmHWM) in MiB; ticks
+# as seconds.
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+hwm_mib() { awk '/^VmHWM/ { printf "%.0f", $2 / 1024 }' "/proc/$1/status"; }
+tick_hz=$(getconf CLK_TCK)
+cpu_s() { awk -v t="$1" -v hz="$tick_hz" 'BEGIN { printf "%.2f", t / hz }'; }
+
+# wait_idle PID [SECONDS]: until the process spends at most one tick in a second (what
+# follows a start, sealing and warming, done), at most SECONDS (default 240).
+wait_idle() {
+  local last now _
+  last=$(cpu_ticks "$1")
+  for _ in $(seq 1 "${2:-240}"); do
+    sleep 1
+    now=$(cpu_ticks "$1")
+    ((now - last <= 1)) && return 0
+    last=$now
+  done
+}
 
 # The server's current hour path, e.g. /2026/11/22/05, from its index.
 current_path() {

@@ -66,7 +66,6 @@ async def main():
 asyncio.run(main())
 PY
 
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 TICKS=$(getconf CLK_TCK)
 
 run() { # run LABEL [PATH]: with a flood of connections asking PATH (none without one)

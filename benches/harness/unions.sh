@@ -43,10 +43,6 @@ HOUR_IDS="${HOUR_IDS:-400000}"
 TRICKLE_SECS="${TRICKLE_SECS:-30}"
 make_work
 
-cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
-hwm_mib() { awk '/^VmHWM/ { printf "%.0f", $2 / 1024 }' "/proc/$1/status"; }
-tick_hz=$(getconf CLK_TCK)
-cpu_s() { awk -v t="$1" -v hz="$tick_hz" 'BEGIN { printf "%.2f", t / hz }'; }
 
 data="$WORK/data"
 log "seeding 24 past hours of $HOUR_IDS IDs"
@@ -60,18 +56,12 @@ done
 # the background (each hour's compact forms, warming) would otherwise be counted in the
 # first build's CPU.
 serve() {
-  local port last now
+  local port
   port=$(free_port)
   base="http://127.0.0.1:$port"
   START_TRIES=6000 start_bloomcast "$data" "$port"
   pid=$SERVER_PID
-  last=$(cpu_ticks "$pid")
-  for _ in $(seq 1 240); do
-    sleep 1
-    now=$(cpu_ticks "$pid")
-    ((now - last <= 1)) && break
-    last=$now
-  done
+  wait_idle "$pid"
 }
 serve
 since=$(date -u -d '-24 hours' +%Y/%m/%d/%H)
