@@ -135,9 +135,11 @@ impl Service {
                         let meta = meta(from, to, complete, u64::from(ribbon.n()));
                         return Ok(render_ribbon2(&meta, &ribbon));
                     }
+                    // Every part's distinct keys (parts share none), in key order.
                     let mut keys = Vec::new();
-                    runs.for_each_part(&mut |sets| keys = distinct_keys(sets))
+                    runs.for_each_part(&mut |sets| keys.extend(distinct_keys(sets)))
                         .map_err(ServiceError::Spill)?;
+                    keys.sort_unstable();
                     let meta = meta(from, to, complete, keys.len() as u64);
                     let ribbon = Ribbon::build(&keys, r)?;
                     answers_every("a ribbon", &keys, |k| ribbon.contains(k))?;

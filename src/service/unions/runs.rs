@@ -15,6 +15,7 @@
 
 use crate::bloom::{Key, KeyParts};
 use crate::service::{Result, ServiceError};
+use crate::store::{blob_to_keys, keys_to_blob};
 use std::fs::File;
 use std::io;
 use std::os::unix::fs::FileExt;
@@ -153,12 +154,11 @@ impl Runs {
             none => none.insert(tempfile::tempfile()?),
         };
         let offset = self.written / 8;
+        // As the store keeps keys, a chunk at a time.
         for chunk in keys.chunks(8192) {
-            self.bytes.clear();
-            self.bytes
-                .extend(chunk.iter().flat_map(|key| key.to_u64().to_le_bytes()));
-            file.write_all_at(&self.bytes, self.written)?;
-            self.written += self.bytes.len() as u64;
+            let bytes = keys_to_blob(chunk);
+            file.write_all_at(&bytes, self.written)?;
+            self.written += bytes.len() as u64;
         }
         self.runs.push(Run {
             held: None,
@@ -192,11 +192,7 @@ impl KeyParts for Runs {
                 let file = file.as_ref().expect("a spilled run has its file");
                 bytes.resize((end - start) * 8, 0);
                 file.read_exact_at(bytes, (run.offset + start as u64) * 8)?;
-                into.extend(
-                    bytes
-                        .chunks_exact(8)
-                        .map(|b| Key::from_u64(u64::from_le_bytes(b.try_into().expect("8")))),
-                );
+                blob_to_keys(bytes, into).map_err(io::Error::other)?;
             }
             let slices: Vec<&[Key]> = runs
                 .iter()

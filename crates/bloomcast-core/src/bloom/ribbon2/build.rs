@@ -163,9 +163,9 @@ impl Shards {
             if start < end {
                 let part = usize::from(i >= shards_a as usize);
                 self.advance(part, i);
-                let grouped = std::mem::take(&mut self.grouped);
-                self.open[part].1.extend_from_slice(&grouped[start..end]);
-                self.grouped = grouped;
+                self.open[part]
+                    .1
+                    .extend_from_slice(&self.grouped[start..end]);
             }
         }
     }
@@ -209,9 +209,7 @@ impl Shards {
     fn finish(mut self, n: u32) -> Ribbon2 {
         let ends = [self.shards_a as usize, self.total as usize];
         for (part, end) in ends.into_iter().enumerate() {
-            if self.open[part].0 < end {
-                self.advance(part, end);
-            }
+            self.advance(part, end);
         }
         let [mut described, described_b] = self.described;
         described.extend(described_b);
