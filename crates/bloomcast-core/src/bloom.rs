@@ -10,6 +10,7 @@ mod error;
 mod estimate;
 mod filter;
 mod hash;
+pub mod pages;
 #[cfg(feature = "partitioned")]
 mod partitioned;
 pub mod probes;
@@ -26,6 +27,7 @@ pub use error::FilterError;
 pub use estimate::Overlap;
 pub use filter::Filter;
 pub use hash::{HashScheme, Key, Positions, SHA1_KM32};
+pub use pages::{Page, Pages, PagesHeader};
 #[cfg(feature = "partitioned")]
 pub use partitioned::PartitionedFilter;
 pub use ribbon::{bits_for_fpp, Ribbon};

@@ -143,6 +143,9 @@ pub enum BodyForm {
     Ribbon,
     /// `.ribbon2`, version 2 (section 12).
     Ribbon2,
+    /// One page of `.pages` (section 12, "Huge hours by the page"): its "body" is
+    /// [`crate::bloom::pages::signed_page`]'s bytes.
+    Page,
 }
 
 impl BodyForm {
@@ -152,6 +155,7 @@ impl BodyForm {
             BodyForm::Exact => EXACT_SIGNING_DOMAIN,
             BodyForm::Ribbon => b"bloomcast-ribbon-v1",
             BodyForm::Ribbon2 => b"bloomcast-ribbon2-v1",
+            BodyForm::Page => b"bloomcast-page-v1",
         }
     }
 }
@@ -426,7 +430,12 @@ mod tests {
     fn a_signature_over_one_forms_body_is_never_one_over_another_forms() {
         let key = signer();
         let public = key.public_key();
-        let forms = [BodyForm::Exact, BodyForm::Ribbon, BodyForm::Ribbon2];
+        let forms = [
+            BodyForm::Exact,
+            BodyForm::Ribbon,
+            BodyForm::Ribbon2,
+            BodyForm::Page,
+        ];
         for form in forms {
             let sig = key.sign_body(form, 5, &[1; 32], b"body");
             for other in forms {
