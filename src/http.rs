@@ -26,6 +26,7 @@ mod negotiate;
 mod openapi;
 mod params;
 mod paths;
+mod ranges;
 mod series;
 mod stats;
 mod timeouts;

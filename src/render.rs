@@ -19,7 +19,7 @@ pub use exact::render_exact;
 pub use gz::HexCoding;
 pub use head::Head;
 pub use rendered::{ChainPlace, Encodings, OpenSignature, RawFields, Rendered};
-pub use ribbon::{render_compact, render_ribbon, render_ribbon2, Compact};
+pub use ribbon::{render_compact, render_pages, render_ribbon, render_ribbon2, Compact};
 
 /// The gzip coder's entry points, for `benches/gzip.rs` to measure against the deflate
 /// crates on the server's own inputs; not an API.

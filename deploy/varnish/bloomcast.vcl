@@ -111,3 +111,20 @@ sub vcl_backend_fetch {
         set bereq.first_byte_timeout = 60s;
     }
 }
+
+# An hour's paged form is read one page at a time by Range (docs/PROTOCOL.md section 12,
+# "Huge hours by the page"): Varnish fetches the whole body once and cuts each range
+# from its cache (several ranges in one request it answers 416; readers then ask one at
+# a time), repeating the stored response's headers on every 206. A page's reader reads
+# none of them but the range's own, so a range of a page is sent without the list of
+# headers a browser may read, the whole body's digest (a range cannot be checked
+# against it; the origin's own 206 has none either) and Varnish's transaction ids: per
+# page, half of the headers. (Varnish cuts the range after vcl_deliver: here the
+# response is still the whole body's 200.)
+sub vcl_deliver {
+    if (req.http.Range && req.url ~ "^/\d{4}/\d\d/\d\d/\d\d\.pages(\?|$)") {
+        unset resp.http.Access-Control-Expose-Headers;
+        unset resp.http.Repr-Digest;
+        unset resp.http.X-Varnish;
+    }
+}

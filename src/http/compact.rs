@@ -24,6 +24,8 @@ pub const RIBBON_TYPE: &str = "application/vnd.bloomcast.ribbon";
 pub const RIBBON_JSON_TYPE: &str = "application/vnd.bloomcast.ribbon+json";
 /// The content type of version 2 (`.ribbon2`).
 pub const RIBBON2_TYPE: &str = "application/vnd.bloomcast.ribbon; v=2";
+/// The content type of an hour's paged form (`.pages`).
+pub const PAGES_TYPE: &str = "application/vnd.bloomcast.pages";
 
 /// The content type of a compact form.
 pub fn content_type(form: Compact) -> &'static str {
@@ -31,6 +33,7 @@ pub fn content_type(form: Compact) -> &'static str {
         Compact::Ribbon => RIBBON_TYPE,
         Compact::RibbonJson => RIBBON_JSON_TYPE,
         Compact::Ribbon2 => RIBBON2_TYPE,
+        Compact::Pages => PAGES_TYPE,
     }
 }
 
@@ -40,6 +43,7 @@ pub(super) fn suffix(form: Compact) -> &'static str {
         Compact::Ribbon => "ribbon",
         Compact::RibbonJson => "ribbon.json",
         Compact::Ribbon2 => "ribbon2",
+        Compact::Pages => "pages",
     }
 }
 
@@ -123,9 +127,16 @@ async fn serve(state: &AppState, parts: &Parts, plain: &str, form: Compact) -> R
     };
     let out = response.headers_mut();
     out.insert(header::CACHE_CONTROL, cache);
-    out.insert(header::VARY, vary);
+    if form != Compact::Pages {
+        // The one URL of the paged form is always the same bytes (no gzip, no `Accept`).
+        out.insert(header::VARY, vary);
+    }
     if let Some(location) = location {
         out.insert(header::CONTENT_LOCATION, location);
+    }
+    // Pages are read by the slot: a 200 is cut to the ranges asked.
+    if form == Compact::Pages && response.status() == StatusCode::OK {
+        response = super::ranges::serve(&parts.headers, response, &rendered.identity);
     }
     Ok(response)
 }

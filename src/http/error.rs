@@ -27,6 +27,9 @@ pub enum ApiError {
     NotAcceptable(String),
     #[error("{0}")]
     Gone(String),
+    /// 416: a `Range` whose first byte is past the end of a body of `len` bytes.
+    #[error("{asked}: the body has {len} bytes (bytes 0-{last})", last = len.saturating_sub(1))]
+    RangeNotSatisfiable { asked: String, len: u64 },
     /// 409: an operator confirmed the clock and no jump is held.
     #[error("{0}")]
     NothingToConfirm(String),
@@ -74,7 +77,7 @@ pub type Result<T, E = ApiError> = std::result::Result<T, E>;
 
 /// Every `error` code an [`ApiError`] answers with ([`ApiError::code`]): the slots of
 /// `bloomcast_http_errors_total` in `/metrics`, counted from [`ErrorCode`].
-pub const CODES: [&str; 19] = [
+pub const CODES: [&str; 20] = [
     "bad_request",
     "invalid_hour",
     "unauthorized",
@@ -82,6 +85,7 @@ pub const CODES: [&str; 19] = [
     "method_not_allowed",
     "not_acceptable",
     "gone",
+    "range_not_satisfiable",
     "nothing_to_confirm",
     "payload_too_large",
     "unsupported_media_type",
@@ -110,6 +114,7 @@ impl ApiError {
             ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             ApiError::NotAcceptable(_) => StatusCode::NOT_ACCEPTABLE,
             ApiError::Gone(_) => StatusCode::GONE,
+            ApiError::RangeNotSatisfiable { .. } => StatusCode::RANGE_NOT_SATISFIABLE,
             ApiError::NothingToConfirm(_) => StatusCode::CONFLICT,
             ApiError::PayloadTooLarge(_)
             | ApiError::DecodedTooLarge(_)
@@ -136,6 +141,7 @@ impl ApiError {
             ApiError::MethodNotAllowed => "method_not_allowed",
             ApiError::NotAcceptable(_) => "not_acceptable",
             ApiError::Gone(_) => "gone",
+            ApiError::RangeNotSatisfiable { .. } => "range_not_satisfiable",
             ApiError::NothingToConfirm(_) => "nothing_to_confirm",
             ApiError::PayloadTooLarge(_) | ApiError::DecodedTooLarge(_) => "payload_too_large",
             ApiError::UnsupportedMediaType(_) => "unsupported_media_type",
@@ -197,6 +203,11 @@ impl From<ServiceError> for ApiError {
                     ),
                 })
             }
+            ServiceError::PagesAreHourly { asked } => ApiError::NotFound(format!(
+                "{} has no paged form: an hour's pages are read by Range when its IDs are few \
+                 beside its count; a day or a range is read whole, as .ribbon2 or {BLOOM_SUFFIXES}",
+                named(asked)
+            )),
             ServiceError::OpenHourHasNoExactForm { hour } => ApiError::NotAcceptable(format!(
                 "{hour} is still open: its exact form is built when it is sealed; \
                  fetch it as {BLOOM_SUFFIXES} until then"
@@ -389,6 +400,11 @@ impl IntoResponse for ApiError {
             ApiError::Busy(_) => {
                 headers.insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
             }
+            // RFC 9110 section 14.4: the length of the body the range missed.
+            ApiError::RangeNotSatisfiable { len, .. } => {
+                let range = HeaderValue::try_from(format!("bytes */{len}")).expect("digits");
+                headers.insert(header::CONTENT_RANGE, range);
+            }
             // RFC 9110 §15.5.16: say which codings would have been accepted.
             ApiError::UnsupportedEncoding(_) => {
                 headers.insert(
@@ -428,6 +444,10 @@ mod tests {
             ApiError::MethodNotAllowed,
             ApiError::NotAcceptable(String::new()),
             ApiError::Gone(String::new()),
+            ApiError::RangeNotSatisfiable {
+                asked: String::new(),
+                len: 0,
+            },
             ApiError::NothingToConfirm(String::new()),
             ApiError::PayloadTooLarge(1),
             ApiError::DecodedTooLarge(1),
@@ -452,6 +472,7 @@ mod tests {
                 | ApiError::MethodNotAllowed
                 | ApiError::NotAcceptable(_)
                 | ApiError::Gone(_)
+                | ApiError::RangeNotSatisfiable { .. }
                 | ApiError::NothingToConfirm(_)
                 | ApiError::PayloadTooLarge(_)
                 | ApiError::DecodedTooLarge(_)

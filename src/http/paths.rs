@@ -194,7 +194,7 @@ mod tests {
 
         assert_eq!(
             err,
-            "unknown representation .xml: use .json, .hex, .bin, .ribbon, .ribbon.json, .ribbon2 or .exact"
+            "unknown representation .xml: use .json, .hex, .bin, .ribbon, .ribbon.json, .ribbon2, .pages or .exact"
         );
     }
 

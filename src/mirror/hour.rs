@@ -13,13 +13,14 @@ use std::io::{Read, Write};
 
 /// The forms of a sealed hour: the suffix, and whether a `.gz` sibling goes with it (the
 /// ribbon body is near-random bits and is never gzipped, PROTOCOL.md section 12).
-const FORMS: [(&str, bool); 6] = [
+const FORMS: [(&str, bool); 7] = [
     (".json", true),
     (".hex", true),
     (".bin", true),
     (".ribbon", false),
     (".ribbon.json", true),
     (".ribbon2", false),
+    (".pages", false),
 ];
 
 /// Tries of a request the server answers busy (503, 429) before the pass fails.
@@ -48,6 +49,21 @@ impl Mirror {
                 url: format!("{}{path}", self.base),
                 detail: format!("status {}", reqwest::StatusCode::NOT_FOUND),
             })
+    }
+
+    /// [`Mirror::get`] in identity encoding, `None` (said in the log) for a 404 or 406.
+    async fn get_or_declined(&self, path: &str) -> Result<Option<Got>> {
+        match self.get_or_missing(path, false).await {
+            Err(MirrorError::Protocol { url, detail }) if detail.starts_with("status 406") => {
+                tracing::warn!(%url, "the server declines to build it (406): not mirrored");
+                Ok(None)
+            }
+            Ok(None) => {
+                tracing::warn!(url = %format!("{}{path}", self.base), "not served (404): not mirrored");
+                Ok(None)
+            }
+            other => other,
+        }
     }
 
     /// [`Mirror::get`], `None` for a 404.
@@ -157,13 +173,21 @@ impl Mirror {
             let path = format!("{stem}{suffix}");
             // A ribbon is built on first request, one build at a time by default
             // (`union_builds`): ask for one at a time rather than be told busy.
-            let _build = match suffix.starts_with(".ribbon") {
+            let _build = match suffix.starts_with(".ribbon") || suffix == ".pages" {
                 true => Some(self.builds.acquire().await.expect("never closed")),
                 false => None,
             };
             let got = if suffix == ".exact" {
                 // An hour before the server's universe, or one it cannot build: none.
                 match self.get_or_missing(&path, false).await? {
+                    Some(got) => got,
+                    None => continue,
+                }
+            } else if _build.is_some() {
+                // A compact form the server does not build for this hour within its
+                // budget (406, a huge hour's version 1 ribbon) or at all (404): not
+                // mirrored; clients read the hour's other forms.
+                match self.get_or_declined(&path).await? {
                     Some(got) => got,
                     None => continue,
                 }
@@ -196,6 +220,15 @@ impl Mirror {
                         self.base
                     ))));
                 }
+            }
+            if suffix == ".pages" && trusted.is_some() && !trust::pages_signed(&got.identity) {
+                // As a form served without its signature: never mirrored to be taken
+                // unverified.
+                tracing::warn!(
+                    url = %format!("{}{path}", self.base),
+                    "pages served unsigned: not mirrored (they cannot be verified)"
+                );
+                continue;
             }
             let identity = got.identity;
             if gz {

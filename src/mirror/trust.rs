@@ -10,6 +10,8 @@
 //! (clients/python/bloomcast_client/mirror_check.py): a sidecar holds the form's
 //! `Bloom-Signature` value on one line.
 
+use crate::bloom::pages::signed_page;
+use crate::bloom::{Pages, PagesHeader};
 use crate::chain::{
     self, BodyForm, ChainError, Checkpoint, Hash, KeyId, KeyList, PublicKey, SignatureField,
     Trusted,
@@ -335,6 +337,71 @@ pub fn verify_form(
         })
 }
 
+/// Whether a paged body names a signing key (its pages carry signatures).
+pub fn pages_signed(body: &[u8]) -> bool {
+    PagesHeader::parse(body).is_ok_and(|h| h.signed())
+}
+
+/// Checks an hour's paged body (section 12, "Huge hours by the page"): well formed, of
+/// the hour, and with `trusted`, signed by the key listed for the hour over the hour's
+/// verified chain header, every page. Returns its distinct count.
+///
+/// # Errors
+/// [`TrustError::Refused`] naming the file and what is wrong.
+pub fn check_pages(
+    trusted: Option<&Trusted>,
+    entry: &ChainEntry,
+    file: &str,
+    body: &[u8],
+) -> Result<u32, TrustError> {
+    let hour = entry.hour;
+    let name = hour.rfc3339();
+    let refused = |what: String| TrustError::Refused(format!("hour {name}: {file}: {what}"));
+    let pages = Pages::from_bytes(body).map_err(|e| refused(format!("malformed ({e})")))?;
+    let header = *pages.header();
+    if header.hour != hour.index() {
+        return Err(refused(format!(
+            "its header is of hour index {}, not {}",
+            header.hour,
+            hour.index()
+        )));
+    }
+    let n = u32::try_from(header.n).map_err(|_| refused(format!("n = {}", header.n)))?;
+    let Some(trusted) = trusted else {
+        return Ok(n);
+    };
+    if !header.signed() {
+        return Err(refused("its pages are unsigned".into()));
+    }
+    if header.chain_header != entry.header {
+        return Err(refused("its chain header is not the hour's".into()));
+    }
+    let key = key_for(trusted, hour, Some(KeyId(header.key_id)))?;
+    let bytes = header.to_bytes();
+    for p in 0..header.pages {
+        let range = header.slot_range(p);
+        let slot = &body[range.start as usize..range.end as usize];
+        let page = pages
+            .page(p)
+            .map_err(|e| refused(format!("malformed ({e})")))?;
+        key.verify_body(
+            BodyForm::Page,
+            &name,
+            hour.index(),
+            &header.chain_header,
+            &signed_page(&bytes, p, slot),
+            &page.signature,
+        )
+        .map_err(|_| {
+            refused(format!(
+                "page {p}'s signature does not verify with the key listed for the hour: \
+                 the bytes were altered"
+            ))
+        })?;
+    }
+    Ok(n)
+}
+
 /// A checkpoint as served (`GET /checkpoint`, a mirror's `checkpoint.json`), verified
 /// under the trusted key listed for its hour.
 ///
@@ -444,6 +511,12 @@ pub fn check_hour_files(
                 signed_n.push((file, n));
             }
         }
+    }
+    let pages = format!("{stem}.pages");
+    if let Some(body) = read(&pages)? {
+        let file = shown(&pages);
+        let n = check_pages(trusted, entry, &file, &body)?;
+        signed_n.push((file, n));
     }
     for (file, count) in &counts {
         for (signed, n) in &signed_n {

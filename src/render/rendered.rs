@@ -105,6 +105,15 @@ pub enum RawFields {
         split: u32,
         shards: [u32; 2],
     },
+    /// An hour's paged body: its metadata, rate, grade and layout.
+    Pages {
+        meta: Meta,
+        fpp: f64,
+        k: u32,
+        split: u32,
+        pages: u32,
+        slot: u32,
+    },
     /// An exact body: its metadata (`count` is the changed IDs) and the IDs of the
     /// universe it answers for.
     Exact { meta: Meta, universe: u32 },

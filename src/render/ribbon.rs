@@ -3,7 +3,7 @@
 //! complete, so they are rendered (and the JSON form compressed) once.
 
 use super::{gzip, Effort, RawFields, Rendered, Repr};
-use crate::bloom::{Ribbon, Ribbon2};
+use crate::bloom::{Pages, Ribbon, Ribbon2};
 use crate::wire::{Meta, RibbonDocument};
 use bytes::Bytes;
 
@@ -17,10 +17,23 @@ pub enum Compact {
     /// Version 2, the `BCR2` body (any precision near the floor), never gzipped. Its
     /// precision is a [`crate::bloom::Grade`] code where the others have `r`.
     Ribbon2,
+    /// An hour's paged form, the `BCP1` body (pages of version 2 bodies, each signed,
+    /// read by `Range`), never gzipped. Its precision is a grade code, as version 2's.
+    Pages,
 }
 
 impl Compact {
-    pub const ALL: [Compact; 3] = [Compact::Ribbon, Compact::RibbonJson, Compact::Ribbon2];
+    pub const ALL: [Compact; 4] = [
+        Compact::Ribbon,
+        Compact::RibbonJson,
+        Compact::Ribbon2,
+        Compact::Pages,
+    ];
+
+    /// Whether the form's precision is a version 2 grade code (else whole bits).
+    pub fn graded(self) -> bool {
+        matches!(self, Compact::Ribbon2 | Compact::Pages)
+    }
 }
 
 /// Renders a ribbon filter in one of its forms.
@@ -32,7 +45,40 @@ pub fn render_compact(meta: &Meta, ribbon: &Ribbon, form: Compact) -> Rendered {
             let gzip = gzip(&identity, Repr::Json, Effort::Best);
             rendered(meta, ribbon, identity, gzip, RawFields::None, Repr::Json)
         }
-        Compact::Ribbon2 => unreachable!("a version 2 body is rendered by render_ribbon2"),
+        Compact::Ribbon2 | Compact::Pages => {
+            unreachable!("version 2 bodies are rendered by render_ribbon2 and render_pages")
+        }
+    }
+}
+
+/// Renders an hour's paged body with its fields; never gzipped. Its signatures are in
+/// its pages: it has no chain headers.
+pub fn render_pages(meta: &Meta, pages: Pages) -> Rendered {
+    let header = *pages.header();
+    let fields = RawFields::Pages {
+        meta: meta.clone(),
+        fpp: header.grade.fpp(),
+        k: header.grade.k,
+        split: header.grade.split,
+        pages: header.pages,
+        slot: header.slot,
+    };
+    let identity = pages.into_bytes();
+    Rendered {
+        repr: Repr::Bin,
+        encodings: super::Encodings::Both,
+        sha256: crate::dcz::sha256(&identity),
+        gzip_sha256: crate::dcz::sha256(&[]),
+        fields,
+        chain: None,
+        open: None,
+        validator: None,
+        m: header.body_len(),
+        count: meta.count,
+        gzip: Bytes::new(),
+        complete: meta.complete,
+        identity: super::rendered::kept(identity),
+        head: Default::default(),
     }
 }
 

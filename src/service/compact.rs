@@ -18,12 +18,16 @@ use super::unions::fair::BuildSlot;
 use super::unions::runs::{part_bytes, Order, Runs};
 use super::unions::{Held, Step};
 use super::validators::{compact_kind, Form};
-use super::vouch::{answers_every, answers_every_part, vouching_bytes};
+use super::vouch::{answers_every, answers_every_part, answers_every_set, vouching_bytes};
 use super::{Result, Service, ServiceError, Target, View, Work};
-use crate::bloom::{distinct_keys, FilterError, Grade, Key, KeyParts, Ribbon, Ribbon2};
+use crate::bloom::{
+    distinct_keys, FilterError, Grade, Key, KeyParts, Pages, PagesHeader, Ribbon, Ribbon2,
+};
 use crate::chain::BodyForm;
 use crate::hour::{Day, Hour};
-use crate::render::{render_compact, render_ribbon, render_ribbon2, Compact, Rendered, Repr};
+use crate::render::{
+    render_compact, render_pages, render_ribbon, render_ribbon2, Compact, Rendered, Repr,
+};
 use crate::store::FormName;
 use crate::wire::Meta;
 use std::future::Future;
@@ -38,7 +42,7 @@ impl Service {
         r: u32,
         form: Compact,
     ) -> Result<(Arc<Rendered>, bool)> {
-        if form == Compact::Ribbon2 {
+        if form.graded() {
             return self.ribbon_body(from, to, r, form).await;
         }
         let key = (from.index(), to.index(), r, form);
@@ -47,7 +51,7 @@ impl Service {
         }
         let (body, complete) = self.ribbon_body(from, to, r, Compact::Ribbon).await?;
         match form {
-            Compact::Ribbon | Compact::Ribbon2 => Ok((body, complete)),
+            Compact::Ribbon | Compact::Ribbon2 | Compact::Pages => Ok((body, complete)),
             // The JSON form carries the body just built or cached: never a second build.
             Compact::RibbonJson => {
                 // The same body, so the same place in the chain and signature.
@@ -75,9 +79,10 @@ impl Service {
         }
     }
 
-    /// The `.ribbon` body (`form` [`Compact::Ribbon`], `r` bits) or the `.ribbon2` body
-    /// (`form` [`Compact::Ribbon2`], `r` a [`Grade`] code) of `from..=to`, from the cache
-    /// or built.
+    /// The `.ribbon` body (`form` [`Compact::Ribbon`], `r` bits), the `.ribbon2` body
+    /// (`form` [`Compact::Ribbon2`], `r` a [`Grade`] code) or an hour's `.pages` body
+    /// (`form` [`Compact::Pages`], `r` a grade code) of `from..=to`, from the cache or
+    /// built.
     async fn ribbon_body(
         &self,
         from: Hour,
@@ -103,13 +108,19 @@ impl Service {
             let largest = counts.iter().map(|(_, n)| *n).max().unwrap_or(0);
             // A version 2 body is built part by part, from a file past a part's worth of
             // keys; version 1 from every key at once.
-            let runs = match form {
-                Compact::Ribbon2 => Runs::new(read, Order::Shards),
-                _ => Runs::held(),
+            let runs = if form.graded() {
+                Runs::new(read, Order::Shards)
+            } else {
+                Runs::held()
             };
             let p = self.tuning.target_fpp;
             let bytes = build_bytes(read, counts.len(), largest, r, form, runs.spilled(), p);
             let held = self.reserve(slot, from, to, bytes)?;
+            // Pages are signed as they are built, when this node signs the hour.
+            let signing = match form {
+                Compact::Pages if complete => self.page_signing(from).await?,
+                _ => None,
+            };
             let (mut runs, complete) = if from == to {
                 (runs.add(self.vouched_keys(from).await?).await?, complete)
             } else {
@@ -122,18 +133,30 @@ impl Service {
             };
             let body = self
                 .unions
-                .run(held, step, move || -> Result<Rendered> {
+                .run(held, step, move || -> Result<(Rendered, [u8; 32])> {
                     // Checked before it is first served: "yes" for every key it holds.
-                    if form == Compact::Ribbon2 {
-                        let grade = Grade::from_code(r).ok_or_else(|| {
-                            FilterError::BadDocument(format!("no version 2 grade {r}"))
+                    if form == Compact::Pages {
+                        let grade = grade_of(r)?;
+                        let mut pages = Pages::build_in_parts(&mut runs, grade, from.index())?;
+                        answers_every_set("an hour's pages", &mut runs, |set| {
+                            pages.count_missing(set)
                         })?;
+                        // What is recorded: the bytes checked, before their signatures.
+                        let checked = crate::dcz::sha256(pages.as_bytes());
+                        if let Some(signing) = signing {
+                            signing.sign(&mut pages);
+                        }
+                        let meta = meta(from, to, complete, pages.header().n);
+                        return Ok((render_pages(&meta, pages), checked));
+                    }
+                    if form == Compact::Ribbon2 {
+                        let grade = grade_of(r)?;
                         let ribbon = Ribbon2::build_in_parts(&mut runs, grade)?;
                         answers_every_part("a version 2 ribbon", &mut runs, |k| {
                             ribbon.contains(k)
                         })?;
                         let meta = meta(from, to, complete, u64::from(ribbon.n()));
-                        return Ok(render_ribbon2(&meta, &ribbon));
+                        return Ok(unsigned(render_ribbon2(&meta, &ribbon)));
                     }
                     // Every part's distinct keys (parts share none), in key order.
                     let mut keys = Vec::new();
@@ -143,20 +166,21 @@ impl Service {
                     let meta = meta(from, to, complete, keys.len() as u64);
                     let ribbon = Ribbon::build(&keys, r)?;
                     answers_every("a ribbon", &keys, |k| ribbon.contains(k))?;
-                    Ok(render_ribbon(&meta, &ribbon))
+                    Ok(unsigned(render_ribbon(&meta, &ribbon)))
                 })
                 .await?;
-            let body = self.noting_corrupt(from, body)?;
-            let mut body = body;
+            let (mut body, checked) = self.noting_corrupt(from, body)?;
             if complete {
                 // The bytes its URL promises from now on, on every node.
                 let (name, signed) = match form {
                     Compact::Ribbon2 => (FormName::Ribbon2 { grade: r }, BodyForm::Ribbon2),
+                    Compact::Pages => (FormName::Pages { grade: r }, BodyForm::Page),
                     _ => (FormName::Ribbon { r }, BodyForm::Ribbon),
                 };
-                self.vouch_form(from, to, name, &body.sha256).await?;
-                // An hour's body is bound to its place in the chain, and signed.
-                if from == to {
+                self.vouch_form(from, to, name, &checked).await?;
+                // An hour's body is bound to its place in the chain, and signed (pages
+                // are signed within).
+                if from == to && form != Compact::Pages {
                     let (bin, _) = self.closed_view(from, Repr::Bin).await?;
                     if let Some(place) = bin.chain {
                         let place = self
@@ -278,15 +302,15 @@ fn build_bytes(
 ) -> u64 {
     let key = std::mem::size_of::<Key>() as u64;
     let vouching = vouching_bytes(largest, p);
-    match Grade::from_code(r).filter(|_| form == Compact::Ribbon2) {
+    match Grade::from_code(r).filter(|_| form.graded()) {
         // Its own grouping of every key (8 bytes each) is held only when not spilled.
         Some(grade) if spilled => {
-            let own = Ribbon2::build_bytes(read, grade) - read * key;
+            let own = graded_build_bytes(form, read, grade) - read * key;
             own + (largest * key + vouching).max(3 * part_bytes(read))
         }
         Some(grade) => {
             let merged = if sets > 1 { 2 } else { 1 };
-            read * key * (1 + merged) + Ribbon2::build_bytes(read, grade) + vouching
+            read * key * (1 + merged) + graded_build_bytes(form, read, grade) + vouching
         }
         None => {
             let merged = if sets > 1 { 2 } else { 1 };
@@ -294,6 +318,31 @@ fn build_bytes(
             read * key * (1 + merged) + build + vouching
         }
     }
+}
+
+/// A graded build's own memory for `read` keys: version 2's, or for pages every page's
+/// body end to end and the paged body made of them, with the keys' grouping.
+fn graded_build_bytes(form: Compact, read: u64, grade: Grade) -> u64 {
+    match form {
+        Compact::Pages => {
+            let key = std::mem::size_of::<Key>() as u64;
+            read * key + Ribbon2::predicted_bytes(read, grade) + Pages::predicted_bytes(read, grade)
+        }
+        _ => Ribbon2::build_bytes(read, grade),
+    }
+}
+
+/// A rendering with the digest of the bytes checked: its own, when no signature is
+/// written into them.
+fn unsigned(rendered: Rendered) -> (Rendered, [u8; 32]) {
+    let checked = rendered.sha256;
+    (rendered, checked)
+}
+
+/// The version 2 grade of code `r`.
+fn grade_of(r: u32) -> Result<Grade> {
+    Grade::from_code(r)
+        .ok_or_else(|| FilterError::BadDocument(format!("no version 2 grade {r}")).into())
 }
 
 /// The working memory of rendering a ribbon body of `body` bytes in its JSON form: the
@@ -321,6 +370,9 @@ impl Forms<'_> {
     /// filter error for `r` outside `1..=32`.
     pub async fn compact_view(&self, target: Target, r: u32, form: Compact) -> Result<View> {
         let now = self.current_hour_for(target).await?;
+        if form == Compact::Pages && !matches!(target, Target::Hour(_)) {
+            return Err(ServiceError::PagesAreHourly { asked: target });
+        }
         let (from, to, prev, next) = match target {
             Target::Hour(hour) => {
                 self.check(hour, now)?;
@@ -377,7 +429,10 @@ impl Forms<'_> {
         let signature_pending = complete
             && from == to
             && self.tuning.signer.is_some()
-            && rendered.chain.is_none_or(|c| c.signature.is_none());
+            && match form {
+                Compact::Pages => !PagesHeader::parse(&rendered.identity).is_ok_and(|h| h.signed()),
+                _ => rendered.chain.is_none_or(|c| c.signature.is_none()),
+            };
         Ok(View {
             rendered,
             open_until: (!complete).then(|| now.end()),

@@ -22,6 +22,9 @@ pub enum ServiceError {
     /// `asked` is, or includes, the open hour `open`, which has no compact form yet.
     #[error("{asked:?} includes the open hour {open}, which has no compact form")]
     OpenHasNoCompactForm { asked: Target, open: Hour },
+    /// `asked` is a day or a range: the paged form is an hour's alone.
+    #[error("{asked:?} is not an hour: only hours have a paged form")]
+    PagesAreHourly { asked: Target },
     /// `hour` is still open: its exact form is built when it is sealed.
     #[error("{hour} is still open and has no exact form")]
     OpenHourHasNoExactForm { hour: Hour },

@@ -66,8 +66,8 @@ impl Grades {
     /// its rate, whose [`canonical`] spelling names its URL.
     pub fn served(&self, form: Compact, asked: Option<f64>) -> (u32, f64) {
         match (form, asked) {
-            (Compact::Ribbon2, None) => (self.target.code(), self.target.fpp()),
-            (Compact::Ribbon2, Some(p)) => {
+            (Compact::Ribbon2 | Compact::Pages, None) => (self.target.code(), self.target.fpp()),
+            (Compact::Ribbon2 | Compact::Pages, Some(p)) => {
                 let grade = self.ribbon2_for(p);
                 (grade.code(), grade.fpp())
             }

@@ -40,6 +40,7 @@ impl Form {
             Form::Compact(Compact::Ribbon, r) => format!("#ribbon r={r}"),
             Form::Compact(Compact::RibbonJson, r) => format!("#ribbon.json r={r}"),
             Form::Compact(Compact::Ribbon2, grade) => format!("#ribbon2 grade={grade}"),
+            Form::Compact(Compact::Pages, grade) => format!("#pages grade={grade}"),
         }
     }
 }

@@ -13,10 +13,10 @@
 //!   served under a URL that promised other bytes.
 
 use super::{Result, Service, ServiceError};
-use crate::bloom::{Filter, Key, KeyParts, Params};
+use crate::bloom::{Filter, Key, KeyParts, Pages, Params};
 use crate::chain::{self, BodyForm, SignatureField};
 use crate::hour::Hour;
-use crate::render::{ChainPlace, Rendered};
+use crate::render::{ChainPlace, Rendered, Repr};
 use crate::store::{FormName, FormRecord, StoreError};
 
 /// Filters this large (bits) are rebuilt off the runtime to check keys against them.
@@ -143,6 +143,29 @@ impl Service {
         })
     }
 
+    /// How this node signs `hour`'s pages: with the hour's chain header and its key,
+    /// when the hour is linked and signed and its listed key is this node's (as
+    /// [`Service::body_chain_place`] signs a body); `None` otherwise (the pages are
+    /// served unsigned, and not kept by caches).
+    pub(super) async fn page_signing(&self, hour: Hour) -> Result<Option<PageSigning>> {
+        let Some(signer) = &self.tuning.signer else {
+            return Ok(None);
+        };
+        let (bin, _) = self.closed_view(hour, Repr::Bin).await?;
+        let Some(place) = bin.chain.filter(|p| p.signature.is_some()) else {
+            return Ok(None);
+        };
+        let ours = signer.public_key();
+        let list = self.signing().key_list().await?;
+        if list.for_hour(hour).map(|k| k.public_key) != Some(ours) {
+            return Ok(None);
+        }
+        Ok(Some(PageSigning {
+            header: chain::header(&bin.sha256, &place.prev),
+            signer: signer.clone(),
+        }))
+    }
+
     /// `result`, recording `hour` as corrupt when its data failed verification (a body
     /// that fails its checks is found where it is built, off the runtime).
     pub(super) fn noting_corrupt<T>(&self, hour: Hour, result: Result<T>) -> Result<T> {
@@ -200,12 +223,27 @@ pub(super) fn answers_every_part(
     parts: &mut impl KeyParts<Error = std::io::Error>,
     contains: impl Fn(Key) -> bool,
 ) -> super::Result<()> {
+    answers_every_set(what, parts, |set| {
+        set.iter().filter(|&&key| !contains(key)).count() as u64
+    })
+}
+
+/// [`answers_every_part`] with a check of a whole key set at a time, `missing` saying
+/// how many of the set answer "no" (for a body that answers best in its own order).
+///
+/// # Errors
+/// As [`answers_every_part`].
+pub(super) fn answers_every_set(
+    what: &str,
+    parts: &mut impl KeyParts<Error = std::io::Error>,
+    missing: impl Fn(&[Key]) -> u64,
+) -> super::Result<()> {
     let (mut checked, mut missed) = (0u64, 0u64);
     parts
         .for_each_part(&mut |part| {
-            for &key in part.iter().flat_map(|set| set.iter()) {
-                checked += 1;
-                missed += u64::from(!contains(key));
+            for set in part {
+                checked += set.len() as u64;
+                missed += missing(set);
             }
         })
         .map_err(ServiceError::Spill)?;
@@ -220,6 +258,23 @@ fn answered(what: &str, checked: u64, missed: u64) -> std::result::Result<(), St
     Err(StoreError::Corrupt(format!(
         "{what} built from {checked} keys answers \"no\" for {missed} of them: it is not served"
     )))
+}
+
+/// What signs an hour's pages: its chain header and the key listed for it.
+pub(super) struct PageSigning {
+    header: chain::Hash,
+    signer: chain::Signer,
+}
+
+impl PageSigning {
+    /// Signs every page of `pages` (of the hour this was made for).
+    pub(super) fn sign(&self, pages: &mut Pages) {
+        let (header, index) = (self.header, pages.header().hour);
+        let key_id = self.signer.public_key().id().0;
+        pages.sign(header, key_id, |page| {
+            (self.signer).sign_body(BodyForm::Page, index, &header, page)
+        });
+    }
 }
 
 #[cfg(test)]

@@ -21,6 +21,9 @@ pub enum FormName {
     Ribbon { r: u32 },
     /// A version 2 ribbon body of a grade (its code).
     Ribbon2 { grade: u32 },
+    /// An hour's paged body of a version 2 grade (its code), unsigned: its pages'
+    /// signatures are made from these bytes and the key, the same on every node.
+    Pages { grade: u32 },
     /// A union's Bloom filter bytes (a day's `.bin`).
     Bloom,
 }
@@ -31,6 +34,7 @@ impl std::fmt::Display for FormName {
             FormName::Exact => f.write_str("exact"),
             FormName::Ribbon { r } => write!(f, "ribbon;r={r}"),
             FormName::Ribbon2 { grade } => write!(f, "ribbon2;grade={grade}"),
+            FormName::Pages { grade } => write!(f, "pages;grade={grade}"),
             FormName::Bloom => f.write_str("bloom"),
         }
     }

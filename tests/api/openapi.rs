@@ -9,9 +9,10 @@ const ROUTER_SOURCE: &str = include_str!("../../src/http.rs");
 
 /// Suffixes a filter path's last segment may carry: the description gives each form an
 /// operation of its own, the router one route for all.
-const SUFFIXES: [&str; 7] = [
+const SUFFIXES: [&str; 8] = [
     ".ribbon.json",
     ".ribbon2",
+    ".pages",
     ".ribbon",
     ".json",
     ".hex",

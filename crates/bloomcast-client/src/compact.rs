@@ -159,6 +159,7 @@ impl Client {
             BodyForm::Exact => "its exact body",
             BodyForm::Ribbon => "its ribbon (.ribbon)",
             BodyForm::Ribbon2 => "its version 2 ribbon (.ribbon2)",
+            BodyForm::Page => "a page of its paged form (.pages)",
         };
         let value = match headers
             .get(chain::HEADER_SIGNATURE)

@@ -56,6 +56,9 @@ pub(super) fn fields(fields: &RawFields, out: &mut Vec<(HeaderName, HeaderValue)
             *fpp,
             format!("v=2; w=128; k={k}; split={split}; shards={a},{b}"),
         ),
+        // Everything is in the body's header, and every range of it a cache serves
+        // repeats the response's headers: none.
+        RawFields::Pages { .. } => return,
         RawFields::Exact { meta, universe } => {
             let mut pairs = vec![
                 (wire::HEADER_HASH, crate::bloom::SHA1_KM32.to_owned()),
