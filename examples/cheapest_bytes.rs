@@ -141,8 +141,9 @@ fn main() {
                 let bytes = ribbon.byte_len() as u64;
                 read(&mut best, bytes, ribbon.fpp(), &|k| ribbon.contains(k));
             }
-            // Only `exact_or` picks the exact form; only `cheapest_form_of` version 2.
-            Form::Exact | Form::Ribbon2 { .. } => {
+            // Only `exact_or` picks the exact form; only `cheapest_form_of` version 2;
+            // only `cheapest_pages` pages.
+            Form::Exact | Form::Ribbon2 { .. } | Form::Pages { .. } => {
                 unreachable!("cheapest_form picks neither the exact form nor version 2")
             }
         }

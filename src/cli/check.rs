@@ -26,7 +26,9 @@ pub struct CheckArgs {
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     hours: Option<u32>,
     /// Fetch per hour, one union, the closed hours as one version 2 union beside the
-    /// open hour (compact), or whichever costs fewer bytes.
+    /// open hour (compact), per hour with every closed hour read by the pages the IDs
+    /// fall in (pages: HTTP Range on the hour's paged form), or whichever costs fewer
+    /// bytes (auto, which also reads a closed hour by the page when that costs less).
     #[arg(long, value_enum, default_value = "auto")]
     strategy: StrategyArg,
     /// What fetching one resource costs, in bytes: each closed hour is read in the form
@@ -51,7 +53,8 @@ pub struct CheckArgs {
     registered: bool,
     /// Print one JSON object (per-hour results, requests, bytes, closed hours read as
     /// ribbons, sealed hours read as exact bodies: "exact", also "exacts" when above 0;
-    /// of the ribbons, those of version 2, "ribbons2", when above 0) instead of lines;
+    /// of the ribbons, those of version 2, "ribbons2", when above 0; pages read by Range,
+    /// "pages", when above 0) instead of lines;
     /// bloomcast-py writes the same fields.
     #[arg(long)]
     json: bool,
@@ -74,6 +77,11 @@ pub struct CheckArgs {
     /// it was made): an older one (a replay hiding the changes since) is refused.
     #[arg(long, value_name = "SECONDS", default_value_t = 600, value_parser = clap::value_parser!(u64).range(1..))]
     freshness: u64,
+    /// Read each page a closed hour's IDs need among N pages (N - 1 chosen at random), so
+    /// that whoever serves the pages learns less of which IDs are followed, for N times
+    /// the bytes.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    pages_cover: u32,
     /// IDs to check; `-` reads one per line from stdin.
     #[arg(required = true)]
     ids: Vec<String>,
@@ -85,6 +93,7 @@ enum StrategyArg {
     Hourly,
     Union,
     Compact,
+    Pages,
 }
 
 pub(super) fn parse_hour(s: &str) -> Result<Hour, String> {
@@ -130,6 +139,7 @@ impl CheckArgs {
             .registered(self.registered)
             .freshness(Duration::from_secs(self.freshness))
             .accept_stale(true)
+            .pages_cover(self.pages_cover)
             .build()?;
         let since = match self.since {
             Some(hour) => hour,
@@ -151,6 +161,7 @@ impl CheckArgs {
             StrategyArg::Hourly => Strategy::Hourly,
             StrategyArg::Union => Strategy::Union,
             StrategyArg::Compact => Strategy::Compact,
+            StrategyArg::Pages => Strategy::Pages,
         };
         let forms = if self.exact {
             Forms::Exact
@@ -216,6 +227,9 @@ impl CheckArgs {
                 doc["exacts"] = json!(stats.exacts);
             }
             // Of the ribbons, those of version 2 (`.ribbon2`), when some were.
+            if stats.pages > 0 {
+                doc["pages"] = json!(stats.pages);
+            }
             if stats.ribbons2 > 0 {
                 doc["ribbons2"] = json!(stats.ribbons2);
             }

@@ -22,6 +22,7 @@ pub struct ClientBuilder {
     registered: bool,
     freshness: Duration,
     accept_stale: bool,
+    pages_cover: u32,
 }
 
 impl ClientBuilder {
@@ -122,6 +123,16 @@ impl ClientBuilder {
         self
     }
 
+    /// Pages read for each page needed when a closed hour is read by the page
+    /// ([`Client::pages`]; PROTOCOL.md section 12, "What a reader tells the server"):
+    /// `n` (default 1, at least 1) reads each needed page among `n - 1` others chosen at
+    /// random, for `n` times the bytes, so that whoever serves them learns only that the
+    /// pages followed are among those read.
+    pub fn pages_cover(mut self, n: u32) -> Self {
+        self.pages_cover = n.max(1);
+        self
+    }
+
     /// The bearer token for [`Client::ingest`].
     pub fn token(mut self, token: impl Into<String>) -> Self {
         self.token = Some(token.into());
@@ -196,6 +207,7 @@ impl ClientBuilder {
             current: std::sync::atomic::AtomicI64::new(i64::MIN),
             freshness: self.freshness,
             accept_stale: self.accept_stale,
+            pages_cover: self.pages_cover,
         })
     }
 }
@@ -224,6 +236,7 @@ impl Client {
             registered: false,
             freshness: crate::DEFAULT_FRESHNESS,
             accept_stale: false,
+            pages_cover: 1,
         }
     }
 }

@@ -196,7 +196,7 @@ impl Client {
             _ if index.static_layout => Plan::Hourly,
             // A union over a damaged hour answers 500: the hours held are read instead.
             Strategy::Auto if !damaged.is_empty() => Plan::Hourly,
-            Strategy::Hourly => Plan::Hourly,
+            Strategy::Hourly | Strategy::Pages => Plan::Hourly,
             Strategy::Union => Plan::Union,
             Strategy::Compact => plan::compact_plan(&inputs).unwrap_or(Plan::Union),
             Strategy::Auto => plan::cheapest_plan(&inputs, &exact, true),
@@ -287,9 +287,19 @@ impl Client {
                 pick(&|key| held.contains_key(key))
             } else {
                 let count = input.count.unwrap_or(inputs.capacity);
-                let held = (self.closed_hour(hour, count, &inputs, *exact).await)
-                    .map_err(|e| e.of_hour(hour))?;
-                pick(&|key| held.contains_key(key))
+                let paged = strategy == Strategy::Pages;
+                match (self
+                    .closed_pages(hour, count, &inputs, *exact, paged, &pick)
+                    .await)
+                    .map_err(|e| e.of_hour(hour))?
+                {
+                    Some(ids) => ids,
+                    None => {
+                        let held = (self.closed_hour(hour, count, &inputs, *exact).await)
+                            .map_err(|e| e.of_hour(hour))?;
+                        pick(&|key| held.contains_key(key))
+                    }
+                }
             };
             if !ids.is_empty() {
                 out.push(Changed {
@@ -385,6 +395,54 @@ impl Client {
         }
     }
 
+    /// The IDs of `pick` a closed hour read by the page answers changed, when its pages
+    /// cost less than its cheapest whole reading (or `forced`) and no form of it held
+    /// answers well enough; `None` to read it whole (also from a server without pages,
+    /// or pages served unsigned to a client with a key).
+    async fn closed_pages(
+        &self,
+        hour: Hour,
+        count: u64,
+        inputs: &plan::Inputs,
+        exact: Option<u64>,
+        forced: bool,
+        pick: &Pick<'_>,
+    ) -> Result<Option<Vec<String>>> {
+        let Some(pages) = inputs.paged(count) else {
+            return Ok(None);
+        };
+        let (followed, cost) = (inputs.followed, inputs.fetch_cost);
+        let whole =
+            inputs.reading(count, exact).expected_bytes(followed, cost) + plan::RESPONSE_OVERHEAD;
+        let paging = pages.expected_bytes(followed, cost);
+        let held = self.held(hour, inputs.target_fpp);
+        if held.is_some_and(|h| wasted(h.fpp(), followed, cost) <= paging)
+            || !(forced || paging < whole)
+        {
+            return Ok(None);
+        }
+        let Form::Pages { k } = pages.form else {
+            return Ok(None);
+        };
+        // The keys followed, as `pick` hands them over.
+        let keys = std::cell::RefCell::new(Vec::new());
+        pick(&|key| {
+            keys.borrow_mut().push(key);
+            false
+        });
+        match self
+            .pages(hour, Some((-f64::from(k)).exp2()), &keys.into_inner())
+            .await
+        {
+            Ok(read) => Ok(Some(pick(&|key| read.contains(key)))),
+            Err(ClientError::Status {
+                status: 404 | 406, ..
+            })
+            | Err(ClientError::Unsigned { .. }) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
     /// Whether this client verifies what it reads (a key given, or pinned on first use).
     fn verifies(&self) -> bool {
         self.pubkey.is_some() || self.pin
@@ -418,6 +476,7 @@ impl Client {
             // Every form of a sealed hour is signed and verified (its ribbons too).
             bloom_only: false,
             ribbon2: index.ribbon_versions.contains(&2),
+            pages_cover: self.pages_cover,
             registered: self.registered,
         }
     }

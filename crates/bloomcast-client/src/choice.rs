@@ -31,6 +31,9 @@ pub enum Form {
     /// precision, but filter bytes and `fpp` are both linear in the fraction between two
     /// whole bits, so the cheapest is always at a whole bit.
     Ribbon2 { k: u32 },
+    /// The pages the IDs followed fall in, of the hour's paged form at `fpp = 2^-k`
+    /// (`.pages?fpp=2^-k`, PROTOCOL.md section 12, "Huge hours by the page"), by `Range`.
+    Pages { k: u32 },
     /// The exact body (`.exact`, PROTOCOL.md section 14): no false positive among the
     /// IDs of the publisher's universe, for sealed hours from the index's `exact_since`.
     Exact,
@@ -100,6 +103,27 @@ impl Choice {
         }
     }
 
+    /// The pages of a closed hour of `n` IDs at `2^-k` that `followed` IDs fall in, by
+    /// `Range`: the body's header and each page's slot
+    /// ([`crate::bloom::Pages::predicted_slot_bytes`]), with the headers of every
+    /// response past the first ([`PAGE_RESPONSE`] each) and its round trip
+    /// ([`PAGE_ROUND_TRIP`], counted as bytes), for the pages `followed` random
+    /// IDs are expected to fall in, times `cover` ([`crate::ClientBuilder::pages_cover`]).
+    pub fn pages(n: u64, k: u32, followed: u64, cover: u32) -> Choice {
+        let grade = crate::bloom::Grade { k, split: 0 };
+        let pages = f64::from(crate::bloom::pages::pages_for(n));
+        let needed = pages * (1.0 - (1.0 - 1.0 / pages).powf(followed as f64));
+        let needed = (needed * f64::from(cover.max(1))).min(pages);
+        let slot = crate::bloom::Pages::predicted_slot_bytes(n, grade) as f64
+            + PAGE_RESPONSE
+            + PAGE_ROUND_TRIP;
+        Choice {
+            form: Form::Pages { k },
+            filter_bytes: (crate::bloom::pages::HEADER_LEN as f64 + needed * slot).ceil() as u64,
+            fpp: (-f64::from(k)).exp2(),
+        }
+    }
+
     /// The exact body of a sealed hour, of `bytes` bytes (the index's `exact_bytes`, or
     /// for an hour it does not list, the v1 body's predicted bytes): served without gzip,
     /// with no false positive among the universe's IDs.
@@ -116,6 +140,27 @@ impl Choice {
     pub fn expected_bytes(&self, followed: u64, fetch_cost: u64) -> f64 {
         self.filter_bytes as f64 + wasted(self.fpp, followed, fetch_cost)
     }
+}
+
+/// Bytes of a response's status line and headers when a page is read by `Range` (a
+/// `206` from the origin, a cache or a file server, measured in docs/BENCHMARKS.md,
+/// "Huge hours").
+pub const PAGE_RESPONSE: f64 = 400.0;
+/// What each page's request costs beside its bytes, a round trip, weighed as bytes: a
+/// client back after many hours of millions of IDs catches up in two requests (the
+/// version 2 union) rather than hundreds of pages an hour, and one that keeps up reads
+/// a huge hour's few pages (PROTOCOL.md section 12, "Huge hours by the page").
+pub const PAGE_ROUND_TRIP: f64 = 4096.0;
+
+/// The cheapest paged reading of a closed hour of `count` IDs for `followed` IDs at
+/// `fetch_cost` bytes per wasted fetch: the whole bit `k` in [`RIBBON_BITS`] minimising
+/// the pages' bytes and the fetches they waste.
+pub fn cheapest_pages(count: u64, followed: u64, fetch_cost: u64, cover: u32) -> Choice {
+    let cost = |c: &Choice| c.expected_bytes(followed, fetch_cost);
+    RIBBON_BITS
+        .map(|k| Choice::pages(count, k, followed, cover))
+        .min_by(|a, b| cost(a).total_cmp(&cost(b)))
+        .expect("at least one precision")
 }
 
 /// Expected bytes of fetches wasted on false positives: `followed × fpp × fetch_cost`.
@@ -291,7 +336,7 @@ mod tests {
     fn few_ids_followed_take_a_coarse_filter_and_many_a_precise_one() {
         let r = |followed| match cheapest_form(300, 0.01, followed, DEFAULT_FETCH_COST).form {
             Form::Ribbon { r } => r,
-            Form::Bloom | Form::Exact | Form::Ribbon2 { .. } => 0,
+            Form::Bloom | Form::Exact | Form::Ribbon2 { .. } | Form::Pages { .. } => 0,
         };
         assert_eq!(r(1), 7);
         assert_eq!(r(100), 14);
@@ -303,7 +348,7 @@ mod tests {
     fn a_dearer_fetch_asks_for_more_bits() {
         let r = |cost| match cheapest_form(30_000, 0.01, 1_000, cost).form {
             Form::Ribbon { r } => r,
-            Form::Bloom | Form::Exact | Form::Ribbon2 { .. } => 0,
+            Form::Bloom | Form::Exact | Form::Ribbon2 { .. } | Form::Pages { .. } => 0,
         };
         assert!(r(100) < r(10 * 1024) && r(10 * 1024) < r(1 << 20));
     }

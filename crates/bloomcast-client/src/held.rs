@@ -107,7 +107,10 @@ impl Client {
                 .ribbon2(hour, Some((-f64::from(k)).exp2()))
                 .await
                 .map(Held::Ribbon2),
-            Form::Bloom | Form::Exact => return Ok(Held::Bloom(self.hour(hour).await?)),
+            // Pages are read with the IDs they answer for ([`Client::pages`]), not held.
+            Form::Bloom | Form::Exact | Form::Pages { .. } => {
+                return Ok(Held::Bloom(self.hour(hour).await?))
+            }
         };
         match fetched {
             Ok(held) => Ok(held),

@@ -29,6 +29,7 @@ mod fetch;
 mod held;
 mod history;
 mod keys;
+mod pages;
 mod plan;
 mod publish;
 mod refine;
@@ -37,7 +38,8 @@ mod verify;
 
 pub use builder::ClientBuilder;
 pub use choice::{
-    cheapest_form, cheapest_form_of, exact_or, Choice, Form, Forms, DEFAULT_FETCH_COST, RIBBON_BITS,
+    cheapest_form, cheapest_form_of, cheapest_pages, exact_or, Choice, Form, Forms,
+    DEFAULT_FETCH_COST, PAGE_RESPONSE, PAGE_ROUND_TRIP, RIBBON_BITS,
 };
 pub use clock::ClockReport;
 pub use coverage::{
@@ -47,6 +49,7 @@ pub use coverage::{
 pub use error::ClientError;
 pub use events::{EventStream, ServerEvent, IDLE as EVENTS_IDLE};
 pub use history::{default_cache_dir, IdHistory};
+pub use pages::PagesRead;
 pub use plan::Strategy;
 pub use publish::{PublishOptions, PublishSummary};
 pub use refine::{cheapest_within, refined_or, Reading};
@@ -262,6 +265,9 @@ pub struct Stats {
     pub ribbons2: u64,
     /// Sealed hours fetched as exact bodies (PROTOCOL.md section 14).
     pub exacts: u64,
+    /// Pages of closed hours read by `Range` (PROTOCOL.md section 12, "Huge hours by
+    /// the page").
+    pub pages: u64,
 }
 
 #[derive(Debug, Default)]
@@ -274,6 +280,7 @@ struct Counters {
     ribbons: AtomicU64,
     ribbons2: AtomicU64,
     exacts: AtomicU64,
+    pages: AtomicU64,
 }
 
 /// An async bloomcast client. Cheap to share: wrap it in an `Arc` or clone the parts.
@@ -326,6 +333,8 @@ pub struct Client {
     /// Return an answer whose source is not shown current rather than
     /// [`ClientError::Stale`].
     accept_stale: bool,
+    /// Pages read per page needed ([`ClientBuilder::pages_cover`]).
+    pages_cover: u32,
 }
 
 impl Client {
@@ -346,6 +355,7 @@ impl Client {
             ribbons: c.ribbons.load(Ordering::Relaxed),
             ribbons2: c.ribbons2.load(Ordering::Relaxed),
             exacts: c.exacts.load(Ordering::Relaxed),
+            pages: c.pages.load(Ordering::Relaxed),
         }
     }
 

@@ -11,7 +11,7 @@
 //! the open hour on its own. We estimate the bytes of each, counting the fetches each
 //! would waste on false positives, and take the cheapest.
 
-use super::choice::{cheapest_form_of, exact_or, wasted, Choice, RIBBON_BITS};
+use super::choice::{cheapest_form_of, cheapest_pages, exact_or, wasted, Choice, RIBBON_BITS};
 use super::refine::{cheapest_within, refined_or, Reading};
 use crate::bloom::Params;
 
@@ -29,6 +29,10 @@ pub enum Strategy {
     /// "Catching up") and the open hour on its own: two results. Read as [`Union`](Strategy::Union)
     /// from a server that does not serve it.
     Compact,
+    /// One filter per hour, every closed hour read by the pages the IDs fall in
+    /// (PROTOCOL.md section 12, "Huge hours by the page") at the precision that suits
+    /// them; read whole from a server that does not serve pages.
+    Pages,
 }
 
 /// How a range is read, as [`cheapest_plan`] chose.
@@ -77,6 +81,8 @@ pub(crate) struct Inputs {
     /// The server serves the compact form's version 2 (its index lists it): closed hours
     /// are read as version 2 ribbons where a ribbon is cheapest.
     pub ribbon2: bool,
+    /// Pages read per page needed ([`crate::ClientBuilder::pages_cover`]).
+    pub pages_cover: u32,
     /// The caller declared every ID it asks about registered in the publisher's universe:
     /// an exact body may be read alone (`super::ClientBuilder::registered`).
     pub registered: bool,
@@ -126,6 +132,17 @@ impl Inputs {
         }
     }
 
+    /// The cheapest paged reading of a closed hour of `count` IDs, its first response's
+    /// headers included, where the server may serve one (it serves version 2; a
+    /// verifying client verifies pages alone).
+    pub(crate) fn paged(&self, count: u64) -> Option<Choice> {
+        self.ribbon2.then(|| {
+            let mut pages = cheapest_pages(count, self.followed, self.fetch_cost, self.pages_cover);
+            pages.filter_bytes += RESPONSE_OVERHEAD as u64;
+            pages
+        })
+    }
+
     /// The approximate form an exact body of an hour of `count` IDs refines.
     pub(crate) fn within(&self, count: u64) -> Choice {
         cheapest_within(count, self.target_fpp, self.ribbon2, self.bloom_only)
@@ -149,6 +166,10 @@ impl Inputs {
         }
         let fetch = self.reading(count, exact);
         let fetched = fetch.expected_bytes(self.followed, self.fetch_cost) + RESPONSE_OVERHEAD;
+        let fetched = match self.paged(count) {
+            Some(pages) => fetched.min(pages.expected_bytes(self.followed, self.fetch_cost)),
+            None => fetched,
+        };
         match h.held_fpp {
             Some(fpp) => fetched.min(waste(fpp)),
             None => fetched,
@@ -255,6 +276,7 @@ mod tests {
             fetch_cost: 10 * 1024,
             bloom_only: false,
             ribbon2: false,
+            pages_cover: 1,
             registered: false,
         }
     }
