@@ -28,12 +28,14 @@ import urllib.request
 HASH = "sha1-km32"
 
 from .verify import MissingDependency, Unsigned, VerificationError  # noqa: E402  (re-exported)
-from .ribbon import (DEFAULT_FETCH_COST, Ribbon, RibbonError,  # noqa: E402
-                     bloom_choice, cheapest_form, cheapest_plan, compact_plan,
+from .ribbon import (DEFAULT_FETCH_COST, RESPONSE_OVERHEAD, Ribbon,  # noqa: E402
+                     RibbonError, bloom_choice, cheapest_form, cheapest_plan, compact_plan,
                      compact_precision, hourly_is_cheaper, selftest_ribbon)
 from .ribbon2 import Ribbon2, fpp_param, grade_for_fpp, selftest_ribbon2  # noqa: E402
 from .exact import Exact, ExactError, selftest_exact  # noqa: E402
 from .refine import cheapest_within, exact_reading  # noqa: E402
+from .pages import (HEADER_LEN, PAGES_TYPE, Page, PagedHour, PagesError,  # noqa: E402
+                    PagesHeader, cheapest_pages, key64, page_of, pages_for, parse_body)
 from . import coverage, files  # noqa: E402
 from .coverage import Changes, Stale  # noqa: E402  (re-exported)
 try:  # Optional: deltas of the open hour (RFC 9842 dcz) need zstd.
@@ -329,8 +331,10 @@ def ribbon_versions(index):
 
 # How changed_since reads a range, by name (`strategy`), as its `per_hour` says it
 # ("compact": the closed hours not held as one version 2 since-union, the others and the
-# open hour each on its own).
-STRATEGIES = {"auto": None, "hourly": True, "union": False, "compact": False}
+# open hour each on its own; "pages": hour by hour, each closed hour by the pages of the
+# IDs followed).
+STRATEGIES = {"auto": None, "hourly": True, "union": False, "compact": False,
+              "pages": True}
 
 from .client_trust import Verifying  # noqa: E402  (needs the names above)
 
@@ -360,7 +364,8 @@ class Client(Verifying):
     ribbon, at a whole-bit precision 2^-b, instead of version 1 when the index's
     `ribbon_versions` lists 2), or, at or after the index's `exact_since`, with its exact
     body (section 14) when that is no larger than the cheapest of those sums (exact=True
-    forces it).
+    forces it); where version 2 is listed, by the pages of the IDs followed (`.pages`,
+    read by HTTP Range) when those cost less than the form it would read whole.
 
     `registered`: the caller declares every ID it asks about registered in the
     publisher's universe (POST /universe) from before the first hour asked about: an
@@ -390,6 +395,10 @@ class Client(Verifying):
         self.ribbon2_fetches = 0  # of which version 2
         self.exacts = {}  # hour path -> Exact
         self.exact_fetches = 0
+        self.paged = {}  # `.pages` URL -> PagedHour: its header and the pages read
+        self.paged_fetches = 0  # paged forms opened (their header read)
+        self.page_fetches = 0  # pages read by Range
+        self.pages_served = None  # False once the source answered a `.pages` 404
         self.timeout = timeout
         self.verifier = None
         self._keys_read = False
@@ -405,7 +414,7 @@ class Client(Verifying):
     def _request(self, path, headers=None, body=None, dictionary=None):
         self.requests += 1
         if self.base.startswith("file://"):
-            got = files.get(files.root_of(self.base), path)
+            got = files.get(files.root_of(self.base), path, (headers or {}).get("Range"))
             if got is None:
                 raise HTTPError(404, "not_found", f"no file for {path} in "
                                 f"{files.root_of(self.base)}")
@@ -613,6 +622,111 @@ class Client(Verifying):
         self.exacts[path] = exact
         return exact
 
+    def pages(self, hour, ids=(), fpp=None):
+        """A closed hour's paged form (PROTOCOL.md section 12, "Huge hours by the page"),
+        read by HTTP Range: its 72-byte header (`Range: bytes=0-71`), then the slot of
+        each page of `ids` not read yet, one range each, at the grade of `fpp` (2^-24 <=
+        fpp < 1; without, the server's target, and a static mirror's one body). Returns
+        a PagedHour whose `contains(id_)` answers as the whole body does, from the ID's
+        page (read then if it was not). A source answering a range with the whole body
+        (200) is read from it. Pages read are held (a sealed hour's never change).
+
+        With a pubkey, the header must be of this hour and name the key listed for it,
+        and each page read verifies by its own signature (VerificationError naming the
+        page when it does not); Unsigned when they carry none (read the hour whole).
+        HTTPError 406 for the open hour, 404 where no paged form is served;
+        ProtocolError for a body that breaks the section's rules or another hour's."""
+        path = hour_path(hour)
+        url = path + ".pages" + (f"?fpp={fpp_param(fpp)}" if fpp is not None else "")
+        paged = self.paged.get(url)
+        if paged is None:
+            paged = self._open_pages(path, url)
+            self.paged[url] = paged
+        for p in paged.missing(ids):
+            paged.page(p)
+        return paged
+
+    def _range(self, url, first, last):
+        """(status, total, body) of `Range: bytes=first-last` of a paged body: a 206's
+        body, checked to be those bytes, with the body's length its Content-Range says;
+        or a 200's whole body (checked against its Repr-Digest), total None."""
+        status, headers, body = self._request(url, {
+            "Range": f"bytes={first}-{last}", "Accept": PAGES_TYPE,
+            "Accept-Encoding": "identity"})
+        if status == 200:
+            check_repr_digest(url, headers, body)
+            return status, None, body
+        said = (headers.get("Content-Range") or "").strip()
+        got = re.fullmatch(r"bytes (\d+)-(\d+)/(\d+)", said)
+        if status != 206 or not got or (int(got[1]), int(got[2])) != (first, last) \
+                or len(body) != last - first + 1:
+            raise ProtocolError(f"{url}: asked for bytes {first}-{last}, got {status} with "
+                                f"Content-Range {said!r} and {len(body)} bytes")
+        return status, int(got[3]), body
+
+    def _open_pages(self, path, url):
+        """A PagedHour of the paged body at `url` (of the hour at `path`): its header read
+        and checked (the whole body, when the source sends it whole)."""
+        hour = parse_hour(path)
+        _, total, body = self._range(url, 0, HEADER_LEN - 1)
+        try:
+            header = PagesHeader.parse(body)
+        except PagesError as e:
+            raise ProtocolError(f"{url}: {e}") from None
+        from .verify import hour_index
+        if self.verifier:
+            self._read_keys()
+            self.verifier.check_pages_header(hour, header)
+        elif header.hour != hour_index(hour):
+            raise ProtocolError(f"{url}: its header is of hour index {header.hour}, not "
+                                f"{hour_index(hour)}: another hour's pages")
+        if total is not None and total != header.body_len:
+            raise ProtocolError(f"{url}: the body is {total} bytes where its header says "
+                                f"{header.body_len}")
+        self.paged_fetches += 1
+        paged = PagedHour(hour, url, header, self._read_page)
+        if total is None:
+            self._whole_pages(paged, body)
+        return paged
+
+    def _whole_pages(self, paged, body):
+        """Takes the whole paged body a source sent for a range: every page, checked
+        (and verified, with a pubkey); the hour is then held complete."""
+        if body[:HEADER_LEN] != paged.header.raw:
+            raise ProtocolError(f"{paged.url}: the body sent whole has another header than "
+                                "the one read before")
+        try:
+            header, pages = parse_body(body)
+        except PagesError as e:
+            raise ProtocolError(f"{paged.url}: {e}") from None
+        if self.verifier:
+            for page in pages:
+                first, end = header.slot_range(page.index)
+                self.verifier.check_page(paged.hour, header, page.index, body[first:end])
+        paged.pages = {page.index: page for page in pages}
+        paged.complete = True
+
+    def _read_page(self, paged, p):
+        """Page p of `paged`, by its own Range (1 request), checked and, with a pubkey,
+        verified by its signature."""
+        header = paged.header
+        first, end = header.slot_range(p)
+        _, total, slot = self._range(paged.url, first, end - 1)
+        if total is None:  # the whole body: every page of it
+            self._whole_pages(paged, slot)
+            return paged.pages[p]
+        if total != header.body_len:
+            raise ProtocolError(f"{paged.url}: the body is {total} bytes where its header "
+                                f"says {header.body_len}")
+        if self.verifier:  # first: bytes altered are said so, however they decode
+            self.verifier.check_page(paged.hour, header, p, slot)
+        try:
+            page = Page.parse(header, p, slot)
+        except PagesError as e:
+            raise ProtocolError(f"{paged.url}: {e}") from None
+        self.page_fetches += 1
+        return page
+
     def _held(self, path):
         """(contains, fpp) of the most precise complete approximate filter held."""
         options = []
@@ -623,7 +737,46 @@ class Client(Verifying):
         for held in (self.ribbons.get(path), self.ribbons2.get(path)):
             if held is not None:
                 options.append((held.contains, held.fpp))
+        options += [(paged.contains, paged.fpp) for url, paged in self.paged.items()
+                    if paged.complete and url.startswith(path + ".pages")]
         return min(options, key=lambda o: o[1]) if options else None
+
+    def _held_pages(self, path, ids):
+        """(contains, fpp) of the most precise paged form of the hour held with every
+        page of `ids` read, or None."""
+        options = [(paged.contains, paged.fpp) for url, paged in self.paged.items()
+                   if url.startswith(path + ".pages") and not paged.missing(ids)]
+        return min(options, key=lambda o: o[1]) if options else None
+
+    def _pages_choice(self, count, target_fpp, ids, ribbon_versions):
+        """(fpp or None, expected bytes) of reading the pages of `ids` of a closed hour
+        of `count` IDs (cheapest_pages): at a whole bit, or on a static mirror its one
+        body at the target (fpp None: no `?fpp=`). None where no paged form is to be
+        read: no IDs given, version 2 not listed, or the source answered 404 before."""
+        if ids is None or self.pages_served is False or not ribbon_versions \
+                or 2 not in ribbon_versions:
+            return None
+        keys = {key64(i) for i in ids}
+        pages = pages_for(count)
+        needed = len({page_of(k, pages) for k in keys})
+        p, cost = cheapest_pages(count, len(ids), needed, self.fetch_cost,
+                                 target_fpp if self.static else None)
+        return (None if self.static else p), cost
+
+    def _read_pages(self, path, ids, fpp):
+        """`contains` of the hour at `path` from the pages of `ids` (Client.pages), or
+        None where it has no paged form (404: not asked again; 406) or, verifying, its
+        pages are unsigned: the hour is read whole instead."""
+        try:
+            return self.pages(path, ids, fpp).contains
+        except HTTPError as e:
+            if e.status not in (404, 406):
+                raise
+            if e.status == 404:
+                self.pages_served = False
+        except Unsigned:
+            pass
+        return None
 
     def _held_reading(self, path, target_fpp):
         """(contains, fpp) of the hour as held, as it may be used: its exact body alone
@@ -664,18 +817,33 @@ class Client(Verifying):
         return self.filter(path).contains
 
     def _closed_hour(self, path, count, target_fpp, followed, exact_bytes=None,
-                     ribbon_versions=None):
+                     ribbon_versions=None, ids=None, pages=None):
         """`contains` of a closed hour in its cheapest reading (or one held no worse).
         `exact_bytes`: the size of the hour's exact body, None when it has none;
-        `ribbon_versions`: the index's (version 2 is preferred where it lists 2)."""
+        `ribbon_versions`: the index's (version 2 is preferred where it lists 2). With
+        `ids` (those followed), the hour may be read by the pages of their IDs
+        (Client.pages) where the index lists version 2: `pages` None when that is
+        expected to cost less than the form read whole (with its response's headers),
+        True always, False never; where the source serves no paged form, or (verifying)
+        serves it unsigned, the hour is read whole."""
         form, cost = cheapest_form(count, target_fpp, followed, self.fetch_cost,
                                    ribbon_versions)
         reading = exact_reading(exact_bytes, cost, count, target_fpp, self.registered,
                                 ribbon_versions)
+        whole = (reading[-1] if reading else cost) + RESPONSE_OVERHEAD
+        paged = None if pages is False else \
+            self._pages_choice(count, target_fpp, ids, ribbon_versions)
         held = self._held_reading(path, target_fpp)
+        held_pages = self._held_pages(path, ids) if ids is not None else None
+        if held_pages and (held is None or held_pages[1] < held[1]):
+            held = held_pages
         if held and followed * held[1] * self.fetch_cost <= \
-                (reading[-1] if reading else cost) + 400:
+                (whole if paged is None else min(whole, paged[1])):
             return held[0]
+        if paged is not None and (pages or paged[1] < whole):
+            contains = self._read_pages(path, ids, paged[0])
+            if contains is not None:
+                return contains
         if reading:
             try:
                 exact = self.exact(path)
@@ -708,9 +876,18 @@ class Client(Verifying):
         request), then each hour after its Bloom-To (the open hour). Where the server
         does not serve it (404, 406), a union that was to start at `since` is read as
         the v1 union, one starting later hour by hour; with no closed hour left to put
-        in it, "compact" reads the v1 union. A client given a pubkey reads hour by hour
-        (unions are not signed), and so does auto on a static mirror or over an hour
-        listed corrupt.
+        in it, "compact" reads the v1 union. "pages" reads hour by hour (per_hour=True),
+        each closed hour by the pages of `ids` (Client.pages, section 12, "Huge hours by
+        the page": a header and a page a distinct page, each one HTTP Range) where the
+        index lists `ribbon_versions` 2, at the whole bit 2^-k minimising their bytes
+        plus wasted fetches (on a static mirror, its one body at the target); an hour
+        held, or where the source serves no paged form (404: not asked again) or,
+        verifying, serves it unsigned, is read as hour by hour reads it. Hour by hour
+        (per_hour True or None) reads a closed hour by its pages too where that is
+        expected to cost less than its cheapest form whole: 72 + pages * (predicted slot
+        + 400) + 400 bytes (pages.reading_bytes) against the form's bytes and 400. A
+        client given a pubkey reads hour by hour (unions are not signed; pages are, each
+        verified), and so does auto on a static mirror or over an hour listed corrupt.
 
         Read hour by hour, a sealed hour at or after the index's `exact_since` is read as
         an exact body (section 14) when its size is no more than the cheapest other
@@ -737,12 +914,13 @@ class Client(Verifying):
 
     def _changed_since(self, ids, since, per_hour, exact, strategy):
         since_path = hour_path(since)
-        compact = False
+        compact, paging = False, None
         if strategy is not None:
             if strategy not in STRATEGIES:
                 raise ValueError(f"unknown strategy {strategy!r}: expected one of "
                                  f"{', '.join(STRATEGIES)}")
             per_hour, compact = STRATEGIES[strategy], strategy == "compact"
+        paging = True if strategy == "pages" else None
         if exact:
             per_hour, compact = True, False
         index = self.index() if per_hour is not False or compact or self.verifier \
@@ -836,7 +1014,7 @@ class Client(Verifying):
                     contains = self._closed_hour(
                         path, count, target, len(ids),
                         self._exact_bytes(hour, name, listed, exact_from, count, target),
-                        versions)
+                        versions, ids, paging)
             except HTTPError as e:
                 raise of_hour(e, name) from None
             found = [i for i in ids if contains(i)]
@@ -927,7 +1105,8 @@ class Client(Verifying):
                              self.fetch_cost, ribbon_versions=ribbon_versions(index),
                              registered=self.registered,
                              compact=compact and not self.verifier and not self.static
-                             and not index.get("static"))
+                             and not index.get("static"),
+                             pages=self.pages_served is not False)
 
     def _plan_hours(self, index, since, exact_from):
         """The hours from `since` through the index's current hour, as the planner

@@ -167,6 +167,8 @@ def _check(args):
             doc["exacts"] = client.exact_fetches
         if client.ribbon2_fetches:
             doc["ribbons2"] = client.ribbon2_fetches
+        if client.page_fetches:  # pages of paged forms read by Range (this client's own)
+            doc["pages"] = client.page_fetches
         print(json.dumps(doc))
     else:
         for id_ in changed:
@@ -255,11 +257,14 @@ def parser():
     window.add_argument("--hours", type=positive, metavar="N",
                         help="look at the last N hours, the current one included "
                         "[default: 24]")
-    check.add_argument("--strategy", choices=["auto", "hourly", "union", "compact"],
+    check.add_argument("--strategy", choices=["auto", "hourly", "union", "compact", "pages"],
                        default="auto",
                        help="fetch per hour, one union, the closed hours as one version 2 "
                        "union beside the open hour (compact; the union where the server "
-                       "serves none), or whichever is expected to cost fewer bytes "
+                       "serves none), per hour with each closed hour read by the pages of "
+                       "the IDs checked (pages, by HTTP Range; the hour whole where it "
+                       "has no paged form), or whichever is expected to cost fewer bytes "
+                       "(auto; hour by hour reads pages where they cost less) "
                        "[default: auto]")
     check.add_argument("--fetch-cost", type=non_negative, default=DEFAULT_FETCH_COST,
                        metavar="BYTES",

@@ -27,14 +27,33 @@ def path_in(root, path):
     return os.path.join(root, *parts)
 
 
-def get(root, path):
+def get(root, path, range_=None):
     """(200, headers, body) of the file at URL `path` under `root`; None when there is
-    no such file (the caller answers 404)."""
+    no such file (the caller answers 404). `range_`: a request's `Range` value; one
+    range `bytes=A-B` within the file is answered as a file server answers it, (206,
+    headers with Content-Range, those bytes); anything else, the whole file."""
     file = path_in(root, path)
     if file is None or not os.path.isfile(file):
         return None
     with open(file, "rb") as f:
         body = f.read()
     headers = email.message.Message()
+    cut = _single_range(range_, len(body))
+    if cut is not None:
+        first, last = cut
+        headers["Content-Range"] = f"bytes {first}-{last}/{len(body)}"
+        headers["Content-Length"] = str(last - first + 1)
+        return 206, headers, body[first:last + 1]
     headers["Content-Length"] = str(len(body))
     return 200, headers, body
+
+
+def _single_range(value, size):
+    """(first, last) of a Range value naming one range of bytes within `size`, else None."""
+    unit, _, spec = (value or "").partition("=")
+    first, dash, last = spec.strip().partition("-")
+    if unit.strip().lower() != "bytes" or not dash or not first.isdigit() \
+            or not last.isdigit():
+        return None
+    first, last = int(first), min(int(last), size - 1)
+    return (first, last) if first <= last else None

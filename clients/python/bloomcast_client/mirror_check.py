@@ -3,8 +3,9 @@ against the hour's verified chain entry, so that `verify` of a mirror leaves no 
 unchecked that a client might read: the v1 forms (the JSON document at the hour's path
 and at `.json`, `.hex`, `.bin`, and their `.gz` copies) must decode to the bytes the
 chain digests; the derived forms (`.ribbon`, `.ribbon.json`, `.ribbon2`, `.exact`) must
-verify by their `.sig` sidecars under the hour's chain header. A derived form without a
-sidecar is reported unverified, never passed.
+verify by their `.sig` sidecars under the hour's chain header, and the paged form
+(`.pages`) page by page by the signatures it carries. A derived form without a sidecar,
+or pages without signatures, is reported unverified, never passed.
 
 A v1 document's `count` is not signed: it must fit the filter's bits (each ID sets at
 most k), and equal the `n` of the hour's signed ribbons where there are some."""
@@ -17,6 +18,7 @@ from . import Filter, HTTPError, ProtocolError, Unsigned, VerificationError, hou
 from .ribbon import Ribbon, RibbonError
 from .ribbon2 import Ribbon2
 from .exact import Exact, ExactError
+from .pages import PagesError, parse_body
 
 V1_FORMS = ("", ".json", ".hex", ".bin")
 DERIVED = ((".ribbon", "ribbon"), (".ribbon.json", "ribbon"), (".ribbon2", "ribbon2"),
@@ -92,6 +94,23 @@ def _derived(name, file, suffix, body):
         raise VerificationError(f"hour {name}: {file} is malformed ({e})") from None
 
 
+def _pages(client, hour, name, file, body):
+    """Checks a paged body of the sealed `hour`: well formed, of the hour, its header
+    naming the key listed for it with the hour's chain header, every page verifying by
+    its signature. Returns its n (Unsigned when its pages carry no signatures)."""
+    try:
+        header, pages = parse_body(body)
+    except PagesError as e:
+        raise VerificationError(f"hour {name}: {file} is malformed ({e})") from None
+    client._read_keys()
+    client._hour_header(hour_path(hour), hour)  # the hour's chain header, verified
+    client.verifier.check_pages_header(hour, header)
+    for page in pages:
+        first, end = header.slot_range(page.index)
+        client.verifier.check_page(hour, header, page.index, body[first:end])
+    return header.n
+
+
 def check_hour(client, hour, want):
     """Checks every file of the sealed `hour` a static mirror holds against `want`, the
     digest of its verified chain entry (its header known to client.verifier). Returns
@@ -117,6 +136,11 @@ def check_hour(client, hour, want):
                 continue
             if n is not None:
                 signed_n.append((file, n))
+    for file, body in _bodies(client, path + ".pages"):
+        try:
+            signed_n.append((file, _pages(client, hour, name, file, body)))
+        except Unsigned:
+            unverified.append(f"{name}: {file} has no signatures (its pages are unsigned)")
     for file, count in counts:
         for signed, n in signed_n:
             if count != n:

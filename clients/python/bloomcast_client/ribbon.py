@@ -183,9 +183,11 @@ def _payload(n, p):
 
 
 def _hour_costs(hours, target_fpp, capacity, followed, fetch_cost, bloom_only,
-                ribbon_versions, registered):
+                ribbon_versions, registered, pages=False):
     """Expected bytes of each hour of `hours` read on its own, wasted fetches included
-    (as `hourly_is_cheaper` takes them)."""
+    (as `hourly_is_cheaper` takes them). `pages`: a closed hour may be read by the pages
+    of the IDs followed where version 2 is listed (bloomcast_client.pages), expected in
+    as many distinct pages as `followed` IDs fall in at random."""
     from .probes import expected_fpp, sized
     from .refine import exact_reading
     p = target_fpp
@@ -212,6 +214,10 @@ def _hour_costs(hours, target_fpp, capacity, followed, fetch_cost, bloom_only,
         if reading is not None:
             cost = reading[-1]  # no wasted fetch among registered IDs
         cost += RESPONSE_OVERHEAD
+        if pages and ribbon_versions and 2 in ribbon_versions:
+            from .pages import cheapest_pages, expected_pages
+            cost = min(cost, cheapest_pages(count, followed, expected_pages(count, followed),
+                                            fetch_cost)[1])
         if h.get("held_fpp") is not None:
             cost = min(cost, waste(h["held_fpp"]))
         costs.append(cost)
@@ -277,7 +283,7 @@ def compact_precision(hours, capacity, followed, fetch_cost=DEFAULT_FETCH_COST,
 
 
 def cheapest_plan(hours, target_fpp, capacity, followed, fetch_cost, bloom_only=False,
-                  ribbon_versions=None, registered=False, compact=True):
+                  ribbon_versions=None, registered=False, compact=True, pages=False):
     """The cheapest way to read `hours` (the last the open hour; dicts as
     `hourly_is_cheaper` takes them), in expected bytes with wasted fetches (the Rust
     SDK's `cheapest_plan`): "hourly", each hour on its own; "union", one v1 since-union
@@ -288,10 +294,12 @@ def cheapest_plan(hours, target_fpp, capacity, followed, fetch_cost, bloom_only=
     costed as the hourly plan costs them (`compact_plan`). Compact is weighed only when
     `compact` (the caller may read it: no verifying, no static mirror, no damaged hour),
     the index's `ribbon_versions` lists 2, not `bloom_only` and a closed hour remains
-    from `start`. Ties go to hour by hour, then to the v1 union."""
+    from `start`. Ties go to hour by hour, then to the v1 union. `pages`: hour by hour
+    may read a closed hour by the pages of the IDs followed (section 12, "Huge hours by
+    the page"), where that is expected to cost less than its cheapest form whole."""
     p = target_fpp
     costs = _hour_costs(hours, p, capacity, followed, fetch_cost, bloom_only,
-                        ribbon_versions, registered)
+                        ribbon_versions, registered, pages)
     counts = sum(capacity if h.get("count") is None else h["count"] for h in hours)
     best = ("hourly", sum(costs))
     union = _payload(counts, p) + RESPONSE_OVERHEAD + followed * p * fetch_cost
@@ -305,7 +313,7 @@ def cheapest_plan(hours, target_fpp, capacity, followed, fetch_cost, bloom_only=
 
 
 def hourly_is_cheaper(hours, target_fpp, capacity, followed, fetch_cost, bloom_only=False,
-                      ribbon_versions=None, registered=False):
+                      ribbon_versions=None, registered=False, pages=False):
     """Whether reading hour by hour costs fewer expected bytes than one since-union
     (the Rust SDK's plan, without its version 2 since-union: `cheapest_plan` weighs
     that too). `hours`: dicts with `count` (None: unknown, taken as
@@ -313,9 +321,11 @@ def hourly_is_cheaper(hours, target_fpp, capacity, followed, fetch_cost, bloom_o
     open hour held at its current count: a 304), `open`, and `exact_bytes` (the size of
     a sealed hour's exact body, section 14, or None). `ribbon_versions`: the index's,
     as `cheapest_form` takes it. `registered`: the caller declared its IDs registered
-    (an exact body may be read alone; else only to refine a form at the target)."""
+    (an exact body may be read alone; else only to refine a form at the target).
+    `pages`: as `cheapest_plan` takes it."""
     return cheapest_plan(hours, target_fpp, capacity, followed, fetch_cost, bloom_only,
-                         ribbon_versions, registered, compact=False) == "hourly"
+                         ribbon_versions, registered, compact=False,
+                         pages=pages) == "hourly"
 
 
 def selftest_ribbon(path):

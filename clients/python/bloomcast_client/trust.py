@@ -22,9 +22,10 @@ ACK_DOMAIN = b"bloomcast-key-ack-v1"
 CHECKPOINT_DOMAIN = b"bloomcast-checkpoint-v1"
 OPEN_DOMAIN = b"bloomcast-open-v1"
 # Derived forms of a sealed hour (section 11, "Derived forms"): `.ribbon.json` carries
-# the `.ribbon` body, so it is signed as "ribbon".
+# the `.ribbon` body, so it is signed as "ribbon"; each page of `.pages` is signed on its
+# own as "page", over bloomcast_client.pages.signed_page's bytes.
 FORM_DOMAINS = {"exact": b"bloomcast-exact-v1", "ribbon": b"bloomcast-ribbon-v1",
-                "ribbon2": b"bloomcast-ribbon2-v1"}
+                "ribbon2": b"bloomcast-ribbon2-v1", "page": b"bloomcast-page-v1"}
 EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
 
 
@@ -74,8 +75,9 @@ def open_message(index, made, digest):
 
 
 def form_message(form, index, header, body):
-    """What a sealed hour's derived `form` ("exact", "ribbon", "ribbon2") is signed over:
-    the form's domain, the hour index, the hour's chain header, SHA-256 of the body."""
+    """What a sealed hour's derived `form` ("exact", "ribbon", "ribbon2", "page") is
+    signed over: the form's domain, the hour index, the hour's chain header, SHA-256 of
+    the body."""
     return FORM_DOMAINS[form] + i64(index) + bytes(header) + hashlib.sha256(bytes(body)).digest()
 
 

@@ -80,7 +80,7 @@ def _unhex(text, size, hour, what):
 
 
 FORM_LABELS = {"exact": "the exact body", "ribbon": "the ribbon",
-               "ribbon2": "the version 2 ribbon"}
+               "ribbon2": "the version 2 ribbon", "page": "the paged form"}
 
 
 class Verifier:
@@ -199,6 +199,45 @@ class Verifier:
         if not self.signed(key, form_message(form, index, header_, body), signature):
             raise VerificationError(f"hour {name}: {label}'s signature does not verify with "
                                     "the key listed for the hour: the bytes were altered")
+
+    def check_pages_header(self, hour, header):
+        """Checks a paged body's header (bloomcast_client.pages.PagesHeader) read for the
+        sealed `hour`: of that hour, naming the key listed for it, and with the hour's
+        chain header where that is known verified. Unsigned when it names no key (zero:
+        its pages are unsigned)."""
+        name, index = rfc3339(hour), hour_index(hour)
+        if header.hour != index:
+            raise VerificationError(f"hour {name}: the paged form's header is of hour index "
+                                    f"{header.hour}, not {index}: another hour's pages")
+        if not header.signed:
+            raise Unsigned(f"hour {name}: the paged form names no signing key: its pages "
+                           "are unsigned, unverified")
+        self._key_for(index, name, header.key_id.hex())
+        known = self.headers.get(index)
+        if known and known[1] != header.chain_header:
+            raise VerificationError(f"hour {name}: the paged form's chain header is not the "
+                                    "chain's for the hour")
+
+    def check_page(self, hour, header, p, slot):
+        """Verifies page `p` of a paged body (its `slot`'s S bytes as read; `header` the
+        body's, checked by check_pages_header) by its own signature: under the key its
+        header names, listed for the hour, over domain "bloomcast-page-v1", the hour
+        index, the header's chain header and SHA-256 of the header, p and the slot after
+        its signature (PROTOCOL.md section 12, "Huge hours by the page"). Unsigned for a
+        zero signature."""
+        from .pages import SIGNATURE_LEN, signed_page
+        name, index = rfc3339(hour), hour_index(hour)
+        signature = bytes(slot[:SIGNATURE_LEN])
+        if signature == bytes(SIGNATURE_LEN):
+            raise Unsigned(f"hour {name}: page {p} of the paged form carries no signature: "
+                           "unverified")
+        key = self._key_for(index, name, header.key_id.hex())
+        message = form_message("page", index, header.chain_header,
+                               signed_page(header.raw, p, slot))
+        if not self.signed(key, message, signature):
+            raise VerificationError(f"hour {name}: page {p} of the paged form: its signature "
+                                    "does not verify with the key listed for the hour: the "
+                                    "bytes were altered")
 
     def check_exact(self, hour, body, header_, prev_hex, signature_hex):
         """check_form of an exact body (section 14)."""

@@ -131,7 +131,8 @@ class _Server:
 
 
 class TamperingProxy(_Server):
-    """Forwards GETs to `upstream` (asking it for identity bodies), passing each answer
+    """Forwards GETs to `upstream` (asking it for identity bodies; `Range` and
+    `If-Range` passed on, so a 206 carries its `content-range`), passing each answer
     through `tamper(path, status, headers, body) -> (status, headers, body)` (headers a
     dict, names lowercase) before sending it on. A body it changes gets a Repr-Digest of
     its own, as a careful forger would make it."""
@@ -148,7 +149,7 @@ class TamperingProxy(_Server):
             def do_GET(self):
                 proxy.paths.append(self.path)
                 ask = {k: v for k, v in self.headers.items()
-                       if k.lower() in ("accept", "if-none-match")}
+                       if k.lower() in ("accept", "if-none-match", "range", "if-range")}
                 ask["Accept-Encoding"] = "identity"
                 conn = http.client.HTTPConnection(up.hostname, up.port, timeout=30)
                 conn.request("GET", self.path, headers=ask)
