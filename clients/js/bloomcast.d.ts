@@ -313,6 +313,9 @@ export function cheapestPlan(
     bloomOnly?: boolean;
     registered?: boolean;
     mirror?: boolean;
+    /** Weigh reading closed hours by the page for "hourly" (as `cheapestForm`'s). */
+    pages?: boolean;
+    keys?: Key[] | null;
   },
 ): PlanChoice;
 
@@ -345,6 +348,108 @@ export class Ribbon2 {
   /** `contains`, under the name filters answer to. */
   mayContain(id: string): Promise<boolean>;
 }
+
+/** The content type of an hour's paged form: "application/vnd.bloomcast.pages". */
+export const PAGES_TYPE: string;
+/** Bytes of a paged body's header (72): what `Range: bytes=0-71` reads first. */
+export const PAGES_HEADER_BYTES: number;
+/** Bytes of a slot before its page's body (66): the signature and the body's length. */
+export const PAGE_SLOT_PREFIX: number;
+/** Keys a page holds on average (64). */
+export const PAGE_KEYS: number;
+/** Pages of a paged body of `n` distinct keys: `max(1, ceil(n / 64))`. */
+export function pagesFor(n: number): number;
+/** The page of `pages` holding a key: `floor((key mod 2^56) * pages / 2^56)`, `key` the
+ * 64-bit `h1 << 32 | h2` (exact, BigInt arithmetic). */
+export function pageOf(key: Key, pages: number): number;
+/** The distinct pages of `pages` the keys are on, ascending. */
+export function pagesOfKeys(keys: Key[], pages: number): number[];
+
+/** The header of a paged body (`.pages`, PROTOCOL.md section 12, "Huge hours by the page"):
+ * its first 72 bytes. */
+export class PagesHeader {
+  /** Throws DecodeError naming the field wrong: length, magic `BCP1`, grade (k > 31, or 31
+   * with a split), the reserved bytes, no page or a slot under 66 bytes. */
+  static parse(body: Uint8Array | ArrayBuffer): PagesHeader;
+  /** The 72 bytes as read (every page's signature covers them). */
+  readonly bytes: Uint8Array;
+  /** The version 2 grade of every page. */
+  readonly k: number;
+  readonly split: number;
+  /** The grade's rate, 2^-k * (1 - split/512). */
+  readonly fpp: number;
+  /** The hour's index: hours since 1970-01-01T00Z. */
+  readonly hour: number;
+  /** The hour's chain header (32 bytes; zero when unsigned). */
+  readonly chainHeader: Uint8Array;
+  /** The id of the key that signed the pages (16 hex digits; zeros when unsigned). */
+  readonly keyId: string;
+  /** Whether the pages carry signatures (a key id is set). */
+  readonly signed: boolean;
+  /** Distinct keys in all pages. */
+  readonly n: number;
+  /** Pages, at least 1. */
+  readonly pages: number;
+  /** Bytes of each slot. */
+  readonly slot: number;
+  pageOf(key: Key): number;
+  /** Page `p`'s slot: bytes `start` to `end - 1` of the body. */
+  slotRange(p: number): { start: number; end: number };
+  /** `72 + pages * slot`. */
+  bodyLength(): number;
+}
+
+/** One page of a paged body, read from its slot. */
+export class Page {
+  /** Throws DecodeError for a slot of another size, a length that overruns it, padding
+   * that is not zero, or a version 2 body malformed or of another grade than the header's. */
+  static parse(header: PagesHeader, index: number, slot: Uint8Array | ArrayBuffer): Page;
+  readonly index: number;
+  /** The slot's bytes as read. */
+  readonly slot: Uint8Array;
+  /** Its signature (the slot's first 64 bytes; zero when unsigned). */
+  readonly signature: Uint8Array;
+  /** The page's keys, a version 2 filter. */
+  readonly ribbon: Ribbon2;
+  readonly n: number;
+  containsKey(key: Key): boolean;
+}
+
+/**
+ * A closed hour read by the page (`Client#pages`, or a whole body's `Pages.fromBytes`):
+ * each page read answers for the keys it holds exactly as the whole paged body (no false
+ * negative, the grade's fpp). A key whose page was not read throws ProtocolError.
+ */
+export class Pages {
+  /** A whole `.pages` body, every page decoded; DecodeError for a length other than
+   * `72 + P*S`, a page refused, or pages' `n` that do not add up to the header's. */
+  static fromBytes(body: Uint8Array | ArrayBuffer): Pages;
+  constructor(header: PagesHeader);
+  readonly header: PagesHeader;
+  /** The pages read, by number. */
+  readonly pages: Map<number, Page>;
+  /** The grade's rate (a number, as `Ribbon2`'s). */
+  readonly fpp: number;
+  /** Distinct keys of the hour. */
+  readonly n: number;
+  /** Whether every page was read. */
+  readonly complete: boolean;
+  /** Read by `Client#pages`: the hour (RFC 3339). */
+  hour?: string;
+  /** Whether the page holding the key was read. */
+  has(key: Key): boolean;
+  /** Throws ProtocolError when the key's page was not read. */
+  containsKey(key: Key): boolean;
+  contains(id: string): Promise<boolean>;
+  mayContain(id: string): Promise<boolean>;
+}
+
+/** The slot bytes expected of an hour of `n` keys paged at `(k, split)` (the Rust SDK's
+ * `Pages::predicted_slot_bytes`): `66 + 13 + ceil((mean + 5 sqrt(mean) + 2) * bits / 8)`,
+ * `mean = n / P`, `bits = k + split/256` (79 for no key). */
+export function pagesPredictedSlotBytes(n: number, k: number, split?: number): number;
+/** `72 + P * pagesPredictedSlotBytes(n, k, split)`: a whole paged body. */
+export function pagesPredictedBytes(n: number, k: number, split?: number): number;
 
 /** salt(tag, seed) of PROTOCOL.md section 14 (tags: part A 1, part B 2, retrieval 3, selector 4). */
 export function exactSalt(tag: number, seed: number): bigint;
@@ -399,7 +504,7 @@ export class Exact {
 export const DEFAULT_FETCH_COST: number;
 
 export interface FormChoice {
-  form: "bloom" | "ribbon" | "ribbon2" | "exact" | "refined";
+  form: "bloom" | "ribbon" | "ribbon2" | "pages" | "exact" | "refined";
   /** Fingerprint bits of a ribbon. */
   r?: number;
   /** The grade of a "ribbon2" (its `fpp` is the grid value to request, `gradeFpp` the
@@ -412,8 +517,15 @@ export interface FormChoice {
   fpp: number;
   /** bytes + followed * fpp * fetchCost. */
   expected: number;
-  /** For "exact" and "refined": the cheapest other form, read when no exact body is served. */
+  /** For "exact" and "refined": the cheapest other form, read when no exact body is served;
+   * for "pages": the cheapest whole form, read when no pages are. */
   otherwise?: FormChoice;
+  /** For "pages": the hour's pages (`max(1, ceil(count / 64))`), those needed (of the keys
+   * given, else expected for `followed` random IDs) and the predicted slot bytes; `bytes`
+   * is `72 + needed * (slot + 400)` (plus the first response's 400, as every form). */
+  pages?: number;
+  needed?: number;
+  slot?: number;
   /** For "refined": the form at the target fpp or under the exact body refines, and the
    * exact body's bytes (`bytes` counts both). */
   under?: FormChoice;
@@ -433,13 +545,30 @@ export interface FormChoice {
  * `ribbons: false` leaves ribbons out (they are not signed). `ribbon2: true` (the index
  * lists 2 in `ribbon_versions`) offers version 2 ribbons, at fpp 2^-b for b = 4..24 (the server's grade set),
  * instead of version 1's. `mirror: true` (a static mirror): ribbons at the target only.
+ * `pages: true` (with `ribbon2`): reading the hour by the page (`cheapestPages`) is taken
+ * when strictly cheaper than the cheapest whole form (its `otherwise`); `keys`: the
+ * followed IDs' keys, which name the pages needed.
  */
 export function cheapestForm(
   count: number,
   targetFpp: number,
   followed: number,
   fetchCost?: number,
-  options?: { exact?: number | boolean | null; ribbons?: boolean; ribbon2?: boolean; registered?: boolean; mirror?: boolean },
+  options?: { exact?: number | boolean | null; ribbons?: boolean; ribbon2?: boolean; registered?: boolean; mirror?: boolean; pages?: boolean; keys?: Key[] | null },
+): FormChoice;
+
+/**
+ * Reading a closed hour of `count` IDs by the page at the grade minimising
+ * `72 + needed * (slot + 400)` plus `followed * fpp * fetchCost`: at `fpp` = 2^-b, b = 4..24,
+ * or on a `mirror` at the target only (`atTarget`). `needed`: the distinct pages of `keys`
+ * at `P = max(1, ceil(count / 64))`, else those `followed` random IDs are expected on.
+ */
+export function cheapestPages(
+  count: number,
+  targetFpp: number,
+  followed: number,
+  fetchCost?: number,
+  options?: { mirror?: boolean; keys?: Key[] | null },
 ): FormChoice;
 
 /** The approximate form of a closed hour with the fewest body bytes whose fpp is at most
@@ -498,9 +627,12 @@ export class Client {
   );
   readonly registered: boolean;
   readonly base: string;
-  /** Requests made, 304s, complete filters answered from memory, and the body bytes of
-   * the filters read (as sent where the response has a Content-Length, else decoded). */
+  /** Requests made, 304s, complete filters (and pages) answered from memory, and the body
+   * bytes read: filters, compact forms, exact bodies and pages' ranges (as sent where the
+   * response has a Content-Length, else decoded). */
   stats: { requests: number; notModified: number; cacheHits: number; bodyBytes: number };
+  /** Set once a paged form was 404: the source serves none, so hours are read whole. */
+  pagesUnserved: boolean;
   index(): Promise<Index>;
   /** The last `hours` hours as far back as the server has them: `since` (RFC 3339) and whether it was cut short. */
   window(hours: number): Promise<{ since: string; clamped: boolean }>;
@@ -549,6 +681,19 @@ export class Client {
    * before it, 404 from a server without version 2. */
   sinceRibbon2(since: Date | string, options?: { fpp?: number }): Promise<{ ribbon: Ribbon2; from: string; to: string }>;
   /**
+   * The IDs `ids` of a closed hour read by the page (`/YYYY/MM/DD/HH.pages`, PROTOCOL.md
+   * section 12, "Huge hours by the page"), at the target fpp or at `fpp` (as `ribbon2`):
+   * `Range: bytes=0-71` for the header, then one `Range` per page needed and not held (a
+   * 200 with the whole body is used). The header's hour must be the hour asked (else
+   * ProtocolError; VerificationError with a key); with a `pubkey`, its key id the key
+   * listed for the hour and each page read its own signature (VerificationError naming
+   * the hour and page; `unsigned` for pages without). Kept with the pages read. StatusError
+   * 406 for the open hour, 404 from a server without paged forms.
+   */
+  pages(hour: Date | string, ids: Iterable<string>, options?: { fpp?: number }): Promise<Pages & { hour: string }>;
+  /** `pages` for keys (`keyOf`). */
+  readPages(hour: Date | string, keys: Key[], options?: { fpp?: number }): Promise<Pages & { hour: string }>;
+  /**
    * A sealed hour's exact body (`/YYYY/MM/DD/HH.exact`, PROTOCOL.md section 14), checked
    * against `Repr-Digest`, `Bloom-Count` and `Bloom-Universe` (DecodeError) and, with a
    * `pubkey`, its signature over the hour's chain header (VerificationError naming the
@@ -569,10 +714,12 @@ export class Client {
     targetFpp: number | undefined,
     followed: number,
     fetchCost: number,
-    options?: { exact?: number | boolean | null; ribbons?: boolean; ribbon2?: boolean; registered?: boolean; mirror?: boolean },
-  ): Promise<Filter | Ribbon | Ribbon2 | Exact | Refined>;
-  /** A closed hour in the form `choice` names (from `cheapestForm`). */
-  readForm(hour: Date | string, choice: FormChoice): Promise<Filter | Ribbon | Ribbon2 | Exact | Refined>;
+    options?: { exact?: number | boolean | null; ribbons?: boolean; ribbon2?: boolean; registered?: boolean; mirror?: boolean; pages?: boolean; keys?: Key[] | null },
+  ): Promise<Filter | Ribbon | Ribbon2 | Pages | Exact | Refined>;
+  /** A closed hour in the form `choice` names (from `cheapestForm`); "pages" needs the
+   * `keys` it answers for, and falls back to `choice.otherwise` where none are served
+   * (404, 406) or, with a `pubkey`, they are unsigned. */
+  readForm(hour: Date | string, choice: FormChoice, unverified?: Set<string> | null, keys?: Key[] | null): Promise<Filter | Ribbon | Ribbon2 | Pages | Exact | Refined>;
   day(day: Date | string): Promise<Fetched>;
   since(hour: Date | string): Promise<Fetched>;
   ingest(ids: string[]): Promise<{ hour: string; accepted: number }>;
@@ -592,18 +739,22 @@ export class Client {
     since: Date | string,
     options?: {
       /** "union" (one `/since` filter, the default), "hourly" (each hour in its cheapest
-       * form: ribbons of version 2 where the index's `ribbon_versions` lists 2; a closed
-       * hour held complete without a request when its wasted fetches cost no more),
+       * form: ribbons of version 2 where the index's `ribbon_versions` lists 2, and there
+       * the pages the IDs are on (`.pages`, by `Range`) when they cost less than a whole
+       * form; a closed hour held complete without a request when its wasted fetches cost no more),
        * "compact" (where the index lists version 2 and the range has a closed hour after
        * the last one held complete: those hours as one version 2 union, `sinceRibbon2`
        * from the first of them, at the 2^-k `cheapestPlan` finds for `ids.length` IDs, one
        * range; the hours before it as "hourly" reads them, and each hour after it,
        * normally the open one, a range each; else as "union"; on 404 or 406 as "union"
-       * when it was to start at `since`, else as "hourly") or "auto" (whichever
-       * `cheapestPlan` expects to cost the fewest bytes; hour by hour over an hour the
-       * index lists corrupt). With a `pubkey`, or from a static mirror (its index says
-       * `"static": true`), hour by hour whatever this says. */
-      strategy?: "union" | "hourly" | "compact" | "auto";
+       * when it was to start at `since`, else as "hourly"), "pages" (as "hourly", each
+       * closed hour not held read by the page whatever that costs; whole where the source
+       * serves none, or, with a `pubkey`, unsigned ones) or "auto" (whichever
+       * `cheapestPlan` expects to cost the fewest bytes, pages weighed for hour by hour;
+       * hour by hour over an hour the index lists corrupt). With a `pubkey`, or from a
+       * static mirror (its index says `"static": true`; its pages at the target, without
+       * `?fpp=`), hour by hour whatever this says ("pages" still by the page). */
+      strategy?: "union" | "hourly" | "compact" | "pages" | "auto";
       /** Bytes a wasted fetch costs (default 10240). */
       fetchCost?: number;
       /** "auto" (default): an hour at or after `exact_since` is read with its exact body

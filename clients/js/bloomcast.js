@@ -7,7 +7,8 @@
 // `#filter`, `#index`, `#ingest`, `#changedSince`, `#ribbon`, `#exact`, `#verifyChain`; a fetched
 // filter (and a `Ribbon`, the compact form of section 12) answers `mayContain`; an `Exact`
 // (an exact hour, section 14) answers `changed`; a `Ribbon2` (`#ribbon2`, the compact
-// form's version 2) answers `contains` and `mayContain`. With a
+// form's version 2) and `Pages` (`#pages`, a huge hour read by the page with HTTP `Range`)
+// answer `contains` and `mayContain`. With a
 // `pubkey`, closed hours are verified (section 11) by verify.js, imported on first use.
 // Types: bloomcast.d.ts; usage, with examples the tests run: README.md.
 
@@ -1211,6 +1212,243 @@ export class Ribbon2 {
   }
 }
 
+// --- Huge hours by the page (section 12, "Huge hours by the page"): the .pages body ---
+
+const PAGES_MAGIC = [0x42, 0x43, 0x50, 0x31]; // "BCP1"
+/** The content type of an hour's paged form. */
+export const PAGES_TYPE = "application/vnd.bloomcast.pages";
+/** Bytes of a paged body's header: what `Range: bytes=0-71` reads first. */
+export const PAGES_HEADER_BYTES = 72;
+/** Bytes of a slot before its page's body: the signature (64) and the body's length (2). */
+export const PAGE_SLOT_PREFIX = 66;
+/** Keys a page holds on average: an hour of `n` keys has `max(1, ceil(n / 64))` pages. */
+export const PAGE_KEYS = 64;
+const LOW56 = (1n << 56n) - 1n;
+
+/** The pages of a paged body of `n` distinct keys: `max(1, ceil(n / 64))`. */
+export function pagesFor(n) {
+  return Math.max(1, Math.ceil(n / PAGE_KEYS));
+}
+
+/** The page of `pages` holding the key `{h1, h2}`: `floor((key mod 2^56) * pages / 2^56)`,
+ * `key` the 64-bit `h1 << 32 | h2` (exact: BigInt). */
+export function pageOf(key, pages) {
+  const low = ((BigInt(key.h1 >>> 0) << 32n) | BigInt(key.h2 >>> 0)) & LOW56;
+  return Number((low * BigInt(pages)) >> 56n);
+}
+
+/** The header of a paged body (its first 72 bytes, big-endian): the grade of its pages,
+ * the hour, its chain header and signing key id (zero when unsigned), `n`, the pages and
+ * the bytes of each slot. */
+export class PagesHeader {
+  /** Decodes the first 72 bytes of a `.pages` body (DecodeError naming the field wrong). */
+  static parse(body) {
+    const bytes = body instanceof Uint8Array ? body : new Uint8Array(body);
+    if (bytes.length < PAGES_HEADER_BYTES) throw new DecodeError(`pages: ${bytes.length} bytes is shorter than the header`);
+    if (PAGES_MAGIC.some((b, i) => bytes[i] !== b)) throw new DecodeError('pages: magic is not "BCP1"');
+    const k = bytes[4];
+    const split = bytes[5];
+    if (k > 31 || (k === 31 && split !== 0) || bytes[6] !== 0 || bytes[7] !== 0) {
+      throw new DecodeError(`pages: k = ${k}, split = ${split}${bytes[6] || bytes[7] ? ", reserved bytes not zero" : ""}: no such grade`);
+    }
+    const view = new DataView(bytes.buffer, bytes.byteOffset, PAGES_HEADER_BYTES);
+    const hour = view.getBigInt64(8, false);
+    const n = view.getBigUint64(56, false);
+    if (n > BigInt(Number.MAX_SAFE_INTEGER) || hour > BigInt(Number.MAX_SAFE_INTEGER) || hour < -BigInt(Number.MAX_SAFE_INTEGER)) {
+      throw new DecodeError(`pages: n = ${n}, hour ${hour}: beyond what this client reads`);
+    }
+    const pages = view.getUint32(64, false);
+    const slot = view.getUint32(68, false);
+    if (pages === 0 || slot < PAGE_SLOT_PREFIX) {
+      throw new DecodeError(`pages: ${pages} pages of ${slot} bytes: at least one page of ${PAGE_SLOT_PREFIX}`);
+    }
+    return new PagesHeader({ bytes: bytes.slice(0, PAGES_HEADER_BYTES), k, split, hour: Number(hour), n: Number(n), pages, slot });
+  }
+
+  constructor({ bytes, k, split, hour, n, pages, slot }) {
+    /** The header's 72 bytes, as read (what every page's signature covers). */
+    this.bytes = bytes;
+    /** The version 2 grade every page is built at. */
+    this.k = k;
+    this.split = split;
+    /** The grade's false-positive rate, 2^-k * (1 - split/512). */
+    this.fpp = 2 ** -k * (1 - split / 512);
+    /** The hour's index: hours since 1970-01-01T00Z. */
+    this.hour = hour;
+    /** The hour's chain header (32 bytes; zero when unsigned). */
+    this.chainHeader = bytes.slice(16, 48);
+    /** The id of the key that signed the pages (16 hex digits; zeros when unsigned). */
+    this.keyId = hexOf(bytes.subarray(48, 56));
+    /** Whether the pages carry signatures (a key id is set). */
+    this.signed = bytes.subarray(48, 56).some((b) => b !== 0);
+    /** Distinct keys in all pages. */
+    this.n = n;
+    /** Pages, at least 1. */
+    this.pages = pages;
+    /** Bytes of each slot. */
+    this.slot = slot;
+  }
+
+  /** The page holding the key `{h1, h2}`. */
+  pageOf(key) {
+    return pageOf(key, this.pages);
+  }
+
+  /** Page `p`'s slot in the body: bytes `start` to `end - 1`. */
+  slotRange(p) {
+    const start = PAGES_HEADER_BYTES + p * this.slot; // below 2^64: exact below 2^53
+    return { start, end: start + this.slot };
+  }
+
+  /** Bytes of the whole body: `72 + pages * slot`. */
+  bodyLength() {
+    return PAGES_HEADER_BYTES + this.pages * this.slot;
+  }
+}
+
+/** One page of a paged body, read from its slot: its signature and its version 2 body. */
+export class Page {
+  /**
+   * Decodes page `index`'s slot (`header.slotRange(index)` of the body): its length `L`
+   * (2 bytes, big-endian, after the 64-byte signature), its version 2 body, and zeros to
+   * the end. DecodeError for a slot of another size, an `L` that overruns it, padding that
+   * is not zero, or a body malformed or of another grade than the header's.
+   */
+  static parse(header, index, slot) {
+    const bytes = slot instanceof Uint8Array ? slot : new Uint8Array(slot);
+    const bad = (what) => new DecodeError(`pages: page ${index}: ${what}`);
+    if (!Number.isInteger(index) || index < 0 || index >= header.pages) throw bad(`no such page (the header says ${header.pages})`);
+    if (bytes.length !== header.slot) throw bad(`${bytes.length} bytes where the header says a slot has ${header.slot}`);
+    const length = (bytes[64] << 8) | bytes[65];
+    if (PAGE_SLOT_PREFIX + length > bytes.length) throw bad(`its ${length} body bytes overrun its slot of ${bytes.length}`);
+    for (let i = PAGE_SLOT_PREFIX + length; i < bytes.length; i++) if (bytes[i] !== 0) throw bad("its padding is not zero");
+    let ribbon;
+    try {
+      ribbon = Ribbon2.fromBytes(bytes.subarray(PAGE_SLOT_PREFIX, PAGE_SLOT_PREFIX + length));
+    } catch (e) {
+      throw e instanceof DecodeError ? bad(e.message) : e;
+    }
+    if (ribbon.k !== header.k || ribbon.split !== header.split) {
+      throw bad(`grade (k ${ribbon.k}, split ${ribbon.split}) where the header says (k ${header.k}, split ${header.split})`);
+    }
+    return new Page(index, bytes.slice(), ribbon);
+  }
+
+  constructor(index, slot, ribbon) {
+    /** The page's number. */
+    this.index = index;
+    /** The slot's bytes, as read (its signature covers those after the first 64). */
+    this.slot = slot;
+    /** The page's signature (64 bytes; zero when unsigned). */
+    this.signature = slot.subarray(0, 64);
+    /** The page's keys as a version 2 filter. */
+    this.ribbon = ribbon;
+    /** Distinct keys of the page. */
+    this.n = ribbon.n;
+  }
+
+  /** Whether the key (of this page) may be in the hour. */
+  containsKey(key) {
+    return this.ribbon.containsKey(key);
+  }
+}
+
+/**
+ * A closed hour read by the page (`.pages`, section 12, "Huge hours by the page"): its
+ * header and the pages read, each answering for the keys it holds exactly as the whole
+ * paged body would: no false negative, any other key true at the grade's fpp (as the
+ * `.ribbon2` body at that grade, though not for the same keys: its pages are other
+ * filters). A key whose page was not read is a ProtocolError, never an answer: `has(key)`
+ * tells.
+ */
+export class Pages {
+  /**
+   * Decodes a whole `.pages` body: its header, every page, a length of `72 + P*S` and the
+   * pages' `n` adding up to the header's (DecodeError otherwise).
+   */
+  static fromBytes(body) {
+    const bytes = body instanceof Uint8Array ? body : new Uint8Array(body);
+    const header = PagesHeader.parse(bytes);
+    if (bytes.length !== header.bodyLength()) {
+      throw new DecodeError(`pages: ${bytes.length} bytes where the header says ${header.bodyLength()}`);
+    }
+    const out = new Pages(header);
+    let n = 0;
+    for (let p = 0; p < header.pages; p++) {
+      const { start, end } = header.slotRange(p);
+      const page = Page.parse(header, p, bytes.subarray(start, end));
+      n += page.n;
+      out.pages.set(p, page);
+    }
+    if (n !== header.n) throw new DecodeError(`pages: the pages hold ${n} keys where the header says ${header.n}`);
+    return out;
+  }
+
+  constructor(header) {
+    /** The body's header (a PagesHeader). */
+    this.header = header;
+    /** The pages read, by number. */
+    this.pages = new Map();
+    /** The grade's false-positive rate (a number, as `Ribbon2`'s). */
+    this.fpp = header.fpp;
+    /** Distinct keys of the hour. */
+    this.n = header.n;
+  }
+
+  /** Whether the page holding the key `{h1, h2}` was read. */
+  has(key) {
+    return this.pages.has(this.header.pageOf(key));
+  }
+
+  /** Whether every page was read. */
+  get complete() {
+    return this.pages.size === this.header.pages;
+  }
+
+  /** Whether the key `{h1, h2}` may be in the hour: its page's answer. A ProtocolError when
+   * its page was not read. */
+  containsKey(key) {
+    const p = this.header.pageOf(key);
+    const page = this.pages.get(p);
+    if (!page) throw new ProtocolError(`pages: page ${p} of ${this.header.pages}, which holds this key, was not read: it cannot answer for it`);
+    return page.containsKey(key);
+  }
+
+  /** Whether the ID may be in the hour (SHA-1 through WebCrypto, hence async). */
+  async contains(id) {
+    return this.containsKey(await keyOf(id));
+  }
+
+  /** `contains`, under the name filters answer to. */
+  mayContain(id) {
+    return this.contains(id);
+  }
+}
+
+/**
+ * The slot bytes expected of an hour of `n` distinct keys paged at the grade `(k, split)`,
+ * before any is read (section 12, "Huge hours by the page", "Bytes"; the Rust SDK's
+ * `Pages::predicted_slot_bytes`): the slot's 66 bytes, 13 of its body's header, and the
+ * fullest page's keys at the grade's bits, that page taken as the mean `n / P` and five of
+ * its standard deviations (plus 2). The header read first gives the real size.
+ */
+export function pagesPredictedSlotBytes(n, k, split = 0) {
+  const mean = n / pagesFor(n);
+  const fullest = n === 0 ? 0 : mean + 5 * Math.sqrt(mean) + 2;
+  return PAGE_SLOT_PREFIX + 13 + Math.ceil((fullest * (k + split / 256)) / 8);
+}
+
+/** The bytes expected of a whole paged body of `n` keys at `(k, split)`: the header and
+ * `P` slots of `pagesPredictedSlotBytes` (the Rust SDK's `Pages::predicted_bytes`). */
+export function pagesPredictedBytes(n, k, split = 0) {
+  return PAGES_HEADER_BYTES + pagesFor(n) * pagesPredictedSlotBytes(n, k, split);
+}
+
+/** The distinct pages of `pages` the keys `{h1, h2}` are on, ascending. */
+export function pagesOfKeys(keys, pages) {
+  return [...new Set(keys.map((key) => pageOf(key, pages)))].sort((a, b) => a - b);
+}
+
 // --- Choosing the cheapest form of a closed hour (section 12) -------------------------
 
 /** The default cost of a wasted fetch, in bytes. */
@@ -1309,13 +1547,23 @@ function v1Form(count, targetFpp) {
  * grade's rate (at most `fpp`; `expected` counts `fpp`). `mirror: true` (a static mirror,
  * section 13): ribbons only at the service's target, the one precision a mirror holds,
  * marked `atTarget` (read without `?fpp=`, which a file server ignores).
+ *
+ * `pages: true` (with `ribbons` and `ribbon2`) also weighs reading the hour by the page
+ * (`.pages`, section 12, "Huge hours by the page"; `cheapestPages`): `{form: "pages", ...,
+ * otherwise}`, taken when strictly cheaper than the cheapest whole form (`otherwise`, read
+ * when the server serves no pages). `keys`: the followed IDs' keys (`keyOf`), which name
+ * the pages needed exactly; without them, the pages `followed` random IDs are expected on.
  */
-export function cheapestForm(count, targetFpp, followed, fetchCost = DEFAULT_FETCH_COST, { exact, ribbons = true, ribbon2 = false, registered = false, mirror = false } = {}) {
+export function cheapestForm(count, targetFpp, followed, fetchCost = DEFAULT_FETCH_COST, { exact, ribbons = true, ribbon2 = false, registered = false, mirror = false, pages = false, keys = null } = {}) {
   const options = approximateForms(count, targetFpp, { ribbons, ribbon2, mirror });
   let best = null;
   for (const o of options) {
     o.expected = o.bytes + followed * o.fpp * fetchCost;
     if (!best || o.expected < best.expected || (o.expected === best.expected && o.bytes < best.bytes)) best = o;
+  }
+  if (pages && ribbons && ribbon2) {
+    const paged = cheapestPages(count, targetFpp, followed, fetchCost, { mirror, keys });
+    if (paged.expected < best.expected) best = { ...paged, otherwise: best };
   }
   if (exact === undefined || exact === null || exact === false) return best;
   const exactBytes = typeof exact === "number" ? exact : v1Form(count, targetFpp).bytes;
@@ -1330,6 +1578,41 @@ export function cheapestForm(count, targetFpp, followed, fetchCost = DEFAULT_FET
 
 /** Bytes of a response's status line and headers: what a second request costs besides its body. */
 const RESPONSE_OVERHEAD = 400;
+/** What each page's request costs beside its bytes, a round trip, weighed as bytes (as
+ * the Rust SDK's PAGE_ROUND_TRIP): a client back after many huge hours takes the version
+ * 2 union rather than hundreds of pages an hour. */
+const PAGE_ROUND_TRIP = 4096;
+
+/**
+ * Reading a closed hour of `count` IDs by the page (`.pages`, section 12, "Huge hours by
+ * the page") at the grade minimising its bytes plus `followed * fpp * fetchCost`:
+ * `{form: "pages", fpp, k, split, gradeFpp, pages, needed, slot, bytes, expected}`, at
+ * `fpp` = 2^-b, b = 4..24 (members of every server's grade set, the `?fpp=` to send), or,
+ * `mirror: true`, at the service's target only (`atTarget`: a static mirror holds its pages
+ * at that grade, read without `?fpp=`). `pages` is `max(1, ceil(count / 64))`, `needed`
+ * the distinct pages of `keys` (the followed IDs' keys) among them, or without `keys` the
+ * pages `followed` random IDs are expected on, `slot` `pagesPredictedSlotBytes`; `bytes`
+ * the header (72) and each page's slot with its response's headers (400) and its round
+ * trip (`PAGE_ROUND_TRIP`, 4096), so that `bytes` plus the first response's 400, as every
+ * form's, is `72 + needed * (slot + 4496) + 400`.
+ */
+export function cheapestPages(count, targetFpp, followed, fetchCost = DEFAULT_FETCH_COST, { mirror = false, keys = null } = {}) {
+  const pages = pagesFor(count);
+  const needed = keys ? pagesOfKeys(keys, pages).length : pages * -Math.expm1(followed * Math.log1p(-1 / pages));
+  const grades = mirror
+    ? [{ ...gradeForFpp(Math.min(Math.max(targetFpp, 2 ** -24), 0.0625)), atTarget: true }]
+    : Array.from({ length: 21 }, (_, i) => ({ ...gradeForFpp(2 ** -(i + 4)), request: 2 ** -(i + 4) }));
+  let best = null;
+  for (const grade of grades) {
+    const slot = pagesPredictedSlotBytes(count, grade.k, grade.split);
+    const bytes = PAGES_HEADER_BYTES + needed * (slot + RESPONSE_OVERHEAD + PAGE_ROUND_TRIP);
+    const fpp = grade.atTarget ? grade.fpp : grade.request;
+    const o = { form: "pages", fpp, k: grade.k, split: grade.split, gradeFpp: grade.fpp, pages, needed, slot, bytes, expected: bytes + followed * fpp * fetchCost };
+    if (grade.atTarget) o.atTarget = true;
+    if (!best || o.expected < best.expected) best = o;
+  }
+  return best;
+}
 
 /** Every approximate form of a closed hour `cheapestForm` weighs, with `bytes` and `fpp`.
  * `mirror`: a static mirror (section 13), which holds the compact forms at the service's
@@ -1420,7 +1703,9 @@ function v1Payload(n, p) {
  * list, taken as `capacity`), `open` true for the current hour, `exact` as `cheapestForm`'s
  * option. `bloomOnly`: closed hours come as v1 filters only (a verifying client: also no
  * union of either kind, which `changedSince` never plans for it). `mirror`: a static
- * mirror (section 13), which serves no unions: always `"hourly"`.
+ * mirror (section 13), which serves no unions: always `"hourly"`. `pages` and `keys`: as
+ * `cheapestForm`'s, for the closed hours `"hourly"` reads (a few IDs of huge hours are
+ * read by the page).
  *
  * Returns `{plan, k, from, hourly, union, compact}`: the plan, the `k` the compact plan
  * reads its closed hours at and `from`, the index in `hours` of the first of them (both
@@ -1428,7 +1713,7 @@ function v1Payload(n, p) {
  * the last one held), and each plan's expected bytes (`compact` null when it cannot be
  * read). As the Rust SDK's `cheapest_plan` and `Plan::Compact { k, from }`.
  */
-export function cheapestPlan(hours, { targetFpp = 0.01, capacity = 3000, followed = 0, fetchCost = DEFAULT_FETCH_COST, ribbon2 = false, bloomOnly = false, registered = false, mirror = false } = {}) {
+export function cheapestPlan(hours, { targetFpp = 0.01, capacity = 3000, followed = 0, fetchCost = DEFAULT_FETCH_COST, ribbon2 = false, bloomOnly = false, registered = false, mirror = false, pages = false, keys = null } = {}) {
   const p = targetFpp;
   const waste = (fpp) => followed * fpp * fetchCost;
   const countOf = (h) => h.count ?? capacity;
@@ -1450,7 +1735,7 @@ export function cheapestPlan(hours, { targetFpp = 0.01, capacity = 3000, followe
     }
     const key = `${count}/${h.exact}`;
     if (!forms.has(key)) {
-      const choice = cheapestForm(count, p, followed, fetchCost, { exact: h.exact, ribbons: !bloomOnly, ribbon2, registered, mirror });
+      const choice = cheapestForm(count, p, followed, fetchCost, { exact: h.exact, ribbons: !bloomOnly, ribbon2, registered, mirror, pages, keys });
       forms.set(key, choice.expected + RESPONSE_OVERHEAD);
     }
     const fetched = forms.get(key);
@@ -1550,6 +1835,25 @@ export async function checkReprDigest(url, headers, bytes, subtle = globalThis.c
   return true;
 }
 
+/** Page requests in flight at once while reading an hour by the page. */
+const PAGE_REQUESTS = 6;
+
+/**
+ * Checks a 206's `Content-Range` (`bytes FIRST-LAST/TOTAL`) against the bytes asked for;
+ * resolves to TOTAL, or null when it is `*` or the header is not there to read (a browser
+ * reading another origin sees it only where the server exposes it).
+ * @throws DecodeError for another range
+ */
+function contentRange(url, headers, first, last) {
+  const value = headers.get("content-range");
+  if (value === null) return null;
+  const m = /^\s*bytes\s+(\d+)-(\d+)\/(\d+|\*)\s*$/i.exec(value);
+  if (!m || Number(m[1]) !== first || Number(m[2]) !== last) {
+    throw new DecodeError(`${url}: Content-Range ${JSON.stringify(value)} for bytes ${first}-${last}`);
+  }
+  return m[3] === "*" ? null : Number(m[3]);
+}
+
 /** The RFC 3339 name of an hour (a Date or epoch milliseconds). */
 function hourName(hour) {
   return new Date(hour).toISOString().replace(".000Z", "Z");
@@ -1576,7 +1880,7 @@ function hexOf(bytes) {
  * give plain Arrays, and `JSON.stringify` the ranges alone.
  */
 /** The strategies `changedSince` takes. */
-const STRATEGIES = ["union", "hourly", "compact", "auto"];
+const STRATEGIES = ["union", "hourly", "compact", "pages", "auto"];
 
 export class Changes extends Array {
   static get [Symbol.species]() {
@@ -1619,6 +1923,9 @@ export class Client {
      * (an older server, a mirror without `.sig` sidecars), so a verifying `changedSince`
      * reads v1 filters instead. */
     this.formsUnsigned = false;
+    /** Set once a closed hour's paged form (`.pages`) was 404: the source serves none (a
+     * server before it, a mirror without the files), so `changedSince` reads hours whole. */
+    this.pagesUnserved = false;
     this.base = String(base).replace(/\/+$/, "");
     this.token = token;
     this.repr = repr;
@@ -1650,6 +1957,16 @@ export class Client {
       throw new StatusError(response.status, code, message, retry ? Number(retry) : null);
     }
     return response;
+  }
+
+  /** The body of a response, counted in `stats.bodyBytes`: its size as sent when the
+   * response says (Content-Length: gzip's compressed size), else as decoded (`fetch` does
+   * not tell the size on the wire). */
+  async body(response) {
+    const body = new Uint8Array(await response.arrayBuffer());
+    const sent = Number(response.headers.get("content-length"));
+    this.stats.bodyBytes += Number.isSafeInteger(sent) && sent >= 0 && response.headers.has("content-length") ? sent : body.length;
+    return body;
   }
 
   /** The index (`GET /`): parameters, the server's current hour and recent hours. */
@@ -1710,11 +2027,7 @@ export class Client {
     if (response.status !== 200) throw new ProtocolError(`${url}: unexpected status ${response.status}`);
     let fetched;
     const etag = response.headers.get("etag");
-    const body = new Uint8Array(await response.arrayBuffer());
-    // The body's size as sent when the response says (Content-Length: gzip's compressed
-    // size), else as decoded: `fetch` does not tell the size on the wire.
-    const sent = Number(response.headers.get("content-length"));
-    this.stats.bodyBytes += Number.isSafeInteger(sent) && sent >= 0 && response.headers.has("content-length") ? sent : body.length;
+    const body = await this.body(response);
     if (repr === "json") {
       let doc;
       try {
@@ -1922,13 +2235,13 @@ export class Client {
     if (repr === "json") {
       let doc;
       try {
-        doc = await response.json();
+        doc = JSON.parse(new TextDecoder().decode(await this.body(response)));
       } catch (e) {
         throw new DecodeError(`${url}: body is not JSON: ${e.message}`);
       }
       ({ bytes, ribbon } = await this.ribbonDocument(url, doc));
     } else {
-      bytes = new Uint8Array(await response.arrayBuffer());
+      bytes = await this.body(response);
       await checkReprDigest(url, response.headers, bytes, this.subtle ?? globalThis.crypto?.subtle);
       ribbon = Ribbon.fromBytes(bytes);
     }
@@ -1975,12 +2288,141 @@ export class Client {
       return held;
     }
     const response = await this.request(url, { headers: { accept: "application/vnd.bloomcast.ribbon; v=2" } });
-    const bytes = new Uint8Array(await response.arrayBuffer());
+    const bytes = await this.body(response);
     await checkReprDigest(url, response.headers, bytes, this.subtle ?? globalThis.crypto?.subtle);
     const ribbon = Ribbon2.fromBytes(bytes);
     if (this.pubkey) await this.verifyForm("ribbon2", path, url, bytes, response.headers);
     this.cache.set(url, ribbon);
     return ribbon;
+  }
+
+  /**
+   * The IDs `ids` of a closed hour read by the page (`/YYYY/MM/DD/HH.pages`, section 12,
+   * "Huge hours by the page"), at the server's target fpp or at `fpp` (as `ribbon2`'s):
+   * the body's header (`Range: bytes=0-71`), then the slot of each page the IDs are on
+   * that is not held already, one `Range` each (a server that answers 200 sends the whole
+   * body, which is used). Resolves to a `Pages` answering for those IDs (and any other on
+   * the pages held) exactly as the whole paged body: no false negative, the grade's fpp
+   * (that of the `.ribbon2` body at that grade, whose false positives are others). Checked: the
+   * header's hour is the hour asked, each slot decodes (DecodeError). With a `pubkey`, the
+   * header's key id must name the key listed for the hour and each page read verify over
+   * the chain header the body carries (VerificationError naming the hour and page;
+   * `unsigned` when the body or a page has no signature). Kept once fetched, with the pages
+   * read: a later call reads only pages not held. A `StatusError` 406 for the open hour, 404
+   * from a server without paged forms.
+   */
+  async pages(hour, ids, { fpp } = {}) {
+    return this.readPages(hour, await Promise.all([...ids].map(keyOf)), { fpp });
+  }
+
+  /** `pages` for keys (`keyOf`) rather than IDs. */
+  async readPages(hour, keys, { fpp } = {}) {
+    const path = hourPath(hour);
+    const url = `${path}.pages${fpp === undefined ? "" : `?fpp=${fppParam(fpp)}`}`;
+    let paged = this.cache.get(url);
+    const read = !paged;
+    if (read) paged = await this.pagesHeader(url, path, fpp);
+    const { header } = paged;
+    const missing = pagesOfKeys(keys, header.pages).filter((p) => !paged.pages.has(p));
+    if (!read && !missing.length) this.stats.cacheHits++;
+    // Pages of a whole body received (a 200), not yet taken (verified), by number.
+    const got = paged.received ?? new Map();
+    const wanted = missing.filter((p) => !got.has(p));
+    let whole = null;
+    const slot = async (p) => {
+      const answer = await this.pageSlot(url, paged, p);
+      if (answer instanceof Page) got.set(p, answer);
+      else whole ??= answer;
+    };
+    if (wanted.length) {
+      // One first, then the rest a few at a time: a server that answers 200 sends the
+      // whole body once.
+      await slot(wanted[0]);
+      const queue = wanted.slice(1);
+      const worker = async () => {
+        while (queue.length && !whole) await slot(queue.shift());
+      };
+      await Promise.all(Array.from({ length: Math.min(PAGE_REQUESTS, queue.length) }, worker));
+    }
+    if (whole) {
+      for (const [p, page] of whole.pages) if (!paged.pages.has(p) && !got.has(p)) got.set(p, page);
+    }
+    const verifier = this.pubkey ? await this.readKeys() : null;
+    for (const p of missing) {
+      const page = got.get(p);
+      if (!page) throw new ProtocolError(`${url}: page ${p} was not received`);
+      if (verifier) await verifier.checkPage(hourOfPath(path), header, p, page.slot);
+      paged.pages.set(p, page);
+      got.delete(p);
+    }
+    paged.received = got.size ? got : undefined;
+    this.cache.set(url, paged);
+    return paged;
+  }
+
+  /** A paged body's header, read by `Range: bytes=0-71` (or the whole body, where the
+   * server answers 200), checked: its hour is the hour of `path`, its grade at most `fpp`,
+   * and with a `pubkey` its key id and chain header (`Verifier#checkPagesHeader`). */
+  async pagesHeader(url, path, fpp) {
+    const response = await this.request(url, { headers: { accept: PAGES_TYPE, range: `bytes=0-${PAGES_HEADER_BYTES - 1}` } });
+    const body = await this.body(response);
+    let paged;
+    if (response.status === 206) {
+      const total = contentRange(url, response.headers, 0, PAGES_HEADER_BYTES - 1);
+      if (body.length !== PAGES_HEADER_BYTES) throw new DecodeError(`${url}: ${body.length} bytes for the header's ${PAGES_HEADER_BYTES}`);
+      paged = new Pages(PagesHeader.parse(body));
+      if (total !== null && total !== paged.header.bodyLength()) {
+        throw new DecodeError(`${url}: the body is ${total} bytes where its header says ${paged.header.bodyLength()}`);
+      }
+    } else if (response.status === 200) {
+      await checkReprDigest(url, response.headers, body, this.subtle ?? globalThis.crypto?.subtle);
+      const whole = Pages.fromBytes(body);
+      paged = new Pages(whole.header);
+      paged.received = whole.pages;
+    } else {
+      throw new ProtocolError(`${url}: unexpected status ${response.status}`);
+    }
+    const { header } = paged;
+    const asked = Math.floor(hourOfPath(path).getTime() / HOUR_MS);
+    if (header.hour !== asked) {
+      const message = `hour ${hourName(asked * HOUR_MS)}: its paged body's header names hour ${hourName(header.hour * HOUR_MS)}: another hour's pages`;
+      throw this.pubkey ? new VerificationError(message) : new ProtocolError(message);
+    }
+    if (fpp !== undefined && header.fpp > fpp) {
+      throw new ProtocolError(`${url}: pages at fpp ${header.fpp}, coarser than the ${fpp} asked for`);
+    }
+    if (this.pubkey) await (await this.readKeys()).checkPagesHeader(hourOfPath(path), header);
+    /** The hour (RFC 3339). */
+    paged.hour = hourName(asked * HOUR_MS);
+    return paged;
+  }
+
+  /** Page `p`'s slot of the paged body at `url` whose header `paged` holds: a `Page` (a
+   * 206 of its bytes), or the whole body as `Pages` (a 200, whose layout must be the
+   * header's). No `If-Range`: a single `Range` is all a browser sends to another origin
+   * without asking first (CORS), and the pages' bytes are the same in every copy of the
+   * hour at the grade (only an unsigned copy's signatures and chain header differ from a
+   * signed one's, which a key refuses). */
+  async pageSlot(url, paged, p) {
+    const { header } = paged;
+    const { start, end } = header.slotRange(p);
+    const response = await this.request(url, { headers: { accept: PAGES_TYPE, range: `bytes=${start}-${end - 1}` } });
+    const body = await this.body(response);
+    if (response.status === 206) {
+      const total = contentRange(url, response.headers, start, end - 1);
+      if (total !== null && total !== header.bodyLength()) {
+        throw new DecodeError(`${url}: the body is ${total} bytes where its header says ${header.bodyLength()}`);
+      }
+      return Page.parse(header, p, body);
+    }
+    if (response.status !== 200) throw new ProtocolError(`${url}: unexpected status ${response.status} for page ${p}`);
+    await checkReprDigest(url, response.headers, body, this.subtle ?? globalThis.crypto?.subtle);
+    const whole = Pages.fromBytes(body);
+    // The grade, hour, n, pages and slot size (not the signing fields) of the header read.
+    if (!whole.header.bytes.every((b, i) => (i >= 16 && i < 56) || b === header.bytes[i])) {
+      throw new ProtocolError(`${url}: the whole body sent for page ${p} is laid out otherwise than its header read first said`);
+    }
+    return whole;
   }
 
   /**
@@ -2010,7 +2452,7 @@ export class Client {
     if (to === null) throw new ProtocolError(`${url}: the response names no hour it covers (no Bloom-To or Bloom-Hour header)`);
     const from = named("bloom-from") ?? hour ?? hourName(Math.floor(toDate(since).getTime() / HOUR_MS) * HOUR_MS);
     if (Date.parse(to) < Date.parse(from)) throw new ProtocolError(`${url}: it covers ${from} .. ${to}, which ends before it starts`);
-    const bytes = new Uint8Array(await response.arrayBuffer());
+    const bytes = await this.body(response);
     await checkReprDigest(url, response.headers, bytes, this.subtle ?? globalThis.crypto?.subtle);
     const ribbon = Ribbon2.fromBytes(bytes);
     return { ribbon, from, to };
@@ -2042,7 +2484,7 @@ export class Client {
       if (e instanceof StatusError && e.status === 404) return null;
       throw e;
     }
-    const bytes = new Uint8Array(await response.arrayBuffer());
+    const bytes = await this.body(response);
     await checkReprDigest(url, response.headers, bytes, this.subtle ?? globalThis.crypto?.subtle);
     const exact = Exact.fromBytes(bytes);
     for (const [name, value] of [["bloom-count", exact.changedCount], ["bloom-universe", exact.universe]]) {
@@ -2173,18 +2615,34 @@ export class Client {
   }
 
   /** A closed hour in its cheapest form (`cheapestForm`, with its `options`; `registered`
-   * the client's unless given); v1 where no ribbon is served. */
-  async closedHour(hour, count, targetFpp, followed, fetchCost, options) {
-    const choice = cheapestForm(count ?? 3000, targetFpp ?? 0.01, followed, fetchCost, { registered: this.registered, ...options });
-    return this.readForm(hour, choice);
+   * the client's unless given); v1 where no ribbon is served. With `pages` (and the
+   * followed IDs' `keys`, which reading by the page needs), possibly by the page. */
+  async closedHour(hour, count, targetFpp, followed, fetchCost, options = {}) {
+    const choice = cheapestForm(count ?? 3000, targetFpp ?? 0.01, followed, fetchCost, { registered: this.registered, ...options, pages: Boolean(options.pages && options.keys) });
+    return this.readForm(hour, choice, null, options.keys ?? null);
   }
 
-  /** A closed hour in the form `choice` (from `cheapestForm`): an exact body that is not
-   * served falls back to `choice.otherwise`, a ribbon (version 1 or 2) that is not to v1.
-   * With a `pubkey`, so does a derived form that comes without a signature (the source
-   * does not sign them: `formsUnsigned` is then set); the v1 filter is verified as
-   * `filter` does (`unverified`: as `filter`'s). */
-  async readForm(hour, choice, unverified = null) {
+  /** A closed hour in the form `choice` (from `cheapestForm`): pages (for `keys`, the
+   * followed IDs' keys: `readPages`) or an exact body that are not served fall back to
+   * `choice.otherwise`, a ribbon (version 1 or 2) that is not to v1. With a `pubkey`, so
+   * does a derived form that comes without a signature (the source does not sign them:
+   * `formsUnsigned` is then set; pages unsigned fall back alone); the v1 filter is
+   * verified as `filter` does (`unverified`: as `filter`'s). */
+  async readForm(hour, choice, unverified = null, keys = null) {
+    if (choice.form === "pages") {
+      if (!keys) throw new TypeError("reading an hour by the page needs the keys of the IDs it answers for");
+      if (!this.pagesUnserved) {
+        try {
+          return await this.readPages(hour, keys, { fpp: choice.atTarget ? undefined : choice.fpp });
+        } catch (e) {
+          // No paged form here (404: none at all), not for this hour (406, 416), or one
+          // unsigned where a key is given: the hour is read whole.
+          if (e instanceof StatusError && e.status === 404) this.pagesUnserved = true;
+          else if (!(e instanceof StatusError && (e.status === 406 || e.status === 416)) && !(e instanceof VerificationError && e.unsigned)) throw e;
+        }
+      }
+      choice = choice.otherwise;
+    }
     // A derived form without a signature is refused; its hour is read in a form that is.
     const unsigned = (e) => e instanceof VerificationError && e.unsigned && (this.formsUnsigned = true);
     if (choice.form === "exact" || choice.form === "refined") {
@@ -2277,7 +2735,9 @@ export class Client {
    * the filters' fpp.
    * `strategy`: "union" (one `/since` filter, the default), "hourly" (each hour's filter;
    * each closed hour as the v1 filter, a ribbon (version 2, `.ribbon2`, when the index's
-   * `ribbon_versions` lists 2) or with its exact body, whichever `cheapestForm`
+   * `ribbon_versions` lists 2), by the page (`.pages`, where version 2 is listed: the
+   * pages the IDs are on, when they cost less than the whole form, as a few IDs of a huge
+   * hour do; `readPages`) or with its exact body, whichever `cheapestForm`
    * picks for `ids.length` IDs at `fetchCost` bytes per wasted fetch: for a sealed hour
    * at or after the index's `exact_since`, its exact body alone when the client was made
    * with `registered: true`, else refining a filter at the target fpp; a complete form of
@@ -2289,9 +2749,12 @@ export class Client {
    * IDs, one range `{from: its first hour, to: its last}`; the hours before it as "hourly"
    * reads them (held ones without a request), and each hour after it, normally the open
    * one, a range each; else as "union"; when the server answers the version 2 union 404
-   * or 406, as "union" if it was to start at `since`, else as "hourly") or "auto"
-   * (whichever of those three `cheapestPlan`
-   * expects to cost the fewest bytes; hour by hour when the range has an hour listed
+   * or 406, as "union" if it was to start at `since`, else as "hourly"), "pages" (as
+   * "hourly", each closed hour not held read by the page whatever that costs, at the grade
+   * `cheapestPages` finds for the IDs; read whole, in its cheapest form, where the source
+   * serves no pages: 404, and from then on; or, with a `pubkey`, unsigned ones) or "auto"
+   * (whichever of the three plans `cheapestPlan`
+   * expects to cost the fewest bytes, pages weighed for hour by hour; hour by hour when the range has an hour listed
    * `corrupt`). A static mirror (its index says `"static": true`, section 13) serves no
    * unions: it is read hour by hour whatever `strategy`. `form: "exact"` reads every sealed hour with its exact body
    * (alone or refining, as above; hour by hour whatever `strategy`), and rejects with a
@@ -2301,7 +2764,7 @@ export class Client {
    * With a `pubkey`, hour by hour (unions are not signed), everything under the keys
    * trusted from it (section 11, "Trust"): each sealed hour's v1 filter, ribbon or exact
    * body by its signature (a derived form without one is not used: the hour is read as
-   * v1), the open hour by its `Bloom-Open-Signature` and freshness, the checkpoint (read
+   * v1), each page read by its own (pages unsigned are not used: the hour is read whole), the open hour by its `Bloom-Open-Signature` and freshness, the checkpoint (read
    * first). What does not verify rejects with a VerificationError naming the hour or the
    * key; an hour with no signature at all is answered and listed in `unverified`.
    *
@@ -2315,7 +2778,7 @@ export class Client {
    * as "no change".
    */
   async changedSince(ids, since, { strategy = "union", fetchCost = DEFAULT_FETCH_COST, form = "auto", acceptStale = false } = {}) {
-    if (!STRATEGIES.includes(strategy)) throw new TypeError(`strategy is union, hourly, compact or auto, not ${strategy}`);
+    if (!STRATEGIES.includes(strategy)) throw new TypeError(`strategy is union, hourly, compact, pages or auto, not ${strategy}`);
     if (form !== "auto" && form !== "exact") throw new TypeError(`form is auto or exact, not ${form}`);
     const index = await this.index();
     const now = toDate(index.current.hour);
@@ -2353,7 +2816,7 @@ export class Client {
     let plan = "hourly";
     let k = null;
     let start = 0;
-    if (!verifying && !forced && !index.static && strategy !== "hourly" && !(strategy === "auto" && damaged.length)) {
+    if (!verifying && !forced && !index.static && strategy !== "hourly" && strategy !== "pages" && !(strategy === "auto" && damaged.length)) {
       plan = "union";
       if (strategy !== "union") {
         const chosen = cheapestPlan(this.planHours(from, now, listed, exactSince, targetFpp), {
@@ -2363,6 +2826,8 @@ export class Client {
           fetchCost,
           ribbon2,
           registered: this.registered,
+          pages: ribbon2 && !this.pagesUnserved,
+          keys,
         });
         // "compact" reads the closed hours after the last one held as one version 2 union
         // where there is such an hour and the server serves version 2, else the v1 union.
@@ -2442,20 +2907,30 @@ export class Client {
           const count = entry?.count ?? index.capacity;
           const exactHour = forms() && exactSince !== null && t >= exactSince;
           const exact = exactHour ? (Number.isInteger(entry?.exact_bytes) ? entry.exact_bytes : true) : undefined;
-          const choice = cheapestForm(count ?? 3000, targetFpp, ids.length, fetchCost, {
+          const mirror = Boolean(index.static);
+          // Pages are version 2 bodies, signed as derived forms: weighed where those are read.
+          const paging = ribbon2 && forms() && !this.pagesUnserved;
+          let choice = cheapestForm(count ?? 3000, targetFpp, ids.length, fetchCost, {
             exact,
             ribbons: forms(),
             ribbon2,
             registered: this.registered,
-            mirror: Boolean(index.static),
+            mirror,
+            pages: paging,
+            keys,
           });
+          if (strategy === "pages" && paging && choice.form !== "pages") {
+            // Read by the page whatever it costs, at the grade that suits the IDs; whole
+            // (the cheapest whole form) where the source serves no pages.
+            choice = { ...cheapestPages(count ?? 3000, targetFpp, ids.length, fetchCost, { mirror, keys }), otherwise: choice };
+          }
           // A complete form held already, when its wasted fetches cost no more than
           // fetching the cheapest form (as `cheapestPlan` counts it): no request.
           const held = this.heldHour(name, targetFpp);
           if (held && ids.length * fppOf(held) * fetchCost <= choice.expected + RESPONSE_OVERHEAD) {
             this.stats.cacheHits++;
             filter = held;
-          } else filter = await this.readForm(hour, choice, unverified);
+          } else filter = await this.readForm(hour, choice, unverified, keys);
         }
       } catch (e) {
         throw ofHour(e, name);

@@ -1,5 +1,5 @@
 // Types for verify.js (verifiable history and trust, PROTOCOL.md section 11; WebCrypto Ed25519).
-import { VerificationError, MissingDependency, Filter } from "./bloomcast.js";
+import { VerificationError, MissingDependency, Filter, PagesHeader } from "./bloomcast.js";
 
 export { VerificationError, MissingDependency };
 
@@ -22,11 +22,14 @@ export function signedMessage(index: number, header: Uint8Array): Uint8Array;
 /** "bloomcast-exact-v1", the first 18 bytes of an exact body's signed message (section 14). */
 export const EXACT_DOMAIN: Uint8Array;
 /** The domains of the derived forms' signatures: "bloomcast-exact-v1", "bloomcast-ribbon-v1"
- * (`.ribbon` and `.ribbon.json`), "bloomcast-ribbon2-v1". */
-export const FORM_DOMAINS: { readonly exact: Uint8Array; readonly ribbon: Uint8Array; readonly ribbon2: Uint8Array };
+ * (`.ribbon` and `.ribbon.json`), "bloomcast-ribbon2-v1", "bloomcast-page-v1" (each page of `.pages`). */
+export const FORM_DOMAINS: { readonly exact: Uint8Array; readonly ribbon: Uint8Array; readonly ribbon2: Uint8Array; readonly page: Uint8Array };
 /** What a derived form's signature covers: its domain, hour index (8 bytes big-endian),
- * the hour's chain header, SHA-256 of its binary body. */
-export function formMessage(form: "exact" | "ribbon" | "ribbon2", index: number, header: Uint8Array, bodyDigest: Uint8Array): Uint8Array;
+ * the hour's chain header, SHA-256 of its binary body (of a page: of `signedPage`). */
+export function formMessage(form: "exact" | "ribbon" | "ribbon2" | "page", index: number, header: Uint8Array, bodyDigest: Uint8Array): Uint8Array;
+/** What page `p`'s signature is over, before hashing: the paged body's 72-byte header,
+ * `p` (4 bytes big-endian), the slot after its signature. */
+export function signedPage(header: Uint8Array, p: number, slot: Uint8Array): Uint8Array;
 /** The 90 bytes an exact body's signature covers: `formMessage("exact", ...)`. */
 export function exactMessage(index: number, header: Uint8Array, bodyDigest: Uint8Array): Uint8Array;
 /** The domains of section 11's "Trust": "bloomcast-key-v1", "bloomcast-key-ack-v1",
@@ -133,6 +136,14 @@ export class Verifier {
   checkForm(form: "exact" | "ribbon" | "ribbon2", hour: Date | string, bytes: Uint8Array, header: Uint8Array, signature: string | null): Promise<void>;
   /** `checkForm("exact", ...)`. */
   checkExact(hour: Date | string, bytes: Uint8Array, header: Uint8Array, signature: string | null): Promise<void>;
+  /** Checks a paged body's header read for `hour` (a PagesHeader or its 72 bytes): it names
+   * that hour, a signing key (else VerificationError `unsigned`) listed for the hour, and
+   * the hour's chain header where this verifier checked it. Resolves to the key listed. */
+  checkPagesHeader(hour: Date | string, header: PagesHeader | Uint8Array): Promise<ListedKey>;
+  /** Verifies page `p` from its slot's bytes: the header as `checkPagesHeader`, then its
+   * signature over "bloomcast-page-v1" || hour index || the body's chain header ||
+   * SHA-256(`signedPage`) by the key listed for the hour (a zero signature: `unsigned`). */
+  checkPage(hour: Date | string, header: PagesHeader | Uint8Array, p: number, slot: Uint8Array): Promise<void>;
   /** Verifies a checkpoint under the trusted key listed for its hour, and its header
    * against the chain's when that hour was verified here. */
   checkCheckpoint(doc: CheckpointDocument): Promise<{ hour: string; header: Uint8Array; made: number; keyId: string }>;

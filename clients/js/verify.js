@@ -3,11 +3,11 @@
 // A port of the Python client's verify.py: the same checks, refusals and messages; and
 // section 11's "Trust": the keys trusted from the one given (successions signed both
 // ways), checkpoints, the open hour's signatures and the derived forms' (exact bodies,
-// ribbons of version 1 and 2).
+// ribbons of version 1 and 2, and each page of an hour's paged form).
 //
 // A module of its own, loaded by `Client` only when given a `pubkey`: the dashboard serves
 // bloomcast.js as one file, which must not import anything. Types: verify.d.ts.
-import { VerificationError, MissingDependency, parseDocument } from "./bloomcast.js";
+import { VerificationError, MissingDependency, parseDocument, PagesHeader } from "./bloomcast.js";
 
 export { VerificationError, MissingDependency };
 
@@ -79,20 +79,31 @@ export const EXACT_DOMAIN = new TextEncoder().encode("bloomcast-exact-v1");
 
 /** The domain of each derived form's signature (section 11, "Derived forms"): the exact
  * body (section 14), the ribbon of version 1 (`.ribbon`, and `.ribbon.json`, whose
- * signature is the same) and of version 2 (`.ribbon2`). */
+ * signature is the same) and of version 2 (`.ribbon2`), and a page of the paged form
+ * (`.pages`, section 12, "Huge hours by the page"). */
 export const FORM_DOMAINS = Object.freeze({
   exact: EXACT_DOMAIN,
   ribbon: new TextEncoder().encode("bloomcast-ribbon-v1"),
   ribbon2: new TextEncoder().encode("bloomcast-ribbon2-v1"),
+  page: new TextEncoder().encode("bloomcast-page-v1"),
 });
 
 /** The bytes a derived form's signature covers (section 11, "Derived forms"): its domain,
  * the hour index (8 bytes big-endian, signed), the hour's chain header, SHA-256 of the
- * binary body. */
+ * binary body (of a page: of `signedPage`'s bytes). */
 export function formMessage(form, index, header_, bodyDigest) {
   const domain = FORM_DOMAINS[form];
-  if (!domain) throw new TypeError(`a derived form is exact, ribbon or ribbon2, not ${JSON.stringify(form)}`);
+  if (!domain) throw new TypeError(`a derived form is exact, ribbon, ribbon2 or page, not ${JSON.stringify(form)}`);
   return concat(domain, int64(index), header_, bodyDigest);
+}
+
+/** What page `p`'s signature is over, hashed (section 12, "Huge hours by the page"): the
+ * paged body's header (its 72 bytes, as read), `p` (4 bytes, big-endian) and the page's
+ * slot after its signature (length, body and padding). */
+export function signedPage(header72, p, slot) {
+  const index = new Uint8Array(4);
+  new DataView(index.buffer).setUint32(0, p, false);
+  return concat(header72, index, slot.subarray(64));
 }
 
 /** The 90 bytes an exact body's signature covers (section 14): domain, hour index (8 bytes
@@ -492,7 +503,7 @@ export class Verifier {
     const index = hourIndex(hour);
     const name = hourName(index);
     const what = FORM_NAMES[form];
-    if (!what) throw new TypeError(`a derived form is exact, ribbon or ribbon2, not ${JSON.stringify(form)}`);
+    if (!what) throw new TypeError(`a derived form is exact, ribbon, ribbon2 or page, not ${JSON.stringify(form)}`);
     if (!(headerBytes instanceof Uint8Array) || headerBytes.length !== 32) {
       throw new VerificationError(`hour ${name}: no 32-byte chain header to verify its ${what} against`, { unsigned: true });
     }
@@ -503,6 +514,61 @@ export class Verifier {
     if (!(await this.signed(listed, message, signature))) {
       throw new VerificationError(
         `hour ${name}: the ${what}'s signature does not verify with the public key given: the bytes were altered or belong to another hour or form`,
+      );
+    }
+  }
+
+  /**
+   * Checks the header of an hour's paged body (section 12, "Huge hours by the page") read
+   * for the hour `hour` (a Date or RFC 3339 string), a `PagesHeader` or its 72 bytes: it
+   * names that hour, a signing key (else `unsigned`: its pages cannot be verified), the
+   * key listed for the hour, and, where this verifier has checked the hour, its chain
+   * header. Resolves to the key listed.
+   * @throws VerificationError naming the hour
+   */
+  async checkPagesHeader(hour, header) {
+    const h = header instanceof PagesHeader ? header : PagesHeader.parse(header);
+    const index = hourIndex(hour);
+    const name = hourName(index);
+    if (h.hour !== index) {
+      throw new VerificationError(`hour ${name}: its paged body's header names hour ${hourName(h.hour)}: another hour's pages`);
+    }
+    if (!h.signed) {
+      throw new VerificationError(`hour ${name}: its pages are unsigned (no key id in their header), so they cannot be verified`, { unsigned: true });
+    }
+    const listed = this.keyFor(index, name, h.keyId);
+    const known = this.headers.get(index);
+    if (known && !equal(known.header, h.chainHeader)) {
+      throw new VerificationError(`hour ${name}: the chain header its pages carry is not the chain's for that hour`);
+    }
+    return listed;
+  }
+
+  /**
+   * Verifies page `p` of the hour `hour`'s paged body whose header is `header` (a
+   * `PagesHeader` or its 72 bytes) from its slot's bytes `slot`: the header as
+   * `checkPagesHeader`, then the page's signature (the slot's first 64 bytes) by the key
+   * listed for the hour over `"bloomcast-page-v1"`, the hour's index and the chain header
+   * the body carries (the key signed it only in this hour's place in the chain), and
+   * SHA-256 of `signedPage`. A zero signature is `unsigned`.
+   * @throws VerificationError naming the hour and the page
+   */
+  async checkPage(hour, header, p, slot) {
+    const h = header instanceof PagesHeader ? header : PagesHeader.parse(header);
+    const listed = await this.checkPagesHeader(hour, h);
+    const index = hourIndex(hour);
+    const name = hourName(index);
+    if (!(slot instanceof Uint8Array) || slot.length !== h.slot || !Number.isInteger(p) || p < 0 || p >= h.pages) {
+      throw new VerificationError(`hour ${name}: page ${p} is not a slot of its paged body (${h.pages} pages of ${h.slot} bytes)`);
+    }
+    const signature = slot.subarray(0, 64);
+    if (signature.every((b) => b === 0)) {
+      throw new VerificationError(`hour ${name}: page ${p} is unsigned (a zero signature), so it cannot be verified`, { unsigned: true });
+    }
+    const message = formMessage("page", index, h.chainHeader, await digest(signedPage(h.bytes, p, slot), this.subtle));
+    if (!(await this.signed(listed, message, signature))) {
+      throw new VerificationError(
+        `hour ${name}: page ${p}'s signature does not verify with the public key given: the bytes were altered or belong to another hour, page or grade`,
       );
     }
   }
@@ -643,4 +709,4 @@ export class Verifier {
   }
 }
 
-const FORM_NAMES = { exact: "exact body", ribbon: "ribbon", ribbon2: "ribbon2 body" };
+const FORM_NAMES = { exact: "exact body", ribbon: "ribbon", ribbon2: "ribbon2 body", page: "page" };

@@ -17,6 +17,12 @@ export function binary() {
   return candidates.find((p) => p && existsSync(p)) ?? null;
 }
 
+/** The path of the workspace's example `name` (target/debug/examples, then release), or null. */
+export function example(name) {
+  const candidates = ["debug", "release"].map((profile) => join(root, `target/${profile}/examples/${name}`));
+  return candidates.find((p) => existsSync(p)) ?? null;
+}
+
 /** `false`, or why the test must skip (with how to enable it). Under CI=true it throws instead. */
 export function skipUnless(requirement, reason) {
   if (requirement) return false;

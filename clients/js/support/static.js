@@ -1,12 +1,14 @@
 // A file server for a static mirror (`bloomcast mirror DIR`, PROTOCOL.md section 13) in
 // tests, as nginx serves one (deploy/nginx-mirror.conf) minus gzip: `/` is index.json,
 // query strings are ignored, a missing file or a directory is 404, and nothing else is
-// sent but the body and its type.
+// sent but the body and its type; a single `Range` (`bytes=FIRST-LAST`, `FIRST-`) is a
+// 206 of those bytes with `Content-Range` (416 past the end), any other the whole body.
 import { createServer } from "node:http";
 import { readFile } from "node:fs/promises";
 import { join, normalize } from "node:path";
 
 const TYPES = [
+  [/\.pages$/, "application/vnd.bloomcast.pages"],
   [/\.ribbon2$/, "application/vnd.bloomcast.ribbon; v=2"],
   [/\.ribbon$/, "application/vnd.bloomcast.ribbon"],
   [/\.ribbon\.json$/, "application/vnd.bloomcast.ribbon+json"],
@@ -25,6 +27,17 @@ export async function serveMirror(dir) {
       if (!file.startsWith(normalize(dir))) throw new Error("outside the mirror");
       const body = await readFile(file);
       const type = TYPES.find(([pattern]) => pattern.test(file))?.[1] ?? "application/json";
+      const range = /^bytes=(\d+)-(\d*)$/.exec(req.headers.range ?? "");
+      if (range) {
+        const first = Number(range[1]);
+        const last = Math.min(range[2] === "" ? body.length - 1 : Number(range[2]), body.length - 1);
+        if (first > last) {
+          res.writeHead(416, { "content-range": `bytes */${body.length}`, "access-control-allow-origin": "*" });
+          return res.end();
+        }
+        res.writeHead(206, { "content-type": type, "content-range": `bytes ${first}-${last}/${body.length}`, "access-control-allow-origin": "*" });
+        return res.end(body.subarray(first, last + 1));
+      }
       res.writeHead(200, { "content-type": type, "access-control-allow-origin": "*" });
       res.end(body);
     } catch {
