@@ -51,6 +51,26 @@ pub fn render_compact(meta: &Meta, ribbon: &Ribbon, form: Compact) -> Rendered {
     }
 }
 
+/// A binary body (never gzipped) with its fields: `m` is what its size is counted in.
+fn binary(meta: &Meta, fields: RawFields, identity: Vec<u8>, m: u64) -> Rendered {
+    Rendered {
+        repr: Repr::Bin,
+        encodings: super::Encodings::Both,
+        sha256: crate::dcz::sha256(&identity),
+        gzip_sha256: crate::dcz::sha256(&[]),
+        fields,
+        chain: None,
+        open: None,
+        validator: None,
+        m,
+        count: meta.count,
+        gzip: Bytes::new(),
+        complete: meta.complete,
+        identity: super::rendered::kept(identity),
+        head: Default::default(),
+    }
+}
+
 /// Renders an hour's paged body with its fields; never gzipped. Its signatures are in
 /// its pages: it has no chain headers.
 pub fn render_pages(meta: &Meta, pages: Pages) -> Rendered {
@@ -64,22 +84,7 @@ pub fn render_pages(meta: &Meta, pages: Pages) -> Rendered {
         slot: header.slot,
     };
     let identity = pages.into_bytes();
-    Rendered {
-        repr: Repr::Bin,
-        encodings: super::Encodings::Both,
-        sha256: crate::dcz::sha256(&identity),
-        gzip_sha256: crate::dcz::sha256(&[]),
-        fields,
-        chain: None,
-        open: None,
-        validator: None,
-        m: header.body_len(),
-        count: meta.count,
-        gzip: Bytes::new(),
-        complete: meta.complete,
-        identity: super::rendered::kept(identity),
-        head: Default::default(),
-    }
+    binary(meta, fields, identity, header.body_len())
 }
 
 /// Renders a version 2 body with its fields; never gzipped, like version 1's.
@@ -93,22 +98,7 @@ pub fn render_ribbon2(meta: &Meta, ribbon: &Ribbon2) -> Rendered {
         shards: [shards_a, shards_b],
     };
     let identity = ribbon.to_bytes();
-    Rendered {
-        repr: Repr::Bin,
-        encodings: super::Encodings::Both,
-        sha256: crate::dcz::sha256(&identity),
-        gzip_sha256: crate::dcz::sha256(&[]),
-        fields,
-        chain: None,
-        open: None,
-        validator: None,
-        m: ribbon.rows(),
-        count: meta.count,
-        gzip: Bytes::new(),
-        complete: meta.complete,
-        identity: super::rendered::kept(identity),
-        head: Default::default(),
-    }
+    binary(meta, fields, identity, ribbon.rows())
 }
 
 /// Renders a ribbon filter's body with its fields. The body is near-random bits,

@@ -126,17 +126,13 @@ impl Service {
         body: &[u8],
     ) -> Result<ChainPlace> {
         let header = chain::header(&bin.sha256, &place.prev);
-        let signature = match &self.tuning.signer {
-            Some(signer) if place.signature.is_some() => {
-                let ours = signer.public_key();
-                let list = self.signing().key_list().await?;
-                (list.for_hour(hour).map(|k| k.public_key) == Some(ours)).then(|| SignatureField {
-                    signature: signer.sign_body(form, hour.index(), &header, body),
-                    key_id: Some(ours.id()),
-                })
-            }
-            _ => None,
-        };
+        let signature = self
+            .hour_signer(hour, &place)
+            .await?
+            .map(|signer| SignatureField {
+                signature: signer.sign_body(form, hour.index(), &header, body),
+                key_id: Some(signer.public_key().id()),
+            });
         Ok(ChainPlace {
             prev: place.prev,
             signature,
@@ -148,22 +144,36 @@ impl Service {
     /// [`Service::body_chain_place`] signs a body); `None` otherwise (the pages are
     /// served unsigned, and not kept by caches).
     pub(super) async fn page_signing(&self, hour: Hour) -> Result<Option<PageSigning>> {
-        let Some(signer) = &self.tuning.signer else {
-            return Ok(None);
-        };
-        let (bin, _) = self.closed_view(hour, Repr::Bin).await?;
-        let Some(place) = bin.chain.filter(|p| p.signature.is_some()) else {
-            return Ok(None);
-        };
-        let ours = signer.public_key();
-        let list = self.signing().key_list().await?;
-        if list.for_hour(hour).map(|k| k.public_key) != Some(ours) {
+        if self.tuning.signer.is_none() {
             return Ok(None);
         }
-        Ok(Some(PageSigning {
-            header: chain::header(&bin.sha256, &place.prev),
-            signer: signer.clone(),
-        }))
+        let (bin, _) = self.closed_view(hour, Repr::Bin).await?;
+        let Some(place) = bin.chain else {
+            return Ok(None);
+        };
+        Ok(self
+            .hour_signer(hour, &place)
+            .await?
+            .map(|signer| PageSigning {
+                header: chain::header(&bin.sha256, &place.prev),
+                signer: signer.clone(),
+            }))
+    }
+
+    /// This node's key, when it signs `hour`'s derived forms: the hour is signed in the
+    /// chain (`place`) and the key listed for it is this node's.
+    async fn hour_signer(&self, hour: Hour, place: &ChainPlace) -> Result<Option<&chain::Signer>> {
+        let Some(signer) = self
+            .tuning
+            .signer
+            .as_ref()
+            .filter(|_| place.signature.is_some())
+        else {
+            return Ok(None);
+        };
+        let list = self.signing().key_list().await?;
+        let ours = signer.public_key();
+        Ok((list.for_hour(hour).map(|k| k.public_key) == Some(ours)).then_some(signer))
     }
 
     /// `result`, recording `hour` as corrupt when its data failed verification (a body
