@@ -53,21 +53,21 @@ impl Mirror {
 
     /// [`Mirror::get`] in identity encoding, `None` (said in the log) for a 404 or 406.
     async fn get_or_declined(&self, path: &str) -> Result<Option<Got>> {
-        match self.get_or_missing(path, false).await {
-            Err(MirrorError::Protocol { url, detail }) if detail.starts_with("status 406") => {
-                tracing::warn!(%url, "the server declines to build it (406): not mirrored");
-                Ok(None)
-            }
-            Ok(None) => {
-                tracing::warn!(url = %format!("{}{path}", self.base), "not served (404): not mirrored");
-                Ok(None)
-            }
-            other => other,
+        let got = self.get_unless(path, false, &[404, 406]).await?;
+        if got.is_none() {
+            let url = format!("{}{path}", self.base);
+            tracing::warn!(%url, "not served, or declined (404, 406): not mirrored");
         }
+        Ok(got)
     }
 
     /// [`Mirror::get`], `None` for a 404.
     pub(super) async fn get_or_missing(&self, path: &str, gzip: bool) -> Result<Option<Got>> {
+        self.get_unless(path, gzip, &[404]).await
+    }
+
+    /// [`Mirror::get`], `None` for a status of `absent`.
+    async fn get_unless(&self, path: &str, gzip: bool, absent: &[u16]) -> Result<Option<Got>> {
         let url = format!("{}{path}", self.base);
         let transport = |source| MirrorError::Transport {
             url: url.clone(),
@@ -98,7 +98,7 @@ impl Mirror {
             tokio::time::sleep(std::time::Duration::from_secs(wait)).await;
             attempt += 1;
         };
-        if response.status() == reqwest::StatusCode::NOT_FOUND {
+        if absent.contains(&response.status().as_u16()) {
             return Ok(None);
         }
         if !response.status().is_success() {
