@@ -426,14 +426,6 @@ fn hour_n(n: i64) -> Hour {
     Hour::from_index(start_hour().index() + n)
 }
 
-async fn public_key(base: &str) -> bloomcast::chain::PublicKey {
-    common::well_known(&reqwest::Client::new(), base).await["public_key"]
-        .as_str()
-        .unwrap()
-        .parse()
-        .unwrap()
-}
-
 #[tokio::test]
 async fn following_the_universe_reads_exact_hours_and_wastes_no_fetch() {
     // 2,000 universe IDs followed, 20 of them changed in each of two sealed hours.
@@ -621,7 +613,7 @@ async fn an_exact_body_the_server_does_not_serve_falls_back_to_another_form() {
 async fn a_verifying_client_reads_signed_exact_hours_and_refuses_a_tampered_one() {
     let (server, changed) = common::exact::serve(TOKEN, start_hour(), 2_000, 2, 20).await;
     let proxy = common::exact::proxy(&server.base).await;
-    let key = public_key(&server.base).await;
+    let key = common::public_key(&server.base).await;
     let verifying = || reader(&proxy.base).pubkey(key).build().unwrap();
     let universe = common::exact::universe(2_000);
 

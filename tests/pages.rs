@@ -41,14 +41,6 @@ async fn serve(n: usize) -> (common::inproc::InProcess, Vec<String>) {
     (server, members)
 }
 
-async fn public_key(base: &str) -> bloomcast::chain::PublicKey {
-    common::well_known(&reqwest::Client::new(), base).await["public_key"]
-        .as_str()
-        .unwrap()
-        .parse()
-        .unwrap()
-}
-
 #[tokio::test]
 async fn a_page_read_by_range_answers_as_the_whole_body_and_is_signed_alone() {
     let (server, members) = serve(20_000).await;
@@ -107,7 +99,7 @@ async fn a_page_read_by_range_answers_as_the_whole_body_and_is_signed_alone() {
     assert_eq!(got, body[slot.start as usize..slot.end as usize]);
 
     // Each page verifies alone, under the key listed for the hour, and no other bytes do.
-    let key = public_key(&server.base).await;
+    let key = common::public_key(&server.base).await;
     assert!(header.signed());
     assert_eq!(header.key_id, key.id().0);
     let page = pages.page(p).unwrap();
@@ -196,7 +188,7 @@ async fn ranges_past_the_end_several_ranges_and_other_targets_get_their_answers(
 #[tokio::test]
 async fn a_verifying_client_reads_a_large_hour_by_the_page_and_finds_every_id() {
     let (server, members) = serve(100_000).await;
-    let key = public_key(&server.base).await;
+    let key = common::public_key(&server.base).await;
     let client = reader(&server.base).pubkey(key).build().unwrap();
     let mut followed: Vec<String> = members.iter().step_by(33_334).cloned().collect();
     followed.extend(ids("absent", 3));

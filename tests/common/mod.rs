@@ -214,6 +214,15 @@ pub async fn well_known(http: &reqwest::Client, base: &str) -> serde_json::Value
     get_json(http, &format!("{base}/.well-known/bloomcast.json")).await
 }
 
+/// The current public key the server at `base` publishes.
+pub async fn public_key(base: &str) -> bloomcast::chain::PublicKey {
+    well_known(&reqwest::Client::new(), base).await["public_key"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
 /// Waits until the server's `GET /stats` says `value` at `pointer` (a JSON pointer,
 /// e.g. `/events/subscribers`), naming it if it never does ([`wait::until`]).
 pub async fn stats_reach(
