@@ -208,10 +208,23 @@ impl From<ServiceError> for ApiError {
                  beside its count; a day or a range is read whole, as .ribbon2 or {BLOOM_SUFFIXES}",
                 named(asked)
             )),
-            ServiceError::OpenHourHasNoExactForm { hour } => ApiError::NotAcceptable(format!(
-                "{hour} is still open: its exact form is built when it is sealed; \
-                 fetch it as {BLOOM_SUFFIXES} until then"
-            )),
+            ServiceError::OpenHasNoExactForm { asked, open } => {
+                ApiError::NotAcceptable(match asked {
+                    Target::Hour(hour) => format!(
+                        "{hour} is still open: its exact form is built when it is sealed; \
+                         fetch it as {BLOOM_SUFFIXES} until then"
+                    ),
+                    Target::Day(day) => format!(
+                        "{} includes the open hour {open}: its exact form exists once the day \
+                         is over; fetch it as {BLOOM_SUFFIXES} until then",
+                        day.path()
+                    ),
+                    Target::Since(_) => format!(
+                        "a since-range from the open hour {open} holds no sealed hour, so it \
+                         has no exact form; fetch it as {BLOOM_SUFFIXES}"
+                    ),
+                })
+            }
             ServiceError::NoUniverse => ApiError::NotFound(
                 "this service has no universe, so no exact hours: a publisher creates one \
                  with POST /universe"
@@ -326,7 +339,9 @@ fn doing(work: Work) -> String {
         Work::Compact { from, to } => {
             format!("building the compact form of {}", compact_of(from, to))
         }
-        Work::Exact { hour } => format!("building the exact form of {}", hour.path()),
+        Work::Exact { from, to } => {
+            format!("building the exact form of {}", compact_of(from, to))
+        }
         Work::Render { hour } => format!("rendering {}", hour.path()),
         Work::Scrub { hour } => format!("scrubbing {hour}"),
     }
@@ -359,11 +374,11 @@ fn too_large(work: Work, needs: u64, budget: u64) -> ApiError {
              {BLOOM_SUFFIXES}",
             compact_of(from, to)
         )),
-        Work::Exact { hour } => ApiError::NotAcceptable(format!(
+        Work::Exact { from, to } => ApiError::NotAcceptable(format!(
             "the exact form of {} needs about {needs} MiB of memory to build, more than this \
              server's build budget of {budget} MiB (setting cache_bytes); fetch it as .bin, \
-             .hex, .json or .ribbon",
-            hour.path()
+             .hex, .json or .ribbon2",
+            compact_of(from, to)
         )),
         // Reserved up to the whole budget at most: never too large, only busy.
         Work::Render { .. } | Work::Scrub { .. } => ApiError::Busy(doing(work)),
@@ -600,7 +615,10 @@ mod tests {
                 ".bin, .hex or .json",
             ),
             (
-                ServiceError::OpenHourHasNoExactForm { hour },
+                ServiceError::OpenHasNoExactForm {
+                    asked: Target::Hour(hour),
+                    open: hour,
+                },
                 406,
                 "not_acceptable",
                 ".bin, .hex or .json",
@@ -650,7 +668,10 @@ mod tests {
             ),
             (
                 ServiceError::TooLargeForBudget {
-                    work: Work::Exact { hour },
+                    work: Work::Exact {
+                        from: hour,
+                        to: hour,
+                    },
                     needed: 3 << 20,
                     budget: 1 << 20,
                 },

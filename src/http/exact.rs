@@ -1,15 +1,16 @@
-//! The exact form of a sealed hour: `/YYYY/MM/DD/HH.exact`, or the plain path with
-//! `Accept: application/vnd.bloomcast.exact` (docs/PROTOCOL.md section 14). Immutable,
-//! with ETag and 304 like every filter; never gzipped. The open hour is 406, an hour
-//! before the universe 404, `?fpp=` 400.
+//! The exact form of a sealed hour, a past day or a since-range's sealed hours:
+//! `/YYYY/MM/DD/HH.exact`, `/YYYY/MM/DD.exact`, `/since/YYYY/MM/DD/HH.exact`, or the plain
+//! path with `Accept: application/vnd.bloomcast.exact` (docs/PROTOCOL.md section 14).
+//! Immutable (a since-range's until the open hour closes), with ETag and 304 like every
+//! filter; never gzipped. The open hour and today are 406, a range starting before the
+//! universe 404, `?fpp=` 400.
 
 use super::compact::fpp_param;
 use super::error::{ApiError, Result};
-use super::filters::not_modified;
+use super::filters::{not_modified, view_cache_control};
 use super::negotiate::wants_exact;
 use super::paths::{filter_path, last_segment_has_suffix};
 use super::AppState;
-use crate::service::Target;
 use axum::body::Body;
 use axum::http::request::Parts;
 use axum::http::{header, HeaderValue, StatusCode};
@@ -43,12 +44,7 @@ async fn serve(state: &AppState, parts: &Parts, plain: &str) -> Result<Response>
              choose (fpp applies to .ribbon and .ribbon.json)"
         )));
     }
-    let Target::Hour(hour) = target else {
-        return Err(ApiError::NotFound(
-            "the exact form is an hour's only: /YYYY/MM/DD/HH.exact".into(),
-        ));
-    };
-    let view = state.service.forms().exact_view(hour).await?;
+    let view = state.service.forms().exact_view(target).await?;
     let rendered = &view.rendered;
     let head = rendered.head();
     let mut response = if not_modified(rendered, &parts.headers) {
@@ -65,10 +61,7 @@ async fn serve(state: &AppState, parts: &Parts, plain: &str) -> Result<Response>
         response
     };
     let out = response.headers_mut();
-    out.insert(
-        header::CACHE_CONTROL,
-        super::filters::cache_control(state, None),
-    );
+    out.insert(header::CACHE_CONTROL, view_cache_control(state, &view));
     out.insert(header::VARY, HeaderValue::from_static("Accept"));
     Ok(response)
 }

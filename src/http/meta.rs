@@ -45,6 +45,7 @@ pub async fn index(State(state): State<AppState>, request: HeaderMap) -> Result<
             "chain": "/chain/YYYY/MM/DD/HH",
             "checkpoint": "/checkpoint",
             "exact": "/YYYY/MM/DD/HH.exact (sealed hours from exact_since)",
+            "exact_ranges": "/YYYY/MM/DD.exact, /since/YYYY/MM/DD/HH.exact (their sealed hours, from exact_since)",
             "history": "/history?id=ID[&id=ID...][&since=HOUR] (ingest token)",
             "universe": "POST /universe, GET /universe (ingest token)",
             "openapi": "/openapi.json",

@@ -54,13 +54,14 @@ impl RenderCache {
             .insert(Slot::Compact(key), Value::Rendering(value));
     }
 
-    /// A sealed hour's cached exact rendering.
-    pub fn get_exact(&self, hour: Hour) -> Option<Arc<Rendered>> {
-        self.get_slot(&Slot::Exact(hour))
+    /// The cached exact rendering of the sealed hours `from..=to`.
+    pub fn get_exact(&self, from: Hour, to: Hour) -> Option<Arc<Rendered>> {
+        self.get_slot(&Slot::Exact((from.index(), to.index())))
     }
 
-    pub fn insert_exact(&self, hour: Hour, value: Arc<Rendered>) {
-        self.kept.insert(Slot::Exact(hour), Value::Rendering(value));
+    pub fn insert_exact(&self, from: Hour, to: Hour, value: Arc<Rendered>) {
+        let slot = Slot::Exact((from.index(), to.index()));
+        self.kept.insert(slot, Value::Rendering(value));
     }
 
     pub fn insert(&self, key: CacheKey, value: Arc<Rendered>) {
@@ -81,8 +82,8 @@ impl RenderCache {
             Slot::Rendering(k) => k.0 >= hour,
             Slot::Compact(k) => k.0 >= hour,
             Slot::OpenUnion(k) => k.0 .0 >= hour,
-            Slot::Built(range) => range.0 >= hour,
-            Slot::Decoded(h) | Slot::SealedKeys(h) | Slot::Exact(h) => h.index() >= hour,
+            Slot::Built(range) | Slot::Exact(range) => range.0 >= hour,
+            Slot::Decoded(h) | Slot::SealedKeys(h) => h.index() >= hour,
         });
     }
 }

@@ -197,7 +197,7 @@ impl Service {
 
     /// The count of each hour of a closed range, sealing those not sealed yet (one the
     /// store cannot seal now is counted from its keys).
-    async fn closed_counts(&self, from: Hour, to: Hour) -> Result<Vec<(Hour, u64)>> {
+    pub(super) async fn closed_counts(&self, from: Hour, to: Hour) -> Result<Vec<(Hour, u64)>> {
         let sealed = self.sealed_counts(from, to).await?;
         let mut counts = Vec::new();
         let mut h = from;
@@ -215,7 +215,7 @@ impl Service {
     /// `runs` with the keys of each hour of a closed range whose hours `counted` has
     /// just sealed where it could; complete only if every hour is sealed (one the store
     /// cannot seal now is read from its keys).
-    async fn closed_runs(
+    pub(super) async fn closed_runs(
         &self,
         from: Hour,
         to: Hour,

@@ -25,13 +25,15 @@ pub enum ServiceError {
     /// `asked` is a day or a range: the paged form is an hour's alone.
     #[error("{asked:?} is not an hour: only hours have a paged form")]
     PagesAreHourly { asked: Target },
-    /// `hour` is still open: its exact form is built when it is sealed.
-    #[error("{hour} is still open and has no exact form")]
-    OpenHourHasNoExactForm { hour: Hour },
+    /// `asked` is, or ends in, the open hour `open`: an exact form covers sealed hours
+    /// only (a range's covers its closed hours, the open hour fetched on its own).
+    #[error("{asked:?} is or ends in the open hour {open} and has no exact form")]
+    OpenHasNoExactForm { asked: Target, open: Hour },
     /// The service has no universe, so no exact hours.
     #[error("this service has no universe")]
     NoUniverse,
-    /// `hour` was sealed before the universe existed (exact hours start at `since`).
+    /// `hour` (an hour asked for, or the first of a range) was sealed before the universe
+    /// existed (exact hours start at `since`).
     #[error("{hour} was sealed before the universe existed (since {since})")]
     BeforeUniverse { hour: Hour, since: Hour },
     /// A build whose working memory alone (`needed` bytes) is more than the builds'
@@ -106,8 +108,8 @@ pub enum Work {
     },
     /// Building the compact form of `from..=to` (one hour when they are equal).
     Compact { from: Hour, to: Hour },
-    /// Building the exact form of `hour`.
-    Exact { hour: Hour },
+    /// Building the exact form of `from..=to` (one hour when they are equal).
+    Exact { from: Hour, to: Hour },
     /// Rendering the filter of `hour`.
     Render { hour: Hour },
     /// Scrubbing `hour`.

@@ -2,14 +2,18 @@
 //! hour's exact body over it. An hour's body is built once, from the universe as it
 //! stood when the hour was sealed (the keys that joined by then) and the hour's keys,
 //! stored (the first stored wins, so every node serves the same bytes), and kept in
-//! the render cache. A build is bounded as compact builds are: one per hour at a time,
-//! a slot of the build pool, and its peak memory reserved before a key is read.
+//! the render cache. A range's (a past day, a since-range's sealed hours) is built the
+//! same way over the universe as it stood when its last hour was sealed, from the
+//! distinct union of its hours' keys; recorded, not stored. A build is bounded as
+//! compact builds are: one per hour or range at a time, a slot of the build pool, and
+//! its peak memory reserved before a key is read.
 
 use super::parts::{Forms, Ingest};
 use super::sealer::UniverseSeen;
+use super::unions::runs::Runs;
 use super::unions::Step;
-use super::{Result, Service, ServiceError, View, Work};
-use crate::bloom::Key;
+use super::{Result, Service, ServiceError, Target, View, Work};
+use crate::bloom::{distinct_keys, Key, KeyParts};
 use crate::chain::{self, BodyForm};
 use crate::exact::Exact;
 use crate::hour::Hour;
@@ -21,7 +25,9 @@ use std::sync::Arc;
 impl Service {
     /// The size of `hour`'s exact body when it is built and kept, for the index.
     pub(super) fn exact_bytes(&self, hour: Hour) -> Option<usize> {
-        self.cache.get_exact(hour).map(|hit| hit.identity.len())
+        self.cache
+            .get_exact(hour, hour)
+            .map(|hit| hit.identity.len())
     }
 
     /// Builds the exact bodies of the sealed hours `from..to` that have none, after they
@@ -39,11 +45,11 @@ impl Service {
         let mut hour = from.max(since);
         let forms = self.forms();
         while hour < to {
-            if self.cache.get_exact(hour).is_none() {
+            if self.cache.get_exact(hour, hour).is_none() {
                 // The server's own build: it takes its turn in the build queue as the
                 // background's, like warming (PROTOCOL.md section 12, "Fair builds").
-                let view = super::BUILD_CLIENT
-                    .scope(super::BuildClient::Background, forms.exact_view(hour));
+                let view = forms.exact_view(Target::Hour(hour));
+                let view = super::BUILD_CLIENT.scope(super::BuildClient::Background, view);
                 if let Err(e) = view.await {
                     tracing::warn!(%hour, error = %e, "cannot build the exact hour yet; it is built when asked for");
                 }
@@ -52,23 +58,36 @@ impl Service {
         }
     }
 
-    /// The rendering of a sealed hour's exact body, from the cache, the store, or built.
-    async fn exact_rendering(&self, hour: Hour, info: UniverseInfo) -> Result<Arc<Rendered>> {
-        if let Some(hit) = self.cache.get_exact(hour) {
+    /// The rendering of the exact body of the sealed hours `from..=to`, from the cache,
+    /// the store (an hour's), or built.
+    async fn exact_rendering(
+        &self,
+        from: Hour,
+        to: Hour,
+        info: UniverseInfo,
+    ) -> Result<Arc<Rendered>> {
+        if let Some(hit) = self.cache.get_exact(from, to) {
             return Ok(hit);
         }
-        // Readers of one hour share its build: those waiting find it cached.
-        let _same_hour = self.unions.exact_turn(hour.index()).await;
-        if let Some(hit) = self.cache.get_exact(hour) {
+        // Readers of one hour or range share its build: those waiting find it cached.
+        let _same_range = self.unions.exact_turn(from, to).await;
+        if let Some(hit) = self.cache.get_exact(from, to) {
             return Ok(hit);
         }
+        let rendered = Arc::new(match from == to {
+            true => self.exact_hour(from, info).await?,
+            false => self.exact_range(from, to, info).await?,
+        });
+        self.cache.insert_exact(from, to, rendered.clone());
+        Ok(rendered)
+    }
+
+    /// A sealed hour's exact body, rendered with its place in the chain.
+    async fn exact_hour(&self, hour: Hour, info: UniverseInfo) -> Result<Rendered> {
         // Sealed first (its keys final, its chain link made), then the body.
         let (bin, complete) = self.closed_view(hour, Repr::Bin).await?;
         if !complete {
-            return Err(ServiceError::Store(StoreError::unavailable(
-                format!("{hour} cannot be sealed right now, so it has no exact body yet"),
-                std::io::Error::other("the seal is being retried"),
-            )));
+            return Err(not_sealed_yet(hour));
         }
         let stored = match self.store.exact(hour).await {
             Ok(stored) => stored,
@@ -91,9 +110,59 @@ impl Service {
             None => None,
         };
         let meta = Meta::hour(hour.rfc3339(), true, u64::from(exact.changed_count()));
-        let rendered = Arc::new(render_exact(&meta, body, exact.universe(), chain));
-        self.cache.insert_exact(hour, rendered.clone());
-        Ok(rendered)
+        Ok(render_exact(&meta, body, exact.universe(), chain))
+    }
+
+    /// The exact body of the sealed hours `from..=to` (`from < to`): over the universe as
+    /// it stood when `to` was sealed (which holds every key of the range), "changed" for
+    /// the keys of any of its hours. Built from the hours' vouched keys, checked as an
+    /// hour's is, recorded as the bytes its URLs serve from now on (a build on any node
+    /// gives the same bytes), never stored: it is built again after a restart.
+    async fn exact_range(&self, from: Hour, to: Hour, info: UniverseInfo) -> Result<Rendered> {
+        // Every hour sealed first (its count known), then the build's memory reserved,
+        // and only then a key read.
+        let counts = self.closed_counts(from, to).await?;
+        let read: u64 = counts.iter().map(|(_, n)| n).sum();
+        let largest = counts.iter().map(|(_, n)| *n).max().unwrap_or(0);
+        let slot = self.unions.queued_slot().await?;
+        // The hours' keys as read and their distinct union, the universe and its copy
+        // kept to check the body against, and the build.
+        let bytes = Exact::build_bytes(info.count, read)
+            + 8 * info.count
+            + 16 * read
+            + super::vouch::vouching_bytes(largest, self.tuning.target_fpp);
+        let held = self
+            .unions
+            .reserve(slot, bytes)
+            .map_err(|refused| refused.error(Work::Exact { from, to }))?;
+        let (mut runs, complete) = self.closed_runs(from, to, &counts, Runs::held()).await?;
+        if !complete {
+            return Err(not_sealed_yet(to));
+        }
+        let universe = match self.store.universe_keys(to).await {
+            Err(e @ StoreError::Corrupt(_)) => return Err(self.corrupt(to, e)),
+            other => other?,
+        };
+        let checked = self
+            .unions
+            .run(held, Step::Build, move || -> Result<Vec<u8>> {
+                // Every hour's distinct keys, in key order (one part: held runs).
+                let mut keys = Vec::new();
+                runs.for_each_part(&mut |sets| keys.extend(distinct_keys(sets)))
+                    .map_err(ServiceError::Spill)?;
+                keys.sort_unstable();
+                let body = Exact::build(universe.clone(), &keys)?.to_bytes();
+                check_exact(&body, &universe, &keys)?;
+                Ok(body)
+            })
+            .await?;
+        let body = self.noting_corrupt(from, checked)?;
+        self.vouch_form(from, to, FormName::Exact, &chain::digest(&body))
+            .await?;
+        let exact = Exact::from_bytes(&body)?;
+        let changed = u64::from(exact.changed_count());
+        let meta = Meta::range(from.rfc3339(), to.rfc3339(), true, changed);
+        Ok(render_exact(&meta, body, exact.universe(), None))
     }
 
     /// `hour`'s exact body, checked before it is served or signed: the `stored` one, or
@@ -114,10 +183,12 @@ impl Service {
         let bytes = Exact::build_bytes(universe, changed)
             + 8 * universe
             + super::vouch::vouching_bytes(changed, self.tuning.target_fpp);
-        let held = self
-            .unions
-            .reserve(slot, bytes)
-            .map_err(|refused| refused.error(Work::Exact { hour }))?;
+        let held = self.unions.reserve(slot, bytes).map_err(|refused| {
+            refused.error(Work::Exact {
+                from: hour,
+                to: hour,
+            })
+        })?;
         let keys = self.vouched_keys(hour).await?;
         let universe = match self.store.universe_keys(hour).await {
             Err(e @ StoreError::Corrupt(_)) => return Err(self.corrupt(hour, e)),
@@ -155,6 +226,14 @@ impl Service {
             .await?;
         Ok(body)
     }
+}
+
+/// The error of an hour the store cannot seal right now: it has no exact body yet.
+fn not_sealed_yet(hour: Hour) -> ServiceError {
+    ServiceError::Store(StoreError::unavailable(
+        format!("{hour} cannot be sealed right now, so it has no exact body yet"),
+        std::io::Error::other("the seal is being retried"),
+    ))
 }
 
 /// Checks an exact body against what it must say: "changed" for every key of `changed`
@@ -216,39 +295,64 @@ impl Ingest<'_> {
 }
 
 impl Forms<'_> {
-    /// The exact body of a sealed hour.
+    /// The exact body of a sealed hour, of a past day, or of a since-range's sealed hours
+    /// (the open hour fetched on its own: the view is fresh until it closes).
     ///
     /// # Errors
-    /// `NoUniverse`, `BeforeUniverse`; `OpenHourHasNoExactForm` for the open hour; as
-    /// [`Hours::view`](super::Hours::view) for the hour; `TooManyWaiting`, `BudgetTaken` or
-    /// `TooLargeForBudget` when the build pool or its memory is taken; store failures.
-    pub async fn exact_view(&self, hour: Hour) -> Result<View> {
-        let mut now = self.current_hour();
-        if hour > now {
-            self.read_marks_if_due().await?;
-            now = self.current_hour();
-        }
-        self.check(hour, now)?;
-        if hour == now {
-            return Err(ServiceError::OpenHourHasNoExactForm { hour });
-        }
+    /// `NoUniverse`, `BeforeUniverse` (for the target's first hour); `OpenHasNoExactForm`
+    /// for the open hour, today, and a since-range from the open hour; as
+    /// [`Hours::view`](super::Hours::view) for the target; `TooManyWaiting`, `BudgetTaken`
+    /// or `TooLargeForBudget` when the build pool or its memory is taken; store failures.
+    pub async fn exact_view(&self, target: Target) -> Result<View> {
+        let now = self.current_hour_for(target).await?;
+        let open = ServiceError::OpenHasNoExactForm {
+            asked: target,
+            open: now,
+        };
+        let (from, to, open_until) = match target {
+            Target::Hour(hour) => {
+                self.check(hour, now)?;
+                if hour == now {
+                    return Err(open);
+                }
+                (hour, hour, None)
+            }
+            Target::Day(day) => {
+                let (first, last) = self.day_hours(day, now)?;
+                if last >= now {
+                    return Err(open);
+                }
+                (first.max(self.earliest(now)), last, None)
+            }
+            Target::Since(from) => {
+                if from > now {
+                    return Err(ServiceError::InFuture { asked: target, now });
+                }
+                self.check(from, now)?;
+                if from == now {
+                    return Err(open);
+                }
+                // What it holds changes once an hour, when the next closes.
+                (from, now.prev(), Some(now.end()))
+            }
+        };
         let info = match self.ingest().universe().await {
             Err(ServiceError::Store(e @ StoreError::Corrupt(_))) => {
-                return Err(self.corrupt(hour, e))
+                return Err(self.corrupt(from, e))
             }
             other => other?,
         };
         let info = info.ok_or(ServiceError::NoUniverse)?;
-        if hour < info.since {
+        if from < info.since {
             return Err(ServiceError::BeforeUniverse {
-                hour,
+                hour: from,
                 since: info.since,
             });
         }
-        let rendered = self.exact_rendering(hour, info).await?;
+        let rendered = self.exact_rendering(from, to, info).await?;
         Ok(View {
             rendered,
-            open_until: None,
+            open_until,
             prev: None,
             next: None,
             open_hour: None,

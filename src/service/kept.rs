@@ -37,8 +37,9 @@ pub(super) enum Slot {
     Decoded(Hour),
     /// A sealed hour's sorted keys (for the exact count of a union carried forward).
     SealedKeys(Hour),
-    /// A sealed hour's exact rendering (docs/PROTOCOL.md section 14).
-    Exact(Hour),
+    /// The exact rendering of a sealed hour or of a range of them, by first and last
+    /// hour index (docs/PROTOCOL.md section 14).
+    Exact((i64, i64)),
 }
 
 /// An open union's rendering, the version of the open hour it shows, and what its

@@ -70,8 +70,9 @@ pub(super) struct Unions {
     compact_ranges: Ranges<CompactKey>,
     /// One rendering at a time of each closed hour and form not kept (off the pool).
     hour_renders: Ranges<UnionKey>,
-    /// One exact build at a time of each sealed hour (by hour index, on `pool`).
-    exact_hours: Ranges<i64>,
+    /// One exact build at a time of each sealed hour or range (by first and last hour
+    /// index, on `pool`).
+    exact_hours: Ranges<(i64, i64)>,
     /// Union, compact and exact builds of different ranges running at once, handed out
     /// fairly across clients ([`fair`]).
     pool: Arc<BuildQueue>,
@@ -167,10 +168,10 @@ impl Unions {
         self.hour_renders.turn(key).await
     }
 
-    /// Waits for the turn to build the exact body of the sealed hour of index `hour`:
+    /// Waits for the turn to build the exact body of the sealed hours `from..=to`:
     /// readers of one share its build.
-    pub async fn exact_turn(&self, hour: i64) -> RangeTurn<'_, i64> {
-        self.exact_hours.turn(hour).await
+    pub async fn exact_turn(&self, from: Hour, to: Hour) -> RangeTurn<'_, (i64, i64)> {
+        self.exact_hours.turn((from.index(), to.index())).await
     }
 
     /// Reserves `bytes` of working memory (at most the whole builds' part: a rendering

@@ -212,9 +212,13 @@ async fn bad_requests_get_clear_errors() {
     app.get("/2008/09/03/14.exact?fpp=0.01")
         .await
         .assert_error(400, "bad_request");
+    // Today includes the open hour; a since-range from the open hour holds no sealed one.
     app.get("/2008/09/03.exact")
         .await
-        .assert_error(404, "not_found");
+        .assert_error(406, "not_acceptable");
+    app.get("/since/2008/09/03/15.exact")
+        .await
+        .assert_error(406, "not_acceptable");
     app.get("/2008/09/03/23.exact")
         .await
         .assert_error(404, "not_found");
@@ -330,4 +334,110 @@ async fn after_a_restart_the_index_lists_the_stored_exact_bodies_sizes_before_an
         assert_eq!(body.status, 200);
         assert_eq!(listed, body.body.len(), "{path}");
     }
+}
+
+#[tokio::test]
+async fn a_since_range_and_a_past_day_answer_every_universe_id_exactly() {
+    let app = TestApp::spawn().await;
+    // The universe from 2008-09-03T23 on, so that the next day is all after it.
+    app.clock.advance(chrono::Duration::hours(10));
+    app.service.tick().await.unwrap();
+    let universe = ids("u", 2_000);
+    assert_eq!(
+        post_universe(&app, &universe, Some(TOKEN)).await.status,
+        200
+    );
+    // Four sealed hours of the next day (overlapping), then an open one.
+    let mut changed = std::collections::BTreeSet::new();
+    app.next_hour().await;
+    for hour in 0..4 {
+        let ids: Vec<&str> = (universe.iter().skip(hour * 30).step_by(7).take(40))
+            .map(String::as_str)
+            .collect();
+        changed.extend(ids.iter().map(|id| id.to_string()));
+        app.ingest(&ids).await;
+        app.next_hour().await;
+    }
+    app.ingest(&["u:1999", "open:only"]).await;
+    let changed_in = |id: &str| changed.contains(id);
+
+    let since = app.get("/since/2008/09/04/00.exact").await;
+    assert_eq!(
+        since.status,
+        200,
+        "{}",
+        String::from_utf8_lossy(&since.body)
+    );
+    assert_eq!(since.header("content-type"), Some(EXACT));
+    assert_eq!(since.header("bloom-from"), Some("2008-09-04T00:00:00Z"));
+    assert_eq!(since.header("bloom-to"), Some("2008-09-04T03:00:00Z"));
+    assert_eq!(
+        since.header("bloom-count"),
+        Some(changed.len().to_string().as_str())
+    );
+    assert_eq!(since.header("bloom-universe"), Some("2000"));
+    assert!(since.header("bloom-hour").is_none());
+    // Fresh until the open hour closes, as a since-range's version 2 body.
+    let cache = since.header("cache-control").unwrap();
+    assert!(cache.starts_with("max-age="), "{cache}");
+    since.assert_digest_of_body("exact");
+    let exact = Exact::from_bytes(&since.body).unwrap();
+    for id in &universe {
+        assert_eq!(exact.changed_id(id), changed_in(id), "{id}");
+    }
+    // An ID of the open hour alone is the open hour's to say, read on its own.
+    assert!(!changed_in("u:1999") && !exact.changed_id("u:1999"));
+    let etag = since.header("etag").unwrap().to_owned();
+    let again = app
+        .get_with("/since/2008/09/04/00.exact", &[("if-none-match", &etag)])
+        .await;
+    assert_eq!(again.status, 304);
+    // A range from a later hour is its own body; by Accept on the plain path, the same.
+    let later = app.get("/since/2008/09/04/02.exact").await;
+    assert_eq!(later.header("bloom-from"), Some("2008-09-04T02:00:00Z"));
+    let by_accept = app
+        .get_with("/since/2008/09/04/00", &[("accept", EXACT)])
+        .await;
+    assert_eq!(by_accept.body, since.body);
+    // Once the open hour closes, the range holds it too.
+    app.next_hour().await;
+    let grown = app.get("/since/2008/09/04/00.exact").await;
+    assert_eq!(grown.header("bloom-to"), Some("2008-09-04T04:00:00Z"));
+    let grown = Exact::from_bytes(&grown.body).unwrap();
+    assert!(grown.changed_id("u:1999") && grown.changed_id("open:only"));
+
+    // A past day, once it is over: every hour of it, with its keys' universe.
+    app.clock.advance(chrono::Duration::hours(20));
+    app.service.tick().await.unwrap();
+    let day = app.get("/2008/09/04.exact").await;
+    assert_eq!(day.status, 200, "{}", String::from_utf8_lossy(&day.body));
+    assert_eq!(day.header("bloom-from"), Some("2008-09-04T00:00:00Z"));
+    assert_eq!(day.header("bloom-to"), Some("2008-09-04T23:00:00Z"));
+    assert_eq!(
+        day.header("cache-control"),
+        Some("max-age=31536000, immutable")
+    );
+    let day = Exact::from_bytes(&day.body).unwrap();
+    for id in &universe {
+        assert_eq!(day.changed_id(id), changed_in(id) || id == "u:1999", "{id}");
+    }
+    assert_eq!(
+        day.universe(),
+        2_001,
+        "open:only joined when its hour was sealed"
+    );
+
+    // What cannot have an exact form says why.
+    app.get("/since/2008/09/03/22.exact")
+        .await
+        .assert_error(404, "not_found");
+    app.get("/2008/09/03.exact")
+        .await
+        .assert_error(404, "not_found");
+    app.get("/since/2008/09/04/00.exact?fpp=0.01")
+        .await
+        .assert_error(400, "bad_request");
+    app.get("/since/2030/01/01/00.exact")
+        .await
+        .assert_error(400, "invalid_hour");
 }

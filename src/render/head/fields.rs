@@ -66,8 +66,14 @@ pub(super) fn fields(fields: &RawFields, out: &mut Vec<(HeaderName, HeaderValue)
                 ("bloom-universe", universe.to_string()),
                 (wire::HEADER_COMPLETE, meta.complete.to_string()),
             ];
-            if let Some(hour) = &meta.hour {
-                pairs.push((wire::HEADER_HOUR, hour.clone()));
+            for (name, value) in [
+                (wire::HEADER_HOUR, &meta.hour),
+                (wire::HEADER_FROM, &meta.from),
+                (wire::HEADER_TO, &meta.to),
+            ] {
+                if let Some(value) = value {
+                    pairs.push((name, value.clone()));
+                }
             }
             pairs
         }
