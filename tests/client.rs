@@ -476,6 +476,42 @@ async fn following_the_universe_reads_exact_hours_and_wastes_no_fetch() {
     );
 }
 
+#[tokio::test]
+async fn a_registered_client_back_after_a_gap_reads_its_closed_hours_as_one_exact_body() {
+    // 20 sealed hours in each of which 200 of a universe of 20,000 changed, the whole
+    // universe followed: hour by hour 20 exact bodies of about 250 bytes each with their
+    // responses' headers; version 2 of the 4,000 pays 10 KB for few false positives among
+    // 20,000 IDs; one exact body of the range costs least and wastes nothing.
+    let (server, changed) = common::exact::serve(TOKEN, start_hour(), 20_000, 20, 200).await;
+    let universe = common::exact::universe(20_000);
+    let proxy = common::exact::proxy(&server.base).await;
+    let client = reader(&proxy.base).registered(true).build().unwrap();
+
+    let changes = client.changed_since(&universe, start_hour()).await.unwrap();
+
+    let stats = client.stats();
+    assert_eq!(
+        stats.requests, 3,
+        "the index, the exact body, the open hour: {stats:?}"
+    );
+    assert_eq!(stats.exacts, 1, "{stats:?}");
+    assert_eq!(changes.len(), 1, "the open hour is empty: {changes:?}");
+    assert_eq!((changes[0].from, changes[0].to), (start_hour(), hour_n(19)));
+    let want: HashSet<&String> = changed.iter().flatten().collect();
+    let got: HashSet<&String> = changes[0].ids.iter().collect();
+    assert_eq!(got, want, "every changed ID and no other of the universe");
+
+    // From a server without exact ranges (404), hour by hour, each hour exact.
+    proxy.set(common::exact::Lie::HideExactRanges);
+    let fresh = reader(&proxy.base).registered(true).build().unwrap();
+    let changes = fresh.changed_since(&universe, start_hour()).await.unwrap();
+    assert_eq!(fresh.stats().exacts, 20, "{:?}", fresh.stats());
+    for (h, batch) in changed.iter().enumerate() {
+        let want: HashSet<String> = batch.iter().cloned().collect();
+        assert_eq!(reported(&changes, hour_n(h as i64)), want, "hour {h}");
+    }
+}
+
 /// The (ID, hour) pairs `changes` flags.
 fn flags(changes: &[bloomcast::client::Changed]) -> usize {
     changes.iter().map(|c| c.ids.len()).sum()

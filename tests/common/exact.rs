@@ -128,6 +128,8 @@ pub enum Lie {
     FlipExact,
     /// Answers 404 for every exact body.
     HideExact,
+    /// Answers 404 for the exact bodies of since-ranges, as a server from before them.
+    HideExactRanges,
     /// Sends every exact body without its `Bloom-Signature`.
     StripExact,
 }
@@ -162,7 +164,8 @@ async fn forward(request: Request, origin: String, lie: Lie) -> Response {
         .path_and_query()
         .map_or("/".to_owned(), |p| p.as_str().to_owned());
     let exact = request.uri().path().ends_with(".exact");
-    if exact && lie == Lie::HideExact {
+    let range = request.uri().path().starts_with("/since/");
+    if exact && (lie == Lie::HideExact || (lie == Lie::HideExactRanges && range)) {
         let mut response = Response::new(Body::from(
             r#"{"error":"not_found","message":"hidden by the test proxy"}"#,
         ));

@@ -214,17 +214,19 @@ impl Client {
         // The version 2 union from its first hour on, the hours before it read on their
         // own; from a server that does not serve it, those hours are read on their own
         // too, or as the v1 union when it was to start at `since`.
+        // An exact body of the range's closed hours is read the same way; from a server
+        // without one, hour by hour.
         let mut compact = match plan {
-            Plan::Compact { k, from } => {
+            Plan::Compact { k: _, from } | Plan::Exact { from } => {
                 let start = Hour::from_index(since.index() + from as i64);
                 match self
-                    .compact_rest(start, k, now, &pick)
+                    .union_rest(start, plan, now, &pick)
                     .await
                     .map_err(corrupt)?
                 {
                     Some(rest) if from == 0 => return Ok((rest.0, index, rest.1)),
                     Some(rest) => Some((from, rest)),
-                    None if from == 0 => {
+                    None if from == 0 && matches!(plan, Plan::Compact { .. }) => {
                         plan = Plan::Union;
                         None
                     }
@@ -313,18 +315,27 @@ impl Client {
         Ok((out, index, now))
     }
 
-    /// The closed hours from `from` as one version 2 union at `2^-k` and each hour after
-    /// it through `now` (the open hour) on its own: the changes `pick` finds in them and
-    /// the last hour read; `None` from a server that serves no version 2 since-range
-    /// (406, or 404 without version 2).
-    async fn compact_rest(
+    /// The closed hours from `from` as one union read as `plan` says (a version 2 union at
+    /// `2^-k`, or an exact body) and each hour after it through `now` (the open hour) on
+    /// its own: the changes `pick` finds in them and the last hour read; `None` from a
+    /// server that serves no such since-range (406, or 404 without it).
+    async fn union_rest(
         &self,
         from: Hour,
-        k: u32,
+        plan: Plan,
         now: Hour,
         pick: &Pick<'_>,
     ) -> Result<Option<(Vec<Changed>, Hour)>> {
-        let (ribbon, to) = match self.since_ribbon2(from, Some((-f64::from(k)).exp2())).await {
+        let read = match plan {
+            Plan::Compact { k, .. } => {
+                let fpp = Some((-f64::from(k)).exp2());
+                (self.since_ribbon2(from, fpp).await)
+                    .map(|(ribbon, to)| (pick(&|key| ribbon.contains(key)), to))
+            }
+            _ => (self.since_exact(from).await)
+                .map(|(exact, to)| (pick(&|key| exact.changed(key)), to)),
+        };
+        let (ids, to) = match read {
             Ok(read) => read,
             Err(ClientError::Status {
                 status: 404 | 406, ..
@@ -332,7 +343,6 @@ impl Client {
             Err(e) => return Err(e),
         };
         let mut changes = Vec::new();
-        let ids = pick(&|key| ribbon.contains(key));
         if !ids.is_empty() {
             changes.push(Changed { from, to, ids });
         }
@@ -478,6 +488,10 @@ impl Client {
             ribbon2: index.ribbon_versions.contains(&2),
             pages_cover: self.pages_cover,
             registered: self.registered,
+            // The newest hour listed with its exact body's size bounds the universe.
+            universe: (index.hours.iter())
+                .filter(|h| h.complete == Some(true))
+                .find_map(|h| plan::universe_at_most(h.count?, h.exact_bytes?)),
         }
     }
 }

@@ -69,6 +69,58 @@ impl Client {
         Ok(Some(exact))
     }
 
+    /// Fetches the exact body of the sealed hours from `since` through the hour before
+    /// the server's open one (`/since/YYYY/MM/DD/HH.exact`, PROTOCOL.md section 14,
+    /// "Ranges"), and the last hour it covers (its `Bloom-To`): an ID of the universe as
+    /// it stood when that hour was sealed is [`Exact::changed_id`] exactly when it
+    /// changed in any of them. The open hour is read on its own. Checked against its
+    /// headers as an hour's; unsigned (unions are), so a verifying client does not read it.
+    ///
+    /// ```no_run
+    /// # async fn demo(client: bloomcast_client::Client) -> Result<(), bloomcast_client::ClientError> {
+    /// let since = bloomcast_client::hour::Hour::parse_flexible("2008-09-02T13").unwrap();
+    /// let (exact, to) = client.since_exact(since).await?;
+    /// let changed = exact.changed_id("user:42"); // in some hour from `since` to `to`
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// [`ClientError::Status`] 404 from a server without a universe, for a range starting
+    /// before the index's `exact_since`, or from one that serves no exact ranges; 406 for
+    /// a since-range from the open hour; [`ClientError::Protocol`] for a body that is not
+    /// an exact body, disagrees with its headers, or does not start at `since`; transport
+    /// errors.
+    pub async fn since_exact(&self, since: Hour) -> Result<(Exact, Hour)> {
+        let path = format!("/since{}.exact", since.path());
+        let request = self.get(&path).header(ACCEPT, EXACT_TYPE);
+        let response = check(self.send(request).await?).await?;
+        let headers = response.headers().clone();
+        let hour = |name: &str| {
+            let value = headers.get(name)?.to_str().ok()?;
+            Hour::parse_flexible(value).ok()
+        };
+        let (from, to) = match (hour(crate::wire::HEADER_FROM), hour(crate::wire::HEADER_TO)) {
+            (Some(from), Some(to)) => (from, to),
+            _ => match hour(crate::wire::HEADER_HOUR) {
+                Some(one) => (one, one),
+                None => {
+                    return Err(ClientError::Protocol(format!(
+                        "{path}: no Bloom-From and Bloom-To headers"
+                    )))
+                }
+            },
+        };
+        if from != since || to < since {
+            return Err(ClientError::Protocol(format!(
+                "{path}: covers {from}..{to}, not a range from {since}"
+            )));
+        }
+        let body = self.body(response, None).await?;
+        let exact = decode_checked(&path, &headers, &body)?;
+        self.counters.exacts.fetch_add(1, Ordering::Relaxed);
+        Ok((exact, to))
+    }
+
     /// The chain header of a sealed hour: the one this client verified with the v1 hour,
     /// else its chain entry's, whose signature and link are verified (and linked with
     /// the neighbouring hours verified before) first.

@@ -14,6 +14,7 @@
 use super::choice::{cheapest_form_of, cheapest_pages, exact_or, wasted, Choice, RIBBON_BITS};
 use super::refine::{cheapest_within, refined_or, Reading};
 use crate::bloom::Params;
+use crate::exact::floor_bits;
 
 /// How [`super::Client::changed_since_with`] fetches.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -45,6 +46,12 @@ pub(crate) enum Plan {
     /// hours before it and the open hour each on its own.
     Compact {
         k: u32,
+        from: usize,
+    },
+    /// One exact body of the closed hours from `inputs.hours[from]` (PROTOCOL.md section
+    /// 14, "Ranges"), for a caller whose IDs are registered; the hours before it and the
+    /// open hour each on its own.
+    Exact {
         from: usize,
     },
 }
@@ -86,6 +93,36 @@ pub(crate) struct Inputs {
     /// The caller declared every ID it asks about registered in the publisher's universe:
     /// an exact body may be read alone (`super::ClientBuilder::registered`).
     pub registered: bool,
+    /// At least the size of the publisher's universe when the index lists an hour's
+    /// exact body ([`universe_at_most`]), for weighing an exact body of a range.
+    pub universe: Option<u64>,
+}
+
+/// The most IDs a universe can hold for an exact body of `bytes` to tell which `count` of
+/// them changed: the largest `N` whose floor, `log2(C(N, count))` bits, fits in the body
+/// (a body is never below its floor). `None` for an hour with no change (its body says
+/// nothing of `N`).
+pub(crate) fn universe_at_most(count: u64, bytes: u64) -> Option<u64> {
+    if count == 0 {
+        return None;
+    }
+    let bits = 8.0 * bytes as f64;
+    let (mut low, mut high) = (count, 1u64 << 40);
+    while low < high {
+        let mid = low + (high - low).div_ceil(2);
+        match floor_bits(mid, count) <= bits {
+            true => low = mid,
+            false => high = mid - 1,
+        }
+    }
+    Some(low)
+}
+
+/// The most bytes an exact body of `r` changed IDs of a universe of at most `n` takes:
+/// 1.15 times the floor (section 14's bound) and its longest header; the floor is taken
+/// at `min(r, n / 2)`, where it is largest, so `r` may be an upper bound.
+fn exact_bytes_at_most(n: u64, r: u64) -> f64 {
+    1.15 * floor_bits(n, r.min(n / 2)) / 8.0 + 47.0
 }
 
 /// Payload bytes of a filter for `n` IDs at `p`: the `m` of the sizing rule
@@ -187,29 +224,70 @@ fn compact_cost(inputs: &Inputs, costs: &[f64]) -> Option<(u32, usize, f64)> {
     if !inputs.ribbon2 || inputs.bloom_only {
         return None;
     }
-    let from = (inputs.hours.iter())
-        .rposition(|h| !h.open && h.held_fpp.is_some())
-        .map_or(0, |i| i + 1);
-    let union = &inputs.hours[from..];
-    let count: u64 = union
-        .iter()
+    let from = union_start(inputs)?;
+    let count: u64 = (inputs.hours[from..].iter())
         .filter(|h| !h.open)
         .map(|h| inputs.count(h))
         .sum();
-    if union.iter().all(|h| h.open) {
-        return None;
-    }
     let (followed, fetch_cost) = (inputs.followed, inputs.fetch_cost);
     let cost = |k: u32| Choice::ribbon2(count, k).expected_bytes(followed, fetch_cost);
     let k = RIBBON_BITS
         .min_by(|a, b| cost(*a).total_cmp(&cost(*b)))
         .expect("at least one precision");
-    // The hours before the union, and the open hour after it, each on its own.
-    let others: f64 = (inputs.hours.iter().zip(costs).enumerate())
+    Some((
+        k,
+        from,
+        cost(k) + RESPONSE_OVERHEAD + others_cost(inputs, costs, from),
+    ))
+}
+
+/// Where a union of the closed hours of `inputs` starts: after the last closed hour this
+/// client holds complete (before it, each hour is read on its own, held ones answered
+/// from what is held); `None` when no closed hour is after it.
+fn union_start(inputs: &Inputs) -> Option<usize> {
+    let from = (inputs.hours.iter())
+        .rposition(|h| !h.open && h.held_fpp.is_some())
+        .map_or(0, |i| i + 1);
+    inputs.hours[from..].iter().any(|h| !h.open).then_some(from)
+}
+
+/// The expected bytes of the hours of `inputs` not in a union from `from` (those before
+/// it, and the open hour after it), each read on its own at `costs`.
+fn others_cost(inputs: &Inputs, costs: &[f64], from: usize) -> f64 {
+    (inputs.hours.iter().zip(costs).enumerate())
         .filter(|(i, (h, _))| *i < from || h.open)
         .map(|(_, (_, c))| c)
-        .sum();
-    Some((k, from, cost(k) + RESPONSE_OVERHEAD + others))
+        .sum()
+}
+
+/// The closed hours of `inputs` not held as one exact body, for a caller that declared
+/// its IDs registered, where every one of them has an exact body (`exact`, per hour, its
+/// bytes): where it starts and the expected bytes of the whole range. An exact body of
+/// a range is at most the sum of its hours' (PROTOCOL.md section 14, "Ranges"), and at
+/// most [`exact_bytes_at_most`] the hours' counts in the universe the index allows; it
+/// wastes no fetch. A verifying client reads hour by hour (unions are not signed).
+fn exact_cost(inputs: &Inputs, exact: &[Option<u64>], costs: &[f64]) -> Option<(usize, f64)> {
+    if !inputs.registered || inputs.bloom_only {
+        return None;
+    }
+    let from = union_start(inputs)?;
+    let (mut bytes, mut changed) = (0, 0);
+    for (i, h) in inputs.hours.iter().enumerate().skip(from) {
+        if !h.open {
+            bytes += exact.get(i).copied().flatten()?;
+            changed += inputs.count(h);
+        }
+    }
+    // Where many of the universe changed, far below the sum: at most the floor of the
+    // hours' counts in the largest universe the index allows, with the body's slack.
+    let bytes = match inputs.universe {
+        Some(n) => (bytes as f64).min(exact_bytes_at_most(n, changed)),
+        None => bytes as f64,
+    };
+    Some((
+        from,
+        bytes + RESPONSE_OVERHEAD + others_cost(inputs, costs, from),
+    ))
 }
 
 /// How [`Strategy::Compact`] reads `inputs`, when it can: the precision and where its
@@ -232,8 +310,9 @@ pub(crate) fn hourly_is_cheaper(inputs: &Inputs) -> bool {
 /// section 14; missing: none), one v1 union, or, when `compact` may be read (a server
 /// serving version 2 to a client reading unsigned forms), the closed hours after the
 /// last one held as one version 2 union at the whole bit minimising its bytes and
-/// wasted fetches, the others as hour by hour reads them ([`compact_cost`]). Ties go to
-/// hour by hour, then to the v1 union.
+/// wasted fetches, the others as hour by hour reads them ([`compact_cost`]); or, for a
+/// caller that declared its IDs registered, those hours as one exact body when each has
+/// one ([`exact_cost`]). Ties go to hour by hour, then to the v1 union, then version 2.
 pub(crate) fn cheapest_plan(inputs: &Inputs, exact: &[Option<u64>], compact: bool) -> Plan {
     let costs: Vec<f64> = (inputs.hours.iter().enumerate())
         .map(|(i, h)| inputs.hour_cost(h, exact.get(i).copied().flatten()))
@@ -249,6 +328,11 @@ pub(crate) fn cheapest_plan(inputs: &Inputs, exact: &[Option<u64>], compact: boo
     if let Some((k, from, compact)) = compact.then(|| compact_cost(inputs, &costs)).flatten() {
         if compact < best.1 {
             best = (Plan::Compact { k, from }, compact);
+        }
+    }
+    if let Some((from, exact)) = compact.then(|| exact_cost(inputs, exact, &costs)).flatten() {
+        if exact < best.1 {
+            best = (Plan::Exact { from }, exact);
         }
     }
     best.0
@@ -278,6 +362,7 @@ mod tests {
             ribbon2: false,
             pages_cover: 1,
             registered: false,
+            universe: None,
         }
     }
 
@@ -311,6 +396,72 @@ mod tests {
             Plan::Hourly,
             "v1 ribbons, 7 MB"
         );
+    }
+
+    #[test]
+    fn a_registered_caller_back_after_a_day_takes_the_closed_hours_as_one_exact_body() {
+        // 24 hours of 400,000 changed IDs of a universe of 4M: each hour's exact body is
+        // about 240 KB (4M * H(0.1) bits); following 40,000 IDs, version 2 of the 9.6M
+        // keys costs 8 MB at 2^-7 or wastes fetches, the day's exact body neither.
+        let mut hours: Vec<_> = (0..24).map(|_| hour(400_000, false, false)).collect();
+        hours.push(hour(2_000, false, true));
+        let mut back = inputs(hours, 40_000);
+        back.capacity = 400_000;
+        back.ribbon2 = true;
+        back.registered = true;
+        let exact: Vec<_> = (0..24).map(|_| Some(240_000)).chain([None]).collect();
+        assert_eq!(cheapest_plan(&back, &exact, true), Plan::Exact { from: 0 });
+        // Not for a caller that did not declare its IDs registered, nor a verifying one,
+        // nor when an hour of the range has no exact body (before exact_since).
+        let mut unregistered = back.clone();
+        unregistered.registered = false;
+        assert!(matches!(
+            cheapest_plan(&unregistered, &exact, true),
+            Plan::Compact { .. }
+        ));
+        let mut verifying = back.clone();
+        verifying.bloom_only = true;
+        assert_ne!(
+            cheapest_plan(&verifying, &exact, true),
+            Plan::Exact { from: 0 }
+        );
+        // (Its other 23 hours' exact bodies and a ribbon of the one without come to 6.7
+        // MB, below version 2 at 2^-7: hour by hour.)
+        let mut partly = exact.clone();
+        partly[3] = None;
+        assert_eq!(cheapest_plan(&back, &partly, true), Plan::Hourly);
+        // Exact bodies dearer than version 2 and its wasted fetches are not read.
+        let dear: Vec<_> = (0..24).map(|_| Some(4_000_000)).chain([None]).collect();
+        assert!(matches!(
+            cheapest_plan(&back, &dear, true),
+            Plan::Compact { .. }
+        ));
+    }
+
+    #[test]
+    fn a_range_in_which_most_of_the_universe_changed_is_weighed_by_its_floor() {
+        // 24 hours of 400,000 of a universe of 11M: each hour's body about 320 KB, 7.7 MB
+        // summed, more than version 2 at 2^-4 for 100 IDs (4.8 MB); the day's 9.6M of 11M
+        // take at most 1.15 x 11M bits (1.6 MB). The universe comes from an hour's body.
+        let hour_bytes = (1.08 * floor_bits(11_000_000, 400_000) / 8.0) as u64;
+        let n = universe_at_most(400_000, hour_bytes).unwrap();
+        assert!((11_000_000..16_000_000).contains(&n), "{n}");
+        let mut hours: Vec<_> = (0..24).map(|_| hour(400_000, false, false)).collect();
+        hours.push(hour(0, false, true));
+        let mut back = inputs(hours, 100);
+        back.capacity = 400_000;
+        back.ribbon2 = true;
+        back.registered = true;
+        let exact: Vec<_> = (0..24).map(|_| Some(hour_bytes)).chain([None]).collect();
+        assert!(matches!(
+            cheapest_plan(&back, &exact, true),
+            Plan::Compact { k: 4, .. }
+        ));
+        back.universe = Some(n);
+        assert_eq!(cheapest_plan(&back, &exact, true), Plan::Exact { from: 0 });
+        // The bound holds N below what a body that small can tell.
+        assert!(floor_bits(n + 1, 400_000) > 8.0 * hour_bytes as f64);
+        assert_eq!(universe_at_most(0, 100), None);
     }
 
     #[test]
