@@ -30,7 +30,8 @@ HASH = "sha1-km32"
 from .verify import MissingDependency, Unsigned, VerificationError  # noqa: E402  (re-exported)
 from .ribbon import (DEFAULT_FETCH_COST, RESPONSE_OVERHEAD, Ribbon,  # noqa: E402
                      RibbonError, bloom_choice, cheapest_form, cheapest_plan, compact_plan,
-                     compact_precision, hourly_is_cheaper, selftest_ribbon)
+                     compact_precision, exact_bytes_at_most, hourly_is_cheaper,
+                     selftest_ribbon, universe_at_most)
 from .ribbon2 import Ribbon2, fpp_param, grade_for_fpp, selftest_ribbon2  # noqa: E402
 from .exact import Exact, ExactError, selftest_exact  # noqa: E402
 from .refine import cheapest_within, exact_reading  # noqa: E402
@@ -110,6 +111,22 @@ def check_repr_digest(what, headers, body):
         if hashlib.sha256(body).digest() != want:
             raise ProtocolError(f"{what}: the body does not match its Repr-Digest: the "
                                 "bytes were altered on the way")
+
+
+def checked_exact(url, headers, body):
+    """The Exact of an exact body read from `url`, checked against its Repr-Digest,
+    Bloom-Count and Bloom-Universe (when sent); ProtocolError naming what is wrong."""
+    check_repr_digest(url, headers, body)
+    try:
+        exact = Exact.from_bytes(body)
+    except ExactError as e:
+        raise ProtocolError(f"{url}: {e}") from None
+    for name, value in (("Bloom-Count", exact.changed_count),
+                        ("Bloom-Universe", exact.universe)):
+        said = (headers.get(name) or "").strip()
+        if said and said != str(value):
+            raise ProtocolError(f"{url}: {name} is {said}, the body says {value}")
+    return exact
 
 
 class HTTPError(Exception):
@@ -369,7 +386,9 @@ class Client(Verifying):
 
     `registered`: the caller declares every ID it asks about registered in the
     publisher's universe (POST /universe) from before the first hour asked about: an
-    exact body is then read alone. By default (a poller cannot know what is registered:
+    exact body is then read alone, and a client back after a gap may read the closed
+    hours it missed as one exact body (Client.since_exact) where that costs least. By
+    default (a poller cannot know what is registered:
     the universe is never published, and an exact body answers any other ID
     arbitrarily) an exact body only refines the hour's cheapest form at the target fpp
     or under, an ID changed when both say so, read when the two bodies cost less than
@@ -606,21 +625,54 @@ class Client(Verifying):
             if e.status == 404:
                 return None
             raise
-        check_repr_digest(url, headers, body)
-        try:
-            exact = Exact.from_bytes(body)
-        except ExactError as e:
-            raise ProtocolError(f"{url}: {e}") from None
-        for name, value in (("Bloom-Count", exact.changed_count),
-                            ("Bloom-Universe", exact.universe)):
-            said = (headers.get(name) or "").strip()
-            if said and said != str(value):
-                raise ProtocolError(f"{url}: {name} is {said}, the body says {value}")
+        exact = checked_exact(url, headers, body)
         if self.verifier:
             self.check_form("exact", path, url, headers, body)
         self.exact_fetches += 1
         self.exacts[path] = exact
         return exact
+
+    def since_exact(self, since):
+        """The sealed hours from `since` through the hour before the server's open one as
+        one exact body (`GET /since/YYYY/MM/DD/HH.exact`, PROTOCOL.md section 14, "Ranges:
+        a past day, and catching up"): (Exact, the last hour it covers, an aware datetime
+        from its Bloom-To). For an ID of the universe as it stood when that hour was
+        sealed, `changed` is true exactly when it changed in any hour of the range. The
+        open hour is not in it: read it on its own. Checked as an hour's (Repr-Digest,
+        Bloom-Count, Bloom-Universe); its Bloom-From must be `since` (both read from
+        Bloom-Hour when it names one hour). HTTPError 404 from a server without a
+        universe, for a range starting before the index's `exact_since`, or from one
+        serving no exact ranges; 406 when `since` is the open hour; ProtocolError for a
+        response naming no range from `since` or a body that is not an exact body, or
+        disagrees with its headers. A union, so unsigned (a verifying client does not
+        read it); what it holds changes once an hour, so it is not kept. Counted in
+        `exact_fetches`."""
+        since = parse_hour(hour_path(since))
+        url = "/since" + hour_path(since) + ".exact"
+        _, headers, body = self._request(url, {"Accept": EXACT_TYPE,
+                                               "Accept-Encoding": "identity"})
+
+        def hour_header(name):
+            value = (headers.get(name) or "").strip()
+            if not value:
+                return None
+            try:
+                return parse_hour(value)
+            except ValueError:
+                raise ProtocolError(f"{url}: {name} {value!r} is not an hour") from None
+        first, last = hour_header("Bloom-From"), hour_header("Bloom-To")
+        if first is None or last is None:
+            first = last = hour_header("Bloom-Hour")
+        if first is None:
+            raise ProtocolError(f"{url}: no Bloom-From and Bloom-To headers: the range it "
+                                "covers is unknown")
+        if first != since or last < since:
+            raise ProtocolError(f"{url}: covers {coverage.rfc3339(first)}.."
+                                f"{coverage.rfc3339(last)}, not a range from "
+                                f"{coverage.rfc3339(since)}")
+        exact = checked_exact(url, headers, body)
+        self.exact_fetches += 1
+        return exact, last
 
     def pages(self, hour, ids=(), fpp=None):
         """A closed hour's paged form (PROTOCOL.md section 12, "Huge hours by the page"),
@@ -882,12 +934,21 @@ class Client(Verifying):
         index lists `ribbon_versions` 2, at the whole bit 2^-k minimising their bytes
         plus wasted fetches (on a static mirror, its one body at the target); an hour
         held, or where the source serves no paged form (404: not asked again) or,
-        verifying, serves it unsigned, is read as hour by hour reads it. Hour by hour
-        (per_hour True or None) reads a closed hour by its pages too where that is
-        expected to cost less than its cheapest form whole: 72 + pages * (predicted slot
-        + 400) + 400 bytes (pages.reading_bytes) against the form's bytes and 400. A
-        client given a pubkey reads hour by hour (unions are not signed; pages are, each
-        verified), and so does auto on a static mirror or over an hour listed corrupt.
+        verifying, serves it unsigned, is read as hour by hour reads it. For a client
+        made with registered=True, auto also weighs the same closed hours as one exact
+        body (`/since/....exact`, section 14, "Ranges: a past day, and catching up";
+        Client.since_exact), with no false positive, when each of them has an exact body
+        (at or after the index's `exact_since`), costed as the sum of their sizes (as
+        hour by hour judges each) or, where the index lists a sealed hour with a change
+        and its `exact_bytes`, the bound of a body of their counts in the largest
+        universe that hour allows when less (ribbon.exact_bytes_at_most): one range,
+        read and followed as the version 2 union is; where the server does not serve it
+        (404, 406), the hours are read one by one. Hour by hour (per_hour True or None)
+        reads a closed hour by its pages too where that is expected to cost less than
+        its cheapest form whole: 72 + pages * (predicted slot + 400) + 400 bytes
+        (pages.reading_bytes) against the form's bytes and 400. A client given a pubkey
+        reads hour by hour (unions are not signed; pages are, each verified), and so
+        does auto on a static mirror or over an hour listed corrupt.
 
         Read hour by hour, a sealed hour at or after the index's `exact_since` is read as
         an exact body (section 14) when its size is no more than the cheapest other
@@ -955,24 +1016,31 @@ class Client(Verifying):
             per_hour = plan == "hourly"
         elif compact and not self.verifier:
             plan = self._compact_plan(index, parse_hour(since_path), len(ids)) or "union"
-        # The version 2 union from its first hour on (just after the last closed hour
-        # held), read first: (its first hour, the ribbon, its last hour).
-        union2 = None
+        # The since-union of the closed hours from its first hour on (just after the
+        # last closed hour held), read first: a version 2 union ("compact") or an exact
+        # body ("exact"): (its first hour, its `contains`, its last hour).
+        union = None
         if isinstance(plan, tuple):  # never for a verifying client: unions are not signed
-            _, k, start = plan
+            start = plan[-1]
             first = parse_hour(since_path) + datetime.timedelta(hours=start)
             try:
-                ribbon, last = self.since_ribbon2(hour_path(first), 2.0 ** -k)
+                if plan[0] == "exact":
+                    body, last = self.since_exact(hour_path(first))
+                    contains = body.changed
+                else:
+                    ribbon, last = self.since_ribbon2(hour_path(first), 2.0 ** -plan[1])
+                    contains = ribbon.contains
             except HTTPError as e:
-                # A server without version 2 since-ranges (406), or without version 2
-                # (404): the v1 union from `since` answers the same question; a union
-                # that was to start later, the hours read one by one.
+                # A server without such since-ranges (406, or 404 for version 2 and
+                # exact ranges alike): for version 2, the v1 union from `since` answers
+                # the same question; an exact body, or a union that was to start later,
+                # the hours read one by one.
                 if e.status not in (404, 406):
                     raise self._union_error(e, index, hour_path(first)) from None
-                per_hour = bool(start)
+                per_hour = bool(start) or plan[0] == "exact"
             else:
-                union2 = (first, ribbon, last)
-        if not per_hour and union2 is None and not self.verifier:  # unions are not signed
+                union = (first, contains, last)
+        if not per_hour and union is None and not self.verifier:  # unions are not signed
             try:
                 doc = self.document("/since" + since_path)
             except HTTPError as e:
@@ -990,8 +1058,8 @@ class Client(Verifying):
         hour = parse_hour(since_path)
         out, read, now_sealed = [], [], None
         self._reading_until = now
-        # With a version 2 union read, the hours before it; else every hour.
-        while hour <= now and (union2 is None or hour < union2[0]):
+        # With a since-union read, the hours before it; else every hour.
+        while hour <= now and (union is None or hour < union[0]):
             path, name = hour_path(hour), hour.strftime("%Y-%m-%dT%H:00:00Z")
             count = listed.get(name, {}).get("count")
             count = capacity if count is None else count
@@ -1022,8 +1090,8 @@ class Client(Verifying):
                 out.append((name, name, found))
             read.append(name)
             hour += datetime.timedelta(hours=1)
-        if union2 is not None:
-            rest, last, now_sealed = self._compact_rest(ids, now, *union2)
+        if union is not None:
+            rest, last, now_sealed = self._union_rest(ids, now, *union)
             return Changes(out + rest, coverage.rfc3339(parse_hour(since_path)),
                            coverage.rfc3339(last), stale=self._staleness(now, now_sealed))
         return Changes(out, read[0] if read else None, read[-1] if read else None,
@@ -1041,14 +1109,15 @@ class Client(Verifying):
                               parse_hour(index["current"]["hour"]))
         return CorruptHours(named) if named else error
 
-    def _compact_rest(self, ids, now, first, ribbon, last):
-        """changed_since's compact plan from its version 2 since-union on (`ribbon`,
-        covering the closed hours from `first` through `last`): one range (first, last)
-        when it holds a followed ID, then each hour after `last` through `now` (the
-        index's current hour: normally the open hour alone) read on its own as the v1
-        hour filter, a range each. Returns (the ranges, the last hour read, whether the
-        current hour read says it is complete, or None)."""
-        found = [i for i in ids if ribbon.contains(i)]
+    def _union_rest(self, ids, now, first, contains, last):
+        """changed_since's compact or exact plan from its since-union on (`contains` of
+        the version 2 union or exact body covering the closed hours from `first` through
+        `last`): one range (first, last) when it holds a followed ID, then each hour
+        after `last` through `now` (the index's current hour: normally the open hour
+        alone) read on its own as the v1 hour filter, a range each. Returns (the ranges,
+        the last hour read, whether the current hour read says it is complete, or
+        None)."""
+        found = [i for i in ids if contains(i)]
         out = [(coverage.rfc3339(first), coverage.rfc3339(last), found)] if found else []
         hour, now_sealed = last + datetime.timedelta(hours=1), None
         while hour <= now:
@@ -1095,9 +1164,9 @@ class Client(Verifying):
 
     def _cheapest_plan(self, index, since, followed, exact_from=None, compact=True):
         """cheapest_plan of the hours from `since` through the index's current hour:
-        "hourly", "union" or ("compact", k, start). `compact`: the compact plan may be
-        read (the caller verifies nothing, the source is no static mirror, no hour is
-        damaged)."""
+        "hourly", "union", ("compact", k, start) or ("exact", start). `compact`: the
+        compact and exact plans may be read (the caller verifies nothing, the source is
+        no static mirror, no hour is damaged)."""
         if "target_fpp" not in index or "hours" not in index:
             return "union"  # an index without counts: one union
         return cheapest_plan(self._plan_hours(index, since, exact_from),
@@ -1106,7 +1175,25 @@ class Client(Verifying):
                              registered=self.registered,
                              compact=compact and not self.verifier and not self.static
                              and not index.get("static"),
-                             pages=self.pages_served is not False)
+                             pages=self.pages_served is not False,
+                             universe=self._universe(index))
+
+    @staticmethod
+    def _universe(index):
+        """The most IDs the publisher's universe may hold, as the newest hour the index
+        lists complete with a count above 0 and its `exact_bytes` says
+        (universe_at_most; the index lists hours newest first), or None when none does:
+        bounds an exact body of a range (section 14, "Choosing it (clients)")."""
+        for h in index.get("hours") or []:
+            if h.get("complete") is not True:
+                continue
+            count, size = h.get("count"), h.get("exact_bytes")
+            if count is None or size is None:
+                continue
+            got = universe_at_most(count, size)
+            if got is not None:
+                return got
+        return None
 
     def _plan_hours(self, index, since, exact_from):
         """The hours from `since` through the index's current hour, as the planner

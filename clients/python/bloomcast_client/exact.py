@@ -11,6 +11,7 @@ arithmetic is on Python integers masked to 64 bits.
 
 import hashlib
 import json
+import math
 
 from .ribbon import GOLDEN, MASK64, mix64
 
@@ -32,6 +33,15 @@ except AttributeError:  # pragma: no cover - Python 3.9
 
 class ExactError(ValueError):
     """A body that breaks the decoding rules of section 14."""
+
+
+def floor_bits(n, r):
+    """log2(C(n, r)): the bits any exact body of `r` changed IDs of a universe of `n`
+    needs (section 14's floor); 0 when r == 0 or r >= n. As bloomcast-core's
+    `floor_bits` (here through math.lgamma)."""
+    if r == 0 or r >= n:
+        return 0.0
+    return (math.lgamma(n + 1) - math.lgamma(r + 1) - math.lgamma(n - r + 1)) / math.log(2)
 
 
 def salt(tag, seed):

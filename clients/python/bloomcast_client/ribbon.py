@@ -256,9 +256,72 @@ def _compact_cost(hours, capacity, followed, fetch_cost, costs, bloom_only,
         return ribbon2_bytes(n, 2.0 ** -k) + followed * 2.0 ** -k * fetch_cost
 
     k = min(RIBBON_BITS, key=cost)  # the first of equals: the coarsest
-    others = sum(c for i, (h, c) in enumerate(zip(hours, costs))
-                 if i < start or h.get("open"))
-    return k, start, cost(k) + RESPONSE_OVERHEAD + others
+    return k, start, cost(k) + RESPONSE_OVERHEAD + _others_cost(hours, costs, start)
+
+
+def _others_cost(hours, costs, start):
+    """The expected bytes of the hours of `hours` not in a since-union from
+    `hours[start]` (those before it, and the open hour after it), each read on its own
+    at `costs`."""
+    return sum(c for i, (h, c) in enumerate(zip(hours, costs))
+               if i < start or h.get("open"))
+
+
+def universe_at_most(count, exact_bytes):
+    """The most IDs a universe can hold for an exact body of `exact_bytes` bytes to tell
+    which `count` of them changed (section 14, "Choosing it (clients)"): the largest N
+    in [count, 2^40] whose floor, log2(C(N, count)) bits (`exact.floor_bits`), fits in
+    8 * exact_bytes bits (a body is never below its floor), by bisection. None for an
+    hour with no change (its body says nothing of N). As the Rust SDK's
+    `universe_at_most`."""
+    from .exact import floor_bits
+    if count == 0:
+        return None
+    bits = 8.0 * exact_bytes
+    low, high = count, 1 << 40
+    while low < high:
+        mid = low + (high - low + 1) // 2
+        if floor_bits(mid, count) <= bits:
+            low = mid
+        else:
+            high = mid - 1
+    return low
+
+
+def exact_bytes_at_most(n, r):
+    """The most bytes an exact body of `r` changed IDs of a universe of at most `n`
+    takes: 1.15 times the floor (section 14's bound) and its longest header (47 bytes);
+    the floor is taken at min(r, n // 2), where it is largest, so `r` may be an upper
+    bound. As the Rust SDK's `exact_bytes_at_most`."""
+    from .exact import LARGEST, floor_bits
+    return 1.15 * floor_bits(n, min(r, n // 2)) / 8 + LARGEST
+
+
+def _exact_cost(hours, capacity, costs, bloom_only, registered, universe=None):
+    """The closed hours of `hours` not held as one exact since-body (`GET
+    /since/YYYY/MM/DD/HH.exact`, section 14, "Ranges: a past day, and catching up"), for
+    a caller that declared its IDs registered (`registered`), when every one of them has
+    an exact body (its `exact_bytes` not None: none before `exact_since`): (where it
+    starts in `hours`, as `_compact_start` says, and its expected bytes with a
+    response's overhead and the `costs` of the hours before it and of the open hour,
+    each read on its own), else None. The body's bytes: the sum of the hours'
+    `exact_bytes`, which a range's body does not exceed, or, given `universe` (an upper
+    bound on the publisher's universe, `universe_at_most`), the lesser of that and
+    `exact_bytes_at_most(universe, R)`, R the hours' counts summed (capacity for an
+    hour with none): far below the sum where most of the universe changed. It wastes no
+    fetch. Not for `bloom_only` (a verifying client: unions are not signed). As the
+    Rust SDK's `exact_cost`."""
+    if not registered or bloom_only:
+        return None
+    start = _compact_start(hours)
+    closed = [h for h in hours[start:] if not h.get("open")]
+    if not closed or any(h.get("exact_bytes") is None for h in closed):
+        return None
+    size = sum(h["exact_bytes"] for h in closed)
+    if universe is not None:
+        changed = sum(capacity if h.get("count") is None else h["count"] for h in closed)
+        size = min(float(size), exact_bytes_at_most(universe, changed))
+    return start, size + RESPONSE_OVERHEAD + _others_cost(hours, costs, start)
 
 
 def compact_plan(hours, capacity, followed, fetch_cost=DEFAULT_FETCH_COST,
@@ -283,7 +346,8 @@ def compact_precision(hours, capacity, followed, fetch_cost=DEFAULT_FETCH_COST,
 
 
 def cheapest_plan(hours, target_fpp, capacity, followed, fetch_cost, bloom_only=False,
-                  ribbon_versions=None, registered=False, compact=True, pages=False):
+                  ribbon_versions=None, registered=False, compact=True, pages=False,
+                  universe=None):
     """The cheapest way to read `hours` (the last the open hour; dicts as
     `hourly_is_cheaper` takes them), in expected bytes with wasted fetches (the Rust
     SDK's `cheapest_plan`): "hourly", each hour on its own; "union", one v1 since-union
@@ -294,9 +358,17 @@ def cheapest_plan(hours, target_fpp, capacity, followed, fetch_cost, bloom_only=
     costed as the hourly plan costs them (`compact_plan`). Compact is weighed only when
     `compact` (the caller may read it: no verifying, no static mirror, no damaged hour),
     the index's `ribbon_versions` lists 2, not `bloom_only` and a closed hour remains
-    from `start`. Ties go to hour by hour, then to the v1 union. `pages`: hour by hour
-    may read a closed hour by the pages of the IDs followed (section 12, "Huge hours by
-    the page"), where that is expected to cost less than its cheapest form whole."""
+    from `start`. Or, for a caller that declared its IDs `registered`, ("exact", start):
+    the same closed hours as one exact since-body (`/since/....exact`, section 14,
+    "Ranges: a past day, and catching up"), costed as the sum of their `exact_bytes`
+    (when each has one) with no wasted fetch, or, given `universe` (the most IDs the
+    publisher's universe may hold, `universe_at_most` of an hour's listed count and
+    `exact_bytes`), the lesser of that and `exact_bytes_at_most(universe, R)`, R their
+    counts summed; weighed as compact is (`compact`, not `bloom_only`), but whatever
+    `ribbon_versions` says. Ties go to hour by hour, then to
+    the v1 union, then to compact. `pages`: hour by hour may read a closed hour by the
+    pages of the IDs followed (section 12, "Huge hours by the page"), where that is
+    expected to cost less than its cheapest form whole."""
     p = target_fpp
     costs = _hour_costs(hours, p, capacity, followed, fetch_cost, bloom_only,
                         ribbon_versions, registered, pages)
@@ -309,14 +381,18 @@ def cheapest_plan(hours, target_fpp, capacity, followed, fetch_cost, bloom_only=
                         ribbon_versions) if compact else None
     if got is not None and got[2] < best[1]:
         best = (("compact", got[0], got[1]), got[2])
+    got = _exact_cost(hours, capacity, costs, bloom_only, registered,
+                      universe) if compact else None
+    if got is not None and got[1] < best[1]:
+        best = (("exact", got[0]), got[1])
     return best[0]
 
 
 def hourly_is_cheaper(hours, target_fpp, capacity, followed, fetch_cost, bloom_only=False,
                       ribbon_versions=None, registered=False, pages=False):
     """Whether reading hour by hour costs fewer expected bytes than one since-union
-    (the Rust SDK's plan, without its version 2 since-union: `cheapest_plan` weighs
-    that too). `hours`: dicts with `count` (None: unknown, taken as
+    (the Rust SDK's plan, without its version 2 since-union or exact since-body:
+    `cheapest_plan` weighs those too). `hours`: dicts with `count` (None: unknown, taken as
     capacity), `held_fpp` (the best complete filter held, or None), `unchanged` (an
     open hour held at its current count: a 304), `open`, and `exact_bytes` (the size of
     a sealed hour's exact body, section 14, or None). `ribbon_versions`: the index's,
