@@ -197,8 +197,9 @@ export interface Changed {
   from: string;
   to: string;
   ids: string[];
-  /** True for an hour read as its exact body alone (a client made with `registered: true`):
-   * these IDs changed, none other followed did. */
+  /** True for an hour, or a range of sealed hours (`sinceExact`), read as its exact body
+   * alone (a client made with `registered: true`): these IDs changed, none other followed
+   * did. */
   exact?: true;
   /** True for an hour read with its exact body refining a filter at the target: exact for
    * registered IDs, any other at most at the target fpp. */
@@ -258,6 +259,17 @@ export function ribbon2Bytes(n: number, k: number, split: number): number;
  * the version 2 since-union. */
 export function ribbon2PredictedBytes(n: number, k: number, split?: number): number;
 
+/** `log2(C(n, r))`: the bits an exact body of `r` changed IDs of a universe of `n` cannot
+ * go below (PROTOCOL.md section 14); 0 when `r` is 0 or at least `n`. The Rust core's
+ * `exact::floor_bits` (ln-factorials: exact sums below 256, Stirling's series above). */
+export function floorBits(n: number, r: number): number;
+
+/** The largest universe `N` in `[count, 2^40]` whose floor, `floorBits(N, count)`, fits in
+ * an exact body of `bytes` (`8 * bytes` bits; a body is never below its floor), by
+ * bisection; null when `count` is 0. The Rust SDK's `universe_at_most`: the `universe`
+ * option of `cheapestPlan`. */
+export function universeAtMost(count: number, bytes: number): number | null;
+
 /** An hour of the range `cheapestPlan` weighs. */
 export interface PlanHour {
   /** Distinct IDs, as the index lists them; null or absent: taken as `capacity`. */
@@ -275,18 +287,22 @@ export interface PlanHour {
 
 /** What `cheapestPlan` chose, and each plan's expected bytes. */
 export interface PlanChoice {
-  plan: "hourly" | "union" | "compact";
+  plan: "hourly" | "union" | "compact" | "exact";
   /** The 2^-k the compact plan reads its closed hours at; null when it cannot be read. */
   k: number | null;
-  /** Where the compact plan's version 2 union starts, an index into `hours`: just after
-   * the last closed hour held complete (`heldFpp` not null), 0 when none is; the hours
-   * before it are read on their own. Null when the compact plan cannot be read. */
+  /** Where the compact plan's version 2 union, or the exact plan's exact body, starts, an
+   * index into `hours`: just after the last closed hour held complete (`heldFpp` not
+   * null), 0 when none is; the hours before it are read on their own. Null when neither
+   * plan can be read. */
   from: number | null;
   hourly: number;
   union: number;
   /** Null when the compact plan cannot be read (no version 2, `bloomOnly`, a mirror, no
    * closed hour after the last one held). */
   compact: number | null;
+  /** Null when the exact plan cannot be read (not `registered`, `bloomOnly`, a mirror, no
+   * closed hour after the last one held, or one of them without an `exact` body). */
+  exact: number | null;
 }
 
 /**
@@ -298,9 +314,15 @@ export interface PlanChoice {
  * last closed hour held complete, as one version 2 since-union at the 2^-k, k = 4..24,
  * minimising its predicted bytes and wasted fetches, and the hours before `from` and the
  * open hour as "hourly" counts them; only with `ribbon2`, not `bloomOnly` nor `mirror`,
- * and a closed hour from `from` on), whichever has the fewest expected bytes (body bytes,
- * 400 a response, `followed * fpp * fetchCost`); ties go to hourly, then to the union. A
- * `mirror` serves no unions: "hourly".
+ * and a closed hour from `from` on) or "exact" (the same closed hours as one exact body,
+ * `/since/...exact`, counted as the sum of their `exact` bodies' bytes, which a range's
+ * body does not exceed, and no wasted fetch, the other hours as the compact plan counts
+ * them; only with `registered`, not `bloomOnly` nor `mirror`, and every one of those
+ * hours with an `exact` body; with a `universe` bound, the lesser of that sum and
+ * `1.15 * floorBits(universe, min(R, floor(universe / 2))) / 8 + 47`, R those hours'
+ * counts summed), whichever has the fewest expected bytes (body bytes, 400 a
+ * response, `followed * fpp * fetchCost`); ties go to hourly, then to the union, then to
+ * compact. A `mirror` serves no unions: "hourly".
  */
 export function cheapestPlan(
   hours: PlanHour[],
@@ -312,6 +334,11 @@ export function cheapestPlan(
     ribbon2?: boolean;
     bloomOnly?: boolean;
     registered?: boolean;
+    /** At least the publisher's universe (`universeAtMost` of an hour's `count` and
+     * `exact_bytes`; `changedSince` takes the newest complete hour the index lists with
+     * both and a count above 0), bounding the exact plan's body (PROTOCOL.md section 14,
+     * "Choosing it"); null or absent: the sum of the hours' exact bodies alone. */
+    universe?: number | null;
     mirror?: boolean;
     /** Weigh reading closed hours by the page for "hourly" (as `cheapestForm`'s). */
     pages?: boolean;
@@ -680,6 +707,17 @@ export class Client {
    * changes hourly). StatusError 406 for a `since` at the open hour and from servers
    * before it, 404 from a server without version 2. */
   sinceRibbon2(since: Date | string, options?: { fpp?: number }): Promise<{ ribbon: Ribbon2; from: string; to: string }>;
+  /** The sealed hours from `since` through the hour before the open one as one exact body
+   * (`/since/YYYY/MM/DD/HH.exact`, PROTOCOL.md section 14, "Ranges"): an ID of the
+   * universe as it stood when the last was sealed is `changed` exactly when it changed in
+   * any of them; the open hour is not in it. `from` and `to`: the hours it covers (RFC
+   * 3339; its `Bloom-From`/`Bloom-To`, or `Bloom-Hour` for both; ProtocolError when it
+   * names none or `from` is not `since`'s hour). Checked against `Repr-Digest`,
+   * `Bloom-Count` and `Bloom-Universe` (DecodeError); never signed (a union: a verifying
+   * client reads hour by hour) nor kept (it grows hourly). StatusError 404 without a
+   * universe, for a `since` before the index's `exact_since`, or from a server without
+   * exact ranges; 406 for a `since` at the open hour. */
+  sinceExact(since: Date | string): Promise<{ exact: Exact; from: string; to: string }>;
   /**
    * The IDs `ids` of a closed hour read by the page (`/YYYY/MM/DD/HH.pages`, PROTOCOL.md
    * section 12, "Huge hours by the page"), at the target fpp or at `fpp` (as `ribbon2`):
@@ -751,9 +789,13 @@ export class Client {
        * closed hour not held read by the page whatever that costs; whole where the source
        * serves none, or, with a `pubkey`, unsigned ones) or "auto" (whichever
        * `cheapestPlan` expects to cost the fewest bytes, pages weighed for hour by hour;
-       * hour by hour over an hour the index lists corrupt). With a `pubkey`, or from a
-       * static mirror (its index says `"static": true`; its pages at the target, without
-       * `?fpp=`), hour by hour whatever this says ("pages" still by the page). */
+       * hour by hour over an hour the index lists corrupt; for a client made with
+       * `registered: true` its "exact" plan, the closed hours as "compact" would take
+       * them read as one exact body, `sinceExact`, one range `exact: true`, the others as
+       * "compact" reads them, or hour by hour when the server answers it 404 or 406).
+       * With a `pubkey`, or from a static mirror (its index says `"static": true`; its
+       * pages at the target, without `?fpp=`), hour by hour whatever this says ("pages"
+       * still by the page). */
       strategy?: "union" | "hourly" | "compact" | "pages" | "auto";
       /** Bytes a wasted fetch costs (default 10240). */
       fetchCost?: number;

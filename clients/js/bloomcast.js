@@ -1565,8 +1565,8 @@ export function cheapestForm(count, targetFpp, followed, fetchCost = DEFAULT_FET
     const paged = cheapestPages(count, targetFpp, followed, fetchCost, { mirror, keys });
     if (paged.expected < best.expected) best = { ...paged, otherwise: best };
   }
-  if (exact === undefined || exact === null || exact === false) return best;
-  const exactBytes = typeof exact === "number" ? exact : v1Form(count, targetFpp).bytes;
+  const exactBytes = exactBytesOf(exact, count, targetFpp);
+  if (exactBytes === null) return best;
   if (registered) {
     return exactBytes <= best.expected ? { form: "exact", bytes: exactBytes, fpp: 0, expected: exactBytes, otherwise: best } : best;
   }
@@ -1679,7 +1679,7 @@ function v1Payload(n, p) {
 
 /**
  * How to read a range of hours for `followed` IDs, as `changedSince` with `strategy:
- * "auto"` does (the Rust SDK's planner): whichever of three plans costs the fewest
+ * "auto"` does (the Rust SDK's planner): whichever of four plans costs the fewest
  * expected bytes, each counting its filters' bytes, `RESPONSE_OVERHEAD` (400) per
  * response, and `followed * fpp * fetchCost` for the fetches its false positives waste:
  * - `"hourly"`: each hour on its own: a closed hour at its `cheapestForm` (with its
@@ -1695,8 +1695,21 @@ function v1Payload(n, p) {
  *   `2^-k`, k = 4..24, minimising `ribbon2PredictedBytes` of those hours' summed counts
  *   plus its wasted fetches; the hours before `from` and the open hour each as `"hourly"`
  *   counts it. None when no closed hour remains from `from` on (every closed hour held:
- *   a regular poller reads hour by hour).
- * A plan is taken only when strictly cheaper: ties go to hourly, then to the union.
+ *   a regular poller reads hour by hour);
+ * - `"exact"` (only with `registered`, and not `bloomOnly` nor `mirror`): the same closed
+ *   hours from `from` as one exact body (`/since/...exact`, PROTOCOL.md section 14,
+ *   "Ranges"), counted as the sum of their exact bodies' bytes (each `exact` option's, as
+ *   `cheapestForm` counts it: a range's body is at most that), which wastes no fetch, and
+ *   a response; the hours before `from` and the open hour as `"hourly"` counts them. None
+ *   when a closed hour from `from` on has no exact body (`exact` absent: before the
+ *   index's `exact_since`), or no closed hour remains. With `universe` (at least the
+ *   publisher's universe, as `universeAtMost` bounds it from an hour's exact body; null or
+ *   absent: none), the body is counted as the lesser of that sum and `1.15 *
+ *   floorBits(universe, min(R, floor(universe / 2))) / 8 + 47`, R the sum of those hours'
+ *   counts (PROTOCOL.md section 14, "Choosing it"): where most of the universe changed,
+ *   far below the sum.
+ * A plan is taken only when strictly cheaper: ties go to hourly, then to the union, then
+ * to the compact plan.
  *
  * `hours`: from `since` through the current hour, oldest first, each `{count, open,
  * heldFpp, cachedCount, exact}`: `count` the index's (null or absent: an hour it does not
@@ -1707,13 +1720,15 @@ function v1Payload(n, p) {
  * `cheapestForm`'s, for the closed hours `"hourly"` reads (a few IDs of huge hours are
  * read by the page).
  *
- * Returns `{plan, k, from, hourly, union, compact}`: the plan, the `k` the compact plan
- * reads its closed hours at and `from`, the index in `hours` of the first of them (both
- * null when it cannot be read: no version 2, `bloomOnly`, a mirror, no closed hour after
- * the last one held), and each plan's expected bytes (`compact` null when it cannot be
- * read). As the Rust SDK's `cheapest_plan` and `Plan::Compact { k, from }`.
+ * Returns `{plan, k, from, hourly, union, compact, exact}`: the plan, the `k` the compact
+ * plan reads its closed hours at (null when it cannot be read: no version 2, `bloomOnly`,
+ * a mirror, no closed hour after the last one held), `from`, the index in `hours` of the
+ * first of the closed hours the compact or exact plan reads as one (null when neither can
+ * be read), and each plan's expected bytes (`compact` and `exact` null when they cannot be
+ * read). As the Rust SDK's `cheapest_plan`, `Plan::Compact { k, from }` and `Plan::Exact
+ * { from }`.
  */
-export function cheapestPlan(hours, { targetFpp = 0.01, capacity = 3000, followed = 0, fetchCost = DEFAULT_FETCH_COST, ribbon2 = false, bloomOnly = false, registered = false, mirror = false, pages = false, keys = null } = {}) {
+export function cheapestPlan(hours, { targetFpp = 0.01, capacity = 3000, followed = 0, fetchCost = DEFAULT_FETCH_COST, ribbon2 = false, bloomOnly = false, registered = false, universe = null, mirror = false, pages = false, keys = null } = {}) {
   const p = targetFpp;
   const waste = (fpp) => followed * fpp * fetchCost;
   const countOf = (h) => h.count ?? capacity;
@@ -1747,38 +1762,123 @@ export function cheapestPlan(hours, { targetFpp = 0.01, capacity = 3000, followe
   let k = null;
   let from = null;
   let compact = null;
-  if (ribbon2 && !bloomOnly && !mirror) {
-    // The union starts after the last closed hour held complete: the hours before it are
-    // read on their own (held ones answered from what is held), as hour by hour reads them.
-    const start = compactStart(hours);
-    const closed = hours.slice(start).filter((h) => !h.open);
-    if (closed.length) {
-      const n = closed.reduce((sum, h) => sum + countOf(h), 0);
-      let best = Infinity;
-      for (let b = 4; b <= 24; b++) {
-        const cost = ribbon2PredictedBytes(n, b, 0) + waste(2 ** -b);
-        if (cost < best) [best, k] = [cost, b];
-      }
-      const others = costs.filter((_, i) => i < start || hours[i].open).reduce((a, b) => a + b, 0);
-      compact = best + RESPONSE_OVERHEAD + others;
-      from = start;
+  let exact = null;
+  // A union of the closed hours starts after the last closed hour held complete: the hours
+  // before it are read on their own (held ones answered from what is held), as hour by
+  // hour reads them, and so is the open hour after it.
+  const start = unionStart(hours);
+  const closed = hours.slice(start).filter((h) => !h.open);
+  const others = () => costs.filter((_, i) => i < start || hours[i].open).reduce((a, b) => a + b, 0);
+  if (ribbon2 && !bloomOnly && !mirror && closed.length) {
+    const n = closed.reduce((sum, h) => sum + countOf(h), 0);
+    let best = Infinity;
+    for (let b = 4; b <= 24; b++) {
+      const cost = ribbon2PredictedBytes(n, b, 0) + waste(2 ** -b);
+      if (cost < best) [best, k] = [cost, b];
     }
+    compact = best + RESPONSE_OVERHEAD + others();
+    from = start;
+  }
+  // For registered IDs, those closed hours as one exact body when each has one: at most
+  // the sum of their exact bodies (section 14, "Ranges"), and no fetch wasted.
+  if (registered && !bloomOnly && !mirror && closed.length && closed.every((h) => exactBytesOf(h.exact, countOf(h), p) !== null)) {
+    let bytes = closed.reduce((sum, h) => sum + exactBytesOf(h.exact, countOf(h), p), 0);
+    // Where many of the universe changed, far below the sum: at most the floor of the
+    // hours' counts in the largest universe the index allows, with the body's slack.
+    if (universe !== undefined && universe !== null) {
+      const changed = closed.reduce((sum, h) => sum + countOf(h), 0);
+      bytes = Math.min(bytes, exactBytesAtMost(universe, changed));
+    }
+    exact = bytes + RESPONSE_OVERHEAD + others();
+    from = start;
   }
   let plan = "hourly";
   let cost = hourly;
   if (!mirror && union < cost) [plan, cost] = ["union", union];
-  if (compact !== null && compact < cost) plan = "compact";
-  return { plan, k, from, hourly, union, compact };
+  if (compact !== null && compact < cost) [plan, cost] = ["compact", compact];
+  if (exact !== null && exact < cost) plan = "exact";
+  return { plan, k, from, hourly, union, compact, exact };
 }
 
-/** Where the compact plan's version 2 union starts in `hours` (`cheapestPlan`'s): just
- * after the last closed hour held complete (`heldFpp` not null), 0 when none is. */
-function compactStart(hours) {
+/** Where a union of the closed hours starts in `hours` (`cheapestPlan`'s compact and
+ * exact plans): just after the last closed hour held complete (`heldFpp` not null), 0 when
+ * none is. */
+function unionStart(hours) {
   let start = 0;
   hours.forEach((h, i) => {
     if (!h.open && h.heldFpp !== undefined && h.heldFpp !== null) start = i + 1;
   });
   return start;
+}
+
+/** The bytes of a closed hour's exact body as `cheapestForm` counts them from its `exact`
+ * option (the index's `exact_bytes`, or `true`: the v1 body's predicted bytes), or null
+ * when it has none. */
+function exactBytesOf(exact, count, targetFpp) {
+  if (exact === undefined || exact === null || exact === false) return null;
+  return typeof exact === "number" ? exact : v1Form(count, targetFpp).bytes;
+}
+
+/** The bound on the publisher's universe an index gives (`universeAtMost`): from the
+ * first hour its `hours` list (newest first) holds complete with an integer `count` above
+ * 0 and `exact_bytes`, or null when none does (the Rust SDK's `plan_inputs`). */
+function universeOfIndex(index) {
+  for (const h of index.hours ?? []) {
+    if (h?.complete !== true || !Number.isInteger(h.count) || !Number.isInteger(h.exact_bytes)) continue;
+    const n = universeAtMost(h.count, h.exact_bytes);
+    if (n !== null) return n;
+  }
+  return null;
+}
+
+/** `ln(n!)`, exact sums below 256 and Stirling's series above (the Rust core's
+ * `ln_factorial`, term for term). */
+function lnFactorial(n) {
+  if (n < 256) {
+    let sum = 0;
+    for (let i = 2; i <= n; i++) sum += Math.log(i);
+    return sum;
+  }
+  const x = n;
+  return x * Math.log(x) - x + 0.5 * Math.log(2 * Math.PI * x) + 1 / (12 * x) - 1 / (360 * x * x * x);
+}
+
+/**
+ * `log2(C(n, r))`: the bits an exact body of `r` changed IDs of a universe of `n` cannot
+ * go below (PROTOCOL.md section 14), 0 when `r` is 0 or at least `n` (the Rust core's
+ * `exact::floor_bits`).
+ */
+export function floorBits(n, r) {
+  if (r === 0 || r >= n) return 0;
+  return (lnFactorial(n) - lnFactorial(r) - lnFactorial(n - r)) / Math.LN2;
+}
+
+/**
+ * The most IDs a universe can hold for an exact body of `bytes` to tell which `count` of
+ * them changed: the largest `N` in `[count, 2^40]` with `floorBits(N, count) <= 8 * bytes`
+ * (a body is never below its floor), by bisection. Null for an hour with no change (its
+ * body says nothing of `N`). The Rust SDK's `universe_at_most`; what `changedSince` passes
+ * `cheapestPlan` as `universe`, from the newest complete hour the index lists with a
+ * `count` above 0 and its `exact_bytes`.
+ */
+export function universeAtMost(count, bytes) {
+  if (count === 0) return null;
+  const bits = 8 * bytes;
+  let low = count;
+  let high = 2 ** 40;
+  while (low < high) {
+    const mid = low + Math.ceil((high - low) / 2);
+    if (floorBits(mid, count) <= bits) low = mid;
+    else high = mid - 1;
+  }
+  return low;
+}
+
+/** The most bytes an exact body of `r` changed IDs of a universe of at most `n` takes:
+ * 1.15 times the floor (section 14's bound) and its longest header; the floor taken at
+ * `min(r, floor(n / 2))`, where it is largest, so `r` may be an upper bound. */
+function exactBytesAtMost(n, r) {
+  return (1.15 * floorBits(n, Math.min(r, Math.floor(n / 2)))) / 8 + 47;
 }
 
 /**
@@ -2501,6 +2601,52 @@ export class Client {
   }
 
   /**
+   * The sealed hours from `since` through the hour before the server's open one as one
+   * exact body (section 14, "Ranges": `/since/YYYY/MM/DD/HH.exact`), decoded: an ID of the
+   * universe as it stood when the last of them was sealed is `changed` exactly when it
+   * changed in any of them. The open hour is not in it: read it on its own (`hour`).
+   * Resolves to `{exact, from, to}`: the body, the first hour it covers and the last (RFC
+   * 3339: its `Bloom-From` and `Bloom-To`, or `Bloom-Hour` for both); a response naming
+   * neither, or a range not from `since`, is a ProtocolError. Checked as an hour's against
+   * `Repr-Digest`, `Bloom-Count` and `Bloom-Universe` (DecodeError). A union, so never
+   * signed (a verifying client reads hour by hour) nor kept (it grows hourly). A
+   * `StatusError` 404 from a server without a universe, for a `since` before the index's
+   * `exact_since`, or from one that serves no exact ranges; 406 for a `since` at the open
+   * hour.
+   */
+  async sinceExact(since) {
+    const url = `${sincePath(since)}.exact`;
+    const response = await this.request(url, { headers: { accept: "application/vnd.bloomcast.exact" } });
+    const named = (header) => {
+      const value = response.headers.get(header);
+      if (value === null) return null;
+      const date = new Date(value.trim());
+      if (Number.isNaN(date.getTime()) || date.getTime() % HOUR_MS !== 0) throw new ProtocolError(`${url}: ${header} is not an hour: ${JSON.stringify(value)}`);
+      return hourName(date);
+    };
+    let [from, to] = [named("bloom-from"), named("bloom-to")];
+    if (from === null || to === null) {
+      const hour = named("bloom-hour");
+      if (hour === null) throw new ProtocolError(`${url}: the response names no hours it covers (no Bloom-From and Bloom-To headers)`);
+      [from, to] = [hour, hour];
+    }
+    const asked = hourName(Math.floor(toDate(since).getTime() / HOUR_MS) * HOUR_MS);
+    if (from !== asked || Date.parse(to) < Date.parse(asked)) {
+      throw new ProtocolError(`${url}: it covers ${from} .. ${to}, not a range from ${asked}`);
+    }
+    const bytes = await this.body(response);
+    await checkReprDigest(url, response.headers, bytes, this.subtle ?? globalThis.crypto?.subtle);
+    const exact = Exact.fromBytes(bytes);
+    for (const [name, value] of [["bloom-count", exact.changedCount], ["bloom-universe", exact.universe]]) {
+      const sent = response.headers.get(name);
+      if (sent !== null && sent.trim() !== String(value)) {
+        throw new DecodeError(`${url}: header ${name} says ${sent.trim()}, the body ${value}`);
+      }
+    }
+    return { exact, from, to };
+  }
+
+  /**
    * Verifies a derived form of the sealed hour at `path` (section 11, "Derived forms"):
    * `form` "exact", "ribbon" or "ribbon2", fetched from `url` as the binary body `bytes`,
    * its signature from the response's `Bloom-Signature` or else (a static mirror, section
@@ -2753,9 +2899,12 @@ export class Client {
    * "hourly", each closed hour not held read by the page whatever that costs, at the grade
    * `cheapestPages` finds for the IDs; read whole, in its cheapest form, where the source
    * serves no pages: 404, and from then on; or, with a `pubkey`, unsigned ones) or "auto"
-   * (whichever of the three plans `cheapestPlan`
+   * (whichever of the four plans `cheapestPlan`
    * expects to cost the fewest bytes, pages weighed for hour by hour; hour by hour when the range has an hour listed
-   * `corrupt`). A static mirror (its index says `"static": true`, section 13) serves no
+   * `corrupt`; for a client made with `registered: true`, its "exact" plan reads the
+   * closed hours after the last one held complete as one exact body, `sinceExact`, read
+   * first, one range `{from, to, ids, exact: true}`, and the others as "compact" does;
+   * hour by hour when the server answers it 404 or 406). A static mirror (its index says `"static": true`, section 13) serves no
    * unions: it is read hour by hour whatever `strategy`. `form: "exact"` reads every sealed hour with its exact body
    * (alone or refining, as above; hour by hour whatever `strategy`), and rejects with a
    * ProtocolError when the server has none (`exact_since` null, or after `since`). The
@@ -2826,6 +2975,7 @@ export class Client {
           fetchCost,
           ribbon2,
           registered: this.registered,
+          universe: universeOfIndex(index),
           pages: ribbon2 && !this.pagesUnserved,
           keys,
         });
@@ -2833,6 +2983,7 @@ export class Client {
         // where there is such an hour and the server serves version 2, else the v1 union.
         plan = strategy === "compact" ? (chosen.k === null ? "union" : "compact") : chosen.plan;
         if (plan === "compact") [k, start] = [chosen.k, chosen.from];
+        if (plan === "exact") start = chosen.from;
       }
     }
     // A union over a damaged hour (held here) answers 500 corrupt.
@@ -2854,6 +3005,18 @@ export class Client {
         plan = start === 0 ? "union" : "hourly";
       }
     }
+    if (plan === "exact") {
+      // For registered IDs, the closed hours from its first on as one exact body, read the
+      // same way; from a server without exact ranges (404, 406), hour by hour.
+      const first = from.getTime() + start * HOUR_MS;
+      try {
+        const read = await this.sinceExact(new Date(first));
+        union = { from: first, to: Math.max(first, Date.parse(read.to)), ids: pick(read.exact), exact: true };
+      } catch (e) {
+        if (!(e instanceof StatusError && (e.status === 404 || e.status === 406))) throw corrupt(e);
+        plan = "hourly";
+      }
+    }
     if (plan === "union") {
       let fetched;
       try {
@@ -2872,8 +3035,9 @@ export class Client {
     const forms = () => !(verifying && this.formsUnsigned);
     for (let t = from.getTime(); t <= now.getTime(); t += 3600e3) {
       if (union && t === union.from) {
-        // One range for the hours the version 2 union covers; the loop goes on after them.
-        if (union.ids.length) out.push({ from: hourName(t), to: hourName(union.to), ids: union.ids });
+        // One range for the hours the union covers (`exact: true` read as an exact body,
+        // whose hits are certain); the loop goes on after them.
+        if (union.ids.length) out.push({ from: hourName(t), to: hourName(union.to), ids: union.ids, ...(union.exact ? { exact: true } : {}) });
         t = union.to;
         continue;
       }

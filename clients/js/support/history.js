@@ -32,18 +32,33 @@ export function bloomcast(args, dir) {
   );
 }
 
+/** Registers `ids` in the universe of the server at `base` (`POST /universe`, PROTOCOL.md
+ * section 14); resolves to its answer. */
+export async function register(base, ids) {
+  const response = await fetch(`${base}/universe`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" },
+    body: JSON.stringify({ ids }),
+  });
+  if (!response.ok) throw new Error(`universe: ${response.status} ${await response.text()}`);
+  return response.json();
+}
+
 /**
  * Resolves to `{server, sealed, open, dir, stop()}`: `sealed` the hours of `batches` (RFC
  * 3339, oldest first), `open` the current hour, `server` running on the real clock.
- * `env`: more variables for every start (e.g. `BLOOMCAST_CAPACITY`).
+ * `env`: more variables for every start (e.g. `BLOOMCAST_CAPACITY`). `universe`: IDs
+ * registered (`POST /universe`) in the first hour, before its batch: every sealed hour
+ * then has an exact body.
  */
-export async function startHistory(batches, open = [], { between = async () => {}, env = {} } = {}) {
+export async function startHistory(batches, open = [], { between = async () => {}, env = {}, universe = null } = {}) {
   const dir = mkdtempSync(join(tmpdir(), "bloomcast-js-history-"));
   const sealed = [];
   try {
     for (const [i, ids] of batches.entries()) {
       const offset = String(-3600 * (batches.length - i));
       const past = await startServer({ dir, env: { ...env, BLOOMCAST_CLOCK_OFFSET_SECONDS: offset, ...TOLERANCE } });
+      if (i === 0 && universe) await register(past.base, universe);
       sealed.push(await ingest(past.base, ids));
       await past.stop();
       await between(i, dir);

@@ -18,9 +18,12 @@ import {
   StatusError,
   VerificationError,
   cheapestForm,
+  cheapestPlan,
   cheapestWithin,
+  floorBits,
   keyOf,
   sizedParams,
+  universeAtMost,
   SHA1_KM32,
 } from "../bloomcast.js";
 import { exactMessage, fromHex, toHex, hourIndex, keyId } from "../verify.js";
@@ -77,8 +80,12 @@ async function consistentHours() {
  * "resigned" flips it before (a consistent body whose signature no longer verifies).
  * `consistent`: the exact hours' v1 filters hold the IDs their exact bodies say changed
  * (else they are the chain vectors' hours, which an exact body alone answers without).
+ * `range`: headers of `/since/YYYY/MM/DD/HH.exact` from H14 (section 14, "Ranges"), served
+ * with H16's body (its universe, 2,000 IDs, holds the others'); a header null is left
+ * out. Without it the since-range is 404. `listed`: maps each hour the index lists (as
+ * planning reads them; the bodies served are the same).
  */
-async function stub({ exactSince = H14, tamper = null, signed = false, countHeader = null, consistent = false } = {}) {
+async function stub({ exactSince = H14, tamper = null, signed = false, countHeader = null, consistent = false, range = null, listed = (h) => h } = {}) {
   const v1 = consistent ? await consistentHours() : {};
   const seen = [];
   const index = {
@@ -88,7 +95,7 @@ async function stub({ exactSince = H14, tamper = null, signed = false, countHead
       { hour: OPEN, url: pathOf(OPEN), count: 0, complete: false },
       { hour: H15, url: pathOf(H15), count: 200, complete: true, exact_bytes: EXACT[H15].body.length / 2 },
       { hour: H14, url: pathOf(H14), count: 12, complete: true, exact_bytes: EXACT[H14].body.length / 2 },
-    ],
+    ].map(listed),
   };
   const open = Filter.empty(1024, 7);
   const server = createServer(async (req, res) => {
@@ -110,6 +117,21 @@ async function stub({ exactSince = H14, tamper = null, signed = false, countHead
       return json({ hour: OPEN, complete: false, count: 0, m: 1024, k: 7, hash: SHA1_KM32, fpp: 0, filter: open.toHex() });
     }
     if (pathname === `${pathOf(OPEN)}.exact`) return json({ error: "not_acceptable", message: "the open hour has no exact body" }, 406);
+    if (pathname === `/since${pathOf(H14)}.exact` && range) {
+      const v = EXACT[H16];
+      const body = fromHex(v.body);
+      const headers = {
+        "content-type": "application/vnd.bloomcast.exact",
+        "repr-digest": reprDigest(body),
+        "bloom-from": H14,
+        "bloom-to": H16,
+        "bloom-count": String(v.changed.length),
+        "bloom-universe": String(v.universe),
+        ...range,
+      };
+      res.writeHead(200, Object.fromEntries(Object.entries(headers).filter(([, value]) => value !== null)));
+      return res.end(body);
+    }
     const exact = /^(\/\d{4}\/\d{2}\/\d{2}\/\d{2})\.exact$/.exec(pathname);
     if (exact) {
       const hour = chain.hours.find((x) => pathOf(x.hour) === exact[1])?.hour;
@@ -183,6 +205,87 @@ test("no exact body is null (404), the open hour a StatusError 406", () =>
     assert.equal(await client.exact(H13), null);
     await assert.rejects(client.exact(OPEN), (e) => e instanceof StatusError && e.status === 406);
   }));
+
+test("Client#sinceExact reads a since-range's exact body, checked against its headers, never kept", () =>
+  withStub({ range: {} }, async ({ base, seen }) => {
+    const client = new Client(base, { clock, registered: true });
+    const { exact, from, to } = await client.sinceExact("2025-12-20T14:30:00Z");
+    assert.ok(exact instanceof Exact);
+    assert.deepEqual([from, to, exact.universe, exact.changedCount], [H14, H16, 2000, EXACT[H16].changed.length]);
+    for (const id of ["u:0", "u:1", "u:1999"]) assert.equal(await exact.changed(id), EXACT[H16].changed.includes(id), id);
+    await client.sinceExact(H14);
+    assert.deepEqual(seen, [`/since${pathOf(H14)}.exact`, `/since${pathOf(H14)}.exact`]);
+    // From an hour it does not serve (before exact_since here), a StatusError 404.
+    await assert.rejects(client.sinceExact(H13), (e) => e instanceof StatusError && e.status === 404);
+  }));
+
+test("Client#sinceExact refuses a range not from the hour asked, one naming no hours, and a count not the body's", async () => {
+  const cases = [
+    [{ "bloom-from": H15 }, ProtocolError, /covers .*15:00:00Z .. .*16:00:00Z, not a range from .*14:00:00Z/],
+    [{ "bloom-to": H13 }, ProtocolError, /not a range from/],
+    [{ "bloom-from": null, "bloom-to": null }, ProtocolError, /no Bloom-From and Bloom-To/],
+    [{ "bloom-from": "2025-12-20T14:30:00Z" }, ProtocolError, /bloom-from is not an hour/],
+    [{ "bloom-count": "999" }, DecodeError, /bloom-count says 999/],
+    [{ "bloom-universe": "300" }, DecodeError, /bloom-universe says 300/],
+    [{ "repr-digest": reprDigest(new Uint8Array([1])) }, DecodeError, /Repr-Digest/i],
+  ];
+  for (const [range, type, message] of cases) {
+    await withStub({ range }, async ({ base }) => {
+      const client = new Client(base, { clock, registered: true });
+      await assert.rejects(client.sinceExact(H14), (e) => e instanceof type && message.test(e.message), JSON.stringify(range));
+    });
+  }
+  // One hour named by Bloom-Hour alone is that hour, first and last.
+  await withStub({ range: { "bloom-from": null, "bloom-to": null, "bloom-hour": H14 } }, async ({ base }) => {
+    const { from, to } = await new Client(base, { clock }).sinceExact(H14);
+    assert.deepEqual([from, to], [H14, H14]);
+  });
+});
+
+test('"auto" bounds an exact range by the universe of the newest complete hour the index lists with a count and exact_bytes', async () => {
+  // From H14: H14 (12, 25 bytes) and H15 (200, 116 bytes) as listed, H16 not listed (taken
+  // as 3,000, the v1 body's predicted bytes), the open hour. At 1 KiB a wasted fetch the
+  // v1 union (7.3 KB) is below the exact bodies summed (8.3 KB with the open hour), not
+  // below the bound of H15's universe: N = 1,967, the range's 3,212 in it at most 1.15 x
+  // floorBits(1967, 983) bits (4.7 KB with the open hour).
+  const bytes = EXACT[H15].body.length / 2;
+  const n = universeAtMost(200, bytes);
+  assert.ok(floorBits(n, 200) <= 8 * bytes && floorBits(n + 1, 200) > 8 * bytes, `${n}`);
+  assert.ok(n >= EXACT[H15].universe, `${n}`); // at least the universe H15's body was built for
+  const planned = (universe) =>
+    cheapestPlan(
+      [
+        { count: 12, open: false, heldFpp: null, exact: EXACT[H14].body.length / 2 },
+        { count: 200, open: false, heldFpp: null, exact: bytes },
+        { count: null, open: false, heldFpp: null, exact: true },
+        { count: 0, open: true, cachedCount: null },
+      ],
+      { targetFpp: 0.01, capacity: 3000, followed: FOLLOWED.length, fetchCost: 1024, registered: true, universe },
+    );
+  assert.equal(planned(null).plan, "union", JSON.stringify(planned(null)));
+  assert.equal(planned(n).plan, "exact", JSON.stringify(planned(n)));
+  const auto = { strategy: "auto", fetchCost: 1024 };
+  // The newest complete hour listed gives it: not the open hour, were it listed with an
+  // exact size (which, read, would allow a universe of 2^40: no bound worth it).
+  assert.equal(universeAtMost(5, 1e6), 2 ** 40);
+  for (const listed of [(h) => h, (h) => (h.hour === OPEN ? { ...h, count: 5, exact_bytes: 1e6 } : h)]) {
+    await withStub({ range: {}, listed }, async ({ base, seen }) => {
+      const changes = await new Client(base, { clock, registered: true }).changedSince(FOLLOWED, H14, auto);
+      assert.ok(seen.includes(`/since${pathOf(H14)}.exact`), seen.join(" "));
+      assert.deepEqual(changes[0], { from: H14, to: H16, ids: FOLLOWED.filter((id) => EXACT[H16].changed.includes(id)), exact: true });
+    });
+  }
+  // No complete hour listed with both: no bound, the v1 union (which this stub does not
+  // serve); nor from the open hour, were it listed with them.
+  const open = (h) => (h.hour === OPEN ? { ...h, count: 5, exact_bytes: 1e6 } : h);
+  for (const listed of [(h) => open({ ...h, complete: false }), ({ exact_bytes, ...h }) => h]) {
+    await withStub({ range: {}, listed }, async ({ base, seen }) => {
+      await assert.rejects(new Client(base, { clock, registered: true }).changedSince(FOLLOWED, H14, auto), StatusError);
+      assert.ok(!seen.some((p) => p.endsWith(".exact")), seen.join(" "));
+      assert.ok(seen.some((p) => p.startsWith(`/since${pathOf(H14)}`)), seen.join(" "));
+    });
+  }
+});
 
 test("changedSince by hour reads sealed hours from exact_since as exact bodies alone for IDs declared registered", () =>
   withStub({}, async ({ base, seen }) => {

@@ -1,11 +1,12 @@
 // The planner of `changedSince`'s "auto" strategy (`cheapestPlan`, the Rust SDK's
 // `cheapest_plan`): hour by hour, one v1 union, or the closed hours as one version 2
-// union beside the open hour ("compact"), by expected bytes; and the body size it
+// union beside the open hour ("compact"), or, for registered IDs, as one exact body
+// ("exact"), by expected bytes; and the body size it
 // predicts for version 2 (`ribbon2PredictedBytes`, Rust's `Ribbon2::predicted_bytes`).
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
-import { cheapestPlan, expectedFpp, ribbon2PredictedBytes, sizedParams } from "../bloomcast.js";
+import { cheapestForm, cheapestPlan, expectedFpp, floorBits, ribbon2PredictedBytes, sizedParams, universeAtMost } from "../bloomcast.js";
 
 const vectors = JSON.parse(readFileSync(new URL("../../../docs/ribbon2-vectors.json", import.meta.url), "utf8"));
 const FETCH = 10 * 1024;
@@ -114,6 +115,88 @@ test("the version 2 union starts after the last closed hour held", () => {
   // Every closed hour held but the open hour: no compact plan.
   const all = hours.map((h) => (h.open ? h : { ...h, heldFpp: 0.01 }));
   assert.deepEqual([cheapestPlan(all, options).from, cheapestPlan(all, options).compact], [null, null]);
+});
+
+test("a registered caller back after a day of big hours takes the closed hours as one exact body", () => {
+  // As Rust's `a_registered_caller_back_after_a_day_takes_the_closed_hours_as_one_exact_body`:
+  // 24 hours of 400,000 changed IDs of a universe of 4M, each hour's exact body about 240 KB
+  // (4M x H(0.1) bits); following 40,000 IDs, version 2 of the 9.6M keys is dearer or
+  // wastes fetches, the day's exact body neither (at most the sum of its hours').
+  const day = (exact) => bigDay().map((h, i) => (h.open ? h : { ...h, exact: exact(i) }));
+  const options = { ...bigOptions, followed: 40_000, registered: true };
+  const back = cheapestPlan(day(() => 240_000), options);
+  assert.deepEqual([back.plan, back.from], ["exact", 0], JSON.stringify(back));
+  // Its cost: the hours' exact bodies, one response, and the open hour as hour by hour
+  // counts it. Hour by hour reads the same bodies, a response each.
+  const open = cheapestPlan([bigDay()[24]], options).hourly;
+  assert.ok(Math.abs(back.exact - (24 * 240_000 + 400 + open)) < 1e-6, JSON.stringify(back));
+  assert.ok(Math.abs(back.hourly - (24 * (240_000 + 400) + open)) < 1e-6, JSON.stringify(back));
+  assert.ok(back.exact < back.compact && back.exact < back.union, JSON.stringify(back));
+  // Weighed without version 2 too: the exact range needs no ribbon.
+  assert.equal(cheapestPlan(day(() => 240_000), { ...options, ribbon2: false }).plan, "exact");
+
+  // Not for a caller that did not declare its IDs registered, nor a verifying one, nor a
+  // static mirror (no unions), nor when an hour of the range has no exact body (before
+  // exact_since).
+  const unregistered = cheapestPlan(day(() => 240_000), { ...options, registered: false });
+  assert.deepEqual([unregistered.plan, unregistered.exact], ["compact", null], JSON.stringify(unregistered));
+  for (const other of [{ bloomOnly: true }, { mirror: true }]) {
+    const plan = cheapestPlan(day(() => 240_000), { ...options, ...other });
+    assert.deepEqual([plan.plan, plan.exact], ["hourly", null], `${JSON.stringify(other)}: ${JSON.stringify(plan)}`);
+  }
+  const partly = cheapestPlan(day((i) => (i === 3 ? undefined : 240_000)), options);
+  assert.equal(partly.exact, null, JSON.stringify(partly));
+  assert.notEqual(partly.plan, "exact");
+  // Exact bodies dearer than version 2 and its wasted fetches are not read.
+  const dear = cheapestPlan(day(() => 4_000_000), options);
+  assert.equal(dear.plan, "compact", JSON.stringify(dear));
+  assert.ok(dear.exact > dear.compact, JSON.stringify(dear));
+  // Sizes the index does not list are the v1 body's predicted bytes, as `cheapestForm`'s.
+  const unlisted = cheapestPlan(day(() => true), options);
+  const v1 = cheapestForm(400_000, 0.01, 0, FETCH, { ribbons: false }).bytes;
+  assert.ok(Math.abs(unlisted.exact - (24 * v1 + 400 + open)) < 1e-6, JSON.stringify(unlisted));
+
+  // Held hours: the exact body starts after the last one held, those before it counted as
+  // hour by hour counts them; every closed hour held, no exact plan.
+  const held = day(() => 240_000).map((h, i) => (i < 20 ? { ...h, heldFpp: 0.01 } : h));
+  const after = cheapestPlan(held, options);
+  assert.deepEqual([after.plan, after.from], ["exact", 20], JSON.stringify(after));
+  // (A held hour costs its wasted fetches, 40,000 x 1% x 10 KiB, or fetching its exact
+  // body again if less.)
+  const heldHour = Math.min(40_000 * 0.01 * FETCH, 240_000 + 400);
+  assert.ok(Math.abs(after.exact - (20 * heldHour + 4 * 240_000 + 400 + open)) < 1e-6, JSON.stringify(after));
+  const all = cheapestPlan(day(() => 240_000).map((h) => (h.open ? h : { ...h, heldFpp: 0.01 })), options);
+  assert.deepEqual([all.plan, all.from, all.exact], ["hourly", null, null], JSON.stringify(all));
+});
+
+test("a range in which most of the universe changed is weighed by its floor", () => {
+  // As Rust's `a_range_in_which_most_of_the_universe_changed_is_weighed_by_its_floor`: 24
+  // hours of 400,000 of a universe of 11M, each hour's body about 320 KB, 7.7 MB summed,
+  // more than version 2 at 2^-4 for 100 IDs (4.8 MB); the day's 9.6M of 11M take at most
+  // 1.15 x 11M bits (1.6 MB). The universe comes from an hour's body.
+  const hourBytes = Math.floor((1.08 * floorBits(11_000_000, 400_000)) / 8);
+  const n = universeAtMost(400_000, hourBytes);
+  assert.ok(n >= 11_000_000 && n < 16_000_000, `${n}`);
+  const hours = Array.from({ length: 24 }, () => ({ count: 400_000, open: false, exact: hourBytes }));
+  hours.push({ count: 0, open: true });
+  const options = { targetFpp: 0.01, capacity: 400_000, followed: 100, fetchCost: FETCH, ribbon2: true, registered: true };
+  const without = cheapestPlan(hours, options);
+  assert.deepEqual([without.plan, without.k], ["compact", 4], JSON.stringify(without));
+  // (Without the bound, the exact plan is the hours' bodies summed.)
+  const open = cheapestPlan([hours[24]], options).hourly;
+  assert.ok(Math.abs(without.exact - (24 * hourBytes + 400 + open)) < 1e-6, JSON.stringify(without));
+  const bounded = cheapestPlan(hours, { ...options, universe: n });
+  assert.deepEqual([bounded.plan, bounded.from], ["exact", 0], JSON.stringify(bounded));
+  // Its body: 1.15 x the floor of the 9.6M changed in N (taken at N/2 where 9.6M is more),
+  // and its longest header.
+  const body = (1.15 * floorBits(n, Math.min(9_600_000, Math.floor(n / 2)))) / 8 + 47;
+  assert.ok(body < 24 * hourBytes, `${body}`);
+  assert.ok(Math.abs(bounded.exact - (body + 400 + open)) < 1e-6, JSON.stringify(bounded));
+  // A null universe is no bound.
+  assert.equal(cheapestPlan(hours, { ...options, universe: null }).exact, without.exact);
+  // The bound holds N below what a body that small can tell.
+  assert.ok(floorBits(n + 1, 400_000) > 8 * hourBytes);
+  assert.equal(universeAtMost(0, 100), null);
 });
 
 /** The fpp of an open hour of `count` IDs in a filter sized for 3,000 at 1% (section 3). */
