@@ -17,6 +17,11 @@
 //! hour at start (`benches/harness/bighour.sh` measures that load). IDs are appended in
 //! batches of 10,000, as a publisher's batches would be stored.
 //!
+//! With `SEED_UNIVERSE=1`, a store with no universe yet gets one, created in the hour
+//! seeded with its IDs (`POST /universe` during that hour, in effect): that hour and every
+//! later one then have exact bodies, each hour's IDs joining the universe as it is sealed
+//! (`benches/harness/catchup.sh` with `EXACT=1`).
+//!
 //! A `postgres://` URL in place of the data directory seeds a cluster database instead,
 //! in the schema `BLOOMCAST_DATABASE_SCHEMA` names (default `bloomcast`), as the server's
 //! own settings would.
@@ -64,6 +69,18 @@ async fn seed(store: &impl Store, hour: Hour, n: u64, prefix: &str) {
             .await
             .expect("the append is durable");
         assert_eq!(landed, hour, "the store had already closed {hour}");
+        if std::env::var("SEED_UNIVERSE").is_ok_and(|v| v == "1")
+            && store
+                .universe()
+                .await
+                .expect("the universe reads")
+                .is_none()
+        {
+            store
+                .add_to_universe(&keys, hour, u64::MAX)
+                .await
+                .expect("the universe is durable");
+        }
         next = end;
     }
 }

@@ -7,6 +7,12 @@
 #   benches/harness/catchup.sh
 #   HOUR_IDS=100000 OLD_HOURS=30 benches/harness/catchup.sh          # a quicker run
 #   BIN=/path/to/other/bloomcast benches/harness/catchup.sh          # another build
+#   EXACT=1 BLOOMCAST_CACHE_BYTES=2147483648 benches/harness/catchup.sh  # with a universe
+#
+# With EXACT=1 the publisher registered a universe in the first seeded hour (every ID
+# published joins it as its hour is sealed): the table of forms adds the since-range's
+# `.exact` body against its floor, log2(C(N, r))/8 bytes for r of the N IDs of the
+# universe, and catching up adds the CLI declaring its IDs registered (`--registered`).
 #
 # Prints, from the server process (its CPU time from /proc/PID/stat, its RSS from
 # /proc/PID/status):
@@ -36,7 +42,7 @@ log "seeding $OLD_HOURS hours of $OLD_IDS IDs, then 24 of $HOUR_IDS"
 for ago in $(seq $((24 + OLD_HOURS)) -1 1); do
   n=$OLD_IDS
   ((ago > 24)) || n=$HOUR_IDS
-  "$EXAMPLES/seed_closed_hour" "$data" "$n" "$ago" "h$ago" >/dev/null
+  SEED_UNIVERSE="${EXACT:-0}" "$EXAMPLES/seed_closed_hour" "$data" "$n" "$ago" "h$ago" >/dev/null
 done
 port=$(free_port)
 base="http://127.0.0.1:$port"
@@ -62,6 +68,14 @@ form "\`.json\`" "$base/since/$since.json"
 form "JSON, gzip" --compressed "$base/since/$since.json"
 form "\`.ribbon2\` (target)" "$base/since/$since.ribbon2"
 form "\`.ribbon2?fpp=1e-3\`" "$base/since/$since.ribbon2?fpp=1e-3"
+if [ "${EXACT:-0}" = 1 ]; then
+  form "\`.exact\`" "$base/since/$since.exact"
+  # Its floor: r of the range (24 big hours, distinct) among N (every ID seeded).
+  exact_floor=$(python3 -c 'import math, sys
+r, n = int(sys.argv[1]), int(sys.argv[2])
+print(round((math.lgamma(n + 1) - math.lgamma(r + 1) - math.lgamma(n - r + 1)) / math.log(2) / 8))' \
+    $((24 * HOUR_IDS)) $((24 * HOUR_IDS + OLD_HOURS * OLD_IDS)))
+fi
 
 # The 100 ranges, 10 at a time, each retried after its Retry-After until answered.
 sampler() {
@@ -117,8 +131,11 @@ catchup=()
 for gap in 1 24 $((24 + OLD_HOURS)); do
   from=$(date -u -d "-$gap hours" +%Y-%m-%dT%H)
   n=$((gap <= 24 ? gap * HOUR_IDS : 24 * HOUR_IDS + (gap - 24) * OLD_IDS))
-  for strategy in hourly union compact auto; do
-    out=$("$BIN" check --server "$base" --since "$from" --strategy "$strategy" --accept-stale --json "${followed[@]}" 2>/dev/null || true)
+  strategies=(hourly union compact auto)
+  [ "${EXACT:-0}" = 1 ] && strategies+=("hourly --registered" "auto --registered")
+  for strategy in "${strategies[@]}"; do
+    # shellcheck disable=SC2086 # the strategy and its flag
+    out=$("$BIN" check --server "$base" --since "$from" --strategy $strategy --accept-stale --json "${followed[@]}" 2>/dev/null || true)
     catchup+=("$(python3 -c 'import json, math, sys
 d = json.loads(sys.argv[1] or "{}")
 gap, n, strategy = int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
@@ -139,6 +156,10 @@ echo
 echo "| \`GET /since/<24 h ago>\` | status | bytes | server CPU s | peak RSS MiB |"
 echo "|---|---:|---:|---:|---:|"
 printf '%s\n' "${rows[@]}"
+if [ -n "${exact_floor:-}" ]; then
+  echo
+  echo "The \`.exact\` body's floor: $exact_floor bytes (log2(C(N, r))/8, r = $((24 * HOUR_IDS)) of N = $((24 * HOUR_IDS + OLD_HOURS * OLD_IDS)))."
+fi
 echo
 awk -v n="$RANGES" -v keys="$((24 * HOUR_IDS))" -v took="$took" -v cpu="$(cpu_s $((after - before)))" -v peak="$peak_mib" \
     -v bound="$(((BUDGET >> 20) + 64))" '
