@@ -1800,6 +1800,16 @@ export function cheapestPlan(hours, { targetFpp = 0.01, capacity = 3000, followe
   return { plan, k, from, hourly, union, compact, exact };
 }
 
+/** The hour a response header names (RFC 3339, a whole hour), as `hourName` spells it;
+ * null when the header is absent, a ProtocolError naming `url` when it is not an hour. */
+function hourHeader(url, headers, header) {
+  const value = headers.get(header);
+  if (value === null) return null;
+  const date = new Date(value.trim());
+  if (Number.isNaN(date.getTime()) || date.getTime() % HOUR_MS !== 0) throw new ProtocolError(`${url}: ${header} is not an hour: ${JSON.stringify(value)}`);
+  return hourName(date);
+}
+
 /** Where a union of the closed hours starts in `hours` (`cheapestPlan`'s compact and
  * exact plans): just after the last closed hour held complete (`heldFpp` not null), 0 when
  * none is. */
@@ -2540,13 +2550,7 @@ export class Client {
   async sinceRibbon2(since, { fpp } = {}) {
     const url = `${sincePath(since)}.ribbon2${fpp === undefined ? "" : `?fpp=${fppParam(fpp)}`}`;
     const response = await this.request(url, { headers: { accept: "application/vnd.bloomcast.ribbon; v=2" } });
-    const named = (header) => {
-      const value = response.headers.get(header);
-      if (value === null) return null;
-      const date = new Date(value.trim());
-      if (Number.isNaN(date.getTime()) || date.getTime() % HOUR_MS !== 0) throw new ProtocolError(`${url}: ${header} is not an hour: ${JSON.stringify(value)}`);
-      return hourName(date);
-    };
+    const named = (header) => hourHeader(url, response.headers, header);
     const hour = named("bloom-hour");
     const to = named("bloom-to") ?? hour;
     if (to === null) throw new ProtocolError(`${url}: the response names no hour it covers (no Bloom-To or Bloom-Hour header)`);
@@ -2617,13 +2621,7 @@ export class Client {
   async sinceExact(since) {
     const url = `${sincePath(since)}.exact`;
     const response = await this.request(url, { headers: { accept: "application/vnd.bloomcast.exact" } });
-    const named = (header) => {
-      const value = response.headers.get(header);
-      if (value === null) return null;
-      const date = new Date(value.trim());
-      if (Number.isNaN(date.getTime()) || date.getTime() % HOUR_MS !== 0) throw new ProtocolError(`${url}: ${header} is not an hour: ${JSON.stringify(value)}`);
-      return hourName(date);
-    };
+    const named = (header) => hourHeader(url, response.headers, header);
     let [from, to] = [named("bloom-from"), named("bloom-to")];
     if (from === null || to === null) {
       const hour = named("bloom-hour");

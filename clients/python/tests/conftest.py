@@ -394,3 +394,15 @@ def stop_after(polls, between=None):
         if between:
             between(len(calls))
     return sleep, calls
+
+
+def recording(client):
+    """Records the paths `client` asks for (its requests, in order)."""
+    paths, real = [], client._request
+
+    def request(path, headers=None, body=None, dictionary=None):
+        paths.append(path)
+        return real(path, headers, body, dictionary)
+
+    client._request = request
+    return paths

@@ -18,7 +18,7 @@ from bloomcast_client import (Client, CorruptHours, HTTPError, ProtocolError, ch
 from bloomcast_client.cli import main
 from bloomcast_client.ribbon import RESPONSE_OVERHEAD, _payload
 from bloomcast_client.ribbon2 import fpp_param, ribbon2_bytes
-from conftest import NO_BINARY, bloomcast_binary
+from conftest import NO_BINARY, bloomcast_binary, recording
 
 HOURS, PER_HOUR = 30, 2_000
 OPEN_IDS = [f"o:{i}" for i in range(50)]
@@ -45,18 +45,6 @@ def catchup(tmp_path_factory):
     assert len(sealed.hours) == HOURS + 1
     yield sealed
     sealed.close()
-
-
-def recording(client):
-    """Records the paths `client` asks for (its requests, in order)."""
-    paths, real = [], client._request
-
-    def request(path, headers=None, body=None, dictionary=None):
-        paths.append(path)
-        return real(path, headers, body, dictionary)
-
-    client._request = request
-    return paths
 
 
 def since_fpp(path):

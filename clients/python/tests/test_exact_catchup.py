@@ -13,7 +13,7 @@ import pytest
 from bloomcast_client import (Client, HTTPError, ProtocolError, cheapest_plan, hour_path,
                               parse_hour, universe_at_most)
 from bloomcast_client.exact import floor_bits
-from conftest import NO_BINARY, bloomcast_binary
+from conftest import NO_BINARY, bloomcast_binary, recording
 
 # --- the planner --------------------------------------------------------------------------
 
@@ -169,18 +169,6 @@ def register(base, ids):
         headers={"Authorization": "Bearer " + LIVE_TOKEN, "Content-Type": "application/json"})
     with urllib.request.urlopen(request, timeout=30) as response:
         return json.loads(response.read())
-
-
-def recording(client):
-    """Records the paths `client` asks for (its requests, in order)."""
-    paths, real = [], client._request
-
-    def request(path, headers=None, body=None, dictionary=None):
-        paths.append(path)
-        return real(path, headers, body, dictionary)
-
-    client._request = request
-    return paths
 
 
 def refusing_since_exact(status):

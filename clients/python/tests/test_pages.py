@@ -16,7 +16,7 @@ from bloomcast_client import (Client, ProtocolError, Unsigned, VerificationError
 from bloomcast_client.pages import (HEADER_LEN, Page, PagesError, PagesHeader, key64,
                                     page_of, pages_for, parse_body, predicted_slot_bytes,
                                     reading_bytes, signed_page)
-from conftest import NO_BINARY, LiveServer, bloomcast_binary
+from conftest import NO_BINARY, LiveServer, bloomcast_binary, recording as counting
 
 SMALL, BIG = 3000, 100_000
 
@@ -81,18 +81,6 @@ def absent(n, tag="absent"):
 def slot_of(body, header, p):
     first, end = header.slot_range(p)
     return bytearray(body[first:end])
-
-
-def counting(client):
-    """Wraps client._request to record the paths it asks for; returns the list."""
-    paths, real = [], client._request
-
-    def request(path, headers=None, body=None, dictionary=None):
-        paths.append(path)
-        return real(path, headers, body, dictionary)
-
-    client._request = request
-    return paths
 
 
 # --- the decoder ----------------------------------------------------------------------------

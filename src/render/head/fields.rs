@@ -22,6 +22,12 @@ fn ribbon_pairs(meta: &wire::Meta, fpp: f64, structure: String) -> Vec<(&'static
         (wire::HEADER_FPP, fpp_text(fpp)),
         ("bloom-ribbon", structure),
     ];
+    push_span(meta, &mut pairs);
+    pairs
+}
+
+/// `Bloom-Hour`, or `Bloom-From` and `Bloom-To`, of what `meta` covers.
+fn push_span(meta: &wire::Meta, pairs: &mut Vec<(&'static str, String)>) {
     for (name, value) in [
         (wire::HEADER_HOUR, &meta.hour),
         (wire::HEADER_FROM, &meta.from),
@@ -31,7 +37,6 @@ fn ribbon_pairs(meta: &wire::Meta, fpp: f64, structure: String) -> Vec<(&'static
             pairs.push((name, value.clone()));
         }
     }
-    pairs
 }
 
 pub(super) fn fields(fields: &RawFields, out: &mut Vec<(HeaderName, HeaderValue)>) {
@@ -66,15 +71,7 @@ pub(super) fn fields(fields: &RawFields, out: &mut Vec<(HeaderName, HeaderValue)
                 ("bloom-universe", universe.to_string()),
                 (wire::HEADER_COMPLETE, meta.complete.to_string()),
             ];
-            for (name, value) in [
-                (wire::HEADER_HOUR, &meta.hour),
-                (wire::HEADER_FROM, &meta.from),
-                (wire::HEADER_TO, &meta.to),
-            ] {
-                if let Some(value) = value {
-                    pairs.push((name, value.clone()));
-                }
-            }
+            push_span(meta, &mut pairs);
             pairs
         }
     };
