@@ -1143,13 +1143,13 @@ class Client(Verifying):
     @staticmethod
     def _exact_bytes(hour, name, listed, exact_from, count, target):
         """The expected size of a sealed hour's exact body (section 14, choosing it):
-        the index's `exact_bytes`, or for an hour it does not list the v1 body's
-        expected bytes; None before `exact_since` or for a listed hour without one."""
+        the index's `exact_bytes`, or for an hour it does not list (or lists without
+        them: not built yet) the v1 body's expected bytes, as the Rust and JavaScript
+        clients take it; None before `exact_since`."""
         if exact_from is None or hour < exact_from:
             return None
-        if name in listed:
-            return listed[name].get("exact_bytes")
-        return bloom_choice(count, target)[0]
+        listed_bytes = listed.get(name, {}).get("exact_bytes")
+        return bloom_choice(count, target)[0] if listed_bytes is None else listed_bytes
 
     def _hourly_is_cheaper(self, index, since, followed, exact_from=None):
         return self._cheapest_plan(index, since, followed, exact_from,

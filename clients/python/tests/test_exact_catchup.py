@@ -351,3 +351,22 @@ def test_a_server_without_exact_ranges_is_read_hour_by_hour(ranges, status):
         assert client.exact_fetches == CLOSED
     finally:
         proxy.close()
+
+
+def test_an_hour_listed_without_its_exact_size_is_weighed_at_the_v1_body_s_bytes():
+    # PROTOCOL.md section 14, "Choosing it": the index lists exact_bytes once the body is
+    # built; until then a client assumes the v1 body's expected bytes, as for an hour it
+    # does not list, so such an hour does not rule out the exact range plan.
+    from bloomcast_client.ribbon import bloom_choice
+    first = datetime.datetime(2008, 9, 3, 13, tzinfo=datetime.timezone.utc)
+    hour, name = first + datetime.timedelta(hours=2), "2008-09-03T15:00:00Z"
+    v1 = bloom_choice(200, 0.01)[0]
+    listed = {name: {"hour": name, "count": 200, "complete": True}}
+    assert Client._exact_bytes(hour, name, listed, first, 200, 0.01) == v1
+    assert Client._exact_bytes(hour, name, {}, first, 200, 0.01) == v1
+    listed[name]["exact_bytes"] = 150
+    assert Client._exact_bytes(hour, name, listed, first, 200, 0.01) == 150
+    # Before exact_since, or with no universe, none.
+    assert Client._exact_bytes(first - datetime.timedelta(hours=1), name, listed, first,
+                               200, 0.01) is None
+    assert Client._exact_bytes(hour, name, listed, None, 200, 0.01) is None
