@@ -125,11 +125,11 @@ impl Service {
         let read: u64 = counts.iter().map(|(_, n)| n).sum();
         let largest = counts.iter().map(|(_, n)| *n).max().unwrap_or(0);
         let slot = self.unions.queued_slot().await?;
-        // The hours' keys as read and their distinct union, the universe and its copy
-        // kept to check the body against, and the build.
+        // The build over the universe and the hours' distinct keys (the universe, as
+        // stored, sorted: read in place, and kept to check the body against), and the
+        // hours' keys as read.
         let bytes = Exact::build_bytes(info.count, read)
-            + 8 * info.count
-            + 16 * read
+            + 8 * read
             + super::vouch::vouching_bytes(largest, self.tuning.target_fpp);
         let held = self
             .unions
@@ -151,7 +151,7 @@ impl Service {
                 runs.for_each_part(&mut |sets| keys.extend(distinct_keys(sets)))
                     .map_err(ServiceError::Spill)?;
                 keys.sort_unstable();
-                let body = Exact::build(universe.clone(), &keys)?.to_bytes();
+                let body = Exact::build_over(&universe, &keys)?.to_bytes();
                 check_exact(&body, &universe, &keys)?;
                 Ok(body)
             })
@@ -179,9 +179,9 @@ impl Service {
         stored: Option<Vec<u8>>,
     ) -> Result<Vec<u8>> {
         let slot = self.unions.queued_slot().await?;
-        // The build, and the universe's keys kept beside it to check the body against.
+        // The build over the universe's keys (as stored, sorted: read in place, and kept to
+        // check the body against) and the hour's.
         let bytes = Exact::build_bytes(universe, changed)
-            + 8 * universe
             + super::vouch::vouching_bytes(changed, self.tuning.target_fpp);
         let held = self.unions.reserve(slot, bytes).map_err(|refused| {
             refused.error(Work::Exact {
@@ -200,7 +200,7 @@ impl Service {
             .run(held, Step::HourExact, move || -> Result<_> {
                 let body = match stored {
                     Some(body) => body,
-                    None => Exact::build(universe.clone(), &keys)?.to_bytes(),
+                    None => Exact::build_over(&universe, &keys)?.to_bytes(),
                 };
                 check_exact(&body, &universe, &keys)?;
                 Ok((body, universe, keys))

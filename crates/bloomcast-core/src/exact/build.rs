@@ -109,7 +109,21 @@ impl Exact {
     ///
     /// # Errors
     /// More than `u32::MAX / 2` universe keys.
-    pub fn build(mut universe: Vec<Key>, changed: &[Key]) -> Result<Exact, FilterError> {
+    pub fn build(universe: Vec<Key>, changed: &[Key]) -> Result<Exact, FilterError> {
+        Exact::build_from(Cow::Owned(universe), changed)
+    }
+
+    /// [`Exact::build`] over a borrowed `universe`: read in place when it is sorted,
+    /// distinct and holds every changed key (a stored universe, as read), else copied
+    /// first. The same bytes as [`Exact::build`] of the same keys.
+    ///
+    /// # Errors
+    /// More than `u32::MAX / 2` universe keys.
+    pub fn build_over(universe: &[Key], changed: &[Key]) -> Result<Exact, FilterError> {
+        Exact::build_from(Cow::Borrowed(universe), changed)
+    }
+
+    fn build_from(mut universe: Cow<[Key]>, changed: &[Key]) -> Result<Exact, FilterError> {
         let changed: Cow<[Key]> = if changed.windows(2).all(|w| w[0] < w[1]) {
             Cow::Borrowed(changed)
         } else {
@@ -118,16 +132,20 @@ impl Exact {
             sorted.dedup();
             Cow::Owned(sorted)
         };
-        universe.sort_unstable();
-        universe.dedup();
+        if !universe.windows(2).all(|w| w[0] < w[1]) {
+            let owned = universe.to_mut();
+            owned.sort_unstable();
+            owned.dedup();
+        }
         let missing: Vec<Key> = changed
             .iter()
             .copied()
             .filter(|c| universe.binary_search(c).is_err())
             .collect();
         if !missing.is_empty() {
-            universe.extend(missing);
-            universe.sort_unstable();
+            let owned = universe.to_mut();
+            owned.extend(missing);
+            owned.sort_unstable();
         }
         if universe.len() > (u32::MAX / 2) as usize {
             return Err(FilterError::BadDocument(format!(
@@ -157,7 +175,7 @@ impl Exact {
                 let salted = salt(tag, seed);
                 let mask = value_mask(layout.bits);
                 let mut count = 0u64;
-                for key in &universe {
+                for key in universe.iter() {
                     let key = key.to_u64();
                     if next_changed.next_if(|c| c.to_u64() == key).is_some()
                         || (selector(key) < shape.split) != in_a
@@ -201,7 +219,7 @@ impl Exact {
         let seeds = [a_seed, b_seed, 0];
         let through = |words: &[u64], each: &mut dyn FnMut(u64, u8) -> bool| -> bool {
             let mut next_changed = changed.iter().peekable();
-            for key in &universe {
+            for key in universe.iter() {
                 let key = key.to_u64();
                 let is_changed = next_changed.next_if(|c| c.to_u64() == key).is_some();
                 if passes(key, shape.split, [&a, &b], seeds, words)

@@ -97,6 +97,34 @@ fn the_same_sets_give_the_same_bytes_in_any_order() {
 }
 
 #[test]
+fn a_borrowed_universe_builds_the_same_bytes_sorted_or_not() {
+    let universe = keys("over", 5_000);
+    let changed = every(&universe, 0.3);
+    let built = Exact::build(universe.clone(), &changed).unwrap().to_bytes();
+    let mut sorted = universe.clone();
+    sorted.sort_unstable();
+    assert_eq!(
+        Exact::build_over(&sorted, &changed).unwrap().to_bytes(),
+        built
+    );
+    // Unsorted, with repeats, or missing a changed key: copied and completed first.
+    let mut repeated = universe.clone();
+    repeated.extend_from_slice(&universe[..100]);
+    assert_eq!(
+        Exact::build_over(&repeated, &changed).unwrap().to_bytes(),
+        built
+    );
+    let without: Vec<Key> = (sorted.iter())
+        .filter(|k| **k != changed[0])
+        .copied()
+        .collect();
+    assert_eq!(
+        Exact::build_over(&without, &changed).unwrap().to_bytes(),
+        built
+    );
+}
+
+#[test]
 fn bodies_stay_within_fifteen_percent_of_the_floor() {
     for n in [10_000u64, 100_000] {
         let universe = random_keys(n * 3, n as usize);
