@@ -1800,6 +1800,20 @@ export function cheapestPlan(hours, { targetFpp = 0.01, capacity = 3000, followe
   return { plan, k, from, hourly, union, compact, exact };
 }
 
+/** An exact body read from `url`, decoded and checked against its `Repr-Digest`,
+ * `Bloom-Count` and `Bloom-Universe` when sent (DecodeError naming what disagrees). */
+async function checkedExact(url, headers, bytes, subtle) {
+  await checkReprDigest(url, headers, bytes, subtle);
+  const exact = Exact.fromBytes(bytes);
+  for (const [name, value] of [["bloom-count", exact.changedCount], ["bloom-universe", exact.universe]]) {
+    const sent = headers.get(name);
+    if (sent !== null && sent.trim() !== String(value)) {
+      throw new DecodeError(`${url}: header ${name} says ${sent.trim()}, the body ${value}`);
+    }
+  }
+  return exact;
+}
+
 /** The hour a response header names (RFC 3339, a whole hour), as `hourName` spells it;
  * null when the header is absent, a ProtocolError naming `url` when it is not an hour. */
 function hourHeader(url, headers, header) {
@@ -2589,14 +2603,7 @@ export class Client {
       throw e;
     }
     const bytes = await this.body(response);
-    await checkReprDigest(url, response.headers, bytes, this.subtle ?? globalThis.crypto?.subtle);
-    const exact = Exact.fromBytes(bytes);
-    for (const [name, value] of [["bloom-count", exact.changedCount], ["bloom-universe", exact.universe]]) {
-      const sent = response.headers.get(name);
-      if (sent !== null && sent.trim() !== String(value)) {
-        throw new DecodeError(`${url}: header ${name} says ${sent.trim()}, the body ${value}`);
-      }
-    }
+    const exact = await checkedExact(url, response.headers, bytes, this.subtle ?? globalThis.crypto?.subtle);
     /** The hour the body answers for (RFC 3339). */
     exact.hour = hourName(hourOfPath(path));
     if (this.pubkey) await this.verifyForm("exact", path, url, bytes, response.headers);
@@ -2633,14 +2640,7 @@ export class Client {
       throw new ProtocolError(`${url}: it covers ${from} .. ${to}, not a range from ${asked}`);
     }
     const bytes = await this.body(response);
-    await checkReprDigest(url, response.headers, bytes, this.subtle ?? globalThis.crypto?.subtle);
-    const exact = Exact.fromBytes(bytes);
-    for (const [name, value] of [["bloom-count", exact.changedCount], ["bloom-universe", exact.universe]]) {
-      const sent = response.headers.get(name);
-      if (sent !== null && sent.trim() !== String(value)) {
-        throw new DecodeError(`${url}: header ${name} says ${sent.trim()}, the body ${value}`);
-      }
-    }
+    const exact = await checkedExact(url, response.headers, bytes, this.subtle ?? globalThis.crypto?.subtle);
     return { exact, from, to };
   }
 
