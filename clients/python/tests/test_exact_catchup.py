@@ -5,6 +5,7 @@ the hours before it and the open hour each on its own: `cheapest_plan`'s ("exact
 start)), and changed_since reading it, falling back to hour by hour where the server
 does not serve it."""
 
+import contextlib
 import datetime
 import json
 
@@ -160,6 +161,17 @@ def ranges(tmp_path_factory):
     sealed.close()
 
 
+@contextlib.contextmanager
+def tampered(base, tamper):
+    """A TamperingProxy in front of `base` for the block: its base URL."""
+    from hostile import TamperingProxy
+    proxy = TamperingProxy(base, tamper)
+    try:
+        yield proxy.base
+    finally:
+        proxy.close()
+
+
 def register(base, ids):
     """POST /universe: the server's answer."""
     import urllib.request
@@ -213,56 +225,42 @@ def test_since_exact_from_the_open_hour_is_406_and_before_exact_since_404(ranges
 
 
 def test_since_exact_not_from_the_hour_asked_is_a_protocol_error(ranges):
-    from hostile import TamperingProxy
 
     def shifted(path, status, headers, body):
         if path.startswith("/since/"):
             headers["bloom-from"] = ranges.hours[1]
         return status, headers, body
-    proxy = TamperingProxy(ranges.base, shifted)
-    try:
+    with tampered(ranges.base, shifted) as base:
         with pytest.raises(ProtocolError, match="not a range from"):
-            Client(proxy.base).since_exact(ranges.hours[0])
-    finally:
-        proxy.close()
+            Client(base).since_exact(ranges.hours[0])
 
     def one_hour(path, status, headers, body):
         headers = {k: v for k, v in headers.items() if k not in ("bloom-from", "bloom-to")}
         if path.startswith("/since/"):
             headers["bloom-hour"] = ranges.hours[0]
         return status, headers, body
-    proxy = TamperingProxy(ranges.base, one_hour)
-    try:
+    with tampered(ranges.base, one_hour) as base:
         # Named by Bloom-Hour alone: a range of that hour.
-        exact, last = Client(proxy.base).since_exact(ranges.hours[0])
+        exact, last = Client(base).since_exact(ranges.hours[0])
         assert last == parse_hour(ranges.hours[0])
-    finally:
-        proxy.close()
 
     def bare(path, status, headers, body):
         return status, {k: v for k, v in headers.items()
                         if k not in ("bloom-from", "bloom-to", "bloom-hour")}, body
-    proxy = TamperingProxy(ranges.base, bare)
-    try:
+    with tampered(ranges.base, bare) as base:
         with pytest.raises(ProtocolError, match="no Bloom-From and Bloom-To"):
-            Client(proxy.base).since_exact(ranges.hours[0])
-    finally:
-        proxy.close()
+            Client(base).since_exact(ranges.hours[0])
 
 
 def test_since_exact_disagreeing_with_its_headers_is_refused(ranges):
-    from hostile import TamperingProxy
 
     def miscounted(path, status, headers, body):
         if path.startswith("/since/"):
             headers["bloom-count"] = "1"
         return status, headers, body
-    proxy = TamperingProxy(ranges.base, miscounted)
-    try:
+    with tampered(ranges.base, miscounted) as base:
         with pytest.raises(ProtocolError, match="Bloom-Count is 1, the body says 900"):
-            Client(proxy.base).since_exact(ranges.hours[0])
-    finally:
-        proxy.close()
+            Client(base).since_exact(ranges.hours[0])
 
 
 def test_a_registered_client_back_after_the_sealed_hours_reads_them_as_one_exact_body(
@@ -334,10 +332,8 @@ def test_a_verifying_client_reads_no_exact_range(ranges):
 
 @pytest.mark.parametrize("status", [404, 406])
 def test_a_server_without_exact_ranges_is_read_hour_by_hour(ranges, status):
-    from hostile import TamperingProxy
-    proxy = TamperingProxy(ranges.base, refusing_since_exact(status))
-    try:
-        client = Client(proxy.base, registered=True)
+    with tampered(ranges.base, refusing_since_exact(status)) as base:
+        client = Client(base, registered=True)
         paths = recording(client)
         changes = client.changed_since(UNIVERSE, ranges.hours[0], per_hour=None)
         assert paths[:2] == ["/", "/since" + hour_path(ranges.hours[0]) + ".exact"], paths
@@ -349,8 +345,6 @@ def test_a_server_without_exact_ranges_is_read_hour_by_hour(ranges, status):
             assert set(changes[h][2]) == set(changed_in(h)), ranges.hours[h]
         assert set(OPEN_IDS) <= set(changes[-1][2])
         assert client.exact_fetches == CLOSED
-    finally:
-        proxy.close()
 
 
 def test_an_hour_listed_without_its_exact_size_is_weighed_at_the_v1_body_s_bytes():
