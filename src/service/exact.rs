@@ -151,6 +151,8 @@ impl Service {
                 runs.for_each_part(&mut |sets| keys.extend(distinct_keys(sets)))
                     .map_err(ServiceError::Spill)?;
                 keys.sort_unstable();
+                // The hours' keys as read are not needed beside the solver.
+                drop(runs);
                 let body = Exact::build_over(&universe, &keys)?.to_bytes();
                 check_exact(&body, &universe, &keys)?;
                 Ok(body)
