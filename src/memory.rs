@@ -291,3 +291,55 @@ unsafe impl GlobalAlloc for Allocator {
         }
     }
 }
+
+/// The lib's tests allocate through [`counting::Counting`]: what a thread holds, counted
+/// per thread, so a test measures what its own code allocates while others run.
+#[cfg(test)]
+pub(crate) mod counting {
+    use std::alloc::{GlobalAlloc, Layout, System};
+    use std::cell::Cell;
+
+    thread_local! {
+        static HELD: Cell<isize> = const { Cell::new(0) };
+    }
+
+    /// The system allocator, counting what each thread holds.
+    pub struct Counting;
+
+    #[global_allocator]
+    static COUNTING: Counting = Counting;
+
+    // SAFETY: every call is the system allocator's, beside a per-thread count that
+    // allocates nothing.
+    unsafe impl GlobalAlloc for Counting {
+        unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+            count(layout.size().cast_signed());
+            System.alloc(layout)
+        }
+
+        unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+            count(layout.size().cast_signed());
+            System.alloc_zeroed(layout)
+        }
+
+        unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+            count(-layout.size().cast_signed());
+            System.dealloc(ptr, layout);
+        }
+
+        unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+            count(new_size.cast_signed() - layout.size().cast_signed());
+            System.realloc(ptr, layout, new_size)
+        }
+    }
+
+    fn count(bytes: isize) {
+        // Gone at thread exit: nothing to count into then.
+        let _ = HELD.try_with(|held| held.set(held.get() + bytes));
+    }
+
+    /// What this thread holds now, of what it allocated through the global allocator.
+    pub(crate) fn held() -> isize {
+        HELD.with(Cell::get)
+    }
+}

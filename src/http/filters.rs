@@ -148,6 +148,11 @@ async fn open_hour_delta(
 
 /// The response to a filter request (`gzip_accepted`: its `Accept-Encoding` takes gzip),
 /// with the open hour's `delta` when one was made for it ([`open_hour_delta`]).
+///
+/// A complete view's headers depend on nothing but its rendering, the body sent, the
+/// URL's form and its neighbours: the whole block is made on its first 200 and kept
+/// with the rendering ([`Head::finished`]), so a 200 of a closed hour or day copies one
+/// header map and formats nothing.
 pub(super) fn respond(
     state: &AppState,
     view: &View,
@@ -159,27 +164,46 @@ pub(super) fn respond(
     let r = &view.rendered;
     let head = r.head();
     let gzip = r.encodings.sends_gzip(gzip_accepted);
-    let cache_control = view_cache_control(state, view);
-    let vary = vary(view.open_hour.is_some());
 
     if not_modified(r, request) {
+        let cache_control = view_cache_control(state, view);
+        let vary = vary(view.open_hour.is_some());
         return not_modified_response(head.etag(gzip).clone(), cache_control, vary);
     }
 
-    let dictionary = kept_as_dictionary(state, view, head, suffix);
-    let linked = linked_dictionary(state, view, suffix);
     let body = match &delta {
         Some(delta) => delta,
         None if gzip => &r.gzip,
         None => &r.identity,
     };
     let mut response = Response::new(Body::from(body.clone()));
+    let complete = view.open_hour.is_none() && view.open_until.is_none() && !view.signature_pending;
+    *response.headers_mut() = if complete && delta.is_none() {
+        let key = neighbours_key(view) | u128::from(suffix.is_some()) << 127;
+        head.finished(gzip, key, || headers(state, view, suffix, gzip, None))
+    } else {
+        headers(state, view, suffix, gzip, delta.as_ref())
+    };
+    response
+}
+
+/// The headers of a 200 of `view` sending its gzip body when `gzip`, or `delta`.
+fn headers(
+    state: &AppState,
+    view: &View,
+    suffix: Option<Repr>,
+    gzip: bool,
+    delta: Option<&bytes::Bytes>,
+) -> HeaderMap {
+    let r = &view.rendered;
+    let head = r.head();
+    let dictionary = kept_as_dictionary(state, view, head, suffix);
+    let linked = linked_dictionary(state, view, suffix);
     // What the rendering's head says of the body sent (its ETag, `Bloom-*` and chain
     // headers, `Repr-Digest`, coding), made once per rendering; a delta, made per
     // delta, has its own ETag, digest and coding.
-    let out = response.headers_mut();
-    *out = head.sent(gzip && delta.is_none()).clone();
-    if let Some(delta) = &delta {
+    let mut out = head.sent(gzip && delta.is_none()).clone();
+    if let Some(delta) = delta {
         out.insert(header::ETAG, head.etag_dcz().clone());
         let digest = HeaderValue::try_from(crate::chain::repr_digest(delta)).expect("base64");
         out.insert(
@@ -192,15 +216,31 @@ pub(super) fn respond(
         header::CONTENT_TYPE,
         HeaderValue::from_static(r.repr.content_type()),
     );
-    out.insert(header::CACHE_CONTROL, cache_control);
-    out.insert(header::VARY, vary);
+    out.insert(header::CACHE_CONTROL, view_cache_control(state, view));
+    out.insert(header::VARY, vary(view.open_hour.is_some()));
     if let Some(link) = link_header(view, suffix, linked) {
         out.insert(header::LINK, link);
     }
     if let Some(dictionary) = dictionary {
         out.insert(HeaderName::from_static("use-as-dictionary"), dictionary);
     }
-    response
+    out
+}
+
+/// What a complete view's header block depends on beyond its rendering and the body sent
+/// ([`Head::finished`]), but the URL's form (the top bit, left 0 here): its neighbours
+/// (its `Link`), exactly.
+fn neighbours_key(view: &View) -> u128 {
+    let one = |target: Option<Target>| -> u64 {
+        let (kind, hour) = match target {
+            None => return 0,
+            Some(Target::Hour(hour)) => (1, hour),
+            Some(Target::Day(day)) => (2, day.first_hour()),
+            Some(Target::Since(hour)) => (3, hour),
+        };
+        kind | (hour.index() as u64) << 2
+    };
+    u128::from(one(view.prev)) << 64 | u128::from(one(view.next))
 }
 
 /// RFC 9842 for the open hour: its `Use-As-Dictionary` value when the service keeps

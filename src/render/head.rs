@@ -12,6 +12,7 @@
 use super::{Encodings, Rendered};
 use crate::chain;
 use axum::http::{header, HeaderMap, HeaderName, HeaderValue};
+use std::sync::OnceLock;
 
 mod fields;
 use fields::{chain_fields, fields, value};
@@ -31,7 +32,32 @@ pub struct Head {
     /// the gzip body's. Between the ETag and `Repr-Digest`, the rendering's `Bloom-*`
     /// (raw forms only), then the chain's (a sealed hour's), in order.
     sent: [HeaderMap; 2],
+    /// The whole header block of a complete view's 200 ([`Head::finished`]), by body
+    /// sent, with the key of what else it was made for.
+    finished: [OnceLock<(u128, HeaderMap)>; 2],
 }
+
+/// What the head of `r` holds at most, once made with both its finished blocks: counted
+/// in the rendering's size ([`Rendered::size`]) from its insertion into the cache, before
+/// any of it is made. A header map of n entries holds a table of the next power of two
+/// above 4n/3 slots, of at most [`MAP_SLOT_BYTES`] each (`tests/head_bytes.rs` measures it).
+pub fn bytes_at_most(r: &Rendered) -> usize {
+    let mut metadata = Vec::new();
+    fields(&r.fields, &mut metadata);
+    let chain = r
+        .chain
+        .as_ref()
+        .map_or(0, |place| 1 + usize::from(place.signature.is_some()));
+    let own = metadata.len() + chain + usize::from(r.open.is_some());
+    let map = |entries: usize| MAP_SLOT_BYTES * (entries + entries / 3 + 1).next_power_of_two();
+    // `sent`: the ETag, `Repr-Digest` and coding beside the rendering's own; a finished
+    // block adds content type, cache control, `Vary` and `Link`.
+    2 * map(own + 3) + 2 * map(own + 7)
+}
+
+/// The bytes of one slot of a header map's table, with its share of the heap values it
+/// holds (the formatted ones; the rest are static or shared with the rendering's maps).
+pub const MAP_SLOT_BYTES: usize = 112;
 
 /// The ETag of the body a rendering named `name` holding both encodings sends (the gzip
 /// body's when `gzip`), as [`Head`] gives it, without the rendering.
@@ -39,9 +65,16 @@ pub fn etag_of_name(name: &[u8; 32], gzip: bool) -> HeaderValue {
     quoted_tag(name, if gzip { "-gz" } else { "" })
 }
 
-/// An ETag: the first 80 bits of `name` in lowercase hex, then `suffix`, quoted.
+/// An ETag: the first 80 bits of `name` in lowercase hex, then `suffix` (at most
+/// `-gz-dcz`), quoted; written in place, as a 304 answered by name makes one per request.
 fn quoted_tag(name: &[u8; 32], suffix: &str) -> HeaderValue {
-    value(format!("\"{}{suffix}\"", crate::bloom::to_hex(&name[..10])))
+    let mut tag = [0u8; 1 + 20 + "-gz-dcz".len() + 1];
+    tag[0] = b'"';
+    hex::encode_to_slice(&name[..10], &mut tag[1..21]).expect("20 digits for 10 bytes");
+    let end = 21 + suffix.len();
+    tag[21..end].copy_from_slice(suffix.as_bytes());
+    tag[end] = b'"';
+    HeaderValue::from_bytes(&tag[..=end]).expect("a quoted hex tag")
 }
 
 impl Head {
@@ -70,6 +103,7 @@ impl Head {
             repr_digest: value(chain::repr_digest_of(r.sha256_of(false))),
             repr_digest_gzip: value(chain::repr_digest_of(r.sha256_of(true))),
             sent: Default::default(),
+            finished: Default::default(),
         };
         head.sent = [false, true].map(|gzip| head.sent_map(&metadata, gzip));
         head
@@ -98,6 +132,23 @@ impl Head {
     /// is the request's (`Content-Type`, `Cache-Control`, `Vary`, links).
     pub fn sent(&self, gzip: bool) -> &HeaderMap {
         &self.sent[usize::from(gzip)]
+    }
+
+    /// The whole header block of a 200 of a complete view sending the gzip body when
+    /// `gzip`: what [`Head::sent`] has and what the view adds (content type, cache
+    /// control, `Vary`, links), made by `make` on the first such response and handed out
+    /// as a copy while `key` (what else the block depends on: the URL's form and the
+    /// view's neighbours) is the one it was made for, and made anew for another key. One
+    /// block per body bounds what a rendering holds ([`bytes_at_most`]): clients of one
+    /// rendering ask it by one URL, bar a few.
+    pub fn finished(&self, gzip: bool, key: u128, make: impl FnOnce() -> HeaderMap) -> HeaderMap {
+        let slot = &self.finished[usize::from(gzip)];
+        let mut make = Some(make);
+        let (made_for, headers) = slot.get_or_init(|| (key, make.take().expect("unused")()));
+        match make {
+            Some(make) if *made_for != key => make(),
+            _ => headers.clone(),
+        }
     }
 
     /// The ETag of the body sent: the gzip body's when `gzip`.
@@ -172,7 +223,7 @@ pub(crate) mod fixtures {
 mod tests {
     use super::fixtures::{half_full, sample, tag_of, text};
     use super::*;
-    use crate::render::{render, render_as, Effort, Repr};
+    use crate::render::{render, render_as, ChainPlace, Effort, Repr};
 
     #[test]
     fn etags_are_stable_and_differ_by_content_and_encoding() {
@@ -252,6 +303,77 @@ mod tests {
             }
             assert_eq!(sent, expected);
             assert!(head.metadata().len() > 3, "a raw form's Bloom-* fields");
+        }
+    }
+
+    #[test]
+    fn a_complete_views_headers_are_made_once_per_body_and_key() {
+        let (meta, f) = sample(true);
+        let r = render(&meta, &f, Repr::Json, Effort::Fast);
+        let head = r.head();
+        let made = std::cell::Cell::new(0);
+        let make = |tag: &'static str| {
+            made.set(made.get() + 1);
+            let mut headers = HeaderMap::new();
+            headers.insert(header::LINK, HeaderValue::from_static(tag));
+            headers
+        };
+        let link = |h: HeaderMap| h[header::LINK].to_str().unwrap().to_owned();
+        assert_eq!(link(head.finished(true, 7, || make("a"))), "a");
+        assert_eq!(link(head.finished(true, 7, || make("b"))), "a");
+        assert_eq!(made.get(), 1, "kept after the first");
+        assert_eq!(link(head.finished(false, 7, || make("c"))), "c");
+        assert_eq!(made.get(), 2, "one block per body");
+        assert_eq!(link(head.finished(true, 8, || make("d"))), "d");
+        assert_eq!(link(head.finished(true, 8, || make("e"))), "e");
+        assert_eq!(made.get(), 4, "another key: made each time");
+        assert_eq!(link(head.finished(true, 7, || make("f"))), "a");
+    }
+
+    #[test]
+    fn a_head_holds_no_more_than_its_rendering_counts() {
+        use crate::memory::counting::held;
+        let (meta, f) = half_full();
+        let signed = ChainPlace {
+            prev: [7; 32],
+            signature: Some(chain::SignatureField {
+                signature: [9; 64],
+                key_id: Some(chain::KeyId([3; 8])),
+            }),
+        };
+        for repr in Repr::ALL {
+            for chain in [None, Some(signed)] {
+                let mut r = render(&meta, &f, repr, Effort::Fast);
+                r.chain = chain;
+                let before = held();
+                let head = r.head();
+                for gzip in [false, true] {
+                    // A finished block as `http::filters` makes it: the sent headers
+                    // and the view's four, a `Link` of two neighbours among them.
+                    let made = head.finished(gzip, 1, || {
+                        let mut headers = head.sent(gzip).clone();
+                        let link = "</2008/09/03/12.json>; rel=\"prev\", \
+                                    </2008/09/03/14.json>; rel=\"next\"";
+                        for (name, value) in [
+                            (header::CONTENT_TYPE, "application/json"),
+                            (header::CACHE_CONTROL, "max-age=31536000, immutable"),
+                            (header::VARY, "Accept, Accept-Encoding"),
+                            (header::LINK, link),
+                        ] {
+                            headers.insert(name, HeaderValue::try_from(value).unwrap());
+                        }
+                        headers
+                    });
+                    drop(made);
+                }
+                let holds = usize::try_from(held() - before).unwrap();
+                let counted = bytes_at_most(&r);
+                assert!(
+                    holds <= counted && counted <= 2 * holds,
+                    "{repr:?}, signed {}: holds {holds}, counted {counted}",
+                    r.chain.is_some()
+                );
+            }
         }
     }
 

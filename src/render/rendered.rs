@@ -161,9 +161,11 @@ impl Rendered {
         body.try_into_mut().map(Vec::from).unwrap_or_default()
     }
 
-    /// Bytes held in memory, for the cache's budget.
+    /// Bytes held in memory, for the cache's budget: its bodies, itself with its head's
+    /// values, and its head's header maps as they will be once made
+    /// ([`super::head::bytes_at_most`]).
     pub fn size(&self) -> usize {
-        self.identity.len() + self.gzip.len() + 1024
+        self.identity.len() + self.gzip.len() + 1024 + super::head::bytes_at_most(self)
     }
 
     /// Its headers (ETags, `Repr-Digest`s, `Bloom-*` and the chain's), formatted once.

@@ -314,7 +314,9 @@ impl Hours<'_> {
                     // A past hour, or the open hour sealed while this request waited.
                     None => self.closed_view(hour, repr).await?,
                 };
-                let now = self.current_hour();
+                // Read the clock again only when the hour asked was open at first: a past
+                // hour's neighbours stand as they stood when the request came.
+                let now = if hour < now { now } else { self.current_hour() };
                 let signature_pending = complete
                     && self.tuning.signer.is_some()
                     && rendered.chain.is_none_or(|c| c.signature.is_none());

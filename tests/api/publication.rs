@@ -189,6 +189,62 @@ async fn filters_link_to_the_previous_hour() {
 }
 
 #[tokio::test]
+async fn a_closed_hours_headers_are_the_same_every_time_and_follow_retention() {
+    let app = TestApp::spawn_with(|s| s.retention_hours = 3).await;
+    app.ingest(&["a"]).await;
+    app.next_hour().await;
+    app.ingest(&["b"]).await;
+    app.next_hour().await;
+    // Now 15:00: 14:00 is closed, between 13:00 and the open hour.
+    let without_date = |reply: &Reply| {
+        let mut headers = reply.headers.clone();
+        headers.remove("date");
+        headers
+    };
+    for (path, links) in [
+        (
+            "/2008/09/03/14",
+            "</2008/09/03/13>; rel=\"prev\", </2008/09/03/15>; rel=\"next\"",
+        ),
+        (
+            "/2008/09/03/14.hex",
+            "</2008/09/03/13.hex>; rel=\"prev\", </2008/09/03/15.hex>; rel=\"next\"",
+        ),
+    ] {
+        for gzip in [false, true] {
+            let asked: &[(&str, &str)] = if gzip {
+                &[("accept-encoding", "gzip")]
+            } else {
+                &[]
+            };
+            let first = app.get_with(path, asked).await;
+            assert_eq!(first.status, 200);
+            assert_eq!(first.header("link"), Some(links), "{path}");
+            assert_eq!(
+                first.header("cache-control"),
+                Some("max-age=31536000, immutable")
+            );
+            assert_eq!(first.header("content-encoding").is_some(), gzip, "{path}");
+            let again = app.get_with(path, asked).await;
+            assert_eq!(
+                without_date(&again),
+                without_date(&first),
+                "{path} gzip {gzip}"
+            );
+            assert_eq!(again.body, first.body);
+        }
+    }
+    // At 16:00 retention keeps 14:00 to 16:00: 14:00 has no previous hour any more.
+    app.next_hour().await;
+    let later = app.get("/2008/09/03/14").await;
+    assert_eq!(
+        later.header("link"),
+        Some("</2008/09/03/15>; rel=\"next\""),
+        "the neighbour gone out of retention is not linked"
+    );
+}
+
+#[tokio::test]
 async fn health_is_ok_when_the_store_is_usable() {
     let app = TestApp::spawn().await;
     // The open hour loads in the background; until then /healthz says `loading` (503).
