@@ -37,9 +37,9 @@ pub struct Head {
     finished: [OnceLock<(u128, HeaderMap)>; 2],
 }
 
-/// What the head of `r` holds at most, once made with both its finished blocks: counted
-/// in the rendering's size ([`Rendered::size`]) from its insertion into the cache, before
-/// any of it is made. A header map of n entries holds a table of the next power of two
+/// What the head of `r` holds at most, once made (with both its finished blocks, when it
+/// is complete: only a complete view has them): counted in the rendering's size
+/// ([`Rendered::size`]) from its insertion into the cache, before any of it is made. A header map of n entries holds a table of the next power of two
 /// above 4n/3 slots, of at most [`MAP_SLOT_BYTES`] each (`tests/head_bytes.rs` measures it).
 pub fn bytes_at_most(r: &Rendered) -> usize {
     let mut metadata = Vec::new();
@@ -52,7 +52,7 @@ pub fn bytes_at_most(r: &Rendered) -> usize {
     let map = |entries: usize| MAP_SLOT_BYTES * (entries + entries / 3 + 1).next_power_of_two();
     // `sent`: the ETag, `Repr-Digest` and coding beside the rendering's own; a finished
     // block adds content type, cache control, `Vary` and `Link`.
-    2 * map(own + 3) + 2 * map(own + 7)
+    2 * map(own + 3) + if r.complete { 2 * map(own + 7) } else { 0 }
 }
 
 /// The bytes of one slot of a header map's table, with its share of the heap values it
