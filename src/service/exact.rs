@@ -74,9 +74,10 @@ impl Service {
         if let Some(hit) = self.cache.get_exact(from, to) {
             return Ok(hit);
         }
-        let rendered = Arc::new(match from == to {
-            true => self.exact_hour(from, info).await?,
-            false => self.exact_range(from, to, info).await?,
+        let rendered = Arc::new(if from == to {
+            self.exact_hour(from, info).await?
+        } else {
+            self.exact_range(from, to, info).await?
         });
         self.cache.insert_exact(from, to, rendered.clone());
         Ok(rendered)

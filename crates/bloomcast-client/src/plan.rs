@@ -110,9 +110,10 @@ pub(crate) fn universe_at_most(count: u64, bytes: u64) -> Option<u64> {
     let (mut low, mut high) = (count, 1u64 << 40);
     while low < high {
         let mid = low + (high - low).div_ceil(2);
-        match floor_bits(mid, count) <= bits {
-            true => low = mid,
-            false => high = mid - 1,
+        if floor_bits(mid, count) <= bits {
+            low = mid;
+        } else {
+            high = mid - 1;
         }
     }
     Some(low)
@@ -366,16 +367,23 @@ mod tests {
         }
     }
 
+    /// A client following `followed` IDs back after 24 closed hours of 400,000 IDs, the
+    /// open hour of 2,000 after them, from a server serving version 2.
+    fn back_after_a_day_of_big_hours(followed: u64) -> Inputs {
+        let mut hours: Vec<_> = (0..24).map(|_| hour(400_000, false, false)).collect();
+        hours.push(hour(2_000, false, true));
+        let mut back = inputs(hours, followed);
+        back.capacity = 400_000;
+        back.ribbon2 = true;
+        back
+    }
+
     #[test]
     fn a_client_back_after_a_day_of_big_hours_takes_the_closed_hours_in_version_2() {
         // 24 hours of 400,000 IDs missed: the v1 union is 11.5 MB at 1%, hour by hour
         // the cheapest ribbons. Following 100 IDs, 2^-4 wastes 64 KB of fetches where
         // each bit more costs 1.2 MB; following 40,000, a finer grade pays.
-        let mut hours: Vec<_> = (0..24).map(|_| hour(400_000, false, false)).collect();
-        hours.push(hour(2_000, false, true));
-        let mut few = inputs(hours, 100);
-        few.capacity = 400_000;
-        few.ribbon2 = true;
+        let few = back_after_a_day_of_big_hours(100);
         assert_eq!(
             cheapest_plan(&few, &[], true),
             Plan::Compact { k: 4, from: 0 }
@@ -403,11 +411,7 @@ mod tests {
         // 24 hours of 400,000 changed IDs of a universe of 4M: each hour's exact body is
         // about 240 KB (4M * H(0.1) bits); following 40,000 IDs, version 2 of the 9.6M
         // keys costs 8 MB at 2^-7 or wastes fetches, the day's exact body neither.
-        let mut hours: Vec<_> = (0..24).map(|_| hour(400_000, false, false)).collect();
-        hours.push(hour(2_000, false, true));
-        let mut back = inputs(hours, 40_000);
-        back.capacity = 400_000;
-        back.ribbon2 = true;
+        let mut back = back_after_a_day_of_big_hours(40_000);
         back.registered = true;
         let exact: Vec<_> = (0..24).map(|_| Some(240_000)).chain([None]).collect();
         assert_eq!(cheapest_plan(&back, &exact, true), Plan::Exact { from: 0 });
