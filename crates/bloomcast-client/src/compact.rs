@@ -3,7 +3,7 @@
 //! Either form decodes ([`crate::wire::decode_compact`]): the `BCR1` body or its JSON
 //! document.
 
-use super::fetch::check;
+use super::fetch::{check, header_hour};
 use super::{Client, ClientError, Result};
 use crate::bloom::{Ribbon, Ribbon2};
 use crate::chain::{self, BodyForm, SignatureField};
@@ -119,12 +119,9 @@ impl Client {
             path.push_str(&format!("?fpp={p:e}"));
         }
         let response = check(self.send(self.get(&path)).await?).await?;
-        let header = |name: &str| {
-            let value = response.headers().get(name)?.to_str().ok()?;
-            Hour::parse_flexible(value).ok()
-        };
-        let to = header("bloom-to")
-            .or_else(|| header("bloom-hour"))
+        let header = |name: &str| header_hour(response.headers(), name);
+        let to = header(crate::wire::HEADER_TO)
+            .or_else(|| header(crate::wire::HEADER_HOUR))
             .ok_or_else(|| {
                 ClientError::Protocol(format!("{path}: no Bloom-To or Bloom-Hour header"))
             })?;

@@ -4,7 +4,7 @@
 //! verifies) under the hour's chain header, and kept once fetched (a sealed hour's body
 //! never changes).
 
-use super::fetch::check;
+use super::fetch::{check, header_hour};
 use super::{Client, ClientError, Result};
 use crate::chain::{self, Claim, Hash};
 use crate::exact::Exact;
@@ -95,10 +95,7 @@ impl Client {
         let request = self.get(&path).header(ACCEPT, EXACT_TYPE);
         let response = check(self.send(request).await?).await?;
         let headers = response.headers().clone();
-        let hour = |name: &str| {
-            let value = headers.get(name)?.to_str().ok()?;
-            Hour::parse_flexible(value).ok()
-        };
+        let hour = |name: &str| header_hour(&headers, name);
         let (from, to) = match (hour(crate::wire::HEADER_FROM), hour(crate::wire::HEADER_TO)) {
             (Some(from), Some(to)) => (from, to),
             _ => match hour(crate::wire::HEADER_HOUR) {

@@ -192,6 +192,12 @@ impl Client {
     }
 }
 
+/// The hour a response's header `name` (`Bloom-Hour`, `Bloom-From`, `Bloom-To`) names.
+pub(super) fn header_hour(headers: &HeaderMap, name: &str) -> Option<crate::hour::Hour> {
+    let value = headers.get(name)?.to_str().ok()?;
+    crate::hour::Hour::parse_flexible(value).ok()
+}
+
 /// Turns an error status into [`ClientError::Status`], reading the JSON error body.
 pub(super) async fn check(response: Response) -> Result<Response> {
     let status = response.status();
