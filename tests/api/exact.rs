@@ -32,12 +32,7 @@ async fn every_universe_id_gets_the_true_answer_in_a_sealed_hour() {
     let app = TestApp::spawn().await;
     let universe = ids("user", 5_000);
     let reply = post_universe(&app, &universe, Some(TOKEN)).await;
-    assert_eq!(
-        reply.status,
-        200,
-        "{}",
-        String::from_utf8_lossy(&reply.body)
-    );
+    reply.assert_status(200);
     assert_eq!(reply.json()["count"], 5_000);
     assert_eq!(reply.json()["accepted"], 5_000);
     assert_eq!(reply.header("cache-control"), Some("private, no-store"));
@@ -48,12 +43,7 @@ async fn every_universe_id_gets_the_true_answer_in_a_sealed_hour() {
     app.next_hour().await;
 
     let reply = app.get("/2008/09/03/13.exact").await;
-    assert_eq!(
-        reply.status,
-        200,
-        "{}",
-        String::from_utf8_lossy(&reply.body)
-    );
+    reply.assert_status(200);
     assert_eq!(reply.header("content-type"), Some(EXACT));
     assert_eq!(reply.header("bloom-count"), Some("52"));
     assert_eq!(reply.header("bloom-universe"), Some("5002"));
@@ -362,12 +352,7 @@ async fn a_since_range_and_a_past_day_answer_every_universe_id_exactly() {
     let changed_in = |id: &str| changed.contains(id);
 
     let since = app.get("/since/2008/09/04/00.exact").await;
-    assert_eq!(
-        since.status,
-        200,
-        "{}",
-        String::from_utf8_lossy(&since.body)
-    );
+    since.assert_status(200);
     assert_eq!(since.header("content-type"), Some(EXACT));
     assert_eq!(since.header("bloom-from"), Some("2008-09-04T00:00:00Z"));
     assert_eq!(since.header("bloom-to"), Some("2008-09-04T03:00:00Z"));
@@ -410,7 +395,7 @@ async fn a_since_range_and_a_past_day_answer_every_universe_id_exactly() {
     app.clock.advance(chrono::Duration::hours(20));
     app.service.tick().await.unwrap();
     let day = app.get("/2008/09/04.exact").await;
-    assert_eq!(day.status, 200, "{}", String::from_utf8_lossy(&day.body));
+    day.assert_status(200);
     assert_eq!(day.header("bloom-from"), Some("2008-09-04T00:00:00Z"));
     assert_eq!(day.header("bloom-to"), Some("2008-09-04T23:00:00Z"));
     assert_eq!(

@@ -57,14 +57,19 @@ impl Reply {
         );
     }
 
-    /// Asserts a JSON error body with this `error` code and a non-empty message.
-    pub fn assert_error(&self, status: u16, code: &str) {
+    /// Asserts the status, showing the body when it is another.
+    pub fn assert_status(&self, status: u16) {
         assert_eq!(
             self.status.as_u16(),
             status,
             "body: {}",
             String::from_utf8_lossy(&self.body)
         );
+    }
+
+    /// Asserts a JSON error body with this `error` code and a non-empty message.
+    pub fn assert_error(&self, status: u16, code: &str) {
+        self.assert_status(status);
         let json = self.json();
         assert_eq!(json["error"], code, "{json}");
         assert!(

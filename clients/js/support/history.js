@@ -12,15 +12,21 @@ import { binary, startServer, TOKEN } from "./server.js";
 
 const TOLERANCE = { BLOOMCAST_CLOCK_JUMP_TOLERANCE_SECONDS: "7200" };
 
-/** Publishes `ids` to the server at `base`; resolves to the receipt's hour. */
-export async function ingest(base, ids) {
-  const response = await fetch(`${base}/updates`, {
+/** POSTs `{ids}` to `path` (`/updates`, `/universe`) of the server at `base` with its
+ * ingest token; resolves to its answer. */
+async function postIds(base, path, ids) {
+  const response = await fetch(`${base}${path}`, {
     method: "POST",
     headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" },
     body: JSON.stringify({ ids }),
   });
-  if (!response.ok) throw new Error(`ingest: ${response.status} ${await response.text()}`);
-  return (await response.json()).hour;
+  if (!response.ok) throw new Error(`${path}: ${response.status} ${await response.text()}`);
+  return response.json();
+}
+
+/** Publishes `ids` to the server at `base`; resolves to the receipt's hour. */
+export async function ingest(base, ids) {
+  return (await postIds(base, "/updates", ids)).hour;
 }
 
 /** Runs `bloomcast <args>` configured as the server over `dir`; resolves to its output. */
@@ -34,14 +40,8 @@ export function bloomcast(args, dir) {
 
 /** Registers `ids` in the universe of the server at `base` (`POST /universe`, PROTOCOL.md
  * section 14); resolves to its answer. */
-export async function register(base, ids) {
-  const response = await fetch(`${base}/universe`, {
-    method: "POST",
-    headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" },
-    body: JSON.stringify({ ids }),
-  });
-  if (!response.ok) throw new Error(`universe: ${response.status} ${await response.text()}`);
-  return response.json();
+export function register(base, ids) {
+  return postIds(base, "/universe", ids);
 }
 
 /**

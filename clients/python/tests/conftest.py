@@ -269,6 +269,17 @@ NO_BINARY = ("no bloomcast binary: run `cargo build --bin bloomcast` at the repo
              "root (or set BLOOMCAST_BIN=/path/to/bloomcast)")
 
 
+def post_ids(base, path, ids):
+    """POSTs `{"ids": ids}` to `path` (`/updates`, `/universe`) of the live server at
+    `base` with its ingest token; returns the server's answer."""
+    import urllib.request
+    request = urllib.request.Request(
+        base + path, data=json.dumps({"ids": ids}).encode(),
+        headers={"Authorization": "Bearer " + LIVE_TOKEN, "Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=30) as response:
+        return json.loads(response.read())
+
+
 def bloomcast_binary():
     """$BLOOMCAST_BIN, else the workspace's debug then release build (under
     $CARGO_TARGET_DIR when set, else target/), as clients/js/support/server.js; or None."""

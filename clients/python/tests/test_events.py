@@ -11,15 +11,13 @@ import signal
 import subprocess
 import sys
 import threading
-import time
-import urllib.request
 
 import pytest
 
 from bloomcast_client import cli_reading, watch
 from bloomcast_client.cli import main
 from bloomcast_client.events import Event, Parser
-from conftest import LIVE_TOKEN, ROOT, stop_after
+from conftest import ROOT, post_ids, stop_after
 
 OPEN = "/2026/11/23/10"
 NEXT = "/2026/11/23/11"
@@ -94,11 +92,7 @@ def test_the_specs_corner_cases():
 # --- following the real server's stream ----------------------------------------------------
 
 def post(base, ids):
-    request = urllib.request.Request(
-        base + "/updates", data=json.dumps({"ids": ids}).encode(),
-        headers={"Authorization": "Bearer " + LIVE_TOKEN, "Content-Type": "application/json"})
-    with urllib.request.urlopen(request, timeout=30) as response:
-        return json.loads(response.read())
+    return post_ids(base, "/updates", ids)
 
 
 class Watch:

@@ -14,7 +14,7 @@ import pytest
 from bloomcast_client import (Client, HTTPError, ProtocolError, cheapest_plan, hour_path,
                               parse_hour, universe_at_most)
 from bloomcast_client.exact import floor_bits
-from conftest import NO_BINARY, bloomcast_binary, recording
+from conftest import NO_BINARY, bloomcast_binary, post_ids, recording
 
 # --- the planner --------------------------------------------------------------------------
 
@@ -174,13 +174,7 @@ def tampered(base, tamper):
 
 def register(base, ids):
     """POST /universe: the server's answer."""
-    import urllib.request
-    from conftest import LIVE_TOKEN
-    request = urllib.request.Request(
-        base + "/universe", data=json.dumps({"ids": ids}).encode(),
-        headers={"Authorization": "Bearer " + LIVE_TOKEN, "Content-Type": "application/json"})
-    with urllib.request.urlopen(request, timeout=30) as response:
-        return json.loads(response.read())
+    return post_ids(base, "/universe", ids)
 
 
 def refusing_since_exact(status):
