@@ -113,6 +113,18 @@ def check_repr_digest(what, headers, body):
                                 "bytes were altered on the way")
 
 
+def _header_hour(url, headers, name):
+    """The hour a response's header `name` (Bloom-Hour, Bloom-From, Bloom-To) names, as
+    an aware datetime; None when it is absent; ProtocolError when it is not an hour."""
+    value = (headers.get(name) or "").strip()
+    if not value:
+        return None
+    try:
+        return parse_hour(value)
+    except ValueError:
+        raise ProtocolError(f"{url}: {name} {value!r} is not an hour") from None
+
+
 def checked_exact(url, headers, body):
     """The Exact of an exact body read from `url`, checked against its Repr-Digest,
     Bloom-Count and Bloom-Universe (when sent); ProtocolError naming what is wrong."""
@@ -588,15 +600,8 @@ class Client(Verifying):
             (f"?fpp={fpp_param(fpp)}" if fpp is not None else "")
         _, headers, body = self._request(url, {"Accept": RIBBON2_TYPE,
                                                "Accept-Encoding": "identity"})
-        last = None
-        for name in ("Bloom-To", "Bloom-Hour"):
-            value = (headers.get(name) or "").strip()
-            if value:
-                try:
-                    last = parse_hour(value)
-                except ValueError:
-                    raise ProtocolError(f"{url}: {name} {value!r} is not an hour") from None
-                break
+        last = (_header_hour(url, headers, "Bloom-To")
+                or _header_hour(url, headers, "Bloom-Hour"))
         if last is None:
             raise ProtocolError(f"{url}: no Bloom-To or Bloom-Hour header: the range it "
                                 "covers is unknown")
@@ -651,18 +656,10 @@ class Client(Verifying):
         url = "/since" + hour_path(since) + ".exact"
         _, headers, body = self._request(url, {"Accept": EXACT_TYPE,
                                                "Accept-Encoding": "identity"})
-
-        def hour_header(name):
-            value = (headers.get(name) or "").strip()
-            if not value:
-                return None
-            try:
-                return parse_hour(value)
-            except ValueError:
-                raise ProtocolError(f"{url}: {name} {value!r} is not an hour") from None
-        first, last = hour_header("Bloom-From"), hour_header("Bloom-To")
+        first = _header_hour(url, headers, "Bloom-From")
+        last = _header_hour(url, headers, "Bloom-To")
         if first is None or last is None:
-            first = last = hour_header("Bloom-Hour")
+            first = last = _header_hour(url, headers, "Bloom-Hour")
         if first is None:
             raise ProtocolError(f"{url}: no Bloom-From and Bloom-To headers: the range it "
                                 "covers is unknown")
