@@ -15,7 +15,6 @@ use common::needs::{self, Need};
 use common::nodes::{drop_schema, node, node_settings, try_node, unique_schema, Node};
 use common::{post_ids, TOKEN};
 use reqwest::header::HeaderMap;
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Instant;
@@ -78,7 +77,7 @@ struct Stack {
     url: String,
     schema: String,
     varnish: Child,
-    _dir: tempfile::TempDir,
+    dir: tempfile::TempDir,
 }
 
 impl Stack {
@@ -112,7 +111,7 @@ impl Stack {
             url,
             schema,
             varnish,
-            _dir: dir,
+            dir,
         }
     }
 
@@ -209,7 +208,14 @@ impl Stack {
         for (name, value) in headers {
             request = request.header(*name, *value);
         }
-        let reply = request.send().await.unwrap();
+        let reply = match request.send().await {
+            Ok(reply) => reply,
+            // Through the cache, what Varnish logged says whether its child died.
+            Err(e) => panic!(
+                "GET {base}{path}: {e}\nvarnish.log: {}",
+                varnish_log(self.dir.path())
+            ),
+        };
         let status = reply.status().as_u16();
         let headers = reply.headers().clone();
         (status, headers, reply.bytes().await.unwrap().to_vec())
@@ -250,18 +256,16 @@ fn start_varnish(dir: &Path, nodes: &[Node]) -> (Child, String) {
     );
     let main_vcl = dir.join("main.vcl");
     std::fs::write(&main_vcl, vcl.stdout).unwrap();
-    let port = TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
     let work = dir.join("varnish");
     std::fs::create_dir_all(&work).unwrap();
     let log = std::fs::File::create(dir.join("varnish.log")).unwrap();
-    let child = Command::new(Need::Varnish.found())
+    // Varnish binds a port of the kernel's choosing and holds it from then on: a port
+    // picked here and let go before varnishd bound it could be taken in between by
+    // another test's node, and the cache's address would then reach that node.
+    let mut child = Command::new(Need::Varnish.found())
         .args(["-F", "-j", "none", "-n"])
         .arg(&work)
-        .args(["-a", &format!("127.0.0.1:{port}"), "-f"])
+        .args(["-a", "127.0.0.1:0", "-f"])
         .arg(&main_vcl)
         .args(["-p", "http_gzip_support=off", "-s", "malloc,64m"])
         .stdout(log.try_clone().unwrap())
@@ -269,19 +273,36 @@ fn start_varnish(dir: &Path, nodes: &[Node]) -> (Child, String) {
         .stdin(Stdio::null())
         .spawn()
         .expect("varnishd starts");
-    let cache = format!("http://127.0.0.1:{port}");
-    let mut tries = 0;
+    let mut port = None;
     common::wait::eventually_blocking("varnishd listens", || {
-        tries += 1;
-        if tries == common::wait::TRIES {
-            eprintln!(
-                "varnish.log: {}",
-                std::fs::read_to_string(dir.join("varnish.log")).unwrap_or_default()
-            );
+        if let Ok(Some(status)) = child.try_wait() {
+            panic!("varnishd exited ({status}): {}", varnish_log(dir));
         }
-        std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+        port = port.or_else(|| listen_port(&work));
+        port.is_some_and(|port| std::net::TcpStream::connect(("127.0.0.1", port)).is_ok())
     });
-    (child, cache)
+    (child, format!("http://127.0.0.1:{}", port.unwrap()))
+}
+
+/// The port Varnish in `work` listens on, once its manager answers (`varnishadm
+/// debug.listen_address`: `a0 127.0.0.1 PORT`).
+fn listen_port(work: &Path) -> Option<u16> {
+    let out = Command::new("varnishadm")
+        .arg("-n")
+        .arg(work)
+        .arg("debug.listen_address")
+        .stderr(Stdio::null())
+        .output()
+        .ok()
+        .filter(|out| out.status.success())?;
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .find_map(|line| line.split_whitespace().nth(2)?.parse().ok())
+}
+
+/// What Varnish in `dir` has logged: its child's starts, deaths and panics.
+fn varnish_log(dir: &Path) -> String {
+    std::fs::read_to_string(dir.join("varnish.log")).unwrap_or_default()
 }
 
 /// `bloomcast verify --pubkey KEY --since <the first hour>` against `base`, asserted to pass.

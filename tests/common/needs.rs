@@ -53,7 +53,8 @@ pub enum Need {
     Curl,
     /// A Chromium or Chrome binary for browser tests; found: its path or name.
     Chromium,
-    /// Varnish's `varnishd` (and a C compiler, which it compiles VCL with); found: its path.
+    /// Varnish's `varnishd` and `varnishadm` (and a C compiler, which it compiles VCL
+    /// with); found: the path of `varnishd`.
     Varnish,
     /// Mounting a small tmpfs (root, `mount`), for the full-disk test; found: `mount`.
     Tmpfs,
@@ -256,10 +257,12 @@ fn probe_varnish() -> Result<String, String> {
                 .output()
                 .is_ok_and(|o| o.status.success())
         })
+        // varnishadm (same package) tells a test which port varnishd chose.
+        .filter(|_| Command::new("varnishadm").arg("-h").output().is_ok())
         .map(|name| name.to_string())
         .ok_or_else(|| {
-            "varnishd not found on PATH or in /usr/sbin; install Varnish (apt-get install \
-             varnish; .ci/run does)"
+            "varnishd or varnishadm not found on PATH or in /usr/sbin; install Varnish \
+             (apt-get install varnish; .ci/run does)"
                 .to_owned()
         })
 }
