@@ -434,6 +434,15 @@ pub trait Store: Send + Sync + 'static {
     /// node serves the same bytes or none). Pruned with the range's first hour.
     async fn record_form(&self, record: &FormRecord) -> Result<crate::chain::Hash>;
 
+    /// The digest recorded for the `form` of `from..=to` ([`Store::record_form`]), if
+    /// one is; read only.
+    async fn form_digest(
+        &self,
+        from: Hour,
+        to: Hour,
+        form: FormName,
+    ) -> Result<Option<crate::chain::Hash>>;
+
     /// The cluster's [`HourShape`] in effect for `hour`, recorded as `local` first when
     /// none is (the first node's wins, in effect for every hour until a change); `None`
     /// for a store one node alone uses (the embedded one), whose node's own

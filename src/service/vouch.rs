@@ -4,7 +4,9 @@
 //! - the keys a ribbon, an exact body or a union is built from are checked against it:
 //!   the filter they make at the sealed shape must be the sealed bytes (a key swapped,
 //!   added or lost changes them), so keys the chain does not vouch for are damage, and
-//!   nothing is built from them;
+//!   nothing is built from them. The filter is rebuilt once: the digest of the keys it
+//!   vouched for is recorded (`FormName::Keys`), and a later read of the same keys is
+//!   checked against that instead (keys that differ from it are rebuilt and checked);
 //! - every derived body is checked before it is first served or signed: it answers
 //!   "yes" for every key it was built from ([`answers_every`]), and an exact body "no"
 //!   for every other key of its universe;
@@ -35,8 +37,14 @@ impl Service {
         let verdict = match self.store.sealed(hour).await {
             Ok(Some(sealed)) => {
                 let params = Params::new(sealed.m.into(), sealed.k.into())?;
-                let (keys, same) = rebuilt_is(keys, params, sealed.filter).await?;
-                (keys, same.then_some(()).ok_or("its sealed filter"))
+                let recorded = self.store.form_digest(hour, hour, FormName::Keys).await?;
+                let (keys, vouched) =
+                    vouch_by_filter(keys, params, sealed.filter, recorded).await?;
+                if let Vouched::Rebuilt(digest) = vouched {
+                    self.record_vouched(hour, recorded, digest).await;
+                }
+                let vouched = !matches!(vouched, Vouched::Not);
+                (keys, vouched.then_some(()).ok_or("its sealed filter"))
             }
             Ok(None) => return Ok(keys),
             // The sealed row itself is damaged: the keys are checked against the chain
@@ -69,6 +77,34 @@ impl Service {
                     source: e,
                 })
             }
+        }
+    }
+
+    /// Records `digest` as that of `hour`'s keys, just vouched for by rebuilding its
+    /// sealed filter, where no digest (`recorded`) or another one was: the next read of
+    /// the keys is then checked against it instead of rebuilding the filter again. A
+    /// record that cannot be written now is left for the next read to make.
+    async fn record_vouched(&self, hour: Hour, recorded: Option<chain::Hash>, digest: chain::Hash) {
+        if let Some(recorded) = recorded {
+            // The first record stays: one that names other keys than those the sealed
+            // filter vouches for was damaged, and every read rebuilds the filter.
+            tracing::warn!(
+                %hour,
+                recorded = %chain::hex(&recorded),
+                vouched = %chain::hex(&digest),
+                "the recorded digest of an hour's keys is not that of the keys its sealed \
+                 filter vouches for; the keys are checked against the filter on every read"
+            );
+            return;
+        }
+        let record = FormRecord {
+            from: hour,
+            to: hour,
+            form: FormName::Keys,
+            digest,
+        };
+        if let Err(e) = self.store.record_form(&record).await {
+            tracing::debug!(%hour, error = %e, "the digest of vouched keys was not recorded");
         }
     }
 
@@ -197,17 +233,56 @@ pub(super) fn vouching_bytes(count: u64, p: f64) -> u64 {
     2 * filter
 }
 
-/// Whether the filter `keys` make at `params` is `sealed`, off the runtime when large;
-/// the keys back with the verdict.
-async fn rebuilt_is(keys: Vec<Key>, params: Params, sealed: Vec<u8>) -> Result<(Vec<Key>, bool)> {
+/// How a sealed hour's keys were vouched for by its filter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Vouched {
+    /// They are the keys vouched for before: their digest is the one recorded then.
+    Recorded,
+    /// The filter they make at the sealed shape is the sealed bytes; their digest.
+    Rebuilt(chain::Hash),
+    /// They make another filter: they are not the keys it was built from.
+    Not,
+}
+
+/// Whether `keys` are those the `sealed` filter (of `params`) was built from: the keys
+/// whose digest was `recorded` once vouched for, else the filter they make is the sealed
+/// bytes; off the runtime when large, the keys back with the verdict. Hashing the keys
+/// costs a fifth of rebuilding the filter (docs/BENCHMARKS.md, "Builds").
+async fn vouch_by_filter(
+    keys: Vec<Key>,
+    params: Params,
+    sealed: Vec<u8>,
+    recorded: Option<chain::Hash>,
+) -> Result<(Vec<Key>, Vouched)> {
     let check = move || {
-        let same = Filter::from_keys(params, &keys).to_bytes() == sealed;
-        (keys, same)
+        let digest = keys_digest(&keys);
+        let vouched = if recorded == Some(digest) {
+            Vouched::Recorded
+        } else if Filter::from_keys(params, &keys).to_bytes() == sealed {
+            Vouched::Rebuilt(digest)
+        } else {
+            Vouched::Not
+        };
+        (keys, vouched)
     };
     if params.m < OFF_RUNTIME_BITS {
         return Ok(check());
     }
     Ok(tokio::task::spawn_blocking(check).await?)
+}
+
+/// The SHA-256 of `keys` as the store holds them (8 bytes each, in order).
+fn keys_digest(keys: &[Key]) -> chain::Hash {
+    use sha2::Digest as _;
+    let mut sha = sha2::Sha256::new();
+    for chunk in keys.chunks(1024) {
+        let mut bytes = [0u8; 8 * 1024];
+        for (to, key) in bytes.chunks_exact_mut(8).zip(chunk) {
+            to.copy_from_slice(&key.to_bytes());
+        }
+        sha.update(&bytes[..8 * chunk.len()]);
+    }
+    sha.finalize().into()
 }
 
 /// Whether `contains` answers "yes" for every one of `keys`: what a body built from
@@ -306,18 +381,45 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn keys_rebuild_the_sealed_bytes_only_when_they_are_the_sealed_keys() {
+    async fn keys_are_vouched_for_only_when_they_are_the_sealed_keys() {
         let ks = keys(1000);
         let sealed = Filter::sized_within(&ks, 0.01).unwrap();
-        let params = sealed.params();
-        let bytes = sealed.to_bytes();
-        let (_, same) = rebuilt_is(ks.clone(), params, bytes.clone()).await.unwrap();
-        assert!(same);
+        let (params, bytes) = (sealed.params(), sealed.to_bytes());
+        let vouch =
+            |keys: Vec<Key>, recorded| vouch_by_filter(keys, params, bytes.clone(), recorded);
+        let digest = keys_digest(&ks);
         let mut swapped = ks.clone();
         swapped[3] = Key::of("not one of them");
-        let (_, same) = rebuilt_is(swapped, params, bytes.clone()).await.unwrap();
-        assert!(!same, "a swapped key changes the bits");
-        let (_, same) = rebuilt_is(ks[1..].to_vec(), params, bytes).await.unwrap();
-        assert!(!same, "a lost key changes the bits");
+
+        // First read: no record, the filter is rebuilt; the keys' digest comes back.
+        let (_, v) = vouch(ks.clone(), None).await.unwrap();
+        assert_eq!(v, Vouched::Rebuilt(digest));
+        assert_eq!(
+            vouch(swapped.clone(), None).await.unwrap().1,
+            Vouched::Not,
+            "a swapped key changes the bits"
+        );
+        assert_eq!(
+            vouch(ks[1..].to_vec(), None).await.unwrap().1,
+            Vouched::Not,
+            "a lost key changes the bits"
+        );
+
+        // Later reads: the same keys match the record; other keys are rebuilt and fail.
+        assert_eq!(
+            vouch(ks.clone(), Some(digest)).await.unwrap().1,
+            Vouched::Recorded
+        );
+        assert_eq!(vouch(swapped, Some(digest)).await.unwrap().1, Vouched::Not);
+        let mut reordered = ks.clone();
+        reordered.swap(0, 1);
+        assert_ne!(
+            keys_digest(&reordered),
+            digest,
+            "the digest is of the keys in order"
+        );
+        // A damaged record is no authority: the filter still vouches for the keys.
+        let (_, v) = vouch(ks.clone(), Some([7; 32])).await.unwrap();
+        assert_eq!(v, Vouched::Rebuilt(digest));
     }
 }

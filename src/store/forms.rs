@@ -26,6 +26,10 @@ pub enum FormName {
     Pages { grade: u32 },
     /// A union's Bloom filter bytes (a day's `.bin`).
     Bloom,
+    /// A sealed hour's keys as the store returns them, recorded once they were vouched
+    /// for by its sealed filter (`service::vouch`): a later read of the same keys is
+    /// checked against the digest instead of rebuilding the filter again.
+    Keys,
 }
 
 impl std::fmt::Display for FormName {
@@ -36,6 +40,7 @@ impl std::fmt::Display for FormName {
             FormName::Ribbon2 { grade } => write!(f, "ribbon2;grade={grade}"),
             FormName::Pages { grade } => write!(f, "pages;grade={grade}"),
             FormName::Bloom => f.write_str("bloom"),
+            FormName::Keys => f.write_str("keys"),
         }
     }
 }

@@ -10,8 +10,8 @@
 //! that closes them), `sealed` (sealed hours and pruning), `chain` (the hour chain).
 
 use super::{
-    full_message, ChainLink, FormRecord, HourRecord, HourShape, HourSignature, KeyPieces, Linking,
-    Marks, ReplicaReads, Result, SealedHour, Sealing, Store, StoreError, Subscription,
+    full_message, ChainLink, FormName, FormRecord, HourRecord, HourShape, HourSignature, KeyPieces,
+    Linking, Marks, ReplicaReads, Result, SealedHour, Sealing, Store, StoreError, Subscription,
     UniverseAdded, UniverseInfo,
 };
 use crate::bloom::Key;
@@ -627,6 +627,17 @@ impl Store for PgStore {
         let primary = async { self.record_form_row(record).await.map(Some) };
         let digest = self.settled("record_form", false, replica, primary).await?;
         digest.ok_or_else(|| StoreError::bug("record_form answered nothing"))
+    }
+
+    async fn form_digest(&self, from: Hour, to: Hour, form: FormName) -> Result<Option<Hash>> {
+        let record = FormRecord {
+            from,
+            to,
+            form,
+            digest: [0; 32],
+        };
+        let read = async { self.form_digest(&self.client().await?, &record).await };
+        self.timed("form_digest", false, read).await
     }
 
     async fn hour_shape(&self, local: &HourShape, hour: Hour) -> Result<Option<HourShape>> {

@@ -10,8 +10,8 @@
 
 use super::{
     batch_checksum, filter_checksum, keys_to_blob, receiver_gone, sealed_keys_checksum, ChainLink,
-    FormRecord, HourSignature, KeyPieces, Linking, Marks, Result, SealedHour, Sealing, Store,
-    StoreError, Subscription, UniverseAdded, UniverseInfo,
+    FormName, FormRecord, HourSignature, KeyPieces, Linking, Marks, Result, SealedHour, Sealing,
+    Store, StoreError, Subscription, UniverseAdded, UniverseInfo,
 };
 use crate::bloom::Key;
 use crate::chain::{Hash, ListedKey, PublicKey, Succession};
@@ -409,6 +409,11 @@ impl Store for SqliteStore {
     async fn record_form(&self, record: &FormRecord) -> Result<Hash> {
         let record = *record;
         self.command(|reply| Command::RecordForm { record, reply })
+            .await
+    }
+
+    async fn form_digest(&self, from: Hour, to: Hour, form: FormName) -> Result<Option<Hash>> {
+        self.read(move |conn| forms::digest(conn, from, to, form))
             .await
     }
 

@@ -9,8 +9,8 @@ use bloomcast::chain::{ListedKey, PublicKey, Succession};
 use bloomcast::clock::ClockRecord;
 use bloomcast::hour::Hour;
 use bloomcast::store::{
-    ChainLink, FormRecord, HourSignature, KeyPieces, Linking, Marks, Result, SealedHour, Sealing,
-    Store, StoreError, UniverseAdded, UniverseInfo,
+    ChainLink, FormName, FormRecord, HourSignature, KeyPieces, Linking, Marks, Result, SealedHour,
+    Sealing, Store, StoreError, UniverseAdded, UniverseInfo,
 };
 use chrono::{DateTime, Utc};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -256,6 +256,9 @@ impl Store for Wrapped {
     }
     async fn record_form(&self, record: &FormRecord) -> Result<[u8; 32]> {
         self.inner.record_form(record).await
+    }
+    async fn form_digest(&self, from: Hour, to: Hour, form: FormName) -> Result<Option<[u8; 32]>> {
+        self.inner.form_digest(from, to, form).await
     }
     async fn time(&self) -> Result<Option<DateTime<Utc>>> {
         self.inner.time().await

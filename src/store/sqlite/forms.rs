@@ -3,8 +3,10 @@
 
 use super::sql_error;
 use crate::chain::Hash;
+use crate::hour::Hour;
+use crate::store::FormName;
 use crate::store::{FormRecord, Result};
-use rusqlite::{params, Transaction};
+use rusqlite::{params, Connection, OptionalExtension, Transaction};
 
 /// Version 7: the records of derived bodies.
 pub(super) const V7: &str = "
@@ -38,4 +40,30 @@ pub(super) fn record(tx: &Transaction, record: &FormRecord) -> Result<Hash> {
         )
         .map_err(sql_error)?;
     record.digest_of_row(&stored)
+}
+
+/// The digest recorded for the `form` of `from..=to`, if any.
+pub(super) fn digest(
+    conn: &Connection,
+    from: Hour,
+    to: Hour,
+    form: FormName,
+) -> Result<Option<Hash>> {
+    let stored: Option<Vec<u8>> = conn
+        .prepare_cached(
+            "SELECT digest FROM forms WHERE from_hour = ?1 AND to_hour = ?2 AND form = ?3",
+        )
+        .map_err(sql_error)?
+        .query_row(params![from.index(), to.index(), form.to_string()], |r| {
+            r.get(0)
+        })
+        .optional()
+        .map_err(sql_error)?;
+    let record = FormRecord {
+        from,
+        to,
+        form,
+        digest: [0; 32],
+    };
+    stored.map(|d| record.digest_of_row(&d)).transpose()
 }
