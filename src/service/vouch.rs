@@ -37,7 +37,15 @@ impl Service {
         let verdict = match self.store.sealed(hour).await {
             Ok(Some(sealed)) => {
                 let params = Params::new(sealed.m.into(), sealed.k.into())?;
-                let recorded = self.store.form_digest(hour, hour, FormName::Keys).await?;
+                // A record that cannot be read now only costs the rebuild.
+                let recorded = self
+                    .store
+                    .form_digest(hour, hour, FormName::Keys)
+                    .await
+                    .inspect_err(
+                        |e| tracing::debug!(%hour, error = %e, "no digest of vouched keys read"),
+                    )
+                    .unwrap_or(None);
                 let (keys, vouched) =
                     vouch_by_filter(keys, params, sealed.filter, recorded).await?;
                 if let Vouched::Rebuilt(digest) = vouched {

@@ -636,8 +636,11 @@ impl Store for PgStore {
             form,
             digest: [0; 32],
         };
-        let read = async { self.form_digest(&self.client().await?, &record).await };
-        self.timed("form_digest", false, read).await
+        // A record never changes once written: a replica holding it has it.
+        let replica =
+            |pool| async move { self.form_digest(&client_of(pool).await?, &record).await };
+        let primary = async { self.form_digest(&self.client().await?, &record).await };
+        self.settled("form_digest", false, replica, primary).await
     }
 
     async fn hour_shape(&self, local: &HourShape, hour: Hour) -> Result<Option<HourShape>> {

@@ -206,3 +206,24 @@ async fn an_idle_node_nobody_asks_turns_ok_by_itself_with_its_own_heartbeats() {
     let _ = stop.send(());
     assert_eq!(app.get("/healthz").await.json()["status"], "ok");
 }
+
+#[tokio::test]
+async fn keys_are_vouched_for_by_their_filter_when_the_record_of_their_digest_cannot_be_read() {
+    let (app, wrapped) = spawn_wrapped().await;
+    app.ingest(&["a", "b", "c"]).await;
+    app.clock.advance(Duration::hours(1));
+    app.service.tick().await.unwrap();
+    // The record of the keys' digest is only a shortcut: unreadable, it costs the
+    // filter's rebuild, never the answer.
+    wrapped.fail_form_reads.store(true, Ordering::SeqCst);
+    let path = format!("{}.ribbon2", start_hour().path());
+    assert_eq!(app.get(&path).await.status, StatusCode::OK);
+    assert!(wrapped.form_reads_failed.load(Ordering::SeqCst) > 0);
+    let recorded: i64 = app
+        .db()
+        .query_row("SELECT count(*) FROM forms WHERE form = 'keys'", [], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    assert_eq!(recorded, 1, "vouched for by the rebuild, and recorded");
+}

@@ -66,7 +66,8 @@ impl Gate {
 /// `last_link` calls are counted; `seal_first` and `link_first` play another node that
 /// wins the race: the next `seal` (`put_link`) stores theirs first. While `fail_appends`
 /// is set, appends fail as a full disk would (the heartbeat still succeeds: it squeezes
-/// in), and while `fail_seals` is set, so do seals; heartbeats are counted.
+/// in), and while `fail_seals` is set, so do seals; while `fail_form_reads` is set, reads
+/// of form records fail (counted); heartbeats are counted.
 pub struct Wrapped {
     pub inner: Arc<dyn Store>,
     pub refresh_gate: Gate,
@@ -84,6 +85,9 @@ pub struct Wrapped {
     pub link_first: Mutex<Option<ChainLink>>,
     pub fail_appends: AtomicBool,
     pub fail_seals: AtomicBool,
+    pub fail_form_reads: AtomicBool,
+    /// Reads of form records failed while `fail_form_reads` was set.
+    pub form_reads_failed: AtomicUsize,
     /// Calls of `ping` and `heartbeat` (heartbeats).
     pub pings: AtomicUsize,
 }
@@ -102,6 +106,8 @@ impl Wrapped {
             link_first: Mutex::new(None),
             fail_appends: AtomicBool::new(false),
             fail_seals: AtomicBool::new(false),
+            fail_form_reads: AtomicBool::new(false),
+            form_reads_failed: AtomicUsize::new(0),
             pings: AtomicUsize::new(0),
         })
     }
@@ -258,6 +264,11 @@ impl Store for Wrapped {
         self.inner.record_form(record).await
     }
     async fn form_digest(&self, from: Hour, to: Hour, form: FormName) -> Result<Option<[u8; 32]>> {
+        if self.fail_form_reads.load(Ordering::SeqCst) {
+            self.form_reads_failed.fetch_add(1, Ordering::SeqCst);
+            let down = std::io::Error::other("injected: connection refused");
+            return Err(StoreError::unavailable("reading a form record", down));
+        }
         self.inner.form_digest(from, to, form).await
     }
     async fn time(&self) -> Result<Option<DateTime<Utc>>> {
