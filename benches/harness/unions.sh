@@ -6,6 +6,9 @@
 #   benches/harness/unions.sh                 # 24 x 400,000 IDs
 #   HOUR_IDS=100000 benches/harness/unions.sh # a quicker run
 #   BIN=/path/to/other/bloomcast benches/harness/unions.sh   # measure another build
+#   VS=/path/to/other/bloomcast COLD=6 BUILDS_ONLY=1 benches/harness/unions.sh
+#                                             # cold builds of this build and another,
+#                                             # alternating on the same store
 #   READER_CPU=1 benches/harness/unions.sh    # the reader loops pinned to core 1, off
 #                                             # the server's core (unpinned by default)
 #   BUILDS_ONLY=1 HOUR_IDS=2445833 BLOOMCAST_CACHE_BYTES=4294967296 benches/harness/unions.sh
@@ -78,6 +81,11 @@ rows=()
 for round in $(seq 2 "${COLD:-1}"); do
   measure "since 24 h, .bin, cold (fresh server $((round - 1)))" "$base/since/$since.bin"
   stop_pid "$pid"
+  if [ -n "${VS:-}" ]; then
+    BIN="$VS" serve
+    measure "since 24 h, .bin, cold, VS build (fresh server $((round - 1)))" "$base/since/$since.bin"
+    stop_pid "$pid"
+  fi
   serve
 done
 measure "since 24 h, .bin, cold" "$base/since/$since.bin"

@@ -127,6 +127,8 @@ impl Service {
         let sealed = match sealing {
             Sealing::Stored => {
                 tracing::info!(%hour, count = sealed.count, m = sealed.m, k = sealed.k, "sealed hour");
+                // The filter was just built from these very keys: they are vouched for.
+                self.record_sealed_keys(hour, keys).await;
                 sealed
             }
             // Another node sealed first: what is stored is what everyone serves.

@@ -4,9 +4,10 @@
 //! - the keys a ribbon, an exact body or a union is built from are checked against it:
 //!   the filter they make at the sealed shape must be the sealed bytes (a key swapped,
 //!   added or lost changes them), so keys the chain does not vouch for are damage, and
-//!   nothing is built from them. The filter is rebuilt once: the digest of the keys it
-//!   vouched for is recorded (`FormName::Keys`), and a later read of the same keys is
-//!   checked against that instead (keys that differ from it are rebuilt and checked);
+//!   nothing is built from them. The digest of the keys is recorded when the filter is
+//!   built from them at the seal (`FormName::Keys`; else once they are first vouched
+//!   for), and a read of the same keys is checked against it instead of rebuilding the
+//!   filter (keys with no record, or that differ from it, are rebuilt and checked);
 //! - every derived body is checked before it is first served or signed: it answers
 //!   "yes" for every key it was built from ([`answers_every`]), and an exact body "no"
 //!   for every other key of its universe;
@@ -86,6 +87,21 @@ impl Service {
                 })
             }
         }
+    }
+
+    /// Records the digest of `keys`, those `hour`'s sealed filter was just built from and
+    /// stored with, as [`Service::vouched_keys`] would after rebuilding the filter: the
+    /// first read of them after the seal is then checked against it too.
+    pub(super) async fn record_sealed_keys(&self, hour: Hour, keys: Vec<Key>) {
+        let digest = if keys.len() < OFF_RUNTIME_BITS as usize / 8 {
+            keys_digest(&keys)
+        } else {
+            match tokio::task::spawn_blocking(move || keys_digest(&keys)).await {
+                Ok(digest) => digest,
+                Err(_) => return,
+            }
+        };
+        self.record_vouched(hour, None, digest).await;
     }
 
     /// Records `digest` as that of `hour`'s keys, just vouched for by rebuilding its

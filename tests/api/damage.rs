@@ -135,6 +135,25 @@ async fn keys_swapped_in_a_sealed_hour_build_no_form_and_its_filter_is_still_ser
 }
 
 #[tokio::test]
+async fn a_sealed_hours_keys_are_recorded_as_stored() {
+    let app = TestApp::spawn().await;
+    app.ingest_all(&ids("post", 500)).await;
+    app.next_hour().await;
+    let (blob, digest): (Vec<u8>, Vec<u8>) = app
+        .db()
+        .query_row(
+            "SELECT h.keys, f.digest FROM hours h JOIN forms f
+             ON f.from_hour = h.hour AND f.to_hour = h.hour AND f.form = 'keys'
+             WHERE h.hour = ?1",
+            [h(13).index()],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    assert_eq!(blob.len(), 500 * 8);
+    assert_eq!(digest, bloomcast::chain::digest(&blob).to_vec());
+}
+
+#[tokio::test]
 async fn keys_swapped_after_they_were_vouched_for_are_found_as_before() {
     let app = TestApp::spawn().await;
     app.ingest_all(&ids("post", 1_000)).await;
@@ -174,9 +193,16 @@ async fn a_rebuild_whose_bytes_differ_from_the_bytes_first_served_is_corrupt() {
         "one record per form served"
     );
     assert_eq!(
-        recorded(&app, "form = 'keys'"),
-        1,
-        "the hour's keys, vouched for once by its filter"
+        recorded(
+            &app,
+            &format!(
+                "form = 'keys' AND from_hour IN ({}, {})",
+                h(13).index(),
+                h(14).index()
+            )
+        ),
+        2,
+        "each sealed hour's keys, recorded at its seal"
     );
     // What was first served, as the record holds it, is not what a build makes now.
     app.tamper("UPDATE forms SET digest = zeroblob(32)");

@@ -225,5 +225,5 @@ async fn keys_are_vouched_for_by_their_filter_when_the_record_of_their_digest_ca
             r.get(0)
         })
         .unwrap();
-    assert_eq!(recorded, 1, "vouched for by the rebuild, and recorded");
+    assert_eq!(recorded, 1, "recorded once, at the seal");
 }
