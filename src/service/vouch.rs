@@ -25,6 +25,9 @@ use crate::store::{FormName, FormRecord, StoreError};
 /// Filters this large (bits) are rebuilt off the runtime to check keys against them.
 const OFF_RUNTIME_BITS: u32 = 1 << 19;
 
+/// Keys this many (512 KiB of them) are hashed off the runtime.
+const OFF_RUNTIME_KEYS: usize = 1 << 16;
+
 impl Service {
     /// The distinct keys of a closed hour, vouched for by its sealed filter when it is
     /// sealed (an hour not sealed yet is read from its batches, checked against its
@@ -93,7 +96,7 @@ impl Service {
     /// stored with, as [`Service::vouched_keys`] would after rebuilding the filter: the
     /// first read of them after the seal is then checked against it too.
     pub(super) async fn record_sealed_keys(&self, hour: Hour, keys: Vec<Key>) {
-        let digest = if keys.len() < OFF_RUNTIME_BITS as usize / 8 {
+        let digest = if keys.len() < OFF_RUNTIME_KEYS {
             keys_digest(&keys)
         } else {
             match tokio::task::spawn_blocking(move || keys_digest(&keys)).await {
@@ -127,8 +130,18 @@ impl Service {
             form: FormName::Keys,
             digest,
         };
-        if let Err(e) = self.store.record_form(&record).await {
-            tracing::debug!(%hour, error = %e, "the digest of vouched keys was not recorded");
+        match self.store.record_form(&record).await {
+            Ok(stored) if stored != digest => tracing::warn!(
+                %hour,
+                recorded = %chain::hex(&stored),
+                vouched = %chain::hex(&digest),
+                "another digest of this hour's keys was recorded first; the keys are checked \
+                 against the filter on every read"
+            ),
+            Ok(_) => {}
+            Err(e) => {
+                tracing::debug!(%hour, error = %e, "the digest of vouched keys was not recorded")
+            }
         }
     }
 
@@ -271,7 +284,7 @@ enum Vouched {
 /// Whether `keys` are those the `sealed` filter (of `params`) was built from: the keys
 /// whose digest was `recorded` once vouched for, else the filter they make is the sealed
 /// bytes; off the runtime when large, the keys back with the verdict. Hashing the keys
-/// costs a fifth of rebuilding the filter (docs/BENCHMARKS.md, "Builds").
+/// costs about half of rebuilding the filter (docs/BENCHMARKS.md, "Builds").
 async fn vouch_by_filter(
     keys: Vec<Key>,
     params: Params,
