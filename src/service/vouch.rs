@@ -53,7 +53,7 @@ impl Service {
                 let (keys, vouched) =
                     vouch_by_filter(keys, params, sealed.filter, recorded).await?;
                 if let Vouched::Rebuilt(digest) = vouched {
-                    self.record_vouched(hour, recorded, digest).await;
+                    self.record_vouched(hour, digest).await;
                 }
                 let vouched = !matches!(vouched, Vouched::Not);
                 (keys, vouched.then_some(()).ok_or("its sealed filter"))
@@ -104,26 +104,14 @@ impl Service {
                 Err(_) => return,
             }
         };
-        self.record_vouched(hour, None, digest).await;
+        self.record_vouched(hour, digest).await;
     }
 
-    /// Records `digest` as that of `hour`'s keys, just vouched for by rebuilding its
-    /// sealed filter, where no digest (`recorded`) or another one was: the next read of
-    /// the keys is then checked against it instead of rebuilding the filter again. A
-    /// record that cannot be written now is left for the next read to make.
-    async fn record_vouched(&self, hour: Hour, recorded: Option<chain::Hash>, digest: chain::Hash) {
-        if let Some(recorded) = recorded {
-            // The first record stays: one that names other keys than those the sealed
-            // filter vouches for was damaged, and every read rebuilds the filter.
-            tracing::warn!(
-                %hour,
-                recorded = %chain::hex(&recorded),
-                vouched = %chain::hex(&digest),
-                "the recorded digest of an hour's keys is not that of the keys its sealed \
-                 filter vouches for; the keys are checked against the filter on every read"
-            );
-            return;
-        }
+    /// Records `digest` as that of `hour`'s keys, just vouched for by their sealed
+    /// filter: the next read of the keys is then checked against it instead of rebuilding
+    /// the filter again. A record that cannot be written now is left for the next read
+    /// to make.
+    async fn record_vouched(&self, hour: Hour, digest: chain::Hash) {
         let record = FormRecord {
             from: hour,
             to: hour,
@@ -131,12 +119,14 @@ impl Service {
             digest,
         };
         match self.store.record_form(&record).await {
+            // The first record stays: one that names other keys than those the sealed
+            // filter vouches for was damaged, and every read rebuilds the filter.
             Ok(stored) if stored != digest => tracing::warn!(
                 %hour,
                 recorded = %chain::hex(&stored),
                 vouched = %chain::hex(&digest),
-                "another digest of this hour's keys was recorded first; the keys are checked \
-                 against the filter on every read"
+                "the recorded digest of an hour's keys is not that of the keys its sealed \
+                 filter vouches for; the keys are checked against the filter on every read"
             ),
             Ok(_) => {}
             Err(e) => {

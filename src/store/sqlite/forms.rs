@@ -5,7 +5,7 @@ use super::sql_error;
 use crate::chain::Hash;
 use crate::hour::Hour;
 use crate::store::FormName;
-use crate::store::{FormRecord, Result};
+use crate::store::{FormRecord, Result, StoreError};
 use rusqlite::{params, Connection, OptionalExtension, Transaction};
 
 /// Version 7: the records of derived bodies.
@@ -32,14 +32,8 @@ pub(super) fn record(tx: &Transaction, record: &FormRecord) -> Result<Hash> {
         params![from, to, form, &record.digest[..]],
     )
     .map_err(sql_error)?;
-    let stored: Vec<u8> = tx
-        .query_row(
-            "SELECT digest FROM forms WHERE from_hour = ?1 AND to_hour = ?2 AND form = ?3",
-            params![from, to, form],
-            |r| r.get(0),
-        )
-        .map_err(sql_error)?;
-    record.digest_of_row(&stored)
+    digest(tx, record.from, record.to, record.form)?
+        .ok_or_else(|| StoreError::bug("a form record inserted is not there"))
 }
 
 /// The digest recorded for the `form` of `from..=to`, if any.
