@@ -158,7 +158,7 @@ impl Metrics {
         );
     }
 
-    /// Counts an error response by its `error` code (one of [`CODES`]; another, which
+    /// Counts an error response by its `error` code (one of `CODES`; another, which
     /// no [`super::ApiError`] answers, is not counted).
     pub fn count_error(&self, code: &str) {
         if let Some(slot) = CODES.iter().position(|c| *c == code) {

@@ -139,7 +139,7 @@ impl Head {
     /// control, `Vary`, links), made by `make` on the first such response and handed out
     /// as a copy while `key` (what else the block depends on: the URL's form and the
     /// view's neighbours) is the one it was made for, and made anew for another key. One
-    /// block per body bounds what a rendering holds ([`bytes_at_most`]): clients of one
+    /// block per body bounds what a rendering holds (`bytes_at_most`): clients of one
     /// rendering ask it by one URL, bar a few.
     pub fn finished(&self, gzip: bool, key: u128, make: impl FnOnce() -> HeaderMap) -> HeaderMap {
         let slot = &self.finished[usize::from(gzip)];

@@ -163,7 +163,7 @@ impl Rendered {
 
     /// Bytes held in memory, for the cache's budget: its bodies, itself with its head's
     /// values, and its head's header maps as they will be once made
-    /// ([`super::head::bytes_at_most`]).
+    /// (`head::bytes_at_most`).
     pub fn size(&self) -> usize {
         self.identity.len() + self.gzip.len() + 1024 + super::head::bytes_at_most(self)
     }

@@ -23,7 +23,7 @@ const HEARTBEAT_EVERY: Duration = Duration::from_secs(1);
 const HEARTBEAT_IDLE: Duration = Duration::from_secs(10);
 
 impl Service {
-    /// Writes a heartbeat now and then every [`HEARTBEAT_IDLE`] ([`HEARTBEAT_EVERY`]
+    /// Writes a heartbeat now and then every `HEARTBEAT_IDLE` (`HEARTBEAT_EVERY`
     /// while the store does not take writes) until `shutdown` resolves.
     pub async fn run_heartbeats(self: Arc<Self>, shutdown: impl std::future::Future<Output = ()>) {
         tokio::pin!(shutdown);
