@@ -115,8 +115,6 @@ fn setting_pair(text: &str) -> Result<(String, String), String> {
 /// Threads of the blocking pool at most (store reads, renderings, builds; tokio's
 /// default is 512).
 const BLOCKING_THREADS: usize = 8;
-/// How long an idle blocking-pool thread waits for work before it exits (tokio: 10 s).
-const BLOCKING_KEEP_ALIVE: std::time::Duration = std::time::Duration::from_secs(1);
 
 fn main() -> ExitCode {
     // First, before the runtime's threads touch their heaps (src/memory.rs).
@@ -137,7 +135,7 @@ fn main() -> ExitCode {
         // Few blocking-pool threads, gone soon once idle: each holds the memory blocks
         // other threads free for it until it allocates again or exits (src/memory.rs).
         .max_blocking_threads(BLOCKING_THREADS)
-        .thread_keep_alive(BLOCKING_KEEP_ALIVE)
+        .thread_keep_alive(bloomcast::memory::IDLE_THREAD_KEEP_ALIVE)
         .build()
     {
         Ok(runtime) => runtime,

@@ -67,8 +67,8 @@ pub(super) enum Share {
     Budget(u64),
     /// A piece of the cache part, sharing its budget.
     Cache,
-    /// Outside the budget: the open hours' keys (`max_hour_ids` bounds them) and the
-    /// store's client.
+    /// Outside the budget: the open hours' keys (`max_hour_ids` bounds them), the
+    /// store's client and what the C library's allocator keeps freed.
     Outside,
 }
 
@@ -94,6 +94,11 @@ pub(super) fn memory_parts(state: &AppState) -> (u64, Vec<Part>) {
         part("cache_sealed_keys", m.kept.sealed_keys, Share::Cache),
         part("open_hour", m.open_hour_bytes, Share::Outside),
         part("store", m.store_bytes, Share::Outside),
+        part(
+            "allocator_free",
+            crate::memory::c_heap_free(),
+            Share::Outside,
+        ),
     ];
     (s.total, parts)
 }

@@ -236,7 +236,7 @@ fn memory(out: &mut String, state: &AppState) {
         out,
         "bloomcast_memory_bytes",
         "gauge",
-        "Bytes held now by each part of the memory budget (cache_bytes), by each piece of its cache part (cache_*), and outside the budget by the open hours (open_hour) and the store's client (store).",
+        "Bytes held now by each part of the memory budget (cache_bytes), by each piece of its cache part (cache_*), and outside the budget by the open hours (open_hour), the store's client (store) and freed memory the C library's allocator keeps for reuse (allocator_free).",
     );
     for p in &parts {
         let _ = writeln!(
