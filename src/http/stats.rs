@@ -58,6 +58,8 @@ pub(super) struct Part {
     pub name: &'static str,
     pub bytes: u64,
     pub share: Share,
+    /// What it has reserved beyond what it holds (builds: at their peaks).
+    pub reserved: Option<u64>,
 }
 
 /// Where a [`Part`]'s bytes count.
@@ -77,9 +79,17 @@ pub(super) enum Share {
 pub(super) fn memory_parts(state: &AppState) -> (u64, Vec<Part>) {
     let m = state.service.stats().memory_stats();
     let s = m.split;
-    let part = |name, bytes, share| Part { name, bytes, share };
+    let part = |name, bytes, share| Part {
+        name,
+        bytes,
+        share,
+        reserved: None,
+    };
     let parts = vec![
-        part("builds", m.build_bytes, Share::Budget(s.builds)),
+        Part {
+            reserved: Some(m.build_reserved_bytes),
+            ..part("builds", m.build_bytes, Share::Budget(s.builds))
+        },
         part("deltas", m.delta_bytes, Share::Budget(s.deltas)),
         part(
             "followers",
@@ -119,6 +129,9 @@ fn memory(state: &AppState) -> Value {
         let mut v = json!({ "bytes": p.bytes });
         if let Share::Budget(budget) = p.share {
             v["budget_bytes"] = json!(budget);
+        }
+        if let Some(reserved) = p.reserved {
+            v["reserved_bytes"] = json!(reserved);
         }
         by_name.insert(p.name.to_owned(), v);
     }

@@ -116,6 +116,10 @@ impl Service {
             let p = self.tuning.target_fpp;
             let bytes = build_bytes(read, counts.len(), largest, r, form, runs.spilled(), p);
             let held = self.reserve(slot, from, to, bytes)?;
+            // What it holds, as it goes: the keys as read (an hour at a time vouched
+            // for), then all it reserved, as it builds (`/stats`).
+            let stage = held.stage();
+            stage.hold(vouching_bytes(largest, p));
             // Pages are signed as they are built, when this node signs the hour.
             let signing = match form {
                 Compact::Pages if complete => self.page_signing(from).await?,
@@ -124,7 +128,9 @@ impl Service {
             let (mut runs, complete) = if from == to {
                 (runs.add(self.vouched_keys(from).await?).await?, complete)
             } else {
-                self.closed_runs(from, to, &counts, runs).await?
+                let vouching = vouching_bytes(largest, p);
+                let read = |runs: &Runs| stage.hold(runs.held_bytes() + vouching);
+                self.closed_runs(from, to, &counts, runs, read).await?
             };
             let step = if from == to {
                 Step::HourRibbon
@@ -134,6 +140,7 @@ impl Service {
             let body = self
                 .unions
                 .run(held, step, move || -> Result<(Rendered, [u8; 32])> {
+                    stage.hold_all();
                     // Checked before it is first served: "yes" for every key it holds.
                     if form == Compact::Pages {
                         let grade = grade_of(r)?;
@@ -214,13 +221,14 @@ impl Service {
 
     /// `runs` with the keys of each hour of a closed range whose hours `counted` has
     /// just sealed where it could; complete only if every hour is sealed (one the store
-    /// cannot seal now is read from its keys).
+    /// cannot seal now is read from its keys). `read` is shown the runs after each hour.
     pub(super) async fn closed_runs(
         &self,
         from: Hour,
         to: Hour,
         counted: &[(Hour, u64)],
         mut runs: Runs,
+        read: impl Fn(&Runs),
     ) -> Result<(Runs, bool)> {
         let sealed = self.sealed_counts(from, to).await?;
         let mut complete = true;
@@ -228,6 +236,7 @@ impl Service {
             let (keys, sealed) = self.past_hour_keys(h, &sealed).await?;
             complete &= sealed;
             runs = runs.add(keys).await?;
+            read(&runs);
         }
         Ok((runs, complete))
     }

@@ -136,7 +136,9 @@ impl Service {
             .unions
             .reserve(slot, bytes)
             .map_err(|refused| refused.error(Work::Exact { from, to }))?;
-        let (mut runs, complete) = self.closed_runs(from, to, &counts, Runs::held()).await?;
+        let (mut runs, complete) = self
+            .closed_runs(from, to, &counts, Runs::held(), |_| ())
+            .await?;
         if !complete {
             return Err(not_sealed_yet(to));
         }

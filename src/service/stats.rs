@@ -83,8 +83,10 @@ pub struct MemoryStats {
     pub kept: super::KeptUsage,
     /// Bytes the one cache holds (every part).
     pub kept_bytes: u64,
-    /// Working memory reserved by builds in flight.
+    /// Working memory builds in flight hold now (each at most its reservation).
     pub build_bytes: u64,
+    /// Working memory builds in flight have reserved, at their peaks.
+    pub build_reserved_bytes: u64,
     /// The open hour's versions kept as dictionaries and the deltas made from them.
     pub delta_bytes: u64,
     /// Outside the budget: the open hours' keys, filters and newest renderings
@@ -163,7 +165,8 @@ impl Stats<'_> {
             split: self.split,
             kept: self.kept.usage(),
             kept_bytes: self.kept.bytes(),
-            build_bytes: self.unions.memory_usage().0,
+            build_bytes: self.unions.memory_holding(),
+            build_reserved_bytes: self.unions.memory_usage().0,
             delta_bytes: self.open.deltas().bytes(),
             open_hour_bytes: self.open.heap_bytes(),
             store_bytes: self.store.memory_bytes(),

@@ -37,7 +37,7 @@ mod work;
 
 pub(super) use built::{BuiltUnion, Growth};
 pub(super) use memory::Refused;
-pub(super) use memory::Reserved;
+pub(super) use memory::{Reserved, Stage};
 pub(super) use open::{OpenKey, OpenStamp, UnionKey};
 pub(super) use ranges::RangeTurn;
 pub(super) use work::Step;
@@ -98,6 +98,11 @@ impl Held {
     /// Reserves `bytes` more working memory for this build, or refuses at once.
     pub fn grow(&mut self, bytes: u64) -> std::result::Result<(), Refused> {
         self.memory.grow(bytes)
+    }
+
+    /// The handle through which the build says what it holds as it goes.
+    pub fn stage(&self) -> Stage {
+        self.memory.stage()
     }
 }
 
@@ -237,6 +242,11 @@ impl Unions {
     /// `(reserved, budget)` of the builds' working memory now, in bytes.
     pub fn memory_usage(&self) -> (u64, u64) {
         self.memory.usage()
+    }
+
+    /// What the builds in flight hold of their working memory now, in bytes.
+    pub fn memory_holding(&self) -> u64 {
+        self.memory.holding()
     }
 
     /// The open union of `key` if it shows at least `wanted` (same open hour, version

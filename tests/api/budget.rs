@@ -263,6 +263,11 @@ async fn every_part_stays_within_its_share_under_many_unions_and_history() {
         }
         assert!(held <= memory["budget_bytes"].as_u64().unwrap());
         assert_eq!(memory["bytes"].as_u64().unwrap(), held);
+        let builds = &memory["parts"]["builds"];
+        assert!(
+            builds["reserved_bytes"].as_u64().unwrap() >= builds["bytes"].as_u64().unwrap(),
+            "a build holds at most what it reserved: {builds}"
+        );
     }
     let text = String::from_utf8(app.get("/metrics").await.body).unwrap();
     assert!(

@@ -4,15 +4,63 @@
 //! released when the build ends (when its work on the blocking pool returns, even if the
 //! request that started it has gone).
 //!
-//! Lock order: atomics only, no lock.
+//! What a build holds is less than its reservation until it renders: it reserves
+//! before it reads a key. A build that says what it holds as it goes ([`Stage`]) is
+//! counted at that in what builds hold ([`BuildMemory::holding`], `/stats`); one that
+//! does not, at its reservation.
+//!
+//! Lock order: one build's [`Stage`] lock, then atomics.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
-/// Bytes reserved by builds in flight, of a budget.
+/// Bytes reserved by builds in flight, of a budget, and what they hold of it.
 pub(super) struct BuildMemory {
     budget: u64,
     reserved: AtomicU64,
+    /// The sum of each build's [`Holding::bytes`].
+    holding: AtomicU64,
+}
+
+/// What one build holds now, at most its reservation.
+struct Holding {
+    bytes: u64,
+    reserved: u64,
+    /// Its reservation was released: it holds nothing any more.
+    ended: bool,
+}
+
+/// A handle through which a build running off its [`Reserved`] says what it holds.
+#[derive(Clone)]
+pub(in crate::service) struct Stage {
+    memory: Arc<BuildMemory>,
+    holding: Arc<Mutex<Holding>>,
+}
+
+impl Stage {
+    /// The build holds `bytes` now (counted at most at its reservation).
+    pub fn hold(&self, bytes: u64) {
+        let mut holding = crate::sync::lock(&self.holding);
+        if holding.ended {
+            return;
+        }
+        let bytes = bytes.min(holding.reserved);
+        if bytes >= holding.bytes {
+            self.memory
+                .holding
+                .fetch_add(bytes - holding.bytes, Ordering::AcqRel);
+        } else {
+            self.memory
+                .holding
+                .fetch_sub(holding.bytes - bytes, Ordering::AcqRel);
+        }
+        holding.bytes = bytes;
+    }
+
+    /// The build holds its whole reservation now (it renders).
+    pub fn hold_all(&self) {
+        self.hold(u64::MAX);
+    }
 }
 
 /// Why a reservation was refused.
@@ -47,6 +95,7 @@ impl Refused {
 pub(in crate::service) struct Reserved {
     memory: Arc<BuildMemory>,
     bytes: u64,
+    holding: Arc<Mutex<Holding>>,
 }
 
 impl BuildMemory {
@@ -54,11 +103,28 @@ impl BuildMemory {
         Arc::new(BuildMemory {
             budget,
             reserved: AtomicU64::new(0),
+            holding: AtomicU64::new(0),
         })
     }
 
-    /// Reserves `bytes` for a build, or refuses at once (never waits).
+    /// Reserves `bytes` for a build, or refuses at once (never waits). The build is
+    /// counted as holding all of it until it says otherwise ([`Reserved::stage`]).
     pub fn reserve(self: &Arc<Self>, bytes: u64) -> Result<Reserved, Refused> {
+        self.take(bytes)?;
+        self.holding.fetch_add(bytes, Ordering::AcqRel);
+        Ok(Reserved {
+            memory: self.clone(),
+            bytes,
+            holding: Arc::new(Mutex::new(Holding {
+                bytes,
+                reserved: bytes,
+                ended: false,
+            })),
+        })
+    }
+
+    /// Takes `bytes` of the budget, or refuses at once.
+    fn take(&self, bytes: u64) -> Result<(), Refused> {
         if bytes > self.budget {
             return Err(Refused::TooLarge {
                 needs: bytes,
@@ -73,31 +139,42 @@ impl BuildMemory {
                 needs: bytes,
                 left: self.budget - held,
             })?;
-        Ok(Reserved {
-            memory: self.clone(),
-            bytes,
-        })
+        Ok(())
     }
 
     /// `(reserved, budget)` now, in bytes.
     pub fn usage(&self) -> (u64, u64) {
         (self.reserved.load(Ordering::Acquire), self.budget)
     }
+
+    /// What the builds in flight hold now, in bytes: at most what they reserved.
+    pub fn holding(&self) -> u64 {
+        self.holding.load(Ordering::Acquire)
+    }
 }
 
 impl Reserved {
     /// Reserves `bytes` more for the same build, or refuses at once (holding what it
-    /// held): `TooLarge` when the build's whole reservation would pass the budget.
+    /// held): `TooLarge` when the build's whole reservation would pass the budget. What
+    /// the build holds is unchanged until it says ([`Stage::hold`]).
     pub fn grow(&mut self, bytes: u64) -> Result<(), Refused> {
         let needs = self.bytes + bytes;
         if needs > self.memory.budget {
             let budget = self.memory.budget;
             return Err(Refused::TooLarge { needs, budget });
         }
-        let more = self.memory.reserve(bytes)?;
-        self.bytes += more.bytes;
-        std::mem::forget(more);
+        self.memory.take(bytes)?;
+        self.bytes += bytes;
+        crate::sync::lock(&self.holding).reserved = self.bytes;
         Ok(())
+    }
+
+    /// The handle through which the build says what it holds as it goes.
+    pub fn stage(&self) -> Stage {
+        Stage {
+            memory: self.memory.clone(),
+            holding: self.holding.clone(),
+        }
     }
 }
 
@@ -107,6 +184,13 @@ const LARGE_BUILD: u64 = 1 << 20;
 
 impl Drop for Reserved {
     fn drop(&mut self) {
+        {
+            let mut holding = crate::sync::lock(&self.holding);
+            holding.ended = true;
+            self.memory
+                .holding
+                .fetch_sub(holding.bytes, Ordering::AcqRel);
+        }
         let before = self.memory.reserved.fetch_sub(self.bytes, Ordering::AcqRel);
         if before == self.bytes && self.bytes >= LARGE_BUILD {
             crate::memory::release_after_transient();
@@ -117,6 +201,39 @@ impl Drop for Reserved {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_build_counts_what_it_says_it_holds_within_its_reservation() {
+        let memory = BuildMemory::new(1000);
+        let other = memory.reserve(100).unwrap();
+        let mut build = memory.reserve(300).unwrap();
+        assert_eq!(
+            memory.holding(),
+            400,
+            "a build holds its reservation until it says"
+        );
+        let stage = build.stage();
+
+        stage.hold(50);
+        assert_eq!(memory.holding(), 150);
+        build.grow(200).unwrap();
+        assert_eq!(memory.holding(), 150, "growing reserves, it does not hold");
+        stage.hold(450);
+        assert_eq!(memory.holding(), 550);
+        stage.hold(10_000);
+        assert_eq!(memory.holding(), 600, "never more than its reservation");
+        stage.hold(20);
+        stage.hold_all();
+        assert_eq!(memory.holding(), 600);
+        assert_eq!(memory.usage(), (600, 1000));
+
+        drop(build);
+        assert_eq!(memory.holding(), 100);
+        stage.hold(300);
+        assert_eq!(memory.holding(), 100, "an ended build holds nothing");
+        drop(other);
+        assert_eq!(memory.holding(), 0);
+    }
 
     #[test]
     fn a_build_larger_than_the_whole_budget_is_refused_for_good() {
@@ -169,6 +286,7 @@ mod tests {
         drop(first);
         drop(small);
         assert_eq!(memory.usage(), (0, 1000));
+        assert_eq!(memory.holding(), 0);
         assert!(memory.reserve(1000).is_ok(), "the whole budget fits alone");
     }
 }

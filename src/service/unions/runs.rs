@@ -117,6 +117,17 @@ impl Runs {
             .map_err(ServiceError::Spill)
     }
 
+    /// Bytes of keys these runs hold in memory now: the held runs' (a spilled run's
+    /// keys are in the file).
+    pub fn held_bytes(&self) -> u64 {
+        let key = std::mem::size_of::<Key>() as u64;
+        self.runs
+            .iter()
+            .filter_map(|run| run.held.as_ref())
+            .map(|keys| keys.capacity() as u64 * key)
+            .sum()
+    }
+
     /// Whether the runs go to a file.
     pub fn spilled(&self) -> bool {
         self.bits > 0

@@ -34,9 +34,7 @@ fn union_build_bytes(read: u64, unsorted: u64, largest: u64, p: f64) -> u64 {
 /// [`union_build_bytes`] with its keys `spilled` to a file or not.
 fn build_bytes(read: u64, unsorted: u64, largest: u64, p: f64, spilled: bool) -> u64 {
     let key = std::mem::size_of::<Key>() as u64;
-    // The classical optimum, as cheap as a formula: the sizing rule's m is within a
-    // percent of it from a few hundred keys on, and below that the overhead dominates.
-    let filter = Params::optimal(room(read), p).map_or(1 << 29, |s| u64::from(s.m).div_ceil(8));
+    let filter = filter_bytes(read, p);
     let vouching = vouching_bytes(largest, p);
     let keys = if spilled {
         (largest * key + vouching)
@@ -46,6 +44,19 @@ fn build_bytes(read: u64, unsorted: u64, largest: u64, p: f64, spilled: bool) ->
         (read + unsorted) * key + vouching
     };
     keys + 5 * filter + BUILD_OVERHEAD
+}
+
+/// The bytes of a union filter of `read` keys at target `p`. The classical optimum, as
+/// cheap as a formula: the sizing rule's m is within a percent of it from a few hundred
+/// keys on, and below that the overhead dominates.
+fn filter_bytes(read: u64, p: f64) -> u64 {
+    Params::optimal(room(read), p).map_or(1 << 29, |s| u64::from(s.m).div_ceil(8))
+}
+
+/// What a union build holds while it reads its keys: the keys `runs` hold, an hour's
+/// being vouched for (of at most `largest` keys), and its overhead.
+fn reading_bytes(runs: &Runs, largest: u64, p: f64) -> u64 {
+    runs.held_bytes() + vouching_bytes(largest, p) + BUILD_OVERHEAD
 }
 
 /// The start of the longest range ending at `to` whose build fits in `budget` bytes:
@@ -178,6 +189,10 @@ impl Service {
         let p = self.tuning.target_fpp;
         let open_count = if to >= now { self.open.count(now) } else { 0 };
         let (mut held, spilled) = self.reserve_union(slot, from, to, &sealed, open_count)?;
+        // What it holds, as it goes: its keys as read, then the filter, then the
+        // rendering, when it holds all it reserved (`/stats`, docs/BENCHMARKS.md).
+        let stage = held.stage();
+        stage.hold(BUILD_OVERHEAD);
         // One run of keys per hour (sealed hours' come sorted and distinct), held as
         // read or, past a part's worth, written to a file and read back part by part.
         let mut read = sealed.iter().map(|(_, c)| c).sum::<u64>() + open_count;
@@ -192,6 +207,7 @@ impl Service {
                 // Refreshed above; what this node acknowledged since is already in the ledger.
                 if let Some(open) = self.open.snapshot(h) {
                     runs = runs.add(open.keys).await?;
+                    stage.hold(reading_bytes(&runs, largest, p));
                     // Taken with the keys, so the stamp never claims newer content.
                     stamp = Some((h.index(), open.version));
                     growth = Some((open.id, open.count));
@@ -214,6 +230,7 @@ impl Service {
                 }
                 fin &= sealed;
                 runs = runs.add(keys).await?;
+                stage.hold(reading_bytes(&runs, largest, p));
             }
             h = h.next();
         }
@@ -228,11 +245,13 @@ impl Service {
         let (rendered, filter, count, digest) = self
             .unions
             .run(held, Step::Build, move || {
+                stage.hold(runs.held_bytes() + filter_bytes(read, p) + BUILD_OVERHEAD);
                 let built = match growth {
                     Some(_) => union_in_parts(&mut runs, p, Sizing::Probes, room),
                     None => union_in_parts(&mut runs, p, sizing, |count| count),
                 };
                 built.map_err(ServiceError::from).map(|(filter, count)| {
+                    stage.hold_all();
                     let rendered =
                         render_next(&meta_of(count), &filter, repr, effort, encodings, before);
                     // A complete union's bytes are what its URLs promise from now on.
