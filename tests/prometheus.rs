@@ -32,6 +32,9 @@ fn main() {
             &[],
             || needs::block_on(the_metrics_report_the_store_the_chain_head_and_errors_by_code()),
         ),
+        needs::trial("open_connections_are_counted_while_they_last", &[], || {
+            needs::block_on(open_connections_are_counted_while_they_last())
+        }),
         needs::trial(
             "nodes_on_one_store_report_one_chain_head_whichever_sealed",
             &[Need::Postgres],
@@ -76,17 +79,22 @@ fn prometheus_dir() -> PathBuf {
 /// A node on the embedded store after what a day brings: ingest, the hour sealed (and
 /// its chain link read by housekeeping), reads of the sealed hour and its day, and
 /// refused requests. Returns its `/metrics` text and the sealed hour's chain header.
-async fn live_metrics() -> (String, String) {
-    let dir = tempfile::tempdir().unwrap();
+/// A node on the embedded store in `dir`, its clock at ten minutes into the first hour.
+async fn embedded_node(dir: &std::path::Path) -> (common::nodes::Node, ManualClock) {
     let clock = ManualClock::at(first_hour(), Duration::minutes(10));
     let settings = Settings {
         listen: "127.0.0.1:0".parse().unwrap(),
-        data_dir: dir.path().to_owned(),
+        data_dir: dir.to_owned(),
         ingest_tokens: vec![TOKEN.into()],
         refresh_ms: 0,
         ..Settings::default()
     };
-    let node = node(settings, &clock).await;
+    (node(settings, &clock).await, clock)
+}
+
+async fn live_metrics() -> (String, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let (node, clock) = embedded_node(dir.path()).await;
     let http = reqwest::Client::new();
     let ids: Vec<String> = (0..50).map(|i| format!("id-{i}")).collect();
     post_ids(&http, &node.base, &ids).await.expect("ingest");
@@ -184,10 +192,18 @@ fn documented_metrics() -> String {
     section[.."### Metrics".len() + end].to_owned()
 }
 
-/// Suffixes that say a gauge's unit (base units), or that it counts IDs (`_ids`) or hours
-/// listed (`_listed`: promtool takes `_hours` for a unit of time), is a 0/1 state (`_up`)
-/// or carries labels (`_info`).
-const GAUGE_SUFFIXES: [&str; 6] = ["_seconds", "_bytes", "_ids", "_listed", "_up", "_info"];
+/// Suffixes that say a gauge's unit (base units), or that it counts IDs (`_ids`), hours
+/// listed (`_listed`: promtool takes `_hours` for a unit of time) or connections
+/// (`_connections`), is a 0/1 state (`_up`) or carries labels (`_info`).
+const GAUGE_SUFFIXES: [&str; 7] = [
+    "_seconds",
+    "_bytes",
+    "_ids",
+    "_listed",
+    "_connections",
+    "_up",
+    "_info",
+];
 
 /// Metrics under the names Prometheus' client libraries give them (its process
 /// collector's), which dashboards look for: the only ones not named `bloomcast_*`.
@@ -277,6 +293,46 @@ async fn the_metrics_report_the_store_the_chain_head_and_errors_by_code() {
     assert_eq!(errors("not_found"), Some(1.0));
     assert_eq!(errors("busy"), Some(0.0));
     assert_eq!(errors("store_unavailable"), Some(0.0));
+}
+
+/// Each connection open counts in `bloomcast_http_open_connections` and in `/stats`'
+/// `connections` part until it closes.
+async fn open_connections_are_counted_while_they_last() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let dir = tempfile::tempdir().unwrap();
+    let (node, _clock) = embedded_node(dir.path()).await;
+    let address = node.base.trim_start_matches("http://").to_owned();
+    // Three idle keep-alive connections, each after one answered request.
+    let mut idle = Vec::new();
+    for _ in 0..3 {
+        let mut stream = tokio::net::TcpStream::connect(&address).await.unwrap();
+        stream
+            .write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+            .await
+            .unwrap();
+        let mut answer = [0; 1024];
+        let n = stream.read(&mut answer).await.unwrap();
+        assert!(answer[..n].starts_with(b"HTTP/1.1 "), "an answer");
+        idle.push(stream);
+    }
+    // One more: the client's own, which asks.
+    let http = reqwest::Client::new();
+    let open = || async {
+        let text = common::metrics_text(&http, &node.base).await;
+        value(&text, "bloomcast_http_open_connections")
+    };
+    assert_eq!(open().await, Some(4.0));
+    let stats = common::get_json(&http, &format!("{}/stats", node.base)).await;
+    assert_eq!(
+        stats["memory"]["parts"]["connections"]["bytes"].as_u64(),
+        Some(4 * bloomcast::server::CONNECTION_BYTES),
+        "{stats}"
+    );
+    drop(idle);
+    common::wait::until("the closed connections are no longer counted", || async {
+        (open().await == Some(1.0)).then_some(())
+    })
+    .await;
 }
 
 /// The chain-head alert's premise: two nodes on one PostgreSQL schema, one of which

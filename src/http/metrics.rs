@@ -93,6 +93,8 @@ pub struct Metrics {
     /// Connections closed because their client took no response bytes for the write
     /// timeout (rare: one shared counter).
     dropped_write_timeout: AtomicU64,
+    /// Connections open now (once per connection: one shared counter).
+    connections_open: AtomicU64,
     shards: Box<[Shard]>,
     /// Requests whose route or status has no slot: route → status → count.
     other: Mutex<BTreeMap<(String, u16), u64>>,
@@ -105,10 +107,20 @@ impl Default for Metrics {
         Metrics {
             ids_ingested: AtomicU64::new(0),
             dropped_write_timeout: AtomicU64::new(0),
+            connections_open: AtomicU64::new(0),
             shards: (0..SHARDS).map(|_| Shard::default()).collect(),
             other: Mutex::new(BTreeMap::new()),
             series: super::series::Series::default(),
         }
+    }
+}
+
+/// A connection counted open ([`Metrics::connection_opened`]) until this is dropped.
+pub struct OpenConnection(std::sync::Arc<Metrics>);
+
+impl Drop for OpenConnection {
+    fn drop(&mut self) {
+        self.0.connections_open.fetch_sub(1, Ordering::Relaxed);
     }
 }
 
@@ -145,6 +157,17 @@ impl Metrics {
     /// Counts a connection closed by the write timeout (`write_timeout_seconds`).
     pub fn connection_dropped_write_timeout(&self) {
         self.dropped_write_timeout.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Counts a connection open until the guard returned is dropped.
+    pub fn connection_opened(self: &std::sync::Arc<Self>) -> OpenConnection {
+        self.connections_open.fetch_add(1, Ordering::Relaxed);
+        OpenConnection(self.clone())
+    }
+
+    /// Connections open now.
+    pub fn connections_open(&self) -> u64 {
+        self.connections_open.load(Ordering::Relaxed)
     }
 
     /// Counts one response of `route` (as `MatchedPath` spells it) outside the router's
@@ -334,6 +357,18 @@ mod tests {
         assert!(text.contains(
             "bloomcast_http_requests_total{route=\"/{y}/{mo}/{d}/{h}\",status=\"200\"} 2"
         ));
+    }
+
+    #[test]
+    fn a_connection_counts_as_open_until_its_guard_is_dropped() {
+        let m = Arc::new(Metrics::default());
+        let first = m.connection_opened();
+        let second = m.connection_opened();
+        assert_eq!(m.connections_open(), 2);
+        drop(first);
+        assert_eq!(m.connections_open(), 1);
+        drop(second);
+        assert_eq!(m.connections_open(), 0);
     }
 
     #[test]

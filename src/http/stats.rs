@@ -70,7 +70,8 @@ pub(super) enum Share {
     /// A piece of the cache part, sharing its budget.
     Cache,
     /// Outside the budget: the open hours' keys (`max_hour_ids` bounds them), the
-    /// store's client and what the C library's allocator keeps freed.
+    /// store's client, what the C library's allocator keeps freed and the open
+    /// connections (`max_connections` bounds them).
     Outside,
 }
 
@@ -107,6 +108,11 @@ pub(super) fn memory_parts(state: &AppState) -> (u64, Vec<Part>) {
         part(
             "allocator_free",
             crate::memory::c_heap_free(),
+            Share::Outside,
+        ),
+        part(
+            "connections",
+            state.metrics.connections_open() * crate::server::CONNECTION_BYTES,
             Share::Outside,
         ),
     ];

@@ -285,7 +285,7 @@ async fn what_is_held_outside_the_budget_is_reported_beside_it() {
         let (open, store) = (part("open_hour"), part("store"));
         assert_eq!(
             memory["outside_budget_bytes"].as_u64().unwrap(),
-            open + store + part("allocator_free"),
+            open + store + part("allocator_free") + part("connections"),
             "{memory}"
         );
         assert!(

@@ -38,6 +38,13 @@ pub async fn exposition(state: &AppState) -> String {
     let service = &state.service;
     let mut out = state.metrics.render(service.ingest().current_count());
     state.metrics.render_errors(&mut out);
+    single(
+        &mut out,
+        "bloomcast_http_open_connections",
+        "gauge",
+        "HTTP connections open now (at most max_connections).",
+        state.metrics.connections_open(),
+    );
     let health = service.health().report().await;
     single(
         &mut out,
@@ -236,7 +243,7 @@ fn memory(out: &mut String, state: &AppState) {
         out,
         "bloomcast_memory_bytes",
         "gauge",
-        "Bytes held now by each part of the memory budget (cache_bytes), by each piece of its cache part (cache_*), and outside the budget by the open hours (open_hour), the store's client (store) and freed memory the C library's allocator keeps for reuse (allocator_free).",
+        "Bytes held now by each part of the memory budget (cache_bytes), by each piece of its cache part (cache_*), and outside the budget by the open hours (open_hour), the store's client (store), freed memory the C library's allocator keeps for reuse (allocator_free) and the open connections (connections).",
     );
     for p in &parts {
         let _ = writeln!(
