@@ -58,7 +58,7 @@ pub(super) struct Part {
     pub name: &'static str,
     pub bytes: u64,
     pub share: Share,
-    /// What it has reserved beyond what it holds (builds: at their peaks).
+    /// What it has reserved, at least what it holds (builds: at their peaks).
     pub reserved: Option<u64>,
 }
 
