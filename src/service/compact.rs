@@ -18,7 +18,9 @@ use super::unions::fair::BuildSlot;
 use super::unions::runs::{part_bytes, Order, Runs};
 use super::unions::{Held, Step};
 use super::validators::{compact_kind, Form};
-use super::vouch::{answers_every, answers_every_part, answers_every_set, vouching_bytes};
+use super::vouch::{
+    answers_every, answers_every_part, answers_every_set, reading_bytes, vouching_bytes,
+};
 use super::{Result, Service, ServiceError, Target, View, Work};
 use crate::bloom::{
     distinct_keys, FilterError, Grade, Key, KeyParts, Pages, PagesHeader, Ribbon, Ribbon2,
@@ -119,7 +121,7 @@ impl Service {
             // What it holds, as it goes: the keys as read (an hour at a time vouched
             // for), then all it reserved, as it builds (`/stats`).
             let stage = held.stage();
-            stage.hold(vouching_bytes(largest, p));
+            stage.hold(reading_bytes(&runs, largest, p));
             // Pages are signed as they are built, when this node signs the hour.
             let signing = match form {
                 Compact::Pages if complete => self.page_signing(from).await?,
@@ -128,8 +130,7 @@ impl Service {
             let (mut runs, complete) = if from == to {
                 (runs.add(self.vouched_keys(from).await?).await?, complete)
             } else {
-                let vouching = vouching_bytes(largest, p);
-                let read = |runs: &Runs| stage.hold(runs.held_bytes() + vouching);
+                let read = |runs: &Runs| stage.hold(reading_bytes(runs, largest, p));
                 self.closed_runs(from, to, &counts, runs, read).await?
             };
             let step = if from == to {

@@ -260,6 +260,12 @@ pub(super) fn vouching_bytes(count: u64, p: f64) -> u64 {
     2 * filter
 }
 
+/// What a build holds while it reads its keys: those `runs` hold, and an hour's being
+/// vouched for (of at most `largest` keys, at target `p`).
+pub(super) fn reading_bytes(runs: &super::unions::runs::Runs, largest: u64, p: f64) -> u64 {
+    runs.held_bytes() + vouching_bytes(largest, p)
+}
+
 /// How a sealed hour's keys were vouched for by its filter.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Vouched {

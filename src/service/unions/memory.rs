@@ -91,11 +91,10 @@ impl Refused {
     }
 }
 
-/// Memory held for one build; released on drop.
+/// Memory held for one build; released on drop. Its reservation and what it holds are
+/// its [`Stage`]'s, which the build may hand on.
 pub(in crate::service) struct Reserved {
-    memory: Arc<BuildMemory>,
-    bytes: u64,
-    holding: Arc<Mutex<Holding>>,
+    stage: Stage,
 }
 
 impl BuildMemory {
@@ -113,13 +112,14 @@ impl BuildMemory {
         self.take(bytes)?;
         self.holding.fetch_add(bytes, Ordering::AcqRel);
         Ok(Reserved {
-            memory: self.clone(),
-            bytes,
-            holding: Arc::new(Mutex::new(Holding {
-                bytes,
-                reserved: bytes,
-                ended: false,
-            })),
+            stage: Stage {
+                memory: self.clone(),
+                holding: Arc::new(Mutex::new(Holding {
+                    bytes,
+                    reserved: bytes,
+                    ended: false,
+                })),
+            },
         })
     }
 
@@ -158,23 +158,21 @@ impl Reserved {
     /// held): `TooLarge` when the build's whole reservation would pass the budget. What
     /// the build holds is unchanged until it says ([`Stage::hold`]).
     pub fn grow(&mut self, bytes: u64) -> Result<(), Refused> {
-        let needs = self.bytes + bytes;
-        if needs > self.memory.budget {
-            let budget = self.memory.budget;
+        let memory = &self.stage.memory;
+        let mut holding = crate::sync::lock(&self.stage.holding);
+        let needs = holding.reserved + bytes;
+        if needs > memory.budget {
+            let budget = memory.budget;
             return Err(Refused::TooLarge { needs, budget });
         }
-        self.memory.take(bytes)?;
-        self.bytes += bytes;
-        crate::sync::lock(&self.holding).reserved = self.bytes;
+        memory.take(bytes)?;
+        holding.reserved = needs;
         Ok(())
     }
 
     /// The handle through which the build says what it holds as it goes.
     pub fn stage(&self) -> Stage {
-        Stage {
-            memory: self.memory.clone(),
-            holding: self.holding.clone(),
-        }
+        self.stage.clone()
     }
 }
 
@@ -184,15 +182,15 @@ const LARGE_BUILD: u64 = 1 << 20;
 
 impl Drop for Reserved {
     fn drop(&mut self) {
-        {
-            let mut holding = crate::sync::lock(&self.holding);
+        let memory = &self.stage.memory;
+        let reserved = {
+            let mut holding = crate::sync::lock(&self.stage.holding);
             holding.ended = true;
-            self.memory
-                .holding
-                .fetch_sub(holding.bytes, Ordering::AcqRel);
-        }
-        let before = self.memory.reserved.fetch_sub(self.bytes, Ordering::AcqRel);
-        if before == self.bytes && self.bytes >= LARGE_BUILD {
+            memory.holding.fetch_sub(holding.bytes, Ordering::AcqRel);
+            holding.reserved
+        };
+        let before = memory.reserved.fetch_sub(reserved, Ordering::AcqRel);
+        if before == reserved && reserved >= LARGE_BUILD {
             crate::memory::release_after_transient();
         }
     }

@@ -4,7 +4,7 @@
 
 use super::super::incremental::room;
 use super::super::validators::Named;
-use super::super::vouch::vouching_bytes;
+use super::super::vouch::{reading_bytes, vouching_bytes};
 use super::super::{Result, Service, ServiceError, Work};
 use super::fair::BuildSlot;
 use super::runs::{part_bytes, Order, Runs, PART_KEYS};
@@ -51,12 +51,6 @@ fn build_bytes(read: u64, unsorted: u64, largest: u64, p: f64, spilled: bool) ->
 /// keys on, and below that the overhead dominates.
 fn filter_bytes(read: u64, p: f64) -> u64 {
     Params::optimal(room(read), p).map_or(1 << 29, |s| u64::from(s.m).div_ceil(8))
-}
-
-/// What a union build holds while it reads its keys: the keys `runs` hold, an hour's
-/// being vouched for (of at most `largest` keys), and its overhead.
-fn reading_bytes(runs: &Runs, largest: u64, p: f64) -> u64 {
-    runs.held_bytes() + vouching_bytes(largest, p) + BUILD_OVERHEAD
 }
 
 /// The start of the longest range ending at `to` whose build fits in `budget` bytes:
@@ -207,7 +201,7 @@ impl Service {
                 // Refreshed above; what this node acknowledged since is already in the ledger.
                 if let Some(open) = self.open.snapshot(h) {
                     runs = runs.add(open.keys).await?;
-                    stage.hold(reading_bytes(&runs, largest, p));
+                    stage.hold(reading_bytes(&runs, largest, p) + BUILD_OVERHEAD);
                     // Taken with the keys, so the stamp never claims newer content.
                     stamp = Some((h.index(), open.version));
                     growth = Some((open.id, open.count));
@@ -230,7 +224,7 @@ impl Service {
                 }
                 fin &= sealed;
                 runs = runs.add(keys).await?;
-                stage.hold(reading_bytes(&runs, largest, p));
+                stage.hold(reading_bytes(&runs, largest, p) + BUILD_OVERHEAD);
             }
             h = h.next();
         }
