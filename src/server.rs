@@ -110,9 +110,9 @@ pub async fn serve(
 }
 
 /// What an idle keep-alive connection holds, counted in `/stats` (`connections`): its
-/// read and write buffers, its task and its socket's registration. Measured with 1,000
-/// idle connections to an empty server, each after one `GET /healthz`: 2.4 MiB
-/// anonymous before, 15.1 MiB with them open (docs/BENCHMARKS.md, "One memory budget").
+/// read and write buffers, its task and its socket's registration: 12.3–13 KiB with
+/// 1,000 and 2,000 idle connections to an empty server, each after one `GET /healthz`
+/// (`benches/harness/connections.sh`; docs/BENCHMARKS.md, "One memory budget").
 /// A connection whose request grew its read buffer (a long `/history` query) holds more.
 pub const CONNECTION_BYTES: u64 = 13 * 1024;
 
