@@ -9,10 +9,14 @@
 //! ```
 //!
 //! MODE is `hyper` (a `service_fn` on hyper's http1 connection, as `src/server.rs`
-//! builds it: header-read timer, `TokioIo`) or `axum` (the same connection serving a
+//! builds it: header-read timer, `TokioIo`), `axum` (the same connection serving a
 //! `Router` with bloomcast's filter route `/{y}/{mo}/{d}/{h}` through
 //! `TowerToHyperService`, its handler taking the request as bloomcast's does: no
-//! extractor copies anything, so what it adds is the Router's own work).
+//! extractor copies anything, so what it adds is the Router's own work) or `stock` (that
+//! Router with the stock tower-http layers every bloomcast read passes, as bloomcast
+//! orders them: `CatchPanicLayer` and bloomcast's `CorsLayer` around the Router, tower-
+//! http's `TimeoutLayer` on its routes; what the one way in costs before any layer or
+//! handler of bloomcast's own).
 //! DIR holds `closed.json` and `closed.json.gz`; every GET answers those bytes (gzip when
 //! `Accept-Encoding` names it) with an ETag, and 304 when `If-None-Match` names it.
 
@@ -28,6 +32,9 @@ use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpListener;
+use tower::ServiceBuilder;
+use tower_http::catch_panic::CatchPanicLayer;
+use tower_http::timeout::TimeoutLayer;
 
 /// The server's own allocator, so the floor and bloomcast differ only in their work.
 #[global_allocator]
@@ -88,7 +95,7 @@ impl Made {
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().collect();
     let [_, mode, port, dir] = &args[..] else {
-        return Err("usage: hyper_floor hyper|axum PORT DIR".into());
+        return Err("usage: hyper_floor hyper|axum|stock PORT DIR".into());
     };
     let identity = Bytes::from(std::fs::read(format!("{dir}/closed.json"))?);
     let gzip = Bytes::from(std::fs::read(format!("{dir}/closed.json.gz"))?);
@@ -103,23 +110,27 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         identity,
         gzip,
     });
-    let axum_mode = match mode.as_str() {
-        "hyper" => false,
-        "axum" => true,
-        other => return Err(format!("MODE is hyper or axum, not {other}").into()),
+    let mode = match mode.as_str() {
+        "hyper" => Mode::Hyper,
+        "axum" => Mode::Axum,
+        "stock" => Mode::Stock,
+        other => return Err(format!("MODE is hyper, axum or stock, not {other}").into()),
     };
     let port: u16 = port.parse()?;
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?
-        .block_on(serve(axum_mode, port, made))
+        .block_on(serve(mode, port, made))
 }
 
-async fn serve(
-    axum_mode: bool,
-    port: u16,
-    made: Arc<Made>,
-) -> Result<(), Box<dyn std::error::Error>> {
+#[derive(Clone, Copy, PartialEq)]
+enum Mode {
+    Hyper,
+    Axum,
+    Stock,
+}
+
+async fn serve(mode: Mode, port: u16, made: Arc<Made>) -> Result<(), Box<dyn std::error::Error>> {
     let listener = TcpListener::bind(("127.0.0.1", port)).await?;
     let mut builder = http1::Builder::new();
     builder
@@ -136,12 +147,22 @@ async fn serve(
             }),
         )
     };
+    let stock = ServiceBuilder::new()
+        .layer(CatchPanicLayer::new())
+        .layer(bloomcast::http::cors())
+        .service(router.clone().layer(TimeoutLayer::with_status_code(
+            StatusCode::SERVICE_UNAVAILABLE,
+            Duration::from_secs(30),
+        )));
     loop {
         let (stream, _) = listener.accept().await?;
         let _ = stream.set_nodelay(true);
         let io = TokioIo::new(stream);
-        if axum_mode {
+        if mode == Mode::Axum {
             let connection = builder.serve_connection(io, TowerToHyperService::new(router.clone()));
+            tokio::spawn(connection);
+        } else if mode == Mode::Stock {
+            let connection = builder.serve_connection(io, TowerToHyperService::new(stock.clone()));
             tokio::spawn(connection);
         } else {
             let made = made.clone();

@@ -116,11 +116,12 @@ pub fn standby_app(
     App::new(metrics, access_log, routes)
 }
 
-/// Any origin may read every response, its validators and `Bloom-*` headers included.
+/// Any origin may read every response, its validators and `Bloom-*` headers included
+/// (public for `examples/hyper_floor.rs`, whose stock floor sends the same headers).
 /// The CORS headers are the same whatever the request's `Origin`, so they add nothing to
 /// `Vary` (`tower_http`'s default lists `Origin` and the preflight headers, which would
 /// split a shared cache's one object per hour into one per web page origin).
-fn cors() -> CorsLayer {
+pub fn cors() -> CorsLayer {
     CorsLayer::new()
         .vary([] as [HeaderName; 0])
         .allow_origin(Any)

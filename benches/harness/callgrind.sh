@@ -11,8 +11,9 @@
 # bloomcast sent, one process, gzip_static, open_file_cache, sendfile). For each kind of
 # request a one-connection keep-alive client sends 200 warm-up requests, the counters are
 # zeroed, it sends N more, and the counters are dumped: instructions / N. FLOOR=1 adds
-# examples/hyper_floor.rs (the closed hour's bytes made once, served by hyper alone and by
-# hyper + one axum Router; see serving.sh), whose open row is the closed hour's bytes
+# examples/hyper_floor.rs (the closed hour's bytes made once, served by hyper alone, by
+# hyper + one axum Router, and by that Router with the stock tower-http layers every
+# bloomcast read passes; see serving.sh), whose open row is the closed hour's bytes
 # again. KEEP=1 keeps the
 # callgrind files (in target/harness/run.*) for callgrind_annotate.
 set -euo pipefail
@@ -80,7 +81,7 @@ measure nginx "$npid" "$ng" /closed.json /open.json "$netag"
 stop_pid "$npid"
 
 if [[ "${FLOOR:-0}" == 1 ]]; then
-  for mode in hyper axum; do
+  for mode in hyper axum stock; do
     fport=$(free_port)
     taskset -c "$SERVER_CPU" valgrind --tool=callgrind --callgrind-out-file="$WORK/floor-$mode.cg.%p" \
       "$EXAMPLES/hyper_floor" "$mode" "$fport" "$WORK/www" 2>>"$WORK/floor-valgrind.log" &

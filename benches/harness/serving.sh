@@ -18,12 +18,14 @@
 # (user + system, all its threads or worker processes) per request served: on a machine
 # other work shares, that is the comparison the other work does not distort. Expects a release build (run.sh builds one).
 #
-# FLOOR=1 adds two servers to each pair, on the same core: examples/hyper_floor.rs
-# answering the closed hour's bytes (made once, at start) from a hyper `service_fn`, and
-# from one axum `Router` with the filter route on the same hyper connection. They are
-# what the one way in (hyper framing, one Router) costs with no work of bloomcast's own:
-# the ratio bloomcast could reach against nginx with a handler that cost nothing. The
-# open hour's row has no floor (its body changes with each ingest).
+# FLOOR=1 adds three servers to each pair, on the same core: examples/hyper_floor.rs
+# answering the closed hour's bytes (made once, at start) from a hyper `service_fn`, from
+# one axum `Router` with the filter route on the same hyper connection, and from that
+# Router with the stock tower-http layers every bloomcast read passes (CatchPanicLayer,
+# bloomcast's CorsLayer, TimeoutLayer). They are what the one way in (hyper framing, one
+# Router, stock layers) costs with no work of bloomcast's own: the ratio bloomcast could
+# reach against nginx with its own layers and handler costing nothing. The open hour's
+# row has no floor (its body changes with each ingest).
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
 SECS="${SECS:-10}"
@@ -61,14 +63,18 @@ netag=$(gzip_etag "$ng/closed.json")
 
 servers=(bc ng)
 if [[ "${FLOOR:-0}" == 1 ]]; then
-  servers+=(hy ax)
-  for mode in hyper axum; do
+  servers+=(hy ax st)
+  for mode in hyper axum stock; do
     fport=$(free_port)
     taskset -c "$SERVER_CPU" "$EXAMPLES/hyper_floor" "$mode" "$fport" "$WORK/www" &
     PIDS+=("$!")
-    if [[ $mode == hyper ]]; then HY_PID=$! hy="http://127.0.0.1:$fport"; else AX_PID=$! ax="http://127.0.0.1:$fport"; fi
+    case $mode in
+      hyper) HY_PID=$! hy="http://127.0.0.1:$fport" ;;
+      axum) AX_PID=$! ax="http://127.0.0.1:$fport" ;;
+      stock) ST_PID=$! st="http://127.0.0.1:$fport" ;;
+    esac
   done
-  for f in "$hy" "$ax"; do
+  for f in "$hy" "$ax" "$st"; do
     wait_http "$f$closed" || die "hyper_floor did not start at $f"
     cmp -s <(curl -sf -H 'Accept-Encoding: gzip' "$f$closed") "$WORK/www/closed.json.gz" || die "$f sends other bytes"
   done
@@ -138,7 +144,8 @@ for rep in 1 2 3; do
       esac
       run_wrk "$WORK/wrk-hy-$kind-$rep" "$HY_PID" "$hy${fargs[0]}" "${fargs[@]:1}"
       run_wrk "$WORK/wrk-ax-$kind-$rep" "$AX_PID" "$ax${fargs[0]}" "${fargs[@]:1}"
-      ran+=(hy ax)
+      run_wrk "$WORK/wrk-st-$kind-$rep" "$ST_PID" "$st${fargs[0]}" "${fargs[@]:1}"
+      ran+=(hy ax st)
     fi
     for s in "${ran[@]}"; do
       read -r rps p50 p99 err < <(parse_wrk "$WORK/wrk-$s-$kind-$rep")
@@ -184,24 +191,25 @@ echo "Runs (wrk's CPU, % of one core over the run): $(for k in "${kinds[@]}"; do
 
 if [[ "${FLOOR:-0}" == 1 ]]; then
   echo
-  echo "### The floors: the same closed-hour bytes, made once, from hyper alone and from hyper + one axum Router (examples/hyper_floor.rs), same core, same runs"
+  echo "### The floors: the same closed-hour bytes, made once, from hyper alone, hyper + one axum Router, and that Router with the stock layers (examples/hyper_floor.rs), same core, same runs"
   echo
-  echo "| request | hyper req/s | CPU µs/req | hyper + Router req/s | CPU µs/req | bloomcast req/s | nginx req/s | hyper/nginx | hyper + Router/nginx | bloomcast/nginx |"
-  echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+  echo "| request | hyper req/s | CPU µs/req | hyper + Router req/s | CPU µs/req | + stock layers req/s | CPU µs/req | bloomcast req/s | nginx req/s | hyper/nginx | hyper + Router/nginx | + stock layers/nginx | bloomcast/nginx |"
+  echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
   for kind in closed identity revalidate; do
     declare -A M=()
-    for s in bc ng hy ax; do
+    for s in bc ng hy ax st; do
       for f in rps cpu; do
         # shellcheck disable=SC2086
         M[$s-$f]=$(median ${R[$s-$kind-$f]})
       done
     done
-    printf '| %s | %.0f | %s | %.0f | %s | %.0f | %.0f | %s | %s | %s |\n' "$kind" \
-      "${M[hy-rps]}" "${M[hy-cpu]}" "${M[ax-rps]}" "${M[ax-cpu]}" "${M[bc-rps]}" "${M[ng-rps]}" \
+    printf '| %s | %.0f | %s | %.0f | %s | %.0f | %s | %.0f | %.0f | %s | %s | %s | %s |\n' "$kind" \
+      "${M[hy-rps]}" "${M[hy-cpu]}" "${M[ax-rps]}" "${M[ax-cpu]}" "${M[st-rps]}" "${M[st-cpu]}" "${M[bc-rps]}" "${M[ng-rps]}" \
       "$(awk -v a="${M[hy-rps]}" -v b="${M[ng-rps]}" 'BEGIN {printf "%.2f", a / b}')" \
       "$(awk -v a="${M[ax-rps]}" -v b="${M[ng-rps]}" 'BEGIN {printf "%.2f", a / b}')" \
+      "$(awk -v a="${M[st-rps]}" -v b="${M[ng-rps]}" 'BEGIN {printf "%.2f", a / b}')" \
       "$(awk -v a="${M[bc-rps]}" -v b="${M[ng-rps]}" 'BEGIN {printf "%.2f", a / b}')"
   done
   echo
-  echo "Runs (req/s): $(for k in closed identity revalidate; do printf '%s hyper [%s] hyper + Router [%s]; ' "$k" "${R[hy-$k-rps]% }" "${R[ax-$k-rps]% }"; done)"
+  echo "Runs (req/s): $(for k in closed identity revalidate; do printf '%s hyper [%s] hyper + Router [%s] + stock layers [%s]; ' "$k" "${R[hy-$k-rps]% }" "${R[ax-$k-rps]% }" "${R[st-$k-rps]% }"; done)"
 fi
