@@ -1,23 +1,28 @@
-//! The metrics' request layer: which route answered (the router tags its responses,
-//! [`Answered`]) and [`Track`], the layer above the router that counts every response
-//! (and error responses by the [`ErrorCode`] they carry).
+//! The metrics' request layer: which route answered (the router's [`Tag`] says so to
+//! [`Track`], the layer above the router that counts every response, and error
+//! responses by the [`ErrorCode`] they carry).
 
 use super::{route_slot, Metrics, UNMATCHED};
 use crate::http::error::ErrorCode;
 use axum::body::HttpBody as _;
 use axum::extract::{MatchedPath, Request};
 use axum::response::Response;
+use std::cell::Cell;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
+use tokio::task::futures::TaskLocalFuture;
 
-/// The router's route that answered a request, carried on its response for [`Track`],
-/// which sits above the router and so cannot see its match.
-#[derive(Clone)]
-pub struct Answered(MatchedPath);
+tokio::task_local! {
+    /// The router's route that answered the request [`Track`] is counting: [`Track`]
+    /// sits above the router and so cannot see its match; [`Tag`], inside it, writes it
+    /// here (a task-local the request's own future scopes, so a response carries nothing
+    /// for it and no map is made for it).
+    static ANSWERED: Cell<Option<MatchedPath>>;
+}
 
-/// The layer inside the router: tags each response with the route that matched.
+/// The layer inside the router: tells [`Track`] the route that matched.
 #[derive(Clone, Copy)]
 pub struct TagLayer;
 
@@ -54,7 +59,7 @@ where
 }
 
 pin_project_lite::pin_project! {
-    /// The response future of [`Tag`]: tags the response when it is ready.
+    /// The response future of [`Tag`]: tells [`Track`] the route once it has answered.
     pub struct Tagged<F> {
         #[pin]
         inner: F,
@@ -70,15 +75,16 @@ where
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.project();
-        let mut result = std::task::ready!(this.inner.poll(cx));
-        if let (Ok(response), Some(matched)) = (&mut result, this.matched.take()) {
-            response.extensions_mut().insert(Answered(matched));
+        let result = std::task::ready!(this.inner.poll(cx));
+        if let Some(matched) = this.matched.take() {
+            // Outside a `Track` (a router served on its own) nobody is counting.
+            let _ = ANSWERED.try_with(|answered| answered.set(Some(matched)));
         }
         Poll::Ready(result)
     }
 }
 
-/// Counts every response by the route that answered it ([`Answered`]) and its status,
+/// Counts every response by the route that answered it ([`Tag`]) and its status,
 /// and body bytes (a layer rather than `from_fn`, so a request costs no boxed future).
 #[derive(Clone)]
 pub struct TrackLayer(pub Arc<Metrics>);
@@ -115,7 +121,7 @@ where
 
     fn call(&mut self, request: Request) -> Self::Future {
         Tracked {
-            inner: self.inner.call(request),
+            inner: ANSWERED.scope(Cell::new(None), self.inner.call(request)),
             metrics: Some(self.metrics.clone()),
         }
     }
@@ -125,7 +131,7 @@ pin_project_lite::pin_project! {
     /// The response future of [`Track`]: counts the response when it is ready.
     pub struct Tracked<F> {
         #[pin]
-        inner: F,
+        inner: TaskLocalFuture<Cell<Option<MatchedPath>>, F>,
         metrics: Option<Arc<Metrics>>,
     }
 }
@@ -137,13 +143,14 @@ where
     type Output = Result<Response, E>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let this = self.project();
-        let result = std::task::ready!(this.inner.poll(cx));
+        let mut this = self.project();
+        let result = std::task::ready!(this.inner.as_mut().poll(cx));
+        let answered = this.inner.take_value().and_then(Cell::into_inner);
         if let (Ok(response), Some(metrics)) = (&result, this.metrics.take()) {
             let bytes = response.body().size_hint().exact().unwrap_or(0);
             let status = response.status().as_u16();
-            let (slot, name) = match response.extensions().get::<Answered>() {
-                Some(Answered(matched)) => (route_slot(Some(matched)), matched.as_str()),
+            let (slot, name) = match &answered {
+                Some(matched) => (route_slot(Some(matched)), matched.as_str()),
                 None => (route_slot(None), UNMATCHED),
             };
             metrics.record_slot(slot, name, status, bytes);
