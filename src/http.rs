@@ -162,11 +162,12 @@ pub fn cors() -> CorsLayer {
 /// the loading gate, and the request timeout (408 or 503). The layers every request
 /// passes are [`App`]'s.
 fn routes(state: AppState) -> Router {
-    // Uploads: the bytes sent bounded, the coding noted for messages, the body decoded
-    // as it is read (gzip and zstd; anything else 415), the layers' bare answers given
-    // their JSON bodies.
+    // Uploads: the time the body has stamped on the request (408 past it), the bytes
+    // sent bounded, the coding noted for messages, the body decoded as it is read (gzip
+    // and zstd; anything else 415), the layers' bare answers given their JSON bodies.
     let limit = state.body_limit;
     let uploads = tower::ServiceBuilder::new()
+        .layer(guard::Guard(timeouts::stamp(state.request_timeout)))
         .layer(axum::middleware::from_fn_with_state(limit, coding::note))
         .map_response(IntoResponse::into_response)
         .layer(RequestBodyLimitLayer::new(limit))
@@ -212,13 +213,13 @@ fn routes(state: AppState) -> Router {
         // `.layer` separately. Outermost first: the route tag, the query's parameters
         // (400 for any the route does not read), the loading gate (outside the timeout:
         // waiting for the open hour to load never times out), the request timeout
-        // (`timeouts`). Each is a typed layer: a request costs none of them a boxed future.
+        // (`timeouts`; uploads also stamp their body's deadline under it). Each is a typed
+        // layer: a request costs none of them a boxed future.
         .layer(
             tower::ServiceBuilder::new()
                 .layer(metrics::TagLayer)
                 .layer(guard::Guard(params::only_known))
                 .layer(loading::LoadingLayer(state.service.clone()))
-                .layer(guard::Guard(timeouts::stamp(state.request_timeout)))
                 .layer(timeouts::layer(state.request_timeout)),
         )
         .with_state(state)

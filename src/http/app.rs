@@ -21,6 +21,7 @@ use axum::body::{Body, HttpBody};
 use axum::extract::{ConnectInfo, Request};
 use axum::response::{IntoResponse, Response};
 use axum::Router;
+use std::cell::RefCell;
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -40,16 +41,18 @@ type Stack = BoxCloneSyncService<Request, Response, Infallible>;
 pub struct App {
     stack: Stack,
     metrics: Arc<Metrics>,
-    /// The connection's peer, for the access log and the build queue (`ConnectInfo`, as
-    /// `axum::serve` gives it).
+    /// The connection's peer, for the build queue and the access log.
     peer: Option<ConnectInfo<SocketAddr>>,
+    /// Whether the access log is on: it reads the peer from the request (`ConnectInfo`,
+    /// as `axum::serve` gives it), which otherwise carries nothing for it.
+    access_log: bool,
 }
 
 impl App {
     /// The stack around `routes`, counting into `metrics`, with a line per request
     /// when `access_log`.
     pub(super) fn new(metrics: Arc<Metrics>, access_log: bool, routes: Router) -> App {
-        let access_log = access_log.then(|| axum::middleware::from_fn(access_log::log));
+        let log_layer = access_log.then(|| axum::middleware::from_fn(access_log::log));
         // A span per request and an event per response, at debug under this module's
         // target (`bloomcast::http::app`), when debug is on for it at start: the filter
         // is fixed for the life of the process, so without it the stack has no layer
@@ -76,7 +79,7 @@ impl App {
             )
         });
         let stack = ServiceBuilder::new()
-            .option_layer(access_log)
+            .option_layer(log_layer)
             .option_layer(trace)
             // A panic anywhere below is answered 500 `internal` and logged, never a
             // dropped connection; shared state guards against half-finished updates.
@@ -90,21 +93,13 @@ impl App {
             stack: BoxCloneSyncService::new(stack),
             metrics,
             peer: None,
+            access_log,
         }
     }
 
     /// The server's counters (the connection loop counts the connections it drops).
     pub fn metrics(&self) -> &Arc<Metrics> {
         &self.metrics
-    }
-
-    /// This application for a connection from `peer` (the access log names it, and
-    /// builds are queued by it).
-    pub fn for_peer(&self, peer: ConnectInfo<SocketAddr>) -> App {
-        App {
-            peer: Some(peer),
-            ..self.clone()
-        }
     }
 }
 
@@ -124,12 +119,44 @@ where
 
     fn call(&mut self, request: Request<B>) -> Self::Future {
         let mut request = request.map(Body::new);
-        if let Some(peer) = self.peer {
+        if let (true, Some(peer)) = (self.access_log, self.peer) {
             request.extensions_mut().insert(peer);
         }
         // The rest of the request runs as its client's (builds are queued by client).
-        let client = super::client::of(&request);
+        let client = super::client::of(self.peer, &request);
         BUILD_CLIENT.scope(client, tower::Service::call(&mut self.stack, request))
+    }
+}
+
+/// The application as one connection serves it, as hyper's service: hyper's HTTP/1
+/// connection hands its service one request at a time, so the connection's own copy of
+/// the stack (made once, by [`App::connection`]) answers each in turn, where
+/// `TowerToHyperService` would copy the whole stack for every request.
+pub struct Connection(RefCell<App>);
+
+impl App {
+    /// This application as a connection from `peer` serves it.
+    pub fn connection(&self, peer: ConnectInfo<SocketAddr>) -> Connection {
+        Connection(RefCell::new(App {
+            peer: Some(peer),
+            ..self.clone()
+        }))
+    }
+}
+
+impl<B> hyper::service::Service<Request<B>> for Connection
+where
+    B: HttpBody<Data = bytes::Bytes> + Send + 'static,
+    B::Error: Into<axum::BoxError>,
+{
+    type Response = Response;
+    type Error = Infallible;
+    type Future = AppFuture;
+
+    fn call(&self, request: Request<B>) -> AppFuture {
+        // Never borrowed twice: the call returns before hyper can make another, and the
+        // future it returns holds nothing of the connection's.
+        tower::Service::call(&mut *self.0.borrow_mut(), request)
     }
 }
 

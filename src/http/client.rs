@@ -6,11 +6,11 @@ use crate::service::BuildClient;
 use axum::extract::{ConnectInfo, Request};
 use std::net::SocketAddr;
 
-/// The client `request`'s builds are queued as: its peer's address, when known.
-pub fn of(request: &Request) -> BuildClient {
-    request
-        .extensions()
-        .get::<ConnectInfo<SocketAddr>>()
+/// The client the builds of a request from `peer` are queued as: the connection's peer
+/// when the server knows it, else one a caller put on the request (`ConnectInfo`, as
+/// in-process tests do).
+pub fn of(peer: Option<ConnectInfo<SocketAddr>>, request: &Request) -> BuildClient {
+    peer.or_else(|| request.extensions().get().copied())
         .map_or(BuildClient::Unknown, |ConnectInfo(peer)| {
             BuildClient::Peer(peer.ip())
         })

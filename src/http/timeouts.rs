@@ -3,10 +3,12 @@
 //! tower-http's [`TimeoutLayer`] answers a request still unanswered when the timeout runs
 //! out, and drops its handler: `503` `timeout` with `Retry-After`, as the server had the
 //! whole request and its own work outlived the timeout (the client may retry). A handler
-//! that reads a body reads it by the same deadline ([`Deadline`], set here as the
-//! timeout starts): a body still arriving then is the client's fault, `408` `timeout`
-//! (it must send faster or in smaller parts). The body's deadline comes a tenth of the
-//! timeout before the layer's, so a slow body is answered 408, never 503.
+//! that reads a body reads it by a deadline of its own ([`Deadline`], stamped on an
+//! upload just after the timeout starts): a body still arriving then is the client's
+//! fault, `408` `timeout` (it must send faster or in smaller parts). The body's deadline
+//! falls about a tenth of the timeout before the layer's timer ends (it is stamped just
+//! after that timer starts), so a slow body is answered 408, never 503. Requests without
+//! a body carry none.
 
 use super::error::ApiError;
 use axum::extract::Request;
@@ -41,8 +43,9 @@ impl Deadline {
     }
 }
 
-/// The guard just outside [`layer`] ([`super::guard::Guard`]): stamps each request with
-/// its [`Deadline`], taken before that layer starts its own timer, so never later than it.
+/// The guard of the upload routes, under [`layer`] ([`super::guard::Guard`]): stamps
+/// each upload with its [`Deadline`], nine tenths of the timeout from now, the moment
+/// just after that layer started its own timer, so a tenth of the timeout before it.
 pub fn stamp(timeout: Duration) -> impl Fn(&mut Request) -> Option<Response> + Clone {
     let body_time = body_time(timeout);
     move |request: &mut Request| {
