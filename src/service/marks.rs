@@ -78,9 +78,12 @@ impl Service {
             super::Target::Hour(h) | super::Target::Since(h) => h,
             super::Target::Day(d) => d.first_hour(),
         };
-        if asked > self.current_hour() {
-            self.read_marks_if_due().await?;
+        // One reading of the clock for the usual read, of an hour already open or closed.
+        let now = self.current_hour();
+        if asked <= now {
+            return Ok(now);
         }
+        self.read_marks_if_due().await?;
         Ok(self.current_hour())
     }
 
