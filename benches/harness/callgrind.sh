@@ -4,7 +4,7 @@
 #
 #   benches/harness/callgrind.sh            # N=2000 requests per kind
 #   BIN=path/to/bloomcast benches/harness/callgrind.sh
-#   FLOOR=1 benches/harness/callgrind.sh   # also hyper alone and hyper + one Router
+#   FLOOR=1 benches/harness/callgrind.sh   # also hyper alone, hyper + one Router, + the stock layers
 #
 # Each server runs under `valgrind --tool=callgrind` on core 0 with the same data as
 # serving.sh (a closed hour and an open hour of 3000 IDs; nginx serves the very bytes
