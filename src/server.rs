@@ -20,6 +20,7 @@ use axum::extract::ConnectInfo;
 use hyper::server::conn::http1;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
+use hyper_util::service::TowerToHyperService;
 use std::borrow::Borrow;
 use std::future::Future;
 use std::io;
@@ -87,7 +88,7 @@ pub async fn serve(
         };
         let connection = builder.serve_connection(
             TokioIo::new(with_write_timeout(stream, limits.write_timeout)),
-            app.connection(ConnectInfo(peer)),
+            TowerToHyperService::new(app.for_peer(ConnectInfo(peer))),
         );
         let connection = graceful.watch(connection);
         let metrics = app.metrics().clone();

@@ -21,7 +21,6 @@ use axum::body::{Body, HttpBody};
 use axum::extract::{ConnectInfo, Request};
 use axum::response::{IntoResponse, Response};
 use axum::Router;
-use std::cell::RefCell;
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -101,6 +100,15 @@ impl App {
     pub fn metrics(&self) -> &Arc<Metrics> {
         &self.metrics
     }
+
+    /// This application for a connection from `peer` (builds are queued by it, and the
+    /// access log names it).
+    pub fn for_peer(&self, peer: ConnectInfo<SocketAddr>) -> App {
+        App {
+            peer: Some(peer),
+            ..self.clone()
+        }
+    }
 }
 
 impl<B> tower::Service<Request<B>> for App
@@ -125,38 +133,6 @@ where
         // The rest of the request runs as its client's (builds are queued by client).
         let client = super::client::of(self.peer, &request);
         BUILD_CLIENT.scope(client, tower::Service::call(&mut self.stack, request))
-    }
-}
-
-/// The application as one connection serves it, as hyper's service: hyper's HTTP/1
-/// connection hands its service one request at a time, so the connection's own copy of
-/// the stack (made once, by [`App::connection`]) answers each in turn, where
-/// `TowerToHyperService` would copy the whole stack for every request.
-pub struct Connection(RefCell<App>);
-
-impl App {
-    /// This application as a connection from `peer` serves it.
-    pub fn connection(&self, peer: ConnectInfo<SocketAddr>) -> Connection {
-        Connection(RefCell::new(App {
-            peer: Some(peer),
-            ..self.clone()
-        }))
-    }
-}
-
-impl<B> hyper::service::Service<Request<B>> for Connection
-where
-    B: HttpBody<Data = bytes::Bytes> + Send + 'static,
-    B::Error: Into<axum::BoxError>,
-{
-    type Response = Response;
-    type Error = Infallible;
-    type Future = AppFuture;
-
-    fn call(&self, request: Request<B>) -> AppFuture {
-        // Never borrowed twice: the call returns before hyper can make another, and the
-        // future it returns holds nothing of the connection's.
-        tower::Service::call(&mut *self.0.borrow_mut(), request)
     }
 }
 
