@@ -201,7 +201,6 @@ impl Service {
                 // Refreshed above; what this node acknowledged since is already in the ledger.
                 if let Some(open) = self.open.snapshot(h) {
                     runs = runs.add(open.keys).await?;
-                    stage.hold(reading_bytes(&runs, largest, p) + BUILD_OVERHEAD);
                     // Taken with the keys, so the stamp never claims newer content.
                     stamp = Some((h.index(), open.version));
                     growth = Some((open.id, open.count));
@@ -224,8 +223,8 @@ impl Service {
                 }
                 fin &= sealed;
                 runs = runs.add(keys).await?;
-                stage.hold(reading_bytes(&runs, largest, p) + BUILD_OVERHEAD);
             }
+            stage.hold(reading_bytes(&runs, largest, p) + BUILD_OVERHEAD);
             h = h.next();
         }
         let complete = complete && fin;
