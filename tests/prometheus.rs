@@ -76,9 +76,6 @@ fn prometheus_dir() -> PathBuf {
     root().join("deploy/prometheus")
 }
 
-/// A node on the embedded store after what a day brings: ingest, the hour sealed (and
-/// its chain link read by housekeeping), reads of the sealed hour and its day, and
-/// refused requests. Returns its `/metrics` text and the sealed hour's chain header.
 /// A node on the embedded store in `dir`, its clock at ten minutes into the first hour.
 async fn embedded_node(dir: &std::path::Path) -> (common::nodes::Node, ManualClock) {
     let clock = ManualClock::at(first_hour(), Duration::minutes(10));
@@ -92,6 +89,9 @@ async fn embedded_node(dir: &std::path::Path) -> (common::nodes::Node, ManualClo
     (node(settings, &clock).await, clock)
 }
 
+/// A node on the embedded store after what a day brings: ingest, the hour sealed (and
+/// its chain link read by housekeeping), reads of the sealed hour and its day, and
+/// refused requests. Returns its `/metrics` text and the sealed hour's chain header.
 async fn live_metrics() -> (String, String) {
     let dir = tempfile::tempdir().unwrap();
     let (node, clock) = embedded_node(dir.path()).await;
