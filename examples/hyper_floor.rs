@@ -1,5 +1,5 @@
-//! The floor of the one way in: what hyper alone, and hyper with one axum `Router`, cost
-//! per request when the answer is already made. `benches/harness/serving.sh` (with
+//! The floor of the one way in: what hyper alone, hyper with one axum `Router`, and that
+//! Router with the stock layers, cost per request when the answer is already made. `benches/harness/serving.sh` (with
 //! `FLOOR=1`) runs it beside bloomcast and nginx on the very bytes bloomcast sent, so the
 //! read path's ratio to nginx can be read against the ratio the framing and routing
 //! themselves allow.
@@ -123,7 +123,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .block_on(serve(mode, port, made))
 }
 
-#[derive(Clone, Copy, PartialEq)]
+#[derive(Clone, Copy)]
 enum Mode {
     Hyper,
     Axum,
@@ -158,19 +158,23 @@ async fn serve(mode: Mode, port: u16, made: Arc<Made>) -> Result<(), Box<dyn std
         let (stream, _) = listener.accept().await?;
         let _ = stream.set_nodelay(true);
         let io = TokioIo::new(stream);
-        if mode == Mode::Axum {
-            let connection = builder.serve_connection(io, TowerToHyperService::new(router.clone()));
-            tokio::spawn(connection);
-        } else if mode == Mode::Stock {
-            let connection = builder.serve_connection(io, TowerToHyperService::new(stock.clone()));
-            tokio::spawn(connection);
-        } else {
-            let made = made.clone();
-            let service = hyper::service::service_fn(move |request: Request<_>| {
-                let response = made.answer(request.headers());
-                async move { Ok::<_, Infallible>(response) }
-            });
-            tokio::spawn(builder.serve_connection(io, service));
+        match mode {
+            Mode::Axum => {
+                let service = TowerToHyperService::new(router.clone());
+                tokio::spawn(builder.serve_connection(io, service));
+            }
+            Mode::Stock => {
+                let service = TowerToHyperService::new(stock.clone());
+                tokio::spawn(builder.serve_connection(io, service));
+            }
+            Mode::Hyper => {
+                let made = made.clone();
+                let service = hyper::service::service_fn(move |request: Request<_>| {
+                    let response = made.answer(request.headers());
+                    async move { Ok::<_, Infallible>(response) }
+                });
+                tokio::spawn(builder.serve_connection(io, service));
+            }
         }
     }
 }
