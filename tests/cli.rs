@@ -581,6 +581,7 @@ async fn check_reads_exact_hours_when_cheaper_or_forced_and_inspect_prints_one()
         "structure       exact",
         "universe        2000",
         "changed         20",
+        "complemented    false",
     ] {
         assert!(text.contains(line), "{text}");
     }

@@ -499,7 +499,8 @@ export function exactRow(
  */
 export class Exact {
   /** Throws DecodeError naming the problem for a body section 14 rules out: magic,
-   * version, k > 31, split > 255, part B rows when k = 0, length, padding bits. */
+   * version (other than 1 and 2), k > 31, split > 255, part B rows when k = 0, length,
+   * padding bits. */
   static fromBytes(body: Uint8Array | ArrayBuffer): Exact;
   /** Fingerprint bits of part B (part A has k + 1), 0..31. */
   readonly k: number;
@@ -507,8 +508,12 @@ export class Exact {
   readonly split: number;
   /** `N`, the IDs of the universe the body answers for. */
   readonly universe: number;
-  /** `r`, the IDs that changed in the hour. */
+  /** `r`, the IDs that changed in the hour (in a complemented body too). */
   readonly changedCount: number;
+  /** Whether the body is version 2, built where more than half the universe changed: its
+   * levels hold the unchanged IDs, and every answer is negated (an ID outside the universe
+   * then answers changed for the most part). */
+  readonly complemented: boolean;
   /** `[mA, mB, mR]`: rows of part A, part B and the retrieval level. */
   readonly rows: [number, number, number];
   /** `[sA, sB, sR]`: their seeds. */

@@ -712,6 +712,10 @@ export class Ribbon {
 // --- Exact hours (section 14): the .exact body and its query --------------------------
 
 const EXACT_MAGIC = [0x42, 0x43, 0x58, 0x31]; // "BCX1"
+// The version byte: the levels hold the changed keys (1), or the unchanged ones with every
+// answer negated (2, "complemented": built where more than half the universe changed).
+const EXACT_VERSION = 1;
+const EXACT_VERSION_COMPLEMENTED = 2;
 const GOLDEN_HI = 0x9e3779b9;
 const GOLDEN_LO = 0x7f4a7c15;
 
@@ -839,11 +843,30 @@ export function exactRow(key, tag, seed, m) {
   };
 }
 
+/** Whether the levels of the decoded body `exact` answer 1 for the key (section 14's
+ * query): it passes the filter and its retrieval bit is 1. Not negated: `changedKey` is. */
+function exactHeld(exact, key) {
+  const h1 = key.h1;
+  const h2 = key.h2;
+  const inA = exact.split > 0 && selectorOf(h1, h2) < exact.split;
+  const bits = inA ? exact.k + 1 : exact.k;
+  if (bits > 0) {
+    const m = inA ? exact.rows[0] : exact.rows[1];
+    const salt = inA ? exact.saltA : exact.saltB;
+    exactRowHalves(h1, h2, salt[0], salt[1], m);
+    const fp = (rowFpLo & (2 ** bits - 1)) >>> 0;
+    if (exactValue(exact.words, inA ? 0 : exact.baseB, m, bits) !== fp) return false;
+  }
+  exactRowHalves(h1, h2, exact.saltR[0], exact.saltR[1], exact.rows[2]);
+  return exactValue(exact.words, exact.baseR, exact.rows[2], 1) === 1;
+}
+
 /**
  * A decoded exact body (section 14): answers, for every ID of the universe it was built
  * over, whether it changed in the hour, with no false negative and no false positive.
  * For an ID outside that universe the answer is arbitrary (such an ID did not change in
- * the hour: every changed ID is in its hour's universe, so the worst is a false positive).
+ * the hour: every changed ID is in its hour's universe, so the worst is a false positive;
+ * a complemented body, version 2, calls most such IDs changed).
  */
 export class Exact {
   /** Decodes an `.exact` body, refusing anything section 14 rules out (DecodeError). */
@@ -853,7 +876,10 @@ export class Exact {
       throw new DecodeError(`exact body of ${bytes.length} bytes is shorter than the header`);
     }
     if (EXACT_MAGIC.some((b, i) => bytes[i] !== b)) throw new DecodeError('exact body: magic is not "BCX1"');
-    if (bytes[4] !== 1) throw new DecodeError(`exact body: version ${bytes[4]} (this client knows 1)`);
+    if (bytes[4] !== EXACT_VERSION && bytes[4] !== EXACT_VERSION_COMPLEMENTED) {
+      throw new DecodeError(`exact body: version ${bytes[4]} (this client knows 1 and 2)`);
+    }
+    const complemented = bytes[4] === EXACT_VERSION_COMPLEMENTED;
     const k = bytes[5];
     if (k > 31) throw new DecodeError(`exact body: k = ${k} exceeds 31`);
     const split = bytes[6];
@@ -891,18 +917,21 @@ export class Exact {
     padded.set(bytes.subarray(header));
     const wordView = new DataView(padded.buffer);
     for (let i = 0; i < words.length; i++) words[i] = wordView.getUint32(i * 4, true);
-    return new Exact({ k, split, universe, changedCount, rows: [mA, mB, mR], seeds: [sA, sB, sR], words, size: bytes.length });
+    return new Exact({ k, split, universe, changedCount, complemented, rows: [mA, mB, mR], seeds: [sA, sB, sR], words, size: bytes.length });
   }
 
-  constructor({ k, split, universe, changedCount, rows, seeds, words, size }) {
+  constructor({ k, split, universe, changedCount, complemented = false, rows, seeds, words, size }) {
     /** Fingerprint bits of part B (part A has k + 1). */
     this.k = k;
     /** A key whose selector is below `split` is in part A. */
     this.split = split;
     /** `N`: the IDs of the universe the body answers for. */
     this.universe = universe;
-    /** `r`: the IDs that changed in the hour. */
+    /** `r`: the IDs that changed in the hour (in a complemented body too). */
     this.changedCount = changedCount;
+    /** Whether the body is version 2, built where more than half the universe changed:
+     * its levels hold the unchanged IDs, and every answer is negated. */
+    this.complemented = complemented;
     /** `[mA, mB, mR]`: rows of part A, part B and the retrieval level. */
     this.rows = rows;
     /** `[sA, sB, sR]`: their seeds. */
@@ -920,21 +949,10 @@ export class Exact {
     this.baseR = this.baseB + k * rows[1];
   }
 
-  /** Whether the key `{h1, h2}` changed in the hour (exact for keys of the universe). */
+  /** Whether the key `{h1, h2}` changed in the hour (exact for keys of the universe): the
+   * levels' answer, negated in a complemented body. Every other answer goes through here. */
   changedKey(key) {
-    const h1 = key.h1;
-    const h2 = key.h2;
-    const inA = this.split > 0 && selectorOf(h1, h2) < this.split;
-    const bits = inA ? this.k + 1 : this.k;
-    if (bits > 0) {
-      const m = inA ? this.rows[0] : this.rows[1];
-      const salt = inA ? this.saltA : this.saltB;
-      exactRowHalves(h1, h2, salt[0], salt[1], m);
-      const fp = (rowFpLo & (2 ** bits - 1)) >>> 0;
-      if (exactValue(this.words, inA ? 0 : this.baseB, m, bits) !== fp) return false;
-    }
-    exactRowHalves(h1, h2, this.saltR[0], this.saltR[1], this.rows[2]);
-    return exactValue(this.words, this.baseR, this.rows[2], 1) === 1;
+    return exactHeld(this, key) !== this.complemented;
   }
 
   /** Whether the ID changed in the hour (SHA-1 through WebCrypto, hence async). */

@@ -64,6 +64,8 @@ pub(super) fn print(
         ("covers", json!(hour.map(|h| h.rfc3339()))),
         ("universe", json!(exact.universe())),
         ("changed", json!(exact.changed_count())),
+        // Version 2: the systems hold the unchanged IDs (more than half changed).
+        ("complemented", json!(exact.complemented())),
         ("k", json!(exact.k())),
         ("split", json!(exact.split())),
         (

@@ -146,6 +146,7 @@ impl Service {
             Err(e @ StoreError::Corrupt(_)) => return Err(self.corrupt(to, e)),
             other => other?,
         };
+        let recorded = self.store.form_digest(from, to, FormName::Exact).await?;
         let checked = self
             .unions
             .run(held, Step::Build, move || -> Result<Vec<u8>> {
@@ -156,7 +157,16 @@ impl Service {
                 keys.sort_unstable();
                 // The hours' keys as read are not needed beside the solver.
                 drop(runs);
-                let body = Exact::build_over(&universe, &keys)?.to_bytes();
+                let built = Exact::build_over(&universe, &keys)?;
+                let mut body = built.to_bytes();
+                if built.complemented()
+                    && recorded.is_some_and(|first| first != chain::digest(&body))
+                {
+                    // First served before complemented bodies existed: the same range
+                    // in version 1, if that is what was recorded (else it is reported).
+                    drop(built);
+                    body = Exact::build_over_uncomplemented(&universe, &keys)?.to_bytes();
+                }
                 check_exact(&body, &universe, &keys)?;
                 Ok(body)
             })

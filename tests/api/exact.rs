@@ -5,6 +5,7 @@
 use crate::helpers::{TestApp, TOKEN};
 use axum::body::Body;
 use axum::http::Request;
+use bloomcast::bloom::Key;
 use bloomcast::chain::{self, PublicKey};
 use bloomcast::exact::Exact;
 
@@ -425,4 +426,67 @@ async fn a_since_range_and_a_past_day_answer_every_universe_id_exactly() {
     app.get("/since/2030/01/01/00.exact")
         .await
         .assert_error(400, "invalid_hour");
+}
+
+#[tokio::test]
+async fn most_of_the_universe_changed_gets_a_complemented_body_and_a_range_first_served_uncomplemented_keeps_its_bytes(
+) {
+    let app = TestApp::spawn().await;
+    let universe = ids("c", 300);
+    post_universe(&app, &universe, Some(TOKEN)).await;
+    // Two of every three IDs change in the first hour, a few more in the second.
+    let first: Vec<&str> = universe.iter().take(200).map(String::as_str).collect();
+    app.ingest(&first).await;
+    app.next_hour().await;
+    app.ingest(&["c:250", "c:251"]).await;
+    app.next_hour().await;
+    let changed = |id: &str| first.contains(&id) || id == "c:250" || id == "c:251";
+
+    let hour = app.get("/2008/09/03/13.exact").await;
+    hour.assert_status(200);
+    assert_eq!(hour.body[4], 2, "a complemented body is version 2");
+    let since = app.get("/since/2008/09/03/13.exact").await;
+    since.assert_status(200);
+    assert_eq!(since.body[4], 2);
+    let exact = Exact::from_bytes(&since.body).unwrap();
+    assert!(exact.complemented());
+    assert_eq!(since.header("bloom-count"), Some("202"));
+    for id in &universe {
+        assert_eq!(exact.changed_id(id), changed(id), "{id}");
+    }
+
+    // A server before version 2 recorded the range's version 1 body: rebuilt after a
+    // restart, the range is served in the form first served, not reported corrupt.
+    let keys: Vec<Key> = universe.iter().map(|id| Key::of(id)).collect();
+    let changed_keys: Vec<Key> = universe
+        .iter()
+        .filter(|id| changed(id))
+        .map(|id| Key::of(id))
+        .collect();
+    let old = Exact::build_over_uncomplemented(&keys, &changed_keys)
+        .unwrap()
+        .to_bytes();
+    assert_eq!(old[4], 1);
+    assert!(old.len() > since.body.len());
+    let db = crate::corruption::db_file(&app.settings.data_dir);
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    let from = bloomcast::hour::hour_of(2008, 9, 3, 13).unwrap().index();
+    let updated = conn
+        .execute(
+            "UPDATE forms SET digest = ?1 WHERE from_hour = ?2 AND form = 'exact' \
+             AND to_hour = ?2 + 1",
+            rusqlite::params![&chain::digest(&old)[..], from],
+        )
+        .unwrap();
+    assert_eq!(updated, 1);
+    drop(conn);
+    let app = app.restart().await;
+    let again = app.get("/since/2008/09/03/13.exact").await;
+    again.assert_status(200);
+    assert_eq!(again.body, old);
+    let metrics = String::from_utf8(app.get("/metrics").await.body).unwrap();
+    assert!(
+        metrics.contains("bloomcast_corrupt_found_total 0"),
+        "{metrics}"
+    );
 }

@@ -61,12 +61,15 @@ test("the query's 32-bit arithmetic is section 14's 64-bit formulas on many keys
 });
 
 for (const v of vectors.bodies) {
-  test(`exact body over ${v.universe} IDs, ${v.changed.length} changed: every ID answers exactly`, async () => {
+  test(`exact body over ${v.universe} IDs, ${v.changed.length} changed${v.complemented ? " (complemented)" : ""}: every ID answers exactly`, async () => {
     const exact = Exact.fromBytes(fromHex(v.body));
     assert.equal(exact.k, v.k);
     assert.equal(exact.split, v.split);
     assert.equal(exact.universe, v.universe);
     assert.equal(exact.changedCount, v.changed.length);
+    assert.equal(typeof v.complemented, "boolean");
+    assert.equal(exact.complemented, v.complemented);
+    assert.equal(fromHex(v.body)[4], v.complemented ? 2 : 1);
     assert.deepEqual(exact.rows, v.rows);
     assert.deepEqual(exact.seeds, v.seeds);
     assert.equal(exact.size, v.body.length / 2);
@@ -83,6 +86,7 @@ for (const v of vectors.bodies) {
 
 // Universe 300: rows 8, 4, 27 at k = 3 (71 solution bits, one padding bit).
 const body = () => fromHex(vectors.bodies.find((v) => v.universe === 300).body);
+const vector = (universe, complemented) => vectors.bodies.find((v) => v.universe === universe && v.complemented === complemented);
 // A body from header fields, as section 14 lays it out: magic, version, k, split, then
 // eight LEB128 varints, then the solution bytes.
 const MAGIC = [0x42, 0x43, 0x58, 0x31];
@@ -101,8 +105,9 @@ const make = (k, split, fields, solution) => Uint8Array.from([...MAGIC, 1, k, sp
 for (const [offset, value, why] of [
   [0, 0x58, /magic/],
   [3, 0x32, /magic/],
-  [4, 2, /version 2/],
-  [4, 0, /version 0/],
+  [4, 0, /version 0 \(this client knows 1 and 2\)/],
+  [4, 3, /version 3 \(this client knows 1 and 2\)/],
+  [4, 255, /version 255 \(this client knows 1 and 2\)/],
   [5, 32, /k = 32 exceeds 31/],
   [5, 255, /k = 255 exceeds 31/],
 ]) {
@@ -159,3 +164,51 @@ test("the empty body (no universe) decodes and answers false", async () => {
   assert.equal(await exact.changed("anything"), false);
   assert.equal(exact.fpp(), 0);
 });
+
+// --- Version 2: complemented bodies ------------------------------------------------------
+
+test("the vectors hold complemented bodies exactly where more than half the universe changed", () => {
+  const held = vectors.bodies.filter((v) => v.complemented).map((v) => `${v.universe}/${v.changed.length}`);
+  for (const want of ["20/17", "400/332", "3000/3000"]) assert.ok(held.includes(want), want);
+  for (const v of vectors.bodies) assert.equal(v.complemented, 2 * v.changed.length > v.universe, `${v.universe}`);
+});
+
+test("a complemented body decodes and answers exactly, by key and by ID", async () => {
+  const v = vector(400, true);
+  const exact = Exact.fromBytes(fromHex(v.body));
+  // r is the IDs that changed, not the (fewer) unchanged ones its levels hold.
+  assert.deepEqual([exact.complemented, exact.universe, exact.changedCount], [true, 400, 332]);
+  const changed = new Set(v.changed);
+  for (let i = 0; i < 400; i++) {
+    const id = `u:${i}`;
+    const key = await keyOf(id);
+    const answers = [await exact.changed(id), exact.changedKey(key), exact.containsKey(key), await exact.mayContain(id)];
+    assert.deepEqual(answers, Array(4).fill(changed.has(id)), id);
+  }
+  // Every ID changed: the levels hold nothing, the body is its header, every ID answers changed.
+  const every = Exact.fromBytes(fromHex(vector(3000, true).body));
+  assert.deepEqual([every.complemented, every.rows], [true, [0, 0, 0]]);
+  for (let i = 0; i < 3000; i++) assert.equal(await every.changed(`u:${i}`), true, `u:${i}`);
+});
+
+for (const universe of [...new Set(vectors.bodies.filter((v) => !v.complemented).map((v) => v.universe))]) {
+  test(`version 2 negates every answer of the version 1 body over ${universe} IDs`, async () => {
+    // Byte 4 alone says whether the levels' answers are negated: the rest of the body,
+    // its header included, reads the same.
+    const bytes = fromHex(vector(universe, false).body);
+    const plain = Exact.fromBytes(bytes);
+    const flippedBytes = bytes.slice();
+    flippedBytes[4] = 2;
+    const flipped = Exact.fromBytes(flippedBytes);
+    assert.deepEqual([plain.complemented, flipped.complemented], [false, true]);
+    for (const field of ["k", "split", "universe", "changedCount", "rows", "seeds", "size"]) {
+      assert.deepEqual(flipped[field], plain[field], field);
+    }
+    const ids = [...Array.from({ length: universe }, (_, i) => `u:${i}`), ...Array.from({ length: 50 }, (_, i) => `nobody:${i}`)];
+    for (const id of ids) {
+      const key = await keyOf(id);
+      assert.equal(await flipped.changed(id), !(await plain.changed(id)), id);
+      assert.equal(flipped.containsKey(key), !plain.containsKey(key), id);
+    }
+  });
+}

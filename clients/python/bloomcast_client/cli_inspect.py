@@ -112,7 +112,8 @@ def fields_of(kind, obj, body, doc):
                 "shards": [obj.shards_a, obj.shards_b], "rows": obj.rows,
                 "hash": "sha1-km32", "bytes": len(body), "fpp": obj.fpp}
     return {"structure": "exact", "universe": obj.universe, "changed": obj.changed_count,
-            "k": obj.k, "split": obj.split, "bytes": len(body)}
+            "complemented": obj.complemented, "k": obj.k, "split": obj.split,
+            "bytes": len(body)}
 
 
 def mirror_around(target):

@@ -5,8 +5,9 @@ no false positive.
     exact = Exact.from_bytes(body)        # a `.exact` response body
     exact.changed("user:42")              # exact for an ID of the universe
 
-For an ID outside the universe the answer is arbitrary. Standard library only; all
-arithmetic is on Python integers masked to 64 bits.
+For an ID outside the universe the answer is arbitrary (in a complemented body, "changed"
+for most of them). Standard library only; all arithmetic is on Python integers masked to
+64 bits.
 """
 
 import hashlib
@@ -16,6 +17,9 @@ import math
 from .ribbon import GOLDEN, MASK64, mix64
 
 MAGIC = b"BCX1"
+# The version byte: the levels hold the changed keys (1), or the unchanged ones with every
+# answer negated (2, "complemented": built where more than half the universe changed).
+VERSION, VERSION_COMPLEMENTED = 1, 2
 # magic, version, k, split, then eight varints of 1 to 5 bytes.
 FIXED, SMALLEST, LARGEST = 7, 15, 47
 VARINTS = ("N", "r", "mA", "mB", "mR", "sA", "sB", "sR")
@@ -97,12 +101,16 @@ def _key(id_):
 
 class Exact:
     """A decoded exact body: `universe` IDs (N), `changed_count` of them changed (r),
-    fingerprint bits `k` (part A k + 1), `split`, `rows` (mA, mB, mR) and `seeds`
-    (sA, sB, sR)."""
+    fingerprint bits `k` (part A k + 1), `split`, `rows` (mA, mB, mR), `seeds`
+    (sA, sB, sR) and `complemented`: True for a version 2 body, whose levels hold the
+    unchanged IDs and whose every answer is negated (a server builds one where more than
+    half the universe changed; `changed_count` is still the IDs that changed)."""
 
-    def __init__(self, k, split, universe, changed_count, rows, seeds, solution):
+    def __init__(self, k, split, universe, changed_count, rows, seeds, solution,
+                 complemented=False):
         self.k, self.split = k, split
         self.universe, self.changed_count = universe, changed_count
+        self.complemented = complemented
         self.rows, self.seeds = tuple(rows), tuple(seeds)
         # Zero bytes past the end, so every 128-bit window reads whole.
         self._solution = bytes(solution) + bytes(WINDOW)
@@ -123,8 +131,8 @@ class Exact:
                              f"({SMALLEST} bytes)")
         if body[0:4] != MAGIC:
             raise ExactError(f'magic is {body[0:4]!r}, not "BCX1"')
-        if body[4] != 1:
-            raise ExactError(f"version {body[4]} (this client knows 1)")
+        if body[4] not in (VERSION, VERSION_COMPLEMENTED):
+            raise ExactError(f"version {body[4]} (this client knows 1 and 2)")
         k = body[5]
         if k > 31:
             raise ExactError(f"k = {k} exceeds 31")
@@ -145,7 +153,8 @@ class Exact:
                              f"({at}-byte header) for T = {total} solution bits")
         if total % 8 and solution[-1] >> (total % 8):
             raise ExactError(f"padding bits past T = {total} are set")
-        return cls(k, split, n, r, (m_a, m_b, m_r), (s_a, s_b, s_r), solution)
+        return cls(k, split, n, r, (m_a, m_b, m_r), (s_a, s_b, s_r), solution,
+                   complemented=body[4] == VERSION_COMPLEMENTED)
 
     def _value(self, key, system, check_fingerprint):
         """Part A or B (check_fingerprint): whether the key's value, its `bits` columns,
@@ -178,7 +187,13 @@ class Exact:
         return True
 
     def changed_key(self, h1, h2):
-        key = (h1 << 32) | h2
+        """Whether the key (h1, h2) changed in the hour: the levels' answer, negated in a
+        complemented body. Every answer goes through here."""
+        return self._held((h1 << 32) | h2) != self.complemented
+
+    def _held(self, key):
+        """Whether the levels answer 1 for the key (section 14's query): it passes the
+        filter and its retrieval bit is 1."""
         part = self._a if mix64(key ^ SELECTOR_SALT) >> 56 < self.split else self._b
         if part[5] and not self._value(key, part, True):
             return False
@@ -186,7 +201,7 @@ class Exact:
 
     def changed(self, id_):
         """Whether the ID changed in the hour: exact for an ID of the universe the body
-        was built from, arbitrary for any other."""
+        was built from, arbitrary for any other (in a complemented body, True for most)."""
         key = _key(id_)
         return self.changed_key(key >> 32, key & 0xFFFFFFFF)
 
@@ -209,12 +224,18 @@ def selftest_exact(path):
                              f"{v['seed']}, m {v['m']}): {got} != {want}")
         checked += 1
     for v in vectors["bodies"]:
-        exact = Exact.from_bytes(bytes.fromhex(v["body"]))
+        body = bytes.fromhex(v["body"])
+        exact = Exact.from_bytes(body)
         header = (exact.k, exact.split, exact.universe, exact.changed_count,
                   list(exact.rows), list(exact.seeds))
         if header != (v["k"], v["split"], v["universe"], len(v["changed"]), v["rows"],
                       v["seeds"]):
             raise ExactError(f"header mismatch for a universe of {v['universe']}: {header}")
+        # The vector says which version it is; the body's version byte must agree.
+        if exact.complemented is not v.get("complemented"):
+            raise ExactError(f"the body over {v['universe']} IDs is version {body[4]} "
+                             f"but the vector says complemented "
+                             f"{json.dumps(v.get('complemented'))}")
         changed = set(v["changed"])
         for i in range(v["universe"]):
             id_ = f"u:{i}"

@@ -35,6 +35,7 @@ def test_every_universe_id_answers_exactly(index):
     assert (exact.k, exact.split, exact.universe, exact.changed_count) == \
         (v["k"], v["split"], v["universe"], len(v["changed"]))
     assert (list(exact.rows), list(exact.seeds)) == (v["rows"], v["seeds"])
+    assert exact.complemented is v["complemented"] is (bytes.fromhex(v["body"])[4] == 2)
     changed = set(v["changed"])
     wrong = [f"u:{i}" for i in range(v["universe"])
              if exact.changed(f"u:{i}") != (f"u:{i}" in changed)]
@@ -48,9 +49,13 @@ def test_the_selftest_checks_every_vector(capsys):
     assert capsys.readouterr().out == f"ok: {n} exact vectors\n"
 
 
-def _body(universe=300):
-    v = next(b for b in vectors()["bodies"] if b["universe"] == universe)
-    return bytearray.fromhex(v["body"])
+def _vector(universe=300, complemented=False):
+    return next(b for b in vectors()["bodies"]
+                if b["universe"] == universe and b["complemented"] is complemented)
+
+
+def _body(universe=300, complemented=False):
+    return bytearray.fromhex(_vector(universe, complemented)["body"])
 
 
 def _put(body, offset, value):
@@ -63,7 +68,8 @@ def _put(body, offset, value):
 # (13-15): 16 bytes, then T = 4*8 + 3*4 + 27 = 71 solution bits in 9 bytes.
 @pytest.mark.parametrize("offset,value,why", [
     (0, ord("X"), 'magic is .* not "BCX1"'),
-    (4, 2, "version 2"),
+    (4, 0, r"version 0 \(this client knows 1 and 2\)"),
+    (4, 3, r"version 3 \(this client knows 1 and 2\)"),
     (5, 32, "k = 32 exceeds 31"),
     (10, 9, r"length 25 bytes, expected 26 \(16-byte header\) for T = 75"),
 ])
@@ -123,3 +129,66 @@ def test_an_empty_universe_answers_false():
     exact = Exact.from_bytes(_body(0))
     assert len(_body(0)) == 15  # the smallest header, no solution
     assert exact.rows == (0, 0, 0) and not exact.changed("u:0")
+
+
+# --- version 2: complemented bodies ---------------------------------------------------
+
+def test_the_vectors_hold_complemented_bodies_where_most_of_the_universe_changed():
+    bodies = vectors()["bodies"]
+    complemented = [v for v in bodies if v["complemented"]]
+    assert {(v["universe"], len(v["changed"])) for v in complemented} >= \
+        {(20, 17), (400, 332), (3000, 3000)}
+    # A server complements exactly where more than half changed.
+    for v in bodies:
+        assert v["complemented"] is (2 * len(v["changed"]) > v["universe"]), v["universe"]
+
+
+def test_a_complemented_body_decodes_and_answers_exactly():
+    v = _vector(400, complemented=True)
+    exact = Exact.from_bytes(bytes.fromhex(v["body"]))
+    # r is the IDs that changed, not the (fewer) unchanged ones its levels hold.
+    assert (exact.complemented, exact.universe, exact.changed_count) == (True, 400, 332)
+    changed = set(v["changed"])
+    assert [i for i in range(400) if exact.changed(f"u:{i}") != (f"u:{i}" in changed)] == []
+    # Every ID changed: the levels hold nothing, the body is its header, and every ID of
+    # the universe answers changed.
+    every = Exact.from_bytes(_body(3000, complemented=True))
+    assert every.complemented and every.rows == (0, 0, 0)
+    assert all(every.changed(f"u:{i}") for i in range(3000))
+
+
+@pytest.mark.parametrize("universe", sorted({v["universe"] for v in vectors()["bodies"]
+                                             if not v["complemented"]}))
+def test_version_two_negates_every_answer_of_a_version_one_body(universe):
+    # Byte 4 alone says whether the levels' answers are negated: the rest of the body,
+    # its header included, reads the same.
+    plain = Exact.from_bytes(_body(universe))
+    flipped = Exact.from_bytes(_put(_body(universe), 4, 2))
+    assert (plain.complemented, flipped.complemented) == (False, True)
+    assert (flipped.k, flipped.split, flipped.universe, flipped.changed_count,
+            flipped.rows, flipped.seeds) == \
+        (plain.k, plain.split, plain.universe, plain.changed_count, plain.rows, plain.seeds)
+    ids = [f"u:{i}" for i in range(universe)] + [f"nobody:{i}" for i in range(50)]
+    assert [i for i in ids if flipped.changed(i) == plain.changed(i)] == []
+    h1, h2 = key("u:0")
+    assert flipped.changed_key(h1, h2) is not plain.changed_key(h1, h2)
+
+
+def test_the_selftest_refuses_a_vector_whose_complemented_field_disagrees(tmp_path):
+    doc = vectors()
+    doc["bodies"] = [dict(_vector(400, complemented=True), complemented=False)]
+    path = tmp_path / "exact-vectors.json"
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    with pytest.raises(ExactError, match="over 400 IDs is version 2 but the vector says "
+                                         "complemented false"):
+        selftest_exact(path)
+
+
+def test_inspect_prints_whether_a_saved_body_is_complemented(tmp_path, capsys):
+    for complemented in (False, True):
+        saved = tmp_path / f"{complemented}.exact"
+        saved.write_bytes(_body(20, complemented))
+        assert main(["inspect", "--json", str(saved)]) == 0
+        fields = json.loads(capsys.readouterr().out)
+        assert (fields["universe"], fields["changed"], fields["complemented"]) == \
+            (20, 17 if complemented else 3, complemented)

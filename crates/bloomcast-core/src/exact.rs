@@ -8,6 +8,9 @@
 //! filter lets through. Every level is a linear system over GF(2) in ribbon form
 //! (`system.rs`). The filter is split in two parts of `k + 1` and `k` fingerprint bits,
 //! chosen per key by a selector hash, so the bits per changed key can be fractional.
+//! Where more than half the universe changed, the levels hold the unchanged keys instead
+//! and every answer is negated (a version 2 body): the floor is the same either way
+//! (`C(N, r) = C(N, N - r)`), and the levels are near it only for the smaller side.
 //! Everything a decoder needs is in docs/PROTOCOL.md ("Exact hours").
 
 mod build;
@@ -35,6 +38,8 @@ pub struct Exact {
     split: u32,
     universe: u32,
     changed: u32,
+    /// Whether the levels hold the unchanged keys, every answer negated (version 2).
+    complemented: bool,
     seeds: [u32; 3],
     a: Layout,
     b: Layout,
@@ -69,12 +74,23 @@ impl Exact {
     pub fn seeds(&self) -> [u32; 3] {
         self.seeds
     }
+    /// Whether the levels hold the unchanged keys and every answer is negated: a
+    /// version 2 body, built where more than half the universe changed.
+    pub fn complemented(&self) -> bool {
+        self.complemented
+    }
 
     /// Whether the key changed. Exact for every key of the universe the body was built
-    /// over; arbitrary for any other key.
+    /// over; arbitrary for any other key (in a complemented body, "changed" for all but
+    /// a few).
     #[inline]
     pub fn changed(&self, key: Key) -> bool {
-        let key = key.to_u64();
+        self.held(key.to_u64()) != self.complemented
+    }
+
+    /// Whether the levels answer 1 for the key: it is one of the keys they hold.
+    #[inline]
+    fn held(&self, key: u64) -> bool {
         if !self.passes_filter(key) {
             return false;
         }

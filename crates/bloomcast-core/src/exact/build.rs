@@ -105,12 +105,13 @@ impl Shape {
 impl Exact {
     /// Builds the exact body of `changed` over `universe` (changed keys missing from the
     /// universe are added to it; duplicates are harmless). Changed keys already sorted
-    /// and distinct (a sealed hour's, as stored) are read in place, not copied.
+    /// and distinct (a sealed hour's, as stored) are read in place, not copied. Where
+    /// more than half the universe changed, the body is complemented (version 2).
     ///
     /// # Errors
     /// More than `u32::MAX / 2` universe keys.
     pub fn build(universe: Vec<Key>, changed: &[Key]) -> Result<Exact, FilterError> {
-        Exact::build_from(Cow::Owned(universe), changed)
+        Exact::build_from(Cow::Owned(universe), changed, true)
     }
 
     /// [`Exact::build`] over a borrowed `universe`: read in place when it is sorted,
@@ -120,10 +121,27 @@ impl Exact {
     /// # Errors
     /// More than `u32::MAX / 2` universe keys.
     pub fn build_over(universe: &[Key], changed: &[Key]) -> Result<Exact, FilterError> {
-        Exact::build_from(Cow::Borrowed(universe), changed)
+        Exact::build_from(Cow::Borrowed(universe), changed, true)
     }
 
-    fn build_from(mut universe: Cow<[Key]>, changed: &[Key]) -> Result<Exact, FilterError> {
+    /// [`Exact::build_over`] never complemented: a version 1 body however much of the
+    /// universe changed, the bytes bloomcast built before version 2 existed (a server
+    /// rebuilds a range first served then in this form).
+    ///
+    /// # Errors
+    /// More than `u32::MAX / 2` universe keys.
+    pub fn build_over_uncomplemented(
+        universe: &[Key],
+        changed: &[Key],
+    ) -> Result<Exact, FilterError> {
+        Exact::build_from(Cow::Borrowed(universe), changed, false)
+    }
+
+    fn build_from(
+        mut universe: Cow<[Key]>,
+        changed: &[Key],
+        may_complement: bool,
+    ) -> Result<Exact, FilterError> {
         let changed: Cow<[Key]> = if changed.windows(2).all(|w| w[0] < w[1]) {
             Cow::Borrowed(changed)
         } else {
@@ -154,6 +172,15 @@ impl Exact {
             )));
         }
         let n = universe.len() as u64;
+        let changed_count = changed.len() as u32;
+        // From here on `changed` is the keys the levels hold: the unchanged ones where
+        // the body is complemented.
+        let complemented = may_complement && 2 * changed.len() > universe.len();
+        let changed: Cow<[Key]> = if complemented {
+            Cow::Owned(unchanged(&universe, &changed))
+        } else {
+            changed
+        };
         let r = changed.len() as u64;
 
         let mut per_selector = [0u64; SELECTOR_RANGE as usize];
@@ -271,7 +298,8 @@ impl Exact {
             k: shape.k,
             split: shape.split,
             universe: n as u32,
-            changed: r as u32,
+            changed: changed_count,
+            complemented,
             seeds: [a_seed, b_seed, seed],
             a,
             b,
@@ -282,11 +310,15 @@ impl Exact {
 
     /// The most memory [`Exact::build`] holds at once for `n` universe keys of which `r`
     /// changed, in bytes, with the universe's 8 bytes a key and the changed keys' 8 (as a
-    /// sealed hour's come: sorted, read in place): while the filter is built, the changed
-    /// keys split by part and the parts' bands; then the retrieval band, sized for the
-    /// keys the filter is expected to let through plus a tenth; and the solutions.
+    /// sealed hour's come: sorted, read in place): while the filter is built, the keys
+    /// the levels hold (the unchanged ones, made, where more than half changed) split
+    /// by part and the parts' bands; then the retrieval band, sized for the keys the
+    /// filter is expected to let through plus a tenth; and the solutions.
     pub fn build_bytes(n: u64, r: u64) -> u64 {
         let r = r.min(n);
+        if 2 * r > n {
+            return 8 * r + Exact::build_bytes(n, n - r);
+        }
         let uniform = [r / u64::from(SELECTOR_RANGE); SELECTOR_RANGE as usize];
         let shape = Shape::best(n, r, &uniform);
         let through = (r as f64 + (n - r) as f64 * shape.false_positive_rate()) * 1.1 + 1024.0;
@@ -303,6 +335,19 @@ impl Exact {
         let solutions = (shape.expected_bits(n, r, in_a.min(r)) * 1.1 / 8.0) as u64;
         8 * n + 8 * r + filters.max(retrieval) + solutions + 64 * 1024
     }
+}
+
+/// The keys of `universe` not in `changed` (both sorted and distinct, `changed` within
+/// `universe`), sorted.
+fn unchanged(universe: &[Key], changed: &[Key]) -> Vec<Key> {
+    let mut next_changed = changed.iter().peekable();
+    let mut out = Vec::with_capacity(universe.len() - changed.len());
+    for &key in universe {
+        if next_changed.next_if(|&&c| c == key).is_none() {
+            out.push(key);
+        }
+    }
+    out
 }
 
 /// The next size after [`SEEDS_PER_SIZE`] failed seeds.

@@ -125,10 +125,12 @@ fn a_borrowed_universe_builds_the_same_bytes_sorted_or_not() {
 }
 
 #[test]
-fn bodies_stay_within_fifteen_percent_of_the_floor() {
+fn bodies_stay_within_fifteen_percent_of_the_floor_at_any_share_changed() {
     for n in [10_000u64, 100_000] {
         let universe = random_keys(n * 3, n as usize);
-        for fraction in [0.001, 0.003, 0.01, 0.03, 0.1, 0.2, 0.3, 0.5] {
+        for fraction in [
+            0.001, 0.003, 0.01, 0.03, 0.1, 0.2, 0.3, 0.5, 0.7, 0.83, 0.97,
+        ] {
             let changed = every(&universe, fraction);
             let exact = Exact::build(universe.clone(), &changed).unwrap();
             let floor = floor_bits(n, changed.len() as u64) / 8.0;
@@ -139,6 +141,44 @@ fn bodies_stay_within_fifteen_percent_of_the_floor() {
             );
         }
     }
+}
+
+#[test]
+fn a_body_is_complemented_exactly_where_more_than_half_the_universe_changed() {
+    let universe = random_keys(11, 20_000);
+    for (fraction, complemented) in [(0.3, false), (0.5, false), (0.5001, true), (1.0, true)] {
+        let changed = every(&universe, fraction);
+        let exact = check_exact(&universe, &changed);
+        assert_eq!(exact.complemented(), complemented, "{fraction}");
+        assert_eq!(exact.changed_count() as usize, changed.len());
+        let version = if complemented { 2 } else { 1 };
+        assert_eq!(exact.to_bytes()[4], version, "{fraction}");
+    }
+    // Every ID changed: the levels hold nothing and the body is its header.
+    let all = Exact::build(universe.clone(), &universe).unwrap();
+    assert_eq!(all.byte_len(), all.header_len());
+}
+
+#[test]
+fn an_uncomplemented_build_is_version_one_and_as_exact_but_larger() {
+    let universe = random_keys(12, 20_000);
+    let changed = every(&universe, 0.83);
+    let plain = Exact::build_over_uncomplemented(&universe, &changed).unwrap();
+    assert!(!plain.complemented());
+    assert_eq!(plain.to_bytes()[4], 1);
+    for (i, key) in universe.iter().enumerate() {
+        assert_eq!(plain.changed(*key), i < changed.len());
+    }
+    let complemented = Exact::build_over(&universe, &changed).unwrap();
+    assert!(complemented.byte_len() * 4 < plain.byte_len() * 3);
+    // At most half changed, both are the same bytes.
+    let half = every(&universe, 0.5);
+    assert_eq!(
+        Exact::build_over_uncomplemented(&universe, &half)
+            .unwrap()
+            .to_bytes(),
+        Exact::build_over(&universe, &half).unwrap().to_bytes()
+    );
 }
 
 #[test]
@@ -161,10 +201,10 @@ fn malformed_bodies_are_refused_with_the_reason() {
         (
             {
                 let mut b = good.clone();
-                b[4] = 2;
+                b[4] = 3;
                 b
             },
-            "version 2",
+            "version 3",
         ),
         (
             {

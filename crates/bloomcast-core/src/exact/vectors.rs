@@ -13,13 +13,16 @@ const PATH: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/exact-vector
 const IDS: [&str; 6] = ["", "abc", "flickr:12345", "ünïcødé", "😀", "user:1000"];
 
 /// (universe size, changed: every `stride`-th ID from 0, `count` of them).
-const BODIES: [(usize, usize, usize); 7] = [
+/// The last three are complemented (version 2): more than half of each changed.
+const BODIES: [(usize, usize, usize); 9] = [
     (0, 1, 0),
     (5, 1, 0),
     (20, 7, 3),
     (300, 25, 12),
     (1000, 5, 200),
     (2000, 2, 1000),
+    (20, 1, 17),
+    (400, 1, 332),
     (3000, 1, 3000),
 ];
 
@@ -51,6 +54,7 @@ fn generate() -> Value {
                 "universe": universe.len(),
                 "universe_ids": "u:0 .. u:(universe - 1)",
                 "changed": changed,
+                "complemented": exact.complemented(),
                 "k": exact.k(), "split": exact.split(),
                 "rows": exact.rows(), "seeds": exact.seeds(),
                 "body": to_hex(&exact.to_bytes()),
@@ -144,6 +148,11 @@ fn transcribed_changed(body: &[u8], id: &str) -> bool {
     value(offset, mr, 1, 3, sr).0 == 1
 }
 
+/// Section 14's answer: the query's, negated in a version 2 body.
+fn transcribed_answer(body: &[u8], id: &str) -> bool {
+    transcribed_changed(body, id) != (body[4] == 2)
+}
+
 #[test]
 fn the_vectors_file_is_what_the_code_generates() {
     let generated = serde_json::to_string_pretty(&generate()).unwrap() + "\n";
@@ -173,6 +182,8 @@ fn the_vectors_decode_by_the_written_protocol_alone() {
     for b in doc["bodies"].as_array().unwrap() {
         let body = crate::bloom::from_hex(b["body"].as_str().unwrap()).unwrap();
         assert_eq!(&body[..4], b"BCX1");
+        let complemented = b["complemented"].as_bool().unwrap();
+        assert_eq!(body[4], if complemented { 2 } else { 1 });
         let changed: std::collections::HashSet<&str> = b["changed"]
             .as_array()
             .unwrap()
@@ -182,7 +193,7 @@ fn the_vectors_decode_by_the_written_protocol_alone() {
         for i in 0..b["universe"].as_u64().unwrap() {
             let id = format!("u:{i}");
             assert_eq!(
-                transcribed_changed(&body, &id),
+                transcribed_answer(&body, &id),
                 changed.contains(id.as_str()),
                 "{id} in a universe of {}",
                 b["universe"]

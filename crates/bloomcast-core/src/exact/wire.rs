@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! 0   4  magic "BCX1"
-//! 4   1  version (1)
+//! 4   1  version: 1, or 2 when the levels hold the unchanged keys (every answer negated)
 //! 5   1  k, fingerprint bits of part B (0..=31); part A has k + 1
 //! 6   1  split (0..=255): keys whose selector is below it are in part A
 //! 7   ..  eight unsigned LEB128 varints (each < 2^32, minimal): universe N, changed r,
@@ -20,7 +20,10 @@ use super::{Exact, MAX_K};
 use crate::bloom::FilterError;
 
 pub(super) const MAGIC: [u8; 4] = *b"BCX1";
+/// The version of a body whose levels hold the changed keys.
 pub(super) const VERSION: u8 = 1;
+/// The version of a complemented body: its levels hold the unchanged keys.
+pub(super) const VERSION_COMPLEMENTED: u8 = 2;
 /// Bytes of the header at most (at least 15).
 pub const MAX_HEADER: usize = 7 + 8 * 5;
 
@@ -71,7 +74,11 @@ impl Exact {
     fn header(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(MAX_HEADER);
         out.extend_from_slice(&MAGIC);
-        out.push(VERSION);
+        out.push(if self.complemented {
+            VERSION_COMPLEMENTED
+        } else {
+            VERSION
+        });
         out.push(self.k as u8);
         out.push(self.split as u8);
         for v in [
@@ -109,9 +116,11 @@ impl Exact {
         if bytes[0..4] != MAGIC {
             return bad("magic is not \"BCX1\"".into());
         }
-        if bytes[4] != VERSION {
-            return bad(format!("version {} (this client knows 1)", bytes[4]));
-        }
+        let complemented = match bytes[4] {
+            VERSION => false,
+            VERSION_COMPLEMENTED => true,
+            v => return bad(format!("version {v} (this client knows 1 and 2)")),
+        };
         let k = u32::from(bytes[5]);
         if k > MAX_K {
             return bad(format!("k = {k} outside 0..=31"));
@@ -167,6 +176,7 @@ impl Exact {
             split,
             universe,
             changed,
+            complemented,
             seeds,
             a,
             b,
