@@ -127,9 +127,9 @@ impl Service {
         let largest = counts.iter().map(|(_, n)| *n).max().unwrap_or(0);
         let slot = self.unions.queued_slot().await?;
         // The build over the universe and the hours' distinct keys (the universe, as
-        // stored, sorted: read in place, and kept to check the body against), and the
-        // hours' keys as read.
-        let bytes = Exact::build_bytes(info.count, read)
+        // stored, sorted: read in place, and kept to check the body against; at most
+        // `read` changed, an ID of two hours read twice), and the hours' keys as read.
+        let bytes = Exact::build_bytes_up_to(info.count, read)
             + 8 * read
             + super::vouch::vouching_bytes(largest, self.tuning.target_fpp);
         let held = self

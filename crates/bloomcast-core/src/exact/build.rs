@@ -319,6 +319,23 @@ impl Exact {
         if 2 * r > n {
             return 8 * r + Exact::build_bytes(n, n - r);
         }
+        Exact::held_build_bytes(n, r)
+    }
+
+    /// At least [`Exact::build_bytes`] for every count of changed keys up to `r`: what a
+    /// build reserves before it knows how many changed (a range's count is its hours'
+    /// summed, IDs in two hours counted twice). Not monotone in `r`: past half the
+    /// universe, the fewer changed, the more keys the systems hold.
+    pub fn build_bytes_up_to(n: u64, r: u64) -> u64 {
+        let r = r.min(n);
+        if 2 * r > n {
+            return 8 * r + Exact::held_build_bytes(n, n / 2);
+        }
+        Exact::held_build_bytes(n, r)
+    }
+
+    /// [`Exact::build_bytes`] where the systems hold `r` keys, at most half of `n`.
+    fn held_build_bytes(n: u64, r: u64) -> u64 {
         let uniform = [r / u64::from(SELECTOR_RANGE); SELECTOR_RANGE as usize];
         let shape = Shape::best(n, r, &uniform);
         let through = (r as f64 + (n - r) as f64 * shape.false_positive_rate()) * 1.1 + 1024.0;

@@ -259,6 +259,31 @@ fn the_memory_a_build_reserves_fits_the_default_budget_up_to_five_million_ids() 
     assert!(Exact::build_bytes(10_000_000, 5_000_000) > budget);
 }
 
+#[test]
+fn a_build_of_up_to_r_changed_reserves_at_least_any_such_build() {
+    for n in [0u64, 1, 10, 1_000, 100_000, 11_600_000] {
+        for up_to in [
+            0,
+            n / 3,
+            n / 2,
+            n / 2 + 1,
+            2 * n / 3,
+            83 * n / 100,
+            n,
+            2 * n,
+        ] {
+            let bound = Exact::build_bytes_up_to(n, up_to);
+            for r in (0..=up_to.min(n)).step_by((n as usize / 97).max(1)) {
+                assert!(
+                    Exact::build_bytes(n, r) <= bound,
+                    "n {n}, r {r} of at most {up_to}"
+                );
+            }
+            assert!(Exact::build_bytes(n, up_to) <= bound);
+        }
+    }
+}
+
 /// The slack of the systems ([`super::build::rows_for`]): for systems of n equations with
 /// 128-wide bands, how often one seed succeeds at `m = n * (1 + rate) + rows` with one
 /// answer bit (the retrieval level) and with 8 fingerprint bits (a filter part), then
