@@ -173,49 +173,48 @@ impl Exact {
         }
         let n = universe.len() as u64;
         let changed_count = changed.len() as u32;
-        // From here on `changed` is the keys the levels hold: the unchanged ones where
-        // the body is complemented.
+        // The keys the levels hold: the changed ones, or the unchanged ones where the
+        // body is complemented.
         let complemented = may_complement && 2 * changed.len() > universe.len();
-        let changed: Cow<[Key]> = if complemented {
+        let held: Cow<[Key]> = if complemented {
             Cow::Owned(unchanged(&universe, &changed))
         } else {
             changed
         };
-        let r = changed.len() as u64;
+        let r = held.len() as u64;
 
         let mut per_selector = [0u64; SELECTOR_RANGE as usize];
-        for c in changed.iter() {
+        for c in held.iter() {
             per_selector[selector(c.to_u64()) as usize] += 1;
         }
         let shape = Shape::best(n, r, &per_selector);
-        let (in_a, in_b): (Vec<u64>, Vec<u64>) = changed
+        let (in_a, in_b): (Vec<u64>, Vec<u64>) = held
             .iter()
             .map(|c| c.to_u64())
             .partition(|&c| selector(c) < shape.split);
 
         // Part A, then part B, bit-contiguous from bit 0. In a small universe each part
-        // keeps the seed that lets the fewest unchanged keys through.
+        // keeps the seed that lets the fewest other keys through.
         let candidates = if n <= SEARCH_UP_TO { FILTER_SEEDS } else { 1 };
-        let unchanged_through =
-            |in_a: bool, layout: &Layout, tag: u32, seed: u32, words: &[u64]| {
-                let mut next_changed = changed.iter().peekable();
-                let salted = salt(tag, seed);
-                let mask = value_mask(layout.bits);
-                let mut count = 0u64;
-                for key in universe.iter() {
-                    let key = key.to_u64();
-                    if next_changed.next_if(|c| c.to_u64() == key).is_some()
-                        || (selector(key) < shape.split) != in_a
-                    {
-                        continue;
-                    }
-                    let row = Row::of(key, salted, layout.m);
-                    count += u64::from(layout.eval(words, &row) == row.fingerprint & mask);
+        let others_through = |in_a: bool, layout: &Layout, tag: u32, seed: u32, words: &[u64]| {
+            let mut next_held = held.iter().peekable();
+            let salted = salt(tag, seed);
+            let mask = value_mask(layout.bits);
+            let mut count = 0u64;
+            for key in universe.iter() {
+                let key = key.to_u64();
+                if next_held.next_if(|c| c.to_u64() == key).is_some()
+                    || (selector(key) < shape.split) != in_a
+                {
+                    continue;
                 }
-                count
-            };
+                let row = Row::of(key, salted, layout.m);
+                count += u64::from(layout.eval(words, &row) == row.fingerprint & mask);
+            }
+            count
+        };
         let (a_seed, a_band) = filter_part(&in_a, shape.k + 1, TAG_A, candidates, |l, seed, w| {
-            unchanged_through(true, l, TAG_A, seed, w)
+            others_through(true, l, TAG_A, seed, w)
         });
         let a = Layout {
             m: a_band.m(),
@@ -226,7 +225,7 @@ impl Exact {
             (0, Band::new(0))
         } else {
             filter_part(&in_b, shape.k, TAG_B, candidates, |l, seed, w| {
-                unchanged_through(false, l, TAG_B, seed, w)
+                others_through(false, l, TAG_B, seed, w)
             })
         };
         let b = Layout {
@@ -245,12 +244,11 @@ impl Exact {
         // Every key the filter lets through, with its answer bit.
         let seeds = [a_seed, b_seed, 0];
         let through = |words: &[u64], each: &mut dyn FnMut(u64, u8) -> bool| -> bool {
-            let mut next_changed = changed.iter().peekable();
+            let mut next_held = held.iter().peekable();
             for key in universe.iter() {
                 let key = key.to_u64();
-                let is_changed = next_changed.next_if(|c| c.to_u64() == key).is_some();
-                if passes(key, shape.split, [&a, &b], seeds, words)
-                    && !each(key, u8::from(is_changed))
+                let is_held = next_held.next_if(|c| c.to_u64() == key).is_some();
+                if passes(key, shape.split, [&a, &b], seeds, words) && !each(key, u8::from(is_held))
                 {
                     return false;
                 }
