@@ -149,31 +149,34 @@ impl Service {
         let recorded = self.store.form_digest(from, to, FormName::Exact).await?;
         let checked = self
             .unions
-            .run(held, Step::Build, move || -> Result<Vec<u8>> {
-                // Every hour's distinct keys, in key order (one part: held runs).
-                let mut keys = Vec::new();
-                runs.for_each_part(&mut |sets| keys.extend(distinct_keys(sets)))
-                    .map_err(ServiceError::Spill)?;
-                keys.sort_unstable();
-                // The hours' keys as read are not needed beside the solver.
-                drop(runs);
-                let built = Exact::build_over(&universe, &keys)?;
-                let mut body = built.to_bytes();
-                if built.complemented()
-                    && recorded.is_some_and(|first| first != chain::digest(&body))
-                {
-                    // First served before complemented bodies existed: the same range
-                    // in version 1, if that is what was recorded (else it is reported).
-                    drop(built);
-                    body = Exact::build_over_uncomplemented(&universe, &keys)?.to_bytes();
-                }
-                check_exact(&body, &universe, &keys)?;
-                Ok(body)
-            })
+            .run(
+                held,
+                Step::Build,
+                move || -> Result<(Vec<u8>, chain::Hash)> {
+                    // Every hour's distinct keys, in key order (one part: held runs).
+                    let mut keys = Vec::new();
+                    runs.for_each_part(&mut |sets| keys.extend(distinct_keys(sets)))
+                        .map_err(ServiceError::Spill)?;
+                    keys.sort_unstable();
+                    // The hours' keys as read are not needed beside the solver.
+                    drop(runs);
+                    let built = Exact::build_over(&universe, &keys)?;
+                    let mut body = built.to_bytes();
+                    let mut digest = chain::digest(&body);
+                    if built.complemented() && recorded.is_some_and(|first| first != digest) {
+                        // First served before complemented bodies existed: the same range
+                        // in version 1, if that is what was recorded (else it is reported).
+                        drop(built);
+                        body = Exact::build_over_uncomplemented(&universe, &keys)?.to_bytes();
+                        digest = chain::digest(&body);
+                    }
+                    check_exact(&body, &universe, &keys)?;
+                    Ok((body, digest))
+                },
+            )
             .await?;
-        let body = self.noting_corrupt(from, checked)?;
-        self.vouch_form(from, to, FormName::Exact, &chain::digest(&body))
-            .await?;
+        let (body, digest) = self.noting_corrupt(from, checked)?;
+        self.vouch_form(from, to, FormName::Exact, &digest).await?;
         let exact = Exact::from_bytes(&body)?;
         let changed = u64::from(exact.changed_count());
         let meta = Meta::range(from.rfc3339(), to.rfc3339(), true, changed);
