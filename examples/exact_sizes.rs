@@ -4,7 +4,10 @@
 //! `.bin` gzip (best level, as the server seals it) and its 1% ribbon; then one build of
 //! N = 10M, r = 1M (`BIG_R` for another r): time, peak heap per universe ID (every
 //! allocation counted, the universe's 8 bytes and the changed keys' 8 each included) and
-//! queries per second on one core.
+//! queries per second on one core. Beside each body, what the two levels would cost with
+//! ideal systems (no slack, any fractional number of filter bits): the least any body of
+//! this construction (ours, Clubcard's) can be, and the shares changed at which even
+//! that is within 1.05x of the floor.
 //!
 //! ```text
 //! cargo run --release --example exact_sizes [-- --big-only | --no-big]   # BIG_R=5000000 for 50%
@@ -59,6 +62,7 @@ fn main() {
     let arg = std::env::args().nth(1).unwrap_or_default();
     if arg != "--big-only" {
         sizes();
+        ideal_within_goal();
     }
     if arg != "--no-big" {
         big();
@@ -66,8 +70,8 @@ fn main() {
 }
 
 fn sizes() {
-    println!("| N | r/N | r | floor B | exact B | x floor | 1% Bloom .bin gzip B | 1% ribbon B | k | split | build ms |");
-    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    println!("| N | r/N | r | floor B | exact B | x floor | two levels, ideal: x floor | 1% Bloom .bin gzip B | 1% ribbon B | k | split | build ms |");
+    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     for n in [10_000usize, 100_000, 2_000_000] {
         let universe = random_keys(n as u64, n);
         for fraction in [
@@ -87,13 +91,101 @@ fn sizes() {
             let bloom_gz = gzip_best(&bloom.to_bytes());
             let ribbon = Ribbon::build(changed, 7).unwrap().byte_len();
             println!(
-                "| {n} | {:.1}% | {r} | {floor:.0} | {body} | {:.3} | {bloom_gz} | {ribbon} | {} | {} | {ms:.1} |",
+                "| {n} | {:.1}% | {r} | {floor:.0} | {body} | {:.3} | {:.3} | {bloom_gz} | {ribbon} | {} | {} | {ms:.1} |",
                 fraction * 100.0,
                 body as f64 / floor,
+                two_levels_ideal_bits(n as u64, r as u64) / 8.0 / floor,
                 exact.k(),
                 exact.split(),
             );
         }
+    }
+}
+
+/// The fewest bits the two levels can take for `r` changed of `n` with ideal systems:
+/// the smaller side (`h` keys) held by a filter of false-positive rate `e`, at
+/// `log2(1/e)` bits a key (no slack, fractional bits), then one answer bit for each key
+/// it lets through, `h + (n - h) e`. The least over `e` is at `e = h / ((n - h) ln 2)`
+/// (capped at 1: no filter, one bit for every key). A filter cascade before the
+/// retrieval level does no better: each further filter is best left out.
+fn two_levels_ideal_bits(n: u64, r: u64) -> f64 {
+    let h = r.min(n - r) as f64;
+    let rest = n as f64 - h;
+    if h == 0.0 {
+        return 0.0;
+    }
+    let e = (h / (rest * std::f64::consts::LN_2)).min(1.0);
+    h * (1.0 / e).log2() + h + rest * e
+}
+
+/// The two levels with a second filter between them, ideal: the first holds the smaller
+/// side (`h`) at rate `e1`, the second the other side's keys it lets through
+/// (`(n - h) e1`), rejecting the held keys at rate `e2`, then one answer bit for each key
+/// both let through. The least over a grid of both rates (1 included: no filter).
+fn cascade_ideal_bits(n: u64, r: u64) -> f64 {
+    let h = r.min(n - r) as f64;
+    let rest = n as f64 - h;
+    let rates: Vec<f64> = (0..=2_000)
+        .map(|i| (-f64::from(i) / 100.0).exp2())
+        .collect();
+    let mut best = f64::INFINITY;
+    for &e1 in &rates {
+        let through = rest * e1;
+        for &e2 in &rates {
+            let bits = h * (1.0 / e1).log2() + through * (1.0 / e2).log2() + through + h * e2;
+            best = best.min(bits);
+        }
+    }
+    best
+}
+
+/// The shares changed (of N = 11.6M, the catch-up's universe) at which the two levels
+/// with ideal systems are within 1.05x of the floor, scanned in steps of 0.01%.
+fn ideal_within_goal() {
+    let n = 11_600_000u64;
+    let within = |step: u64| {
+        let r = n * step / 10_000;
+        two_levels_ideal_bits(n, r) <= 1.05 * floor_bits(n, r)
+    };
+    let mut spans = Vec::new();
+    let mut start = None;
+    for step in 1..10_000u64 {
+        match (within(step), start) {
+            (true, None) => start = Some(step),
+            (false, Some(from)) => {
+                spans.push((from, step - 1));
+                start = None;
+            }
+            _ => {}
+        }
+    }
+    if let Some(from) = start {
+        spans.push((from, 9_999));
+    }
+    let spans: Vec<String> = spans
+        .iter()
+        .map(|(a, b)| format!("{:.2}%..{:.2}%", *a as f64 / 100.0, *b as f64 / 100.0))
+        .collect();
+    let worst = (1..10_000u64)
+        .map(|step| {
+            let r = n * step / 10_000;
+            (two_levels_ideal_bits(n, r) / floor_bits(n, r), step)
+        })
+        .fold((0.0, 0), |a, b| if b.0 > a.0 { b } else { a });
+    println!(
+        "\nTwo levels with ideal systems, N = {n}: within 1.05x of the floor only at {} changed; worst {:.3}x at {:.2}%",
+        spans.join(", "),
+        worst.0,
+        worst.1 as f64 / 100.0
+    );
+    for step in [10u64, 100, 1_000, 1_507, 3_000] {
+        let r = n * step / 10_000;
+        println!(
+            "  at {:.2}%: two levels {:.4}x, with a second filter between them {:.4}x",
+            step as f64 / 100.0,
+            two_levels_ideal_bits(n, r) / floor_bits(n, r),
+            cascade_ideal_bits(n, r) / floor_bits(n, r)
+        );
     }
 }
 
