@@ -488,6 +488,52 @@ fn check_exact_without_a_universe_names_the_server_and_post_universe() {
     assert_eq!(err.lines().count(), 1, "{err}");
 }
 
+#[tokio::test(flavor = "multi_thread")]
+async fn check_stops_asking_for_exact_hours_the_server_will_not_build() {
+    // A universe of 50,000 IDs: each hour's exact build needs more than the build budget
+    // of a 1 MiB cache (a third of it), so the server answers 406 for each exact body.
+    let start = bloomcast::hour::hour_of(2008, 9, 3, 5).unwrap();
+    let hours = 4;
+    let (server, changed) =
+        common::exact::serve_tuned(common::TOKEN, start, 50_000, hours, 20, |settings| {
+            settings.cache_bytes = 1 << 20
+        })
+        .await;
+    let refused = reqwest::get(format!("{}/2008/09/03/05.exact", server.base))
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), 406);
+    let followed: Vec<String> = changed.concat();
+    let mut args = check_since_2008(&server.base);
+    args.extend(strings(&["--registered", "--strategy", "hourly", "-"]));
+    let out = bloomcast_async(args, followed.join("\n")).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let got: std::collections::HashSet<String> =
+        serde_json::from_value(doc["changed"].clone()).unwrap();
+    assert_eq!(got, followed.iter().cloned().collect(), "{doc}");
+    assert_eq!(doc["exact"], 0, "{doc}");
+    // The index, one exact body refused, each closed hour's approximate form and the
+    // open hour: not one refusal per hour.
+    assert_eq!(doc["requests"], hours + 3, "{doc}");
+}
+
+/// `bloomcast check --json` of `server` from 2008-09-03T05: hours of 2008, far behind this
+/// machine's clock (stale), their open hour's versions made then, on purpose.
+fn check_since_2008(server: &str) -> Vec<String> {
+    strings(&[
+        "check",
+        "--server",
+        server,
+        "--since",
+        "2008-09-03T05",
+        "--json",
+        "--accept-stale",
+        "--freshness",
+        "600000000",
+    ])
+}
+
 /// Runs `bloomcast <args>` off the async runtime that serves the test's server.
 async fn bloomcast_async(args: Vec<String>, stdin: String) -> Output {
     tokio::task::spawn_blocking(move || {
@@ -512,19 +558,7 @@ async fn check_reads_exact_hours_when_cheaper_or_forced_and_inspect_prints_one()
         .as_str()
         .unwrap()
         .to_owned();
-    // Hours of 2008, far behind this machine's clock (stale), their open hour's
-    // versions made then: on purpose.
-    let base = [
-        "check",
-        "--server",
-        &server.base,
-        "--since",
-        "2008-09-03T05",
-        "--json",
-        "--accept-stale",
-        "--freshness",
-        "600000000",
-    ];
+    let base = check_since_2008(&server.base);
 
     for extra in [
         // The universe's own IDs, declared so: exact bodies alone, hour by hour (two
@@ -538,7 +572,7 @@ async fn check_reads_exact_hours_when_cheaper_or_forced_and_inspect_prints_one()
         vec!["--exact", "--fetch-cost", "0"],
         vec!["--exact", "--pubkey", &key],
     ] {
-        let mut args = strings(&base);
+        let mut args = base.clone();
         args.extend(strings(&extra));
         args.push("-".into());
         let out = bloomcast_async(args, universe.clone()).await;
@@ -605,19 +639,7 @@ async fn check_flags_never_registered_ids_at_most_at_the_target_rate_once_a_univ
         .as_str()
         .unwrap()
         .to_owned();
-    // Hours of 2008, far behind this machine's clock (stale), their open hour's
-    // versions made then: on purpose.
-    let base = [
-        "check",
-        "--server",
-        &server.base,
-        "--since",
-        "2008-09-03T05",
-        "--json",
-        "--accept-stale",
-        "--freshness",
-        "600000000",
-    ];
+    let base = check_since_2008(&server.base);
     // Two sealed hours (the open one is empty): 2,000 (ID, hour) trials, each flagged at
     // most at the service's target of 0.01.
     let bound = common::exact::at_most_at_rate(2_000, 0.01);
@@ -631,7 +653,7 @@ async fn check_flags_never_registered_ids_at_most_at_the_target_rate_once_a_univ
         (vec!["--exact"], true),
         (vec!["--fetch-cost", "1000000"], true),
     ] {
-        let mut args = strings(&base);
+        let mut args = base.clone();
         args.extend(strings(&extra));
         args.push("-".into());
         let doc = bloomcast_json(args, outsiders.clone()).await;
@@ -647,7 +669,7 @@ async fn check_flags_never_registered_ids_at_most_at_the_target_rate_once_a_univ
 
     // Declared registered (falsely), the exact bodies are read alone: their answers for
     // these IDs are arbitrary, what the declaration is the caller's word against.
-    let mut args = strings(&base);
+    let mut args = base.clone();
     args.extend(strings(&["--registered", "-"]));
     let doc = bloomcast_json(args, outsiders).await;
     let flags = flags_in(&doc);
@@ -659,7 +681,7 @@ async fn check_flags_never_registered_ids_at_most_at_the_target_rate_once_a_univ
 
     // The published IDs are found in their hours; those of the first hour, in the
     // universe when the second was sealed, are answered for it exactly: not flagged.
-    let mut args = strings(&base);
+    let mut args = base.clone();
     args.push("-".into());
     let doc = bloomcast_json(args, published.concat().join("\n")).await;
     let ranges = doc["ranges"].as_array().unwrap();

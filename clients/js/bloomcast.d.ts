@@ -761,8 +761,9 @@ export class Client {
   ): Promise<Filter | Ribbon | Ribbon2 | Pages | Exact | Refined>;
   /** A closed hour in the form `choice` names (from `cheapestForm`); "pages" needs the
    * `keys` it answers for, and falls back to `choice.otherwise` where none are served
-   * (404, 406) or, with a `pubkey`, they are unsigned. */
-  readForm(hour: Date | string, choice: FormChoice, unverified?: Set<string> | null, keys?: Key[] | null): Promise<Filter | Ribbon | Ribbon2 | Pages | Exact | Refined>;
+   * (404, 406) or, with a `pubkey`, they are unsigned; `exactRefused` is called when the
+   * server would not build the hour's exact body (406). */
+  readForm(hour: Date | string, choice: FormChoice, unverified?: Set<string> | null, keys?: Key[] | null, exactRefused?: () => void): Promise<Filter | Ribbon | Ribbon2 | Pages | Exact | Refined>;
   day(day: Date | string): Promise<Fetched>;
   since(hour: Date | string): Promise<Fetched>;
   ingest(ids: string[]): Promise<{ hour: string; accepted: number }>;

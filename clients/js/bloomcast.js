@@ -2789,8 +2789,10 @@ export class Client {
    * `choice.otherwise`, a ribbon (version 1 or 2) that is not to v1. With a `pubkey`, so
    * does a derived form that comes without a signature (the source does not sign them:
    * `formsUnsigned` is then set; pages unsigned fall back alone); the v1 filter is
-   * verified as `filter` does (`unverified`: as `filter`'s). */
-  async readForm(hour, choice, unverified = null, keys = null) {
+   * verified as `filter` does (`unverified`: as `filter`'s). `exactRefused` is called
+   * when the server would not build the hour's exact body (406: more memory than its
+   * build budget, or not sealed yet). */
+  async readForm(hour, choice, unverified = null, keys = null, exactRefused = () => {}) {
     if (choice.form === "pages") {
       if (!keys) throw new TypeError("reading an hour by the page needs the keys of the IDs it answers for");
       if (!this.pagesUnserved) {
@@ -2812,7 +2814,8 @@ export class Client {
       try {
         exact = await this.exact(hour);
       } catch (e) {
-        if (!(e instanceof StatusError && e.status === 406) && !unsigned(e)) throw e;
+        if (e instanceof StatusError && e.status === 406) exactRefused();
+        else if (!unsigned(e)) throw e;
       }
       if (exact && choice.form === "exact") return exact;
       if (exact) return this.refined(hour, exact, choice.under, unverified);
@@ -3049,6 +3052,9 @@ export class Client {
     let to = now.getTime();
     // Derived forms are signed; from a source found not to sign them, v1 filters.
     const forms = () => !(verifying && this.formsUnsigned);
+    // The fewest IDs of an hour whose exact body the server would not build (406): later
+    // hours hold at least the universe it had, so one as large is not asked for it.
+    let exactRefusedAt = Infinity;
     for (let t = from.getTime(); t <= now.getTime(); t += 3600e3) {
       if (union && t === union.from) {
         // One range for the hours the union covers (`exact: true` read as an exact body,
@@ -3085,7 +3091,7 @@ export class Client {
         } else {
           const entry = listed.get(t);
           const count = entry?.count ?? index.capacity;
-          const exactHour = forms() && exactSince !== null && t >= exactSince;
+          const exactHour = forms() && exactSince !== null && t >= exactSince && (count ?? 3000) < exactRefusedAt;
           const exact = exactHour ? (Number.isInteger(entry?.exact_bytes) ? entry.exact_bytes : true) : undefined;
           const mirror = Boolean(index.static);
           // Pages are version 2 bodies, signed as derived forms: weighed where those are read.
@@ -3110,7 +3116,11 @@ export class Client {
           if (held && ids.length * fppOf(held) * fetchCost <= choice.expected + RESPONSE_OVERHEAD) {
             this.stats.cacheHits++;
             filter = held;
-          } else filter = await this.readForm(hour, choice, unverified, keys);
+          } else {
+            filter = await this.readForm(hour, choice, unverified, keys, () => {
+              exactRefusedAt = Math.min(exactRefusedAt, count ?? 3000);
+            });
+          }
         }
       } catch (e) {
         throw ofHour(e, name);

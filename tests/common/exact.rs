@@ -39,7 +39,19 @@ pub async fn serve(
     hours: usize,
     changed: usize,
 ) -> (InProcess, Vec<Vec<String>>) {
-    let server = inproc::serve("127.0.0.1:0".parse().unwrap(), token, start, |_| {}).await;
+    serve_tuned(token, start, n, hours, changed, |_| {}).await
+}
+
+/// [`serve`] with its settings changed by `tweak`.
+pub async fn serve_tuned(
+    token: &str,
+    start: Hour,
+    n: usize,
+    hours: usize,
+    changed: usize,
+    tweak: impl FnOnce(&mut bloomcast::config::Settings),
+) -> (InProcess, Vec<Vec<String>>) {
+    let server = inproc::serve("127.0.0.1:0".parse().unwrap(), token, start, tweak).await;
     let ids = universe(n);
     post_universe(&server.base, token, &ids).await;
     let http = reqwest::Client::new();

@@ -83,9 +83,10 @@ async function consistentHours() {
  * `range`: headers of `/since/YYYY/MM/DD/HH.exact` from H14 (section 14, "Ranges"), served
  * with H16's body (its universe, 2,000 IDs, holds the others'); a header null is left
  * out. Without it the since-range is 404. `listed`: maps each hour the index lists (as
- * planning reads them; the bodies served are the same).
+ * planning reads them; the bodies served are the same). `refuse`: every sealed hour's
+ * exact body is 406 (a build over the server's budget).
  */
-async function stub({ exactSince = H14, tamper = null, signed = false, countHeader = null, consistent = false, range = null, listed = (h) => h } = {}) {
+async function stub({ exactSince = H14, tamper = null, signed = false, countHeader = null, consistent = false, range = null, listed = (h) => h, refuse = false } = {}) {
   const v1 = consistent ? await consistentHours() : {};
   const seen = [];
   const index = {
@@ -137,6 +138,7 @@ async function stub({ exactSince = H14, tamper = null, signed = false, countHead
       const hour = chain.hours.find((x) => pathOf(x.hour) === exact[1])?.hour;
       const v = EXACT[hour];
       if (!v || exactSince === null) return notFound();
+      if (refuse) return json({ error: "not_acceptable", message: "the exact form needs more memory to build than this server's build budget" }, 406);
       let body = fromHex(v.body);
       if (tamper === "resigned") body[body.length - 1] ^= 1;
       const headers = {
@@ -286,6 +288,18 @@ test('"auto" bounds an exact range by the universe of the newest complete hour t
     });
   }
 });
+
+test("changedSince by hour stops asking for exact bodies as large as one the server refused (406)", () =>
+  withStub({ refuse: true, consistent: true }, async ({ base, seen }) => {
+    const client = new Client(base, { clock, registered: true });
+    const changes = await client.changedSince(FOLLOWED, H13, { strategy: "hourly" });
+    // Every changed ID found in the v1 filters (no false negative), none read exact.
+    const found = new Set([...changes].flatMap((c) => c.ids));
+    for (const hour of [H14, H15, H16]) for (const id of FOLLOWED.filter((i) => EXACT[hour].changed.includes(i))) assert.ok(found.has(id), id);
+    assert.ok([...changes].every((c) => !c.exact), JSON.stringify([...changes]));
+    // H14 (12 IDs) refused; H15 (200) and H16 (not listed: the capacity) are at least as large.
+    assert.deepEqual(seen.filter((p) => p.endsWith(".exact")), [`${pathOf(H14)}.exact`]);
+  }));
 
 test("changedSince by hour reads sealed hours from exact_since as exact bodies alone for IDs declared registered", () =>
   withStub({}, async ({ base, seen }) => {

@@ -418,6 +418,9 @@ class Client(Verifying):
         self.static = None  # whether the source is a static mirror (its index says so)
         self.urls = {}  # the index's `urls`
         self._reading_until = None  # the last hour of the range changed_since reads
+        # The fewest IDs of an hour of that range whose exact body the server would not
+        # build (406): hours as large are read in their approximate form at once.
+        self._exact_refused_at = math.inf
         self.fetch_cost = fetch_cost
         self.registered = registered
         self.ribbons = {}  # hour path -> the most precise Ribbon held
@@ -893,10 +896,18 @@ class Client(Verifying):
             contains = self._read_pages(path, ids, paged[0])
             if contains is not None:
                 return contains
-        if reading:
+        if reading and count < self._exact_refused_at:
             try:
                 exact = self.exact(path)
             except Unsigned:  # verifying: never used unsigned; the approximate form
+                exact = None
+            except HTTPError as e:
+                # Not built (406: more memory than the server's build budget, or not
+                # sealed yet): the approximate form. Later hours hold at least the
+                # universe this one had: one as large is not asked for its exact body.
+                if e.status != 406:
+                    raise
+                self._exact_refused_at = min(self._exact_refused_at, count)
                 exact = None
             if exact is not None:
                 return exact.changed if reading[0] == "alone" else \
@@ -1055,6 +1066,7 @@ class Client(Verifying):
         hour = parse_hour(since_path)
         out, read, now_sealed = [], [], None
         self._reading_until = now
+        self._exact_refused_at = math.inf
         # With a since-union read, the hours before it; else every hour.
         while hour <= now and (union is None or hour < union[0]):
             path, name = hour_path(hour), hour.strftime("%Y-%m-%dT%H:00:00Z")

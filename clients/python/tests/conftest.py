@@ -54,7 +54,8 @@ class FakeServer:
 
     `index`: fields added to GET / (e.g. exact_since, target_fpp, hours). `exact` maps an
     hour path to (body, headers) served at `.exact` (section 14) with the Bloom-* headers
-    and Repr-Digest of the body, which `headers` override; other `.exact` paths are 404,
+    and Repr-Digest of the body, which `headers` override, or to a status it answers
+    with (406: a build over the server's budget); other `.exact` paths are 404,
     the current hour's 406. `chain` maps an hour path to its chain entry, served at
     `/chain/...?limit=1`. `events`: what each request for `/events` gets in turn, an
 event stream's bytes (sent as `text/event-stream`, then the connection is closed), a
@@ -165,6 +166,10 @@ status, or a dict answered as JSON (a catch-all); past the last, and without `ev
                 if path not in fake.exact:
                     return self._send(404, {"error": "not_found",
                                             "message": "no exact body for this hour"})
+                if isinstance(fake.exact[path], int):  # a refusal: 406 over budget
+                    return self._send(fake.exact[path], {
+                        "error": "not_acceptable", "message": "the exact form needs more "
+                        "memory to build than this server's build budget"})
                 body, extra = fake.exact[path]
                 exact = Exact.from_bytes(body)
                 headers = {

@@ -98,6 +98,27 @@ def test_an_hour_not_listed_is_judged_by_the_v1_bodys_expected_bytes(fake_server
     assert set(vector()["changed"]) <= set(out["changed"])
 
 
+def test_after_one_exact_body_refused_hours_as_large_are_not_asked(fake_server, capsys):
+    # The server will not build these hours' exact bodies (406: over its build budget).
+    # Later hours hold at least the universe the first had: one refusal, then the
+    # approximate forms; nothing missed.
+    v = vector()
+    hours = ["/2026/11/23/06", "/2026/11/23/07", "/2026/11/23/08", SEALED]
+    names = [f"2026-11-23T{h[-2:]}:00:00Z" for h in hours]
+    server = fake_server(
+        hours={**{h: (v["changed"], True) for h in hours}, OPEN: ([], False)},
+        exact={h: 406 for h in hours},
+        index={"exact_since": names[0], "target_fpp": 0.01, "capacity": 3000,
+               "hours": [{"hour": n, "count": 200} for n in names] +
+               [{"hour": OPEN_NAME, "count": 0}]})
+    assert main(["check", "--server", server.base, "--since", "2026-11-23T06", "--json",
+                 "--strategy", "hourly", "--registered", *universe(v)]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert set(v["changed"]) <= set(out["changed"])
+    assert out["exact"] == 0
+    assert [p for p in server.paths if p.endswith(".exact")] == [hours[0] + ".exact"]
+
+
 def test_a_larger_exact_body_than_the_cheapest_form_is_not_read(fake_server, capsys):
     server = serve(fake_server, index=index(exact_bytes=10_000_000))
     assert check(server, "--strategy", "hourly", ids=["u:0"]) == 0

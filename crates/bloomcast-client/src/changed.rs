@@ -253,6 +253,10 @@ impl Client {
         }
         let mut out = Vec::new();
         let mut hour = since;
+        // The fewest IDs of an hour whose exact body the server would not build (406: more
+        // memory than its build budget, or not sealed yet). Later hours hold at least the
+        // universe it had, so one as large is read in its approximate form at once.
+        let mut refused = u64::MAX;
         for (i, (input, exact)) in inputs.hours.iter().zip(&exact).enumerate() {
             if compact.as_ref().is_some_and(|(from, _)| *from == i) {
                 let (_, (changes, last)) = compact.take().expect("checked");
@@ -290,15 +294,20 @@ impl Client {
             } else {
                 let count = input.count.unwrap_or(inputs.capacity);
                 let paged = strategy == Strategy::Pages;
+                let exact = exact.filter(|_| count < refused);
                 match (self
-                    .closed_pages(hour, count, &inputs, *exact, paged, &pick)
+                    .closed_pages(hour, count, &inputs, exact, paged, &pick)
                     .await)
                     .map_err(|e| e.of_hour(hour))?
                 {
                     Some(ids) => ids,
                     None => {
-                        let held = (self.closed_hour(hour, count, &inputs, *exact).await)
+                        let held = (self.closed_hour(hour, count, &inputs, exact).await)
                             .map_err(|e| e.of_hour(hour))?;
+                        if held.refused_exact {
+                            refused = refused.min(count);
+                        }
+                        let held = held.held;
                         pick(&|key| held.contains_key(key))
                     }
                 }
@@ -372,35 +381,44 @@ impl Client {
         count: u64,
         inputs: &plan::Inputs,
         exact: Option<u64>,
-    ) -> Result<Held> {
+    ) -> Result<ClosedHour> {
+        let read = |held| ClosedHour {
+            held,
+            refused_exact: false,
+        };
         let (followed, cost) = (inputs.followed, inputs.fetch_cost);
         let reading = inputs.reading(count, exact);
         let fetching = reading.expected_bytes(followed, cost) + plan::RESPONSE_OVERHEAD;
         if let Some(held) = self.held(hour, inputs.target_fpp) {
             if wasted(held.fpp(), followed, cost) <= fetching {
-                return Ok(held);
+                return Ok(read(held));
             }
         }
         // `None`: the exact body alone (the caller declared its IDs registered).
         let under = match reading {
             Reading::One(choice) if choice.form != Form::Exact => {
-                return self.approximate(hour, choice).await
+                return self.approximate(hour, choice).await.map(read)
             }
             Reading::One(_) => None,
             Reading::Refined { under, .. } => Some(under),
         };
         match (self.exact(hour).await, under) {
-            (Ok(Some(exact)), None) => Ok(Held::Exact(exact)),
-            (Ok(Some(exact)), Some(under)) => self.refined(hour, exact, under).await,
-            // No exact body after all (404), or an hour the server has not sealed yet
-            // (406): the approximate form answers the same question.
-            // Or one served unsigned to a client with a key: not used.
-            (
-                Ok(None)
-                | Err(ClientError::Status { status: 406, .. })
-                | Err(ClientError::Unsigned { .. }),
-                _,
-            ) => self.approximate(hour, inputs.other(count)).await,
+            (Ok(Some(exact)), None) => Ok(read(Held::Exact(exact))),
+            (Ok(Some(exact)), Some(under)) => self.refined(hour, exact, under).await.map(read),
+            // Not built (406: more memory than the server's build budget, or not sealed
+            // yet): the approximate form answers the same question.
+            (Err(ClientError::Status { status: 406, .. }), _) => {
+                let held = self.approximate(hour, inputs.other(count)).await?;
+                Ok(ClosedHour {
+                    held,
+                    refused_exact: true,
+                })
+            }
+            // No exact body after all (404), or one served unsigned to a client with a
+            // key: not used.
+            (Ok(None) | Err(ClientError::Unsigned { .. }), _) => {
+                self.approximate(hour, inputs.other(count)).await.map(read)
+            }
             (Err(e), _) => Err(e),
         }
     }
@@ -494,6 +512,12 @@ impl Client {
                 .find_map(|h| plan::universe_at_most(h.count?, h.exact_bytes?)),
         }
     }
+}
+
+/// A closed hour as read, and whether the server refused its exact body (406).
+struct ClosedHour {
+    held: Held,
+    refused_exact: bool,
 }
 
 /// Per hour from `since` through `now`, the bytes of its exact body when it may be read in
