@@ -490,13 +490,14 @@ fn check_exact_without_a_universe_names_the_server_and_post_universe() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn check_stops_asking_for_exact_hours_the_server_will_not_build() {
-    // A universe of 50,000 IDs: each hour's exact build needs more than the build budget
-    // of a 1 MiB cache (a third of it), so the server answers 406 for each exact body.
+    // A universe of 400,000 IDs: each hour's exact build needs more than the build budget
+    // of an 8 MiB cache (a third of it: 2.7 MiB; the universe's keys alone are 3.2 MB), so
+    // the server answers 406 for each exact body, while the hours' compact builds fit.
     let start = bloomcast::hour::hour_of(2008, 9, 3, 5).unwrap();
     let hours = 4;
     let (server, changed) =
-        common::exact::serve_tuned(common::TOKEN, start, 50_000, hours, 20, |settings| {
-            settings.cache_bytes = 1 << 20
+        common::exact::serve_tuned(common::TOKEN, start, 400_000, hours, 20, |settings| {
+            settings.cache_bytes = 8 << 20
         })
         .await;
     let refused = reqwest::get(format!("{}/2008/09/03/05.exact", server.base))
