@@ -828,3 +828,91 @@ async fn a_client_holding_a_damaged_hours_complete_filter_answers_from_it() {
         &[start_hour()],
     );
 }
+
+/// A stub in front of the index: `busy` answers of 503 `busy` with `Retry-After:
+/// retry_after` (POST /updates always), then the real server's index; counts what it was
+/// asked.
+async fn busy_stub(
+    index: serde_json::Value,
+    busy: usize,
+    retry_after: &'static str,
+) -> (String, Arc<std::sync::atomic::AtomicUsize>) {
+    use axum::http::{header, StatusCode};
+    use axum::response::IntoResponse;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let hits = Arc::new(AtomicUsize::new(0));
+    let refusal = move || {
+        (
+            StatusCode::SERVICE_UNAVAILABLE,
+            [(header::RETRY_AFTER, retry_after)],
+            axum::Json(serde_json::json!({"error": "busy", "message": "builds are busy"})),
+        )
+            .into_response()
+    };
+    let seen = hits.clone();
+    let app = axum::Router::new()
+        .route(
+            "/",
+            axum::routing::get(move || {
+                let n = seen.fetch_add(1, Ordering::SeqCst);
+                let index = index.clone();
+                async move {
+                    if n < busy {
+                        refusal()
+                    } else {
+                        axum::Json(index).into_response()
+                    }
+                }
+            }),
+        )
+        .route(
+            "/updates",
+            axum::routing::post({
+                let seen = hits.clone();
+                move || {
+                    seen.fetch_add(1, Ordering::SeqCst);
+                    async move { refusal() }
+                }
+            }),
+        );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    (base, hits)
+}
+
+#[tokio::test]
+async fn a_read_answered_busy_is_tried_again_after_its_retry_after() {
+    use std::sync::atomic::Ordering;
+    let server = serve().await;
+    let index: serde_json::Value = reqwest::get(&server.base)
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+
+    // Busy twice, then served: the third try answers.
+    let (base, hits) = busy_stub(index.clone(), 2, "1").await;
+    let client = reader(&base).build().unwrap();
+    let got = client.index().await.unwrap();
+    assert_eq!(got.current_hour().unwrap(), start_hour());
+    assert_eq!(hits.load(Ordering::SeqCst), 3);
+    assert_eq!(client.stats().requests, 3);
+
+    // Busy three times: the third refusal is the answer.
+    let (base, hits) = busy_stub(index.clone(), 3, "1").await;
+    let err = reader(&base).build().unwrap().index().await.unwrap_err();
+    assert_eq!(err.status(), Some(503), "{err}");
+    assert_eq!(hits.load(Ordering::SeqCst), 3);
+
+    // A longer wait than a poller should sit through, or a write: answered at once.
+    let (base, hits) = busy_stub(index, 1, "60").await;
+    let client = reader(&base).token(TOKEN).build().unwrap();
+    let err = client.index().await.unwrap_err();
+    assert_eq!(err.retry_after(), Some(std::time::Duration::from_secs(60)));
+    assert_eq!(hits.load(Ordering::SeqCst), 1);
+    let err = client.ingest(&["x"]).await.unwrap_err();
+    assert_eq!(err.status(), Some(503), "{err}");
+    assert_eq!(hits.load(Ordering::SeqCst), 2);
+}

@@ -38,6 +38,10 @@ export class VerificationError extends BloomcastError {
 export const PUBLICATION_LAG_HOURS: number;
 /** The default freshness bound of the open hour's versions, in seconds (600). */
 export const OPEN_FRESHNESS_SECONDS: number;
+/** Tries in all of a read (GET) answered 503 with a short `Retry-After` (3). */
+export const READ_TRIES: number;
+/** The longest `Retry-After` a read waits for before trying again, in seconds (5). */
+export const MAX_RETRY_WAIT: number;
 /**
  * An answer that may miss hours the publisher published: the source is stale (its newest
  * hour starts more than PUBLICATION_LAG_HOURS before the client's current hour, or its

@@ -118,6 +118,11 @@ export const PUBLICATION_LAG_HOURS = 2;
  * verified with a key (the `openFreshness` option changes it). */
 export const OPEN_FRESHNESS_SECONDS = 600;
 
+/** A read answered 503 with a `Retry-After` of at most `MAX_RETRY_WAIT` seconds is tried
+ * again after it, up to `READ_TRIES` tries in all (as the Rust SDK and the Python client). */
+export const READ_TRIES = 3;
+export const MAX_RETRY_WAIT = 5;
+
 /**
  * An answer that may miss hours the publisher has published: the source is stale (its
  * newest hour starts more than `PUBLICATION_LAG_HOURS` before the client's current hour,
@@ -2078,6 +2083,21 @@ export class Client {
   }
 
   async request(path, init = {}) {
+    const read = (init.method ?? "GET").toUpperCase() === "GET" && init.body == null;
+    for (let tries = 1; ; tries++) {
+      try {
+        return await this.requestOnce(path, init);
+      } catch (e) {
+        // A read answered 503 with a short Retry-After (a build busy, the store
+        // recovering) is sent again after it, up to READ_TRIES tries in all.
+        const wait = e instanceof StatusError && e.status === 503 ? e.retryAfter : null;
+        if (!read || tries >= READ_TRIES || !Number.isFinite(wait) || wait > MAX_RETRY_WAIT) throw e;
+        await new Promise((done) => setTimeout(done, wait * 1000));
+      }
+    }
+  }
+
+  async requestOnce(path, init = {}) {
     this.stats.requests++;
     let response;
     try {

@@ -26,6 +26,10 @@ import urllib.error
 import urllib.request
 
 HASH = "sha1-km32"
+# A read answered 503 with a Retry-After of at most MAX_RETRY_WAIT seconds is tried again
+# after it, up to READ_TRIES tries in all (as the Rust SDK and the JavaScript client do).
+READ_TRIES = 3
+MAX_RETRY_WAIT = 5
 
 from .verify import MissingDependency, Unsigned, VerificationError  # noqa: E402  (re-exported)
 from .ribbon import (DEFAULT_FETCH_COST, RESPONSE_OVERHEAD, Ribbon,  # noqa: E402
@@ -446,6 +450,20 @@ class Client(Verifying):
         self.deltas = 0
 
     def _request(self, path, headers=None, body=None, dictionary=None):
+        """(status, headers, body) of one request. A read (no body) answered 503 with a
+        Retry-After of at most MAX_RETRY_WAIT seconds (a build busy, the store recovering)
+        is sent again after that wait, up to READ_TRIES tries in all."""
+        for tries in range(1, READ_TRIES + 1):
+            try:
+                return self._request_once(path, headers, body, dictionary)
+            except HTTPError as e:
+                wait = e.retry_after
+                if body is not None or e.status != 503 or tries == READ_TRIES or \
+                        wait is None or wait > MAX_RETRY_WAIT:
+                    raise
+                time.sleep(wait)
+
+    def _request_once(self, path, headers=None, body=None, dictionary=None):
         self.requests += 1
         if self.base.startswith("file://"):
             got = files.get(files.root_of(self.base), path, (headers or {}).get("Range"))

@@ -151,9 +151,28 @@ impl Client {
             .header(header::ACCEPT_ENCODING, "gzip")
     }
 
+    /// Sends the request. A read (GET) the server answers 503 with a `Retry-After` of at
+    /// most [`MAX_RETRY_WAIT`] (a build busy, the store recovering) is sent again after
+    /// that wait, up to [`READ_TRIES`] tries in all; anything else is returned as it came.
     pub(super) async fn send(&self, request: RequestBuilder) -> Result<Response> {
-        self.counters.requests.fetch_add(1, Ordering::Relaxed);
-        Ok(request.send().await?)
+        let mut request = request.build()?;
+        let mut tries = 1;
+        loop {
+            let again = (request.method() == reqwest::Method::GET && tries < READ_TRIES)
+                .then(|| request.try_clone())
+                .flatten();
+            self.counters.requests.fetch_add(1, Ordering::Relaxed);
+            let response = self.http.execute(request).await?;
+            match (again, retry_wait(&response)) {
+                (Some(next), Some(wait)) => {
+                    tracing::debug!(url = %next.url(), ?wait, "503 with Retry-After: trying again");
+                    tokio::time::sleep(wait).await;
+                    request = next;
+                    tries += 1;
+                }
+                _ => return Ok(response),
+            }
+        }
     }
 
     /// Reads the body, counting its wire bytes, and gunzips it, or decodes a delta with
@@ -190,6 +209,29 @@ impl Client {
             _ => Ok(wire.to_vec()),
         }
     }
+}
+
+/// Tries of a read answered 503 with a short `Retry-After` (`Client::send`).
+pub(crate) const READ_TRIES: u32 = 3;
+/// The longest `Retry-After` a read waits for before trying again.
+pub(crate) const MAX_RETRY_WAIT: Duration = Duration::from_secs(5);
+
+/// How long to wait before sending a read again: a 503's `Retry-After`, in seconds, when
+/// it is at most [`MAX_RETRY_WAIT`].
+fn retry_wait(response: &Response) -> Option<Duration> {
+    if response.status() != StatusCode::SERVICE_UNAVAILABLE {
+        return None;
+    }
+    let wait = response
+        .headers()
+        .get(header::RETRY_AFTER)?
+        .to_str()
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
+        .map(Duration::from_secs)?;
+    (wait <= MAX_RETRY_WAIT).then_some(wait)
 }
 
 /// The hour a response's header `name` (`Bloom-Hour`, `Bloom-From`, `Bloom-To`) names.
