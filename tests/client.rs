@@ -906,6 +906,12 @@ async fn a_read_answered_busy_is_tried_again_after_its_retry_after() {
     assert_eq!(err.status(), Some(503), "{err}");
     assert_eq!(hits.load(Ordering::SeqCst), 3);
 
+    // One try asked for: the first refusal is the answer.
+    let (base, hits) = busy_stub(index.clone(), 1, "1").await;
+    let err = reader(&base).read_tries(1).build().unwrap().index().await;
+    assert_eq!(err.unwrap_err().status(), Some(503));
+    assert_eq!(hits.load(Ordering::SeqCst), 1);
+
     // A longer wait than a poller should sit through, or a write: answered at once.
     let (base, hits) = busy_stub(index, 1, "60").await;
     let client = reader(&base).token(TOKEN).build().unwrap();

@@ -659,9 +659,14 @@ export class Client {
        * OPEN_FRESHNESS_SECONDS, 600); an older one is refused (a replay would hide the
        * changes since). */
       openFreshness?: number;
+      /** Tries in all of a read answered 503 with a `Retry-After` of at most
+       * MAX_RETRY_WAIT seconds (default READ_TRIES, 3; 1: the first 503 as it came). */
+      readTries?: number;
     },
   );
   readonly registered: boolean;
+  /** Tries in all of a read answered 503 with a short `Retry-After`. */
+  readTries: number;
   readonly base: string;
   /** Requests made, 304s, complete filters (and pages) answered from memory, and the body
    * bytes read: filters, compact forms, exact bodies and pages' ranges (as sent where the

@@ -2052,7 +2052,7 @@ export class Client {
    *   `clock`: this client's clock, epoch milliseconds (default `Date.now`): the publication
    *   lag bound and the open hour's freshness are measured against it.
    */
-  constructor(base, { token, repr = "json", fetch: fetchImpl, pubkey, subtle, registered = false, clock = Date.now, openFreshness = OPEN_FRESHNESS_SECONDS } = {}) {
+  constructor(base, { token, repr = "json", fetch: fetchImpl, pubkey, subtle, registered = false, clock = Date.now, openFreshness = OPEN_FRESHNESS_SECONDS, readTries = READ_TRIES } = {}) {
     if (!(repr in SUFFIX)) throw new TypeError(`repr is json, hex or bin, not ${repr}`);
     if (pubkey !== undefined && pubkey !== null && !/^[0-9a-fA-F]{64}$/.test(String(pubkey).trim())) {
       throw new TypeError(`not a public key: ${JSON.stringify(pubkey)} (expected 64 hex digits, an Ed25519 public key)`);
@@ -2077,6 +2077,8 @@ export class Client {
     this.token = token;
     this.repr = repr;
     this.fetchImpl = fetchImpl ?? globalThis.fetch.bind(globalThis);
+    /** Tries in all of a read answered 503 with a short Retry-After (1: the first 503). */
+    this.readTries = Math.max(1, Math.floor(Number(readTries)) || 1);
     /** path → Fetched: complete filters forever, open ones to revalidate. */
     this.cache = new Map();
     this.stats = { requests: 0, notModified: 0, cacheHits: 0, bodyBytes: 0 };
@@ -2089,9 +2091,9 @@ export class Client {
         return await this.requestOnce(path, init);
       } catch (e) {
         // A read answered 503 with a short Retry-After (a build busy, the store
-        // recovering) is sent again after it, up to READ_TRIES tries in all.
+        // recovering) is sent again after it, up to `readTries` tries in all.
         const wait = e instanceof StatusError && e.status === 503 ? e.retryAfter : null;
-        if (!read || tries >= READ_TRIES || !Number.isFinite(wait) || wait > MAX_RETRY_WAIT) throw e;
+        if (!read || tries >= this.readTries || !Number.isFinite(wait) || wait > MAX_RETRY_WAIT) throw e;
         await new Promise((done) => setTimeout(done, wait * 1000));
       }
     }

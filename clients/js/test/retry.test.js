@@ -38,6 +38,12 @@ test("busy every time: the last try's 503 is the answer", async () => {
   assert.equal(seen.length, READ_TRIES);
 });
 
+test("one try asked for (readTries: 1): the first refusal is the answer", async () => {
+  const { fetchImpl, seen } = busyFetch(1, "1");
+  await assert.rejects(new Client("http://stub", { fetch: fetchImpl, readTries: 1 }).index(), (e) => e instanceof StatusError && e.status === 503);
+  assert.equal(seen.length, 1);
+});
+
 test("a long Retry-After, or a write, is answered at once", async () => {
   const { fetchImpl, seen } = busyFetch(1, "60");
   const client = new Client("http://stub", { fetch: fetchImpl, token: "t0ken-t0ken" });

@@ -413,8 +413,9 @@ class Client(Verifying):
 
     def __init__(self, base, timeout=30, pubkey=None, fetch_cost=DEFAULT_FETCH_COST,
                  registered=False, accept_stale=False, lag_hours=coverage.LAG_HOURS,
-                 freshness=coverage.FRESHNESS_SECONDS):
+                 freshness=coverage.FRESHNESS_SECONDS, read_tries=READ_TRIES):
         self.base = server_base(base)
+        self.read_tries = max(1, int(read_tries))  # 1: a busy read's 503 as it came
         self.accept_stale, self.lag_hours, self.freshness = accept_stale, lag_hours, freshness
         self.unverified = {}  # hour name -> why its open version read last is unverified
         self.open_made = {}  # path of an open hour -> `made` of the version held, verified
@@ -452,13 +453,13 @@ class Client(Verifying):
     def _request(self, path, headers=None, body=None, dictionary=None):
         """(status, headers, body) of one request. A read (no body) answered 503 with a
         Retry-After of at most MAX_RETRY_WAIT seconds (a build busy, the store recovering)
-        is sent again after that wait, up to READ_TRIES tries in all."""
-        for tries in range(1, READ_TRIES + 1):
+        is sent again after that wait, up to `read_tries` tries in all (default READ_TRIES)."""
+        for tries in range(1, self.read_tries + 1):
             try:
                 return self._request_once(path, headers, body, dictionary)
             except HTTPError as e:
                 wait = e.retry_after
-                if body is not None or e.status != 503 or tries == READ_TRIES or \
+                if body is not None or e.status != 503 or tries == self.read_tries or \
                         wait is None or wait > MAX_RETRY_WAIT:
                     raise
                 time.sleep(wait)

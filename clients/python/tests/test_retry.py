@@ -64,6 +64,13 @@ def test_busy_every_time_is_the_answer_after_the_last_try(busy_stub):
     assert e.value.status == 503 and len(hits) == READ_TRIES
 
 
+def test_one_try_asked_for_is_the_first_refusal(busy_stub):
+    base, hits = busy_stub(1, "1")
+    with pytest.raises(HTTPError):
+        Client(base, read_tries=1).index()
+    assert len(hits) == 1
+
+
 def test_a_long_retry_after_or_a_write_is_answered_at_once(busy_stub):
     base, hits = busy_stub(1, "60")
     client = Client(base)

@@ -23,6 +23,7 @@ pub struct ClientBuilder {
     freshness: Duration,
     accept_stale: bool,
     pages_cover: u32,
+    read_tries: u32,
 }
 
 impl ClientBuilder {
@@ -123,6 +124,15 @@ impl ClientBuilder {
         self
     }
 
+    /// Tries in all of a read (GET) the server answers 503 with a `Retry-After` of at most
+    /// 5 s (a build busy, the store recovering): sent again after that wait (default 3;
+    /// 1 returns the first 503 as it came). Writes are never sent again here
+    /// ([`Client::publish`] has its own loop).
+    pub fn read_tries(mut self, tries: u32) -> Self {
+        self.read_tries = tries.max(1);
+        self
+    }
+
     /// Pages read for each page needed when a closed hour is read by the page
     /// ([`Client::pages`]; PROTOCOL.md section 12, "What a reader tells the server"):
     /// `n` (default 1, at least 1) reads each needed page among `n - 1` others chosen at
@@ -208,6 +218,7 @@ impl ClientBuilder {
             freshness: self.freshness,
             accept_stale: self.accept_stale,
             pages_cover: self.pages_cover,
+            read_tries: self.read_tries,
         })
     }
 }
@@ -237,6 +248,7 @@ impl Client {
             freshness: crate::DEFAULT_FRESHNESS,
             accept_stale: false,
             pages_cover: 1,
+            read_tries: crate::fetch::READ_TRIES,
         }
     }
 }

@@ -153,12 +153,13 @@ impl Client {
 
     /// Sends the request. A read (GET) the server answers 503 with a `Retry-After` of at
     /// most [`MAX_RETRY_WAIT`] (a build busy, the store recovering) is sent again after
-    /// that wait, up to [`READ_TRIES`] tries in all; anything else is returned as it came.
+    /// that wait, up to `read_tries` tries in all (default [`READ_TRIES`]); anything else
+    /// is returned as it came.
     pub(super) async fn send(&self, request: RequestBuilder) -> Result<Response> {
         let mut request = request.build()?;
         let mut tries = 1;
         loop {
-            let again = (request.method() == reqwest::Method::GET && tries < READ_TRIES)
+            let again = (request.method() == reqwest::Method::GET && tries < self.read_tries)
                 .then(|| request.try_clone())
                 .flatten();
             self.counters.requests.fetch_add(1, Ordering::Relaxed);
@@ -211,7 +212,7 @@ impl Client {
     }
 }
 
-/// Tries of a read answered 503 with a short `Retry-After` (`Client::send`).
+/// Tries of a read answered 503 with a short `Retry-After` by default (`Client::send`).
 pub(crate) const READ_TRIES: u32 = 3;
 /// The longest `Retry-After` a read waits for before trying again.
 pub(crate) const MAX_RETRY_WAIT: Duration = Duration::from_secs(5);

@@ -330,6 +330,8 @@ pub struct Client {
     current: std::sync::atomic::AtomicI64,
     /// How old a version of the open hour may be, with a key.
     freshness: std::time::Duration,
+    /// Tries of a read answered 503 with a short `Retry-After` (`ClientBuilder::read_tries`).
+    read_tries: u32,
     /// Return an answer whose source is not shown current rather than
     /// [`ClientError::Stale`].
     accept_stale: bool,
