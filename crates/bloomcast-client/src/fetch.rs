@@ -223,16 +223,19 @@ fn retry_wait(response: &Response) -> Option<Duration> {
     if response.status() != StatusCode::SERVICE_UNAVAILABLE {
         return None;
     }
-    let wait = response
-        .headers()
+    retry_after(response.headers()).filter(|wait| *wait <= MAX_RETRY_WAIT)
+}
+
+/// A response's `Retry-After`, in whole seconds.
+fn retry_after(headers: &HeaderMap) -> Option<Duration> {
+    headers
         .get(header::RETRY_AFTER)?
         .to_str()
         .ok()?
         .trim()
         .parse()
         .ok()
-        .map(Duration::from_secs)?;
-    (wait <= MAX_RETRY_WAIT).then_some(wait)
+        .map(Duration::from_secs)
 }
 
 /// The hour a response's header `name` (`Bloom-Hour`, `Bloom-From`, `Bloom-To`) names.
@@ -247,12 +250,7 @@ pub(super) async fn check(response: Response) -> Result<Response> {
     if status.is_success() {
         return Ok(response);
     }
-    let retry_after = response
-        .headers()
-        .get(header::RETRY_AFTER)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.trim().parse().ok())
-        .map(Duration::from_secs);
+    let retry_after = retry_after(response.headers());
     let text = response.text().await.unwrap_or_default();
     #[derive(serde::Deserialize)]
     struct ErrorBody {
