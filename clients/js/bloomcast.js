@@ -3112,13 +3112,13 @@ export class Client {
           filter = this.registered ? exact : await this.refined(hour, exact, under, unverified);
         } else {
           const entry = listed.get(t);
-          const count = entry?.count ?? index.capacity;
-          const exactHour = forms() && exactSince !== null && t >= exactSince && (count ?? 3000) < exactRefusedAt;
+          const count = entry?.count ?? index.capacity ?? 3000;
+          const exactHour = forms() && exactSince !== null && t >= exactSince && count < exactRefusedAt;
           const exact = exactHour ? (Number.isInteger(entry?.exact_bytes) ? entry.exact_bytes : true) : undefined;
           const mirror = Boolean(index.static);
           // Pages are version 2 bodies, signed as derived forms: weighed where those are read.
           const paging = ribbon2 && forms() && !this.pagesUnserved;
-          let choice = cheapestForm(count ?? 3000, targetFpp, ids.length, fetchCost, {
+          let choice = cheapestForm(count, targetFpp, ids.length, fetchCost, {
             exact,
             ribbons: forms(),
             ribbon2,
@@ -3130,7 +3130,7 @@ export class Client {
           if (strategy === "pages" && paging && choice.form !== "pages") {
             // Read by the page whatever it costs, at the grade that suits the IDs; whole
             // (the cheapest whole form) where the source serves no pages.
-            choice = { ...cheapestPages(count ?? 3000, targetFpp, ids.length, fetchCost, { mirror, keys }), otherwise: choice };
+            choice = { ...cheapestPages(count, targetFpp, ids.length, fetchCost, { mirror, keys }), otherwise: choice };
           }
           // A complete form held already, when its wasted fetches cost no more than
           // fetching the cheapest form (as `cheapestPlan` counts it): no request.
@@ -3140,7 +3140,7 @@ export class Client {
             filter = held;
           } else {
             filter = await this.readForm(hour, choice, unverified, keys, () => {
-              exactRefusedAt = Math.min(exactRefusedAt, count ?? 3000);
+              exactRefusedAt = Math.min(exactRefusedAt, count);
             });
           }
         }
