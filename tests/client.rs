@@ -892,8 +892,8 @@ async fn a_read_answered_busy_is_tried_again_after_its_retry_after() {
         .await
         .unwrap();
 
-    // Busy twice, then served: the third try answers.
-    let (base, hits) = busy_stub(index.clone(), 2, "1").await;
+    // Busy twice, then served: the third try answers (Retry-After 0: no wall-clock wait).
+    let (base, hits) = busy_stub(index.clone(), 2, "0").await;
     let client = reader(&base).build().unwrap();
     let got = client.index().await.unwrap();
     assert_eq!(got.current_hour().unwrap(), start_hour());
@@ -901,7 +901,7 @@ async fn a_read_answered_busy_is_tried_again_after_its_retry_after() {
     assert_eq!(client.stats().requests, 3);
 
     // Busy three times: the third refusal is the answer.
-    let (base, hits) = busy_stub(index.clone(), 3, "1").await;
+    let (base, hits) = busy_stub(index.clone(), 3, "0").await;
     let err = reader(&base).build().unwrap().index().await.unwrap_err();
     assert_eq!(err.status(), Some(503), "{err}");
     assert_eq!(hits.load(Ordering::SeqCst), 3);

@@ -25,7 +25,7 @@ function busyFetch(busy, retryAfter) {
 }
 
 test("busy twice, then served: the third try answers", async () => {
-  const { fetchImpl, seen } = busyFetch(2, "1");
+  const { fetchImpl, seen } = busyFetch(2, "0");
   const client = new Client("http://stub", { fetch: fetchImpl });
   assert.deepEqual(await client.index(), INDEX);
   assert.equal(seen.length, 3);
@@ -33,7 +33,7 @@ test("busy twice, then served: the third try answers", async () => {
 });
 
 test("busy every time: the last try's 503 is the answer", async () => {
-  const { fetchImpl, seen } = busyFetch(READ_TRIES, "1");
+  const { fetchImpl, seen } = busyFetch(READ_TRIES, "0");
   await assert.rejects(new Client("http://stub", { fetch: fetchImpl }).index(), (e) => e instanceof StatusError && e.status === 503);
   assert.equal(seen.length, READ_TRIES);
 });

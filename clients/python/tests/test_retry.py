@@ -51,14 +51,14 @@ def busy_stub():
 
 
 def test_busy_twice_then_served_answers_on_the_third_try(busy_stub):
-    base, hits = busy_stub(2, "1")
+    base, hits = busy_stub(2, "0")
     client = Client(base)
     assert client.index()["current"]["hour"] == INDEX["current"]["hour"]
     assert len(hits) == 3 and client.requests == 3
 
 
 def test_busy_every_time_is_the_answer_after_the_last_try(busy_stub):
-    base, hits = busy_stub(READ_TRIES, "1")
+    base, hits = busy_stub(READ_TRIES, "0")
     with pytest.raises(HTTPError) as e:
         Client(base).index()
     assert e.value.status == 503 and len(hits) == READ_TRIES
