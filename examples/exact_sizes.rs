@@ -143,47 +143,39 @@ fn cascade_ideal_bits(n: u64, r: u64) -> f64 {
 /// with ideal systems are within 1.05x of the floor, scanned in steps of 0.01%.
 fn ideal_within_goal() {
     let n = 11_600_000u64;
-    let within = |step: u64| {
+    let ratio = |step: u64| {
         let r = n * step / 10_000;
-        two_levels_ideal_bits(n, r) <= 1.05 * floor_bits(n, r)
+        two_levels_ideal_bits(n, r) / floor_bits(n, r)
     };
-    let mut spans = Vec::new();
-    let mut start = None;
-    for step in 1..10_000u64 {
-        match (within(step), start) {
-            (true, None) => start = Some(step),
-            (false, Some(from)) => {
-                spans.push((from, step - 1));
-                start = None;
-            }
-            _ => {}
+    let ratios: Vec<(u64, f64)> = (1..10_000u64).map(|step| (step, ratio(step))).collect();
+    // Runs of consecutive steps within 1.05x, as (first, last).
+    let mut spans: Vec<(u64, u64)> = Vec::new();
+    for &(step, _) in ratios.iter().filter(|(_, x)| *x <= 1.05) {
+        match spans.last_mut() {
+            Some((_, last)) if *last + 1 == step => *last = step,
+            _ => spans.push((step, step)),
         }
-    }
-    if let Some(from) = start {
-        spans.push((from, 9_999));
     }
     let spans: Vec<String> = spans
         .iter()
         .map(|(a, b)| format!("{:.2}%..{:.2}%", *a as f64 / 100.0, *b as f64 / 100.0))
         .collect();
-    let worst = (1..10_000u64)
-        .map(|step| {
-            let r = n * step / 10_000;
-            (two_levels_ideal_bits(n, r) / floor_bits(n, r), step)
-        })
-        .fold((0.0, 0), |a, b| if b.0 > a.0 { b } else { a });
+    let (worst_step, worst) = ratios
+        .iter()
+        .copied()
+        .fold((0, 0.0), |a, b| if b.1 > a.1 { b } else { a });
     println!(
         "\nTwo levels with ideal systems, N = {n}: within 1.05x of the floor only at {} changed; worst {:.3}x at {:.2}%",
         spans.join(", "),
-        worst.0,
-        worst.1 as f64 / 100.0
+        worst,
+        worst_step as f64 / 100.0
     );
     for step in [10u64, 100, 1_000, 1_507, 3_000] {
         let r = n * step / 10_000;
         println!(
             "  at {:.2}%: two levels {:.4}x, with a second filter between them {:.4}x",
             step as f64 / 100.0,
-            two_levels_ideal_bits(n, r) / floor_bits(n, r),
+            ratio(step),
             cascade_ideal_bits(n, r) / floor_bits(n, r)
         );
     }
